@@ -1,0 +1,94 @@
+import { ContextGuardConfigError } from "./errors.ts"
+
+/** Seconds from an arbitrary origin; only differences matter. */
+export type SecondsClock = () => number
+
+const monotonicSeconds: SecondsClock = () => performance.now() / 1000
+
+interface Entry {
+  value: unknown
+  expiresAt: number
+}
+
+/** Options for {@link ToolCache}. */
+export interface ToolCacheOptions {
+  /** Clock in seconds; defaults to `performance.now() / 1000` (monotonic, available in every runtime). */
+  clock?: SecondsClock
+}
+
+/**
+ * A TTL cache with single-flight loading. Entries are stored in a wrapper, so `null` and `undefined`
+ * results are cached like any other value (the original treated a cached `None` as a miss).
+ */
+export class ToolCache {
+  readonly #entries = new Map<string, Entry>()
+  readonly #inflight = new Map<string, Promise<unknown>>()
+  readonly #clock: SecondsClock
+
+  constructor(options: ToolCacheOptions = {}) {
+    this.#clock = options.clock ?? monotonicSeconds
+  }
+
+  /** Number of live (unexpired) entries. */
+  get size(): number {
+    const now = this.#clock()
+    let n = 0
+    for (const e of this.#entries.values()) if (now < e.expiresAt) n++
+    return n
+  }
+
+  has(key: string): boolean {
+    return this.#lookup(key) !== undefined
+  }
+
+  delete(key: string): void {
+    this.#entries.delete(key)
+  }
+
+  clear(): void {
+    this.#entries.clear()
+  }
+
+  /**
+   * Returns the cached value for `key`, or runs `load` once for all concurrent callers. A failing load
+   * removes the key (no stale value survives an error) and rejects every waiter with the same error.
+   */
+  async getOrLoad<T>(key: string, ttl: number, load: () => Promise<T> | T, clock?: SecondsClock): Promise<T> {
+    assertTtl(ttl)
+    const hit = this.#lookup(key, clock)
+    if (hit) return hit.value as T
+    const pending = this.#inflight.get(key)
+    if (pending) return pending as Promise<T>
+    const now = clock ?? this.#clock
+    const run = (async () => {
+      try {
+        const value = await load()
+        this.#entries.set(key, { value, expiresAt: now() + ttl })
+        return value
+      } catch (error) {
+        this.#entries.delete(key)
+        throw error
+      } finally {
+        this.#inflight.delete(key)
+      }
+    })()
+    this.#inflight.set(key, run)
+    return run
+  }
+
+  #lookup(key: string, clock?: SecondsClock): Entry | undefined {
+    const entry = this.#entries.get(key)
+    if (!entry) return undefined
+    if ((clock ?? this.#clock)() < entry.expiresAt) return entry
+    this.#entries.delete(key)
+    return undefined
+  }
+}
+
+export function assertTtl(ttl: number): void {
+  if (!Number.isFinite(ttl) || ttl < 0) {
+    throw new ContextGuardConfigError(
+      `ttl must be a finite number of seconds >= 0, got ${String(ttl)}. Pass e.g. { ttl: 60 }.`,
+    )
+  }
+}

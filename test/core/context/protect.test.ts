@@ -1,0 +1,127 @@
+import { describe, expect, it, vi } from "vitest"
+import { ContextGuardConfigError, protect, Session, ToolCache } from "../../../src/core/context/index.ts"
+
+function fakeClock(start = 1000) {
+  let now = start
+  return { now: () => now, advance: (s: number) => (now += s) }
+}
+
+describe("protect", () => {
+  it("shares one call among 50 concurrent misses on one entity", async () => {
+    let calls = 0
+    let release!: () => void
+    const gate = new Promise<void>((r) => (release = r))
+    const fetchCustomer = protect(
+      async ({ customerId }: { customerId: string }) => {
+        calls++
+        await gate
+        return { id: customerId }
+      },
+      { entityParam: "customerId", ttl: 60, name: "fetch_customer" },
+    )
+    await new Session().run(async () => {
+      const all = Array.from({ length: 50 }, () => fetchCustomer({ customerId: "c1" }))
+      release()
+      const results = await Promise.all(all)
+      expect(calls).toBe(1)
+      expect(new Set(results).size).toBe(1)
+      expect(results[0]).toEqual({ id: "c1" })
+    })
+  })
+
+  it("refetches after the TTL with an injected clock in seconds", async () => {
+    const clock = fakeClock()
+    const fn = vi.fn(async ({ id }: { id: string }) => `v-${id}-${fn.mock.calls.length}`)
+    const tool = protect(fn, { entityParam: "id", ttl: 10, clock: clock.now, name: "t" })
+    const session = new Session()
+    const call = session.bind(tool)
+    expect(await call({ id: "a" })).toBe("v-a-1")
+    clock.advance(9.999)
+    expect(await call({ id: "a" })).toBe("v-a-1")
+    clock.advance(0.001)
+    expect(await call({ id: "a" })).toBe("v-a-2")
+    expect(fn).toHaveBeenCalledTimes(2)
+  })
+
+  it("keys by entity, ignoring other arguments, and separates entities", async () => {
+    const fn = vi.fn(async (a: { id: number; verbose: boolean }) => a.id * 10)
+    const tool = protect(fn, { entityParam: "id", name: "e" })
+    const call = new Session().bind(tool)
+    expect(await call({ id: 1, verbose: false })).toBe(10)
+    expect(await call({ id: 1, verbose: true })).toBe(10)
+    expect(await call({ id: 2, verbose: true })).toBe(20)
+    expect(fn).toHaveBeenCalledTimes(2)
+  })
+
+  it("keys by all arguments when there is no entity (the original returned one value for any args)", async () => {
+    const fn = vi.fn(async (a: { q: string; n?: number }) => `${a.q}${a.n ?? ""}`)
+    const call = new Session().bind(protect(fn, { name: "search" }))
+    expect(await call({ q: "x" })).toBe("x")
+    expect(await call({ q: "y" })).toBe("y")
+    expect(await call({ n: 1, q: "x" })).toBe("x1")
+    expect(await call({ q: "x", n: 1 })).toBe("x1")
+    expect(fn).toHaveBeenCalledTimes(3)
+  })
+
+  it("caches null and undefined results", async () => {
+    const nul = vi.fn(async (_: { id: string }) => null)
+    const und = vi.fn(async (_: { id: string }) => undefined)
+    const s = new Session()
+    const a = s.bind(protect(nul, { entityParam: "id", name: "n" }))
+    const b = s.bind(protect(und, { entityParam: "id", name: "u" }))
+    expect(await a({ id: "1" })).toBeNull()
+    expect(await a({ id: "1" })).toBeNull()
+    expect(await b({ id: "1" })).toBeUndefined()
+    expect(await b({ id: "1" })).toBeUndefined()
+    expect(nul).toHaveBeenCalledTimes(1)
+    expect(und).toHaveBeenCalledTimes(1)
+  })
+
+  it("clears the key on error and rejects every concurrent waiter", async () => {
+    let n = 0
+    const tool = protect(
+      async (_: { id: string }) => {
+        n++
+        await Promise.resolve()
+        if (n === 1) throw new Error("db down")
+        return "ok"
+      },
+      { entityParam: "id", name: "flaky" },
+    )
+    const call = new Session().bind(tool)
+    const results = await Promise.allSettled([call({ id: "a" }), call({ id: "a" })])
+    expect(results.map((r) => r.status)).toEqual(["rejected", "rejected"])
+    expect(n).toBe(1)
+    expect(await call({ id: "a" })).toBe("ok")
+    expect(n).toBe(2)
+  })
+
+  it("isolates sessions and invalidates one entry", async () => {
+    const fn = vi.fn(async ({ id }: { id: string }) => id)
+    const tool = protect(fn, { entityParam: "id", name: "iso" })
+    const s1 = new Session()
+    const s2 = new Session()
+    await s1.bind(tool)({ id: "a" })
+    await s2.bind(tool)({ id: "a" })
+    expect(fn).toHaveBeenCalledTimes(2)
+    s1.run(() => tool.invalidate({ id: "a" }))
+    expect(s1.cache.has(tool.cacheKey({ id: "a" }))).toBe(false)
+    expect(s2.cache.has(tool.cacheKey({ id: "a" }))).toBe(true)
+  })
+
+  it("rejects bad configuration at wrap time", () => {
+    expect(() => protect(async () => 1, { ttl: -1, name: "x" })).toThrow(ContextGuardConfigError)
+    expect(() => protect(async () => 1, { ttl: Number.NaN, name: "x" })).toThrow(/ttl/)
+    const anonymous = [async (_: object) => 1][0]!
+    expect(() => protect(anonymous)).toThrow(/name/)
+  })
+
+  it("ToolCache honours ttl 0 as never fresh but still single-flight", async () => {
+    const cache = new ToolCache({ clock: () => 5 })
+    let calls = 0
+    const load = async () => ++calls
+    const [a, b] = await Promise.all([cache.getOrLoad("k", 0, load), cache.getOrLoad("k", 0, load)])
+    expect([a, b]).toEqual([1, 1])
+    expect(await cache.getOrLoad("k", 0, load)).toBe(2)
+  })
+})
