@@ -1,0 +1,166 @@
+// Python's `json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)`, byte for byte, so that
+// transition keys, args fingerprints and receipt HMACs match the Python original's.
+
+/** A value that survives `canonicalJson` unchanged in meaning. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
+
+const HEX = "0123456789abcdef"
+
+function escapeString(s: string): string {
+  let out = '"'
+  let start = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c >= 0x20 && c < 0x7f && c !== 0x22 && c !== 0x5c) continue
+    if (i > start) out += s.slice(start, i)
+    start = i + 1
+    switch (c) {
+      case 0x22:
+        out += '\\"'
+        break
+      case 0x5c:
+        out += "\\\\"
+        break
+      case 0x0a:
+        out += "\\n"
+        break
+      case 0x0d:
+        out += "\\r"
+        break
+      case 0x09:
+        out += "\\t"
+        break
+      case 0x08:
+        out += "\\b"
+        break
+      case 0x0c:
+        out += "\\f"
+        break
+      default:
+        // Controls, DEL and non-ASCII as UTF-16 code units: exactly Python's ensure_ascii surrogate-pair escaping.
+        out += `\\u${HEX[(c >> 12) & 15]}${HEX[(c >> 8) & 15]}${HEX[(c >> 4) & 15]}${HEX[c & 15]}`
+    }
+  }
+  if (start === 0) return `"${s}"`
+  return `${out}${s.slice(start)}"`
+}
+
+/** Python's float repr: shortest round-trip digits, scientific below 1e-4 and from 1e16. */
+export function pythonFloatRepr(x: number): string {
+  if (Number.isNaN(x)) return "NaN"
+  if (x === Number.POSITIVE_INFINITY) return "Infinity"
+  if (x === Number.NEGATIVE_INFINITY) return "-Infinity"
+  if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0"
+  const [mant = "", expStr = "0"] = x.toExponential().split("e")
+  const exp = Number(expStr)
+  const neg = mant.startsWith("-")
+  const digits = mant.replace("-", "").replace(".", "")
+  const sign = neg ? "-" : ""
+  if (exp < -4 || exp >= 16) {
+    const m = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits
+    const e = Math.abs(exp) < 10 ? `0${Math.abs(exp)}` : String(Math.abs(exp))
+    return `${sign}${m}e${exp < 0 ? "-" : "+"}${e}`
+  }
+  if (exp < 0) return `${sign}0.${"0".repeat(-exp - 1)}${digits}`
+  const intLen = exp + 1
+  if (digits.length <= intLen) return `${sign}${digits}${"0".repeat(intLen - digits.length)}.0`
+  return `${sign}${digits.slice(0, intLen)}.${digits.slice(intLen)}`
+}
+
+function number(x: number): string {
+  // A JS number cannot tell 10 from 10.0; safe integers are treated as Python ints, the rest as floats.
+  return Number.isSafeInteger(x) ? String(x) : pythonFloatRepr(x)
+}
+
+// Python sorts keys by code point; JS compares UTF-16 units, which differs only for astral vs U+E000..U+FFFF.
+function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length)
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i)
+    const y = b.charCodeAt(i)
+    if (x === y) continue
+    const xs = x >= 0xd800 && x <= 0xdfff
+    const ys = y >= 0xd800 && y <= 0xdfff
+    if (xs !== ys) return xs ? 1 : -1
+    return x - y
+  }
+  return a.length - b.length
+}
+
+const isAsciiKeys = (keys: string[]): boolean => keys.every((k) => !/[\ud800-\udfff]/.test(k))
+
+function write(value: unknown): string {
+  switch (typeof value) {
+    case "string":
+      return escapeString(value)
+    case "number":
+      return number(value)
+    case "boolean":
+      return value ? "true" : "false"
+    case "bigint":
+      return value.toString()
+    case "undefined":
+      return "null"
+    case "object": {
+      if (value === null) return "null"
+      if (Array.isArray(value)) {
+        let out = "["
+        for (let i = 0; i < value.length; i++) out += (i ? "," : "") + write(value[i])
+        return `${out}]`
+      }
+      if (value instanceof Date) return escapeString(value.toISOString())
+      const withJson = value as { toJSON?: () => unknown }
+      if (typeof withJson.toJSON === "function") return write(withJson.toJSON())
+      if (value instanceof Map || value instanceof Set) return escapeString(String(value))
+      const obj = value as Record<string, unknown>
+      const keys = Object.keys(obj).filter((k) => obj[k] !== undefined)
+      if (isAsciiKeys(keys)) keys.sort()
+      else keys.sort(compareCodePoints)
+      let out = "{"
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i] as string
+        out += `${i ? "," : ""}${escapeString(k)}:${write(obj[k])}`
+      }
+      return `${out}}`
+    }
+    default:
+      // `default=str`: functions and symbols become their string form.
+      return escapeString(String(value))
+  }
+}
+
+/** Python-compatible canonical JSON: sorted keys, compact separators, ASCII escapes, Python float repr. */
+export function canonicalJson(value: unknown): string {
+  return write(value)
+}
+
+/**
+ * The JSON value a stored row holds for `value` (Python's `json.dumps(default=str)` round trip): non-JSON values
+ * become strings, `undefined` members disappear. Every backend stores exactly this, so replays look alike.
+ */
+export function toJsonValue(value: unknown): JsonValue {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value
+    case "number":
+      return Number.isFinite(value) ? value : String(value)
+    case "bigint":
+      return value.toString()
+    case "undefined":
+      return null
+    case "object": {
+      if (value === null) return null
+      if (Array.isArray(value)) return value.map(toJsonValue)
+      if (value instanceof Date) return value.toISOString()
+      const withJson = value as { toJSON?: () => unknown }
+      if (typeof withJson.toJSON === "function") return toJsonValue(withJson.toJSON())
+      if (value instanceof Map || value instanceof Set) return String(value)
+      const out: { [key: string]: JsonValue } = {}
+      for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = toJsonValue(v)
+      return out
+    }
+    default:
+      return String(value)
+  }
+}

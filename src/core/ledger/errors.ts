@@ -1,0 +1,94 @@
+// Error classes keep a stable `name` (survives minification) and a `code` that HTTP and logs can rely on.
+
+export class LedgerError extends Error {
+  override readonly name: string = "LedgerError"
+  readonly code: string = "ledger_error"
+}
+
+/** Redispatch of an ambiguous or spent transition: a human or a reconciler must decide. */
+export class LedgerHardBlockError extends LedgerError {
+  override readonly name = "LedgerHardBlockError"
+  override readonly code = "ledger_hard_block"
+}
+
+/** A read-only transition is BLOCKED/UNKNOWN and the ledger was told to defer instead of re-running it. */
+export class LedgerSoftBlockError extends LedgerError {
+  override readonly name = "LedgerSoftBlockError"
+  override readonly code = "ledger_soft_block"
+}
+
+/** Waiting for another worker's transition took longer than `pollTimeout`. The row is left untouched. */
+export class LedgerPollTimeoutError extends LedgerError {
+  override readonly name = "LedgerPollTimeoutError"
+  override readonly code = "ledger_poll_timeout"
+}
+
+export class LedgerReleaseRefusedError extends LedgerError {
+  override readonly name = "LedgerReleaseRefusedError"
+  override readonly code = "ledger_release_refused"
+}
+
+/** An operator release was already applied (releases are one-shot), or the transition moved on. */
+export class LedgerAlreadyResolvedError extends LedgerError {
+  override readonly name = "LedgerAlreadyResolvedError"
+  override readonly code = "ledger_already_resolved"
+}
+
+/** A fenced compare-and-set lost: the row has another outcome, owner, fence or phase than the caller holds. */
+export class LedgerOutcomeAlreadySetError extends LedgerError {
+  override readonly name = "LedgerOutcomeAlreadySetError"
+  override readonly code = "ledger_outcome_already_set"
+}
+
+/** The worker holding a lease still looks alive; releasing or reclaiming now could run the effect twice. */
+export class LedgerWorkerAliveError extends LedgerError {
+  override readonly name = "LedgerWorkerAliveError"
+  override readonly code = "ledger_worker_alive"
+}
+
+/** The store could not be reached or answered wrongly. The ledger fails closed: the tool does not run. */
+export class LedgerStorageUnavailableError extends LedgerError {
+  override readonly name = "LedgerStorageUnavailableError"
+  override readonly code = "ledger_storage_unavailable"
+}
+
+/** A consequential call has no server-owned identity and the policy requires one. Nothing was claimed. */
+export class MissingRequestIdentityError extends Error {
+  override readonly name = "MissingRequestIdentityError"
+  readonly code = "missing_request_identity"
+  readonly tool: string
+  readonly field: string | null
+  constructor(tool: string, field: string | null = null) {
+    super(
+      field
+        ? `Tool '${tool}' derives its request_id from '${field}', but that argument is missing or empty. ` +
+            "The tool was not claimed or executed."
+        : `Tool '${tool}' is consequential and the request identity policy is require_explicit: pass a ` +
+            `server-owned request_id (e.g. "${tool}:{order_id}") or set requestIdFrom. tool_call_id, run_id, ` +
+            "thread_id and random ids are not acceptable. The tool was not claimed or executed.",
+    )
+    this.tool = tool
+    this.field = field
+  }
+}
+
+/** A declared capability is looser than the side-effect class allows. */
+export class ToolCapabilityDeclarationError extends Error {
+  override readonly name = "ToolCapabilityDeclarationError"
+  readonly code = "tool_capability_declaration"
+}
+
+/** A redispatch reused an identity with other arguments, tool or scope. The body did not run. */
+export class LedgerIdentityConflictError extends LedgerError {
+  override readonly name = "LedgerIdentityConflictError"
+  override readonly code = "args_drift"
+  readonly violation = "args_drift"
+  readonly llmMessage: string
+  constructor(message: string, tool: string) {
+    super(message)
+    this.llmMessage =
+      `Identity conflict: '${tool}' was already claimed with a different tool, scope, or arguments for this ` +
+      "dispatch ticket. Mint a new request_id / tool_call_id for a new intent, or reuse the original identity. " +
+      "The tool body was not executed."
+  }
+}

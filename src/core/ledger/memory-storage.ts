@@ -1,0 +1,88 @@
+import type { LedgerEntry } from "./entry.ts"
+import {
+  type ClaimOptions,
+  type ClaimResult,
+  decideClaim,
+  dispatchIdOf,
+  type LedgerStorage,
+  type ListOptions,
+  matchesExpectation,
+  type TransitionExpectation,
+} from "./storage.ts"
+
+/**
+ * Process-local ledger. Each method runs to completion without awaiting, so claim and compare-and-set are atomic
+ * on the single JavaScript thread. Rows are immutable objects; nothing stored is shared with callers' mutable data.
+ */
+export class MemoryLedgerStorage implements LedgerStorage {
+  readonly kind = "memory"
+  readonly #rows = new Map<string, LedgerEntry>()
+  readonly #byDispatch = new Map<string, Set<string>>()
+
+  async get(requestId: string): Promise<LedgerEntry | null> {
+    return this.#rows.get(requestId) ?? null
+  }
+
+  async set(entry: LedgerEntry): Promise<void> {
+    this.#put(entry)
+  }
+
+  async tryClaimInflight(
+    entry: LedgerEntry,
+    leaseTtl: number,
+    now: number,
+    options?: ClaimOptions,
+  ): Promise<ClaimResult> {
+    const { result, write } = decideClaim(
+      this.#rows.get(entry.requestId) ?? null,
+      entry,
+      leaseTtl,
+      now,
+      options,
+    )
+    if (write) this.#put(write)
+    return result
+  }
+
+  async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
+    if (!matchesExpectation(this.#rows.get(next.requestId) ?? null, expect)) return false
+    this.#put(next)
+    return true
+  }
+
+  async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
+    const keys = [...this.#rows.keys()].sort()
+    let n = 0
+    for (const k of keys) {
+      if (options.prefix && !k.startsWith(options.prefix)) continue
+      if (options.cursor !== undefined && k <= options.cursor) continue
+      if (options.limit !== undefined && n >= options.limit) return
+      const row = this.#rows.get(k)
+      if (!row) continue
+      n++
+      yield row
+    }
+  }
+
+  async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
+    const ids = this.#byDispatch.get(dispatchId)
+    if (!ids) return []
+    return [...ids].map((id) => this.#rows.get(id)).filter((e): e is LedgerEntry => e !== undefined)
+  }
+
+  /** Number of rows stored. */
+  get size(): number {
+    return this.#rows.size
+  }
+
+  #put(entry: LedgerEntry): void {
+    const prev = this.#rows.get(entry.requestId)
+    this.#rows.set(entry.requestId, Object.freeze({ ...entry }))
+    const d = dispatchIdOf(entry)
+    if (d && (!prev || dispatchIdOf(prev) !== d)) {
+      const set = this.#byDispatch.get(d)
+      if (set) set.add(entry.requestId)
+      else this.#byDispatch.set(d, new Set([entry.requestId]))
+    }
+  }
+}

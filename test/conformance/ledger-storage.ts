@@ -1,0 +1,377 @@
+// The one suite every LedgerStorage must pass. Runs in Node, workerd and Chromium: vitest APIs only.
+import { afterAll, beforeEach, describe, expect, it } from "vitest"
+import {
+  type LedgerEntry,
+  type LedgerEntryInit,
+  type LedgerStorage,
+  newEntry,
+  type TerminalOutcome,
+  type TransitionExpectation,
+} from "../../src/core/index.ts"
+
+export interface StorageFactoryResult {
+  storage: LedgerStorage
+  /** A second, independent handle on the same store (another connection / client), if the backend has one. */
+  peer?: LedgerStorage
+  cleanup?: () => Promise<void> | void
+}
+
+export type StorageFactory = () => Promise<StorageFactoryResult> | StorageFactoryResult
+
+const T0 = 1_800_000_000.25
+
+let seq = 0
+/** Request ids unique per test so shared servers need no wipe between tests. */
+function rid(label: string): string {
+  seq++
+  return `conf-${Date.now().toString(36)}-${seq}-${label}`
+}
+
+function entry(init: LedgerEntryInit): LedgerEntry {
+  return newEntry({ owner: "w1", kwargs: { amount: 10 }, ...init }, T0)
+}
+
+async function seeded(s: LedgerStorage, init: LedgerEntryInit): Promise<LedgerEntry> {
+  const e = entry(init)
+  await s.set(e)
+  return e
+}
+
+const ALL: TerminalOutcome[] = [
+  "IN_FLIGHT",
+  "COMPLETED",
+  "FAILED_BEFORE_EFFECT",
+  "FAILED_AFTER_EFFECT",
+  "EXPIRED",
+  "BLOCKED",
+  "UNKNOWN",
+]
+
+async function collect(it: AsyncIterable<LedgerEntry>): Promise<LedgerEntry[]> {
+  const out: LedgerEntry[] = []
+  for await (const e of it) out.push(e)
+  return out
+}
+
+export function testLedgerStorage(name: string, factory: StorageFactory): void {
+  describe(`LedgerStorage conformance: ${name}`, () => {
+    let s: LedgerStorage
+    let peer: LedgerStorage
+    const cleanups: Array<() => Promise<void> | void> = []
+
+    beforeEach(async () => {
+      const made = await factory()
+      s = made.storage
+      peer = made.peer ?? made.storage
+      if (made.cleanup) cleanups.push(made.cleanup)
+    })
+
+    afterAll(async () => {
+      for (const c of cleanups) await c()
+    })
+
+    it("returns null for an unknown id", async () => {
+      expect(await s.get(rid("missing"))).toBeNull()
+    })
+
+    it("round-trips every field of an entry", async () => {
+      const e = entry({
+        requestId: rid("rt"),
+        tool: "send_payment",
+        args: [1, "x"],
+        kwargs: { amount: 10.5, recipient: "acct_é", nested: { a: [1, { b: null }] }, tool_call_id: "tc" },
+        terminalOutcome: "COMPLETED",
+        status: "completed",
+        fence: 3,
+        result: { ok: true, id: "pi_1", amounts: [0.1, 1e-7, 123456789.123] },
+        error: null,
+        finishedAt: T0 + 2.5,
+        leaseUntil: null,
+        sideEffectBoundary: "crossed",
+        externalOperationRef: "pi_1",
+        providerIdempotencyKey: "k1",
+        providerKeyFirstAttemptAt: T0,
+        lastHeartbeatAt: T0 + 1,
+        decision: {
+          allowed: true,
+          verdicts: [{ name: "p", allowed: true, reason: null }],
+          deniedReasons: [],
+        },
+        effectPhase: "COMMITTED",
+        effectProtocolRequired: true,
+        effectId: "eff",
+        parentRequestId: "parent",
+        handoffId: "h1",
+        receiptRef: "rcpt-1",
+      })
+      await s.set(e)
+      expect(await peer.get(e.requestId)).toEqual(e)
+    })
+
+    it("claims a new row: fence 1, lease, heartbeat, IN_FLIGHT", async () => {
+      const e = entry({ requestId: rid("new"), tool: "t" })
+      const r = await s.tryClaimInflight(e, 60, T0)
+      expect(r.outcome).toBe("claimed")
+      expect(r.entry).toMatchObject({
+        fence: 1,
+        leaseUntil: T0 + 60,
+        lastHeartbeatAt: T0,
+        terminalOutcome: "IN_FLIGHT",
+      })
+      expect(await peer.get(e.requestId)).toEqual(r.entry)
+    })
+
+    it("claims with an unbounded lease when leaseTtl <= 0", async () => {
+      const r = await s.tryClaimInflight(entry({ requestId: rid("unb"), tool: "t" }), 0, T0)
+      expect(r.entry.leaseUntil).toBeNull()
+      const again = await s.tryClaimInflight(entry({ requestId: r.entry.requestId, tool: "t" }), 0, T0 + 1e9)
+      expect(again.outcome).toBe("in_flight")
+    })
+
+    describe("claim classification of every stored state", () => {
+      const cases: Array<[string, Partial<LedgerEntry>, "claimed" | "completed" | "in_flight"]> = [
+        ["COMPLETED", { terminalOutcome: "COMPLETED", status: "completed" }, "completed"],
+        ["IN_FLIGHT held", { terminalOutcome: "IN_FLIGHT", leaseUntil: T0 + 30 }, "in_flight"],
+        ["IN_FLIGHT unbounded", { terminalOutcome: "IN_FLIGHT", leaseUntil: null }, "in_flight"],
+        ["IN_FLIGHT lease lapsed (EXPIRED)", { terminalOutcome: "IN_FLIGHT", leaseUntil: T0 - 1 }, "claimed"],
+        ["IN_FLIGHT lease ends exactly now", { terminalOutcome: "IN_FLIGHT", leaseUntil: T0 }, "claimed"],
+        ["stored EXPIRED", { terminalOutcome: "EXPIRED", leaseUntil: T0 - 1 }, "claimed"],
+        ["FAILED_BEFORE_EFFECT", { terminalOutcome: "FAILED_BEFORE_EFFECT", status: "failed" }, "claimed"],
+        ["FAILED_AFTER_EFFECT", { terminalOutcome: "FAILED_AFTER_EFFECT", status: "failed" }, "claimed"],
+        ["BLOCKED", { terminalOutcome: "BLOCKED", status: "failed", leaseUntil: T0 - 100 }, "in_flight"],
+        ["UNKNOWN", { terminalOutcome: "UNKNOWN", status: "failed", leaseUntil: T0 - 100 }, "in_flight"],
+      ]
+      for (const [label, fields, expected] of cases) {
+        it(`${label} → ${expected}`, async () => {
+          const prior = await seeded(s, { requestId: rid("cls"), tool: "t", fence: 4, ...fields })
+          const r = await s.tryClaimInflight(
+            entry({ requestId: prior.requestId, tool: "t", owner: "w2" }),
+            60,
+            T0,
+          )
+          expect(r.outcome).toBe(expected)
+          const stored = await peer.get(prior.requestId)
+          if (expected === "claimed") {
+            expect(r.entry).toMatchObject({
+              fence: 5,
+              owner: "w2",
+              terminalOutcome: "IN_FLIGHT",
+              leaseUntil: T0 + 60,
+            })
+            expect(stored).toEqual(r.entry)
+          } else {
+            expect(r.entry).toEqual(prior)
+            expect(stored).toEqual(prior)
+          }
+        })
+      }
+    })
+
+    describe("reclaim options", () => {
+      it("reclaimFence null inserts only", async () => {
+        const prior = await seeded(s, {
+          requestId: rid("ins"),
+          tool: "t",
+          terminalOutcome: "FAILED_BEFORE_EFFECT",
+          status: "failed",
+          fence: 2,
+        })
+        const r = await s.tryClaimInflight(entry({ requestId: prior.requestId, tool: "t" }), 60, T0, {
+          reclaimFence: null,
+        })
+        expect(r.outcome).toBe("in_flight")
+        expect(await peer.get(prior.requestId)).toEqual(prior)
+        const fresh = await s.tryClaimInflight(entry({ requestId: rid("ins2"), tool: "t" }), 60, T0, {
+          reclaimFence: null,
+        })
+        expect(fresh.outcome).toBe("claimed")
+      })
+
+      it("reclaimFence n takes over only the row still at fence n", async () => {
+        const prior = await seeded(s, {
+          requestId: rid("rf"),
+          tool: "t",
+          terminalOutcome: "FAILED_BEFORE_EFFECT",
+          status: "failed",
+          fence: 2,
+        })
+        const stale = await s.tryClaimInflight(entry({ requestId: prior.requestId, tool: "t" }), 60, T0, {
+          reclaimFence: 1,
+        })
+        expect(stale.outcome).toBe("in_flight")
+        const ok = await s.tryClaimInflight(entry({ requestId: prior.requestId, tool: "t" }), 60, T0, {
+          reclaimFence: 2,
+        })
+        expect(ok.outcome).toBe("claimed")
+        expect(ok.entry.fence).toBe(3)
+      })
+
+      it("reclaimFence never takes over BLOCKED or UNKNOWN", async () => {
+        for (const t of ["BLOCKED", "UNKNOWN"] as const) {
+          const prior = await seeded(s, {
+            requestId: rid(t),
+            tool: "t",
+            terminalOutcome: t,
+            status: "failed",
+            fence: 2,
+          })
+          const r = await s.tryClaimInflight(entry({ requestId: prior.requestId, tool: "t" }), 60, T0, {
+            reclaimFence: 2,
+          })
+          expect(r.outcome).toBe("in_flight")
+        }
+      })
+    })
+
+    describe("fenced compare-and-set", () => {
+      const base = (id: string, t: TerminalOutcome): LedgerEntryInit => ({
+        requestId: id,
+        tool: "t",
+        terminalOutcome: t,
+        fence: 3,
+        owner: "w1",
+        effectPhase: "ATTEMPTING",
+        leaseUntil: T0 + 60,
+      })
+
+      for (const stored of ALL) {
+        it(`stored ${stored}: succeeds only when outcome, owner and fence match`, async () => {
+          const prior = await seeded(s, base(rid(`cas-${stored}`), stored))
+          const next = {
+            ...prior,
+            terminalOutcome: "COMPLETED" as const,
+            status: "completed" as const,
+            result: 1,
+          }
+          const miss: TransitionExpectation[] = [
+            { outcomes: ALL.filter((o) => o !== stored), fence: 3 },
+            { outcomes: [stored], fence: 2 },
+            { outcomes: [stored], fence: 4 },
+            { outcomes: [stored], fence: 3, owner: "w2" },
+            { outcomes: [stored], fence: 3, effectPhase: "INTENDED" },
+            { outcomes: [stored], fence: 3, leaseHeldAt: T0 + 60 },
+          ]
+          for (const m of miss) expect(await s.tryTransition(next, m), JSON.stringify(m)).toBe(false)
+          expect(await peer.get(prior.requestId)).toEqual(prior)
+          const hit = {
+            outcomes: [stored],
+            fence: 3,
+            owner: "w1",
+            effectPhase: "ATTEMPTING" as const,
+            leaseHeldAt: T0 + 59,
+          }
+          expect(await s.tryTransition(next, hit)).toBe(true)
+          expect(await peer.get(prior.requestId)).toEqual(next)
+        })
+      }
+
+      it("a missing row never matches", async () => {
+        const e = entry({ requestId: rid("nomatch"), tool: "t" })
+        expect(await s.tryTransition(e, { outcomes: ALL, fence: 0 })).toBe(false)
+        expect(await peer.get(e.requestId)).toBeNull()
+      })
+
+      it("an unbounded lease passes leaseHeldAt", async () => {
+        const prior = await seeded(s, { ...base(rid("unbcas"), "IN_FLIGHT"), leaseUntil: null })
+        expect(
+          await s.tryTransition(
+            { ...prior, fence: 3 },
+            { outcomes: ["IN_FLIGHT"], fence: 3, leaseHeldAt: T0 + 1e9 },
+          ),
+        ).toBe(true)
+      })
+
+      it("50 concurrent CAS on one row: exactly one wins", async () => {
+        const prior = await seeded(s, base(rid("cas-race"), "IN_FLIGHT"))
+        const results = await Promise.all(
+          Array.from({ length: 50 }, (_, i) =>
+            (i % 2 ? peer : s).tryTransition(
+              { ...prior, terminalOutcome: "COMPLETED", status: "completed", result: i },
+              { outcomes: ["IN_FLIGHT"], fence: 3, owner: "w1" },
+            ),
+          ),
+        )
+        expect(results.filter(Boolean)).toHaveLength(1)
+        const winner = results.indexOf(true)
+        expect((await s.get(prior.requestId))?.result).toBe(winner)
+      })
+    })
+
+    describe("atomic claims under concurrency", () => {
+      it("100 concurrent claims of one new id: one winner", async () => {
+        const id = rid("race")
+        const results = await Promise.all(
+          Array.from({ length: 100 }, (_, i) =>
+            (i % 2 ? peer : s).tryClaimInflight(entry({ requestId: id, tool: "t", owner: `w${i}` }), 60, T0),
+          ),
+        )
+        const winners = results.filter((r) => r.outcome === "claimed")
+        expect(winners).toHaveLength(1)
+        expect(results.filter((r) => r.outcome === "in_flight")).toHaveLength(99)
+        const stored = await s.get(id)
+        expect(stored?.owner).toBe(winners[0]?.entry.owner)
+        expect(stored?.fence).toBe(1)
+      })
+
+      it("concurrent reclaim of an expired row: one winner, fence bumped once", async () => {
+        const prior = await seeded(s, { requestId: rid("reclaim"), tool: "t", fence: 7, leaseUntil: T0 - 5 })
+        const results = await Promise.all(
+          Array.from({ length: 20 }, (_, i) =>
+            (i % 2 ? peer : s).tryClaimInflight(
+              entry({ requestId: prior.requestId, tool: "t", owner: `w${i}` }),
+              60,
+              T0,
+            ),
+          ),
+        )
+        expect(results.filter((r) => r.outcome === "claimed")).toHaveLength(1)
+        expect((await s.get(prior.requestId))?.fence).toBe(8)
+      })
+
+      it("BLOCKED and UNKNOWN rows survive a storm of claims untouched", async () => {
+        for (const t of ["BLOCKED", "UNKNOWN"] as const) {
+          const prior = await seeded(s, {
+            requestId: rid(`storm-${t}`),
+            tool: "t",
+            terminalOutcome: t,
+            status: "failed",
+          })
+          const results = await Promise.all(
+            Array.from({ length: 20 }, () =>
+              s.tryClaimInflight(entry({ requestId: prior.requestId, tool: "t" }), 60, T0 + 1e6),
+            ),
+          )
+          expect(results.every((r) => r.outcome === "in_flight")).toBe(true)
+          expect(await peer.get(prior.requestId)).toEqual(prior)
+        }
+      })
+    })
+
+    describe("list", () => {
+      it("filters by prefix, pages with limit and cursor in request-id order", async () => {
+        const prefix = `${rid("list")}-`
+        const ids = Array.from({ length: 7 }, (_, i) => `${prefix}${String(i).padStart(2, "0")}`)
+        for (const id of [...ids].reverse()) await s.set(entry({ requestId: id, tool: "t" }))
+        await s.set(entry({ requestId: `${prefix.slice(0, -1)}x-other`, tool: "t" }))
+        const all = await collect(s.list({ prefix }))
+        expect(all.map((e) => e.requestId)).toEqual(ids)
+        const page1 = await collect(s.list({ prefix, limit: 3 }))
+        expect(page1.map((e) => e.requestId)).toEqual(ids.slice(0, 3))
+        const page2 = await collect(s.list({ prefix, limit: 3, cursor: page1.at(-1)?.requestId }))
+        expect(page2.map((e) => e.requestId)).toEqual(ids.slice(3, 6))
+        const page3 = await collect(s.list({ prefix, limit: 3, cursor: page2.at(-1)?.requestId }))
+        expect(page3.map((e) => e.requestId)).toEqual(ids.slice(6))
+      })
+    })
+
+    it("finds rows by dispatch id when the backend indexes them", async () => {
+      if (!s.findByDispatchId) return
+      const tc = rid("tc")
+      const a = await seeded(s, { requestId: rid("d1"), tool: "t", kwargs: { x: 1, tool_call_id: tc } })
+      const b = await seeded(s, { requestId: rid("d2"), tool: "t", kwargs: { x: 2, tool_call_id: tc } })
+      await seeded(s, { requestId: rid("d3"), tool: "t", kwargs: { x: 3, tool_call_id: `${tc}-other` } })
+      const found = await s.findByDispatchId(tc)
+      expect(found.map((e) => e.requestId).sort()).toEqual([a.requestId, b.requestId].sort())
+    })
+  })
+}
