@@ -1,0 +1,33 @@
+// `npm test`: lint, typecheck, then every vitest project; ends with the plain `N passed, N failed` line that CI
+// reads. Exits non-zero if any step fails.
+import { spawnSync } from "node:child_process"
+import { existsSync, readFileSync, rmSync } from "node:fs"
+
+const run = (cmd, args) => spawnSync(cmd, args, { stdio: "inherit", env: process.env }).status ?? 1
+
+const steps = [
+  ["biome", ["npx", ["biome", "check", "."]]],
+  ["typecheck", ["npx", ["tsc", "-p", "tsconfig.json", "--noEmit"]]],
+]
+for (const [name, [cmd, args]] of steps) {
+  if (run(cmd, args) !== 0) {
+    console.error(`\n${name} failed`)
+    console.log("0 passed, 1 failed")
+    process.exit(1)
+  }
+}
+
+const report = ".vitest.json"
+rmSync(report, { force: true })
+const extra = process.argv.slice(2)
+const rc = run("npx", ["vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...extra])
+let passed = 0
+let failed = rc === 0 ? 0 : 1
+if (existsSync(report)) {
+  const r = JSON.parse(readFileSync(report, "utf8"))
+  passed = r.numPassedTests
+  failed = r.numFailedTests + (rc !== 0 && r.numFailedTests === 0 ? 1 : 0)
+  if (r.numTotalTests === 0) failed = Math.max(failed, 1)
+}
+console.log(`${passed} passed, ${failed} failed`)
+process.exit(rc === 0 && failed === 0 ? 0 : 1)
