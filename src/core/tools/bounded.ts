@@ -1,0 +1,184 @@
+import { boundaryError, SchemaBuildError, type ToolBoundaryError } from "./errors.ts"
+import { compileFieldSpec, type FieldSpecSchema } from "./field-spec.ts"
+import { inputHint, inputViolation, outputHint } from "./hints.ts"
+import { isPathUnder, normalizePath, resolvePath } from "./paths.ts"
+import { validateSchema } from "./schema-check.ts"
+import { isStandardSchema, type StandardSchemaV1 } from "./standard-schema.ts"
+
+/** A schema `bounded()` accepts: the YAML field spec, or any Standard Schema (zod 4, valibot, arktype...). */
+export type BoundarySchema = FieldSpecSchema | StandardSchemaV1
+
+/** Maps a path to the real path it designates; used for symlink-aware checks (see `mycelium-runtime/node`). */
+export type PathResolver = (absolutePath: string) => Promise<string>
+
+/** Options for {@link bounded}. */
+export interface BoundedOptions {
+  /** Tool name used in errors and the allowlist; defaults to `fn.name`. */
+  name?: string
+  /** Validates the arguments object before the tool runs. */
+  schema?: BoundarySchema
+  /** Validates the result after the tool runs; an invalid result is never returned. */
+  outputSchema?: BoundarySchema
+  /** Argument holding an entity id that must fully match `entityPattern`. */
+  entityParam?: string
+  entityPattern?: string
+  /** Roots a path argument must stay under (after normalization). */
+  allowedPaths?: readonly string[]
+  /** Argument holding the path. Default `"path"`. */
+  pathParam?: string
+  /** Directory relative paths resolve against; without it relative paths are refused. */
+  baseDir?: string
+  /** Resolves symlinks for the candidate and the roots; any failure blocks the call. */
+  pathResolver?: PathResolver
+}
+
+/** A function wrapped by {@link bounded}. */
+export interface BoundedTool<A, R> {
+  (args: A): Promise<R>
+  readonly toolName: string
+  readonly boundedOptions: Readonly<BoundedOptions>
+}
+
+type Validator = (value: unknown, stage: "input" | "output", tool: string) => Promise<unknown>
+
+/**
+ * Guards a tool's boundary: arguments are validated (and coerced) before it runs, scope checks block
+ * out-of-range entities and paths, and the output is validated before it is returned. Every failure is a
+ * ToolBoundaryError carrying an `llmMessage` for the model. It never retries; see ToolRunner.
+ */
+export function bounded<A extends object, R>(
+  fn: (args: A) => R | Promise<R>,
+  options: BoundedOptions,
+): BoundedTool<A, R> {
+  const toolName = options.name ?? fn.name
+  if (!toolName) throw new SchemaBuildError("bounded() needs a tool name: pass a named function or { name }.")
+  const input = options.schema ? buildValidator(options.schema, true) : undefined
+  const output = options.outputSchema ? buildValidator(options.outputSchema, false) : undefined
+  const entity = compileEntity(options)
+  const paths = compilePaths(options)
+  const wrapped = (async (args: A) => {
+    const checked = (input ? await input(args, "input", toolName) : args) as Record<string, unknown>
+    entity?.(checked, toolName)
+    const scoped = paths ? await paths(checked, toolName) : checked
+    const result = await fn(scoped as A)
+    return (output ? await output(result, "output", toolName) : result) as R
+  }) as BoundedTool<A, R>
+  Object.defineProperties(wrapped, {
+    toolName: { value: toolName },
+    boundedOptions: { value: Object.freeze({ ...options }) },
+  })
+  return wrapped
+}
+
+function buildValidator(schema: BoundarySchema, isInput: boolean): Validator {
+  if (isStandardSchema(schema)) return (value, stage, tool) => validateSchema(schema, value, stage, tool)
+  const { fields, check } = compileFieldSpec(schema)
+  return async (value, stage, tool) => {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      throw boundaryError({
+        violation: isInput ? "bind_failed" : "output_validation_failed",
+        toolName: tool,
+        stage,
+        expected: "an object of named fields",
+        actual: value,
+        recoveryHint: isInput ? `Pass the arguments of ${tool} as an object.` : outputHint(tool),
+      })
+    }
+    if (isInput) {
+      const extra = Object.keys(value).find((k) => !fields.includes(k))
+      if (extra !== undefined) {
+        throw boundaryError({
+          violation: "unexpected_kwarg",
+          toolName: tool,
+          stage,
+          field: extra,
+          expected: `one of [${fields.join(", ")}]`,
+          actual: (value as Record<string, unknown>)[extra],
+          recoveryHint: `Remove ${extra}; ${tool} accepts only: ${fields.join(", ")}.`,
+        })
+      }
+    }
+    const r = check(value as Record<string, unknown>)
+    if (r.ok) return r.value
+    const field = r.issue.path.join(".")
+    throw boundaryError({
+      violation: isInput ? inputViolation(r.issue.type) : "output_validation_failed",
+      toolName: tool,
+      stage,
+      field,
+      expected: r.issue.expected,
+      actual: r.issue.input,
+      recoveryHint: isInput ? inputHint(r.issue.type, field, tool) : outputHint(tool),
+    })
+  }
+}
+
+function compileEntity(
+  options: BoundedOptions,
+): ((args: Record<string, unknown>, tool: string) => void) | undefined {
+  const { entityParam, entityPattern } = options
+  if (entityParam === undefined || entityPattern === undefined) return undefined
+  let re: RegExp
+  try {
+    re = new RegExp(`^(?:${entityPattern})$`)
+  } catch (e) {
+    throw new SchemaBuildError(`entity_pattern '${entityPattern}' is invalid: ${(e as Error).message}`)
+  }
+  return (args, tool) => {
+    const value = args[entityParam]
+    if (value === undefined || value === null || re.test(String(value))) return
+    throw boundaryError({
+      violation: "scope_entity_pattern",
+      toolName: tool,
+      stage: "scope",
+      field: entityParam,
+      expected: `pattern '${entityPattern}'`,
+      actual: value,
+      recoveryHint: `Provide ${entityParam} in the required format.`,
+    })
+  }
+}
+
+function compilePaths(
+  options: BoundedOptions,
+): ((args: Record<string, unknown>, tool: string) => Promise<Record<string, unknown>>) | undefined {
+  const { allowedPaths, baseDir, pathResolver } = options
+  if (!allowedPaths) return undefined
+  const param = options.pathParam ?? "path"
+  const roots = allowedPaths.map((root) => {
+    const r = resolvePath(root, baseDir)
+    if (r === undefined) {
+      throw new SchemaBuildError(`allowed_paths entry '${root}' must be absolute (or set baseDir).`)
+    }
+    return r
+  })
+  const shown = allowedPaths.join(", ")
+  return async (args, tool) => {
+    const value = args[param]
+    if (value === undefined || value === null) return args
+    const deny = (): ToolBoundaryError =>
+      boundaryError({
+        violation: "scope_path",
+        toolName: tool,
+        stage: "scope",
+        field: param,
+        expected: `path under ${shown}`,
+        actual: value,
+        recoveryHint: `Retry with a path under one of: ${shown}.`,
+      })
+    const lexical = typeof value === "string" ? resolvePath(value, baseDir) : undefined
+    if (lexical === undefined) throw deny()
+    let candidate = lexical
+    let realRoots = roots
+    if (pathResolver) {
+      try {
+        candidate = normalizePath(await pathResolver(lexical))
+        realRoots = await Promise.all(roots.map(async (r) => normalizePath(await pathResolver(r))))
+      } catch {
+        throw deny()
+      }
+    }
+    if (!realRoots.some((root) => isPathUnder(candidate, root))) throw deny()
+    return { ...args, [param]: candidate }
+  }
+}

@@ -1,0 +1,225 @@
+import { SchemaBuildError } from "./errors.ts"
+
+/** One field of the YAML field spec (reference §5.1). Unknown keys are ignored, as in the original. */
+export interface FieldSpec {
+  type?: "string" | "integer" | "number" | "boolean" | "array" | "object"
+  required?: boolean
+  /** Unanchored search, like the original (`c\d+` accepts "xc1"); anchor with ^...$ for a full match. */
+  pattern?: string
+  min_length?: number
+  max_length?: number
+  items?: FieldSpec
+  additional_properties?: FieldSpec | boolean
+  [key: string]: unknown
+}
+
+/** A field spec: field name → spec, in declaration order. */
+export type FieldSpecSchema = Record<string, FieldSpec>
+
+/** The first failure, named with the original's (pydantic) error types. */
+export interface FieldIssue {
+  type: string
+  path: string[]
+  input: unknown
+  expected: string
+}
+
+export type FieldResult = { ok: true; value: unknown } | { ok: false; issue: FieldIssue }
+
+type Check = (value: unknown, path: string[]) => FieldResult
+
+const TYPES = new Set(["string", "integer", "number", "boolean", "array", "object"])
+const TRUE = new Set(["true", "1", "yes", "on", "t", "y"])
+const FALSE = new Set(["false", "0", "no", "off", "f", "n"])
+
+const fail = (type: string, path: string[], input: unknown, expected: string): FieldResult => ({
+  ok: false,
+  issue: { type, path, input, expected },
+})
+
+/** Compiles a field spec schema into a validator of an arguments object. Throws SchemaBuildError. */
+export function compileFieldSpec(schema: FieldSpecSchema): {
+  fields: string[]
+  check: (args: Record<string, unknown>) => FieldResult
+} {
+  if (typeof schema !== "object" || schema === null || Array.isArray(schema)) {
+    throw new SchemaBuildError("schema must be a mapping of field name to field spec.")
+  }
+  const fields = Object.keys(schema)
+  if (fields.length === 0) throw new SchemaBuildError("schema must define at least one field.")
+  const checks = fields.map((name) => {
+    const spec = schema[name]
+    if (typeof spec !== "object" || spec === null || Array.isArray(spec)) {
+      throw new SchemaBuildError(`${name}: field spec must be a mapping like {type: string}.`)
+    }
+    return { name, required: spec.required !== false, check: compileField(spec, name) }
+  })
+  return {
+    fields,
+    check(args) {
+      const out: Record<string, unknown> = { ...args }
+      for (const { name, required, check } of checks) {
+        const value = args[name]
+        if (value === undefined) {
+          if (required) return fail("missing", [name], undefined, "a value for this field")
+          continue
+        }
+        if (value === null && !required) continue
+        const r = check(value, [name])
+        if (!r.ok) return r
+        out[name] = r.value
+      }
+      return { ok: true, value: out }
+    },
+  }
+}
+
+function compileField(spec: FieldSpec, path: string): Check {
+  const type = spec.type ?? "string"
+  if (typeof type !== "string" || !TYPES.has(type)) {
+    throw new SchemaBuildError(
+      `${path}: unknown type '${String(type)}'. Use one of ${[...TYPES].join(", ")}.`,
+    )
+  }
+  if (spec.pattern !== undefined && type !== "string") {
+    throw new SchemaBuildError(`${path}: pattern applies to string fields only.`)
+  }
+  if (
+    (spec.min_length !== undefined || spec.max_length !== undefined) &&
+    type !== "string" &&
+    type !== "array"
+  ) {
+    throw new SchemaBuildError(`${path}: min_length/max_length apply to string or array fields only.`)
+  }
+  let base: Check
+  switch (type) {
+    case "string":
+      base = stringCheck(spec, path)
+      break
+    case "integer":
+      base = integerCheck
+      break
+    case "number":
+      base = numberCheck
+      break
+    case "boolean":
+      base = booleanCheck
+      break
+    case "array":
+      base = arrayCheck(spec, path)
+      break
+    default:
+      base = objectCheck(spec, path)
+  }
+  return type === "array" ? withLength(base, spec, "too_short", "too_long") : base
+}
+
+function stringCheck(spec: FieldSpec, path: string): Check {
+  let re: RegExp | undefined
+  if (spec.pattern !== undefined) {
+    if (typeof spec.pattern !== "string") throw new SchemaBuildError(`${path}: pattern must be a string.`)
+    try {
+      re = new RegExp(spec.pattern)
+    } catch (e) {
+      throw new SchemaBuildError(`${path}: invalid pattern '${spec.pattern}': ${(e as Error).message}`)
+    }
+  }
+  const typed: Check = (v, p) => {
+    if (typeof v !== "string") return fail("string_type", p, v, "string")
+    if (re && !re.test(v))
+      return fail("string_pattern_mismatch", p, v, `string matching pattern '${spec.pattern}'`)
+    return { ok: true, value: v }
+  }
+  return withLength(typed, spec, "string_too_short", "string_too_long")
+}
+
+function withLength(check: Check, spec: FieldSpec, short: string, long: string): Check {
+  const { min_length: min, max_length: max } = spec
+  if (min === undefined && max === undefined) return check
+  return (v, p) => {
+    const r = check(v, p)
+    if (!r.ok) return r
+    const len = (r.value as string | unknown[]).length
+    if (min !== undefined && len < min) return fail(short, p, v, `length of at least ${min}`)
+    if (max !== undefined && len > max) return fail(long, p, v, `length of at most ${max}`)
+    return r
+  }
+}
+
+// Lax coercions mirror pydantic's lax mode, which the original relied on: "5" and 5.0 are integers.
+const integerCheck: Check = (v, p) => {
+  if (typeof v === "boolean") return { ok: true, value: v ? 1 : 0 }
+  if (typeof v === "number") {
+    if (Number.isInteger(v)) return { ok: true, value: v }
+    return fail(Number.isFinite(v) ? "int_from_float" : "finite_number", p, v, "integer")
+  }
+  if (typeof v === "string") {
+    const t = v.trim()
+    if (/^[+-]?\d+(\.0*)?$/.test(t)) return { ok: true, value: Number.parseInt(t, 10) }
+    return fail("int_parsing", p, v, "integer")
+  }
+  return fail("int_type", p, v, "integer")
+}
+
+const numberCheck: Check = (v, p) => {
+  if (typeof v === "boolean") return { ok: true, value: v ? 1 : 0 }
+  if (typeof v === "number") return { ok: true, value: v }
+  if (typeof v === "string") {
+    const t = v.trim()
+    const n = Number(t)
+    if (t !== "" && !Number.isNaN(n)) return { ok: true, value: n }
+    return fail("float_parsing", p, v, "number")
+  }
+  return fail("float_type", p, v, "number")
+}
+
+const booleanCheck: Check = (v, p) => {
+  if (typeof v === "boolean") return { ok: true, value: v }
+  if (typeof v === "number") {
+    if (v === 0 || v === 1) return { ok: true, value: v === 1 }
+    return fail("bool_parsing", p, v, "boolean")
+  }
+  if (typeof v === "string") {
+    const t = v.toLowerCase()
+    if (TRUE.has(t)) return { ok: true, value: true }
+    if (FALSE.has(t)) return { ok: true, value: false }
+    return fail("bool_parsing", p, v, "boolean")
+  }
+  return fail("bool_type", p, v, "boolean")
+}
+
+function arrayCheck(spec: FieldSpec, path: string): Check {
+  if (typeof spec.items !== "object" || spec.items === null) {
+    throw new SchemaBuildError(`${path}: array requires items: {type: ...}.`)
+  }
+  const item = compileField(spec.items, `${path}[]`)
+  return (v, p) => {
+    if (!Array.isArray(v)) return fail("list_type", p, v, "array")
+    const out: unknown[] = []
+    for (const [i, el] of v.entries()) {
+      const r = item(el, [...p, String(i)])
+      if (!r.ok) return r
+      out.push(r.value)
+    }
+    return { ok: true, value: out }
+  }
+}
+
+function objectCheck(spec: FieldSpec, path: string): Check {
+  const ap = spec.additional_properties
+  if (ap !== undefined && typeof ap !== "boolean" && (typeof ap !== "object" || ap === null)) {
+    throw new SchemaBuildError(`${path}: additional_properties must be a field spec mapping.`)
+  }
+  const value = typeof ap === "object" ? compileField(ap, `${path}.*`) : undefined
+  return (v, p) => {
+    if (typeof v !== "object" || v === null || Array.isArray(v)) return fail("dict_type", p, v, "object")
+    if (!value) return { ok: true, value: v }
+    const out: Record<string, unknown> = {}
+    for (const [k, el] of Object.entries(v as Record<string, unknown>)) {
+      const r = value(el, [...p, k])
+      if (!r.ok) return r
+      out[k] = r.value
+    }
+    return { ok: true, value: out }
+  }
+}

@@ -1,0 +1,36 @@
+// Lexical path containment for runtimes without a filesystem. Backslashes count as separators so a
+// Windows-style "..\\" cannot slip past a POSIX-only check; symlinks are not followed here (see
+// src/node/paths.ts for the realpath variant).
+
+/** Normalizes an absolute path: collapses `.`, `..`, repeated and trailing separators. */
+export function normalizePath(path: string): string {
+  const unified = path.replace(/\\/g, "/")
+  const drive = /^[A-Za-z]:(?=\/|$)/.exec(unified)?.[0]
+  const rest = drive ? unified.slice(drive.length) : unified
+  const out: string[] = []
+  for (const seg of rest.split("/")) {
+    if (seg === "" || seg === ".") continue
+    if (seg === "..") out.pop()
+    else out.push(seg)
+  }
+  return `${drive ? drive.toLowerCase() : ""}/${out.join("/")}`
+}
+
+export function isAbsolutePath(path: string): boolean {
+  return /^(?:[A-Za-z]:)?[\\/]/.test(path)
+}
+
+/** Resolves `path` against `baseDir` when relative; undefined when it cannot be made absolute. */
+export function resolvePath(path: string, baseDir?: string): string | undefined {
+  if (path.includes("\0")) return undefined
+  if (isAbsolutePath(path)) return normalizePath(path)
+  if (baseDir === undefined || !isAbsolutePath(baseDir)) return undefined
+  return normalizePath(`${baseDir}/${path}`)
+}
+
+/** True when `candidate` equals `root` or lies below it, component-wise (`/a/src2` is not under `/a/src`). */
+export function isPathUnder(candidate: string, root: string): boolean {
+  if (candidate === root) return true
+  const prefix = root.endsWith("/") ? root : `${root}/`
+  return candidate.startsWith(prefix)
+}

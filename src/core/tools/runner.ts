@@ -1,0 +1,142 @@
+import {
+  ToolBoundaryError,
+  ToolBoundaryExhaustedError,
+  ToolRunnerConfigError,
+  toolErrorMessage,
+} from "./errors.ts"
+import { type RegisteredTool, type ToolRegistry, toolNameOf } from "./registry.ts"
+
+/** Options for {@link ToolRunner}. */
+export interface ToolRunnerOptions {
+  /** Allowlist checked before every call; without one every tool is allowed. */
+  registry?: ToolRegistry
+  /** Times the model is asked to correct a blocked call. Default 2. */
+  maxLlmRetries?: number
+  /** Total attempts per tool call when the output is invalid (the original's count). 0 or 1 = one attempt. Default 3. */
+  maxToolRetries?: number
+}
+
+/** A tool call chosen by the model. */
+export interface ParsedToolCall {
+  name: string
+  args: unknown
+  /** The id of the new call; defaults to the previous id. */
+  toolCallId?: string
+}
+
+/** Arguments of {@link ToolRunner.runWithLlmRetry}. */
+export interface LlmRetryRequest<M> {
+  messages: readonly M[]
+  toolCallId: string
+  args: unknown
+  /** Sends the transcript to the model and returns the full new transcript. */
+  invokeLlm: (messages: M[]) => Promise<readonly M[]> | readonly M[]
+  /** Extracts the model's next tool call, or null when it answered without one. It may name another tool. */
+  parseToolCall: (messages: readonly M[], previousTool: string) => ParsedToolCall | null
+  /** Builds the message reporting a blocked call; defaults to an OpenAI chat `tool` message. */
+  formatError?: (toolCallId: string, error: ToolBoundaryError) => M
+}
+
+/** What {@link ToolRunner.runWithLlmRetry} returns. */
+export interface LlmRetryResult<M> {
+  result: unknown
+  messages: M[]
+  /** The tool that finally succeeded (the model may have switched tools). */
+  toolName: string
+  toolCallId: string
+}
+
+type AnyTool = (args: never) => unknown
+
+/**
+ * Runs guarded tools with the original's two retry loops: invalid output is retried at tool level, and
+ * input/scope/allowlist failures go back to the model as a tool error so it can correct the call.
+ */
+export class ToolRunner {
+  readonly registry: ToolRegistry | undefined
+  readonly maxLlmRetries: number
+  readonly maxToolRetries: number
+
+  constructor(options: ToolRunnerOptions = {}) {
+    this.registry = options.registry
+    this.maxLlmRetries = Math.max(0, Math.floor(options.maxLlmRetries ?? 2))
+    this.maxToolRetries = Math.max(0, Math.floor(options.maxToolRetries ?? 3))
+  }
+
+  /**
+   * Checks the allowlist, then calls `tool`, retrying only invalid-output failures (whatever field failed)
+   * up to `maxToolRetries` attempts in total. Other errors propagate at once.
+   */
+  async call<A, R>(
+    tool: ((args: A) => R | Promise<R>) & { readonly toolName?: string },
+    args: A,
+  ): Promise<R> {
+    this.registry?.validateCall(toolNameOf(tool as RegisteredTool))
+    const attempts = Math.max(1, this.maxToolRetries)
+    for (let attempt = 1; ; attempt++) {
+      try {
+        return await tool(args)
+      } catch (error) {
+        const retryable = error instanceof ToolBoundaryError && error.stage === "output"
+        if (!retryable || attempt >= attempts) throw error
+      }
+    }
+  }
+
+  /**
+   * Calls `tool`; on a ToolBoundaryError appends the error for the model, asks it again, and runs whatever
+   * allowed tool it picks next. At most `maxLlmRetries` model calls.
+   */
+  async runWithLlmRetry<M>(tool: RegisteredTool, request: LlmRetryRequest<M>): Promise<LlmRetryResult<M>> {
+    const format =
+      request.formatError ?? ((id: string, e: ToolBoundaryError) => toolErrorMessage(id, e.llmMessage) as M)
+    let messages = [...request.messages]
+    let current: RegisteredTool | undefined = tool
+    let name = toolNameOf(tool)
+    let args = request.args
+    let toolCallId = request.toolCallId
+    let last: ToolBoundaryError | undefined
+    for (let attempt = 0; ; attempt++) {
+      try {
+        if (!current) this.#validateName(name)
+        if (!current) throw new ToolRunnerConfigError(`Tool '${name}' is allowed but has no implementation.`)
+        const result = await this.call(current as AnyTool as (a: unknown) => unknown, args)
+        return { result, messages, toolName: name, toolCallId }
+      } catch (error) {
+        if (!(error instanceof ToolBoundaryError)) throw error
+        last = error
+        messages.push(format(toolCallId, error))
+        if (attempt >= this.maxLlmRetries) break
+        messages = [...(await request.invokeLlm(messages))]
+        const next = request.parseToolCall(messages, name)
+        if (!next) {
+          throw new ToolBoundaryExhaustedError(
+            `The model answered without a tool call after '${name}' was blocked; its last answer is in messages.`,
+            { lastError: last, messages },
+          )
+        }
+        name = next.name
+        toolCallId = next.toolCallId ?? toolCallId
+        args = next.args
+        current = this.#resolve(name, tool)
+      }
+    }
+    throw new ToolBoundaryExhaustedError(
+      `Tool '${name}' failed after ${this.maxLlmRetries} LLM retries. Inspect lastError and fix the tool or prompt.`,
+      { lastError: last, messages },
+    )
+  }
+
+  #resolve(name: string, original: RegisteredTool): RegisteredTool | undefined {
+    if (name === toolNameOf(original)) return original
+    return this.registry?.get(name)
+  }
+
+  #validateName(name: string): void {
+    if (this.registry) this.registry.validateCall(name)
+    else
+      throw new ToolRunnerConfigError(
+        `The model chose '${name}', but the runner has no registry to find it in.`,
+      )
+  }
+}
