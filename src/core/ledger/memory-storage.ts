@@ -40,8 +40,11 @@ export class MemoryLedgerStorage implements LedgerStorage {
       now,
       options,
     )
-    if (write) this.#put(write)
-    return result
+    if (!write) return result
+    this.#put(write)
+    if (!options?.dispatchId) return result
+    const siblings = this.#dispatchRows(options.dispatchId).filter((e) => e.requestId !== entry.requestId)
+    return { outcome: "claimed", entry: write, dispatchSiblings: siblings }
   }
 
   async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
@@ -65,6 +68,10 @@ export class MemoryLedgerStorage implements LedgerStorage {
   }
 
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
+    return this.#dispatchRows(dispatchId)
+  }
+
+  #dispatchRows(dispatchId: string): LedgerEntry[] {
     const ids = this.#byDispatch.get(dispatchId)
     if (!ids) return []
     return [...ids].map((id) => this.#rows.get(id)).filter((e): e is LedgerEntry => e !== undefined)

@@ -3,7 +3,15 @@ import type { EffectState, TerminalOutcome } from "./enums.ts"
 import { type ClaimClassification, classifyClaim } from "./gates.ts"
 
 export type ClaimResult =
-  | { readonly outcome: "claimed"; readonly entry: LedgerEntry }
+  | {
+      readonly outcome: "claimed"
+      readonly entry: LedgerEntry
+      /**
+       * Other rows claimed under `ClaimOptions.dispatchId`, read in the same atomic step as the claim. A backend
+       * that leaves it out makes the ledger call `findByDispatchId` instead (one more round trip).
+       */
+      readonly dispatchSiblings?: readonly LedgerEntry[]
+    }
   /** Not claimed: `entry` is the stored row, for the caller's gate to judge. */
   | { readonly outcome: "completed" | "in_flight"; readonly entry: LedgerEntry }
 
@@ -15,6 +23,8 @@ export type ClaimResult =
  */
 export interface ClaimOptions {
   readonly reclaimFence?: number | null
+  /** Ask for `dispatchSiblings` on a successful claim (the args-drift gate). */
+  readonly dispatchId?: string
 }
 
 /** What a compare-and-set requires of the stored row. */

@@ -1,0 +1,56 @@
+/** Time source for leases and polling, in epoch seconds. Tests inject one to move time without sleeping. */
+export interface Clock {
+  now(): number
+  /** Waits `seconds`; rejects with the signal's reason when it aborts. */
+  sleep(seconds: number, signal?: AbortSignal): Promise<void>
+}
+
+function abortError(signal: AbortSignal): unknown {
+  return signal.reason ?? new DOMException("The operation was aborted.", "AbortError")
+}
+
+export const systemClock: Clock = {
+  now: () => Date.now() / 1000,
+  sleep(seconds, signal) {
+    return new Promise((resolve, reject) => {
+      if (signal?.aborted) return reject(abortError(signal))
+      const onAbort = () => {
+        clearTimeout(timer)
+        reject(abortError(signal as AbortSignal))
+      }
+      const timer = setTimeout(
+        () => {
+          signal?.removeEventListener("abort", onAbort)
+          resolve()
+        },
+        Math.max(0, seconds * 1000),
+      )
+      signal?.addEventListener("abort", onAbort, { once: true })
+    })
+  },
+}
+
+/** A clock that only moves when told to; `sleep` advances it and yields to other tasks. */
+export class ManualClock implements Clock {
+  #now: number
+  constructor(start = 1_800_000_000) {
+    this.#now = start
+  }
+  now(): number {
+    return this.#now
+  }
+  advance(seconds: number): void {
+    this.#now += seconds
+  }
+  async sleep(seconds: number, signal?: AbortSignal): Promise<void> {
+    if (signal?.aborted) throw abortError(signal)
+    this.#now += seconds
+    // A macrotask, so that other claimants' storage calls and bodies get to run while this one "sleeps".
+    await new Promise((r) => setTimeout(r, 0))
+    if (signal?.aborted) throw abortError(signal)
+  }
+}
+
+export function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw abortError(signal)
+}
