@@ -1,0 +1,464 @@
+// Ledger on Upstash Redis (REST), laid out as the Python original's RedisLedgerStorage so both can share one
+// ledger: row JSON at `{prefix}{id}`, a durable tombstone copy at `{prefix without ':'}-tomb:{id}`.
+// Claim and every compare-and-set are one Lua script each: one round trip, no WATCH/MULTI retry loops.
+import type { Redis } from "@upstash/redis"
+import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
+import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
+import {
+  type ClaimOptions,
+  type ClaimResult,
+  decideClaim,
+  dispatchIdOf,
+  type LedgerStorage,
+  type ListOptions,
+  stampClaim,
+  type TransitionExpectation,
+} from "../core/ledger/storage.ts"
+
+export interface UpstashLedgerStorageOptions {
+  /** An `@upstash/redis` client (`@upstash/redis`, `/cloudflare` or `/fastly`). */
+  readonly redis: Redis
+  /** Row key prefix, the original's default `mycelium:action:`. Tombstones and the dispatch index derive from it. */
+  readonly prefix?: string
+  /**
+   * Seconds an in-flight row's primary key lives after its last write (the original's `in_flight_ttl`, default
+   * 7 days; never less than 4× the lease). Terminal rows and unbounded leases are kept without a TTL. 0 disables.
+   */
+  readonly inFlightTtl?: number
+  /** Clock in epoch seconds, used only to age a row rebuilt from its tombstone on `get`/`list`. */
+  readonly now?: () => number
+}
+
+type Row = Record<string, unknown>
+
+// Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/entry.ts do, so the
+// script classifies the same way `classifyClaim` does. Missing `terminal_outcome` reads as IN_FLIGHT, a JSON null or
+// unknown value falls back to `status`, unparseable numbers behave like JavaScript's NaN (never equal, never greater).
+const LUA_PRELUDE = `
+local NULL = cjson.null
+local VALID = {IN_FLIGHT=true, COMPLETED=true, FAILED_BEFORE_EFFECT=true, FAILED_AFTER_EFFECT=true,
+  EXPIRED=true, BLOCKED=true, UNKNOWN=true}
+local NAN = 0/0
+local function num(v)
+  if v == nil or v == NULL or v == '' then return nil end
+  if type(v) == 'boolean' then if v then return 1 else return 0 end end
+  if type(v) == 'number' then return v end
+  if type(v) == 'string' then return tonumber(v) or NAN end
+  return NAN
+end
+local function fence_of(row)
+  local f = num(row.fence)
+  if f == nil or f ~= f then return 0 end
+  return f
+end
+local function term_of(row)
+  local t = row.terminal_outcome
+  if t == nil then return 'IN_FLIGHT' end
+  return t
+end
+local function valid_term(t) return type(t) == 'string' and VALID[t] == true end
+local function non_terminal(row)
+  local t = term_of(row)
+  if valid_term(t) then return t == 'IN_FLIGHT' or t == 'EXPIRED' end
+  return row.status == 'in-flight'
+end
+local function decode(raw)
+  local ok, row = pcall(cjson.decode, raw)
+  if not ok or type(row) ~= 'table' or type(row.request_id) ~= 'string' or type(row.tool) ~= 'string'
+    or type(row.status) ~= 'string' then
+    return nil
+  end
+  return row
+end
+-- The stored row: the primary key, else the tombstone (the key was evicted). A non-terminal tombstone stands for
+-- an abandoned claim: its lease counts as lapsed, as in the original.
+local function load(key, tomb)
+  local raw = redis.call('GET', key)
+  local ghost = false
+  if not raw then
+    raw = redis.call('GET', tomb)
+    if not raw then return nil, nil, false end
+    ghost = true
+  end
+  local row = decode(raw)
+  if row == nil then return error('mycelium: corrupt ledger row at ' .. key) end
+  return row, raw, ghost and non_terminal(row)
+end
+local function lease_of(row, ghost)
+  if ghost then return -math.huge end
+  return num(row.lease_until)
+end
+local function resolved(row, now, ghost)
+  local t = term_of(row)
+  local lease = lease_of(row, ghost)
+  local lapsed = lease ~= nil and now >= lease
+  if not valid_term(t) then
+    local s = row.status
+    if s == 'completed' then t = 'COMPLETED'
+    elseif s == 'failed' then t = 'FAILED_BEFORE_EFFECT'
+    elseif s == 'in-flight' then t = 'IN_FLIGHT'
+    else t = 'UNKNOWN' end
+  end
+  if t == 'IN_FLIGHT' and lapsed then return 'EXPIRED' end
+  return t
+end
+-- Primary key TTL: only while in flight with a bounded lease; never shortened by a write.
+local function write(key, tomb, raw, ttl)
+  if ttl > 0 then
+    local cur = redis.call('TTL', key)
+    if cur > ttl then ttl = cur end
+    redis.call('SET', key, raw, 'EX', ttl)
+  else
+    redis.call('SET', key, raw)
+  end
+  redis.call('SET', tomb, raw)
+end
+`
+
+// KEYS: row, tomb[, dispatch]. ARGV: row head, row tail (the new row is head .. fence .. tail), now,
+// mode (any|none|fence), reclaim fence, ttl, request id.
+const CLAIM_LUA = `${LUA_PRELUDE}
+local now = tonumber(ARGV[3])
+local row, raw, ghost = load(KEYS[1], KEYS[2])
+local fence = 0
+if row ~= nil then
+  local t = resolved(row, now, ghost)
+  local cls = 'in_flight'
+  if t == 'COMPLETED' then cls = 'completed'
+  elseif t == 'EXPIRED' or t == 'FAILED_BEFORE_EFFECT' or t == 'FAILED_AFTER_EFFECT' then cls = 'claimed' end
+  fence = fence_of(row)
+  if cls == 'claimed' and (ARGV[4] == 'none' or (ARGV[4] == 'fence' and fence ~= tonumber(ARGV[5]))) then
+    cls = 'in_flight'
+  end
+  if cls ~= 'claimed' then
+    if ghost then return {cls, raw, 1} end
+    return {cls, raw, 0}
+  end
+end
+local nf = string.format('%d', fence + 1)
+write(KEYS[1], KEYS[2], ARGV[1] .. nf .. ARGV[2], tonumber(ARGV[6]))
+if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[7]) end
+return {'claimed', nf, 0}
+`
+
+// KEYS: row, tomb[, dispatch]. ARGV: new row, ttl, request id, outcomes (comma-separated), owner flag, owner,
+// fence, phase flag, phase, lease flag, lease-held-at.
+const CAS_LUA = `${LUA_PRELUDE}
+local row, raw, ghost = load(KEYS[1], KEYS[2])
+if row == nil then return 0 end
+local t = term_of(row)
+if type(t) ~= 'string' then return 0 end
+local hit = false
+for o in string.gmatch(ARGV[4], '[^,]+') do if o == t then hit = true end end
+if not hit then return 0 end
+if ARGV[5] == '1' then
+  local o = row.owner
+  if o == nil or o == NULL or tostring(o) ~= ARGV[6] then return 0 end
+end
+if fence_of(row) ~= tonumber(ARGV[7]) then return 0 end
+if ARGV[8] == '1' then
+  local p = row.effect_phase
+  if p == nil or p == NULL then p = 'INTENDED' end
+  if p ~= ARGV[9] then return 0 end
+end
+if ARGV[10] == '1' then
+  local lease = lease_of(row, ghost)
+  if lease ~= nil and not (lease > tonumber(ARGV[11])) then return 0 end
+end
+write(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
+if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[3]) end
+return 1
+`
+
+// KEYS: row, tomb[, dispatch]. ARGV: new row, ttl, request id, incoming fence. Returns -1 or the newer stored fence.
+const SET_LUA = `${LUA_PRELUDE}
+local stored = -1
+for _, k in ipairs({KEYS[1], KEYS[2]}) do
+  local raw = redis.call('GET', k)
+  if raw then
+    local row = decode(raw)
+    if row ~= nil and fence_of(row) > stored then stored = fence_of(row) end
+  end
+end
+if stored > tonumber(ARGV[4]) then return stored end
+write(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
+if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[3]) end
+return -1
+`
+
+// KEYS: dispatch set. ARGV: row prefix, tomb prefix. Returns id, row, tomb triples ('' when absent).
+const BY_DISPATCH_LUA = `
+local out = {}
+for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
+  out[#out + 1] = id
+  out[#out + 1] = redis.call('GET', ARGV[1] .. id) or ''
+  out[#out + 1] = redis.call('GET', ARGV[2] .. id) or ''
+end
+return out
+`
+
+const DEFAULT_PREFIX = "mycelium:action:"
+const DEFAULT_IN_FLIGHT_TTL = 604_800
+const SCAN_COUNT = 1000
+const MGET_BATCH = 200
+
+type ScriptRunner = (keys: string[], args: string[]) => Promise<unknown>
+
+/** The Redis ledger backend over the Upstash REST API. Works from any runtime with `fetch`. */
+export class UpstashLedgerStorage implements LedgerStorage {
+  readonly kind = "upstash"
+  readonly #redis: Redis
+  readonly #prefix: string
+  readonly #tombPrefix: string
+  readonly #dispatchPrefix: string
+  readonly #inFlightTtl: number
+  readonly #now: () => number
+  readonly #claim: ScriptRunner
+  readonly #cas: ScriptRunner
+  readonly #set: ScriptRunner
+  readonly #byDispatch: ScriptRunner
+
+  constructor(options: UpstashLedgerStorageOptions) {
+    this.#redis = options.redis
+    this.#prefix = options.prefix ?? DEFAULT_PREFIX
+    const base = this.#prefix.endsWith(":") ? this.#prefix.slice(0, -1) : this.#prefix
+    this.#tombPrefix = `${base}-tomb:`
+    this.#dispatchPrefix = `${base}-dispatch:`
+    this.#inFlightTtl = options.inFlightTtl ?? DEFAULT_IN_FLIGHT_TTL
+    this.#now = options.now ?? (() => Date.now() / 1000)
+    const script = (src: string): ScriptRunner => {
+      // EVALSHA first, EVAL only when the server has not cached the script yet (NOSCRIPT).
+      const s = this.#redis.createScript<unknown>(src)
+      return (keys, args) => s.exec(keys, args)
+    }
+    this.#claim = script(CLAIM_LUA)
+    this.#cas = script(CAS_LUA)
+    this.#set = script(SET_LUA)
+    this.#byDispatch = script(BY_DISPATCH_LUA)
+  }
+
+  async get(requestId: string): Promise<LedgerEntry | null> {
+    const [raw, tomb] = await this.#redis.mget<unknown[]>(this.#key(requestId), this.#tomb(requestId))
+    return this.#fromStored(raw, tomb, this.#now())
+  }
+
+  /** Upsert, refusing only a write that would move the fence backwards (a stale writer). */
+  async set(entry: LedgerEntry): Promise<void> {
+    const stored = await this.#set(this.#keys(entry), [
+      JSON.stringify(entryToRow(entry)),
+      String(this.#ttlFor(entry)),
+      entry.requestId,
+      String(entry.fence),
+    ])
+    if (Number(stored) >= 0) {
+      throw new LedgerOutcomeAlreadySetError(
+        `set() refused for '${entry.requestId}': the stored fence ${stored} is newer than ${entry.fence}; ` +
+          "re-read the row and write from it",
+      )
+    }
+  }
+
+  async tryClaimInflight(
+    entry: LedgerEntry,
+    leaseTtl: number,
+    now: number,
+    options?: ClaimOptions,
+  ): Promise<ClaimResult> {
+    const stamped = stampClaim(entry, null, leaseTtl, now)
+    const [head, tail] = splitAtFence(stamped)
+    let mode = "any"
+    let reclaimFence = ""
+    if (options && "reclaimFence" in options) {
+      mode = options.reclaimFence === null ? "none" : "fence"
+      reclaimFence = options.reclaimFence === null ? "" : String(options.reclaimFence)
+    }
+    const ttl = leaseTtl > 0 ? this.#ttl(leaseTtl) : 0
+    const reply = await this.#claim(this.#keys(entry), [
+      head,
+      tail,
+      String(now),
+      mode,
+      reclaimFence,
+      String(ttl),
+      entry.requestId,
+    ])
+    if (!Array.isArray(reply) || reply.length !== 3) throw new UpstashReplyError("claim", reply)
+    const [outcome, value, ghost] = reply as [unknown, unknown, unknown]
+    if (outcome === "claimed") return { outcome, entry: { ...stamped, fence: Number(value) } }
+    if (outcome !== "completed" && outcome !== "in_flight") throw new UpstashReplyError("claim", reply)
+    const existing = toRow(value)
+    if (!existing) throw new UpstashReplyError("claim", reply)
+    const stored = entryFromRow(Number(ghost) === 1 ? ghostRow(existing, now) : existing)
+    // The script and `classifyClaim` must agree; if they ever do not, refuse rather than act on a wrong answer.
+    const check = decideClaim(stored, entry, leaseTtl, now, options).result.outcome
+    if (check !== outcome) throw new UpstashReplyError("claim (classification mismatch)", reply)
+    return { outcome, entry: stored }
+  }
+
+  async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
+    const reply = await this.#cas(this.#keys(next), [
+      JSON.stringify(entryToRow(next)),
+      String(this.#ttlFor(next)),
+      next.requestId,
+      expect.outcomes.join(","),
+      expect.owner != null ? "1" : "0",
+      expect.owner ?? "",
+      String(expect.fence),
+      expect.effectPhase !== undefined ? "1" : "0",
+      expect.effectPhase ?? "",
+      expect.leaseHeldAt !== undefined ? "1" : "0",
+      expect.leaseHeldAt !== undefined ? String(expect.leaseHeldAt) : "",
+    ])
+    return Number(reply) === 1
+  }
+
+  async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
+    const userPrefix = options.prefix ?? ""
+    const ids = new Set<string>()
+    // Tombstones cover rows whose primary key was evicted; primary keys cover rows written without a tombstone.
+    for (const base of [this.#prefix, this.#tombPrefix]) {
+      for await (const key of this.#scan(`${globEscape(base + userPrefix)}*`)) ids.add(key.slice(base.length))
+    }
+    let sorted = [...ids].sort()
+    if (options.cursor !== undefined) {
+      const c = options.cursor
+      sorted = sorted.filter((id) => id > c)
+    }
+    if (options.limit !== undefined) sorted = sorted.slice(0, Math.max(0, options.limit))
+    for (let i = 0; i < sorted.length; i += MGET_BATCH) {
+      const batch = sorted.slice(i, i + MGET_BATCH)
+      const keys = batch.flatMap((id) => [this.#key(id), this.#tomb(id)])
+      const values = await this.#redis.mget<unknown[]>(...keys)
+      const now = this.#now()
+      for (let j = 0; j < batch.length; j++) {
+        const e = this.#fromStored(values[2 * j], values[2 * j + 1], now)
+        if (e) yield e
+      }
+    }
+  }
+
+  async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
+    const reply = await this.#byDispatch(
+      [this.#dispatchPrefix + dispatchId],
+      [this.#prefix, this.#tombPrefix],
+    )
+    if (!Array.isArray(reply)) throw new UpstashReplyError("findByDispatchId", reply)
+    const now = this.#now()
+    const out: LedgerEntry[] = []
+    for (let i = 0; i + 2 < reply.length; i += 3) {
+      const e = this.#fromStored(reply[i + 1], reply[i + 2], now)
+      // The set only grows; a row whose dispatch id changed since is filtered here.
+      if (e && dispatchIdOf(e) === dispatchId) out.push(e)
+    }
+    return out.sort((a, b) => (a.requestId < b.requestId ? -1 : a.requestId > b.requestId ? 1 : 0))
+  }
+
+  #key(id: string): string {
+    return this.#prefix + id
+  }
+
+  #tomb(id: string): string {
+    return this.#tombPrefix + id
+  }
+
+  #keys(entry: LedgerEntry): string[] {
+    const keys = [this.#key(entry.requestId), this.#tomb(entry.requestId)]
+    const d = dispatchIdOf(entry)
+    if (d) keys.push(this.#dispatchPrefix + d)
+    return keys
+  }
+
+  #ttl(leaseSeconds: number): number {
+    if (this.#inFlightTtl <= 0) return 0
+    return Math.max(this.#inFlightTtl, Math.ceil(4 * leaseSeconds))
+  }
+
+  /** Keep the in-flight TTL on every write of a live row (the original dropped it after the first CAS). */
+  #ttlFor(entry: LedgerEntry): number {
+    if (entry.terminalOutcome !== "IN_FLIGHT" || entry.leaseUntil === null) return 0
+    const since = entry.lastHeartbeatAt ?? entry.startedAt
+    return this.#ttl(Math.max(0, entry.leaseUntil - since))
+  }
+
+  #fromStored(raw: unknown, tomb: unknown, now: number): LedgerEntry | null {
+    const row = toRow(raw)
+    if (row) return entryFromRow(row)
+    const t = toRow(tomb)
+    if (!t) return null
+    return entryFromRow(isNonTerminal(t) ? ghostRow(t, now) : t)
+  }
+
+  async *#scan(match: string): AsyncIterable<string> {
+    let cursor: string | number = "0"
+    do {
+      const [next, keys]: [string | number, string[]] = await this.#redis.scan(cursor, {
+        match,
+        count: SCAN_COUNT,
+      })
+      for (const k of keys) yield String(k)
+      cursor = next
+    } while (String(cursor) !== "0")
+  }
+}
+
+/** The script answered something it never returns: a protocol or version mismatch, never a ledger decision. */
+export class UpstashReplyError extends Error {
+  override readonly name = "UpstashReplyError"
+  readonly code = "upstash_unexpected_reply"
+  constructor(op: string, reply: unknown) {
+    super(
+      `unexpected reply from the Redis ledger script during ${op}: ${JSON.stringify(reply)?.slice(0, 200)}`,
+    )
+  }
+}
+
+/** @upstash/redis parses JSON replies by default; accept both the parsed object and the raw string. */
+function toRow(v: unknown): Row | null {
+  if (v === null || v === undefined || v === "" || v === false) return null
+  if (typeof v === "string") {
+    const parsed: unknown = JSON.parse(v)
+    return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Row) : null
+  }
+  if (typeof v === "object" && !Array.isArray(v)) return v as Row
+  return null
+}
+
+const VALID_TERMINALS = new Set([
+  "IN_FLIGHT",
+  "COMPLETED",
+  "FAILED_BEFORE_EFFECT",
+  "FAILED_AFTER_EFFECT",
+  "EXPIRED",
+  "BLOCKED",
+  "UNKNOWN",
+])
+
+function isNonTerminal(row: Row): boolean {
+  const t = row.terminal_outcome === undefined ? "IN_FLIGHT" : row.terminal_outcome
+  if (typeof t === "string" && VALID_TERMINALS.has(t)) return t === "IN_FLIGHT" || t === "EXPIRED"
+  return row.status === "in-flight"
+}
+
+/** A non-terminal row known only from its tombstone reads as an abandoned claim (the original's EXPIRED ghost). */
+function ghostRow(row: Row, now: number): Row {
+  return isNonTerminal(row) ? { ...row, lease_until: now - 1 } : row
+}
+
+/** The claimed row's JSON around its fence, so the script can splice in `prior fence + 1` without re-encoding. */
+function splitAtFence(entry: LedgerEntry): [string, string] {
+  const row = entryToRow(entry)
+  const before: Row = {}
+  const after: Row = {}
+  let seen = false
+  for (const [k, v] of Object.entries(row)) {
+    if (k === "fence") seen = true
+    else (seen ? after : before)[k] = v
+  }
+  const head = JSON.stringify(before)
+  const tail = JSON.stringify(after)
+  return [`${head.slice(0, -1)},"fence":`, `,${tail.slice(1)}`]
+}
+
+function globEscape(s: string): string {
+  return s.replace(/[*?[\]\\]/g, "\\$&")
+}
