@@ -1,0 +1,283 @@
+// Cloudflare Durable Object ledger store: the object (SQLite-backed) serves the storage contract over RPC, and
+// DurableObjectLedgerStorage is the client any Worker uses. Import this module only inside workerd.
+import { DurableObject } from "cloudflare:workers"
+import type { LedgerEntry } from "../core/ledger/entry.ts"
+import { entryFromRow, entryToRow } from "../core/ledger/entry.ts"
+import { sha256Hex } from "../core/ledger/sha256.ts"
+import {
+  type ClaimOptions,
+  type ClaimResult,
+  decideClaim,
+  dispatchIdOf,
+  type LedgerStorage,
+  type ListOptions,
+  matchesExpectation,
+  type TransitionExpectation,
+} from "../core/ledger/storage.ts"
+
+// ---- minimal structural types of the workerd APIs used (no @cloudflare/workers-types dependency) ----------
+
+type SqlValue = string | number | null | ArrayBuffer
+interface SqlCursorLike {
+  toArray(): Array<Record<string, SqlValue>>
+}
+interface SqlStorageLike {
+  exec(query: string, ...bindings: Array<string | number | null>): SqlCursorLike
+}
+/** The part of `DurableObjectState` the ledger object needs. */
+export interface LedgerObjectState {
+  readonly storage: { readonly sql: SqlStorageLike }
+}
+
+/** A Durable Object namespace binding (`env.LEDGER`); only `idFromName` and `get` are used. */
+export interface LedgerObjectNamespace {
+  idFromName(name: string): unknown
+  get(id: unknown): unknown
+}
+
+/** One page of a shard's rows in key order. */
+export interface LedgerListPage {
+  readonly entries: LedgerEntry[]
+  /** True when the shard has no further rows for this prefix. */
+  readonly done: boolean
+}
+
+/** The RPC surface of MyceliumLedgerObject, as seen through a stub. */
+export interface LedgerObjectRpc {
+  ledgerGet(requestId: string): Promise<LedgerEntry | null>
+  ledgerSet(entry: LedgerEntry): Promise<void>
+  ledgerClaim(entry: LedgerEntry, leaseTtl: number, now: number, options?: ClaimOptions): Promise<ClaimResult>
+  ledgerTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean>
+  ledgerList(options: ListOptions): Promise<LedgerListPage>
+  ledgerFindByDispatchId(dispatchId: string): Promise<LedgerEntry[]>
+}
+
+// Same table layout as the Python original's SQLite backend, so a dump reads the same.
+const TABLE = "mycelium_action_ledger"
+const SCHEMA = [
+  `CREATE TABLE IF NOT EXISTS ${TABLE} (request_id TEXT PRIMARY KEY, payload TEXT NOT NULL)`,
+  `CREATE INDEX IF NOT EXISTS ${TABLE}_tool_call_id ON ${TABLE} (json_extract(payload, '$.kwargs.tool_call_id'))`,
+]
+const MAX_PAGE = 500
+
+/**
+ * The ledger's Durable Object. Every method is synchronous: workerd runs one event at a time per object, so
+ * a read, decision and write with no await in between is one atomic step; the SQL API commits it durably
+ * before the RPC reply leaves the object (output gate).
+ */
+export class MyceliumLedgerObject extends DurableObject {
+  readonly #sql: SqlStorageLike
+
+  constructor(ctx: LedgerObjectState, env: unknown) {
+    super(ctx, env)
+    this.#sql = ctx.storage.sql
+    for (const stmt of SCHEMA) this.#sql.exec(stmt)
+  }
+
+  ledgerGet(requestId: string): LedgerEntry | null {
+    return this.#read(requestId)
+  }
+
+  ledgerSet(entry: LedgerEntry): void {
+    this.#write(entry)
+  }
+
+  ledgerClaim(entry: LedgerEntry, leaseTtl: number, now: number, options?: ClaimOptions): ClaimResult {
+    const { result, write } = decideClaim(this.#read(entry.requestId), entry, leaseTtl, now, options)
+    if (write) this.#write(write)
+    return result
+  }
+
+  ledgerTransition(next: LedgerEntry, expect: TransitionExpectation): boolean {
+    if (!matchesExpectation(this.#read(next.requestId), expect)) return false
+    this.#write(next)
+    return true
+  }
+
+  ledgerList(options: ListOptions): LedgerListPage {
+    const prefix = options.prefix ?? ""
+    const limit = Math.max(0, Math.min(options.limit ?? MAX_PAGE, MAX_PAGE))
+    const rows =
+      options.cursor !== undefined
+        ? this.#sql.exec(
+            `SELECT payload FROM ${TABLE} WHERE request_id >= ? AND request_id > ? ORDER BY request_id LIMIT ?`,
+            prefix,
+            options.cursor,
+            limit + 1,
+          )
+        : this.#sql.exec(
+            `SELECT payload FROM ${TABLE} WHERE request_id >= ? ORDER BY request_id LIMIT ?`,
+            prefix,
+            limit + 1,
+          )
+    const entries: LedgerEntry[] = []
+    for (const r of rows.toArray()) {
+      const e = entryFromRow(JSON.parse(String(r.payload)))
+      // Keys with the prefix are contiguous in key order: the first miss ends the range.
+      if (!e.requestId.startsWith(prefix)) return { entries, done: true }
+      if (entries.length === limit) return { entries, done: false }
+      entries.push(e)
+    }
+    return { entries, done: true }
+  }
+
+  ledgerFindByDispatchId(dispatchId: string): LedgerEntry[] {
+    return this.#sql
+      .exec(
+        `SELECT payload FROM ${TABLE} WHERE json_extract(payload, '$.kwargs.tool_call_id') = ?`,
+        dispatchId,
+      )
+      .toArray()
+      .map((r) => entryFromRow(JSON.parse(String(r.payload))))
+      .filter((e) => dispatchIdOf(e) === dispatchId)
+  }
+
+  #read(requestId: string): LedgerEntry | null {
+    const rows = this.#sql.exec(`SELECT payload FROM ${TABLE} WHERE request_id = ?`, requestId).toArray()
+    const r = rows[0]
+    return r ? entryFromRow(JSON.parse(String(r.payload))) : null
+  }
+
+  #write(entry: LedgerEntry): void {
+    this.#sql.exec(
+      `INSERT INTO ${TABLE} (request_id, payload) VALUES (?, ?) ON CONFLICT(request_id) DO UPDATE SET payload = excluded.payload`,
+      entry.requestId,
+      JSON.stringify(entryToRow(entry)),
+    )
+  }
+}
+
+// ---- client -------------------------------------------------------------------------------------------------
+
+export interface DurableObjectLedgerStorageOptions {
+  /**
+   * Number of objects the ledger is spread over (default 1). A request id always maps to the same shard, so
+   * keep this fixed for the life of a ledger: changing it hides rows written under the old count.
+   */
+  readonly shards?: number
+  /** Object name (the tenant's ledger). Default `mycelium-ledger`. */
+  readonly name?: string
+  /** Rows fetched per shard per round trip while listing. Default 128. */
+  readonly listPageSize?: number
+}
+
+/** SQLite orders TEXT by UTF-8 bytes, i.e. by code point; the merge must use the same order as the shards. */
+function compareKeys(a: string, b: string): number {
+  const n = Math.min(a.length, b.length)
+  for (let i = 0; i < n; i++) {
+    const x = a.codePointAt(i) as number
+    const y = b.codePointAt(i) as number
+    if (x !== y) return x < y ? -1 : 1
+    if (x > 0xffff) i++
+  }
+  return a.length - b.length
+}
+
+/**
+ * A LedgerStorage client for MyceliumLedgerObject. Stubs are created per call: workerd forbids sharing I/O
+ * objects across requests, and `idFromName` + `get` are local and cheap.
+ */
+export class DurableObjectLedgerStorage implements LedgerStorage {
+  readonly kind = "durable-object"
+  readonly shards: number
+  readonly name: string
+  readonly #ns: LedgerObjectNamespace
+  readonly #pageSize: number
+  readonly #ids: unknown[]
+
+  constructor(namespace: LedgerObjectNamespace, options: DurableObjectLedgerStorageOptions = {}) {
+    const shards = options.shards ?? 1
+    if (!Number.isInteger(shards) || shards < 1) throw new RangeError("shards must be a positive integer")
+    this.#ns = namespace
+    this.shards = shards
+    this.name = options.name ?? "mycelium-ledger"
+    this.#pageSize = Math.max(1, Math.min(options.listPageSize ?? 128, MAX_PAGE))
+    this.#ids = Array.from({ length: shards }, (_, i) =>
+      namespace.idFromName(shards === 1 ? this.name : `${this.name}#${i}/${shards}`),
+    )
+  }
+
+  /** The shard a request id lives in. */
+  shardOf(requestId: string): number {
+    if (this.shards === 1) return 0
+    return Number.parseInt(sha256Hex(requestId).slice(0, 8), 16) % this.shards
+  }
+
+  get(requestId: string): Promise<LedgerEntry | null> {
+    return this.#stubFor(requestId).ledgerGet(requestId)
+  }
+
+  set(entry: LedgerEntry): Promise<void> {
+    return this.#stubFor(entry.requestId).ledgerSet(entry)
+  }
+
+  tryClaimInflight(
+    entry: LedgerEntry,
+    leaseTtl: number,
+    now: number,
+    options?: ClaimOptions,
+  ): Promise<ClaimResult> {
+    return this.#stubFor(entry.requestId).ledgerClaim(entry, leaseTtl, now, options)
+  }
+
+  tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
+    return this.#stubFor(next.requestId).ledgerTransition(next, expect)
+  }
+
+  async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
+    const parts = await Promise.all(this.#ids.map((_, i) => this.#stub(i).ledgerFindByDispatchId(dispatchId)))
+    return parts.flat()
+  }
+
+  /** Merges the shards' key-ordered pages (k-way), fetching each shard's next page only when it runs dry. */
+  async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
+    const limit = options.limit ?? Number.POSITIVE_INFINITY
+    if (limit <= 0) return
+    const prefix = options.prefix
+    const heads = this.#ids.map((_, i) => ({
+      shard: i,
+      buf: [] as LedgerEntry[],
+      pos: 0,
+      done: false,
+      after: options.cursor,
+    }))
+    const fill = async (h: (typeof heads)[number]): Promise<void> => {
+      const page = await this.#stub(h.shard).ledgerList({
+        prefix,
+        cursor: h.after,
+        limit: Math.min(this.#pageSize, limit),
+      })
+      h.buf = page.entries
+      h.pos = 0
+      h.done = page.done
+      const last = page.entries.at(-1)
+      if (last) h.after = last.requestId
+    }
+    await Promise.all(heads.map(fill))
+    let n = 0
+    while (n < limit) {
+      let best: (typeof heads)[number] | null = null
+      for (const h of heads) {
+        const e = h.buf[h.pos]
+        if (!e) continue
+        if (!best || compareKeys(e.requestId, (best.buf[best.pos] as LedgerEntry).requestId) < 0) best = h
+      }
+      if (!best) return
+      yield best.buf[best.pos] as LedgerEntry
+      n++
+      best.pos++
+      if (best.pos >= best.buf.length) {
+        if (best.done) best.buf = []
+        else await fill(best)
+      }
+    }
+  }
+
+  #stubFor(requestId: string): LedgerObjectRpc {
+    return this.#stub(this.shardOf(requestId))
+  }
+
+  #stub(shard: number): LedgerObjectRpc {
+    return this.#ns.get(this.#ids[shard]) as LedgerObjectRpc
+  }
+}

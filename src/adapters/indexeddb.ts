@@ -1,0 +1,216 @@
+// IndexedDB ledger store for browsers (and Node with fake-indexeddb). Rows are the Python original's payload,
+// keyed by request_id, so an export of the store reads like the file backend's JSON.
+import { type IDBPDatabase, unwrap, wrap } from "idb"
+import type { LedgerEntry, LedgerRow } from "../core/ledger/entry.ts"
+import { entryFromRow, entryToRow } from "../core/ledger/entry.ts"
+import { LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
+import {
+  type ClaimOptions,
+  type ClaimResult,
+  decideClaim,
+  type LedgerStorage,
+  type ListOptions,
+  matchesExpectation,
+  type TransitionExpectation,
+} from "../core/ledger/storage.ts"
+
+export interface IndexedDbLedgerStorageOptions {
+  /** Database name. Default `mycelium-ledger`. */
+  readonly dbName?: string
+  /** Object store inside the database. Default `ledger`. Several stores may share one database. */
+  readonly storeName?: string
+  /** The IDBFactory to open the database with. Default `globalThis.indexedDB`. */
+  readonly indexedDB?: IDBFactory
+}
+
+/** Index on the dispatch id (`kwargs.tool_call_id`): the ledger's cross-row drift gate looks rows up by it. */
+const DISPATCH_INDEX = "by_tool_call_id"
+const LIST_PAGE = 200
+
+/** Swallows the rejection of a request promise nobody awaits; the transaction's own outcome reports it. */
+const quiet = (p: Promise<unknown>): void => {
+  p.catch(() => {})
+}
+
+/**
+ * Each claim and compare-and-set runs inside one `readwrite` transaction that awaits nothing but its own
+ * IDB requests, so two tabs or two connections racing on one key are serialized by the database: one winner.
+ */
+export class IndexedDbLedgerStorage implements LedgerStorage {
+  readonly kind = "indexeddb"
+  readonly dbName: string
+  readonly storeName: string
+  readonly #factory: IDBFactory | undefined
+  #db: Promise<IDBPDatabase> | null = null
+
+  constructor(options: IndexedDbLedgerStorageOptions = {}) {
+    this.dbName = options.dbName ?? "mycelium-ledger"
+    this.storeName = options.storeName ?? "ledger"
+    this.#factory = options.indexedDB ?? (globalThis as { indexedDB?: IDBFactory }).indexedDB
+  }
+
+  async get(requestId: string): Promise<LedgerEntry | null> {
+    const db = await this.#open()
+    const row = (await db.get(this.storeName, requestId)) as LedgerRow | undefined
+    return row ? entryFromRow(row) : null
+  }
+
+  async set(entry: LedgerEntry): Promise<void> {
+    const db = await this.#open()
+    await db.put(this.storeName, entryToRow(entry))
+  }
+
+  async tryClaimInflight(
+    entry: LedgerEntry,
+    leaseTtl: number,
+    now: number,
+    options?: ClaimOptions,
+  ): Promise<ClaimResult> {
+    const db = await this.#open()
+    const tx = db.transaction(this.storeName, "readwrite")
+    try {
+      const row = (await tx.store.get(entry.requestId)) as LedgerRow | undefined
+      const { result, write } = decideClaim(row ? entryFromRow(row) : null, entry, leaseTtl, now, options)
+      if (write) quiet(tx.store.put(entryToRow(write)))
+      await tx.done
+      return result
+    } catch (err) {
+      abortQuietly(tx)
+      throw err
+    }
+  }
+
+  async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
+    const db = await this.#open()
+    const tx = db.transaction(this.storeName, "readwrite")
+    try {
+      const row = (await tx.store.get(next.requestId)) as LedgerRow | undefined
+      const ok = matchesExpectation(row ? entryFromRow(row) : null, expect)
+      if (ok) quiet(tx.store.put(entryToRow(next)))
+      await tx.done
+      return ok
+    } catch (err) {
+      abortQuietly(tx)
+      throw err
+    }
+  }
+
+  async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
+    const db = await this.#open()
+    const prefix = options.prefix ?? ""
+    const limit = options.limit ?? Number.POSITIVE_INFINITY
+    let after = options.cursor
+    let n = 0
+    // Paged reads: a transaction cannot stay open across the consumer's awaits, so each page is its own read.
+    while (n < limit) {
+      const range = lowerRange(this.#keyRange(), prefix, after)
+      const count = Math.min(LIST_PAGE, limit - n)
+      const rows = (await db.getAll(this.storeName, range, count)) as LedgerRow[]
+      for (const row of rows) {
+        const id = row.request_id as string
+        if (!id.startsWith(prefix)) return
+        n++
+        yield entryFromRow(row)
+        after = id
+      }
+      if (rows.length < count) return
+    }
+  }
+
+  async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
+    const db = await this.#open()
+    const rows = (await db.getAllFromIndex(this.storeName, DISPATCH_INDEX, dispatchId)) as LedgerRow[]
+    return rows.map((r) => entryFromRow(r))
+  }
+
+  async close(): Promise<void> {
+    const db = this.#db
+    this.#db = null
+    if (db) (await db.catch(() => null))?.close()
+  }
+
+  #keyRange(): typeof IDBKeyRange {
+    const kr = (globalThis as { IDBKeyRange?: typeof IDBKeyRange }).IDBKeyRange
+    if (!kr) throw new LedgerStorageUnavailableError("IDBKeyRange is not available in this runtime")
+    return kr
+  }
+
+  #open(): Promise<IDBPDatabase> {
+    if (!this.#db) {
+      this.#db = openWithStore(this.#factory, this.dbName, this.storeName, () => {
+        this.#db = null
+      })
+      // A failed open is retried on the next call rather than cached forever.
+      this.#db.catch(() => {
+        this.#db = null
+      })
+    }
+    return this.#db
+  }
+}
+
+function lowerRange(kr: typeof IDBKeyRange, prefix: string, cursor: string | undefined): IDBKeyRange | null {
+  if (cursor !== undefined && cursor >= prefix) return kr.lowerBound(cursor, true)
+  return prefix ? kr.lowerBound(prefix) : null
+}
+
+function abortQuietly(tx: { abort(): void }): void {
+  try {
+    tx.abort()
+  } catch {
+    // already finished or aborted
+  }
+}
+
+function hasSchema(db: IDBDatabase, storeName: string): boolean {
+  if (!db.objectStoreNames.contains(storeName)) return false
+  const tx = db.transaction(storeName, "readonly")
+  // No requests are issued, so the transaction simply commits empty.
+  return tx.objectStore(storeName).indexNames.contains(DISPATCH_INDEX)
+}
+
+/**
+ * Opens the database, adding the store and its index with a version bump when missing, so several stores can
+ * live in one database and an existing database created by other code is extended rather than rejected.
+ */
+async function openWithStore(
+  factory: IDBFactory | undefined,
+  dbName: string,
+  storeName: string,
+  onGone: () => void,
+): Promise<IDBPDatabase> {
+  if (!factory) {
+    throw new LedgerStorageUnavailableError(
+      "IndexedDB is not available in this runtime: pass `indexedDB` (e.g. from fake-indexeddb) or use another adapter",
+    )
+  }
+  let version: number | undefined
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const req = version === undefined ? factory.open(dbName) : factory.open(dbName, version)
+    req.addEventListener("upgradeneeded", () => {
+      const db = req.result
+      const tx = req.transaction
+      const store = db.objectStoreNames.contains(storeName)
+        ? tx?.objectStore(storeName)
+        : db.createObjectStore(storeName, { keyPath: "request_id" })
+      if (store && !store.indexNames.contains(DISPATCH_INDEX)) {
+        store.createIndex(DISPATCH_INDEX, "kwargs.tool_call_id", { unique: false })
+      }
+    })
+    const db = (await wrap(req)) as IDBPDatabase | undefined
+    if (!db) throw new LedgerStorageUnavailableError(`IndexedDB open of '${dbName}' returned no database`)
+    const raw = unwrap(db)
+    if (hasSchema(raw, storeName)) {
+      // Another tab upgrading the database must not be blocked by this connection; the next call reopens.
+      raw.addEventListener("versionchange", () => {
+        raw.close()
+        onGone()
+      })
+      raw.addEventListener("close", onGone)
+      return db
+    }
+    version = raw.version + 1
+    raw.close()
+  }
+  throw new LedgerStorageUnavailableError(`could not create object store '${storeName}' in '${dbName}'`)
+}
