@@ -1,1 +1,12 @@
-export {}
+export { detectFormat } from "./detect.ts"
+export { MessageValidationError } from "./errors.ts"
+export { interruptedResultText } from "./interrupted.ts"
+export { MessageValidator, type MessageValidatorOptions, type RepairResult } from "./message-validator.ts"
+export type {
+  Message,
+  RepairAction,
+  RepairReport,
+  TranscriptFormat,
+  TranscriptIssue,
+  Violation,
+} from "./types.ts"

@@ -1,0 +1,40 @@
+import { isRecord } from "./clone.ts"
+import type { TranscriptFormat } from "./types.ts"
+
+const ANTHROPIC_BLOCKS = new Set([
+  "tool_use",
+  "tool_result",
+  "thinking",
+  "redacted_thinking",
+  "server_tool_use",
+])
+const AI_SDK_PARTS = new Set([
+  "tool-call",
+  "tool-result",
+  "reasoning",
+  "tool-approval-request",
+  "tool-approval-response",
+])
+const OPENAI_PARTS = new Set(["image_url", "input_audio", "refusal"])
+
+/**
+ * Guesses the format from the first decisive marker. Plain-text transcripts are reported as "openai",
+ * which validates them the same way as the other formats would.
+ */
+export function detectFormat(messages: readonly unknown[]): TranscriptFormat {
+  for (const m of messages) {
+    if (!isRecord(m)) continue
+    if (Array.isArray(m.tool_calls) || "tool_call_id" in m || m.role === "function" || m.role === "developer")
+      return "openai"
+    if (m.role === "tool") return Array.isArray(m.content) ? "ai-sdk" : "openai"
+    if (!Array.isArray(m.content)) continue
+    for (const b of m.content) {
+      const type = isRecord(b) ? b.type : undefined
+      if (typeof type !== "string") continue
+      if (ANTHROPIC_BLOCKS.has(type)) return "anthropic"
+      if (AI_SDK_PARTS.has(type)) return "ai-sdk"
+      if (OPENAI_PARTS.has(type)) return "openai"
+    }
+  }
+  return "openai"
+}

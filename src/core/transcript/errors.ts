@@ -1,0 +1,17 @@
+import type { Violation } from "./types.ts"
+
+/** A transcript would be rejected by the model provider. `messageIndex` points at the offending message. */
+export class MessageValidationError extends Error {
+  override readonly name = "MessageValidationError"
+  readonly code = "MESSAGE_VALIDATION"
+  readonly violation: Violation
+  readonly messageIndex: number
+  readonly reason: string
+
+  constructor(reason: string, options: { violation: Violation; messageIndex: number }) {
+    super(`${reason} Run MessageValidator.repair() to fix what can be fixed automatically.`)
+    this.reason = reason
+    this.violation = options.violation
+    this.messageIndex = options.messageIndex
+  }
+}

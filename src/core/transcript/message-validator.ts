@@ -1,0 +1,94 @@
+import { detectFormat } from "./detect.ts"
+import { MessageValidationError } from "./errors.ts"
+import type { FormatAdapter } from "./formats/adapter.ts"
+import { aiSdkAdapter } from "./formats/ai-sdk.ts"
+import { anthropicAdapter } from "./formats/anthropic.ts"
+import { openaiAdapter } from "./formats/openai.ts"
+import { repairTranscript } from "./repair.ts"
+import type { RepairReport, TranscriptFormat, TranscriptIssue } from "./types.ts"
+import { findIssues } from "./validate.ts"
+
+const ADAPTERS: Record<TranscriptFormat, FormatAdapter> = {
+  openai: openaiAdapter,
+  anthropic: anthropicAdapter,
+  "ai-sdk": aiSdkAdapter,
+}
+
+export function adapterFor(format: TranscriptFormat): FormatAdapter {
+  return ADAPTERS[format]
+}
+
+/** Options for {@link MessageValidator}. */
+export interface MessageValidatorOptions {
+  /** Transcript format; "auto" (default) detects it per call. */
+  format?: TranscriptFormat | "auto"
+  /** Reject roles the format does not define. Default true. */
+  strictRoles?: boolean
+  /** Accept unanswered calls in the last message (the tools are still running). Default false. */
+  allowPendingToolCalls?: boolean
+  /** What repair() does with non-objects and invalid roles: throw (default; it cannot infer them) or drop. */
+  invalidMessages?: "throw" | "drop"
+}
+
+/** The result of {@link MessageValidator.repair}. */
+export interface RepairResult<M> {
+  messages: M[]
+  report: RepairReport
+}
+
+/**
+ * Checks a transcript before it is sent to a model (OpenAI chat, Anthropic messages, or AI SDK model
+ * messages) and repairs the breakages providers reject: orphaned, misplaced and duplicate tool results,
+ * reused tool-call ids, calls left without a result by an abort, and serialization artifacts.
+ */
+export class MessageValidator {
+  readonly #options: Required<MessageValidatorOptions>
+
+  constructor(options: MessageValidatorOptions = {}) {
+    this.#options = {
+      format: options.format ?? "auto",
+      strictRoles: options.strictRoles ?? true,
+      allowPendingToolCalls: options.allowPendingToolCalls ?? false,
+      invalidMessages: options.invalidMessages ?? "throw",
+    }
+  }
+
+  /** The format used for `messages` (the configured one, or the detected one). */
+  formatOf(messages: readonly unknown[]): TranscriptFormat {
+    return this.#options.format === "auto" ? detectFormat(messages) : this.#options.format
+  }
+
+  /** Every problem found, in message order; empty when the transcript is valid. */
+  check(messages: readonly unknown[]): TranscriptIssue[] {
+    return findIssues(messages, adapterFor(this.formatOf(messages)), this.#options)
+  }
+
+  /** Returns `messages` unchanged, or throws MessageValidationError for the first problem. */
+  validate<M>(messages: readonly M[]): readonly M[] {
+    const first = this.check(messages)[0]
+    if (first) throw new MessageValidationError(first.reason, first)
+    return messages
+  }
+
+  /** Returns a repaired copy and what was changed. The input is never mutated. */
+  repair<M>(messages: readonly M[]): RepairResult<M> {
+    const format = this.formatOf(messages)
+    const { messages: out, actions } = repairTranscript(messages, adapterFor(format), this.#options)
+    const changed = actions.length > 0 || !samePlain(messages, out)
+    return { messages: out as M[], report: { format, changed, actions } }
+  }
+}
+
+function samePlain(a: unknown, b: unknown): boolean {
+  if (a === b) return true
+  if (Array.isArray(a))
+    return Array.isArray(b) && a.length === b.length && a.every((v, i) => samePlain(v, b[i]))
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null || Array.isArray(b))
+    return false
+  const ka = Object.keys(a)
+  const kb = Object.keys(b)
+  return (
+    ka.length === kb.length &&
+    ka.every((k) => samePlain((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
+  )
+}

@@ -1,0 +1,260 @@
+import { clonePlain, isRecord } from "./clone.ts"
+import { MessageValidationError } from "./errors.ts"
+import type { FormatAdapter, Part } from "./formats/adapter.ts"
+import { hasCalls, type Node, ownerOf, toNodes } from "./nodes.ts"
+import type { Message, RepairAction } from "./types.ts"
+import { findIssues } from "./validate.ts"
+
+export interface RepairOptions {
+  strictRoles: boolean
+  allowPendingToolCalls: boolean
+  invalidMessages: "throw" | "drop"
+}
+
+interface CallRec {
+  node: number
+  part: Part
+  origId: string | undefined
+  id: string
+  result?: ResultRec
+}
+
+interface ResultRec {
+  node: number
+  pos: number
+  part: Part
+}
+
+/**
+ * Rebuilds the transcript so every tool call is answered exactly once by the block right after it: ids are
+ * made unique, results are assigned to their call (the block's own call first, then the nearest earlier
+ * unanswered one, then a later one) and moved there, orphans and duplicates are dropped, and calls left
+ * unanswered get a synthetic "interrupted" result.
+ */
+export function repairTranscript(
+  input: readonly unknown[],
+  adapter: FormatAdapter,
+  options: RepairOptions,
+): { messages: Message[]; actions: RepairAction[] } {
+  const actions: RepairAction[] = []
+  const kept: Message[] = []
+  const origin: number[] = []
+  for (const [i, m] of input.entries()) {
+    const role = isRecord(m) ? m.role : undefined
+    const bad = !isRecord(m)
+      ? "is not an object"
+      : options.strictRoles && !(typeof role === "string" && adapter.roles.has(role))
+        ? `has invalid role '${String(role ?? "")}'`
+        : undefined
+    if (bad) {
+      if (options.invalidMessages === "throw") {
+        throw new MessageValidationError(
+          `Message ${i} ${bad}; repair() cannot infer what it should be. Fix it or pass { invalidMessages: "drop" }.`,
+          { violation: isRecord(m) ? "invalid_role" : "invalid_message", messageIndex: i },
+        )
+      }
+      actions.push({ kind: "dropped_invalid_message", messageIndex: i, detail: bad })
+      continue
+    }
+    kept.push(adapter.fix(clonePlain(m as Message), i, actions))
+    origin.push(i)
+  }
+  const nodes = toNodes(kept, adapter)
+  const at = (k: number): number => origin[k] ?? k
+
+  // Ids: unique across the transcript, renamed deterministically (<id>_dup<N>) in order of appearance.
+  const used = new Set<string>()
+  for (const n of nodes) for (const p of n.parts) if (p.kind === "call" && p.id) used.add(p.id)
+  const unique = (base: string, first: number): string => {
+    for (let n = first; ; n++) {
+      const id = first === 0 && n === 0 ? base : `${base}${n}`
+      if (!used.has(id)) {
+        used.add(id)
+        return id
+      }
+    }
+  }
+  const seen = new Set<string>()
+  const calls: CallRec[] = []
+  const byNode = new Map<number, CallRec[]>()
+  for (const n of nodes) {
+    for (const [pos, p] of n.parts.entries()) {
+      if (p.kind !== "call") continue
+      let id = p.id
+      if (!id) {
+        id = unique(`${adapter.idPrefix}${at(n.index)}_${pos}`, 0)
+        actions.push({ kind: "assigned_missing_call_id", messageIndex: at(n.index), toolCallId: id })
+      } else if (seen.has(id)) {
+        const renamed = unique(`${id}_dup`, 1)
+        actions.push({
+          kind: "renamed_duplicate_call_id",
+          messageIndex: at(n.index),
+          toolCallId: renamed,
+          detail: `was ${id}`,
+        })
+        id = renamed
+      }
+      seen.add(id)
+      const rec: CallRec = { node: n.index, part: p, origId: p.id, id }
+      calls.push(rec)
+      byNode.set(n.index, [...(byNode.get(n.index) ?? []), rec])
+    }
+  }
+
+  assignResults(nodes, calls, adapter, actions, at)
+
+  const build = (pendingNode: number | undefined) => rebuild(nodes, byNode, adapter, pendingNode, at)
+  let pendingNode: number | undefined
+  if (options.allowPendingToolCalls) {
+    const last = [...nodes].reverse().find((n) => hasCalls(n))
+    if (last && (byNode.get(last.index) ?? []).every((c) => !c.result)) pendingNode = last.index
+  }
+  let out = build(pendingNode)
+  if (
+    pendingNode !== undefined &&
+    findIssues(out.messages, adapter, { strictRoles: false, allowPendingToolCalls: true }).length > 0
+  ) {
+    out = build(undefined)
+  }
+  actions.push(...out.actions)
+  return { messages: out.messages, actions }
+}
+
+function assignResults(
+  nodes: readonly Node[],
+  calls: CallRec[],
+  adapter: FormatAdapter,
+  actions: RepairAction[],
+  at: (k: number) => number,
+): void {
+  for (const n of nodes) {
+    for (const [pos, p] of n.parts.entries()) {
+      if (p.kind !== "result") continue
+      const r: ResultRec = { node: n.index, pos, part: p }
+      const cands = p.id ? calls.filter((c) => c.origId === p.id) : []
+      if (cands.length === 0) {
+        actions.push({
+          kind: "dropped_orphan_result",
+          messageIndex: at(n.index),
+          ...(p.id ? { toolCallId: p.id } : {}),
+        })
+        continue
+      }
+      const owner = ownerOf(nodes, n.index, adapter)
+      const open = cands.filter((c) => !c.result)
+      const target =
+        open.find((c) => c.node === owner) ??
+        open.filter((c) => c.node < n.index).at(-1) ??
+        open.find((c) => c.node > n.index)
+      if (target) {
+        target.result = r
+        if (target.node !== owner) {
+          actions.push({
+            kind: "moved_tool_result",
+            messageIndex: at(n.index),
+            toolCallId: target.id,
+            detail: `moved after message ${at(target.node)}`,
+          })
+        }
+        continue
+      }
+      // Every call with this id is answered: keep one result, preferring a real one over an error (an
+      // "aborted" placeholder followed by the real result), else the later one.
+      const call = cands.filter((c) => c.node < n.index).at(-1) ?? (cands[0] as CallRec)
+      const prev = call.result as ResultRec
+      const replace = prev.part.isError || !p.isError
+      if (replace) call.result = r
+      const dropped = replace ? prev : r
+      actions.push({ kind: "dropped_duplicate_result", messageIndex: at(dropped.node), toolCallId: call.id })
+    }
+  }
+}
+
+function rebuild(
+  nodes: readonly Node[],
+  byNode: ReadonlyMap<number, CallRec[]>,
+  adapter: FormatAdapter,
+  pendingNode: number | undefined,
+  at: (k: number) => number,
+): { messages: Message[]; actions: RepairAction[] } {
+  const out: Message[] = []
+  const actions: RepairAction[] = []
+  const othersDone = new Set<number>()
+  const consumed = new Set<number>()
+  const renamed = (c: CallRec): Part => ({ ...c.part, raw: adapter.withId(c.part, c.id) })
+  const push = (m: Message | null) => {
+    if (m) out.push(m)
+  }
+
+  for (const node of nodes) {
+    if (consumed.has(node.index)) continue
+    const recs = byNode.get(node.index) ?? []
+    const own = node.parts
+      .filter((p) => p.kind === "call" || (p.kind === "other" && !othersDone.has(node.index)))
+      .map((p) => (p.kind === "call" ? renamed(recs.find((c) => c.part === p) as CallRec) : p))
+    othersDone.add(node.index)
+    push(adapter.compose(node.shell, own))
+    if (recs.length === 0 || node.index === pendingNode) continue
+
+    const real = recs
+      .filter((c) => c.result)
+      .map((c) => ({
+        r: c.result as ResultRec,
+        part: { ...(c.result as ResultRec).part, raw: adapter.withId((c.result as ResultRec).part, c.id) },
+      }))
+      .sort((a, b) => a.r.node - b.r.node || a.r.pos - b.r.pos)
+    const synth = recs
+      .filter((c) => !c.result)
+      .map((c) => {
+        actions.push({ kind: "inserted_interrupted_result", messageIndex: at(node.index), toolCallId: c.id })
+        return adapter.synthetic({ id: c.id, name: c.part.name }, nodes)
+      })
+
+    if (adapter.blockShape === "per-result") {
+      for (const p of [...real.map((x) => x.part), ...synth])
+        push(adapter.compose({ role: adapter.carrierRole }, [p]))
+    } else if (adapter.blockShape === "grouped") {
+      for (let g = 0; g < real.length; ) {
+        const src = (real[g] as (typeof real)[number]).r.node
+        const mine = new Map<number, Part>()
+        while (g < real.length && (real[g] as (typeof real)[number]).r.node === src) {
+          const x = real[g++] as (typeof real)[number]
+          mine.set(x.r.pos, x.part)
+        }
+        const origin = nodes[src] as Node
+        const parts = origin.parts.flatMap((p, pos): Part[] => {
+          if (mine.has(pos)) return [mine.get(pos) as Part]
+          return p.kind === "other" && !othersDone.has(src) ? [p] : []
+        })
+        othersDone.add(src)
+        push(adapter.compose(origin.shell, parts))
+      }
+      if (synth.length > 0) push(adapter.compose({ role: adapter.carrierRole }, synth))
+    } else {
+      const next = nodes[node.index + 1]
+      const base = next && next.role === adapter.carrierRole && !consumed.has(next.index) ? next : undefined
+      let others: Part[] = []
+      if (base) {
+        others = othersDone.has(base.index) ? [] : base.parts.filter((p) => p.kind === "other")
+        const firstResult = base.parts.findIndex((p) => p.kind === "result")
+        if (firstResult > 0 && base.parts.slice(0, firstResult).some((p) => p.kind === "other")) {
+          actions.push({
+            kind: "moved_tool_result",
+            messageIndex: at(base.index),
+            detail: "tool results moved before other content",
+          })
+        }
+        consumed.add(base.index)
+        othersDone.add(base.index)
+      }
+      push(
+        adapter.compose(base ? base.shell : { role: adapter.carrierRole }, [
+          ...real.map((x) => x.part),
+          ...synth,
+          ...others,
+        ]),
+      )
+    }
+  }
+  return { messages: out, actions }
+}

@@ -1,0 +1,126 @@
+import { isRecord } from "./clone.ts"
+import type { FormatAdapter } from "./formats/adapter.ts"
+import { blockOf, hasCalls, type Node, toNodes } from "./nodes.ts"
+import type { TranscriptIssue } from "./types.ts"
+
+export interface FindIssuesOptions {
+  strictRoles: boolean
+  allowPendingToolCalls: boolean
+}
+
+/** Every problem in the transcript, ordered by message index. */
+export function findIssues(
+  messages: readonly unknown[],
+  adapter: FormatAdapter,
+  options: FindIssuesOptions,
+): TranscriptIssue[] {
+  const issues: TranscriptIssue[] = []
+  const nodes = toNodes(messages, adapter)
+  const allCallIds = new Set<string>()
+  for (const n of nodes) for (const p of n.parts) if (p.kind === "call" && p.id) allCallIds.add(p.id)
+
+  for (const [i, m] of messages.entries()) {
+    if (!isRecord(m)) {
+      issues.push({ violation: "invalid_message", messageIndex: i, reason: `Message ${i} is not an object.` })
+      continue
+    }
+    const role = nodes[i]?.role ?? ""
+    if (options.strictRoles && !adapter.roles.has(role)) {
+      issues.push({
+        violation: "invalid_role",
+        messageIndex: i,
+        reason: `Message ${i} has invalid role '${role}'. Expected one of [${[...adapter.roles].sort().join(", ")}].`,
+      })
+    }
+    issues.push(...adapter.check(m, i))
+    for (const p of nodes[i]?.parts ?? []) {
+      if (p.kind !== "other" && !p.id) {
+        const what = p.kind === "call" ? "a tool call" : "a tool result"
+        issues.push({
+          violation: "missing_tool_call_id",
+          messageIndex: i,
+          reason: `Message ${i} has ${what} without an id.`,
+        })
+      }
+    }
+  }
+
+  const seen = new Set<string>()
+  const inBlock = new Set<number>()
+  const stray = (i: number, id: string): TranscriptIssue =>
+    allCallIds.has(id)
+      ? {
+          violation: "misplaced_tool_result",
+          messageIndex: i,
+          toolCallId: id,
+          reason: `Message ${i} answers tool call '${id}' away from the message that made it.`,
+        }
+      : {
+          violation: "orphaned_tool_result",
+          messageIndex: i,
+          toolCallId: id,
+          reason: `Message ${i} has tool_call_id='${id}' with no matching preceding assistant tool_call.`,
+        }
+
+  for (const node of nodes) {
+    const i = node.index
+    const ids: string[] = []
+    for (const p of node.parts) {
+      if (p.kind !== "call" || !p.id) continue
+      if (seen.has(p.id)) {
+        issues.push({
+          violation: "duplicate_tool_call_ids",
+          messageIndex: i,
+          toolCallId: p.id,
+          reason: `Message ${i} reuses tool call id '${p.id}'.`,
+        })
+      }
+      seen.add(p.id)
+      ids.push(p.id)
+    }
+    if (!hasCalls(node)) continue
+    const block = blockOf(nodes, i, adapter)
+    const answered = new Set<string>()
+    for (const j of block) {
+      inBlock.add(j)
+      let sawOther = false
+      for (const p of (nodes[j] as Node).parts) {
+        if (p.kind === "other") sawOther = true
+        if (p.kind !== "result" || !p.id) continue
+        if (adapter.blockShape === "single" && sawOther) {
+          issues.push({
+            violation: "misplaced_tool_result",
+            messageIndex: j,
+            toolCallId: p.id,
+            reason: `Message ${j} has a tool result after other content; results must come first.`,
+          })
+        } else if (!ids.includes(p.id)) issues.push(stray(j, p.id))
+        else if (answered.has(p.id)) {
+          issues.push({
+            violation: "duplicate_tool_result",
+            messageIndex: j,
+            toolCallId: p.id,
+            reason: `Message ${j} answers tool call '${p.id}' a second time.`,
+          })
+        } else answered.add(p.id)
+      }
+    }
+    const pending = options.allowPendingToolCalls && block.length === 0 && i === nodes.length - 1
+    if (pending) continue
+    for (const id of ids) {
+      if (answered.has(id)) continue
+      issues.push({
+        violation: "missing_tool_result",
+        messageIndex: i,
+        toolCallId: id,
+        reason: `Message ${i} has tool call '${id}' with no result right after it (tool_use ids were found without tool_result blocks).`,
+      })
+    }
+  }
+
+  for (const node of nodes) {
+    if (inBlock.has(node.index)) continue
+    for (const p of node.parts) if (p.kind === "result" && p.id) issues.push(stray(node.index, p.id))
+  }
+  return issues.sort((a, b) => a.messageIndex - b.messageIndex)
+}

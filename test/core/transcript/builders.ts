@@ -1,0 +1,100 @@
+import type { TranscriptFormat } from "../../../src/core/transcript/index.ts"
+
+export type Msg = Record<string, unknown>
+export interface Call {
+  id: string
+  name: string
+  args?: Record<string, unknown>
+}
+export interface Result {
+  id: string
+  text: string
+  error?: boolean
+}
+
+/** Builds the same conversation shape in each provider format, the way each SDK serializes it. */
+export interface Builder {
+  format: TranscriptFormat
+  system(text: string): Msg[]
+  user(text: string): Msg
+  assistant(text: string, calls?: Call[]): Msg
+  /** Tool results as the format carries them (OpenAI: one message each; others: one message). */
+  results(results: Result[], trailingText?: string): Msg[]
+}
+
+export const openai: Builder = {
+  format: "openai",
+  system: (text) => [{ role: "system", content: text }],
+  user: (text) => ({ role: "user", content: text }),
+  assistant: (text, calls = []) => ({
+    role: "assistant",
+    content: text || null,
+    ...(calls.length > 0
+      ? {
+          tool_calls: calls.map((c) => ({
+            id: c.id,
+            type: "function",
+            function: { name: c.name, arguments: JSON.stringify(c.args ?? {}) },
+          })),
+        }
+      : {}),
+  }),
+  results: (rs, trailingText) => [
+    ...rs.map((r) => ({ role: "tool", tool_call_id: r.id, content: r.text })),
+    ...(trailingText ? [{ role: "user", content: trailingText }] : []),
+  ],
+}
+
+export const anthropic: Builder = {
+  format: "anthropic",
+  system: () => [],
+  user: (text) => ({ role: "user", content: text }),
+  assistant: (text, calls = []) => ({
+    role: "assistant",
+    content: [
+      ...(text ? [{ type: "text", text }] : []),
+      ...calls.map((c) => ({ type: "tool_use", id: c.id, name: c.name, input: c.args ?? {} })),
+    ],
+  }),
+  results: (rs, trailingText) => [
+    {
+      role: "user",
+      content: [
+        ...rs.map((r) => ({
+          type: "tool_result",
+          tool_use_id: r.id,
+          content: r.text,
+          ...(r.error ? { is_error: true } : {}),
+        })),
+        ...(trailingText ? [{ type: "text", text: trailingText }] : []),
+      ],
+    },
+  ],
+}
+
+export const aiSdk: Builder = {
+  format: "ai-sdk",
+  system: (text) => [{ role: "system", content: text }],
+  user: (text) => ({ role: "user", content: text }),
+  assistant: (text, calls = []) => ({
+    role: "assistant",
+    content: [
+      ...(text ? [{ type: "text", text }] : []),
+      ...calls.map((c) => ({ type: "tool-call", toolCallId: c.id, toolName: c.name, input: c.args ?? {} })),
+    ],
+  }),
+  results: (rs, trailingText) => [
+    {
+      role: "tool",
+      content: rs.map((r) => ({
+        type: "tool-result",
+        toolCallId: r.id,
+        toolName: "tool",
+        output: r.error ? { type: "error-text", value: r.text } : { type: "text", value: r.text },
+      })),
+    },
+    ...(trailingText ? [{ role: "user", content: trailingText }] : []),
+  ],
+}
+
+export const builders = [openai, anthropic, aiSdk]
