@@ -5,9 +5,15 @@ import { type Builder, builders, type Msg } from "./builders.ts"
 
 // Random transcripts drawn from a small id pool so reused ids, orphans, duplicates, misplaced and missing
 // results all show up often.
+type Op =
+  | { kind: "user"; text: string }
+  | { kind: "assistant"; text: string; calls: string[] }
+  | { kind: "results"; ids: { id: string; error: boolean }[]; trailing: string | undefined }
+type Turn = { kind: "user"; text: string } | { kind: "turn"; text: string; n: number }
+
 const ids = fc.constantFrom("call_a", "call_b", "call_c", "call_d")
 const text = fc.constantFrom("hi", "ok", "done", "again")
-const op = fc.oneof(
+const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant("user" as const), text }),
   fc.record({ kind: fc.constant("assistant" as const), text, calls: fc.array(ids, { maxLength: 3 }) }),
   fc.record({
@@ -17,12 +23,12 @@ const op = fc.oneof(
   }),
 )
 // Well-formed turns: every call answered right away (used to check repair() leaves valid input alone).
-const validTurn = fc.oneof(
+const validTurn: fc.Arbitrary<Turn> = fc.oneof(
   fc.record({ kind: fc.constant("user" as const), text }),
   fc.record({ kind: fc.constant("turn" as const), text, n: fc.integer({ min: 0, max: 3 }) }),
 )
 
-export function render(b: Builder, ops: fc.Infer<typeof op>[]): Msg[] {
+export function render(b: Builder, ops: Op[]): Msg[] {
   return [
     ...b.system("sys"),
     ...ops.flatMap((o): Msg[] => {
@@ -42,7 +48,7 @@ export function render(b: Builder, ops: fc.Infer<typeof op>[]): Msg[] {
   ]
 }
 
-function renderValid(b: Builder, turns: fc.Infer<typeof validTurn>[]): Msg[] {
+function renderValid(b: Builder, turns: Turn[]): Msg[] {
   let next = 0
   return [
     ...b.system("sys"),
