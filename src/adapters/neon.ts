@@ -1,0 +1,278 @@
+// Ledger on Postgres through @neondatabase/serverless, in the Python original's table so both can share one ledger:
+// `(request_id TEXT PRIMARY KEY, payload JSONB NOT NULL)`. Claim and every compare-and-set are one SQL statement
+// each, so the same code runs over a WebSocket Pool/Client and over the HTTP `neon()` function (no transactions).
+import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
+import { TerminalOutcome } from "../core/ledger/enums.ts"
+import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
+import {
+  type ClaimOptions,
+  type ClaimResult,
+  decideClaim,
+  type LedgerStorage,
+  type ListOptions,
+  stampClaim,
+  type TransitionExpectation,
+} from "../core/ledger/storage.ts"
+
+/** What the adapter needs of a `Pool`, `Client` or `PoolClient` (neon's or node-postgres'). */
+export interface NeonQueryable {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>
+}
+
+/** What the adapter needs of the HTTP function returned by `neon(url)`. */
+export interface NeonHttpQuery {
+  query(
+    text: string,
+    params?: unknown[],
+    options?: { arrayMode?: false; fullResults?: false },
+  ): PromiseLike<unknown>
+}
+
+export type NeonLedgerStorageOptions = (
+  | { readonly pool: NeonQueryable; readonly sql?: undefined }
+  | { readonly sql: NeonHttpQuery; readonly pool?: undefined }
+) & {
+  /** Table name, the original's default `mycelium_action_ledger`. */
+  readonly table?: string
+}
+
+export class InvalidTableNameError extends Error {
+  override readonly name = "InvalidTableNameError"
+  readonly code = "invalid_table_name"
+}
+
+export class NeonClaimRetryError extends Error {
+  override readonly name = "NeonClaimRetryError"
+  readonly code = "neon_claim_retry_exhausted"
+}
+
+const TABLE_RE = /^[a-z][a-z0-9_]*$/
+const PAGE = 500
+// A claim that raced a concurrent insert or reclaim sees a stale snapshot and runs again; a new snapshot sees the
+// winner, so more than a couple of rounds means the row is being rewritten continuously.
+const CLAIM_ROUNDS = 20
+
+const OUTCOMES = new Set<string>(Object.values(TerminalOutcome))
+const sqlList = (xs: Iterable<string>): string => [...xs].map((x) => `'${x}'`).join(",")
+
+// Reads of the JSONB payload with `entryFromRow`'s rules, so SQL classifies exactly as `classifyClaim` does.
+// Numbers may be JSON numbers or numeric strings; anything unparseable behaves like JavaScript's NaN.
+const NUMERIC_TEXT = String.raw`'^\s*[-+]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][-+]?[0-9]+)?\s*$'`
+const numOf = (p: string, field: string): string =>
+  `(CASE jsonb_typeof(${p}->'${field}')` +
+  ` WHEN 'number' THEN (${p}->'${field}')::float8` +
+  ` WHEN 'boolean' THEN (CASE WHEN (${p}->'${field}')::boolean THEN 1 ELSE 0 END)::float8` +
+  ` WHEN 'string' THEN (CASE WHEN ${p}->>'${field}' = '' THEN NULL` +
+  ` WHEN ${p}->>'${field}' ~ ${NUMERIC_TEXT} THEN (${p}->>'${field}')::float8 ELSE 'NaN'::float8 END)` +
+  ` WHEN 'object' THEN 'NaN'::float8 WHEN 'array' THEN 'NaN'::float8 END)`
+const leaseOf = (p: string): string => numOf(p, "lease_until")
+const fenceOf = (p: string): string =>
+  `(CASE WHEN ${numOf(p, "fence")} IS NULL OR ${numOf(p, "fence")} = 'NaN'::float8 THEN 0::float8` +
+  ` ELSE ${numOf(p, "fence")} END)`
+const termOf = (p: string): string =>
+  `(CASE WHEN ${p} ? 'terminal_outcome' THEN (CASE WHEN jsonb_typeof(${p}->'terminal_outcome') = 'string'` +
+  ` THEN ${p}->>'terminal_outcome' END) ELSE 'IN_FLIGHT' END)`
+const effectiveOf = (p: string): string =>
+  `(CASE WHEN ${termOf(p)} IN (${sqlList(OUTCOMES)}) THEN ${termOf(p)}` +
+  ` WHEN ${p}->>'status' = 'completed' THEN 'COMPLETED'` +
+  ` WHEN ${p}->>'status' = 'failed' THEN 'FAILED_BEFORE_EFFECT'` +
+  ` WHEN ${p}->>'status' = 'in-flight' THEN 'IN_FLIGHT' ELSE 'UNKNOWN' END)`
+const claimableAt = (p: string, now: string): string =>
+  `(${effectiveOf(p)} IN ('EXPIRED','FAILED_BEFORE_EFFECT','FAILED_AFTER_EFFECT')` +
+  ` OR (${effectiveOf(p)} = 'IN_FLIGHT' AND ${leaseOf(p)} IS NOT NULL AND ${leaseOf(p)} <> 'NaN'::float8` +
+  ` AND ${leaseOf(p)} <= ${now}))`
+
+type Run = (text: string, params: unknown[]) => Promise<Record<string, unknown>[]>
+
+/** The Postgres ledger backend for Neon (or any Postgres reachable by the serverless driver). */
+export class NeonLedgerStorage implements LedgerStorage {
+  readonly kind = "neon"
+  readonly table: string
+  readonly #run: Run
+  readonly #q: ReturnType<typeof queries>
+
+  constructor(options: NeonLedgerStorageOptions) {
+    const table = options.table ?? "mycelium_action_ledger"
+    if (!TABLE_RE.test(table)) {
+      throw new InvalidTableNameError(`table name '${table}' must match ^[a-z][a-z0-9_]*$`)
+    }
+    this.table = table
+    if (options.pool) {
+      const pool = options.pool
+      this.#run = async (text, params) => (await pool.query(text, params)).rows as Record<string, unknown>[]
+    } else if (options.sql) {
+      const sql = options.sql
+      this.#run = async (text, params) => {
+        const rows = await sql.query(text, params, { arrayMode: false, fullResults: false })
+        if (!Array.isArray(rows)) throw new TypeError("neon() query did not return rows")
+        return rows as Record<string, unknown>[]
+      }
+    } else {
+      throw new TypeError("NeonLedgerStorage needs { pool } or { sql }")
+    }
+    this.#q = queries(table)
+  }
+
+  /** Creates the table and the dispatch-id index if missing. Safe to run on every deploy and concurrently. */
+  async migrate(): Promise<void> {
+    for (const stmt of this.#q.migrate) {
+      try {
+        await this.#run(stmt, [])
+      } catch (e) {
+        // Two first-time `IF NOT EXISTS` creations can race on the catalog; the loser finds the object made.
+        const code = (e as { code?: unknown }).code
+        if (code !== "23505" && code !== "42P07") throw e
+      }
+    }
+  }
+
+  async get(requestId: string): Promise<LedgerEntry | null> {
+    const rows = await this.#run(this.#q.get, [requestId])
+    return rows[0] ? fromPayload(rows[0].payload) : null
+  }
+
+  /** Upsert, refusing only a write that would move the fence backwards (a stale writer). */
+  async set(entry: LedgerEntry): Promise<void> {
+    const rows = await this.#run(this.#q.set, [
+      entry.requestId,
+      JSON.stringify(entryToRow(entry)),
+      entry.fence,
+    ])
+    if (rows.length === 0) {
+      const stored = await this.get(entry.requestId)
+      throw new LedgerOutcomeAlreadySetError(
+        `set() refused for '${entry.requestId}': the stored fence ${stored?.fence} is newer than ${entry.fence}; ` +
+          "re-read the row and write from it",
+      )
+    }
+  }
+
+  async tryClaimInflight(
+    entry: LedgerEntry,
+    leaseTtl: number,
+    now: number,
+    options?: ClaimOptions,
+  ): Promise<ClaimResult> {
+    const stamped = stampClaim(entry, null, leaseTtl, now)
+    const payload = JSON.stringify(entryToRow(stamped))
+    let text = this.#q.claimAny
+    const params: unknown[] = [entry.requestId, payload, now]
+    if (options && "reclaimFence" in options) {
+      if (options.reclaimFence === null) text = this.#q.claimInsertOnly
+      else {
+        text = this.#q.claimAtFence
+        params.push(options.reclaimFence)
+      }
+    }
+    for (let round = 0; round < CLAIM_ROUNDS; round++) {
+      const rows = await this.#run(text, params)
+      const row = rows[0]
+      if (!row) continue // a concurrent insert is not in this statement's snapshot yet
+      if (row.kind === "claimed")
+        return { outcome: "claimed", entry: { ...stamped, fence: Number(row.fence) } }
+      const existing = fromPayload(row.payload)
+      const { result } = decideClaim(existing, entry, leaseTtl, now, options)
+      // "claimed" here means our snapshot predates a concurrent winner's reclaim: ask again.
+      if (result.outcome !== "claimed") return result
+    }
+    throw new NeonClaimRetryError(
+      `claim of '${entry.requestId}' kept racing concurrent writers for ${CLAIM_ROUNDS} rounds; retry later`,
+    )
+  }
+
+  async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
+    const outcomes = expect.outcomes.filter((o) => OUTCOMES.has(o))
+    if (outcomes.length === 0) return false
+    const p = "t.payload"
+    const params: unknown[] = [next.requestId, JSON.stringify(entryToRow(next)), expect.fence]
+    const where = [
+      "t.request_id = $1",
+      `${termOf(p)} IN (${sqlList(outcomes)})`,
+      `${fenceOf(p)} = $3::float8`,
+    ]
+    if (expect.owner != null) {
+      params.push(expect.owner)
+      where.push(`${p}->>'owner' = $${params.length}`)
+    }
+    if (expect.effectPhase !== undefined) {
+      params.push(expect.effectPhase)
+      where.push(`COALESCE(${p}->>'effect_phase', 'INTENDED') = $${params.length}`)
+    }
+    if (expect.leaseHeldAt !== undefined) {
+      params.push(expect.leaseHeldAt)
+      const lease = leaseOf(p)
+      where.push(`(${lease} IS NULL OR (${lease} <> 'NaN'::float8 AND ${lease} > $${params.length}::float8))`)
+    }
+    const rows = await this.#run(
+      `UPDATE ${this.table} AS t SET payload = $2::jsonb WHERE ${where.join(" AND ")} RETURNING 1 AS ok`,
+      params,
+    )
+    return rows.length === 1
+  }
+
+  async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
+    let cursor = options.cursor ?? null
+    let left = options.limit ?? Number.POSITIVE_INFINITY
+    while (left > 0) {
+      const n = Math.min(PAGE, left)
+      const rows = await this.#run(this.#q.list, [options.prefix ?? "", cursor, n])
+      for (const r of rows) {
+        const e = fromPayload(r.payload)
+        cursor = e.requestId
+        yield e
+      }
+      left -= rows.length
+      if (rows.length < n) return
+    }
+  }
+
+  async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
+    const rows = await this.#run(this.#q.byDispatch, [dispatchId])
+    return rows.map((r) => fromPayload(r.payload))
+  }
+}
+
+function queries(table: string) {
+  const p = "t.payload"
+  const claim = (update: string): string =>
+    `WITH ins AS (INSERT INTO ${table} AS t (request_id, payload) VALUES ($1, $2::jsonb)` +
+    ` ON CONFLICT (request_id) DO NOTHING RETURNING 1::float8 AS fence), ${update}` +
+    ` SELECT 'claimed' AS kind, fence, NULL::text AS payload FROM ins` +
+    ` UNION ALL SELECT 'claimed', fence, NULL FROM upd` +
+    ` UNION ALL SELECT 'existing', NULL, t.payload::text FROM ${table} AS t WHERE t.request_id = $1` +
+    ` AND NOT EXISTS (SELECT 1 FROM ins) AND NOT EXISTS (SELECT 1 FROM upd)`
+  const reclaim = (extra: string): string =>
+    `upd AS (UPDATE ${table} AS t SET payload = jsonb_set($2::jsonb, '{fence}', to_jsonb(${fenceOf(p)}::numeric + 1))` +
+    ` WHERE t.request_id = $1 AND NOT EXISTS (SELECT 1 FROM ins) AND ${claimableAt(p, "$3::float8")}${extra}` +
+    ` RETURNING ${fenceOf(p)} AS fence)`
+  return {
+    migrate: [
+      `CREATE TABLE IF NOT EXISTS ${table} (request_id TEXT PRIMARY KEY, payload JSONB NOT NULL)`,
+      // The cross-row args-drift gate looks rows up by dispatch id (`kwargs.tool_call_id`).
+      `CREATE INDEX IF NOT EXISTS ${table}_dispatch_idx ON ${table} ((payload->'kwargs'->>'tool_call_id'))`,
+    ],
+    get: `SELECT payload::text AS payload FROM ${table} WHERE request_id = $1`,
+    set:
+      `INSERT INTO ${table} AS t (request_id, payload) VALUES ($1, $2::jsonb) ON CONFLICT (request_id)` +
+      ` DO UPDATE SET payload = EXCLUDED.payload WHERE ${fenceOf(p)} <= $3::float8 RETURNING 1 AS ok`,
+    claimAny: claim(reclaim("")),
+    claimAtFence: claim(reclaim(` AND ${fenceOf(p)} = $4::float8`)),
+    claimInsertOnly: claim(
+      `upd AS (SELECT 1::float8 AS fence FROM ${table} AS t WHERE false AND t.request_id = $1 AND $3::float8 IS NULL)`,
+    ),
+    list:
+      `SELECT payload::text AS payload FROM ${table} WHERE starts_with(request_id, $1)` +
+      ` AND ($2::text IS NULL OR request_id COLLATE "C" > $2::text) ORDER BY request_id COLLATE "C" LIMIT $3`,
+    byDispatch:
+      `SELECT payload::text AS payload FROM ${table} WHERE payload->'kwargs'->>'tool_call_id' = $1` +
+      ` AND jsonb_typeof(payload->'kwargs'->'tool_call_id') = 'string' ORDER BY request_id COLLATE "C"`,
+  }
+}
+
+/** Payloads are selected as text so every driver and type-parser setup hands over the same thing. */
+function fromPayload(v: unknown): LedgerEntry {
+  const row: unknown = typeof v === "string" ? JSON.parse(v) : v
+  if (!row || typeof row !== "object" || Array.isArray(row))
+    throw new TypeError("ledger payload is not an object")
+  return entryFromRow(row as Record<string, unknown>)
+}
