@@ -1,0 +1,117 @@
+import { describe, expect, it } from "vitest"
+import {
+  argsFingerprint,
+  canonicalJson,
+  pythonFloatRepr,
+  sha256Hex,
+  toJsonValue,
+  transitionKey,
+} from "../../../src/core/index.ts"
+
+// Vectors produced by the Python original (reference §1.4) and by CPython's json.dumps(sort_keys=True,
+// separators=(",", ":")) for the rest.
+const binding = { agentId: "a", policyVersion: "p", sideEffectClass: "keyed_mutate" } as const
+
+describe("Python-compatible identity vectors", () => {
+  const fp = argsFingerprint({ amount: 10, tool_call_id: "tc-1" })
+
+  it("args fingerprint drops bookkeeping keys", () => {
+    expect(canonicalJson({ args: [], kwargs: { amount: 10 } })).toBe('{"args":[],"kwargs":{"amount":10}}')
+    expect(fp).toBe("55d87e91c28ae8881dfb5ce0d9256f8b753486302dc073530b63edf6fe55384e")
+  })
+
+  it("transition key with a dispatch id", () => {
+    expect(transitionKey({ tool: "charge", binding, argsFingerprint: fp, dispatchId: "tc-1" })).toBe(
+      "3e29769d8451d1efa98a29cdb2cfcb3bea4a2da946fdfc14c7d8db2697226cec",
+    )
+  })
+
+  it("transition key without a dispatch id", () => {
+    expect(transitionKey({ tool: "charge", binding, argsFingerprint: fp })).toBe(
+      "96c5f69a37db3c943406bcb61905a49e2a20a9aef02bf11e70931f6ffbcdaa97",
+    )
+  })
+
+  it("transition key with scope and dispatch id", () => {
+    const scope = { threadId: "t", runId: "r", node: "n" }
+    expect(transitionKey({ tool: "charge", binding, argsFingerprint: fp, dispatchId: "tc-1", scope })).toBe(
+      "22f314e87b790c62fc66bc62f6e0e66d9c02b6b85e4e40101a0c663276a21093",
+    )
+  })
+
+  it("fingerprint of unicode, nesting and floats", () => {
+    const kwargs = { recipient: "acct_é", amount: 100.5, meta: { tags: ["a", "b"], n: null } }
+    expect(argsFingerprint(kwargs)).toBe("2fb7f057127bcd54fb9a9c3d048e8f1d3888f28adef2905d972cdc9c1df1bf08")
+  })
+})
+
+describe("canonicalJson", () => {
+  it("escapes like ensure_ascii and sorts keys by code point", () => {
+    const v = {
+      é: 1,
+      a: { z: [1, "\u2028", null, true] },
+      "\u{1F600}": "x",
+      "\uffff": 2,
+      'b"q': "\\\\n\n\t\x01",
+    }
+    expect(canonicalJson(v)).toBe(
+      '{"a":{"z":[1,"\\u2028",null,true]},"b\\"q":"\\\\\\\\n\\n\\t\\u0001","\\u00e9":1,"\\uffff":2,"\\ud83d\\ude00":"x"}',
+    )
+  })
+
+  it("escapes DEL and control characters", () => {
+    expect(canonicalJson("\x7f\x00\x1f\b\f\r")).toBe('"\\u007f\\u0000\\u001f\\b\\f\\r"')
+  })
+
+  const floats: Array<[number, string]> = [
+    [0.1, "0.1"],
+    [1e-7, "1e-07"],
+    [1e22, "1e+22"],
+    [123456789.123, "123456789.123"],
+    [1e16, "1e+16"],
+    [1.5e-5, "1.5e-05"],
+    [0.0001, "0.0001"],
+    [12345678901234568, "1.2345678901234568e+16"],
+    [-2.5, "-2.5"],
+    [0.00010001, "0.00010001"],
+    [5e-324, "5e-324"],
+    [1.7976931348623157e308, "1.7976931348623157e+308"],
+    [1e15 + 0.5, "1000000000000000.5"],
+  ]
+  for (const [x, py] of floats) {
+    it(`float ${py}`, () => {
+      expect(canonicalJson(x)).toBe(py)
+      expect(pythonFloatRepr(x)).toBe(py)
+    })
+  }
+
+  it("safe integers print as Python ints; NaN and infinities as Python does", () => {
+    expect(canonicalJson([10, -3, 0, 2 ** 53 - 1])).toBe("[10,-3,0,9007199254740991]")
+    expect(canonicalJson([Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY])).toBe(
+      "[NaN,Infinity,-Infinity]",
+    )
+    expect(pythonFloatRepr(1)).toBe("1.0")
+    expect(pythonFloatRepr(-0)).toBe("-0.0")
+  })
+
+  it("drops undefined members, stringifies the rest like default=str", () => {
+    const d = new Date("2026-01-02T03:04:05.000Z")
+    expect(canonicalJson({ a: undefined, b: d, c: 10n, d: [undefined] })).toBe(
+      '{"b":"2026-01-02T03:04:05.000Z","c":10,"d":[null]}',
+    )
+    expect(toJsonValue({ a: undefined, b: d, c: [1, { x: undefined }] })).toEqual({
+      b: d.toISOString(),
+      c: [1, {}],
+    })
+  })
+})
+
+describe("sha256", () => {
+  it("matches Web Crypto for many lengths and non-ASCII input", async () => {
+    for (const len of [0, 1, 55, 56, 63, 64, 65, 119, 120, 1000, 4099]) {
+      const s = `${"é🙂x".repeat(len)}`.slice(0, len)
+      const want = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s)))
+      expect(sha256Hex(s)).toBe([...want].map((b) => b.toString(16).padStart(2, "0")).join(""))
+    }
+  })
+})
