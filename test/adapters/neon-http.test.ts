@@ -1,0 +1,32 @@
+// The HTTP `neon()` path, against scripts/neon-http-server.mjs: an EMULATION of Neon's /sql endpoint in front of
+// the real local Postgres (Neon's proxy is not installable). Every adapter statement is a single HTTP query.
+import { neon, neonConfig } from "@neondatabase/serverless"
+import { afterAll, beforeAll } from "vitest"
+import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
+import { testLedgerStorage } from "../conformance/ledger-storage.ts"
+import { DATABASE_URL, runTag } from "./servers/env.ts"
+import { type NeonHttpEmulation, startNeonHttpEmulation } from "./servers/neon-http.ts"
+
+const table = `mycelium_test_${runTag("http").replace(/-/g, "_")}`
+let emu: NeonHttpEmulation
+
+beforeAll(async () => {
+  emu = await startNeonHttpEmulation()
+  neonConfig.fetchEndpoint = emu.endpoint
+  const sql = neon(DATABASE_URL)
+  try {
+    await sql.query("SELECT 1")
+  } catch (e) {
+    throw new Error(`Postgres at ${DATABASE_URL} is not answering through the HTTP emulation: ${String(e)}`)
+  }
+  await new NeonLedgerStorage({ sql, table }).migrate()
+})
+afterAll(async () => {
+  await neon(DATABASE_URL).query(`DROP TABLE IF EXISTS ${table}`)
+  await emu.stop()
+})
+
+testLedgerStorage("neon (HTTP neon() function via the /sql emulation)", () => ({
+  storage: new NeonLedgerStorage({ sql: neon(DATABASE_URL), table }),
+  peer: new NeonLedgerStorage({ sql: neon(DATABASE_URL), table }),
+}))
