@@ -1,5 +1,12 @@
 export { detectFormat } from "./detect.ts"
 export { MessageValidationError } from "./errors.ts"
+export {
+  HistoryDropError,
+  HistoryDuplicateTurnsError,
+  type HistoryReason,
+  HistoryTruncatedError,
+} from "./history-errors.ts"
+export { type HistoryEvent, HistoryGuard, type HistoryGuardOptions } from "./history-guard.ts"
 export { interruptedResultText } from "./interrupted.ts"
 export { MessageValidator, type MessageValidatorOptions, type RepairResult } from "./message-validator.ts"
 export type {

@@ -1,0 +1,50 @@
+/** Why a history was rejected. */
+export type HistoryReason =
+  | "token_limit"
+  | "message_count"
+  | "duplicate_turns"
+  | "dropped_messages"
+  | "cannot_fit"
+
+/** The history is too long or corrupted (the original's single error type; subclasses refine it). */
+export class HistoryTruncatedError extends Error {
+  override name = "HistoryTruncatedError"
+  readonly code: string = "HISTORY_TRUNCATED"
+  readonly reason: HistoryReason
+  readonly messageCount: number
+  readonly estimatedTokens: number
+
+  constructor(
+    message: string,
+    init: { reason: HistoryReason; messageCount: number; estimatedTokens: number },
+  ) {
+    super(message)
+    this.reason = init.reason
+    this.messageCount = init.messageCount
+    this.estimatedTokens = init.estimatedTokens
+  }
+}
+
+/** Identical turns repeated back to back (a framework replayed or double-appended a message). */
+export class HistoryDuplicateTurnsError extends HistoryTruncatedError {
+  override name = "HistoryDuplicateTurnsError"
+  override readonly code = "HISTORY_DUPLICATE_TURNS"
+  readonly indices: number[]
+
+  constructor(message: string, init: { messageCount: number; estimatedTokens: number; indices: number[] }) {
+    super(message, { ...init, reason: "duplicate_turns" })
+    this.indices = init.indices
+  }
+}
+
+/** Messages seen by the previous check are gone, and nobody trimmed them through the guard. */
+export class HistoryDropError extends HistoryTruncatedError {
+  override name = "HistoryDropError"
+  override readonly code = "HISTORY_DROPPED"
+  readonly dropped: number
+
+  constructor(message: string, init: { messageCount: number; estimatedTokens: number; dropped: number }) {
+    super(message, { ...init, reason: "dropped_messages" })
+    this.dropped = init.dropped
+  }
+}

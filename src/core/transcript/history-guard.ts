@@ -1,0 +1,203 @@
+import { detectFormat } from "./detect.ts"
+import { HistoryDropError, HistoryDuplicateTurnsError, HistoryTruncatedError } from "./history-errors.ts"
+import { fingerprint, heuristicTokens, messageText } from "./history-text.ts"
+import { adapterFor } from "./message-validator.ts"
+import { blockOf, hasCalls, toNodes } from "./nodes.ts"
+import type { TranscriptFormat } from "./types.ts"
+
+/** Events a HistoryGuard reports through `onEvent`. */
+export type HistoryEvent =
+  | { type: "history_near_limit"; estimatedTokens: number; maxTokens: number; pct: number }
+  | { type: "history_trimmed"; removed: number; estimatedTokens: number }
+
+/** Options for {@link HistoryGuard}. */
+export interface HistoryGuardOptions {
+  maxTokens?: number
+  maxMessages?: number
+  /** Fraction of maxTokens that triggers a `history_near_limit` event. Default 0.9. */
+  warnAt?: number
+  /**
+   * "consecutive" (default) flags identical turns back to back; "anywhere" is the original's rule, which
+   * also flags legitimate repeats ("ok" twice in a conversation); false disables it.
+   */
+  detectDuplicates?: "consecutive" | "anywhere" | boolean
+  /** Raise when messages seen by the previous validate() vanish. Default true. */
+  detectDrops?: boolean
+  /** Tokens for one message's text; defaults to the original's ⌊len/4⌋ heuristic. */
+  tokenizer?: (text: string) => number
+  /** Transcript format, for keeping tool calls with their results in trim(). Default "auto". */
+  format?: TranscriptFormat | "auto"
+  onEvent?: (event: HistoryEvent) => void
+}
+
+/**
+ * Guards the history sent to a model: token and message limits, duplicated turns, messages silently
+ * dropped between calls, and a trim() that never separates a tool call from its results.
+ */
+export class HistoryGuard {
+  readonly #o: HistoryGuardOptions
+  #baseline: Map<string, number> | undefined
+
+  constructor(options: HistoryGuardOptions = {}) {
+    this.#o = options
+  }
+
+  /** Estimated tokens: 3 + Σ (4 + tokenizer(text)). */
+  estimateTokens(messages: readonly unknown[]): number {
+    const count = this.#o.tokenizer ?? heuristicTokens
+    return messages.reduce<number>((sum, m) => sum + 4 + count(messageText(m)), 3)
+  }
+
+  /** Throws a HistoryTruncatedError (or subclass) if the history breaks a limit; returns it unchanged otherwise. */
+  validate<M>(messages: readonly M[]): readonly M[] {
+    const { maxTokens, maxMessages, warnAt = 0.9 } = this.#o
+    const tokens = this.estimateTokens(messages)
+    const info = { messageCount: messages.length, estimatedTokens: tokens }
+    if (maxTokens !== undefined && tokens > maxTokens) {
+      throw new HistoryTruncatedError(
+        `Message history would exceed token limit: ~${tokens} estimated tokens > ${maxTokens} max. Call trim() or summarize older turns.`,
+        { ...info, reason: "token_limit" },
+      )
+    }
+    if (maxTokens !== undefined && tokens >= maxTokens * warnAt) {
+      this.#o.onEvent?.({
+        type: "history_near_limit",
+        estimatedTokens: tokens,
+        maxTokens,
+        pct: tokens / maxTokens,
+      })
+    }
+    if (maxMessages !== undefined && messages.length > maxMessages) {
+      throw new HistoryTruncatedError(
+        `Message history exceeds max_messages: ${messages.length} > ${maxMessages}. Call trim() or summarize older turns.`,
+        { ...info, reason: "message_count" },
+      )
+    }
+    const dups = this.#duplicates(messages)
+    if (dups.length > 0) {
+      throw new HistoryDuplicateTurnsError(
+        `Duplicate turns detected at index(s) [${dups.join(", ")}]. A message was appended twice; remove the copies.`,
+        { ...info, indices: dups },
+      )
+    }
+    if (this.#o.detectDrops !== false) this.#checkDrops(messages, info)
+    this.#baseline = counts(messages)
+    return messages
+  }
+
+  /** The original's explicit drop check against the last validate()/trim(). */
+  checkForDrops(messages: readonly unknown[]): void {
+    if (!this.#baseline) {
+      throw new HistoryTruncatedError(
+        "checkForDrops() called before validate(): there is no earlier history to compare with.",
+        { reason: "dropped_messages", messageCount: messages.length, estimatedTokens: 0 },
+      )
+    }
+    this.#checkDrops(messages, {
+      messageCount: messages.length,
+      estimatedTokens: this.estimateTokens(messages),
+    })
+  }
+
+  /** Accepts `messages` as the new baseline (after an intentional edit or summary). */
+  accept(messages: readonly unknown[]): void {
+    this.#baseline = counts(messages)
+  }
+
+  /** Forgets the baseline. */
+  reset(): void {
+    this.#baseline = undefined
+  }
+
+  /**
+   * Drops the oldest turns until the history fits maxTokens and maxMessages. System messages stay, and an
+   * assistant message with tool calls is dropped together with all of its results. The result becomes the
+   * drop-detection baseline. Throws HistoryTruncatedError ("cannot_fit") if the system messages and the
+   * latest turn alone are over the limit.
+   */
+  trim<M>(messages: readonly M[]): M[] {
+    const format = !this.#o.format || this.#o.format === "auto" ? detectFormat(messages) : this.#o.format
+    const adapter = adapterFor(format)
+    const nodes = toNodes(messages, adapter)
+    const groups: number[][] = []
+    for (let i = 0; i < nodes.length; i++) {
+      const block = hasCalls(nodes[i]) ? blockOf(nodes, i, adapter) : []
+      groups.push([i, ...block])
+      i += block.length
+    }
+    const pinned = (g: number[]) =>
+      g.length === 1 && adapter.systemRoles.has(nodes[g[0] as number]?.role ?? "")
+    const kept = new Set(groups.keys())
+    const current = () => [...kept].flatMap((k) => groups[k] as number[]).map((i) => messages[i] as M)
+    const fits = (ms: readonly M[]) =>
+      (this.#o.maxTokens === undefined || this.estimateTokens(ms) <= this.#o.maxTokens) &&
+      (this.#o.maxMessages === undefined || ms.length <= this.#o.maxMessages)
+    const droppable = () => [...kept].filter((k) => !pinned(groups[k] as number[]))
+    let out = current()
+    // Anthropic requires the first turn to be the user's, so trimming continues past leading assistant turns.
+    const leadsWithAssistant = () => {
+      const first = droppable()[0]
+      const head = first === undefined ? undefined : groups[first]?.[0]
+      return format === "anthropic" && head !== undefined && nodes[head]?.role === "assistant"
+    }
+    while ((!fits(out) || leadsWithAssistant()) && droppable().length > 1) {
+      kept.delete(droppable()[0] as number)
+      out = current()
+    }
+    if (!fits(out) || leadsWithAssistant()) {
+      const tokens = this.estimateTokens(out)
+      throw new HistoryTruncatedError(
+        `Cannot trim below the limit: system messages and the latest turn alone need ~${tokens} tokens in ${out.length} messages. Raise maxTokens/maxMessages or shorten them.`,
+        { reason: "cannot_fit", messageCount: out.length, estimatedTokens: tokens },
+      )
+    }
+    if (out.length < messages.length) {
+      this.#o.onEvent?.({
+        type: "history_trimmed",
+        removed: messages.length - out.length,
+        estimatedTokens: this.estimateTokens(out),
+      })
+    }
+    this.#baseline = counts(out)
+    return out
+  }
+
+  #duplicates(messages: readonly unknown[]): number[] {
+    const mode = this.#o.detectDuplicates ?? "consecutive"
+    if (mode === false) return []
+    const fps = messages.map(fingerprint)
+    if (mode === "anywhere") {
+      const seen = new Set<string>()
+      return fps.flatMap((f, i) => {
+        if (seen.has(f)) return [i]
+        seen.add(f)
+        return []
+      })
+    }
+    return fps.flatMap((f, i) => (i > 0 && fps[i - 1] === f ? [i] : []))
+  }
+
+  #checkDrops(messages: readonly unknown[], info: { messageCount: number; estimatedTokens: number }): void {
+    if (!this.#baseline) return
+    const now = counts(messages)
+    let dropped = 0
+    let had = 0
+    for (const [f, n] of this.#baseline) {
+      had += n
+      dropped += Math.max(0, n - (now.get(f) ?? 0))
+    }
+    if (dropped > 0) {
+      throw new HistoryDropError(
+        `${dropped} message(s) were silently dropped from the history. Had ${had} messages, now have ${messages.length}. ` +
+          "Trim with HistoryGuard.trim(), or call accept() after an intentional edit.",
+        { ...info, dropped },
+      )
+    }
+  }
+}
+
+function counts(messages: readonly unknown[]): Map<string, number> {
+  const m = new Map<string, number>()
+  for (const f of messages.map(fingerprint)) m.set(f, (m.get(f) ?? 0) + 1)
+  return m
+}

@@ -1,0 +1,70 @@
+import { isRecord } from "./clone.ts"
+
+// The original counted only `content`; tool-call arguments and structured results (AI SDK `input` /
+// `output`, OpenAI `function.arguments`) are often the bulk of a transcript, so they count here too.
+export function messageText(message: unknown): string {
+  if (typeof message === "string") return message
+  if (!isRecord(message)) return String(message)
+  const parts = [contentText(message.content)]
+  if (Array.isArray(message.tool_calls)) {
+    for (const c of message.tool_calls) {
+      if (isRecord(c) && isRecord(c.function))
+        parts.push(`${String(c.function.name ?? "")} ${String(c.function.arguments ?? "")}`)
+    }
+  }
+  return parts.filter(Boolean).join(" ")
+}
+
+function contentText(content: unknown): string {
+  if (content === undefined || content === null) return ""
+  if (typeof content === "string") return content
+  if (!Array.isArray(content)) return String(content)
+  return content.map(blockText).join(" ")
+}
+
+function blockText(block: unknown): string {
+  if (!isRecord(block)) return String(block)
+  if (typeof block.text === "string" && block.text) return block.text
+  if (block.content !== undefined && block.content !== null) return contentText(block.content)
+  const payload = block.input ?? block.args ?? block.output ?? block.result
+  if (payload === undefined) return ""
+  return typeof payload === "string" ? payload : JSON.stringify(payload)
+}
+
+export function messageRole(message: unknown): string {
+  if (!isRecord(message)) return "unknown"
+  const role = message.role ?? message.type
+  return typeof role === "string" ? role : "unknown"
+}
+
+/** The original's heuristic: 3 + Σ (4 + max(1, ⌊len/4⌋)). */
+export const heuristicTokens = (text: string): number => Math.max(1, Math.floor(text.length / 4))
+
+// FNV-1a over the full text: the original hashed only the first 200 characters, so long messages with a
+// shared prefix counted as duplicates.
+export function fingerprint(message: unknown): string {
+  const ids = isRecord(message)
+    ? [
+        message.tool_call_id,
+        ...(Array.isArray(message.tool_calls)
+          ? message.tool_calls.map((c) => (isRecord(c) ? c.id : ""))
+          : []),
+      ]
+    : []
+  const s = `${messageRole(message)}\u0000${messageText(message)}\u0000${ids.join(",")}\u0000${idsInContent(message)}`
+  let h1 = 0x811c9dc5
+  let h2 = 0x01000193
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    h1 = Math.imul(h1 ^ c, 0x01000193)
+    h2 = Math.imul(h2 ^ c, 0x5bd1e995)
+  }
+  return `${(h1 >>> 0).toString(16)}${(h2 >>> 0).toString(16)}:${s.length}`
+}
+
+function idsInContent(message: unknown): string {
+  if (!isRecord(message) || !Array.isArray(message.content)) return ""
+  return message.content
+    .map((b) => (isRecord(b) ? String(b.id ?? b.tool_use_id ?? b.toolCallId ?? "") : ""))
+    .join(",")
+}

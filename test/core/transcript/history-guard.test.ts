@@ -1,0 +1,153 @@
+import fc from "fast-check"
+import { describe, expect, it, vi } from "vitest"
+import {
+  HistoryDropError,
+  HistoryDuplicateTurnsError,
+  HistoryGuard,
+  HistoryTruncatedError,
+  MessageValidator,
+} from "../../../src/core/transcript/index.ts"
+import { builders, type Msg, openai } from "./builders.ts"
+
+const convo = (n: number): Msg[] =>
+  Array.from({ length: n }, (_, i) => ({
+    role: i % 2 ? "assistant" : "user",
+    content: `message number ${i}`,
+  }))
+
+describe("HistoryGuard", () => {
+  it("uses the original's token heuristic by default and accepts a tokenizer", () => {
+    const msgs = [
+      { role: "user", content: "x".repeat(40) },
+      { role: "assistant", content: "" },
+    ]
+    expect(new HistoryGuard().estimateTokens(msgs)).toBe(3 + (4 + 10) + (4 + 1))
+    expect(new HistoryGuard({ tokenizer: (t) => t.length }).estimateTokens(msgs)).toBe(3 + 44 + 4)
+  })
+
+  it("raises token_limit and message_count, and warns near the limit", () => {
+    const onEvent = vi.fn()
+    const msgs = convo(4)
+    const tokens = new HistoryGuard().estimateTokens(msgs)
+    expect(() => new HistoryGuard({ maxTokens: tokens - 1 }).validate(msgs)).toThrow(
+      expect.objectContaining({ reason: "token_limit", code: "HISTORY_TRUNCATED", estimatedTokens: tokens }),
+    )
+    expect(() => new HistoryGuard({ maxMessages: 3 }).validate(msgs)).toThrow(
+      expect.objectContaining({ reason: "message_count", messageCount: 4 }),
+    )
+    new HistoryGuard({ maxTokens: tokens, onEvent }).validate(msgs)
+    expect(onEvent).toHaveBeenCalledWith(
+      expect.objectContaining({ type: "history_near_limit", estimatedTokens: tokens }),
+    )
+  })
+
+  it("flags consecutive duplicate turns only, unless asked for the original's global rule", () => {
+    const repeatOk = [
+      { role: "user", content: "ok" },
+      { role: "assistant", content: "sure" },
+      { role: "user", content: "ok" },
+    ]
+    expect(() => new HistoryGuard().validate(repeatOk)).not.toThrow()
+    expect(() => new HistoryGuard({ detectDuplicates: "anywhere" }).validate(repeatOk)).toThrow(
+      HistoryDuplicateTurnsError,
+    )
+    const doubled = [...repeatOk, { role: "user", content: "ok" }]
+    const e = (() => {
+      try {
+        new HistoryGuard().validate(doubled)
+      } catch (err) {
+        return err as HistoryDuplicateTurnsError
+      }
+    })()
+    expect(e).toBeInstanceOf(HistoryTruncatedError)
+    expect(e?.indices).toEqual([3])
+    expect(e?.reason).toBe("duplicate_turns")
+  })
+
+  it("does not flag parallel tool results with identical content", () => {
+    const msgs = [
+      openai.assistant("", [
+        { id: "c1", name: "ping" },
+        { id: "c2", name: "ping" },
+      ]),
+      ...openai.results([
+        { id: "c1", text: "up" },
+        { id: "c2", text: "up" },
+      ]),
+    ]
+    expect(() => new HistoryGuard().validate(msgs)).not.toThrow()
+  })
+
+  it("detects messages dropped between calls, but not additions or its own trims", () => {
+    const guard = new HistoryGuard({ maxMessages: 6 })
+    const msgs = convo(6)
+    guard.validate(msgs)
+    guard.validate([...msgs, { role: "user", content: "new" }].slice(0, 6))
+    expect(() => guard.validate(msgs.slice(2))).toThrow(HistoryDropError)
+    guard.reset()
+    guard.validate(convo(6))
+    const trimmed = guard.trim([
+      ...convo(6),
+      { role: "user", content: "more" },
+      { role: "assistant", content: "x" },
+    ])
+    expect(() => guard.validate(trimmed)).not.toThrow()
+    expect(() => new HistoryGuard().checkForDrops(msgs)).toThrow(/before validate/)
+  })
+
+  it("trim() keeps system messages and drops the oldest turns", () => {
+    const msgs = [{ role: "system", content: "rules" }, ...convo(10)]
+    const out = new HistoryGuard({ maxMessages: 5 }).trim(msgs)
+    expect(out).toEqual([msgs[0], ...msgs.slice(-4)])
+  })
+
+  it("trim() refuses when the system prompt and the latest turn alone are over the limit", () => {
+    const msgs = [
+      { role: "system", content: "x".repeat(400) },
+      { role: "user", content: "hi" },
+    ]
+    expect(() => new HistoryGuard({ maxTokens: 50 }).trim(msgs)).toThrow(
+      expect.objectContaining({ reason: "cannot_fit" }),
+    )
+  })
+
+  for (const b of builders) {
+    it(`trim() keeps every tool call with its results and stays under the limit (${b.format}, property)`, () => {
+      const turn = fc.record({
+        text: fc.string({ maxLength: 80 }),
+        calls: fc.integer({ min: 0, max: 3 }),
+        resultSize: fc.integer({ min: 0, max: 200 }),
+      })
+      fc.assert(
+        fc.property(
+          fc.array(turn, { minLength: 1, maxLength: 12 }),
+          fc.integer({ min: 40, max: 800 }),
+          (turns, maxTokens) => {
+            let id = 0
+            const msgs: Msg[] = [...b.system("be brief")]
+            for (const t of turns) {
+              msgs.push(b.user(t.text || "q"))
+              const calls = Array.from({ length: t.calls }, () => ({ id: `call_${id++}`, name: "search" }))
+              msgs.push(b.assistant(t.text, calls))
+              if (calls.length)
+                msgs.push(...b.results(calls.map((c) => ({ id: c.id, text: "r".repeat(t.resultSize) }))))
+            }
+            const guard = new HistoryGuard({ maxTokens })
+            let out: Msg[]
+            try {
+              out = guard.trim(msgs)
+            } catch (e) {
+              expect((e as HistoryTruncatedError).reason).toBe("cannot_fit")
+              return
+            }
+            expect(guard.estimateTokens(out)).toBeLessThanOrEqual(maxTokens)
+            expect(new MessageValidator({ format: b.format }).check(out)).toEqual([])
+            expect(out.slice(0, b.system("x").length)).toEqual(msgs.slice(0, b.system("x").length))
+            if (b.format === "anthropic" && out.length > 0) expect(out[0]?.role).toBe("user")
+          },
+        ),
+        { numRuns: 300 },
+      )
+    })
+  }
+})
