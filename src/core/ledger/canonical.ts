@@ -6,7 +6,8 @@ export type JsonValue = null | boolean | number | string | JsonValue[] | { [key:
 
 const HEX = "0123456789abcdef"
 
-function escapeString(s: string): string {
+/** A JSON string literal exactly as Python's ensure_ascii writes it. */
+export function canonicalString(s: string): string {
   let out = '"'
   let start = 0
   for (let i = 0; i < s.length; i++) {
@@ -92,7 +93,7 @@ const isAsciiKeys = (keys: string[]): boolean => keys.every((k) => !/[\ud800-\ud
 function write(value: unknown): string {
   switch (typeof value) {
     case "string":
-      return escapeString(value)
+      return canonicalString(value)
     case "number":
       return number(value)
     case "boolean":
@@ -108,10 +109,10 @@ function write(value: unknown): string {
         for (let i = 0; i < value.length; i++) out += (i ? "," : "") + write(value[i])
         return `${out}]`
       }
-      if (value instanceof Date) return escapeString(value.toISOString())
+      if (value instanceof Date) return canonicalString(value.toISOString())
       const withJson = value as { toJSON?: () => unknown }
       if (typeof withJson.toJSON === "function") return write(withJson.toJSON())
-      if (value instanceof Map || value instanceof Set) return escapeString(String(value))
+      if (value instanceof Map || value instanceof Set) return canonicalString(String(value))
       const obj = value as Record<string, unknown>
       const keys = Object.keys(obj).filter((k) => obj[k] !== undefined)
       if (isAsciiKeys(keys)) keys.sort()
@@ -119,13 +120,13 @@ function write(value: unknown): string {
       let out = "{"
       for (let i = 0; i < keys.length; i++) {
         const k = keys[i] as string
-        out += `${i ? "," : ""}${escapeString(k)}:${write(obj[k])}`
+        out += `${i ? "," : ""}${canonicalString(k)}:${write(obj[k])}`
       }
       return `${out}}`
     }
     default:
       // `default=str`: functions and symbols become their string form.
-      return escapeString(String(value))
+      return canonicalString(String(value))
   }
 }
 

@@ -1,6 +1,6 @@
 // Identity of a transition: what makes two calls "the same call". Keys match the Python original's.
 import type { ScopeField, ToolTransitionBinding } from "./binding.ts"
-import { canonicalJson } from "./canonical.ts"
+import { canonicalJson, canonicalString } from "./canonical.ts"
 import { TRANSITION_SCHEMA } from "./enums.ts"
 import { MissingRequestIdentityError } from "./errors.ts"
 import { sha256Hex } from "./sha256.ts"
@@ -72,7 +72,25 @@ export function buildTransitionPreimage(input: TransitionPreimageInput): Record<
 
 /** The transition key: SHA-256 of the canonical preimage. Also the derived request id and effect id. */
 export function transitionKey(input: TransitionPreimageInput): string {
-  return sha256Hex(canonicalJson(buildTransitionPreimage(input)))
+  return sha256Hex(preimageJson(input))
+}
+
+/**
+ * `canonicalJson(buildTransitionPreimage(input))`, written directly: the keys are fixed, so their sorted order is
+ * too. This runs on every ledgered call; tests hold it to the generic encoder.
+ */
+export function preimageJson(input: TransitionPreimageInput): string {
+  const s = input.scope ?? EMPTY_SCOPE
+  const b = input.binding
+  const dest = input.destination?.length ? canonicalJson([...input.destination].sort()) : "[]"
+  const dispatch = input.dispatchId != null ? `,"dispatch_id":${canonicalString(input.dispatchId)}` : ""
+  return (
+    `{"agent_id":${canonicalString(b.agentId)},"args_fingerprint":${canonicalString(input.argsFingerprint)},` +
+    `"destination":${dest}${dispatch},"policy_version":${canonicalString(b.policyVersion)},` +
+    `"schema":"${TRANSITION_SCHEMA}","scope":{"node":${canonicalString(s.node)},"run_id":${canonicalString(s.runId)},` +
+    `"thread_id":${canonicalString(s.threadId)}},"side_effect_class":${canonicalString(b.sideEffectClass)},` +
+    `"tool":${canonicalString(input.tool)}}`
+  )
 }
 
 /** Call metadata: how the framework identifies this dispatch. Never passed to the tool. */

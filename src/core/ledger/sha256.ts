@@ -2,7 +2,8 @@
 // digest is async and, in Node, hops to a thread pool, which costs more than the hash of a few hundred bytes.
 // Tests check it against crypto.subtle.digest.
 
-const K = new Uint32Array([
+// Int32Array keeps every value a small integer for V8 (Uint32 values above 2^31 become heap doubles).
+const K = new Int32Array([
   0x428a2f98, 0x71374491, 0xb5c0fbcf, 0xe9b5dba5, 0x3956c25b, 0x59f111f1, 0x923f82a4, 0xab1c5ed5, 0xd807aa98,
   0x12835b01, 0x243185be, 0x550c7dc3, 0x72be5d74, 0x80deb1fe, 0x9bdc06a7, 0xc19bf174, 0xe49b69c1, 0xefbe4786,
   0x0fc19dc6, 0x240ca1cc, 0x2de92c6f, 0x4a7484aa, 0x5cb0a9dc, 0x76f988da, 0x983e5152, 0xa831c66d, 0xb00327c8,
@@ -13,7 +14,7 @@ const K = new Uint32Array([
   0xc67178f2,
 ])
 
-const W = new Uint32Array(64)
+const W = new Int32Array(64)
 const encoder = new TextEncoder()
 
 function toBytes(input: string | Uint8Array): Uint8Array {
@@ -32,9 +33,17 @@ export function sha256(input: string | Uint8Array): Uint8Array {
   const padded = new Uint8Array(((len + 9 + 63) >> 6) << 6)
   padded.set(msg)
   padded[len] = 0x80
-  const view = new DataView(padded.buffer)
-  view.setUint32(padded.length - 8, Math.floor(len / 0x20000000), false)
-  view.setUint32(padded.length - 4, (len << 3) >>> 0, false)
+  const bitsHi = Math.floor(len / 0x20000000)
+  const bitsLo = (len << 3) >>> 0
+  const end = padded.length
+  padded[end - 8] = bitsHi >>> 24
+  padded[end - 7] = bitsHi >>> 16
+  padded[end - 6] = bitsHi >>> 8
+  padded[end - 5] = bitsHi
+  padded[end - 4] = bitsLo >>> 24
+  padded[end - 3] = bitsLo >>> 16
+  padded[end - 2] = bitsLo >>> 8
+  padded[end - 1] = bitsLo
 
   let h0 = 0x6a09e667
   let h1 = 0xbb67ae85
@@ -46,7 +55,13 @@ export function sha256(input: string | Uint8Array): Uint8Array {
   let h7 = 0x5be0cd19
 
   for (let off = 0; off < padded.length; off += 64) {
-    for (let i = 0; i < 16; i++) W[i] = view.getUint32(off + i * 4, false)
+    for (let i = 0, j = off; i < 16; i++, j += 4) {
+      W[i] =
+        ((padded[j] as number) << 24) |
+        ((padded[j + 1] as number) << 16) |
+        ((padded[j + 2] as number) << 8) |
+        (padded[j + 3] as number)
+    }
     for (let i = 16; i < 64; i++) {
       const w15 = W[i - 15] as number
       const w2 = W[i - 2] as number
@@ -88,9 +103,14 @@ export function sha256(input: string | Uint8Array): Uint8Array {
     h7 = (h7 + h) | 0
   }
   const out = new Uint8Array(32)
-  const ov = new DataView(out.buffer)
   const hs = [h0, h1, h2, h3, h4, h5, h6, h7]
-  for (let i = 0; i < 8; i++) ov.setUint32(i * 4, (hs[i] as number) >>> 0, false)
+  for (let i = 0; i < 8; i++) {
+    const v = hs[i] as number
+    out[i * 4] = v >>> 24
+    out[i * 4 + 1] = v >>> 16
+    out[i * 4 + 2] = v >>> 8
+    out[i * 4 + 3] = v
+  }
   return out
 }
 

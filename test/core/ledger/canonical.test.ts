@@ -1,7 +1,9 @@
 import { describe, expect, it } from "vitest"
 import {
   argsFingerprint,
+  buildTransitionPreimage,
   canonicalJson,
+  preimageJson,
   pythonFloatRepr,
   sha256Hex,
   toJsonValue,
@@ -113,5 +115,27 @@ describe("sha256", () => {
       const want = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s)))
       expect(sha256Hex(s)).toBe([...want].map((b) => b.toString(16).padStart(2, "0")).join(""))
     }
+  })
+})
+
+describe("transition preimage fast path", () => {
+  it("equals the generic canonical encoding for every shape", () => {
+    const cases = [
+      { tool: "charge", binding, argsFingerprint: "ab" },
+      {
+        tool: "chargé\u{1F600}",
+        binding: { ...binding, agentId: 'a"b' },
+        argsFingerprint: "ab",
+        dispatchId: "tc\n1",
+      },
+      {
+        tool: "t",
+        binding,
+        argsFingerprint: "x",
+        scope: { threadId: "t", runId: "r", node: "n" },
+        destination: ["email:b", "email:a"],
+      },
+    ]
+    for (const c of cases) expect(preimageJson(c)).toBe(canonicalJson(buildTransitionPreimage(c)))
   })
 })
