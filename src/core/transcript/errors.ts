@@ -7,11 +7,17 @@ export class MessageValidationError extends Error {
   readonly violation: Violation
   readonly messageIndex: number
   readonly reason: string
+  /** The tool call concerned, when there is one. */
+  readonly toolCallId: string | undefined
 
-  constructor(reason: string, options: { violation: Violation; messageIndex: number }) {
+  constructor(
+    reason: string,
+    options: { violation: Violation; messageIndex: number; toolCallId?: string | undefined },
+  ) {
     super(`${reason} Run MessageValidator.repair() to fix what can be fixed automatically.`)
     this.reason = reason
     this.violation = options.violation
     this.messageIndex = options.messageIndex
+    this.toolCallId = options.toolCallId
   }
 }

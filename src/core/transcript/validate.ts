@@ -94,7 +94,8 @@ export function findIssues(
             toolCallId: p.id,
             reason: `Message ${j} has a tool result after other content; results must come first.`,
           })
-        } else if (!ids.includes(p.id)) issues.push(stray(j, p.id))
+        }
+        if (!ids.includes(p.id)) issues.push(stray(j, p.id))
         else if (answered.has(p.id)) {
           issues.push({
             violation: "duplicate_tool_result",

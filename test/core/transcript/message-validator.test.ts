@@ -1,0 +1,201 @@
+import { describe, expect, it } from "vitest"
+import { detectFormat, MessageValidationError, MessageValidator } from "../../../src/core/transcript/index.ts"
+
+const v = new MessageValidator()
+
+function firstViolation(messages: unknown[], validator = v): MessageValidationError {
+  try {
+    validator.validate(messages)
+  } catch (e) {
+    return e as MessageValidationError
+  }
+  throw new Error("expected a MessageValidationError")
+}
+
+describe("MessageValidator (OpenAI artifacts)", () => {
+  const call = (id: string, index?: number) => ({
+    id,
+    type: "function",
+    function: { name: "f", arguments: "{}" },
+    ...(index === undefined ? {} : { index }),
+  })
+
+  it("invalid_role: validate names the roles; repair throws by default or drops on request", () => {
+    const msgs = [
+      { role: "user", content: "hi" },
+      { role: "robot", content: "beep" },
+    ]
+    const e = firstViolation(msgs)
+    expect(e).toMatchObject({ violation: "invalid_role", messageIndex: 1, code: "MESSAGE_VALIDATION" })
+    expect(e.reason).toBe(
+      "Message 1 has invalid role 'robot'. Expected one of [assistant, developer, function, system, tool, user].",
+    )
+    expect(() => v.repair(msgs)).toThrow(MessageValidationError)
+    const dropped = new MessageValidator({ invalidMessages: "drop" }).repair(msgs)
+    expect(dropped.messages).toEqual([msgs[0]])
+    expect(dropped.report.actions).toEqual([
+      expect.objectContaining({ kind: "dropped_invalid_message", messageIndex: 1 }),
+    ])
+    expect(() => new MessageValidator({ strictRoles: false }).validate(msgs)).not.toThrow()
+  })
+
+  it("parsed_artifact: removes parsed and a null refusal, keeps a real refusal", () => {
+    const msgs = [
+      { role: "user", content: "q" },
+      { role: "assistant", content: "{}", parsed: { a: 1 }, refusal: null },
+      { role: "assistant", content: null, parsed: null, refusal: "I can't help with that." },
+    ]
+    expect(firstViolation(msgs)).toMatchObject({ violation: "parsed_artifact", messageIndex: 1 })
+    const { messages } = v.repair(msgs)
+    expect(messages[1]).toEqual({ role: "assistant", content: "{}" })
+    expect(messages[2]).toEqual({ role: "assistant", content: null, refusal: "I can't help with that." })
+    expect(v.check(messages)).toEqual([])
+  })
+
+  it("nonzero_tool_call_index: renumbers streamed indices from 0", () => {
+    const msgs = [
+      { role: "assistant", content: null, tool_calls: [call("call_1", 1), call("call_2", 2)] },
+      { role: "tool", tool_call_id: "call_1", content: "a" },
+      { role: "tool", tool_call_id: "call_2", content: "b" },
+    ]
+    expect(firstViolation(msgs)).toMatchObject({ violation: "nonzero_tool_call_index", messageIndex: 0 })
+    const out = v.repair(msgs).messages[0] as { tool_calls: { index: number }[] }
+    expect(out.tool_calls.map((c) => c.index)).toEqual([0, 1])
+  })
+
+  it("duplicate_tool_call_blocks: drops the fc_* copies of call_* calls", () => {
+    const msgs = [
+      { role: "assistant", content: null, tool_calls: [call("fc_1"), call("call_1")] },
+      { role: "tool", tool_call_id: "call_1", content: "a" },
+    ]
+    expect(firstViolation(msgs)).toMatchObject({ violation: "duplicate_tool_call_blocks" })
+    const { messages, report } = v.repair(msgs)
+    expect((messages[0] as { tool_calls: { id: string }[] }).tool_calls.map((c) => c.id)).toEqual(["call_1"])
+    expect(report.actions.map((a) => a.kind)).toEqual(["dropped_duplicate_call_blocks"])
+  })
+
+  it("missing_tool_call_id: a call without id gets a deterministic id and an interrupted result; an id-less result is dropped", () => {
+    const msgs = [
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ type: "function", function: { name: "f", arguments: "{}" } }],
+      },
+      { role: "tool", content: "who am I for?" },
+    ]
+    expect(firstViolation(msgs)).toMatchObject({ violation: "missing_tool_call_id", messageIndex: 0 })
+    const { messages } = v.repair(msgs)
+    expect(messages).toEqual([
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ type: "function", function: { name: "f", arguments: "{}" }, id: "call_missing_0_0" }],
+      },
+      expect.objectContaining({ role: "tool", tool_call_id: "call_missing_0_0" }),
+    ])
+  })
+
+  it("empty tool_calls lists are removed (OpenAI rejects them)", () => {
+    const msgs = [{ role: "assistant", content: "hi", tool_calls: [] }]
+    expect(firstViolation(msgs)).toMatchObject({ violation: "empty_tool_calls" })
+    expect(v.repair(msgs).messages).toEqual([{ role: "assistant", content: "hi" }])
+  })
+
+  it("allowPendingToolCalls accepts unanswered calls in the last message only", () => {
+    const pending = [
+      { role: "user", content: "go" },
+      { role: "assistant", content: null, tool_calls: [call("call_1")] },
+    ]
+    const lenient = new MessageValidator({ allowPendingToolCalls: true })
+    expect(lenient.check(pending)).toEqual([])
+    expect(lenient.repair(pending).messages).toEqual(pending)
+    expect(firstViolation(pending)).toMatchObject({
+      violation: "missing_tool_result",
+      messageIndex: 1,
+      toolCallId: "call_1",
+    })
+  })
+})
+
+describe("MessageValidator (format specifics)", () => {
+  it("AI SDK 4 transcripts get a v4-shaped synthetic result", () => {
+    const msgs = [
+      { role: "assistant", content: [{ type: "tool-call", toolCallId: "a", toolName: "f", args: {} }] },
+      { role: "tool", content: [{ type: "tool-result", toolCallId: "a", toolName: "f", result: 1 }] },
+      { role: "assistant", content: [{ type: "tool-call", toolCallId: "b", toolName: "g", args: {} }] },
+    ]
+    const out = v.repair(msgs).messages
+    expect(out[3]).toEqual({
+      role: "tool",
+      content: [
+        {
+          type: "tool-result",
+          toolCallId: "b",
+          toolName: "g",
+          result: expect.stringContaining("interrupted"),
+          isError: true,
+        },
+      ],
+    })
+  })
+
+  it("AI SDK provider-executed calls are not expected to have a tool message", () => {
+    const msgs = [
+      { role: "user", content: "search" },
+      {
+        role: "assistant",
+        content: [
+          { type: "tool-call", toolCallId: "ws", toolName: "web_search", input: {}, providerExecuted: true },
+          {
+            type: "tool-result",
+            toolCallId: "ws",
+            toolName: "web_search",
+            output: { type: "json", value: [] },
+          },
+        ],
+      },
+    ]
+    expect(v.check(msgs)).toEqual([])
+  })
+
+  it("Anthropic: tool_result blocks are moved before other content", () => {
+    const msgs = [
+      { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "f", input: {} }] },
+      {
+        role: "user",
+        content: [
+          { type: "text", text: "here" },
+          { type: "tool_result", tool_use_id: "t1", content: "r" },
+        ],
+      },
+    ]
+    expect(firstViolation(msgs)).toMatchObject({ violation: "misplaced_tool_result", messageIndex: 1 })
+    expect(v.repair(msgs).messages[1]).toEqual({
+      role: "user",
+      content: [
+        { type: "tool_result", tool_use_id: "t1", content: "r" },
+        { type: "text", text: "here" },
+      ],
+    })
+  })
+
+  it("detects the format from its markers and can be told explicitly", () => {
+    expect(detectFormat([{ role: "user", content: [{ type: "tool_result", tool_use_id: "x" }] }])).toBe(
+      "anthropic",
+    )
+    expect(detectFormat([{ role: "tool", content: [{ type: "tool-result" }] }])).toBe("ai-sdk")
+    expect(detectFormat([{ role: "tool", tool_call_id: "x", content: "r" }])).toBe("openai")
+    expect(detectFormat([{ role: "user", content: "plain" }])).toBe("openai")
+    const anthropicSystem = [{ role: "system", content: "x" }]
+    expect(new MessageValidator({ format: "anthropic" }).check(anthropicSystem)[0]?.violation).toBe(
+      "invalid_role",
+    )
+  })
+
+  it("does not share nested objects between input and output", () => {
+    const msgs = [{ role: "user", content: [{ type: "text", text: "hi" }] }]
+    const out = v.repair(msgs).messages as typeof msgs
+    out[0]!.content[0]!.text = "changed"
+    expect(msgs[0]!.content[0]!.text).toBe("hi")
+  })
+})
