@@ -1,0 +1,487 @@
+// Local JSON-file ledger store for Node, Deno and Bun. The file is the Python original's layout: one JSON object
+// `{request_id: row}` with indent 2, ASCII-escaped like Python's json.dumps, so either language reads the other's.
+import {
+  type BigIntStats,
+  closeSync,
+  fstatSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  readFileSync,
+  renameSync,
+  statSync,
+  unlinkSync,
+  writeFileSync,
+} from "node:fs"
+import { hostname } from "node:os"
+import { dirname, resolve } from "node:path"
+import process from "node:process"
+import type { LedgerEntry } from "../core/ledger/entry.ts"
+import { entryFromRow, entryToRow } from "../core/ledger/entry.ts"
+import { LedgerError } from "../core/ledger/errors.ts"
+import {
+  type ClaimOptions,
+  type ClaimResult,
+  decideClaim,
+  dispatchIdOf,
+  type LedgerStorage,
+  type ListOptions,
+  matchesExpectation,
+  type TransitionExpectation,
+} from "../core/ledger/storage.ts"
+
+/** The ledger file exists but is not a JSON object of rows. Nothing was read or written; repair or restore it. */
+export class LedgerFileCorruptError extends LedgerError {
+  override readonly name = "LedgerFileCorruptError"
+  override readonly code = "ledger_file_corrupt"
+  readonly path: string
+  constructor(path: string, detail: string) {
+    super(
+      `Ledger file ${path} is corrupt: ${detail}. It was not treated as empty (that would forget which ` +
+        "actions already ran). Restore it from a backup or repair the JSON, then retry.",
+    )
+    this.path = path
+  }
+}
+
+/** Another process held the ledger file's lock for longer than `lockTimeout`. Nothing was written. */
+export class LedgerFileLockTimeoutError extends LedgerError {
+  override readonly name = "LedgerFileLockTimeoutError"
+  override readonly code = "ledger_file_lock_timeout"
+  readonly lockPath: string
+  constructor(lockPath: string, timeout: number) {
+    super(
+      `Timed out after ${timeout}s waiting for the ledger file lock ${lockPath}. If no process is using the ` +
+        "ledger, the lock is left over from a crash on another host: delete it and retry.",
+    )
+    this.lockPath = lockPath
+  }
+}
+
+export interface FileLedgerStorageOptions {
+  /** Seconds to wait for the cross-process lock before failing. Default 10. */
+  readonly lockTimeout?: number
+  /**
+   * Seconds after which a lock whose holder cannot be proven alive is taken over. Default 30. A holder on this
+   * host whose pid is gone is taken over at once.
+   */
+  readonly staleLockAfter?: number
+  /** fsync the file and its directory on every write (default true). Off trades crash safety for speed. */
+  readonly fsync?: boolean
+}
+
+interface Slot {
+  /** The row as its indented JSON text inside the file (ASCII), once serialized. */
+  frag: string | null
+  raw: Record<string, unknown> | null
+  entry: LedgerEntry | null
+}
+
+const HOST = hostname()
+let tmpSeq = 0
+
+/** One writer per file in this process; other processes are kept out by the lock file. */
+const queues = new Map<string, Promise<void>>()
+
+function serialize<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const prev = queues.get(key) ?? Promise.resolve()
+  const run = prev.then(fn)
+  const tail = run.then(
+    () => {},
+    () => {},
+  )
+  queues.set(key, tail)
+  void tail.then(() => {
+    if (queues.get(key) === tail) queues.delete(key)
+  })
+  return run
+}
+
+const errno = (e: unknown): string | undefined => (e as { code?: string } | null)?.code
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+
+/** Python's json.dumps escapes every non-ASCII character; doing the same keeps the file readable in any locale. */
+function asciiJson(text: string): string {
+  return text.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
+}
+
+function signature(st: BigIntStats): string {
+  return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`
+}
+
+function fsyncDir(dir: string): void {
+  let fd: number | undefined
+  try {
+    fd = openSync(dir, "r")
+    fsyncSync(fd)
+  } catch {
+    // Directories cannot be opened or synced on some platforms (Windows); the rename is still atomic there.
+  } finally {
+    if (fd !== undefined) closeSync(fd)
+  }
+}
+
+function pidAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    return true
+  } catch (e) {
+    return errno(e) !== "ESRCH"
+  }
+}
+
+/**
+ * A lock file created with O_EXCL: works between OS processes on any local filesystem without native code.
+ * A lock left by a crashed holder is recovered by pid (same host) or by age, and recoverers serialize on a
+ * second file so none can delete a lock another recoverer has just re-created.
+ */
+class FileLock {
+  readonly path: string
+  readonly #timeoutMs: number
+  readonly #staleMs: number
+  #token: string | null = null
+
+  constructor(path: string, timeoutMs: number, staleMs: number) {
+    this.path = path
+    this.#timeoutMs = timeoutMs
+    this.#staleMs = staleMs
+  }
+
+  async acquire(): Promise<void> {
+    const deadline = Date.now() + this.#timeoutMs
+    let delay = 1
+    for (;;) {
+      if (this.#tryCreate()) return
+      this.#recoverIfStale()
+      if (this.#tryCreate()) return
+      if (Date.now() > deadline) throw new LedgerFileLockTimeoutError(this.path, this.#timeoutMs / 1000)
+      await sleep(delay * (0.5 + Math.random()))
+      delay = Math.min(delay * 2, 16)
+    }
+  }
+
+  release(): void {
+    const token = this.#token
+    this.#token = null
+    if (!token) return
+    // Only remove our own lock: if we were presumed dead and replaced, the file is someone else's now.
+    if (this.#read()?.content.includes(token)) {
+      try {
+        unlinkSync(this.path)
+      } catch {
+        // already gone
+      }
+    }
+  }
+
+  #tryCreate(): boolean {
+    const token = `${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`
+    let fd: number
+    try {
+      fd = openSync(this.path, "wx")
+    } catch (e) {
+      if (errno(e) === "EEXIST") return false
+      if (errno(e) !== "ENOENT") throw e
+      mkdirSync(dirname(this.path), { recursive: true })
+      return this.#tryCreate()
+    }
+    try {
+      writeFileSync(fd, JSON.stringify({ pid: process.pid, host: HOST, token, at: Date.now() }))
+    } finally {
+      closeSync(fd)
+    }
+    this.#token = token
+    return true
+  }
+
+  #read(): { content: string; mtimeMs: number; ino: number } | null {
+    try {
+      const st = statSync(this.path)
+      return { content: readFileSync(this.path, "utf8"), mtimeMs: st.mtimeMs, ino: st.ino }
+    } catch {
+      return null
+    }
+  }
+
+  #isStale(lock: { content: string; mtimeMs: number }): boolean {
+    let info: { pid?: unknown; host?: unknown; at?: unknown } = {}
+    try {
+      info = JSON.parse(lock.content)
+    } catch {
+      // Being written right now, or foreign: judge by age alone.
+    }
+    if (info.host === HOST && typeof info.pid === "number" && !pidAlive(info.pid)) return true
+    const at = typeof info.at === "number" ? info.at : lock.mtimeMs
+    return Date.now() - at > this.#staleMs
+  }
+
+  #recoverIfStale(): void {
+    const seen = this.#read()
+    if (!seen || !this.#isStale(seen)) return
+    const gc = `${this.path}.gc`
+    try {
+      closeSync(openSync(gc, "wx"))
+    } catch {
+      try {
+        if (Date.now() - statSync(gc).mtimeMs > this.#staleMs) unlinkSync(gc)
+      } catch {
+        // gone meanwhile
+      }
+      return
+    }
+    try {
+      const now = this.#read()
+      if (now && now.ino === seen.ino && now.content === seen.content && this.#isStale(now))
+        unlinkSync(this.path)
+    } finally {
+      unlinkSync(gc)
+    }
+  }
+}
+
+/**
+ * A ledger in one local JSON file. Writes hold a cross-process lock file (`<path>.lock.ts`, not the original's
+ * flock sidecar: Node has no flock), re-read the file only if another process replaced it, rewrite it whole
+ * (temp file, fsync, rename, fsync dir), and serialize only the rows that changed. Reads take no lock: a
+ * rename is atomic, so a reader sees the old or the new file, never half of one.
+ */
+export class FileLedgerStorage implements LedgerStorage {
+  readonly kind = "file"
+  readonly path: string
+  readonly #lock: FileLock
+  readonly #fsync: boolean
+  #rows = new Map<string, Slot>()
+  #byDispatch = new Map<string, Set<string>>()
+  /** Stat signature of the file the cache reflects; "absent" = no file; null = unknown. */
+  #sig: string | null = null
+  /** Open handle on the cached file's inode, so its inode number cannot be reused while we compare by it. */
+  #heldFd: number | null = null
+
+  constructor(path: string, options: FileLedgerStorageOptions = {}) {
+    this.path = resolve(path)
+    this.#lock = new FileLock(
+      `${this.path}.lock.ts`,
+      (options.lockTimeout ?? 10) * 1000,
+      (options.staleLockAfter ?? 30) * 1000,
+    )
+    this.#fsync = options.fsync ?? true
+  }
+
+  async get(requestId: string): Promise<LedgerEntry | null> {
+    this.#load()
+    const slot = this.#rows.get(requestId)
+    return slot ? entryOf(slot) : null
+  }
+
+  set(entry: LedgerEntry): Promise<void> {
+    return this.#mutate(() => {
+      this.#put(entry)
+      return { result: undefined, changed: true }
+    })
+  }
+
+  tryClaimInflight(
+    entry: LedgerEntry,
+    leaseTtl: number,
+    now: number,
+    options?: ClaimOptions,
+  ): Promise<ClaimResult> {
+    return this.#mutate(() => {
+      const slot = this.#rows.get(entry.requestId)
+      const { result, write } = decideClaim(slot ? entryOf(slot) : null, entry, leaseTtl, now, options)
+      if (write) this.#put(write)
+      return { result, changed: write !== null }
+    })
+  }
+
+  tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
+    return this.#mutate(() => {
+      const slot = this.#rows.get(next.requestId)
+      const ok = matchesExpectation(slot ? entryOf(slot) : null, expect)
+      if (ok) this.#put(next)
+      return { result: ok, changed: ok }
+    })
+  }
+
+  async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
+    this.#load()
+    const prefix = options.prefix ?? ""
+    const limit = options.limit ?? Number.POSITIVE_INFINITY
+    const keys = [...this.#rows.keys()]
+      .filter((k) => k.startsWith(prefix) && (options.cursor === undefined || k > options.cursor))
+      .sort()
+    const slots = keys.slice(0, Math.min(keys.length, limit)).map((k) => this.#rows.get(k) as Slot)
+    for (const slot of slots) yield entryOf(slot)
+  }
+
+  async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
+    this.#load()
+    const ids = this.#byDispatch.get(dispatchId)
+    if (!ids) return []
+    return [...ids].map((id) => this.#rows.get(id)).flatMap((s) => (s ? [entryOf(s)] : []))
+  }
+
+  async close(): Promise<void> {
+    if (this.#heldFd !== null) closeSync(this.#heldFd)
+    this.#heldFd = null
+    this.#sig = null
+  }
+
+  // ---- internals --------------------------------------------------------------------------------------------
+
+  #mutate<T>(fn: () => { result: T; changed: boolean }): Promise<T> {
+    return serialize(this.#lock.path, async () => {
+      await this.#lock.acquire()
+      // From here to release everything is synchronous: no other call in this process can interleave.
+      try {
+        this.#load()
+        const { result, changed } = fn()
+        if (changed) {
+          try {
+            this.#flush()
+          } catch (e) {
+            this.#sig = null // the cache holds a row the file does not: re-read next time
+            throw e
+          }
+        }
+        return result
+      } finally {
+        this.#lock.release()
+      }
+    })
+  }
+
+  #load(): void {
+    let st: BigIntStats
+    try {
+      st = statSync(this.path, { bigint: true })
+    } catch (e) {
+      if (errno(e) !== "ENOENT") throw e
+      if (this.#sig !== "absent") this.#reset(new Map(), "absent", null)
+      return
+    }
+    if (signature(st) === this.#sig) return
+    let fd: number
+    try {
+      fd = openSync(this.path, "r")
+    } catch (e) {
+      if (errno(e) !== "ENOENT") throw e
+      this.#load() // replaced or deleted between stat and open
+      return
+    }
+    try {
+      const sig = signature(fstatSync(fd, { bigint: true }))
+      const rows = parseLedgerFile(this.path, readFileSync(fd, "utf8"))
+      this.#reset(rows, sig, fd)
+    } catch (e) {
+      closeSync(fd)
+      throw e
+    }
+  }
+
+  #reset(rows: Map<string, Slot>, sig: string, fd: number | null): void {
+    this.#rows = rows
+    this.#byDispatch = new Map()
+    for (const [id, slot] of rows) {
+      const kwargs = slot.raw?.kwargs as Record<string, unknown> | undefined
+      const d = kwargs?.tool_call_id
+      if (typeof d === "string" && d) this.#index(d, id)
+    }
+    this.#hold(fd, sig)
+  }
+
+  #hold(fd: number | null, sig: string): void {
+    if (this.#heldFd !== null && this.#heldFd !== fd) closeSync(this.#heldFd)
+    this.#heldFd = fd
+    this.#sig = sig
+  }
+
+  #index(dispatchId: string, requestId: string): void {
+    const set = this.#byDispatch.get(dispatchId)
+    if (set) set.add(requestId)
+    else this.#byDispatch.set(dispatchId, new Set([requestId]))
+  }
+
+  #put(entry: LedgerEntry): void {
+    const prev = this.#rows.get(entry.requestId)
+    const prevDispatch = prev ? dispatchIdOf(entryOf(prev)) : null
+    // Serialized now, not at flush: later mutation of the caller's objects cannot reach the file.
+    const frag = rowFragment(entryToRow(entry))
+    this.#rows.set(entry.requestId, { frag, raw: null, entry: null })
+    const d = dispatchIdOf(entry)
+    if (prevDispatch && prevDispatch !== d) this.#byDispatch.get(prevDispatch)?.delete(entry.requestId)
+    if (d) this.#index(d, entry.requestId)
+  }
+
+  #flush(): void {
+    const parts: string[] = []
+    for (const [id, slot] of this.#rows) parts.push(`  ${asciiJson(JSON.stringify(id))}: ${fragOf(slot)}`)
+    const text = parts.length ? `{\n${parts.join(",\n")}\n}` : "{}"
+    const tmp = `${this.path}.tmp-${process.pid}-${++tmpSeq}`
+    const fd = openSync(tmp, "w", 0o644)
+    try {
+      writeFileSync(fd, text)
+      if (this.#fsync) fsyncSync(fd)
+      renameSync(tmp, this.path)
+    } catch (e) {
+      closeSync(fd)
+      try {
+        unlinkSync(tmp)
+      } catch {
+        // never created or already renamed
+      }
+      throw e
+    }
+    if (this.#fsync) fsyncDir(dirname(this.path))
+    this.#hold(fd, signature(fstatSync(fd, { bigint: true })))
+  }
+}
+
+function rowFragment(row: Record<string, unknown>): string {
+  return asciiJson(JSON.stringify(row, null, 2)).replaceAll("\n", "\n  ")
+}
+
+function fragOf(slot: Slot): string {
+  if (slot.frag === null) slot.frag = rowFragment(slot.raw as Record<string, unknown>)
+  return slot.frag
+}
+
+function entryOf(slot: Slot): LedgerEntry {
+  if (slot.entry === null) {
+    if (slot.raw === null) slot.raw = JSON.parse(slot.frag as string) as Record<string, unknown>
+    slot.entry = Object.freeze(entryFromRow(slot.raw))
+  }
+  return slot.entry
+}
+
+/** Parses a ledger file strictly: anything but an object of rows is corruption, never "empty". */
+function parseLedgerFile(path: string, text: string): Map<string, Slot> {
+  let data: unknown
+  try {
+    data = JSON.parse(text)
+  } catch (e) {
+    throw new LedgerFileCorruptError(
+      path,
+      text.trim() === "" ? "the file is empty" : `not valid JSON (${(e as Error).message})`,
+    )
+  }
+  if (data === null || typeof data !== "object" || Array.isArray(data)) {
+    throw new LedgerFileCorruptError(
+      path,
+      `the top-level value is ${Array.isArray(data) ? "an array" : String(data === null ? "null" : typeof data)}, not an object of rows`,
+    )
+  }
+  const rows = new Map<string, Slot>()
+  for (const [id, raw] of Object.entries(data as Record<string, unknown>)) {
+    if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+      throw new LedgerFileCorruptError(path, `row '${id}' is not an object`)
+    }
+    const r = raw as Record<string, unknown>
+    if (typeof r.request_id !== "string" || typeof r.tool !== "string" || typeof r.status !== "string") {
+      throw new LedgerFileCorruptError(path, `row '${id}' lacks a string request_id, tool or status`)
+    }
+    rows.set(id, { frag: null, raw: r, entry: null })
+  }
+  return rows
+}

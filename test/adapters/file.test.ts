@@ -1,0 +1,258 @@
+// The JSON-file ledger store: conformance, Python file-format interop, corruption handling, cross-process race.
+import { spawn, spawnSync } from "node:child_process"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, describe, expect, it } from "vitest"
+import { FileLedgerStorage, LedgerFileCorruptError } from "../../src/adapters/file.ts"
+import { newEntry } from "../../src/core/index.ts"
+import { testLedgerStorage } from "../conformance/ledger-storage.ts"
+
+const root = mkdtempSync(join(tmpdir(), "mycelium-file-"))
+afterAll(() => rmSync(root, { recursive: true, force: true }))
+let n = 0
+const freshPath = () => join(root, `l${n++}`, "ledger.json")
+const FIXTURE = fileURLToPath(new URL("../fixtures/python-ledger.json", import.meta.url))
+const WORKER = fileURLToPath(new URL("./file-race-worker.ts", import.meta.url))
+
+function withFile(text: string): string {
+  const path = freshPath()
+  mkdirSync(dirname(path), { recursive: true })
+  writeFileSync(path, text)
+  return path
+}
+
+testLedgerStorage("file", () => {
+  const path = freshPath()
+  const storage = new FileLedgerStorage(path)
+  // A second instance has its own cache: every read across the two goes through the file.
+  const peer = new FileLedgerStorage(path)
+  return { storage, peer, cleanup: async () => Promise.all([storage.close(), peer.close()]).then(() => {}) }
+})
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json }
+const shape = (v: Json | undefined): string =>
+  v === undefined ? "missing" : v === null ? "null" : Array.isArray(v) ? "array" : typeof v
+
+describe("Python file format", () => {
+  it("loads the original's file, legacy rows included", async () => {
+    const path = withFile(readFileSync(FIXTURE, "utf8"))
+    const s = new FileLedgerStorage(path)
+    expect(await s.get("sp:completed")).toMatchObject({
+      terminalOutcome: "COMPLETED",
+      fence: 1,
+      result: { id: "pi_1", amount: 100.5, tiny: 1e-7 },
+      kwargs: { recipient: "acct_é", tool_call_id: "call_py_1" },
+      decision: { allowed: true, deniedReasons: [] },
+      effectProtocolRequired: true,
+    })
+    expect(await s.get("legacy:1")).toMatchObject({
+      terminalOutcome: "IN_FLIGHT", // missing in a legacy row; the gates infer COMPLETED from status
+      status: "completed",
+      fence: 0,
+      schemaVersion: 1,
+      idempotencyKey: "legacy:1",
+      effectId: "legacy:1",
+    })
+    expect((await s.findByDispatchId("call_py_2")).map((e) => e.requestId)).toEqual(["sp:unknown"])
+    const ids: string[] = []
+    for await (const e of s.list()) ids.push(e.requestId)
+    expect(ids).toEqual(["legacy:1", "sp:completed", "sp:inflight", "sp:unknown"])
+  })
+
+  it("writes the same keys and value shapes, keeps untouched rows as they were, escapes like json.dumps", async () => {
+    const path = withFile(readFileSync(FIXTURE, "utf8"))
+    const fixture = JSON.parse(readFileSync(FIXTURE, "utf8")) as Record<string, Record<string, Json>>
+    const s = new FileLedgerStorage(path)
+    const now = 1_780_000_100.5
+    const claimed = await s.tryClaimInflight(
+      newEntry(
+        { requestId: "ts:new", tool: "send_payment", kwargs: { amount: 1, tool_call_id: "c9", note: "é" } },
+        now,
+      ),
+      60,
+      now,
+    )
+    expect(claimed.outcome).toBe("claimed")
+    await s.tryTransition(
+      {
+        ...claimed.entry,
+        terminalOutcome: "COMPLETED",
+        status: "completed",
+        result: { id: "pi_9", amount: 1.5 },
+        finishedAt: now + 1,
+        sideEffectBoundary: "crossed",
+        effectPhase: "COMMITTED",
+        decision: {
+          allowed: true,
+          verdicts: [{ name: "cap", allowed: true, reason: null }],
+          deniedReasons: [],
+        },
+      },
+      { outcomes: ["IN_FLIGHT"], fence: 1 },
+    )
+    const text = readFileSync(path, "utf8")
+    expect(/[^\x00-\x7f]/.test(text)).toBe(false)
+    const written = JSON.parse(text) as Record<string, Record<string, Json>>
+    // Rows this process did not touch are kept value for value (legacy keys stay missing, floats stay floats).
+    for (const id of Object.keys(fixture)) expect(written[id]).toEqual(fixture[id])
+    // The same text a Python `json.dumps(data, indent=2)` would lay out: 2-space nesting, ", " and ": ".
+    expect(text).toBe(
+      JSON.stringify(written, null, 2).replace(
+        /[\u0080-\uffff]/g,
+        (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
+      ),
+    )
+    const ours = written["ts:new"] as Record<string, Json>
+    const theirs = fixture["sp:completed"] as Record<string, Json>
+    expect(Object.keys(ours)).toEqual(Object.keys(theirs))
+    for (const k of Object.keys(theirs)) {
+      if (theirs[k] === null || ours[k] === null) continue
+      expect(`${k}:${shape(ours[k])}`).toBe(`${k}:${shape(theirs[k])}`)
+    }
+    expect(ours.decision).toEqual({
+      allowed: true,
+      verdicts: [{ name: "cap", allowed: true, reason: null }],
+      denied_reasons: [],
+    })
+  })
+
+  const python = spawnSync("python3", ["--version"]).status === 0
+  it.skipIf(!python)("python3's json reads a file we wrote back to the same rows", async () => {
+    const path = withFile(readFileSync(FIXTURE, "utf8"))
+    const s = new FileLedgerStorage(path)
+    await s.set(newEntry({ requestId: "ts:1", tool: "t", kwargs: { q: "naïve ☃ 😀" }, result: 0.1 }, 1.25))
+    const r = spawnSync(
+      "python3",
+      [
+        "-c",
+        "import json,sys; d=json.load(open(sys.argv[1])); r=d['ts:1']; " +
+          "print(json.dumps([sorted(d), r['kwargs']['q'], r['result'], r['started_at'], r['fence'], r['lease_until']]))",
+        path,
+      ],
+      { encoding: "utf8" },
+    )
+    expect(r.status, r.stderr).toBe(0)
+    expect(JSON.parse(r.stdout)).toEqual([
+      ["legacy:1", "sp:completed", "sp:inflight", "sp:unknown", "ts:1"],
+      "naïve ☃ 😀",
+      0.1,
+      1.25,
+      0,
+      null,
+    ])
+  })
+})
+
+describe("corrupt files are errors, never an empty ledger (original's defect §9 #13)", () => {
+  const cases: Array<[string, string]> = [
+    ["truncated JSON", '{\n  "a": {\n    "request_id": "a",'],
+    ["empty file", ""],
+    ["a JSON array", "[]"],
+    ["JSON null", "null"],
+    ["a number", "42"],
+    ["a row that is not an object", '{"a": 1}'],
+    ["a row without request_id", '{"a": {"tool": "t", "status": "completed"}}'],
+  ]
+  for (const [label, text] of cases) {
+    it(`${label}: reads and claims reject with LedgerFileCorruptError, file untouched`, async () => {
+      const path = withFile(text)
+      const s = new FileLedgerStorage(path)
+      const err = await s.get("a").catch((e: unknown) => e)
+      expect(err).toBeInstanceOf(LedgerFileCorruptError)
+      expect(err).toMatchObject({ name: "LedgerFileCorruptError", code: "ledger_file_corrupt", path })
+      await expect(
+        s.tryClaimInflight(newEntry({ requestId: "a", tool: "t" }, 1), 60, 1),
+      ).rejects.toBeInstanceOf(LedgerFileCorruptError)
+      expect(readFileSync(path, "utf8")).toBe(text)
+      // The lock is released after the failure: a repaired file works again.
+      writeFileSync(path, "{}")
+      expect((await s.tryClaimInflight(newEntry({ requestId: "a", tool: "t" }, 1), 60, 1)).outcome).toBe(
+        "claimed",
+      )
+    })
+  }
+
+  it("a missing file is an empty ledger; the directory is created on first write", async () => {
+    const path = freshPath()
+    const s = new FileLedgerStorage(path)
+    expect(await s.get("x")).toBeNull()
+    await s.set(newEntry({ requestId: "x", tool: "t" }, 1))
+    expect(Object.keys(JSON.parse(readFileSync(path, "utf8")))).toEqual(["x"])
+  })
+})
+
+describe("cross-process lock", () => {
+  it("takes over a lock left by a dead process at once", async () => {
+    const path = freshPath()
+    mkdirSync(dirname(path), { recursive: true })
+    const dead = spawnSync(process.execPath, ["-e", "process.exit(0)"]).pid as number
+    writeFileSync(
+      `${path}.lock.ts`,
+      JSON.stringify({ pid: dead, host: (await import("node:os")).hostname(), token: "t", at: Date.now() }),
+    )
+    const s = new FileLedgerStorage(path, { lockTimeout: 2 })
+    await s.set(newEntry({ requestId: "x", tool: "t" }, 1))
+    expect((await s.get("x"))?.requestId).toBe("x")
+  })
+
+  it("waits for a live holder, then times out with LedgerFileLockTimeoutError", async () => {
+    const path = freshPath()
+    mkdirSync(dirname(path), { recursive: true })
+    writeFileSync(
+      `${path}.lock.ts`,
+      JSON.stringify({ pid: process.pid, host: "elsewhere", token: "t", at: Date.now() }),
+    )
+    const s = new FileLedgerStorage(path, { lockTimeout: 0.2 })
+    await expect(s.set(newEntry({ requestId: "x", tool: "t" }, 1))).rejects.toMatchObject({
+      name: "LedgerFileLockTimeoutError",
+      code: "ledger_file_lock_timeout",
+    })
+  })
+
+  it("4 OS processes x 25 concurrent ledgered calls on one file: one execution (x10 dispatch ids)", async () => {
+    const path = freshPath()
+    mkdirSync(dirname(path), { recursive: true })
+    const effects = join(dirname(path), "effects.log")
+    writeFileSync(effects, "")
+    const ROUNDS = 10
+    const startAt = Date.now() + 2500
+    const runs = await Promise.all(
+      Array.from(
+        { length: 4 },
+        (_, i) =>
+          new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
+            const child = spawn(
+              process.execPath,
+              ["--import", "tsx", WORKER, path, effects, `p${i}`, String(startAt), String(ROUNDS)],
+              {
+                stdio: ["ignore", "pipe", "pipe"],
+              },
+            )
+            let out = ""
+            let err = ""
+            child.stdout.on("data", (d) => {
+              out += d
+            })
+            child.stderr.on("data", (d) => {
+              err += d
+            })
+            child.on("close", (code) => resolve({ code, out, err }))
+          }),
+      ),
+    )
+    for (const r of runs) expect(r.code, r.err).toBe(0)
+    // One line per execution, written by the effect itself: one per dispatch id, whatever the tool returned.
+    const lines = readFileSync(effects, "utf8").split("\n").filter(Boolean)
+    const perRound = lines.map((l) => Number(l.split(" ")[0])).sort((a, b) => a - b)
+    expect(perRound).toEqual(Array.from({ length: ROUNDS }, (_, i) => i))
+    const results = runs.flatMap((r) => JSON.parse(r.out) as Array<{ ok: boolean; r?: unknown; e?: string }>)
+    expect(results).toHaveLength(4 * 25 * ROUNDS)
+    expect(results.filter((r) => !r.ok)).toEqual([])
+    const rows = Object.values(
+      JSON.parse(readFileSync(path, "utf8")) as Record<string, { terminal_outcome: string }>,
+    )
+    expect(rows.map((x) => x.terminal_outcome)).toEqual(Array(ROUNDS).fill("COMPLETED"))
+  }, 60_000)
+})
