@@ -1,0 +1,153 @@
+// A LedgerStorage that talks to the edge ledger API (createLedgerApp), so a browser or any fetch-capable agent
+// shares the server's ledger. Atomicity lives on the server; this client adds none of its own.
+import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
+import type {
+  ClaimOptions,
+  ClaimResult,
+  LedgerStorage,
+  ListOptions,
+  TransitionExpectation,
+} from "../core/ledger/storage.ts"
+
+export interface HttpLedgerStorageOptions {
+  /** Base URL of the API, e.g. `https://ledger.example.com` (the app's basePath included). */
+  readonly url: string
+  /** Bearer token (a JWT with the `agent` scope), or a function that returns a fresh one. */
+  readonly token?: string | (() => string | Promise<string>)
+  readonly fetch?: typeof fetch
+}
+
+/** The server answered with an error: `code` is the API's stable error code. */
+export class LedgerHttpError extends Error {
+  override readonly name = "LedgerHttpError"
+  constructor(
+    readonly status: number,
+    readonly code: string,
+    message: string,
+  ) {
+    super(message)
+  }
+}
+
+type Row = Record<string, unknown>
+
+export class HttpLedgerStorage implements LedgerStorage {
+  readonly #base: string
+  readonly #token: HttpLedgerStorageOptions["token"]
+  readonly #fetch: typeof fetch
+
+  constructor(options: HttpLedgerStorageOptions) {
+    this.#base = options.url.replace(/\/+$/, "")
+    this.#token = options.token
+    this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
+  }
+
+  async #call<T>(method: string, path: string, body?: unknown, allow404 = false): Promise<T | null> {
+    const headers: Record<string, string> = { accept: "application/json" }
+    const token = typeof this.#token === "function" ? await this.#token() : this.#token
+    if (token) headers.authorization = `Bearer ${token}`
+    if (body !== undefined) headers["content-type"] = "application/json"
+    const res = await this.#fetch(`${this.#base}${path}`, {
+      method,
+      headers,
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    })
+    if (allow404 && res.status === 404) return null
+    const text = await res.text()
+    let json: unknown
+    try {
+      json = JSON.parse(text)
+    } catch {
+      throw new LedgerHttpError(
+        res.status,
+        "invalid_response",
+        `ledger API answered ${res.status} with non-JSON`,
+      )
+    }
+    if (!res.ok) {
+      const err = (json as { error?: { code?: string; message?: string } }).error
+      throw new LedgerHttpError(res.status, err?.code ?? "http_error", err?.message ?? `HTTP ${res.status}`)
+    }
+    return json as T
+  }
+
+  #id(requestId: string): string {
+    return encodeURIComponent(requestId)
+  }
+
+  async get(requestId: string): Promise<LedgerEntry | null> {
+    const r = await this.#call<{ row: Row }>("GET", `/v1/rows/${this.#id(requestId)}`, undefined, true)
+    return r ? entryFromRow(r.row) : null
+  }
+
+  async set(entry: LedgerEntry): Promise<void> {
+    await this.#call("PUT", `/v1/rows/${this.#id(entry.requestId)}`, { row: entryToRow(entry) })
+  }
+
+  async tryClaimInflight(
+    entry: LedgerEntry,
+    leaseTtl: number,
+    now: number,
+    options?: ClaimOptions,
+  ): Promise<ClaimResult> {
+    const r = (await this.#call<{ outcome: ClaimResult["outcome"]; entry: Row; dispatch_siblings?: Row[] }>(
+      "POST",
+      `/v1/rows/${this.#id(entry.requestId)}/claim`,
+      {
+        entry: entryToRow(entry),
+        lease_ttl: leaseTtl,
+        now,
+        ...(options && "reclaimFence" in options ? { reclaim_fence: options.reclaimFence } : {}),
+        ...(options?.dispatchId ? { dispatch_id: options.dispatchId } : {}),
+      },
+    )) as { outcome: ClaimResult["outcome"]; entry: Row; dispatch_siblings?: Row[] }
+    const e = entryFromRow(r.entry)
+    if (r.outcome === "claimed") {
+      return r.dispatch_siblings
+        ? { outcome: "claimed", entry: e, dispatchSiblings: r.dispatch_siblings.map(entryFromRow) }
+        : { outcome: "claimed", entry: e }
+    }
+    return { outcome: r.outcome, entry: e }
+  }
+
+  async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
+    const r = (await this.#call<{ ok: boolean }>("POST", `/v1/rows/${this.#id(next.requestId)}/transition`, {
+      next: entryToRow(next),
+      expect: {
+        outcomes: expect.outcomes,
+        fence: expect.fence,
+        ...(expect.owner !== undefined ? { owner: expect.owner } : {}),
+        ...(expect.effectPhase !== undefined ? { effect_phase: expect.effectPhase } : {}),
+        ...(expect.leaseHeldAt !== undefined ? { lease_held_at: expect.leaseHeldAt } : {}),
+      },
+    })) as { ok: boolean }
+    return r.ok === true
+  }
+
+  async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
+    let remaining = options.limit ?? Number.POSITIVE_INFINITY
+    let cursor = options.cursor
+    while (remaining > 0) {
+      const q = new URLSearchParams({ limit: String(Math.min(remaining, 500)) })
+      if (options.prefix) q.set("prefix", options.prefix)
+      if (cursor) q.set("cursor", cursor)
+      const page = (await this.#call<{ rows: Row[]; cursor: string | null }>("GET", `/v1/rows?${q}`)) as {
+        rows: Row[]
+        cursor: string | null
+      }
+      for (const row of page.rows) {
+        yield entryFromRow(row)
+        remaining--
+      }
+      if (!page.cursor) return
+      cursor = page.cursor
+    }
+  }
+
+  async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
+    const r = (await this.#call<{ rows: Row[] }>("GET", `/v1/dispatch/${this.#id(dispatchId)}`)) as {
+      rows: Row[]
+    }
+    return r.rows.map(entryFromRow)
+  }
+}

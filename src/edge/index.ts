@@ -1,0 +1,2 @@
+export { createLedgerApp, HttpError, type LedgerAppOptions } from "./app.ts"
+export { AuthError, type JwtAuthOptions, jwtAuth, type LedgerScope, type Principal } from "./auth.ts"
