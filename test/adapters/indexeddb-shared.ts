@@ -1,7 +1,7 @@
 // IndexedDB race checks shared by the Node (fake-indexeddb) and Chromium runs.
 import { expect, it } from "vitest"
 import { IndexedDbLedgerStorage } from "../../src/adapters/indexeddb.ts"
-import { type LedgerStorage, newEntry } from "../../src/core/index.ts"
+import { ActionLedger, type LedgerStorage, newEntry } from "../../src/core/index.ts"
 
 /** One redispatch: claim, and only the winner "executes" and completes. */
 async function redispatch(s: LedgerStorage, id: string, owner: string, executed: string[]): Promise<string> {
@@ -36,5 +36,36 @@ export function idbRaceOneExecution(freshName: () => string): void {
     expect(stored?.result).toBe(executed[0])
     await a.close()
     await b.close()
+  })
+
+  it("ledger.tool() on two connections x 50 concurrent redispatches: one execution, one shared result", async () => {
+    const dbName = freshName()
+    const connections = [new IndexedDbLedgerStorage({ dbName }), new IndexedDbLedgerStorage({ dbName })]
+    let executions = 0
+    const tools = connections.map((storage, i) =>
+      new ActionLedger({
+        storage,
+        leaseTtl: 60,
+        pollInterval: 0.005,
+        owner: `tab${i}`,
+        onWarning: () => {},
+      }).tool(
+        {
+          name: "send_payment",
+          binding: { agentId: "payment-agent", policyVersion: "2026.07.1", sideEffectClass: "keyed_mutate" },
+        },
+        async (args: { amount: number }, tx) =>
+          tx.sideEffect(async () => {
+            executions++
+            return { id: `pi_${executions}`, amount: args.amount }
+          }),
+      ),
+    )
+    const results = await Promise.all(
+      Array.from({ length: 100 }, (_, i) => tools[i % 2]?.({ amount: 100 }, { toolCallId: "call_abc" })),
+    )
+    expect(executions).toBe(1)
+    for (const r of results) expect(r).toEqual({ id: "pi_1", amount: 100 })
+    for (const c of connections) await c.close()
   })
 }
