@@ -1,0 +1,61 @@
+// The README's main command, end to end: the demo runs, then the local ledger API serves its ledger file.
+import { spawn } from "node:child_process"
+import { mkdtempSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { describe, expect, it } from "vitest"
+
+describe("mycelium demo --serve", () => {
+  it("shows the duplicate, the fix and the hard block, then serves the demo ledger over HTTP", async () => {
+    const ledgerPath = join(mkdtempSync(join(tmpdir(), "mycelium-demo-")), "ledger.json")
+    const child = spawn(process.execPath, [
+      "--import",
+      "tsx",
+      "src/cli/main.ts",
+      "demo",
+      "--serve",
+      "--port",
+      "0",
+      "--ledger",
+      ledgerPath,
+    ])
+    let out = ""
+    child.stderr.on("data", (d) => {
+      out += String(d)
+    })
+    try {
+      const base = await new Promise<string>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`no API after 30 s:\n${out}`)), 30_000)
+        child.stdout.on("data", (d) => {
+          out += String(d)
+          const m = /listening on (http:\/\/127\.0\.0\.1:\d+)/.exec(out)
+          if (m?.[1]) {
+            clearTimeout(timer)
+            resolve(m[1])
+          }
+        })
+        child.once("exit", (code) => reject(new Error(`demo exited ${code}:\n${out}`)))
+      })
+      expect(out).toContain("charges at the gateway: 2")
+      expect(out).toMatch(/ledgered tool: .* charges: 1; both callers got pi_1 and pi_1/)
+      expect(out).toContain("redispatch -> LedgerHardBlockError")
+      expect(out).toMatch(/released it -> redispatch returns pi_1; charges: 1/)
+
+      const res = await fetch(`${base}/v1/transitions`)
+      const { transitions } = (await res.json()) as { transitions: Array<Record<string, unknown>> }
+      expect(transitions.map((t) => [t.tool, t.terminal_outcome]).sort()).toEqual([
+        ["send_payment", "COMPLETED"],
+        ["send_payment_v2", "COMPLETED"],
+      ])
+      const released = transitions.find((t) => t.tool === "send_payment_v2")
+      expect(released).toMatchObject({ operator_resolution: "completed", resolved_by: "ops@example.com" })
+      const bad = await fetch(`${base}/v1/transitions/x/release`, { method: "POST", body: "{" })
+      expect(bad.status).toBe(400)
+      // The file is the Python original's layout: one JSON object keyed by request id.
+      const file = JSON.parse(readFileSync(ledgerPath, "utf8")) as Record<string, { request_id: string }>
+      for (const [k, v] of Object.entries(file)) expect(v.request_id).toBe(k)
+    } finally {
+      child.kill("SIGTERM")
+    }
+  })
+})
