@@ -293,9 +293,9 @@ for (const [name, make] of Object.entries(backends)) {
       )
       const callId = `${TAG}-shape`
       await send({ amount: 12.75 }, { toolCallId: callId })
-      const rows = await h.storage.findByDispatchId?.(callId)
+      const rows = (await h.storage.findByDispatchId?.(callId)) ?? []
       expect(rows).toHaveLength(1)
-      const row = await h.rawRow((rows?.[0] as LedgerEntry).requestId)
+      const row = await h.rawRow((rows[0] as LedgerEntry).requestId)
       expect(row).not.toBeNull()
       expectPythonShape(row as Record<string, unknown>)
       expect(row).toMatchObject({
