@@ -1,0 +1,20 @@
+// The same example script under Deno and Bun (both installed from npm): the core runs unchanged there.
+import { execFileSync } from "node:child_process"
+import { describe, expect, it } from "vitest"
+
+const run = (bin: string, args: string[]) =>
+  JSON.parse(
+    execFileSync(`node_modules/.bin/${bin}`, args, { encoding: "utf8", timeout: 60_000 })
+      .trim()
+      .split("\n")
+      .at(-1) as string,
+  )
+
+describe("runtimes", () => {
+  it("Deno: ten redispatches, one charge", () => {
+    expect(run("deno", ["run", "examples/deno.ts"])).toEqual({ runtime: "deno", charges: 1, ids: ["pi_1"] })
+  })
+  it("Bun: ten redispatches, one charge", () => {
+    expect(run("bun", ["examples/bun.ts"])).toEqual({ runtime: "bun", charges: 1, ids: ["pi_1"] })
+  })
+})
