@@ -31,7 +31,7 @@ if (backend === "upstash") {
   close = () => pool.end()
 }
 
-const ledger = new ActionLedger({ storage, leaseTtl: 60, pollInterval: 0.02, pollTimeout: 120 })
+const ledger = new ActionLedger({ storage, leaseTtl: 60, pollInterval: 0.05, pollTimeout: 120 })
 const charge = ledger.tool(
   {
     name: "charge",
