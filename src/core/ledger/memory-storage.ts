@@ -84,7 +84,8 @@ export class MemoryLedgerStorage implements LedgerStorage {
 
   #put(entry: LedgerEntry): void {
     const prev = this.#rows.get(entry.requestId)
-    this.#rows.set(entry.requestId, Object.freeze({ ...entry }))
+    // Entries are immutable by contract; freezing (not copying) keeps a caller from changing a stored row.
+    this.#rows.set(entry.requestId, Object.isFrozen(entry) ? entry : Object.freeze(entry))
     const d = dispatchIdOf(entry)
     if (d && (!prev || dispatchIdOf(prev) !== d)) {
       const set = this.#byDispatch.get(d)

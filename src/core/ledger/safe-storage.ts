@@ -64,10 +64,14 @@ function wrap(op: string, e: unknown): Error {
   })
 }
 
-async function guard<T>(op: string, fn: () => Promise<T>): Promise<T> {
+function guard<T>(op: string, fn: () => Promise<T>): Promise<T> {
+  let p: Promise<T>
   try {
-    return await fn()
+    p = fn()
   } catch (e) {
-    throw wrap(op, e)
+    return Promise.reject(wrap(op, e))
   }
+  return p.then(undefined, (e: unknown) => {
+    throw wrap(op, e)
+  })
 }

@@ -15,53 +15,48 @@ const K = new Int32Array([
 ])
 
 const W = new Int32Array(64)
+const H = new Int32Array(8)
+// Message words, reused across calls (the function is synchronous, so nothing else can hold it meanwhile).
+let M = new Int32Array(64)
 const encoder = new TextEncoder()
 
-function toBytes(input: string | Uint8Array): Uint8Array {
-  if (typeof input !== "string") return input
-  // canonicalJson output is pure ASCII; skip the encoder for it.
-  for (let i = 0; i < input.length; i++) if (input.charCodeAt(i) > 0x7f) return encoder.encode(input)
-  const out = new Uint8Array(input.length)
-  for (let i = 0; i < input.length; i++) out[i] = input.charCodeAt(i)
-  return out
+function isAscii(s: string): boolean {
+  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false
+  return true
 }
 
-/** SHA-256 digest of a UTF-8 string or bytes. */
-export function sha256(input: string | Uint8Array): Uint8Array {
-  const msg = toBytes(input)
-  const len = msg.length
-  const padded = new Uint8Array(((len + 9 + 63) >> 6) << 6)
-  padded.set(msg)
-  padded[len] = 0x80
-  const bitsHi = Math.floor(len / 0x20000000)
-  const bitsLo = (len << 3) >>> 0
-  const end = padded.length
-  padded[end - 8] = bitsHi >>> 24
-  padded[end - 7] = bitsHi >>> 16
-  padded[end - 6] = bitsHi >>> 8
-  padded[end - 5] = bitsHi
-  padded[end - 4] = bitsLo >>> 24
-  padded[end - 3] = bitsLo >>> 16
-  padded[end - 2] = bitsLo >>> 8
-  padded[end - 1] = bitsLo
+/** Loads the padded message into M as big-endian words; returns the word count. */
+function load(input: string | Uint8Array): number {
+  const bytes = typeof input === "string" && !isAscii(input) ? encoder.encode(input) : input
+  const len = bytes.length
+  const words = ((len + 9 + 63) >> 6) << 4
+  if (M.length < words) M = new Int32Array(words * 2)
+  M.fill(0, 0, words)
+  if (typeof bytes === "string") {
+    for (let i = 0; i < len; i++)
+      M[i >> 2] = (M[i >> 2] as number) | (bytes.charCodeAt(i) << (24 - (i & 3) * 8))
+  } else {
+    for (let i = 0; i < len; i++)
+      M[i >> 2] = (M[i >> 2] as number) | ((bytes[i] as number) << (24 - (i & 3) * 8))
+  }
+  M[len >> 2] = (M[len >> 2] as number) | (0x80 << (24 - (len & 3) * 8))
+  M[words - 2] = Math.floor(len / 0x20000000)
+  M[words - 1] = len << 3
+  return words
+}
 
+function digest(input: string | Uint8Array): void {
+  const words = load(input)
   let h0 = 0x6a09e667
-  let h1 = 0xbb67ae85
+  let h1 = 0xbb67ae85 | 0
   let h2 = 0x3c6ef372
-  let h3 = 0xa54ff53a
+  let h3 = 0xa54ff53a | 0
   let h4 = 0x510e527f
-  let h5 = 0x9b05688c
+  let h5 = 0x9b05688c | 0
   let h6 = 0x1f83d9ab
   let h7 = 0x5be0cd19
-
-  for (let off = 0; off < padded.length; off += 64) {
-    for (let i = 0, j = off; i < 16; i++, j += 4) {
-      W[i] =
-        ((padded[j] as number) << 24) |
-        ((padded[j + 1] as number) << 16) |
-        ((padded[j + 2] as number) << 8) |
-        (padded[j + 3] as number)
-    }
+  for (let off = 0; off < words; off += 16) {
+    for (let i = 0; i < 16; i++) W[i] = M[off + i] as number
     for (let i = 16; i < 64; i++) {
       const w15 = W[i - 15] as number
       const w2 = W[i - 2] as number
@@ -102,10 +97,22 @@ export function sha256(input: string | Uint8Array): Uint8Array {
     h6 = (h6 + g) | 0
     h7 = (h7 + h) | 0
   }
+  H[0] = h0
+  H[1] = h1
+  H[2] = h2
+  H[3] = h3
+  H[4] = h4
+  H[5] = h5
+  H[6] = h6
+  H[7] = h7
+}
+
+/** SHA-256 digest of a UTF-8 string or bytes. */
+export function sha256(input: string | Uint8Array): Uint8Array {
+  digest(input)
   const out = new Uint8Array(32)
-  const hs = [h0, h1, h2, h3, h4, h5, h6, h7]
   for (let i = 0; i < 8; i++) {
-    const v = hs[i] as number
+    const v = H[i] as number
     out[i * 4] = v >>> 24
     out[i * 4 + 1] = v >>> 16
     out[i * 4 + 2] = v >>> 8
@@ -124,5 +131,11 @@ export function toHex(bytes: Uint8Array): string {
 
 /** Lowercase hex SHA-256, as Python's `hashlib.sha256(...).hexdigest()`. */
 export function sha256Hex(input: string | Uint8Array): string {
-  return toHex(sha256(input))
+  digest(input)
+  let s = ""
+  for (let i = 0; i < 8; i++) {
+    const v = H[i] as number
+    s += `${HEX_TABLE[v >>> 24]}${HEX_TABLE[(v >>> 16) & 255]}${HEX_TABLE[(v >>> 8) & 255]}${HEX_TABLE[v & 255]}`
+  }
+  return s
 }

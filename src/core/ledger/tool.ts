@@ -1,7 +1,7 @@
 // `ledger.tool(options, fn)`: the per-call lifecycle of a ledgered tool.
 import type { ActionLedger } from "./action-ledger.ts"
 import { ToolTransitionBinding, type ToolTransitionBindingInit } from "./binding.ts"
-import { type JsonValue, toJsonValue } from "./canonical.ts"
+import { cloneJson, type JsonValue, toJsonValue } from "./canonical.ts"
 import type { ClaimRequest } from "./claim.ts"
 import { throwIfAborted } from "./clock.ts"
 import type { Decision, LedgerEntry } from "./entry.ts"
@@ -138,7 +138,6 @@ export function prepareCall(
 
 /** Evaluates the ledger's predicates. Runs before any claim, so a denial writes nothing. */
 async function decide(ledger: ActionLedger, intent: DecisionIntent): Promise<Decision> {
-  if (ledger.predicates.length === 0) return ALLOWED_DECISION
   const verdicts: Array<{ name: string; allowed: boolean; reason: string | null }> = []
   for (const p of ledger.predicates) {
     const v = await p.check(intent)
@@ -177,15 +176,18 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
     throwIfAborted(meta.signal)
     let decision: Decision | null = null
     const { request, mode } = prepareCall(ledger, tool, binding, args, meta, () => decision, options)
-    const verdict = await decide(ledger, {
-      tool,
-      requestId: request.requestId,
-      args,
-      sideEffectClass: binding?.sideEffectClass ?? null,
-    })
+    const verdict =
+      ledger.predicates.length === 0
+        ? ALLOWED_DECISION
+        : await decide(ledger, {
+            tool,
+            requestId: request.requestId,
+            args,
+            sideEffectClass: binding?.sideEffectClass ?? null,
+          })
     if (!verdict.allowed) {
       const row = await ledger.get(request.requestId)
-      if (row?.terminalOutcome === "COMPLETED") return structuredClone(row.result) as R
+      if (row?.terminalOutcome === "COMPLETED") return cloneJson(row.result) as R
       throw new LedgerHardBlockError(
         `decision denied for '${request.requestId}': ${verdict.deniedReasons.join("; ") || "policy predicate refused"}`,
       )
@@ -193,7 +195,7 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
     // The allowed decision rides on the claim write itself: one write instead of claim + decision CAS.
     if (binding) decision = verdict
     const claimed = await ledger.runClaim(request, mode)
-    if (!claimed.owned) return structuredClone(claimed.entry.result) as R
+    if (!claimed.owned) return cloneJson(claimed.entry.result) as R
 
     const tx = new TransitionContext(ledger, claimed.entry, meta.signal, binding)
     tx.startAutoRenew(options.leaseTtl ?? ledger.leaseTtl)
