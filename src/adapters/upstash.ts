@@ -115,8 +115,9 @@ local function write(key, tomb, raw, ttl)
 end
 `
 
-// KEYS: row, tomb[, dispatch]. ARGV: row head, row tail (the new row is head .. fence .. tail), now,
-// mode (any|none|fence), reclaim fence, ttl, request id.
+// KEYS: row, tomb, dispatch index of the new row or '', dispatch set to read siblings from or ''.
+// ARGV: row head, row tail (the new row is head .. fence .. tail), now, mode (any|none|fence), reclaim fence, ttl,
+// request id, row prefix, tomb prefix. A claim returns {'claimed', fence, 0, sibling id, row, tomb, …}.
 const CLAIM_LUA = `${LUA_PRELUDE}
 local now = tonumber(ARGV[3])
 local row, raw, ghost = load(KEYS[1], KEYS[2])
@@ -137,8 +138,20 @@ if row ~= nil then
 end
 local nf = string.format('%d', fence + 1)
 write(KEYS[1], KEYS[2], ARGV[1] .. nf .. ARGV[2], tonumber(ARGV[6]))
-if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[7]) end
-return {'claimed', nf, 0}
+if KEYS[3] ~= '' then redis.call('SADD', KEYS[3], ARGV[7]) end
+local out = {'claimed', nf, 0}
+-- Siblings are read in the same atomic step as the insert: of two racing claims under one dispatch id, the
+-- later script always sees the earlier one.
+if KEYS[4] ~= '' then
+  for _, id in ipairs(redis.call('SMEMBERS', KEYS[4])) do
+    if id ~= ARGV[7] then
+      out[#out + 1] = id
+      out[#out + 1] = redis.call('GET', ARGV[8] .. id) or ''
+      out[#out + 1] = redis.call('GET', ARGV[9] .. id) or ''
+    end
+  end
+end
+return out
 `
 
 // KEYS: row, tomb[, dispatch]. ARGV: new row, ttl, request id, outcomes (comma-separated), owner flag, owner,
@@ -273,18 +286,34 @@ export class UpstashLedgerStorage implements LedgerStorage {
       reclaimFence = options.reclaimFence === null ? "" : String(options.reclaimFence)
     }
     const ttl = leaseTtl > 0 ? this.#ttl(leaseTtl) : 0
-    const reply = await this.#claim(this.#keys(entry), [
-      head,
-      tail,
-      String(now),
-      mode,
-      reclaimFence,
-      String(ttl),
-      entry.requestId,
-    ])
-    if (!Array.isArray(reply) || reply.length !== 3) throw new UpstashReplyError("claim", reply)
+    const indexKey = dispatchIdOf(entry)
+    const siblingsOf = options?.dispatchId
+    const reply = await this.#claim(
+      [
+        this.#key(entry.requestId),
+        this.#tomb(entry.requestId),
+        indexKey ? this.#dispatchPrefix + indexKey : "",
+        siblingsOf ? this.#dispatchPrefix + siblingsOf : "",
+      ],
+      [
+        head,
+        tail,
+        String(now),
+        mode,
+        reclaimFence,
+        String(ttl),
+        entry.requestId,
+        this.#prefix,
+        this.#tombPrefix,
+      ],
+    )
+    if (!Array.isArray(reply) || reply.length < 3) throw new UpstashReplyError("claim", reply)
     const [outcome, value, ghost] = reply as [unknown, unknown, unknown]
-    if (outcome === "claimed") return { outcome, entry: { ...stamped, fence: Number(value) } }
+    if (outcome === "claimed") {
+      const claimed = { ...stamped, fence: Number(value) }
+      if (!siblingsOf) return { outcome, entry: claimed }
+      return { outcome, entry: claimed, dispatchSiblings: this.#triples(reply.slice(3), siblingsOf, now) }
+    }
     if (outcome !== "completed" && outcome !== "in_flight") throw new UpstashReplyError("claim", reply)
     const existing = toRow(value)
     if (!existing) throw new UpstashReplyError("claim", reply)
@@ -343,10 +372,14 @@ export class UpstashLedgerStorage implements LedgerStorage {
       [this.#prefix, this.#tombPrefix],
     )
     if (!Array.isArray(reply)) throw new UpstashReplyError("findByDispatchId", reply)
-    const now = this.#now()
+    return this.#triples(reply, dispatchId, this.#now())
+  }
+
+  /** Rows from (id, row, tomb) triples of a dispatch set, sorted by request id. */
+  #triples(flat: unknown[], dispatchId: string, now: number): LedgerEntry[] {
     const out: LedgerEntry[] = []
-    for (let i = 0; i + 2 < reply.length; i += 3) {
-      const e = this.#fromStored(reply[i + 1], reply[i + 2], now)
+    for (let i = 0; i + 2 < flat.length; i += 3) {
+      const e = this.#fromStored(flat[i + 1], flat[i + 2], now)
       // The set only grows; a row whose dispatch id changed since is filtered here.
       if (e && dispatchIdOf(e) === dispatchId) out.push(e)
     }

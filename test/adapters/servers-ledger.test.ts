@@ -283,6 +283,37 @@ for (const [name, make] of Object.entries(backends)) {
       expect(s.total - (s.perOp.findByDispatchId ?? 0)).toBe(3)
     })
 
+    it("dispatch siblings come with the claim atomically, or from findByDispatchId after it", async () => {
+      const d = `${TAG}-siblings`
+      const N = 10
+      const results = await Promise.all(
+        Array.from({ length: N }, (_, i) =>
+          h.storage.tryClaimInflight(
+            newEntry({ requestId: `${d}-${i}`, tool: "t", kwargs: { tool_call_id: d, i } }, T0),
+            60,
+            T0,
+            { reclaimFence: null, dispatchId: d },
+          ),
+        ),
+      )
+      expect(results.every((r) => r.outcome === "claimed")).toBe(true)
+      const sib = results.map((r) => (r.outcome === "claimed" ? r.dispatchSiblings : undefined))
+      if (name === "upstash") {
+        // One script after another: the k-th claim sees exactly the k-1 before it, never itself.
+        expect(sib.map((x) => x?.length ?? -1).sort((a, b) => a - b)).toEqual([...Array(N).keys()])
+        for (const [i, x] of sib.entries()) {
+          expect(x?.some((e) => e.requestId === `${d}-${i}`)).toBe(false)
+        }
+      } else {
+        // One SQL statement reads from its own snapshot, so two racing claims could miss each other; the
+        // ledger's follow-up lookup runs after the insert committed instead.
+        expect(sib.every((x) => x === undefined)).toBe(true)
+      }
+      expect((await h.storage.findByDispatchId?.(d))?.map((e) => e.requestId).sort()).toEqual(
+        Array.from({ length: N }, (_, i) => `${d}-${i}`).sort(),
+      )
+    })
+
     it("a row it writes has exactly the original's field names and JSON value types", async () => {
       const ledger = new ActionLedger({ storage: h.storage, leaseTtl: 60 })
       const send = ledger.tool({ name: "send_payment", binding }, async (a: { amount: number }, tx) =>
