@@ -175,7 +175,8 @@ function compareKeys(a: string, b: string): number {
 
 /**
  * A LedgerStorage client for MyceliumLedgerObject. Stubs are created per call: workerd forbids sharing I/O
- * objects across requests, and `idFromName` + `get` are local and cheap.
+ * objects across requests, and `idFromName` + `get` are local and cheap. Every method awaits the RPC and
+ * returns a native Promise: workerd's RPC promise rejects `.catch()`/`.then(undefined, f)` from callers.
  */
 export class DurableObjectLedgerStorage implements LedgerStorage {
   readonly kind = "durable-object"
@@ -203,25 +204,25 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
     return Number.parseInt(sha256Hex(requestId).slice(0, 8), 16) % this.shards
   }
 
-  get(requestId: string): Promise<LedgerEntry | null> {
-    return this.#stubFor(requestId).ledgerGet(requestId)
+  async get(requestId: string): Promise<LedgerEntry | null> {
+    return await this.#stubFor(requestId).ledgerGet(requestId)
   }
 
-  set(entry: LedgerEntry): Promise<void> {
-    return this.#stubFor(entry.requestId).ledgerSet(entry)
+  async set(entry: LedgerEntry): Promise<void> {
+    await this.#stubFor(entry.requestId).ledgerSet(entry)
   }
 
-  tryClaimInflight(
+  async tryClaimInflight(
     entry: LedgerEntry,
     leaseTtl: number,
     now: number,
     options?: ClaimOptions,
   ): Promise<ClaimResult> {
-    return this.#stubFor(entry.requestId).ledgerClaim(entry, leaseTtl, now, options)
+    return await this.#stubFor(entry.requestId).ledgerClaim(entry, leaseTtl, now, options)
   }
 
-  tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
-    return this.#stubFor(next.requestId).ledgerTransition(next, expect)
+  async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
+    return await this.#stubFor(next.requestId).ledgerTransition(next, expect)
   }
 
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {

@@ -12,6 +12,8 @@ import {
   statSync,
   unlinkSync,
   writeFileSync,
+  writeSync,
+  writevSync,
 } from "node:fs"
 import { hostname } from "node:os"
 import { dirname, resolve } from "node:path"
@@ -73,8 +75,16 @@ export interface FileLedgerStorageOptions {
 interface Slot {
   /** The row as its indented JSON text inside the file (ASCII), once serialized. */
   frag: string | null
+  /** `  "<id>": <frag>` as bytes: what a write hands to the kernel for this row, encoded once. */
+  bytes: Uint8Array | null
   raw: Record<string, unknown> | null
   entry: LedgerEntry | null
+}
+
+interface PendingOp {
+  readonly fn: () => { result: unknown; changed: boolean }
+  readonly resolve: (value: unknown) => void
+  readonly reject: (error: unknown) => void
 }
 
 const HOST = hostname()
@@ -253,6 +263,8 @@ export class FileLedgerStorage implements LedgerStorage {
   readonly #fsync: boolean
   #rows = new Map<string, Slot>()
   #byDispatch = new Map<string, Set<string>>()
+  #pending: PendingOp[] = []
+  #draining = false
   /** Stat signature of the file the cache reflects; "absent" = no file; null = unknown. */
   #sig: string | null = null
   /** Open handle on the cached file's inode, so its inode number cannot be reused while we compare by it. */
@@ -331,25 +343,61 @@ export class FileLedgerStorage implements LedgerStorage {
   // ---- internals --------------------------------------------------------------------------------------------
 
   #mutate<T>(fn: () => { result: T; changed: boolean }): Promise<T> {
-    return serialize(this.#lock.path, async () => {
-      await this.#lock.acquire()
-      // From here to release everything is synchronous: no other call in this process can interleave.
-      try {
-        this.#load()
-        const { result, changed } = fn()
-        if (changed) {
-          try {
-            this.#flush()
-          } catch (e) {
-            this.#sig = null // the cache holds a row the file does not: re-read next time
-            throw e
-          }
-        }
-        return result
-      } finally {
-        this.#lock.release()
-      }
+    return new Promise<T>((resolve, reject) => {
+      this.#pending.push({ fn, resolve: resolve as (v: unknown) => void, reject })
+      if (!this.#draining) void this.#drain()
     })
+  }
+
+  /**
+   * Group commit: every mutation queued while the lock was awaited is applied in order, then one rewrite makes
+   * them all durable. Each still decides atomically against the rows before it; none resolves before the write.
+   */
+  async #drain(): Promise<void> {
+    this.#draining = true
+    try {
+      while (this.#pending.length) {
+        await serialize(this.#lock.path, async () => {
+          let batch: PendingOp[] = []
+          try {
+            await this.#lock.acquire()
+          } catch (e) {
+            for (const op of this.#pending.splice(0)) op.reject(e)
+            return
+          }
+          // From here to release everything is synchronous: no other call in this process can interleave.
+          try {
+            batch = this.#pending.splice(0)
+            this.#load()
+            const results: unknown[] = []
+            const failed = new Map<PendingOp, unknown>()
+            let changed = false
+            for (const op of batch) {
+              try {
+                const r = op.fn()
+                results.push(r.result)
+                changed ||= r.changed
+              } catch (e) {
+                results.push(undefined)
+                failed.set(op, e)
+              }
+            }
+            if (changed) this.#flush()
+            batch.forEach((op, i) => {
+              if (failed.has(op)) op.reject(failed.get(op))
+              else op.resolve(results[i])
+            })
+          } catch (e) {
+            this.#sig = null // the cache may hold rows the file does not: re-read next time
+            for (const op of batch) op.reject(e)
+          } finally {
+            this.#lock.release()
+          }
+        })
+      }
+    } finally {
+      this.#draining = false
+    }
   }
 
   #load(): void {
@@ -408,20 +456,27 @@ export class FileLedgerStorage implements LedgerStorage {
     const prevDispatch = prev ? dispatchIdOf(entryOf(prev)) : null
     // Serialized now, not at flush: later mutation of the caller's objects cannot reach the file.
     const frag = rowFragment(entryToRow(entry))
-    this.#rows.set(entry.requestId, { frag, raw: null, entry: null })
+    this.#rows.set(entry.requestId, { frag, bytes: null, raw: null, entry: null })
     const d = dispatchIdOf(entry)
     if (prevDispatch && prevDispatch !== d) this.#byDispatch.get(prevDispatch)?.delete(entry.requestId)
     if (d) this.#index(d, entry.requestId)
   }
 
   #flush(): void {
-    const parts: string[] = []
-    for (const [id, slot] of this.#rows) parts.push(`  ${asciiJson(JSON.stringify(id))}: ${fragOf(slot)}`)
-    const text = parts.length ? `{\n${parts.join(",\n")}\n}` : "{}"
+    // The file is rebuilt from each row's cached bytes with writev: only changed rows are serialized, and the
+    // whole text is never joined into one string.
+    const chunks: Uint8Array[] = [OPEN]
+    let first = true
+    for (const [id, slot] of this.#rows) {
+      if (!first) chunks.push(COMMA)
+      first = false
+      chunks.push(bytesOf(id, slot))
+    }
+    chunks.push(first ? CLOSE_EMPTY : CLOSE)
     const tmp = `${this.path}.tmp-${process.pid}-${++tmpSeq}`
     const fd = openSync(tmp, "w", 0o644)
     try {
-      writeFileSync(fd, text)
+      writeAll(fd, chunks)
       if (this.#fsync) fsyncSync(fd)
       renameSync(tmp, this.path)
     } catch (e) {
@@ -436,6 +491,41 @@ export class FileLedgerStorage implements LedgerStorage {
     if (this.#fsync) fsyncDir(dirname(this.path))
     this.#hold(fd, signature(fstatSync(fd, { bigint: true })))
   }
+}
+
+const encoder = new TextEncoder()
+const OPEN = encoder.encode("{\n")
+const COMMA = encoder.encode(",\n")
+const CLOSE = encoder.encode("\n}")
+const CLOSE_EMPTY = encoder.encode("}")
+/** Linux's IOV_MAX. */
+const IOV_MAX = 1024
+
+/** writev in IOV_MAX batches, finishing any short write byte-exact. */
+function writeAll(fd: number, chunks: Uint8Array[]): void {
+  for (let i = 0; i < chunks.length; i += IOV_MAX) {
+    const batch = chunks.slice(i, i + IOV_MAX)
+    let want = 0
+    for (const c of batch) want += c.byteLength
+    let done = writevSync(fd, batch)
+    if (done === want) continue
+    let rest = new Uint8Array(want)
+    let off = 0
+    for (const c of batch) {
+      rest.set(c, off)
+      off += c.byteLength
+    }
+    rest = rest.subarray(done)
+    while (rest.byteLength > 0) {
+      done = writeSync(fd, rest)
+      rest = rest.subarray(done)
+    }
+  }
+}
+
+function bytesOf(id: string, slot: Slot): Uint8Array {
+  if (slot.bytes === null) slot.bytes = encoder.encode(`  ${asciiJson(JSON.stringify(id))}: ${fragOf(slot)}`)
+  return slot.bytes
 }
 
 function rowFragment(row: Record<string, unknown>): string {
@@ -481,7 +571,7 @@ function parseLedgerFile(path: string, text: string): Map<string, Slot> {
     if (typeof r.request_id !== "string" || typeof r.tool !== "string" || typeof r.status !== "string") {
       throw new LedgerFileCorruptError(path, `row '${id}' lacks a string request_id, tool or status`)
     }
-    rows.set(id, { frag: null, raw: r, entry: null })
+    rows.set(id, { frag: null, bytes: null, raw: r, entry: null })
   }
   return rows
 }

@@ -90,6 +90,14 @@ describe("DurableObjectLedgerStorage in workerd", () => {
     expect(page).toEqual(ids.slice(11, 18))
   })
 
+  it("returns native promises: callers may .catch() and .then(undefined, f) (workerd's RPC promise refuses that)", async () => {
+    const s = new DurableObjectLedgerStorage(LEDGER, { name: fresh("native") })
+    const p = s.get("nothing")
+    expect(p).toBeInstanceOf(Promise)
+    expect(await p.catch(() => "failed")).toBeNull()
+    expect(await s.get("nothing").then(undefined, () => "failed")).toBeNull()
+  })
+
   it("serves the worker entry's JSON 404", async () => {
     const worker = (await import("../../src/edge/worker.ts")).default
     const res = await worker.fetch(new Request("https://ledger.test/nope"))
