@@ -1,10 +1,10 @@
 // One OS process of the file-ledger race: 25 concurrent calls of one ledgered tool against a shared file. Each
 // execution of the effect appends a line to a separate file, so the parent counts executions from the outside.
-import { appendFileSync } from "node:fs"
+import { appendFileSync, existsSync } from "node:fs"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
 import { ActionLedger } from "../../src/core/index.ts"
 
-const [ledgerPath, effectsPath, worker, startAt] = process.argv.slice(2) as [string, string, string, string]
+const [ledgerPath, effectsPath, worker, goFile] = process.argv.slice(2) as [string, string, string, string]
 const ledger = new ActionLedger({
   storage: new FileLedgerStorage(ledgerPath),
   leaseTtl: 60,
@@ -24,8 +24,9 @@ const pay = ledger.tool(
     }),
 )
 
-// Start together: the processes boot at different speeds.
-await new Promise((r) => setTimeout(r, Math.max(0, Number(startAt) - Date.now())))
+// Start together: the processes boot at different speeds, so each reports ready and waits for the parent's go.
+process.stderr.write("ready\n")
+while (!existsSync(goFile)) await new Promise((r) => setTimeout(r, 1))
 // Several rounds, one dispatch id each: rounds overlap across processes, so a lost update (one process's write
 // replacing another's rows) would show up as a second execution of some round.
 const rounds = Number(process.argv[6] ?? 1)

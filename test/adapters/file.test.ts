@@ -197,6 +197,16 @@ describe("cross-process lock", () => {
     expect((await s.get("x"))?.requestId).toBe("x")
   })
 
+  it("takes over a lock from another host once it is older than staleLockAfter", async () => {
+    const path = freshPath()
+    mkdirSync(dirname(path), { recursive: true })
+    const lock = { pid: 1, host: "elsewhere", token: "t", at: Date.now() - 5_000 }
+    writeFileSync(`${path}.lock.ts`, JSON.stringify(lock))
+    const s = new FileLedgerStorage(path, { lockTimeout: 2, staleLockAfter: 4 })
+    await s.set(newEntry({ requestId: "x", tool: "t" }, 1))
+    expect((await s.get("x"))?.requestId).toBe("x")
+  })
+
   it("waits for a live holder, then times out with LedgerFileLockTimeoutError", async () => {
     const path = freshPath()
     mkdirSync(dirname(path), { recursive: true })
@@ -217,31 +227,28 @@ describe("cross-process lock", () => {
     const effects = join(dirname(path), "effects.log")
     writeFileSync(effects, "")
     const ROUNDS = 10
-    const startAt = Date.now() + 2500
-    const runs = await Promise.all(
-      Array.from(
-        { length: 4 },
-        (_, i) =>
-          new Promise<{ code: number | null; out: string; err: string }>((resolve) => {
-            const child = spawn(
-              process.execPath,
-              ["--import", "tsx", WORKER, path, effects, `p${i}`, String(startAt), String(ROUNDS)],
-              {
-                stdio: ["ignore", "pipe", "pipe"],
-              },
-            )
-            let out = ""
-            let err = ""
-            child.stdout.on("data", (d) => {
-              out += d
-            })
-            child.stderr.on("data", (d) => {
-              err += d
-            })
-            child.on("close", (code) => resolve({ code, out, err }))
-          }),
-      ),
-    )
+    const go = join(dirname(path), "go")
+    let ready = 0
+    const children = Array.from({ length: 4 }, (_, i) => {
+      const child = spawn(
+        process.execPath,
+        ["--import", "tsx", WORKER, path, effects, `p${i}`, go, String(ROUNDS)],
+        { stdio: ["ignore", "pipe", "pipe"] },
+      )
+      let out = ""
+      let err = ""
+      child.stdout.on("data", (d) => {
+        out += d
+      })
+      child.stderr.on("data", (d) => {
+        err += d
+        if (String(d).includes("ready") && ++ready === 4) writeFileSync(go, "")
+      })
+      return new Promise<{ code: number | null; out: string; err: string }>((resolve) =>
+        child.on("close", (code) => resolve({ code, out, err })),
+      )
+    })
+    const runs = await Promise.all(children)
     for (const r of runs) expect(r.code, r.err).toBe(0)
     // One line per execution, written by the effect itself: one per dispatch id, whatever the tool returned.
     const lines = readFileSync(effects, "utf8").split("\n").filter(Boolean)
