@@ -63,7 +63,7 @@ function seededFile(dir: string, rows: number, tag: string): string {
 const rowsOut: Array<[string, number]> = []
 const report = (label: string, ms: number) => {
   rowsOut.push([label, ms])
-  console.log(`${label.padEnd(52)} ${ms.toFixed(3).padStart(8)} ms`)
+  console.log(`${label.padEnd(60)} ${ms.toFixed(3).padStart(8)} ms`)
 }
 
 const memory = await perCall(new MemoryLedgerStorage(), 2000, "mem")
@@ -161,8 +161,8 @@ if (existsSync("/usr/bin/chromium")) {
     entry,
     `import { IndexedDbLedgerStorage } from "${root}src/adapters/indexeddb.ts"
 import { ActionLedger } from "${root}src/core/index.ts"
-;(globalThis as any).bench = async (n: number) => {
-  const storage = new IndexedDbLedgerStorage({ dbName: "bench-" + Date.now() })
+;(globalThis as any).bench = async (n: number, durability: "strict" | "relaxed") => {
+  const storage = new IndexedDbLedgerStorage({ dbName: "bench-" + Date.now(), durability })
   const ledger = new ActionLedger({ storage, leaseTtl: 60, onWarning: () => {} })
   const pay = ledger.tool({ name: "send_payment", binding: ${JSON.stringify(binding)} },
     async (a: { amount: number }, tx) => tx.sideEffect(async () => ({ ok: true, amount: a.amount })))
@@ -188,11 +188,17 @@ import { ActionLedger } from "${root}src/core/index.ts"
   try {
     const page = await browser.newPage()
     await page.goto(`http://127.0.0.1:${(server.address() as AddressInfo).port}/`)
-    const ms = await page.evaluate(
-      (n) => (globalThis as unknown as { bench(n: number): Promise<number> }).bench(n),
-      300,
-    )
-    report("indexeddb (real, headless Chromium)", ms)
+    for (const durability of ["strict", "relaxed"] as const) {
+      const ms = await page.evaluate(
+        ([n, d]) =>
+          (globalThis as unknown as { bench(n: number, d: string): Promise<number> }).bench(
+            n as number,
+            d as string,
+          ),
+        [300, durability] as const,
+      )
+      report(`indexeddb (real, headless Chromium, durability ${durability})`, ms)
+    }
   } finally {
     await browser.close()
     server.close()
@@ -200,4 +206,4 @@ import { ActionLedger } from "${root}src/core/index.ts"
 }
 
 console.log("\nratio to memory:")
-for (const [label, ms] of rowsOut) console.log(`${label.padEnd(52)} ${(ms / memory).toFixed(0).padStart(8)}x`)
+for (const [label, ms] of rowsOut) console.log(`${label.padEnd(60)} ${(ms / memory).toFixed(0).padStart(8)}x`)

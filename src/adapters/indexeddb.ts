@@ -21,6 +21,12 @@ export interface IndexedDbLedgerStorageOptions {
   readonly storeName?: string
   /** The IDBFactory to open the database with. Default `globalThis.indexedDB`. */
   readonly indexedDB?: IDBFactory
+  /**
+   * Durability of claim and compare-and-set transactions. Default `"strict"`: the row is on disk before the
+   * call proceeds, so an OS crash cannot forget a claim whose effect already ran. `"relaxed"` is faster and
+   * survives tab and browser crashes, not power loss.
+   */
+  readonly durability?: IDBTransactionDurability
 }
 
 /** Index on the dispatch id (`kwargs.tool_call_id`): the ledger's cross-row drift gate looks rows up by it. */
@@ -41,12 +47,14 @@ export class IndexedDbLedgerStorage implements LedgerStorage {
   readonly dbName: string
   readonly storeName: string
   readonly #factory: IDBFactory | undefined
+  readonly #txOptions: IDBTransactionOptions
   #db: Promise<IDBPDatabase> | null = null
 
   constructor(options: IndexedDbLedgerStorageOptions = {}) {
     this.dbName = options.dbName ?? "mycelium-ledger"
     this.storeName = options.storeName ?? "ledger"
     this.#factory = options.indexedDB ?? (globalThis as { indexedDB?: IDBFactory }).indexedDB
+    this.#txOptions = { durability: options.durability ?? "strict" }
   }
 
   async get(requestId: string): Promise<LedgerEntry | null> {
@@ -57,7 +65,9 @@ export class IndexedDbLedgerStorage implements LedgerStorage {
 
   async set(entry: LedgerEntry): Promise<void> {
     const db = await this.#open()
-    await db.put(this.storeName, entryToRow(entry))
+    const tx = db.transaction(this.storeName, "readwrite", this.#txOptions)
+    quiet(tx.store.put(entryToRow(entry)))
+    await tx.done
   }
 
   async tryClaimInflight(
@@ -67,7 +77,7 @@ export class IndexedDbLedgerStorage implements LedgerStorage {
     options?: ClaimOptions,
   ): Promise<ClaimResult> {
     const db = await this.#open()
-    const tx = db.transaction(this.storeName, "readwrite")
+    const tx = db.transaction(this.storeName, "readwrite", this.#txOptions)
     try {
       const row = (await tx.store.get(entry.requestId)) as LedgerRow | undefined
       const { result, write } = decideClaim(row ? entryFromRow(row) : null, entry, leaseTtl, now, options)
@@ -82,7 +92,7 @@ export class IndexedDbLedgerStorage implements LedgerStorage {
 
   async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
     const db = await this.#open()
-    const tx = db.transaction(this.storeName, "readwrite")
+    const tx = db.transaction(this.storeName, "readwrite", this.#txOptions)
     try {
       const row = (await tx.store.get(next.requestId)) as LedgerRow | undefined
       const ok = matchesExpectation(row ? entryFromRow(row) : null, expect)
