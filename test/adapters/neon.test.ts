@@ -1,5 +1,6 @@
-import { afterAll, beforeAll } from "vitest"
-import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { InvalidTableNameError, NeonLedgerStorage } from "../../src/adapters/neon.ts"
+import { LedgerOutcomeAlreadySetError, newEntry } from "../../src/core/index.ts"
 import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 import { runTag } from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
@@ -21,3 +22,58 @@ testLedgerStorage("neon (real Postgres via WebSocket Pool)", () => ({
   storage: new NeonLedgerStorage({ pool, table }),
   peer: new NeonLedgerStorage({ pool: peerPool, table }),
 }))
+
+describe("neon: schema and writes", () => {
+  const T0 = 1_800_000_000.5
+
+  it("validates the table name", () => {
+    for (const bad of ["Ledger", "1abc", "a-b", "a;drop table x", ""]) {
+      expect(() => new NeonLedgerStorage({ pool, table: bad })).toThrow(InvalidTableNameError)
+    }
+  })
+
+  it("migrate() is idempotent, also run concurrently, and creates the dispatch-id index", async () => {
+    const t = `${table}_mig`
+    try {
+      await Promise.all(Array.from({ length: 4 }, () => new NeonLedgerStorage({ pool, table: t }).migrate()))
+      await new NeonLedgerStorage({ pool, table: t }).migrate()
+      const { rows } = await pool.query(
+        "SELECT indexdef FROM pg_indexes WHERE tablename = $1 ORDER BY indexname",
+        [t],
+      )
+      const defs = rows.map((r: { indexdef: string }) => r.indexdef).join("\n")
+      expect(defs).toContain("(request_id)")
+      expect(defs).toMatch(/\(\(\(payload -> 'kwargs'::text\) ->> 'tool_call_id'::text\)\)/)
+      const cols = await pool.query(
+        "SELECT column_name, data_type, is_nullable FROM information_schema.columns WHERE table_name = $1 ORDER BY ordinal_position",
+        [t],
+      )
+      expect(cols.rows).toEqual([
+        { column_name: "request_id", data_type: "text", is_nullable: "NO" },
+        { column_name: "payload", data_type: "jsonb", is_nullable: "NO" },
+      ])
+    } finally {
+      await pool.query(`DROP TABLE IF EXISTS ${t}`)
+    }
+  })
+
+  it("set() never moves the fence backwards", async () => {
+    const s = new NeonLedgerStorage({ pool, table })
+    const rid = `${runTag("fence")}`
+    await s.set(newEntry({ requestId: rid, tool: "t", fence: 5 }, T0))
+    await expect(s.set(newEntry({ requestId: rid, tool: "t", fence: 4 }, T0))).rejects.toBeInstanceOf(
+      LedgerOutcomeAlreadySetError,
+    )
+    expect((await s.get(rid))?.fence).toBe(5)
+  })
+
+  it("floats survive JSONB exactly", async () => {
+    const s = new NeonLedgerStorage({ pool, table })
+    const values = [1767225600.123456, 0.1 + 0.2, 1e-7, 123456789.123, 2 ** 53 - 1, 1e21, -0.5, 5e-324]
+    for (const [i, v] of values.entries()) {
+      const e = newEntry({ requestId: `${runTag("float")}-${i}`, tool: "t", leaseUntil: v, result: [v] }, v)
+      await s.set(e)
+      expect(await s.get(e.requestId)).toEqual(e)
+    }
+  })
+})
