@@ -391,10 +391,16 @@ export class FileLedgerStorage implements LedgerStorage {
             this.#sig = null // the cache may hold rows the file does not: re-read next time
             for (const op of batch) op.reject(e)
           } finally {
-            this.#lock.release()
+            try {
+              this.#lock.release()
+            } catch {
+              // Left behind, the lock file is recovered as stale (dead pid or age) by the next writer.
+            }
           }
         })
       }
+    } catch (e) {
+      for (const op of this.#pending.splice(0)) op.reject(e)
     } finally {
       this.#draining = false
     }
