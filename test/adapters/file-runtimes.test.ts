@@ -1,0 +1,36 @@
+// The file store under Deno and Bun (the npm-installed binaries), not only Node.
+import { spawnSync } from "node:child_process"
+import { existsSync, mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { afterAll, describe, expect, it } from "vitest"
+
+const SCRIPT = fileURLToPath(new URL("./file-runtime-smoke.ts", import.meta.url))
+const BIN = fileURLToPath(new URL("../../node_modules/.bin/", import.meta.url))
+const root = mkdtempSync(join(tmpdir(), "mycelium-file-rt-"))
+afterAll(() => rmSync(root, { recursive: true, force: true }))
+
+const runtimes: Array<[string, string[]]> = [
+  ["deno", ["run", "-A", SCRIPT]],
+  ["bun", ["run", SCRIPT]],
+]
+
+describe("FileLedgerStorage in other runtimes", () => {
+  for (const [name, args] of runtimes) {
+    it.skipIf(!existsSync(join(BIN, name)))(
+      `${name}: one execution for 10 redispatches, file read back`,
+      () => {
+        const path = join(root, name, "ledger.json")
+        const r = spawnSync(join(BIN, name), [...args, path], { encoding: "utf8", timeout: 60_000 })
+        expect(r.status, r.stderr).toBe(0)
+        expect(JSON.parse(r.stdout.trim().split("\n").at(-1) ?? "{}")).toEqual({
+          runs: 1,
+          results: 1,
+          rows: 1,
+          outcome: "COMPLETED",
+        })
+      },
+    )
+  }
+})
