@@ -78,7 +78,7 @@ for (const [where, base] of [
   if (!existsSync(base)) continue
   const dir = mkdtempSync(join(base, "mycelium-bench-"))
   try {
-    for (const rows of [0, 1000]) {
+    for (const rows of [0, 300, 1000]) {
       for (const fsync of [true, false]) {
         const s = new FileLedgerStorage(seededFile(dir, rows, `${fsync}`), { fsync })
         const ms = await perCall(s, 200, `file-${rows}-${fsync}`)
