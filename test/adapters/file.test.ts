@@ -6,7 +6,7 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { FileLedgerStorage, LedgerFileCorruptError } from "../../src/adapters/file.ts"
-import { newEntry } from "../../src/core/index.ts"
+import { ActionLedger, newEntry } from "../../src/core/index.ts"
 import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 
 const root = mkdtempSync(join(tmpdir(), "mycelium-file-"))
@@ -173,6 +173,21 @@ describe("corrupt files are errors, never an empty ledger (original's defect §9
       )
     })
   }
+
+  it("a ledgered tool on a corrupt file fails closed with LedgerFileCorruptError; its body never runs", async () => {
+    const path = withFile('{"half": {"request_id": "half", "tool"')
+    let runs = 0
+    const ledger = new ActionLedger({ storage: new FileLedgerStorage(path), onWarning: () => {} })
+    const pay = ledger.tool(
+      {
+        name: "send_payment",
+        binding: { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" },
+      },
+      async () => ++runs,
+    )
+    await expect(pay({ amount: 1 }, { toolCallId: "c1" })).rejects.toBeInstanceOf(LedgerFileCorruptError)
+    expect(runs).toBe(0)
+  })
 
   it("a missing file is an empty ledger; the directory is created on first write", async () => {
     const path = freshPath()
