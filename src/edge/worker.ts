@@ -1,13 +1,64 @@
-// The Cloudflare Worker entry (wrangler.toml `main`). The ledger's HTTP app grows here; until then every route
-// is a JSON 404 so the Durable Object binding can be deployed and tested on its own.
+// The Cloudflare Worker entry (wrangler.toml `main`): the ledger API over per-tenant Durable Objects.
+// Auth: set the secret LEDGER_JWT_SECRET (HS256) or the var LEDGER_JWKS_URL; for local `wrangler dev` only,
+// MYCELIUM_ALLOW_UNAUTHENTICATED = "true" serves everyone as tenant "default".
+import type { Hono } from "hono"
+import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../adapters/durable-object.ts"
+import { createLedgerApp } from "./app.ts"
+import { jwtAuth } from "./auth.ts"
+
 export { MyceliumLedgerObject } from "../adapters/durable-object.ts"
 
+export interface LedgerWorkerEnv {
+  readonly LEDGER: LedgerObjectNamespace
+  readonly LEDGER_JWT_SECRET?: string
+  readonly LEDGER_JWKS_URL?: string
+  readonly LEDGER_JWT_ISSUER?: string
+  readonly LEDGER_JWT_AUDIENCE?: string
+  /** Shards per tenant: a hot tenant spreads its rows over this many objects. Default 1. */
+  readonly LEDGER_SHARDS?: string
+  readonly MYCELIUM_ALLOW_UNAUTHENTICATED?: string
+}
+
+// Built on the first request: bindings exist only inside a handler.
+let app: Hono | null = null
+
+function build(env: LedgerWorkerEnv): Hono {
+  const shards = Number(env.LEDGER_SHARDS ?? "1")
+  const storage = (tenant: string) =>
+    new DurableObjectLedgerStorage(env.LEDGER, {
+      name: `tenant:${tenant}`,
+      shards: Number.isInteger(shards) && shards > 0 ? shards : 1,
+    })
+  const verify = {
+    ...(env.LEDGER_JWT_ISSUER ? { issuer: env.LEDGER_JWT_ISSUER } : {}),
+    ...(env.LEDGER_JWT_AUDIENCE ? { audience: env.LEDGER_JWT_AUDIENCE } : {}),
+  }
+  if (env.LEDGER_JWT_SECRET)
+    return createLedgerApp({
+      storage,
+      authenticate: jwtAuth({ secret: env.LEDGER_JWT_SECRET, ...verify }),
+    }) as unknown as Hono
+  if (env.LEDGER_JWKS_URL)
+    return createLedgerApp({
+      storage,
+      authenticate: jwtAuth({ jwksUrl: env.LEDGER_JWKS_URL, ...verify }),
+    }) as unknown as Hono
+  if (env.MYCELIUM_ALLOW_UNAUTHENTICATED === "true") return createLedgerApp({ storage }) as unknown as Hono
+  throw new Error(
+    "configure LEDGER_JWT_SECRET or LEDGER_JWKS_URL (or MYCELIUM_ALLOW_UNAUTHENTICATED=true for local dev)",
+  )
+}
+
 export default {
-  async fetch(request: Request): Promise<Response> {
-    const path = new URL(request.url).pathname
-    return Response.json(
-      { error: { code: "not_found", message: `no route for ${request.method} ${path}` } },
-      { status: 404 },
-    )
+  async fetch(request: Request, env: LedgerWorkerEnv, ctx: unknown): Promise<Response> {
+    try {
+      app ??= build(env)
+    } catch (e) {
+      return Response.json(
+        { error: { code: "misconfigured", message: (e as Error).message } },
+        { status: 500 },
+      )
+    }
+    return app.fetch(request, env, ctx as never)
   },
 }

@@ -1,40 +1,109 @@
 // The worker entry must start in a real workerd (Miniflare), bundled as `wrangler deploy` would bundle it. The
 // vitest workers pool imports modules inside a handler, so it cannot see what workerd forbids at global scope
-// (random values, timers, I/O while a module loads); this test can.
+// (random values, timers, I/O while a module loads); this test can. It also drives the deployed shape end to end:
+// HTTP → Hono → per-tenant Durable Objects.
 import { fileURLToPath } from "node:url"
 import { build } from "esbuild"
+import { SignJWT } from "jose"
 import { Miniflare } from "miniflare"
-import { expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { HttpLedgerStorage } from "../../src/adapters/http.ts"
+import { ActionLedger } from "../../src/core/index.ts"
 
-it("src/edge/worker.ts boots in workerd and serves JSON 404s; the Durable Object answers RPC", async () => {
+let script = ""
+beforeAll(async () => {
   const bundle = await build({
     entryPoints: [fileURLToPath(new URL("../../src/edge/worker.ts", import.meta.url))],
     bundle: true,
     format: "esm",
     platform: "neutral",
+    mainFields: ["module", "main"],
+    conditions: ["workerd", "worker", "browser"],
     write: false,
     external: ["cloudflare:*", "node:*"],
     logLevel: "silent",
   })
-  const mf = new Miniflare({
+  script = bundle.outputFiles[0]?.text ?? ""
+}, 60_000)
+
+function worker(bindings: Record<string, string>) {
+  return new Miniflare({
     modules: true,
-    script: bundle.outputFiles[0]?.text ?? "",
+    script,
     compatibilityDate: "2025-09-01",
     compatibilityFlags: ["nodejs_compat"],
+    bindings,
     durableObjects: { LEDGER: { className: "MyceliumLedgerObject", useSQLite: true } },
   })
-  try {
-    const res = await mf.dispatchFetch("http://edge.test/nope")
-    expect(res.status).toBe(404)
-    expect(((await res.json()) as { error: { code: string } }).error.code).toBe("not_found")
-    // Miniflare types the namespace with its own workers-types flavour; only idFromName/get are used.
-    const ns = (await mf.getDurableObjectNamespace("LEDGER")) as unknown as {
-      idFromName(name: string): unknown
-      get(id: unknown): { ledgerGet(id: string): Promise<unknown> }
+}
+
+describe("the Cloudflare worker entry in workerd", () => {
+  const mfs: Miniflare[] = []
+  afterAll(async () => {
+    for (const m of mfs) await m.dispose()
+  })
+
+  it("boots, serves JSON errors, and runs a ledgered tool once under 32 concurrent HTTP redispatches", async () => {
+    const mf = worker({ MYCELIUM_ALLOW_UNAUTHENTICATED: "true" })
+    mfs.push(mf)
+    const nope = await mf.dispatchFetch("http://edge.test/nope")
+    expect(nope.status).toBe(404)
+    expect(((await nope.json()) as { error: { code: string } }).error.code).toBe("not_found")
+    const bad = await mf.dispatchFetch("http://edge.test/v1/rows/x/claim", { method: "POST", body: "{" })
+    expect(bad.status).toBe(400)
+
+    const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
+      mf.dispatchFetch(String(input), init as never)) as unknown as typeof globalThis.fetch
+    const ledger = new ActionLedger({
+      storage: new HttpLedgerStorage({ url: "http://edge.test", fetch }),
+      pollInterval: 0.01,
+      onWarning: () => {},
+    })
+    let runs = 0
+    const pay = ledger.tool(
+      { name: "pay", binding: { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } },
+      async (_a, tx) =>
+        tx.sideEffect(async () => {
+          runs++
+          await new Promise((r) => setTimeout(r, 50))
+          return { id: "pi_1" }
+        }),
+    )
+    const results = await Promise.all(
+      Array.from({ length: 32 }, () => pay({ amount: 1 }, { toolCallId: "c-32" })),
+    )
+    expect(runs).toBe(1)
+    expect(new Set(results.map((r) => r.id))).toEqual(new Set(["pi_1"]))
+    const listed = (await (await mf.dispatchFetch("http://edge.test/v1/transitions")).json()) as {
+      transitions: Array<{ terminal_outcome: string }>
     }
-    const stub = ns.get(ns.idFromName("boot"))
-    expect(await stub.ledgerGet("missing")).toBeNull()
-  } finally {
-    await mf.dispose()
-  }
-}, 60_000)
+    expect(listed.transitions.map((t) => t.terminal_outcome)).toEqual(["COMPLETED"])
+  }, 60_000)
+
+  it("with a JWT secret: no token → 401, tenants isolated", async () => {
+    const secret = "worker-secret-worker-secret-worker-secret"
+    const mf = worker({ LEDGER_JWT_SECRET: secret })
+    mfs.push(mf)
+    expect((await mf.dispatchFetch("http://edge.test/v1/transitions")).status).toBe(401)
+    const token = (tenant: string) =>
+      new SignJWT({ tenant, scope: "agent reader" })
+        .setProtectedHeader({ alg: "HS256" })
+        .setExpirationTime("5m")
+        .sign(new TextEncoder().encode(secret))
+    const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
+      mf.dispatchFetch(String(input), init as never)) as unknown as typeof globalThis.fetch
+    const a = new ActionLedger({
+      storage: new HttpLedgerStorage({ url: "http://edge.test", fetch, token: await token("acme") }),
+      onWarning: () => {},
+    })
+    await a.tool(
+      { name: "t", binding: { agentId: "a", policyVersion: "1", sideEffectClass: "read" } },
+      async () => 1,
+    )({}, { requestId: "same" })
+    const b = new HttpLedgerStorage({ url: "http://edge.test", fetch, token: await token("globex") })
+    expect(await b.get("same")).toBeNull()
+    expect(
+      await new HttpLedgerStorage({ url: "http://edge.test", fetch, token: await token("acme") }).get("same"),
+    ).not.toBeNull()
+  }, 60_000)
+})

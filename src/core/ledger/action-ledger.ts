@@ -116,7 +116,12 @@ export interface ManualClaimRequest {
   readonly meta?: CallMeta
 }
 
-const PROCESS_OWNER = `ts-${globalThis.crypto.randomUUID().slice(0, 8)}`
+// Made on first use: workerd forbids random values while a module loads, so nothing here may run at import.
+let processOwner: string | null = null
+function defaultOwner(): string {
+  processOwner ??= `ts-${globalThis.crypto.randomUUID().slice(0, 8)}`
+  return processOwner
+}
 
 /**
  * The action ledger: one durable row per tool transition, claimed before the tool runs, fenced on every write.
@@ -149,7 +154,7 @@ export class ActionLedger {
     this.leaseRenewInterval = renew === null ? Math.max(this.leaseTtl / 3, 0.01) : renew
     this.pollInterval = options.pollInterval ?? 0.05
     this.pollTimeout = options.pollTimeout === undefined ? 300 : options.pollTimeout
-    this.owner = options.owner ?? PROCESS_OWNER
+    this.owner = options.owner ?? defaultOwner()
     const c = options.clock
     this.clock = !c ? systemClock : "sleep" in c ? c : { now: () => c.now(), sleep: systemClock.sleep }
     this.requestIdentityPolicy = options.requestIdentityPolicy ?? "derived"

@@ -219,7 +219,12 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
   return Object.assign(call, { toolName: tool, binding, ledger })
 }
 
-const NEVER: AbortSignal = new AbortController().signal
+// Made on first use: workerd refuses to create an AbortController while a module loads.
+let never: AbortSignal | null = null
+function neverAborts(): AbortSignal {
+  never ??= new AbortController().signal
+  return never
+}
 
 /**
  * What a ledgered tool body gets: the claim it holds and the side-effect boundary helpers. Writes are serialized
@@ -245,7 +250,7 @@ export class TransitionContext {
     this.#current = entry
     this.#boundary = entry.sideEffectBoundary
     this.#binding = binding
-    this.signal = signal ?? NEVER
+    this.signal = signal ?? neverAborts()
   }
 
   get requestId(): string {
