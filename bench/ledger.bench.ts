@@ -1,6 +1,7 @@
 // Per-call cost of the ledger on the memory store: fresh calls and replays, with 100 and 10,000 rows stored.
 // The ratio column compares against an unledgered call of the same async function, measured in this run.
-import { ActionLedger, MemoryLedgerStorage } from "../src/core/index.ts"
+import { ActionLedger, configureSha256, MemoryLedgerStorage } from "../src/core/index.ts"
+import "../src/node.ts"
 
 const binding = { agentId: "bench", policyVersion: "1", sideEffectClass: "keyed_mutate" } as const
 const body = async (args: { amount: number; recipient: string }) => ({ ok: true, amount: args.amount })
@@ -14,9 +15,17 @@ async function time(n: number, fn: (i: number) => Promise<unknown>): Promise<num
 
 const baseline = await time(50_000, (i) => body({ amount: i, recipient: "acct_1" }))
 console.log(`plain async call: ${baseline.toFixed(2)} µs`)
-console.log("rows stored | fresh call µs | replay µs | fresh + sideEffect µs")
+console.log("hash | rows stored | fresh call µs | replay µs | fresh + sideEffect µs")
 
-for (const rows of [100, 10_000]) {
+const nativeHash = (await import("node:crypto")).hash
+for (const [hash, rows] of [
+  ["native", 100],
+  ["native", 10_000],
+  ["js", 100],
+  ["js", 10_000],
+] as const) {
+  // "native": node:crypto through `mycelium-runtime/node`; "js": the core's own digest (browsers, plain Workers).
+  configureSha256(hash === "native" ? (input) => nativeHash("sha256", input, "hex") : null)
   const storage = new MemoryLedgerStorage()
   const ledger = new ActionLedger({ storage, onWarning: () => {} })
   const pay = ledger.tool({ name: "send_payment", binding }, body)
@@ -35,7 +44,7 @@ for (const rows of [100, 10_000]) {
     fx({ amount: i, recipient: "acct_1" }, { toolCallId: `x-${rows}-${run++}-${i}` }),
   )
   console.log(
-    `${String(rows).padStart(11)} | ${fresh.toFixed(2).padStart(13)} | ${replay.toFixed(2).padStart(9)} | ${withFx.toFixed(2).padStart(21)}`,
+    `${hash.padEnd(6)} | ${String(rows).padStart(11)} | ${fresh.toFixed(2).padStart(13)} | ${replay.toFixed(2).padStart(9)} | ${withFx.toFixed(2).padStart(21)}`,
   )
 }
 console.log(

@@ -7,15 +7,15 @@ import {
   hasAllowedDecision,
   hasWorkerDeathEvidence,
   type LedgerEntry,
-  newEntry,
   resolvedOutcome,
 } from "./entry.ts"
-import type {
-  ArgsDriftPolicy,
-  RequestIdentityPolicy,
-  SideEffectBoundary,
-  TerminalOutcome,
-  UnclassifiedPolicy,
+import {
+  type ArgsDriftPolicy,
+  LEDGER_ENTRY_SCHEMA_VERSION,
+  type RequestIdentityPolicy,
+  type SideEffectBoundary,
+  type TerminalOutcome,
+  type UnclassifiedPolicy,
 } from "./enums.ts"
 import {
   LedgerAlreadyResolvedError,
@@ -576,26 +576,46 @@ export class ActionLedger {
   }): LedgerEntry {
     const now = this.clock.now()
     const carried = init.prior?.providerIdempotencyKey != null ? init.prior.providerKeyFirstAttemptAt : null
-    return newEntry(
-      {
-        requestId: init.requestId,
-        tool: init.tool,
-        kwargs: { ...init.args, ...metaToKwargs(init.meta, init.scope) },
-        owner: this.owner,
-        sideEffectBoundary: init.binding?.sideEffectBoundaryDefault ?? "not_crossed",
-        providerIdempotencyKey: init.providerKey,
-        providerKeyFirstAttemptAt: init.providerKey !== null ? (carried ?? now) : null,
-        decisionId: init.meta.decisionId ?? null,
-        stateRef: init.meta.stateRef ?? null,
-        parentRequestId: init.meta.parentRequestId ?? null,
-        handoffId: init.meta.handoffId ?? null,
-        effectProtocolRequired: init.binding !== null,
-        effectId: init.effectId,
-        ...(init.decision
-          ? { decision: init.decision, effectPhase: init.decision.allowed ? "ATTEMPTING" : "ABORTED" }
-          : {}),
-      },
-      now,
-    )
+    const m = init.meta
+    const d = init.decision
+    // One literal (the type checker holds it to every LedgerEntry field): this runs on every call.
+    return {
+      requestId: init.requestId,
+      tool: init.tool,
+      args: [],
+      kwargs: { ...init.args, ...metaToKwargs(m, init.scope) },
+      status: "in-flight",
+      terminalOutcome: "IN_FLIGHT",
+      fence: 0,
+      result: null,
+      error: null,
+      startedAt: now,
+      finishedAt: null,
+      leaseUntil: null,
+      owner: this.owner,
+      idempotencyKey: init.requestId,
+      receiptRef: null,
+      sideEffectBoundary: init.binding?.sideEffectBoundaryDefault ?? "not_crossed",
+      externalOperationRef: null,
+      providerIdempotencyKey: init.providerKey,
+      providerKeyFirstAttemptAt: init.providerKey !== null ? (carried ?? now) : null,
+      lastHeartbeatAt: null,
+      workerDeadAssertedBy: null,
+      workerDeadAssertedAt: null,
+      operatorResolution: null,
+      resolvedBy: null,
+      resolutionReason: null,
+      resolvedAt: null,
+      releasedFromOutcome: null,
+      decisionId: m.decisionId ?? null,
+      stateRef: m.stateRef ?? null,
+      decision: d,
+      effectPhase: d ? (d.allowed ? "ATTEMPTING" : "ABORTED") : "INTENDED",
+      effectProtocolRequired: init.binding !== null,
+      effectId: init.effectId,
+      schemaVersion: LEDGER_ENTRY_SCHEMA_VERSION,
+      parentRequestId: m.parentRequestId ?? null,
+      handoffId: m.handoffId ?? null,
+    }
   }
 }

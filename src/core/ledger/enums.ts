@@ -133,10 +133,11 @@ export const parseSpendability = parser("spendability", Object.values(Spendabili
 export const parseToolCapability = parser("capability", Object.values(ToolCapability))
 export const parseSideEffectBoundary = parser("side_effect_boundary", Object.values(SideEffectBoundary))
 
-export const isTerminalOutcome = (v: unknown): v is TerminalOutcome =>
-  isOneOf(Object.values(TerminalOutcome), v)
-export const isSideEffectBoundary = (v: unknown): v is SideEffectBoundary =>
-  isOneOf(Object.values(SideEffectBoundary), v)
+// Sets, not arrays: these run several times on every ledgered call.
+const OUTCOME_SET: ReadonlySet<unknown> = new Set(Object.values(TerminalOutcome))
+const BOUNDARY_SET: ReadonlySet<unknown> = new Set(Object.values(SideEffectBoundary))
+export const isTerminalOutcome = (v: unknown): v is TerminalOutcome => OUTCOME_SET.has(v)
+export const isSideEffectBoundary = (v: unknown): v is SideEffectBoundary => BOUNDARY_SET.has(v)
 
 export const isConsequential = (c: SideEffectClass): boolean => c !== "read"
 export const isStrictSideEffect = (c: SideEffectClass): boolean =>

@@ -17,7 +17,8 @@ import {
 export class MemoryLedgerStorage implements LedgerStorage {
   readonly kind = "memory"
   readonly #rows = new Map<string, LedgerEntry>()
-  readonly #byDispatch = new Map<string, Set<string>>()
+  // One id per dispatch is the rule; a Set only when a ticket was reused (drift, or several tools).
+  readonly #byDispatch = new Map<string, string | Set<string>>()
 
   async get(requestId: string): Promise<LedgerEntry | null> {
     return this.#rows.get(requestId) ?? null
@@ -72,9 +73,10 @@ export class MemoryLedgerStorage implements LedgerStorage {
   }
 
   #dispatchRows(dispatchId: string): LedgerEntry[] {
-    const ids = this.#byDispatch.get(dispatchId)
-    if (!ids) return []
-    return [...ids].map((id) => this.#rows.get(id)).filter((e): e is LedgerEntry => e !== undefined)
+    const found = this.#byDispatch.get(dispatchId)
+    if (found === undefined) return []
+    const ids = typeof found === "string" ? [found] : [...found]
+    return ids.map((id) => this.#rows.get(id)).filter((e): e is LedgerEntry => e !== undefined)
   }
 
   /** Number of rows stored. */
@@ -84,13 +86,16 @@ export class MemoryLedgerStorage implements LedgerStorage {
 
   #put(entry: LedgerEntry): void {
     const prev = this.#rows.get(entry.requestId)
-    // Entries are immutable by contract; freezing (not copying) keeps a caller from changing a stored row.
-    this.#rows.set(entry.requestId, Object.isFrozen(entry) ? entry : Object.freeze(entry))
+    // Entries are immutable by contract (readonly types; the ledger always writes new objects), so rows are
+    // stored as given: copying or freezing them would cost more than the rest of a call.
+    this.#rows.set(entry.requestId, entry)
     const d = dispatchIdOf(entry)
     if (d && (!prev || dispatchIdOf(prev) !== d)) {
-      const set = this.#byDispatch.get(d)
-      if (set) set.add(entry.requestId)
-      else this.#byDispatch.set(d, new Set([entry.requestId]))
+      const ids = this.#byDispatch.get(d)
+      if (ids === undefined) this.#byDispatch.set(d, entry.requestId)
+      else if (typeof ids === "string") {
+        if (ids !== entry.requestId) this.#byDispatch.set(d, new Set([ids, entry.requestId]))
+      } else ids.add(entry.requestId)
     }
   }
 }
