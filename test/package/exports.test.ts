@@ -1,0 +1,48 @@
+// The published shape: `npm run build` emits JS and .d.ts for every entry in the exports map, each entry loads,
+// and the core entry pulls in no storage client library.
+import { execFileSync } from "node:child_process"
+import { existsSync, readFileSync } from "node:fs"
+import { build } from "esbuild"
+import { beforeAll, describe, expect, it } from "vitest"
+
+type Exports = Record<string, string | { types: string; default: string }>
+const pkg = JSON.parse(readFileSync("package.json", "utf8")) as {
+  exports: Exports
+  bin: Record<string, string>
+}
+
+describe("package exports", () => {
+  beforeAll(() => {
+    execFileSync("npm", ["run", "build"], { stdio: "pipe" })
+  }, 120_000)
+
+  it("every entry has its JS and its types", () => {
+    for (const [name, target] of Object.entries(pkg.exports)) {
+      if (typeof target === "string") continue
+      expect(existsSync(target.default), `${name} → ${target.default}`).toBe(true)
+      expect(existsSync(target.types), `${name} → ${target.types}`).toBe(true)
+    }
+    expect(existsSync(pkg.bin.mycelium as string)).toBe(true)
+  })
+
+  it("every entry loads in Node (the Durable Object one needs workerd and is loaded there by its tests)", async () => {
+    for (const [name, target] of Object.entries(pkg.exports)) {
+      if (typeof target === "string" || name.includes("durable-object")) continue
+      const mod = (await import(`../../${target.default}`)) as Record<string, unknown>
+      expect(Object.keys(mod).length, name).toBeGreaterThan(0)
+    }
+  })
+
+  it("the core entry bundles without any storage client or Node built-in", async () => {
+    const out = await build({
+      entryPoints: ["dist/index.js"],
+      bundle: true,
+      write: false,
+      metafile: true,
+      platform: "neutral",
+      logLevel: "silent",
+    })
+    const inputs = Object.keys(out.metafile.inputs)
+    expect(inputs.filter((f) => f.includes("node_modules"))).toEqual([])
+  })
+})
