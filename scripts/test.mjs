@@ -20,7 +20,14 @@ for (const [name, [cmd, args]] of steps) {
 const report = ".vitest.json"
 rmSync(report, { force: true })
 const extra = process.argv.slice(2)
-const rc = run("npx", ["vitest", "run", "--reporter=default", "--reporter=json", `--outputFile.json=${report}`, ...extra])
+const rc = run("npx", [
+  "vitest",
+  "run",
+  "--reporter=default",
+  "--reporter=json",
+  `--outputFile.json=${report}`,
+  ...extra,
+])
 let passed = 0
 let failed = rc === 0 ? 0 : 1
 if (existsSync(report)) {
