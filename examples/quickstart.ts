@@ -1,5 +1,5 @@
-// Bun: `bun examples/bun.ts` (from a checkout; in your project import from "mycelium-runtime").
-// The same file runs under Deno and Node (tsx): the core needs nothing but Web APIs.
+// The ledger quickstart as a script: `deno run examples/quickstart.ts`, `bun examples/quickstart.ts` or
+// `npx tsx examples/quickstart.ts` from a checkout. The core needs nothing but Web APIs, so the file is the same.
 import { ActionLedger } from "../src/index.ts"
 
 const ledger = new ActionLedger({ pollInterval: 0.005, onWarning: () => {} })
