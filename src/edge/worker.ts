@@ -21,6 +21,7 @@ export interface LedgerWorkerEnv {
 
 // Built on the first request: bindings exist only inside a handler.
 let app: Hono | null = null
+let builtFor: LedgerWorkerEnv | null = null
 
 function build(env: LedgerWorkerEnv): Hono {
   const shards = Number(env.LEDGER_SHARDS ?? "1")
@@ -52,11 +53,15 @@ function build(env: LedgerWorkerEnv): Hono {
 export default {
   async fetch(request: Request, env: LedgerWorkerEnv, ctx: unknown): Promise<Response> {
     try {
-      app ??= build(env)
+      // Rebuilt when the bindings object changes (tests, config reloads); cheap, and never stale.
+      if (!app || builtFor !== env) {
+        app = build(env)
+        builtFor = env
+      }
     } catch (e) {
       return Response.json(
         { error: { code: "misconfigured", message: (e as Error).message } },
-        { status: 500 },
+        { status: 503 },
       )
     }
     return app.fetch(request, env, ctx as never)

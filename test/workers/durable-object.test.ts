@@ -98,9 +98,17 @@ describe("DurableObjectLedgerStorage in workerd", () => {
     expect(await s.get("nothing").then(undefined, () => "failed")).toBeNull()
   })
 
-  it("serves the worker entry's JSON 404", async () => {
+  it("the worker entry refuses to serve without auth configured, and serves JSON 404s once it is", async () => {
     const worker = (await import("../../src/edge/worker.ts")).default
-    const res = await worker.fetch(new Request("https://ledger.test/nope"))
+    const unconfigured = await worker.fetch(
+      new Request("https://ledger.test/nope"),
+      { LEDGER: env.LEDGER as LedgerObjectNamespace },
+      {},
+    )
+    expect(unconfigured.status).toBe(503)
+    expect(((await unconfigured.json()) as { error: { code: string } }).error.code).toBe("misconfigured")
+    const local = { LEDGER: env.LEDGER as LedgerObjectNamespace, MYCELIUM_ALLOW_UNAUTHENTICATED: "true" }
+    const res = await worker.fetch(new Request("https://ledger.test/nope"), local, {})
     expect(res.status).toBe(404)
     expect(((await res.json()) as { error: { code: string } }).error.code).toBe("not_found")
   })
