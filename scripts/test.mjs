@@ -8,6 +8,9 @@ const run = (cmd, args) => spawnSync(cmd, args, { stdio: "inherit", env: process
 const steps = [
   ["biome", ["npx", ["biome", "check", "."]]],
   ["typecheck", ["npx", ["tsc", "-p", "tsconfig.json", "--noEmit"]]],
+  // workerd and browser tests have their own globals, hence their own projects.
+  ["typecheck (workers)", ["npx", ["tsc", "-p", "test/workers/tsconfig.json", "--noEmit"]]],
+  ["typecheck (browser)", ["npx", ["tsc", "-p", "test/browser/tsconfig.json", "--noEmit"]]],
 ]
 for (const [name, [cmd, args]] of steps) {
   if (run(cmd, args) !== 0) {
