@@ -12,7 +12,11 @@ const run = (bin: string, args: string[]) =>
 
 describe("runtimes", () => {
   it("Deno: ten redispatches, one charge", () => {
-    expect(run("deno", ["run", "examples/quickstart.ts"])).toEqual({ runtime: "deno", charges: 1, ids: ["pi_1"] })
+    expect(run("deno", ["run", "examples/quickstart.ts"])).toEqual({
+      runtime: "deno",
+      charges: 1,
+      ids: ["pi_1"],
+    })
   })
   it("Bun: ten redispatches, one charge", () => {
     expect(run("bun", ["examples/quickstart.ts"])).toEqual({ runtime: "bun", charges: 1, ids: ["pi_1"] })
