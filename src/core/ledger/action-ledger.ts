@@ -1,35 +1,37 @@
 import { ToolTransitionBinding, type ToolTransitionBindingInit } from "./binding.ts"
-import type { JsonValue } from "./canonical.ts"
 import { type ClaimContext, type ClaimOutcome, type ClaimRequest, claimTransition } from "./claim.ts"
 import { type Clock, systemClock } from "./clock.ts"
-import {
-  type Decision,
-  hasAllowedDecision,
-  hasWorkerDeathEvidence,
-  type LedgerEntry,
-  resolvedOutcome,
-} from "./entry.ts"
-import {
-  type ArgsDriftPolicy,
-  LEDGER_ENTRY_SCHEMA_VERSION,
-  type RequestIdentityPolicy,
-  type SideEffectBoundary,
-  type TerminalOutcome,
-  type UnclassifiedPolicy,
+import { type Decision, hasAllowedDecision, type LedgerEntry, resolvedOutcome } from "./entry.ts"
+import type {
+  ArgsDriftPolicy,
+  RequestIdentityPolicy,
+  SideEffectBoundary,
+  UnclassifiedPolicy,
 } from "./enums.ts"
-import {
-  LedgerAlreadyResolvedError,
-  LedgerError,
-  LedgerOutcomeAlreadySetError,
-  LedgerPollTimeoutError,
-  LedgerReleaseRefusedError,
-  LedgerWorkerAliveError,
-} from "./errors.ts"
-import { type CallMeta, metaToKwargs, type TransitionScope } from "./identity.ts"
+import { LedgerError, LedgerOutcomeAlreadySetError } from "./errors.ts"
+import type { CallMeta } from "./identity.ts"
 import { MemoryLedgerStorage } from "./memory-storage.ts"
-import { ageString, remainingString } from "./messages.ts"
+import {
+  type ListTransitionsOptions,
+  listTransitions,
+  type MarkWorkerDeadOptions,
+  markWorkerDeadFor,
+  type ReleaseOptions,
+  release,
+  type WaitOptions,
+  waitForTransition,
+} from "./operators.ts"
 import type { DecisionPredicate, Reconciler } from "./reconcile.ts"
-import { blockedRow, boundaryRow, completedRow, decisionRow, failedRow, unknownRow } from "./rows.ts"
+import {
+  blockedRow,
+  boundaryRow,
+  completedRow,
+  decisionRow,
+  type FreshRowInit,
+  failedRow,
+  freshRow,
+  unknownRow,
+} from "./rows.ts"
 import { SafeStorage } from "./safe-storage.ts"
 import type { LedgerStorage, TransitionExpectation } from "./storage.ts"
 import {
@@ -76,35 +78,6 @@ export interface ActionLedgerOptions {
 export interface FenceGuard {
   readonly fence: number
   readonly owner?: string | null
-}
-
-export interface ReleaseOptions {
-  readonly verified: "completed" | "not_executed"
-  /** For `completed`: the result later calls receive. */
-  readonly result?: unknown
-  readonly by: string
-  readonly reason: string
-}
-
-export interface MarkWorkerDeadOptions {
-  readonly by: string
-  readonly reason: string
-  readonly overrideHeartbeat?: boolean
-}
-
-export interface ListTransitionsOptions {
-  /** BLOCKED, UNKNOWN, FAILED_AFTER_EFFECT, EXPIRED, or IN_FLIGHT older than `inFlightStuckAfter`. */
-  readonly stuck?: boolean
-  readonly tool?: string
-  readonly outcome?: TerminalOutcome
-  readonly parentRequestId?: string
-  readonly inFlightStuckAfter?: number
-}
-
-export interface WaitOptions {
-  readonly pollInterval?: number
-  readonly pollTimeout?: number | null
-  readonly signal?: AbortSignal
 }
 
 /** A manual claim: for integrations that drive the ledger themselves instead of `ledger.tool()`. */
@@ -410,212 +383,33 @@ export class ActionLedger {
     )
   }
 
-  // ---- operators -------------------------------------------------------------------------------------------
+  // ---- operators (operators.ts) ------------------------------------------------------------------------
 
   /**
    * An operator's verdict on an ambiguous transition. `completed` stores the result; `not_executed` lets the next
    * redispatch run the tool exactly once more. One-shot per transition.
    */
-  async release(requestId: string, options: ReleaseOptions): Promise<LedgerEntry> {
-    const { verified, by, reason } = options
-    if (verified !== "completed" && verified !== "not_executed") {
-      throw new LedgerReleaseRefusedError(
-        `verified must be 'completed' or 'not_executed', got '${String(verified)}'`,
-      )
-    }
-    if (!by?.trim()) throw new LedgerReleaseRefusedError("release requires 'by' (who verified the outcome)")
-    if (!reason?.trim()) throw new LedgerReleaseRefusedError("release requires a 'reason'")
-    const row = await this.store.get(requestId)
-    if (!row) throw new LedgerReleaseRefusedError(`Cannot release unknown request '${requestId}'`)
-    if (row.operatorResolution) {
-      throw new LedgerAlreadyResolvedError(
-        `Request '${requestId}' was already released as ${row.operatorResolution} by ${row.resolvedBy}`,
-      )
-    }
-    const now = this.clock.now()
-    const resolved = resolvedOutcome(row, now)
-    if (resolved === "COMPLETED")
-      throw new LedgerReleaseRefusedError(`Request '${requestId}' is COMPLETED; nothing to release`)
-    if (resolved === "IN_FLIGHT") {
-      throw new LedgerReleaseRefusedError(
-        `Request '${requestId}' is IN_FLIGHT with a live lease; wait for the lease to expire (EXPIRED is releasable)`,
-      )
-    }
-    const cc = this.claimContext
-    if (
-      resolved === "EXPIRED" &&
-      cc.reclaimRequiresDeathSignal &&
-      !hasWorkerDeathEvidence(row, now, cc.presumedDeadAfter)
-    ) {
-      throw this.#aliveError(row, now)
-    }
-    const stamps = {
-      resolvedBy: by,
-      resolutionReason: reason,
-      resolvedAt: now,
-      releasedFromOutcome: resolved,
-    }
-    let next: LedgerEntry
-    if (verified === "completed") {
-      if (row.effectProtocolRequired && !row.decision?.allowed) {
-        throw new LedgerReleaseRefusedError(
-          `Request '${requestId}' has no allowed decision; it cannot have completed`,
-        )
-      }
-      next = { ...completedRow(row, options.result ?? null, now), operatorResolution: "completed", ...stamps }
-    } else {
-      next = { ...row, operatorResolution: "not_executed", ...stamps }
-    }
-    const ok = await this.store.tryTransition(next, {
-      outcomes: ["IN_FLIGHT", "BLOCKED", "UNKNOWN", "FAILED_AFTER_EFFECT", "FAILED_BEFORE_EFFECT"],
-      owner: row.owner,
-      fence: row.fence,
-    })
-    if (!ok)
-      throw new LedgerAlreadyResolvedError(`Cannot release request '${requestId}': transition superseded`)
-    return next
-  }
-
-  #aliveError(row: LedgerEntry, now: number): LedgerWorkerAliveError {
-    const last = row.lastHeartbeatAt ?? row.startedAt
-    const grace = this.claimContext.presumedDeadAfter - (now - last)
-    return new LedgerWorkerAliveError(
-      `Cannot release request '${row.requestId}': EXPIRED but worker appears alive (${ageString(now - last)}) — ` +
-        `grace window elapses in ${remainingString(grace)}. Use markWorkerDeadFor() first, or wait for the grace window.`,
-    )
+  release(requestId: string, options: ReleaseOptions): Promise<LedgerEntry> {
+    return release(this, requestId, options)
   }
 
   /** An operator asserts the worker behind a transition is dead, so a death-gated reclaim may proceed. */
-  async markWorkerDeadFor(requestId: string, options: MarkWorkerDeadOptions): Promise<LedgerEntry> {
-    if (!options.by?.trim() || !options.reason?.trim()) {
-      throw new LedgerReleaseRefusedError("markWorkerDeadFor requires 'by' and 'reason'")
-    }
-    const row = await this.store.get(requestId)
-    if (!row)
-      throw new LedgerReleaseRefusedError(`Cannot mark worker dead for unknown request '${requestId}'`)
-    const now = this.clock.now()
-    const resolved = resolvedOutcome(row, now)
-    if (resolved !== "IN_FLIGHT" && resolved !== "EXPIRED") {
-      throw new LedgerReleaseRefusedError(
-        `Request '${requestId}' is ${resolved}; only IN_FLIGHT or EXPIRED rows have a worker`,
-      )
-    }
-    if (
-      !options.overrideHeartbeat &&
-      !hasWorkerDeathEvidence(row, now, this.claimContext.presumedDeadAfter)
-    ) {
-      throw this.#aliveError(row, now)
-    }
-    const next: LedgerEntry = {
-      ...row,
-      workerDeadAssertedBy: options.by,
-      workerDeadAssertedAt: now,
-      resolutionReason: options.overrideHeartbeat
-        ? `${options.reason} (heartbeat overridden)`
-        : options.reason,
-    }
-    return this.casFrom(
-      row,
-      next,
-      { outcomes: ["IN_FLIGHT"], owner: row.owner, fence: row.fence },
-      "mark worker dead",
-    )
+  markWorkerDeadFor(requestId: string, options: MarkWorkerDeadOptions): Promise<LedgerEntry> {
+    return markWorkerDeadFor(this, requestId, options)
   }
 
   /** Transitions for operators, oldest first. `stuck` selects what needs a human or a reconciler. */
-  async listTransitions(options: ListTransitionsOptions = {}): Promise<LedgerEntry[]> {
-    const now = this.clock.now()
-    const stuckAfter = options.inFlightStuckAfter ?? 3600
-    const out: LedgerEntry[] = []
-    for await (const e of this.store.list()) {
-      const t = resolvedOutcome(e, now)
-      if (options.tool !== undefined && e.tool !== options.tool) continue
-      if (options.outcome !== undefined && t !== options.outcome) continue
-      if (options.parentRequestId !== undefined && e.parentRequestId !== options.parentRequestId) continue
-      if (options.stuck) {
-        const stuck =
-          t === "BLOCKED" ||
-          t === "UNKNOWN" ||
-          t === "FAILED_AFTER_EFFECT" ||
-          t === "EXPIRED" ||
-          (t === "IN_FLIGHT" && now - e.startedAt >= stuckAfter)
-        if (!stuck) continue
-      }
-      out.push(e)
-    }
-    return out.sort((a, b) => a.startedAt - b.startedAt)
+  listTransitions(options: ListTransitionsOptions = {}): Promise<LedgerEntry[]> {
+    return listTransitions(this, options)
   }
 
   /** Waits until the transition leaves IN_FLIGHT (EXPIRED counts as done). Never writes. */
-  async waitForTransition(requestId: string, options: WaitOptions = {}): Promise<LedgerEntry> {
-    const interval = options.pollInterval ?? this.pollInterval
-    const timeout = options.pollTimeout === undefined ? this.pollTimeout : options.pollTimeout
-    const deadline = timeout === null ? Number.POSITIVE_INFINITY : this.clock.now() + timeout
-    for (;;) {
-      const row = await this.store.get(requestId)
-      if (!row) throw new LedgerError(`Cannot wait for unknown request '${requestId}'`)
-      if (resolvedOutcome(row, this.clock.now()) !== "IN_FLIGHT") return row
-      if (this.clock.now() >= deadline)
-        throw new LedgerPollTimeoutError(`Timed out waiting for request '${requestId}'`)
-      await this.clock.sleep(interval, options.signal)
-    }
+  waitForTransition(requestId: string, options: WaitOptions = {}): Promise<LedgerEntry> {
+    return waitForTransition(this, requestId, options)
   }
 
-  /** @internal a fresh in-flight row for a call. */
-  freshEntry(init: {
-    tool: string
-    requestId: string
-    args: Record<string, JsonValue>
-    meta: CallMeta
-    scope: TransitionScope
-    binding: ToolTransitionBinding | null
-    effectId: string
-    providerKey: string | null
-    decision: Decision | null
-    prior: LedgerEntry | null
-  }): LedgerEntry {
-    const now = this.clock.now()
-    const carried = init.prior?.providerIdempotencyKey != null ? init.prior.providerKeyFirstAttemptAt : null
-    const m = init.meta
-    const d = init.decision
-    // One literal (the type checker holds it to every LedgerEntry field): this runs on every call.
-    return {
-      requestId: init.requestId,
-      tool: init.tool,
-      args: [],
-      kwargs: { ...init.args, ...metaToKwargs(m, init.scope) },
-      status: "in-flight",
-      terminalOutcome: "IN_FLIGHT",
-      fence: 0,
-      result: null,
-      error: null,
-      startedAt: now,
-      finishedAt: null,
-      leaseUntil: null,
-      owner: this.owner,
-      idempotencyKey: init.requestId,
-      receiptRef: null,
-      sideEffectBoundary: init.binding?.sideEffectBoundaryDefault ?? "not_crossed",
-      externalOperationRef: null,
-      providerIdempotencyKey: init.providerKey,
-      providerKeyFirstAttemptAt: init.providerKey !== null ? (carried ?? now) : null,
-      lastHeartbeatAt: null,
-      workerDeadAssertedBy: null,
-      workerDeadAssertedAt: null,
-      operatorResolution: null,
-      resolvedBy: null,
-      resolutionReason: null,
-      resolvedAt: null,
-      releasedFromOutcome: null,
-      decisionId: m.decisionId ?? null,
-      stateRef: m.stateRef ?? null,
-      decision: d,
-      effectPhase: d ? (d.allowed ? "ATTEMPTING" : "ABORTED") : "INTENDED",
-      effectProtocolRequired: init.binding !== null,
-      effectId: init.effectId,
-      schemaVersion: LEDGER_ENTRY_SCHEMA_VERSION,
-      parentRequestId: m.parentRequestId ?? null,
-      handoffId: m.handoffId ?? null,
-    }
+  /** @internal a fresh in-flight row for a call (rows.ts). */
+  freshEntry(init: FreshRowInit): LedgerEntry {
+    return freshRow(this.owner, this.clock.now(), init)
   }
 }

@@ -9,6 +9,12 @@ export * from "./errors.ts"
 export * from "./gates.ts"
 export * from "./identity.ts"
 export * from "./memory-storage.ts"
+export type {
+  ListTransitionsOptions,
+  MarkWorkerDeadOptions,
+  ReleaseOptions,
+  WaitOptions,
+} from "./operators.ts"
 export * from "./reconcile.ts"
 export { configureSha256, type Sha256HexImpl, sha256, sha256Hex, sha256HexJs, toHex } from "./sha256.ts"
 export * from "./storage.ts"

@@ -1,7 +1,15 @@
 // Pure row transitions: what a mutation writes, given the row the writer holds.
+
+import type { ToolTransitionBinding } from "./binding.ts"
 import { type JsonValue, toJsonValue } from "./canonical.ts"
 import type { Decision, LedgerEntry } from "./entry.ts"
-import { BOUNDARY_RANK, type EffectState, type SideEffectBoundary } from "./enums.ts"
+import {
+  BOUNDARY_RANK,
+  type EffectState,
+  LEDGER_ENTRY_SCHEMA_VERSION,
+  type SideEffectBoundary,
+} from "./enums.ts"
+import { type CallMeta, metaToKwargs, type TransitionScope } from "./identity.ts"
 
 export function completedRow(e: LedgerEntry, result: unknown, now: number): LedgerEntry {
   return {
@@ -75,4 +83,64 @@ export const ALLOWED_DECISION: Decision = Object.freeze({ allowed: true, verdict
 export function errorText(e: unknown): string {
   if (e instanceof Error) return `${e.name}: ${e.message}`
   return `Error: ${String(e)}`
+}
+
+/** What a fresh in-flight row is made of. */
+export interface FreshRowInit {
+  readonly tool: string
+  readonly requestId: string
+  readonly args: Record<string, JsonValue>
+  readonly meta: CallMeta
+  readonly scope: TransitionScope
+  readonly binding: ToolTransitionBinding | null
+  readonly effectId: string
+  readonly providerKey: string | null
+  readonly decision: Decision | null
+  readonly prior: LedgerEntry | null
+}
+
+/** A fresh, unstamped in-flight row for a call. */
+export function freshRow(owner: string, now: number, init: FreshRowInit): LedgerEntry {
+  const carried = init.prior?.providerIdempotencyKey != null ? init.prior.providerKeyFirstAttemptAt : null
+  const m = init.meta
+  const d = init.decision
+  // One literal (the type checker holds it to every LedgerEntry field): this runs on every call.
+  return {
+    requestId: init.requestId,
+    tool: init.tool,
+    args: [],
+    kwargs: { ...init.args, ...metaToKwargs(m, init.scope) },
+    status: "in-flight",
+    terminalOutcome: "IN_FLIGHT",
+    fence: 0,
+    result: null,
+    error: null,
+    startedAt: now,
+    finishedAt: null,
+    leaseUntil: null,
+    owner,
+    idempotencyKey: init.requestId,
+    receiptRef: null,
+    sideEffectBoundary: init.binding?.sideEffectBoundaryDefault ?? "not_crossed",
+    externalOperationRef: null,
+    providerIdempotencyKey: init.providerKey,
+    providerKeyFirstAttemptAt: init.providerKey !== null ? (carried ?? now) : null,
+    lastHeartbeatAt: null,
+    workerDeadAssertedBy: null,
+    workerDeadAssertedAt: null,
+    operatorResolution: null,
+    resolvedBy: null,
+    resolutionReason: null,
+    resolvedAt: null,
+    releasedFromOutcome: null,
+    decisionId: m.decisionId ?? null,
+    stateRef: m.stateRef ?? null,
+    decision: d,
+    effectPhase: d ? (d.allowed ? "ATTEMPTING" : "ABORTED") : "INTENDED",
+    effectProtocolRequired: init.binding !== null,
+    effectId: init.effectId,
+    schemaVersion: LEDGER_ENTRY_SCHEMA_VERSION,
+    parentRequestId: m.parentRequestId ?? null,
+    handoffId: m.handoffId ?? null,
+  }
 }
