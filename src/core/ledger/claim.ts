@@ -109,7 +109,12 @@ export async function claimTransition(
         continue
       }
       if (resolved === "BLOCKED" || resolved === "UNKNOWN") {
-        throw new LedgerHardBlockError(hardBlockMessage(observed, resolved, null, now))
+        // An operator release or a reconciler verdict still applies; otherwise this refuses.
+        const next = await settleOrBlock(ctx, req, observed)
+        if (next.kind === "owned") return { owned: true, entry: next.entry, authorizedReexec: true }
+        if (next.kind === "return") return { owned: false, entry: next.entry }
+        observed = next.kind === "poll" ? await poll() : next.entry
+        continue
       }
       if (resolved !== "EXPIRED") {
         ctx.warn(

@@ -549,6 +549,13 @@ describe("classes and policies", () => {
       newEntry({ requestId: "L2", tool: "legacy", terminalOutcome: "UNKNOWN", status: "failed" }, 1),
     )
     await expect(t({}, { toolCallId: "L2" })).rejects.toBeInstanceOf(LedgerHardBlockError)
+    await ledger.release("L2", {
+      verified: "not_executed",
+      by: "ops",
+      reason: "never reached the mail server",
+    })
+    expect(await t({}, { toolCallId: "L2" })).toBe(2)
+    expect(await t({}, { toolCallId: "L2" })).toBe(2)
     const strict = new ActionLedger({ storage, unclassifiedPolicy: "strict", ...quiet })
     await storage.set(
       newEntry(
