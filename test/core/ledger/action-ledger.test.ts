@@ -374,24 +374,48 @@ describe("polling", () => {
 
 describe("leases", () => {
   it("auto-renews while the body runs and stops when it ends", async () => {
+    // Lease time runs on a manual clock; renewal ticks are real timers. Each step moves the clock 60 % of a lease
+    // and waits for a renewal to land, so the test proves renewals without depending on scheduler timing.
+    const clock = new ManualClock()
     const { storage, counts } = counting(new MemoryLedgerStorage())
-    const ledger = new ActionLedger({ storage, leaseTtl: 0.15, pollInterval: 0.01, ...quiet })
+    const ledger = new ActionLedger({
+      storage,
+      clock,
+      leaseTtl: 10,
+      leaseRenewInterval: 0.01,
+      pollInterval: 0.01,
+      ...quiet,
+    })
     let runs = 0
+    const hold = gate()
     const t = ledger.tool({ name: "slow", binding: bind("non_idempotent_mutate") }, async () => {
       runs++
-      await new Promise((r) => setTimeout(r, 400))
+      await hold.opened
       return "done"
     })
     const first = t({}, { requestId: "slow-1" })
-    await new Promise((r) => setTimeout(r, 250))
-    // Past the original lease: without renewal a peer would see EXPIRED and hard-block. It polls instead.
+    const renewedAt = async (at: number) => {
+      for (let i = 0; i < 500; i++) {
+        if ((await storage.get("slow-1"))?.lastHeartbeatAt === at) return
+        await new Promise((r) => setTimeout(r, 5))
+      }
+      throw new Error(`no renewal at ${at}`)
+    }
+    const start = clock.now()
+    for (let step = 0; step < 5; step++) {
+      clock.advance(6)
+      await renewedAt(clock.now())
+    }
+    // 30 s after the claim, three leases' worth: a peer sees a live transition and waits instead of blocking.
+    expect(clock.now() - start).toBe(30)
+    expect(await storage.get("slow-1")).toMatchObject({ terminalOutcome: "IN_FLIGHT", fence: 1 })
     const second = t({}, { requestId: "slow-1" })
+    hold.open()
     expect(await first).toBe("done")
     expect(await second).toBe("done")
     expect(runs).toBe(1)
-    expect(counts.cas).toBeGreaterThanOrEqual(3)
     const after = counts.cas
-    await new Promise((r) => setTimeout(r, 200))
+    await new Promise((r) => setTimeout(r, 100))
     expect(counts.cas).toBe(after)
   })
 
