@@ -26,6 +26,7 @@ install_packages() {
   command -v websockify >/dev/null || need+=(websockify)
   command -v chromium >/dev/null || need+=(chromium)
   command -v curl >/dev/null || need+=(curl)
+  command -v python3 >/dev/null || need+=(python3)
   if [ ${#need[@]} -gt 0 ]; then
     echo "installing: ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive

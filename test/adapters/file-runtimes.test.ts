@@ -18,19 +18,18 @@ const runtimes: Array<[string, string[]]> = [
 
 describe("FileLedgerStorage in other runtimes", () => {
   for (const [name, args] of runtimes) {
-    it.skipIf(!existsSync(join(BIN, name)))(
-      `${name}: one execution for 10 redispatches, file read back`,
-      () => {
-        const path = join(root, name, "ledger.json")
-        const r = spawnSync(join(BIN, name), [...args, path], { encoding: "utf8", timeout: 60_000 })
-        expect(r.status, r.stderr).toBe(0)
-        expect(JSON.parse(r.stdout.trim().split("\n").at(-1) ?? "{}")).toEqual({
-          runs: 1,
-          results: 1,
-          rows: 1,
-          outcome: "COMPLETED",
-        })
-      },
-    )
+    it(`${name}: one execution for 10 redispatches, file read back`, () => {
+      // The binaries are devDependencies: missing means a broken install, which must fail, not skip.
+      expect(existsSync(join(BIN, name)), `${name} is not installed; run npm ci`).toBe(true)
+      const path = join(root, name, "ledger.json")
+      const r = spawnSync(join(BIN, name), [...args, path], { encoding: "utf8", timeout: 60_000 })
+      expect(r.status, r.stderr).toBe(0)
+      expect(JSON.parse(r.stdout.trim().split("\n").at(-1) ?? "{}")).toEqual({
+        runs: 1,
+        results: 1,
+        rows: 1,
+        outcome: "COMPLETED",
+      })
+    })
   }
 })

@@ -64,7 +64,7 @@ export interface ActionLedgerOptions {
   /** Seconds without a heartbeat after which a worker counts as dead. Default `2 * leaseTtl`. */
   presumedDeadAfter?: number | null
   requestIdentityPolicy?: RequestIdentityPolicy
-  /** This worker's name in rows it claims. Default: a random id per process. */
+  /** This worker's name in rows it claims. Default: one random id per running program. */
   owner?: string
   /** Time in epoch seconds; tests pass a `ManualClock`. */
   clock?: Clock | { now(): number }
