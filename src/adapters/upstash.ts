@@ -3,6 +3,7 @@
 // Claim and every compare-and-set are one Lua script each: one round trip, no WATCH/MULTI retry loops.
 import type { Redis } from "@upstash/redis"
 import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
+import { isTerminalOutcome } from "../core/ledger/enums.ts"
 import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
@@ -456,19 +457,9 @@ function toRow(v: unknown): Row | null {
   return null
 }
 
-const VALID_TERMINALS = new Set([
-  "IN_FLIGHT",
-  "COMPLETED",
-  "FAILED_BEFORE_EFFECT",
-  "FAILED_AFTER_EFFECT",
-  "EXPIRED",
-  "BLOCKED",
-  "UNKNOWN",
-])
-
 function isNonTerminal(row: Row): boolean {
   const t = row.terminal_outcome === undefined ? "IN_FLIGHT" : row.terminal_outcome
-  if (typeof t === "string" && VALID_TERMINALS.has(t)) return t === "IN_FLIGHT" || t === "EXPIRED"
+  if (isTerminalOutcome(t)) return t === "IN_FLIGHT" || t === "EXPIRED"
   return row.status === "in-flight"
 }
 

@@ -4,7 +4,7 @@ import { z } from "zod"
 import { ActionLedger } from "../core/ledger/action-ledger.ts"
 import type { Clock } from "../core/ledger/clock.ts"
 import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
-import { isTerminalOutcome, type TerminalOutcome } from "../core/ledger/enums.ts"
+import { EffectState, isTerminalOutcome, TerminalOutcome } from "../core/ledger/enums.ts"
 import { LedgerError } from "../core/ledger/errors.ts"
 import type { LedgerStorage, TransitionExpectation } from "../core/ledger/storage.ts"
 import { AuthError, type LedgerScope, type Principal } from "./auth.ts"
@@ -41,16 +41,9 @@ export class HttpError extends Error {
   }
 }
 
-const OUTCOMES = z.enum([
-  "IN_FLIGHT",
-  "COMPLETED",
-  "FAILED_BEFORE_EFFECT",
-  "FAILED_AFTER_EFFECT",
-  "EXPIRED",
-  "BLOCKED",
-  "UNKNOWN",
-])
-const PHASES = z.enum(["INTENDED", "ATTEMPTING", "COMMITTED", "ABORTED", "UNKNOWN"])
+// The core enums, so the API accepts exactly what the ledger stores.
+const OUTCOMES = z.enum(TerminalOutcome)
+const PHASES = z.enum(EffectState)
 const Row = z.looseObject({ request_id: z.string().min(1), tool: z.string(), status: z.string() })
 const Claim = z.strictObject({
   entry: Row,
