@@ -113,17 +113,13 @@ export class NeonLedgerStorage implements LedgerStorage {
     this.#q = queries(table)
   }
 
-  /** Creates the table and the dispatch-id index if missing. Safe to run on every deploy and concurrently. */
+  /**
+   * Creates the table and the dispatch-id index if missing. Safe to run on every deploy and concurrently: one
+   * statement (so it also works over the HTTP driver) that takes a transaction-scoped advisory lock first, because
+   * two first-time `IF NOT EXISTS` creations otherwise race on the catalog ("type … already exists").
+   */
   async migrate(): Promise<void> {
-    for (const stmt of this.#q.migrate) {
-      try {
-        await this.#run(stmt, [])
-      } catch (e) {
-        // Two first-time `IF NOT EXISTS` creations can race on the catalog; the loser finds the object made.
-        const code = (e as { code?: unknown }).code
-        if (code !== "23505" && code !== "42P07") throw e
-      }
-    }
+    await this.#run(this.#q.migrate, [])
   }
 
   async get(requestId: string): Promise<LedgerEntry | null> {
@@ -246,11 +242,12 @@ function queries(table: string) {
     ` WHERE t.request_id = $1 AND NOT EXISTS (SELECT 1 FROM ins) AND ${claimableAt(p, "$3::float8")}${extra}` +
     ` RETURNING ${fenceOf(p)} AS fence)`
   return {
-    migrate: [
-      `CREATE TABLE IF NOT EXISTS ${table} (request_id TEXT PRIMARY KEY, payload JSONB NOT NULL)`,
+    migrate:
+      `DO $mycelium_migrate$ BEGIN PERFORM pg_advisory_xact_lock(hashtext('mycelium-migrate:${table}'));` +
+      ` CREATE TABLE IF NOT EXISTS ${table} (request_id TEXT PRIMARY KEY, payload JSONB NOT NULL);` +
       // The cross-row args-drift gate looks rows up by dispatch id (`kwargs.tool_call_id`).
-      `CREATE INDEX IF NOT EXISTS ${table}_dispatch_idx ON ${table} ((payload->'kwargs'->>'tool_call_id'))`,
-    ],
+      ` CREATE INDEX IF NOT EXISTS ${table}_dispatch_idx ON ${table} ((payload->'kwargs'->>'tool_call_id'));` +
+      " END $mycelium_migrate$",
     get: `SELECT payload::text AS payload FROM ${table} WHERE request_id = $1`,
     set:
       `INSERT INTO ${table} AS t (request_id, payload) VALUES ($1, $2::jsonb) ON CONFLICT (request_id)` +
