@@ -141,12 +141,26 @@ let native: Sha256HexImpl | null = null
  */
 export function configureSha256(impl: Sha256HexImpl | null): void {
   native = impl
+  memo.clear()
 }
+
+// A redispatch derives its identity from the very same preimages again (args fingerprint, transition key), so
+// recent digests of short strings are remembered: a replay then hashes nothing. Bounded in count and size.
+const MEMO_ENTRIES = 256
+const MEMO_MAX_CHARS = 2048
+const memo = new Map<string, string>()
 
 /** Lowercase hex SHA-256, as Python's `hashlib.sha256(...).hexdigest()`. */
 export function sha256Hex(input: string | Uint8Array): string {
-  if (native) return native(input)
-  return sha256HexJs(input)
+  if (typeof input !== "string" || input.length > MEMO_MAX_CHARS) {
+    return native ? native(input) : sha256HexJs(input)
+  }
+  const hit = memo.get(input)
+  if (hit !== undefined) return hit
+  const hex = native ? native(input) : sha256HexJs(input)
+  if (memo.size >= MEMO_ENTRIES) memo.delete(memo.keys().next().value as string)
+  memo.set(input, hex)
+  return hex
 }
 
 /** The JavaScript digest, whatever is configured. */

@@ -3,9 +3,11 @@ import {
   argsFingerprint,
   buildTransitionPreimage,
   canonicalJson,
+  configureSha256,
   preimageJson,
   pythonFloatRepr,
   sha256Hex,
+  sha256HexJs,
   toJsonValue,
   transitionKey,
 } from "../../../src/core/index.ts"
@@ -115,6 +117,49 @@ describe("sha256", () => {
       const want = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s)))
       expect(sha256Hex(s)).toBe([...want].map((b) => b.toString(16).padStart(2, "0")).join(""))
     }
+  })
+})
+
+describe("sha256 digest memo", () => {
+  it("remembers recent short inputs, bounded in count and length, and forgets on reconfiguration", () => {
+    const seen: string[] = []
+    const counting = (input: string | Uint8Array): string => {
+      seen.push(typeof input === "string" ? input : "<bytes>")
+      return sha256HexJs(input)
+    }
+    try {
+      configureSha256(counting)
+      const short = "memo-probe-1"
+      expect(sha256Hex(short)).toBe(sha256HexJs(short))
+      expect(sha256Hex(short)).toBe(sha256HexJs(short))
+      expect(seen.filter((s) => s === short)).toHaveLength(1)
+
+      const long = "L".repeat(3000)
+      sha256Hex(long)
+      sha256Hex(long)
+      expect(seen.filter((s) => s === long)).toHaveLength(2)
+
+      const bytes = new TextEncoder().encode(short)
+      expect(sha256Hex(bytes)).toBe(sha256HexJs(short))
+      expect(seen.filter((s) => s === "<bytes>")).toHaveLength(1)
+
+      // 256 newer inputs push the probe out: it is hashed again, and still correctly.
+      for (let i = 0; i < 256; i++) sha256Hex(`memo-filler-${i}`)
+      expect(sha256Hex(short)).toBe(sha256HexJs(short))
+      expect(seen.filter((s) => s === short)).toHaveLength(2)
+
+      // A new implementation must not be answered from the old one's results.
+      const other: string[] = []
+      configureSha256((input) => {
+        other.push(String(input))
+        return "0".repeat(64)
+      })
+      expect(sha256Hex(short)).toBe("0".repeat(64))
+      expect(other).toEqual([short])
+    } finally {
+      configureSha256(null)
+    }
+    expect(sha256Hex("memo-probe-1")).toBe(sha256HexJs("memo-probe-1"))
   })
 })
 
