@@ -141,25 +141,28 @@ let native: Sha256HexImpl | null = null
  */
 export function configureSha256(impl: Sha256HexImpl | null): void {
   native = impl
-  memo.clear()
+  ringIn.fill(null)
 }
 
 // A redispatch derives its identity from the very same preimages again (args fingerprint, transition key), so
-// recent digests of short strings are remembered: a replay then hashes nothing. Bounded in count and size.
-const MEMO_ENTRIES = 256
+// the last few digests of short strings are remembered and a replay hashes nothing. A small ring compared by
+// string equality, not a Map: a Map costs a fresh call more (hashing, insertion, eviction) than a replay saves.
+const RING = 16
 const MEMO_MAX_CHARS = 2048
-const memo = new Map<string, string>()
+const ringIn: (string | null)[] = new Array<string | null>(RING).fill(null)
+const ringOut: string[] = new Array<string>(RING).fill("")
+let ringNext = 0
 
 /** Lowercase hex SHA-256, as Python's `hashlib.sha256(...).hexdigest()`. */
 export function sha256Hex(input: string | Uint8Array): string {
   if (typeof input !== "string" || input.length > MEMO_MAX_CHARS) {
     return native ? native(input) : sha256HexJs(input)
   }
-  const hit = memo.get(input)
-  if (hit !== undefined) return hit
+  for (let i = 0; i < RING; i++) if (ringIn[i] === input) return ringOut[i] as string
   const hex = native ? native(input) : sha256HexJs(input)
-  if (memo.size >= MEMO_ENTRIES) memo.delete(memo.keys().next().value as string)
-  memo.set(input, hex)
+  ringIn[ringNext] = input
+  ringOut[ringNext] = hex
+  ringNext = (ringNext + 1) % RING
   return hex
 }
 
