@@ -21,4 +21,19 @@ describe("runtimes", () => {
   it("Bun: ten redispatches, one charge", () => {
     expect(run("bun", ["examples/quickstart.ts"])).toEqual({ runtime: "bun", charges: 1, ids: ["pi_1"] })
   })
+
+  // One call per session (each has its own cache), the second lookup in a session hits its cache.
+  const als = (runtime: string) => ({
+    runtime,
+    hasAsyncContext: true,
+    calls: 2,
+    sameSessionEverywhere: [true, true],
+    outside: true,
+  })
+  it("Deno: sessions propagate across await through node:async_hooks", () => {
+    expect(run("deno", ["run", "test/runtimes/session-als-script.ts"])).toEqual(als("deno"))
+  })
+  it("Bun: sessions propagate across await through node:async_hooks", () => {
+    expect(run("bun", ["test/runtimes/session-als-script.ts"])).toEqual(als("bun"))
+  })
 })
