@@ -57,30 +57,54 @@ const encodeCmd = (args) =>
       return [Buffer.from(`$${b.length}\r\n`), b, Buffer.from("\r\n")]
     }),
   ])
-const sock = net.createConnection({ host: RHOST, port: Number(RPORT) })
-sock.setNoDelay(true)
-const waiting = []
-let acc = Buffer.alloc(0) // one connection, FIFO replies; a MULTI..EXEC block is one write
-sock.on("data", (d) => {
-  acc = acc.length ? Buffer.concat([acc, d]) : d
-  let off = 0
-  for (;;) {
-    const r = parse(acc, off)
-    if (!r) break
-    off = r[1]
-    waiting.shift()(r[0])
+// Redis went away (stopped, restarting): answered 503, as the Upstash endpoint answers while its database is down.
+class Unavailable {
+  constructor(m) {
+    this.message = m
   }
-  acc = acc.subarray(off)
-})
-sock.on("error", (e) => {
-  console.error(e.message)
-  process.exit(1)
-})
+}
+// One connection at a time, FIFO replies; a MULTI..EXEC block is one write. When Redis closes it, the requests
+// still waiting on it get Unavailable and the next request connects again, so the shim outlives a Redis restart
+// instead of hanging (a killed Redis closes the socket without an error, so nothing else would answer them).
+let conn = null
+function connect() {
+  const sock = net.createConnection({ host: RHOST, port: Number(RPORT) })
+  sock.setNoDelay(true)
+  const c = { sock, waiting: [], acc: Buffer.alloc(0), error: "" }
+  sock.on("data", (d) => {
+    c.acc = c.acc.length ? Buffer.concat([c.acc, d]) : d
+    let off = 0
+    for (;;) {
+      const r = parse(c.acc, off)
+      if (!r) break
+      off = r[1]
+      c.waiting.shift()(r[0])
+    }
+    c.acc = c.acc.subarray(off)
+  })
+  sock.on("error", (e) => {
+    c.error = e.message
+  })
+  const gone = () => {
+    if (conn === c) conn = null
+  }
+  sock.on("end", gone)
+  sock.on("close", () => {
+    gone()
+    const lost = new Unavailable(`ERR redis at ${RHOST}:${RPORT} unavailable${c.error ? `: ${c.error}` : ""}`)
+    for (const w of c.waiting.splice(0)) w(lost)
+  })
+  return c
+}
+conn = connect()
 const send = (cmds) => {
-  const ps = cmds.map(() => new Promise((r) => waiting.push(r)))
-  sock.write(Buffer.concat(cmds.map(encodeCmd)))
+  conn ??= connect()
+  const c = conn
+  const ps = cmds.map(() => new Promise((r) => c.waiting.push(r)))
+  c.sock.write(Buffer.concat(cmds.map(encodeCmd)))
   return ps
 }
+const lostIn = (vs) => vs.find((v) => v instanceof Unavailable)
 const toArg = (a) =>
   typeof a === "string" ? a : typeof a === "number" || typeof a === "boolean" ? String(a) : JSON.stringify(a)
 const enc = (v, b64) =>
@@ -124,20 +148,28 @@ http
       const path = new URL(req.url, "http://x").pathname.replace(/\/+$/, "")
       if (path === "") {
         if (!isCmd(b)) return reply(res, 400, { error: "ERR command must be a non-empty array" })
-        const r = wrap(await send([b.map(toArg)])[0], b64)
+        const v = await send([b.map(toArg)])[0]
+        if (v instanceof Unavailable) return reply(res, 503, { error: v.message })
+        const r = wrap(v, b64)
         return reply(res, r.error ? 400 : 200, r)
       }
       if (path === "/pipeline" || path === "/multi-exec") {
         if (!Array.isArray(b) || !b.every(isCmd))
           return reply(res, 400, { error: "ERR body must be an array of commands" })
         const cmds = b.map((c) => c.map(toArg))
-        if (path === "/pipeline")
+        if (path === "/pipeline") {
+          const vs = await Promise.all(send(cmds))
+          const lost = lostIn(vs)
+          if (lost) return reply(res, 503, { error: lost.message })
           return reply(
             res,
             200,
-            (await Promise.all(send(cmds))).map((v) => wrap(v, b64)),
+            vs.map((v) => wrap(v, b64)),
           )
+        }
         const all = await Promise.all(send([["MULTI"], ...cmds, ["EXEC"]]))
+        const lost = lostIn(all)
+        if (lost) return reply(res, 503, { error: lost.message })
         const queued = all.slice(1, -1).find((v) => v instanceof RespError),
           exec = all.at(-1)
         if (exec instanceof RespError)
