@@ -51,6 +51,10 @@ const PAGE = 500
 // A claim that raced a concurrent insert or reclaim sees a stale snapshot and runs again; a new snapshot sees the
 // winner, so more than a couple of rounds means the row is being rewritten continuously.
 const CLAIM_ROUNDS = 20
+// Claim modes of the claim function: any claimable row, only the row still at a given fence, or insert only.
+const CLAIM_ANY = 0
+const CLAIM_AT_FENCE = 1
+const CLAIM_INSERT_ONLY = 2
 
 const OUTCOMES = new Set<string>(Object.values(TerminalOutcome))
 const sqlList = (xs: Iterable<string>): string => [...xs].map((x) => `'${x}'`).join(",")
@@ -151,24 +155,30 @@ export class NeonLedgerStorage implements LedgerStorage {
   ): Promise<ClaimResult> {
     const stamped = stampClaim(entry, null, leaseTtl, now)
     const payload = JSON.stringify(entryToRow(stamped))
-    let text = this.#q.claimAny
-    const params: unknown[] = [entry.requestId, payload, now]
+    let mode = CLAIM_ANY
+    let fence: number | null = null
     if (options && "reclaimFence" in options) {
-      if (options.reclaimFence === null) text = this.#q.claimInsertOnly
+      if (options.reclaimFence === null) mode = CLAIM_INSERT_ONLY
       else {
-        text = this.#q.claimAtFence
-        params.push(options.reclaimFence)
+        mode = CLAIM_AT_FENCE
+        fence = options.reclaimFence ?? null // present but undefined: reclaims nothing, as decideClaim
       }
     }
+    const dispatchId = options?.dispatchId ?? null
+    const params: unknown[] = [entry.requestId, payload, now, mode, fence, dispatchId]
     for (let round = 0; round < CLAIM_ROUNDS; round++) {
-      const rows = await this.#run(text, params)
+      const rows = await this.#run(this.#q.claim, params)
       const row = rows[0]
-      if (!row) continue // a concurrent insert is not in this statement's snapshot yet
-      if (row.kind === "claimed")
-        return { outcome: "claimed", entry: { ...stamped, fence: Number(row.fence) } }
-      const existing = fromPayload(row.payload)
+      if (!row) continue // the row vanished between statements (deleted by hand): ask again
+      if (row.claim_kind === "claimed") {
+        const claimed = { ...stamped, fence: Number(row.claim_fence) }
+        if (!dispatchId) return { outcome: "claimed", entry: claimed }
+        const dispatchSiblings = rows.slice(1).map((r) => fromPayload(r.row_payload))
+        return { outcome: "claimed", entry: claimed, dispatchSiblings }
+      }
+      const existing = fromPayload(row.row_payload)
       const { result } = decideClaim(existing, entry, leaseTtl, now, options)
-      // "claimed" here means our snapshot predates a concurrent winner's reclaim: ask again.
+      // "claimed" here means a concurrent writer changed the row between our statements: ask again.
       if (result.outcome !== "claimed") return result
     }
     throw new NeonClaimRetryError(
@@ -230,33 +240,42 @@ export class NeonLedgerStorage implements LedgerStorage {
 
 function queries(table: string) {
   const p = "t.payload"
-  const claim = (update: string): string =>
-    `WITH ins AS (INSERT INTO ${table} AS t (request_id, payload) VALUES ($1, $2::jsonb)` +
-    ` ON CONFLICT (request_id) DO NOTHING RETURNING 1::float8 AS fence), ${update}` +
-    ` SELECT 'claimed' AS kind, fence, NULL::text AS payload FROM ins` +
-    ` UNION ALL SELECT 'claimed', fence, NULL FROM upd` +
-    ` UNION ALL SELECT 'existing', NULL, t.payload::text FROM ${table} AS t WHERE t.request_id = $1` +
-    ` AND NOT EXISTS (SELECT 1 FROM ins) AND NOT EXISTS (SELECT 1 FROM upd)`
-  const reclaim = (extra: string): string =>
-    `upd AS (UPDATE ${table} AS t SET payload = jsonb_set($2::jsonb, '{fence}', to_jsonb(${fenceOf(p)}::numeric + 1))` +
-    ` WHERE t.request_id = $1 AND NOT EXISTS (SELECT 1 FROM ins) AND ${claimableAt(p, "$3::float8")}${extra}` +
-    ` RETURNING ${fenceOf(p)} AS fence)`
+  const claimFn = `${table}_claim`
+  // The claim as a PL/pgSQL function: each statement in it takes a fresh snapshot, so after the advisory lock on
+  // the dispatch id it sees every sibling claimed before it (a single CTE statement reads from a snapshot taken
+  // before any lock, and could miss one). One round trip still carries the claim and its drift siblings.
+  const claimFunction =
+    `CREATE OR REPLACE FUNCTION ${claimFn}(p_id text, p_payload jsonb, p_now float8, p_mode int, p_fence float8,` +
+    " p_dispatch text) RETURNS TABLE(claim_kind text, claim_fence float8, row_payload text)" +
+    " LANGUAGE plpgsql VOLATILE AS $mycelium_claim$ DECLARE f float8; BEGIN" +
+    ` IF p_dispatch IS NOT NULL THEN PERFORM pg_advisory_xact_lock(hashtextextended('mycelium-dispatch:${table}:' || p_dispatch, 0)); END IF;` +
+    ` INSERT INTO ${table} AS t (request_id, payload) VALUES (p_id, p_payload) ON CONFLICT (request_id) DO NOTHING;` +
+    ` IF FOUND THEN f := 1; ELSIF p_mode <> ${CLAIM_INSERT_ONLY} THEN` +
+    ` UPDATE ${table} AS t SET payload = jsonb_set(p_payload, '{fence}', to_jsonb(${fenceOf(p)}::numeric + 1))` +
+    ` WHERE t.request_id = p_id AND ${claimableAt(p, "p_now")}` +
+    ` AND (p_mode = ${CLAIM_ANY} OR ${fenceOf(p)} = p_fence) RETURNING ${fenceOf(p)} INTO f; END IF;` +
+    " IF f IS NULL THEN RETURN QUERY SELECT 'existing'::text, NULL::float8, t.payload::text" +
+    ` FROM ${table} AS t WHERE t.request_id = p_id; RETURN; END IF;` +
+    " RETURN QUERY SELECT 'claimed'::text, f, NULL::text;" +
+    " IF p_dispatch IS NOT NULL THEN RETURN QUERY SELECT 'sibling'::text, NULL::float8, t.payload::text" +
+    ` FROM ${table} AS t WHERE t.payload->'kwargs'->>'tool_call_id' = p_dispatch` +
+    " AND jsonb_typeof(t.payload->'kwargs'->'tool_call_id') = 'string' AND t.request_id <> p_id" +
+    ' ORDER BY t.request_id COLLATE "C"; END IF; END $mycelium_claim$'
   return {
     migrate:
       `DO $mycelium_migrate$ BEGIN PERFORM pg_advisory_xact_lock(hashtext('mycelium-migrate:${table}'));` +
       ` CREATE TABLE IF NOT EXISTS ${table} (request_id TEXT PRIMARY KEY, payload JSONB NOT NULL);` +
       // The cross-row args-drift gate looks rows up by dispatch id (`kwargs.tool_call_id`).
       ` CREATE INDEX IF NOT EXISTS ${table}_dispatch_idx ON ${table} ((payload->'kwargs'->>'tool_call_id'));` +
+      ` ${claimFunction};` +
       " END $mycelium_migrate$",
+    claim:
+      `SELECT claim_kind, claim_fence, row_payload FROM ${claimFn}($1::text, $2::jsonb, $3::float8, $4::int,` +
+      " $5::float8, $6::text)",
     get: `SELECT payload::text AS payload FROM ${table} WHERE request_id = $1`,
     set:
       `INSERT INTO ${table} AS t (request_id, payload) VALUES ($1, $2::jsonb) ON CONFLICT (request_id)` +
       ` DO UPDATE SET payload = EXCLUDED.payload WHERE ${fenceOf(p)} <= $3::float8 RETURNING 1 AS ok`,
-    claimAny: claim(reclaim("")),
-    claimAtFence: claim(reclaim(` AND ${fenceOf(p)} = $4::float8`)),
-    claimInsertOnly: claim(
-      `upd AS (SELECT 1::float8 AS fence FROM ${table} AS t WHERE false AND t.request_id = $1 AND $3::float8 IS NULL)`,
-    ),
     list:
       `SELECT payload::text AS payload FROM ${table} WHERE starts_with(request_id, $1)` +
       ` AND ($2::text IS NULL OR request_id COLLATE "C" > $2::text) ORDER BY request_id COLLATE "C" LIMIT $3`,
