@@ -46,6 +46,15 @@ export class NeonClaimRetryError extends Error {
   readonly code = "neon_claim_retry_exhausted"
 }
 
+/** The table or its claim function is missing: `migrate()` has not run (or ran with an older version). */
+export class NeonSchemaMissingError extends Error {
+  override readonly name = "NeonSchemaMissingError"
+  readonly code = "neon_schema_missing"
+}
+
+// undefined_table, undefined_function
+const SCHEMA_MISSING_CODES = new Set(["42P01", "42883"])
+
 const TABLE_RE = /^[a-z][a-z0-9_]*$/
 const PAGE = 500
 // A claim that raced a concurrent insert or reclaim sees a stale snapshot and runs again; a new snapshot sees the
@@ -115,6 +124,20 @@ export class NeonLedgerStorage implements LedgerStorage {
       throw new TypeError("NeonLedgerStorage needs { pool } or { sql }")
     }
     this.#q = queries(table)
+    const run = this.#run
+    this.#run = async (text, params) => {
+      try {
+        return await run(text, params)
+      } catch (err) {
+        const code = (err as { code?: unknown } | null)?.code
+        if (typeof code !== "string" || !SCHEMA_MISSING_CODES.has(code)) throw err
+        throw new NeonSchemaMissingError(
+          `ledger table '${table}' or its claim function is missing: run \`await storage.migrate()\` once ` +
+            `(after upgrading mycelium-runtime too); Postgres said: ${(err as Error).message}`,
+          { cause: err },
+        )
+      }
+    }
   }
 
   /**

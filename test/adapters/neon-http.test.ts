@@ -23,6 +23,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   await neon(DATABASE_URL).query(`DROP TABLE IF EXISTS ${table}`)
+  await neon(DATABASE_URL).query(`DROP FUNCTION IF EXISTS ${table}_claim`)
   await emu.stop()
 })
 

@@ -1,6 +1,11 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { InvalidTableNameError, NeonLedgerStorage } from "../../src/adapters/neon.ts"
-import { LedgerOutcomeAlreadySetError, newEntry } from "../../src/core/index.ts"
+import { InvalidTableNameError, NeonLedgerStorage, NeonSchemaMissingError } from "../../src/adapters/neon.ts"
+import {
+  ActionLedger,
+  LedgerOutcomeAlreadySetError,
+  LedgerStorageUnavailableError,
+  newEntry,
+} from "../../src/core/index.ts"
 import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 import { runTag } from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
@@ -14,7 +19,7 @@ beforeAll(async () => {
   await new NeonLedgerStorage({ pool, table }).migrate()
 })
 afterAll(async () => {
-  await pool.query(`DROP TABLE IF EXISTS ${table}`)
+  await pool.query(`DROP TABLE IF EXISTS ${table}; DROP FUNCTION IF EXISTS ${table}_claim`)
   await Promise.all([pool.end(), peerPool.end()])
 })
 
@@ -41,7 +46,7 @@ describe("neon: schema and writes", () => {
           Array.from({ length: 8 }, () => new NeonLedgerStorage({ pool, table: fresh }).migrate()),
         )
       } finally {
-        await pool.query(`DROP TABLE IF EXISTS ${fresh}`)
+        await pool.query(`DROP TABLE IF EXISTS ${fresh}; DROP FUNCTION IF EXISTS ${fresh}_claim`)
       }
     }
     const t = `${table}_mig`
@@ -64,7 +69,36 @@ describe("neon: schema and writes", () => {
         { column_name: "payload", data_type: "jsonb", is_nullable: "NO" },
       ])
     } finally {
-      await pool.query(`DROP TABLE IF EXISTS ${t}`)
+      await pool.query(`DROP TABLE IF EXISTS ${t}; DROP FUNCTION IF EXISTS ${t}_claim`)
+    }
+  })
+
+  it("a missing table or claim function is a typed error that says to run migrate(), and nothing runs", async () => {
+    const t = `${table}_nomig`
+    const s = new NeonLedgerStorage({ pool, table: t })
+    const entry = newEntry({ requestId: runTag("nomig"), tool: "t" }, T0)
+    try {
+      // Never migrated: no table.
+      await expect(s.tryClaimInflight(entry, 60, T0)).rejects.toBeInstanceOf(NeonSchemaMissingError)
+      await expect(s.get(entry.requestId)).rejects.toThrow(/run `await storage.migrate\(\)`/)
+      // Migrated by an older version: the table is there, the claim function is not.
+      await s.migrate()
+      await pool.query(`DROP FUNCTION ${t}_claim`)
+      await expect(s.tryClaimInflight(entry, 60, T0)).rejects.toBeInstanceOf(NeonSchemaMissingError)
+      let ran = 0
+      const ledger = new ActionLedger({ storage: s, leaseTtl: 60 })
+      const charge = ledger.tool(
+        { name: "charge", binding: { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } },
+        async () => ++ran,
+      )
+      const err = await charge({}, { toolCallId: runTag("nomig-call") }).catch((e: unknown) => e)
+      expect(err).toBeInstanceOf(LedgerStorageUnavailableError)
+      expect(String((err as Error).message)).toContain("migrate()")
+      expect(ran).toBe(0)
+      await s.migrate() // repairs it
+      expect((await s.tryClaimInflight(entry, 60, T0)).outcome).toBe("claimed")
+    } finally {
+      await pool.query(`DROP TABLE IF EXISTS ${t}; DROP FUNCTION IF EXISTS ${t}_claim`)
     }
   })
 

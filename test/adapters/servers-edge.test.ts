@@ -44,7 +44,7 @@ beforeAll(async () => {
   }
 })
 afterAll(async () => {
-  await pool.query(`DROP TABLE IF EXISTS ${table}`)
+  await pool.query(`DROP TABLE IF EXISTS ${table}; DROP FUNCTION IF EXISTS ${table}_claim`)
   await pool.end()
 })
 

@@ -115,7 +115,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   for (const t of [`ledger_ws_${TAG}`, `ledger_http_${TAG}`, `outage_${TAG}`]) {
-    await pool.query(`DROP TABLE IF EXISTS ${t}`)
+    await pool.query(`DROP TABLE IF EXISTS ${t}; DROP FUNCTION IF EXISTS ${t}_claim`)
   }
   await pool.end()
   await emu.stop()

@@ -48,7 +48,7 @@ describe("cross-process races on real servers", () => {
   })
   afterAll(async () => {
     for (const t of tags) {
-      await pool.query(`DROP TABLE IF EXISTS race_${t}`)
+      await pool.query(`DROP TABLE IF EXISTS race_${t}; DROP FUNCTION IF EXISTS race_${t}_claim`)
       await pool.query(`DROP TABLE IF EXISTS race_${t}_exec`)
     }
     await pool.end()

@@ -88,7 +88,7 @@ describe("neon adapter in workerd (Pool over WebSocket)", () => {
   })
   afterAll(async () => {
     const p = new Pool({ connectionString: DATABASE_URL, max: 1 })
-    await p.query(`DROP TABLE IF EXISTS ${table}`)
+    await p.query(`DROP TABLE IF EXISTS ${table}; DROP FUNCTION IF EXISTS ${table}_claim`)
     await p.end()
   })
 
