@@ -1,6 +1,7 @@
 // Ledger on Postgres through @neondatabase/serverless, in the Python original's table so both can share one ledger:
-// `(request_id TEXT PRIMARY KEY, payload JSONB NOT NULL)`. Claim and every compare-and-set are one SQL statement
-// each, so the same code runs over a WebSocket Pool/Client and over the HTTP `neon()` function (no transactions).
+// `(request_id TEXT PRIMARY KEY, payload JSONB NOT NULL)`. Claim (a call of the function `migrate()` creates) and
+// every compare-and-set are one SQL statement each, so the same code runs over a WebSocket Pool/Client and over the
+// HTTP `neon()` function (no interactive transactions).
 import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
 import { TerminalOutcome } from "../core/ledger/enums.ts"
 import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
@@ -57,8 +58,8 @@ const SCHEMA_MISSING_CODES = new Set(["42P01", "42883"])
 
 const TABLE_RE = /^[a-z][a-z0-9_]*$/
 const PAGE = 500
-// A claim that raced a concurrent insert or reclaim sees a stale snapshot and runs again; a new snapshot sees the
-// winner, so more than a couple of rounds means the row is being rewritten continuously.
+// A claim that found a row which a concurrent writer then changed before the claim could read it runs again; more
+// than a couple of rounds means the row is being rewritten continuously.
 const CLAIM_ROUNDS = 20
 // Claim modes of the claim function: any claimable row, only the row still at a given fence, or insert only.
 const CLAIM_ANY = 0
@@ -97,6 +98,39 @@ const claimableAt = (p: string, now: string): string =>
 
 type Run = (text: string, params: unknown[]) => Promise<Record<string, unknown>[]>
 
+function driverRun(options: NeonLedgerStorageOptions): Run {
+  if (options.pool) {
+    const pool = options.pool
+    return async (text, params) => (await pool.query(text, params)).rows as Record<string, unknown>[]
+  }
+  if (options.sql) {
+    const sql = options.sql
+    return async (text, params) => {
+      const rows = await sql.query(text, params, { arrayMode: false, fullResults: false })
+      if (!Array.isArray(rows)) throw new TypeError("neon() query did not return rows")
+      return rows as Record<string, unknown>[]
+    }
+  }
+  throw new TypeError("NeonLedgerStorage needs { pool } or { sql }")
+}
+
+/** Postgres' "no such table/function" becomes an error that says what to do. */
+function withSchemaHint(run: Run, table: string): Run {
+  return async (text, params) => {
+    try {
+      return await run(text, params)
+    } catch (err) {
+      const code = (err as { code?: unknown } | null)?.code
+      if (typeof code !== "string" || !SCHEMA_MISSING_CODES.has(code)) throw err
+      throw new NeonSchemaMissingError(
+        `ledger table '${table}' or its claim function is missing: run \`await storage.migrate()\` once ` +
+          `(after upgrading mycelium-runtime too); Postgres said: ${(err as Error).message}`,
+        { cause: err },
+      )
+    }
+  }
+}
+
 /** The Postgres ledger backend for Neon (or any Postgres reachable by the serverless driver). */
 export class NeonLedgerStorage implements LedgerStorage {
   readonly kind = "neon"
@@ -110,34 +144,8 @@ export class NeonLedgerStorage implements LedgerStorage {
       throw new InvalidTableNameError(`table name '${table}' must match ^[a-z][a-z0-9_]*$`)
     }
     this.table = table
-    if (options.pool) {
-      const pool = options.pool
-      this.#run = async (text, params) => (await pool.query(text, params)).rows as Record<string, unknown>[]
-    } else if (options.sql) {
-      const sql = options.sql
-      this.#run = async (text, params) => {
-        const rows = await sql.query(text, params, { arrayMode: false, fullResults: false })
-        if (!Array.isArray(rows)) throw new TypeError("neon() query did not return rows")
-        return rows as Record<string, unknown>[]
-      }
-    } else {
-      throw new TypeError("NeonLedgerStorage needs { pool } or { sql }")
-    }
+    this.#run = withSchemaHint(driverRun(options), table)
     this.#q = queries(table)
-    const run = this.#run
-    this.#run = async (text, params) => {
-      try {
-        return await run(text, params)
-      } catch (err) {
-        const code = (err as { code?: unknown } | null)?.code
-        if (typeof code !== "string" || !SCHEMA_MISSING_CODES.has(code)) throw err
-        throw new NeonSchemaMissingError(
-          `ledger table '${table}' or its claim function is missing: run \`await storage.migrate()\` once ` +
-            `(after upgrading mycelium-runtime too); Postgres said: ${(err as Error).message}`,
-          { cause: err },
-        )
-      }
-    }
   }
 
   /**
@@ -264,6 +272,11 @@ export class NeonLedgerStorage implements LedgerStorage {
 function queries(table: string) {
   const p = "t.payload"
   const claimFn = `${table}_claim`
+  // Rows claimed under one dispatch id (`kwargs.tool_call_id`), in key order: the drift siblings and
+  // findByDispatchId read the same set through the same index.
+  const fromDispatch = (param: string): string =>
+    `FROM ${table} AS t WHERE t.payload->'kwargs'->>'tool_call_id' = ${param}` +
+    ` AND jsonb_typeof(t.payload->'kwargs'->'tool_call_id') = 'string'`
   // The claim as a PL/pgSQL function: each statement in it takes a fresh snapshot, so after the advisory lock on
   // the dispatch id it sees every sibling claimed before it (a single CTE statement reads from a snapshot taken
   // before any lock, and could miss one). One round trip still carries the claim and its drift siblings.
@@ -281,9 +294,8 @@ function queries(table: string) {
     ` FROM ${table} AS t WHERE t.request_id = p_id; RETURN; END IF;` +
     " RETURN QUERY SELECT 'claimed'::text, f, NULL::text;" +
     " IF p_dispatch IS NOT NULL THEN RETURN QUERY SELECT 'sibling'::text, NULL::float8, t.payload::text" +
-    ` FROM ${table} AS t WHERE t.payload->'kwargs'->>'tool_call_id' = p_dispatch` +
-    " AND jsonb_typeof(t.payload->'kwargs'->'tool_call_id') = 'string' AND t.request_id <> p_id" +
-    ' ORDER BY t.request_id COLLATE "C"; END IF; END $mycelium_claim$'
+    ` ${fromDispatch("p_dispatch")} AND t.request_id <> p_id ORDER BY t.request_id COLLATE "C";` +
+    " END IF; END $mycelium_claim$"
   return {
     migrate:
       `DO $mycelium_migrate$ BEGIN PERFORM pg_advisory_xact_lock(hashtext('mycelium-migrate:${table}'));` +
@@ -302,9 +314,7 @@ function queries(table: string) {
     list:
       `SELECT payload::text AS payload FROM ${table} WHERE starts_with(request_id, $1)` +
       ` AND ($2::text IS NULL OR request_id COLLATE "C" > $2::text) ORDER BY request_id COLLATE "C" LIMIT $3`,
-    byDispatch:
-      `SELECT payload::text AS payload FROM ${table} WHERE payload->'kwargs'->>'tool_call_id' = $1` +
-      ` AND jsonb_typeof(payload->'kwargs'->'tool_call_id') = 'string' ORDER BY request_id COLLATE "C"`,
+    byDispatch: `SELECT t.payload::text AS payload ${fromDispatch("$1")} ORDER BY t.request_id COLLATE "C"`,
   }
 }
 
