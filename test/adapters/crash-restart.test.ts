@@ -5,10 +5,11 @@ import { spawn } from "node:child_process"
 import { appendFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { ActionLedger, LedgerHardBlockError, type SideEffectClass } from "../../src/core/index.ts"
 import { type Backend, openStorage } from "./crash/storage.ts"
-import { requireUpstash, runTag } from "./servers/env.ts"
+import { dropLedgerTable, requireUpstash, runTag } from "./servers/env.ts"
+import { neonPool } from "./servers/neon.ts"
 
 const effectsIn = (file: string) =>
   existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean).length : 0
@@ -44,6 +45,13 @@ async function crashChild(
 
 for (const backend of ["file", "upstash", "neon"] as const) {
   describe(`crash and restart on ${backend}`, () => {
+    const tables: string[] = []
+    afterAll(async () => {
+      if (!tables.length) return
+      const pool = neonPool(undefined, 1)
+      for (const t of tables) await dropLedgerTable(pool, t)
+      await pool.end()
+    })
     const setup = async (label: string) => {
       if (backend === "upstash") await requireUpstash()
       const dir = mkdtempSync(join(tmpdir(), "mycelium-crash-"))
@@ -54,6 +62,7 @@ for (const backend of ["file", "upstash", "neon"] as const) {
           : backend === "neon"
             ? tag.replace(/[^a-z0-9]/g, "_")
             : tag
+      if (backend === "neon") tables.push(where)
       return { where, effects: join(dir, "effects.log") }
     }
 

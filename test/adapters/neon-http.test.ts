@@ -4,7 +4,7 @@ import { neon, neonConfig } from "@neondatabase/serverless"
 import { afterAll, beforeAll } from "vitest"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
 import { testLedgerStorage } from "../conformance/ledger-storage.ts"
-import { DATABASE_URL, runTag } from "./servers/env.ts"
+import { DATABASE_URL, dropLedgerTable, runTag } from "./servers/env.ts"
 import { type NeonHttpEmulation, startNeonHttpEmulation } from "./servers/neon-http.ts"
 
 const table = `mycelium_test_${runTag("http").replace(/-/g, "_")}`
@@ -22,8 +22,7 @@ beforeAll(async () => {
   await new NeonLedgerStorage({ sql, table }).migrate()
 })
 afterAll(async () => {
-  await neon(DATABASE_URL).query(`DROP TABLE IF EXISTS ${table}`)
-  await neon(DATABASE_URL).query(`DROP FUNCTION IF EXISTS ${table}_claim`)
+  await dropLedgerTable(neon(DATABASE_URL), table)
   await emu.stop()
 })
 

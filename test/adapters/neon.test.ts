@@ -7,7 +7,7 @@ import {
   newEntry,
 } from "../../src/core/index.ts"
 import { testLedgerStorage } from "../conformance/ledger-storage.ts"
-import { runTag } from "./servers/env.ts"
+import { dropLedgerTable, runTag } from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
 
 const table = `mycelium_test_${runTag("conf").replace(/-/g, "_")}`
@@ -19,7 +19,7 @@ beforeAll(async () => {
   await new NeonLedgerStorage({ pool, table }).migrate()
 })
 afterAll(async () => {
-  await pool.query(`DROP TABLE IF EXISTS ${table}; DROP FUNCTION IF EXISTS ${table}_claim`)
+  await dropLedgerTable(pool, table)
   await Promise.all([pool.end(), peerPool.end()])
 })
 
@@ -46,7 +46,7 @@ describe("neon: schema and writes", () => {
           Array.from({ length: 8 }, () => new NeonLedgerStorage({ pool, table: fresh }).migrate()),
         )
       } finally {
-        await pool.query(`DROP TABLE IF EXISTS ${fresh}; DROP FUNCTION IF EXISTS ${fresh}_claim`)
+        await dropLedgerTable(pool, fresh)
       }
     }
     const t = `${table}_mig`
@@ -69,7 +69,7 @@ describe("neon: schema and writes", () => {
         { column_name: "payload", data_type: "jsonb", is_nullable: "NO" },
       ])
     } finally {
-      await pool.query(`DROP TABLE IF EXISTS ${t}; DROP FUNCTION IF EXISTS ${t}_claim`)
+      await dropLedgerTable(pool, t)
     }
   })
 
@@ -98,7 +98,7 @@ describe("neon: schema and writes", () => {
       await s.migrate() // repairs it
       expect((await s.tryClaimInflight(entry, 60, T0)).outcome).toBe("claimed")
     } finally {
-      await pool.query(`DROP TABLE IF EXISTS ${t}; DROP FUNCTION IF EXISTS ${t}_claim`)
+      await dropLedgerTable(pool, t)
     }
   })
 

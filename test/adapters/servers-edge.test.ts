@@ -8,6 +8,7 @@ import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
 import { ActionLedger } from "../../src/core/index.ts"
 import { testLedgerStorage } from "../conformance/ledger-storage.ts"
+import { dropLedgerTable } from "./servers/env.ts"
 
 // The edge runtime has no `process`; the host's settings come through only where vitest exposes them.
 const hostEnv = (globalThis as { process?: { env?: Record<string, string | undefined> } }).process?.env ?? {}
@@ -44,7 +45,7 @@ beforeAll(async () => {
   }
 })
 afterAll(async () => {
-  await pool.query(`DROP TABLE IF EXISTS ${table}; DROP FUNCTION IF EXISTS ${table}_claim`)
+  await dropLedgerTable(pool, table)
   await pool.end()
 })
 

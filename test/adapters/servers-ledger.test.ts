@@ -19,7 +19,14 @@ import {
   TerminalOutcome as TerminalOutcomeEnum,
   type TransitionExpectation,
 } from "../../src/core/index.ts"
-import { DATABASE_URL, requireUpstash, runTag, UPSTASH_URL, upstashClient } from "./servers/env.ts"
+import {
+  DATABASE_URL,
+  dropLedgerTable,
+  requireUpstash,
+  runTag,
+  UPSTASH_URL,
+  upstashClient,
+} from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
 import { type NeonHttpEmulation, startNeonHttpEmulation } from "./servers/neon-http.ts"
 import { startTcpProxy } from "./servers/tcp-proxy.ts"
@@ -115,7 +122,7 @@ beforeAll(async () => {
 })
 afterAll(async () => {
   for (const t of [`ledger_ws_${TAG}`, `ledger_http_${TAG}`, `outage_${TAG}`]) {
-    await pool.query(`DROP TABLE IF EXISTS ${t}; DROP FUNCTION IF EXISTS ${t}_claim`)
+    await dropLedgerTable(pool, t)
   }
   await pool.end()
   await emu.stop()

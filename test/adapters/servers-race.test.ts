@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
-import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
+import { dropLedgerTable, requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
 
 const run = promisify(execFile)
@@ -48,7 +48,7 @@ describe("cross-process races on real servers", () => {
   })
   afterAll(async () => {
     for (const t of tags) {
-      await pool.query(`DROP TABLE IF EXISTS race_${t}; DROP FUNCTION IF EXISTS race_${t}_claim`)
+      await dropLedgerTable(pool, `race_${t}`)
       await pool.query(`DROP TABLE IF EXISTS race_${t}_exec`)
     }
     await pool.end()

@@ -29,3 +29,12 @@ export const SERVICES_HINT = HINT
 export function runTag(label: string): string {
   return `${label}-${process.pid}-${Date.now().toString(36)}`
 }
+
+/** Drops a Neon ledger table and the claim function its migrate() created (two statements: the HTTP path runs one). */
+export async function dropLedgerTable(
+  db: { query(text: string): PromiseLike<unknown> },
+  table: string,
+): Promise<void> {
+  await db.query(`DROP TABLE IF EXISTS ${table}`)
+  await db.query(`DROP FUNCTION IF EXISTS ${table}_claim`)
+}
