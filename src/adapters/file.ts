@@ -93,7 +93,7 @@ let tmpSeq = 0
 /** One writer per file in this process; other processes are kept out by the lock file. */
 const queues = new Map<string, Promise<void>>()
 
-function serialize<T>(key: string, fn: () => Promise<T>): Promise<T> {
+export function serialize<T>(key: string, fn: () => Promise<T>): Promise<T> {
   const prev = queues.get(key) ?? Promise.resolve()
   const run = prev.then(fn)
   const tail = run.then(
@@ -112,7 +112,7 @@ const errno = (e: unknown): string | undefined => (e as { code?: string } | null
 const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** Python's json.dumps escapes every non-ASCII character; doing the same keeps the file readable in any locale. */
-function asciiJson(text: string): string {
+export function asciiJson(text: string): string {
   return text.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
 }
 
@@ -146,7 +146,7 @@ function pidAlive(pid: number): boolean {
  * A lock left by a crashed holder is recovered by pid (same host) or by age, and recoverers serialize on a
  * second file so none can delete a lock another recoverer has just re-created.
  */
-class FileLock {
+export class FileLock {
   readonly path: string
   readonly #timeoutMs: number
   readonly #staleMs: number

@@ -69,8 +69,9 @@ export function pythonFloatRepr(x: number): string {
 }
 
 function number(x: number): string {
-  // A JS number cannot tell 10 from 10.0; safe integers are treated as Python ints, the rest as floats.
-  return Number.isSafeInteger(x) ? String(x) : pythonFloatRepr(x)
+  // A JS number cannot tell 10 from 10.0; safe integers are treated as Python ints, the rest as floats. -0 can
+  // only come from a float (a Python int has no sign of zero), so it is written as Python writes -0.0.
+  return Number.isSafeInteger(x) && !Object.is(x, -0) ? String(x) : pythonFloatRepr(x)
 }
 
 // Python sorts keys by code point; JS compares UTF-16 units, which differs only for astral vs U+E000..U+FFFF.

@@ -1,0 +1,39 @@
+// The hash chain: each receipt's link commits to its record and to the previous link, per ledger.
+import { canonicalJson, sha256Hex } from "../ledger/index.ts"
+import { type AuditReceiptRecord, type ReceiptLink, receiptPayloadText } from "./record.ts"
+import type { ReceiptSigner } from "./signer.ts"
+
+/** The newest link of a chain: what the next receipt's link continues from. */
+export interface ChainTail {
+  readonly seq: number
+  readonly digest: string
+}
+
+/** SHA-256 hex of a signed record: its payload text and its signature. */
+export function recordDigest(record: AuditReceiptRecord): string {
+  return sha256Hex(`${receiptPayloadText(record)}\n${record.signature}`)
+}
+
+/** The text a link's digest and mac cover. */
+export function linkText(ledger: string, seq: number, prev: string | null, record: string): string {
+  return canonicalJson({ ledger, prev, record, seq })
+}
+
+/** The link that appends `record` after `tail` (null: first of its chain). */
+export async function sealLink(
+  signer: ReceiptSigner,
+  ledger: string,
+  tail: ChainTail | null,
+  record: AuditReceiptRecord,
+): Promise<ReceiptLink> {
+  const seq = tail ? tail.seq + 1 : 0
+  const prev = tail ? tail.digest : null
+  const text = linkText(ledger, seq, prev, recordDigest(record))
+  return { ledger, seq, prev, digest: sha256Hex(text), mac: await signer.sign(text) }
+}
+
+/** How a store asks for the link of the receipt it appends, given its chain's tail read under its lock. */
+export interface ChainSealer {
+  readonly ledger: string
+  seal(tail: ChainTail | null): Promise<ReceiptLink>
+}

@@ -1,0 +1,94 @@
+// Builds, signs and appends receipts. The ledgers call `sign` before their completion write (so the receipt id
+// rides on that write) and `append` after it.
+import { type JsonValue, toJsonValue } from "../ledger/index.ts"
+import { type ChainSealer, sealLink } from "./chain.ts"
+import { AuditReceiptError } from "./errors.ts"
+import {
+  type AuditReceiptRecord,
+  newReceiptId,
+  type Receipt,
+  type ReceiptActionKind,
+  type ReceiptStatus,
+  receiptPayloadText,
+} from "./record.ts"
+import type { ReceiptSigner } from "./signer.ts"
+import type { ReceiptStore } from "./store.ts"
+
+export interface ReceiptOptions {
+  readonly signer: ReceiptSigner
+  readonly store: ReceiptStore
+  /** The original's `agent_id` (its `transition.agent_id`). */
+  readonly agentId: string
+  /** Chain name; default `agentId`. `false` appends unchained receipts, exactly as the original does. */
+  readonly chain?: string | false
+  /** Epoch seconds; default `Date.now() / 1000`. */
+  readonly now?: () => number
+}
+
+export interface ReceiptInit {
+  readonly action: string
+  readonly actionKind: ReceiptActionKind
+  readonly requestId: string
+  readonly args?: readonly unknown[]
+  readonly kwargs?: Readonly<Record<string, unknown>>
+  readonly outputs?: unknown
+  readonly status: ReceiptStatus
+  readonly error?: string | null
+}
+
+export class ReceiptEmitter {
+  readonly signer: ReceiptSigner
+  readonly store: ReceiptStore
+  readonly agentId: string
+  readonly chain: string | null
+  readonly #now: () => number
+
+  constructor(options: ReceiptOptions) {
+    if (!options?.signer || !options.store)
+      throw new AuditReceiptError(
+        "audit receipts need both a signer and a store (receipts: { signer, store, agentId })",
+      )
+    if (!options.agentId)
+      throw new AuditReceiptError("audit receipts need an agentId (the original's agent_id)")
+    this.signer = options.signer
+    this.store = options.store
+    this.agentId = options.agentId
+    this.chain = options.chain === false ? null : (options.chain ?? options.agentId)
+    this.#now = options.now ?? (() => Date.now() / 1000)
+  }
+
+  /** A signed record, not yet stored. Its `receipt_id` can be written to a row before `append`. */
+  async sign(init: ReceiptInit): Promise<AuditReceiptRecord> {
+    if (init.status !== "completed" && init.status !== "failed")
+      throw new AuditReceiptError(`receipt status must be completed or failed, got '${String(init.status)}'`)
+    const unsigned = {
+      receipt_id: newReceiptId(),
+      agent_id: this.agentId,
+      action: init.action,
+      action_kind: init.actionKind,
+      request_id: init.requestId,
+      inputs: {
+        args: (init.args ?? []).map(toJsonValue),
+        kwargs: toJsonValue(init.kwargs ?? {}) as Record<string, JsonValue>,
+      },
+      outputs: toJsonValue(init.outputs ?? null),
+      status: init.status,
+      timestamp: this.#now(),
+      error: init.error ?? null,
+    }
+    return { ...unsigned, signature: await this.signer.sign(receiptPayloadText(unsigned)) }
+  }
+
+  /** Stores a signed record, chained to the previous receipt of this emitter's chain. */
+  append(record: AuditReceiptRecord): Promise<Receipt> {
+    const chain = this.chain
+    const sealer: ChainSealer | undefined = chain
+      ? { ledger: chain, seal: (tail) => sealLink(this.signer, chain, tail, record) }
+      : undefined
+    return this.store.append(record, sealer)
+  }
+
+  async emit(init: ReceiptInit): Promise<Receipt> {
+    return this.append(await this.sign(init))
+  }
+}

@@ -1,0 +1,148 @@
+// The Python original's AuditReceiptRecord (audit_receipt.py), field for field, and its signed payload.
+import { canonicalJson, canonicalString, type JsonValue, pythonFloatRepr } from "../ledger/index.ts"
+
+export type ReceiptStatus = "completed" | "failed"
+export type ReceiptActionKind = "tool" | "task"
+
+/** A receipt as the original stores it (snake_case JSON): one line of its JSONL file. */
+export interface AuditReceiptRecord {
+  readonly receipt_id: string
+  readonly agent_id: string
+  readonly action: string
+  readonly action_kind: ReceiptActionKind
+  readonly request_id: string
+  readonly inputs: {
+    readonly args: readonly JsonValue[]
+    readonly kwargs: Readonly<Record<string, JsonValue>>
+  }
+  readonly outputs: JsonValue
+  readonly status: ReceiptStatus
+  /** Epoch seconds (a Python float: signed as `1767225600.0`, never `1767225600`). */
+  readonly timestamp: number
+  /** Lowercase hex HMAC-SHA256 (Python-compatible) or a compact JWS. */
+  readonly signature: string
+  readonly error: string | null
+}
+
+/**
+ * The link that chains a receipt to its predecessor in one ledger's sequence. It is kept beside the original's
+ * record (never inside it), so the original still reads and verifies the record.
+ */
+export interface ReceiptLink {
+  /** Name of the chain (one per ledger/agent): sequences and predecessors are per chain. */
+  readonly ledger: string
+  /** 0 for the first receipt of the chain, then +1 each. */
+  readonly seq: number
+  /** `digest` of the previous link, or null for seq 0. */
+  readonly prev: string | null
+  /** SHA-256 hex over `{ledger, prev, record, seq}`, `record` being the record's digest. The next link's `prev`. */
+  readonly digest: string
+  /** Signature (HMAC hex or JWS) over the same text as `digest`: a forged link fails without the key. */
+  readonly mac: string
+}
+
+/** A stored receipt: the original's record plus, when chained, its link. */
+export type Receipt = AuditReceiptRecord & { readonly chain?: ReceiptLink | null }
+
+const PAYLOAD_KEYS = [
+  "action",
+  "action_kind",
+  "agent_id",
+  "error",
+  "inputs",
+  "outputs",
+  "receipt_id",
+  "request_id",
+  "status",
+] as const
+
+/**
+ * The text the original signs: `json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)` of every
+ * field but `signature`. `timestamp` is a Python float, so it is written in Python's float repr even when integral.
+ */
+export function receiptPayloadText(record: Omit<AuditReceiptRecord, "signature">): string {
+  let out = "{"
+  for (const k of PAYLOAD_KEYS) out += `${canonicalString(k)}:${canonicalJson(record[k])},`
+  return `${out}"timestamp":${pythonFloatRepr(Number(record.timestamp))}}`
+}
+
+const RECORD_KEYS = [
+  "receipt_id",
+  "agent_id",
+  "action",
+  "action_kind",
+  "request_id",
+  "inputs",
+  "outputs",
+  "status",
+  "timestamp",
+  "signature",
+  "error",
+] as const
+
+// Python's default json.dumps: keys in insertion order, ", " and ": " separators, ASCII escapes, float repr.
+function pythonJson(v: unknown): string {
+  if (typeof v === "number")
+    return Number.isSafeInteger(v) && !Object.is(v, -0) ? String(v) : pythonFloatRepr(v)
+  if (Array.isArray(v)) return `[${v.map(pythonJson).join(", ")}]`
+  if (typeof v === "object" && v !== null)
+    return `{${Object.entries(v)
+      .filter(([, x]) => x !== undefined)
+      .map(([k, x]) => `${canonicalString(k)}: ${pythonJson(x)}`)
+      .join(", ")}}`
+  return canonicalJson(v)
+}
+
+/**
+ * One line of the original's JSONL receipt file: `json.dumps(record.to_dict(), default=str)`, with `timestamp` a
+ * float (`1767225600.0`), so Python reads back the value it signed.
+ */
+export function receiptJsonLine(record: AuditReceiptRecord): string {
+  const parts = RECORD_KEYS.map((k) =>
+    k === "timestamp"
+      ? `"timestamp": ${pythonFloatRepr(Number(record.timestamp))}`
+      : `${canonicalString(k)}: ${pythonJson(record[k])}`,
+  )
+  return `{${parts.join(", ")}}`
+}
+
+/** `rcpt-` + 16 hex characters, as the original mints them (uuid4 prefix). */
+export function newReceiptId(): string {
+  return `rcpt-${globalThis.crypto.randomUUID().replaceAll("-", "").slice(0, 16)}`
+}
+
+/** The original's record without any link (what its JSONL line holds). */
+export function recordOf(receipt: Receipt): AuditReceiptRecord {
+  const { chain: _chain, ...record } = receipt
+  return record
+}
+
+const isObj = (v: unknown): v is Record<string, unknown> =>
+  typeof v === "object" && v !== null && !Array.isArray(v)
+
+/** Checks the shape of a parsed receipt (a JSONL line, an HTTP body). Returns a reason, or null when it is one. */
+export function receiptShapeProblem(v: unknown): string | null {
+  if (!isObj(v)) return "not a JSON object"
+  for (const k of ["receipt_id", "agent_id", "action", "request_id", "signature"] as const)
+    if (typeof v[k] !== "string") return `'${k}' is not a string`
+  if (v.action_kind !== "tool" && v.action_kind !== "task") return "'action_kind' is not tool or task"
+  if (v.status !== "completed" && v.status !== "failed") return "'status' is not completed or failed"
+  if (typeof v.timestamp !== "number") return "'timestamp' is not a number"
+  if (v.error !== null && typeof v.error !== "string") return "'error' is not a string or null"
+  const inputs = v.inputs
+  if (!isObj(inputs) || !Array.isArray(inputs.args) || !isObj(inputs.kwargs))
+    return "'inputs' is not {args, kwargs}"
+  if (v.chain !== undefined && v.chain !== null) {
+    const c = v.chain
+    if (
+      !isObj(c) ||
+      typeof c.ledger !== "string" ||
+      typeof c.seq !== "number" ||
+      typeof c.digest !== "string"
+    )
+      return "'chain' is not a receipt link"
+    if (typeof c.mac !== "string" || (c.prev !== null && typeof c.prev !== "string"))
+      return "'chain' is not a receipt link"
+  }
+  return null
+}

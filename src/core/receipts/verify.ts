@@ -1,0 +1,186 @@
+// verifyReceipts: which receipts fail and why. Signatures catch an edited record; the chain catches a deleted,
+// reordered, duplicated or inserted one.
+import { sha256Hex } from "../ledger/index.ts"
+import { linkText, recordDigest } from "./chain.ts"
+import { type JSONWebKeySet, verifyJwsText } from "./jws.ts"
+import { type AuditReceiptRecord, type Receipt, receiptPayloadText, receiptShapeProblem } from "./record.ts"
+import { hmacSha256Hex, timingSafeEqual } from "./signer.ts"
+
+export interface ReceiptKeys {
+  /** HMAC signing keys (the original's `signing_key`); any one matching is enough (rotation). */
+  readonly hmac?: string | readonly string[]
+  /** Public keys for JWS receipts, picked by `kid`. */
+  readonly jwks?: JSONWebKeySet
+}
+
+export type ReceiptFailureReason =
+  /** Not a receipt at all (missing or mistyped fields). */
+  | "bad_shape"
+  /** The record's signature does not match its content under any key given. */
+  | "bad_signature"
+  /** The chain link's digest or signature does not match (a forged or edited link). */
+  | "bad_link"
+  /** `requireChain` was set and the receipt has no link. */
+  | "unchained"
+  /** Sequence numbers are missing before this receipt (a receipt was deleted or withheld). */
+  | "gap"
+  /** This receipt comes after one with a higher sequence number. */
+  | "reorder"
+  /** Another receipt claims the same place in the chain with other content. */
+  | "fork"
+  /** The same receipt (same link) appears twice. */
+  | "duplicate"
+  /** The link does not point at its predecessor's digest (an inserted receipt or a spliced chain). */
+  | "broken_chain"
+  /** The chain ends before the head the caller knows of (receipts deleted from the end). */
+  | "truncated"
+
+export interface ReceiptFailure {
+  /** Position in the list given to `verifyReceipts`. */
+  readonly index: number
+  readonly receiptId: string | null
+  readonly reason: ReceiptFailureReason
+  readonly message: string
+}
+
+export interface ReceiptVerification {
+  readonly ok: boolean
+  /** How many receipts passed every check. */
+  readonly valid: number
+  readonly failures: ReceiptFailure[]
+}
+
+export interface VerifyReceiptsOptions {
+  /** Every receipt must carry a chain link. Default false (the original's receipts have none). */
+  readonly requireChain?: boolean
+  /**
+   * The list is a slice: a chain may start after seq 0. Default false: every chain must start at 0, so a deleted
+   * first receipt is a gap.
+   */
+  readonly partial?: boolean
+  /** The newest link the caller knows per chain (from an earlier check or another copy): detects a cut tail. */
+  readonly heads?: Readonly<Record<string, { readonly seq: number; readonly digest: string }>>
+}
+
+const looksLikeJws = (s: string): boolean => /^[\w-]+\.[\w-]+\.[\w-]+$/.test(s)
+
+async function signatureValid(text: string, signature: string, keys: ReceiptKeys): Promise<boolean> {
+  if (looksLikeJws(signature)) return keys.jwks ? verifyJwsText(signature, text, keys.jwks) : false
+  const secrets = typeof keys.hmac === "string" ? [keys.hmac] : (keys.hmac ?? [])
+  for (const secret of secrets) if (timingSafeEqual(await hmacSha256Hex(secret, text), signature)) return true
+  return false
+}
+
+/** Checks one record's signature, as the original's `verify_receipt` does (HMAC) or against a JWKS (JWS). */
+export async function verifyReceipt(record: AuditReceiptRecord, keys: ReceiptKeys): Promise<boolean> {
+  if (receiptShapeProblem(record) !== null) return false
+  return signatureValid(receiptPayloadText(record), record.signature, keys)
+}
+
+interface Placed {
+  readonly index: number
+  readonly id: string
+  readonly seq: number
+  readonly prev: string | null
+  readonly digest: string
+}
+
+/**
+ * Verifies signatures and chains. Receipts of several chains may be mixed; each chain is checked in the order
+ * given. Never throws for bad input: every problem is a failure with a reason.
+ */
+export async function verifyReceipts(
+  receipts: readonly unknown[],
+  keys: ReceiptKeys,
+  options: VerifyReceiptsOptions = {},
+): Promise<ReceiptVerification> {
+  const failures: ReceiptFailure[] = []
+  const bad = new Set<number>()
+  const fail = (index: number, receiptId: string | null, reason: ReceiptFailureReason, message: string) => {
+    failures.push({ index, receiptId, reason, message })
+    bad.add(index)
+  }
+  const chains = new Map<string, Placed[]>()
+
+  for (let i = 0; i < receipts.length; i++) {
+    const r = receipts[i] as Receipt
+    const shape = receiptShapeProblem(r)
+    if (shape !== null) {
+      const id = typeof (r as { receipt_id?: unknown })?.receipt_id === "string" ? r.receipt_id : null
+      fail(i, id, "bad_shape", `not a receipt: ${shape}`)
+      continue
+    }
+    if (!(await signatureValid(receiptPayloadText(r), r.signature, keys)))
+      fail(i, r.receipt_id, "bad_signature", "the signature does not match the record under any key given")
+    const link = r.chain
+    if (!link) {
+      if (options.requireChain) fail(i, r.receipt_id, "unchained", "the receipt carries no chain link")
+      continue
+    }
+    const text = linkText(link.ledger, link.seq, link.prev, recordDigest(r))
+    // A bad link still holds its claimed place, so its neighbours are not reported as gaps because of it.
+    if (sha256Hex(text) !== link.digest || !(await signatureValid(text, link.mac, keys)))
+      fail(
+        i,
+        r.receipt_id,
+        "bad_link",
+        `the chain link (${link.ledger} #${link.seq}) does not match the record or key`,
+      )
+    const list = chains.get(link.ledger) ?? []
+    chains.set(link.ledger, list)
+    list.push({ index: i, id: r.receipt_id, seq: link.seq, prev: link.prev, digest: link.digest })
+  }
+
+  for (const [ledger, list] of chains) {
+    // Order as given: a receipt after a higher sequence number is out of place.
+    let max = -1
+    for (const p of list) {
+      if (p.seq < max) fail(p.index, p.id, "reorder", `chain '${ledger}' #${p.seq} comes after #${max}`)
+      max = Math.max(max, p.seq)
+    }
+    // Sequence as linked: one receipt per number, each pointing at its predecessor, no holes.
+    const bySeq = new Map<number, Placed>()
+    for (const p of list) {
+      const seen = bySeq.get(p.seq)
+      if (!seen) bySeq.set(p.seq, p)
+      else if (seen.digest === p.digest)
+        fail(p.index, p.id, "duplicate", `chain '${ledger}' #${p.seq} appears twice`)
+      else fail(p.index, p.id, "fork", `chain '${ledger}' has two different receipts at #${p.seq}`)
+    }
+    const seqs = [...bySeq.keys()].sort((a, b) => a - b)
+    let prev: Placed | null = null
+    for (const s of seqs) {
+      const p = bySeq.get(s) as Placed
+      if (prev === null) {
+        if (s !== 0 && !options.partial)
+          fail(p.index, p.id, "gap", `chain '${ledger}' starts at #${s}: receipts #0..#${s - 1} are missing`)
+        else if (s === 0 && p.prev !== null)
+          fail(p.index, p.id, "broken_chain", `chain '${ledger}' #0 points at a predecessor`)
+      } else if (s !== prev.seq + 1) {
+        fail(p.index, p.id, "gap", `chain '${ledger}' jumps from #${prev.seq} to #${s}: receipts are missing`)
+      } else if (p.prev !== prev.digest) {
+        fail(p.index, p.id, "broken_chain", `chain '${ledger}' #${s} does not point at #${prev.seq}`)
+      }
+      prev = p
+    }
+    const head = options.heads?.[ledger]
+    if (head && prev && (prev.seq < head.seq || (prev.seq === head.seq && prev.digest !== head.digest)))
+      fail(
+        prev.index,
+        prev.id,
+        "truncated",
+        `chain '${ledger}' ends at #${prev.seq}, the known head is #${head.seq}`,
+      )
+  }
+  for (const [ledger, head] of Object.entries(options.heads ?? {}))
+    if (!chains.has(ledger) && head.seq >= 0)
+      failures.push({
+        index: -1,
+        receiptId: null,
+        reason: "truncated",
+        message: `chain '${ledger}' has no receipts, the known head is #${head.seq}`,
+      })
+
+  failures.sort((a, b) => a.index - b.index)
+  return { ok: failures.length === 0, valid: receipts.length - bad.size, failures }
+}
