@@ -21,6 +21,7 @@ import {
   type WaitOptions,
   waitForTransition,
 } from "./operators.ts"
+import { appendReceipt, type ReceiptHook, sealToolRow } from "./receipt-hook.ts"
 import type { DecisionPredicate, Reconciler } from "./reconcile.ts"
 import {
   blockedRow,
@@ -72,6 +73,11 @@ export interface ActionLedgerOptions {
   predicates?: readonly DecisionPredicate[]
   /** Where one-time warnings go. Default `console.warn`. */
   onWarning?: (message: string) => void
+  /**
+   * Signed audit receipts for COMPLETED / FAILED_* outcomes and operator releases, e.g.
+   * `new ReceiptEmitter({ signer, store, agentId })`. The receipt id rides on the outcome write (`receiptRef`).
+   */
+  receipts?: ReceiptHook | null
 }
 
 /** Who holds a claim: every post-claim mutation must present the claim's fence. */
@@ -112,6 +118,7 @@ export class ActionLedger {
   readonly unclassifiedPolicy: UnclassifiedPolicy
   readonly predicates: readonly DecisionPredicate[]
   readonly reconciler: Reconciler | null
+  readonly receipts: ReceiptHook | null
   /** @internal */
   readonly store: SafeStorage
   /** @internal */
@@ -134,6 +141,7 @@ export class ActionLedger {
     this.unclassifiedPolicy = options.unclassifiedPolicy ?? "warn"
     this.predicates = options.predicates ?? []
     this.reconciler = options.reconciler ?? null
+    this.receipts = options.receipts ?? null
     this.#onWarning = options.onWarning ?? ((m) => console.warn(`[mycelium] ${m}`))
     for (const [name, v] of [
       ["onArgsDrift", options.onArgsDrift ?? "soft"],
@@ -250,7 +258,21 @@ export class ActionLedger {
       )
     }
     const expect = this.#expect(current, current.effectProtocolRequired ? { effectPhase: "ATTEMPTING" } : {})
-    return this.casFrom(current, completedRow(current, result, this.clock.now()), expect, "complete")
+    return this.#outcomeWrite(current, completedRow(current, result, this.clock.now()), expect, "complete")
+  }
+
+  /** The outcome write; with receipts on, the row carries the receipt id and the receipt is appended after it. */
+  async #outcomeWrite(
+    current: LedgerEntry,
+    next: LedgerEntry,
+    expect: TransitionExpectation,
+    op: string,
+  ): Promise<LedgerEntry> {
+    if (!this.receipts) return this.casFrom(current, next, expect, op)
+    const sealed = await sealToolRow(this.receipts, next, next.status === "completed" ? next.result : null)
+    const row = await this.casFrom(current, sealed.row, expect, op)
+    await appendReceipt(this.receipts, sealed.receipt, row.requestId)
+    return row
   }
 
   async complete(requestId: string, result: unknown, guard: FenceGuard): Promise<LedgerEntry> {
@@ -260,7 +282,7 @@ export class ActionLedger {
 
   /** @internal */
   failHeld(current: LedgerEntry, error: string, afterEffect: boolean): Promise<LedgerEntry> {
-    return this.casFrom(
+    return this.#outcomeWrite(
       current,
       failedRow(current, error, this.clock.now(), afterEffect),
       this.#expect(current),

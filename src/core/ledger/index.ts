@@ -15,6 +15,7 @@ export type {
   ReleaseOptions,
   WaitOptions,
 } from "./operators.ts"
+export * from "./receipt-hook.ts"
 export * from "./reconcile.ts"
 export { configureSha256, type Sha256HexImpl, sha256, sha256Hex, sha256HexJs, toHex } from "./sha256.ts"
 export * from "./storage.ts"

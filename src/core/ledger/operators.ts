@@ -11,6 +11,7 @@ import {
   LedgerWorkerAliveError,
 } from "./errors.ts"
 import { ageString, remainingString } from "./messages.ts"
+import { appendReceipt } from "./receipt-hook.ts"
 import { completedRow } from "./rows.ts"
 
 export interface ReleaseOptions {
@@ -100,6 +101,28 @@ export async function release(
   } else {
     next = { ...row, operatorResolution: "not_executed", ...stamps }
   }
+  // The original's release receipt: status follows the verdict, outputs say who released what.
+  const receipt = ledger.receipts
+    ? await ledger.receipts.sign({
+        action: row.tool,
+        actionKind: "tool",
+        requestId,
+        args: row.args,
+        kwargs: row.kwargs,
+        outputs: {
+          operator_release: true,
+          verified,
+          resolved_by: by,
+          resolution_reason: reason,
+          released_from_outcome: resolved,
+          result: verified === "completed" ? next.result : null,
+        },
+        status: verified === "completed" ? "completed" : "failed",
+        error: verified === "completed" ? null : row.error,
+        timestamp: now,
+      })
+    : null
+  if (receipt) next = { ...next, receiptRef: receipt.receipt_id }
   const ok = await ledger.store.tryTransition(next, {
     outcomes: ["IN_FLIGHT", "BLOCKED", "UNKNOWN", "FAILED_AFTER_EFFECT", "FAILED_BEFORE_EFFECT"],
     owner: row.owner,
@@ -107,6 +130,7 @@ export async function release(
   })
   if (!ok)
     throw new LedgerAlreadyResolvedError(`Cannot release request '${requestId}': transition superseded`)
+  await appendReceipt(ledger.receipts, receipt, requestId)
   return next
 }
 

@@ -1,16 +1,9 @@
 // Builds, signs and appends receipts. The ledgers call `sign` before their completion write (so the receipt id
 // rides on that write) and `append` after it.
-import { type JsonValue, toJsonValue } from "../ledger/index.ts"
+import { type JsonValue, type ReceiptDraft, type ReceiptHook, toJsonValue } from "../ledger/index.ts"
 import { type ChainSealer, sealLink } from "./chain.ts"
 import { AuditReceiptError } from "./errors.ts"
-import {
-  type AuditReceiptRecord,
-  newReceiptId,
-  type Receipt,
-  type ReceiptActionKind,
-  type ReceiptStatus,
-  receiptPayloadText,
-} from "./record.ts"
+import { type AuditReceiptRecord, newReceiptId, type Receipt, receiptPayloadText } from "./record.ts"
 import type { ReceiptSigner } from "./signer.ts"
 import type { ReceiptStore } from "./store.ts"
 
@@ -25,18 +18,11 @@ export interface ReceiptOptions {
   readonly now?: () => number
 }
 
-export interface ReceiptInit {
-  readonly action: string
-  readonly actionKind: ReceiptActionKind
-  readonly requestId: string
-  readonly args?: readonly unknown[]
-  readonly kwargs?: Readonly<Record<string, unknown>>
-  readonly outputs?: unknown
-  readonly status: ReceiptStatus
-  readonly error?: string | null
-}
+/** What a receipt says; `timestamp` defaults to the emitter's clock. */
+export type ReceiptInit = ReceiptDraft
 
-export class ReceiptEmitter {
+/** Signs and stores receipts; pass one to `ActionLedger`/`TaskLedger` as `receipts` to emit them automatically. */
+export class ReceiptEmitter implements ReceiptHook {
   readonly signer: ReceiptSigner
   readonly store: ReceiptStore
   readonly agentId: string
@@ -73,7 +59,7 @@ export class ReceiptEmitter {
       },
       outputs: toJsonValue(init.outputs ?? null),
       status: init.status,
-      timestamp: this.#now(),
+      timestamp: init.timestamp ?? this.#now(),
       error: init.error ?? null,
     }
     return { ...unsigned, signature: await this.signer.sign(receiptPayloadText(unsigned)) }

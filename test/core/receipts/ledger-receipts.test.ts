@@ -1,0 +1,200 @@
+import { describe, expect, it } from "vitest"
+import {
+  ActionLedger,
+  type AuditReceiptRecord,
+  type ChainSealer,
+  hmacReceiptSigner,
+  type LedgerStorage,
+  ManualClock,
+  MemoryLedgerStorage,
+  MemoryReceiptStore,
+  ReceiptAppendError,
+  ReceiptEmitter,
+  type ReceiptStore,
+  verifyReceipts,
+} from "../../../src/core/index.ts"
+
+const KEY = "ledger-receipts-key"
+const binding = { agentId: "payment-agent", policyVersion: "v1", sideEffectClass: "keyed_mutate" } as const
+
+/** Counts durable writes to the ledger and appends to the receipt store. */
+function setup(options: { failAppend?: () => boolean } = {}) {
+  const inner = new MemoryLedgerStorage()
+  const counts = { writes: 0, appends: 0 }
+  const storage: LedgerStorage = {
+    get: (id) => inner.get(id),
+    set: (e) => {
+      counts.writes++
+      return inner.set(e)
+    },
+    tryClaimInflight: (e, ttl, now, o) => {
+      counts.writes++
+      return inner.tryClaimInflight(e, ttl, now, o)
+    },
+    tryTransition: (n, e) => {
+      counts.writes++
+      return inner.tryTransition(n, e)
+    },
+    list: (o) => inner.list(o),
+    findByDispatchId: (d) => inner.findByDispatchId(d),
+  }
+  const memory = new MemoryReceiptStore()
+  const store: ReceiptStore = {
+    append: (record: AuditReceiptRecord, chain?: ChainSealer) => {
+      counts.appends++
+      if (options.failAppend?.()) return Promise.reject(new Error("receipt store down"))
+      return memory.append(record, chain)
+    },
+    list: (o) => memory.list(o),
+  }
+  const clock = new ManualClock()
+  const receipts = new ReceiptEmitter({ signer: hmacReceiptSigner(KEY), store, agentId: "payment-agent" })
+  const ledger = new ActionLedger({ storage, receipts, clock, onWarning: () => {} })
+  return { ledger, counts, memory, clock }
+}
+
+describe("receipts emitted by the action ledger", () => {
+  it("a ledgered call costs 2 writes + 1 receipt append; with sideEffect() 3 + 1; a replay appends nothing", async () => {
+    const { ledger, counts, memory } = setup()
+    let runs = 0
+    const pay = ledger.tool({ name: "send_payment", binding }, async (args: { amount: number }) => {
+      runs++
+      return { charge: `ch_${args.amount}` }
+    })
+    await pay({ amount: 1 }, { toolCallId: "c1" })
+    expect(counts).toEqual({ writes: 2, appends: 1 })
+
+    const pay2 = ledger.tool({ name: "send_payment2", binding }, async (args: { amount: number }, tx) =>
+      tx.sideEffect(async () => {
+        runs++
+        return args.amount
+      }),
+    )
+    await pay2({ amount: 2 }, { toolCallId: "c2" })
+    expect(counts).toEqual({ writes: 5, appends: 2 })
+
+    // A replay: one claim attempt that finds COMPLETED (it writes nothing) and no receipt.
+    expect(await pay({ amount: 1 }, { toolCallId: "c1" })).toEqual({ charge: "ch_1" })
+    expect(counts).toEqual({ writes: 6, appends: 2 })
+    expect(runs).toBe(2)
+
+    const receipts = await memory.list()
+    const rows = await ledger.listTransitions()
+    expect(rows.map((r) => r.receiptRef).sort()).toEqual(receipts.map((r) => r.receipt_id).sort())
+    expect(receipts[0]).toMatchObject({
+      action: "send_payment",
+      action_kind: "tool",
+      status: "completed",
+      outputs: { charge: "ch_1" },
+      error: null,
+      timestamp: rows.find((r) => r.tool === "send_payment")?.finishedAt,
+    })
+    expect(await verifyReceipts(receipts, { hmac: KEY }, { requireChain: true })).toMatchObject({
+      ok: true,
+      valid: 2,
+    })
+  })
+
+  it("FAILED_BEFORE_EFFECT and FAILED_AFTER_EFFECT get failed receipts; UNKNOWN gets none", async () => {
+    const { ledger, memory } = setup()
+    const before = ledger.tool({ name: "before", binding }, async () => {
+      throw new TypeError("bad input")
+    })
+    const after = ledger.tool({ name: "after", binding }, async (_a: Record<string, never>, tx) => {
+      await tx.sideEffect(() => 1)
+      throw new Error("post-processing failed")
+    })
+    const unknown = ledger.tool({ name: "unknown", binding }, async (_a: Record<string, never>, tx) =>
+      tx.sideEffect(() => {
+        throw new Error("timeout mid-charge")
+      }),
+    )
+    await expect(before({}, { toolCallId: "b" })).rejects.toThrow("bad input")
+    await expect(after({}, { toolCallId: "a" })).rejects.toThrow("post-processing")
+    await expect(unknown({}, { toolCallId: "u" })).rejects.toThrow("timeout")
+    const rows = new Map((await ledger.listTransitions()).map((r) => [r.tool, r]))
+    expect(rows.get("before")?.terminalOutcome).toBe("FAILED_BEFORE_EFFECT")
+    expect(rows.get("after")?.terminalOutcome).toBe("FAILED_AFTER_EFFECT")
+    expect(rows.get("unknown")?.terminalOutcome).toBe("UNKNOWN")
+    expect(rows.get("unknown")?.receiptRef).toBeNull()
+    const receipts = await memory.list()
+    expect(receipts.map((r) => [r.action, r.status, r.error, r.outputs])).toEqual([
+      ["before", "failed", "TypeError: bad input", null],
+      ["after", "failed", "Error: post-processing failed", null],
+    ])
+    expect(receipts.map((r) => r.receipt_id)).toEqual([
+      rows.get("before")?.receiptRef,
+      rows.get("after")?.receiptRef,
+    ])
+  })
+
+  it("an operator release emits the original's release receipt", async () => {
+    const { ledger, memory } = setup()
+    const t = ledger.tool({ name: "charge", binding }, async (_a: Record<string, never>, tx) =>
+      tx.sideEffect(() => {
+        throw new Error("ambiguous")
+      }),
+    )
+    await expect(t({}, { toolCallId: "x" })).rejects.toThrow()
+    const [row] = await ledger.listTransitions()
+    const released = await ledger.release(row?.requestId ?? "", {
+      verified: "completed",
+      result: { charge: "ch_9" },
+      by: "ops@example",
+      reason: "seen in the provider dashboard",
+    })
+    const receipts = await memory.list()
+    expect(receipts).toHaveLength(1)
+    expect(released.receiptRef).toBe(receipts[0]?.receipt_id)
+    expect(receipts[0]).toMatchObject({
+      status: "completed",
+      outputs: {
+        operator_release: true,
+        verified: "completed",
+        resolved_by: "ops@example",
+        resolution_reason: "seen in the provider dashboard",
+        released_from_outcome: "UNKNOWN",
+        result: { charge: "ch_9" },
+      },
+    })
+    expect((await ledger.get(row?.requestId ?? ""))?.receiptRef).toBe(receipts[0]?.receipt_id)
+  })
+
+  it("a stale worker whose completion loses the CAS leaves no receipt", async () => {
+    const { ledger, memory, clock } = setup()
+    const claim = await ledger.claim({
+      tool: "t",
+      requestId: "r1",
+      binding: { ...binding, sideEffectClass: "read" },
+    })
+    if (!claim.owned) throw new Error("expected to own the claim")
+    clock.advance(7200)
+    const second = await ledger.claim({
+      tool: "t",
+      requestId: "r1",
+      binding: { ...binding, sideEffectClass: "read" },
+    })
+    expect(second.owned).toBe(true)
+    await expect(
+      ledger.complete("r1", 1, { fence: claim.entry.fence, owner: claim.entry.owner }),
+    ).rejects.toThrow()
+    expect(await memory.list()).toEqual([])
+  })
+
+  it("a failed append: the row names the receipt, the call reports it, a retry replays without running", async () => {
+    let down = true
+    const { ledger, memory } = setup({ failAppend: () => down })
+    let runs = 0
+    const t = ledger.tool({ name: "t", binding }, async () => ++runs)
+    const err = await t({}, { toolCallId: "z" }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(ReceiptAppendError)
+    expect((err as ReceiptAppendError).code).toBe("receipt_append_failed")
+    const [row] = await ledger.listTransitions()
+    expect(row?.terminalOutcome).toBe("COMPLETED")
+    expect(row?.receiptRef).toBe((err as ReceiptAppendError).receiptId)
+    down = false
+    expect(await t({}, { toolCallId: "z" })).toBe(1)
+    expect(runs).toBe(1)
+    expect(await memory.list()).toEqual([])
+  })
+})
