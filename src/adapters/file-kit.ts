@@ -126,7 +126,10 @@ export class LockedFile {
 
   append(text: string, path = this.path): void {
     mkdirSync(dirname(path), { recursive: true })
-    if (!this.fsync) return appendFileSync(path, text)
+    if (!this.fsync) {
+      appendFileSync(path, text)
+      return
+    }
     const fd = openSync(path, "a")
     try {
       writeSync(fd, text)
