@@ -1,5 +1,6 @@
 // The Python original's AuditReceiptRecord (audit_receipt.py), field for field, and its signed payload.
 import { canonicalJson, canonicalString, type JsonValue, pythonFloatRepr } from "../ledger/index.ts"
+import { pythonDumps } from "../python-json.ts"
 
 export type ReceiptStatus = "completed" | "failed"
 export type ReceiptActionKind = "tool" | "task"
@@ -80,19 +81,6 @@ const RECORD_KEYS = [
   "error",
 ] as const
 
-// Python's default json.dumps: keys in insertion order, ", " and ": " separators, ASCII escapes, float repr.
-function pythonJson(v: unknown): string {
-  if (typeof v === "number")
-    return Number.isSafeInteger(v) && !Object.is(v, -0) ? String(v) : pythonFloatRepr(v)
-  if (Array.isArray(v)) return `[${v.map(pythonJson).join(", ")}]`
-  if (typeof v === "object" && v !== null)
-    return `{${Object.entries(v)
-      .filter(([, x]) => x !== undefined)
-      .map(([k, x]) => `${canonicalString(k)}: ${pythonJson(x)}`)
-      .join(", ")}}`
-  return canonicalJson(v)
-}
-
 /**
  * One line of the original's JSONL receipt file: `json.dumps(record.to_dict(), default=str)`, with `timestamp` a
  * float (`1767225600.0`), so Python reads back the value it signed.
@@ -101,7 +89,7 @@ export function receiptJsonLine(record: AuditReceiptRecord): string {
   const parts = RECORD_KEYS.map((k) =>
     k === "timestamp"
       ? `"timestamp": ${pythonFloatRepr(Number(record.timestamp))}`
-      : `${canonicalString(k)}: ${pythonJson(record[k])}`,
+      : `${canonicalString(k)}: ${pythonDumps(record[k])}`,
   )
   return `{${parts.join(", ")}}`
 }

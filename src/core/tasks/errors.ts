@@ -1,0 +1,30 @@
+import { LedgerError } from "../ledger/index.ts"
+
+/** Root of the task ledger's errors. */
+export class TaskLedgerError extends LedgerError {
+  override readonly name: string = "TaskLedgerError"
+  override readonly code: string = "task_ledger_error"
+}
+
+/** Another worker holds a live lease on this task. Retry later, pass `wait: true`, or release it as an operator. */
+export class TaskLedgerPendingError extends TaskLedgerError {
+  override readonly name = "TaskLedgerPendingError"
+  override readonly code = "task_ledger_pending"
+  readonly requestId: string
+  constructor(message: string, requestId: string) {
+    super(message)
+    this.requestId = requestId
+  }
+}
+
+/** This worker's claim was taken over (its lease lapsed and another worker reclaimed the task). */
+export class TaskLeaseLostError extends TaskLedgerError {
+  override readonly name = "TaskLeaseLostError"
+  override readonly code = "task_lease_lost"
+}
+
+/** An operator release was refused: the message says what state the task is in and what to do. */
+export class TaskReleaseRefusedError extends TaskLedgerError {
+  override readonly name = "TaskReleaseRefusedError"
+  override readonly code = "task_release_refused"
+}

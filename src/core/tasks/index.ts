@@ -1,0 +1,5 @@
+export * from "./errors.ts"
+export * from "./identity.ts"
+export * from "./record.ts"
+export * from "./store.ts"
+export * from "./task-ledger.ts"

@@ -1,0 +1,388 @@
+// TaskLedger: once-only whole tasks, row-compatible with the original's task ledger, plus a lease and a fence.
+import {
+  appendReceipt,
+  type Clock,
+  type JsonValue,
+  type ReceiptHook,
+  systemClock,
+  throwIfAborted,
+  toJsonValue,
+} from "../ledger/index.ts"
+import { TaskLeaseLostError, TaskLedgerPendingError, TaskReleaseRefusedError } from "./errors.ts"
+import { deriveTaskRequestId } from "./identity.ts"
+import {
+  leaseOf,
+  type StoredTask,
+  type TaskLease,
+  type TaskRecord,
+  type TaskRow,
+  taskState,
+} from "./record.ts"
+import { MemoryTaskStore, type TaskStore } from "./store.ts"
+
+export interface TaskLedgerOptions {
+  /** Default: a process-local `MemoryTaskStore`. */
+  readonly storage?: TaskStore
+  /** Seconds a claim is leased; `<= 0` means unbounded (the original's behaviour: a crash needs a release). Default 3600. */
+  readonly leaseTtl?: number
+  /** Seconds between lease renewals while a task runs; default `leaseTtl / 3`. `<= 0` disables. */
+  readonly leaseRenewInterval?: number | null
+  /** Seconds between polls when waiting for another worker's task. Default 0.5. */
+  readonly pollInterval?: number
+  /** Seconds to wait for another worker's task before `TaskLedgerPendingError`; null waits forever. Default 300. */
+  readonly pollTimeout?: number | null
+  /** This worker's name in leases. Default: a random id per ledger. */
+  readonly owner?: string
+  readonly clock?: Clock | { now(): number }
+  /** Signed receipts for completed and failed tasks and releases (e.g. a `ReceiptEmitter`). */
+  readonly receipts?: ReceiptHook | null
+  readonly onWarning?: (message: string) => void
+}
+
+export interface TaskOptions {
+  readonly name: string
+  /** Argument names the request id is built from (the original's `id_from`). */
+  readonly idFrom?: readonly string[]
+  readonly leaseTtl?: number
+  /** Wait for a live task held by another worker instead of failing with `TaskLedgerPendingError`. */
+  readonly wait?: boolean
+  readonly pollTimeout?: number | null
+}
+
+export interface TaskCallMeta {
+  /** The original's `task_id` kwarg: the request id, verbatim. */
+  readonly taskId?: string
+  /** The original's `run_id` kwarg: request id `{task}:{runId}`. */
+  readonly runId?: string
+  readonly wait?: boolean
+  readonly signal?: AbortSignal
+}
+
+/** What a task body gets. `signal` aborts when the caller aborts or this worker loses its lease. */
+export interface TaskContext {
+  readonly requestId: string
+  readonly fence: number
+  readonly signal: AbortSignal
+  renewLease(): Promise<void>
+}
+
+export type TaskBody<A, R> = (args: A, ctx: TaskContext) => Promise<R> | R
+
+export type TaskFunction<A, R> = ((args: A, meta?: TaskCallMeta) => Promise<R>) & {
+  readonly taskName: string
+}
+
+export interface TaskReleaseOptions {
+  /** `completed`: the task did run (`result` is what later calls get); `not_executed`: the next call runs it. */
+  readonly verified: "completed" | "not_executed"
+  readonly result?: unknown
+  readonly by: string
+  readonly reason: string
+  /** Release even though the lease is live (the worker may still be running it). */
+  readonly force?: boolean
+}
+
+const errorText = (e: unknown): string =>
+  e instanceof Error ? `${e.name}: ${e.message}` : `Error: ${String(e)}`
+
+/** A claim this worker holds. */
+interface Held {
+  readonly requestId: string
+  row: TaskRow
+  lease: TaskLease
+  version: string
+}
+
+export class TaskLedger {
+  readonly storage: TaskStore
+  readonly leaseTtl: number
+  readonly leaseRenewInterval: number
+  readonly pollInterval: number
+  readonly pollTimeout: number | null
+  readonly owner: string
+  readonly clock: Clock
+  readonly receipts: ReceiptHook | null
+  readonly #onWarning: (message: string) => void
+
+  constructor(options: TaskLedgerOptions = {}) {
+    this.storage = options.storage ?? new MemoryTaskStore()
+    this.leaseTtl = options.leaseTtl ?? 3600
+    const renew = options.leaseRenewInterval ?? null
+    this.leaseRenewInterval = renew === null ? this.leaseTtl / 3 : renew
+    this.pollInterval = options.pollInterval ?? 0.5
+    this.pollTimeout = options.pollTimeout === undefined ? 300 : options.pollTimeout
+    this.owner = options.owner ?? `ts-task-${globalThis.crypto.randomUUID().slice(0, 8)}`
+    const c = options.clock
+    this.clock = !c ? systemClock : "sleep" in c ? c : { now: () => c.now(), sleep: systemClock.sleep }
+    this.receipts = options.receipts ?? null
+    this.#onWarning = options.onWarning ?? ((m) => console.warn(`[mycelium] ${m}`))
+  }
+
+  /** Wraps `fn` so each distinct task runs once: a completed task returns its stored result, a failed one re-runs. */
+  task<A extends Record<string, unknown>, R>(
+    options: TaskOptions | string,
+    fn: TaskBody<A, R>,
+  ): TaskFunction<A, R> {
+    const opts: TaskOptions = typeof options === "string" ? { name: options } : options
+    if (!opts.name) throw new TypeError("taskLedger.task() needs a name")
+    const call = async (args: A, meta: TaskCallMeta = {}): Promise<R> => {
+      throwIfAborted(meta.signal)
+      const kwargs = toJsonValue(args ?? {}) as Record<string, JsonValue>
+      if (meta.taskId !== undefined) kwargs.task_id = meta.taskId
+      if (meta.runId !== undefined) kwargs.run_id = meta.runId
+      const requestId = deriveTaskRequestId({ task: opts.name, kwargs, idFrom: opts.idFrom ?? null })
+      const claimed = await this.#claim(opts, requestId, kwargs, meta)
+      if (claimed.kind === "completed") return claimed.result as R
+      const { task_id: _t, run_id: _r, ...body } = args as Record<string, unknown>
+      return this.#run(claimed.held, opts.leaseTtl ?? this.leaseTtl, body as A, fn, meta.signal)
+    }
+    return Object.assign(call, { taskName: opts.name })
+  }
+
+  get(requestId: string): Promise<StoredTask | null> {
+    return this.storage.get(requestId)
+  }
+
+  async list(): Promise<StoredTask[]> {
+    const out: StoredTask[] = []
+    for await (const t of this.storage.list()) out.push(t)
+    return out.sort((a, b) => a.row.started_at - b.row.started_at)
+  }
+
+  async #claim(
+    opts: TaskOptions,
+    requestId: string,
+    kwargs: Record<string, JsonValue>,
+    meta: TaskCallMeta,
+  ): Promise<{ kind: "completed"; result: JsonValue } | { kind: "claimed"; held: Held }> {
+    const wait = meta.wait ?? opts.wait ?? false
+    const timeout = opts.pollTimeout === undefined ? this.pollTimeout : opts.pollTimeout
+    const deadline = timeout === null ? Number.POSITIVE_INFINITY : this.clock.now() + timeout
+    const ttl = opts.leaseTtl ?? this.leaseTtl
+    for (;;) {
+      throwIfAborted(meta.signal)
+      const current = await this.storage.get(requestId)
+      const now = this.clock.now()
+      const state = current ? taskState(current, now) : null
+      if (state === "completed") return { kind: "completed", result: current?.row.result ?? null }
+      if (state === "live") {
+        const lease = current ? leaseOf(current) : null
+        if (!wait || now >= deadline) {
+          throw new TaskLedgerPendingError(
+            `Task '${opts.name}' request '${requestId}' is already in-flight` +
+              (lease
+                ? ` (worker ${lease.owner}, lease until ${new Date((lease.lease_until ?? 0) * 1000).toISOString()})`
+                : " (claimed without a lease, e.g. by the Python original: release it if its worker is gone)") +
+              (wait ? "; gave up waiting." : "; retry later, call with wait: true, or release it."),
+            requestId,
+          )
+        }
+        await this.clock.sleep(this.pollInterval, meta.signal)
+        continue
+      }
+      const row: TaskRow = {
+        request_id: requestId,
+        task: opts.name,
+        args: [],
+        kwargs,
+        status: "in-flight",
+        result: null,
+        error: null,
+        started_at: now,
+        finished_at: null,
+      }
+      const lease: TaskLease = {
+        fence: (current?.lease?.fence ?? 0) + 1,
+        owner: this.owner,
+        lease_until: ttl > 0 ? now + ttl : null,
+        heartbeat_at: now,
+        started_at: now,
+      }
+      const version = await this.storage.swap(requestId, current?.version ?? null, { row, lease })
+      if (version !== null) return { kind: "claimed", held: { requestId, row, lease, version } }
+      // Another worker changed the task between our read and our write: decide again on what it wrote.
+    }
+  }
+
+  async #run<A, R>(
+    held: Held,
+    ttl: number,
+    args: A,
+    fn: TaskBody<A, R>,
+    callerSignal: AbortSignal | undefined,
+  ): Promise<R> {
+    const lost = new AbortController()
+    const signal = callerSignal ? AbortSignal.any([callerSignal, lost.signal]) : lost.signal
+    let chain: Promise<unknown> = Promise.resolve()
+    const serial = (op: () => Promise<void>): Promise<void> => {
+      const run = chain.then(op)
+      chain = run.catch(() => undefined)
+      return run
+    }
+    const renew = (): Promise<void> =>
+      serial(async () => {
+        if (!(ttl > 0)) return
+        const now = this.clock.now()
+        const lease: TaskLease = { ...held.lease, lease_until: now + ttl, heartbeat_at: now }
+        const version = await this.storage.swap(held.requestId, held.version, { row: held.row, lease })
+        if (version === null) {
+          lost.abort(
+            new TaskLeaseLostError(`Task request '${held.requestId}' was taken over by another worker`),
+          )
+          throw signal.reason
+        }
+        held.lease = lease
+        held.version = version
+      })
+    const every = this.leaseRenewInterval
+    const timer =
+      ttl > 0 && every > 0
+        ? setInterval(() => {
+            renew().catch(() => {})
+          }, every * 1000)
+        : null
+    ;(timer as { unref?: () => void } | null)?.unref?.()
+    const ctx: TaskContext = { requestId: held.requestId, fence: held.lease.fence, signal, renewLease: renew }
+    const stop = async () => {
+      if (timer !== null) clearInterval(timer)
+      await chain
+    }
+    let result: R
+    try {
+      result = await fn(args, ctx)
+    } catch (err) {
+      await stop()
+      try {
+        await serial(() => this.#finish(held, "failed", null, errorText(err)))
+      } catch (e) {
+        this.#onWarning(`could not record the failure of task request '${held.requestId}': ${errorText(e)}`)
+      }
+      throw err
+    }
+    await stop()
+    try {
+      await serial(() => this.#finish(held, "completed", result, null))
+    } catch (e) {
+      if (!(e instanceof TaskLeaseLostError)) throw e
+      this.#onWarning(`task result discarded for request '${held.requestId}': ${e.message}`)
+    }
+    return result
+  }
+
+  async #finish(
+    held: Held,
+    status: "completed" | "failed",
+    result: unknown,
+    error: string | null,
+  ): Promise<void> {
+    const now = this.clock.now()
+    const row: TaskRow = {
+      ...held.row,
+      status,
+      result: status === "completed" ? toJsonValue(result) : null,
+      error,
+      finished_at: now,
+    }
+    const receipt = this.receipts
+      ? await this.receipts.sign({
+          action: row.task,
+          actionKind: "task",
+          requestId: row.request_id,
+          args: row.args,
+          kwargs: row.kwargs,
+          outputs: row.result,
+          status,
+          error,
+          timestamp: now,
+        })
+      : null
+    const lease: TaskLease = { ...held.lease, lease_until: null, receipt_ref: receipt?.receipt_id ?? null }
+    const version = await this.storage.swap(held.requestId, held.version, { row, lease })
+    if (version === null)
+      throw new TaskLeaseLostError(
+        `Task request '${held.requestId}' was taken over by another worker (its lease lapsed); this worker's ` +
+          `${status} outcome was not recorded`,
+      )
+    held.row = row
+    held.lease = lease
+    held.version = version
+    await appendReceipt(this.receipts, receipt, held.requestId)
+  }
+
+  /**
+   * An operator's verdict on a task that is stuck in flight (its worker died, or the original claimed it without a
+   * lease) or failed. `completed` stores `result` for later calls; `not_executed` lets the next call run it.
+   */
+  async release(requestId: string, options: TaskReleaseOptions): Promise<TaskRecord> {
+    const { verified, by, reason } = options
+    if (verified !== "completed" && verified !== "not_executed")
+      throw new TaskReleaseRefusedError(
+        `verified must be 'completed' or 'not_executed', got '${String(verified)}'`,
+      )
+    if (!by?.trim()) throw new TaskReleaseRefusedError("release requires 'by' (who verified the outcome)")
+    if (!reason?.trim()) throw new TaskReleaseRefusedError("release requires a 'reason'")
+    for (;;) {
+      const current = await this.storage.get(requestId)
+      if (!current) throw new TaskReleaseRefusedError(`Cannot release unknown task request '${requestId}'`)
+      const now = this.clock.now()
+      const state = taskState(current, now)
+      if (state === "completed")
+        throw new TaskReleaseRefusedError(`Task request '${requestId}' is completed; nothing to release`)
+      const lease = leaseOf(current)
+      if (state === "live" && lease?.lease_until != null && !options.force)
+        throw new TaskReleaseRefusedError(
+          `Task request '${requestId}' is held by ${lease.owner} until ` +
+            `${new Date(lease.lease_until * 1000).toISOString()}; wait for the lease to lapse or pass force: true`,
+        )
+      const row: TaskRow =
+        verified === "completed"
+          ? {
+              ...current.row,
+              status: "completed",
+              result: toJsonValue(options.result ?? null),
+              error: null,
+              finished_at: now,
+            }
+          : {
+              ...current.row,
+              status: "failed",
+              error: current.row.error ?? `released as not executed by ${by}: ${reason}`,
+              finished_at: now,
+            }
+      const receipt = this.receipts
+        ? await this.receipts.sign({
+            action: row.task,
+            actionKind: "task",
+            requestId,
+            args: row.args,
+            kwargs: row.kwargs,
+            outputs: {
+              operator_release: true,
+              verified,
+              resolved_by: by,
+              resolution_reason: reason,
+              released_from_outcome: state === "failed" ? "failed" : "in-flight",
+              result: verified === "completed" ? row.result : null,
+            },
+            status: verified === "completed" ? "completed" : "failed",
+            error: verified === "completed" ? null : row.error,
+            timestamp: now,
+          })
+        : null
+      const next: TaskRecord = {
+        row,
+        lease: {
+          ...(current.lease ?? { fence: 0, owner: by, heartbeat_at: now, started_at: row.started_at }),
+          lease_until: null,
+          receipt_ref: receipt?.receipt_id ?? null,
+          resolved_by: by,
+          resolution_reason: reason,
+          resolved_at: now,
+        },
+      }
+      if ((await this.storage.swap(requestId, current.version, next)) === null) continue
+      await appendReceipt(this.receipts, receipt, requestId)
+      return next
+    }
+  }
+}

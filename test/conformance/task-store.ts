@@ -1,0 +1,187 @@
+// The suite every TaskStore must pass, driven through TaskLedger. Runs in Node, workerd and Chromium.
+import { afterAll, describe, expect, it } from "vitest"
+import {
+  ManualClock,
+  TaskLeaseLostError,
+  TaskLedger,
+  type TaskLedgerOptions,
+  TaskLedgerPendingError,
+  type TaskStore,
+} from "../../src/core/index.ts"
+
+export interface TaskStoreFactoryResult {
+  storage: TaskStore
+  /** A second handle on the same store (another connection, another file object), if the backend has one. */
+  peer?: TaskStore
+  cleanup?: () => Promise<void> | void
+}
+
+let seq = 0
+const uid = (label: string) => `tc-${Date.now().toString(36)}-${++seq}-${label}`
+
+export function testTaskStore(
+  name: string,
+  factory: () => Promise<TaskStoreFactoryResult> | TaskStoreFactoryResult,
+) {
+  describe(`TaskStore conformance: ${name}`, () => {
+    const cleanups: Array<() => Promise<void> | void> = []
+    afterAll(async () => {
+      for (const c of cleanups) await c()
+    })
+    const open = async () => {
+      const r = await factory()
+      if (r.cleanup) cleanups.push(r.cleanup)
+      return r
+    }
+    const ledgerOn = (storage: TaskStore, extra: TaskLedgerOptions = {}) =>
+      new TaskLedger({ storage, leaseRenewInterval: 0, onWarning: () => {}, ...extra })
+
+    it("50 concurrent callers of one live task: the body runs once, 49 get TaskLedgerPendingError", async () => {
+      const { storage, peer } = await open()
+      const a = ledgerOn(storage)
+      const b = ledgerOn(peer ?? storage)
+      let runs = 0
+      let release!: () => void
+      const held = new Promise<void>((r) => {
+        release = r
+      })
+      const body = async () => {
+        runs++
+        await held
+        return "done"
+      }
+      const ta = a.task({ name: "report" }, body)
+      const tb = b.task({ name: "report" }, body)
+      const taskId = uid("c50")
+      const calls = Array.from({ length: 50 }, (_, i) => (i % 2 ? ta : tb)({ day: "d" }, { taskId }))
+      // Every caller but the winner fails while the winner's body is still held open; then the winner finishes.
+      let done = 0
+      const settled = calls.map((p) =>
+        p
+          .then(
+            () => "ok" as const,
+            (e: unknown) => e,
+          )
+          .finally(() => {
+            done++
+          }),
+      )
+      const deadline = Date.now() + 30_000
+      while (done < 49 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 5))
+      expect(done).toBe(49)
+      expect(runs).toBe(1)
+      release()
+      const results = await Promise.all(settled)
+      expect(runs).toBe(1)
+      expect(results.filter((r) => r === "ok")).toHaveLength(1)
+      expect(results.filter((r) => r instanceof TaskLedgerPendingError)).toHaveLength(49)
+      // Later calls replay the stored result without running.
+      expect(await ta({ day: "d" }, { taskId })).toBe("done")
+      expect(runs).toBe(1)
+    }, 60_000)
+
+    it("a crashed worker's task is reclaimed after its lease, once; the stale worker cannot complete it", async () => {
+      const { storage, peer } = await open()
+      const clock = new ManualClock()
+      const a = ledgerOn(storage, { clock, leaseTtl: 60, owner: "worker-a" })
+      const b = ledgerOn(peer ?? storage, { clock, leaseTtl: 60, owner: "worker-b" })
+      const taskId = uid("crash")
+      let runs = 0
+      let finishA!: () => void
+      const aBlocked = new Promise<void>((r) => {
+        finishA = r
+      })
+      const ta = a.task({ name: "job" }, async () => {
+        runs++
+        await aBlocked
+        return "a"
+      })
+      const tb = b.task({ name: "job" }, async () => {
+        runs++
+        return "b"
+      })
+      const first = ta({}, { taskId }).catch((e: unknown) => e)
+      while (runs === 0) await new Promise((r) => setTimeout(r, 2))
+      await expect(tb({}, { taskId })).rejects.toBeInstanceOf(TaskLedgerPendingError)
+      clock.advance(61)
+      const racers = await Promise.allSettled([tb({}, { taskId }), tb({}, { taskId }), tb({}, { taskId })])
+      expect(runs).toBe(2)
+      expect(racers.filter((r) => r.status === "fulfilled")).toHaveLength(1)
+      finishA()
+      // The stale worker's result is returned to its caller but never recorded.
+      expect(await first).toBe("a")
+      const stored = await b.get(taskId)
+      expect(stored?.row).toMatchObject({ status: "completed", result: "b" })
+      expect(stored?.lease?.fence).toBe(2)
+      expect(await ta({}, { taskId })).toBe("b")
+    })
+
+    it("a failed task re-runs on retry; a completed one replays; wait: true polls until the live one ends", async () => {
+      const { storage } = await open()
+      const ledger = ledgerOn(storage, { pollInterval: 0.01 })
+      let runs = 0
+      const flaky = ledger.task({ name: "flaky", idFrom: ["region"] }, async (args: { region: string }) => {
+        runs++
+        if (runs === 1) throw new Error("first attempt fails")
+        await new Promise((r) => setTimeout(r, 30))
+        return { region: args.region, runs }
+      })
+      const region = uid("eu")
+      await expect(flaky({ region })).rejects.toThrow("first attempt fails")
+      const failed = await ledger.get(`flaky:region=${region}`)
+      expect(failed?.row).toMatchObject({ status: "failed", error: "Error: first attempt fails" })
+      const [x, y] = await Promise.all([flaky({ region }), flaky({ region }, { wait: true })])
+      expect(x).toEqual({ region, runs: 2 })
+      expect(y).toEqual(x)
+      expect(runs).toBe(2)
+    })
+
+    it("release: a task stuck in flight is released by an operator and runs once more", async () => {
+      const { storage } = await open()
+      const clock = new ManualClock()
+      const ledger = ledgerOn(storage, { clock, leaseTtl: 30 })
+      const taskId = uid("rel")
+      const never = new Promise<never>(() => {})
+      const stuck = ledger.task({ name: "stuck" }, () => never)
+      void stuck({}, { taskId })
+      while (!(await ledger.get(taskId))) await new Promise((r) => setTimeout(r, 2))
+      await expect(
+        ledger.release(taskId, { verified: "not_executed", by: "ops", reason: "r" }),
+      ).rejects.toThrow(/wait for the lease/)
+      clock.advance(31)
+      await ledger.release(taskId, { verified: "not_executed", by: "ops", reason: "worker gone" })
+      let runs = 0
+      const again = ledger.task({ name: "stuck" }, async () => ++runs)
+      expect(await again({}, { taskId })).toBe(1)
+      expect(await again({}, { taskId })).toBe(1)
+    })
+
+    it("a renewal or completion after a takeover is refused (TaskLeaseLostError aborts the body's signal)", async () => {
+      const { storage, peer } = await open()
+      const clock = new ManualClock()
+      const a = ledgerOn(storage, { clock, leaseTtl: 10 })
+      const b = ledgerOn(peer ?? storage, { clock, leaseTtl: 10 })
+      const taskId = uid("fence")
+      let go!: () => void
+      const gate = new Promise<void>((r) => {
+        go = r
+      })
+      let seen: unknown = null
+      const slow = a.task({ name: "f" }, async (_a: Record<string, never>, ctx) => {
+        await gate
+        await ctx.renewLease().catch((e: unknown) => {
+          seen = e
+        })
+        return ctx.signal.aborted
+      })
+      const p = slow({}, { taskId })
+      while (!(await a.get(taskId))) await new Promise((r) => setTimeout(r, 2))
+      clock.advance(11)
+      expect(await b.task({ name: "f" }, async () => "b")({}, { taskId })).toBe("b")
+      go()
+      expect(await p).toBe(true)
+      expect(seen).toBeInstanceOf(TaskLeaseLostError)
+      expect((await a.get(taskId))?.row.result).toBe("b")
+    })
+  })
+}

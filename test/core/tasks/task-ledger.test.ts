@@ -1,0 +1,83 @@
+import { readFileSync } from "node:fs"
+import { describe, expect, it } from "vitest"
+import {
+  deriveTaskRequestId,
+  hmacReceiptSigner,
+  MemoryReceiptStore,
+  MemoryTaskStore,
+  ReceiptEmitter,
+  TaskLedger,
+  verifyReceipts,
+} from "../../../src/core/index.ts"
+import { testTaskStore } from "../../conformance/task-store.ts"
+
+const vectors = JSON.parse(
+  readFileSync(new URL("../../fixtures/python-vectors.json", import.meta.url), "utf8"),
+)
+
+testTaskStore("memory", () => {
+  const storage = new MemoryTaskStore()
+  return { storage }
+})
+
+describe("task request ids match the Python original", () => {
+  it.each(
+    vectors.task_request_ids as Array<{
+      task: string
+      kwargs: Record<string, string>
+      id_from: string[] | null
+      request_id: string
+    }>,
+  )("$request_id", (v) => {
+    expect(deriveTaskRequestId({ task: v.task, kwargs: v.kwargs, idFrom: v.id_from })).toBe(v.request_id)
+  })
+
+  it("the wrapper derives the same ids and strips task_id / run_id before the body", async () => {
+    const ledger = new TaskLedger()
+    const seen: unknown[] = []
+    const report = ledger.task(
+      { name: "nightly_report", idFrom: ["region", "day"] },
+      async (args: Record<string, unknown>) => {
+        seen.push(args)
+        return 1
+      },
+    )
+    await report({ task_id: "T-42", day: "2026-12-01" })
+    await report({ day: "2026-12-01" }, { runId: "r-7" })
+    await report({ day: "2026-12-01", region: "eu" })
+    const plain = ledger.task("nightly_report", async () => 2)
+    await plain({ day: "2026-12-01", region: "eu", n: 1.5 })
+    expect((await ledger.list()).map((t) => t.row.request_id)).toEqual(
+      (vectors.task_request_ids as Array<{ request_id: string }>).map((v) => v.request_id),
+    )
+    expect(seen).toEqual([{ day: "2026-12-01" }, { day: "2026-12-01" }, { day: "2026-12-01", region: "eu" }])
+  })
+})
+
+describe("task receipts", () => {
+  it("completed, failed and released tasks emit chained receipts; the receipt id sits beside the row", async () => {
+    const store = new MemoryReceiptStore()
+    const receipts = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId: "worker" })
+    const ledger = new TaskLedger({ receipts, onWarning: () => {} })
+    const ok = ledger.task("ok", async () => ({ rows: 3 }))
+    const bad = ledger.task("bad", async () => {
+      throw new RangeError("no data")
+    })
+    await ok({}, { taskId: "t1" })
+    await expect(bad({}, { taskId: "t2" })).rejects.toThrow()
+    await ledger.release("t2", { verified: "completed", result: 7, by: "ops", reason: "ran by hand" })
+    const list = await store.list()
+    expect(list.map((r) => [r.action_kind, r.request_id, r.status, r.error])).toEqual([
+      ["task", "t1", "completed", null],
+      ["task", "t2", "failed", "RangeError: no data"],
+      ["task", "t2", "completed", null],
+    ])
+    expect(list[2]?.outputs).toMatchObject({ operator_release: true, verified: "completed", result: 7 })
+    expect((await ledger.get("t1"))?.lease?.receipt_ref).toBe(list[0]?.receipt_id)
+    expect((await ledger.get("t2"))?.lease?.receipt_ref).toBe(list[2]?.receipt_id)
+    expect(await verifyReceipts(list, { hmac: "k" }, { requireChain: true })).toMatchObject({
+      ok: true,
+      valid: 3,
+    })
+  })
+})
