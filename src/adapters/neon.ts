@@ -96,9 +96,9 @@ const claimableAt = (p: string, now: string): string =>
   ` OR (${effectiveOf(p)} = 'IN_FLIGHT' AND ${leaseOf(p)} IS NOT NULL AND ${leaseOf(p)} <> 'NaN'::float8` +
   ` AND ${leaseOf(p)} <= ${now}))`
 
-type Run = (text: string, params: unknown[]) => Promise<Record<string, unknown>[]>
+export type Run = (text: string, params: unknown[]) => Promise<Record<string, unknown>[]>
 
-function driverRun(options: NeonLedgerStorageOptions): Run {
+export function driverRun(options: NeonLedgerStorageOptions): Run {
   if (options.pool) {
     const pool = options.pool
     return async (text, params) => (await pool.query(text, params)).rows as Record<string, unknown>[]

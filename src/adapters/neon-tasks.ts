@@ -1,0 +1,75 @@
+// Task ledger on Postgres (neon driver) in the original's table `mycelium_task_ledger (request_id, payload JSONB)`.
+// The lease is one more nullable column, `mycelium_lease`, which the original never reads. `swap` is one
+// statement: an INSERT … ON CONFLICT DO NOTHING for an absent task, else an UPDATE whose WHERE compares a digest of
+// the stored row and lease with the version the caller read (Postgres re-checks it after a concurrent update).
+import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
+import type { TaskStore } from "../core/tasks/store.ts"
+import { driverRun, InvalidTableNameError, type NeonLedgerStorageOptions, type Run } from "./neon.ts"
+
+export type NeonTaskStoreOptions = NeonLedgerStorageOptions
+
+const TABLE_RE = /^[a-z][a-z0-9_]*$/
+const VERSION = `'v' || md5(payload::text || '|' || coalesce(mycelium_lease::text, ''))`
+
+export class NeonTaskStore implements TaskStore {
+  readonly kind = "neon"
+  readonly table: string
+  readonly #run: Run
+
+  constructor(options: NeonTaskStoreOptions) {
+    this.table = options.table ?? "mycelium_task_ledger"
+    if (!TABLE_RE.test(this.table))
+      throw new InvalidTableNameError(`table name must match ${TABLE_RE}, got '${this.table}'`)
+    this.#run = driverRun(options)
+  }
+
+  /** Creates the original's table if needed and adds the lease column (idempotent). */
+  async migrate(): Promise<void> {
+    await this.#run(
+      `CREATE TABLE IF NOT EXISTS ${this.table} (request_id TEXT PRIMARY KEY, payload JSONB NOT NULL)`,
+      [],
+    )
+    await this.#run(`ALTER TABLE ${this.table} ADD COLUMN IF NOT EXISTS mycelium_lease JSONB`, [])
+  }
+
+  async get(requestId: string): Promise<StoredTask | null> {
+    const rows = await this.#run(
+      `SELECT payload, mycelium_lease AS lease, ${VERSION} AS v FROM ${this.table} WHERE request_id = $1`,
+      [requestId],
+    )
+    return rows[0] ? this.#parse(requestId, rows[0]) : null
+  }
+
+  async swap(requestId: string, expected: string | null, next: TaskRecord): Promise<string | null> {
+    const lease = next.lease ? JSON.stringify(next.lease) : null
+    const rows =
+      expected === null
+        ? await this.#run(
+            `INSERT INTO ${this.table} (request_id, payload, mycelium_lease) VALUES ($1, $2::jsonb, $3::jsonb) ` +
+              `ON CONFLICT (request_id) DO NOTHING RETURNING ${VERSION} AS v`,
+            [requestId, JSON.stringify(next.row), lease],
+          )
+        : await this.#run(
+            `UPDATE ${this.table} SET payload = $2::jsonb, mycelium_lease = $3::jsonb ` +
+              `WHERE request_id = $1 AND ${VERSION} = $4 RETURNING ${VERSION} AS v`,
+            [requestId, JSON.stringify(next.row), lease, expected],
+          )
+    return rows[0] ? String(rows[0].v) : null
+  }
+
+  async *list(): AsyncIterable<StoredTask> {
+    const rows = await this.#run(
+      `SELECT request_id, payload, mycelium_lease AS lease, ${VERSION} AS v FROM ${this.table} ORDER BY request_id`,
+      [],
+    )
+    for (const r of rows) yield this.#parse(String(r.request_id), r)
+  }
+
+  #parse(requestId: string, r: Record<string, unknown>): StoredTask {
+    const payload = typeof r.payload === "string" ? JSON.parse(r.payload) : r.payload
+    const row = parseTaskRow(payload)
+    if (!row) throw new TypeError(`task row '${requestId}' in ${this.table} is not a task ledger entry`)
+    const raw = typeof r.lease === "string" ? JSON.parse(r.lease) : r.lease
+    return { row, lease: raw == null ? null : parseTaskLease(raw), version: String(r.v) }
+  }
+}

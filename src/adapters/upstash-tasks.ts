@@ -1,0 +1,103 @@
+// Task ledger on Upstash Redis in the original's RedisTaskLedgerStorage layout: row JSON at `{prefix}{id}`
+// (default `mycelium:task:`), a durable tombstone copy at `{prefix without ':'}-tomb:{id}`. The lease lives at
+// `{prefix without ':'}-lease:{id}`. `swap` is one Lua script: it compares a digest of the stored row and lease
+// with the version the caller read and writes all three keys, so it is atomic without WATCH/MULTI.
+import type { Redis } from "@upstash/redis"
+import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
+import type { TaskStore } from "../core/tasks/store.ts"
+import { UpstashReplyError } from "./upstash.ts"
+
+export interface UpstashTaskStoreOptions {
+  readonly redis: Redis
+  /** Row key prefix, the original's default `mycelium:task:`. */
+  readonly prefix?: string
+}
+
+// The row is the primary key, else its tombstone (the original lets the primary key expire).
+const READ = `
+local raw = redis.call('GET', KEYS[1])
+if not raw then raw = redis.call('GET', KEYS[2]) end
+local lease = redis.call('GET', KEYS[3])
+local function version()
+  if not raw then return '' end
+  return 'v' .. redis.sha1hex(raw .. '\\n' .. (lease or ''))
+end
+`
+
+const GET_LUA = `${READ}
+if not raw then return {'none'} end
+return {version(), raw, lease or ''}
+`
+
+// ARGV: expected version ('' = absent), new row, new lease ('' = none). Returns the new version or 'lost'.
+const SWAP_LUA = `${READ}
+if version() ~= ARGV[1] then return 'lost' end
+redis.call('SET', KEYS[1], ARGV[2])
+redis.call('SET', KEYS[2], ARGV[2])
+if ARGV[3] == '' then redis.call('DEL', KEYS[3]) else redis.call('SET', KEYS[3], ARGV[3]) end
+return 'v' .. redis.sha1hex(ARGV[2] .. '\\n' .. ARGV[3])
+`
+
+/** @upstash/redis parses JSON replies; accept the parsed value or the raw string. */
+const parsed = (v: unknown): unknown =>
+  typeof v === "string" && v !== "" ? JSON.parse(v) : v === "" ? null : v
+
+export class UpstashTaskStore implements TaskStore {
+  readonly kind = "upstash"
+  readonly #redis: Redis
+  readonly #prefix: string
+  readonly #base: string
+  readonly #get: (keys: string[], args: string[]) => Promise<unknown>
+  readonly #swap: (keys: string[], args: string[]) => Promise<unknown>
+
+  constructor(options: UpstashTaskStoreOptions) {
+    this.#redis = options.redis
+    this.#prefix = options.prefix ?? "mycelium:task:"
+    this.#base = this.#prefix.endsWith(":") ? this.#prefix.slice(0, -1) : this.#prefix
+    const script = (src: string) => {
+      const s = this.#redis.createScript<unknown>(src)
+      return (keys: string[], args: string[]) => s.exec(keys, args)
+    }
+    this.#get = script(GET_LUA)
+    this.#swap = script(SWAP_LUA)
+  }
+
+  #keys(id: string): string[] {
+    return [`${this.#prefix}${id}`, `${this.#base}-tomb:${id}`, `${this.#base}-lease:${id}`]
+  }
+
+  async get(requestId: string): Promise<StoredTask | null> {
+    const reply = await this.#get(this.#keys(requestId), [])
+    if (!Array.isArray(reply)) throw new UpstashReplyError("task get", reply)
+    if (reply[0] === "none") return null
+    const row = parseTaskRow(parsed(reply[1]))
+    if (!row)
+      throw new UpstashReplyError(`task get (row '${requestId}' is not a task ledger entry)`, reply[1])
+    const rawLease = parsed(reply[2])
+    return { row, lease: rawLease === null ? null : parseTaskLease(rawLease), version: String(reply[0]) }
+  }
+
+  async swap(requestId: string, expected: string | null, next: TaskRecord): Promise<string | null> {
+    const reply = await this.#swap(this.#keys(requestId), [
+      expected ?? "",
+      JSON.stringify(next.row),
+      next.lease ? JSON.stringify(next.lease) : "",
+    ])
+    if (reply === "lost") return null
+    if (typeof reply !== "string" || !reply.startsWith("v")) throw new UpstashReplyError("task swap", reply)
+    return reply
+  }
+
+  async *list(): AsyncIterable<StoredTask> {
+    let cursor: string | number = "0"
+    const match = `${this.#prefix.replace(/[*?[\]\\]/g, "\\$&")}*`
+    do {
+      const [next, keys]: [string | number, string[]] = await this.#redis.scan(cursor, { match, count: 500 })
+      for (const k of keys) {
+        const t = await this.get(String(k).slice(this.#prefix.length))
+        if (t) yield t
+      }
+      cursor = next
+    } while (String(cursor) !== "0")
+  }
+}

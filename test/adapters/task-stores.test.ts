@@ -1,0 +1,209 @@
+// Task stores on real backends: the conformance suite per store, a worker SIGKILLed mid-task and reclaimed after
+// its lease, and rows shared with the Python original's file layout.
+import { execFileSync, spawn } from "node:child_process"
+import { appendFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { FileTaskStore } from "../../src/adapters/file-tasks.ts"
+import { NeonTaskStore } from "../../src/adapters/neon-tasks.ts"
+import { UpstashTaskStore } from "../../src/adapters/upstash-tasks.ts"
+import { TaskLedger, TaskLedgerPendingError } from "../../src/core/index.ts"
+import { testTaskStore } from "../conformance/task-store.ts"
+import { openTaskStore, type TaskBackend } from "./crash/task-storage.ts"
+import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
+import { neonPool, requirePostgres } from "./servers/neon.ts"
+
+const tmpFile = (name: string) => join(mkdtempSync(join(tmpdir(), "mycelium-tasks-")), name)
+const tables: string[] = []
+afterAll(async () => {
+  if (!tables.length) return
+  const pool = neonPool(undefined, 1)
+  for (const t of tables) await pool.query(`DROP TABLE IF EXISTS ${t}`)
+  await pool.end()
+})
+const newTable = () => {
+  const t = `task_test_${runTag("t").replaceAll("-", "_")}`.toLowerCase()
+  tables.push(t)
+  return t
+}
+
+testTaskStore("file", () => {
+  const path = tmpFile("tasks.json")
+  return {
+    storage: new FileTaskStore(path, { fsync: false }),
+    peer: new FileTaskStore(path, { fsync: false }),
+  }
+})
+
+testTaskStore("upstash", async () => {
+  await requireUpstash()
+  const prefix = `mycelium-test:${runTag("tasks")}:task:`
+  return {
+    storage: new UpstashTaskStore({ redis: upstashClient(), prefix }),
+    peer: new UpstashTaskStore({ redis: upstashClient(), prefix }),
+  }
+})
+
+testTaskStore("neon", async () => {
+  const a = neonPool(undefined, 4)
+  const b = neonPool(undefined, 4)
+  await requirePostgres(a)
+  const table = newTable()
+  const storage = new NeonTaskStore({ pool: a, table })
+  await storage.migrate()
+  return {
+    storage,
+    peer: new NeonTaskStore({ pool: b, table }),
+    cleanup: async () => {
+      await a.end()
+      await b.end()
+    },
+  }
+})
+
+const runsIn = (file: string) =>
+  existsSync(file) ? readFileSync(file, "utf8").split("\n").filter(Boolean) : []
+
+for (const backend of ["file", "upstash", "neon"] as const satisfies readonly TaskBackend[]) {
+  describe(`task worker SIGKILLed mid-run (${backend})`, () => {
+    it("is pending while its lease lasts, then reclaimed by another worker and run exactly once more", async () => {
+      if (backend === "upstash") await requireUpstash()
+      const where =
+        backend === "file" ? tmpFile("tasks.json") : backend === "neon" ? newTable() : runTag("crash")
+      const runs = tmpFile("runs.log")
+      const taskId = `T-${runTag("kill")}`
+      const child = spawn(process.execPath, [
+        "--import",
+        "tsx",
+        "test/adapters/crash/task-child.ts",
+        backend,
+        where,
+        taskId,
+        runs,
+        "2",
+      ])
+      let out = ""
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(() => reject(new Error(`child never got ready: ${out}`)), 30_000)
+        child.stdout.on("data", (d) => {
+          out += String(d)
+          if (out.includes("READY")) {
+            clearTimeout(timer)
+            resolve()
+          }
+        })
+        child.stderr.on("data", (d) => {
+          out += String(d)
+        })
+        child.once("exit", (code) => reject(new Error(`child exited ${code} before READY: ${out}`)))
+      })
+      const exited = new Promise((r) => child.once("exit", r))
+      child.kill("SIGKILL")
+      await exited
+
+      const { storage, close } = await openTaskStore(backend, where)
+      try {
+        const ledger = new TaskLedger({
+          storage,
+          leaseTtl: 2,
+          owner: "survivor",
+          pollInterval: 0.1,
+          onWarning: () => {},
+        })
+        const job = ledger.task({ name: "nightly_report" }, async () => {
+          appendFileSync(runs, "survivor\n")
+          return "report"
+        })
+        await expect(job({ day: "2026-12-01" }, { taskId })).rejects.toBeInstanceOf(TaskLedgerPendingError)
+        // Waiting callers reclaim once the dead worker's lease lapses; of several, exactly one runs the body.
+        const results = await Promise.all(
+          [1, 2, 3].map(() => job({ day: "2026-12-01" }, { taskId, wait: true })),
+        )
+        expect(results).toEqual(["report", "report", "report"])
+        expect(runsIn(runs)).toEqual(["child", "survivor"])
+        const row = await ledger.get(taskId)
+        expect(row?.row.status).toBe("completed")
+        expect(row?.lease).toMatchObject({ fence: 2, owner: "survivor" })
+      } finally {
+        await close()
+      }
+    }, 60_000)
+  })
+}
+
+describe("rows shared with the Python original (file layout)", () => {
+  const script = new URL("../../scripts/python/task_ledger_file.py", import.meta.url).pathname
+  const py = (...args: string[]) => execFileSync("python3", [script, ...args], { encoding: "utf8" })
+
+  it("a completed row the original wrote is replayed here without running", async () => {
+    const path = tmpFile("tasks.json")
+    const id = py(
+      "derive",
+      "nightly_report",
+      JSON.stringify({ day: "2026-12-01", region: "eu" }),
+      '["region","day"]',
+    ).trim()
+    py(
+      "write",
+      path,
+      JSON.stringify({
+        request_id: id,
+        task: "nightly_report",
+        args: [],
+        kwargs: { day: "2026-12-01", region: "eu" },
+        status: "completed",
+        result: { rows: 12 },
+        error: null,
+        started_at: 1767225600.5,
+        finished_at: 1767225601.25,
+      }),
+    )
+    const ledger = new TaskLedger({ storage: new FileTaskStore(path) })
+    let runs = 0
+    const report = ledger.task({ name: "nightly_report", idFrom: ["region", "day"] }, async () => ++runs)
+    expect(await report({ day: "2026-12-01", region: "eu" })).toEqual({ rows: 12 })
+    expect(runs).toBe(0)
+  })
+
+  it("an in-flight row the original wrote (no lease) is pending until an operator releases it", async () => {
+    const path = tmpFile("tasks.json")
+    py(
+      "write",
+      path,
+      JSON.stringify({
+        request_id: "T-9",
+        task: "t",
+        args: [],
+        kwargs: { task_id: "T-9" },
+        status: "in-flight",
+        started_at: 1767225600.5,
+      }),
+    )
+    const ledger = new TaskLedger({ storage: new FileTaskStore(path), onWarning: () => {} })
+    const t = ledger.task("t", async () => "ran")
+    await expect(t({}, { taskId: "T-9" })).rejects.toThrow(/without a lease/)
+    await ledger.release("T-9", { verified: "not_executed", by: "ops", reason: "python worker died" })
+    expect(await t({}, { taskId: "T-9" })).toBe("ran")
+  })
+
+  it("rows written here (and their sidecar leases) are read by the original's strict TaskLedgerEntry", async () => {
+    const path = tmpFile("tasks.json")
+    const ledger = new TaskLedger({ storage: new FileTaskStore(path), onWarning: () => {} })
+    await ledger.task("ok", async () => ({ n: 1, s: "café" }))({ day: "d" }, { runId: "r-1" })
+    await ledger
+      .task("bad", async () => {
+        throw new Error("boom")
+      })({}, { taskId: "B-1" })
+      .catch(() => {})
+    const rows = py("read", path)
+      .trim()
+      .split("\n")
+      .map((l) => JSON.parse(l))
+    expect(rows).toEqual([
+      expect.objectContaining({ request_id: "ok:r-1", status: "completed", result: { n: 1, s: "café" } }),
+      expect.objectContaining({ request_id: "B-1", status: "failed", error: "Error: boom", result: null }),
+    ])
+    expect(JSON.parse(readFileSync(`${path}.leases.json`, "utf8"))["ok:r-1"]).toMatchObject({ fence: 1 })
+  })
+})
