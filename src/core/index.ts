@@ -2,6 +2,7 @@
 export * from "./context/index.ts"
 export * from "./ledger/index.ts"
 export * from "./receipts/index.ts"
+export * from "./state/index.ts"
 export * from "./tasks/index.ts"
 export * from "./tools/index.ts"
 export * from "./transcript/index.ts"

@@ -1,0 +1,7 @@
+import { LedgerError } from "../ledger/index.ts"
+
+/** No flushed state for a run, or a run handle used wrongly. The message names the run. */
+export class StateFlushError extends LedgerError {
+  override readonly name: string = "StateFlushError"
+  override readonly code: string = "state_flush_error"
+}

@@ -1,0 +1,3 @@
+export * from "./errors.ts"
+export * from "./snapshot.ts"
+export * from "./state-flush.ts"

@@ -1,0 +1,216 @@
+// StateFlush: a run's partial state is written when the run is cancelled, disconnected or fails (and on
+// completion), so an aborted run can be resumed instead of redone.
+import { cloneJson, type JsonValue, toJsonValue } from "../ledger/index.ts"
+import { StateFlushError } from "./errors.ts"
+import {
+  type FlushTrigger,
+  MemoryStateFlushStore,
+  type SnapshotStatus,
+  type StateFlushStore,
+  type StateSnapshot,
+} from "./snapshot.ts"
+
+export interface StateFlushOptions {
+  /** Default: a process-local `MemoryStateFlushStore`. */
+  readonly storage?: StateFlushStore
+  /** Which endings write a snapshot. Default all: cancel, disconnect, error. */
+  readonly flushOn?: readonly FlushTrigger[]
+  /** Write a `completed` snapshot when the run returns. Default true. */
+  readonly flushOnComplete?: boolean
+  /** Epoch seconds. */
+  readonly now?: () => number
+}
+
+export interface StateRunOptions {
+  /** Cancelling the run: when it aborts, the state is flushed as `aborted` / `cancel` at once. */
+  readonly signal?: AbortSignal
+  /** The client went away (e.g. an HTTP request's signal): flushed as `aborted` / `disconnect`. */
+  readonly disconnectSignal?: AbortSignal
+  /** Start from this state, e.g. `await flush.resume(runId)`. */
+  readonly initial?: Readonly<Record<string, unknown>>
+}
+
+export interface FlushArgs {
+  readonly reason?: string | null
+  readonly error?: string | null
+}
+
+const errorText = (e: unknown): string => (e instanceof Error ? `${e.name}: ${e.message}` : String(e))
+
+/** The handle a run body gets. */
+export class StateFlushRun {
+  readonly runId: string
+  /** Aborts when the run is cancelled or disconnected. */
+  readonly signal: AbortSignal
+  readonly #flush: StateFlush
+  #state: Record<string, JsonValue>
+  #flushed: Promise<StateSnapshot> | null = null
+
+  /** @internal */
+  constructor(
+    flush: StateFlush,
+    runId: string,
+    signal: AbortSignal,
+    initial: Readonly<Record<string, unknown>>,
+  ) {
+    this.#flush = flush
+    this.runId = runId
+    this.signal = signal
+    this.#state = toJsonValue(initial) as Record<string, JsonValue>
+  }
+
+  /** Shallow merge, as the original's `dict.update`. Values are stored as JSON. */
+  record(patch: Readonly<Record<string, unknown>>): void {
+    Object.assign(this.#state, toJsonValue(patch) as Record<string, JsonValue>)
+  }
+
+  /** A copy of the state recorded so far. */
+  get state(): Record<string, JsonValue> {
+    return cloneJson(this.#state)
+  }
+
+  /** True once the run's final snapshot was written (explicitly or by its ending). */
+  get flushed(): boolean {
+    return this.#flushed !== null
+  }
+
+  /** Writes the final snapshot. Later endings of the run write nothing more. */
+  flush(status: SnapshotStatus, args: FlushArgs = {}): Promise<StateSnapshot> {
+    this.#flushed = this.#write(status, args)
+    return this.#flushed
+  }
+
+  /** An `in-progress` snapshot that does not end the run: a crash after it still leaves this much to resume. */
+  checkpoint(): Promise<StateSnapshot> {
+    return this.#write("in-progress", {})
+  }
+
+  complete(): Promise<StateSnapshot> {
+    return this.flush("completed")
+  }
+
+  /** The client went away: `aborted` / `disconnect` when "disconnect" is flushed on, else `completed`. */
+  disconnect(): Promise<StateSnapshot> {
+    return this.#flush.flushOn.has("disconnect")
+      ? this.flush("aborted", { reason: "disconnect" })
+      : this.flush("completed")
+  }
+
+  /** @internal the ending's snapshot, unless one was already written. */
+  end(status: SnapshotStatus, args: FlushArgs): Promise<StateSnapshot | null> {
+    if (this.#flushed) return this.#flushed
+    return this.flush(status, args)
+  }
+
+  async #write(status: SnapshotStatus, args: FlushArgs): Promise<StateSnapshot> {
+    const snapshot: StateSnapshot = {
+      run_id: this.runId,
+      status,
+      state: cloneJson(this.#state),
+      updated_at: this.#flush.now(),
+      reason: args.reason ?? null,
+      error: args.error ?? null,
+    }
+    await this.#flush.storage.save(snapshot)
+    return snapshot
+  }
+}
+
+export class StateFlush {
+  readonly storage: StateFlushStore
+  readonly flushOn: ReadonlySet<FlushTrigger>
+  readonly flushOnComplete: boolean
+  readonly now: () => number
+
+  constructor(options: StateFlushOptions = {}) {
+    this.storage = options.storage ?? new MemoryStateFlushStore()
+    const on = options.flushOn ?? ["cancel", "disconnect", "error"]
+    for (const t of on)
+      if (t !== "cancel" && t !== "disconnect" && t !== "error")
+        throw new RangeError(`flushOn entries must be cancel, disconnect or error, got '${String(t)}'`)
+    this.flushOn = new Set(on)
+    this.flushOnComplete = options.flushOnComplete ?? true
+    this.now = options.now ?? (() => Date.now() / 1000)
+  }
+
+  load(runId: string): Promise<StateSnapshot | null> {
+    return this.storage.load(runId)
+  }
+
+  /** The flushed state of a run, to start its next attempt from. */
+  async resume(runId: string): Promise<Record<string, JsonValue>> {
+    const s = await this.storage.load(runId)
+    if (!s) throw new StateFlushError(`No flushed state found for run '${runId}'`)
+    return cloneJson(s.state as Record<string, JsonValue>)
+  }
+
+  /**
+   * Runs `fn` with a handle to record state. Its ending decides the snapshot (unless `fn` flushed one itself):
+   * return → `completed`; the cancel signal → `aborted`/`cancel` (written as soon as it fires, and the run rejects
+   * with its reason without waiting for `fn`); the disconnect signal → `aborted`/`disconnect`; a throw → `error`.
+   * Errors are never swallowed.
+   */
+  async run<R>(
+    runId: string,
+    fn: (run: StateFlushRun) => Promise<R> | R,
+    options: StateRunOptions = {},
+  ): Promise<R> {
+    if (!runId) throw new StateFlushError("run() needs a run id")
+    const stop = new AbortController()
+    const signals = [options.signal, options.disconnectSignal].filter((s): s is AbortSignal => !!s)
+    const signal = signals.length ? AbortSignal.any([...signals, stop.signal]) : stop.signal
+    const run = new StateFlushRun(this, runId, signal, options.initial ?? {})
+
+    let onAbort: (() => void) | null = null
+    const aborted = new Promise<never>((_, reject) => {
+      const fire = (source: AbortSignal, trigger: "cancel" | "disconnect") => {
+        const reason: unknown = source.reason
+        const done =
+          trigger === "cancel"
+            ? this.flushOn.has("cancel")
+              ? run.end("aborted", { reason: "cancel", error: errorText(reason) })
+              : Promise.resolve(null)
+            : run.disconnect()
+        done.then(
+          () => reject(reason),
+          (e: unknown) => reject(e),
+        )
+      }
+      const listeners: Array<() => void> = []
+      for (const [s, trigger] of [
+        [options.signal, "cancel"],
+        [options.disconnectSignal, "disconnect"],
+      ] as const) {
+        if (!s) continue
+        const l = () => fire(s, trigger)
+        if (s.aborted) {
+          l()
+          continue
+        }
+        s.addEventListener("abort", l, { once: true })
+        listeners.push(() => s.removeEventListener("abort", l))
+      }
+      onAbort = () => {
+        for (const off of listeners) off()
+      }
+    })
+    aborted.catch(() => {})
+
+    try {
+      const result = await Promise.race([Promise.resolve().then(() => fn(run)), aborted])
+      if (this.flushOnComplete) await run.end("completed", {})
+      return result
+    } catch (err) {
+      if (signal.aborted) {
+        // The abort path already wrote (or deliberately skipped) its snapshot; surface what ended the run.
+        await aborted.catch(() => {})
+        throw err
+      }
+      if (this.flushOn.has("error")) await run.end("error", { reason: "error", error: errorText(err) })
+      throw err
+    } finally {
+      ;(onAbort as (() => void) | null)?.()
+      stop.abort()
+    }
+  }
+}

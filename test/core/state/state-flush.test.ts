@@ -1,0 +1,33 @@
+import { mkdtempSync, readFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { expect, it } from "vitest"
+import { FileStateFlushStore } from "../../../src/adapters/file-state.ts"
+import { MemoryStateFlushStore, StateFlush } from "../../../src/core/index.ts"
+import { testStateFlush } from "../../conformance/state-flush.ts"
+
+testStateFlush("memory", () => ({ storage: new MemoryStateFlushStore() }))
+
+const tmpFile = () => join(mkdtempSync(join(tmpdir(), "mycelium-state-")), "state.json")
+
+testStateFlush("file", () => {
+  const path = tmpFile()
+  return { storage: new FileStateFlushStore(path, { fsync: false }), peer: new FileStateFlushStore(path) }
+})
+
+it("the file is the original's layout: {run_id: snapshot} with its snake_case fields", async () => {
+  const path = tmpFile()
+  const flush = new StateFlush({ storage: new FileStateFlushStore(path), now: () => 1767225600.5 })
+  await flush.run("r-1", (run) => run.record({ note: "café" }))
+  expect(JSON.parse(readFileSync(path, "utf8"))).toEqual({
+    "r-1": {
+      run_id: "r-1",
+      status: "completed",
+      state: { note: "café" },
+      updated_at: 1767225600.5,
+      reason: null,
+      error: null,
+    },
+  })
+  expect(readFileSync(path, "utf8")).toContain("caf\\u00e9")
+})
