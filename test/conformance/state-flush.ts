@@ -69,7 +69,11 @@ export function testStateFlush(
       const { storage } = await factory()
       const runId = uid("done")
       const flush = new StateFlush({ storage })
-      expect(await flush.run(runId, (run) => (run.record({ total: 9 }), "ok"))).toBe("ok")
+      const done = await flush.run(runId, (run) => {
+        run.record({ total: 9 })
+        return "ok"
+      })
+      expect(done).toBe("ok")
       expect(await flush.load(runId)).toMatchObject({
         status: "completed",
         reason: null,
