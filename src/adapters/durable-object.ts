@@ -14,6 +14,9 @@ import {
   matchesExpectation,
   type TransitionExpectation,
 } from "../core/ledger/storage.ts"
+import type { StateSnapshot } from "../core/state/snapshot.ts"
+import type { StoredTask, TaskRecord } from "../core/tasks/record.ts"
+import { GuardTables } from "./durable-object-guards.ts"
 
 // ---- minimal structural types of the workerd APIs used (no @cloudflare/workers-types dependency) ----------
 
@@ -67,12 +70,38 @@ const MAX_PAGE = 500
  */
 export class MyceliumLedgerObject extends DurableObject {
   readonly #sql: SqlStorageLike
+  readonly #guards: GuardTables
 
   constructor(ctx: LedgerObjectState, env: unknown) {
     super(ctx, env)
     this.#sql = ctx.storage.sql
     for (const stmt of SCHEMA) this.#sql.exec(stmt)
+    this.#guards = new GuardTables(this.#sql)
   }
+
+  // ---- task ledger and state flush stores (durable-object-guards.ts) -----------------------------------------
+
+  taskGet(requestId: string): StoredTask | null {
+    return this.#guards.taskGet(requestId)
+  }
+
+  taskSwap(requestId: string, expected: string | null, next: TaskRecord): string | null {
+    return this.#guards.taskSwap(requestId, expected, next)
+  }
+
+  taskList(): StoredTask[] {
+    return this.#guards.taskList()
+  }
+
+  stateLoad(runId: string): StateSnapshot | null {
+    return this.#guards.stateLoad(runId)
+  }
+
+  stateSave(snapshot: StateSnapshot): void {
+    this.#guards.stateSave(snapshot)
+  }
+
+  // ---- action ledger -------------------------------------------------------------------------------------------
 
   ledgerGet(requestId: string): LedgerEntry | null {
     return this.#read(requestId)

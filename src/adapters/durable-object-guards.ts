@@ -1,0 +1,152 @@
+// Task ledger and StateFlush stores in the ledger's Durable Object (MyceliumLedgerObject): the tables and the
+// synchronous operations the object runs (one event at a time, so each is atomic), and the clients Workers use.
+// Import only inside workerd (through durable-object.ts or directly for the clients).
+import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
+import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
+import { recordVersion, type TaskStore } from "../core/tasks/store.ts"
+
+type SqlValue = string | number | null | ArrayBuffer
+interface GuardSql {
+  exec(
+    query: string,
+    ...bindings: Array<string | number | null>
+  ): { toArray(): Array<Record<string, SqlValue>> }
+}
+
+// The original's task table plus a lease column; snapshots keyed by run id, as its StateFlush file is.
+const TASKS = "mycelium_task_ledger"
+const STATES = "mycelium_state_flush"
+
+/** The object's side: plain synchronous SQL, no await between read and write. */
+export class GuardTables {
+  readonly #sql: GuardSql
+  #ready = false
+
+  constructor(sql: GuardSql) {
+    this.#sql = sql
+  }
+
+  #init(): void {
+    if (this.#ready) return
+    this.#sql.exec(
+      `CREATE TABLE IF NOT EXISTS ${TASKS} (request_id TEXT PRIMARY KEY, payload TEXT NOT NULL, lease TEXT)`,
+    )
+    this.#sql.exec(`CREATE TABLE IF NOT EXISTS ${STATES} (run_id TEXT PRIMARY KEY, payload TEXT NOT NULL)`)
+    this.#ready = true
+  }
+
+  taskGet(requestId: string): StoredTask | null {
+    this.#init()
+    const r = this.#sql
+      .exec(`SELECT payload, lease FROM ${TASKS} WHERE request_id = ?`, requestId)
+      .toArray()[0]
+    if (!r) return null
+    const row = parseTaskRow(JSON.parse(String(r.payload)))
+    if (!row) throw new TypeError(`task row '${requestId}' is not a task ledger entry`)
+    const lease = r.lease === null ? null : parseTaskLease(JSON.parse(String(r.lease)))
+    return { row, lease, version: recordVersion({ row, lease }) }
+  }
+
+  taskSwap(requestId: string, expected: string | null, next: TaskRecord): string | null {
+    if ((this.taskGet(requestId)?.version ?? null) !== expected) return null
+    this.#sql.exec(
+      `INSERT INTO ${TASKS} (request_id, payload, lease) VALUES (?, ?, ?) ` +
+        "ON CONFLICT(request_id) DO UPDATE SET payload = excluded.payload, lease = excluded.lease",
+      requestId,
+      JSON.stringify(next.row),
+      next.lease ? JSON.stringify(next.lease) : null,
+    )
+    return recordVersion(next)
+  }
+
+  taskList(): StoredTask[] {
+    this.#init()
+    return this.#sql
+      .exec(`SELECT request_id FROM ${TASKS} ORDER BY request_id`)
+      .toArray()
+      .flatMap((r) => {
+        const t = this.taskGet(String(r.request_id))
+        return t ? [t] : []
+      })
+  }
+
+  stateLoad(runId: string): StateSnapshot | null {
+    this.#init()
+    const r = this.#sql.exec(`SELECT payload FROM ${STATES} WHERE run_id = ?`, runId).toArray()[0]
+    if (!r) return null
+    const s = parseSnapshot(JSON.parse(String(r.payload)))
+    if (!s) throw new TypeError(`snapshot '${runId}' is not a state snapshot`)
+    return s
+  }
+
+  stateSave(snapshot: StateSnapshot): void {
+    this.#init()
+    this.#sql.exec(
+      `INSERT INTO ${STATES} (run_id, payload) VALUES (?, ?) ON CONFLICT(run_id) DO UPDATE SET payload = excluded.payload`,
+      snapshot.run_id,
+      JSON.stringify(snapshot),
+    )
+  }
+}
+
+/** The RPC methods MyceliumLedgerObject exposes for these stores. */
+export interface GuardObjectRpc {
+  taskGet(requestId: string): Promise<StoredTask | null>
+  taskSwap(requestId: string, expected: string | null, next: TaskRecord): Promise<string | null>
+  taskList(): Promise<StoredTask[]>
+  stateLoad(runId: string): Promise<StateSnapshot | null>
+  stateSave(snapshot: StateSnapshot): Promise<void>
+}
+
+/** A Durable Object namespace binding (`env.LEDGER`). */
+export interface GuardObjectNamespace {
+  idFromName(name: string): unknown
+  get(id: unknown): unknown
+}
+
+export interface DurableObjectGuardStoreOptions {
+  /** Object name (one per tenant). Default `mycelium-ledger`: the same object as the tenant's action ledger. */
+  readonly name?: string
+}
+
+// Stubs per call: workerd forbids sharing I/O objects across requests; idFromName + get are local and cheap.
+function stubOf(ns: GuardObjectNamespace, name: string): GuardObjectRpc {
+  return ns.get(ns.idFromName(name)) as GuardObjectRpc
+}
+
+/** TaskStore client for MyceliumLedgerObject. */
+export class DurableObjectTaskStore implements TaskStore {
+  readonly kind = "durable-object"
+  readonly #ns: GuardObjectNamespace
+  readonly #name: string
+  constructor(namespace: GuardObjectNamespace, options: DurableObjectGuardStoreOptions = {}) {
+    this.#ns = namespace
+    this.#name = options.name ?? "mycelium-ledger"
+  }
+  async get(requestId: string): Promise<StoredTask | null> {
+    return await stubOf(this.#ns, this.#name).taskGet(requestId)
+  }
+  async swap(requestId: string, expected: string | null, next: TaskRecord): Promise<string | null> {
+    return await stubOf(this.#ns, this.#name).taskSwap(requestId, expected, next)
+  }
+  async *list(): AsyncIterable<StoredTask> {
+    for (const t of await stubOf(this.#ns, this.#name).taskList()) yield t
+  }
+}
+
+/** StateFlushStore client for MyceliumLedgerObject. */
+export class DurableObjectStateFlushStore implements StateFlushStore {
+  readonly kind = "durable-object"
+  readonly #ns: GuardObjectNamespace
+  readonly #name: string
+  constructor(namespace: GuardObjectNamespace, options: DurableObjectGuardStoreOptions = {}) {
+    this.#ns = namespace
+    this.#name = options.name ?? "mycelium-ledger"
+  }
+  async load(runId: string): Promise<StateSnapshot | null> {
+    return await stubOf(this.#ns, this.#name).stateLoad(runId)
+  }
+  async save(snapshot: StateSnapshot): Promise<void> {
+    await stubOf(this.#ns, this.#name).stateSave(snapshot)
+  }
+}
