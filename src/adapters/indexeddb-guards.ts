@@ -1,0 +1,232 @@
+// Task ledger, StateFlush and audit receipt stores in IndexedDB (browsers; Node with fake-indexeddb). One database
+// (default `mycelium-guards`) with an object store each. Every compare-and-swap is one readwrite transaction that
+// awaits nothing but its own requests, so two tabs racing on one key are serialized by the database.
+import { LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
+import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
+import type { AuditReceiptRecord, Receipt } from "../core/receipts/record.ts"
+import {
+  AsyncQueue,
+  matchesList,
+  type ReceiptListOptions,
+  type ReceiptStore,
+} from "../core/receipts/store.ts"
+import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
+import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
+import { recordVersion, type TaskStore } from "../core/tasks/store.ts"
+
+export interface IndexedDbGuardStoreOptions {
+  /** Database name. Default `mycelium-guards`. */
+  readonly dbName?: string
+  /** Default `globalThis.indexedDB`. */
+  readonly indexedDB?: IDBFactory
+  /** Default `"strict"`: on disk before the call proceeds. */
+  readonly durability?: IDBTransactionDurability
+}
+
+const TASKS = "tasks"
+const STATES = "state"
+const RECEIPTS = "receipts"
+const TAILS = "receipt_tails"
+
+const request = <T>(r: IDBRequest<T>): Promise<T> =>
+  new Promise((resolve, reject) => {
+    r.onsuccess = () => resolve(r.result)
+    r.onerror = () => reject(r.error)
+  })
+
+const done = (tx: IDBTransaction): Promise<void> =>
+  new Promise((resolve, reject) => {
+    tx.oncomplete = () => resolve()
+    tx.onerror = () => reject(tx.error)
+    tx.onabort = () => reject(tx.error ?? new Error("IndexedDB transaction aborted"))
+  })
+
+/** One connection per database name and factory, opened on first use. */
+class GuardDb {
+  readonly #name: string
+  readonly #factory: IDBFactory | undefined
+  readonly durability: IDBTransactionDurability
+  #db: Promise<IDBDatabase> | null = null
+
+  constructor(options: IndexedDbGuardStoreOptions) {
+    this.#name = options.dbName ?? "mycelium-guards"
+    this.#factory = options.indexedDB ?? (globalThis as { indexedDB?: IDBFactory }).indexedDB
+    this.durability = options.durability ?? "strict"
+  }
+
+  open(): Promise<IDBDatabase> {
+    if (this.#db) return this.#db
+    const factory = this.#factory
+    if (!factory)
+      return Promise.reject(
+        new LedgerStorageUnavailableError(
+          "IndexedDB is not available in this runtime: pass `indexedDB` (e.g. from fake-indexeddb) or use another store",
+        ),
+      )
+    const req = factory.open(this.#name, 1)
+    req.onupgradeneeded = () => {
+      const db = req.result
+      if (!db.objectStoreNames.contains(TASKS)) db.createObjectStore(TASKS, { keyPath: "request_id" })
+      if (!db.objectStoreNames.contains(STATES)) db.createObjectStore(STATES, { keyPath: "run_id" })
+      if (!db.objectStoreNames.contains(RECEIPTS)) db.createObjectStore(RECEIPTS, { autoIncrement: true })
+      if (!db.objectStoreNames.contains(TAILS)) db.createObjectStore(TAILS, { keyPath: "ledger" })
+    }
+    const db = request(req).then((d) => {
+      d.onversionchange = () => {
+        d.close()
+        this.#db = null
+      }
+      return d
+    })
+    db.catch(() => {
+      this.#db = null
+    })
+    this.#db = db
+    return db
+  }
+
+  async tx(stores: string[], mode: IDBTransactionMode): Promise<IDBTransaction> {
+    return (await this.open()).transaction(stores, mode, { durability: this.durability })
+  }
+
+  async close(): Promise<void> {
+    const db = this.#db
+    this.#db = null
+    if (db) (await db.catch(() => null))?.close()
+  }
+}
+
+interface TaskValue {
+  readonly request_id: string
+  readonly row: unknown
+  readonly lease: unknown
+}
+
+function toStored(v: TaskValue): StoredTask {
+  const row = parseTaskRow(v.row)
+  if (!row) throw new TypeError(`task '${v.request_id}' in IndexedDB is not a task ledger entry`)
+  const lease = v.lease == null ? null : parseTaskLease(v.lease)
+  return { row, lease, version: recordVersion({ row, lease }) }
+}
+
+export class IndexedDbTaskStore implements TaskStore {
+  readonly kind = "indexeddb"
+  readonly #db: GuardDb
+  constructor(options: IndexedDbGuardStoreOptions = {}) {
+    this.#db = new GuardDb(options)
+  }
+
+  async get(requestId: string): Promise<StoredTask | null> {
+    const tx = await this.#db.tx([TASKS], "readonly")
+    const v = (await request(tx.objectStore(TASKS).get(requestId))) as TaskValue | undefined
+    return v ? toStored(v) : null
+  }
+
+  async swap(requestId: string, expected: string | null, next: TaskRecord): Promise<string | null> {
+    const tx = await this.#db.tx([TASKS], "readwrite")
+    const finished = done(tx)
+    finished.catch(() => {})
+    const store = tx.objectStore(TASKS)
+    const v = (await request(store.get(requestId))) as TaskValue | undefined
+    if ((v ? toStored(v).version : null) !== expected) {
+      tx.abort()
+      return null
+    }
+    store.put({ request_id: requestId, row: next.row, lease: next.lease })
+    await finished
+    return recordVersion(next)
+  }
+
+  async *list(): AsyncIterable<StoredTask> {
+    const tx = await this.#db.tx([TASKS], "readonly")
+    const all = (await request(tx.objectStore(TASKS).getAll())) as TaskValue[]
+    for (const v of all) yield toStored(v)
+  }
+
+  close(): Promise<void> {
+    return this.#db.close()
+  }
+}
+
+export class IndexedDbStateFlushStore implements StateFlushStore {
+  readonly kind = "indexeddb"
+  readonly #db: GuardDb
+  constructor(options: IndexedDbGuardStoreOptions = {}) {
+    this.#db = new GuardDb(options)
+  }
+
+  async load(runId: string): Promise<StateSnapshot | null> {
+    const tx = await this.#db.tx([STATES], "readonly")
+    const v = await request(tx.objectStore(STATES).get(runId))
+    if (v === undefined) return null
+    const s = parseSnapshot(v)
+    if (!s) throw new TypeError(`snapshot '${runId}' in IndexedDB is not a state snapshot`)
+    return s
+  }
+
+  async save(snapshot: StateSnapshot): Promise<void> {
+    const tx = await this.#db.tx([STATES], "readwrite")
+    const finished = done(tx)
+    tx.objectStore(STATES).put(snapshot)
+    await finished
+  }
+
+  close(): Promise<void> {
+    return this.#db.close()
+  }
+}
+
+/**
+ * Receipts in append order. Sealing a link signs asynchronously, which an IndexedDB transaction cannot wait for,
+ * so an append reads the chain's tail, seals, and commits only if the tail is still the one it sealed against
+ * (another tab appending meanwhile makes it seal again): no forks, no lost receipts.
+ */
+export class IndexedDbReceiptStore implements ReceiptStore {
+  readonly kind = "indexeddb"
+  readonly #db: GuardDb
+  readonly #queue = new AsyncQueue()
+  constructor(options: IndexedDbGuardStoreOptions = {}) {
+    this.#db = new GuardDb(options)
+  }
+
+  append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
+    return this.#queue.run(async () => {
+      for (let attempt = 0; attempt < 50; attempt++) {
+        let tail: ChainTail | null = null
+        if (chain) {
+          const rtx = await this.#db.tx([TAILS], "readonly")
+          tail = ((await request(rtx.objectStore(TAILS).get(chain.ledger))) as ChainTail | undefined) ?? null
+        }
+        const link = chain ? await chain.seal(tail) : null
+        const receipt: Receipt = link ? { ...record, chain: link } : { ...record }
+        const tx = await this.#db.tx([RECEIPTS, TAILS], "readwrite")
+        const finished = done(tx)
+        finished.catch(() => {})
+        if (chain && link) {
+          const now = (await request(tx.objectStore(TAILS).get(chain.ledger))) as ChainTail | undefined
+          if ((now?.digest ?? null) !== (tail?.digest ?? null)) {
+            tx.abort()
+            continue
+          }
+          tx.objectStore(TAILS).put({ ledger: chain.ledger, seq: link.seq, digest: link.digest })
+        }
+        tx.objectStore(RECEIPTS).add(receipt)
+        await finished
+        return receipt
+      }
+      throw new LedgerStorageUnavailableError(
+        "receipt chain kept moving under 50 append attempts; retry later",
+      )
+    })
+  }
+
+  async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
+    const tx = await this.#db.tx([RECEIPTS], "readonly")
+    const all = (await request(tx.objectStore(RECEIPTS).getAll())) as Receipt[]
+    return all.filter((r) => matchesList(r, options))
+  }
+
+  close(): Promise<void> {
+    return this.#db.close()
+  }
+}
