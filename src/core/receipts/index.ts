@@ -1,7 +1,6 @@
 export * from "./chain.ts"
 export * from "./emitter.ts"
 export * from "./errors.ts"
-export * from "./jws.ts"
 export * from "./record.ts"
 export * from "./signer.ts"
 export * from "./store.ts"

@@ -1,5 +1,6 @@
 // Asymmetric receipts: compact JWS (EdDSA or ES256) with a `kid`, verifiable by anyone holding the public JWKS.
-// The only module of the package's core that imports jose, so code that does not sign or verify JWS never loads it.
+// The only module that imports jose. It is its own package entry (`mycelium-runtime/receipts/jws`), not part of
+// the core barrel, so the core entry bundles without jose.
 import {
   CompactSign,
   type CryptoKey,
@@ -11,6 +12,7 @@ import {
 } from "jose"
 import { AuditReceiptError } from "./errors.ts"
 import type { ReceiptSigner } from "./signer.ts"
+import type { JwsVerifier } from "./verify.ts"
 
 export type ReceiptJwsAlgorithm = "EdDSA" | "ES256"
 
@@ -48,13 +50,19 @@ export function jwsReceiptSigner(options: JwsReceiptSignerOptions): ReceiptSigne
   }
 }
 
-/** True iff `jws` is a valid signature by a key of `jwks` over exactly `text`. Never throws for bad input. */
-export async function verifyJwsText(jws: string, text: string, jwks: JSONWebKeySet): Promise<boolean> {
-  try {
-    const { payload } = await compactVerify(jws, createLocalJWKSet(jwks), { algorithms: ["EdDSA", "ES256"] })
-    return decoder.decode(payload) === text
-  } catch {
-    return false
+/**
+ * A verifier for `verifyReceipts(receipts, { jws: jwksVerifier(jwks) })`: true iff a JWS is a valid signature by
+ * a key of `jwks` (picked by `kid`) over exactly the receipt's text. Needs only public keys; never throws.
+ */
+export function jwksVerifier(jwks: JSONWebKeySet): JwsVerifier {
+  const keys = createLocalJWKSet(jwks)
+  return async (jws, text) => {
+    try {
+      const { payload } = await compactVerify(jws, keys, { algorithms: ["EdDSA", "ES256"] })
+      return decoder.decode(payload) === text
+    } catch {
+      return false
+    }
   }
 }
 

@@ -2,15 +2,17 @@
 // reordered, duplicated or inserted one.
 import { sha256Hex } from "../ledger/index.ts"
 import { linkText, recordDigest } from "./chain.ts"
-import { type JSONWebKeySet, verifyJwsText } from "./jws.ts"
 import { type AuditReceiptRecord, type Receipt, receiptPayloadText, receiptShapeProblem } from "./record.ts"
 import { hmacSha256Hex, timingSafeEqual } from "./signer.ts"
+
+/** Checks a compact JWS over `text`; `jwksVerifier(jwks)` from `mycelium-runtime/receipts/jws` makes one. */
+export type JwsVerifier = (jws: string, text: string) => Promise<boolean>
 
 export interface ReceiptKeys {
   /** HMAC signing keys (the original's `signing_key`); any one matching is enough (rotation). */
   readonly hmac?: string | readonly string[]
-  /** Public keys for JWS receipts, picked by `kid`. */
-  readonly jwks?: JSONWebKeySet
+  /** For JWS receipts: e.g. `jwksVerifier(publicJwks)`. Kept out of the core so the core does not load jose. */
+  readonly jws?: JwsVerifier
 }
 
 export type ReceiptFailureReason =
@@ -65,7 +67,7 @@ export interface VerifyReceiptsOptions {
 const looksLikeJws = (s: string): boolean => /^[\w-]+\.[\w-]+\.[\w-]+$/.test(s)
 
 async function signatureValid(text: string, signature: string, keys: ReceiptKeys): Promise<boolean> {
-  if (looksLikeJws(signature)) return keys.jwks ? verifyJwsText(signature, text, keys.jwks) : false
+  if (looksLikeJws(signature)) return keys.jws ? keys.jws(signature, text) : false
   const secrets = typeof keys.hmac === "string" ? [keys.hmac] : (keys.hmac ?? [])
   for (const secret of secrets) if (timingSafeEqual(await hmacSha256Hex(secret, text), signature)) return true
   return false

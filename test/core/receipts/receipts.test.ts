@@ -7,7 +7,6 @@ import { describe, expect, it } from "vitest"
 import {
   type AuditReceiptRecord,
   hmacReceiptSigner,
-  jwsReceiptSigner,
   MemoryReceiptStore,
   type Receipt,
   ReceiptEmitter,
@@ -17,6 +16,7 @@ import {
   verifyReceipt,
   verifyReceipts,
 } from "../../../src/core/index.ts"
+import { jwksVerifier, jwsReceiptSigner } from "../../../src/core/receipts/jws.ts"
 
 const vectors = JSON.parse(
   readFileSync(new URL("../../fixtures/python-vectors.json", import.meta.url), "utf8"),
@@ -192,15 +192,15 @@ describe("JWS receipts", () => {
         await e.emit({ action: "t", actionKind: "task", requestId: `r${i}`, outputs: i, status: "completed" })
       const receipts = await e.store.list()
       expect(receipts[0]?.signature.split(".")).toHaveLength(3)
-      expect(await verifyReceipts(receipts, { jwks: { keys: [jwk] } }, { requireChain: true })).toMatchObject(
-        {
-          ok: true,
-          valid: 3,
-        },
-      )
+      expect(
+        await verifyReceipts(receipts, { jws: jwksVerifier({ keys: [jwk] }) }, { requireChain: true }),
+      ).toMatchObject({
+        ok: true,
+        valid: 3,
+      })
       const other = await generateKeyPair(alg, { extractable: true })
       const wrong = { ...(await exportJWK(other.publicKey)), kid: "k1", alg }
-      const v = await verifyReceipts(receipts, { jwks: { keys: [wrong] } })
+      const v = await verifyReceipts(receipts, { jws: jwksVerifier({ keys: [wrong] }) })
       expect(v.valid).toBe(0)
       // An HMAC key cannot stand in for a JWS signature.
       expect((await verifyReceipts(receipts, { hmac: KEY })).valid).toBe(0)
