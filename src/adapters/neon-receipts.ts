@@ -1,0 +1,91 @@
+// Audit receipts on Postgres (neon driver). The original has no SQL receipt store, so the table is ours:
+// `mycelium_audit_receipts`, one row per receipt: the original's record as its JSONL line (TEXT, so numbers keep
+// Python's forms: JSONB would turn -0.0 into 0 and break the signature) and the chain link beside it.
+// UNIQUE (ledger, seq) makes a fork impossible: of two appends sealed against the same tail, one inserts and the
+// other re-reads the tail and seals again.
+
+import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
+import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
+import {
+  type AuditReceiptRecord,
+  type Receipt,
+  type ReceiptLink,
+  receiptJsonLine,
+  receiptShapeProblem,
+} from "../core/receipts/record.ts"
+import { matchesList, type ReceiptListOptions, type ReceiptStore } from "../core/receipts/store.ts"
+import { driverRun, InvalidTableNameError, type NeonLedgerStorageOptions, type Run } from "./neon.ts"
+
+export type NeonReceiptStoreOptions = NeonLedgerStorageOptions
+
+const TABLE_RE = /^[a-z][a-z0-9_]*$/
+const APPEND_ROUNDS = 50
+
+const json = (v: unknown): unknown => (typeof v === "string" ? JSON.parse(v) : v)
+
+export class NeonReceiptStore implements ReceiptStore {
+  readonly kind = "neon"
+  readonly table: string
+  readonly #run: Run
+
+  constructor(options: NeonReceiptStoreOptions) {
+    this.table = options.table ?? "mycelium_audit_receipts"
+    if (!TABLE_RE.test(this.table))
+      throw new InvalidTableNameError(`table name must match ${TABLE_RE}, got '${this.table}'`)
+    this.#run = driverRun(options)
+  }
+
+  async migrate(): Promise<void> {
+    await this.#run(
+      `CREATE TABLE IF NOT EXISTS ${this.table} (id BIGSERIAL PRIMARY KEY, receipt_id TEXT NOT NULL UNIQUE, ` +
+        "agent_id TEXT NOT NULL, record TEXT NOT NULL, ledger TEXT, seq BIGINT, link JSONB, UNIQUE (ledger, seq))",
+      [],
+    )
+  }
+
+  async append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
+    for (let round = 0; round < APPEND_ROUNDS; round++) {
+      let link: ReceiptLink | null = null
+      if (chain) {
+        const rows = await this.#run(
+          `SELECT seq, link->>'digest' AS digest FROM ${this.table} WHERE ledger = $1 ORDER BY seq DESC LIMIT 1`,
+          [chain.ledger],
+        )
+        const tail: ChainTail | null = rows[0]
+          ? { seq: Number(rows[0].seq), digest: String(rows[0].digest) }
+          : null
+        link = await chain.seal(tail)
+      }
+      const inserted = await this.#run(
+        `INSERT INTO ${this.table} (receipt_id, agent_id, record, ledger, seq, link) ` +
+          "VALUES ($1, $2, $3, $4, $5, $6::jsonb) ON CONFLICT (ledger, seq) DO NOTHING RETURNING id",
+        [
+          record.receipt_id,
+          record.agent_id,
+          receiptJsonLine(record),
+          link?.ledger ?? null,
+          link?.seq ?? null,
+          link ? JSON.stringify(link) : null,
+        ],
+      )
+      if (inserted.length) return link ? { ...record, chain: link } : { ...record }
+    }
+    throw new ReceiptStoreCorruptError(
+      `could not append receipt ${record.receipt_id}: the chain moved under ${APPEND_ROUNDS} attempts; retry later`,
+    )
+  }
+
+  async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
+    const rows = await this.#run(`SELECT record, link FROM ${this.table} ORDER BY id`, [])
+    return rows
+      .map((r): Receipt => {
+        const record = json(r.record) as AuditReceiptRecord
+        const problem = receiptShapeProblem(record)
+        if (problem)
+          throw new ReceiptStoreCorruptError(`${this.table} holds a row that is not a receipt (${problem})`)
+        const link = json(r.link) as ReceiptLink | null
+        return link ? { ...record, chain: link } : record
+      })
+      .filter((r) => matchesList(r, options))
+  }
+}

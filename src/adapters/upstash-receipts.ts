@@ -1,0 +1,82 @@
+// Audit receipts on Upstash Redis. The original has no Redis receipt store, so the layout is ours: a list
+// `{prefix}log` of receipt JSON in append order and `{prefix}tail:{ledger}` per chain. An append is one Lua
+// script that pushes only if the chain's tail is still the one the receipt was sealed against. Receipts are written
+// with Python's number forms (JSON.stringify would turn -0.0 into 0 and break the signature).
+import type { Redis } from "@upstash/redis"
+import { pythonDumps } from "../core/python-json.ts"
+import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
+import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
+import { type AuditReceiptRecord, type Receipt, receiptShapeProblem } from "../core/receipts/record.ts"
+import { matchesList, type ReceiptListOptions, type ReceiptStore } from "../core/receipts/store.ts"
+import { UpstashReplyError } from "./upstash.ts"
+
+export interface UpstashReceiptStoreOptions {
+  readonly redis: Redis
+  /** Key prefix. Default `mycelium:receipts:`. */
+  readonly prefix?: string
+}
+
+// KEYS: log, tail ('' when unchained). ARGV: expected tail digest ('' = none), receipt JSON, new tail JSON.
+const APPEND_LUA = `
+if KEYS[2] ~= '' then
+  local raw = redis.call('GET', KEYS[2])
+  local digest = ''
+  if raw then digest = cjson.decode(raw).digest end
+  if digest ~= ARGV[1] then return 'moved' end
+  redis.call('SET', KEYS[2], ARGV[3])
+end
+redis.call('RPUSH', KEYS[1], ARGV[2])
+return 'ok'
+`
+
+const APPEND_ROUNDS = 50
+
+export class UpstashReceiptStore implements ReceiptStore {
+  readonly kind = "upstash"
+  readonly #redis: Redis
+  readonly #prefix: string
+  readonly #append: (keys: string[], args: string[]) => Promise<unknown>
+
+  constructor(options: UpstashReceiptStoreOptions) {
+    this.#redis = options.redis
+    this.#prefix = options.prefix ?? "mycelium:receipts:"
+    const s = this.#redis.createScript<unknown>(APPEND_LUA)
+    this.#append = (keys, args) => s.exec(keys, args)
+  }
+
+  async append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
+    const log = `${this.#prefix}log`
+    for (let round = 0; round < APPEND_ROUNDS; round++) {
+      const tailKey = chain ? `${this.#prefix}tail:${chain.ledger}` : ""
+      const raw = chain ? await this.#redis.get<unknown>(tailKey) : null
+      const tail = (typeof raw === "string" ? JSON.parse(raw) : raw) as ChainTail | null
+      const link = chain ? await chain.seal(tail) : null
+      const receipt: Receipt = link ? { ...record, chain: link } : { ...record }
+      const reply = await this.#append(
+        [log, tailKey],
+        [
+          tail?.digest ?? "",
+          pythonDumps(receipt),
+          link ? JSON.stringify({ seq: link.seq, digest: link.digest }) : "",
+        ],
+      )
+      if (reply === "ok") return receipt
+      if (reply !== "moved") throw new UpstashReplyError("receipt append", reply)
+    }
+    throw new ReceiptStoreCorruptError(
+      `could not append receipt ${record.receipt_id}: the chain moved under ${APPEND_ROUNDS} attempts; retry later`,
+    )
+  }
+
+  async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
+    const items = await this.#redis.lrange<unknown>(`${this.#prefix}log`, 0, -1)
+    return items
+      .map((v) => {
+        const r = (typeof v === "string" ? JSON.parse(v) : v) as Receipt
+        const problem = receiptShapeProblem(r)
+        if (problem) throw new ReceiptStoreCorruptError(`${this.#prefix}log holds a non-receipt (${problem})`)
+        return r
+      })
+      .filter((r) => matchesList(r, options))
+  }
+}
