@@ -207,3 +207,26 @@ describe("JWS receipts", () => {
     })
   }
 })
+
+describe("canonical JSON of -0.0 (the original's transition-key vector)", () => {
+  it("a float negative zero is written as Python writes it", async () => {
+    const { canonicalJson, transitionKey, argsFingerprint } = await import("../../../src/core/index.ts")
+    const tk = vectors.transition_keys
+    const c = tk.cases.find((x: { name: string }) => x.name === "negative zero in a list")
+    const args = JSON.parse(c.args_json)
+    expect(canonicalJson(args)).toBe('{"xs":[1.5,-0.0,0]}')
+    const binding = {
+      agentId: tk.binding.agent_id,
+      policyVersion: tk.binding.policy_version,
+      sideEffectClass: tk.binding.side_effect_class,
+    }
+    expect(
+      transitionKey({
+        tool: tk.tool,
+        binding,
+        argsFingerprint: argsFingerprint(args),
+        dispatchId: tk.tool_call_id,
+      }),
+    ).toBe(c.key)
+  })
+})
