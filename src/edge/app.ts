@@ -7,6 +7,8 @@ import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry
 import { EffectState, isTerminalOutcome, TerminalOutcome } from "../core/ledger/enums.ts"
 import { LedgerError } from "../core/ledger/errors.ts"
 import type { LedgerStorage, TransitionExpectation } from "../core/ledger/storage.ts"
+import type { ReceiptEmitter } from "../core/receipts/emitter.ts"
+import { type ReceiptKeys, verifyReceipts } from "../core/receipts/verify.ts"
 import { AuthError, type LedgerScope, type Principal } from "./auth.ts"
 
 export interface LedgerAppOptions {
@@ -20,6 +22,16 @@ export interface LedgerAppOptions {
   readonly clock?: Clock | { now(): number }
   /** Path prefix, e.g. `/ledger`. Default none. */
   readonly basePath?: string
+  /**
+   * A tenant's audit receipts: releases through this app emit them, `GET /v1/receipts` lists them and
+   * `POST /v1/receipts/verify` checks them with `keys` (an HMAC secret or a JWS verifier).
+   */
+  readonly receipts?: (tenant: string) => TenantReceipts
+}
+
+export interface TenantReceipts {
+  readonly emitter: ReceiptEmitter
+  readonly keys: ReceiptKeys
 }
 
 type Env = { Variables: { principal: Principal } }
@@ -103,20 +115,25 @@ const STATUS_BY_CODE: Record<string, 409 | 503> = {
 export function createLedgerApp(options: LedgerAppOptions): Hono<Env> {
   const app = new Hono<Env>()
   const api = options.basePath ? app.basePath(options.basePath) : app
-  const stores = new Map<string, { storage: LedgerStorage; ledger: ActionLedger }>()
+  const stores = new Map<
+    string,
+    { storage: LedgerStorage; ledger: ActionLedger; receipts: TenantReceipts | null }
+  >()
   const forTenant = (tenant: string) => {
     let s = stores.get(tenant)
     if (!s) {
       const storage = typeof options.storage === "function" ? options.storage(tenant) : options.storage
+      const receipts = options.receipts ? options.receipts(tenant) : null
       const ledger = new ActionLedger({
         storage,
+        receipts: receipts?.emitter ?? null,
         ...(options.clock ? { clock: options.clock } : {}),
         ...(options.reclaimRequiresDeathSignal !== undefined
           ? { reclaimRequiresDeathSignal: options.reclaimRequiresDeathSignal }
           : {}),
         ...(options.presumedDeadAfter !== undefined ? { presumedDeadAfter: options.presumedDeadAfter } : {}),
       })
-      s = { storage, ledger }
+      s = { storage, ledger, receipts }
       stores.set(tenant, s)
     }
     return s
@@ -263,6 +280,41 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<Env> {
     const { storage } = need(c, "agent")
     const rows = storage.findByDispatchId ? await storage.findByDispatchId(c.req.param("id")) : []
     return c.json({ rows: rows.map(entryToRow) })
+  })
+
+  // ---- audit receipts (docs/receipts.md) ------------------------------------------------------------------
+  // Readers and operators both list and verify.
+  const receiptsOf = (c: Context<Env>): TenantReceipts => {
+    const { receipts } = need(c, c.get("principal").scopes.has("operator") ? "operator" : "reader")
+    if (!receipts)
+      throw new HttpError(404, "receipts_not_configured", "this ledger does not keep audit receipts")
+    return receipts
+  }
+  const receiptFilter = (c: Context<Env>) => ({
+    ...(c.req.query("agent_id") ? { agentId: c.req.query("agent_id") as string } : {}),
+    ...(c.req.query("ledger") ? { ledger: c.req.query("ledger") as string } : {}),
+  })
+
+  api.get("/v1/receipts", async (c) => {
+    const { emitter } = receiptsOf(c)
+    return c.json({ receipts: await emitter.store.list(receiptFilter(c)) })
+  })
+
+  api.post("/v1/receipts/verify", async (c) => {
+    const { emitter, keys } = receiptsOf(c)
+    const b = await body(
+      c,
+      z.strictObject({
+        require_chain: z.boolean().optional(),
+        heads: z.record(z.string(), z.strictObject({ seq: z.number().int(), digest: z.string() })).optional(),
+      }),
+    )
+    const list = await emitter.store.list(receiptFilter(c))
+    const report = await verifyReceipts(list, keys, {
+      requireChain: b.require_chain ?? false,
+      ...(b.heads ? { heads: b.heads } : {}),
+    })
+    return c.json(report)
   })
 
   return app
