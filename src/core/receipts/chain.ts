@@ -9,9 +9,9 @@ export interface ChainTail {
   readonly digest: string
 }
 
-/** SHA-256 hex of a signed record: its payload text and its signature. */
-export function recordDigest(record: AuditReceiptRecord): string {
-  return sha256Hex(`${receiptPayloadText(record)}\n${record.signature}`)
+/** SHA-256 hex of a signed record: its payload text and its signature. `payloadText` if already computed. */
+export function recordDigest(record: AuditReceiptRecord, payloadText?: string): string {
+  return sha256Hex(`${payloadText ?? receiptPayloadText(record)}\n${record.signature}`)
 }
 
 /** The text a link's digest and mac cover. */
@@ -25,10 +25,11 @@ export async function sealLink(
   ledger: string,
   tail: ChainTail | null,
   record: AuditReceiptRecord,
+  payloadText?: string,
 ): Promise<ReceiptLink> {
   const seq = tail ? tail.seq + 1 : 0
   const prev = tail ? tail.digest : null
-  const text = linkText(ledger, seq, prev, recordDigest(record))
+  const text = linkText(ledger, seq, prev, recordDigest(record, payloadText))
   return { ledger, seq, prev, digest: sha256Hex(text), mac: await signer.sign(text) }
 }
 

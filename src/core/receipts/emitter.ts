@@ -28,6 +28,8 @@ export class ReceiptEmitter implements ReceiptHook {
   readonly agentId: string
   readonly chain: string | null
   readonly #now: () => number
+  /** Payload text of records this emitter signed, so chaining them does not serialize them again. */
+  readonly #texts = new WeakMap<AuditReceiptRecord, string>()
 
   constructor(options: ReceiptOptions) {
     if (!options?.signer || !options.store)
@@ -62,14 +64,17 @@ export class ReceiptEmitter implements ReceiptHook {
       timestamp: init.timestamp ?? this.#now(),
       error: init.error ?? null,
     }
-    return { ...unsigned, signature: await this.signer.sign(receiptPayloadText(unsigned)) }
+    const text = receiptPayloadText(unsigned)
+    const record = { ...unsigned, signature: await this.signer.sign(text) }
+    this.#texts.set(record, text)
+    return record
   }
 
   /** Stores a signed record, chained to the previous receipt of this emitter's chain. */
   append(record: AuditReceiptRecord): Promise<Receipt> {
     const chain = this.chain
     const sealer: ChainSealer | undefined = chain
-      ? { ledger: chain, seal: (tail) => sealLink(this.signer, chain, tail, record) }
+      ? { ledger: chain, seal: (tail) => sealLink(this.signer, chain, tail, record, this.#texts.get(record)) }
       : undefined
     return this.store.append(record, sealer)
   }

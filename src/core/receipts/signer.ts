@@ -1,5 +1,5 @@
-// Signing without any JOSE library: HMAC-SHA256 over Web Crypto, as the original signs (lowercase hex).
-import { toHex } from "../ledger/index.ts"
+// Signing without any JOSE library: HMAC-SHA256, as the original signs (lowercase hex).
+import { sha256, sha256Hex } from "../ledger/index.ts"
 import { AuditReceiptError } from "./errors.ts"
 
 /** Signs the canonical text of a receipt or a chain link. */
@@ -10,28 +10,54 @@ export interface ReceiptSigner {
 }
 
 const encoder = new TextEncoder()
-const keyCache = new Map<string, Promise<CryptoKey>>()
 
-function hmacKey(secret: string): Promise<CryptoKey> {
-  let key = keyCache.get(secret)
-  if (!key) {
-    key = globalThis.crypto.subtle.importKey(
-      "raw",
-      encoder.encode(secret),
-      { name: "HMAC", hash: "SHA-256" },
-      false,
-      ["sign"],
-    )
-    if (keyCache.size > 32) keyCache.clear()
-    keyCache.set(secret, key)
+// HMAC-SHA256 (RFC 2104) on the ledger's synchronous SHA-256. Web Crypto's HMAC is async and, in Node, hops to a
+// thread pool: measured ~340 us per signature against ~5 us for a native one, which made a receipt cost more
+// than the ledgered call itself. The padded key blocks are kept per secret.
+const pads = new Map<string, { inner: Uint8Array; outer: Uint8Array }>()
+
+function padsOf(secret: string): { inner: Uint8Array; outer: Uint8Array } {
+  let p = pads.get(secret)
+  if (!p) {
+    let key: Uint8Array = encoder.encode(secret)
+    if (key.length > 64) key = sha256(key)
+    const inner = new Uint8Array(64).fill(0x36)
+    const outer = new Uint8Array(64).fill(0x5c)
+    for (let i = 0; i < key.length; i++) {
+      inner[i] = (inner[i] as number) ^ (key[i] as number)
+      outer[i] = (outer[i] as number) ^ (key[i] as number)
+    }
+    p = { inner, outer }
+    if (pads.size > 32) pads.clear()
+    pads.set(secret, p)
   }
-  return key
+  return p
 }
 
-/** HMAC-SHA256 of `text` (UTF-8) under `secret` (UTF-8 bytes, as the original's `signing_key.encode()`), hex. */
+function fromHex(hex: string, into: Uint8Array, at: number): void {
+  for (let i = 0; i < 32; i++) into[at + i] = Number.parseInt(hex.slice(i * 2, i * 2 + 2), 16)
+}
+
+/**
+ * HMAC-SHA256 of `text` (UTF-8) under `secret` (UTF-8 bytes, as the original's `signing_key.encode()`), hex.
+ * Hashes through `sha256Hex`, so a native digest registered with `configureSha256` (`mycelium-runtime/node`)
+ * speeds it up too.
+ */
+export function hmacSha256HexSync(secret: string, text: string): string {
+  const { inner, outer } = padsOf(secret)
+  const msg = encoder.encode(text)
+  const a = new Uint8Array(64 + msg.length)
+  a.set(inner)
+  a.set(msg, 64)
+  const b = new Uint8Array(96)
+  b.set(outer)
+  fromHex(sha256Hex(a), b, 64)
+  return sha256Hex(b)
+}
+
+/** Async form of `hmacSha256HexSync` (the signer interface is async so JWS signers fit it). */
 export async function hmacSha256Hex(secret: string, text: string): Promise<string> {
-  const sig = await globalThis.crypto.subtle.sign("HMAC", await hmacKey(secret), encoder.encode(text))
-  return toHex(new Uint8Array(sig))
+  return hmacSha256HexSync(secret, text)
 }
 
 /** Constant-time comparison of two strings of equal length. */

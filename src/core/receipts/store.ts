@@ -1,6 +1,10 @@
 // The receipt store contract and the in-process store.
+import { cloneJson, type JsonValue } from "../ledger/index.ts"
 import type { ChainSealer, ChainTail } from "./chain.ts"
 import type { AuditReceiptRecord, Receipt } from "./record.ts"
+
+// Stored values are JSON: the ledger's JSON copy is several times cheaper than structuredClone.
+const copy = <T>(v: T): T => cloneJson(v as JsonValue) as T
 
 export interface ReceiptListOptions {
   /** Only receipts of this chain. */
@@ -45,14 +49,14 @@ export class MemoryReceiptStore implements ReceiptStore {
   append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
     return this.#queue.run(async () => {
       const link = chain ? await chain.seal(this.#tails.get(chain.ledger) ?? null) : null
-      const receipt: Receipt = structuredClone(link ? { ...record, chain: link } : { ...record })
+      const receipt: Receipt = copy(link ? { ...record, chain: link } : { ...record })
       this.#receipts.push(receipt)
       if (link) this.#tails.set(link.ledger, { seq: link.seq, digest: link.digest })
-      return structuredClone(receipt)
+      return copy(receipt)
     })
   }
 
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
-    return this.#receipts.filter((r) => matchesList(r, options)).map((r) => structuredClone(r))
+    return this.#receipts.filter((r) => matchesList(r, options)).map((r) => copy(r))
   }
 }

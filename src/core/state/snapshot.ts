@@ -1,5 +1,8 @@
 // The original's StateSnapshot (state_flush.py), stored as its snake_case JSON.
-import type { JsonValue } from "../ledger/index.ts"
+import { cloneJson, type JsonValue } from "../ledger/index.ts"
+
+// Stored values are JSON: the ledger's JSON copy is several times cheaper than structuredClone.
+const copy = <T>(v: T): T => cloneJson(v as JsonValue) as T
 
 export type SnapshotStatus = "in-progress" | "completed" | "aborted" | "error"
 export type FlushTrigger = "cancel" | "disconnect" | "error"
@@ -44,9 +47,9 @@ export class MemoryStateFlushStore implements StateFlushStore {
   readonly #snapshots = new Map<string, StateSnapshot>()
   async load(runId: string): Promise<StateSnapshot | null> {
     const s = this.#snapshots.get(runId)
-    return s ? structuredClone(s) : null
+    return s ? copy(s) : null
   }
   async save(snapshot: StateSnapshot): Promise<void> {
-    this.#snapshots.set(snapshot.run_id, structuredClone(snapshot))
+    this.#snapshots.set(snapshot.run_id, copy(snapshot))
   }
 }

@@ -230,3 +230,25 @@ describe("canonical JSON of -0.0 (the original's transition-key vector)", () => 
     ).toBe(c.key)
   })
 })
+
+describe("HMAC-SHA256 on the synchronous digest", () => {
+  it("equals Web Crypto's for short, long and non-ASCII keys and messages", async () => {
+    const { hmacSha256HexSync } = await import("../../../src/core/index.ts")
+    const enc = new TextEncoder()
+    const keys = ["k", "receipt-test-key-é", "x".repeat(64), "y".repeat(65), "z".repeat(200)]
+    const msgs = ["", "a", "café ☕ 𝄞", "m".repeat(55), "m".repeat(64), "m".repeat(1000)]
+    for (const k of keys) {
+      const key = await crypto.subtle.importKey(
+        "raw",
+        enc.encode(k),
+        { name: "HMAC", hash: "SHA-256" },
+        false,
+        ["sign"],
+      )
+      for (const m of msgs) {
+        const expected = Buffer.from(await crypto.subtle.sign("HMAC", key, enc.encode(m))).toString("hex")
+        expect(hmacSha256HexSync(k, m)).toBe(expected)
+      }
+    }
+  })
+})
