@@ -1,6 +1,11 @@
-// Task ledger and StateFlush stores in the ledger's Durable Object (MyceliumLedgerObject): the tables and the
+// Task ledger, StateFlush and audit receipt stores in the ledger's Durable Object (MyceliumLedgerObject): the tables and the
 // synchronous operations the object runs (one event at a time, so each is atomic), and the clients Workers use.
 // Import only inside workerd (through durable-object.ts or directly for the clients).
+import { pythonDumps } from "../core/python-json.ts"
+import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
+import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
+import type { AuditReceiptRecord, Receipt, ReceiptLink } from "../core/receipts/record.ts"
+import { matchesList, type ReceiptListOptions, type ReceiptStore } from "../core/receipts/store.ts"
 import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import { recordVersion, type TaskStore } from "../core/tasks/store.ts"
@@ -16,6 +21,7 @@ interface GuardSql {
 // The original's task table plus a lease column; snapshots keyed by run id, as its StateFlush file is.
 const TASKS = "mycelium_task_ledger"
 const STATES = "mycelium_state_flush"
+const RECEIPTS = "mycelium_audit_receipts"
 
 /** The object's side: plain synchronous SQL, no await between read and write. */
 export class GuardTables {
@@ -32,6 +38,10 @@ export class GuardTables {
       `CREATE TABLE IF NOT EXISTS ${TASKS} (request_id TEXT PRIMARY KEY, payload TEXT NOT NULL, lease TEXT)`,
     )
     this.#sql.exec(`CREATE TABLE IF NOT EXISTS ${STATES} (run_id TEXT PRIMARY KEY, payload TEXT NOT NULL)`)
+    this.#sql.exec(
+      `CREATE TABLE IF NOT EXISTS ${RECEIPTS} (id INTEGER PRIMARY KEY AUTOINCREMENT, agent_id TEXT NOT NULL, ` +
+        "ledger TEXT, seq INTEGER, digest TEXT, receipt TEXT NOT NULL, UNIQUE (ledger, seq))",
+    )
     this.#ready = true
   }
 
@@ -70,6 +80,42 @@ export class GuardTables {
       })
   }
 
+  receiptTail(ledger: string): ChainTail | null {
+    this.#init()
+    const r = this.#sql
+      .exec(`SELECT seq, digest FROM ${RECEIPTS} WHERE ledger = ? ORDER BY seq DESC LIMIT 1`, ledger)
+      .toArray()[0]
+    return r ? { seq: Number(r.seq), digest: String(r.digest) } : null
+  }
+
+  /** Appends iff the chain's tail is still the one the link was sealed against. */
+  receiptAppend(
+    receiptText: string,
+    agentId: string,
+    link: ReceiptLink | null,
+    expectedDigest: string | null,
+  ): boolean {
+    if (link && (this.receiptTail(link.ledger)?.digest ?? null) !== expectedDigest) return false
+    this.#init()
+    this.#sql.exec(
+      `INSERT INTO ${RECEIPTS} (agent_id, ledger, seq, digest, receipt) VALUES (?, ?, ?, ?, ?)`,
+      agentId,
+      link?.ledger ?? null,
+      link?.seq ?? null,
+      link?.digest ?? null,
+      receiptText,
+    )
+    return true
+  }
+
+  receiptList(): string[] {
+    this.#init()
+    return this.#sql
+      .exec(`SELECT receipt FROM ${RECEIPTS} ORDER BY id`)
+      .toArray()
+      .map((r) => String(r.receipt))
+  }
+
   stateLoad(runId: string): StateSnapshot | null {
     this.#init()
     const r = this.#sql.exec(`SELECT payload FROM ${STATES} WHERE run_id = ?`, runId).toArray()[0]
@@ -96,6 +142,14 @@ export interface GuardObjectRpc {
   taskList(): Promise<StoredTask[]>
   stateLoad(runId: string): Promise<StateSnapshot | null>
   stateSave(snapshot: StateSnapshot): Promise<void>
+  receiptTail(ledger: string): Promise<ChainTail | null>
+  receiptAppend(
+    receiptText: string,
+    agentId: string,
+    link: ReceiptLink | null,
+    expectedDigest: string | null,
+  ): Promise<boolean>
+  receiptList(): Promise<string[]>
 }
 
 /** A Durable Object namespace binding (`env.LEDGER`). */
@@ -148,5 +202,37 @@ export class DurableObjectStateFlushStore implements StateFlushStore {
   }
   async save(snapshot: StateSnapshot): Promise<void> {
     await stubOf(this.#ns, this.#name).stateSave(snapshot)
+  }
+}
+
+/**
+ * ReceiptStore client for MyceliumLedgerObject. Sealing signs in the Worker (the object never sees the key), so an
+ * append reads the tail, seals, and the object appends only if the tail has not moved (else it seals again).
+ * Receipts are kept as text in Python's number forms, so -0.0 and integral floats survive.
+ */
+export class DurableObjectReceiptStore implements ReceiptStore {
+  readonly kind = "durable-object"
+  readonly #ns: GuardObjectNamespace
+  readonly #name: string
+  constructor(namespace: GuardObjectNamespace, options: DurableObjectGuardStoreOptions = {}) {
+    this.#ns = namespace
+    this.#name = options.name ?? "mycelium-ledger"
+  }
+  async append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
+    for (let attempt = 0; attempt < 50; attempt++) {
+      const stub = stubOf(this.#ns, this.#name)
+      const tail = chain ? await stub.receiptTail(chain.ledger) : null
+      const link = chain ? await chain.seal(tail) : null
+      const receipt: Receipt = link ? { ...record, chain: link } : { ...record }
+      if (await stub.receiptAppend(pythonDumps(receipt), record.agent_id, link, tail?.digest ?? null))
+        return receipt
+    }
+    throw new ReceiptStoreCorruptError(
+      `could not append receipt ${record.receipt_id}: the chain moved under 50 attempts; retry later`,
+    )
+  }
+  async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
+    const texts = await stubOf(this.#ns, this.#name).receiptList()
+    return texts.map((t) => JSON.parse(t) as Receipt).filter((r) => matchesList(r, options))
   }
 }

@@ -14,6 +14,8 @@ import {
   matchesExpectation,
   type TransitionExpectation,
 } from "../core/ledger/storage.ts"
+import type { ChainTail } from "../core/receipts/chain.ts"
+import type { ReceiptLink } from "../core/receipts/record.ts"
 import type { StateSnapshot } from "../core/state/snapshot.ts"
 import type { StoredTask, TaskRecord } from "../core/tasks/record.ts"
 import { GuardTables } from "./durable-object-guards.ts"
@@ -99,6 +101,23 @@ export class MyceliumLedgerObject extends DurableObject {
 
   stateSave(snapshot: StateSnapshot): void {
     this.#guards.stateSave(snapshot)
+  }
+
+  receiptTail(ledger: string): ChainTail | null {
+    return this.#guards.receiptTail(ledger)
+  }
+
+  receiptAppend(
+    receiptText: string,
+    agentId: string,
+    link: ReceiptLink | null,
+    expectedDigest: string | null,
+  ): boolean {
+    return this.#guards.receiptAppend(receiptText, agentId, link, expectedDigest)
+  }
+
+  receiptList(): string[] {
+    return this.#guards.receiptList()
   }
 
   // ---- action ledger -------------------------------------------------------------------------------------------

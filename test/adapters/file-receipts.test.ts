@@ -12,6 +12,7 @@ import {
   receiptJsonLine,
   verifyReceipts,
 } from "../../src/core/index.ts"
+import { testReceiptStore } from "../conformance/receipt-store.ts"
 
 const vectors = JSON.parse(readFileSync(new URL("../fixtures/python-vectors.json", import.meta.url), "utf8"))
 const KEY: string = vectors.receipts_hmac.signing_key
@@ -20,6 +21,14 @@ const tmp = () => join(mkdtempSync(join(tmpdir(), "rcpt-file-")), "receipts.json
 
 const emitterFor = (store: FileReceiptStore) =>
   new ReceiptEmitter({ signer: hmacReceiptSigner(KEY), store, agentId: "payment-agent" })
+
+testReceiptStore("file", () => {
+  const path = tmp()
+  return {
+    storage: new FileReceiptStore(path, { fsync: false }),
+    peer: new FileReceiptStore(path, { fsync: false }),
+  }
+})
 
 describe("FileReceiptStore (the original's JSONL)", () => {
   it("appends chained receipts that verify here and, from the main file alone, in Python", async () => {

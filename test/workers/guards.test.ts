@@ -1,11 +1,13 @@
 // TaskLedger and StateFlush inside workerd, on the ledger's Durable Object (wrangler.toml's LEDGER binding).
 import { env } from "cloudflare:workers"
 import {
+  DurableObjectReceiptStore,
   DurableObjectStateFlushStore,
   DurableObjectTaskStore,
   type GuardObjectNamespace,
 } from "../../src/adapters/durable-object-guards.ts"
-import { MemoryStateFlushStore, MemoryTaskStore } from "../../src/core/index.ts"
+import { MemoryReceiptStore, MemoryStateFlushStore, MemoryTaskStore } from "../../src/core/index.ts"
+import { testReceiptStore } from "../conformance/receipt-store.ts"
 import { testStateFlush } from "../conformance/state-flush.ts"
 import { testTaskStore } from "../conformance/task-store.ts"
 
@@ -30,5 +32,15 @@ testTaskStore("durable-object", () => {
   return {
     storage: new DurableObjectTaskStore(LEDGER, { name }),
     peer: new DurableObjectTaskStore(LEDGER, { name }),
+  }
+})
+
+testReceiptStore("memory (in workerd)", () => ({ storage: new MemoryReceiptStore() }))
+
+testReceiptStore("durable-object", () => {
+  const name = fresh("receipts")
+  return {
+    storage: new DurableObjectReceiptStore(LEDGER, { name }),
+    peer: new DurableObjectReceiptStore(LEDGER, { name }),
   }
 })

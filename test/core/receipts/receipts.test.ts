@@ -17,6 +17,7 @@ import {
   verifyReceipts,
 } from "../../../src/core/index.ts"
 import { jwksVerifier, jwsReceiptSigner } from "../../../src/core/receipts/jws.ts"
+import { testReceiptStore } from "../../conformance/receipt-store.ts"
 
 const vectors = JSON.parse(
   readFileSync(new URL("../../fixtures/python-vectors.json", import.meta.url), "utf8"),
@@ -252,3 +253,5 @@ describe("HMAC-SHA256 on the synchronous digest", () => {
     }
   })
 })
+
+testReceiptStore("memory", () => ({ storage: new MemoryReceiptStore() }))
