@@ -8,7 +8,13 @@ import { afterAll, describe, expect, it } from "vitest"
 import { FileTaskStore } from "../../src/adapters/file-tasks.ts"
 import { NeonTaskStore } from "../../src/adapters/neon-tasks.ts"
 import { UpstashTaskStore } from "../../src/adapters/upstash-tasks.ts"
-import { TaskLedger, TaskLedgerPendingError } from "../../src/core/index.ts"
+import {
+  deriveTaskRequestId,
+  type JsonValue,
+  TaskLedger,
+  TaskLedgerPendingError,
+} from "../../src/core/index.ts"
+import { pythonDumps } from "../../src/core/python-json.ts"
 import { testTaskStore } from "../conformance/task-store.ts"
 import { openTaskStore, type TaskBackend } from "./crash/task-storage.ts"
 import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
@@ -135,6 +141,24 @@ for (const backend of ["file", "upstash", "neon"] as const satisfies readonly Ta
 describe("rows shared with the Python original (file layout)", () => {
   const script = new URL("../../scripts/python/task_ledger_file.py", import.meta.url).pathname
   const py = (...args: string[]) => execFileSync("python3", [script, ...args], { encoding: "utf8" })
+
+  it("request ids derived here equal the original's for awkward arguments", () => {
+    const cases: Array<[Record<string, unknown>, string[] | null]> = [
+      [{ day: "2026-12-01", n: 1.5, big: 1e16, tiny: 2.5e-8, neg: -0.0 }, null],
+      [{ note: "café ☕ 𝄞", nested: { z: [1, { b: true, a: null }], y: "" } }, null],
+      [{ region: "eu", flag: true, none: null, n: 2 }, ["flag", "none", "n", "missing"]],
+      [{ run_id: 7, x: 1 }, null],
+      [{ task_id: 42 }, null],
+      [{}, null],
+    ]
+    for (const [kwargs, idFrom] of cases) {
+      // Sent in Python's number forms, so 1e16 and -0.0 reach Python as the floats they are here.
+      const expected = py("derive", "t", pythonDumps(kwargs), JSON.stringify(idFrom)).trim()
+      expect(deriveTaskRequestId({ task: "t", kwargs: kwargs as Record<string, JsonValue>, idFrom })).toBe(
+        expected,
+      )
+    }
+  })
 
   it("a completed row the original wrote is replayed here without running", async () => {
     const path = tmpFile("tasks.json")
