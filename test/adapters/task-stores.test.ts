@@ -138,6 +138,73 @@ for (const backend of ["file", "upstash", "neon"] as const satisfies readonly Ta
   })
 }
 
+for (const backend of ["file", "upstash", "neon"] as const satisfies readonly TaskBackend[]) {
+  it(`${backend}: 5 OS processes x 10 concurrent callers of one live task run it once`, async () => {
+    if (backend === "upstash") await requireUpstash()
+    const where =
+      backend === "file" ? tmpFile("tasks.json") : backend === "neon" ? newTable() : runTag("race")
+    if (backend === "neon") await (await openTaskStore("neon", where)).close() // migrate before the race
+    const effects = tmpFile("effects.log")
+    const go = tmpFile("go")
+    const taskId = `R-${runTag("race")}`
+    const children = Array.from({ length: 5 }, () =>
+      spawn(process.execPath, [
+        "--import",
+        "tsx",
+        "test/adapters/crash/task-race-child.ts",
+        backend,
+        where,
+        taskId,
+        effects,
+        go,
+        "10",
+      ]),
+    )
+    const outputs = children.map(
+      (c) =>
+        new Promise<string>((resolve, reject) => {
+          let out = ""
+          let err = ""
+          c.stdout.on("data", (d) => {
+            out += String(d)
+          })
+          c.stderr.on("data", (d) => {
+            err += String(d)
+          })
+          c.once("exit", (code) =>
+            code === 0 ? resolve(out) : reject(new Error(`child exited ${code}: ${err}`)),
+          )
+        }),
+    )
+    await Promise.all(
+      children.map(
+        (c) =>
+          new Promise<void>((resolve) => {
+            let err = ""
+            const on = (d: Buffer) => {
+              err += String(d)
+              if (err.includes("ready")) {
+                c.stderr.off("data", on)
+                resolve()
+              }
+            }
+            c.stderr.on("data", on)
+          }),
+      ),
+    )
+    appendFileSync(go, "go\n")
+    const summaries = (await Promise.all(outputs)).map(
+      (o) => JSON.parse(o.trim()) as { ok: number; pending: number; other: string[] },
+    )
+    expect(runsIn(effects)).toHaveLength(1)
+    // Callers that arrive while it runs are refused; callers that arrive after it finished replay its result.
+    const ok = summaries.reduce((n, s) => n + s.ok, 0)
+    expect(ok).toBeGreaterThanOrEqual(1)
+    expect(ok + summaries.reduce((n, s) => n + s.pending, 0)).toBe(50)
+    expect(summaries.flatMap((s) => s.other)).toEqual([])
+  }, 90_000)
+}
+
 describe("rows shared with the Python original (file layout)", () => {
   const script = new URL("../../scripts/python/task_ledger_file.py", import.meta.url).pathname
   const py = (...args: string[]) => execFileSync("python3", [script, ...args], { encoding: "utf8" })
