@@ -1,8 +1,17 @@
 // A FIFO counting semaphore whose waiters can be aborted. Used for the run-wide request cap and for tool fan-out.
 
+interface Waiter {
+  readonly grant: () => void
+  readonly fail: (reason: unknown) => void
+  readonly signal: AbortSignal | undefined
+}
+
 export class Semaphore {
   #free: number
-  readonly #waiters: Array<{ grant: () => void; signal: AbortSignal | undefined; onAbort: () => void }> = []
+  readonly #waiters: Waiter[] = []
+  // One abort listener per signal, not per waiter: a 50-call batch waiting on one task signal must not pile up
+  // listeners (and trip Node's leak warning).
+  readonly #bySignal = new Map<AbortSignal, { waiters: Set<Waiter>; onAbort: () => void }>()
   #inUse = 0
   /** Highest number of permits held at once: tests read it to prove the cap. */
   peak = 0
@@ -23,21 +32,47 @@ export class Semaphore {
       return Promise.resolve(this.#take())
     }
     return new Promise((resolve, reject) => {
-      const waiter = {
+      const waiter: Waiter = {
         signal,
         grant: () => {
-          signal?.removeEventListener("abort", waiter.onAbort)
+          this.#forget(waiter)
           resolve(this.#take())
         },
-        onAbort: () => {
-          const i = this.#waiters.indexOf(waiter)
-          if (i >= 0) this.#waiters.splice(i, 1)
-          reject(signal?.reason)
-        },
+        fail: reject,
       }
-      signal?.addEventListener("abort", waiter.onAbort, { once: true })
       this.#waiters.push(waiter)
+      if (signal) {
+        let entry = this.#bySignal.get(signal)
+        if (!entry) {
+          const created = {
+            waiters: new Set<Waiter>(),
+            onAbort: () => {
+              this.#bySignal.delete(signal)
+              for (const w of created.waiters) {
+                const i = this.#waiters.indexOf(w)
+                if (i >= 0) this.#waiters.splice(i, 1)
+                w.fail(signal.reason)
+              }
+            },
+          }
+          entry = created
+          this.#bySignal.set(signal, entry)
+          signal.addEventListener("abort", entry.onAbort, { once: true })
+        }
+        entry.waiters.add(waiter)
+      }
     })
+  }
+
+  #forget(w: Waiter): void {
+    if (!w.signal) return
+    const entry = this.#bySignal.get(w.signal)
+    if (!entry) return
+    entry.waiters.delete(w)
+    if (entry.waiters.size === 0) {
+      w.signal.removeEventListener("abort", entry.onAbort)
+      this.#bySignal.delete(w.signal)
+    }
   }
 
   #take(): () => void {
