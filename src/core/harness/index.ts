@@ -63,6 +63,7 @@ export {
   MAX_TASK_ID_LENGTH,
   validatePlan,
 } from "./plan.ts"
+export { type RlmToolOptions, rlmParallelTool, rlmQueryTool, type SubQueryOutcome } from "./rlm.ts"
 export {
   type Script,
   ScriptedModel,
