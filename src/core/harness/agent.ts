@@ -255,7 +255,7 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
         if (ctx.signal.aborted) throw ctx.signal.reason
         started++
         s.budget.commitToolCall()
-        ctx.usage.counts.tool_calls++
+        ctx.usage.inc("tool_calls")
         const value = await invokeTool(ctx, tool, call, `${ctx.key}/r${step}/c${i}`)
         return { role: "tool", tool_call_id: call.id, name: call.name, content: toolOutputText(value) }
       } catch (e) {

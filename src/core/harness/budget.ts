@@ -17,7 +17,9 @@ export function resolveBudget(
     throw new BudgetValidationError("invalid_budget", "(budget)", "a RunBudget must be an object")
   const limit = (field: keyof RunBudget, dflt: number | null): number | null => {
     const v = budget[field]
-    if (v === undefined || v === null) return dflt
+    // Unset takes the default; an explicit null means "no limit" (pydantic-ai's None).
+    if (v === undefined) return dflt
+    if (v === null) return null
     if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0)
       throw new BudgetValidationError(
         "invalid_limit",
@@ -99,7 +101,7 @@ export class BudgetLedger {
   /** Moves a sent request's reservation into the committed counters, whatever its outcome. */
   settleRequest(usage: Partial<RunUsage> | null): void {
     this.reservedRequests--
-    this.committed.counts.requests++
+    this.committed.inc("requests")
     if (usage) this.committed.add({ ...usage, requests: 0, tool_calls: 0 })
   }
 
@@ -126,7 +128,7 @@ export class BudgetLedger {
   /** One reserved call actually starts executing: it counts. */
   commitToolCall(): void {
     this.reservedToolCalls--
-    this.committed.counts.tool_calls++
+    this.committed.inc("tool_calls")
   }
 
   /** Reserved calls that never started (cancelled or failed validation) give their reservation back. */

@@ -399,7 +399,7 @@ export function runPlan(
         model_requests,
         model_requests_total: shared.samplesTotal,
         model_requests_coverage: coverage,
-        tasks: tasks.map((t) => taskRecord(t, succeeded)),
+        tasks: tasks.map((t) => taskRecord(t, succeeded, startedAt)),
         last_sequence: driverStream.sequence,
         sink_errors: bus.sinkErrors,
         ...(drainIncomplete ? { drain_incomplete: true } : {}),
@@ -427,13 +427,13 @@ function totalUsage(initial: RunUsage, tasks: readonly TaskState[]): RunUsage {
   return acc.snapshot()
 }
 
-function taskRecord(t: TaskState, planSucceeded: boolean): TaskRecord {
+function taskRecord(t: TaskState, planSucceeded: boolean, runStart: number): TaskRecord {
   return {
     task_id: t.spec.task_id,
     run_id: t.runId,
     status: t.status === "pending" ? "not_started" : t.status === "running" ? "cancelled" : t.status,
     depends_on: t.spec.depends_on,
-    started_ms: t.startedAt,
+    started_ms: t.startedAt === null ? null : t.startedAt - runStart,
     elapsed_ms: t.elapsed,
     usage: t.usage.snapshot(),
     ...(t.errorType !== undefined ? { error_type: t.errorType } : {}),

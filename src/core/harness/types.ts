@@ -46,7 +46,7 @@ export interface RunUsage {
 
 /** Shared limits for the whole run: every task and every RLM sub-query draw on one ledger. */
 export interface RunBudget {
-  /** Default 50. Checked before each request. */
+  /** Default 50; `null` means no limit. Checked before each request. */
   readonly request_limit?: number | null
   /** Checked before each tool batch: a batch that would exceed it executes none of its calls. */
   readonly tool_calls_limit?: number | null

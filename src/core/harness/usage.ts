@@ -16,6 +16,7 @@ export type UsageCounter = (typeof USAGE_COUNTERS)[number]
 
 /** A usage being accumulated; `snapshot()` gives the frozen public form. */
 export class UsageAccumulator {
+  /** Read freely; change only through `add` and `inc`, which keep the cached snapshot right. */
   readonly counts: Record<UsageCounter, number> = {
     requests: 0,
     tool_calls: 0,
@@ -28,9 +29,12 @@ export class UsageAccumulator {
     output_audio_tokens: 0,
   }
   readonly details: Record<string, number> = {}
+  // Snapshots are frozen objects; a 1,000-task run asks for the same one several times, so it is cached.
+  #snapshot: RunUsage | null = null
 
   add(u: Partial<RunUsage> | null | undefined): void {
     if (!u) return
+    this.#snapshot = null
     for (const k of USAGE_COUNTERS) {
       const v = u[k]
       if (typeof v === "number" && Number.isFinite(v)) this.counts[k] += v
@@ -43,12 +47,19 @@ export class UsageAccumulator {
     return this.counts.input_tokens + this.counts.output_tokens
   }
 
+  inc(counter: UsageCounter, n = 1): void {
+    this.counts[counter] += n
+    this.#snapshot = null
+  }
+
   snapshot(): RunUsage {
-    return Object.freeze({
+    if (this.#snapshot) return this.#snapshot
+    this.#snapshot = Object.freeze({
       ...this.counts,
       details: Object.freeze({ ...this.details }),
       total_tokens: this.totalTokens,
     })
+    return this.#snapshot
   }
 }
 
