@@ -2,6 +2,12 @@
 // of the core entry.
 export { type AgentContext, InvalidModelResponseError, type RlmOptions, type TaskInfo } from "./agent.ts"
 export {
+  type AiSdkCallOptions,
+  type AiSdkGenerateResult,
+  type AiSdkLanguageModel,
+  fromAiSdk,
+} from "./ai-sdk.ts"
+export {
   BudgetLedger,
   DEFAULT_MAX_CONCURRENT_REQUESTS,
   DEFAULT_MAX_PARALLEL_TOOL_CALLS,
