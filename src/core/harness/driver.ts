@@ -451,8 +451,15 @@ async function runDurableTask(
   started: () => void,
 ): Promise<string> {
   const ledger = ctx.shared.ledger as ActionLedger
-  const key = `${ctx.key}`
-  const prior = await ledger.get(key)
+  const key = ctx.key
+  let prior: Awaited<ReturnType<ActionLedger["get"]>>
+  try {
+    prior = await ledger.get(key)
+  } catch (e) {
+    // A store outage fails the task closed, after its start event (every terminal event follows a start).
+    started()
+    throw e
+  }
   if (prior?.terminalOutcome === "COMPLETED") {
     const stored = prior.result as unknown as { output: string; usage: RunUsage }
     t.replayed = true

@@ -3,7 +3,7 @@
 import { describe, expect, it } from "vitest"
 import { type HarnessTool, runPlan, ScriptedModel } from "../../../src/core/harness/index.ts"
 import { ActionLedger, bounded, MemoryLedgerStorage } from "../../../src/core/index.ts"
-import { task } from "./helpers.ts"
+import { checkInvariants, failed, recorder, task } from "./helpers.ts"
 
 describe("core guards inside a plan", () => {
   it("a bounded tool refuses bad arguments to the model, which corrects itself", async () => {
@@ -62,5 +62,44 @@ describe("core guards inside a plan", () => {
     expect(r.status).toBe("succeeded")
     expect(charges).toBe(1)
     expect(r.usage.tool_calls).toBe(3)
+  })
+})
+
+describe("durable runs fail closed", () => {
+  it("a store outage fails the run before any model request, with a start event before every terminal one", async () => {
+    const down = new MemoryLedgerStorage()
+    const broken = Object.assign(Object.create(down) as MemoryLedgerStorage, {
+      get: () => Promise.reject(new Error("ECONNREFUSED")),
+      tryClaimInflight: () => Promise.reject(new Error("ECONNREFUSED")),
+    })
+    const ledger = new ActionLedger({ storage: broken, onWarning: () => {} })
+    const model = new ScriptedModel()
+    const { events, onEvent } = recorder()
+    const err = await failed(
+      runPlan(
+        { tasks: [task("a"), task("b"), task("out", ["a", "b"])], output_task_id: "out" },
+        { model, ledger },
+        { onEvent },
+      ),
+    )
+    expect(err.result.status).toBe("failed")
+    expect(err.result.failure?.error_type).toBe("LedgerStorageUnavailableError")
+    expect(model.requests).toHaveLength(0)
+    checkInvariants(events, err.result, 3)
+  })
+
+  it("an in-process durable rerun with the same run id replays everything", async () => {
+    const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), onWarning: () => {} })
+    const model = new ScriptedModel({ fallback: [{ text: "x", usage: { input_tokens: 3 } }] })
+    const plan = { tasks: [task("a"), task("b", ["a"])], output_task_id: "b" }
+    const first = await runPlan(plan, { model, ledger }, { run_id: "run:00000000000000000000000000000001" })
+    const second = await runPlan(plan, { model, ledger }, { run_id: "run:00000000000000000000000000000001" })
+    expect(model.requests).toHaveLength(2)
+    expect(second.output).toBe(first.output)
+    expect(second.usage).toEqual(first.usage)
+    expect(second.tasks.every((t) => t.replayed)).toBe(true)
+    const other = await runPlan(plan, { model, ledger })
+    expect(other.tasks.some((t) => t.replayed)).toBe(false)
+    expect(model.requests).toHaveLength(4)
   })
 })
