@@ -69,6 +69,7 @@ export {
   MAX_TASK_ID_LENGTH,
   validatePlan,
 } from "./plan.ts"
+export { type PlanningFailure, type PlanningFailureOptions, planningFailed } from "./planning.ts"
 export { type RlmToolOptions, rlmParallelTool, rlmQueryTool, type SubQueryOutcome } from "./rlm.ts"
 export {
   type Script,

@@ -74,7 +74,14 @@ export interface EffectiveBudget {
 }
 
 export type RunStatus = "succeeded" | "failed" | "stopped"
-export type RunReason = "completed" | "task_failed" | BudgetReason | "deadline" | "cancelled"
+/** `planning_failed` only comes from `planningFailed()`: the host's planning step failed before any plan ran. */
+export type RunReason =
+  | "completed"
+  | "task_failed"
+  | "planning_failed"
+  | BudgetReason
+  | "deadline"
+  | "cancelled"
 
 /** Why a run did not succeed. `task_id` is null for a deadline, a cancellation or a start-time refusal. */
 export interface RunPlanFailure {
