@@ -37,7 +37,7 @@ export function planningFailed(failure: PlanningFailure, options: PlanningFailur
   const elapsed = failure.initial_elapsed_seconds ?? 0
   if (typeof elapsed !== "number" || !Number.isFinite(elapsed) || elapsed < 0)
     problems.push({
-      code: "invalid_initial_usage",
+      code: "invalid_initial_elapsed",
       message: `initial_elapsed_seconds must be >= 0, got ${elapsed}`,
     })
   if (problems.length > 0) throw new PlanValidationError(problems)
