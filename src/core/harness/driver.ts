@@ -10,13 +10,16 @@ import {
   type TaskInfo,
 } from "./agent.ts"
 import { BudgetLedger, resolveBudget } from "./budget.ts"
+import { runDurableTask } from "./durable.ts"
 import { BudgetExceededError, RunFailed, TaskCancelledError } from "./errors.ts"
 import { EventBus, type RunEvent, type TaskCancelledEvent } from "./events.ts"
 import { deepFreeze } from "./freeze.ts"
 import { newRunId } from "./ids.ts"
+import { MinHeap } from "./min-heap.ts"
 import type { ModelClient, ModelSettings } from "./model.ts"
 import { type CheckedTask, validatePlan } from "./plan.ts"
 import { Semaphore } from "./semaphore.ts"
+import { startTimer, type Timer } from "./timer.ts"
 import type { HarnessTool } from "./tools.ts"
 import type {
   DependencyPlan,
@@ -107,7 +110,10 @@ export function runPlan(
   const maxSamples = deps.max_request_samples ?? DEFAULT_MAX_REQUEST_SAMPLES
   if (!Number.isSafeInteger(maxSamples) || maxSamples < 0)
     throw new RangeError(`max_request_samples must be an integer >= 0, got ${String(maxSamples)}`)
-  const drainMs = (options.drain_timeout_seconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS) * 1000
+  const drainSeconds = options.drain_timeout_seconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS
+  if (typeof drainSeconds !== "number" || !(drainSeconds > 0) || !Number.isFinite(drainSeconds))
+    throw new RangeError(`drain_timeout_seconds must be a finite number > 0, got ${String(drainSeconds)}`)
+  const drainMs = drainSeconds * 1000
   const now = options.now ?? (() => performance.now())
   const runId = options.run_id ?? newRunId()
   const startedAt = now()
@@ -152,8 +158,8 @@ export function runPlan(
     let cause: StopCause | null = null
     let running = 0
     let finished = false
-    let deadlineTimer: ReturnType<typeof setTimeout> | null = null
-    let drainTimer: ReturnType<typeof setTimeout> | null = null
+    let deadlineTimer: Timer | null = null
+    let drainTimer: Timer | null = null
     const freeSlots: number[] = []
     for (let i = checked.max_concurrency - 1; i >= 0; i--) freeSlots.push(i)
     // Ready tasks ordered by declaration index: a binary heap keeps 1,000-task plans cheap.
@@ -204,15 +210,13 @@ export function runPlan(
     options.signal?.addEventListener("abort", onAbort, { once: true })
     if (budget.deadline_seconds !== null) {
       const remainingMs = (budget.deadline_seconds - checked.initial_elapsed_seconds) * 1000
-      deadlineTimer = setTimeout(
-        () =>
-          stop({
-            reason: "deadline",
-            task_id: null,
-            message: `the deadline of ${budget.deadline_seconds}s (including ${checked.initial_elapsed_seconds}s before this plan) passed`,
-            error_type: null,
-          }),
-        remainingMs,
+      deadlineTimer = startTimer(remainingMs, () =>
+        stop({
+          reason: "deadline",
+          task_id: null,
+          message: `the deadline of ${budget.deadline_seconds}s (including ${checked.initial_elapsed_seconds}s before this plan) passed`,
+          error_type: null,
+        }),
       )
     }
     pump()
@@ -342,7 +346,7 @@ export function runPlan(
       for (const t of tasks)
         if (t.status === "running" && !t.controller?.signal.aborted)
           t.controller?.abort(new TaskCancelledError(`task cancelled: ${cause.reason}`))
-      if (running > 0 && drainTimer === null) drainTimer = setTimeout(() => finish(true), drainMs)
+      if (running > 0 && drainTimer === null) drainTimer = startTimer(drainMs, () => finish(true))
       // Settling is asynchronous; with nothing running the run ends now.
       if (running === 0) queueMicrotask(pump)
     }
@@ -350,8 +354,8 @@ export function runPlan(
     function finish(drainIncomplete = false): void {
       if (finished) return
       finished = true
-      if (deadlineTimer !== null) clearTimeout(deadlineTimer)
-      if (drainTimer !== null) clearTimeout(drainTimer)
+      deadlineTimer?.clear()
+      drainTimer?.clear()
       options.signal?.removeEventListener("abort", onAbort)
       const succeeded = !cause && outputTask.status === "succeeded"
       const reason: RunReason = cause?.reason ?? "completed"
@@ -440,87 +444,5 @@ function taskRecord(t: TaskState, planSucceeded: boolean, runStart: number): Tas
     ...(t.errorMessage !== undefined ? { error_message: t.errorMessage } : {}),
     ...(planSucceeded && t.output !== null ? { output: t.output } : {}),
     ...(t.replayed ? { replayed: true } : {}),
-  }
-}
-
-/** Durable task: a finished task's output and usage replay from the ledger; an unfinished one runs (again). */
-async function runDurableTask(
-  ctx: AgentContext,
-  t: TaskState,
-  prompt: string,
-  started: () => void,
-): Promise<string> {
-  const ledger = ctx.shared.ledger as ActionLedger
-  const key = ctx.key
-  let prior: Awaited<ReturnType<ActionLedger["get"]>>
-  try {
-    prior = await ledger.get(key)
-  } catch (e) {
-    // A store outage fails the task closed, after its start event (every terminal event follows a start).
-    started()
-    throw e
-  }
-  if (prior?.terminalOutcome === "COMPLETED") {
-    const stored = prior.result as unknown as { output: string; usage: RunUsage }
-    t.replayed = true
-    started()
-    t.usage.add(stored.usage)
-    ctx.shared.budget.committed.add(stored.usage)
-    return stored.output
-  }
-  started()
-  const body = ledger.tool(
-    {
-      name: "harness.task",
-      binding: { agentId: "mycelium-harness", policyVersion: "1", sideEffectClass: "read" },
-    },
-    async () => {
-      const output = await runAgent(ctx, prompt)
-      return { output, usage: t.usage.snapshot() }
-    },
-  )
-  const r = (await body({ task_id: t.spec.task_id }, { requestId: key, signal: ctx.signal })) as {
-    output: string
-    usage: RunUsage
-  }
-  return r.output
-}
-
-/** Min-heap of task indexes: the lowest declaration index is dispatched first. */
-class MinHeap {
-  readonly #a: number[] = []
-  get size(): number {
-    return this.#a.length
-  }
-  push(v: number): void {
-    const a = this.#a
-    a.push(v)
-    let i = a.length - 1
-    while (i > 0) {
-      const p = (i - 1) >> 1
-      if (a[p]! <= v) break
-      a[i] = a[p]!
-      i = p
-    }
-    a[i] = v
-  }
-  pop(): number {
-    const a = this.#a
-    const top = a[0]!
-    const last = a.pop()!
-    if (a.length > 0) {
-      let i = 0
-      for (;;) {
-        const l = 2 * i + 1
-        if (l >= a.length) break
-        const r = l + 1
-        const c = r < a.length && a[r]! < a[l]! ? r : l
-        if (a[c]! >= last) break
-        a[i] = a[c]!
-        i = c
-      }
-      a[i] = last
-    }
-    return top
   }
 }

@@ -206,3 +206,14 @@ describe("cancellation and deadline", () => {
     await sleep(450)
   })
 })
+
+describe("timers", () => {
+  it("a deadline beyond setTimeout's 24.8-day cap does not fire at once, and no timer outlives the run", async () => {
+    const model = new ScriptedModel({ fallback: [{ text: "x", delay_ms: 20 }] })
+    const r = await runPlan(plan, { model, budget: { deadline_seconds: 40 * 24 * 3600 } })
+    expect(r.status).toBe("succeeded")
+  })
+  it("a bad drain timeout is refused up front", () => {
+    expect(() => runPlan(plan, { model: new ScriptedModel() }, { drain_timeout_seconds: 0 })).toThrow(RangeError)
+  })
+})
