@@ -214,6 +214,8 @@ describe("timers", () => {
     expect(r.status).toBe("succeeded")
   })
   it("a bad drain timeout is refused up front", () => {
-    expect(() => runPlan(plan, { model: new ScriptedModel() }, { drain_timeout_seconds: 0 })).toThrow(RangeError)
+    expect(() => runPlan(plan, { model: new ScriptedModel() }, { drain_timeout_seconds: 0 })).toThrow(
+      RangeError,
+    )
   })
 })
