@@ -239,6 +239,12 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
   let started = 0
   const gate = new ToolSemaphore(s.maxParallelToolCalls)
   const byName = new Map(ctx.tools.map((t) => [t.name, t]))
+  // The batch's own signal: the task's abort reaches every call, and so does a sibling's fatal error, so a failing
+  // batch does not wait for its slow calls before the task fails.
+  const batch = new AbortController()
+  const onTaskAbort = () => batch.abort(ctx.signal.reason)
+  ctx.signal.addEventListener("abort", onTaskAbort, { once: true })
+  let fatal: { error: unknown } | null = null
   const settled = await Promise.allSettled(
     calls.map(async (call, i): Promise<Message> => {
       const tool = byName.get(call.name)
@@ -250,24 +256,32 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
           content: `Unknown tool '${call.name}'. Available tools: ${[...byName.keys()].join(", ") || "none"}.`,
           is_error: true,
         }
-      const release = await gate.acquire(ctx.signal)
+      const release = await gate.acquire(batch.signal)
       try {
-        if (ctx.signal.aborted) throw ctx.signal.reason
+        if (batch.signal.aborted) throw batch.signal.reason
         started++
         s.budget.commitToolCall()
         ctx.usage.inc("tool_calls")
-        const value = await invokeTool(ctx, tool, call, `${ctx.key}/r${step}/c${i}`)
+        const value = await invokeTool(ctx, tool, call, `${ctx.key}/r${step}/c${i}`, batch.signal)
         return { role: "tool", tool_call_id: call.id, name: call.name, content: toolOutputText(value) }
       } catch (e) {
-        const visible = ctx.signal.aborted ? null : modelVisibleMessage(e)
-        if (visible === null) throw e
+        const visible = batch.signal.aborted ? null : modelVisibleMessage(e)
+        if (visible === null) {
+          if (!fatal) {
+            fatal = { error: e }
+            batch.abort(e)
+          }
+          throw e
+        }
         return { role: "tool", tool_call_id: call.id, name: call.name, content: visible, is_error: true }
       } finally {
         release()
       }
     }),
   )
+  ctx.signal.removeEventListener("abort", onTaskAbort)
   s.budget.releaseToolCalls(calls.length - started)
+  if (fatal) throw (fatal as { error: unknown }).error
   const messages: Message[] = []
   for (const r of settled) {
     if (r.status === "rejected") throw r.reason
@@ -281,21 +295,22 @@ async function invokeTool(
   tool: HarnessTool,
   call: ToolCall,
   key: string,
+  signal: AbortSignal,
 ): Promise<unknown> {
   let spawned = 0
   const toolCtx: ToolContext = {
-    signal: ctx.signal,
+    signal,
     run_id: ctx.runId,
     parent_run_id: ctx.parentRunId,
     task_id: ctx.task.task_id,
     depth: ctx.depth,
     call_id: call.id,
-    spawn: (sub) => spawnSubQuery(ctx, sub, `${key}/q${spawned++}`),
+    spawn: (sub) => spawnSubQuery({ ...ctx, signal }, sub, `${key}/q${spawned++}`),
   }
   const args = call.args as Record<string, unknown>
   if (!ctx.shared.ledger) return tool.execute(args, toolCtx)
   const ledgered = ledgeredFor(ctx.shared, tool.name, tool.binding, async (a) => tool.execute(a, toolCtx))
-  return ledgered(args, { requestId: key, signal: ctx.signal })
+  return ledgered(args, { requestId: key, signal })
 }
 
 /** An RLM sub-query: a fresh child agent at depth + 1 on the same budget, permits and measurements. */

@@ -1,7 +1,7 @@
 // DAG-02..07: prompts with only direct dependency outputs, slots without waves, serial order, peak concurrency,
 // fail-fast with cancel-and-drain, success.
 import { describe, expect, it } from "vitest"
-import { type ModelRequest, runPlan, ScriptedModel } from "../../../src/core/harness/index.ts"
+import { type ModelRequest, runPlan, ScriptedModel, sleep } from "../../../src/core/harness/index.ts"
 import { allStrings, checkInvariants, failed, indexOfEvent, peakRunning, recorder, task } from "./helpers.ts"
 
 const firstRequest = (model: ScriptedModel, taskId: string): ModelRequest =>
@@ -194,5 +194,47 @@ describe("DAG driver", () => {
     expect(second.messages[2]).toMatchObject({ content: "5" })
     expect(second.messages[3]).toMatchObject({ is_error: true })
     expect(result.usage.tool_calls).toBe(1) // an unknown tool never executes, so it does not count
+  })
+
+  it("a tool's unhandled error fails the task without waiting for its slow batch siblings", async () => {
+    let slowAborted = false
+    const model = new ScriptedModel({
+      byTask: { t: [{ tool_calls: [{ name: "slow" }, { name: "broken" }] }, { text: "never" }] },
+    })
+    const t0 = performance.now()
+    const err = await failed(
+      runPlan(
+        { tasks: [task("t")], output_task_id: "t" },
+        {
+          model,
+          tools: [
+            {
+              name: "slow",
+              parameters: {},
+              execute: (_a, ctx) =>
+                sleep(10_000, ctx.signal).catch((e) => {
+                  slowAborted = true
+                  throw e
+                }),
+            },
+            {
+              name: "broken",
+              parameters: {},
+              execute: () => {
+                throw new SyntaxError("tool bug")
+              },
+            },
+          ],
+        },
+      ),
+    )
+    expect(performance.now() - t0).toBeLessThan(2_000)
+    expect(slowAborted).toBe(true)
+    expect(err.result.failure).toMatchObject({
+      reason: "task_failed",
+      task_id: "t",
+      error_type: "SyntaxError",
+    })
+    expect(err.result.usage.tool_calls).toBe(2)
   })
 })
