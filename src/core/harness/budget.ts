@@ -29,8 +29,7 @@ export function resolveBudget(
     return v
   }
   const concurrency = (field: keyof RunBudget, dflt: number): number => {
-    const v = budget[field]
-    if (v === undefined || v === null) return dflt
+    const v = budget[field] ?? dflt
     if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 1)
       throw new BudgetValidationError(
         "invalid_concurrency",

@@ -45,6 +45,14 @@ export interface RunDeps {
   readonly tools?: readonly HarnessTool[] | ((task: TaskInfo) => readonly HarnessTool[])
   readonly settings?: ModelSettings
   readonly budget?: RunBudget
+  /**
+   * Host or model configuration used where the budget leaves a cap unset, before the built-in 4 requests and 50
+   * parallel tool calls.
+   */
+  readonly concurrency_defaults?: {
+    readonly max_concurrent_requests?: number
+    readonly max_parallel_tool_calls?: number
+  }
   readonly rlm?: RlmOptions
   /**
    * Makes the run durable: every task, model request and tool call is a ledger row keyed by run, task and step.
@@ -105,6 +113,7 @@ export function runPlan(
 ): Promise<RunResult> {
   const checked = validatePlan(plan)
   const budget = resolveBudget(deps.budget ?? {}, {
+    ...deps.concurrency_defaults,
     ...(options.deadline_seconds !== undefined ? { deadline_seconds: options.deadline_seconds } : {}),
   })
   const maxSamples = deps.max_request_samples ?? DEFAULT_MAX_REQUEST_SAMPLES

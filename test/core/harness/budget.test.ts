@@ -1,6 +1,7 @@
 // BUD-01..08: one budget for the whole run, reserved atomically, checked before requests and tool batches.
 import { describe, expect, it } from "vitest"
 import {
+  BudgetValidationError,
   type HarnessTool,
   runPlan,
   ScriptedModel,
@@ -208,6 +209,21 @@ describe("shared budget", () => {
       expect(model.peakInFlight).toBe(expected)
       expect(result.status).toBe("succeeded")
     }
+  })
+
+  it("BUD-07: the host's concurrency defaults apply where the budget sets nothing", async () => {
+    const model = new ScriptedModel({ fallback: [{ text: "x", delay_ms: 15 }] })
+    const { events, onEvent } = recorder()
+    await runPlan(
+      fanIn(6, { max_concurrency: 6 }),
+      { model, concurrency_defaults: { max_concurrent_requests: 3, max_parallel_tool_calls: 7 } },
+      { onEvent },
+    )
+    expect(model.peakInFlight).toBe(3)
+    expect(events[0]).toMatchObject({ budget: { max_concurrent_requests: 3, max_parallel_tool_calls: 7 } })
+    expect(() => runPlan(fanIn(1), { model, concurrency_defaults: { max_concurrent_requests: 0 } })).toThrow(
+      BudgetValidationError,
+    )
   })
 
   it("BUD-07: a task waiting for a request permit keeps its slot", async () => {
