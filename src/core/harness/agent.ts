@@ -6,8 +6,7 @@ import { BudgetExceededError, HarnessError, RecursionLimitError } from "./errors
 import type { EventStream } from "./events.ts"
 import { newRunId } from "./ids.ts"
 import type { Message, ModelClient, ModelRequest, ModelResponse, ModelSettings, ToolCall } from "./model.ts"
-import type { Semaphore } from "./semaphore.ts"
-import { Semaphore as ToolSemaphore } from "./semaphore.ts"
+import { Semaphore } from "./semaphore.ts"
 import {
   type HarnessTool,
   modelVisibleMessage,
@@ -237,7 +236,7 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
   if (ctx.signal.aborted) throw ctx.signal.reason
   s.budget.reserveToolCalls(calls.length)
   let started = 0
-  const gate = new ToolSemaphore(s.maxParallelToolCalls)
+  const gate = new Semaphore(s.maxParallelToolCalls)
   const byName = new Map(ctx.tools.map((t) => [t.name, t]))
   // The batch's own signal: the task's abort reaches every call, and so does a sibling's fatal error, so a failing
   // batch does not wait for its slow calls before the task fails.
