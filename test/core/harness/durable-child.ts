@@ -4,9 +4,14 @@
 import { appendFileSync } from "node:fs"
 import { FileLedgerStorage } from "../../../src/adapters/file.ts"
 import { ActionLedger } from "../../../src/core/index.ts"
-import { type ModelClient, runPlan } from "../../../src/harness/index.ts"
+import { type ModelClient, RunFailed, runPlan } from "../../../src/harness/index.ts"
 
-const [file, runId, log, mode] = process.argv.slice(2) as [string, string, string, "crash" | "resume"]
+const [file, runId, log, mode] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  "crash" | "crash-in-tool" | "resume",
+]
 const ledger = new ActionLedger({
   storage: new FileLedgerStorage(file),
   leaseTtl: 1,
@@ -57,13 +62,20 @@ const result = await runPlan(
         name: "charge",
         parameters: { type: "object" },
         binding: { agentId: "billing", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" },
-        execute: (args) => {
+        execute: async (args) => {
           appendFileSync(log, `tool ${String(args.task)}\n`)
+          if (mode === "crash-in-tool" && args.task === "C") {
+            console.log("READY")
+            await new Promise(() => {}) // killed mid-effect: the charge may or may not have happened
+          }
           return `charged ${String(args.task)}`
         },
       },
     ],
   },
   { run_id: runId },
-)
+).catch((e: unknown) => {
+  if (e instanceof RunFailed) return e.result
+  throw e
+})
 console.log(JSON.stringify(result))

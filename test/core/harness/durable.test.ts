@@ -88,4 +88,30 @@ describe("durable runs", () => {
     expect(third.tasks.every((t) => t.replayed)).toBe(true)
     expect(third.usage).toMatchObject({ requests: 8, tool_calls: 4 })
   }, 60_000)
+
+  it("a side-effecting tool killed mid-call is refused on resume, never run twice", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "harness-durable-"))
+    dirs.push(dir)
+    const file = join(dir, "ledger.json")
+    const log = join(dir, "effects.log")
+    const runId = `run:${"cd".repeat(16)}`
+    const crashing = child([file, runId, log, "crash-in-tool"])
+    await crashing.ready
+    crashing.proc.kill("SIGKILL")
+    await crashing.out
+    expect(lines(log).filter((l) => l === "tool C")).toHaveLength(1)
+
+    const resumed = child([file, runId, log, "resume"])
+    const result = JSON.parse((await resumed.out).trim().split("\n").at(-1) as string) as RunResult
+    // The ledger cannot know whether the charge happened: it refuses to repeat it, and the run fails closed.
+    expect(result.status).toBe("failed")
+    expect(result.failure).toMatchObject({
+      reason: "task_failed",
+      task_id: "C",
+      error_type: "LedgerHardBlockError",
+    })
+    expect(lines(log).filter((l) => l === "tool C")).toHaveLength(1)
+    expect(lines(log).some((l) => l.includes(" D "))).toBe(false)
+    expect(result.output).toBeNull()
+  }, 60_000)
 })
