@@ -33,7 +33,21 @@ export function findIssues(
       })
     }
     issues.push(...adapter.check(m, i))
+    let callIndex = 0
     for (const p of nodes[i]?.parts ?? []) {
+      if (p.kind === "call") {
+        const problem = adapter.argumentsProblem(p)
+        if (problem) {
+          issues.push({
+            violation: "invalid_tool_arguments",
+            messageIndex: i,
+            callIndex,
+            ...(p.id ? { toolCallId: p.id } : {}),
+            reason: `Message ${i}, tool call ${callIndex}${p.id ? ` (id '${p.id}')` : ""}: ${problem}; providers require the arguments to be a JSON object.`,
+          })
+        }
+        callIndex++
+      }
       if (p.kind !== "other" && !p.id) {
         const what = p.kind === "call" ? "a tool call" : "a tool result"
         issues.push({
@@ -53,7 +67,10 @@ export function findIssues(
           violation: "misplaced_tool_result",
           messageIndex: i,
           toolCallId: id,
-          reason: `Message ${i} answers tool call '${id}' away from the message that made it.`,
+          reason:
+            nodes[i]?.role === adapter.carrierRole
+              ? `Message ${i} answers tool call '${id}' away from the message that made it.`
+              : `Message ${i} carries the result of tool call '${id}' in a '${nodes[i]?.role}' message; ${adapter.format} tool results belong in a '${adapter.carrierRole}' message right after the call.`,
         }
       : {
           violation: "orphaned_tool_result",

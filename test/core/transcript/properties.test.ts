@@ -1,27 +1,48 @@
 import fc from "fast-check"
 import { describe, expect, it } from "vitest"
 import { MessageValidator } from "../../../src/core/transcript/index.ts"
-import { type Builder, builders, type Msg } from "./builders.ts"
+import { type Builder, builders, type Call, type Msg } from "./builders.ts"
+import { providerViolations } from "./provider-rules.ts"
 
 // Random transcripts drawn from a small id pool so reused ids, orphans, duplicates, misplaced and missing
-// results all show up often.
+// results, results in the wrong role and malformed arguments all show up often.
 type Op =
   | { kind: "user"; text: string }
-  | { kind: "assistant"; text: string; calls: string[] }
-  | { kind: "results"; ids: { id: string; error: boolean }[]; trailing: string | undefined }
+  | { kind: "assistant"; text: string; calls: { id: string; bad: Malformed | undefined }[] }
+  | {
+      kind: "results"
+      ids: { id: string; error: boolean }[]
+      trailing: string | undefined
+      wrongRole: boolean
+    }
 type Turn = { kind: "user"; text: string } | { kind: "turn"; text: string; n: number }
 
+// Arguments each format refuses: unparsable or non-object JSON text, strings, arrays, numbers, null.
+type Malformed = { raw: unknown }
+const malformed: fc.Arbitrary<Malformed> = fc
+  .constantFrom<unknown>('{"city": "Par', "[1,2]", "plain text", "", '"quoted"', "null", 42, null, [1, 2])
+  .map((raw) => ({ raw }))
 const ids = fc.constantFrom("call_a", "call_b", "call_c", "call_d")
 const text = fc.constantFrom("hi", "ok", "done", "again")
 const op: fc.Arbitrary<Op> = fc.oneof(
   fc.record({ kind: fc.constant("user" as const), text }),
-  fc.record({ kind: fc.constant("assistant" as const), text, calls: fc.array(ids, { maxLength: 3 }) }),
+  fc.record({
+    kind: fc.constant("assistant" as const),
+    text,
+    calls: fc.array(fc.record({ id: ids, bad: fc.option(malformed, { nil: undefined, freq: 4 }) }), {
+      maxLength: 3,
+    }),
+  }),
   fc.record({
     kind: fc.constant("results" as const),
     ids: fc.array(fc.record({ id: ids, error: fc.boolean() }), { minLength: 1, maxLength: 3 }),
     trailing: fc.option(text, { nil: undefined }),
+    wrongRole: fc.boolean(),
   }),
 )
+
+const toCall = (id: string, bad: Malformed | undefined): Call =>
+  bad ? { id, name: "lookup", rawArgs: bad.raw } : { id, name: "lookup" }
 // Well-formed turns: every call answered right away (used to check repair() leaves valid input alone).
 const validTurn: fc.Arbitrary<Turn> = fc.oneof(
   fc.record({ kind: fc.constant("user" as const), text }),
@@ -37,13 +58,11 @@ export function render(b: Builder, ops: Op[]): Msg[] {
         return [
           b.assistant(
             o.text,
-            o.calls.map((id) => ({ id, name: "lookup" })),
+            o.calls.map((c) => toCall(c.id, c.bad)),
           ),
         ]
-      return b.results(
-        o.ids.map((r) => ({ id: r.id, text: `result of ${r.id}`, error: r.error })),
-        o.trailing,
-      )
+      const rs = o.ids.map((r) => ({ id: r.id, text: `result of ${r.id}`, error: r.error }))
+      return o.wrongRole ? b.misplaced(rs, o.trailing) : b.results(rs, o.trailing)
     }),
   ]
 }
@@ -65,19 +84,20 @@ for (const b of builders) {
   describe(`MessageValidator properties (${b.format})`, () => {
     const v = new MessageValidator({ format: b.format })
 
-    it("repair() output always validates, and repair() is idempotent, and never mutates its input", () => {
+    it("repair() output validates, the provider's own rules accept it, repair() is idempotent and never mutates its input", () => {
       fc.assert(
         fc.property(fc.array(op, { maxLength: 12 }), (ops) => {
           const input = render(b, ops)
           const snapshot = structuredClone(input)
           const once = v.repair(input)
           expect(v.check(once.messages)).toEqual([])
+          expect(providerViolations(b.format, once.messages)).toEqual([])
           const twice = v.repair(once.messages)
           expect(twice.messages).toEqual(once.messages)
           expect(twice.report.changed).toBe(false)
           expect(input).toEqual(snapshot)
         }),
-        { numRuns: 400 },
+        { numRuns: 1500 },
       )
     })
 
@@ -86,6 +106,7 @@ for (const b of builders) {
         fc.property(fc.array(op, { maxLength: 12 }), (ops) => {
           const input = render(b, ops)
           const out = v.repair(input).messages
+          expect(providerViolations(b.format, out)).toEqual([])
           const json = JSON.stringify(out)
           const resultsIn = (JSON.stringify(input).match(/result of call_\w/g) ?? []).length
           const resultsOut = (json.match(/result of call_\w/g) ?? []).length
@@ -100,6 +121,7 @@ for (const b of builders) {
         fc.property(fc.array(validTurn, { maxLength: 10 }), (turns) => {
           const input = render(b, []).concat(renderValid(b, turns).slice(b.system("sys").length))
           expect(v.check(input)).toEqual([])
+          expect(providerViolations(b.format, input)).toEqual([])
           const { messages, report } = v.repair(input)
           expect(messages).toEqual(input)
           expect(report.changed).toBe(false)
