@@ -132,3 +132,66 @@ for (const b of builders) {
     })
   })
 }
+
+// Unique call ids, each call's result placed one way: in the block right after it, in the wrong role,
+// both (the same result twice), or nowhere. Whatever the placement, a real result is kept exactly once
+// and only a call with no result at all gets a synthetic one.
+type Placement = "block" | "wrong-role" | "both" | "none"
+const spec = fc.record({
+  placement: fc.constantFrom<Placement>("block", "wrong-role", "both", "none"),
+  error: fc.boolean(),
+  bad: fc.option(malformed, { nil: undefined, freq: 3 }),
+})
+
+for (const b of builders) {
+  describe(`MessageValidator keeps real results (${b.format})`, () => {
+    const v = new MessageValidator({ format: b.format })
+
+    it("a real result in any placement is kept once and never replaced by a placeholder", () => {
+      fc.assert(
+        fc.property(fc.array(fc.array(spec, { minLength: 1, maxLength: 3 }), { maxLength: 5 }), (turns) => {
+          let n = 0
+          const calls: { id: string; s: (typeof turns)[number][number] }[] = []
+          const input: Msg[] = [...b.system("sys")]
+          for (const turn of turns) {
+            const mine = turn.map((s) => ({ id: `c${n++}`, s }))
+            calls.push(...mine)
+            input.push(
+              b.user("go"),
+              b.assistant(
+                "step",
+                mine.map((c) => toCall(c.id, c.s.bad)),
+              ),
+            )
+            const result = (c: (typeof mine)[0]) => ({
+              id: c.id,
+              text: `real result of ${c.id}.`,
+              error: c.s.error,
+            })
+            const inBlock = mine.filter((c) => c.s.placement === "block" || c.s.placement === "both")
+            const wrong = mine.filter((c) => c.s.placement === "wrong-role" || c.s.placement === "both")
+            if (inBlock.length > 0) input.push(...b.results(inBlock.map(result)))
+            if (wrong.length > 0) input.push(...b.misplaced(wrong.map(result)))
+          }
+          const out = v.repair(input).messages
+          expect(v.check(out)).toEqual([])
+          expect(providerViolations(b.format, out)).toEqual([])
+          const json = JSON.stringify(out)
+          for (const { id, s } of calls) {
+            const kept = json.split(`real result of ${id}.`).length - 1
+            const interrupted = json.includes(`(id ${id}) was interrupted`)
+            const closed = json.includes(`(id ${id}) had arguments that were not a JSON object`)
+            if (s.placement === "none") {
+              expect(kept).toBe(0)
+              expect(s.bad ? closed : interrupted).toBe(true)
+            } else {
+              expect(kept).toBe(1)
+              expect(interrupted || closed).toBe(false)
+            }
+          }
+        }),
+        { numRuns: 500 },
+      )
+    })
+  })
+}
