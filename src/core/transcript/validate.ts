@@ -59,6 +59,11 @@ export function findIssues(
     }
   }
 
+  // Where each call id's results sit, so a missing result can say it exists elsewhere.
+  const resultsAt = new Map<string, number[]>()
+  for (const n of nodes)
+    for (const p of n.parts)
+      if (p.kind === "result" && p.id) resultsAt.set(p.id, [...(resultsAt.get(p.id) ?? []), n.index])
   const seen = new Set<string>()
   const inBlock = new Set<number>()
   const stray = (i: number, id: string): TranscriptIssue =>
@@ -127,11 +132,15 @@ export function findIssues(
     if (pending) continue
     for (const id of ids) {
       if (answered.has(id)) continue
+      const elsewhere = resultsAt.get(id)?.find((j) => j >= i)
       issues.push({
         violation: "missing_tool_result",
         messageIndex: i,
         toolCallId: id,
-        reason: `Message ${i} has tool call '${id}' with no result right after it (tool_use ids were found without tool_result blocks).`,
+        reason:
+          elsewhere === undefined
+            ? `Message ${i} has tool call '${id}' with no result right after it (tool_use ids were found without tool_result blocks).`
+            : `Message ${i} has tool call '${id}' whose result is in message ${elsewhere} instead of right after it; repair() moves it there.`,
       })
     }
   }

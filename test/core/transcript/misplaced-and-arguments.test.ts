@@ -140,6 +140,7 @@ describe("misplaced_tool_result: a result in a role the format does not allow it
       anthropic.user("thanks"),
     ]
     expect(firstError(x)).toMatchObject({ violation: "missing_tool_result", messageIndex: 1 })
+    expect(firstError(x).reason).toContain("whose result is in message 1 instead of right after it")
     expect(v.check(x).map((i) => i.violation)).toContain("misplaced_tool_result")
     const out = repairClean("anthropic", x)
     expect(out).toEqual([
