@@ -11,17 +11,17 @@ export interface Node extends Decomposed {
 // moved to its call instead of being mistaken for content (unless the format allows it there).
 export function toNodes(messages: readonly unknown[], adapter: FormatAdapter): Node[] {
   const decomposed = messages.map((m) => (isRecord(m) ? adapter.decompose(m) : undefined))
-  const callIds = new Set<string>()
+  const providerCalls = new Set<string>()
   for (const d of decomposed) {
     if (d?.role !== "assistant") continue
-    for (const p of d.parts) if (p.kind === "call" && p.id) callIds.add(p.id)
+    for (const p of d.parts) if (p.providerCallId) providerCalls.add(p.providerCallId)
   }
   return decomposed.map((d, index) => {
     if (!d) return { index, role: "", shell: {}, parts: [{ kind: "other", raw: messages[index] }] }
     const parts = d.parts.map((p): Part => {
       if (p.kind === "call" && d.role !== "assistant") return { kind: "other", raw: p.raw }
       if (p.kind !== "result" || d.role === adapter.carrierRole) return p
-      if (p.onlyIfAnswering && !(p.id && callIds.has(p.id))) return { kind: "other", raw: p.raw }
+      if (p.allowedForProviderCall && p.id && providerCalls.has(p.id)) return { kind: "other", raw: p.raw }
       return { ...p, misplaced: true }
     })
     return { ...d, parts, index }

@@ -27,6 +27,12 @@ export interface Builder {
    * assistant message; OpenAI: user messages carrying tool_call_id), as frameworks mis-serialize them.
    */
   misplaced(results: Result[], trailingText?: string): Msg[]
+  /**
+   * An assistant message whose content also carries results for its own calls (Anthropic tool_result and
+   * AI SDK tool-result blocks appended to the assistant turn). OpenAI has no such shape: the results
+   * follow as user messages with tool_call_id.
+   */
+  assistantAnswering(text: string, calls: Call[], results: Result[]): Msg[]
 }
 
 const argsOf = (c: Call): unknown => ("rawArgs" in c ? c.rawArgs : (c.args ?? {}))
@@ -56,6 +62,7 @@ export const openai: Builder = {
     ...rs.map((r) => ({ role: "user", tool_call_id: r.id, content: r.text })),
     ...(trailingText ? [{ role: "user", content: trailingText }] : []),
   ],
+  assistantAnswering: (text, calls, rs) => [openai.assistant(text, calls), ...openai.misplaced(rs)],
 }
 
 export const anthropic: Builder = {
@@ -86,17 +93,17 @@ export const anthropic: Builder = {
   misplaced: (rs, trailingText) => [
     {
       role: "assistant",
-      content: [
-        ...(trailingText ? [{ type: "text", text: trailingText }] : []),
-        ...rs.map((r) => ({
-          type: "tool_result",
-          tool_use_id: r.id,
-          content: r.text,
-          ...(r.error ? { is_error: true } : {}),
-        })),
-      ],
+      content: [...(trailingText ? [{ type: "text", text: trailingText }] : []), ...rs.map(anthropicResult)],
     },
   ],
+  assistantAnswering: (text, calls, rs) => {
+    const m = anthropic.assistant(text, calls)
+    return [{ ...m, content: [...(m.content as unknown[]), ...rs.map(anthropicResult)] }]
+  },
+}
+
+function anthropicResult(r: Result): Msg {
+  return { type: "tool_result", tool_use_id: r.id, content: r.text, ...(r.error ? { is_error: true } : {}) }
 }
 
 export const aiSdk: Builder = {
@@ -120,6 +127,10 @@ export const aiSdk: Builder = {
       content: [...(trailingText ? [{ type: "text", text: trailingText }] : []), ...rs.map(aiSdkResult)],
     },
   ],
+  assistantAnswering: (text, calls, rs) => {
+    const m = aiSdk.assistant(text, calls)
+    return [{ ...m, content: [...(m.content as unknown[]), ...rs.map(aiSdkResult)] }]
+  },
 }
 
 function aiSdkResult(r: Result): Msg {

@@ -104,6 +104,31 @@ describe("misplaced_tool_result: a result in a role the format does not allow it
     expect(out[2]).toEqual({ role: "tool", content: [(x[1] as { content: unknown[] }).content[3]] })
   })
 
+  it("AI SDK: an assistant tool-result answering no call at all is an orphan, not a provider result", () => {
+    const x = [
+      aiSdk.user("go"),
+      {
+        role: "assistant",
+        content: [
+          { type: "text", text: "done" },
+          {
+            type: "tool-result",
+            toolCallId: "nobody",
+            toolName: "f",
+            output: { type: "text", value: "stale" },
+          },
+        ],
+      },
+    ]
+    expect(v.check(x)).toContainEqual(
+      expect.objectContaining({ violation: "orphaned_tool_result", messageIndex: 1 }),
+    )
+    expect(repairClean("ai-sdk", x)).toEqual([
+      x[0],
+      { role: "assistant", content: [{ type: "text", text: "done" }] },
+    ])
+  })
+
   it("Anthropic twin: a tool_result in the next assistant message becomes the user message after the call", () => {
     const x = [
       { role: "user", content: "weather?" },

@@ -8,7 +8,13 @@ import { providerViolations } from "./provider-rules.ts"
 // results, results in the wrong role and malformed arguments all show up often.
 type Op =
   | { kind: "user"; text: string }
-  | { kind: "assistant"; text: string; calls: { id: string; bad: Malformed | undefined }[] }
+  | {
+      kind: "assistant"
+      text: string
+      calls: { id: string; bad: Malformed | undefined }[]
+      /** Results carried inside this assistant message (a wrong-role shape in every format). */
+      inline: { id: string; error: boolean }[]
+    }
   | {
       kind: "results"
       ids: { id: string; error: boolean }[]
@@ -32,6 +38,13 @@ const op: fc.Arbitrary<Op> = fc.oneof(
     calls: fc.array(fc.record({ id: ids, bad: fc.option(malformed, { nil: undefined, freq: 4 }) }), {
       maxLength: 3,
     }),
+    inline: fc.oneof(
+      { weight: 4, arbitrary: fc.constant([] as { id: string; error: boolean }[]) },
+      {
+        weight: 1,
+        arbitrary: fc.array(fc.record({ id: ids, error: fc.boolean() }), { minLength: 1, maxLength: 2 }),
+      },
+    ),
   }),
   fc.record({
     kind: fc.constant("results" as const),
@@ -54,13 +67,12 @@ export function render(b: Builder, ops: Op[]): Msg[] {
     ...b.system("sys"),
     ...ops.flatMap((o): Msg[] => {
       if (o.kind === "user") return [b.user(o.text)]
-      if (o.kind === "assistant")
-        return [
-          b.assistant(
-            o.text,
-            o.calls.map((c) => toCall(c.id, c.bad)),
-          ),
-        ]
+      if (o.kind === "assistant") {
+        const calls = o.calls.map((c) => toCall(c.id, c.bad))
+        if (o.inline.length === 0) return [b.assistant(o.text, calls)]
+        const rs = o.inline.map((r) => ({ id: r.id, text: `result of ${r.id}`, error: r.error }))
+        return b.assistantAnswering(o.text, calls, rs)
+      }
       const rs = o.ids.map((r) => ({ id: r.id, text: `result of ${r.id}`, error: r.error }))
       return o.wrongRole ? b.misplaced(rs, o.trailing) : b.results(rs, o.trailing)
     }),
@@ -97,7 +109,7 @@ for (const b of builders) {
           expect(twice.report.changed).toBe(false)
           expect(input).toEqual(snapshot)
         }),
-        { numRuns: 1500 },
+        { numRuns: 1000 },
       )
     })
 
@@ -136,9 +148,9 @@ for (const b of builders) {
 // Unique call ids, each call's result placed one way: in the block right after it, in the wrong role,
 // both (the same result twice), or nowhere. Whatever the placement, a real result is kept exactly once
 // and only a call with no result at all gets a synthetic one.
-type Placement = "block" | "wrong-role" | "both" | "none"
+type Placement = "block" | "wrong-role" | "inline" | "both" | "none"
 const spec = fc.record({
-  placement: fc.constantFrom<Placement>("block", "wrong-role", "both", "none"),
+  placement: fc.constantFrom<Placement>("block", "wrong-role", "inline", "both", "none"),
   error: fc.boolean(),
   bad: fc.option(malformed, { nil: undefined, freq: 3 }),
 })
@@ -156,11 +168,13 @@ for (const b of builders) {
           for (const turn of turns) {
             const mine = turn.map((s) => ({ id: `c${n++}`, s }))
             calls.push(...mine)
+            const inline = mine.filter((c) => c.s.placement === "inline")
             input.push(
               b.user("go"),
-              b.assistant(
+              ...b.assistantAnswering(
                 "step",
                 mine.map((c) => toCall(c.id, c.s.bad)),
+                inline.map((c) => ({ id: c.id, text: `real result of ${c.id}.`, error: c.s.error })),
               ),
             )
             const result = (c: (typeof mine)[0]) => ({

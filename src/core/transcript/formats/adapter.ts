@@ -9,10 +9,12 @@ export interface Part {
   /** Content given as a plain string (re-emitted as a string when it is the only part). */
   fromString?: boolean
   /**
-   * A result outside the carrier role that is only a misplaced result when its id answers a client-executed
-   * call; otherwise it is content the format allows there (AI SDK provider-executed results).
+   * A result the format allows outside the carrier role when it answers a provider-executed call (AI SDK
+   * assistant tool-results); answering anything else, it is misplaced or orphaned like any result.
    */
-  onlyIfAnswering?: boolean
+  allowedForProviderCall?: boolean
+  /** An "other" part that is a provider-executed call (its result may sit in the assistant message). */
+  providerCallId?: string
   /** Set by toNodes: a result in a role the format does not allow results in. */
   misplaced?: boolean
   raw: unknown

@@ -33,7 +33,11 @@ export const aiSdkAdapter: FormatAdapter = {
     const parts = contentParts(
       content,
       (b): Part => {
-        if (b.type === "tool-call" && b.providerExecuted !== true) {
+        if (b.type === "tool-call" && b.providerExecuted === true) {
+          const id = stringOrUndefined(b.toolCallId)
+          return { kind: "other", ...(id ? { providerCallId: id } : {}), raw: b }
+        }
+        if (b.type === "tool-call") {
           return {
             kind: "call",
             id: stringOrUndefined(b.toolCallId),
@@ -46,7 +50,7 @@ export const aiSdkAdapter: FormatAdapter = {
             kind: "result",
             id: stringOrUndefined(b.toolCallId),
             isError: resultIsError(b),
-            ...(role === "assistant" ? { onlyIfAnswering: true } : {}),
+            ...(role === "assistant" ? { allowedForProviderCall: true } : {}),
             raw: b,
           }
         }
