@@ -217,6 +217,12 @@ describe("misplaced_tool_result: a result in a role the format does not allow it
     ])
   })
 
+  it("OpenAI: a user message with a blank tool_call_id is still the user's message", () => {
+    const x = [openai.user("hi"), { role: "user", tool_call_id: null, content: "still me" }]
+    expect(v.check(x)).toEqual([])
+    expect(v.repair(x).messages).toEqual(x)
+  })
+
   for (const b of builders) {
     it(`${b.format}: a wrong-role result whose call is gone is an orphan and is dropped`, () => {
       const x = [

@@ -64,7 +64,8 @@ export const openaiAdapter: FormatAdapter = {
       }
       return { role, shell: { role: "tool" }, parts: [part] }
     }
-    if (role === "user" && "tool_call_id" in message) {
+    // Only a real id makes it a result: a null or empty tool_call_id is a serializer's blank column.
+    if (role === "user" && stringOrUndefined(message.tool_call_id)) {
       const { shell, part } = misplacedResult(message)
       return { role, shell, parts: [part] }
     }
