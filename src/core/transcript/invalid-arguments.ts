@@ -40,7 +40,9 @@ function preview(raw: unknown): string {
   } catch {
     text = String(raw)
   }
-  return text.length > 200 ? `${text.slice(0, 200)}…` : text
+  // By code point, so the cut never splits a surrogate pair into invalid UTF-16.
+  const chars = Array.from(text)
+  return chars.length > 200 ? `${chars.slice(0, 200).join("")}…` : text
 }
 
 /**

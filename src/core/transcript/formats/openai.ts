@@ -6,7 +6,8 @@ import { type FormatAdapter, type Part, stringOrUndefined } from "./adapter.ts"
 
 // OpenAI Chat Completions: results are whole `tool` messages that must follow the assistant directly.
 // A `user` message carrying a tool_call_id is a tool result in the wrong role (frameworks that downgrade
-// tool messages for models without tool support write these); the API refuses the extra field.
+// tool messages for models without tool support write these): the call it answers stays unanswered for
+// the API, and the field itself is not part of a user message.
 const calls = (m: Message): Record<string, unknown>[] =>
   Array.isArray(m.tool_calls) ? (m.tool_calls.filter(isRecord) as Record<string, unknown>[]) : []
 
