@@ -65,7 +65,13 @@ export function repairTranscript(
       actions.push({ kind: "dropped_invalid_message", messageIndex: i, detail: bad })
       continue
     }
-    kept.push(adapter.fix(clonePlain(m as Message), i, actions))
+    const fixed = adapter.fix(clonePlain(m as Message), i, actions)
+    // Nothing to keep: the provider refuses the turn and it says nothing.
+    if (adapter.isEmpty(fixed, i === input.length - 1)) {
+      actions.push({ kind: "dropped_empty_message", messageIndex: i })
+      continue
+    }
+    kept.push(fixed)
     origin.push(i)
   }
   const nodes = toNodes(kept, adapter)

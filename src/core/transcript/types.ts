@@ -16,6 +16,7 @@ export type Violation =
   | "empty_tool_calls"
   | "invalid_message"
   | "invalid_tool_arguments"
+  | "empty_message"
 
 /** One problem found in a transcript. */
 export interface TranscriptIssue {
@@ -43,6 +44,7 @@ export interface RepairAction {
     | "inserted_interrupted_result"
     | "replaced_invalid_arguments"
     | "inserted_invalid_arguments_result"
+    | "dropped_empty_message"
   messageIndex: number
   toolCallId?: string
   detail?: string

@@ -32,6 +32,13 @@ export function findIssues(
         reason: `Message ${i} has invalid role '${role}'. Expected one of [${[...adapter.roles].sort().join(", ")}].`,
       })
     }
+    if (adapter.isEmpty(m, i === messages.length - 1)) {
+      issues.push({
+        violation: "empty_message",
+        messageIndex: i,
+        reason: `Message ${i} has no content; ${adapter.format} refuses empty ${role} messages.`,
+      })
+    }
     issues.push(...adapter.check(m, i))
     let callIndex = 0
     for (const p of nodes[i]?.parts ?? []) {

@@ -372,6 +372,44 @@ describe("invalid_tool_arguments: arguments that are not a JSON object", () => {
   })
 })
 
+describe("empty_message: a turn with no content", () => {
+  it("OpenAI: an assistant with null content and no calls is reported and dropped", () => {
+    const x = [
+      openai.user("hi"),
+      { role: "assistant", content: null },
+      { role: "assistant", content: null, tool_calls: [] },
+      openai.user("hello?"),
+    ]
+    expect(
+      v
+        .check(x)
+        .filter((i) => i.violation === "empty_message")
+        .map((i) => i.messageIndex),
+    ).toEqual([1, 2])
+    expect(repairClean("openai", x)).toEqual([x[0], x[3]])
+    const refusal = [openai.user("hi"), { role: "assistant", content: null, refusal: "I can't." }]
+    expect(v.check(refusal)).toEqual([])
+  })
+
+  it("Anthropic: empty content is reported and dropped, except on a final assistant turn", () => {
+    const av = new MessageValidator({ format: "anthropic" }) // plain-text turns carry no format marker
+    const x = [
+      anthropic.user("hi"),
+      { role: "assistant", content: [] },
+      { role: "user", content: "" },
+      anthropic.user("again"),
+    ]
+    expect(av.check(x).map((i) => `${i.violation}@${i.messageIndex}`)).toEqual([
+      "empty_message@1",
+      "empty_message@2",
+    ])
+    expect(repairClean("anthropic", x, av)).toEqual([x[0], x[3]])
+    const prefill = [anthropic.user("hi"), { role: "assistant", content: "" }]
+    expect(av.check(prefill)).toEqual([])
+    expect(providerViolations("anthropic", prefill)).toEqual([])
+  })
+})
+
 describe("provider rules (the conformance check itself refuses what providers refuse)", () => {
   it("flags wrong-role results, bad arguments, unanswered and unexpected results in each format", () => {
     for (const b of builders) {

@@ -30,11 +30,13 @@ const malformed: fc.Arbitrary<Malformed> = fc
   .map((raw) => ({ raw }))
 const ids = fc.constantFrom("call_a", "call_b", "call_c", "call_d")
 const text = fc.constantFrom("hi", "ok", "done", "again")
+// Random ops may also leave a turn empty (an assistant with no text and no calls, an empty user message).
+const anyText = fc.constantFrom("hi", "ok", "done", "again", "")
 const op: fc.Arbitrary<Op> = fc.oneof(
-  fc.record({ kind: fc.constant("user" as const), text }),
+  fc.record({ kind: fc.constant("user" as const), text: anyText }),
   fc.record({
     kind: fc.constant("assistant" as const),
-    text,
+    text: anyText,
     calls: fc.array(fc.record({ id: ids, bad: fc.option(malformed, { nil: undefined, freq: 4 }) }), {
       maxLength: 3,
     }),

@@ -202,9 +202,11 @@ function anthropicViolations(messages: readonly unknown[]): string[] {
     const extra = extraKeys(m, ["role", "content"])
     if (extra.length) bad(`unexpected keys ${extra}`)
     const blocks: Rec[] = []
+    // "All messages must have non-empty content except for the optional final assistant message."
+    const mayBeEmpty = i === messages.length - 1 && m.role === "assistant"
     if (typeof m.content === "string") {
-      if (m.content.length === 0) bad("content must be non-empty")
-    } else if (Array.isArray(m.content) && m.content.length > 0) {
+      if (m.content.length === 0 && !mayBeEmpty) bad("content must be non-empty")
+    } else if (Array.isArray(m.content) && (m.content.length > 0 || mayBeEmpty)) {
       for (const b of m.content) {
         if (isRec(b)) blocks.push(b)
         else bad("content blocks must be objects")

@@ -57,6 +57,8 @@ export interface FormatAdapter {
   rawArguments(part: Part): unknown
   /** The call with its arguments replaced by an empty JSON object. */
   withEmptyArguments(part: Part): unknown
+  /** A message the provider refuses for having no content (`last`: it ends the transcript). */
+  isEmpty(message: Message, last: boolean): boolean
   /** Format-specific per-message problems (checked by validate). */
   check(message: Message, index: number): TranscriptIssue[]
   /** Fixes what check() reports; returns the fixed message. */

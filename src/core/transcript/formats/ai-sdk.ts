@@ -101,6 +101,9 @@ export const aiSdkAdapter: FormatAdapter = {
     return { ...raw, [argsField(raw)]: {} }
   },
 
+  // AI SDK providers differ on empty turns, so none is flagged here.
+  isEmpty: () => false,
+
   check: () => [],
   fix: (m) => m,
 }

@@ -54,6 +54,14 @@ export const anthropicAdapter: FormatAdapter = {
   rawArguments: (part) => (part.raw as Message).input,
   withEmptyArguments: (part) => ({ ...(part.raw as Message), input: {} }),
 
+  // "All messages must have non-empty content except for the optional final assistant message."
+  isEmpty: (m, last) =>
+    !(last && m.role === "assistant") &&
+    (m.content === undefined ||
+      m.content === null ||
+      m.content === "" ||
+      (Array.isArray(m.content) && m.content.length === 0)),
+
   check: () => [],
   fix: (m) => m,
 }

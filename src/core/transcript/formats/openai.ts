@@ -109,6 +109,21 @@ export const openaiAdapter: FormatAdapter = {
     function: { ...fnOf(part.raw), arguments: "{}" },
   }),
 
+  // Content may be null only on an assistant message that carries calls, a refusal or audio instead.
+  isEmpty(m) {
+    const none =
+      m.content === undefined || m.content === null || (Array.isArray(m.content) && m.content.length === 0)
+    if (m.role === "assistant")
+      return (
+        none &&
+        !(Array.isArray(m.tool_calls) && m.tool_calls.length > 0) &&
+        !m.refusal &&
+        !m.function_call &&
+        !m.audio
+      )
+    return none && (m.role === "user" || m.role === "system" || m.role === "developer")
+  },
+
   check(m, i) {
     const out: TranscriptIssue[] = []
     if (Array.isArray(m.tool_calls) && m.tool_calls.length === 0) {
