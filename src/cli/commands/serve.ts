@@ -2,7 +2,7 @@
 // are optional peers, so they are loaded only here.
 import { parseArgs } from "node:util"
 import { FileLedgerStorage } from "../../adapters/file.ts"
-import { importNeeding } from "../errors.ts"
+import { CliError, importNeeding } from "../errors.ts"
 import { serve } from "../http-bridge.ts"
 import { DEFAULT_LEDGER, parseOrUsage, parsePort } from "../options.ts"
 
@@ -12,7 +12,10 @@ export const SERVE_PACKAGES = ["hono", "zod", "jose"] as const
 export async function startApi(command: string, ledgerPath: string, port: number): Promise<void> {
   const { createLedgerApp } = await importNeeding(command, SERVE_PACKAGES, () => import("../../edge/app.ts"))
   const app = createLedgerApp({ storage: new FileLedgerStorage(ledgerPath) })
-  const server = await serve(app.fetch, port)
+  const server = await serve(app.fetch, port).catch((e: unknown) => {
+    if ((e as { code?: unknown }).code !== "EADDRINUSE") throw e
+    throw new CliError(`port ${port} is in use: pass --port N (--port 0 picks a free one)`)
+  })
   const addr = server.address()
   const actual = typeof addr === "object" && addr ? addr.port : port
   const base = `http://127.0.0.1:${actual}`
