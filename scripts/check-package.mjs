@@ -67,7 +67,7 @@ try {
   // 1. Pack (prepack runs the build).
   const packed = run("npm", ["pack", "--json", "--pack-destination", scratch])
   if (packed.code !== 0) throw new Error(`npm pack failed:\n${packed.out}`)
-  const info = JSON.parse(packed.stdout.slice(packed.stdout.indexOf("[")))[0]
+  const info = JSON.parse(packed.stdout.slice(packed.stdout.search(/^\[/m)))[0]
   const tarball = join(scratch, info.filename)
   const files = info.files.map((f) => f.path)
   console.log(
