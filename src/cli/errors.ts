@@ -1,9 +1,10 @@
-// What the command line tells its user when it stops. Both carry a snake_case code and exit with 2: the caller
-// has to change the command (or install something) before it can work.
+// What the command line tells its user when it stops: a snake_case code, a message saying what to do, and the
+// exit code. LedgerError is the package's error root in this tree; CliError moves to MyceliumError when it lands.
+import { LedgerError } from "../core/ledger/index.ts"
 
-export class CliError extends Error {
+export class CliError extends LedgerError {
   override readonly name: string = "CliError"
-  readonly code: string = "cli_error"
+  override readonly code: string = "cli_error"
   readonly exitCode: number = 1
 }
 
