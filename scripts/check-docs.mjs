@@ -2,13 +2,14 @@
 // its own module that imports `mycelium-runtime` from src/ (mapped through package.json's exports, so a new entry
 // needs no change here) and sees the placeholders of docs/prelude.d.ts (the reader's own gateway, env,
 // ...). A fragment opts out with ```ts nocheck; use it sparingly.
+// Usage: node scripts/check-docs.mjs [page.md ...]   (default: README.md and docs/**/*.md)
 import { spawnSync } from "node:child_process"
 import { existsSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { join, relative, resolve } from "node:path"
 
 const root = resolve(".")
 // Inside node_modules so the blocks resolve the same third-party packages the project has installed.
-const out = join(root, "node_modules", ".cache", "check-docs")
+const out = join(root, "node_modules", ".cache", `check-docs-${process.pid}`)
 
 const pages = (dir) =>
   existsSync(dir)
@@ -16,7 +17,8 @@ const pages = (dir) =>
         d.isDirectory() ? pages(join(dir, d.name)) : d.name.endsWith(".md") ? [join(dir, d.name)] : [],
       )
     : []
-const files = ["README.md", ...pages("docs").map((p) => relative(root, p))]
+const given = process.argv.slice(2)
+const files = given.length ? given : ["README.md", ...pages("docs").map((p) => relative(root, p))]
 
 const FENCE = /^(\s*)(```+|~~~+)\s*([\w-]*)(.*)$/
 const blocks = []
@@ -89,6 +91,7 @@ writeFileSync(
 const tsc = spawnSync(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", out], {
   encoding: "utf8",
 })
+rmSync(out, { recursive: true, force: true })
 // Point each error at the Markdown line it comes from.
 const report = (tsc.stdout + tsc.stderr).replace(
   /^(?:[^\s(]*\/)?(\d{3})-\w+\.tsx?\((\d+),(\d+)\)/gm,
