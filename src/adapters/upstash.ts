@@ -6,7 +6,7 @@
 import type { Redis } from "@upstash/redis"
 import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
 import { isTerminalOutcome } from "../core/ledger/enums.ts"
-import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
+import { LedgerStaleFenceError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
@@ -278,10 +278,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
       String(entry.fence),
     ])
     if (Number(stored) >= 0) {
-      throw new LedgerOutcomeAlreadySetError(
-        `set() refused for '${entry.requestId}': the stored fence ${stored} is newer than ${entry.fence}; ` +
-          "re-read the row and write from it",
-      )
+      throw new LedgerStaleFenceError(entry.requestId, Number(stored), entry.fence)
     }
   }
 
