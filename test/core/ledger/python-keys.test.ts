@@ -7,6 +7,7 @@ import {
   ActionLedger,
   argsFingerprint,
   canonicalJson,
+  entryFromRow,
   MemoryLedgerStorage,
   parseToolArguments,
   type ToolArguments,
@@ -232,5 +233,55 @@ describe("parseToolArguments", () => {
     expect(first).toEqual({ got: "9007199254740993" })
     expect(again).toEqual(first)
     expect(runs).toBe(2)
+  })
+})
+
+describe("rows the Python original wrote with integers beyond 2^53", () => {
+  const c = local.cases.find((x) => x.name === "nested mix") as KeyCase
+  const b = local.binding
+  const binding = {
+    agentId: b.agent_id,
+    policyVersion: b.policy_version,
+    sideEffectClass: b.side_effect_class,
+  }
+  // As the original stores it: exact ints in the JSON text, which JSON.parse reads back rounded.
+  const pythonRow = (requestId: string, toolCallId: string | null) =>
+    entryFromRow(
+      JSON.parse(
+        `{"request_id": ${JSON.stringify(requestId)}, "tool": "edge_numbers", "args": [], "kwargs": ` +
+          `${c.args_json.slice(0, -1)}${toolCallId ? `, "tool_call_id": "${toolCallId}"` : ""}}, ` +
+          `"status": "completed", "terminal_outcome": "COMPLETED", "fence": 1, "result": "python ran it", ` +
+          `"started_at": 1780000000.5, "finished_at": 1780000001.5}`,
+      ),
+    )
+
+  it("a keyed redispatch finds the row by the exact key and replays it: the body never runs", async () => {
+    const storage = new MemoryLedgerStorage()
+    await storage.set(pythonRow(c.key, local.tool_call_id))
+    const ledger = new ActionLedger({ storage, onWarning: () => {} })
+    let runs = 0
+    const t = ledger.tool({ name: local.tool, binding }, async () => {
+      runs++
+      return "ran twice"
+    })
+    expect(await t(parseToolArguments(c.args_json), { toolCallId: local.tool_call_id })).toBe("python ran it")
+    expect(runs).toBe(0)
+  })
+
+  it("an explicit request id whose stored arguments cannot be re-derived exactly fails closed, never runs", async () => {
+    const storage = new MemoryLedgerStorage()
+    await storage.set(pythonRow("edge_numbers:order-1", null))
+    const ledger = new ActionLedger({ storage, onWarning: () => {} })
+    let runs = 0
+    const t = ledger.tool({ name: local.tool, binding }, async () => {
+      runs++
+      return "ran twice"
+    })
+    await expect(
+      t(parseToolArguments(c.args_json), { requestId: "edge_numbers:order-1" }),
+    ).rejects.toMatchObject({
+      code: "args_drift",
+    })
+    expect(runs).toBe(0)
   })
 })
