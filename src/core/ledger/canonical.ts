@@ -150,7 +150,7 @@ export function canonicalJson(value: unknown): string {
  * A `bigint` within 2^53 becomes a number; beyond it, its decimal string (JSON.stringify cannot write it).
  */
 export function toJsonValue(value: unknown): JsonValue {
-  return convert(value, null) as JsonValue
+  return convert(value, false) as JsonValue
 }
 
 /**
@@ -158,18 +158,17 @@ export function toJsonValue(value: unknown): JsonValue {
  * what a row cannot carry exactly (a `bigint` beyond 2^53, a boxed-Number float from `parseToolArguments`).
  */
 export function toStoredAndKeyed(value: unknown): { stored: JsonValue; keyed: unknown } {
-  const seen = { inexact: false }
-  const stored = convert(value, seen) as JsonValue
-  return { stored, keyed: seen.inexact ? convert(value, KEEP_EXACT) : stored }
+  inexact = false
+  const stored = convert(value, false) as JsonValue
+  return { stored, keyed: inexact ? convert(value, true) : stored }
 }
 
-interface Conversion {
-  inexact: boolean
-}
-// Keeps bigints and boxed Numbers as they are, for `canonicalJson` to write exactly.
-const KEEP_EXACT: Conversion = Object.freeze({ inexact: true })
+// Set by `convert` when the stored form loses what the key needs. Module state is safe: `convert` is synchronous
+// and reset by its only reader just before; it costs no allocation on the hot path.
+let inexact = false
 
-function convert(value: unknown, c: Conversion | null): unknown {
+/** `exact`: keep bigints and boxed Numbers as they are, for `canonicalJson` to write exactly. */
+function convert(value: unknown, exact: boolean): unknown {
   switch (typeof value) {
     case "string":
     case "boolean":
@@ -178,25 +177,29 @@ function convert(value: unknown, c: Conversion | null): unknown {
       return Number.isFinite(value) ? value : String(value)
     case "bigint":
       if (value >= MIN_SAFE && value <= MAX_SAFE) return Number(value)
-      if (c === KEEP_EXACT) return value
-      if (c) c.inexact = true
+      if (exact) return value
+      inexact = true
       return value.toString()
     case "undefined":
       return null
     case "object": {
       if (value === null) return null
-      if (Array.isArray(value)) return value.map((v) => convert(v, c))
+      if (Array.isArray(value)) {
+        const out: unknown[] = new Array(value.length)
+        for (let i = 0; i < value.length; i++) out[i] = convert(value[i], exact)
+        return out
+      }
       if (value instanceof Date) return value.toISOString()
       if (value instanceof Number) {
-        if (c === KEEP_EXACT) return value
-        if (c) c.inexact = true
-        return convert(value.valueOf(), c)
+        if (exact) return value
+        inexact = true
+        return convert(value.valueOf(), false)
       }
       const withJson = value as { toJSON?: () => unknown }
-      if (typeof withJson.toJSON === "function") return convert(withJson.toJSON(), c)
+      if (typeof withJson.toJSON === "function") return convert(withJson.toJSON(), exact)
       if (value instanceof Map || value instanceof Set) return String(value)
       const out: { [key: string]: unknown } = {}
-      for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = convert(v, c)
+      for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = convert(v, exact)
       return out
     }
     default:
