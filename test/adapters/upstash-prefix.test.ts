@@ -90,6 +90,10 @@ beforeAll(requireUpstash)
 describe("upstash prefixes: derived keys outside the row prefix, rows listed once, Python's scan works", () => {
   const raw = upstashClient()
   const base = `mycelium-test:${runTag("prefix")}:`
+  afterAll(async () => {
+    const left = await allKeys(raw, `${base}*`)
+    if (left.length) await raw.del(...left)
+  })
 
   it("derivedBase replaces the prefix's last character, so no derived key starts with the prefix", () => {
     expect(derivedBase("mycelium:action:")).toBe("mycelium:action-")
@@ -103,14 +107,16 @@ describe("upstash prefixes: derived keys outside the row prefix, rows listed onc
 
   for (const suffix of ["tenant-a", "tenant-a:"]) {
     it(`prefix '${suffix}': every row once, no derived key under the prefix, Python's list_all reads rows only`, async () => {
-      const prefix = base + suffix
+      // Each case under its own root, so the keys one case leaves never count in another.
+      const root = `${base}${suffix.replace(/\W/g, "_")}/`
+      const prefix = root + suffix
       const { ids, listed } = await exercise(raw, prefix)
       // 3 calls + the drifted re-send's refused row + the Python row: each exactly once.
       expect(ids).toHaveLength(5)
       expect(new Set(ids).size).toBe(5)
       expect(listed.filter((e) => e.tool === "pay" && e.terminalOutcome === "COMPLETED")).toHaveLength(4)
       const underPrefix = await allKeys(raw, `${prefix}*`)
-      const derived = (await allKeys(raw, `${base}*`)).filter((k) => !underPrefix.includes(k))
+      const derived = (await allKeys(raw, `${root}*`)).filter((k) => !underPrefix.includes(k))
       expect(derived.some((k) => k.includes("dispatch:"))).toBe(true)
       expect(derived.some((k) => k.includes("tomb:"))).toBe(true)
       // Under the prefix: our rows, and only the Python worker's own tombstone when its prefix has no ':'.
@@ -118,12 +124,11 @@ describe("upstash prefixes: derived keys outside the row prefix, rows listed onc
       expect(pythonTombs).toHaveLength(suffix.endsWith(":") ? 0 : 1)
       const seen = await pythonListAll(raw, prefix)
       expect(seen.length).toBe(underPrefix.length)
-      await raw.del(...(await allKeys(raw, `${base}*`)))
     })
   }
 
   it("prefix 'tenant-a': a row known only from the original's tombstone location is still found (no fresh claim)", async () => {
-    const prefix = `${base}old-tenant`
+    const prefix = `${base}legacy/old-tenant`
     const s = new UpstashLedgerStorage({ redis: raw, prefix, now: () => T0 })
     const rid = "evicted"
     const row = JSON.stringify({
@@ -145,7 +150,6 @@ describe("upstash prefixes: derived keys outside the row prefix, rows listed onc
     const listed: string[] = []
     for await (const e of s.list()) listed.push(e.requestId)
     expect(listed).toEqual([rid])
-    await raw.del(...(await allKeys(raw, `${base}*`)))
   })
 })
 
