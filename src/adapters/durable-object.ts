@@ -3,6 +3,7 @@
 import { DurableObject } from "cloudflare:workers"
 import type { LedgerEntry } from "../core/ledger/entry.ts"
 import { entryFromRow, entryToRow } from "../core/ledger/entry.ts"
+import { LedgerStaleFenceError } from "../core/ledger/errors.ts"
 import { sha256Hex } from "../core/ledger/sha256.ts"
 import {
   type ClaimOptions,
@@ -12,6 +13,7 @@ import {
   type LedgerStorage,
   type ListOptions,
   matchesExpectation,
+  staleSetFence,
   type TransitionExpectation,
 } from "../core/ledger/storage.ts"
 
@@ -45,7 +47,8 @@ export interface LedgerListPage {
 /** The RPC surface of MyceliumLedgerObject, as seen through a stub. */
 export interface LedgerObjectRpc {
   ledgerGet(requestId: string): Promise<LedgerEntry | null>
-  ledgerSet(entry: LedgerEntry): Promise<void>
+  /** Null when written; the stored fence when refused as stale (an error class would not survive RPC). */
+  ledgerSet(entry: LedgerEntry): Promise<number | null>
   ledgerClaim(entry: LedgerEntry, leaseTtl: number, now: number, options?: ClaimOptions): Promise<ClaimResult>
   ledgerTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean>
   ledgerList(options: ListOptions): Promise<LedgerListPage>
@@ -83,8 +86,10 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
     return this.#read(requestId)
   }
 
-  ledgerSet(entry: LedgerEntry): void {
-    this.#write(entry)
+  ledgerSet(entry: LedgerEntry): number | null {
+    const refused = staleSetFence(this.#read(entry.requestId), entry)
+    if (refused === null) this.#write(entry)
+    return refused
   }
 
   ledgerClaim(entry: LedgerEntry, leaseTtl: number, now: number, options?: ClaimOptions): ClaimResult {
@@ -214,7 +219,8 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
   }
 
   async set(entry: LedgerEntry): Promise<void> {
-    await this.#stubFor(entry.requestId).ledgerSet(entry)
+    const refused = await this.#stubFor(entry.requestId).ledgerSet(entry)
+    if (refused !== null) throw new LedgerStaleFenceError(entry.requestId, refused, entry.fence)
   }
 
   async tryClaimInflight(
