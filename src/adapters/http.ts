@@ -1,6 +1,7 @@
 // A LedgerStorage that talks to the edge ledger API (createLedgerApp), so a browser or any fetch-capable agent
 // shares the server's ledger. Atomicity lives on the server; this client adds none of its own.
 import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
+import { LedgerStaleFenceError } from "../core/ledger/errors.ts"
 import type {
   ClaimOptions,
   ClaimResult,
@@ -81,7 +82,15 @@ export class HttpLedgerStorage implements LedgerStorage {
   }
 
   async set(entry: LedgerEntry): Promise<void> {
-    await this.#call("PUT", `/v1/rows/${this.#id(entry.requestId)}`, { row: entryToRow(entry) })
+    try {
+      await this.#call("PUT", `/v1/rows/${this.#id(entry.requestId)}`, { row: entryToRow(entry) })
+    } catch (e) {
+      // The server's store refused it: the same typed refusal as every other backend's.
+      if (e instanceof LedgerHttpError && e.code === "ledger_stale_fence") {
+        throw new LedgerStaleFenceError(entry.requestId, null, entry.fence)
+      }
+      throw e
+    }
   }
 
   async tryClaimInflight(

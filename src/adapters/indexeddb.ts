@@ -3,7 +3,7 @@
 import { type IDBPDatabase, unwrap, wrap } from "idb"
 import type { LedgerEntry, LedgerRow } from "../core/ledger/entry.ts"
 import { entryFromRow, entryToRow } from "../core/ledger/entry.ts"
-import { LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
+import { LedgerStaleFenceError, LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
@@ -11,6 +11,7 @@ import {
   type LedgerStorage,
   type ListOptions,
   matchesExpectation,
+  staleSetFence,
   type TransitionExpectation,
 } from "../core/ledger/storage.ts"
 
@@ -66,8 +67,17 @@ export class IndexedDbLedgerStorage implements LedgerStorage {
   async set(entry: LedgerEntry): Promise<void> {
     const db = await this.#open()
     const tx = db.transaction(this.storeName, "readwrite", this.#txOptions)
-    quiet(tx.store.put(entryToRow(entry)))
-    await tx.done
+    let refused: number | null
+    try {
+      const row = (await tx.store.get(entry.requestId)) as LedgerRow | undefined
+      refused = staleSetFence(row ? entryFromRow(row) : null, entry)
+      if (refused === null) quiet(tx.store.put(entryToRow(entry)))
+      await tx.done
+    } catch (err) {
+      abortQuietly(tx)
+      throw err
+    }
+    if (refused !== null) throw new LedgerStaleFenceError(entry.requestId, refused, entry.fence)
   }
 
   async tryClaimInflight(

@@ -4,7 +4,7 @@
 // HTTP `neon()` function (no interactive transactions).
 import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
 import { TerminalOutcome } from "../core/ledger/enums.ts"
-import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
+import { LedgerStaleFenceError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
@@ -171,10 +171,7 @@ export class NeonLedgerStorage implements LedgerStorage {
     ])
     if (rows.length === 0) {
       const stored = await this.get(entry.requestId)
-      throw new LedgerOutcomeAlreadySetError(
-        `set() refused for '${entry.requestId}': the stored fence ${stored?.fence} is newer than ${entry.fence}; ` +
-          "re-read the row and write from it",
-      )
+      throw new LedgerStaleFenceError(entry.requestId, stored?.fence ?? 0, entry.fence)
     }
   }
 

@@ -38,6 +38,10 @@ export interface ClaimRequest {
   /** The request id hashes the args fingerprint, so a row at this id has these arguments. */
   readonly keyedByArgs: boolean
   readonly binding: ToolTransitionBinding | null
+  /**
+   * The args fingerprint of the arguments as a row stores them, compared with stored rows. It differs from the
+   * one inside the transition key only for integers beyond 2^53 and kept floats, which a row cannot hold exactly.
+   */
   readonly fingerprint: string
   readonly scope: TransitionScope
   readonly dispatchId: string | null

@@ -20,3 +20,4 @@ export { configureSha256, type Sha256HexImpl, sha256, sha256Hex, sha256HexJs, to
 export * from "./storage.ts"
 export type { LedgeredTool, LedgeredToolOptions, ToolBody } from "./tool.ts"
 export { TransitionContext } from "./tool.ts"
+export * from "./tool-arguments.ts"

@@ -7,6 +7,7 @@ import {
   type LedgerStorage,
   type ListOptions,
   matchesExpectation,
+  refuseStaleSet,
   type TransitionExpectation,
 } from "./storage.ts"
 
@@ -25,6 +26,7 @@ export class MemoryLedgerStorage implements LedgerStorage {
   }
 
   async set(entry: LedgerEntry): Promise<void> {
+    refuseStaleSet(this.#rows.get(entry.requestId) ?? null, entry)
     this.#put(entry)
   }
 

@@ -1,5 +1,6 @@
 import type { LedgerEntry } from "./entry.ts"
 import type { EffectState, TerminalOutcome } from "./enums.ts"
+import { LedgerStaleFenceError } from "./errors.ts"
 import { type ClaimClassification, classifyClaim } from "./gates.ts"
 
 export type ClaimResult =
@@ -52,7 +53,12 @@ export interface ListOptions {
  */
 export interface LedgerStorage {
   get(requestId: string): Promise<LedgerEntry | null>
-  /** Upsert. Refuses nothing: only for repair tooling and tests. */
+  /**
+   * Upsert, for repair tooling, imports and tests (the ledger itself never calls it). One rule, in every backend,
+   * in the same atomic step as the write: a row whose fence is lower than the stored row's is refused with
+   * `LedgerStaleFenceError` and nothing is written (the Python original's Redis rule). An equal or higher fence,
+   * or no stored row, is written as given: set() does not stamp, bump or compare anything else.
+   */
   set(entry: LedgerEntry): Promise<void>
   /** Insert a fresh in-flight row, or take over a claimable one (see ClaimOptions), stamping lease and fence. */
   tryClaimInflight(
@@ -106,6 +112,18 @@ export function decideClaim(
   if (cls !== "claimed") return { result: { outcome: cls, entry: existing as LedgerEntry }, write: null }
   const stamped = stampClaim(entry, existing, leaseTtl, now)
   return { result: { outcome: "claimed", entry: stamped }, write: stamped }
+}
+
+/** The `set()` rule: the stored row's fence when `entry` must be refused as stale, else null. */
+export function staleSetFence(stored: LedgerEntry | null, entry: LedgerEntry): number | null {
+  const storedFence = stored?.fence ?? 0
+  return stored && storedFence > entry.fence ? storedFence : null
+}
+
+/** The `set()` rule for backends that decide in JavaScript: call it on the stored row inside the atomic step. */
+export function refuseStaleSet(stored: LedgerEntry | null, entry: LedgerEntry): void {
+  const storedFence = staleSetFence(stored, entry)
+  if (storedFence !== null) throw new LedgerStaleFenceError(entry.requestId, storedFence, entry.fence)
 }
 
 /** Whether a stored row satisfies a compare-and-set expectation. */

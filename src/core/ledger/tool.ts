@@ -1,7 +1,7 @@
 // `ledger.tool(options, fn)`: the per-call lifecycle of a ledgered tool.
 import type { ActionLedger } from "./action-ledger.ts"
 import { ToolTransitionBinding, type ToolTransitionBindingInit } from "./binding.ts"
-import { cloneJson, type JsonValue, toJsonValue } from "./canonical.ts"
+import { cloneJson, type JsonValue, toStoredAndKeyed } from "./canonical.ts"
 import type { ClaimRequest } from "./claim.ts"
 import { throwIfAborted } from "./clock.ts"
 import type { Decision, LedgerEntry } from "./entry.ts"
@@ -59,17 +59,21 @@ export function prepareCall(
   decision: () => Decision | null,
   opts: { leaseTtl?: number; pollInterval?: number; pollTimeout?: number | null } = {},
 ): { request: ClaimRequest; mode: "read" | "side_effect" | "unclassified" } {
-  const jsonArgs = toJsonValue(args) as Record<string, JsonValue>
+  const { stored, keyed } = toStoredAndKeyed(args)
+  const jsonArgs = stored as Record<string, JsonValue>
   const binding = declared ?? (ledger.unclassifiedPolicy === "strict" ? UNCLASSIFIED_STRICT : null)
   const keyParam = binding?.providerIdempotencyKeyParam ?? null
   const scope = resolveScope(declared?.scopeFrom ?? {}, args, meta)
+  // The key hashes exact integers (Python's); stored rows are compared by what they can hold (usually the same).
   const fingerprint = argsFingerprint(jsonArgs, [], keyParam)
+  const keyFingerprint =
+    keyed === stored ? fingerprint : argsFingerprint(keyed as Record<string, unknown>, [], keyParam)
   const dispatchId = deriveDispatchId(meta)
   const derivedKey = (): string =>
     transitionKey({
       tool,
       binding: binding as ToolTransitionBinding,
-      argsFingerprint: fingerprint,
+      argsFingerprint: keyFingerprint,
       scope,
       dispatchId,
     })
