@@ -95,10 +95,6 @@ export class DevWorkspace {
     this.#state = null
   }
 
-  async [Symbol.asyncDispose](): Promise<void> {
-    await this.stop()
-  }
-
   /** Sets a variable for later commands. */
   setEnv(name: string, value: string): void {
     const s = this.state
