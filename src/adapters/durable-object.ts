@@ -1,9 +1,9 @@
 // Cloudflare Durable Object ledger store: the object (SQLite-backed) serves the storage contract over RPC, and
 // DurableObjectLedgerStorage is the client any Worker uses. Import this module only inside workerd.
 import { DurableObject } from "cloudflare:workers"
-import type { LedgerEntry } from "../core/ledger/entry.ts"
-import { entryFromRow, entryToRow } from "../core/ledger/entry.ts"
-import { sha256Hex } from "../core/ledger/sha256.ts"
+import type { LedgerEntry } from "../core/ledger/model/entry.ts"
+import { entryFromRow, entryToRow } from "../core/ledger/model/entry.ts"
+import { sha256Hex } from "../core/ledger/model/sha256.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
@@ -13,7 +13,7 @@ import {
   type ListOptions,
   matchesExpectation,
   type TransitionExpectation,
-} from "../core/ledger/storage.ts"
+} from "../core/storage/contract.ts"
 
 // ---- minimal structural types of the workerd APIs used (no @cloudflare/workers-types dependency) ----------
 

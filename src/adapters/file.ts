@@ -18,8 +18,8 @@ import {
 import { hostname } from "node:os"
 import { dirname, resolve } from "node:path"
 import process from "node:process"
-import type { LedgerEntry } from "../core/ledger/entry.ts"
-import { entryFromRow, entryToRow } from "../core/ledger/entry.ts"
+import type { LedgerEntry } from "../core/ledger/model/entry.ts"
+import { entryFromRow, entryToRow } from "../core/ledger/model/entry.ts"
 import { LedgerError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
@@ -30,7 +30,7 @@ import {
   type ListOptions,
   matchesExpectation,
   type TransitionExpectation,
-} from "../core/ledger/storage.ts"
+} from "../core/storage/contract.ts"
 
 /** The ledger file exists but is not a JSON object of rows. Nothing was read or written; repair or restore it. */
 export class LedgerFileCorruptError extends LedgerError {

@@ -1,13 +1,13 @@
 // A LedgerStorage that talks to the edge ledger API (createLedgerApp), so a browser or any fetch-capable agent
 // shares the server's ledger. Atomicity lives on the server; this client adds none of its own.
-import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
+import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/model/entry.ts"
 import type {
   ClaimOptions,
   ClaimResult,
   LedgerStorage,
   ListOptions,
   TransitionExpectation,
-} from "../core/ledger/storage.ts"
+} from "../core/storage/contract.ts"
 
 export interface HttpLedgerStorageOptions {
   /** Base URL of the API, e.g. `https://ledger.example.com` (the app's basePath included). */

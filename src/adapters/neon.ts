@@ -2,8 +2,8 @@
 // `(request_id TEXT PRIMARY KEY, payload JSONB NOT NULL)`. Claim (a call of the function `migrate()` creates) and
 // every compare-and-set are one SQL statement each, so the same code runs over a WebSocket Pool/Client and over the
 // HTTP `neon()` function (no interactive transactions).
-import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
-import { TerminalOutcome } from "../core/ledger/enums.ts"
+import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/model/entry.ts"
+import { TerminalOutcome } from "../core/ledger/model/enums.ts"
 import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
@@ -13,7 +13,7 @@ import {
   type ListOptions,
   stampClaim,
   type TransitionExpectation,
-} from "../core/ledger/storage.ts"
+} from "../core/storage/contract.ts"
 
 /** What the adapter needs of a `Pool`, `Client` or `PoolClient` (neon's or node-postgres'). */
 export interface NeonQueryable {

@@ -2,8 +2,8 @@
 // ledger: row JSON at `{prefix}{id}`, a durable tombstone copy at `{prefix without ':'}-tomb:{id}`.
 // Claim and every compare-and-set are one Lua script each: one round trip, no WATCH/MULTI retry loops.
 import type { Redis } from "@upstash/redis"
-import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
-import { isTerminalOutcome } from "../core/ledger/enums.ts"
+import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/model/entry.ts"
+import { isTerminalOutcome } from "../core/ledger/model/enums.ts"
 import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
@@ -14,7 +14,7 @@ import {
   type ListOptions,
   stampClaim,
   type TransitionExpectation,
-} from "../core/ledger/storage.ts"
+} from "../core/storage/contract.ts"
 
 export interface UpstashLedgerStorageOptions {
   /** An `@upstash/redis` client (`@upstash/redis`, `/cloudflare` or `/fastly`). */
@@ -32,7 +32,7 @@ export interface UpstashLedgerStorageOptions {
 
 type Row = Record<string, unknown>
 
-// Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/entry.ts do, so the
+// Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/model/entry.ts do, so the
 // script classifies the same way `classifyClaim` does. Missing `terminal_outcome` reads as IN_FLIGHT, a JSON null or
 // unknown value falls back to `status`, unparseable numbers behave like JavaScript's NaN (never equal, never greater).
 const LUA_PRELUDE = `

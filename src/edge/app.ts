@@ -3,10 +3,10 @@ import { type Context, Hono } from "hono"
 import { z } from "zod"
 import { ActionLedger } from "../core/ledger/action-ledger.ts"
 import type { Clock } from "../core/ledger/clock.ts"
-import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
-import { EffectState, isTerminalOutcome, TerminalOutcome } from "../core/ledger/enums.ts"
+import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/model/entry.ts"
+import { EffectState, isTerminalOutcome, TerminalOutcome } from "../core/ledger/model/enums.ts"
 import { LedgerError } from "../core/ledger/errors.ts"
-import type { LedgerStorage, TransitionExpectation } from "../core/ledger/storage.ts"
+import type { LedgerStorage, TransitionExpectation } from "../core/storage/contract.ts"
 import { AuthError, type LedgerScope, type Principal } from "./auth.ts"
 
 export interface LedgerAppOptions {

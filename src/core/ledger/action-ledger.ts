@@ -1,16 +1,16 @@
-import { ToolTransitionBinding, type ToolTransitionBindingInit } from "./binding.ts"
-import { type ClaimContext, type ClaimOutcome, type ClaimRequest, claimTransition } from "./claim.ts"
+import { ToolTransitionBinding, type ToolTransitionBindingInit } from "./model/binding.ts"
+import { type ClaimContext, type ClaimOutcome, type ClaimRequest, claimTransition } from "./engine/claim.ts"
 import { type Clock, systemClock } from "./clock.ts"
-import { type Decision, hasAllowedDecision, type LedgerEntry, resolvedOutcome } from "./entry.ts"
+import { type Decision, hasAllowedDecision, type LedgerEntry, resolvedOutcome } from "./model/entry.ts"
 import type {
   ArgsDriftPolicy,
   RequestIdentityPolicy,
   SideEffectBoundary,
   UnclassifiedPolicy,
-} from "./enums.ts"
+} from "./model/enums.ts"
 import { LedgerError, LedgerOutcomeAlreadySetError } from "./errors.ts"
-import type { CallMeta } from "./identity.ts"
-import { MemoryLedgerStorage } from "./memory-storage.ts"
+import type { CallMeta } from "./model/identity.ts"
+import { MemoryLedgerStorage } from "../storage/memory.ts"
 import {
   type ListTransitionsOptions,
   listTransitions,
@@ -20,8 +20,8 @@ import {
   release,
   type WaitOptions,
   waitForTransition,
-} from "./operators.ts"
-import type { DecisionPredicate, Reconciler } from "./reconcile.ts"
+} from "./engine/operators.ts"
+import type { DecisionPredicate, Reconciler } from "./model/reconcile.ts"
 import {
   blockedRow,
   boundaryRow,
@@ -31,16 +31,16 @@ import {
   failedRow,
   freshRow,
   unknownRow,
-} from "./rows.ts"
-import { SafeStorage } from "./safe-storage.ts"
-import type { LedgerStorage, TransitionExpectation } from "./storage.ts"
+} from "./machine/transitions.ts"
+import { SafeStorage } from "../storage/safe-storage.ts"
+import type { LedgerStorage, TransitionExpectation } from "../storage/contract.ts"
 import {
   createLedgeredTool,
   type LedgeredTool,
   type LedgeredToolOptions,
   prepareCall,
   type ToolBody,
-} from "./tool.ts"
+} from "./engine/tool.ts"
 
 export interface ActionLedgerOptions {
   /** Defaults to a process-local `MemoryLedgerStorage`. */

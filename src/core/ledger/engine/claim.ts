@@ -1,23 +1,23 @@
 // Claim loops: turn "this call wants to run" into own-it, return-the-stored-result, wait, or refuse.
 // The first attempt is an insert-only claim, so a fresh call costs one storage round trip; existing rows are
 // judged by the gates and taken over only through a fenced reclaim of exactly the row that was judged.
-import { effectiveCapability, type ToolTransitionBinding } from "./binding.ts"
-import type { Clock } from "./clock.ts"
-import { hasWorkerDeathEvidence, type LedgerEntry, repairFields, resolvedOutcome } from "./entry.ts"
-import type { ArgsDriftPolicy } from "./enums.ts"
+import { effectiveCapability, type ToolTransitionBinding } from "../model/binding.ts"
+import type { Clock } from "../clock.ts"
+import { hasWorkerDeathEvidence, type LedgerEntry, repairFields, resolvedOutcome } from "../model/entry.ts"
+import type { ArgsDriftPolicy } from "../model/enums.ts"
 import {
   LedgerError,
   LedgerHardBlockError,
   LedgerIdentityConflictError,
   LedgerPollTimeoutError,
   LedgerSoftBlockError,
-} from "./errors.ts"
-import { isAmbiguous, resolveReadOnlyGate, resolveSideEffectGate } from "./gates.ts"
-import { argsFingerprint, type TransitionScope } from "./identity.ts"
-import { driftMessage, hardBlockMessage } from "./messages.ts"
-import type { Reconciler } from "./reconcile.ts"
-import type { SafeStorage } from "./safe-storage.ts"
-import { type ClaimResult, stampClaim } from "./storage.ts"
+} from "../errors.ts"
+import { isAmbiguous, resolveReadOnlyGate, resolveSideEffectGate } from "../machine/gates.ts"
+import { argsFingerprint, type TransitionScope } from "../model/identity.ts"
+import { driftMessage, hardBlockMessage } from "../machine/messages.ts"
+import type { Reconciler } from "../model/reconcile.ts"
+import type { SafeStorage } from "../../storage/safe-storage.ts"
+import { type ClaimResult, stampClaim } from "../../storage/contract.ts"
 
 export interface ClaimContext {
   readonly store: SafeStorage

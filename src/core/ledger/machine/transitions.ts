@@ -1,15 +1,15 @@
 // Pure row transitions: what a mutation writes, given the row the writer holds.
 
-import type { ToolTransitionBinding } from "./binding.ts"
-import { type JsonValue, toJsonValue } from "./canonical.ts"
-import type { Decision, LedgerEntry } from "./entry.ts"
+import type { ToolTransitionBinding } from "../model/binding.ts"
+import { type JsonValue, toJsonValue } from "../model/canonical.ts"
+import type { Decision, LedgerEntry } from "../model/entry.ts"
 import {
   BOUNDARY_RANK,
   type EffectState,
   LEDGER_ENTRY_SCHEMA_VERSION,
   type SideEffectBoundary,
-} from "./enums.ts"
-import { type CallMeta, metaToKwargs, type TransitionScope } from "./identity.ts"
+} from "../model/enums.ts"
+import { type CallMeta, metaToKwargs, type TransitionScope } from "../model/identity.ts"
 
 export function completedRow(e: LedgerEntry, result: unknown, now: number): LedgerEntry {
   return {

@@ -1,8 +1,8 @@
 // Message shapes of the Python original, so operators and log searches see the same text from both workers.
-import type { ToolTransitionBinding } from "./binding.ts"
-import { pythonFloatRepr } from "./canonical.ts"
-import type { LedgerEntry } from "./entry.ts"
-import type { TerminalOutcome } from "./enums.ts"
+import type { ToolTransitionBinding } from "../model/binding.ts"
+import { pythonFloatRepr } from "../model/canonical.ts"
+import type { LedgerEntry } from "../model/entry.ts"
+import type { TerminalOutcome } from "../model/enums.ts"
 import { providerKeyValidity } from "./gates.ts"
 
 /** Python `repr()` of a string: single quotes unless the text holds one and no double quote. */

@@ -1,4 +1,4 @@
-import type { LedgerEntry } from "./entry.ts"
+import type { LedgerEntry } from "../ledger/model/entry.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
@@ -8,7 +8,7 @@ import {
   type ListOptions,
   matchesExpectation,
   type TransitionExpectation,
-} from "./storage.ts"
+} from "./contract.ts"
 
 /**
  * Process-local ledger. Each method runs to completion without awaiting, so claim and compare-and-set are atomic

@@ -1,7 +1,7 @@
 // Gate resolution: pure functions of (stored row, binding, now). The claim loops act on what these return.
-import type { ToolTransitionBinding } from "./binding.ts"
-import { boundaryAtLeast, type LedgerEntry, needsRepair, resolvedOutcome } from "./entry.ts"
-import type { ProviderKeyValidity, TransitionGate } from "./enums.ts"
+import type { ToolTransitionBinding } from "../model/binding.ts"
+import { boundaryAtLeast, type LedgerEntry, needsRepair, resolvedOutcome } from "../model/entry.ts"
+import type { ProviderKeyValidity, TransitionGate } from "../model/enums.ts"
 
 /** How an atomic storage claim treats the stored row. */
 export type ClaimClassification = "claimed" | "completed" | "in_flight"

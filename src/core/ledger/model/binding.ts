@@ -12,7 +12,7 @@ import {
   type Spendability,
   type ToolCapability,
 } from "./enums.ts"
-import { ToolCapabilityDeclarationError } from "./errors.ts"
+import { ToolCapabilityDeclarationError } from "../errors.ts"
 
 /** Scope fields a binding may read from the tool's arguments. */
 export type ScopeField = "thread_id" | "run_id" | "node"

@@ -1,17 +1,17 @@
 // Operator actions: verdicts on ambiguous transitions, worker-death assertions, listings. ActionLedger exposes
 // each as a method.
-import type { ActionLedger } from "./action-ledger.ts"
-import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "./entry.ts"
-import type { TerminalOutcome } from "./enums.ts"
+import type { ActionLedger } from "../action-ledger.ts"
+import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
+import type { TerminalOutcome } from "../model/enums.ts"
 import {
   LedgerAlreadyResolvedError,
   LedgerError,
   LedgerPollTimeoutError,
   LedgerReleaseRefusedError,
   LedgerWorkerAliveError,
-} from "./errors.ts"
-import { ageString, remainingString } from "./messages.ts"
-import { completedRow } from "./rows.ts"
+} from "../errors.ts"
+import { ageString, remainingString } from "../machine/messages.ts"
+import { completedRow } from "../machine/transitions.ts"
 
 export interface ReleaseOptions {
   readonly verified: "completed" | "not_executed"
