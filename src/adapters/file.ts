@@ -18,9 +18,9 @@ import {
 import { hostname } from "node:os"
 import { dirname, resolve } from "node:path"
 import process from "node:process"
+import { LedgerError } from "../core/ledger/errors.ts"
 import type { LedgerEntry } from "../core/ledger/model/entry.ts"
 import { entryFromRow, entryToRow } from "../core/ledger/model/entry.ts"
-import { LedgerError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
   type ClaimResult,

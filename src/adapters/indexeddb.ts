@@ -1,9 +1,9 @@
 // IndexedDB ledger store for browsers (and Node with fake-indexeddb). Rows are the Python original's payload,
 // keyed by request_id, so an export of the store reads like the file backend's JSON.
 import { type IDBPDatabase, unwrap, wrap } from "idb"
+import { LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
 import type { LedgerEntry, LedgerRow } from "../core/ledger/model/entry.ts"
 import { entryFromRow, entryToRow } from "../core/ledger/model/entry.ts"
-import { LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
   type ClaimResult,

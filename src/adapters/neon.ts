@@ -2,9 +2,10 @@
 // `(request_id TEXT PRIMARY KEY, payload JSONB NOT NULL)`. Claim (a call of the function `migrate()` creates) and
 // every compare-and-set are one SQL statement each, so the same code runs over a WebSocket Pool/Client and over the
 // HTTP `neon()` function (no interactive transactions).
+
+import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
 import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/model/entry.ts"
 import { TerminalOutcome } from "../core/ledger/model/enums.ts"
-import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
   type ClaimResult,

@@ -2,9 +2,9 @@
 // ledger: row JSON at `{prefix}{id}`, a durable tombstone copy at `{prefix without ':'}-tomb:{id}`.
 // Claim and every compare-and-set are one Lua script each: one round trip, no WATCH/MULTI retry loops.
 import type { Redis } from "@upstash/redis"
+import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
 import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/model/entry.ts"
 import { isTerminalOutcome } from "../core/ledger/model/enums.ts"
-import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
   type ClaimResult,

@@ -1,16 +1,8 @@
-import { ToolTransitionBinding, type ToolTransitionBindingInit } from "./model/binding.ts"
-import { type ClaimContext, type ClaimOutcome, type ClaimRequest, claimTransition } from "./engine/claim.ts"
-import { type Clock, systemClock } from "./clock.ts"
-import { type Decision, hasAllowedDecision, type LedgerEntry, resolvedOutcome } from "./model/entry.ts"
-import type {
-  ArgsDriftPolicy,
-  RequestIdentityPolicy,
-  SideEffectBoundary,
-  UnclassifiedPolicy,
-} from "./model/enums.ts"
-import { LedgerError, LedgerOutcomeAlreadySetError } from "./errors.ts"
-import type { CallMeta } from "./model/identity.ts"
+import type { LedgerStorage, TransitionExpectation } from "../storage/contract.ts"
 import { MemoryLedgerStorage } from "../storage/memory.ts"
+import { SafeStorage } from "../storage/safe-storage.ts"
+import { type Clock, systemClock } from "./clock.ts"
+import { type ClaimContext, type ClaimOutcome, type ClaimRequest, claimTransition } from "./engine/claim.ts"
 import {
   type ListTransitionsOptions,
   listTransitions,
@@ -21,7 +13,14 @@ import {
   type WaitOptions,
   waitForTransition,
 } from "./engine/operators.ts"
-import type { DecisionPredicate, Reconciler } from "./model/reconcile.ts"
+import {
+  createLedgeredTool,
+  type LedgeredTool,
+  type LedgeredToolOptions,
+  prepareCall,
+  type ToolBody,
+} from "./engine/tool.ts"
+import { LedgerError, LedgerOutcomeAlreadySetError } from "./errors.ts"
 import {
   blockedRow,
   boundaryRow,
@@ -32,15 +31,16 @@ import {
   freshRow,
   unknownRow,
 } from "./machine/transitions.ts"
-import { SafeStorage } from "../storage/safe-storage.ts"
-import type { LedgerStorage, TransitionExpectation } from "../storage/contract.ts"
-import {
-  createLedgeredTool,
-  type LedgeredTool,
-  type LedgeredToolOptions,
-  prepareCall,
-  type ToolBody,
-} from "./engine/tool.ts"
+import { ToolTransitionBinding, type ToolTransitionBindingInit } from "./model/binding.ts"
+import { type Decision, hasAllowedDecision, type LedgerEntry, resolvedOutcome } from "./model/entry.ts"
+import type {
+  ArgsDriftPolicy,
+  RequestIdentityPolicy,
+  SideEffectBoundary,
+  UnclassifiedPolicy,
+} from "./model/enums.ts"
+import type { CallMeta } from "./model/identity.ts"
+import type { DecisionPredicate, Reconciler } from "./model/reconcile.ts"
 
 export interface ActionLedgerOptions {
   /** Defaults to a process-local `MemoryLedgerStorage`. */

@@ -1,6 +1,6 @@
+import { type ClaimClassification, classifyClaim } from "../ledger/machine/gates.ts"
 import type { LedgerEntry } from "../ledger/model/entry.ts"
 import type { EffectState, TerminalOutcome } from "../ledger/model/enums.ts"
-import { type ClaimClassification, classifyClaim } from "../ledger/machine/gates.ts"
 
 export type ClaimResult =
   | {

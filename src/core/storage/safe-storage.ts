@@ -1,5 +1,5 @@
-import type { LedgerEntry } from "../ledger/model/entry.ts"
 import { LedgerError, LedgerStorageUnavailableError } from "../ledger/errors.ts"
+import type { LedgerEntry } from "../ledger/model/entry.ts"
 import type {
   ClaimOptions,
   ClaimResult,

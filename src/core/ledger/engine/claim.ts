@@ -1,10 +1,10 @@
 // Claim loops: turn "this call wants to run" into own-it, return-the-stored-result, wait, or refuse.
 // The first attempt is an insert-only claim, so a fresh call costs one storage round trip; existing rows are
 // judged by the gates and taken over only through a fenced reclaim of exactly the row that was judged.
-import { effectiveCapability, type ToolTransitionBinding } from "../model/binding.ts"
+
+import { type ClaimResult, stampClaim } from "../../storage/contract.ts"
+import type { SafeStorage } from "../../storage/safe-storage.ts"
 import type { Clock } from "../clock.ts"
-import { hasWorkerDeathEvidence, type LedgerEntry, repairFields, resolvedOutcome } from "../model/entry.ts"
-import type { ArgsDriftPolicy } from "../model/enums.ts"
 import {
   LedgerError,
   LedgerHardBlockError,
@@ -13,11 +13,12 @@ import {
   LedgerSoftBlockError,
 } from "../errors.ts"
 import { isAmbiguous, resolveReadOnlyGate, resolveSideEffectGate } from "../machine/gates.ts"
-import { argsFingerprint, type TransitionScope } from "../model/identity.ts"
 import { driftMessage, hardBlockMessage } from "../machine/messages.ts"
+import { effectiveCapability, type ToolTransitionBinding } from "../model/binding.ts"
+import { hasWorkerDeathEvidence, type LedgerEntry, repairFields, resolvedOutcome } from "../model/entry.ts"
+import type { ArgsDriftPolicy } from "../model/enums.ts"
+import { argsFingerprint, type TransitionScope } from "../model/identity.ts"
 import type { Reconciler } from "../model/reconcile.ts"
-import type { SafeStorage } from "../../storage/safe-storage.ts"
-import { type ClaimResult, stampClaim } from "../../storage/contract.ts"
 
 export interface ClaimContext {
   readonly store: SafeStorage

@@ -1,8 +1,6 @@
 // Operator actions: verdicts on ambiguous transitions, worker-death assertions, listings. ActionLedger exposes
 // each as a method.
 import type { ActionLedger } from "../action-ledger.ts"
-import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
-import type { TerminalOutcome } from "../model/enums.ts"
 import {
   LedgerAlreadyResolvedError,
   LedgerError,
@@ -12,6 +10,8 @@ import {
 } from "../errors.ts"
 import { ageString, remainingString } from "../machine/messages.ts"
 import { completedRow } from "../machine/transitions.ts"
+import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
+import type { TerminalOutcome } from "../model/enums.ts"
 
 export interface ReleaseOptions {
   readonly verified: "completed" | "not_executed"

@@ -1,17 +1,17 @@
 // `ledger.tool(options, fn)`: the per-call lifecycle of a ledgered tool.
 import type { ActionLedger } from "../action-ledger.ts"
-import { ToolTransitionBinding, type ToolTransitionBindingInit } from "../model/binding.ts"
-import { cloneJson, type JsonValue, toJsonValue } from "../model/canonical.ts"
-import type { ClaimRequest } from "./claim.ts"
 import { throwIfAborted } from "../clock.ts"
-import type { Decision, LedgerEntry } from "../model/entry.ts"
-import { isConsequential, type SideEffectBoundary } from "../model/enums.ts"
 import {
   LedgerError,
   LedgerHardBlockError,
   LedgerOutcomeAlreadySetError,
   MissingRequestIdentityError,
 } from "../errors.ts"
+import { ALLOWED_DECISION, errorText } from "../machine/transitions.ts"
+import { ToolTransitionBinding, type ToolTransitionBindingInit } from "../model/binding.ts"
+import { cloneJson, type JsonValue, toJsonValue } from "../model/canonical.ts"
+import type { Decision, LedgerEntry } from "../model/entry.ts"
+import { isConsequential, type SideEffectBoundary } from "../model/enums.ts"
 import {
   argsFingerprint,
   type CallMeta,
@@ -22,7 +22,7 @@ import {
   transitionKey,
 } from "../model/identity.ts"
 import type { DecisionIntent } from "../model/reconcile.ts"
-import { ALLOWED_DECISION, errorText } from "../machine/transitions.ts"
+import type { ClaimRequest } from "./claim.ts"
 
 export interface LedgeredToolOptions {
   /** Tool name: part of the transition key and of every row. */

@@ -1,3 +1,4 @@
+import { ToolCapabilityDeclarationError } from "../errors.ts"
 import {
   CAPABILITY_RANK,
   CLASS_DEFAULTS,
@@ -12,7 +13,6 @@ import {
   type Spendability,
   type ToolCapability,
 } from "./enums.ts"
-import { ToolCapabilityDeclarationError } from "../errors.ts"
 
 /** Scope fields a binding may read from the tool's arguments. */
 export type ScopeField = "thread_id" | "run_id" | "node"
