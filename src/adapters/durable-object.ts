@@ -1,19 +1,21 @@
 // Cloudflare Durable Object ledger store: the object (SQLite-backed) serves the storage contract over RPC, and
 // DurableObjectLedgerStorage is the client any Worker uses. Import this module only inside workerd.
+
 import { DurableObject } from "cloudflare:workers"
-import type { LedgerEntry } from "../core/ledger/model/entry.ts"
-import { entryFromRow, entryToRow } from "../core/ledger/model/entry.ts"
-import { sha256Hex } from "../core/ledger/model/sha256.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
   decideClaim,
   dispatchIdOf,
+  entryFromRow,
+  entryToRow,
+  type LedgerEntry,
   type LedgerStorage,
   type ListOptions,
   matchesExpectation,
   type TransitionExpectation,
-} from "../core/storage/contract.ts"
+} from "../adapter-kit.ts"
+import { sha256Hex } from "../core/ledger/model/sha256.ts"
 
 // ---- minimal structural types of the workerd APIs used (no @cloudflare/workers-types dependency) ----------
 

@@ -1,13 +1,5 @@
 // A LedgerStorage that talks to the edge ledger API (createLedgerApp), so a browser or any fetch-capable agent
 // shares the server's ledger. Atomicity lives on the server; this client adds none of its own.
-import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/model/entry.ts"
-import type {
-  ClaimOptions,
-  ClaimResult,
-  LedgerStorage,
-  ListOptions,
-  TransitionExpectation,
-} from "../core/storage/contract.ts"
 
 export interface HttpLedgerStorageOptions {
   /** Base URL of the API, e.g. `https://ledger.example.com` (the app's basePath included). */
@@ -151,3 +143,14 @@ export class HttpLedgerStorage implements LedgerStorage {
     return r.rows.map(entryFromRow)
   }
 }
+
+import {
+  type ClaimOptions,
+  type ClaimResult,
+  entryFromRow,
+  entryToRow,
+  type LedgerEntry,
+  type LedgerStorage,
+  type ListOptions,
+  type TransitionExpectation,
+} from "../adapter-kit.ts"

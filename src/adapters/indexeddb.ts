@@ -1,18 +1,21 @@
 // IndexedDB ledger store for browsers (and Node with fake-indexeddb). Rows are the Python original's payload,
 // keyed by request_id, so an export of the store reads like the file backend's JSON.
+
 import { type IDBPDatabase, unwrap, wrap } from "idb"
-import { LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
-import type { LedgerEntry, LedgerRow } from "../core/ledger/model/entry.ts"
-import { entryFromRow, entryToRow } from "../core/ledger/model/entry.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
   decideClaim,
+  entryFromRow,
+  entryToRow,
+  type LedgerEntry,
+  type LedgerRow,
   type LedgerStorage,
+  LedgerStorageUnavailableError,
   type ListOptions,
   matchesExpectation,
   type TransitionExpectation,
-} from "../core/storage/contract.ts"
+} from "../adapter-kit.ts"
 
 export interface IndexedDbLedgerStorageOptions {
   /** Database name. Default `mycelium-ledger`. */

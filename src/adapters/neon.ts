@@ -3,18 +3,20 @@
 // every compare-and-set are one SQL statement each, so the same code runs over a WebSocket Pool/Client and over the
 // HTTP `neon()` function (no interactive transactions).
 
-import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
-import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/model/entry.ts"
-import { TerminalOutcome } from "../core/ledger/model/enums.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
   decideClaim,
+  entryFromRow,
+  entryToRow,
+  type LedgerEntry,
+  LedgerOutcomeAlreadySetError,
   type LedgerStorage,
   type ListOptions,
   stampClaim,
   type TransitionExpectation,
-} from "../core/storage/contract.ts"
+} from "../adapter-kit.ts"
+import { TerminalOutcome } from "../core/ledger/model/enums.ts"
 
 /** What the adapter needs of a `Pool`, `Client` or `PoolClient` (neon's or node-postgres'). */
 export interface NeonQueryable {

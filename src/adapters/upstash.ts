@@ -1,20 +1,23 @@
 // Ledger on Upstash Redis (REST), laid out as the Python original's RedisLedgerStorage so both can share one
 // ledger: row JSON at `{prefix}{id}`, a durable tombstone copy at `{prefix without ':'}-tomb:{id}`.
 // Claim and every compare-and-set are one Lua script each: one round trip, no WATCH/MULTI retry loops.
+
 import type { Redis } from "@upstash/redis"
-import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
-import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/model/entry.ts"
-import { isTerminalOutcome } from "../core/ledger/model/enums.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
   decideClaim,
   dispatchIdOf,
+  entryFromRow,
+  entryToRow,
+  isTerminalOutcome,
+  type LedgerEntry,
+  LedgerOutcomeAlreadySetError,
   type LedgerStorage,
   type ListOptions,
   stampClaim,
   type TransitionExpectation,
-} from "../core/storage/contract.ts"
+} from "../adapter-kit.ts"
 
 export interface UpstashLedgerStorageOptions {
   /** An `@upstash/redis` client (`@upstash/redis`, `/cloudflare` or `/fastly`). */

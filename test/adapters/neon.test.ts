@@ -1,10 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
 import { InvalidTableNameError, NeonLedgerStorage, NeonSchemaMissingError } from "../../src/adapters/neon.ts"
 import {
   ActionLedger,
   LedgerOutcomeAlreadySetError,
   LedgerStorageUnavailableError,
-  newEntry,
 } from "../../src/core/index.ts"
 import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 import { dropLedgerTable, runTag } from "./servers/env.ts"

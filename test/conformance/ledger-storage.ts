@@ -1,12 +1,11 @@
 // The one suite every LedgerStorage must pass. Runs in Node, workerd and Chromium: vitest APIs only.
 import { afterAll, beforeEach, describe, expect, it } from "vitest"
-import {
-  type LedgerEntry,
-  type LedgerEntryInit,
-  type LedgerStorage,
-  newEntry,
-  type TerminalOutcome,
-  type TransitionExpectation,
+import { type LedgerEntryInit, newEntry } from "../../src/adapter-kit.ts"
+import type {
+  LedgerEntry,
+  LedgerStorage,
+  TerminalOutcome,
+  TransitionExpectation,
 } from "../../src/core/index.ts"
 
 export interface StorageFactoryResult {

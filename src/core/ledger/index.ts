@@ -1,22 +1,81 @@
-export * from "../storage/contract.ts"
-export * from "../storage/memory.ts"
-export * from "./action-ledger.ts"
-export * from "./clock.ts"
-export type { ClaimOutcome } from "./engine/claim.ts"
+// The ledger's public surface, listed by hand. Engine internals (core, fenced writes, the claim loop, row builders)
+// stay out; helpers for storage-adapter authors are in src/adapter-kit.ts (`mycelium-runtime/adapter-kit`).
+export type {
+  ClaimOptions,
+  ClaimResult,
+  LedgerStorage,
+  ListOptions,
+  TransitionExpectation,
+} from "../storage/contract.ts"
+export { MemoryLedgerStorage } from "../storage/memory.ts"
+export {
+  ActionLedger,
+  type ActionLedgerOptions,
+  type FenceGuard,
+  type LedgeredTool,
+  type ManualClaimRequest,
+} from "./action-ledger.ts"
+export { type Clock, ManualClock, systemClock } from "./clock.ts"
 export type {
   ListTransitionsOptions,
   MarkWorkerDeadOptions,
   ReleaseOptions,
   WaitOptions,
 } from "./engine/operators.ts"
-export type { LedgeredTool, LedgeredToolOptions, ToolBody } from "./engine/tool.ts"
-export { TransitionContext } from "./engine/tool.ts"
-export * from "./errors.ts"
-export * from "./machine/gates.ts"
-export * from "./model/binding.ts"
-export * from "./model/canonical.ts"
-export * from "./model/entry.ts"
-export * from "./model/enums.ts"
-export * from "./model/identity.ts"
-export * from "./model/reconcile.ts"
-export { configureSha256, type Sha256HexImpl, sha256, sha256Hex, sha256HexJs, toHex } from "./model/sha256.ts"
+export type { ClaimOutcome } from "./engine/request.ts"
+export type { LedgeredToolOptions, ToolBody, TransitionContext } from "./engine/tool.ts"
+export {
+  LedgerAlreadyResolvedError,
+  LedgerConfigError,
+  LedgerError,
+  LedgerFenceRequiredError,
+  LedgerHardBlockError,
+  LedgerIdentityConflictError,
+  LedgerLeaseError,
+  LedgerNotFoundError,
+  LedgerOutcomeAlreadySetError,
+  LedgerPollTimeoutError,
+  LedgerReleaseRefusedError,
+  LedgerRowError,
+  LedgerSoftBlockError,
+  LedgerStorageUnavailableError,
+  LedgerWorkerAliveError,
+  MissingRequestIdentityError,
+  ToolCapabilityDeclarationError,
+} from "./errors.ts"
+export { type ScopeField, ToolTransitionBinding, type ToolTransitionBindingInit } from "./model/binding.ts"
+export { canonicalJson, type JsonValue } from "./model/canonical.ts"
+export {
+  type Decision,
+  type LedgerEntry,
+  leaseValidity,
+  resolvedEffectState,
+  resolvedOutcome,
+} from "./model/entry.ts"
+export {
+  type ArgsDriftPolicy,
+  EffectState,
+  LeaseValidity,
+  type LegacyStatus,
+  type OperatorResolution,
+  ProviderKeyValidity,
+  ReconcileStatus,
+  type RequestIdentityPolicy,
+  RetryPermission,
+  SideEffectBoundary,
+  SideEffectClass,
+  Spendability,
+  TerminalOutcome,
+  ToolCapability,
+  TransitionGate,
+  type UnclassifiedPolicy,
+} from "./model/enums.ts"
+export { argsFingerprint, type CallMeta, type TransitionScope, transitionKey } from "./model/identity.ts"
+export {
+  type DecisionIntent,
+  type DecisionPredicate,
+  type PredicateVerdict,
+  ReconcileResult,
+  type Reconciler,
+} from "./model/reconcile.ts"
+export { configureSha256, type Sha256HexImpl, sha256, sha256Hex } from "./model/sha256.ts"

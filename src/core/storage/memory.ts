@@ -1,13 +1,11 @@
+import { decideClaim, dispatchIdOf, matchesExpectation } from "../ledger/machine/atomic.ts"
 import type { LedgerEntry } from "../ledger/model/entry.ts"
-import {
-  type ClaimOptions,
-  type ClaimResult,
-  decideClaim,
-  dispatchIdOf,
-  type LedgerStorage,
-  type ListOptions,
-  matchesExpectation,
-  type TransitionExpectation,
+import type {
+  ClaimOptions,
+  ClaimResult,
+  LedgerStorage,
+  ListOptions,
+  TransitionExpectation,
 } from "./contract.ts"
 
 /**

@@ -1,28 +1,30 @@
-// `ledger.tool(options, fn)`: the per-call lifecycle of a ledgered tool.
-import type { ActionLedger } from "../action-ledger.ts"
+// `ledger.tool(options, fn)`: the per-call lifecycle of a ledgered tool, and the `TransitionContext` its body gets.
+
 import { throwIfAborted } from "../clock.ts"
+import type { LedgerCore } from "../core.ts"
 import {
+  LedgerConfigError,
   LedgerError,
   LedgerHardBlockError,
   LedgerOutcomeAlreadySetError,
-  MissingRequestIdentityError,
 } from "../errors.ts"
 import { ALLOWED_DECISION, errorText } from "../machine/transitions.ts"
 import { ToolTransitionBinding, type ToolTransitionBindingInit } from "../model/binding.ts"
-import { cloneJson, type JsonValue, toJsonValue } from "../model/canonical.ts"
+import { cloneJson } from "../model/canonical.ts"
 import type { Decision, LedgerEntry } from "../model/entry.ts"
 import { isConsequential, type SideEffectBoundary } from "../model/enums.ts"
-import {
-  argsFingerprint,
-  type CallMeta,
-  deriveDispatchId,
-  parseExplicitRequestId,
-  requestIdFromArgument,
-  resolveScope,
-  transitionKey,
-} from "../model/identity.ts"
+import type { CallMeta } from "../model/identity.ts"
 import type { DecisionIntent } from "../model/reconcile.ts"
-import type { ClaimRequest } from "./claim.ts"
+import { claimTransition } from "./claim.ts"
+import {
+  advanceBoundaryHeld,
+  attachRefHeld,
+  completeHeld,
+  failHeld,
+  markUnknownHeld,
+  renewHeld,
+} from "./fenced.ts"
+import { prepareCall } from "./request.ts"
 
 export interface LedgeredToolOptions {
   /** Tool name: part of the transition key and of every row. */
@@ -36,110 +38,17 @@ export interface LedgeredToolOptions {
 
 export type ToolBody<A, R> = (args: A, tx: TransitionContext) => Promise<R> | R
 
-export interface LedgeredTool<A, R> {
+/** The wrapped function before the facade attaches itself as `ledger`. */
+export interface LedgeredCall<A, R> {
   (args: A, meta?: CallMeta): Promise<R>
   readonly toolName: string
   readonly binding: ToolTransitionBinding | null
-  readonly ledger: ActionLedger
-}
-
-const UNCLASSIFIED_STRICT = ToolTransitionBinding.forTool({
-  agentId: "unclassified",
-  policyVersion: "unclassified",
-  sideEffectClass: "non_idempotent_mutate",
-})
-
-/** @internal everything a call needs before it touches storage. Pure. */
-export function prepareCall(
-  ledger: ActionLedger,
-  tool: string,
-  declared: ToolTransitionBinding | null,
-  args: Readonly<Record<string, unknown>>,
-  meta: CallMeta,
-  decision: () => Decision | null,
-  opts: { leaseTtl?: number; pollInterval?: number; pollTimeout?: number | null } = {},
-): { request: ClaimRequest; mode: "read" | "side_effect" | "unclassified" } {
-  const jsonArgs = toJsonValue(args) as Record<string, JsonValue>
-  const binding = declared ?? (ledger.unclassifiedPolicy === "strict" ? UNCLASSIFIED_STRICT : null)
-  const keyParam = binding?.providerIdempotencyKeyParam ?? null
-  const scope = resolveScope(declared?.scopeFrom ?? {}, args, meta)
-  const fingerprint = argsFingerprint(jsonArgs, [], keyParam)
-  const dispatchId = deriveDispatchId(meta)
-  const derivedKey = (): string =>
-    transitionKey({
-      tool,
-      binding: binding as ToolTransitionBinding,
-      argsFingerprint: fingerprint,
-      scope,
-      dispatchId,
-    })
-
-  let requestId: string
-  let explicitId = false
-  let keyedByArgs = false
-  if (meta.requestId !== undefined) {
-    requestId = parseExplicitRequestId(meta.requestId)
-    explicitId = true
-  } else if (declared?.requestIdFrom) {
-    requestId = requestIdFromArgument(tool, declared.requestIdFrom, args)
-  } else if (
-    declared &&
-    ledger.requestIdentityPolicy === "require_explicit" &&
-    isConsequential(declared.sideEffectClass)
-  ) {
-    throw new MissingRequestIdentityError(tool)
-  } else if (declared) {
-    requestId = derivedKey()
-    keyedByArgs = true
-  } else if (dispatchId) {
-    requestId = dispatchId
-  } else {
-    ledger.warnOnce(
-      `no-identity:${tool}`,
-      `Tool '${tool}' was called without a toolCallId or requestId and has no binding; the ledger cannot deduplicate this call. A random UUID will be used.`,
-    )
-    requestId = `no-session:${tool}:${globalThis.crypto.randomUUID()}`
-  }
-  const effectId = declared ? (keyedByArgs ? requestId : derivedKey()) : requestId
-  const rawKey = keyParam !== null ? args[keyParam] : undefined
-  const providerKey = rawKey == null ? null : String(rawKey)
-  const mode = !binding ? "unclassified" : binding.sideEffectClass === "read" ? "read" : "side_effect"
-
-  const request: ClaimRequest = {
-    tool,
-    requestId,
-    explicitId,
-    keyedByArgs,
-    binding,
-    fingerprint,
-    scope,
-    dispatchId,
-    providerKey,
-    leaseTtl: opts.leaseTtl ?? ledger.leaseTtl,
-    pollInterval: opts.pollInterval ?? ledger.pollInterval,
-    pollTimeout: opts.pollTimeout === undefined ? ledger.pollTimeout : opts.pollTimeout,
-    ...(meta.signal ? { signal: meta.signal } : {}),
-    fresh: (prior) =>
-      ledger.freshEntry({
-        tool,
-        requestId,
-        args: jsonArgs,
-        meta,
-        scope,
-        binding: declared,
-        effectId,
-        providerKey,
-        decision: decision(),
-        prior,
-      }),
-  }
-  return { request, mode }
 }
 
 /** Evaluates the ledger's predicates. Runs before any claim, so a denial writes nothing. */
-async function decide(ledger: ActionLedger, intent: DecisionIntent): Promise<Decision> {
+async function decide(core: LedgerCore, intent: DecisionIntent): Promise<Decision> {
   const verdicts: Array<{ name: string; allowed: boolean; reason: string | null }> = []
-  for (const p of ledger.predicates) {
+  for (const p of core.policy.predicates) {
     const v = await p.check(intent)
     const allowed = typeof v === "boolean" ? v : v.allowed
     const reason = typeof v === "boolean" ? null : (v.reason ?? null)
@@ -154,19 +63,19 @@ async function decide(ledger: ActionLedger, intent: DecisionIntent): Promise<Dec
 }
 
 export function createLedgeredTool<A extends Record<string, unknown>, R>(
-  ledger: ActionLedger,
+  core: LedgerCore,
   options: LedgeredToolOptions,
   fn: ToolBody<A, R>,
-): LedgeredTool<A, R> {
-  if (!options.name) throw new TypeError("ledger.tool() needs a name")
+): LedgeredCall<A, R> {
+  if (!options?.name) throw new LedgerConfigError("ledger.tool() needs a name: pass { name: 'my_tool', ... }")
   const binding = options.binding ? ToolTransitionBinding.from(options.binding) : null
   const tool = options.name
   if (
     binding &&
     isConsequential(binding.sideEffectClass) &&
-    (ledger.storage as { kind?: string }).kind === "memory"
+    (core.storage as { kind?: string }).kind === "memory"
   ) {
-    ledger.warnOnce(
+    core.warnOnce(
       `memory:${tool}`,
       `Tool '${tool}' (${binding.sideEffectClass}) is ledgered in process memory: another process or a restart will not see its transitions. Use a durable storage adapter in production.`,
     )
@@ -175,18 +84,18 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
   const call = async (args: A, meta: CallMeta = {}): Promise<R> => {
     throwIfAborted(meta.signal)
     let decision: Decision | null = null
-    const { request, mode } = prepareCall(ledger, tool, binding, args, meta, () => decision, options)
+    const { request, mode } = prepareCall(core, tool, binding, args, meta, () => decision, options)
     const verdict =
-      ledger.predicates.length === 0
+      core.policy.predicates.length === 0
         ? ALLOWED_DECISION
-        : await decide(ledger, {
+        : await decide(core, {
             tool,
             requestId: request.requestId,
             args,
             sideEffectClass: binding?.sideEffectClass ?? null,
           })
     if (!verdict.allowed) {
-      const row = await ledger.get(request.requestId)
+      const row = await core.store.get(request.requestId)
       if (row?.terminalOutcome === "COMPLETED") return cloneJson(row.result) as R
       throw new LedgerHardBlockError(
         `decision denied for '${request.requestId}': ${verdict.deniedReasons.join("; ") || "policy predicate refused"}`,
@@ -194,11 +103,11 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
     }
     // The allowed decision rides on the claim write itself: one write instead of claim + decision CAS.
     if (binding) decision = verdict
-    const claimed = await ledger.runClaim(request, mode)
+    const claimed = await claimTransition(core, request, mode)
     if (!claimed.owned) return cloneJson(claimed.entry.result) as R
 
-    const tx = new TransitionContext(ledger, claimed.entry, meta.signal, binding)
-    tx.startAutoRenew(options.leaseTtl ?? ledger.leaseTtl)
+    const tx = new OwnedTransition(core, claimed.entry, meta.signal)
+    tx.startAutoRenew(options.leaseTtl ?? core.policy.leaseTtl)
     let result: R
     try {
       result = await fn(args, tx)
@@ -212,11 +121,11 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
       await tx.complete(result)
     } catch (e) {
       if (!(e instanceof LedgerOutcomeAlreadySetError)) throw e
-      ledger.warn(`tool result discarded for '${tool}' request '${request.requestId}': ${e.message}`)
+      core.warn(`tool result discarded for '${tool}' request '${request.requestId}': ${e.message}`)
     }
     return result
   }
-  return Object.assign(call, { toolName: tool, binding, ledger })
+  return Object.assign(call, { toolName: tool, binding })
 }
 
 // Made on first use: workerd refuses to create an AbortController while a module loads.
@@ -230,9 +139,27 @@ function neverAborts(): AbortSignal {
  * What a ledgered tool body gets: the claim it holds and the side-effect boundary helpers. Writes are serialized
  * and fenced; a stale worker (its claim taken over) cannot move the row.
  */
-export class TransitionContext {
-  readonly #ledger: ActionLedger
-  readonly #binding: ToolTransitionBinding | null
+export interface TransitionContext {
+  readonly requestId: string
+  readonly fence: number
+  /** The row as this worker last wrote it. */
+  readonly entry: LedgerEntry
+  readonly signal: AbortSignal
+  /**
+   * Marks the point of no return: `maybe_crossed` is written durably before `fn` runs, so a crash inside it leaves
+   * the transition UNKNOWN and a redispatch hard-blocks instead of paying twice.
+   */
+  sideEffect<T>(fn: () => Promise<T> | T): Promise<T>
+  markMaybeCrossed(): Promise<void>
+  markCrossed(): Promise<void>
+  /** Stores the provider's handle (payment intent id, message id, the idempotency key sent) for reconciliation. */
+  recordExternalOperation(ref: string): Promise<void>
+  renewLease(leaseTtl?: number): Promise<void>
+}
+
+/** One owned transition: the body's `TransitionContext` plus the lifecycle the wrapper drives around the body. */
+class OwnedTransition implements TransitionContext {
+  readonly #core: LedgerCore
   #current: LedgerEntry
   #chain: Promise<unknown> = Promise.resolve()
   /** Boundary known to this worker; `crossed` after a clean `sideEffect()` is folded into the completion write. */
@@ -240,16 +167,10 @@ export class TransitionContext {
   #timer: ReturnType<typeof setInterval> | null = null
   readonly signal: AbortSignal
 
-  constructor(
-    ledger: ActionLedger,
-    entry: LedgerEntry,
-    signal: AbortSignal | undefined,
-    binding: ToolTransitionBinding | null,
-  ) {
-    this.#ledger = ledger
+  constructor(core: LedgerCore, entry: LedgerEntry, signal: AbortSignal | undefined) {
+    this.#core = core
     this.#current = entry
     this.#boundary = entry.sideEffectBoundary
-    this.#binding = binding
     this.signal = signal ?? neverAborts()
   }
 
@@ -285,27 +206,27 @@ export class TransitionContext {
 
   async markMaybeCrossed(): Promise<void> {
     if (this.#boundary === "maybe_crossed" || this.#boundary === "crossed") return
-    await this.#write((c) => this.#ledger.advanceBoundaryHeld(c, "maybe_crossed"))
+    await this.#write((c) => advanceBoundaryHeld(this.#core, c, "maybe_crossed"))
     this.#boundary = "maybe_crossed"
   }
 
   async markCrossed(): Promise<void> {
-    await this.#write((c) => this.#ledger.advanceBoundaryHeld(c, "crossed"))
+    await this.#write((c) => advanceBoundaryHeld(this.#core, c, "crossed"))
     this.#boundary = "crossed"
   }
 
   /** Stores the provider's handle (payment intent id, message id, the idempotency key sent) for reconciliation. */
   recordExternalOperation(ref: string): Promise<void> {
-    return this.#write((c) => this.#ledger.attachRefHeld(c, ref))
+    return this.#write((c) => attachRefHeld(this.#core, c, ref))
   }
 
   renewLease(leaseTtl?: number): Promise<void> {
-    return this.#write((c) => this.#ledger.renewHeld(c, leaseTtl))
+    return this.#write((c) => renewHeld(this.#core, c, leaseTtl))
   }
 
-  /** @internal */
+  /** Renews the lease every `leaseRenewInterval` while the body runs. */
   startAutoRenew(leaseTtl: number): void {
-    const every = this.#ledger.leaseRenewInterval
+    const every = this.#core.policy.leaseRenewInterval
     if (!(leaseTtl > 0) || !(every > 0)) return
     this.#timer = setInterval(() => {
       this.renewLease(leaseTtl).catch((e: unknown) => {
@@ -321,34 +242,28 @@ export class TransitionContext {
     this.#timer = null
   }
 
-  /** @internal stops renewal and waits for writes in flight. */
+  /** Stops renewal and waits for writes in flight. */
   async stop(): Promise<void> {
     this.#clearTimer()
     await this.#chain
   }
 
-  /** @internal */
   async complete(result: unknown): Promise<void> {
-    await this.#write((c) => this.#ledger.completeHeld(c, result))
+    await this.#write((c) => completeHeld(this.#core, c, result))
   }
 
-  /** @internal failure classification from the boundary; recording problems never mask the tool's error. */
+  /** Failure classification from the boundary; recording problems never mask the tool's error. */
   async recordFailure(err: unknown): Promise<void> {
     const text = errorText(err)
     try {
-      if (this.#boundary === "not_crossed") await this.#write((c) => this.#ledger.failHeld(c, text, false))
+      if (this.#boundary === "not_crossed") await this.#write((c) => failHeld(this.#core, c, text, false))
       else if (this.#boundary === "maybe_crossed")
-        await this.#write((c) => this.#ledger.markUnknownHeld(c, text))
-      else await this.#write((c) => this.#ledger.failHeld(c, text, true))
+        await this.#write((c) => markUnknownHeld(this.#core, c, text))
+      else await this.#write((c) => failHeld(this.#core, c, text, true))
     } catch (e) {
-      this.#ledger.warn(
+      this.#core.warn(
         `could not record the failure of '${this.#current.tool}' request '${this.requestId}': ${errorText(e)}`,
       )
     }
-  }
-
-  /** @internal */
-  get binding(): ToolTransitionBinding | null {
-    return this.#binding
   }
 }

@@ -45,6 +45,20 @@ export function driftMessage(
   )
 }
 
+export function identityConflictMessage(
+  dispatchId: string,
+  priorRequestId: string,
+  incomingRequestId: string,
+  tool: string,
+): string {
+  return (
+    `Identity conflict for tool '${tool}': tool_call_id ${pyRepr(dispatchId)} already has a transition with the same ` +
+    `arguments under another key (prior request_id=${pyRepr(priorRequestId)}, incoming request_id=` +
+    `${pyRepr(incomingRequestId)}), so the key was derived differently (another worker's number formatting, or a ` +
+    "changed binding). The tool was not run: settle the prior transition, or mint a new tool_call_id for a new intent."
+  )
+}
+
 /** `"{n}s ago"`, `"{n}m ago"`, `"{n}h ago"`. */
 export function ageString(seconds: number): string {
   const s = Math.max(0, Math.floor(seconds))
