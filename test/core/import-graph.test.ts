@@ -14,7 +14,7 @@ function sourceFiles(dir: string): string[] {
 
 const IMPORT = /(?:import|export)\s[^'"]*?from\s*['"](\.[^'"]+)['"]|import\(\s*['"](\.[^'"]+)['"]\s*\)/g
 
-export function importGraph(files: readonly string[], read: (f: string) => string): Map<string, string[]> {
+function importGraph(files: readonly string[], read: (f: string) => string): Map<string, string[]> {
   const graph = new Map<string, string[]>()
   for (const f of files) {
     const deps: string[] = []
@@ -27,7 +27,7 @@ export function importGraph(files: readonly string[], read: (f: string) => strin
   return graph
 }
 
-export function findCycles(graph: Map<string, string[]>): string[][] {
+function findCycles(graph: Map<string, string[]>): string[][] {
   const state = new Map<string, 1 | 2>()
   const cycles: string[][] = []
   const visit = (f: string, stack: string[]): void => {
