@@ -15,6 +15,7 @@ import {
   matchesExpectation,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
+import { InvalidOptionError } from "../core/errors.ts"
 import { sha256Hex } from "../core/ledger/model/sha256.ts"
 
 // ---- minimal structural types of the workerd APIs used (no @cloudflare/workers-types dependency) ----------
@@ -190,7 +191,8 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
 
   constructor(namespace: LedgerObjectNamespace, options: DurableObjectLedgerStorageOptions = {}) {
     const shards = options.shards ?? 1
-    if (!Number.isInteger(shards) || shards < 1) throw new RangeError("shards must be a positive integer")
+    if (!Number.isInteger(shards) || shards < 1)
+      throw new InvalidOptionError(`shards must be a positive integer, got ${String(shards)}`)
     this.#ns = namespace
     this.shards = shards
     this.name = options.name ?? "mycelium-ledger"

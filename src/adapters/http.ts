@@ -1,5 +1,16 @@
 // A LedgerStorage that talks to the edge ledger API (createLedgerApp), so a browser or any fetch-capable agent
 // shares the server's ledger. Atomicity lives on the server; this client adds none of its own.
+import {
+  type ClaimOptions,
+  type ClaimResult,
+  entryFromRow,
+  entryToRow,
+  type LedgerEntry,
+  type LedgerStorage,
+  type ListOptions,
+  type TransitionExpectation,
+} from "../adapter-kit.ts"
+import { MyceliumError } from "../core/errors.ts"
 
 export interface HttpLedgerStorageOptions {
   /** Base URL of the API, e.g. `https://ledger.example.com` (the app's basePath included). */
@@ -10,11 +21,11 @@ export interface HttpLedgerStorageOptions {
 }
 
 /** The server answered with an error: `code` is the API's stable error code. */
-export class LedgerHttpError extends Error {
+export class LedgerHttpError extends MyceliumError {
   override readonly name = "LedgerHttpError"
   constructor(
     readonly status: number,
-    readonly code: string,
+    override readonly code: string,
     message: string,
   ) {
     super(message)
@@ -143,14 +154,3 @@ export class HttpLedgerStorage implements LedgerStorage {
     return r.rows.map(entryFromRow)
   }
 }
-
-import {
-  type ClaimOptions,
-  type ClaimResult,
-  entryFromRow,
-  entryToRow,
-  type LedgerEntry,
-  type LedgerStorage,
-  type ListOptions,
-  type TransitionExpectation,
-} from "../adapter-kit.ts"

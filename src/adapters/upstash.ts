@@ -18,6 +18,7 @@ import {
   stampClaim,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
+import { MyceliumError } from "../core/errors.ts"
 
 export interface UpstashLedgerStorageOptions {
   /** An `@upstash/redis` client (`@upstash/redis`, `/cloudflare` or `/fastly`). */
@@ -439,9 +440,9 @@ export class UpstashLedgerStorage implements LedgerStorage {
 }
 
 /** The script answered something it never returns: a protocol or version mismatch, never a ledger decision. */
-export class UpstashReplyError extends Error {
+export class UpstashReplyError extends MyceliumError {
   override readonly name = "UpstashReplyError"
-  readonly code = "upstash_unexpected_reply"
+  override readonly code = "upstash_unexpected_reply"
   constructor(op: string, reply: unknown) {
     super(
       `unexpected reply from the Redis ledger script during ${op}: ${JSON.stringify(reply)?.slice(0, 200)}`,

@@ -2,7 +2,7 @@
 // `mycelium`: the command line (Node, Deno, Bun).
 import { parseArgs } from "node:util"
 import { FileLedgerStorage } from "../adapters/file.ts"
-import { ActionLedger } from "../core/index.ts"
+import { ActionLedger, MyceliumError } from "../core/index.ts"
 import { createLedgerApp } from "../edge/app.ts"
 import { runDemo } from "./demo.ts"
 import { serve } from "./serve.ts"
@@ -91,8 +91,9 @@ async function main(argv: string[]): Promise<number> {
   }
 }
 
-class UsageError extends Error {
+class UsageError extends MyceliumError {
   override readonly name = "UsageError"
+  override readonly code = "usage"
 }
 
 main(process.argv.slice(2)).then(

@@ -13,8 +13,11 @@ export class LedgerConfigError extends LedgerError {
   override readonly code: string = "invalid_option"
 }
 
-/** A stored payload is not a ledger row (no string `request_id`, `tool` and `status`). Repair or delete the row. */
-export class LedgerRowError extends LedgerError {
+/**
+ * A stored payload is not a ledger row (no string `request_id`, `tool` and `status`). Repair or delete the row.
+ * A storage-level failure, not a ledger decision: the ledger reports it as `LedgerStorageUnavailableError`.
+ */
+export class LedgerRowError extends MyceliumError {
   override readonly name = "LedgerRowError"
   override readonly code = "ledger_row_invalid"
 }

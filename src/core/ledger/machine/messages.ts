@@ -1,16 +1,10 @@
 // Message shapes of the Python original, so operators and log searches see the same text from both workers.
+import { pyStrRepr as pyRepr } from "../../repr.ts"
 import type { ToolTransitionBinding } from "../model/binding.ts"
 import { pythonFloatRepr } from "../model/canonical.ts"
 import type { LedgerEntry } from "../model/entry.ts"
 import type { TerminalOutcome } from "../model/enums.ts"
 import { providerKeyValidity } from "./gates.ts"
-
-/** Python `repr()` of a string: single quotes unless the text holds one and no double quote. */
-export function pyRepr(s: string): string {
-  const q = s.includes("'") && !s.includes('"') ? '"' : "'"
-  const body = s.replace(/\\/g, "\\\\").replace(q === "'" ? /'/g : /"/g, `\\${q}`)
-  return `${q}${body}${q}`
-}
 
 const float = (x: number): string => (Number.isInteger(x) ? `${x}.0` : pythonFloatRepr(x))
 
