@@ -12,9 +12,3 @@ export class InvalidOptionError extends MyceliumError {
   override readonly name: string = "InvalidOptionError"
   override readonly code: string = "invalid_option"
 }
-
-/** Checks a closed set of allowed values; the message names the option, the allowed values and what was given. */
-export function assertOneOf<T extends string>(option: string, value: unknown, allowed: readonly T[]): T {
-  if (allowed.includes(value as T)) return value as T
-  throw new InvalidOptionError(`${option} must be one of ${allowed.join(", ")}, got '${String(value)}'`)
-}
