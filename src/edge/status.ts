@@ -12,7 +12,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, ContentfulStatusCode>>
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
-  ledger_not_found: 404,
+  ledger_unknown_request: 404,
   payload_too_large: 413,
   ledger_storage_unavailable: 503,
 }

@@ -34,10 +34,10 @@ export class LedgerLeaseError extends LedgerError {
   override readonly code = "ledger_lease_expired"
 }
 
-/** There is no transition under this request id. */
-export class LedgerNotFoundError extends LedgerError {
-  override readonly name = "LedgerNotFoundError"
-  override readonly code = "ledger_not_found"
+/** No transition is stored under this request id (a typo, another tenant's id, or a row never claimed). */
+export class LedgerUnknownRequestError extends LedgerError {
+  override readonly name = "LedgerUnknownRequestError"
+  override readonly code = "ledger_unknown_request"
 }
 
 /** Redispatch of an ambiguous or spent transition: a human or a reconciler must decide. */

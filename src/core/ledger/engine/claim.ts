@@ -14,7 +14,7 @@ import {
 import { hardBlockMessage } from "../machine/messages.ts"
 import {
   completedRow,
-  expiredBlockedRow,
+  lapsedBlockedRow,
   RELEASABLE_OUTCOMES,
   type ResolutionStamps,
   repairedRow,
@@ -253,7 +253,7 @@ async function reexecute(
 }
 
 async function markExpiredBlocked(core: LedgerCore, observed: LedgerEntry): Promise<LedgerEntry | null> {
-  const blocked = expiredBlockedRow(observed, core.clock.now())
+  const blocked = lapsedBlockedRow(observed, core.clock.now())
   const ok = await core.store.tryTransition(blocked, {
     outcomes: ["IN_FLIGHT"],
     owner: observed.owner,

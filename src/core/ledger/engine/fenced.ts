@@ -7,8 +7,8 @@ import {
   LedgerConfigError,
   LedgerFenceRequiredError,
   LedgerLeaseError,
-  LedgerNotFoundError,
   LedgerOutcomeAlreadySetError,
+  LedgerUnknownRequestError,
 } from "../errors.ts"
 import {
   blockedRow,
@@ -40,7 +40,7 @@ export async function heldRow(
     throw new LedgerFenceRequiredError(`${op} requires the claim fence: pass the fence the claim returned`)
   }
   const row = await core.store.get(requestId)
-  if (!row) throw new LedgerNotFoundError(`Cannot ${op} unknown request '${requestId}': claim it first`)
+  if (!row) throw new LedgerUnknownRequestError(`Cannot ${op} unknown request '${requestId}': claim it first`)
   return { ...row, fence: guard.fence, owner: guard.owner ?? row.owner }
 }
 

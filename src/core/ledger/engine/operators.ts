@@ -3,9 +3,9 @@
 import type { LedgerCore } from "../core.ts"
 import {
   LedgerAlreadyResolvedError,
-  LedgerNotFoundError,
   LedgerPollTimeoutError,
   LedgerReleaseRefusedError,
+  LedgerUnknownRequestError,
   LedgerWorkerAliveError,
 } from "../errors.ts"
 import { ageString, remainingString } from "../machine/messages.ts"
@@ -179,7 +179,7 @@ export async function waitForTransition(
   const deadline = timeout === null ? Number.POSITIVE_INFINITY : core.clock.now() + timeout
   for (;;) {
     const row = await core.store.get(requestId)
-    if (!row) throw new LedgerNotFoundError(`Cannot wait for unknown request '${requestId}'`)
+    if (!row) throw new LedgerUnknownRequestError(`Cannot wait for unknown request '${requestId}'`)
     if (resolvedOutcome(row, core.clock.now()) !== "IN_FLIGHT") return row
     if (core.clock.now() >= deadline)
       throw new LedgerPollTimeoutError(`Timed out waiting for request '${requestId}'`)

@@ -150,7 +150,7 @@ export function blockedRow(e: LedgerEntry, error: string, now: number): LedgerEn
 }
 
 /** A lapsed lease the gates refuse to reclaim becomes BLOCKED (the original's `mark_blocked`, with its texts). */
-export function expiredBlockedRow(e: LedgerEntry, now: number): LedgerEntry {
+export function lapsedBlockedRow(e: LedgerEntry, now: number): LedgerEntry {
   const error =
     e.sideEffectBoundary === "not_crossed"
       ? "stale in-flight lease with not_crossed boundary; reclaim only if an external_operation_ref reconcile proves NOT_EXECUTED"
