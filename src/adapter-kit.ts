@@ -7,9 +7,17 @@ export { MyceliumError } from "./core/errors.ts"
 export {
   LedgerError,
   LedgerOutcomeAlreadySetError,
+  LedgerRowError,
+  LedgerStaleFenceError,
   LedgerStorageUnavailableError,
 } from "./core/ledger/errors.ts"
-export { decideClaim, dispatchIdOf, matchesExpectation } from "./core/ledger/machine/atomic.ts"
+export {
+  decideClaim,
+  dispatchIdOf,
+  matchesExpectation,
+  refuseStaleSet,
+  staleSetFence,
+} from "./core/ledger/machine/atomic.ts"
 export {
   type ClaimClassification,
   classifyClaim,

@@ -31,6 +31,7 @@ import {
   type LedgerStorage,
   type ListOptions,
   matchesExpectation,
+  refuseStaleSet,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
 
@@ -290,6 +291,8 @@ export class FileLedgerStorage implements LedgerStorage {
 
   set(entry: LedgerEntry): Promise<void> {
     return this.#mutate(() => {
+      const slot = this.#rows.get(entry.requestId)
+      refuseStaleSet(slot ? entryOf(slot) : null, entry)
       this.#put(entry)
       return { result: undefined, changed: true }
     })

@@ -6,6 +6,7 @@ import {
   entryFromRow,
   entryToRow,
   type LedgerEntry,
+  LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
   type TransitionExpectation,
@@ -84,7 +85,15 @@ export class HttpLedgerStorage implements LedgerStorage {
   }
 
   async set(entry: LedgerEntry): Promise<void> {
-    await this.#call("PUT", `/v1/rows/${this.#id(entry.requestId)}`, { row: entryToRow(entry) })
+    try {
+      await this.#call("PUT", `/v1/rows/${this.#id(entry.requestId)}`, { row: entryToRow(entry) })
+    } catch (e) {
+      // The server's store refused it: the same typed refusal as every other backend's.
+      if (e instanceof LedgerHttpError && e.code === "ledger_stale_fence") {
+        throw new LedgerStaleFenceError(entry.requestId, null, entry.fence)
+      }
+      throw e
+    }
   }
 
   async tryClaimInflight(

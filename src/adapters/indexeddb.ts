@@ -10,10 +10,12 @@ import {
   entryToRow,
   type LedgerEntry,
   type LedgerRow,
+  LedgerStaleFenceError,
   type LedgerStorage,
   LedgerStorageUnavailableError,
   type ListOptions,
   matchesExpectation,
+  staleSetFence,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
 
@@ -69,8 +71,17 @@ export class IndexedDbLedgerStorage implements LedgerStorage {
   async set(entry: LedgerEntry): Promise<void> {
     const db = await this.#open()
     const tx = db.transaction(this.storeName, "readwrite", this.#txOptions)
-    quiet(tx.store.put(entryToRow(entry)))
-    await tx.done
+    let refused: number | null
+    try {
+      const row = (await tx.store.get(entry.requestId)) as LedgerRow | undefined
+      refused = staleSetFence(row ? entryFromRow(row) : null, entry)
+      if (refused === null) quiet(tx.store.put(entryToRow(entry)))
+      await tx.done
+    } catch (err) {
+      abortQuietly(tx)
+      throw err
+    }
+    if (refused !== null) throw new LedgerStaleFenceError(entry.requestId, refused, entry.fence)
   }
 
   async tryClaimInflight(

@@ -11,6 +11,7 @@ import {
   entryToRow,
   type LedgerEntry,
   LedgerOutcomeAlreadySetError,
+  LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
   stampClaim,
@@ -187,10 +188,7 @@ export class NeonLedgerStorage implements LedgerStorage {
     ])
     if (rows.length === 0) {
       const stored = await this.get(entry.requestId)
-      throw new LedgerOutcomeAlreadySetError(
-        `set() refused for '${entry.requestId}': the stored fence ${stored?.fence} is newer than ${entry.fence}; ` +
-          "re-read the row and write from it",
-      )
+      throw new LedgerStaleFenceError(entry.requestId, stored?.fence ?? 0, entry.fence)
     }
   }
 

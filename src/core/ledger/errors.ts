@@ -75,6 +75,22 @@ export class LedgerOutcomeAlreadySetError extends LedgerError {
   override readonly code = "ledger_outcome_already_set"
 }
 
+/**
+ * `set()` was handed a row with a lower fence than the stored one: a writer acting on a claim that has since been
+ * taken over. Nothing was written. Every backend refuses it (see `LedgerStorage.set`).
+ */
+export class LedgerStaleFenceError extends LedgerError {
+  override readonly name = "LedgerStaleFenceError"
+  override readonly code = "ledger_stale_fence"
+  /** `storedFence` null: the backend (a remote one) did not say which. */
+  constructor(requestId: string, storedFence: number | null, fence: number) {
+    super(
+      `set() refused for '${requestId}': the stored row's fence${storedFence === null ? "" : ` ${storedFence}`} is newer than this row's ${fence}, ` +
+        "so a later claim owns it. Nothing was written; re-read the row with get() and write from it.",
+    )
+  }
+}
+
 /** The worker holding a lease still looks alive; releasing or reclaiming now could run the effect twice. */
 export class LedgerWorkerAliveError extends LedgerError {
   override readonly name = "LedgerWorkerAliveError"

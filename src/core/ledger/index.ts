@@ -37,6 +37,7 @@ export {
   LedgerReleaseRefusedError,
   LedgerRowError,
   LedgerSoftBlockError,
+  LedgerStaleFenceError,
   LedgerStorageUnavailableError,
   LedgerUnknownRequestError,
   LedgerWorkerAliveError,
@@ -79,3 +80,9 @@ export {
   type Reconciler,
 } from "./model/reconcile.ts"
 export { configureSha256, type Sha256HexImpl, sha256, sha256Hex } from "./model/sha256.ts"
+export {
+  parseToolArguments,
+  type ToolArguments,
+  ToolArgumentsError,
+  type ToolArgumentValue,
+} from "./model/tool-arguments.ts"

@@ -51,7 +51,12 @@ export interface ListOptions {
  */
 export interface LedgerStorage {
   get(requestId: string): Promise<LedgerEntry | null>
-  /** Upsert. Refuses nothing: only for repair tooling and tests. */
+  /**
+   * Upsert, for repair tooling, imports and tests (the ledger itself never calls it). One rule, in every backend,
+   * in the same atomic step as the write: a row whose fence is lower than the stored row's is refused with
+   * `LedgerStaleFenceError` and nothing is written (the Python original's Redis rule). An equal or higher fence,
+   * or no stored row, is written as given: set() does not stamp, bump or compare anything else.
+   */
   set(entry: LedgerEntry): Promise<void>
   /** Insert a fresh in-flight row, or take over a claimable one (see ClaimOptions), stamping lease and fence. */
   tryClaimInflight(

@@ -1,4 +1,4 @@
-import { decideClaim, dispatchIdOf, matchesExpectation } from "../ledger/machine/atomic.ts"
+import { decideClaim, dispatchIdOf, matchesExpectation, refuseStaleSet } from "../ledger/machine/atomic.ts"
 import type { LedgerEntry } from "../ledger/model/entry.ts"
 import type {
   ClaimOptions,
@@ -23,6 +23,7 @@ export class MemoryLedgerStorage implements LedgerStorage {
   }
 
   async set(entry: LedgerEntry): Promise<void> {
+    refuseStaleSet(this.#rows.get(entry.requestId) ?? null, entry)
     this.#put(entry)
   }
 

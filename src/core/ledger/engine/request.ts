@@ -3,7 +3,7 @@ import type { LedgerCore } from "../core.ts"
 import { MissingRequestIdentityError } from "../errors.ts"
 import { freshRow } from "../machine/transitions.ts"
 import { ToolTransitionBinding } from "../model/binding.ts"
-import { type JsonValue, toJsonValue } from "../model/canonical.ts"
+import { type JsonValue, toStoredAndKeyed } from "../model/canonical.ts"
 import type { Decision, LedgerEntry } from "../model/entry.ts"
 import { isConsequential } from "../model/enums.ts"
 import {
@@ -25,6 +25,10 @@ export interface ClaimRequest {
   /** The request id hashes the args fingerprint, so a row at this id has these arguments. */
   readonly keyedByArgs: boolean
   readonly binding: ToolTransitionBinding | null
+  /**
+   * The args fingerprint of the arguments as a row stores them, compared with stored rows. It differs from the
+   * one inside the transition key only for integers beyond 2^53 and kept floats, which a row cannot hold exactly.
+   */
   readonly fingerprint: string
   readonly scope: TransitionScope
   readonly dispatchId: string | null
@@ -68,17 +72,21 @@ export function prepareCall(
   opts: CallTiming = {},
 ): { request: ClaimRequest; mode: ClaimMode } {
   const { policy } = core
-  const jsonArgs = toJsonValue(args) as Record<string, JsonValue>
+  const { stored, keyed } = toStoredAndKeyed(args)
+  const jsonArgs = stored as Record<string, JsonValue>
   const binding = declared ?? (policy.unclassifiedPolicy === "strict" ? UNCLASSIFIED_STRICT : null)
   const keyParam = binding?.providerIdempotencyKeyParam ?? null
   const scope = resolveScope(declared?.scopeFrom ?? {}, args, meta)
   const fingerprint = argsFingerprint(jsonArgs, [], keyParam)
+  // The key hashes exact integers (Python's); stored rows are compared by what they can hold (usually the same).
+  const keyFingerprint =
+    keyed === stored ? fingerprint : argsFingerprint(keyed as Record<string, unknown>, [], keyParam)
   const dispatchId = deriveDispatchId(meta)
   const derivedKey = (): string =>
     transitionKey({
       tool,
       binding: binding as ToolTransitionBinding,
-      argsFingerprint: fingerprint,
+      argsFingerprint: keyFingerprint,
       scope,
       dispatchId,
     })

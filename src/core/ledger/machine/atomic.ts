@@ -2,6 +2,7 @@
 // Backends that evaluate in JavaScript (memory, file, IndexedDB, Durable Object) call these inside their atomic
 // step; the SQL and Lua backends encode the same rules (see the conformance suite).
 import type { ClaimOptions, ClaimResult, TransitionExpectation } from "../../storage/contract.ts"
+import { LedgerStaleFenceError } from "../errors.ts"
 import type { LedgerEntry } from "../model/entry.ts"
 import { type ClaimClassification, classifyClaim } from "./gates.ts"
 import { stampClaim } from "./transitions.ts"
@@ -24,6 +25,18 @@ export function decideClaim(
   if (cls !== "claimed") return { result: { outcome: cls, entry: existing as LedgerEntry }, write: null }
   const stamped = stampClaim(entry, existing, leaseTtl, now)
   return { result: { outcome: "claimed", entry: stamped }, write: stamped }
+}
+
+/** The `set()` rule: the stored row's fence when `entry` must be refused as stale, else null. */
+export function staleSetFence(stored: LedgerEntry | null, entry: LedgerEntry): number | null {
+  const storedFence = stored?.fence ?? 0
+  return stored && storedFence > entry.fence ? storedFence : null
+}
+
+/** The `set()` rule for backends that decide in JavaScript: call it on the stored row inside the atomic step. */
+export function refuseStaleSet(stored: LedgerEntry | null, entry: LedgerEntry): void {
+  const storedFence = staleSetFence(stored, entry)
+  if (storedFence !== null) throw new LedgerStaleFenceError(entry.requestId, storedFence, entry.fence)
 }
 
 /** Whether a stored row satisfies a compare-and-set expectation. */

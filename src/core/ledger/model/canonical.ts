@@ -68,9 +68,16 @@ export function pythonFloatRepr(x: number): string {
   return `${sign}${digits.slice(0, intLen)}.${digits.slice(intLen)}`
 }
 
+// Beyond this JavaScript prints integral numbers with an exponent, as Python's float repr does.
+const EXPONENT_FROM = 1e21
+
 function number(x: number): string {
-  // A JS number cannot tell 10 from 10.0; safe integers are treated as Python ints, the rest as floats.
-  return Number.isSafeInteger(x) ? String(x) : pythonFloatRepr(x)
+  // A JS number cannot tell 10 from 10.0: integral numbers are Python ints (docs/keys.md), digits exactly as
+  // Python writes the int of the same value. -0 exists only as a float in Python.
+  if (Number.isSafeInteger(x)) return x === 0 && Object.is(x, -0) ? "-0.0" : String(x)
+  // Beyond 2^53 String() pads shortest digits with zeros (2**60 -> ...847000); Python prints the exact int.
+  if (Number.isInteger(x) && x < EXPONENT_FROM && x > -EXPONENT_FROM) return BigInt(x).toString()
+  return pythonFloatRepr(x)
 }
 
 // Python sorts keys by code point; JS compares UTF-16 units, which differs only for astral vs U+E000..U+FFFF.
@@ -110,6 +117,8 @@ function write(value: unknown): string {
         return `${out}]`
       }
       if (value instanceof Date) return canonicalString(value.toISOString())
+      // A boxed Number is how `parseToolArguments` keeps a float the text wrote as one (`1e16`).
+      if (value instanceof Number) return pythonFloatRepr(value.valueOf())
       const withJson = value as { toJSON?: () => unknown }
       if (typeof withJson.toJSON === "function") return write(withJson.toJSON())
       if (value instanceof Map || value instanceof Set) return canonicalString(String(value))
@@ -138,8 +147,28 @@ export function canonicalJson(value: unknown): string {
 /**
  * The JSON value a stored row holds for `value` (Python's `json.dumps(default=str)` round trip): non-JSON values
  * become strings, `undefined` members disappear. Every backend stores exactly this, so replays look alike.
+ * A `bigint` within 2^53 becomes a number; beyond it, its decimal string (JSON.stringify cannot write it).
  */
 export function toJsonValue(value: unknown): JsonValue {
+  return convert(value, false) as JsonValue
+}
+
+/**
+ * `toJsonValue(value)` for the row, and the value the transition key hashes: the same unless `value` holds
+ * what a row cannot carry exactly (a `bigint` beyond 2^53, a boxed-Number float from `parseToolArguments`).
+ */
+export function toStoredAndKeyed(value: unknown): { stored: JsonValue; keyed: unknown } {
+  inexact = false
+  const stored = convert(value, false) as JsonValue
+  return { stored, keyed: inexact ? convert(value, true) : stored }
+}
+
+// Set by `convert` when the stored form loses what the key needs. Module state is safe: `convert` is synchronous
+// and reset by its only reader just before; it costs no allocation on the hot path.
+let inexact = false
+
+/** `exact`: keep bigints and boxed Numbers as they are, for `canonicalJson` to write exactly. */
+function convert(value: unknown, exact: boolean): unknown {
   switch (typeof value) {
     case "string":
     case "boolean":
@@ -147,24 +176,39 @@ export function toJsonValue(value: unknown): JsonValue {
     case "number":
       return Number.isFinite(value) ? value : String(value)
     case "bigint":
+      if (value >= MIN_SAFE && value <= MAX_SAFE) return Number(value)
+      if (exact) return value
+      inexact = true
       return value.toString()
     case "undefined":
       return null
     case "object": {
       if (value === null) return null
-      if (Array.isArray(value)) return value.map(toJsonValue)
+      if (Array.isArray(value)) {
+        const out: unknown[] = new Array(value.length)
+        for (let i = 0; i < value.length; i++) out[i] = convert(value[i], exact)
+        return out
+      }
       if (value instanceof Date) return value.toISOString()
+      if (value instanceof Number) {
+        if (exact) return value
+        inexact = true
+        return convert(value.valueOf(), false)
+      }
       const withJson = value as { toJSON?: () => unknown }
-      if (typeof withJson.toJSON === "function") return toJsonValue(withJson.toJSON())
+      if (typeof withJson.toJSON === "function") return convert(withJson.toJSON(), exact)
       if (value instanceof Map || value instanceof Set) return String(value)
-      const out: { [key: string]: JsonValue } = {}
-      for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = toJsonValue(v)
+      const out: { [key: string]: unknown } = {}
+      for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = convert(v, exact)
       return out
     }
     default:
       return String(value)
   }
 }
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+const MIN_SAFE = -MAX_SAFE
 
 /**
  * A deep copy of a stored JSON value. Replays hand each caller its own copy; for the small objects tools return
