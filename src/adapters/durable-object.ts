@@ -1,21 +1,24 @@
 // Cloudflare Durable Object ledger store: the object (SQLite-backed) serves the storage contract over RPC, and
 // DurableObjectLedgerStorage is the client any Worker uses. Import this module only inside workerd.
+
 import { DurableObject } from "cloudflare:workers"
-import type { LedgerEntry } from "../core/ledger/entry.ts"
-import { entryFromRow, entryToRow } from "../core/ledger/entry.ts"
-import { LedgerStaleFenceError } from "../core/ledger/errors.ts"
-import { sha256Hex } from "../core/ledger/sha256.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
   decideClaim,
   dispatchIdOf,
+  entryFromRow,
+  entryToRow,
+  type LedgerEntry,
+  LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
   matchesExpectation,
   staleSetFence,
   type TransitionExpectation,
-} from "../core/ledger/storage.ts"
+} from "../adapter-kit.ts"
+import { InvalidOptionError } from "../core/errors.ts"
+import { sha256Hex } from "../core/ledger/model/sha256.ts"
 
 // ---- minimal structural types of the workerd APIs used (no @cloudflare/workers-types dependency) ----------
 
@@ -198,7 +201,8 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
 
   constructor(namespace: LedgerObjectNamespace, options: DurableObjectLedgerStorageOptions = {}) {
     const shards = options.shards ?? 1
-    if (!Number.isInteger(shards) || shards < 1) throw new RangeError("shards must be a positive integer")
+    if (!Number.isInteger(shards) || shards < 1)
+      throw new InvalidOptionError(`shards must be a positive integer, got ${String(shards)}`)
     this.#ns = namespace
     this.shards = shards
     this.name = options.name ?? "mycelium-ledger"

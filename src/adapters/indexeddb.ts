@@ -1,19 +1,23 @@
 // IndexedDB ledger store for browsers (and Node with fake-indexeddb). Rows are the Python original's payload,
 // keyed by request_id, so an export of the store reads like the file backend's JSON.
+
 import { type IDBPDatabase, unwrap, wrap } from "idb"
-import type { LedgerEntry, LedgerRow } from "../core/ledger/entry.ts"
-import { entryFromRow, entryToRow } from "../core/ledger/entry.ts"
-import { LedgerStaleFenceError, LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
   decideClaim,
+  entryFromRow,
+  entryToRow,
+  type LedgerEntry,
+  type LedgerRow,
+  LedgerStaleFenceError,
   type LedgerStorage,
+  LedgerStorageUnavailableError,
   type ListOptions,
   matchesExpectation,
   staleSetFence,
   type TransitionExpectation,
-} from "../core/ledger/storage.ts"
+} from "../adapter-kit.ts"
 
 export interface IndexedDbLedgerStorageOptions {
   /** Database name. Default `mycelium-ledger`. */

@@ -3,20 +3,25 @@
 // Derived keys (tombstones, the dispatch index) never lie under the row prefix, whatever it is: a scan of
 // `{prefix}*` (ours, or a Python worker's) sees rows only. See derivedBase() and docs/storage-contract.md.
 // Claim and every compare-and-set are one Lua script each: one round trip, no WATCH/MULTI retry loops.
+
 import type { Redis } from "@upstash/redis"
-import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
-import { isTerminalOutcome } from "../core/ledger/enums.ts"
-import { LedgerStaleFenceError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
   decideClaim,
   dispatchIdOf,
+  entryFromRow,
+  entryToRow,
+  isTerminalOutcome,
+  type LedgerEntry,
+  LedgerOutcomeAlreadySetError,
+  LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
   stampClaim,
   type TransitionExpectation,
-} from "../core/ledger/storage.ts"
+} from "../adapter-kit.ts"
+import { MyceliumError } from "../core/errors.ts"
 
 export interface UpstashLedgerStorageOptions {
   /** An `@upstash/redis` client (`@upstash/redis`, `/cloudflare` or `/fastly`). */
@@ -34,7 +39,7 @@ export interface UpstashLedgerStorageOptions {
 
 type Row = Record<string, unknown>
 
-// Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/entry.ts do, so the
+// Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/model/entry.ts do, so the
 // script classifies the same way `classifyClaim` does. Missing `terminal_outcome` reads as IN_FLIGHT, a JSON null or
 // unknown value falls back to `status`, unparseable numbers behave like JavaScript's NaN (never equal, never greater).
 const LUA_PRELUDE = `
@@ -466,9 +471,9 @@ export class UpstashLedgerStorage implements LedgerStorage {
 }
 
 /** The script answered something it never returns: a protocol or version mismatch, never a ledger decision. */
-export class UpstashReplyError extends Error {
+export class UpstashReplyError extends MyceliumError {
   override readonly name = "UpstashReplyError"
-  readonly code = "upstash_unexpected_reply"
+  override readonly code = "upstash_unexpected_reply"
   constructor(op: string, reply: unknown) {
     super(
       `unexpected reply from the Redis ledger script during ${op}: ${JSON.stringify(reply)?.slice(0, 200)}`,

@@ -4,8 +4,9 @@
 // Redis; the empty prefix on a private one, because every key of a database lies under it.
 import { Redis } from "@upstash/redis"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
 import { derivedBase, UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
-import { ActionLedger, type LedgerEntry, newEntry } from "../../src/core/index.ts"
+import { ActionLedger, type LedgerEntry } from "../../src/core/index.ts"
 import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 import { type PrivateUpstash, startPrivateUpstash } from "./servers/private-servers.ts"
 

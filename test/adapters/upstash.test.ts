@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
-import { ActionLedger, LedgerStaleFenceError, newEntry } from "../../src/core/index.ts"
+import { ActionLedger, LedgerStaleFenceError } from "../../src/core/index.ts"
 import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 

@@ -1,13 +1,11 @@
 // The one suite every LedgerStorage must pass. Runs in Node, workerd and Chromium: vitest APIs only.
 import { afterAll, beforeEach, describe, expect, it } from "vitest"
+import { entryFromRow, type LedgerEntryInit, newEntry } from "../../src/adapter-kit.ts"
 import {
   ActionLedger,
-  entryFromRow,
   type LedgerEntry,
-  type LedgerEntryInit,
   LedgerStaleFenceError,
   type LedgerStorage,
-  newEntry,
   type TerminalOutcome,
   type TransitionExpectation,
 } from "../../src/core/index.ts"

@@ -1,14 +1,16 @@
 import { describe, expect, it } from "vitest"
 import {
-  argsFingerprint,
   buildTransitionPreimage,
-  canonicalJson,
-  configureSha256,
   preimageJson,
   pythonFloatRepr,
-  sha256Hex,
   sha256HexJs,
   toJsonValue,
+} from "../../../src/adapter-kit.ts"
+import {
+  argsFingerprint,
+  canonicalJson,
+  configureSha256,
+  sha256Hex,
   transitionKey,
 } from "../../../src/core/index.ts"
 

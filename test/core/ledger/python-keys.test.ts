@@ -3,16 +3,15 @@
 // test/fixtures/python-key-vectors.py) and the shared reference's python-vectors.json.
 import { readFileSync } from "node:fs"
 import { describe, expect, it } from "vitest"
+import { entryFromRow, toJsonValue } from "../../../src/adapter-kit.ts"
 import {
   ActionLedger,
   argsFingerprint,
   canonicalJson,
-  entryFromRow,
   MemoryLedgerStorage,
   parseToolArguments,
   type ToolArguments,
   ToolArgumentsError,
-  toJsonValue,
 } from "../../../src/core/index.ts"
 
 interface KeyCase {

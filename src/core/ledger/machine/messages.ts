@@ -1,16 +1,10 @@
 // Message shapes of the Python original, so operators and log searches see the same text from both workers.
-import type { ToolTransitionBinding } from "./binding.ts"
-import { pythonFloatRepr } from "./canonical.ts"
-import type { LedgerEntry } from "./entry.ts"
-import type { TerminalOutcome } from "./enums.ts"
+import { pyStrRepr as pyRepr } from "../../repr.ts"
+import type { ToolTransitionBinding } from "../model/binding.ts"
+import { pythonFloatRepr } from "../model/canonical.ts"
+import type { LedgerEntry } from "../model/entry.ts"
+import type { TerminalOutcome } from "../model/enums.ts"
 import { providerKeyValidity } from "./gates.ts"
-
-/** Python `repr()` of a string: single quotes unless the text holds one and no double quote. */
-export function pyRepr(s: string): string {
-  const q = s.includes("'") && !s.includes('"') ? '"' : "'"
-  const body = s.replace(/\\/g, "\\\\").replace(q === "'" ? /'/g : /"/g, `\\${q}`)
-  return `${q}${body}${q}`
-}
 
 const float = (x: number): string => (Number.isInteger(x) ? `${x}.0` : pythonFloatRepr(x))
 
@@ -42,6 +36,20 @@ export function driftMessage(
     `Args drift / identity conflict for tool '${tool}': dispatch ticket already recorded with a different tool, ` +
     `scope, or arguments (prior request_id=${pyRepr(priorRequestId)}, incoming request_id=${pyRepr(incomingRequestId)}, ` +
     `prior tool=${pyRepr(priorTool)}). Mint a new request_id / tool_call_id for a genuinely new intent.`
+  )
+}
+
+export function identityConflictMessage(
+  dispatchId: string,
+  priorRequestId: string,
+  incomingRequestId: string,
+  tool: string,
+): string {
+  return (
+    `Identity conflict for tool '${tool}': tool_call_id ${pyRepr(dispatchId)} already has a transition with the same ` +
+    `arguments under another key (prior request_id=${pyRepr(priorRequestId)}, incoming request_id=` +
+    `${pyRepr(incomingRequestId)}), so the key was derived differently (another worker's number formatting, or a ` +
+    "changed binding). The tool was not run: settle the prior transition, or mint a new tool_call_id for a new intent."
   )
 }
 

@@ -1,8 +1,9 @@
 // Identity of a transition: what makes two calls "the same call". Keys match the Python original's.
+
+import { MissingRequestIdentityError } from "../errors.ts"
 import type { ScopeField, ToolTransitionBinding } from "./binding.ts"
 import { canonicalJson, canonicalString } from "./canonical.ts"
 import { TRANSITION_SCHEMA } from "./enums.ts"
-import { MissingRequestIdentityError } from "./errors.ts"
 import { sha256Hex } from "./sha256.ts"
 
 /** Bookkeeping names (Python kwargs) never part of the args fingerprint. */

@@ -1,5 +1,6 @@
 // String values are the Python original's, byte for byte: they are hashed into transition keys and stored in
 // rows that Python workers read too.
+import { LedgerConfigError } from "../errors.ts"
 
 export const SideEffectClass = {
   READ: "read",
@@ -113,18 +114,19 @@ function isOneOf<T extends string>(values: readonly T[], v: unknown): v is T {
 
 /** Canonical class for a class name or a legacy alias (`payment`, `read_only`, ...). */
 export function parseSideEffectClass(value: unknown): SideEffectClass {
-  if (typeof value !== "string") throw new TypeError("side_effect_class must be a string")
+  if (typeof value !== "string")
+    throw new LedgerConfigError(`side_effect_class must be a string; expected one of: ${CLASSES.join(", ")}`)
   const v = value.trim()
   if (isOneOf(CLASSES, v)) return v
   const alias = SIDE_EFFECT_ALIASES[v]
   if (alias) return alias
-  throw new RangeError(`unknown side_effect_class '${value}'; expected one of: ${CLASSES.join(", ")}`)
+  throw new LedgerConfigError(`unknown side_effect_class '${value}'; expected one of: ${CLASSES.join(", ")}`)
 }
 
 function parser<T extends string>(label: string, values: readonly T[]): (v: unknown) => T {
   return (v) => {
     if (isOneOf(values, v)) return v
-    throw new RangeError(`unknown ${label} '${String(v)}'; expected one of: ${values.join(", ")}`)
+    throw new LedgerConfigError(`unknown ${label} '${String(v)}'; expected one of: ${values.join(", ")}`)
   }
 }
 

@@ -1,12 +1,12 @@
-import type { LedgerEntry } from "./entry.ts"
-import { LedgerError, LedgerStorageUnavailableError } from "./errors.ts"
+import { LedgerError, LedgerStorageUnavailableError } from "../ledger/errors.ts"
+import type { LedgerEntry } from "../ledger/model/entry.ts"
 import type {
   ClaimOptions,
   ClaimResult,
   LedgerStorage,
   ListOptions,
   TransitionExpectation,
-} from "./storage.ts"
+} from "./contract.ts"
 
 /**
  * Fail-closed view of a backend: any failure that is not already a ledger decision becomes

@@ -1,6 +1,6 @@
 // `parseToolArguments`: JSON from a model, parsed so that transition keys match the Python original's, which
 // parses the same text with `json.loads` (exact ints, floats). See docs/keys.md.
-import { LedgerError } from "./errors.ts"
+import { LedgerError } from "../errors.ts"
 
 /** A value `parseToolArguments` returns: JSON, with `bigint` for integers beyond 2^53 (and boxed floats, below). */
 export type ToolArgumentValue =

@@ -1,17 +1,18 @@
 // Operator actions: verdicts on ambiguous transitions, worker-death assertions, listings. ActionLedger exposes
 // each as a method.
-import type { ActionLedger } from "./action-ledger.ts"
-import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "./entry.ts"
-import type { TerminalOutcome } from "./enums.ts"
+import type { LedgerCore } from "../core.ts"
 import {
   LedgerAlreadyResolvedError,
-  LedgerError,
   LedgerPollTimeoutError,
   LedgerReleaseRefusedError,
+  LedgerUnknownRequestError,
   LedgerWorkerAliveError,
-} from "./errors.ts"
-import { ageString, remainingString } from "./messages.ts"
-import { completedRow } from "./rows.ts"
+} from "../errors.ts"
+import { ageString, remainingString } from "../machine/messages.ts"
+import { RELEASABLE_OUTCOMES, releasedRow, workerDeadRow } from "../machine/transitions.ts"
+import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
+import type { TerminalOutcome } from "../model/enums.ts"
+import { casFrom } from "./fenced.ts"
 
 export interface ReleaseOptions {
   readonly verified: "completed" | "not_executed"
@@ -47,7 +48,7 @@ export interface WaitOptions {
  * redispatch run the tool exactly once more. One-shot per transition.
  */
 export async function release(
-  ledger: ActionLedger,
+  core: LedgerCore,
   requestId: string,
   options: ReleaseOptions,
 ): Promise<LedgerEntry> {
@@ -59,14 +60,14 @@ export async function release(
   }
   if (!by?.trim()) throw new LedgerReleaseRefusedError("release requires 'by' (who verified the outcome)")
   if (!reason?.trim()) throw new LedgerReleaseRefusedError("release requires a 'reason'")
-  const row = await ledger.store.get(requestId)
+  const row = await core.store.get(requestId)
   if (!row) throw new LedgerReleaseRefusedError(`Cannot release unknown request '${requestId}'`)
   if (row.operatorResolution) {
     throw new LedgerAlreadyResolvedError(
       `Request '${requestId}' was already released as ${row.operatorResolution} by ${row.resolvedBy}`,
     )
   }
-  const now = ledger.clock.now()
+  const now = core.clock.now()
   const resolved = resolvedOutcome(row, now)
   if (resolved === "COMPLETED")
     throw new LedgerReleaseRefusedError(`Request '${requestId}' is COMPLETED; nothing to release`)
@@ -75,33 +76,22 @@ export async function release(
       `Request '${requestId}' is IN_FLIGHT with a live lease; wait for the lease to expire (EXPIRED is releasable)`,
     )
   }
-  const cc = ledger.claimContext
+  const { policy } = core
   if (
     resolved === "EXPIRED" &&
-    cc.reclaimRequiresDeathSignal &&
-    !hasWorkerDeathEvidence(row, now, cc.presumedDeadAfter)
+    policy.reclaimRequiresDeathSignal &&
+    !hasWorkerDeathEvidence(row, now, policy.presumedDeadAfter)
   ) {
-    throw aliveError(ledger, row, now)
+    throw aliveError(core, row, now)
   }
-  const stamps = {
-    resolvedBy: by,
-    resolutionReason: reason,
-    resolvedAt: now,
-    releasedFromOutcome: resolved,
+  if (verified === "completed" && row.effectProtocolRequired && !row.decision?.allowed) {
+    throw new LedgerReleaseRefusedError(
+      `Request '${requestId}' has no allowed decision; it cannot have completed. Release it as not_executed if the effect did not happen`,
+    )
   }
-  let next: LedgerEntry
-  if (verified === "completed") {
-    if (row.effectProtocolRequired && !row.decision?.allowed) {
-      throw new LedgerReleaseRefusedError(
-        `Request '${requestId}' has no allowed decision; it cannot have completed`,
-      )
-    }
-    next = { ...completedRow(row, options.result ?? null, now), operatorResolution: "completed", ...stamps }
-  } else {
-    next = { ...row, operatorResolution: "not_executed", ...stamps }
-  }
-  const ok = await ledger.store.tryTransition(next, {
-    outcomes: ["IN_FLIGHT", "BLOCKED", "UNKNOWN", "FAILED_AFTER_EFFECT", "FAILED_BEFORE_EFFECT"],
+  const next = releasedRow(row, verified, options.result ?? null, by, reason, resolved, now)
+  const ok = await core.store.tryTransition(next, {
+    outcomes: RELEASABLE_OUTCOMES,
     owner: row.owner,
     fence: row.fence,
   })
@@ -110,9 +100,9 @@ export async function release(
   return next
 }
 
-function aliveError(ledger: ActionLedger, row: LedgerEntry, now: number): LedgerWorkerAliveError {
+function aliveError(core: LedgerCore, row: LedgerEntry, now: number): LedgerWorkerAliveError {
   const last = row.lastHeartbeatAt ?? row.startedAt
-  const grace = ledger.claimContext.presumedDeadAfter - (now - last)
+  const grace = core.policy.presumedDeadAfter - (now - last)
   return new LedgerWorkerAliveError(
     `Cannot release request '${row.requestId}': EXPIRED but worker appears alive (${ageString(now - last)}) — ` +
       `grace window elapses in ${remainingString(grace)}. Use markWorkerDeadFor() first, or wait for the grace window.`,
@@ -121,35 +111,29 @@ function aliveError(ledger: ActionLedger, row: LedgerEntry, now: number): Ledger
 
 /** An operator asserts the worker behind a transition is dead, so a death-gated reclaim may proceed. */
 export async function markWorkerDeadFor(
-  ledger: ActionLedger,
+  core: LedgerCore,
   requestId: string,
   options: MarkWorkerDeadOptions,
 ): Promise<LedgerEntry> {
   if (!options.by?.trim() || !options.reason?.trim()) {
     throw new LedgerReleaseRefusedError("markWorkerDeadFor requires 'by' and 'reason'")
   }
-  const row = await ledger.store.get(requestId)
+  const row = await core.store.get(requestId)
   if (!row) throw new LedgerReleaseRefusedError(`Cannot mark worker dead for unknown request '${requestId}'`)
-  const now = ledger.clock.now()
+  const now = core.clock.now()
   const resolved = resolvedOutcome(row, now)
   if (resolved !== "IN_FLIGHT" && resolved !== "EXPIRED") {
     throw new LedgerReleaseRefusedError(
       `Request '${requestId}' is ${resolved}; only IN_FLIGHT or EXPIRED rows have a worker`,
     )
   }
-  if (
-    !options.overrideHeartbeat &&
-    !hasWorkerDeathEvidence(row, now, ledger.claimContext.presumedDeadAfter)
-  ) {
-    throw aliveError(ledger, row, now)
+  if (!options.overrideHeartbeat && !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)) {
+    throw aliveError(core, row, now)
   }
-  const next: LedgerEntry = {
-    ...row,
-    workerDeadAssertedBy: options.by,
-    workerDeadAssertedAt: now,
-    resolutionReason: options.overrideHeartbeat ? `${options.reason} (heartbeat overridden)` : options.reason,
-  }
-  return ledger.casFrom(
+  const reason = options.overrideHeartbeat ? `${options.reason} (heartbeat overridden)` : options.reason
+  const next = workerDeadRow(row, options.by, reason, now)
+  return casFrom(
+    core,
     row,
     next,
     { outcomes: ["IN_FLIGHT"], owner: row.owner, fence: row.fence },
@@ -159,13 +143,13 @@ export async function markWorkerDeadFor(
 
 /** Transitions for operators, oldest first. `stuck` selects what needs a human or a reconciler. */
 export async function listTransitions(
-  ledger: ActionLedger,
+  core: LedgerCore,
   options: ListTransitionsOptions = {},
 ): Promise<LedgerEntry[]> {
-  const now = ledger.clock.now()
+  const now = core.clock.now()
   const stuckAfter = options.inFlightStuckAfter ?? 3600
   const out: LedgerEntry[] = []
-  for await (const e of ledger.store.list()) {
+  for await (const e of core.store.list()) {
     const t = resolvedOutcome(e, now)
     if (options.tool !== undefined && e.tool !== options.tool) continue
     if (options.outcome !== undefined && t !== options.outcome) continue
@@ -186,19 +170,19 @@ export async function listTransitions(
 
 /** Waits until the transition leaves IN_FLIGHT (EXPIRED counts as done). Never writes. */
 export async function waitForTransition(
-  ledger: ActionLedger,
+  core: LedgerCore,
   requestId: string,
   options: WaitOptions = {},
 ): Promise<LedgerEntry> {
-  const interval = options.pollInterval ?? ledger.pollInterval
-  const timeout = options.pollTimeout === undefined ? ledger.pollTimeout : options.pollTimeout
-  const deadline = timeout === null ? Number.POSITIVE_INFINITY : ledger.clock.now() + timeout
+  const interval = options.pollInterval ?? core.policy.pollInterval
+  const timeout = options.pollTimeout === undefined ? core.policy.pollTimeout : options.pollTimeout
+  const deadline = timeout === null ? Number.POSITIVE_INFINITY : core.clock.now() + timeout
   for (;;) {
-    const row = await ledger.store.get(requestId)
-    if (!row) throw new LedgerError(`Cannot wait for unknown request '${requestId}'`)
-    if (resolvedOutcome(row, ledger.clock.now()) !== "IN_FLIGHT") return row
-    if (ledger.clock.now() >= deadline)
+    const row = await core.store.get(requestId)
+    if (!row) throw new LedgerUnknownRequestError(`Cannot wait for unknown request '${requestId}'`)
+    if (resolvedOutcome(row, core.clock.now()) !== "IN_FLIGHT") return row
+    if (core.clock.now() >= deadline)
       throw new LedgerPollTimeoutError(`Timed out waiting for request '${requestId}'`)
-    await ledger.clock.sleep(interval, options.signal)
+    await core.clock.sleep(interval, options.signal)
   }
 }

@@ -1,7 +1,5 @@
-import type { LedgerEntry } from "./entry.ts"
-import type { EffectState, TerminalOutcome } from "./enums.ts"
-import { LedgerStaleFenceError } from "./errors.ts"
-import { type ClaimClassification, classifyClaim } from "./gates.ts"
+import type { LedgerEntry } from "../ledger/model/entry.ts"
+import type { EffectState, TerminalOutcome } from "../ledger/model/enums.ts"
 
 export type ClaimResult =
   | {
@@ -73,79 +71,4 @@ export interface LedgerStorage {
   /** Rows claimed under this dispatch id (`tool_call_id`), from an index. Enables the cross-row drift gate. */
   findByDispatchId?(dispatchId: string): Promise<LedgerEntry[]>
   close?(): Promise<void>
-}
-
-// ---- shared semantics for backends that evaluate in JavaScript (memory, file, IndexedDB, Durable Object) ----
-
-/** The row a successful claim stores: fresh lease, heartbeat, fence one past the prior row's. */
-export function stampClaim(
-  entry: LedgerEntry,
-  prior: LedgerEntry | null,
-  leaseTtl: number,
-  now: number,
-): LedgerEntry {
-  return {
-    ...entry,
-    terminalOutcome: "IN_FLIGHT",
-    status: "in-flight",
-    leaseUntil: leaseTtl > 0 ? now + leaseTtl : null,
-    lastHeartbeatAt: now,
-    fence: (prior?.fence ?? 0) + 1,
-  }
-}
-
-/**
- * The whole claim decision for one atomic step: given the stored row, what to return and what to write
- * (`write` is the new row, or null for no write).
- */
-export function decideClaim(
-  existing: LedgerEntry | null,
-  entry: LedgerEntry,
-  leaseTtl: number,
-  now: number,
-  options?: ClaimOptions,
-): { result: ClaimResult; write: LedgerEntry | null } {
-  let cls: ClaimClassification = classifyClaim(existing, now)
-  if (existing && cls === "claimed" && options && "reclaimFence" in options) {
-    if (options.reclaimFence === null || options.reclaimFence !== existing.fence) cls = "in_flight"
-  }
-  if (cls !== "claimed") return { result: { outcome: cls, entry: existing as LedgerEntry }, write: null }
-  const stamped = stampClaim(entry, existing, leaseTtl, now)
-  return { result: { outcome: "claimed", entry: stamped }, write: stamped }
-}
-
-/** The `set()` rule: the stored row's fence when `entry` must be refused as stale, else null. */
-export function staleSetFence(stored: LedgerEntry | null, entry: LedgerEntry): number | null {
-  const storedFence = stored?.fence ?? 0
-  return stored && storedFence > entry.fence ? storedFence : null
-}
-
-/** The `set()` rule for backends that decide in JavaScript: call it on the stored row inside the atomic step. */
-export function refuseStaleSet(stored: LedgerEntry | null, entry: LedgerEntry): void {
-  const storedFence = staleSetFence(stored, entry)
-  if (storedFence !== null) throw new LedgerStaleFenceError(entry.requestId, storedFence, entry.fence)
-}
-
-/** Whether a stored row satisfies a compare-and-set expectation. */
-export function matchesExpectation(stored: LedgerEntry | null, expect: TransitionExpectation): boolean {
-  if (!stored) return false
-  if (!expect.outcomes.includes(stored.terminalOutcome)) return false
-  if (expect.owner != null && stored.owner !== expect.owner) return false
-  if ((stored.fence ?? 0) !== expect.fence) return false
-  if (expect.effectPhase !== undefined && (stored.effectPhase ?? "INTENDED") !== expect.effectPhase)
-    return false
-  if (
-    expect.leaseHeldAt !== undefined &&
-    stored.leaseUntil !== null &&
-    !(stored.leaseUntil > expect.leaseHeldAt)
-  ) {
-    return false
-  }
-  return true
-}
-
-/** The dispatch id a row was claimed under, for drift indexes. */
-export function dispatchIdOf(entry: LedgerEntry): string | null {
-  const v = entry.kwargs.tool_call_id
-  return typeof v === "string" && v ? v : null
 }

@@ -1,3 +1,4 @@
+import { LedgerRowError } from "../errors.ts"
 import type { JsonValue } from "./canonical.ts"
 import {
   BOUNDARY_RANK,
@@ -72,46 +73,6 @@ export type LedgerRow = Record<string, JsonValue>
 /** Fields an entry needs; the rest default as the original's `from_dict` does. */
 export type LedgerEntryInit = Pick<LedgerEntry, "requestId" | "tool"> & Partial<LedgerEntry>
 
-export function newEntry(init: LedgerEntryInit, now: number): LedgerEntry {
-  return {
-    args: [],
-    kwargs: {},
-    status: "in-flight",
-    terminalOutcome: "IN_FLIGHT",
-    fence: 0,
-    result: null,
-    error: null,
-    startedAt: now,
-    finishedAt: null,
-    leaseUntil: null,
-    owner: null,
-    idempotencyKey: init.requestId,
-    receiptRef: null,
-    sideEffectBoundary: "not_crossed",
-    externalOperationRef: null,
-    providerIdempotencyKey: null,
-    providerKeyFirstAttemptAt: null,
-    lastHeartbeatAt: null,
-    workerDeadAssertedBy: null,
-    workerDeadAssertedAt: null,
-    operatorResolution: null,
-    resolvedBy: null,
-    resolutionReason: null,
-    resolvedAt: null,
-    releasedFromOutcome: null,
-    decisionId: null,
-    stateRef: null,
-    decision: null,
-    effectPhase: "INTENDED",
-    effectProtocolRequired: false,
-    effectId: init.requestId,
-    schemaVersion: LEDGER_ENTRY_SCHEMA_VERSION,
-    parentRequestId: null,
-    handoffId: null,
-    ...init,
-  }
-}
-
 /** Legacy status the original stores beside the terminal outcome. */
 export function legacyStatusFor(outcome: TerminalOutcome): LegacyStatus {
   if (outcome === "COMPLETED") return "completed"
@@ -119,46 +80,21 @@ export function legacyStatusFor(outcome: TerminalOutcome): LegacyStatus {
   return "failed"
 }
 
-// ---- row mapping (snake_case payload) -------------------------------------------------------------------
+// ---- the one field list: entry field ↔ snake_case payload key, and how a stored value is read back -------------
 
-const FIELD_TO_ROW: ReadonlyArray<readonly [keyof LedgerEntry, string]> = [
-  ["requestId", "request_id"],
-  ["tool", "tool"],
-  ["args", "args"],
-  ["kwargs", "kwargs"],
-  ["status", "status"],
-  ["terminalOutcome", "terminal_outcome"],
-  ["fence", "fence"],
-  ["result", "result"],
-  ["error", "error"],
-  ["startedAt", "started_at"],
-  ["finishedAt", "finished_at"],
-  ["leaseUntil", "lease_until"],
-  ["owner", "owner"],
-  ["idempotencyKey", "idempotency_key"],
-  ["receiptRef", "receipt_ref"],
-  ["sideEffectBoundary", "side_effect_boundary"],
-  ["externalOperationRef", "external_operation_ref"],
-  ["providerIdempotencyKey", "provider_idempotency_key"],
-  ["providerKeyFirstAttemptAt", "provider_key_first_attempt_at"],
-  ["lastHeartbeatAt", "last_heartbeat_at"],
-  ["workerDeadAssertedBy", "worker_dead_asserted_by"],
-  ["workerDeadAssertedAt", "worker_dead_asserted_at"],
-  ["operatorResolution", "operator_resolution"],
-  ["resolvedBy", "resolved_by"],
-  ["resolutionReason", "resolution_reason"],
-  ["resolvedAt", "resolved_at"],
-  ["releasedFromOutcome", "released_from_outcome"],
-  ["decisionId", "decision_id"],
-  ["stateRef", "state_ref"],
-  ["decision", "decision"],
-  ["effectPhase", "effect_phase"],
-  ["effectProtocolRequired", "effect_protocol_required"],
-  ["effectId", "effect_id"],
-  ["schemaVersion", "schema_version"],
-  ["parentRequestId", "parent_request_id"],
-  ["handoffId", "handoff_id"],
-]
+interface FieldCodec<T> {
+  readonly key: string
+  /** Reads the stored value (`undefined` when the key is missing, as in the original's legacy rows). */
+  readonly decode: (v: unknown, row: Readonly<Record<string, unknown>>) => T
+  /** What is stored; the entry's value itself when omitted. */
+  readonly encode?: (v: T) => JsonValue
+}
+
+const str = (v: unknown): string | null => (v == null ? null : String(v))
+const num = (v: unknown): number | null => (v == null || v === "" ? null : Number(v))
+const strField = (key: string): FieldCodec<string | null> => ({ key, decode: str })
+const numField = (key: string): FieldCodec<number | null> => ({ key, decode: num })
+const requestIdOf = (row: Readonly<Record<string, unknown>>): string => row.request_id as string
 
 function decisionToRow(d: Decision | null): JsonValue {
   if (!d) return null
@@ -183,66 +119,92 @@ function decisionFromRow(v: unknown): Decision | null {
   }
 }
 
+/**
+ * Every `LedgerEntry` field, in the original's `to_dict()` order, with its payload key and reader. `satisfies`
+ * makes a field missing here (or one that is not on `LedgerEntry`) a type error, so the codec cannot fall behind.
+ */
+export const ENTRY_FIELDS = {
+  requestId: { key: "request_id", decode: (v) => v as string },
+  tool: { key: "tool", decode: (v) => v as string },
+  args: { key: "args", decode: (v) => (Array.isArray(v) ? (v as JsonValue[]) : []) },
+  kwargs: {
+    key: "kwargs",
+    decode: (v) => (v && typeof v === "object" ? (v as Record<string, JsonValue>) : {}),
+  },
+  status: { key: "status", decode: (v) => v as LegacyStatus },
+  // Invalid or missing values stay visible to the repair gate as they are.
+  terminalOutcome: {
+    key: "terminal_outcome",
+    decode: (v) => (v === undefined ? "IN_FLIGHT" : v) as TerminalOutcome,
+  },
+  fence: { key: "fence", decode: (v) => Number(v ?? 0) || 0 },
+  result: { key: "result", decode: (v) => (v ?? null) as JsonValue },
+  error: strField("error"),
+  startedAt: { key: "started_at", decode: (v) => num(v) ?? 0 },
+  finishedAt: numField("finished_at"),
+  leaseUntil: numField("lease_until"),
+  owner: strField("owner"),
+  idempotencyKey: {
+    key: "idempotency_key",
+    decode: (v, row) => (v as string | undefined) ?? requestIdOf(row),
+  },
+  receiptRef: strField("receipt_ref"),
+  sideEffectBoundary: {
+    key: "side_effect_boundary",
+    decode: (v) => (v === undefined ? "not_crossed" : v) as SideEffectBoundary,
+  },
+  externalOperationRef: strField("external_operation_ref"),
+  providerIdempotencyKey: strField("provider_idempotency_key"),
+  providerKeyFirstAttemptAt: numField("provider_key_first_attempt_at"),
+  lastHeartbeatAt: numField("last_heartbeat_at"),
+  workerDeadAssertedBy: strField("worker_dead_asserted_by"),
+  workerDeadAssertedAt: numField("worker_dead_asserted_at"),
+  operatorResolution: { key: "operator_resolution", decode: (v) => str(v) as OperatorResolution | null },
+  resolvedBy: strField("resolved_by"),
+  resolutionReason: strField("resolution_reason"),
+  resolvedAt: numField("resolved_at"),
+  releasedFromOutcome: strField("released_from_outcome"),
+  decisionId: strField("decision_id"),
+  stateRef: strField("state_ref"),
+  decision: { key: "decision", decode: decisionFromRow, encode: decisionToRow },
+  effectPhase: { key: "effect_phase", decode: (v) => ((v as string) ?? "INTENDED") as EffectState },
+  effectProtocolRequired: { key: "effect_protocol_required", decode: (v) => v === true },
+  effectId: { key: "effect_id", decode: (v, row) => (v as string | undefined) ?? requestIdOf(row) },
+  // A row without a version predates versioning: schema 1.
+  schemaVersion: { key: "schema_version", decode: (v) => Number(v ?? 1) },
+  parentRequestId: strField("parent_request_id"),
+  handoffId: strField("handoff_id"),
+} as const satisfies { readonly [K in keyof LedgerEntry]-?: FieldCodec<LedgerEntry[K]> }
+
+const CODECS = Object.entries(ENTRY_FIELDS) as ReadonlyArray<
+  readonly [keyof LedgerEntry, FieldCodec<unknown>]
+>
+
 /** The Python-compatible payload of an entry (what every durable backend stores). */
 export function entryToRow(entry: LedgerEntry): LedgerRow {
   const row: LedgerRow = {}
-  for (const [field, key] of FIELD_TO_ROW) {
-    row[key] = field === "decision" ? decisionToRow(entry.decision) : (entry[field] as JsonValue)
-  }
+  for (const [field, c] of CODECS)
+    row[c.key] = c.encode ? c.encode(entry[field]) : (entry[field] as JsonValue)
   return row
 }
 
-const str = (v: unknown): string | null => (v == null ? null : String(v))
-const num = (v: unknown): number | null => (v == null || v === "" ? null : Number(v))
-
 /** Reads a stored payload, tolerating the original's legacy rows (missing optional keys). */
-export function entryFromRow(row: Record<string, unknown>): LedgerEntry {
-  const requestId = row.request_id
-  const tool = row.tool
-  const status = row.status
-  if (typeof requestId !== "string" || typeof tool !== "string" || typeof status !== "string") {
-    throw new TypeError("ledger row needs string request_id, tool and status")
+export function entryFromRow(row: Readonly<Record<string, unknown>>): LedgerEntry {
+  if (typeof row.request_id !== "string" || typeof row.tool !== "string" || typeof row.status !== "string") {
+    throw new LedgerRowError("ledger row needs string request_id, tool and status")
   }
-  const terminal = row.terminal_outcome
-  const boundary = row.side_effect_boundary
+  const out: Record<string, unknown> = {}
+  for (const [field, c] of CODECS) out[field] = c.decode(row[c.key], row)
+  return out as unknown as LedgerEntry
+}
+
+/** A new entry: every field the original's `from_dict` would default, plus `init`; current schema version. */
+export function newEntry(init: LedgerEntryInit, now: number): LedgerEntry {
   return {
-    requestId,
-    tool,
-    args: Array.isArray(row.args) ? (row.args as JsonValue[]) : [],
-    kwargs: row.kwargs && typeof row.kwargs === "object" ? (row.kwargs as Record<string, JsonValue>) : {},
-    status: status as LegacyStatus,
-    // Invalid or missing values stay visible to the repair gate as they are.
-    terminalOutcome: (terminal === undefined ? "IN_FLIGHT" : terminal) as TerminalOutcome,
-    fence: Number(row.fence ?? 0) || 0,
-    result: (row.result ?? null) as JsonValue,
-    error: str(row.error),
-    startedAt: num(row.started_at) ?? 0,
-    finishedAt: num(row.finished_at),
-    leaseUntil: num(row.lease_until),
-    owner: str(row.owner),
-    idempotencyKey: (row.idempotency_key as string) ?? requestId,
-    receiptRef: str(row.receipt_ref),
-    sideEffectBoundary: (boundary === undefined ? "not_crossed" : boundary) as SideEffectBoundary,
-    externalOperationRef: str(row.external_operation_ref),
-    providerIdempotencyKey: str(row.provider_idempotency_key),
-    providerKeyFirstAttemptAt: num(row.provider_key_first_attempt_at),
-    lastHeartbeatAt: num(row.last_heartbeat_at),
-    workerDeadAssertedBy: str(row.worker_dead_asserted_by),
-    workerDeadAssertedAt: num(row.worker_dead_asserted_at),
-    operatorResolution: (str(row.operator_resolution) as OperatorResolution | null) ?? null,
-    resolvedBy: str(row.resolved_by),
-    resolutionReason: str(row.resolution_reason),
-    resolvedAt: num(row.resolved_at),
-    releasedFromOutcome: str(row.released_from_outcome),
-    decisionId: str(row.decision_id),
-    stateRef: str(row.state_ref),
-    decision: decisionFromRow(row.decision),
-    effectPhase: ((row.effect_phase as string) ?? "INTENDED") as EffectState,
-    effectProtocolRequired: row.effect_protocol_required === true,
-    effectId: (row.effect_id as string) ?? requestId,
-    schemaVersion: Number(row.schema_version ?? 1),
-    parentRequestId: str(row.parent_request_id),
-    handoffId: str(row.handoff_id),
+    ...entryFromRow({ request_id: init.requestId, tool: init.tool, status: "in-flight" }),
+    startedAt: now,
+    schemaVersion: LEDGER_ENTRY_SCHEMA_VERSION,
+    ...init,
   }
 }
 

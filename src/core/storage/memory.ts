@@ -1,15 +1,12 @@
-import type { LedgerEntry } from "./entry.ts"
-import {
-  type ClaimOptions,
-  type ClaimResult,
-  decideClaim,
-  dispatchIdOf,
-  type LedgerStorage,
-  type ListOptions,
-  matchesExpectation,
-  refuseStaleSet,
-  type TransitionExpectation,
-} from "./storage.ts"
+import { decideClaim, dispatchIdOf, matchesExpectation, refuseStaleSet } from "../ledger/machine/atomic.ts"
+import type { LedgerEntry } from "../ledger/model/entry.ts"
+import type {
+  ClaimOptions,
+  ClaimResult,
+  LedgerStorage,
+  ListOptions,
+  TransitionExpectation,
+} from "./contract.ts"
 
 /**
  * Process-local ledger. Each method runs to completion without awaiting, so claim and compare-and-set are atomic

@@ -1,45 +1,68 @@
 // Gate resolution: pure functions of (stored row, binding, now). The claim loops act on what these return.
-import type { ToolTransitionBinding } from "./binding.ts"
-import { boundaryAtLeast, type LedgerEntry, needsRepair, resolvedOutcome } from "./entry.ts"
-import type { ProviderKeyValidity, TransitionGate } from "./enums.ts"
+import type { ToolTransitionBinding } from "../model/binding.ts"
+import { boundaryAtLeast, type LedgerEntry, needsRepair, resolvedOutcome } from "../model/entry.ts"
+import type { ProviderKeyValidity, TerminalOutcome, TransitionGate } from "../model/enums.ts"
 
 /** How an atomic storage claim treats the stored row. */
 export type ClaimClassification = "claimed" | "completed" | "in_flight"
+
+type Table<T> = Readonly<Record<TerminalOutcome, T>>
 
 /**
  * Storage-side classification of an existing row for `tryClaimInflight`. BLOCKED and UNKNOWN rows are never
  * claimable: an ambiguous transition must not be overwritten by a blind claim.
  */
-export function classifyClaim(existing: LedgerEntry | null, now: number): ClaimClassification {
-  if (!existing) return "claimed"
-  const t = resolvedOutcome(existing, now)
-  switch (t) {
-    case "COMPLETED":
-      return "completed"
-    case "EXPIRED":
-    case "FAILED_BEFORE_EFFECT":
-    case "FAILED_AFTER_EFFECT":
-      return "claimed"
-    default:
-      return "in_flight"
-  }
+const STORAGE_CLAIM: Table<ClaimClassification> = {
+  COMPLETED: "completed",
+  IN_FLIGHT: "in_flight",
+  EXPIRED: "claimed",
+  FAILED_BEFORE_EFFECT: "claimed",
+  FAILED_AFTER_EFFECT: "claimed",
+  BLOCKED: "in_flight",
+  UNKNOWN: "in_flight",
 }
 
-/** Gate for `read` tools: reads are safe to run again, so anything but live or completed work is reclaimed. */
-export function resolveReadOnlyGate(existing: LedgerEntry, now: number): TransitionGate {
-  if (needsRepair(existing)) return "REPAIR"
-  switch (resolvedOutcome(existing, now)) {
-    case "COMPLETED":
-      return "RETURN"
-    case "IN_FLIGHT":
-      return "POLL"
-    case "BLOCKED":
-    case "UNKNOWN":
-      return "SOFT_BLOCK"
-    default:
-      return "RECLAIM"
-  }
+/** Reads are safe to run again, so anything but live or completed work is reclaimed (ambiguous ones soft-block). */
+const READ_GATE: Table<TransitionGate> = {
+  COMPLETED: "RETURN",
+  IN_FLIGHT: "POLL",
+  BLOCKED: "SOFT_BLOCK",
+  UNKNOWN: "SOFT_BLOCK",
+  EXPIRED: "RECLAIM",
+  FAILED_BEFORE_EFFECT: "RECLAIM",
+  FAILED_AFTER_EFFECT: "RECLAIM",
 }
+
+/**
+ * No binding: the original's legacy claim (anything not live, completed or ambiguous is reclaimed), except live rows
+ * are polled and ambiguous ones refuse loudly instead of being overwritten.
+ */
+const UNCLASSIFIED_GATE: Table<TransitionGate> = {
+  COMPLETED: "RETURN",
+  IN_FLIGHT: "POLL",
+  BLOCKED: "HARD_BLOCK",
+  UNKNOWN: "HARD_BLOCK",
+  EXPIRED: "RECLAIM",
+  FAILED_BEFORE_EFFECT: "RECLAIM",
+  FAILED_AFTER_EFFECT: "RECLAIM",
+}
+
+export function classifyClaim(existing: LedgerEntry | null, now: number): ClaimClassification {
+  return existing ? STORAGE_CLAIM[resolvedOutcome(existing, now)] : "claimed"
+}
+
+/** Gate for `read` tools. */
+export function resolveReadOnlyGate(existing: LedgerEntry, now: number): TransitionGate {
+  return needsRepair(existing) ? "REPAIR" : READ_GATE[resolvedOutcome(existing, now)]
+}
+
+/** Gate for tools without a binding (`unclassifiedPolicy: "warn"`). Legacy rows are judged as they read. */
+export function resolveUnclassifiedGate(existing: LedgerEntry, now: number): TransitionGate {
+  return UNCLASSIFIED_GATE[resolvedOutcome(existing, now)]
+}
+
+/** Re-running a reclaimed unclassified transition may duplicate an effect, except after a lapsed lease. */
+export const unclassifiedReclaimWarns = (resolved: TerminalOutcome): boolean => resolved !== "EXPIRED"
 
 /** Whether the provider still honours the idempotency key first sent for this transition. */
 export function providerKeyValidity(

@@ -1,3 +1,4 @@
+import { LedgerConfigError, ToolCapabilityDeclarationError } from "../errors.ts"
 import {
   CAPABILITY_RANK,
   CLASS_DEFAULTS,
@@ -12,7 +13,6 @@ import {
   type Spendability,
   type ToolCapability,
 } from "./enums.ts"
-import { ToolCapabilityDeclarationError } from "./errors.ts"
 
 /** Scope fields a binding may read from the tool's arguments. */
 export type ScopeField = "thread_id" | "run_id" | "node"
@@ -94,9 +94,10 @@ export function effectiveCapability(binding: ToolTransitionBinding, hasReconcile
 }
 
 function forTool(init: ToolTransitionBindingInit): ToolTransitionBinding {
-  if (!init.agentId || typeof init.agentId !== "string") throw new TypeError("binding agentId is required")
+  if (!init.agentId || typeof init.agentId !== "string")
+    throw new LedgerConfigError("binding agentId is required: name the agent that owns the tool")
   if (!init.policyVersion || typeof init.policyVersion !== "string") {
-    throw new TypeError("binding policyVersion is required")
+    throw new LedgerConfigError("binding policyVersion is required: name the policy the tool runs under")
   }
   const cls = parseSideEffectClass(init.sideEffectClass)
   const d = CLASS_DEFAULTS[cls]
@@ -108,11 +109,12 @@ function forTool(init: ToolTransitionBindingInit): ToolTransitionBinding {
   const capability =
     explicit !== null && CAPABILITY_RANK[explicit] >= CAPABILITY_RANK[floor] ? explicit : floor
   const ttl = init.providerIdempotencyKeyTtl ?? null
-  if (ttl !== null && !(ttl > 0)) throw new RangeError("providerIdempotencyKeyTtl must be a positive number")
+  if (ttl !== null && !(ttl > 0))
+    throw new LedgerConfigError("providerIdempotencyKeyTtl must be a positive number of seconds")
   const scopeFrom: Partial<Record<ScopeField, string>> = {}
   for (const [field, src] of Object.entries(init.scopeFrom ?? {})) {
     if (field !== "thread_id" && field !== "run_id" && field !== "node") {
-      throw new RangeError(`scopeFrom field '${field}' must be one of thread_id, run_id, node`)
+      throw new LedgerConfigError(`scopeFrom field '${field}' must be one of thread_id, run_id, node`)
     }
     if (typeof src === "string" && src) scopeFrom[field] = src
   }
