@@ -4,14 +4,15 @@
 import { constants } from "node:fs"
 import { lstat, mkdir, open, realpath } from "node:fs/promises"
 import { isAbsolute, join, sep } from "node:path"
+import { HarnessError } from "../../core/harness/errors.ts"
 
 export const MAX_FILE_BYTES = 1024 * 1024
 export const MAX_PATH_CHARS = 4096
 
 /** A path or file the workspace refuses; its message is safe to show the agent. */
-export class WorkspacePathError extends Error {
+export class WorkspacePathError extends HarnessError {
   override readonly name = "WorkspacePathError"
-  readonly code = "workspace_path_refused"
+  override readonly code = "workspace_path_refused"
 }
 
 /**
