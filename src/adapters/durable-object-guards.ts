@@ -6,7 +6,9 @@ import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
 import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
 import type { AuditReceiptRecord, Receipt, ReceiptLink } from "../core/receipts/record.ts"
 import { matchesList, type ReceiptListOptions, type ReceiptStore } from "../core/receipts/store.ts"
+import { StateSnapshotError } from "../core/state/errors.ts"
 import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
+import { TaskRowError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import { recordVersion, type TaskStore } from "../core/tasks/store.ts"
 
@@ -52,7 +54,7 @@ export class GuardTables {
       .toArray()[0]
     if (!r) return null
     const row = parseTaskRow(JSON.parse(String(r.payload)))
-    if (!row) throw new TypeError(`task row '${requestId}' is not a task ledger entry`)
+    if (!row) throw new TaskRowError(`task row '${requestId}' is not a task ledger entry`)
     const lease = r.lease === null ? null : parseTaskLease(JSON.parse(String(r.lease)))
     return { row, lease, version: recordVersion({ row, lease }) }
   }
@@ -121,7 +123,7 @@ export class GuardTables {
     const r = this.#sql.exec(`SELECT payload FROM ${STATES} WHERE run_id = ?`, runId).toArray()[0]
     if (!r) return null
     const s = parseSnapshot(JSON.parse(String(r.payload)))
-    if (!s) throw new TypeError(`snapshot '${runId}' is not a state snapshot`)
+    if (!s) throw new StateSnapshotError(`snapshot '${runId}' is not a state snapshot`)
     return s
   }
 

@@ -12,8 +12,7 @@ import {
   receiptShapeProblem,
 } from "../core/receipts/record.ts"
 import { matchesList, type ReceiptListOptions, type ReceiptStore } from "../core/receipts/store.ts"
-import { asciiJson } from "./file.ts"
-import { LockedFile, type LockedFileOptions } from "./file-kit.ts"
+import { asciiJson, LockedFile, type LockedFileOptions } from "./file-kit.ts"
 
 export type FileReceiptStoreOptions = LockedFileOptions
 

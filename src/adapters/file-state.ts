@@ -1,8 +1,7 @@
 // StateFlush snapshots in the Python original's FileStateFlushStorage layout: one JSON object `{run_id: snapshot}`
 // (indent 2), rewritten whole under the ledger file store's cross-process lock.
 import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
-import { LedgerFileCorruptError } from "./file.ts"
-import { LockedFile, type LockedFileOptions } from "./file-kit.ts"
+import { LedgerFileCorruptError, LockedFile, type LockedFileOptions } from "./file-kit.ts"
 
 export type FileStateFlushStoreOptions = LockedFileOptions
 

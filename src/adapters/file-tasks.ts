@@ -10,8 +10,7 @@ import {
   type TaskRow,
 } from "../core/tasks/record.ts"
 import { recordVersion, type TaskStore } from "../core/tasks/store.ts"
-import { LedgerFileCorruptError } from "./file.ts"
-import { LockedFile, type LockedFileOptions } from "./file-kit.ts"
+import { LedgerFileCorruptError, LockedFile, type LockedFileOptions } from "./file-kit.ts"
 
 export type FileTaskStoreOptions = LockedFileOptions
 

@@ -10,7 +10,9 @@ import {
   type ReceiptListOptions,
   type ReceiptStore,
 } from "../core/receipts/store.ts"
+import { StateSnapshotError } from "../core/state/errors.ts"
 import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
+import { TaskRowError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import { recordVersion, type TaskStore } from "../core/tasks/store.ts"
 
@@ -104,7 +106,7 @@ interface TaskValue {
 
 function toStored(v: TaskValue): StoredTask {
   const row = parseTaskRow(v.row)
-  if (!row) throw new TypeError(`task '${v.request_id}' in IndexedDB is not a task ledger entry`)
+  if (!row) throw new TaskRowError(`task '${v.request_id}' in IndexedDB is not a task ledger entry`)
   const lease = v.lease == null ? null : parseTaskLease(v.lease)
   return { row, lease, version: recordVersion({ row, lease }) }
 }
@@ -160,7 +162,7 @@ export class IndexedDbStateFlushStore implements StateFlushStore {
     const v = await request(tx.objectStore(STATES).get(runId))
     if (v === undefined) return null
     const s = parseSnapshot(v)
-    if (!s) throw new TypeError(`snapshot '${runId}' in IndexedDB is not a state snapshot`)
+    if (!s) throw new StateSnapshotError(`snapshot '${runId}' in IndexedDB is not a state snapshot`)
     return s
   }
 

@@ -14,11 +14,10 @@ import {
   receiptShapeProblem,
 } from "../core/receipts/record.ts"
 import { matchesList, type ReceiptListOptions, type ReceiptStore } from "../core/receipts/store.ts"
-import { driverRun, InvalidTableNameError, type NeonLedgerStorageOptions, type Run } from "./neon.ts"
+import { driverRun, type NeonStoreOptions, type Run, tableName } from "./neon-kit.ts"
 
-export type NeonReceiptStoreOptions = NeonLedgerStorageOptions
+export type NeonReceiptStoreOptions = NeonStoreOptions
 
-const TABLE_RE = /^[a-z][a-z0-9_]*$/
 const APPEND_ROUNDS = 50
 
 const json = (v: unknown): unknown => (typeof v === "string" ? JSON.parse(v) : v)
@@ -29,9 +28,7 @@ export class NeonReceiptStore implements ReceiptStore {
   readonly #run: Run
 
   constructor(options: NeonReceiptStoreOptions) {
-    this.table = options.table ?? "mycelium_audit_receipts"
-    if (!TABLE_RE.test(this.table))
-      throw new InvalidTableNameError(`table name must match ${TABLE_RE}, got '${this.table}'`)
+    this.table = tableName(options.table, "mycelium_audit_receipts")
     this.#run = driverRun(options)
   }
 

@@ -2,13 +2,14 @@
 // The lease is one more nullable column, `mycelium_lease`, which the original never reads. `swap` is one
 // statement: an INSERT … ON CONFLICT DO NOTHING for an absent task, else an UPDATE whose WHERE compares a digest of
 // the stored row and lease with the version the caller read (Postgres re-checks it after a concurrent update).
+
+import { TaskRowError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import type { TaskStore } from "../core/tasks/store.ts"
-import { driverRun, InvalidTableNameError, type NeonLedgerStorageOptions, type Run } from "./neon.ts"
+import { driverRun, type NeonStoreOptions, type Run, tableName } from "./neon-kit.ts"
 
-export type NeonTaskStoreOptions = NeonLedgerStorageOptions
+export type NeonTaskStoreOptions = NeonStoreOptions
 
-const TABLE_RE = /^[a-z][a-z0-9_]*$/
 const VERSION = `'v' || md5(payload::text || '|' || coalesce(mycelium_lease::text, ''))`
 
 export class NeonTaskStore implements TaskStore {
@@ -17,9 +18,7 @@ export class NeonTaskStore implements TaskStore {
   readonly #run: Run
 
   constructor(options: NeonTaskStoreOptions) {
-    this.table = options.table ?? "mycelium_task_ledger"
-    if (!TABLE_RE.test(this.table))
-      throw new InvalidTableNameError(`table name must match ${TABLE_RE}, got '${this.table}'`)
+    this.table = tableName(options.table, "mycelium_task_ledger")
     this.#run = driverRun(options)
   }
 
@@ -68,7 +67,7 @@ export class NeonTaskStore implements TaskStore {
   #parse(requestId: string, r: Record<string, unknown>): StoredTask {
     const payload = typeof r.payload === "string" ? JSON.parse(r.payload) : r.payload
     const row = parseTaskRow(payload)
-    if (!row) throw new TypeError(`task row '${requestId}' in ${this.table} is not a task ledger entry`)
+    if (!row) throw new TaskRowError(`task row '${requestId}' in ${this.table} is not a task ledger entry`)
     const raw = typeof r.lease === "string" ? JSON.parse(r.lease) : r.lease
     return { row, lease: raw == null ? null : parseTaskLease(raw), version: String(r.v) }
   }

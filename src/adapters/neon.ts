@@ -2,61 +2,52 @@
 // `(request_id TEXT PRIMARY KEY, payload JSONB NOT NULL)`. Claim (a call of the function `migrate()` creates) and
 // every compare-and-set are one SQL statement each, so the same code runs over a WebSocket Pool/Client and over the
 // HTTP `neon()` function (no interactive transactions).
-import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
-import { TerminalOutcome } from "../core/ledger/enums.ts"
-import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
+
 import {
   type ClaimOptions,
   type ClaimResult,
   decideClaim,
+  entryFromRow,
+  entryToRow,
+  type LedgerEntry,
+  LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
   stampClaim,
   type TransitionExpectation,
-} from "../core/ledger/storage.ts"
+} from "../adapter-kit.ts"
+import { MyceliumError } from "../core/errors.ts"
+import { LedgerRowError } from "../core/ledger/errors.ts"
+import { TerminalOutcome } from "../core/ledger/model/enums.ts"
+import { driverRun, type NeonStoreOptions, type Run, tableName } from "./neon-kit.ts"
 
-/** What the adapter needs of a `Pool`, `Client` or `PoolClient` (neon's or node-postgres'). */
-export interface NeonQueryable {
-  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>
-}
+// The Neon family's shared pieces live in neon-kit.ts; this entry is where users import them.
+export {
+  InvalidTableNameError,
+  NeonDriverError,
+  type NeonHttpQuery,
+  type NeonQueryable,
+  type NeonStoreOptions,
+} from "./neon-kit.ts"
 
-/** What the adapter needs of the HTTP function returned by `neon(url)`. */
-export interface NeonHttpQuery {
-  query(
-    text: string,
-    params?: unknown[],
-    options?: { arrayMode?: false; fullResults?: false },
-  ): PromiseLike<unknown>
-}
+/** A Pool/Client or a neon() function, and the table name (the original's default `mycelium_action_ledger`). */
+export type NeonLedgerStorageOptions = NeonStoreOptions
 
-export type NeonLedgerStorageOptions = (
-  | { readonly pool: NeonQueryable; readonly sql?: undefined }
-  | { readonly sql: NeonHttpQuery; readonly pool?: undefined }
-) & {
-  /** Table name, the original's default `mycelium_action_ledger`. */
-  readonly table?: string
-}
-
-export class InvalidTableNameError extends Error {
-  override readonly name = "InvalidTableNameError"
-  readonly code = "invalid_table_name"
-}
-
-export class NeonClaimRetryError extends Error {
+/** A claim kept losing to concurrent writers; retry the call (the store fails closed meanwhile). */
+export class NeonClaimRetryError extends MyceliumError {
   override readonly name = "NeonClaimRetryError"
-  readonly code = "neon_claim_retry_exhausted"
+  override readonly code = "neon_claim_retry_exhausted"
 }
 
 /** The table or its claim function is missing: `migrate()` has not run (or ran with an older version). */
-export class NeonSchemaMissingError extends Error {
+export class NeonSchemaMissingError extends MyceliumError {
   override readonly name = "NeonSchemaMissingError"
-  readonly code = "neon_schema_missing"
+  override readonly code = "neon_schema_missing"
 }
 
 // undefined_table, undefined_function
 const SCHEMA_MISSING_CODES = new Set(["42P01", "42883"])
 
-const TABLE_RE = /^[a-z][a-z0-9_]*$/
 const PAGE = 500
 // A claim that found a row which a concurrent writer then changed before the claim could read it runs again; more
 // than a couple of rounds means the row is being rewritten continuously.
@@ -96,24 +87,6 @@ const claimableAt = (p: string, now: string): string =>
   ` OR (${effectiveOf(p)} = 'IN_FLIGHT' AND ${leaseOf(p)} IS NOT NULL AND ${leaseOf(p)} <> 'NaN'::float8` +
   ` AND ${leaseOf(p)} <= ${now}))`
 
-export type Run = (text: string, params: unknown[]) => Promise<Record<string, unknown>[]>
-
-export function driverRun(options: NeonLedgerStorageOptions): Run {
-  if (options.pool) {
-    const pool = options.pool
-    return async (text, params) => (await pool.query(text, params)).rows as Record<string, unknown>[]
-  }
-  if (options.sql) {
-    const sql = options.sql
-    return async (text, params) => {
-      const rows = await sql.query(text, params, { arrayMode: false, fullResults: false })
-      if (!Array.isArray(rows)) throw new TypeError("neon() query did not return rows")
-      return rows as Record<string, unknown>[]
-    }
-  }
-  throw new TypeError("NeonLedgerStorage needs { pool } or { sql }")
-}
-
 /** Postgres' "no such table/function" becomes an error that says what to do. */
 function withSchemaHint(run: Run, table: string): Run {
   return async (text, params) => {
@@ -139,10 +112,7 @@ export class NeonLedgerStorage implements LedgerStorage {
   readonly #q: ReturnType<typeof queries>
 
   constructor(options: NeonLedgerStorageOptions) {
-    const table = options.table ?? "mycelium_action_ledger"
-    if (!TABLE_RE.test(table)) {
-      throw new InvalidTableNameError(`table name '${table}' must match ^[a-z][a-z0-9_]*$`)
-    }
+    const table = tableName(options.table, "mycelium_action_ledger")
     this.table = table
     this.#run = withSchemaHint(driverRun(options), table)
     this.#q = queries(table)
@@ -171,10 +141,7 @@ export class NeonLedgerStorage implements LedgerStorage {
     ])
     if (rows.length === 0) {
       const stored = await this.get(entry.requestId)
-      throw new LedgerOutcomeAlreadySetError(
-        `set() refused for '${entry.requestId}': the stored fence ${stored?.fence} is newer than ${entry.fence}; ` +
-          "re-read the row and write from it",
-      )
+      throw new LedgerStaleFenceError(entry.requestId, stored?.fence ?? 0, entry.fence)
     }
   }
 
@@ -322,6 +289,6 @@ function queries(table: string) {
 function fromPayload(v: unknown): LedgerEntry {
   const row: unknown = typeof v === "string" ? JSON.parse(v) : v
   if (!row || typeof row !== "object" || Array.isArray(row))
-    throw new TypeError("ledger payload is not an object")
+    throw new LedgerRowError("ledger payload is not an object: the row is corrupt; repair or delete it")
   return entryFromRow(row as Record<string, unknown>)
 }

@@ -1,6 +1,6 @@
 // Python's json.dumps with its default separators (", " and ": "), ASCII escapes and float repr. The original
 // writes its receipt lines this way and hashes task arguments this way (with sort_keys).
-import { canonicalString, pythonFloatRepr } from "./ledger/index.ts"
+import { canonicalString, pythonFloatRepr } from "./ledger/model/canonical.ts"
 
 export interface PythonDumpsOptions {
   /** `sort_keys=True` (code-unit order, as canonicalJson sorts ASCII keys). */

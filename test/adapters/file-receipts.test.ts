@@ -11,7 +11,7 @@ import {
   ReceiptStoreCorruptError,
   receiptJsonLine,
   verifyReceipts,
-} from "../../src/core/index.ts"
+} from "../../src/core/receipts/index.ts"
 import { testReceiptStore } from "../conformance/receipt-store.ts"
 
 const vectors = JSON.parse(readFileSync(new URL("../fixtures/python-vectors.json", import.meta.url), "utf8"))

@@ -1,6 +1,7 @@
 // Builds, signs and appends receipts. The ledgers call `sign` before their completion write (so the receipt id
 // rides on that write) and `append` after it.
-import { type JsonValue, type ReceiptDraft, type ReceiptHook, toJsonValue } from "../ledger/index.ts"
+import type { JsonValue, ReceiptDraft, ReceiptHook } from "../ledger/index.ts"
+import { toJsonValue } from "../ledger/model/canonical.ts"
 import { type ChainSealer, sealLink } from "./chain.ts"
 import { AuditReceiptError } from "./errors.ts"
 import { type AuditReceiptRecord, newReceiptId, type Receipt, receiptPayloadText } from "./record.ts"

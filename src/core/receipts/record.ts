@@ -1,5 +1,5 @@
 // The Python original's AuditReceiptRecord (audit_receipt.py), field for field, and its signed payload.
-import { canonicalJson, canonicalString, type JsonValue, pythonFloatRepr } from "../ledger/index.ts"
+import { canonicalJson, canonicalString, type JsonValue, pythonFloatRepr } from "../ledger/model/canonical.ts"
 import { pythonDumps } from "../python-json.ts"
 
 export type ReceiptStatus = "completed" | "failed"

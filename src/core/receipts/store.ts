@@ -1,5 +1,5 @@
 // The receipt store contract and the in-process store.
-import { cloneJson, type JsonValue } from "../ledger/index.ts"
+import { cloneJson, type JsonValue } from "../ledger/model/canonical.ts"
 import type { ChainSealer, ChainTail } from "./chain.ts"
 import type { AuditReceiptRecord, Receipt } from "./record.ts"
 

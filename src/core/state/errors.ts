@@ -5,3 +5,9 @@ export class StateFlushError extends LedgerError {
   override readonly name: string = "StateFlushError"
   override readonly code: string = "state_flush_error"
 }
+
+/** A stored snapshot is not a state snapshot. Nothing was resumed; repair or delete it. */
+export class StateSnapshotError extends StateFlushError {
+  override readonly name = "StateSnapshotError"
+  override readonly code = "state_snapshot_invalid"
+}

@@ -1,5 +1,5 @@
 // The original's StateSnapshot (state_flush.py), stored as its snake_case JSON.
-import { cloneJson, type JsonValue } from "../ledger/index.ts"
+import { cloneJson, type JsonValue } from "../ledger/model/canonical.ts"
 
 // Stored values are JSON: the ledger's JSON copy is several times cheaper than structuredClone.
 const copy = <T>(v: T): T => cloneJson(v as JsonValue) as T

@@ -1,6 +1,8 @@
 // StateFlush: a run's partial state is written when the run is cancelled, disconnected or fails (and on
 // completion), so an aborted run can be resumed instead of redone.
-import { cloneJson, type JsonValue, toJsonValue } from "../ledger/index.ts"
+
+import { InvalidOptionError } from "../errors.ts"
+import { cloneJson, type JsonValue, toJsonValue } from "../ledger/model/canonical.ts"
 import { StateFlushError } from "./errors.ts"
 import {
   type FlushTrigger,
@@ -37,7 +39,18 @@ export interface FlushArgs {
 
 const errorText = (e: unknown): string => (e instanceof Error ? `${e.name}: ${e.message}` : String(e))
 
-/** The handle a run body gets. */
+// How a run ends (the ending's snapshot unless one was already written): module-private, so the handle's public
+// surface is only what a run body may call.
+type Ending = (status: SnapshotStatus, args: FlushArgs) => Promise<StateSnapshot>
+const endings = new WeakMap<StateFlushRun, Ending>()
+
+function endRun(run: StateFlushRun, status: SnapshotStatus, args: FlushArgs): Promise<StateSnapshot> {
+  const end = endings.get(run)
+  if (!end) throw new StateFlushError(`run '${run.runId}' was not started by StateFlush.run()`)
+  return end(status, args)
+}
+
+/** The handle a run body gets (made by `StateFlush.run()`). */
 export class StateFlushRun {
   readonly runId: string
   /** Aborts when the run is cancelled or disconnected. */
@@ -46,7 +59,6 @@ export class StateFlushRun {
   #state: Record<string, JsonValue>
   #flushed: Promise<StateSnapshot> | null = null
 
-  /** @internal */
   constructor(
     flush: StateFlush,
     runId: string,
@@ -57,6 +69,7 @@ export class StateFlushRun {
     this.runId = runId
     this.signal = signal
     this.#state = toJsonValue(initial) as Record<string, JsonValue>
+    endings.set(this, (status, args) => this.#flushed ?? this.flush(status, args))
   }
 
   /** Shallow merge, as the original's `dict.update`. Values are stored as JSON. */
@@ -96,12 +109,6 @@ export class StateFlushRun {
       : this.flush("completed")
   }
 
-  /** @internal the ending's snapshot, unless one was already written. */
-  end(status: SnapshotStatus, args: FlushArgs): Promise<StateSnapshot | null> {
-    if (this.#flushed) return this.#flushed
-    return this.flush(status, args)
-  }
-
   async #write(status: SnapshotStatus, args: FlushArgs): Promise<StateSnapshot> {
     const snapshot: StateSnapshot = {
       run_id: this.runId,
@@ -127,7 +134,9 @@ export class StateFlush {
     const on = options.flushOn ?? ["cancel", "disconnect", "error"]
     for (const t of on)
       if (t !== "cancel" && t !== "disconnect" && t !== "error")
-        throw new RangeError(`flushOn entries must be cancel, disconnect or error, got '${String(t)}'`)
+        throw new InvalidOptionError(
+          `flushOn entries must be cancel, disconnect or error, got '${String(t)}'`,
+        )
     this.flushOn = new Set(on)
     this.flushOnComplete = options.flushOnComplete ?? true
     this.now = options.now ?? (() => Date.now() / 1000)
@@ -168,7 +177,7 @@ export class StateFlush {
         const done =
           trigger === "cancel"
             ? this.flushOn.has("cancel")
-              ? run.end("aborted", { reason: "cancel", error: errorText(reason) })
+              ? endRun(run, "aborted", { reason: "cancel", error: errorText(reason) })
               : Promise.resolve(null)
             : run.disconnect()
         done.then(
@@ -198,7 +207,7 @@ export class StateFlush {
 
     try {
       const result = await Promise.race([Promise.resolve().then(() => fn(run)), aborted])
-      if (this.flushOnComplete) await run.end("completed", {})
+      if (this.flushOnComplete) await endRun(run, "completed", {})
       return result
     } catch (err) {
       if (signal.aborted) {
@@ -206,7 +215,7 @@ export class StateFlush {
         await aborted.catch(() => {})
         throw err
       }
-      if (this.flushOn.has("error")) await run.end("error", { reason: "error", error: errorText(err) })
+      if (this.flushOn.has("error")) await endRun(run, "error", { reason: "error", error: errorText(err) })
       throw err
     } finally {
       ;(onAbort as (() => void) | null)?.()

@@ -28,3 +28,9 @@ export class TaskReleaseRefusedError extends TaskLedgerError {
   override readonly name = "TaskReleaseRefusedError"
   override readonly code = "task_release_refused"
 }
+
+/** A stored task row is not the original's task ledger entry. Nothing was run; repair or delete the row. */
+export class TaskRowError extends TaskLedgerError {
+  override readonly name = "TaskRowError"
+  override readonly code = "task_row_invalid"
+}

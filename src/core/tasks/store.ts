@@ -1,6 +1,6 @@
 // The task store contract: one compare-and-swap per task. Every claim, renewal, completion and release is decided
 // in the core (task-ledger.ts) and written with `swap`, so each backend implements one atomic primitive.
-import { canonicalJson, cloneJson, type JsonValue } from "../ledger/index.ts"
+import { canonicalJson, cloneJson, type JsonValue } from "../ledger/model/canonical.ts"
 import type { StoredTask, TaskRecord } from "./record.ts"
 
 // Stored values are JSON: the ledger's JSON copy is several times cheaper than structuredClone.

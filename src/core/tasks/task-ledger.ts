@@ -1,13 +1,10 @@
 // TaskLedger: once-only whole tasks, row-compatible with the original's task ledger, plus a lease and a fence.
-import {
-  appendReceipt,
-  type Clock,
-  type JsonValue,
-  type ReceiptHook,
-  systemClock,
-  throwIfAborted,
-  toJsonValue,
-} from "../ledger/index.ts"
+
+import { InvalidOptionError } from "../errors.ts"
+import { throwIfAborted } from "../ledger/clock.ts"
+import { appendReceipt } from "../ledger/engine/receipts.ts"
+import { type Clock, type JsonValue, type ReceiptHook, systemClock } from "../ledger/index.ts"
+import { toJsonValue } from "../ledger/model/canonical.ts"
 import { TaskLeaseLostError, TaskLedgerPendingError, TaskReleaseRefusedError } from "./errors.ts"
 import { deriveTaskRequestId } from "./identity.ts"
 import {
@@ -124,7 +121,7 @@ export class TaskLedger {
     fn: TaskBody<A, R>,
   ): TaskFunction<A, R> {
     const opts: TaskOptions = typeof options === "string" ? { name: options } : options
-    if (!opts.name) throw new TypeError("taskLedger.task() needs a name")
+    if (!opts.name) throw new InvalidOptionError("taskLedger.task() needs a name: pass { name }")
     const call = async (args: A, meta: TaskCallMeta = {}): Promise<R> => {
       throwIfAborted(meta.signal)
       const kwargs = toJsonValue(args ?? {}) as Record<string, JsonValue>

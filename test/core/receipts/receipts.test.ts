@@ -15,7 +15,7 @@ import {
   recordOf,
   verifyReceipt,
   verifyReceipts,
-} from "../../../src/core/index.ts"
+} from "../../../src/core/receipts/index.ts"
 import { jwksVerifier, jwsReceiptSigner } from "../../../src/core/receipts/jws.ts"
 import { testReceiptStore } from "../../conformance/receipt-store.ts"
 
@@ -234,7 +234,7 @@ describe("canonical JSON of -0.0 (the original's transition-key vector)", () => 
 
 describe("HMAC-SHA256 on the synchronous digest", () => {
   it("equals Web Crypto's for short, long and non-ASCII keys and messages", async () => {
-    const { hmacSha256HexSync } = await import("../../../src/core/index.ts")
+    const { hmacSha256HexSync } = await import("../../../src/core/receipts/index.ts")
     const enc = new TextEncoder()
     const keys = ["k", "receipt-test-key-é", "x".repeat(64), "y".repeat(65), "z".repeat(200)]
     const msgs = ["", "a", "café ☕ 𝄞", "m".repeat(55), "m".repeat(64), "m".repeat(1000)]

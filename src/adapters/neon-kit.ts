@@ -1,0 +1,70 @@
+// The Neon family's shared pieces, package-internal (not an entry): the driver shapes the ledger, task and receipt
+// stores accept, one query function over either driver, and the table-name rule (names are spliced into SQL).
+import { InvalidOptionError, MyceliumError } from "../core/errors.ts"
+
+/** What the adapter needs of a `Pool`, `Client` or `PoolClient` (neon's or node-postgres'). */
+export interface NeonQueryable {
+  query(text: string, values?: unknown[]): Promise<{ rows: unknown[] }>
+}
+
+/** What the adapter needs of the HTTP function returned by `neon(url)`. */
+export interface NeonHttpQuery {
+  query(
+    text: string,
+    params?: unknown[],
+    options?: { arrayMode?: false; fullResults?: false },
+  ): PromiseLike<unknown>
+}
+
+/** What every Neon store takes: a Pool/Client or a neon() function, and its table name. */
+export type NeonStoreOptions = (
+  | { readonly pool: NeonQueryable; readonly sql?: undefined }
+  | { readonly sql: NeonHttpQuery; readonly pool?: undefined }
+) & {
+  /** Table name; each store has its own default (the original's table names). */
+  readonly table?: string
+}
+
+/** The table name is not `^[a-z][a-z0-9_]*$`; it is spliced into SQL, so nothing else is accepted. */
+export class InvalidTableNameError extends InvalidOptionError {
+  override readonly name = "InvalidTableNameError"
+  override readonly code = "invalid_table_name"
+}
+
+/** The driver answered in a shape the adapter does not read (e.g. `neon()` configured with `fullResults`). */
+export class NeonDriverError extends MyceliumError {
+  override readonly name = "NeonDriverError"
+  override readonly code = "neon_driver_reply"
+}
+
+const TABLE_RE = /^[a-z][a-z0-9_]*$/
+
+/** The table name to use, or `InvalidTableNameError` when it is not `^[a-z][a-z0-9_]*$`. */
+export function tableName(table: string | undefined, fallback: string): string {
+  const name = table ?? fallback
+  if (!TABLE_RE.test(name))
+    throw new InvalidTableNameError(`table name '${name}' must match ^[a-z][a-z0-9_]*$`)
+  return name
+}
+
+/** One query: SQL text and parameters in, rows as objects out. */
+export type Run = (text: string, params: unknown[]) => Promise<Record<string, unknown>[]>
+
+export function driverRun(options: NeonStoreOptions): Run {
+  if (options.pool) {
+    const pool = options.pool
+    return async (text, params) => (await pool.query(text, params)).rows as Record<string, unknown>[]
+  }
+  if (options.sql) {
+    const sql = options.sql
+    return async (text, params) => {
+      const rows = await sql.query(text, params, { arrayMode: false, fullResults: false })
+      if (!Array.isArray(rows))
+        throw new NeonDriverError("neon() query did not return rows: create it without fullResults/arrayMode")
+      return rows as Record<string, unknown>[]
+    }
+  }
+  throw new InvalidOptionError(
+    "a Neon store needs { pool } or { sql }: pass a Pool or a neon() query function",
+  )
+}
