@@ -54,7 +54,11 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
       })
     }
     case "neon": {
-      const neon = await optional("@neondatabase/serverless", () => import("@neondatabase/serverless"), "neon")
+      const neon = await optional(
+        "@neondatabase/serverless",
+        () => import("@neondatabase/serverless"),
+        "neon",
+      )
       const { NeonLedgerStorage } = await import("../adapters/neon.ts")
       return new NeonLedgerStorage({
         pool: new neon.Pool({ connectionString: choice.dsn as string }),
@@ -64,7 +68,9 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
     default:
       throw new ConfigError(
         `storage '${choice.kind}' is not reachable from a Node, Deno or Bun process` +
-          (choice.kind === "redis" ? "; use 'upstash' (REST) for now" : " (it lives in a browser or a Worker)"),
+          (choice.kind === "redis"
+            ? "; use 'upstash' (REST) for now"
+            : " (it lives in a browser or a Worker)"),
       )
   }
 }
@@ -76,13 +82,20 @@ const processEnv = (): Record<string, string | undefined> =>
  * Reads `mycelium.yaml` (or another path) into a `MyceliumConfig`. Unknown keys, wrong types, unset environment
  * variables and unimplemented sections are `ConfigError`s naming the key path, line and column.
  */
-export async function loadConfig(path = "mycelium.yaml", options: LoadConfigFileOptions = {}): Promise<MyceliumConfig> {
+export async function loadConfig(
+  path = "mycelium.yaml",
+  options: LoadConfigFileOptions = {},
+): Promise<MyceliumConfig> {
   let text: string
   try {
     text = await readFile(path, "utf8")
   } catch (e) {
     if ((e as { code?: string }).code === "ENOENT")
-      throw new ConfigError(`config file not found: ${path} (create one with: npx mycelium init)`, { path: [] }, path)
+      throw new ConfigError(
+        `config file not found: ${path} (create one with: npx mycelium init)`,
+        { path: [] },
+        path,
+      )
     throw e
   }
   return loadConfigFromString(text, {

@@ -9,7 +9,12 @@ const REF = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za
  * Expands `$VAR`, `${VAR}` and `${VAR:-default}` in every string value (`$$` is a literal `$`). Keys are never
  * expanded. A variable that is not set and has no default is an error at that value's line.
  */
-export function expandEnv(value: unknown, env: ConfigEnv, source: ConfigSource, path: (string | number)[] = []): unknown {
+export function expandEnv(
+  value: unknown,
+  env: ConfigEnv,
+  source: ConfigSource,
+  path: (string | number)[] = [],
+): unknown {
   if (typeof value === "string") {
     if (!value.includes("$")) return value
     return value.replace(REF, (whole, braced?: string, fallback?: string, bare?: string) => {
@@ -31,7 +36,12 @@ export function expandEnv(value: unknown, env: ConfigEnv, source: ConfigSource, 
 }
 
 /** A `*_env` key: the name of a variable that must be set. */
-export function readEnvKey(env: ConfigEnv, name: string, source: ConfigSource, path: (string | number)[]): string {
+export function readEnvKey(
+  env: ConfigEnv,
+  name: string,
+  source: ConfigSource,
+  path: (string | number)[],
+): string {
   const v = env[name]
   if (v === undefined || v === "") throw source.error(`environment variable '${name}' is not set`, path)
   return v

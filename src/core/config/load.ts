@@ -1,6 +1,6 @@
 import type * as z from "zod"
 import { type ConfigEnv, expandEnv } from "./env.ts"
-import { ConfigError } from "./errors.ts"
+import type { ConfigError } from "./errors.ts"
 import { MyceliumConfig, type MyceliumConfigOptions } from "./mycelium-config.ts"
 import { resolveConfig } from "./normalize.ts"
 import { configSchema, UNIMPLEMENTED_SECTIONS, UNIMPLEMENTED_TOOL_KEYS } from "./schema.ts"
@@ -14,7 +14,8 @@ export interface LoadConfigOptions extends MyceliumConfigOptions {
   source?: string
 }
 
-const isRecord = (v: unknown): v is Record<string, unknown> => v !== null && typeof v === "object" && !Array.isArray(v)
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === "object" && !Array.isArray(v)
 
 function rejectUnimplemented(doc: Record<string, unknown>, source: ConfigSource): void {
   for (const section of UNIMPLEMENTED_SECTIONS) {
@@ -32,10 +33,10 @@ function rejectUnimplemented(doc: Record<string, unknown>, source: ConfigSource)
   ] as const) {
     const s = doc[kind]
     if (isRecord(s) && s[key] === "sqlite")
-      throw source.error(`storage 'sqlite' is not available in mycelium-runtime; use 'file', 'postgres' or 'redis'`, [
-        kind,
-        key,
-      ])
+      throw source.error(
+        `storage 'sqlite' is not available in mycelium-runtime; use 'file', 'postgres' or 'redis'`,
+        [kind, key],
+      )
   }
   const tools = doc.tools
   if (!isRecord(tools)) return
@@ -52,7 +53,13 @@ function issueToError(issue: z.core.$ZodIssue, source: ConfigSource): ConfigErro
   const path = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))
   if (issue.code === "unrecognized_keys") {
     const key = issue.keys[0] as string
-    const hint = issue.keys.length > 1 ? ` (and ${issue.keys.slice(1).map((k) => `'${k}'`).join(", ")})` : ""
+    const hint =
+      issue.keys.length > 1
+        ? ` (and ${issue.keys
+            .slice(1)
+            .map((k) => `'${k}'`)
+            .join(", ")})`
+        : ""
     return source.error(`unknown key '${key}'${hint}`, [...path, key], true)
   }
   if (issue.code === "invalid_type" && issue.input === undefined)

@@ -34,11 +34,15 @@ export interface MyceliumConfigOptions {
 export type ConfiguredToolBody<A, R> = (args: A, tx: TransitionContext) => R | Promise<R>
 
 /** A configured tool: call it with its arguments and the call's metadata (`toolCallId`, `runId`, ...). */
-export type ConfiguredTool<A, R> = ((args: A, meta?: CallMeta) => Promise<Awaited<R>>) & { readonly toolName: string }
+export type ConfiguredTool<A, R> = ((args: A, meta?: CallMeta) => Promise<Awaited<R>>) & {
+  readonly toolName: string
+}
 
 type AnyBody = (args: never, tx: TransitionContext) => unknown
 type Instrumented<T extends Record<string, AnyBody>> = {
-  [K in keyof T]: T[K] extends (args: infer A, tx: TransitionContext) => infer R ? ConfiguredTool<A, R> : never
+  [K in keyof T]: T[K] extends (args: infer A, tx: TransitionContext) => infer R
+    ? ConfiguredTool<A, R>
+    : never
 }
 
 interface RunScope {
@@ -143,7 +147,9 @@ export class MyceliumConfig {
       body = protect(body as (args: A & object) => unknown, {
         name,
         ...(tool.protect.ttl !== undefined && { ttl: tool.protect.ttl }),
-        ...(tool.protect.entityParam !== undefined && { entityParam: tool.protect.entityParam as keyof A & string }),
+        ...(tool.protect.entityParam !== undefined && {
+          entityParam: tool.protect.entityParam as keyof A & string,
+        }),
       }) as typeof body
     }
     if (tool?.bounded) {

@@ -6,7 +6,13 @@ import {
   type UnclassifiedPolicy,
 } from "../ledger/index.ts"
 import { type ConfigEnv, readEnvKey } from "./env.ts"
-import { type RawConfig, STORAGE_KEYS, type StorageConfig, type StorageKind, type ToolConfig } from "./schema.ts"
+import {
+  type RawConfig,
+  STORAGE_KEYS,
+  type StorageConfig,
+  type StorageKind,
+  type ToolConfig,
+} from "./schema.ts"
 import type { ConfigSource } from "./source.ts"
 
 /** A storage choice with its secrets resolved from the environment. */
@@ -123,10 +129,19 @@ function resolveStorage(
     need("token", token, "'token' or 'token_env', e.g. token_env: UPSTASH_REDIS_REST_TOKEN")
   }
   if (kind === "redis") need("url", url, "'url' or 'url_env', e.g. url_env: REDIS_URL")
-  if (kind === "postgres" || kind === "neon") need("dsn", dsn, "'dsn' or 'dsn_env', e.g. dsn_env: DATABASE_URL")
+  if (kind === "postgres" || kind === "neon")
+    need("dsn", dsn, "'dsn' or 'dsn_env', e.g. dsn_env: DATABASE_URL")
   if (kind === "redis" && url !== undefined && !/^rediss?:\/\//.test(url))
-    throw source.error(`redis url must start with redis:// or rediss://`, [...path, cfg.url_env ? "url_env" : "url"])
-  return { ...out, ...(url !== undefined && { url }), ...(token !== undefined && { token }), ...(dsn !== undefined && { dsn }) }
+    throw source.error(`redis url must start with redis:// or rediss://`, [
+      ...path,
+      cfg.url_env ? "url_env" : "url",
+    ])
+  return {
+    ...out,
+    ...(url !== undefined && { url }),
+    ...(token !== undefined && { token }),
+    ...(dsn !== undefined && { dsn }),
+  }
 }
 
 const storageOnlyKeys = {
@@ -153,7 +168,13 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
   const production = raw.profile === "production"
   const warnings: string[] = []
   const al = raw.action_ledger
-  const check = <T extends string>(field: string, value: T | undefined, weak: T, strong: T, path: Path): T => {
+  const check = <T extends string>(
+    field: string,
+    value: T | undefined,
+    weak: T,
+    strong: T,
+    path: Path,
+  ): T => {
     if (production && value === weak) throw source.error(productionMessage(field, weak, strong), path)
     return value ?? (production ? strong : weak)
   }
@@ -163,10 +184,13 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
       "unclassified_policy",
     ]),
     onArgsDrift: al?.on_args_drift ?? "soft",
-    requestIdentityPolicy: check("request_identity_policy", al?.request_identity_policy, "derived", "require_explicit", [
-      "action_ledger",
+    requestIdentityPolicy: check(
       "request_identity_policy",
-    ]),
+      al?.request_identity_policy,
+      "derived",
+      "require_explicit",
+      ["action_ledger", "request_identity_policy"],
+    ),
   }
   const memoryPolicy = check("memory_storage_policy", al?.memory_storage_policy, "warn", "error", [
     "action_ledger",
@@ -202,8 +226,13 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
 
   const storages = new Map<string, ResolvedStorage>()
   // The global sections are checked even when no tool uses them yet: a broken section should fail at load.
-  if (al) storages.set(JSON.stringify(globalLedger(al)), resolveStorage(globalLedger(al) as StorageConfig, env, source, ["action_ledger"]))
-  if (raw.task_ledger) resolveStorage(globalLedger(raw.task_ledger) as StorageConfig, env, source, ["task_ledger"])
+  if (al)
+    storages.set(
+      JSON.stringify(globalLedger(al)),
+      resolveStorage(globalLedger(al) as StorageConfig, env, source, ["action_ledger"]),
+    )
+  if (raw.task_ledger)
+    resolveStorage(globalLedger(raw.task_ledger) as StorageConfig, env, source, ["task_ledger"])
   const tools = new Map<string, ResolvedTool>()
   const memoryMutating: string[] = []
   for (const [name, tc] of toolEntries) {
@@ -237,7 +266,8 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
       storages.set(key, storage)
       ledger = {
         storage,
-        unclassifiedPolicy: (ledgerCfg.unclassified_policy as UnclassifiedPolicy) ?? policies.unclassifiedPolicy,
+        unclassifiedPolicy:
+          (ledgerCfg.unclassified_policy as UnclassifiedPolicy) ?? policies.unclassifiedPolicy,
         onArgsDrift: (ledgerCfg.on_args_drift as ArgsDriftPolicy) ?? policies.onArgsDrift,
         requestIdentityPolicy:
           (ledgerCfg.request_identity_policy as RequestIdentityPolicy) ?? policies.requestIdentityPolicy,
@@ -256,14 +286,21 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
             ...(tc.side_effect_boundary && { sideEffectBoundaryDefault: tc.side_effect_boundary }),
             ...(tc.spendability && { spendability: tc.spendability }),
             ...(tc.capability && { capability: tc.capability }),
-            ...(tc.provider_idempotency_key_param && { providerIdempotencyKeyParam: tc.provider_idempotency_key_param }),
-            ...(tc.provider_idempotency_key_ttl && { providerIdempotencyKeyTtl: tc.provider_idempotency_key_ttl }),
+            ...(tc.provider_idempotency_key_param && {
+              providerIdempotencyKeyParam: tc.provider_idempotency_key_param,
+            }),
+            ...(tc.provider_idempotency_key_ttl && {
+              providerIdempotencyKeyTtl: tc.provider_idempotency_key_ttl,
+            }),
             ...(tc.request_id_from && { requestIdFrom: tc.request_id_from }),
           }
         : null
     const auditReceipt = tc.audit_receipt ?? (ledger !== null && (raw.audit_receipt?.auto ?? false))
     if (tc.audit_receipt && !raw.audit_receipt)
-      throw source.error(`audit_receipt: true needs a top-level 'audit_receipt:' section`, [...path, "audit_receipt"])
+      throw source.error(`audit_receipt: true needs a top-level 'audit_receipt:' section`, [
+        ...path,
+        "audit_receipt",
+      ])
     tools.set(name, {
       name,
       ledger,
@@ -305,7 +342,10 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
       p = [...path, "ledger"]
     }
     if (tc.audit_receipt && !cfg)
-      throw source.error(`audit_receipt on task '${name}' needs its ledger (ledger: true)`, [...path, "audit_receipt"])
+      throw source.error(`audit_receipt on task '${name}' needs its ledger (ledger: true)`, [
+        ...path,
+        "audit_receipt",
+      ])
     tasks.set(name, {
       name,
       ledger: cfg ? resolveStorage(cfg as StorageConfig, env, source, p) : null,
@@ -318,11 +358,16 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
   const ar = raw.audit_receipt
   if (ar) {
     if (ar.signing_key !== undefined && ar.signing_key_env !== undefined)
-      throw source.error(`set 'signing_key' or 'signing_key_env', not both`, ["audit_receipt", "signing_key_env"], true)
+      throw source.error(
+        `set 'signing_key' or 'signing_key_env', not both`,
+        ["audit_receipt", "signing_key_env"],
+        true,
+      )
     if (ar.signing_key_env !== undefined)
       signingKey = readEnvKey(env, ar.signing_key_env, source, ["audit_receipt", "signing_key_env"])
     else signingKey = ar.signing_key ?? null
-    if (ar.storage === "file" && !ar.path) throw source.error(`storage 'file' needs 'path'`, ["audit_receipt"])
+    if (ar.storage === "file" && !ar.path)
+      throw source.error(`storage 'file' needs 'path'`, ["audit_receipt"])
     if (production && ar.signing_key !== undefined)
       throw source.error(
         `profile is 'production' but the signing key is written in the file; use signing_key_env`,

@@ -52,7 +52,10 @@ const storageFields = {
   token_env: name.optional(),
   dsn: name.optional(),
   dsn_env: name.optional(),
-  table: z.string().regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "a SQL identifier (letters, digits, underscore)").optional(),
+  table: z
+    .string()
+    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "a SQL identifier (letters, digits, underscore)")
+    .optional(),
   prefix: z.string().optional(),
   in_flight_ttl: positive.nullable().optional(),
 }
@@ -79,7 +82,11 @@ const policies = {
   request_identity_policy: z.enum(["derived", "require_explicit"]).optional(),
 }
 
-export const actionLedgerSchema = z.strictObject({ ...storageFields, ...policies, tools: toolList.optional() })
+export const actionLedgerSchema = z.strictObject({
+  ...storageFields,
+  ...policies,
+  tools: toolList.optional(),
+})
 export const taskLedgerSchema = z.strictObject({ ...storageFields, tasks: toolList.optional() })
 
 export const transitionSchema = z.strictObject({
@@ -112,7 +119,9 @@ export const toolSchema = z.strictObject({
   ledger: z.union([z.boolean(), actionLedgerSchema.omit({ tools: true })]).optional(),
   audit_receipt: z.boolean().optional(),
   side_effect_class: z.enum(SIDE_EFFECT_CLASS_NAMES).optional(),
-  retry_permission: z.enum(Object.values(RetryPermission) as [RetryPermission, ...RetryPermission[]]).optional(),
+  retry_permission: z
+    .enum(Object.values(RetryPermission) as [RetryPermission, ...RetryPermission[]])
+    .optional(),
   side_effect_boundary: z
     .enum(Object.values(SideEffectBoundary) as [SideEffectBoundary, ...SideEffectBoundary[]])
     .optional(),
@@ -176,7 +185,9 @@ export const configSchema = z.strictObject({
       detect_duplicates: z.union([z.boolean(), z.enum(["consecutive", "anywhere"])]).optional(),
     })
     .optional(),
-  message_validator: z.union([z.boolean(), z.strictObject({ enabled: z.boolean().default(true) })]).optional(),
+  message_validator: z
+    .union([z.boolean(), z.strictObject({ enabled: z.boolean().default(true) })])
+    .optional(),
 })
 
 /** The document as validated, before inheritance and profile rules are applied. */

@@ -32,7 +32,9 @@ export function parseConfigSource(text: string, name = "mycelium.yaml"): ConfigS
     let keyNode: Node | null = null
     for (const step of path) {
       if (isMap(node)) {
-        const pair = node.items.find((p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(step))
+        const pair = node.items.find(
+          (p) => isPair(p) && isScalar(p.key) && String(p.key.value) === String(step),
+        )
         if (!pair) break
         keyNode = pair.key as Node
         node = pair.value

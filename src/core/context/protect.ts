@@ -54,7 +54,10 @@ export function protect<A extends object, R>(
   const inner = fn as (args: A, ...rest: unknown[]) => R | Promise<R>
   const withCache = (cache: ToolCache, args: A, ...rest: unknown[]): Promise<R> =>
     cache.getOrLoad(cacheKey(args), ttl, () => inner(args, ...rest), clock)
-  const wrapped = ((args: A, ...rest: unknown[]) => withCache(activeCache(), args, ...rest)) as ProtectedTool<A, R>
+  const wrapped = ((args: A, ...rest: unknown[]) => withCache(activeCache(), args, ...rest)) as ProtectedTool<
+    A,
+    R
+  >
   Object.defineProperties(wrapped, {
     toolName: { value: toolName },
     withCache: { value: withCache },
