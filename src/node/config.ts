@@ -44,6 +44,14 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
         ...(typeof choice.inFlightTtl === "number" && { inFlightTtl: choice.inFlightTtl }),
       })
     }
+    case "redis": {
+      const { RedisLedgerStorage } = await import("../adapters/redis.ts")
+      return new RedisLedgerStorage({
+        url: choice.url as string,
+        ...(choice.prefix !== undefined && { prefix: choice.prefix }),
+        ...(typeof choice.inFlightTtl === "number" && { inFlightTtl: choice.inFlightTtl }),
+      })
+    }
     case "postgres": {
       const pg = await optional("pg", () => import("pg"), "postgres")
       const { NeonLedgerStorage } = await import("../adapters/neon.ts")
@@ -67,10 +75,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
     }
     default:
       throw new ConfigError(
-        `storage '${choice.kind}' is not reachable from a Node, Deno or Bun process` +
-          (choice.kind === "redis"
-            ? "; use 'upstash' (REST) for now"
-            : " (it lives in a browser or a Worker)"),
+        `storage '${choice.kind}' is not reachable from a Node, Deno or Bun process (it lives in a browser or a Worker)`,
       )
   }
 }

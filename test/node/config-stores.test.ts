@@ -70,6 +70,12 @@ describe("loadConfig with real stores", () => {
     expect(await chargeTwice(path, { U_URL: UPSTASH_URL, U_TOKEN: UPSTASH_TOKEN })).toBe(1)
   })
 
+  it("redis: a redis:// url over TCP", async () => {
+    const path = join(dir, "redis.yaml")
+    writeFileSync(path, yaml(`  storage: redis\n  url_env: R_URL\n  prefix: "cfg-${tag}-tcp:"`))
+    expect(await chargeTwice(path, { R_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379" })).toBe(1)
+  })
+
   it("postgres: dsn_env through node-postgres", async () => {
     const pool = new pg.Pool({ connectionString: DATABASE_URL })
     await new NeonLedgerStorage({ pool, table }).migrate()
