@@ -60,12 +60,17 @@ const SCHEMA = [
 ]
 const MAX_PAGE = 500
 
+// Typed here instead of through the `cloudflare:workers` declaration, so the emitted .d.ts names no module a
+// consumer without workers types cannot resolve (it would make the class extend `any`). At run time the base is
+// workerd's real DurableObject, which RPC needs.
+const LedgerObjectBase: abstract new (ctx: LedgerObjectState, env: unknown) => object = DurableObject
+
 /**
  * The ledger's Durable Object. Every method is synchronous: workerd runs one event at a time per object, so
  * a read, decision and write with no await in between is one atomic step; the SQL API commits it durably
  * before the RPC reply leaves the object (output gate).
  */
-export class MyceliumLedgerObject extends DurableObject {
+export class MyceliumLedgerObject extends LedgerObjectBase {
   readonly #sql: SqlStorageLike
 
   constructor(ctx: LedgerObjectState, env: unknown) {

@@ -9,15 +9,23 @@ export class MessageValidationError extends Error {
   readonly reason: string
   /** The tool call concerned, when there is one. */
   readonly toolCallId: string | undefined
+  /** For `invalid_tool_arguments`: the call's position among the message's tool calls. */
+  readonly callIndex: number | undefined
 
   constructor(
     reason: string,
-    options: { violation: Violation; messageIndex: number; toolCallId?: string | undefined },
+    options: {
+      violation: Violation
+      messageIndex: number
+      toolCallId?: string | undefined
+      callIndex?: number | undefined
+    },
   ) {
     super(`${reason} Run MessageValidator.repair() to fix what can be fixed automatically.`)
     this.reason = reason
     this.violation = options.violation
     this.messageIndex = options.messageIndex
     this.toolCallId = options.toolCallId
+    this.callIndex = options.callIndex
   }
 }

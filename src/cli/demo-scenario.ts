@@ -1,8 +1,9 @@
-// `mycelium demo`: langgraph#7417 in a terminal. A long tool call is redispatched while the first still runs.
+// The scenario `mycelium demo` plays (langgraph#7417 in a terminal): a long tool call is redispatched while the
+// first still runs.
 import { mkdirSync, rmSync } from "node:fs"
 import { dirname } from "node:path"
 import { FileLedgerStorage } from "../adapters/file.ts"
-import { ActionLedger, LedgerHardBlockError, type LedgerStorage } from "../core/index.ts"
+import { ActionLedger, LedgerHardBlockError, type LedgerStorage } from "../core/ledger/index.ts"
 
 export interface DemoOptions {
   readonly ledgerPath: string
