@@ -56,10 +56,10 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
       const pg = await optional("pg", () => import("pg"), "postgres")
       const { NeonLedgerStorage } = await import("../adapters/neon.ts")
       const Pool = (pg as { default?: { Pool: typeof import("pg").Pool } }).default?.Pool ?? pg.Pool
-      return new NeonLedgerStorage({
-        pool: new Pool({ connectionString: choice.dsn as string, max: 4 }),
-        ...(choice.table !== undefined && { table: choice.table }),
-      })
+      const pool = new Pool({ connectionString: choice.dsn as string, max: 4 })
+      const storage = new NeonLedgerStorage({ pool, ...(choice.table !== undefined && { table: choice.table }) })
+      // The pool's idle sockets would keep a short-lived process (the CLI) alive; close() ends them.
+      return Object.assign(storage, { close: () => pool.end() })
     }
     case "neon": {
       const neon = await optional(
@@ -68,10 +68,9 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
         "neon",
       )
       const { NeonLedgerStorage } = await import("../adapters/neon.ts")
-      return new NeonLedgerStorage({
-        pool: new neon.Pool({ connectionString: choice.dsn as string }),
-        ...(choice.table !== undefined && { table: choice.table }),
-      })
+      const pool = new neon.Pool({ connectionString: choice.dsn as string })
+      const storage = new NeonLedgerStorage({ pool, ...(choice.table !== undefined && { table: choice.table }) })
+      return Object.assign(storage, { close: () => pool.end() })
     }
     default:
       throw new ConfigError(
