@@ -57,7 +57,10 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
       const { NeonLedgerStorage } = await import("../adapters/neon.ts")
       const Pool = (pg as { default?: { Pool: typeof import("pg").Pool } }).default?.Pool ?? pg.Pool
       const pool = new Pool({ connectionString: choice.dsn as string, max: 4 })
-      const storage = new NeonLedgerStorage({ pool, ...(choice.table !== undefined && { table: choice.table }) })
+      const storage = new NeonLedgerStorage({
+        pool,
+        ...(choice.table !== undefined && { table: choice.table }),
+      })
       // The pool's idle sockets would keep a short-lived process (the CLI) alive; close() ends them.
       return Object.assign(storage, { close: () => pool.end() })
     }
@@ -69,7 +72,10 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
       )
       const { NeonLedgerStorage } = await import("../adapters/neon.ts")
       const pool = new neon.Pool({ connectionString: choice.dsn as string })
-      const storage = new NeonLedgerStorage({ pool, ...(choice.table !== undefined && { table: choice.table }) })
+      const storage = new NeonLedgerStorage({
+        pool,
+        ...(choice.table !== undefined && { table: choice.table }),
+      })
       return Object.assign(storage, { close: () => pool.end() })
     }
     default:
