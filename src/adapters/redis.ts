@@ -6,6 +6,7 @@ import { createHash } from "node:crypto"
 import { connect as netConnect, type Socket } from "node:net"
 import { connect as tlsConnect } from "node:tls"
 import type { Redis } from "@upstash/redis"
+import { MyceliumError } from "../core/errors.ts"
 import { UpstashLedgerStorage } from "./upstash.ts"
 
 /** Options for {@link RedisLedgerStorage}. */
@@ -24,15 +25,15 @@ export interface RedisLedgerStorageOptions {
 type Reply = string | number | null | Reply[]
 
 /** The server answered with an error reply (`-ERR ...`). */
-export class RedisReplyError extends Error {
+export class RedisReplyError extends MyceliumError {
   override readonly name = "RedisReplyError"
-  readonly code = "redis_reply_error"
+  override readonly code = "redis_reply_error"
 }
 
 /** The connection could not be opened, broke, or a reply did not arrive in time. */
-export class RedisConnectionError extends Error {
+export class RedisConnectionError extends MyceliumError {
   override readonly name = "RedisConnectionError"
-  readonly code = "redis_connection_error"
+  override readonly code = "redis_connection_error"
 }
 
 interface Pending {

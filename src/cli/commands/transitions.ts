@@ -1,6 +1,7 @@
 // `mycelium transitions list|show|release|mark-dead`: an operator's view of the action ledger and their verdicts.
 import { parseArgs } from "node:util"
-import { entryToRow, type LedgerEntry, LedgerError, resolvedOutcome } from "../../core/ledger/index.ts"
+import { type LedgerEntry, LedgerError, resolvedOutcome } from "../../core/ledger/index.ts"
+import { entryToRow } from "../../core/ledger/model/entry.ts"
 import { CliError, UsageError } from "../errors.ts"
 import { type LedgerAccess, openLedger, STORE_HELP, STORE_OPTIONS } from "../ledger-access.ts"
 import { DEFAULT_LEDGER, parseOrUsage } from "../options.ts"

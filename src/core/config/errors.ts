@@ -1,3 +1,5 @@
+import { MyceliumError } from "../errors.ts"
+
 /** Where a config problem is: the key path inside the document and, when the text is known, line and column. */
 export interface ConfigLocation {
   /** Key path from the root, e.g. `["tools", "send_payment", "side_effect_class"]`. */
@@ -11,9 +13,9 @@ export interface ConfigLocation {
  * A `mycelium.yaml` problem: unknown or misspelt keys, wrong types, missing environment variables, sections this
  * package does not implement, production-profile violations. The message names the key path, line and column.
  */
-export class ConfigError extends Error {
+export class ConfigError extends MyceliumError {
   override readonly name: string = "ConfigError"
-  readonly code: string = "config_invalid"
+  override readonly code: string = "config_invalid"
   readonly path: readonly (string | number)[]
   readonly line: number | undefined
   readonly column: number | undefined
@@ -22,9 +24,10 @@ export class ConfigError extends Error {
 
   constructor(detail: string, location: ConfigLocation = { path: [] }, source = "mycelium.yaml") {
     const where = location.line !== undefined ? `${source}:${location.line}:${location.column ?? 1}` : source
-    const key = location.path.length ? ` at '${formatPath(location.path)}'` : ""
+    const path = location.path ?? []
+    const key = path.length ? ` at '${formatPath(path)}'` : ""
     super(`${where}${key}: ${detail}`)
-    this.path = location.path
+    this.path = path
     this.line = location.line
     this.column = location.column
     this.detail = detail

@@ -1,10 +1,10 @@
-import {
-  type ArgsDriftPolicy,
-  parseSideEffectClass,
-  type RequestIdentityPolicy,
-  type ToolTransitionBindingInit,
-  type UnclassifiedPolicy,
+import type {
+  ArgsDriftPolicy,
+  RequestIdentityPolicy,
+  ToolTransitionBindingInit,
+  UnclassifiedPolicy,
 } from "../ledger/index.ts"
+import { parseSideEffectClass } from "../ledger/model/enums.ts"
 import { type ConfigEnv, readEnvKey } from "./env.ts"
 import {
   type RawConfig,
