@@ -31,7 +31,9 @@ async function killParked(path: string, window: string): Promise<void> {
         resolve()
       }
     })
-    child.once("exit", (code) => reject(new Error(`child exited ${code} before parking in ${window}: ${err}`)))
+    child.once("exit", (code) =>
+      reject(new Error(`child exited ${code} before parking in ${window}: ${err}`)),
+    )
   })
   const exited = new Promise((r) => child.once("exit", r))
   child.kill("SIGKILL")
