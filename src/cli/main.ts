@@ -14,7 +14,8 @@ commands:
                                                local ledger API running on the demo's ledger file
   serve [--port N] [--ledger PATH]            the ledger HTTP API over a local ledger file
   transitions [--stuck] [--ledger PATH]       list transitions (stuck: need a human or a reconciler)
-  release ID --verified completed|not_executed --reason TEXT --by WHO [--ledger PATH]
+  release ID --verified completed|not_executed --reason TEXT --by WHO [--override-death-signal WHY]
+          [--ledger PATH]                      not_executed on a lapsed lease needs the owner's death signal
   help`
 
 const DEFAULT_LEDGER = ".mycelium/ledger.json"
@@ -43,6 +44,7 @@ async function main(argv: string[]): Promise<number> {
       verified: { type: "string" },
       reason: { type: "string" },
       by: { type: "string" },
+      "override-death-signal": { type: "string" },
     },
   })
   const port = Number(values.port)
@@ -77,7 +79,13 @@ async function main(argv: string[]): Promise<number> {
         storage: new FileLedgerStorage(values.ledger ?? DEFAULT_LEDGER),
         reclaimRequiresDeathSignal: true,
       })
-      const row = await ledger.release(id, { verified, reason: values.reason, by: values.by })
+      const override = values["override-death-signal"]
+      const row = await ledger.release(id, {
+        verified,
+        reason: values.reason,
+        by: values.by,
+        ...(override !== undefined ? { overrideDeathSignal: override } : {}),
+      })
       console.log(`released ${row.requestId} as ${verified} (was ${row.releasedFromOutcome})`)
       return 0
     }

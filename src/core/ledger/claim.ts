@@ -16,6 +16,7 @@ import { isAmbiguous, resolveReadOnlyGate, resolveSideEffectGate } from "./gates
 import { argsFingerprint, type TransitionScope } from "./identity.ts"
 import { driftMessage, hardBlockMessage } from "./messages.ts"
 import type { Reconciler } from "./reconcile.ts"
+import { lapsedBlockedRow } from "./rows.ts"
 import type { SafeStorage } from "./safe-storage.ts"
 import { type ClaimResult, stampClaim } from "./storage.ts"
 
@@ -311,18 +312,8 @@ async function reexecute(
 }
 
 async function markExpiredBlocked(ctx: ClaimContext, observed: LedgerEntry): Promise<LedgerEntry | null> {
-  const error =
-    observed.sideEffectBoundary === "not_crossed"
-      ? "stale in-flight lease with not_crossed boundary; reclaim only if an external_operation_ref reconcile proves NOT_EXECUTED"
-      : `stale in-flight lease; side-effect boundary ${observed.sideEffectBoundary} — effect may have happened`
-  const blocked: LedgerEntry = {
-    ...observed,
-    terminalOutcome: "BLOCKED",
-    status: "failed",
-    error,
-    effectPhase:
-      observed.effectProtocolRequired && observed.effectPhase === "ATTEMPTING" ? "ATTEMPTING" : "ABORTED",
-  }
+  // The error text keeps the lapse visible (`leaseLapsed`): a `not_executed` release still needs a death signal.
+  const blocked = lapsedBlockedRow(observed)
   const ok = await ctx.store.tryTransition(blocked, {
     outcomes: ["IN_FLIGHT"],
     owner: observed.owner,

@@ -1,7 +1,7 @@
 // Operator actions: verdicts on ambiguous transitions, worker-death assertions, listings. ActionLedger exposes
 // each as a method.
 import type { ActionLedger } from "./action-ledger.ts"
-import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "./entry.ts"
+import { hasWorkerDeathEvidence, type LedgerEntry, leaseLapsed, resolvedOutcome } from "./entry.ts"
 import type { TerminalOutcome } from "./enums.ts"
 import {
   LedgerAlreadyResolvedError,
@@ -11,7 +11,7 @@ import {
   LedgerWorkerAliveError,
 } from "./errors.ts"
 import { ageString, remainingString } from "./messages.ts"
-import { completedRow } from "./rows.ts"
+import { completedRow, lapsedBlockedRow } from "./rows.ts"
 
 export interface ReleaseOptions {
   readonly verified: "completed" | "not_executed"
@@ -19,6 +19,12 @@ export interface ReleaseOptions {
   readonly result?: unknown
   readonly by: string
   readonly reason: string
+  /**
+   * `not_executed` on a lapsed lease without the owner's death signal: say why the owner can no longer act
+   * (e.g. "host decommissioned, disk wiped"). Stored in the resolution reason. Without it, or heartbeat silence past
+   * `presumedDeadAfter`, or `markWorkerDeadFor()`, such a release is refused with `LedgerWorkerAliveError`.
+   */
+  readonly overrideDeathSignal?: string
 }
 
 export interface MarkWorkerDeadOptions {
@@ -76,16 +82,22 @@ export async function release(
     )
   }
   const cc = ledger.claimContext
-  if (
-    resolved === "EXPIRED" &&
-    cc.reclaimRequiresDeathSignal &&
-    !hasWorkerDeathEvidence(row, now, cc.presumedDeadAfter)
-  ) {
-    throw aliveError(ledger, row, now)
+  const override = options.overrideDeathSignal
+  if (override !== undefined && !override.trim()) {
+    throw new LedgerReleaseRefusedError("overrideDeathSignal must say why the owner can no longer act")
   }
+  // A lapsed lease says nothing about its owner: dead, or alive and slow (a stalled event loop missed its renewals).
+  // `not_executed` lets a redispatch run the effect again, so it always waits for a death signal: a live late
+  // owner would perform it a second time. `completed` cannot cause a second run; it keeps the opt-in gate only.
+  const lapsed = leaseLapsed(row, now)
+  const gated =
+    (lapsed && verified === "not_executed") || (resolved === "EXPIRED" && cc.reclaimRequiresDeathSignal)
+  const evidence = hasWorkerDeathEvidence(row, now, cc.presumedDeadAfter)
+  if (gated && !evidence && !override) throw releaseAliveError(ledger, row, now, resolved)
   const stamps = {
     resolvedBy: by,
-    resolutionReason: reason,
+    resolutionReason:
+      gated && !evidence && override ? `${reason} (death signal overridden: ${override.trim()})` : reason,
     resolvedAt: now,
     releasedFromOutcome: resolved,
   }
@@ -98,7 +110,10 @@ export async function release(
     }
     next = { ...completedRow(row, options.result ?? null, now), operatorResolution: "completed", ...stamps }
   } else {
-    next = { ...row, operatorResolution: "not_executed", ...stamps }
+    // An EXPIRED row is still IN_FLIGHT in storage: block it in the same write, so the late owner's fenced
+    // boundary write (sideEffect entry) and its completion fail instead of running the effect a second time.
+    const from = resolved === "EXPIRED" ? lapsedBlockedRow(row) : row
+    next = { ...from, operatorResolution: "not_executed", ...stamps }
   }
   const ok = await ledger.store.tryTransition(next, {
     outcomes: ["IN_FLIGHT", "BLOCKED", "UNKNOWN", "FAILED_AFTER_EFFECT", "FAILED_BEFORE_EFFECT"],
@@ -108,6 +123,26 @@ export async function release(
   if (!ok)
     throw new LedgerAlreadyResolvedError(`Cannot release request '${requestId}': transition superseded`)
   return next
+}
+
+function releaseAliveError(
+  ledger: ActionLedger,
+  row: LedgerEntry,
+  now: number,
+  resolved: string,
+): LedgerWorkerAliveError {
+  const last = row.lastHeartbeatAt ?? row.startedAt
+  const after = ledger.claimContext.presumedDeadAfter
+  const grace = after - (now - last)
+  const state = resolved === "EXPIRED" ? "EXPIRED" : `${resolved} (a redispatch found its lease lapsed)`
+  return new LedgerWorkerAliveError(
+    `Cannot release request '${row.requestId}': ${state} without an outcome from its owner '${row.owner}', and ` +
+      `nothing says that owner is dead, so it could still perform the effect after this release. Missing: ` +
+      `heartbeat silence (last heartbeat ${ageString(now - last)}, presumedDeadAfter ${after}s elapses in ` +
+      `${remainingString(grace)}), a markWorkerDeadFor() assertion, and overrideDeathSignal. Wait for the ` +
+      "silence, call markWorkerDeadFor() once the worker is known dead, or pass overrideDeathSignal saying why it " +
+      "cannot act.",
+  )
 }
 
 function aliveError(ledger: ActionLedger, row: LedgerEntry, now: number): LedgerWorkerAliveError {
@@ -132,9 +167,9 @@ export async function markWorkerDeadFor(
   if (!row) throw new LedgerReleaseRefusedError(`Cannot mark worker dead for unknown request '${requestId}'`)
   const now = ledger.clock.now()
   const resolved = resolvedOutcome(row, now)
-  if (resolved !== "IN_FLIGHT" && resolved !== "EXPIRED") {
+  if (resolved !== "IN_FLIGHT" && !leaseLapsed(row, now)) {
     throw new LedgerReleaseRefusedError(
-      `Request '${requestId}' is ${resolved}; only IN_FLIGHT or EXPIRED rows have a worker`,
+      `Request '${requestId}' is ${resolved}; only IN_FLIGHT rows and lapsed leases have a worker`,
     )
   }
   if (
@@ -152,7 +187,11 @@ export async function markWorkerDeadFor(
   return ledger.casFrom(
     row,
     next,
-    { outcomes: ["IN_FLIGHT"], owner: row.owner, fence: row.fence },
+    {
+      outcomes: [row.terminalOutcome === "BLOCKED" ? "BLOCKED" : "IN_FLIGHT"],
+      owner: row.owner,
+      fence: row.fence,
+    },
     "mark worker dead",
   )
 }

@@ -2,7 +2,7 @@
 
 import type { ToolTransitionBinding } from "./binding.ts"
 import { type JsonValue, toJsonValue } from "./canonical.ts"
-import type { Decision, LedgerEntry } from "./entry.ts"
+import { type Decision, LEASE_LAPSED_ERROR, type LedgerEntry } from "./entry.ts"
 import {
   BOUNDARY_RANK,
   type EffectState,
@@ -63,6 +63,21 @@ export function blockedRow(e: LedgerEntry, error: string, now: number): LedgerEn
     error,
     finishedAt: now,
     effectPhase: phaseAfterFailure(e, true),
+  }
+}
+
+/** A lapsed lease (EXPIRED row) hard-blocked: no longer IN_FLIGHT, so its late owner's fenced writes all fail. */
+export function lapsedBlockedRow(e: LedgerEntry): LedgerEntry {
+  const error =
+    e.sideEffectBoundary === "not_crossed"
+      ? `${LEASE_LAPSED_ERROR} with not_crossed boundary; reclaim only if an external_operation_ref reconcile proves NOT_EXECUTED`
+      : `${LEASE_LAPSED_ERROR}; side-effect boundary ${e.sideEffectBoundary} — effect may have happened`
+  return {
+    ...e,
+    terminalOutcome: "BLOCKED",
+    status: "failed",
+    error,
+    effectPhase: e.effectProtocolRequired && e.effectPhase === "ATTEMPTING" ? "ATTEMPTING" : "ABORTED",
   }
 }
 
