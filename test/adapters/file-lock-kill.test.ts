@@ -3,7 +3,7 @@
 // Before the holder record was linked into place atomically, two of these windows froze every writer for
 // staleLockAfter (30 s).
 import { spawn, spawnSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs"
+import { linkSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs"
 import { hostname, tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -121,4 +121,60 @@ describe("file lock recovery in other runtimes", () => {
       expect(out.ms).toBeLessThan(1000)
     }, 60_000)
   }
+})
+
+describe("file lock: recoverers racing over dead holders' locks", () => {
+  it("4 processes keep mutual exclusion while dead-holder locks keep appearing: no lost update", async () => {
+    const RACER = fileURLToPath(new URL("./file-lock-race-child.ts", import.meta.url))
+    const path = join(root, "race", "ledger.json")
+    mkdirSync(dirname(path), { recursive: true })
+    const go = join(dirname(path), "go")
+    const N = 60
+    let ready = 0
+    const children = Array.from({ length: 4 }, (_, i) => {
+      const child = spawn(process.execPath, ["--import", "tsx", RACER, path, `p${i}`, String(N), go], {
+        stdio: ["ignore", "ignore", "pipe"],
+      })
+      let err = ""
+      child.stderr.on("data", (d) => {
+        err += String(d)
+        if (String(d).includes("ready") && ++ready === 4) writeFileSync(go, "")
+      })
+      return new Promise<{ code: number | null; err: string }>((resolve) =>
+        child.on("close", (code) => resolve({ code, err })),
+      )
+    })
+    // Whenever the lock is free, plant one left by a dead holder (linked, never overwriting a live one), so every
+    // writer keeps meeting a lock that all of them try to recover at the same time.
+    const deadPid = spawnSync(process.execPath, ["-e", "0"]).pid as number
+    let planted = 0
+    let done = false
+    const all = Promise.all(children).finally(() => {
+      done = true
+    })
+    while (!done) {
+      const tmp = join(dirname(path), `plant-${planted}`)
+      writeFileSync(
+        tmp,
+        JSON.stringify({ pid: deadPid, host: hostname(), token: `dead${planted}`, at: Date.now() }),
+      )
+      try {
+        linkSync(tmp, `${path}.lock.ts`)
+        planted++
+      } catch {
+        // held right now
+      }
+      rmSync(tmp)
+      await new Promise((r) => setImmediate(r))
+    }
+    for (const r of await all) expect(r.code, r.err).toBe(0)
+    const s = new FileLedgerStorage(path)
+    const ids: string[] = []
+    for await (const e of s.list()) ids.push(e.requestId)
+    expect(ids).toHaveLength(4 * N)
+    expect(planted).toBeGreaterThan(10)
+    console.log(
+      `recovery race: ${planted} dead-holder locks planted and recovered, ${ids.length} rows, none lost`,
+    )
+  }, 90_000)
 })
