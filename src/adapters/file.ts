@@ -231,6 +231,8 @@ class FileLock {
   readonly #staleMs: number
   #token: string | null = null
   #swept = false
+  /** A dead writer may have left things behind since the owner of this lock last looked. */
+  #recovered = true
 
   constructor(path: string, timeoutMs: number, staleMs: number) {
     this.path = path
@@ -251,6 +253,7 @@ class FileLock {
       if (this.#tryCreate()) return
       const seen = this.#read(this.path)
       if (seen && this.#isStale(seen) && this.#reap(seen, 0)) {
+        this.#recovered = true
         this.#sweep()
         if (this.#tryCreate()) return
       }
@@ -258,6 +261,13 @@ class FileLock {
       await sleep(delay * (0.5 + Math.random()))
       delay = Math.min(delay * 2, 16)
     }
+  }
+
+  /** Whether a dead holder was recovered (or this is the first acquire) since the last call. */
+  takeRecovered(): boolean {
+    const r = this.#recovered
+    this.#recovered = false
+    return r
   }
 
   release(): void {
@@ -496,6 +506,7 @@ export class FileLedgerStorage implements LedgerStorage {
           }
           // From here to release everything is synchronous: no other call in this process can interleave.
           try {
+            if (this.#lock.takeRecovered()) this.#sweepTemps()
             batch = this.#pending.splice(0)
             this.#load()
             const results: unknown[] = []
@@ -533,6 +544,21 @@ export class FileLedgerStorage implements LedgerStorage {
     } finally {
       this.#draining = false
     }
+  }
+
+  /**
+   * Rewrites happen only under the lock, so while we hold it any `<ledger>.tmp-*` file was left by a writer killed
+   * mid-rewrite (the rename never happened; the ledger itself is intact). Checked after a recovery only.
+   */
+  #sweepTemps(): void {
+    const prefix = `${basename(this.path)}.tmp-`
+    let names: string[]
+    try {
+      names = readdirSync(dirname(this.path))
+    } catch {
+      return
+    }
+    for (const n of names) if (n.startsWith(prefix)) rmQuiet(join(dirname(this.path), n))
   }
 
   #load(): void {
@@ -612,6 +638,7 @@ export class FileLedgerStorage implements LedgerStorage {
     const fd = openSync(tmp, "w", 0o644)
     try {
       writeAll(fd, chunks)
+      parkIn("flush-tmp")
       if (this.#fsync) fsyncSync(fd)
       renameSync(tmp, this.path)
     } catch (e) {

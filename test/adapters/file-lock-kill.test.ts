@@ -53,6 +53,7 @@ const WINDOWS: Array<{ window: string; stale: boolean; what: string }> = [
   { window: "lock-tmp", stale: false, what: "record written to its temp file, not linked yet" },
   { window: "lock-linked", stale: false, what: "lock linked, temp file not removed yet" },
   { window: "lock-held", stale: false, what: "lock held, ledger not written yet" },
+  { window: "flush-tmp", stale: false, what: "lock held, new ledger written to its temp file, not renamed" },
   { window: "gc-tmp", stale: true, what: "gc marker record written, not linked yet" },
   { window: "gc-linked", stale: true, what: "gc marker linked, temp file not removed" },
   { window: "gc-held", stale: true, what: "gc marker held, dead holder's lock not removed yet" },
