@@ -3,7 +3,13 @@
 // judged by the gates and taken over only through a fenced reclaim of exactly the row that was judged.
 import { effectiveCapability, type ToolTransitionBinding } from "./binding.ts"
 import type { Clock } from "./clock.ts"
-import { hasWorkerDeathEvidence, type LedgerEntry, repairFields, resolvedOutcome } from "./entry.ts"
+import {
+  hasWorkerDeathEvidence,
+  type LedgerEntry,
+  leaseLapsed,
+  repairFields,
+  resolvedOutcome,
+} from "./entry.ts"
 import type { ArgsDriftPolicy } from "./enums.ts"
 import {
   LedgerError,
@@ -288,6 +294,11 @@ async function settle(ctx: ClaimContext, req: ClaimRequest, observed: LedgerEntr
     return ok ? { kind: "return", entry: done } : { kind: "reread", entry: await store.get(req.requestId) }
   }
   if (verdict.status === "NOT_EXECUTED") {
+    // The provider has not seen the call yet, but a lapsed lease's owner may be alive inside its effect and about
+    // to make it: the same death-signal rule as an operator's not_executed release.
+    const now = clock.now()
+    if (leaseLapsed(observed, now) && !hasWorkerDeathEvidence(observed, now, ctx.presumedDeadAfter))
+      return null
     const fresh = await reexecute(ctx, req, observed, {})
     return fresh ? { kind: "owned", entry: fresh } : { kind: "reread", entry: await store.get(req.requestId) }
   }

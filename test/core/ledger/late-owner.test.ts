@@ -16,6 +16,7 @@ import {
   leaseLapsed,
   ManualClock,
   MemoryLedgerStorage,
+  ReconcileResult,
 } from "../../../src/core/index.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "mycelium-late-owner-"))
@@ -210,5 +211,54 @@ describe("every sideEffect() entry is fenced", () => {
     const t = ledger.tool({ name: "pay", binding }, async (_a: object, tx) => tx.sideEffect(() => "ok"))
     expect(await t({}, { requestId: "p:1" })).toBe("ok")
     expect(counts).toEqual({ claim: 1, cas: 2 })
+  })
+})
+
+describe("a reconciler's NOT_EXECUTED on a lapsed lease", () => {
+  it("does not re-execute while the owner may be alive inside its effect; the provider's record settles it", async () => {
+    const storage = new MemoryLedgerStorage()
+    const clock = new ManualClock()
+    const provider = new Set<string>()
+    const effects: string[] = []
+    const opts = {
+      storage,
+      clock,
+      leaseTtl: 10,
+      leaseRenewInterval: 0,
+      presumedDeadAfter: 60,
+      onWarning: () => {},
+      reconciler: {
+        reconcile: (e: { externalOperationRef: string | null }) =>
+          provider.has(e.externalOperationRef ?? "")
+            ? ReconcileResult.completed("paid")
+            : ReconcileResult.notExecuted(),
+      },
+    }
+    const stall = gate()
+    const inside = gate()
+    const mk = (owner: string, hold: boolean) =>
+      new ActionLedger({ ...opts, owner }).tool({ name: "charge", binding }, async (_a: object, tx) =>
+        tx.sideEffect(async () => {
+          await tx.recordExternalOperation("pi_1")
+          if (hold) {
+            inside.open()
+            await stall.opened // stalled after the boundary, before the provider saw the call
+          }
+          provider.add("pi_1")
+          effects.push(owner)
+          return "paid"
+        }),
+      )
+    const late = mk("slow", true)({}, { requestId: "r:1" })
+    await inside.opened
+    clock.advance(11)
+    const other = mk("redispatcher", false)
+    // The provider has no record yet; the owner is alive. Re-executing now would charge twice.
+    await expect(other({}, { requestId: "r:1" })).rejects.toBeInstanceOf(LedgerHardBlockError)
+    expect(effects).toEqual([])
+    stall.open()
+    expect(await late).toBe("paid") // its completion write is refused (row BLOCKED); the effect happened once
+    expect(await other({}, { requestId: "r:1" })).toBe("paid") // the reconciler now sees the charge
+    expect(effects).toEqual(["slow"])
   })
 })
