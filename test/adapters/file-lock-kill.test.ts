@@ -8,8 +8,8 @@ import { hostname, tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
-import { newEntry } from "../../src/core/index.ts"
 
 const CHILD = fileURLToPath(new URL("./file-lock-child.ts", import.meta.url))
 const root = mkdtempSync(join(tmpdir(), "mycelium-lockkill-"))

@@ -1,8 +1,8 @@
 // One writer of the recovery race: `count` rows of its own, one write each. A lost update (two processes inside
 // the lock at once, each rewriting the file from its own copy) drops rows. argv: ledgerPath name count goFile
 import { existsSync } from "node:fs"
+import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
-import { newEntry } from "../../src/core/index.ts"
 
 const [path, name, count, go] = process.argv.slice(2) as [string, string, string, string]
 const storage = new FileLedgerStorage(path, { lockTimeout: 20, fsync: false })

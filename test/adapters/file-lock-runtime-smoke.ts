@@ -4,8 +4,8 @@ import { mkdirSync, readdirSync, writeFileSync } from "node:fs"
 import { hostname } from "node:os"
 import { dirname } from "node:path"
 import process from "node:process"
+import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
-import { newEntry } from "../../src/core/index.ts"
 
 const path = process.argv[2] as string
 mkdirSync(dirname(path), { recursive: true })

@@ -1,7 +1,8 @@
 // Over HTTP, a not_executed release of a lapsed lease is refused (409 ledger_worker_alive) until the operator
 // names an override or asserts the worker dead; a blank override is a 400, never a 5xx.
 import { describe, expect, it } from "vitest"
-import { MemoryLedgerStorage, newEntry } from "../../src/core/index.ts"
+import { newEntry } from "../../src/adapter-kit.ts"
+import { MemoryLedgerStorage } from "../../src/core/index.ts"
 import { createLedgerApp } from "../../src/edge/index.ts"
 
 describe("edge release of a lapsed lease", () => {

@@ -1,0 +1,221 @@
+// Operator actions: verdicts on ambiguous transitions, worker-death assertions, listings. ActionLedger exposes
+// each as a method.
+import type { LedgerCore } from "../core.ts"
+import {
+  LedgerAlreadyResolvedError,
+  LedgerPollTimeoutError,
+  LedgerReleaseRefusedError,
+  LedgerUnknownRequestError,
+  LedgerWorkerAliveError,
+} from "../errors.ts"
+import { releaseNeedsDeathSignal } from "../machine/gates.ts"
+import { ageString, remainingString } from "../machine/messages.ts"
+import { RELEASABLE_OUTCOMES, releasedRow, workerDeadRow } from "../machine/transitions.ts"
+import { hasWorkerDeathEvidence, type LedgerEntry, leaseLapsed, resolvedOutcome } from "../model/entry.ts"
+import type { TerminalOutcome } from "../model/enums.ts"
+import { casFrom } from "./fenced.ts"
+
+export interface ReleaseOptions {
+  readonly verified: "completed" | "not_executed"
+  /** For `completed`: the result later calls receive. */
+  readonly result?: unknown
+  readonly by: string
+  readonly reason: string
+  /**
+   * `not_executed` on a lapsed lease without the owner's death signal: say why the owner can no longer act
+   * (e.g. "host decommissioned, disk wiped"). Stored in the resolution reason. Without it, or heartbeat silence past
+   * `presumedDeadAfter`, or `markWorkerDeadFor()`, such a release is refused with `LedgerWorkerAliveError`.
+   */
+  readonly overrideDeathSignal?: string
+}
+
+export interface MarkWorkerDeadOptions {
+  readonly by: string
+  readonly reason: string
+  readonly overrideHeartbeat?: boolean
+}
+
+export interface ListTransitionsOptions {
+  /** BLOCKED, UNKNOWN, FAILED_AFTER_EFFECT, EXPIRED, or IN_FLIGHT older than `inFlightStuckAfter`. */
+  readonly stuck?: boolean
+  readonly tool?: string
+  readonly outcome?: TerminalOutcome
+  readonly parentRequestId?: string
+  readonly inFlightStuckAfter?: number
+}
+
+export interface WaitOptions {
+  readonly pollInterval?: number
+  readonly pollTimeout?: number | null
+  readonly signal?: AbortSignal
+}
+
+/**
+ * An operator's verdict on an ambiguous transition. `completed` stores the result; `not_executed` lets the next
+ * redispatch run the tool exactly once more. One-shot per transition.
+ */
+export async function release(
+  core: LedgerCore,
+  requestId: string,
+  options: ReleaseOptions,
+): Promise<LedgerEntry> {
+  const { verified, by, reason } = options
+  if (verified !== "completed" && verified !== "not_executed") {
+    throw new LedgerReleaseRefusedError(
+      `verified must be 'completed' or 'not_executed', got '${String(verified)}'`,
+    )
+  }
+  if (!by?.trim()) throw new LedgerReleaseRefusedError("release requires 'by' (who verified the outcome)")
+  if (!reason?.trim()) throw new LedgerReleaseRefusedError("release requires a 'reason'")
+  const row = await core.store.get(requestId)
+  if (!row) throw new LedgerReleaseRefusedError(`Cannot release unknown request '${requestId}'`)
+  if (row.operatorResolution) {
+    throw new LedgerAlreadyResolvedError(
+      `Request '${requestId}' was already released as ${row.operatorResolution} by ${row.resolvedBy}`,
+    )
+  }
+  const now = core.clock.now()
+  const resolved = resolvedOutcome(row, now)
+  if (resolved === "COMPLETED")
+    throw new LedgerReleaseRefusedError(`Request '${requestId}' is COMPLETED; nothing to release`)
+  if (resolved === "IN_FLIGHT") {
+    throw new LedgerReleaseRefusedError(
+      `Request '${requestId}' is IN_FLIGHT with a live lease; wait for the lease to expire (EXPIRED is releasable)`,
+    )
+  }
+  const { policy } = core
+  const override = options.overrideDeathSignal
+  if (override !== undefined && !override.trim()) {
+    throw new LedgerReleaseRefusedError("overrideDeathSignal must say why the owner can no longer act")
+  }
+  const gated = releaseNeedsDeathSignal(row, verified, now, policy.reclaimRequiresDeathSignal)
+  const evidence = hasWorkerDeathEvidence(row, now, policy.presumedDeadAfter)
+  if (gated && !evidence && !override) throw releaseAliveError(core, row, now, resolved)
+  if (verified === "completed" && row.effectProtocolRequired && !row.decision?.allowed) {
+    throw new LedgerReleaseRefusedError(
+      `Request '${requestId}' has no allowed decision; it cannot have completed. Release it as not_executed if the effect did not happen`,
+    )
+  }
+  const why =
+    gated && !evidence && override ? `${reason} (death signal overridden: ${override.trim()})` : reason
+  const next = releasedRow(row, verified, options.result ?? null, by, why, resolved, now)
+  const ok = await core.store.tryTransition(next, {
+    outcomes: RELEASABLE_OUTCOMES,
+    owner: row.owner,
+    fence: row.fence,
+  })
+  if (!ok)
+    throw new LedgerAlreadyResolvedError(`Cannot release request '${requestId}': transition superseded`)
+  return next
+}
+
+function releaseAliveError(
+  core: LedgerCore,
+  row: LedgerEntry,
+  now: number,
+  resolved: TerminalOutcome,
+): LedgerWorkerAliveError {
+  const last = row.lastHeartbeatAt ?? row.startedAt
+  const after = core.policy.presumedDeadAfter
+  const grace = after - (now - last)
+  const state = resolved === "EXPIRED" ? "EXPIRED" : `${resolved} (a redispatch found its lease lapsed)`
+  return new LedgerWorkerAliveError(
+    `Cannot release request '${row.requestId}': ${state} without an outcome from its owner '${row.owner}', and ` +
+      `nothing says that owner is dead, so it could still perform the effect after this release. Missing: ` +
+      `heartbeat silence (last heartbeat ${ageString(now - last)}, presumedDeadAfter ${after}s elapses in ` +
+      `${remainingString(grace)}), a markWorkerDeadFor() assertion, and overrideDeathSignal. Wait for the ` +
+      "silence, call markWorkerDeadFor() once the worker is known dead, or pass overrideDeathSignal saying why it " +
+      "cannot act.",
+  )
+}
+
+function aliveError(core: LedgerCore, row: LedgerEntry, now: number): LedgerWorkerAliveError {
+  const last = row.lastHeartbeatAt ?? row.startedAt
+  const grace = core.policy.presumedDeadAfter - (now - last)
+  return new LedgerWorkerAliveError(
+    `Cannot release request '${row.requestId}': EXPIRED but worker appears alive (${ageString(now - last)}) — ` +
+      `grace window elapses in ${remainingString(grace)}. Use markWorkerDeadFor() first, or wait for the grace window.`,
+  )
+}
+
+/** An operator asserts the worker behind a transition is dead, so a death-gated reclaim may proceed. */
+export async function markWorkerDeadFor(
+  core: LedgerCore,
+  requestId: string,
+  options: MarkWorkerDeadOptions,
+): Promise<LedgerEntry> {
+  if (!options.by?.trim() || !options.reason?.trim()) {
+    throw new LedgerReleaseRefusedError("markWorkerDeadFor requires 'by' and 'reason'")
+  }
+  const row = await core.store.get(requestId)
+  if (!row) throw new LedgerReleaseRefusedError(`Cannot mark worker dead for unknown request '${requestId}'`)
+  const now = core.clock.now()
+  const resolved = resolvedOutcome(row, now)
+  if (resolved !== "IN_FLIGHT" && !leaseLapsed(row, now)) {
+    throw new LedgerReleaseRefusedError(
+      `Request '${requestId}' is ${resolved}; only IN_FLIGHT rows and lapsed leases have a worker`,
+    )
+  }
+  if (!options.overrideHeartbeat && !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)) {
+    throw aliveError(core, row, now)
+  }
+  const reason = options.overrideHeartbeat ? `${options.reason} (heartbeat overridden)` : options.reason
+  const next = workerDeadRow(row, options.by, reason, now)
+  return casFrom(
+    core,
+    row,
+    next,
+    {
+      outcomes: [row.terminalOutcome === "BLOCKED" ? "BLOCKED" : "IN_FLIGHT"],
+      owner: row.owner,
+      fence: row.fence,
+    },
+    "mark worker dead",
+  )
+}
+
+/** Transitions for operators, oldest first. `stuck` selects what needs a human or a reconciler. */
+export async function listTransitions(
+  core: LedgerCore,
+  options: ListTransitionsOptions = {},
+): Promise<LedgerEntry[]> {
+  const now = core.clock.now()
+  const stuckAfter = options.inFlightStuckAfter ?? 3600
+  const out: LedgerEntry[] = []
+  for await (const e of core.store.list()) {
+    const t = resolvedOutcome(e, now)
+    if (options.tool !== undefined && e.tool !== options.tool) continue
+    if (options.outcome !== undefined && t !== options.outcome) continue
+    if (options.parentRequestId !== undefined && e.parentRequestId !== options.parentRequestId) continue
+    if (options.stuck) {
+      const stuck =
+        t === "BLOCKED" ||
+        t === "UNKNOWN" ||
+        t === "FAILED_AFTER_EFFECT" ||
+        t === "EXPIRED" ||
+        (t === "IN_FLIGHT" && now - e.startedAt >= stuckAfter)
+      if (!stuck) continue
+    }
+    out.push(e)
+  }
+  return out.sort((a, b) => a.startedAt - b.startedAt)
+}
+
+/** Waits until the transition leaves IN_FLIGHT (EXPIRED counts as done). Never writes. */
+export async function waitForTransition(
+  core: LedgerCore,
+  requestId: string,
+  options: WaitOptions = {},
+): Promise<LedgerEntry> {
+  const interval = options.pollInterval ?? core.policy.pollInterval
+  const timeout = options.pollTimeout === undefined ? core.policy.pollTimeout : options.pollTimeout
+  const deadline = timeout === null ? Number.POSITIVE_INFINITY : core.clock.now() + timeout
+  for (;;) {
+    const row = await core.store.get(requestId)
+    if (!row) throw new LedgerUnknownRequestError(`Cannot wait for unknown request '${requestId}'`)
+    if (resolvedOutcome(row, core.clock.now()) !== "IN_FLIGHT") return row
+    if (core.clock.now() >= deadline)
+      throw new LedgerPollTimeoutError(`Timed out waiting for request '${requestId}'`)
+    await core.clock.sleep(interval, options.signal)
+  }
+}
