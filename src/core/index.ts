@@ -45,7 +45,6 @@ export {
   LedgerError,
   type LedgeredTool,
   type LedgeredToolOptions,
-  LedgerFenceRequiredError,
   LedgerHardBlockError,
   LedgerIdentityConflictError,
   LedgerLeaseError,

@@ -24,20 +24,20 @@ function errorClasses(mod: Record<string, unknown>): Array<[string, new (...a: u
   )
 }
 
-// Errors built from a structure (a list of plan problems, a run result) get an empty list or a record whose every
-// field reads "bad_input".
-const anyRecord = (): Record<string, unknown> => {
-  const fields: Record<string, unknown> = {}
-  for (const k of ["run_id", "status", "reason", "task_id", "message", "code"]) fields[k] = "bad_input"
-  return { ...fields, failure: { ...fields }, usage: {}, tasks: [] }
-}
+// Minimal arguments: the same snake_case word for every parameter (status, code, message), else a list or an
+// init object first (a list of problems, a run result).
 function construct(C: new (...a: unknown[]) => Error): MyceliumError {
-  for (const args of [["bad_input", "bad_input", "bad_input"], [[]], [anyRecord()]]) {
+  const w = "bad_input"
+  for (const args of [
+    [w, w, w],
+    [[], w, w],
+    [{ failure: { reason: w, message: w }, usage: {} }, w, w],
+  ]) {
     try {
       return new C(...args) as MyceliumError
     } catch {}
   }
-  throw new Error(`cannot construct ${C.name} with minimal arguments`)
+  throw new Error(`${C.name}: no minimal arguments construct it`)
 }
 
 describe("error classes", () => {
@@ -48,8 +48,6 @@ describe("error classes", () => {
       for (const [cls, C] of errorClasses(mod)) {
         seen.add(cls)
         expect(C === MyceliumError || C.prototype instanceof MyceliumError, `${name}: ${cls}`).toBe(true)
-        // Minimal arguments: the same snake_case word for every parameter (status, code, message or init), or an
-        // empty list for errors built from a list of problems.
         const e = construct(C)
         expect(e.code, `${name}: ${cls}.code`).toMatch(SNAKE)
         expect(e.name, `${name}: ${cls}.name`).toBe(cls)

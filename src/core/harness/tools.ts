@@ -1,7 +1,7 @@
 // Tools a task's agent may call. Guards from the core apply inside plans: a `bounded()` tool's boundary error is
 // returned to the model as a tool error (it carries `llmMessage`), and a ledgered tool keeps its exactly-once row.
+import { MyceliumError } from "../errors.ts"
 import type { ToolTransitionBindingInit } from "../ledger/index.ts"
-import { HarnessError } from "./errors.ts"
 import type { ToolDef } from "./model.ts"
 
 /** What a tool body gets besides its arguments. */
@@ -35,7 +35,7 @@ export interface HarnessTool extends ToolDef {
 }
 
 /** An error a tool throws on purpose for the model to read; the task goes on. Anything else fails the task. */
-export class ToolReportedError extends HarnessError {
+export class ToolReportedError extends MyceliumError {
   override readonly name = "ToolReportedError"
   override readonly code = "tool_reported_error"
   get llmMessage(): string {

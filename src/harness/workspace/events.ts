@@ -1,6 +1,6 @@
 // Workspace actions and observations: plain frozen records discriminated by `kind`, so they cross a wire as JSON
 // and come back as the same subtype (`parseAction`, `parseObservation`).
-import { HarnessError } from "../../core/harness/errors.ts"
+import { MyceliumError } from "../../core/errors.ts"
 
 interface Stamp {
   readonly run_id: string
@@ -212,7 +212,7 @@ export type WorkspaceObservation =
   | NullObservation
 
 /** Thrown by `parseAction` / `parseObservation` for input that is not exactly one known subtype. */
-export class WorkspaceEventParseError extends HarnessError {
+export class WorkspaceEventParseError extends MyceliumError {
   override readonly name = "WorkspaceEventParseError"
   override readonly code = "invalid_workspace_event"
 }
