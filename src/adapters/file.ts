@@ -7,6 +7,7 @@ import {
   fstatSync,
   fsyncSync,
   openSync,
+  readdirSync,
   readFileSync,
   renameSync,
   statSync,
@@ -14,7 +15,7 @@ import {
   writeSync,
   writevSync,
 } from "node:fs"
-import { dirname, resolve } from "node:path"
+import { basename, dirname, join, resolve } from "node:path"
 import process from "node:process"
 import {
   type ClaimOptions,
@@ -30,7 +31,16 @@ import {
   refuseStaleSet,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
-import { asciiJson, errno, FileLock, fsyncDir, LedgerFileCorruptError, serialize } from "./file-kit.ts"
+import {
+  asciiJson,
+  errno,
+  FileLock,
+  fsyncDir,
+  LedgerFileCorruptError,
+  parkIn,
+  rmQuiet,
+  serialize,
+} from "./file-kit.ts"
 
 // The file family's errors live with its shared lock and I/O (file-kit.ts); this entry is where users import them.
 export { LedgerFileCorruptError, LedgerFileLockTimeoutError } from "./file-kit.ts"
@@ -187,6 +197,7 @@ export class FileLedgerStorage implements LedgerStorage {
           }
           // From here to release everything is synchronous: no other call in this process can interleave.
           try {
+            if (this.#lock.takeRecovered()) this.#sweepTemps()
             batch = this.#pending.splice(0)
             this.#load()
             const results: unknown[] = []
@@ -224,6 +235,21 @@ export class FileLedgerStorage implements LedgerStorage {
     } finally {
       this.#draining = false
     }
+  }
+
+  /**
+   * Rewrites happen only under the lock, so while we hold it any `<ledger>.tmp-*` file was left by a writer killed
+   * mid-rewrite (the rename never happened; the ledger itself is intact). Checked after a recovery only.
+   */
+  #sweepTemps(): void {
+    const prefix = `${basename(this.path)}.tmp-`
+    let names: string[]
+    try {
+      names = readdirSync(dirname(this.path))
+    } catch {
+      return
+    }
+    for (const n of names) if (n.startsWith(prefix)) rmQuiet(join(dirname(this.path), n))
   }
 
   #load(): void {
@@ -303,6 +329,7 @@ export class FileLedgerStorage implements LedgerStorage {
     const fd = openSync(tmp, "w", 0o644)
     try {
       writeAll(fd, chunks)
+      parkIn("flush-tmp")
       if (this.#fsync) fsyncSync(fd)
       renameSync(tmp, this.path)
     } catch (e) {
