@@ -22,6 +22,7 @@ import {
   waitForTransition,
 } from "./operators.ts"
 import type { DecisionPredicate, Reconciler } from "./reconcile.ts"
+import { type UnstorableReason, unstorableReason, unstorableRow } from "./result-limits.ts"
 import {
   blockedRow,
   boundaryRow,
@@ -83,11 +84,18 @@ export interface FenceGuard {
 /** A manual claim: for integrations that drive the ledger themselves instead of `ledger.tool()`. */
 export interface ManualClaimRequest {
   readonly tool: string
-  readonly requestId: string
+  /** The storage key. Omitted: derived from `meta` and the binding exactly as `ledger.tool()` derives it. */
+  readonly requestId?: string
   readonly args?: Readonly<Record<string, unknown>>
   readonly binding?: ToolTransitionBinding | ToolTransitionBindingInit
   readonly meta?: CallMeta
+  /** A decision made before the claim rides on the claim write (phase ATTEMPTING), saving `recordDecision`. */
+  readonly decision?: Decision
+  /** Seconds this claim is leased. Default the ledger's `leaseTtl`. */
+  readonly leaseTtl?: number
 }
+
+const errorMessage = (e: unknown): string => (e instanceof Error ? e.message : String(e))
 
 // Made on first use: workerd forbids random values while a module loads, so nothing here may run at import.
 let processOwner: string | null = null
@@ -191,13 +199,19 @@ export class ActionLedger {
    */
   async claim(request: ManualClaimRequest): Promise<ClaimOutcome> {
     const binding = request.binding ? ToolTransitionBinding.from(request.binding) : null
+    const meta =
+      request.requestId === undefined
+        ? (request.meta ?? {})
+        : { ...request.meta, requestId: request.requestId }
+    const decision = request.decision ?? null
     const call = prepareCall(
       this,
       request.tool,
       binding,
       request.args ?? {},
-      { ...request.meta, requestId: request.requestId },
-      () => null,
+      meta,
+      () => decision,
+      request.leaseTtl === undefined ? {} : { leaseTtl: request.leaseTtl },
     )
     return claimTransition(this.claimContext, call.request, call.mode)
   }
@@ -250,7 +264,28 @@ export class ActionLedger {
       )
     }
     const expect = this.#expect(current, current.effectProtocolRequired ? { effectPhase: "ATTEMPTING" } : {})
-    return this.casFrom(current, completedRow(current, result, this.clock.now()), expect, "complete")
+    return this.casFrom(current, this.#completedOrUnstorable(current, result), expect, "complete")
+  }
+
+  /** The completion row, or (result too big, too deep or not JSON for the store) a COMPLETED row that says so. */
+  #completedOrUnstorable(current: LedgerEntry, result: unknown): LedgerEntry {
+    const now = this.clock.now()
+    let next: LedgerEntry
+    let bad: { reason: UnstorableReason; message: string } | null
+    try {
+      next = completedRow(current, result, now)
+      bad = this.storage.limits ? unstorableReason(next, this.storage.limits) : null
+    } catch (e) {
+      // A cycle overflows the JSON conversion.
+      next = completedRow(current, null, now)
+      bad = { reason: "not_serializable", message: `the result is not JSON (${errorMessage(e)})` }
+    }
+    if (!bad) return next
+    this.warn(
+      `the result of '${current.tool}' request '${current.requestId}' was not stored: ${bad.message}; ` +
+        "the row is COMPLETED without it and replays raise LedgerResultUnstorableError",
+    )
+    return unstorableRow(next, bad.reason, bad.message)
   }
 
   async complete(requestId: string, result: unknown, guard: FenceGuard): Promise<LedgerEntry> {

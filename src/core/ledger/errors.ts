@@ -92,3 +92,17 @@ export class LedgerIdentityConflictError extends LedgerError {
       "The tool body was not executed."
   }
 }
+
+/**
+ * The call completed but its result was too big, too deep or not JSON for the store: the row is COMPLETED without a
+ * result, and every replay raises this instead of running the effect again. `limit` names the limit.
+ */
+export class LedgerResultUnstorableError extends LedgerError {
+  override readonly name = "LedgerResultUnstorableError"
+  override readonly code = "ledger_result_unstorable"
+  readonly limit: "not_serializable" | "max_depth" | "max_row_bytes"
+  constructor(message: string, limit: "not_serializable" | "max_depth" | "max_row_bytes") {
+    super(message)
+    this.limit = limit
+  }
+}

@@ -16,6 +16,7 @@ export type {
   WaitOptions,
 } from "./operators.ts"
 export * from "./reconcile.ts"
+export * from "./result-limits.ts"
 export { configureSha256, type Sha256HexImpl, sha256, sha256Hex, sha256HexJs, toHex } from "./sha256.ts"
 export * from "./storage.ts"
 export type { LedgeredTool, LedgeredToolOptions, ToolBody } from "./tool.ts"

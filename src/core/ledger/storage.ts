@@ -1,6 +1,7 @@
 import type { LedgerEntry } from "./entry.ts"
 import type { EffectState, TerminalOutcome } from "./enums.ts"
 import { type ClaimClassification, classifyClaim } from "./gates.ts"
+import type { StorageLimits } from "./result-limits.ts"
 
 export type ClaimResult =
   | {
@@ -51,6 +52,8 @@ export interface ListOptions {
  * Any failure to reach the store must reject; the ledger turns it into `LedgerStorageUnavailableError`.
  */
 export interface LedgerStorage {
+  /** What one row may hold; the ledger records an oversized result as such instead of failing the write. */
+  readonly limits?: StorageLimits
   get(requestId: string): Promise<LedgerEntry | null>
   /** Upsert. Refuses nothing: only for repair tooling and tests. */
   set(entry: LedgerEntry): Promise<void>

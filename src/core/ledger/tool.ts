@@ -22,6 +22,7 @@ import {
   transitionKey,
 } from "./identity.ts"
 import type { DecisionIntent } from "./reconcile.ts"
+import { throwIfUnstorable } from "./result-limits.ts"
 import { ALLOWED_DECISION, errorText } from "./rows.ts"
 
 export interface LedgeredToolOptions {
@@ -187,7 +188,10 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
           })
     if (!verdict.allowed) {
       const row = await ledger.get(request.requestId)
-      if (row?.terminalOutcome === "COMPLETED") return cloneJson(row.result) as R
+      if (row?.terminalOutcome === "COMPLETED") {
+        throwIfUnstorable(row)
+        return cloneJson(row.result) as R
+      }
       throw new LedgerHardBlockError(
         `decision denied for '${request.requestId}': ${verdict.deniedReasons.join("; ") || "policy predicate refused"}`,
       )
@@ -195,7 +199,10 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
     // The allowed decision rides on the claim write itself: one write instead of claim + decision CAS.
     if (binding) decision = verdict
     const claimed = await ledger.runClaim(request, mode)
-    if (!claimed.owned) return cloneJson(claimed.entry.result) as R
+    if (!claimed.owned) {
+      throwIfUnstorable(claimed.entry)
+      return cloneJson(claimed.entry.result) as R
+    }
 
     const tx = new TransitionContext(ledger, claimed.entry, meta.signal, binding)
     tx.startAutoRenew(options.leaseTtl ?? ledger.leaseTtl)
