@@ -1,8 +1,19 @@
 // Bearer-token auth for the ledger API: a JWT verified with jose, carrying a tenant and scopes.
-import { createRemoteJWKSet, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from "jose"
+import {
+  createRemoteJWKSet,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+  type JWTVerifyOptions,
+  errors as joseErrors,
+  jwtVerify,
+} from "jose"
 
-/** What a request may do. `agent` drives the storage protocol, `reader` lists, `operator` releases. */
-export type LedgerScope = "agent" | "reader" | "operator"
+/**
+ * What a request may do (token scope `ledger:<name>`). `agent` runs ledgered calls (server-side state machine),
+ * `reader` lists and shows, `operator` releases and marks workers dead, `store` uses the raw storage routes
+ * (trusted backends only: it can write any row).
+ */
+export type LedgerScope = "agent" | "reader" | "operator" | "store"
 
 export interface Principal {
   readonly tenant: string
@@ -19,20 +30,27 @@ export interface JwtAuthOptions {
   readonly audience?: string
   /** Claim holding the tenant. Default `tenant`. */
   readonly tenantClaim?: string
+  /** Refuse tokens issued longer ago than this many seconds (needs `iat`). Default: no maximum. */
+  readonly maxTokenAge?: number
+  /** Seconds of clock skew tolerated for `exp`, `nbf` and `iat`. Default 30. */
+  readonly clockTolerance?: number
 }
 
+export type AuthErrorCode = "unauthorized" | "forbidden" | "auth_unavailable"
+
+/** A refused or unverifiable token. `auth_unavailable` (503): the key set could not be fetched; retry later. */
 export class AuthError extends Error {
   override readonly name = "AuthError"
-  readonly code: "unauthorized" | "forbidden"
-  readonly status: 401 | 403
-  constructor(code: "unauthorized" | "forbidden", message: string) {
+  readonly code: AuthErrorCode
+  readonly status: 401 | 403 | 503
+  constructor(code: AuthErrorCode, message: string) {
     super(message)
     this.code = code
-    this.status = code === "unauthorized" ? 401 : 403
+    this.status = code === "unauthorized" ? 401 : code === "forbidden" ? 403 : 503
   }
 }
 
-const SCOPES: readonly LedgerScope[] = ["agent", "reader", "operator"]
+const SCOPES: readonly LedgerScope[] = ["agent", "reader", "operator", "store"]
 
 function scopesOf(payload: JWTPayload): Set<LedgerScope> {
   const raw = payload.scope ?? payload.scopes
@@ -47,36 +65,54 @@ function scopesOf(payload: JWTPayload): Set<LedgerScope> {
   return out
 }
 
+/** The key source could not answer (network, timeout, a non-JWKS response): not the token's fault. */
+function isKeySourceFailure(e: unknown): boolean {
+  if (e instanceof joseErrors.JWKSTimeout || e instanceof joseErrors.JWKSInvalid) return true
+  // fetch failures surface as plain errors (TypeError), never as a JOSEError.
+  return !(e instanceof joseErrors.JOSEError)
+}
+
 /** Builds a verifier: `Authorization: Bearer <jwt>` → Principal, or an AuthError. */
 export function jwtAuth(options: JwtAuthOptions): (authorization: string | undefined) => Promise<Principal> {
   const tenantClaim = options.tenantClaim ?? "tenant"
+  const tolerance = options.clockTolerance ?? 30
   let key: Uint8Array | JWTVerifyGetKey
+  const remote = !options.key && !!options.jwksUrl
   if (options.key) key = options.key
   else if (options.jwksUrl) key = createRemoteJWKSet(new URL(options.jwksUrl))
   else if (options.secret !== undefined) {
     key = typeof options.secret === "string" ? new TextEncoder().encode(options.secret) : options.secret
   } else throw new TypeError("jwtAuth needs secret, jwksUrl or key")
+  const verifyOptions: JWTVerifyOptions = {
+    requiredClaims: ["exp"],
+    clockTolerance: tolerance,
+    ...(options.issuer ? { issuer: options.issuer } : {}),
+    ...(options.audience ? { audience: options.audience } : {}),
+    ...(options.maxTokenAge !== undefined ? { maxTokenAge: options.maxTokenAge } : {}),
+  }
 
   return async (authorization) => {
-    const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? "")
-    if (!m?.[1]) throw new AuthError("unauthorized", "missing bearer token")
+    const m = /^Bearer\s+(\S{1,8192})$/i.exec(authorization ?? "")
+    if (!m?.[1])
+      throw new AuthError("unauthorized", "missing bearer token: send 'Authorization: Bearer <jwt>'")
     let payload: JWTPayload
     try {
-      const verifyOptions = {
-        ...(options.issuer ? { issuer: options.issuer } : {}),
-        ...(options.audience ? { audience: options.audience } : {}),
-      }
       payload =
         key instanceof Uint8Array
           ? (await jwtVerify(m[1], key, verifyOptions)).payload
           : (await jwtVerify(m[1], key, verifyOptions)).payload
     } catch (e) {
+      if (remote && isKeySourceFailure(e))
+        throw new AuthError("auth_unavailable", "the token's key set could not be fetched; retry shortly")
       throw new AuthError("unauthorized", `invalid token: ${e instanceof Error ? e.message : String(e)}`)
     }
+    // jose checks `iat` only with maxTokenAge; a token "issued" in the future is forged or from a broken clock.
+    if (typeof payload.iat === "number" && payload.iat > Date.now() / 1000 + tolerance)
+      throw new AuthError("unauthorized", "invalid token: 'iat' is in the future; check the issuer's clock")
     const tenant = payload[tenantClaim]
     if (typeof tenant !== "string" || !/^[A-Za-z0-9_.-]{1,128}$/.test(tenant)) {
       throw new AuthError("forbidden", `token has no valid '${tenantClaim}' claim`)
     }
-    return { tenant, subject: String(payload.sub ?? "unknown"), scopes: scopesOf(payload) }
+    return { tenant, subject: String(payload.sub ?? "unknown").slice(0, 128), scopes: scopesOf(payload) }
   }
 }

@@ -8,7 +8,7 @@ import type {
   SideEffectBoundary,
   UnclassifiedPolicy,
 } from "./enums.ts"
-import { LedgerError, LedgerOutcomeAlreadySetError } from "./errors.ts"
+import { LedgerError, LedgerOutcomeAlreadySetError, LedgerUnknownRequestError } from "./errors.ts"
 import type { CallMeta } from "./identity.ts"
 import { MemoryLedgerStorage } from "./memory-storage.ts"
 import {
@@ -248,7 +248,7 @@ export class ActionLedger {
   async #held(requestId: string, guard: FenceGuard | undefined, op: string): Promise<LedgerEntry> {
     if (!guard || typeof guard.fence !== "number") throw new LedgerError(`${op} requires the claim fence`)
     const row = await this.store.get(requestId)
-    if (!row) throw new LedgerError(`Cannot ${op} unknown request '${requestId}'`)
+    if (!row) throw new LedgerUnknownRequestError(`Cannot ${op} unknown request '${requestId}'`)
     return row
   }
 
@@ -258,13 +258,34 @@ export class ActionLedger {
 
   /** @internal complete from the row the owner holds (one write). */
   completeHeld(current: LedgerEntry, result: unknown): Promise<LedgerEntry> {
+    return this.#completeWith(current, () => this.#completedOrUnstorable(current, result))
+  }
+
+  #completeWith(current: LedgerEntry, row: () => LedgerEntry): Promise<LedgerEntry> {
     if (current.effectProtocolRequired && !hasAllowedDecision(current)) {
       throw new LedgerOutcomeAlreadySetError(
         `Cannot complete request '${current.requestId}': no allowed decision recorded (effect-commit protocol)`,
       )
     }
     const expect = this.#expect(current, current.effectProtocolRequired ? { effectPhase: "ATTEMPTING" } : {})
-    return this.casFrom(current, this.#completedOrUnstorable(current, result), expect, "complete")
+    return this.casFrom(current, row(), expect, "complete")
+  }
+
+  /**
+   * Completes without the result, which the caller found too big, too deep or not JSON for the store (a remote
+   * client checks before sending it). Replays raise `LedgerResultUnstorableError` naming `limit`.
+   */
+  async completeUnstorable(
+    requestId: string,
+    limit: UnstorableReason,
+    message: string,
+    guard: FenceGuard,
+  ): Promise<LedgerEntry> {
+    const row = await this.#held(requestId, guard, "complete")
+    const current = { ...row, fence: guard.fence, owner: guard.owner ?? row.owner }
+    return this.#completeWith(current, () =>
+      unstorableRow(completedRow(current, null, this.clock.now()), limit, message),
+    )
   }
 
   /** The completion row, or (result too big, too deep or not JSON for the store) a COMPLETED row that says so. */

@@ -106,3 +106,9 @@ export class LedgerResultUnstorableError extends LedgerError {
     this.limit = limit
   }
 }
+
+/** No transition is stored under this request id (a typo, another tenant's id, or a row never claimed). */
+export class LedgerUnknownRequestError extends LedgerError {
+  override readonly name = "LedgerUnknownRequestError"
+  override readonly code = "ledger_unknown_request"
+}
