@@ -5,7 +5,9 @@ import { EffectState, SideEffectBoundary, TerminalOutcome } from "../core/ledger
 
 const Id = z.string().min(1).max(512)
 const Text = (max: number) => z.string().max(max)
-const Json = z.json()
+// Bodies are parsed JSON already (depth-checked), so any value is JSON; z.json() would also emit a recursive
+// $defs reference that does not resolve once embedded in an OpenAPI document.
+const Json = z.unknown().meta({ description: "any JSON value" })
 
 // ---- agent: ledgered calls run on the server --------------------------------------------------------------
 
