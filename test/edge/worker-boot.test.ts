@@ -20,7 +20,7 @@ beforeAll(async () => {
     mainFields: ["module", "main"],
     conditions: ["workerd", "worker", "browser"],
     write: false,
-    external: ["cloudflare:*", "node:*"],
+    external: ["cloudflare:*"],
     logLevel: "silent",
   })
   script = bundle.outputFiles[0]?.text ?? ""
@@ -31,7 +31,6 @@ function worker(bindings: Record<string, string>) {
     modules: true,
     script,
     compatibilityDate: "2025-09-01",
-    compatibilityFlags: ["nodejs_compat"],
     bindings,
     durableObjects: { LEDGER: { className: "MyceliumLedgerObject", useSQLite: true } },
   })
