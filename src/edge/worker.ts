@@ -14,6 +14,8 @@ export interface LedgerWorkerEnv {
   readonly LEDGER_JWKS_URL?: string
   readonly LEDGER_JWT_ISSUER?: string
   readonly LEDGER_JWT_AUDIENCE?: string
+  /** Refuse tokens issued more than this many seconds ago. Default: no maximum (exp still required). */
+  readonly LEDGER_JWT_MAX_AGE?: string
   /** Shards per tenant: a hot tenant spreads its rows over this many objects. Default 1. */
   readonly LEDGER_SHARDS?: string
   readonly MYCELIUM_ALLOW_UNAUTHENTICATED?: string
@@ -33,6 +35,7 @@ function build(env: LedgerWorkerEnv): Hono {
   const verify = {
     ...(env.LEDGER_JWT_ISSUER ? { issuer: env.LEDGER_JWT_ISSUER } : {}),
     ...(env.LEDGER_JWT_AUDIENCE ? { audience: env.LEDGER_JWT_AUDIENCE } : {}),
+    ...(Number(env.LEDGER_JWT_MAX_AGE) > 0 ? { maxTokenAge: Number(env.LEDGER_JWT_MAX_AGE) } : {}),
   }
   if (env.LEDGER_JWT_SECRET)
     return createLedgerApp({
