@@ -280,6 +280,67 @@ describe("an agent token against the worker in workerd", () => {
   })
 })
 
+describe("RemoteLedger races and crashes through the worker", () => {
+  it("16 concurrent redispatches of one call: one execution, every caller gets its result", async () => {
+    const token = await sign("ledger:agent")
+    let runs = 0
+    const id = callId()
+    const callers = Array.from({ length: 16 }, () => {
+      const remote = new RemoteLedger({
+        baseUrl: "http://edge.test",
+        token,
+        fetch: fetchWorker,
+        onWarning: () => {},
+      })
+      return remote.tool(
+        { name: "pay", binding: { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } },
+        async (_a: { amount: number }, tx) =>
+          tx.sideEffect(async () => {
+            runs++
+            await new Promise((r) => setTimeout(r, 40))
+            return { id: `pi_${runs}` }
+          }),
+      )
+    })
+    const out = await Promise.all(callers.map((pay) => pay({ amount: 1 }, { toolCallId: id })))
+    expect(runs).toBe(1)
+    expect(new Set(out.map((o) => o.id))).toEqual(new Set(["pi_1"]))
+  })
+
+  it("an agent that dies inside sideEffect(): after its lease lapses the redispatch is blocked, never re-run", async () => {
+    const agent = await sign("ledger:agent")
+    const id = callId()
+    const a = (await begin(agent, id, { lease_ttl: 0.5 })).json as unknown as Run
+    await api(agent, "POST", `/v1/calls/${a.request_id}/boundary`, {
+      fence: a.fence,
+      lease: a.lease,
+      boundary: "maybe_crossed",
+    })
+    // ...and never completes. The server's clock lapses the lease; no client can claim otherwise.
+    await new Promise((r) => setTimeout(r, 700))
+    let runs = 0
+    const remote = new RemoteLedger({
+      baseUrl: "http://edge.test",
+      token: agent,
+      fetch: fetchWorker,
+      onWarning: () => {},
+    })
+    const pay = remote.tool(
+      {
+        name: "send_payment",
+        binding: { agentId: "pay", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" },
+      },
+      async () => ++runs,
+    )
+    await expect(pay({ amount: 100 }, { toolCallId: id })).rejects.toMatchObject({
+      name: "LedgerHardBlockError",
+    })
+    expect(runs).toBe(0)
+    const row = await store().get(a.request_id)
+    expect([row?.terminalOutcome, row?.fence]).toEqual(["BLOCKED", a.fence])
+  })
+})
+
 describe("results the Durable Object cannot hold", () => {
   const nested = (d: number) => {
     let v: unknown = 1
