@@ -4,7 +4,7 @@ import { env } from "cloudflare:workers"
 import { SignJWT } from "jose"
 import { describe, expect, it } from "vitest"
 import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../../src/adapters/durable-object.ts"
-import { ActionLedger, newEntry } from "../../src/core/index.ts"
+import { ActionLedger, type LedgerStorage, newEntry } from "../../src/core/index.ts"
 import { RemoteLedger } from "../../src/edge/client.ts"
 import worker from "../../src/edge/worker.ts"
 
@@ -338,6 +338,38 @@ describe("RemoteLedger races and crashes through the worker", () => {
     expect(runs).toBe(0)
     const row = await store().get(a.request_id)
     expect([row?.terminalOutcome, row?.fence]).toEqual(["BLOCKED", a.fence])
+  })
+})
+
+describe("Durable Object claims", () => {
+  it("a claim with dispatch_id returns the siblings in the same call (no findByDispatchId round trip)", async () => {
+    const s = new DurableObjectLedgerStorage(LEDGER, { name: `dispatch-${tenant}` })
+    const row = (id: string) => newEntry({ requestId: id, tool: "t", kwargs: { tool_call_id: "call-1" } }, 1)
+    const first = await s.tryClaimInflight(row("a"), 60, 100, { reclaimFence: null, dispatchId: "call-1" })
+    expect(first.outcome === "claimed" && first.dispatchSiblings?.map((e) => e.requestId)).toEqual(["a"])
+    const second = await s.tryClaimInflight(row("b"), 60, 100, { reclaimFence: null, dispatchId: "call-1" })
+    expect(second.outcome === "claimed" && second.dispatchSiblings?.map((e) => e.requestId).sort()).toEqual([
+      "a",
+      "b",
+    ])
+    let lookups = 0
+    const counted: LedgerStorage = {
+      get: (id) => s.get(id),
+      set: (e) => s.set(e),
+      tryClaimInflight: (e, ttl, now, o) => s.tryClaimInflight(e, ttl, now, o),
+      tryTransition: (n, x) => s.tryTransition(n, x),
+      list: (o) => s.list(o),
+      findByDispatchId: (d) => {
+        lookups++
+        return s.findByDispatchId(d)
+      },
+    }
+    const ledger = new ActionLedger({ storage: counted, onWarning: () => {} })
+    await ledger.tool(
+      { name: "t2", binding: { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } },
+      async () => 1,
+    )({}, { toolCallId: "call-2" })
+    expect(lookups).toBe(0)
   })
 })
 
