@@ -22,6 +22,8 @@ function startWrangler(): Promise<ChildProcess> {
       "--show-interactive-dev-session=false",
       "--var",
       "MYCELIUM_ALLOW_UNAUTHENTICATED:true",
+      // BENCH_PERSIST_TO=/dev/shm/x puts the Durable Object's SQLite on tmpfs: separates fsync cost from the API's.
+      ...(process.env.BENCH_PERSIST_TO ? ["--persist-to", process.env.BENCH_PERSIST_TO] : []),
     ],
     { env: { ...process.env, WRANGLER_SEND_METRICS: "false" }, stdio: ["ignore", "pipe", "pipe"] },
   )
