@@ -29,10 +29,10 @@ function bindingFrom(b: BindingWire): ToolTransitionBinding {
     policyVersion: b.policy_version,
     sideEffectClass: b.side_effect_class,
     ...(b.scope_from ? { scopeFrom: b.scope_from } : {}),
-    ...(b.retry_permission ? { retryPermission: b.retry_permission as never } : {}),
+    ...(b.retry_permission ? { retryPermission: b.retry_permission } : {}),
     ...(b.side_effect_boundary_default ? { sideEffectBoundaryDefault: b.side_effect_boundary_default } : {}),
-    ...(b.spendability ? { spendability: b.spendability as never } : {}),
-    ...(b.capability ? { capability: b.capability as never } : {}),
+    ...(b.spendability ? { spendability: b.spendability } : {}),
+    ...(b.capability ? { capability: b.capability } : {}),
     ...(b.provider_idempotency_key_param
       ? { providerIdempotencyKeyParam: b.provider_idempotency_key_param }
       : {}),

@@ -2,7 +2,7 @@
 import type { Context, Hono } from "hono"
 import type * as z from "zod"
 import type { ActionLedger, LedgerStorage } from "../core/ledger/index.ts"
-import type { Principal } from "./auth.ts"
+import type { LedgerScope, Principal } from "./auth.ts"
 import type { BodyLimits } from "./body.ts"
 
 export type AppEnv = { Variables: { principal: Principal } }
@@ -24,7 +24,7 @@ export interface RouteContext {
   readonly maxPageSize: number
   now(): number
   /** The caller's tenant, once its token is checked for `scope`. */
-  need(c: Ctx, scope: Principal["scopes"] extends ReadonlySet<infer S> ? S : never): Tenant
+  need(c: Ctx, scope: LedgerScope): Tenant
   /** A per-claim ledger over the tenant's store, with `owner` and `leaseTtl` set. */
   claimLedger(tenant: Tenant, owner: string, leaseTtl: number): ActionLedger
   body<T extends z.ZodType>(c: Ctx, schema: T): Promise<z.infer<T>>

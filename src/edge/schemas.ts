@@ -1,7 +1,14 @@
 // The request and response shapes of the ledger API. The same schemas validate requests and generate
 // /openapi.json, so the published contract cannot drift from what the server accepts.
 import * as z from "zod"
-import { EffectState, SideEffectBoundary, TerminalOutcome } from "../core/ledger/index.ts"
+import {
+  EffectState,
+  RetryPermission,
+  SideEffectBoundary,
+  Spendability,
+  TerminalOutcome,
+  ToolCapability,
+} from "../core/ledger/index.ts"
 
 const Id = z.string().min(1).max(512)
 const Text = (max: number) => z.string().max(max)
@@ -22,10 +29,10 @@ export const BindingBody = z.strictObject({
       node: Text(200).optional(),
     })
     .optional(),
-  retry_permission: Text(64).optional(),
+  retry_permission: z.enum(RetryPermission).optional(),
   side_effect_boundary_default: z.enum(SideEffectBoundary).optional(),
-  spendability: Text(64).optional(),
-  capability: Text(64).optional(),
+  spendability: z.enum(Spendability).optional(),
+  capability: z.enum(ToolCapability).optional(),
   provider_idempotency_key_param: Text(200).optional(),
   provider_idempotency_key_ttl: z.number().positive().finite().optional(),
   request_id_from: Text(200).optional(),

@@ -69,6 +69,28 @@ describe("limits before work", () => {
     expect([bad.status, await errorCode(bad)]).toEqual([400, "invalid_json"])
   })
 
+  it("a bad binding or request identity is a 400 with a stable code, and nothing is written", async () => {
+    const storage = new MemoryLedgerStorage()
+    const a = createLedgerApp({ storage })
+    const begin = (body: unknown) =>
+      a.request("/v1/calls", { method: "POST", headers: JSON_HEADERS, body: JSON.stringify(body) })
+    const binding = { agent_id: "a", policy_version: "1", side_effect_class: "non_idempotent_mutate" }
+    for (const [body, code] of [
+      [{ tool: "t", binding: { ...binding, side_effect_class: "bogus" } }, "invalid_binding"],
+      [{ tool: "t", binding: { ...binding, capability: "idempotent" } }, "tool_capability_declaration"],
+      [
+        { tool: "t", binding: { ...binding, request_id_from: "order" }, args: {} },
+        "missing_request_identity",
+      ],
+      [{ tool: "t", meta: { request_id: "   " } }, "invalid_body"],
+      [{ tool: "t", now: 1 }, "invalid_body"],
+    ] as const) {
+      const r = await begin(body)
+      expect([JSON.stringify(body), r.status, await errorCode(r)]).toEqual([JSON.stringify(body), 400, code])
+    }
+    expect(storage.size).toBe(0)
+  })
+
   it("unknown ids are 404 on every route", async () => {
     const lease = "x".repeat(43)
     for (const [path, body] of [
