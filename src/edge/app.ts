@@ -1,5 +1,6 @@
 // The ledger over HTTP, on Hono: any runtime, any storage adapter. Each tenant sees only its own ledger.
 import { Hono } from "hono"
+import { cors } from "hono/cors"
 import type * as z from "zod"
 import { ActionLedger, type ArgsDriftPolicy, type Clock, type LedgerStorage } from "../core/ledger/index.ts"
 import { agentRoutes } from "./agent-routes.ts"
@@ -34,6 +35,11 @@ export interface LedgerAppOptions {
   /** Page sizes of list routes. Default 100, at most 500. */
   readonly defaultPageSize?: number
   readonly maxPageSize?: number
+  /**
+   * Browser origins allowed to call the API cross-origin (CORS), e.g. `["https://app.example.com"]`. Default none:
+   * only same-origin pages and non-browser clients. Tokens travel in `Authorization`, never in cookies.
+   */
+  readonly corsOrigins?: readonly string[]
 }
 
 const LOCAL: Principal = {
@@ -117,6 +123,18 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
   app.notFound((c) =>
     c.json({ error: { code: "not_found", message: `no route for ${c.req.method} ${c.req.path}` } }, 404),
   )
+
+  if (options.corsOrigins?.length) {
+    api.use(
+      "*",
+      cors({
+        origin: [...options.corsOrigins],
+        allowMethods: ["GET", "POST", "PUT"],
+        allowHeaders: ["authorization", "content-type"],
+        maxAge: 600,
+      }),
+    )
+  }
 
   api.get("/health", (c) => c.json({ ok: true }))
   api.get("/openapi.json", (c) => c.json(openApiDocument()))

@@ -138,6 +138,31 @@ describe("limits before work", () => {
   })
 })
 
+describe("CORS", () => {
+  it("answers preflights only for configured origins; without configuration, none", async () => {
+    const preflight = (a: ReturnType<typeof createLedgerApp>, origin: string) =>
+      a.request("/v1/calls", {
+        method: "OPTIONS",
+        headers: {
+          origin,
+          "access-control-request-method": "POST",
+          "access-control-request-headers": "authorization, content-type",
+        },
+      })
+    const open = createLedgerApp({ storage: new MemoryLedgerStorage(), corsOrigins: ["https://app.example"] })
+    const ok = await preflight(open, "https://app.example")
+    expect(ok.headers.get("access-control-allow-origin")).toBe("https://app.example")
+    expect(ok.headers.get("access-control-allow-headers")?.toLowerCase()).toContain("authorization")
+    const evil = await preflight(open, "https://evil.example")
+    expect(evil.headers.get("access-control-allow-origin")).toBeNull()
+    const closed = await preflight(
+      createLedgerApp({ storage: new MemoryLedgerStorage() }),
+      "https://app.example",
+    )
+    expect(closed.headers.get("access-control-allow-origin")).toBeNull()
+  })
+})
+
 describe("pagination", () => {
   it("/v1/transitions pages with a default and a maximum size and a cursor", async () => {
     const storage = new MemoryLedgerStorage()
