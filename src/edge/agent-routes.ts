@@ -1,8 +1,11 @@
 // `ledger:agent`: ledgered calls run on the server with the server's clock. The agent never writes a row: it
 // begins a call and then, holding the secret lease and the fence, moves that one row forward.
+
+import { MyceliumError } from "../core/errors.ts"
 import {
   type CallMeta,
   type Decision,
+  LedgerConfigError,
   type LedgerEntry,
   LedgerHardBlockError,
   LedgerPollTimeoutError,
@@ -10,8 +13,8 @@ import {
   type SideEffectBoundary,
   ToolTransitionBinding,
   type ToolTransitionBindingInit,
-  throwIfUnstorable,
 } from "../core/ledger/index.ts"
+import { throwIfUnstorable } from "../core/ledger/machine/transitions.ts"
 import type { Api, RouteContext } from "./context.ts"
 import { HttpError } from "./errors.ts"
 import { mintLease, ownerForLease } from "./lease.ts"
@@ -42,7 +45,8 @@ function bindingFrom(b: BindingWire): ToolTransitionBinding {
   try {
     return ToolTransitionBinding.from(init)
   } catch (e) {
-    if (e instanceof Error && "code" in e) throw e
+    // A refusal with its own code (tool_capability_declaration) speaks for itself; a bad field is the binding's.
+    if (e instanceof MyceliumError && e.code !== "invalid_option") throw e
     throw new HttpError("invalid_binding", `binding: ${e instanceof Error ? e.message : String(e)}`)
   }
 }
@@ -113,8 +117,9 @@ export function agentRoutes(api: Api, ctx: RouteContext): void {
         return c.json({ status: "poll", retry_after: ctx.pollInterval })
       if (e instanceof LedgerHardBlockError || e instanceof LedgerSoftBlockError)
         return c.json({ status: "blocked", error: { code: e.code, message: e.message } })
-      // Identity parsing refuses a malformed request id with a plain TypeError: the caller's input.
-      if (e instanceof TypeError) throw new HttpError("invalid_body", e.message)
+      // The claim refuses a malformed request id as an invalid option: here that option is the caller's body.
+      if (e instanceof LedgerConfigError && e.code === "invalid_option")
+        throw new HttpError("invalid_body", e.message)
       throw e
     }
   })

@@ -7,9 +7,10 @@ import { agentRoutes } from "./agent-routes.ts"
 import { AuthError, type LedgerScope, type Principal } from "./auth.ts"
 import { type BodyLimits, DEFAULT_BODY_LIMITS, readJsonBody } from "./body.ts"
 import type { Api, AppEnv, Ctx, RouteContext, Tenant } from "./context.ts"
-import { HttpError, statusForCode } from "./errors.ts"
+import { HttpError } from "./errors.ts"
 import { DOCS_HTML, openApiDocument } from "./openapi.ts"
 import { operatorRoutes } from "./operator-routes.ts"
+import { errorResponse } from "./status.ts"
 import { storeRoutes } from "./store-routes.ts"
 
 export interface LedgerAppOptions {
@@ -116,9 +117,9 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
   }
 
   app.onError((err, c) => {
-    const { code, message } = describe(err)
-    if (code === "internal_error") console.error("[mycelium] edge API internal error:", err)
-    return c.json({ error: { code, message } }, statusForCode(code) as 400)
+    const { status, body } = errorResponse(err)
+    if (status === 500) console.error("[mycelium] edge API internal error:", err)
+    return c.json(body, status)
   })
   app.notFound((c) =>
     c.json({ error: { code: "not_found", message: `no route for ${c.req.method} ${c.req.path}` } }, 404),
@@ -160,22 +161,4 @@ function validated<T extends z.ZodType>(schema: T, raw: unknown, code: string): 
   const issue = parsed.error.issues[0]
   const where = issue?.path.length ? issue.path.join(".") : code === "invalid_query" ? "query" : "body"
   throw new HttpError(code, `${where}: ${issue?.message ?? "invalid"}`)
-}
-
-const SNAKE = /^[a-z][a-z0-9_]{0,63}$/
-
-/**
- * The stable code and message of anything a route threw. Errors carrying a snake_case code (HTTP, auth, ledger,
- * identity) speak for themselves; anything else is a bug and says nothing about internals.
- */
-function describe(err: unknown): { code: string; message: string } {
-  if (err instanceof Error) {
-    const code = (err as { code?: unknown }).code
-    // A storage outage's message carries the backend's own error text: keep that in logs, not in responses.
-    if (code === "ledger_storage_unavailable")
-      return { code, message: "ledger storage unavailable; retry shortly" }
-    if (typeof code === "string" && SNAKE.test(code) && statusForCode(code) !== 500)
-      return { code, message: err.message || code }
-  }
-  return { code: "internal_error", message: "internal error" }
 }

@@ -7,6 +7,7 @@ import {
   errors as joseErrors,
   jwtVerify,
 } from "jose"
+import { InvalidOptionError, MyceliumError } from "../core/errors.ts"
 
 /**
  * What a request may do (token scope `ledger:<name>`). `agent` runs ledgered calls (server-side state machine),
@@ -38,15 +39,16 @@ export interface JwtAuthOptions {
 
 export type AuthErrorCode = "unauthorized" | "forbidden" | "auth_unavailable"
 
-/** A refused or unverifiable token. `auth_unavailable` (503): the key set could not be fetched; retry later. */
-export class AuthError extends Error {
+/**
+ * A refused or unverifiable token: `unauthorized` (401), `forbidden` (403, scope or tenant), `auth_unavailable`
+ * (503: the key set could not be fetched; retry later). The status comes from src/edge/status.ts.
+ */
+export class AuthError extends MyceliumError {
   override readonly name = "AuthError"
-  readonly code: AuthErrorCode
-  readonly status: 401 | 403 | 503
+  override readonly code: AuthErrorCode
   constructor(code: AuthErrorCode, message: string) {
     super(message)
     this.code = code
-    this.status = code === "unauthorized" ? 401 : code === "forbidden" ? 403 : 503
   }
 }
 
@@ -82,7 +84,7 @@ export function jwtAuth(options: JwtAuthOptions): (authorization: string | undef
   else if (options.jwksUrl) key = createRemoteJWKSet(new URL(options.jwksUrl))
   else if (options.secret !== undefined) {
     key = typeof options.secret === "string" ? new TextEncoder().encode(options.secret) : options.secret
-  } else throw new TypeError("jwtAuth needs secret, jwksUrl or key")
+  } else throw new InvalidOptionError("jwtAuth needs secret, jwksUrl or key: pass one of them")
   const verifyOptions: JWTVerifyOptions = {
     requiredClaims: ["exp"],
     clockTolerance: tolerance,

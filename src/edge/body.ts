@@ -1,6 +1,6 @@
 // Request bodies under limits: the size is refused before the body is read, the depth before anything parses it
 // recursively (validation, the store).
-import { jsonDepth } from "../core/ledger/index.ts"
+import { jsonDepth } from "../core/storage/limits.ts"
 import { HttpError } from "./errors.ts"
 
 export interface BodyLimits {

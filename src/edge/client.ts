@@ -2,12 +2,11 @@
 // browser tabs, workers and any runtime with fetch. The server runs the state machine; this client holds a secret
 // lease per call and moves only that call's row. Happy path: 2 round trips (begin, complete), 3 with sideEffect(),
 // 1 for a replay.
+import { InvalidOptionError } from "../core/errors.ts"
+import { throwIfAborted } from "../core/ledger/clock.ts"
+import type { LedgeredToolOptions } from "../core/ledger/engine/tool.ts"
 import {
-  type CallMeta,
-  type JsonValue,
-  jsonDepth,
   LedgerError,
-  type LedgeredToolOptions,
   LedgerHardBlockError,
   LedgerIdentityConflictError,
   LedgerOutcomeAlreadySetError,
@@ -15,12 +14,13 @@ import {
   LedgerResultUnstorableError,
   LedgerSoftBlockError,
   LedgerStorageUnavailableError,
-  type SideEffectBoundary,
-  ToolTransitionBinding,
-  throwIfAborted,
-  toJsonValue,
   type UnstorableReason,
-} from "../core/ledger/index.ts"
+} from "../core/ledger/errors.ts"
+import { ToolTransitionBinding } from "../core/ledger/model/binding.ts"
+import { type JsonValue, toJsonValue } from "../core/ledger/model/canonical.ts"
+import type { SideEffectBoundary } from "../core/ledger/model/enums.ts"
+import type { CallMeta } from "../core/ledger/model/identity.ts"
+import { jsonDepth } from "../core/storage/limits.ts"
 
 export interface RemoteLedgerOptions {
   /** Base URL of the ledger API (its basePath included), e.g. `https://ledger.example.com`. */
@@ -137,6 +137,12 @@ const META_WIRE: ReadonlyArray<readonly [keyof CallMeta, string]> = [
   ["handoffId", "handoff_id"],
 ]
 
+/** What a call's context needs from its ledger: one JSON round trip, and where warnings go. */
+interface Transport {
+  post<T>(path: string, body: string, tool: string): Promise<T>
+  warn(message: string): void
+}
+
 /** A ledger whose rows live behind the edge API. `tool(options, fn)` is ActionLedger's, over HTTP. */
 export class RemoteLedger {
   readonly #base: string
@@ -146,6 +152,10 @@ export class RemoteLedger {
   readonly leaseRenewInterval: number | undefined
   readonly pollTimeout: number | null
   readonly #onWarning: (message: string) => void
+  readonly #transport: Transport = {
+    post: (path, body, tool) => this.#post(path, body, tool),
+    warn: (message) => this.#onWarning(message),
+  }
 
   constructor(options: RemoteLedgerOptions) {
     this.#base = options.baseUrl.replace(/\/+$/, "")
@@ -157,8 +167,8 @@ export class RemoteLedger {
     this.#onWarning = options.onWarning ?? ((m) => console.warn(`[mycelium] ${m}`))
   }
 
-  /** @internal one JSON round trip; any transport failure fails closed as a storage outage. */
-  async post<T>(path: string, body: string, tool: string): Promise<T> {
+  /** One JSON round trip; any transport failure fails closed as a storage outage. */
+  async #post<T>(path: string, body: string, tool: string): Promise<T> {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" }
     const token = typeof this.#token === "function" ? await this.#token() : this.#token
     if (token) headers.authorization = `Bearer ${token}`
@@ -187,16 +197,11 @@ export class RemoteLedger {
     return json as T
   }
 
-  /** @internal */
-  warn(message: string): void {
-    this.#onWarning(message)
-  }
-
   tool<A extends Record<string, unknown>, R>(
     options: LedgeredToolOptions,
     fn: RemoteToolBody<A, R>,
   ): RemoteTool<A, R> {
-    if (!options.name) throw new TypeError("ledger.tool() needs a name")
+    if (!options.name) throw new InvalidOptionError("ledger.tool() needs a name: pass options.name")
     const binding = options.binding ? ToolTransitionBinding.from(options.binding) : null
     const tool = options.name
     const leaseTtl = options.leaseTtl ?? this.leaseTtl
@@ -219,7 +224,7 @@ export class RemoteLedger {
       })
       const deadline = pollTimeout === null ? Number.POSITIVE_INFINITY : Date.now() + pollTimeout * 1000
       for (;;) {
-        const a = await this.post<BeginAnswer>("/v1/calls", begin, tool)
+        const a = await this.#post<BeginAnswer>("/v1/calls", begin, tool)
         if (a.status === "replay") return a.result as R
         if (a.status === "blocked") throw errorFor(409, a.error.code, a.error.message, tool)
         if (a.status === "poll") {
@@ -228,7 +233,7 @@ export class RemoteLedger {
           await sleep(options.pollInterval ?? a.retry_after, meta.signal)
           continue
         }
-        const tx = new RemoteTransitionContext(this, tool, a, meta.signal)
+        const tx = new RemoteCall(this.#transport, tool, a, meta.signal)
         tx.startAutoRenew(this.leaseRenewInterval)
         let result: R
         try {
@@ -243,7 +248,7 @@ export class RemoteLedger {
           await tx.complete(result)
         } catch (e) {
           if (!(e instanceof LedgerOutcomeAlreadySetError)) throw e
-          this.warn(`tool result discarded for '${tool}' request '${a.request_id}': ${e.message}`)
+          this.#onWarning(`tool result discarded for '${tool}' request '${a.request_id}': ${e.message}`)
         }
         return result
       }
@@ -256,8 +261,22 @@ const encoder = new TextEncoder()
 let never: AbortSignal | null = null
 
 /** What a remote tool body gets: the same boundary helpers as `TransitionContext`, each one round trip. */
-export class RemoteTransitionContext {
-  readonly #ledger: RemoteLedger
+export interface RemoteTransitionContext {
+  readonly requestId: string
+  readonly fence: number
+  readonly signal: AbortSignal
+  /** `maybe_crossed` is durable before `fn` runs: a crash inside it leaves the call UNKNOWN, never re-run. */
+  sideEffect<T>(fn: () => Promise<T> | T): Promise<T>
+  markMaybeCrossed(): Promise<void>
+  markCrossed(): Promise<void>
+  /** Stores the provider's handle (payment intent id, message id) for reconciliation. */
+  recordExternalOperation(ref: string): Promise<void>
+  renewLease(leaseTtl?: number): Promise<void>
+}
+
+/** One owned call: the context its body sees, plus the lifecycle the wrapper drives (renewal, completion). */
+class RemoteCall implements RemoteTransitionContext {
+  readonly #ledger: Transport
   readonly #tool: string
   readonly #claim: RunAnswer
   readonly #path: string
@@ -266,7 +285,7 @@ export class RemoteTransitionContext {
   #timer: ReturnType<typeof setInterval> | null = null
   readonly signal: AbortSignal
 
-  constructor(ledger: RemoteLedger, tool: string, claim: RunAnswer, signal: AbortSignal | undefined) {
+  constructor(ledger: Transport, tool: string, claim: RunAnswer, signal: AbortSignal | undefined) {
     this.#ledger = ledger
     this.#tool = tool
     this.#claim = claim
@@ -318,7 +337,6 @@ export class RemoteTransitionContext {
     return this.#send("renew", leaseTtl !== undefined ? { lease_ttl: leaseTtl } : {})
   }
 
-  /** @internal */
   startAutoRenew(interval: number | undefined): void {
     const every = interval ?? this.#claim.lease_ttl / 3
     if (!(every > 0)) return
@@ -336,14 +354,13 @@ export class RemoteTransitionContext {
     this.#timer = null
   }
 
-  /** @internal */
   async stop(): Promise<void> {
     this.#clearTimer()
     await this.#chain
   }
 
   /**
-   * @internal the completion; a result over the server's limits is recorded as unstorable instead of being sent
+   * The completion; a result over the server's limits is recorded as unstorable instead of being sent
    * (the server would refuse it and leave the row IN_FLIGHT).
    */
   async complete(result: unknown): Promise<void> {
@@ -380,7 +397,7 @@ export class RemoteTransitionContext {
     await this.#send("complete", { unstorable })
   }
 
-  /** @internal the server classifies by the stored boundary; this worker can only raise it. */
+  /** The server classifies by the stored boundary; this worker can only raise it. */
   async recordFailure(err: unknown): Promise<void> {
     const text = err instanceof Error ? `${err.name}: ${err.message}` : `Error: ${String(err)}`
     try {

@@ -1,5 +1,6 @@
 // `ledger:reader` lists and shows transitions; `ledger:operator` releases them and marks workers dead.
-import { entryToRow, type LedgerEntry, LedgerError, resolvedOutcome } from "../core/ledger/index.ts"
+import { LedgerError } from "../core/ledger/errors.ts"
+import { entryToRow, type LedgerEntry, resolvedOutcome } from "../core/ledger/model/entry.ts"
 import type { Api, RouteContext } from "./context.ts"
 import { HttpError } from "./errors.ts"
 import { MarkDeadBody, ReleaseBody, TransitionsQuery } from "./schemas.ts"

@@ -1,15 +1,9 @@
 // `ledger:store`: the raw storage contract for trusted backends (HttpLedgerStorage). These routes can write any
 // row, so no agent token reaches them. Leases run on the server's clock whatever the client says.
-import {
-  entryFromRow,
-  entryToRow,
-  jsonDepth,
-  type LedgerEntry,
-  LedgerError,
-  type LedgerStorage,
-  LedgerStorageUnavailableError,
-  type TransitionExpectation,
-} from "../core/ledger/index.ts"
+import { LedgerError, LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
+import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/model/entry.ts"
+import type { LedgerStorage, TransitionExpectation } from "../core/storage/contract.ts"
+import { jsonDepth } from "../core/storage/limits.ts"
 import type { Api, RouteContext } from "./context.ts"
 import { HttpError } from "./errors.ts"
 import { ClaimRowBody, PutRowBody, RowsQuery, TransitionRowBody } from "./schemas.ts"

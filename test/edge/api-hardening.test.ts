@@ -2,7 +2,8 @@
 import { Validator } from "@seriousme/openapi-schema-validator"
 import { SignJWT } from "jose"
 import { describe, expect, it } from "vitest"
-import { MemoryLedgerStorage, newEntry } from "../../src/core/index.ts"
+import { newEntry } from "../../src/adapter-kit.ts"
+import { MemoryLedgerStorage } from "../../src/core/index.ts"
 import { createLedgerApp, DOCUMENTED_ROUTES, jwtAuth } from "../../src/edge/index.ts"
 
 const JSON_HEADERS = { "content-type": "application/json" }

@@ -3,8 +3,9 @@
 import { env } from "cloudflare:workers"
 import { SignJWT } from "jose"
 import { describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
 import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../../src/adapters/durable-object.ts"
-import { ActionLedger, type LedgerStorage, newEntry } from "../../src/core/index.ts"
+import { ActionLedger, type LedgerStorage } from "../../src/core/index.ts"
 import { RemoteLedger } from "../../src/edge/client.ts"
 import worker from "../../src/edge/worker.ts"
 

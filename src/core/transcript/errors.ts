@@ -1,23 +1,32 @@
+import { MyceliumError } from "../errors.ts"
 import type { Violation } from "./types.ts"
 
 /** A transcript would be rejected by the model provider. `messageIndex` points at the offending message. */
-export class MessageValidationError extends Error {
+export class MessageValidationError extends MyceliumError {
   override readonly name = "MessageValidationError"
-  readonly code = "MESSAGE_VALIDATION"
+  override readonly code = "message_validation"
   readonly violation: Violation
   readonly messageIndex: number
   readonly reason: string
   /** The tool call concerned, when there is one. */
   readonly toolCallId: string | undefined
+  /** For `invalid_tool_arguments`: the call's position among the message's tool calls. */
+  readonly callIndex: number | undefined
 
   constructor(
     reason: string,
-    options: { violation: Violation; messageIndex: number; toolCallId?: string | undefined },
+    options: {
+      violation: Violation
+      messageIndex: number
+      toolCallId?: string | undefined
+      callIndex?: number | undefined
+    },
   ) {
     super(`${reason} Run MessageValidator.repair() to fix what can be fixed automatically.`)
     this.reason = reason
     this.violation = options.violation
     this.messageIndex = options.messageIndex
     this.toolCallId = options.toolCallId
+    this.callIndex = options.callIndex
   }
 }

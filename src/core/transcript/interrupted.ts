@@ -1,3 +1,5 @@
+import { isInvalidArgumentsText } from "./invalid-arguments.ts"
+
 // The synthetic result must not claim the call failed or succeeded: the side effect may have happened.
 const MARKER = "was interrupted before its result was recorded"
 
@@ -11,4 +13,9 @@ export function interruptedResultText(toolName: string | undefined, toolCallId: 
 
 export function isInterruptedText(text: unknown): boolean {
   return typeof text === "string" && text.includes(MARKER)
+}
+
+/** Text of a result this library inserted (an interrupted call or one closed for invalid arguments). */
+export function isSyntheticResultText(text: unknown): boolean {
+  return isInterruptedText(text) || isInvalidArgumentsText(text)
 }

@@ -1,22 +1,29 @@
 import { isRecord } from "./clone.ts"
-import type { Decomposed, FormatAdapter } from "./formats/adapter.ts"
+import type { Decomposed, FormatAdapter, Part } from "./formats/adapter.ts"
 
 export interface Node extends Decomposed {
   /** Index in the transcript being analysed. */
   index: number
 }
 
-// Calls only count in assistant messages and results only in the format's carrier role; elsewhere the
-// provider treats them as opaque content, and so do we.
+// Calls only count in assistant messages; elsewhere the provider treats them as opaque content, and so do
+// we. A result outside the carrier role is kept as a result marked `misplaced`, so it is reported and
+// moved to its call instead of being mistaken for content (unless the format allows it there).
 export function toNodes(messages: readonly unknown[], adapter: FormatAdapter): Node[] {
-  return messages.map((m, index) => {
-    if (!isRecord(m)) return { index, role: "", shell: {}, parts: [{ kind: "other", raw: m }] }
-    const d = adapter.decompose(m)
-    const parts = d.parts.map((p) =>
-      (p.kind === "call" && d.role !== "assistant") || (p.kind === "result" && d.role !== adapter.carrierRole)
-        ? { kind: "other" as const, raw: p.raw }
-        : p,
-    )
+  const decomposed = messages.map((m) => (isRecord(m) ? adapter.decompose(m) : undefined))
+  const providerCalls = new Set<string>()
+  for (const d of decomposed) {
+    if (d?.role !== "assistant") continue
+    for (const p of d.parts) if (p.providerCallId) providerCalls.add(p.providerCallId)
+  }
+  return decomposed.map((d, index) => {
+    if (!d) return { index, role: "", shell: {}, parts: [{ kind: "other", raw: messages[index] }] }
+    const parts = d.parts.map((p): Part => {
+      if (p.kind === "call" && d.role !== "assistant") return { kind: "other", raw: p.raw }
+      if (p.kind !== "result" || d.role === adapter.carrierRole) return p
+      if (p.allowedForProviderCall && p.id && providerCalls.has(p.id)) return { kind: "other", raw: p.raw }
+      return { ...p, misplaced: true }
+    })
     return { ...d, parts, index }
   })
 }

@@ -1,6 +1,8 @@
 import { clonePlain, isRecord } from "./clone.ts"
 import { MessageValidationError } from "./errors.ts"
 import type { FormatAdapter, Part } from "./formats/adapter.ts"
+import { interruptedResultText } from "./interrupted.ts"
+import { invalidArgumentsResultText } from "./invalid-arguments.ts"
 import { hasCalls, type Node, ownerOf, toNodes } from "./nodes.ts"
 import type { Message, RepairAction } from "./types.ts"
 import { findIssues } from "./validate.ts"
@@ -13,9 +15,14 @@ export interface RepairOptions {
 
 interface CallRec {
   node: number
+  /** The call as decomposed from the input. */
+  source: Part
+  /** The call as it is emitted (arguments replaced when they were invalid). */
   part: Part
   origId: string | undefined
   id: string
+  /** Why the arguments as sent were not a JSON object; `part` then carries `{}` instead. */
+  invalid?: { problem: string; raw: unknown }
   result?: ResultRec
 }
 
@@ -29,7 +36,9 @@ interface ResultRec {
  * Rebuilds the transcript so every tool call is answered exactly once by the block right after it: ids are
  * made unique, results are assigned to their call (the block's own call first, then the nearest earlier
  * unanswered one, then a later one) and moved there, orphans and duplicates are dropped, and calls left
- * unanswered get a synthetic "interrupted" result.
+ * unanswered get a synthetic "interrupted" result. Results in a role the format does not allow them in are
+ * moved the same way. Calls whose arguments are not a JSON object get `{}` instead and are always closed
+ * (by their real result, or else an error result quoting what was sent), so nothing can run the `{}`.
  */
 export function repairTranscript(
   input: readonly unknown[],
@@ -56,7 +65,13 @@ export function repairTranscript(
       actions.push({ kind: "dropped_invalid_message", messageIndex: i, detail: bad })
       continue
     }
-    kept.push(adapter.fix(clonePlain(m as Message), i, actions))
+    const fixed = adapter.fix(clonePlain(m as Message), i, actions)
+    // Nothing to keep: the provider refuses the turn and it says nothing.
+    if (adapter.isEmpty(fixed, i === input.length - 1)) {
+      actions.push({ kind: "dropped_empty_message", messageIndex: i })
+      continue
+    }
+    kept.push(fixed)
     origin.push(i)
   }
   const nodes = toNodes(kept, adapter)
@@ -95,7 +110,18 @@ export function repairTranscript(
         id = renamed
       }
       seen.add(id)
-      const rec: CallRec = { node: n.index, part: p, origId: p.id, id }
+      const rec: CallRec = { node: n.index, source: p, part: p, origId: p.id, id }
+      const problem = adapter.argumentsProblem(p)
+      if (problem) {
+        rec.invalid = { problem, raw: adapter.rawArguments(p) }
+        rec.part = { ...p, raw: adapter.withEmptyArguments(p) }
+        actions.push({
+          kind: "replaced_invalid_arguments",
+          messageIndex: at(n.index),
+          toolCallId: id,
+          detail: problem,
+        })
+      }
       calls.push(rec)
       byNode.set(n.index, [...(byNode.get(n.index) ?? []), rec])
     }
@@ -107,7 +133,8 @@ export function repairTranscript(
   let pendingNode: number | undefined
   if (options.allowPendingToolCalls) {
     const last = [...nodes].reverse().find((n) => hasCalls(n))
-    if (last && (byNode.get(last.index) ?? []).every((c) => !c.result)) pendingNode = last.index
+    const recs = last ? (byNode.get(last.index) ?? []) : []
+    if (last && recs.every((c) => !c.result && !c.invalid)) pendingNode = last.index
   }
   let out = build(pendingNode)
   if (
@@ -140,11 +167,12 @@ function assignResults(
         })
         continue
       }
-      const owner = ownerOf(nodes, n.index, adapter)
+      // A result in the wrong role has no owner: wherever it goes, it moves.
+      const owner = p.misplaced ? undefined : ownerOf(nodes, n.index, adapter)
       const open = cands.filter((c) => !c.result)
       const target =
         open.find((c) => c.node === owner) ??
-        open.filter((c) => c.node < n.index).at(-1) ??
+        open.filter((c) => c.node <= n.index).at(-1) ??
         open.find((c) => c.node > n.index)
       if (target) {
         target.result = r
@@ -160,7 +188,7 @@ function assignResults(
       }
       // Every call with this id is answered: keep one result, preferring a real one over an error (an
       // "aborted" placeholder followed by the real result), else the later one.
-      const call = cands.filter((c) => c.node < n.index).at(-1) ?? (cands[0] as CallRec)
+      const call = cands.filter((c) => c.node <= n.index).at(-1) ?? (cands[0] as CallRec)
       const prev = call.result as ResultRec
       const replace = prev.part.isError || !p.isError
       if (replace) call.result = r
@@ -182,6 +210,18 @@ function rebuild(
   const othersDone = new Set<number>()
   const consumed = new Set<number>()
   const renamed = (c: CallRec): Part => ({ ...c.part, raw: adapter.withId(c.part, c.id) })
+  const closing = (c: CallRec): Part => {
+    const name = c.part.name
+    const text = c.invalid
+      ? invalidArgumentsResultText(name, c.id, c.invalid.problem, c.invalid.raw)
+      : interruptedResultText(name, c.id)
+    actions.push({
+      kind: c.invalid ? "inserted_invalid_arguments_result" : "inserted_interrupted_result",
+      messageIndex: at(c.node),
+      toolCallId: c.id,
+    })
+    return adapter.synthetic({ id: c.id, name }, nodes, text)
+  }
   const push = (m: Message | null) => {
     if (m) out.push(m)
   }
@@ -191,7 +231,7 @@ function rebuild(
     const recs = byNode.get(node.index) ?? []
     const own = node.parts
       .filter((p) => p.kind === "call" || (p.kind === "other" && !othersDone.has(node.index)))
-      .map((p) => (p.kind === "call" ? renamed(recs.find((c) => c.part === p) as CallRec) : p))
+      .map((p) => (p.kind === "call" ? renamed(recs.find((c) => c.source === p) as CallRec) : p))
     othersDone.add(node.index)
     push(adapter.compose(node.shell, own))
     if (recs.length === 0 || node.index === pendingNode) continue
@@ -203,12 +243,7 @@ function rebuild(
         part: { ...(c.result as ResultRec).part, raw: adapter.withId((c.result as ResultRec).part, c.id) },
       }))
       .sort((a, b) => a.r.node - b.r.node || a.r.pos - b.r.pos)
-    const synth = recs
-      .filter((c) => !c.result)
-      .map((c) => {
-        actions.push({ kind: "inserted_interrupted_result", messageIndex: at(node.index), toolCallId: c.id })
-        return adapter.synthetic({ id: c.id, name: c.part.name }, nodes)
-      })
+    const synth = recs.filter((c) => !c.result).map(closing)
 
     if (adapter.blockShape === "per-result") {
       for (const p of [...real.map((x) => x.part), ...synth])
@@ -222,6 +257,11 @@ function rebuild(
           mine.set(x.r.pos, x.part)
         }
         const origin = nodes[src] as Node
+        // Results moved out of another role get a message of their own; that message keeps its content.
+        if (origin.role !== adapter.carrierRole) {
+          push(adapter.compose({ role: adapter.carrierRole }, [...mine.values()]))
+          continue
+        }
         const parts = origin.parts.flatMap((p, pos): Part[] => {
           if (mine.has(pos)) return [mine.get(pos) as Part]
           return p.kind === "other" && !othersDone.has(src) ? [p] : []

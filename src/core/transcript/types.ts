@@ -15,12 +15,16 @@ export type Violation =
   | "missing_tool_result"
   | "empty_tool_calls"
   | "invalid_message"
+  | "invalid_tool_arguments"
+  | "empty_message"
 
 /** One problem found in a transcript. */
 export interface TranscriptIssue {
   violation: Violation
   messageIndex: number
   toolCallId?: string
+  /** For `invalid_tool_arguments`: the 0-based position of the call among the message's tool calls. */
+  callIndex?: number
   reason: string
 }
 
@@ -38,6 +42,9 @@ export interface RepairAction {
     | "dropped_duplicate_result"
     | "moved_tool_result"
     | "inserted_interrupted_result"
+    | "replaced_invalid_arguments"
+    | "inserted_invalid_arguments_result"
+    | "dropped_empty_message"
   messageIndex: number
   toolCallId?: string
   detail?: string

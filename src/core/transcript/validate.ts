@@ -32,8 +32,29 @@ export function findIssues(
         reason: `Message ${i} has invalid role '${role}'. Expected one of [${[...adapter.roles].sort().join(", ")}].`,
       })
     }
+    if (adapter.isEmpty(m, i === messages.length - 1)) {
+      issues.push({
+        violation: "empty_message",
+        messageIndex: i,
+        reason: `Message ${i} has no content; ${adapter.format} refuses empty ${role} messages.`,
+      })
+    }
     issues.push(...adapter.check(m, i))
+    let callIndex = 0
     for (const p of nodes[i]?.parts ?? []) {
+      if (p.kind === "call") {
+        const problem = adapter.argumentsProblem(p)
+        if (problem) {
+          issues.push({
+            violation: "invalid_tool_arguments",
+            messageIndex: i,
+            callIndex,
+            ...(p.id ? { toolCallId: p.id } : {}),
+            reason: `Message ${i}, tool call ${callIndex}${p.id ? ` (id '${p.id}')` : ""}: ${problem}; providers require the arguments to be a JSON object.`,
+          })
+        }
+        callIndex++
+      }
       if (p.kind !== "other" && !p.id) {
         const what = p.kind === "call" ? "a tool call" : "a tool result"
         issues.push({
@@ -45,6 +66,11 @@ export function findIssues(
     }
   }
 
+  // Where each call id's results sit, so a missing result can say it exists elsewhere.
+  const resultsAt = new Map<string, number[]>()
+  for (const n of nodes)
+    for (const p of n.parts)
+      if (p.kind === "result" && p.id) resultsAt.set(p.id, [...(resultsAt.get(p.id) ?? []), n.index])
   const seen = new Set<string>()
   const inBlock = new Set<number>()
   const stray = (i: number, id: string): TranscriptIssue =>
@@ -53,7 +79,10 @@ export function findIssues(
           violation: "misplaced_tool_result",
           messageIndex: i,
           toolCallId: id,
-          reason: `Message ${i} answers tool call '${id}' away from the message that made it.`,
+          reason:
+            nodes[i]?.role === adapter.carrierRole
+              ? `Message ${i} answers tool call '${id}' away from the message that made it.`
+              : `Message ${i} carries the result of tool call '${id}' in a '${nodes[i]?.role}' message; ${adapter.format} tool results belong in a '${adapter.carrierRole}' message right after the call.`,
         }
       : {
           violation: "orphaned_tool_result",
@@ -110,11 +139,15 @@ export function findIssues(
     if (pending) continue
     for (const id of ids) {
       if (answered.has(id)) continue
+      const elsewhere = resultsAt.get(id)?.find((j) => j >= i)
       issues.push({
         violation: "missing_tool_result",
         messageIndex: i,
         toolCallId: id,
-        reason: `Message ${i} has tool call '${id}' with no result right after it (tool_use ids were found without tool_result blocks).`,
+        reason:
+          elsewhere === undefined
+            ? `Message ${i} has tool call '${id}' with no result right after it (tool_use ids were found without tool_result blocks).`
+            : `Message ${i} has tool call '${id}' whose result is in message ${elsewhere} instead of right after it; repair() moves it there.`,
       })
     }
   }

@@ -1,10 +1,10 @@
 import { describe, expect, it } from "vitest"
 import {
   ActionLedger,
-  jsonDepth,
   LedgerResultUnstorableError,
   MemoryLedgerStorage,
 } from "../../../src/core/ledger/index.ts"
+import { jsonDepth } from "../../../src/core/storage/limits.ts"
 
 const binding = { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } as const
 const nested = (depth: number): unknown => {

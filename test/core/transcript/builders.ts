@@ -5,6 +5,8 @@ export interface Call {
   id: string
   name: string
   args?: Record<string, unknown>
+  /** Sent verbatim as the format's arguments field (for malformed arguments). */
+  rawArgs?: unknown
 }
 export interface Result {
   id: string
@@ -20,7 +22,20 @@ export interface Builder {
   assistant(text: string, calls?: Call[]): Msg
   /** Tool results as the format carries them (OpenAI: one message each; others: one message). */
   results(results: Result[], trailingText?: string): Msg[]
+  /**
+   * The same results in a role the format does not allow them in (AI SDK: a user message; Anthropic: an
+   * assistant message; OpenAI: user messages carrying tool_call_id), as frameworks mis-serialize them.
+   */
+  misplaced(results: Result[], trailingText?: string): Msg[]
+  /**
+   * An assistant message whose content also carries results for its own calls (Anthropic tool_result and
+   * AI SDK tool-result blocks appended to the assistant turn). OpenAI has no such shape: the results
+   * follow as user messages with tool_call_id.
+   */
+  assistantAnswering(text: string, calls: Call[], results: Result[]): Msg[]
 }
+
+const argsOf = (c: Call): unknown => ("rawArgs" in c ? c.rawArgs : (c.args ?? {}))
 
 export const openai: Builder = {
   format: "openai",
@@ -34,7 +49,7 @@ export const openai: Builder = {
           tool_calls: calls.map((c) => ({
             id: c.id,
             type: "function",
-            function: { name: c.name, arguments: JSON.stringify(c.args ?? {}) },
+            function: { name: c.name, arguments: "rawArgs" in c ? c.rawArgs : JSON.stringify(c.args ?? {}) },
           })),
         }
       : {}),
@@ -43,6 +58,11 @@ export const openai: Builder = {
     ...rs.map((r) => ({ role: "tool", tool_call_id: r.id, content: r.text })),
     ...(trailingText ? [{ role: "user", content: trailingText }] : []),
   ],
+  misplaced: (rs, trailingText) => [
+    ...rs.map((r) => ({ role: "user", tool_call_id: r.id, content: r.text })),
+    ...(trailingText ? [{ role: "user", content: trailingText }] : []),
+  ],
+  assistantAnswering: (text, calls, rs) => [openai.assistant(text, calls), ...openai.misplaced(rs)],
 }
 
 export const anthropic: Builder = {
@@ -53,7 +73,7 @@ export const anthropic: Builder = {
     role: "assistant",
     content: [
       ...(text ? [{ type: "text", text }] : []),
-      ...calls.map((c) => ({ type: "tool_use", id: c.id, name: c.name, input: c.args ?? {} })),
+      ...calls.map((c) => ({ type: "tool_use", id: c.id, name: c.name, input: argsOf(c) })),
     ],
   }),
   results: (rs, trailingText) => [
@@ -70,6 +90,20 @@ export const anthropic: Builder = {
       ],
     },
   ],
+  misplaced: (rs, trailingText) => [
+    {
+      role: "assistant",
+      content: [...(trailingText ? [{ type: "text", text: trailingText }] : []), ...rs.map(anthropicResult)],
+    },
+  ],
+  assistantAnswering: (text, calls, rs) => {
+    const m = anthropic.assistant(text, calls)
+    return [{ ...m, content: [...(m.content as unknown[]), ...rs.map(anthropicResult)] }]
+  },
+}
+
+function anthropicResult(r: Result): Msg {
+  return { type: "tool_result", tool_use_id: r.id, content: r.text, ...(r.error ? { is_error: true } : {}) }
 }
 
 export const aiSdk: Builder = {
@@ -80,21 +114,32 @@ export const aiSdk: Builder = {
     role: "assistant",
     content: [
       ...(text ? [{ type: "text", text }] : []),
-      ...calls.map((c) => ({ type: "tool-call", toolCallId: c.id, toolName: c.name, input: c.args ?? {} })),
+      ...calls.map((c) => ({ type: "tool-call", toolCallId: c.id, toolName: c.name, input: argsOf(c) })),
     ],
   }),
   results: (rs, trailingText) => [
-    {
-      role: "tool",
-      content: rs.map((r) => ({
-        type: "tool-result",
-        toolCallId: r.id,
-        toolName: "tool",
-        output: r.error ? { type: "error-text", value: r.text } : { type: "text", value: r.text },
-      })),
-    },
+    { role: "tool", content: rs.map(aiSdkResult) },
     ...(trailingText ? [{ role: "user", content: trailingText }] : []),
   ],
+  misplaced: (rs, trailingText) => [
+    {
+      role: "user",
+      content: [...(trailingText ? [{ type: "text", text: trailingText }] : []), ...rs.map(aiSdkResult)],
+    },
+  ],
+  assistantAnswering: (text, calls, rs) => {
+    const m = aiSdk.assistant(text, calls)
+    return [{ ...m, content: [...(m.content as unknown[]), ...rs.map(aiSdkResult)] }]
+  },
+}
+
+function aiSdkResult(r: Result): Msg {
+  return {
+    type: "tool-result",
+    toolCallId: r.id,
+    toolName: "tool",
+    output: r.error ? { type: "error-text", value: r.text } : { type: "text", value: r.text },
+  }
 }
 
 export const builders = [openai, anthropic, aiSdk]

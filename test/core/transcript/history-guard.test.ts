@@ -8,6 +8,7 @@ import {
   MessageValidator,
 } from "../../../src/core/transcript/index.ts"
 import { builders, type Msg, openai } from "./builders.ts"
+import { providerViolations } from "./provider-rules.ts"
 
 const convo = (n: number): Msg[] =>
   Array.from({ length: n }, (_, i) => ({
@@ -30,7 +31,7 @@ describe("HistoryGuard", () => {
     const msgs = convo(4)
     const tokens = new HistoryGuard().estimateTokens(msgs)
     expect(() => new HistoryGuard({ maxTokens: tokens - 1 }).validate(msgs)).toThrow(
-      expect.objectContaining({ reason: "token_limit", code: "HISTORY_TRUNCATED", estimatedTokens: tokens }),
+      expect.objectContaining({ reason: "token_limit", code: "history_truncated", estimatedTokens: tokens }),
     )
     expect(() => new HistoryGuard({ maxMessages: 3 }).validate(msgs)).toThrow(
       expect.objectContaining({ reason: "message_count", messageCount: 4 }),
@@ -128,7 +129,8 @@ describe("HistoryGuard", () => {
             for (const t of turns) {
               msgs.push(b.user(t.text || "q"))
               const calls = Array.from({ length: t.calls }, () => ({ id: `call_${id++}`, name: "search" }))
-              msgs.push(b.assistant(t.text, calls))
+              // An empty assistant turn is refused by OpenAI and Anthropic alike: not a trim concern.
+              msgs.push(b.assistant(t.text || (calls.length ? "" : "ok"), calls))
               if (calls.length)
                 msgs.push(...b.results(calls.map((c) => ({ id: c.id, text: "r".repeat(t.resultSize) }))))
             }
@@ -142,6 +144,7 @@ describe("HistoryGuard", () => {
             }
             expect(guard.estimateTokens(out)).toBeLessThanOrEqual(maxTokens)
             expect(new MessageValidator({ format: b.format }).check(out)).toEqual([])
+            expect(providerViolations(b.format, out)).toEqual([])
             expect(out.slice(0, b.system("x").length)).toEqual(msgs.slice(0, b.system("x").length))
             if (b.format === "anthropic" && out.length > 0) expect(out[0]?.role).toBe("user")
           },

@@ -8,6 +8,15 @@ export interface Part {
   isError?: boolean
   /** Content given as a plain string (re-emitted as a string when it is the only part). */
   fromString?: boolean
+  /**
+   * A result the format allows outside the carrier role when it answers a provider-executed call (AI SDK
+   * assistant tool-results); answering anything else, it is misplaced or orphaned like any result.
+   */
+  allowedForProviderCall?: boolean
+  /** An "other" part that is a provider-executed call (its result may sit in the assistant message). */
+  providerCallId?: string
+  /** Set by toNodes: a result in a role the format does not allow results in. */
+  misplaced?: boolean
   raw: unknown
 }
 
@@ -36,7 +45,20 @@ export interface FormatAdapter {
   /** Rebuilds a message; null when nothing is left of it. */
   compose(shell: Message, parts: Part[]): Message | null
   withId(part: Part, id: string): unknown
-  synthetic(call: { id: string; name?: string | undefined }, sample: readonly Decomposed[]): Part
+  /** An error result carrying `text` for a call that has none. */
+  synthetic(
+    call: { id: string; name?: string | undefined },
+    sample: readonly Decomposed[],
+    text: string,
+  ): Part
+  /** Why a call's arguments are not a JSON object (the shape every provider requires), if they are not. */
+  argumentsProblem(part: Part): string | undefined
+  /** The call's raw arguments as sent, for the error result that closes it. */
+  rawArguments(part: Part): unknown
+  /** The call with its arguments replaced by an empty JSON object. */
+  withEmptyArguments(part: Part): unknown
+  /** A message the provider refuses for having no content (`last`: it ends the transcript). */
+  isEmpty(message: Message, last: boolean): boolean
   /** Format-specific per-message problems (checked by validate). */
   check(message: Message, index: number): TranscriptIssue[]
   /** Fixes what check() reports; returns the fixed message. */

@@ -1,17 +1,23 @@
 import { isRecord } from "../clone.ts"
-import { interruptedResultText, isInterruptedText } from "../interrupted.ts"
+import { isSyntheticResultText } from "../interrupted.ts"
+import { objectArgumentsProblem } from "../invalid-arguments.ts"
 import type { Message } from "../types.ts"
 import { composeContent, contentParts, type FormatAdapter, type Part, stringOrUndefined } from "./adapter.ts"
 
 // Vercel AI SDK ModelMessage: tool-call parts in assistant messages, tool-result parts in the tool
-// messages right after. Provider-executed calls carry their result inside the assistant message, so they
-// are left alone.
+// messages right after. User content allows text, image and file parts only. Provider-executed calls carry
+// their result inside the assistant message, so an assistant tool-result is misplaced only when it answers
+// a call the client executes.
 function resultIsError(b: Record<string, unknown>): boolean {
   if (b.isError === true) return true
   const output = isRecord(b.output) ? b.output : undefined
   if (typeof output?.type === "string" && output.type.startsWith("error")) return true
-  return isInterruptedText(output?.value ?? b.result)
+  return isSyntheticResultText(output?.value ?? b.result)
 }
+
+// AI SDK 4 calls carry `args`; 5 and later `input`.
+const argsField = (raw: Record<string, unknown>): "input" | "args" =>
+  "input" in raw || !("args" in raw) ? "input" : "args"
 
 export const aiSdkAdapter: FormatAdapter = {
   format: "ai-sdk",
@@ -27,7 +33,11 @@ export const aiSdkAdapter: FormatAdapter = {
     const parts = contentParts(
       content,
       (b): Part => {
-        if (b.type === "tool-call" && b.providerExecuted !== true) {
+        if (b.type === "tool-call" && b.providerExecuted === true) {
+          const id = stringOrUndefined(b.toolCallId)
+          return { kind: "other", ...(id ? { providerCallId: id } : {}), raw: b }
+        }
+        if (b.type === "tool-call") {
           return {
             kind: "call",
             id: stringOrUndefined(b.toolCallId),
@@ -35,8 +45,14 @@ export const aiSdkAdapter: FormatAdapter = {
             raw: b,
           }
         }
-        if (b.type === "tool-result" && role === "tool") {
-          return { kind: "result", id: stringOrUndefined(b.toolCallId), isError: resultIsError(b), raw: b }
+        if (b.type === "tool-result") {
+          return {
+            kind: "result",
+            id: stringOrUndefined(b.toolCallId),
+            isError: resultIsError(b),
+            ...(role === "assistant" ? { allowedForProviderCall: true } : {}),
+            raw: b,
+          }
         }
         return { kind: "other", raw: b }
       },
@@ -52,8 +68,7 @@ export const aiSdkAdapter: FormatAdapter = {
   },
 
   // AI SDK 4 results use `result` + `isError`; 5 and later use a typed `output`. Match the transcript.
-  synthetic(call, sample) {
-    const text = interruptedResultText(call.name, call.id)
+  synthetic(call, sample, text) {
     const legacy = sample.some((d) =>
       d.parts.some(
         (p) => p.kind === "result" && isRecord(p.raw) && "result" in p.raw && !("output" in p.raw),
@@ -69,6 +84,25 @@ export const aiSdkAdapter: FormatAdapter = {
         : { ...base, output: { type: "error-text", value: text } },
     }
   },
+
+  argumentsProblem(part) {
+    const raw = part.raw as Record<string, unknown>
+    const field = argsField(raw)
+    return objectArgumentsProblem(raw[field], field)
+  },
+
+  rawArguments(part) {
+    const raw = part.raw as Record<string, unknown>
+    return raw[argsField(raw)]
+  },
+
+  withEmptyArguments(part) {
+    const raw = part.raw as Record<string, unknown>
+    return { ...raw, [argsField(raw)]: {} }
+  },
+
+  // AI SDK providers differ on empty turns, so none is flagged here.
+  isEmpty: () => false,
 
   check: () => [],
   fix: (m) => m,

@@ -1,9 +1,13 @@
 import { isRecord } from "../clone.ts"
-import { interruptedResultText, isInterruptedText } from "../interrupted.ts"
+import { isSyntheticResultText } from "../interrupted.ts"
+import { jsonArgumentsProblem } from "../invalid-arguments.ts"
 import type { Message, TranscriptIssue } from "../types.ts"
 import { type FormatAdapter, type Part, stringOrUndefined } from "./adapter.ts"
 
 // OpenAI Chat Completions: results are whole `tool` messages that must follow the assistant directly.
+// A `user` message carrying a tool_call_id is a tool result in the wrong role (frameworks that downgrade
+// tool messages for models without tool support write these): the call it answers stays unanswered for
+// the API, and the field itself is not part of a user message.
 const calls = (m: Message): Record<string, unknown>[] =>
   Array.isArray(m.tool_calls) ? (m.tool_calls.filter(isRecord) as Record<string, unknown>[]) : []
 
@@ -12,6 +16,30 @@ const mixedBlocks = (m: Message): boolean => {
   const ids = calls(m).map((c) => String(c.id ?? ""))
   return ids.some((id) => id.startsWith("fc_")) && ids.some((id) => id.startsWith("call_"))
 }
+
+const isTextPart = (p: unknown): boolean => isRecord(p) && p.type === "text"
+
+// The result moves into a tool message, which carries text only; images or files stay behind as the
+// user message they were sent in.
+function misplacedResult(message: Message): { shell: Message; part: Part } {
+  const { tool_call_id, content, ...rest } = message
+  const text = Array.isArray(content) ? content.filter(isTextPart) : content
+  const media = Array.isArray(content) ? content.filter((p) => !isTextPart(p)) : []
+  const part: Part = {
+    kind: "result",
+    id: stringOrUndefined(tool_call_id),
+    isError: isSyntheticResultText(content),
+    raw: {
+      role: "tool",
+      tool_call_id,
+      content: text === undefined || text === null || (Array.isArray(text) && text.length === 0) ? "" : text,
+    },
+  }
+  return { shell: media.length > 0 ? { ...rest, content: media } : { role: "tool" }, part }
+}
+
+const fnOf = (raw: unknown): Record<string, unknown> =>
+  isRecord(raw) && isRecord(raw.function) ? raw.function : {}
 
 const badIndex = (m: Message): boolean =>
   calls(m)
@@ -32,10 +60,15 @@ export const openaiAdapter: FormatAdapter = {
       const part: Part = {
         kind: "result",
         id: stringOrUndefined(message.tool_call_id),
-        isError: isInterruptedText(message.content),
+        isError: isSyntheticResultText(message.content),
         raw: message,
       }
       return { role, shell: { role: "tool" }, parts: [part] }
+    }
+    // Only a real id makes it a result: a null or empty tool_call_id is a serializer's blank column.
+    if (role === "user" && stringOrUndefined(message.tool_call_id)) {
+      const { shell, part } = misplacedResult(message)
+      return { role, shell, parts: [part] }
     }
     if (!Array.isArray(message.tool_calls)) return { role, shell: message, parts: [] }
     const { tool_calls, ...shell } = message
@@ -60,13 +93,35 @@ export const openaiAdapter: FormatAdapter = {
       : { ...(part.raw as Message), id }
   },
 
-  synthetic(call) {
+  synthetic(call, _sample, text) {
     return {
       kind: "result",
       id: call.id,
       isError: true,
-      raw: { role: "tool", tool_call_id: call.id, content: interruptedResultText(call.name, call.id) },
+      raw: { role: "tool", tool_call_id: call.id, content: text },
     }
+  },
+
+  argumentsProblem: (part) => jsonArgumentsProblem(fnOf(part.raw).arguments, "function.arguments"),
+  rawArguments: (part) => fnOf(part.raw).arguments,
+  withEmptyArguments: (part) => ({
+    ...(part.raw as Message),
+    function: { ...fnOf(part.raw), arguments: "{}" },
+  }),
+
+  // Content may be null only on an assistant message that carries calls, a refusal or audio instead.
+  isEmpty(m) {
+    const none =
+      m.content === undefined || m.content === null || (Array.isArray(m.content) && m.content.length === 0)
+    if (m.role === "assistant")
+      return (
+        none &&
+        !(Array.isArray(m.tool_calls) && m.tool_calls.length > 0) &&
+        !m.refusal &&
+        !m.function_call &&
+        !m.audio
+      )
+    return none && (m.role === "user" || m.role === "system" || m.role === "developer")
   },
 
   check(m, i) {

@@ -1,0 +1,50 @@
+// `mycelium serve`: the ledger HTTP API over a local ledger file. The edge app needs hono, zod and jose, which
+// are optional peers, so they are loaded only here.
+import { parseArgs } from "node:util"
+import { FileLedgerStorage } from "../../adapters/file.ts"
+import { CliError, importNeeding } from "../errors.ts"
+import { serve } from "../http-bridge.ts"
+import { DEFAULT_LEDGER, parseOrUsage, parsePort } from "../options.ts"
+
+/** What the edge app needs at run time (its optional peer dependencies). */
+export const SERVE_PACKAGES = ["hono", "zod", "jose"] as const
+
+/** `token` (from --token or MYCELIUM_TOKEN) makes every /v1 request send `Authorization: Bearer <token>`. */
+export async function startApi(
+  command: string,
+  ledgerPath: string,
+  port: number,
+  token: string | undefined,
+): Promise<void> {
+  const [{ createLedgerApp }, { tokenAuth }] = await importNeeding(command, SERVE_PACKAGES, () =>
+    Promise.all([import("../../edge/app.ts"), import("../token-auth.ts")]),
+  )
+  const app = createLedgerApp({
+    storage: new FileLedgerStorage(ledgerPath),
+    ...(token ? { authenticate: tokenAuth(token) } : {}),
+  })
+  const server = await serve(app.fetch, port).catch((e: unknown) => {
+    if ((e as { code?: unknown }).code !== "EADDRINUSE") throw e
+    throw new CliError(`port ${port} is in use: pass --port N (--port 0 picks a free one)`)
+  })
+  const addr = server.address()
+  const actual = typeof addr === "object" && addr ? addr.port : port
+  const base = `http://127.0.0.1:${actual}`
+  const auth = token ? "bearer token required" : "no auth: loopback only, same-origin JSON writes only"
+  console.log(`\nledger API listening on ${base} (${auth}; Ctrl-C stops it)`)
+  const h = token ? ` -H 'authorization: Bearer ${token}'` : ""
+  console.log(`  curl${h} ${base}/v1/transitions`)
+  console.log(`  curl${h} '${base}/v1/transitions?stuck=true'`)
+}
+
+export async function run(args: string[]): Promise<number> {
+  const { values } = parseOrUsage("serve", () =>
+    parseArgs({
+      args,
+      options: { port: { type: "string" }, ledger: { type: "string" }, token: { type: "string" } },
+    }),
+  )
+  const token = values.token ?? process.env.MYCELIUM_TOKEN
+  await startApi("serve", values.ledger ?? DEFAULT_LEDGER, parsePort(values.port), token)
+  return 0
+}
