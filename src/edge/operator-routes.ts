@@ -80,6 +80,7 @@ export function operatorRoutes(api: Api, ctx: RouteContext): void {
       reason: b.reason,
       by: b.by ?? c.get("principal").subject,
       result: b.result ?? null,
+      ...(b.override_death_signal ? { overrideDeathSignal: b.override_death_signal } : {}),
     })
     return c.json({ transition: entryToRow(row) })
   })

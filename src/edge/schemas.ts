@@ -122,6 +122,8 @@ export const ReleaseBody = z.strictObject({
   reason: z.string().min(1).max(2000),
   by: z.string().min(1).max(200).optional(),
   result: Json.optional(),
+  /** Why a lapsed lease's owner cannot act, when no death signal exists (see docs/kill-safety.md). */
+  override_death_signal: z.string().min(1).max(2000).optional(),
 })
 
 export const MarkDeadBody = z.strictObject({

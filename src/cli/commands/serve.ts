@@ -6,6 +6,14 @@ import { CliError, importNeeding } from "../errors.ts"
 import { serve } from "../http-bridge.ts"
 import { DEFAULT_LEDGER, parseOrUsage, parsePort } from "../options.ts"
 
+export const HELP = `mycelium serve [--port N] [--ledger PATH] [--token T]
+
+  the ledger HTTP API (docs/http-api.md) over a local ledger file, on 127.0.0.1 only: loopback Host values only,
+  no cross-origin or non-JSON writes, bodies up to 1 MiB.
+  --port N        default 8787; 0 picks a free port
+  --ledger PATH   default .mycelium/ledger.json
+  --token T       every /v1 request must send 'Authorization: Bearer T' (default: $MYCELIUM_TOKEN, else no auth)`
+
 /** What the edge app needs at run time (its optional peer dependencies). */
 export const SERVE_PACKAGES = ["hono", "zod", "jose"] as const
 
