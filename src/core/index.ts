@@ -51,6 +51,7 @@ export {
   LedgerOutcomeAlreadySetError,
   LedgerPollTimeoutError,
   LedgerReleaseRefusedError,
+  LedgerResultUnstorableError,
   LedgerRowError,
   LedgerSoftBlockError,
   LedgerStaleFenceError,
@@ -89,6 +90,7 @@ export {
   SideEffectClass,
   type SignedReceipt,
   Spendability,
+  type StorageLimits,
   sha256,
   sha256Hex,
   systemClock,
@@ -107,6 +109,7 @@ export {
   type TransitionScope,
   transitionKey,
   type UnclassifiedPolicy,
+  type UnstorableReason,
   type WaitOptions,
 } from "./ledger/index.ts"
 export {

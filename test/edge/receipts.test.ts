@@ -11,6 +11,7 @@ import {
   ReceiptEmitter,
   type ReceiptStore,
 } from "../../src/core/index.ts"
+import { RemoteLedger } from "../../src/edge/client.ts"
 import { createLedgerApp, jwtAuth } from "../../src/edge/index.ts"
 
 const SECRET = "test-secret-with-enough-entropy-0123456789"
@@ -96,6 +97,42 @@ describe("edge receipts API", () => {
 
     store.edit = (all) => all.slice(1)
     expect(await (await verify()).json()).toMatchObject({ ok: false, failures: [{ reason: "gap" }] })
+  })
+
+  it("calls an agent runs through the API (RemoteLedger) get one receipt per outcome, linked from the row", async () => {
+    const { app, storage, store } = served()
+    const agentToken = await token("a", "agent")
+    const fetch = ((input: RequestInfo | URL, init?: RequestInit) => {
+      const headers = new Headers(init?.headers)
+      headers.set("authorization", `Bearer ${agentToken}`)
+      return app.fetch(new Request(input, { ...init, headers }))
+    }) as typeof globalThis.fetch
+    const remote = new RemoteLedger({ baseUrl: "http://edge.test", fetch, onWarning: () => {} })
+    const binding = { agentId: "agent-a", policyVersion: "1", sideEffectClass: "keyed_mutate" } as const
+    let runs = 0
+    const pay = remote.tool({ name: "pay", binding }, async (a: { amount: number }, tx) =>
+      tx.sideEffect(async () => {
+        runs++
+        return { charged: a.amount }
+      }),
+    )
+    expect(await pay({ amount: 7 }, { toolCallId: "r1" })).toEqual({ charged: 7 })
+    // A replay returns the stored result: no second run, no second receipt.
+    expect(await pay({ amount: 7 }, { toolCallId: "r1" })).toEqual({ charged: 7 })
+    expect(runs).toBe(1)
+    const receipts = await store.inner.list()
+    expect(receipts.map((r) => [r.action, r.status, r.outputs])).toEqual([
+      ["pay", "completed", { charged: 7 }],
+    ])
+    const rows = []
+    for await (const r of storage.list()) rows.push(r)
+    expect(rows.map((r) => r.receiptRef)).toEqual([receipts[0]?.receipt_id])
+    const reader = {
+      authorization: `Bearer ${await token("a", "reader")}`,
+      "content-type": "application/json",
+    }
+    const verify = await app.request("/v1/receipts/verify", { method: "POST", headers: reader, body: "{}" })
+    expect(await verify.json()).toMatchObject({ ok: true, valid: 1 })
   })
 
   it("scopes and configuration are enforced with JSON errors", async () => {

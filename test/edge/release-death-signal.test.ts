@@ -25,7 +25,12 @@ describe("edge release of a lapsed lease", () => {
       ),
     )
     const post = (body: unknown) =>
-      app.request("/v1/transitions/pay%3A1/release", { method: "POST", body: JSON.stringify(body) })
+      app.request("/v1/transitions/pay%3A1/release", {
+        method: "POST",
+        // The API takes JSON bodies only (a text/plain POST is what a cross-site form can send): 415 otherwise.
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      })
     const base = { verified: "not_executed", reason: "no charge at the provider", by: "ops" }
     const refused = await post(base)
     expect(refused.status).toBe(409)

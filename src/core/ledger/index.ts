@@ -5,6 +5,7 @@ export type {
   ClaimResult,
   LedgerStorage,
   ListOptions,
+  StorageLimits,
   TransitionExpectation,
 } from "../storage/contract.ts"
 export { MemoryLedgerStorage } from "../storage/memory.ts"
@@ -34,6 +35,7 @@ export {
   LedgerOutcomeAlreadySetError,
   LedgerPollTimeoutError,
   LedgerReleaseRefusedError,
+  LedgerResultUnstorableError,
   LedgerRowError,
   LedgerSoftBlockError,
   LedgerStaleFenceError,
@@ -43,6 +45,7 @@ export {
   MissingRequestIdentityError,
   ReceiptAppendError,
   ToolCapabilityDeclarationError,
+  type UnstorableReason,
 } from "./errors.ts"
 export { type ScopeField, ToolTransitionBinding, type ToolTransitionBindingInit } from "./model/binding.ts"
 export { canonicalJson, type JsonValue } from "./model/canonical.ts"

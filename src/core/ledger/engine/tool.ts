@@ -8,7 +8,7 @@ import {
   LedgerHardBlockError,
   LedgerOutcomeAlreadySetError,
 } from "../errors.ts"
-import { ALLOWED_DECISION, errorText } from "../machine/transitions.ts"
+import { ALLOWED_DECISION, errorText, throwIfUnstorable } from "../machine/transitions.ts"
 import { ToolTransitionBinding, type ToolTransitionBindingInit } from "../model/binding.ts"
 import { cloneJson } from "../model/canonical.ts"
 import type { Decision, LedgerEntry } from "../model/entry.ts"
@@ -96,7 +96,10 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
           })
     if (!verdict.allowed) {
       const row = await core.store.get(request.requestId)
-      if (row?.terminalOutcome === "COMPLETED") return cloneJson(row.result) as R
+      if (row?.terminalOutcome === "COMPLETED") {
+        throwIfUnstorable(row)
+        return cloneJson(row.result) as R
+      }
       throw new LedgerHardBlockError(
         `decision denied for '${request.requestId}': ${verdict.deniedReasons.join("; ") || "policy predicate refused"}`,
       )
@@ -104,7 +107,10 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
     // The allowed decision rides on the claim write itself: one write instead of claim + decision CAS.
     if (binding) decision = verdict
     const claimed = await claimTransition(core, request, mode)
-    if (!claimed.owned) return cloneJson(claimed.entry.result) as R
+    if (!claimed.owned) {
+      throwIfUnstorable(claimed.entry)
+      return cloneJson(claimed.entry.result) as R
+    }
 
     const tx = new OwnedTransition(core, claimed.entry, meta.signal)
     tx.startAutoRenew(options.leaseTtl ?? core.policy.leaseTtl)

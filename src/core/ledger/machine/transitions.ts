@@ -1,6 +1,7 @@
 // Every row the ledger writes, as a pure function of the row the writer holds. Nothing else in the package builds a
 // LedgerEntry to store: the claim loop, fenced writes, operator actions and the backends' atomic claims call these.
 
+import { LedgerResultUnstorableError, type UnstorableReason } from "../errors.ts"
 import type { ToolTransitionBinding } from "../model/binding.ts"
 import { type JsonValue, toJsonValue } from "../model/canonical.ts"
 import {
@@ -98,6 +99,35 @@ export function completedRow(e: LedgerEntry, result: unknown, now: number): Ledg
     finishedAt: now,
     effectPhase: "COMMITTED",
   }
+}
+
+/** Marks a COMPLETED row whose result could not be stored: `error` starts with this, `result` is null. */
+const UNSTORABLE_MARKER = "LedgerResultUnstorableError: "
+
+/**
+ * The terminal row recorded when the result is too big, too deep or not JSON for the store: COMPLETED (the effect
+ * ran), no result, an error naming the limit. Writing the result would fail after the effect and strand the row.
+ */
+export function unstorableRow(
+  e: LedgerEntry,
+  reason: UnstorableReason,
+  message: string,
+  now: number,
+): LedgerEntry {
+  return { ...completedRow(e, null, now), error: `${UNSTORABLE_MARKER}[${reason}] ${message}` }
+}
+
+/** A replay of a row written by `unstorableRow` raises instead of returning a null result. */
+export function throwIfUnstorable(row: LedgerEntry): void {
+  if (row.terminalOutcome !== "COMPLETED" || !row.error?.startsWith(UNSTORABLE_MARKER)) return
+  const detail = row.error.slice(UNSTORABLE_MARKER.length)
+  const m = /^\[(\w+)\] /.exec(detail)
+  const reason = (m?.[1] ?? "not_serializable") as UnstorableReason
+  throw new LedgerResultUnstorableError(
+    `request '${row.requestId}' completed, but its result could not be stored (${detail}); ` +
+      "the effect ran once and will not run again. Return a smaller result (e.g. an id to fetch the rest) from the tool.",
+    reason,
+  )
 }
 
 /** After a failure the phase stays ATTEMPTING only where the effect may have been attempted under a decision. */
