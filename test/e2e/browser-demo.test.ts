@@ -1,0 +1,137 @@
+// Drives examples/browser-demo in Debian's Chromium (playwright-core, no bundled browser) against Vite's dev
+// server on loopback: redispatch, crash, release, and a second tab polling on the first tab's call. The counts
+// are read from the page, which reads them from the IndexedDB ledger the two tabs share.
+import { existsSync, mkdirSync } from "node:fs"
+import { fileURLToPath } from "node:url"
+import { type Browser, chromium, type Page } from "playwright-core"
+import { createServer, type ViteDevServer } from "vite"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+const CHROMIUM = "/usr/bin/chromium"
+const root = fileURLToPath(new URL("../../examples/browser-demo/", import.meta.url))
+const artifacts = fileURLToPath(new URL("../../test-artifacts/", import.meta.url))
+const chromiumArgs = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-dev-shm-usage",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--no-first-run",
+]
+
+let server: ViteDevServer | undefined
+let browser: Browser | undefined
+let baseUrl = ""
+
+beforeAll(async () => {
+  // Fail loudly: this test is the demo's acceptance check and must not silently pass without a browser.
+  expect(existsSync(CHROMIUM), `${CHROMIUM} is missing: apt-get install chromium`).toBe(true)
+  server = await createServer({
+    configFile: `${root}vite.config.ts`,
+    logLevel: "silent",
+    server: { host: "127.0.0.1", port: 0, strictPort: false },
+  })
+  await server.listen()
+  baseUrl = server.resolvedUrls?.local[0] ?? ""
+  expect(baseUrl).toMatch(/^http:\/\/127\.0\.0\.1:\d+\/$/)
+  browser = await chromium.launch({ executablePath: CHROMIUM, headless: true, args: chromiumArgs })
+}, 60_000)
+
+afterAll(async () => {
+  await browser?.close()
+  await server?.close()
+})
+
+const decisions = (page: Page, call: string, gate: string) =>
+  page.locator(`#decisions li[data-call="${call}"][data-gate="${gate}"]`)
+
+/** Waits until `page` has logged its n-th decision of this kind. */
+async function decided(page: Page, call: string, gate: string, n = 1): Promise<void> {
+  await decisions(page, call, gate)
+    .nth(n - 1)
+    .waitFor({ timeout: 20_000 })
+}
+
+async function executions(page: Page, call: string): Promise<number> {
+  return Number(await page.locator(`#exec-${call}`).textContent())
+}
+
+async function outcome(page: Page, call: string, expected: string): Promise<void> {
+  await page.locator(`#rows tr[data-call="${call}"][data-outcome="${expected}"]`).waitFor({ timeout: 20_000 })
+}
+
+describe("browser demo (Chromium, IndexedDB ledger shared by two tabs)", () => {
+  it("redispatch runs once, a crash hard-blocks, a release re-runs exactly once, a second tab polls", async () => {
+    const context = await browser!.newContext()
+    const db = `demo-e2e-${Date.now()}`
+    const a = await context.newPage()
+    const errors: string[] = []
+    a.on("pageerror", (e) => errors.push(e.message))
+    await a.goto(`${baseUrl}?db=${db}`)
+    await a.locator("body[data-ready=true]").waitFor({ timeout: 30_000 })
+
+    // The scripted agent runs its two calls; redispatching the payment twice replays it.
+    await a.click("#run-agent")
+    await decided(a, "call_pay", "EXECUTE")
+    await decided(a, "call_mail", "EXECUTE")
+    await a.click("#redispatch-pay")
+    await decided(a, "call_pay", "RETURN")
+    await a.click("#redispatch-pay")
+    await decided(a, "call_pay", "RETURN", 2)
+    expect(await executions(a, "call_pay")).toBe(1)
+    expect(await executions(a, "call_mail")).toBe(1)
+    await outcome(a, "call_pay", "COMPLETED")
+
+    // A crash inside sideEffect(): the row is UNKNOWN and a redispatch is hard-blocked, not run again.
+    await a.click("#crash")
+    await decided(a, "call_crash", "ERROR")
+    await outcome(a, "call_crash", "UNKNOWN")
+    await a.click("#redispatch-crash")
+    await decided(a, "call_crash", "HARD_BLOCK")
+    expect(await executions(a, "call_crash")).toBe(1)
+
+    // The operator releases it: exactly one re-run, then replays.
+    await a.click("#release-crash")
+    await decided(a, "call_crash", "RELEASED")
+    await a.click("#redispatch-crash")
+    await decided(a, "call_crash", "EXECUTE")
+    await a.click("#redispatch-crash")
+    await decided(a, "call_crash", "RETURN")
+    expect(await executions(a, "call_crash")).toBe(2)
+    await outcome(a, "call_crash", "COMPLETED")
+
+    // Tab A runs the slow call; tab B redispatches it while it is in flight and polls until A finishes.
+    const b = await context.newPage()
+    b.on("pageerror", (e) => errors.push(e.message))
+    await b.goto(`${baseUrl}?db=${db}`)
+    await b.locator("body[data-ready=true]").waitFor({ timeout: 30_000 })
+    await a.click("#start-slow")
+    await outcome(b, "call_slow", "IN_FLIGHT")
+    await b.click("#redispatch-slow")
+    await b.locator("#status", { hasText: "polling" }).waitFor({ timeout: 20_000 })
+    await new Promise((r) => setTimeout(r, 500))
+    expect(await decisions(b, "call_slow", "POLL → RETURN").count()).toBe(0)
+    expect(await executions(b, "call_slow")).toBe(1)
+    await a.click("#finish-slow")
+    await decided(a, "call_slow", "EXECUTE")
+    await decided(b, "call_slow", "POLL → RETURN")
+    await outcome(b, "call_slow", "COMPLETED")
+    expect(await executions(a, "call_slow")).toBe(1)
+    expect(await executions(b, "call_slow")).toBe(1)
+
+    // The page's counts match the ledger: each call's executions equal its EXECUTE decisions across both tabs.
+    for (const call of ["call_pay", "call_mail", "call_crash", "call_slow"]) {
+      const executed =
+        (await decisions(a, call, "EXECUTE").count()) + (await decisions(b, call, "EXECUTE").count())
+      const crashed = call === "call_crash" ? 1 : 0
+      expect(await executions(a, call), call).toBe(executed + crashed)
+    }
+    expect(await a.locator("#rows tbody tr").count()).toBe(4)
+
+    mkdirSync(artifacts, { recursive: true })
+    await a.screenshot({ path: `${artifacts}browser-demo.png`, fullPage: true })
+    expect(errors).toEqual([])
+    await context.close()
+  }, 120_000)
+})
