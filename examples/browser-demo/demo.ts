@@ -33,6 +33,12 @@ export const CRASH_CALL: DemoCall = {
   args: { amount: 42, recipient: "acct_9" },
 }
 export const SLOW_CALL: DemoCall = { callId: "call_slow", tool: "long_report", args: { topic: "market" } }
+/** Started, then its tab is closed mid-sideEffect(): a real crash, no failure is ever recorded. */
+export const TAB_CRASH_CALL: DemoCall = {
+  callId: "call_tab_crash",
+  tool: "long_report",
+  args: { topic: "lost" },
+}
 
 const binding = (sideEffectClass: "keyed_mutate" | "non_idempotent_mutate") => ({
   agentId: "browser-demo",
@@ -53,11 +59,13 @@ export class Demo {
   #crashNext = new Set<string>()
   #finishSlow: (() => void) | null = null
 
-  constructor(name: string) {
+  /** `leaseTtl` (seconds) bounds how long a closed tab's call looks alive; the tab renews it while it runs. */
+  constructor(name: string, leaseTtl = 10) {
     this.#name = name
     this.storage = new IndexedDbLedgerStorage({ dbName: name })
     this.ledger = new ActionLedger({
       storage: this.storage,
+      leaseTtl,
       pollInterval: 0.1,
       pollTimeout: 60,
       onWarning: () => {},

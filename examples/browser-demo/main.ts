@@ -1,11 +1,12 @@
 // The demo page: buttons drive the scripted agent in demo.ts; the tables re-read the shared ledger every 250 ms,
 // so changes made by another tab show up here too.
-import { CRASH_CALL, type Decision, Demo, type DemoCall, SCRIPT, SLOW_CALL } from "./demo.ts"
+import { CRASH_CALL, type Decision, Demo, type DemoCall, SCRIPT, SLOW_CALL, TAB_CRASH_CALL } from "./demo.ts"
 import { receiptsView } from "./receipts.ts"
 
-const dbName = new URL(location.href).searchParams.get("db") ?? "mycelium-demo"
-const demo = new Demo(dbName)
-const CALLS = [...SCRIPT, CRASH_CALL, SLOW_CALL].map((c) => c.callId)
+const params = new URL(location.href).searchParams
+const dbName = params.get("db") ?? "mycelium-demo"
+const demo = new Demo(dbName, Number(params.get("lease") ?? 10))
+const CALLS = [...SCRIPT, CRASH_CALL, SLOW_CALL, TAB_CRASH_CALL].map((c) => c.callId)
 
 const $ = <T extends HTMLElement>(selector: string): T => {
   const el = document.querySelector<T>(selector)
@@ -14,7 +15,7 @@ const $ = <T extends HTMLElement>(selector: string): T => {
 }
 
 $("#db").textContent = dbName
-$<HTMLAnchorElement>("#second-tab").href = `?db=${encodeURIComponent(dbName)}`
+$<HTMLAnchorElement>("#second-tab").href = `?${params}`
 
 function cell(text: string, className?: string): HTMLTableCellElement {
   const td = document.createElement("td")
@@ -90,17 +91,22 @@ on("crash", async () => {
   await run(CRASH_CALL)
 })
 on("redispatch-crash", () => run(CRASH_CALL))
-on("release-crash", async () => {
-  const row = await demo.release(CRASH_CALL.callId)
+async function release(c: DemoCall): Promise<void> {
+  const row = await demo.release(c.callId)
   logDecision({
-    callId: CRASH_CALL.callId,
+    callId: c.callId,
     gate: "RELEASED",
     detail: `by ${row.resolvedBy}: ${row.resolutionReason} (one re-run allowed)`,
   })
   await refresh()
-})
+}
+
+on("release-crash", () => release(CRASH_CALL))
 on("start-slow", () => run(SLOW_CALL))
 on("redispatch-slow", () => run(SLOW_CALL))
+on("start-tab-crash", () => run(TAB_CRASH_CALL))
+on("redispatch-tab-crash", () => run(TAB_CRASH_CALL))
+on("release-tab-crash", () => release(TAB_CRASH_CALL))
 on("finish-slow", async () => {
   if (!demo.finishSlow()) setStatus("this tab is not running the slow call")
 })

@@ -64,11 +64,12 @@ async function outcome(page: Page, call: string, expected: string): Promise<void
 describe("browser demo (Chromium, IndexedDB ledger shared by two tabs)", () => {
   it("redispatch runs once, a crash hard-blocks, a release re-runs exactly once, a second tab polls", async () => {
     const context = await browser!.newContext()
-    const db = `demo-e2e-${Date.now()}`
+    // A short lease so a closed tab's call lapses within the test; live tabs renew it every lease/3.
+    const page = `${baseUrl}?db=demo-e2e-${Date.now()}&lease=3`
     const a = await context.newPage()
     const errors: string[] = []
     a.on("pageerror", (e) => errors.push(e.message))
-    await a.goto(`${baseUrl}?db=${db}`)
+    await a.goto(page)
     await a.locator("body[data-ready=true]").waitFor({ timeout: 30_000 })
 
     // The scripted agent runs its two calls; redispatching the payment twice replays it.
@@ -104,7 +105,7 @@ describe("browser demo (Chromium, IndexedDB ledger shared by two tabs)", () => {
     // Tab A runs the slow call; tab B redispatches it while it is in flight and polls until A finishes.
     const b = await context.newPage()
     b.on("pageerror", (e) => errors.push(e.message))
-    await b.goto(`${baseUrl}?db=${db}`)
+    await b.goto(page)
     await b.locator("body[data-ready=true]").waitFor({ timeout: 30_000 })
     await a.click("#start-slow")
     await outcome(b, "call_slow", "IN_FLIGHT")
@@ -120,14 +121,41 @@ describe("browser demo (Chromium, IndexedDB ledger shared by two tabs)", () => {
     expect(await executions(a, "call_slow")).toBe(1)
     expect(await executions(b, "call_slow")).toBe(1)
 
+    // A real crash: tab C starts a call and is closed inside its sideEffect(). Nothing records a failure; once
+    // its lease lapses, B's redispatch is hard-blocked (the effect may have happened), and a release lets B
+    // run it exactly once.
+    const c = await context.newPage()
+    await c.goto(page)
+    await c.locator("body[data-ready=true]").waitFor({ timeout: 30_000 })
+    await c.click("#start-tab-crash")
+    await outcome(b, "call_tab_crash", "IN_FLIGHT")
+    await b
+      .locator('#rows tr[data-call="call_tab_crash"] td:nth-child(4)', { hasText: "maybe_crossed" })
+      .waitFor()
+    await c.close()
+    await b.click("#redispatch-tab-crash")
+    await decided(b, "call_tab_crash", "HARD_BLOCK")
+    expect(await executions(b, "call_tab_crash")).toBe(1)
+    await b.click("#release-tab-crash")
+    await decided(b, "call_tab_crash", "RELEASED")
+    await b.click("#redispatch-tab-crash")
+    await b.locator("#exec-call_tab_crash", { hasText: "2" }).waitFor({ timeout: 20_000 })
+    await b.click("#finish-slow")
+    await decided(b, "call_tab_crash", "EXECUTE")
+    await b.click("#redispatch-tab-crash")
+    await decided(b, "call_tab_crash", "RETURN")
+    expect(await executions(b, "call_tab_crash")).toBe(2)
+
     // The page's counts match the ledger: each call's executions equal its EXECUTE decisions across both tabs.
-    for (const call of ["call_pay", "call_mail", "call_crash", "call_slow"]) {
+    for (const call of ["call_pay", "call_mail", "call_crash", "call_slow", "call_tab_crash"]) {
       const executed =
         (await decisions(a, call, "EXECUTE").count()) + (await decisions(b, call, "EXECUTE").count())
-      const crashed = call === "call_crash" ? 1 : 0
+      // call_crash threw inside its side effect, call_tab_crash's tab was closed inside it: each ran once
+      // without an EXECUTE decision.
+      const crashed = call === "call_crash" || call === "call_tab_crash" ? 1 : 0
       expect(await executions(a, call), call).toBe(executed + crashed)
     }
-    expect(await a.locator("#rows tbody tr").count()).toBe(4)
+    expect(await a.locator("#rows tbody tr").count()).toBe(5)
 
     mkdirSync(artifacts, { recursive: true })
     await a.screenshot({ path: `${artifacts}browser-demo.png`, fullPage: true })
