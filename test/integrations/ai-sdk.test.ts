@@ -5,6 +5,8 @@ import { describe, expect, it } from "vitest"
 import { z } from "zod"
 import {
   ActionLedger,
+  HistoryGuard,
+  HistoryTruncatedError,
   LedgerHardBlockError,
   MemoryLedgerStorage,
   MessageValidator,
@@ -225,6 +227,44 @@ describe("AI SDK integration", () => {
     expect((out?.error as { violation?: string } | undefined)?.violation).toBe("scope_entity_pattern")
     expect(charges).toEqual([])
     expect(await ledger.listTransitions()).toEqual([])
+  })
+
+  it("guardTranscript() trims with a HistoryGuard before each step, keeping calls with their results", async () => {
+    const charges: Array<{ amount: number; recipient: string }> = []
+    const send_payment = guardTool(newLedger(), paymentTool(charges), {
+      name: "send_payment",
+      binding: payment,
+    })
+    const calls = [1, 2, 3].map((n) => [
+      { id: `call_t${n}`, tool: "send_payment", input: { amount: n, recipient: "acct_1" } },
+    ])
+    const guard = guardTranscript({ history: new HistoryGuard({ maxMessages: 4 }), trim: true })
+    const sent: ModelMessage[][] = []
+    await generateText({
+      model: scriptedModel(calls),
+      tools: { send_payment },
+      prompt: "pay three times",
+      stopWhen: stepCountIs(6),
+      prepareStep: (step) => {
+        const out = guard(step)
+        sent.push(out.messages)
+        return out
+      },
+    })
+    expect(charges.map((c) => c.amount)).toEqual([1, 2, 3])
+    expect(sent.map((m) => m.length)).toEqual([1, 3, 4, 4])
+    const validator = new MessageValidator({ format: "ai-sdk" })
+    for (const messages of sent) expect(validator.check(messages)).toEqual([])
+    // Without trim, the same limit stops the run before the model sees the oversized history.
+    await expect(
+      generateText({
+        model: scriptedModel(calls),
+        tools: { send_payment },
+        prompt: "pay three times",
+        stopWhen: stepCountIs(6),
+        prepareStep: guardTranscript({ history: new HistoryGuard({ maxMessages: 4 }) }),
+      }),
+    ).rejects.toThrowError(HistoryTruncatedError)
   })
 
   it("transitionOf() outside a guarded call is a typed error, and a tool without execute is refused", () => {
