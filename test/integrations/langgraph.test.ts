@@ -8,8 +8,10 @@ import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langch
 import { ToolNode, toolsCondition } from "@langchain/langgraph/prebuilt"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
+import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
 import { ActionLedger, MemoryLedgerStorage } from "../../src/core/index.ts"
 import { guardTool, guardTools, langGraphCallMeta, transitionOf } from "../../src/integrations/langgraph.ts"
+import { requireUpstash, runTag, upstashClient } from "../adapters/servers/env.ts"
 
 /** Calls `subagent_task` with a fixed tool-call id until a tool result is in the history, then answers. */
 class ScriptedChatModel extends BaseChatModel {
@@ -35,7 +37,7 @@ const subagent = {
   sideEffectClass: "non_idempotent_mutate" as const,
 }
 
-function buildGraph(tools: StructuredToolInterface[]) {
+function buildGraph(tools: StructuredToolInterface[], checkpointer = new MemorySaver()) {
   const model = new ScriptedChatModel({})
   return new StateGraph(MessagesAnnotation)
     .addNode("agent", async (state) => ({ messages: [await model.invoke(state.messages)] }))
@@ -43,7 +45,7 @@ function buildGraph(tools: StructuredToolInterface[]) {
     .addEdge(START, "agent")
     .addConditionalEdges("agent", toolsCondition, ["tools", END])
     .addEdge("tools", "agent")
-    .compile({ checkpointer: new MemorySaver() })
+    .compile({ checkpointer })
 }
 
 type Graph = ReturnType<typeof buildGraph>
@@ -131,6 +133,58 @@ describe("LangGraph integration", () => {
     expect(toolMessages(a).map((m) => m.content)).toEqual(["long report for analyze_market"])
     expect(toolMessages(b).map((m) => m.content)).toEqual(["long report for analyze_market"])
     expect(executions).toBe(1)
+  })
+
+  it("langgraph#7417 across workers: two graph workers on one checkpointer and a Redis ledger run the call once", async () => {
+    await requireUpstash()
+    const tag = `mycelium-test:${runTag("langgraph")}`
+    const prefix = `${tag}:action:`
+    const checkpointer = new MemorySaver()
+    let executions = 0
+    let finish!: () => void
+    const held = new Promise<void>((r) => {
+      finish = r
+    })
+    let started!: () => void
+    const bodyStarted = new Promise<void>((r) => {
+      started = r
+    })
+    // Each worker has its own ledger (own owner name) and its own Redis client; only the store is shared.
+    const worker = () => {
+      const ledger = new ActionLedger({
+        storage: new UpstashLedgerStorage({ redis: upstashClient(), prefix }),
+        pollInterval: 0.02,
+        onWarning: () => {},
+      })
+      const task = tool(
+        async ({ task }) => {
+          executions++
+          started()
+          await held
+          return `cloud report for ${task}`
+        },
+        { name: "subagent_task", schema: z.object({ task: z.string() }) },
+      )
+      return buildGraph([guardTool(ledger, task, { binding: subagent })], checkpointer)
+    }
+    const [a, b] = [worker(), worker()]
+    const first = a.invoke(
+      { messages: [{ role: "user", content: "research" }] },
+      { configurable: { thread_id: "t-cloud" } },
+    )
+    await bodyStarted
+    const checkpointId = await checkpointBeforeTools(a, "t-cloud")
+    const redispatch = b.invoke(null, { configurable: { thread_id: "t-cloud", checkpoint_id: checkpointId } })
+    await new Promise((r) => setTimeout(r, 150))
+    finish()
+    const [ra, rb] = await Promise.all([first, redispatch])
+    expect(toolMessages(ra).map((m) => m.content)).toEqual(["cloud report for analyze_market"])
+    expect(toolMessages(rb).map((m) => m.content)).toEqual(["cloud report for analyze_market"])
+    expect(executions).toBe(1)
+    const raw = upstashClient()
+    const keys = await raw.keys(`${tag}:*`)
+    expect(keys.length).toBeGreaterThan(0)
+    await raw.del(...keys)
   })
 
   it("a crash inside the side effect hard-blocks the replay; after a release exactly one re-run", async () => {
