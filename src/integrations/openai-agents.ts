@@ -45,12 +45,9 @@ export type ToolInput<P> = P extends StandardSchemaV1<infer _In, infer Out> ? Ou
 export interface AgentsToolOptionsLike<P, R> {
   readonly name: string
   readonly parameters?: P
-  // biome-ignore lint/suspicious/noExplicitAny: the SDK types the run context by the agent's context type
-  readonly execute: (
-    input: ToolInput<P>,
-    runContext?: RunContext<any>,
-    details?: ToolCallDetails,
-  ) => R | Promise<R>
+  // Method syntax on purpose: its parameters are checked bivariantly, so an execute typed for the agent's own
+  // context type (`RunContext<MyContext>`) is accepted.
+  execute(input: ToolInput<P>, runContext?: RunContext<unknown>, details?: ToolCallDetails): R | Promise<R>
 }
 
 /**

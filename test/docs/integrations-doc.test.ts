@@ -23,7 +23,7 @@ describe("docs/integrations.md", () => {
     const dir = `test/.docs-check-${process.pid}`
     mkdirSync(dir, { recursive: true })
     try {
-      blocks.forEach((b, i) => writeFileSync(`${dir}/block${i}.ts`, toSource(b)))
+      for (const [i, b] of blocks.entries()) writeFileSync(`${dir}/block${i}.ts`, toSource(b))
       writeFileSync(
         `${dir}/tsconfig.json`,
         JSON.stringify({ extends: "../../tsconfig.json", include: ["./*.ts"] }),

@@ -6,6 +6,7 @@ import {
   type ModelProvider,
   type ModelRequest,
   type ModelResponse,
+  type RunContext,
   Runner,
   tool,
   Usage,
@@ -197,5 +198,37 @@ describe("OpenAI Agents integration", () => {
       guardToolOptions(newLedger(), { name: "", execute: async () => "x" }, { binding: payment }),
     ).toThrowError(expect.objectContaining({ code: "tool_needs_a_name" }))
     expect(() => transitionOf({})).toThrowError(expect.objectContaining({ code: "not_a_guarded_call" }))
+    // An execute typed for the agent's own context type is accepted as it is.
+    const typed = guardToolOptions(newLedger(), {
+      name: "whoami",
+      parameters: z.object({}),
+      execute: async (_input, ctx?: RunContext<{ userId: string }>) => ctx?.context.userId ?? "nobody",
+    })
+    expect(typed.name).toBe("whoami")
+  })
+
+  it("meta() maps the run context into the ledger's scope (here: a conversation id as the thread)", async () => {
+    const ledger = newLedger()
+    const lookup = tool(
+      guardToolOptions(
+        ledger,
+        {
+          name: "lookup",
+          description: "look up",
+          parameters: z.object({ q: z.string() }),
+          execute: async ({ q }) => `found ${q}`,
+        },
+        {
+          binding: { ...payment, sideEffectClass: "read" },
+          meta: (ctx) => ({ threadId: (ctx?.context as { conversationId?: string }).conversationId }),
+        },
+      ),
+    )
+    const model = new ScriptedModel([[{ callId: "call_q", name: "lookup", args: { q: "x" } }]])
+    const runner = new Runner({ modelProvider: new ScriptedProvider(model), tracingDisabled: true })
+    const agent = new Agent<{ conversationId: string }>({ name: "a", model: "scripted", tools: [lookup] })
+    await runner.run(agent, "find x", { context: { conversationId: "conv-42" } })
+    const rows = await ledger.listTransitions()
+    expect(rows[0]?.kwargs).toMatchObject({ tool_call_id: "call_q", thread_id: "conv-42" })
   })
 })
