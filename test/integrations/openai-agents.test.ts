@@ -220,7 +220,9 @@ describe("OpenAI Agents integration", () => {
         },
         {
           binding: { ...payment, sideEffectClass: "read" },
-          meta: (ctx) => ({ threadId: (ctx?.context as { conversationId?: string }).conversationId }),
+          meta: (ctx) => ({
+            threadId: (ctx?.context as { conversationId?: string } | undefined)?.conversationId,
+          }),
         },
       ),
     )
