@@ -27,9 +27,9 @@ export interface ToolLedger {
 export type GuardLedgerOptions = Omit<LedgeredToolOptions, "name">
 
 /**
- * How a tool body that does not know about the ledger is run. `"whole"` (the default for a bound,
- * side-effecting tool) marks the whole body as the side effect: a crash inside it hard-blocks a redispatch
- * instead of running the body twice. `"manual"` leaves it to the body (`transitionOf(...)` → `tx.sideEffect()`).
+ * How a tool body that does not know about the ledger is run. `"whole"` (the default) marks the whole body of
+ * any tool whose binding is not `read` as the side effect: a crash inside it hard-blocks a redispatch instead of
+ * running the body twice. `"manual"` leaves it to the body (`transitionOf(...)` → `tx.sideEffect()`).
  */
 export type BoundaryMode = "whole" | "manual"
 
@@ -49,7 +49,7 @@ function isRead(options: GuardLedgerOptions): boolean {
   return binding?.sideEffectClass === "read"
 }
 
-/** Keeps only the string fields of a metadata patch, so a framework's `undefined` never shadows a default. */
+/** Drops empty fields of a metadata patch, so a framework's `undefined` or `""` never shadows a real value. */
 export function cleanMeta(meta: Partial<CallMeta>): CallMeta {
   const out: CallMeta = {}
   for (const [k, v] of Object.entries(meta) as Array<[keyof CallMeta, CallMeta[keyof CallMeta]]>) {

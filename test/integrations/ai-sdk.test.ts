@@ -267,6 +267,25 @@ describe("AI SDK integration", () => {
     ).rejects.toThrowError(HistoryTruncatedError)
   })
 
+  it("a tool without a binding is still deduplicated by its toolCallId", async () => {
+    const charges: Array<{ amount: number; recipient: string }> = []
+    const ledger = newLedger()
+    const send_payment = guardTool(ledger, paymentTool(charges), { name: "send_payment" })
+    const call = { id: "call_unbound", tool: "send_payment", input: { amount: 4, recipient: "acct_4" } }
+    const result = await generateText({
+      model: scriptedModel([[call], [call]]),
+      tools: { send_payment },
+      prompt: "pay",
+      stopWhen: stepCountIs(4),
+    })
+    expect(toolOutputs(result).map((o) => o.output)).toEqual([
+      { chargeId: "ch_1", amount: 4 },
+      { chargeId: "ch_1", amount: 4 },
+    ])
+    expect(charges).toHaveLength(1)
+    expect((await ledger.listTransitions())[0]?.requestId).toBe("call_unbound")
+  })
+
   it("transitionOf() outside a guarded call is a typed error, and a tool without execute is refused", () => {
     expect(() => transitionOf({ toolCallId: "x", messages: [] })).toThrowError(
       expect.objectContaining({ code: "not_a_guarded_call" }),
