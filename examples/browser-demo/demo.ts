@@ -158,7 +158,7 @@ export class Demo {
     return this.ledger.release(row.requestId, {
       verified: "not_executed",
       by: "demo-operator",
-      reason: "the gateway shows no charge",
+      reason: "verified that the effect did not happen",
     })
   }
 

@@ -159,6 +159,7 @@ describe("browser demo (Chromium, IndexedDB ledger shared by two tabs)", () => {
 
     mkdirSync(artifacts, { recursive: true })
     await a.screenshot({ path: `${artifacts}browser-demo.png`, fullPage: true })
+    await b.screenshot({ path: `${artifacts}browser-demo-second-tab.png`, fullPage: true })
     expect(errors).toEqual([])
     await context.close()
   }, 120_000)
