@@ -12,7 +12,13 @@ import {
   MessageValidator,
   type RepairReport,
 } from "../../src/core/index.ts"
-import { guardTool, guardTools, guardTranscript, transitionOf } from "../../src/integrations/ai-sdk.ts"
+import {
+  guardTool,
+  guardTools,
+  guardTranscript,
+  type ToolLedger,
+  transitionOf,
+} from "../../src/integrations/ai-sdk.ts"
 
 type Call = { id: string; tool: string; input: Record<string, unknown> }
 
@@ -287,6 +293,9 @@ describe("AI SDK integration", () => {
   })
 
   it("transitionOf() outside a guarded call is a typed error, and a tool without execute is refused", () => {
+    // The integrations take any ledger with tool(options, fn): ActionLedger here, RemoteLedger at the edge.
+    const structural: ToolLedger = newLedger()
+    expect(typeof structural.tool).toBe("function")
     expect(() => transitionOf({ toolCallId: "x", messages: [] })).toThrowError(
       expect.objectContaining({ code: "not_a_guarded_call" }),
     )
