@@ -10,15 +10,10 @@ import { join } from "node:path"
 import { build } from "esbuild"
 import { Miniflare } from "miniflare"
 import { chromium } from "playwright"
+import { entryToRow, newEntry } from "../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../src/adapters/file.ts"
 import { IndexedDbLedgerStorage } from "../src/adapters/indexeddb.ts"
-import {
-  ActionLedger,
-  entryToRow,
-  type LedgerStorage,
-  MemoryLedgerStorage,
-  newEntry,
-} from "../src/core/index.ts"
+import { ActionLedger, type LedgerStorage, MemoryLedgerStorage } from "../src/core/index.ts"
 
 const binding = { agentId: "bench", policyVersion: "1", sideEffectClass: "keyed_mutate" } as const
 

@@ -1,4 +1,4 @@
-// `npm test`: lint, typecheck, then every vitest project; ends with the plain `N passed, N failed` line that CI
+// `npm test`: lint, typecheck, docs, the packed package, then every vitest project; ends with the plain `N passed, N failed` line that CI
 // reads. Exits non-zero if any step fails.
 import { spawnSync } from "node:child_process"
 import { existsSync, readFileSync, rmSync } from "node:fs"
@@ -11,6 +11,10 @@ const steps = [
   // workerd and browser tests have their own globals, hence their own projects.
   ["typecheck (workers)", ["npx", ["tsc", "-p", "test/workers/tsconfig.json", "--noEmit"]]],
   ["typecheck (browser)", ["npx", ["tsc", "-p", "test/browser/tsconfig.json", "--noEmit"]]],
+  // Every TypeScript block in README.md and docs/*.md compiles.
+  ["docs code blocks", ["node", ["scripts/check-docs.mjs"]]],
+  // The packed tarball: publint, attw, bundle sizes, and a scratch consumer with no optional peers.
+  ["package", ["node", ["scripts/check-package.mjs"]]],
 ]
 for (const [name, [cmd, args]] of steps) {
   if (run(cmd, args) !== 0) {

@@ -1,11 +1,7 @@
 #!/usr/bin/env node
-// `mycelium`: the command line (Node, Deno, Bun).
-import { parseArgs } from "node:util"
-import { FileLedgerStorage } from "../adapters/file.ts"
-import { ActionLedger } from "../core/index.ts"
-import { createLedgerApp } from "../edge/app.ts"
-import { runDemo } from "./demo.ts"
-import { serve } from "./serve.ts"
+// `mycelium`: the command line (Node, Deno, Bun). The dispatcher imports nothing but the command it runs, so a
+// command whose optional packages are missing cannot break `--help` or the other commands.
+import { CliError, UsageError } from "./errors.ts"
 
 const HELP = `mycelium <command>
 
@@ -15,84 +11,30 @@ commands:
   serve [--port N] [--ledger PATH]            the ledger HTTP API over a local ledger file
   transitions [--stuck] [--ledger PATH]       list transitions (stuck: need a human or a reconciler)
   release ID --verified completed|not_executed --reason TEXT --by WHO [--ledger PATH]
-  help`
+  help
 
-const DEFAULT_LEDGER = ".mycelium/ledger.json"
+exit codes: 0 done, 1 the operation failed or was refused, 2 a usage error or a missing optional package`
 
-async function startApi(ledgerPath: string, port: number): Promise<void> {
-  const app = createLedgerApp({ storage: new FileLedgerStorage(ledgerPath) })
-  const server = await serve(app.fetch, port)
-  const addr = server.address()
-  const actual = typeof addr === "object" && addr ? addr.port : port
-  const base = `http://127.0.0.1:${actual}`
-  console.log(`\nledger API listening on ${base} (no auth: local use only; Ctrl-C stops it)`)
-  console.log(`  curl ${base}/v1/transitions`)
-  console.log(`  curl '${base}/v1/transitions?stuck=true'`)
+interface Command {
+  run(args: string[]): Promise<number>
+}
+
+const commands: Record<string, () => Promise<Command>> = {
+  demo: () => import("./commands/demo.ts"),
+  serve: () => import("./commands/serve.ts"),
+  transitions: () => import("./commands/transitions.ts"),
+  release: () => import("./commands/release.ts"),
 }
 
 async function main(argv: string[]): Promise<number> {
-  const [command = "help", ...rest] = argv
-  const { values, positionals } = parseArgs({
-    args: rest,
-    allowPositionals: true,
-    options: {
-      serve: { type: "boolean", default: false },
-      port: { type: "string", default: "8787" },
-      ledger: { type: "string" },
-      stuck: { type: "boolean", default: false },
-      verified: { type: "string" },
-      reason: { type: "string" },
-      by: { type: "string" },
-    },
-  })
-  const port = Number(values.port)
-  if (!Number.isInteger(port) || port < 0 || port > 65535)
-    throw new UsageError(`--port must be 0..65535, got ${values.port}`)
-  switch (command) {
-    case "demo": {
-      const ledgerPath = values.ledger ?? ".mycelium/demo-ledger.json"
-      await runDemo({ ledgerPath })
-      if (values.serve) await startApi(ledgerPath, port)
-      return 0
-    }
-    case "serve":
-      await startApi(values.ledger ?? DEFAULT_LEDGER, port)
-      return 0
-    case "transitions": {
-      const ledger = new ActionLedger({ storage: new FileLedgerStorage(values.ledger ?? DEFAULT_LEDGER) })
-      for (const e of await ledger.listTransitions({ stuck: values.stuck })) {
-        console.log(
-          `${e.requestId}\t${e.tool}\t${e.terminalOutcome}\t${e.sideEffectBoundary}\t${e.externalOperationRef ?? "-"}`,
-        )
-      }
-      return 0
-    }
-    case "release": {
-      const id = positionals[0]
-      const verified = values.verified
-      if (!id || (verified !== "completed" && verified !== "not_executed") || !values.reason || !values.by) {
-        throw new UsageError("release ID --verified completed|not_executed --reason TEXT --by WHO")
-      }
-      const ledger = new ActionLedger({
-        storage: new FileLedgerStorage(values.ledger ?? DEFAULT_LEDGER),
-        reclaimRequiresDeathSignal: true,
-      })
-      const row = await ledger.release(id, { verified, reason: values.reason, by: values.by })
-      console.log(`released ${row.requestId} as ${verified} (was ${row.releasedFromOutcome})`)
-      return 0
-    }
-    case "help":
-    case "--help":
-    case "-h":
-      console.log(HELP)
-      return 0
-    default:
-      throw new UsageError(`unknown command '${command}'`)
+  const [name = "help", ...rest] = argv
+  if (name === "help" || name === "--help" || name === "-h") {
+    console.log(HELP)
+    return 0
   }
-}
-
-class UsageError extends Error {
-  override readonly name = "UsageError"
+  const load = Object.hasOwn(commands, name) ? commands[name] : undefined
+  if (!load) throw new UsageError(`unknown command '${name}'`)
+  return (await load()).run(rest)
 }
 
 main(process.argv.slice(2)).then(
@@ -101,7 +43,8 @@ main(process.argv.slice(2)).then(
   },
   (e: unknown) => {
     if (e instanceof UsageError) console.error(`mycelium: ${e.message}\n\n${HELP}`)
+    else if (e instanceof CliError) console.error(`mycelium: ${e.message}`)
     else console.error(`mycelium: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`)
-    process.exitCode = e instanceof UsageError ? 2 : 1
+    process.exitCode = e instanceof CliError ? e.exitCode : 1
   },
 )

@@ -1,9 +1,7 @@
-// MyceliumError is being introduced on another branch; until it lands, integration errors extend LedgerError,
-// the nearest existing root, so `instanceof LedgerError` and the snake_case `code` contract hold either way.
-import { LedgerError } from "../core/ledger/index.ts"
+import { MyceliumError } from "../core/errors.ts"
 
 /** Misuse of an integration (e.g. asking for the transition of a call that is not guarded). */
-export class GuardedToolError extends LedgerError {
+export class GuardedToolError extends MyceliumError {
   override readonly name = "GuardedToolError"
   override readonly code: string
 

@@ -1,12 +1,13 @@
 // The JSON-file ledger store: conformance, Python file-format interop, corruption handling, cross-process race.
 import { spawn, spawnSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage, LedgerFileCorruptError } from "../../src/adapters/file.ts"
-import { ActionLedger, newEntry } from "../../src/core/index.ts"
+import { ActionLedger } from "../../src/core/index.ts"
 import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 
 const root = mkdtempSync(join(tmpdir(), "mycelium-file-"))
@@ -28,7 +29,20 @@ testLedgerStorage("file", () => {
   const storage = new FileLedgerStorage(path)
   // A second instance has its own cache: every read across the two goes through the file.
   const peer = new FileLedgerStorage(path)
-  return { storage, peer, cleanup: async () => Promise.all([storage.close(), peer.close()]).then(() => {}) }
+  // As another process (or the Python original) adds a row: rewrite the file and swap it in.
+  const writeRaw = async (id: string, json: string) => {
+    const rows = existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>) : {}
+    rows[id] = JSON.parse(json)
+    mkdirSync(dirname(path), { recursive: true })
+    writeFileSync(`${path}.raw`, JSON.stringify(rows, null, 2))
+    renameSync(`${path}.raw`, path)
+  }
+  return {
+    storage,
+    peer,
+    writeRaw,
+    cleanup: async () => Promise.all([storage.close(), peer.close()]).then(() => {}),
+  }
 })
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json }

@@ -6,7 +6,7 @@ export const UPSTASH_TOKEN = process.env.UPSTASH_REDIS_REST_TOKEN ?? "local-toke
 export const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://app:app@127.0.0.1:5433/app"
 export const NEON_WS_PROXY = process.env.NEON_WS_PROXY ?? "127.0.0.1:6543"
 
-const HINT = "start the local services with `bash scripts/services.sh start` (see README.md, Development)"
+const HINT = "start the local services with `bash scripts/services.sh start` (see docs/development.md)"
 
 /** A fresh client per call: each one is an independent connection pool / HTTP keep-alive agent. */
 export function upstashClient(url = UPSTASH_URL, options: { retry?: false } = {}): Redis {

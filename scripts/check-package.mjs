@@ -1,0 +1,205 @@
+// The package as a user gets it (`npm test` runs this): pack the tarball (prepack builds), lint it with publint
+// (strict) and @arethetypeswrong/cli (ESM-only profile), check the bundle sizes, then install it into a scratch
+// project with NO optional peer dependency and use it there: the bin, an ESM import of every entry, and a
+// `tsc --strict` check of a consumer file with skipLibCheck off.
+import { spawnSync } from "node:child_process"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+
+// Entries whose types need no peer. MyceliumLedgerObject must be a real class type: if its base were `any`, the
+// property access under @ts-expect-error would compile and the directive itself would be the error.
+const CONSUMER = `import { ActionLedger, MemoryLedgerStorage, LedgerHardBlockError, protect, bounded } from "mycelium-runtime"
+import { MemoryLedgerStorage as Memory2 } from "mycelium-runtime/adapters/memory"
+import { FileLedgerStorage } from "mycelium-runtime/adapters/file"
+import { IndexedDbLedgerStorage } from "mycelium-runtime/adapters/indexeddb"
+import { DurableObjectLedgerStorage, MyceliumLedgerObject } from "mycelium-runtime/adapters/durable-object"
+import { NeonLedgerStorage } from "mycelium-runtime/adapters/neon"
+import { HttpLedgerStorage } from "mycelium-runtime/adapters/http"
+import { configureSha256 } from "mycelium-runtime/node"
+import { hasAsyncContext } from "mycelium-runtime/async-context"
+import { boundedNode } from "mycelium-runtime/node/paths"
+import { runPlan, ScriptedModel, type RunResult, type RunEvent } from "mycelium-runtime/harness"
+import { createWorkspace, CmdRunAction, workspaceTools } from "mycelium-runtime/harness/workspace"
+
+const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), leaseTtl: 60 })
+const send = ledger.tool(
+  { name: "send_payment", binding: { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } },
+  async (args: { amount: number }, tx) => tx.sideEffect(async () => ({ id: "pi_1", amount: args.amount })),
+)
+const result: Promise<{ id: string; amount: number }> = send({ amount: 1 }, { toolCallId: "call_1" })
+void result
+const stores = [new Memory2(), new FileLedgerStorage("./ledger.json"), new IndexedDbLedgerStorage({ dbName: "x" })]
+void stores
+void new HttpLedgerStorage({ url: "https://ledger.example.com", token: "t" })
+void NeonLedgerStorage
+void DurableObjectLedgerStorage
+declare const object: MyceliumLedgerObject
+const row: ReturnType<MyceliumLedgerObject["ledgerGet"]> = object.ledgerGet("id")
+void row
+// @ts-expect-error the class has no such member (it would if it extended any)
+object.notAMember
+void [LedgerHardBlockError, protect, bounded, configureSha256, hasAsyncContext(), boundedNode]
+const run: Promise<RunResult> = runPlan(
+  { tasks: [{ task_id: "a", prompt: "p" }], output_task_id: "a" },
+  { model: new ScriptedModel(), tools: workspaceTools(createWorkspace()) },
+  { onEvent: (e: RunEvent) => void e.sequence },
+)
+void run
+void CmdRunAction({ command: "ls" })
+`
+
+const root = resolve(".")
+const pkg = JSON.parse(readFileSync("package.json", "utf8"))
+const scratch = mkdtempSync(join(tmpdir(), "mycelium-consumer-"))
+let failures = 0
+
+function run(cmd, args, options = {}) {
+  const r = spawnSync(cmd, args, { encoding: "utf8", ...options })
+  return {
+    code: r.status ?? 1,
+    out: `${r.stdout ?? ""}${r.stderr ?? ""}`,
+    stdout: r.stdout ?? "",
+    stderr: r.stderr ?? "",
+  }
+}
+function check(name, ok, detail = "") {
+  console.log(`${ok ? "ok  " : "FAIL"} ${name}`)
+  if (!ok) {
+    failures++
+    if (detail) console.log(detail.replace(/^/gm, "     "))
+  }
+}
+const step = (name, r) => check(name, r.code === 0, r.out)
+
+try {
+  // 1. Pack (prepack runs the build).
+  const packed = run("npm", ["pack", "--json", "--pack-destination", scratch])
+  if (packed.code !== 0) throw new Error(`npm pack failed:\n${packed.out}`)
+  const info = JSON.parse(packed.stdout.slice(packed.stdout.search(/^\[/m)))[0]
+  const tarball = join(scratch, info.filename)
+  const files = info.files.map((f) => f.path)
+  console.log(
+    `package: ${files.length} files, ${(info.size / 1024).toFixed(1)} KB packed, ${(info.unpackedSize / 1024).toFixed(1)} KB unpacked`,
+  )
+  const stray = files.filter(
+    (f) => !/^(dist\/.*\.(js|d\.ts)|README\.md|LICENSE|package\.json|.*\.schema\.json)$/.test(f),
+  )
+  check(
+    "tarball holds only dist JS/.d.ts, README, LICENSE, package.json, schemas",
+    stray.length === 0,
+    stray.join("\n"),
+  )
+  const unwanted = files.filter((f) => /\.map$|^dist\/edge\/worker\.|^dist\/cli\/.*\.d\.ts$/.test(f))
+  check("no source maps, no worker entry, no CLI declarations", unwanted.length === 0, unwanted.join("\n"))
+  check("README and LICENSE are in the tarball", files.includes("README.md") && files.includes("LICENSE"))
+
+  // 2. Lint the tarball.
+  step("publint --strict", run("npx", ["publint", "--strict", tarball]))
+  step(
+    "attw --profile esm-only",
+    run("npx", ["attw", tarball, "--profile", "esm-only", "--format", "table-flipped"]),
+  )
+
+  // 3. Sizes (dist is fresh from prepack).
+  const size = run(process.execPath, ["scripts/size.mjs", "--no-build"])
+  console.log(size.out.trimEnd())
+  check("sizes within budget", size.code === 0)
+
+  // 4. A consumer project with no optional peers.
+  const app = join(scratch, "app")
+  mkdirSync(app)
+  writeFileSync(
+    join(app, "package.json"),
+    JSON.stringify({ name: "consumer", private: true, type: "module" }),
+  )
+  step(
+    "npm install <tarball> (no optional peers)",
+    run("npm", ["install", "--prefer-offline", "--no-audit", "--no-fund", tarball], { cwd: app }),
+  )
+  const peers = Object.keys(pkg.peerDependencies ?? {})
+  const installedPeers = peers.filter((p) => existsSync(join(app, "node_modules", p)))
+  check("no optional peer got installed", installedPeers.length === 0, installedPeers.join(", "))
+  const bin = join(app, "node_modules", ".bin", "mycelium")
+
+  const help = run(bin, ["--help"], { cwd: app })
+  check("mycelium --help", help.code === 0 && help.stdout.includes("commands:"), help.out)
+  const demo = run(bin, ["demo"], { cwd: app })
+  check(
+    "mycelium demo (paid twice without the ledger, once with it)",
+    demo.code === 0 &&
+      demo.stdout.includes("charges at the gateway: 2") &&
+      /charges: 1; both callers got/.test(demo.stdout),
+    demo.out,
+  )
+  const serve = run(bin, ["serve", "--port", "0"], { cwd: app })
+  const line = serve.stderr.trim()
+  check(
+    "mycelium serve without hono/zod/jose: exit 2, one line naming the package, no stack",
+    serve.code === 2 && !line.includes("\n") && /needs the optional package '(hono|zod|jose)'/.test(line),
+    `exit ${serve.code}\n${serve.out}`,
+  )
+
+  // Every entry is imported; those that need no peer must load, the others may fail only on a missing peer.
+  const entries = Object.keys(pkg.exports).filter((k) => !k.endsWith(".json"))
+  const mustLoad = [".", "./adapters/memory", "./adapters/file", "./adapters/http", "./adapters/upstash"]
+  mustLoad.push("./adapters/neon", "./node", "./node/paths", "./async-context")
+  // The integrations import their framework for types only: they load before (and without) it.
+  mustLoad.push("./integrations/ai-sdk", "./integrations/langgraph", "./integrations/openai-agents")
+  writeFileSync(
+    join(app, "imports.mjs"),
+    `const results = {}
+for (const entry of ${JSON.stringify(entries)}) {
+  const spec = entry === "." ? "mycelium-runtime" : "mycelium-runtime" + entry.slice(1)
+  try { results[entry] = { ok: true, exports: Object.keys(await import(spec)).length } }
+  catch (e) { results[entry] = { ok: false, code: e.code, message: e.message.split("\\n")[0] } }
+}
+console.log(JSON.stringify(results))`,
+  )
+  const imported = run(process.execPath, ["imports.mjs"], { cwd: app })
+  const results = imported.code === 0 ? JSON.parse(imported.stdout) : {}
+  for (const entry of entries) {
+    const r = results[entry] ?? { ok: false, message: imported.out }
+    if (mustLoad.includes(entry)) {
+      check(`import "${entry}" loads with no peers`, r.ok && r.exports > 0, r.message)
+    } else if (!r.ok) {
+      const named = [...peers, "cloudflare:"].some(
+        (p) => r.message?.includes(`'${p}`) || r.message?.includes(`"${p}`),
+      )
+      check(`import "${entry}" fails only for a missing peer`, named, `${r.code}: ${r.message}`)
+    } else {
+      check(`import "${entry}" loads`, true)
+    }
+  }
+
+  // The types as a strict consumer sees them, every library checked (skipLibCheck: false).
+  writeFileSync(
+    join(app, "tsconfig.json"),
+    JSON.stringify({
+      compilerOptions: {
+        target: "ES2022",
+        lib: ["ES2022", "DOM"],
+        module: "NodeNext",
+        moduleResolution: "NodeNext",
+        strict: true,
+        skipLibCheck: false,
+        noEmit: true,
+        types: [],
+      },
+      files: ["consumer.ts"],
+    }),
+  )
+  writeFileSync(join(app, "consumer.ts"), CONSUMER)
+  step(
+    "tsc --strict (skipLibCheck: false) of a consumer file",
+    run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "."], { cwd: app }),
+  )
+} catch (e) {
+  check("package check", false, e instanceof Error ? e.message : String(e))
+} finally {
+  rmSync(scratch, { recursive: true, force: true })
+}
+if (failures) {
+  console.error(`\npackage check: ${failures} failed`)
+  process.exit(1)
+}

@@ -1,0 +1,95 @@
+// Size check (`npm test` runs it after the build): each entry bundled the way an application bundles it
+// (esbuild, minified, ESM), gzipped; prints a table and fails when an entry is over its budget.
+// Usage: node scripts/size.mjs [--no-build]
+import { spawnSync } from "node:child_process"
+import { gzipSync } from "node:zlib"
+import { build } from "esbuild"
+
+const KB = 1024
+// Each adapter is measured without its client library, which the application brings (an optional peer).
+const clients = ["idb", "@upstash/redis", "@neondatabase/serverless", "cloudflare:workers", "node:*"]
+const budgets = [
+  {
+    name: "ActionLedger + MemoryLedgerStorage",
+    code: 'export { ActionLedger, MemoryLedgerStorage } from "./dist/index.js"',
+    max: 15 * KB,
+  },
+  // #11 sets 20 KB for the whole core entry; it is 27.9 KB today and the budget holds it there so it cannot grow
+  // while the gap is open. Why: the entry re-exports all four guard families, and the ledger barrel alone is
+  // 16.5 KB, transcript 6.5, tools 4.7, context 1.2 (gzip, each bundled alone). Explicit exports instead of
+  // `export *` do not change that; meeting 20 KB needs transcript and tools behind their own entries (or a
+  // smaller ledger). The table prints the target next to the budget until then.
+  { name: "core entry (everything)", code: 'export * from "./dist/index.js"', max: 28 * KB, target: 20 * KB },
+  ...["memory", "file", "indexeddb", "durable-object", "upstash", "neon", "http"].map((a) => ({
+    name: `adapters/${a}`,
+    code: `export * from "./dist/adapters/${a}.js"`,
+    max: 6 * KB,
+  })),
+  // Framework glue: the frameworks are type-only imports, so this is the wrapper plus bounded() and the
+  // transcript guards it reuses (ai-sdk); each was under its budget's 3/4 when it was added.
+  ...["ai-sdk", "langgraph", "openai-agents"].map((i) => ({
+    name: `integrations/${i}`,
+    code: `export * from "./dist/integrations/${i}.js"`,
+    max: (i === "ai-sdk" ? 12 : 6) * KB,
+  })),
+  // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.
+  { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 12 * KB },
+  // The workspace needs Node built-ins (external here, as for the adapters): 5.5 KB when it was added.
+  { name: "harness/workspace", code: 'export * from "./dist/harness/workspace/index.js"', max: 7 * KB },
+  // The Cloudflare worker (edge API + Durable Object + hono, zod, jose): what `wrangler deploy` uploads.
+  // Budget = its size today (124.2 KB) rounded up; #10 is shrinking the worker and lowers this to 80 KB.
+  {
+    name: "edge worker (hono+zod+jose bundled)",
+    entry: "src/edge/worker.ts",
+    max: 125 * KB,
+    target: 80 * KB,
+  },
+]
+
+if (!process.argv.includes("--no-build")) {
+  const r = spawnSync("npm", ["run", "build", "--silent"], { stdio: "inherit" })
+  if (r.status !== 0) process.exit(r.status ?? 1)
+}
+
+const rows = []
+let over = 0
+for (const b of budgets) {
+  const out = await build({
+    ...(b.entry
+      ? { entryPoints: [b.entry] }
+      : { stdin: { contents: b.code, resolveDir: ".", loader: "js" } }),
+    bundle: true,
+    minify: true,
+    format: "esm",
+    platform: "neutral",
+    mainFields: ["module", "main"],
+    conditions: ["workerd", "worker", "browser"],
+    external: b.entry ? ["cloudflare:workers", "node:*"] : clients,
+    write: false,
+    logLevel: "silent",
+  })
+  const bytes = out.outputFiles[0].contents
+  const gz = gzipSync(bytes, { level: 9 }).length
+  const ok = gz <= b.max
+  if (!ok) over++
+  const note = !ok
+    ? "OVER"
+    : b.target && gz > b.target
+      ? `ok (target ${b.target / KB} KB: not met yet)`
+      : "ok"
+  rows.push([b.name, (bytes.length / KB).toFixed(1), (gz / KB).toFixed(1), (b.max / KB).toFixed(0), note])
+}
+
+const head = ["entry", "min KB", "gzip KB", "budget KB", ""]
+const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)))
+const line = (r) =>
+  r
+    .map((c, i) => (i === 0 || i === 4 ? c.padEnd(widths[i]) : c.padStart(widths[i])))
+    .join("  ")
+    .trimEnd()
+console.log(line(head))
+for (const r of rows) console.log(line(r))
+if (over) {
+  console.error(`\nsize: ${over} entr${over === 1 ? "y is" : "ies are"} over budget`)
+  process.exit(1)
+}

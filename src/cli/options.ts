@@ -1,0 +1,20 @@
+// What several commands share: the default ledger file, the port check, and bad flags as usage errors.
+import { UsageError } from "./errors.ts"
+
+export const DEFAULT_LEDGER = ".mycelium/ledger.json"
+
+/** Runs a `parseArgs` call; an unknown or malformed flag becomes a usage error (exit 2), not a TypeError stack. */
+export function parseOrUsage<T>(command: string, parse: () => T): T {
+  try {
+    return parse()
+  } catch (e) {
+    throw new UsageError(`${command}: ${e instanceof Error ? e.message : String(e)}`)
+  }
+}
+
+export function parsePort(value: string | undefined): number {
+  const port = Number(value ?? "8787")
+  if (!Number.isInteger(port) || port < 0 || port > 65535)
+    throw new UsageError(`--port must be 0..65535, got ${value}`)
+  return port
+}
