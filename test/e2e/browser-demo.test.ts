@@ -64,8 +64,9 @@ async function outcome(page: Page, call: string, expected: string): Promise<void
 describe("browser demo (Chromium, IndexedDB ledger shared by two tabs)", () => {
   it("redispatch runs once, a crash hard-blocks, a release re-runs exactly once, a second tab polls", async () => {
     const context = await browser!.newContext()
-    // A short lease so a closed tab's call lapses within the test; live tabs renew it every lease/3.
-    const page = `${baseUrl}?db=demo-e2e-${Date.now()}&lease=3`
+    // A short lease so a closed tab's call lapses within the test; live tabs renew it every lease/3 (2 s), which
+    // leaves room for a background tab's throttled timers under load.
+    const page = `${baseUrl}?db=demo-e2e-${Date.now()}&lease=6`
     const a = await context.newPage()
     const errors: string[] = []
     a.on("pageerror", (e) => errors.push(e.message))
