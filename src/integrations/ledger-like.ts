@@ -61,7 +61,7 @@ export function cleanMeta(meta: Partial<CallMeta>): CallMeta {
 
 const TRANSITIONS = new WeakMap<object, GuardContext>()
 
-/** @internal ties the framework's per-call object (options, config, details) to the call's transition. */
+/** Not part of the entries: ties the framework's per-call object (options, config, details) to the call's transition. */
 export function bindTransition(key: object, tx: GuardContext): void {
   TRANSITIONS.set(key, tx)
 }
