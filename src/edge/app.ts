@@ -67,6 +67,8 @@ const Release = z.strictObject({
   reason: z.string().min(1),
   by: z.string().min(1).optional(),
   result: z.json().optional(),
+  /** Why a lapsed lease's owner cannot act, when no death signal exists (see docs/kill-safety.md). */
+  override_death_signal: z.string().min(1).optional(),
 })
 const MarkDead = z.strictObject({
   reason: z.string().min(1),
@@ -171,6 +173,7 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<Env> {
       reason: b.reason,
       by,
       result: b.result ?? null,
+      ...(b.override_death_signal ? { overrideDeathSignal: b.override_death_signal } : {}),
     })
     return c.json({ transition: entryToRow(row) })
   })

@@ -47,7 +47,9 @@ export { type ScopeField, ToolTransitionBinding, type ToolTransitionBindingInit 
 export { canonicalJson, type JsonValue } from "./model/canonical.ts"
 export {
   type Decision,
+  LEASE_LAPSED_ERROR,
   type LedgerEntry,
+  leaseLapsed,
   leaseValidity,
   resolvedEffectState,
   resolvedOutcome,

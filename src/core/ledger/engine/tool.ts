@@ -195,10 +195,13 @@ class OwnedTransition implements TransitionContext {
 
   /**
    * Marks the point of no return: `maybe_crossed` is written durably before `fn` runs, so a crash inside it leaves
-   * the transition UNKNOWN and a redispatch hard-blocks instead of paying twice.
+   * the transition UNKNOWN and a redispatch hard-blocks instead of paying twice. The write is fenced and happens
+   * on every call, even when the boundary is already past: it is the check that this worker still holds the
+   * claim, so a late owner whose row was taken over, blocked or released never reaches `fn`.
    */
   async sideEffect<T>(fn: () => Promise<T> | T): Promise<T> {
-    await this.markMaybeCrossed()
+    await this.#write((c) => advanceBoundaryHeld(this.#core, c, "maybe_crossed"))
+    if (this.#boundary === "not_crossed") this.#boundary = "maybe_crossed"
     const out = await fn()
     this.#boundary = "crossed"
     return out

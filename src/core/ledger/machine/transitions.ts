@@ -3,7 +3,13 @@
 
 import type { ToolTransitionBinding } from "../model/binding.ts"
 import { type JsonValue, toJsonValue } from "../model/canonical.ts"
-import { type Decision, ENTRY_DEFAULTS, type LedgerEntry, repairFields } from "../model/entry.ts"
+import {
+  type Decision,
+  ENTRY_DEFAULTS,
+  LEASE_LAPSED_ERROR,
+  type LedgerEntry,
+  repairFields,
+} from "../model/entry.ts"
 import {
   BOUNDARY_RANK,
   type EffectState,
@@ -136,12 +142,16 @@ export function blockedRow(e: LedgerEntry, error: string, now: number): LedgerEn
   }
 }
 
-/** A lapsed lease the gates refuse to reclaim becomes BLOCKED (the original's `mark_blocked`, with its texts). */
+/**
+ * A lapsed lease the gates refuse to reclaim becomes BLOCKED (the original's `mark_blocked`, with its texts). No
+ * longer IN_FLIGHT, so its late owner's fenced writes all fail; the error text keeps the lapse visible
+ * (`leaseLapsed`), so a `not_executed` verdict still needs the owner's death signal.
+ */
 export function lapsedBlockedRow(e: LedgerEntry, now: number): LedgerEntry {
   const error =
     e.sideEffectBoundary === "not_crossed"
-      ? "stale in-flight lease with not_crossed boundary; reclaim only if an external_operation_ref reconcile proves NOT_EXECUTED"
-      : `stale in-flight lease; side-effect boundary ${e.sideEffectBoundary} — effect may have happened`
+      ? `${LEASE_LAPSED_ERROR} with not_crossed boundary; reclaim only if an external_operation_ref reconcile proves NOT_EXECUTED`
+      : `${LEASE_LAPSED_ERROR}; side-effect boundary ${e.sideEffectBoundary} — effect may have happened`
   return blockedRow(e, error, now)
 }
 
@@ -182,7 +192,11 @@ export const stampsOf = (e: LedgerEntry): ResolutionStamps => ({
   releasedFromOutcome: e.releasedFromOutcome,
 })
 
-/** A verified release: `completed` stores the result; `not_executed` lets one redispatch run the tool again. */
+/**
+ * A verified release: `completed` stores the result; `not_executed` lets one redispatch run the tool again. An
+ * EXPIRED row is still IN_FLIGHT in storage, so `not_executed` blocks it in the same write: the late owner's fenced
+ * boundary write (the `sideEffect()` entry) and its completion fail instead of running the effect a second time.
+ */
 export function releasedRow(
   e: LedgerEntry,
   verified: "completed" | "not_executed",
@@ -198,7 +212,12 @@ export function releasedRow(
     resolvedAt: now,
     releasedFromOutcome: releasedFrom,
   }
-  const base = verified === "completed" ? completedRow(e, result, now) : e
+  const base =
+    verified === "completed"
+      ? completedRow(e, result, now)
+      : releasedFrom === "EXPIRED"
+        ? lapsedBlockedRow(e, now)
+        : e
   return { ...base, operatorResolution: verified, ...stamps }
 }
 
