@@ -162,6 +162,20 @@ export class Demo {
     })
   }
 
+  /**
+   * An operator asserts the worker behind a call is gone (its tab was closed). A lapsed lease alone is not proof:
+   * a frozen tab could wake up and finish the effect, so the ledger refuses to release without this assertion.
+   */
+  async markWorkerDead(callId: string): Promise<LedgerEntry> {
+    const row = await this.row(callId)
+    if (!row) throw new Error(`no ledger row for ${callId}`)
+    return this.ledger.markWorkerDeadFor(row.requestId, {
+      by: "demo-operator",
+      reason: "its tab was closed",
+      overrideHeartbeat: true,
+    })
+  }
+
   async rows(): Promise<LedgerEntry[]> {
     return this.ledger.listTransitions()
   }

@@ -106,6 +106,15 @@ on("start-slow", () => run(SLOW_CALL))
 on("redispatch-slow", () => run(SLOW_CALL))
 on("start-tab-crash", () => run(TAB_CRASH_CALL))
 on("redispatch-tab-crash", () => run(TAB_CRASH_CALL))
+on("mark-dead-tab-crash", async () => {
+  const row = await demo.markWorkerDead(TAB_CRASH_CALL.callId)
+  logDecision({
+    callId: TAB_CRASH_CALL.callId,
+    gate: "WORKER_DEAD",
+    detail: `asserted by ${row.workerDeadAssertedBy}`,
+  })
+  await refresh()
+})
 on("release-tab-crash", () => release(TAB_CRASH_CALL))
 on("finish-slow", async () => {
   if (!demo.finishSlow()) setStatus("this tab is not running the slow call")

@@ -123,8 +123,8 @@ describe("browser demo (Chromium, IndexedDB ledger shared by two tabs)", () => {
     expect(await executions(b, "call_slow")).toBe(1)
 
     // A real crash: tab C starts a call and is closed inside its sideEffect(). Nothing records a failure; once
-    // its lease lapses, B's redispatch is hard-blocked (the effect may have happened), and a release lets B
-    // run it exactly once.
+    // its lease lapses, B's redispatch is hard-blocked (the effect may have happened), and after an operator
+    // asserts the tab is gone and releases the call, B runs it exactly once.
     const c = await context.newPage()
     await c.goto(page)
     await c.locator("body[data-ready=true]").waitFor({ timeout: 30_000 })
@@ -137,6 +137,13 @@ describe("browser demo (Chromium, IndexedDB ledger shared by two tabs)", () => {
     await b.click("#redispatch-tab-crash")
     await decided(b, "call_tab_crash", "HARD_BLOCK")
     expect(await executions(b, "call_tab_crash")).toBe(1)
+    // A lapsed lease is not proof the tab is gone (it could be frozen and wake up): the release is refused
+    // until an operator asserts the worker is dead.
+    await b.click("#release-tab-crash")
+    await b.locator("#status", { hasText: "error" }).waitFor({ timeout: 20_000 })
+    expect(await decisions(b, "call_tab_crash", "RELEASED").count()).toBe(0)
+    await b.click("#mark-dead-tab-crash")
+    await decided(b, "call_tab_crash", "WORKER_DEAD")
     await b.click("#release-tab-crash")
     await decided(b, "call_tab_crash", "RELEASED")
     await b.click("#redispatch-tab-crash")
