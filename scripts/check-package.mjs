@@ -153,6 +153,8 @@ try {
   const entries = Object.keys(pkg.exports).filter((k) => !k.endsWith(".json"))
   const mustLoad = [".", "./adapters/memory", "./adapters/file", "./adapters/http", "./adapters/upstash"]
   mustLoad.push("./adapters/neon", "./node", "./node/paths", "./async-context")
+  // The integrations import their framework for types only: they load before (and without) it.
+  mustLoad.push("./integrations/ai-sdk", "./integrations/langgraph", "./integrations/openai-agents")
   writeFileSync(
     join(app, "imports.mjs"),
     `const results = {}
