@@ -24,11 +24,15 @@ const budgets = [
   // 16.5 KB, transcript 6.5, tools 4.7, context 1.2 (gzip, each bundled alone). Explicit exports instead of
   // `export *` do not change that; meeting 20 KB needs transcript and tools behind their own entries (or a
   // smaller ledger). The table prints the target next to the budget until then.
-  { name: "core entry (everything)", code: 'export * from "./dist/index.js"', max: 31 * KB, target: 20 * KB },
+  // Receipts, TaskLedger and StateFlush (#12) joined the entry at +6.2 KB (30.6 -> 36.8); an application that imports
+  // only ActionLedger still bundles none of them (test/package/tree-shake.test.ts). Moving them to their own entries
+  // would bring it back under 31.
+  { name: "core entry (everything)", code: 'export * from "./dist/index.js"', max: 37 * KB, target: 20 * KB },
   ...["memory", "file", "indexeddb", "durable-object", "upstash", "neon", "http"].map((a) => ({
     name: `adapters/${a}`,
     code: `export * from "./dist/adapters/${a}.js"`,
-    max: 6 * KB,
+    // The Durable Object class also holds the task, state and receipt tables (#12): 5.3 -> 7.3 KB.
+    max: (a === "durable-object" ? 8 : 6) * KB,
   })),
   // Framework glue: the frameworks are type-only imports, so this is the wrapper plus bounded() and the
   // transcript guards it reuses (ai-sdk); each was under its budget's 3/4 when it was added.
