@@ -66,22 +66,29 @@ export function redact(url: string): string {
   }
 }
 
+function storeOf(
+  file: string | undefined,
+  redis: string | undefined,
+  dsn: string | undefined,
+  flags: StoreFlags,
+): ResolvedStorage | null {
+  if (file) return { kind: "file", path: file }
+  if (redis) return { kind: "redis", url: redis, ...(flags.prefix !== undefined && { prefix: flags.prefix }) }
+  if (dsn) return { kind: "postgres", dsn, ...(flags.table !== undefined && { table: flags.table }) }
+  return null
+}
+
 /** Opens the ledger the flags, environment or config name. */
 export async function openLedger(
   flags: StoreFlags,
   extra: Partial<ActionLedgerOptions> = {},
 ): Promise<LedgerAccess> {
   const { nodeStorageFactory } = await import("../node/config.ts")
-  const file = flags.file ?? flags.ledger ?? env("MYCELIUM_LEDGER_FILE")
-  const redis = flags["redis-url"] ?? env("MYCELIUM_REDIS_URL")
-  const dsn = flags["postgres-dsn"] ?? env("MYCELIUM_POSTGRES_DSN")
-  const direct: ResolvedStorage | null = file
-    ? { kind: "file", path: file }
-    : redis
-      ? { kind: "redis", url: redis, ...(flags.prefix !== undefined && { prefix: flags.prefix }) }
-      : dsn
-        ? { kind: "postgres", dsn, ...(flags.table !== undefined && { table: flags.table }) }
-        : null
+  // A flag on the command line beats any environment variable; among the variables, file, then Redis, then Postgres.
+  const fromFlags = storeOf(flags.file ?? flags.ledger, flags["redis-url"], flags["postgres-dsn"], flags)
+  const direct =
+    fromFlags ??
+    storeOf(env("MYCELIUM_LEDGER_FILE"), env("MYCELIUM_REDIS_URL"), env("MYCELIUM_POSTGRES_DSN"), flags)
   const configPath =
     flags.config ?? (direct === null && existsSync("mycelium.yaml") ? "mycelium.yaml" : undefined)
   let config: MyceliumConfig | null = null

@@ -59,6 +59,12 @@ async function main(argv: string[]): Promise<number> {
   return command.run(rest)
 }
 
+// `mycelium ... | head` closes the pipe early: that is the reader's choice, not an error worth a stack trace.
+process.stdout.on("error", (e: NodeJS.ErrnoException) => {
+  if (e.code === "EPIPE") process.exit(0)
+  throw e
+})
+
 main(process.argv.slice(2)).then(
   (code) => {
     if (code !== 0) process.exitCode = code

@@ -20,7 +20,7 @@ export const red = wrap(31, 39)
 export const green = wrap(32, 39)
 export const yellow = wrap(33, 39)
 
-/** Prints a value as JSON for scripts (`--json`): bigints as exact integers, never a crash. */
+/** Prints a value as JSON for scripts (`--json`): a bigint becomes its exact decimal digits as a string, never a crash. */
 export function printJson(value: unknown): void {
   console.log(JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v), 2))
 }

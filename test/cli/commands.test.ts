@@ -86,6 +86,24 @@ describe("mycelium demo", () => {
   })
 })
 
+describe("store selection", () => {
+  it("a --file flag beats MYCELIUM_LEDGER_FILE, and the variable applies without a flag", () => {
+    const flagged = join(cwd, "flagged.json")
+    const fromEnvFile = join(cwd, "from-env.json")
+    const r = run(["transitions", "list", "--file", flagged], { MYCELIUM_LEDGER_FILE: fromEnvFile })
+    expect(r.out).toContain(`in file ${flagged}`)
+    const fromEnv = run(["transitions", "list"], { MYCELIUM_LEDGER_FILE: fromEnvFile })
+    expect(fromEnv.out).toContain(`in file ${fromEnvFile}`)
+  })
+  it("a --redis-url flag beats MYCELIUM_LEDGER_FILE", () => {
+    const r = run(["transitions", "list", "--redis-url", REDIS_URL, "--prefix", `sel-${runTag("s")}:`], {
+      MYCELIUM_LEDGER_FILE: join(cwd, "from-env.json"),
+    })
+    expect(r.code, r.err).toBe(0)
+    expect(r.out).toContain("in redis redis://")
+  })
+})
+
 describe("mycelium doctor", () => {
   it("a broken config exits 2 naming the key, line and column", () => {
     const path = join(cwd, "broken.yaml")
@@ -201,6 +219,9 @@ describe.each([
     )
     expect(rel.code, rel.err).toBe(0)
     expect(rel.out).toContain(`released ${id} (pay): verified=not_executed by=ops`)
+    const pending = run(["transitions", "list", "--stuck", "-c", cfg], env)
+    if (pending.out.includes(id))
+      expect(pending.out).toContain("released as not executed by ops: the next redispatch runs it once more")
     const again = run(
       ["transitions", "release", id, "-c", cfg, "--verified", "completed", "--by", "ops", "--reason", "x"],
       env,

@@ -15,7 +15,7 @@ export const HELP = `mycelium serve [--port N] [--ledger PATH] [--token T]
   --token T       every /v1 request must send 'Authorization: Bearer T' (default: $MYCELIUM_TOKEN, else no auth)`
 
 /** What the edge app needs at run time (its optional peer dependencies). */
-export const SERVE_PACKAGES = ["hono", "zod", "jose"] as const
+export const SERVE_PACKAGES = ["hono", "jose"] as const
 
 /** `token` (from --token or MYCELIUM_TOKEN) makes every /v1 request send `Authorization: Bearer <token>`. */
 export async function startApi(

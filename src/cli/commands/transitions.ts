@@ -43,6 +43,8 @@ const paintOutcome = (o: string): string =>
 
 function nextStep(e: LedgerEntry, outcome: string): string {
   const id = e.requestId
+  if (e.operatorResolution === "not_executed")
+    return `released as not executed by ${e.resolvedBy ?? "an operator"}: the next redispatch runs it once more`
   if (outcome === "EXPIRED" || outcome === "IN_FLIGHT")
     return `confirm the worker is dead (mycelium transitions mark-dead ${id} --by you --reason ...), then verify with the provider and release`
   const ref = e.externalOperationRef ? ` (provider ref ${e.externalOperationRef})` : ""
