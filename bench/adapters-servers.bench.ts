@@ -67,6 +67,7 @@ try {
         `file (${tmpdir()}), ${rows} rows, fsync ${fsync ? "on" : "off"}`,
         s,
         rows > 1000 ? 50 : 200,
+        false,
       )
       await s.close()
     }

@@ -7,7 +7,6 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { FileLedgerStorage, LedgerFileCorruptError } from "../../src/adapters/file.ts"
 import { ActionLedger, newEntry } from "../../src/core/index.ts"
-import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 
 const root = mkdtempSync(join(tmpdir(), "mycelium-file-"))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
@@ -23,13 +22,7 @@ function withFile(text: string): string {
   return path
 }
 
-testLedgerStorage("file", () => {
-  const path = freshPath()
-  const storage = new FileLedgerStorage(path)
-  // A second instance has its own cache: every read across the two goes through the file.
-  const peer = new FileLedgerStorage(path)
-  return { storage, peer, cleanup: async () => Promise.all([storage.close(), peer.close()]).then(() => {}) }
-})
+// The LedgerStorage conformance suite over this store is file-conformance.test.ts (it runs in Deno and Bun too).
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json }
 const shape = (v: Json | undefined): string =>
