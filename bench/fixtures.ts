@@ -1,7 +1,7 @@
 // Shared by the adapter benches: a ledger file pre-filled with completed rows, in the Python layout.
 import { writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { entryToRow, newEntry } from "../src/core/index.ts"
+import { entryToRow, newEntry } from "../src/adapter-kit.ts"
 
 /** A ledger file with `rows` completed rows, written directly (no ledger calls), or no file when rows is 0. */
 export function seededFile(dir: string, rows: number, tag: string): string {

@@ -19,6 +19,8 @@ import { HttpLedgerStorage } from "mycelium-runtime/adapters/http"
 import { configureSha256 } from "mycelium-runtime/node"
 import { hasAsyncContext } from "mycelium-runtime/async-context"
 import { boundedNode } from "mycelium-runtime/node/paths"
+import { runPlan, ScriptedModel, type RunResult, type RunEvent } from "mycelium-runtime/harness"
+import { createWorkspace, CmdRunAction, workspaceTools } from "mycelium-runtime/harness/workspace"
 
 const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), leaseTtl: 60 })
 const send = ledger.tool(
@@ -38,6 +40,13 @@ void row
 // @ts-expect-error the class has no such member (it would if it extended any)
 object.notAMember
 void [LedgerHardBlockError, protect, bounded, configureSha256, hasAsyncContext(), boundedNode]
+const run: Promise<RunResult> = runPlan(
+  { tasks: [{ task_id: "a", prompt: "p" }], output_task_id: "a" },
+  { model: new ScriptedModel(), tools: workspaceTools(createWorkspace()) },
+  { onEvent: (e: RunEvent) => void e.sequence },
+)
+void run
+void CmdRunAction({ command: "ls" })
 `
 
 const root = resolve(".")

@@ -3,12 +3,14 @@ export interface RuntimeResult {
   runtime: string
   passed: number
   failed: number
+  skipped: number
   modules: number
 }
 export interface VitestProjectReport {
   modules: string[]
   passed: number
   failed: number
+  skipped?: number
 }
 export const MODULES: { shared: string[]; own: Record<string, string[]> }
 export const VITEST_RUNTIMES: string[]

@@ -46,7 +46,7 @@ export function runDeno({
   ])
   const ran = [...out.matchAll(/^running \d+ tests? from (\S+)$/gm)].map((m) => m[1])
   const sum = /(?:ok|FAILED) \| (\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed/.exec(out)
-  return summarize("deno", files, status, ran, sum ? Number(sum[1]) : 0, sum ? Number(sum[2]) : 0)
+  return summarize("deno", files, status, out, ran, sum ? Number(sum[1]) : 0, sum ? Number(sum[2]) : 0)
 }
 
 /** `bun test`: Bun rewrites `import … from "vitest"` to its own bun:test. */
@@ -56,15 +56,20 @@ export function runBun() {
   const ran = [...out.matchAll(/^(test\/\S+\.test\.ts):$/gm)].map((m) => m[1])
   const pass = /^\s*(\d+) pass$/m.exec(out)
   const fail = /^\s*(\d+) fail$/m.exec(out)
-  return summarize("bun", files, status, ran, pass ? Number(pass[1]) : 0, fail ? Number(fail[1]) : 0)
+  return summarize("bun", files, status, out, ran, pass ? Number(pass[1]) : 0, fail ? Number(fail[1]) : 0)
 }
 
-function summarize(runtime, files, status, ran, passed, failed) {
+/** Runners without a runtime skip log "skipped: …" and pass; those are skips, not passes. */
+const skips = (out) => (out.match(/^skipped: /gm) ?? []).length
+
+function summarize(runtime, files, status, out, ran, passed, failed) {
+  const skipped = skips(out)
+  passed -= skipped
   const missing = missingModules(files, ran)
   // A crash before the summary, or a module that never ran, counts as a failure even with no failed test.
   const broken = (status !== 0 && failed === 0 ? 1 : 0) + missing.length
   if (missing.length) console.error(`\n${runtime}: did not run ${missing.join(", ")}`)
-  return { runtime, passed, failed: failed + broken, modules: ran.length }
+  return { runtime, passed, failed: failed + broken, skipped, modules: ran.length }
 }
 
 /** The vitest projects, from scripts/vitest-runtimes-reporter.mjs's file. */
@@ -77,6 +82,7 @@ export function vitestRuntimes(report) {
       runtime,
       passed: r.passed,
       failed: r.failed + missing.length,
+      skipped: r.skipped ?? 0,
       modules: r.modules.length,
       missing: missing.length,
     }

@@ -57,7 +57,7 @@ if (existsSync(report)) {
 if (extra.length === 0) {
   const perRuntime = existsSync(runtimesReport)
     ? vitestRuntimes(JSON.parse(readFileSync(runtimesReport, "utf8")))
-    : [{ runtime: "vitest", passed: 0, failed: 1, modules: 0, missing: 1 }]
+    : [{ runtime: "vitest", passed: 0, failed: 1, skipped: 0, modules: 0, missing: 1 }]
   // Their test failures are in the JSON counts already; a module a runtime did not run is one failure more.
   failed += perRuntime.reduce((n, r) => n + r.missing, 0)
   for (const r of [runDeno(), runBun()]) {
@@ -67,7 +67,9 @@ if (extra.length === 0) {
   }
   console.log("\nper runtime:")
   for (const r of perRuntime) {
-    console.log(`  ${r.runtime.padEnd(8)} ${r.passed} passed, ${r.failed} failed (${r.modules} modules)`)
+    console.log(
+      `  ${r.runtime.padEnd(8)} ${r.passed} passed, ${r.failed} failed, ${r.skipped ?? 0} skipped (${r.modules} modules)`,
+    )
   }
 }
 console.log(`${passed} passed, ${failed} failed`)

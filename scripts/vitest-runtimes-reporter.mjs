@@ -9,12 +9,13 @@ export default class RuntimesReporter {
     const out = {}
     for (const m of testModules) {
       const name = m.project.name
-      out[name] ??= { modules: [], passed: 0, failed: 0 }
+      out[name] ??= { modules: [], passed: 0, failed: 0, skipped: 0 }
       out[name].modules.push(relative(process.cwd(), m.moduleId))
       for (const t of m.children.allTests()) {
         const state = t.result().state
         if (state === "passed") out[name].passed++
         else if (state === "failed") out[name].failed++
+        else if (state === "skipped") out[name].skipped++
       }
       if (m.state() === "failed" && !m.children.size) out[name].failed++
     }

@@ -2,7 +2,7 @@
 // SHA-256 for transition keys and AsyncLocalStorage for implicit sessions. The core works without it.
 import * as crypto from "node:crypto"
 import "./async-context.ts"
-import { configureSha256 } from "./core/ledger/sha256.ts"
+import { configureSha256 } from "./core/ledger/model/sha256.ts"
 
 // crypto.hash (Node 20.12+, Deno, Bun) skips the Hash object; createHash is the fallback.
 const oneShot = (
@@ -14,4 +14,4 @@ configureSha256(
     : (input) => crypto.createHash("sha256").update(input).digest("hex"),
 )
 
-export { configureSha256 } from "./core/ledger/sha256.ts"
+export { configureSha256 } from "./core/ledger/model/sha256.ts"

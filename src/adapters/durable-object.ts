@@ -1,19 +1,24 @@
 // Cloudflare Durable Object ledger store: the object (SQLite-backed) serves the storage contract over RPC, and
 // DurableObjectLedgerStorage is the client any Worker uses. Import this module only inside workerd.
+
 import { DurableObject } from "cloudflare:workers"
-import type { LedgerEntry } from "../core/ledger/entry.ts"
-import { entryFromRow, entryToRow } from "../core/ledger/entry.ts"
-import { sha256Hex } from "../core/ledger/sha256.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
   decideClaim,
   dispatchIdOf,
+  entryFromRow,
+  entryToRow,
+  type LedgerEntry,
+  LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
   matchesExpectation,
+  staleSetFence,
   type TransitionExpectation,
-} from "../core/ledger/storage.ts"
+} from "../adapter-kit.ts"
+import { InvalidOptionError } from "../core/errors.ts"
+import { sha256Hex } from "../core/ledger/model/sha256.ts"
 
 // ---- minimal structural types of the workerd APIs used (no @cloudflare/workers-types dependency) ----------
 
@@ -45,7 +50,8 @@ export interface LedgerListPage {
 /** The RPC surface of MyceliumLedgerObject, as seen through a stub. */
 export interface LedgerObjectRpc {
   ledgerGet(requestId: string): Promise<LedgerEntry | null>
-  ledgerSet(entry: LedgerEntry): Promise<void>
+  /** Null when written; the stored fence when refused as stale (an error class would not survive RPC). */
+  ledgerSet(entry: LedgerEntry): Promise<number | null>
   ledgerClaim(entry: LedgerEntry, leaseTtl: number, now: number, options?: ClaimOptions): Promise<ClaimResult>
   ledgerTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean>
   ledgerList(options: ListOptions): Promise<LedgerListPage>
@@ -83,8 +89,10 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
     return this.#read(requestId)
   }
 
-  ledgerSet(entry: LedgerEntry): void {
-    this.#write(entry)
+  ledgerSet(entry: LedgerEntry): number | null {
+    const refused = staleSetFence(this.#read(entry.requestId), entry)
+    if (refused === null) this.#write(entry)
+    return refused
   }
 
   ledgerClaim(entry: LedgerEntry, leaseTtl: number, now: number, options?: ClaimOptions): ClaimResult {
@@ -193,7 +201,8 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
 
   constructor(namespace: LedgerObjectNamespace, options: DurableObjectLedgerStorageOptions = {}) {
     const shards = options.shards ?? 1
-    if (!Number.isInteger(shards) || shards < 1) throw new RangeError("shards must be a positive integer")
+    if (!Number.isInteger(shards) || shards < 1)
+      throw new InvalidOptionError(`shards must be a positive integer, got ${String(shards)}`)
     this.#ns = namespace
     this.shards = shards
     this.name = options.name ?? "mycelium-ledger"
@@ -214,7 +223,8 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
   }
 
   async set(entry: LedgerEntry): Promise<void> {
-    await this.#stubFor(entry.requestId).ledgerSet(entry)
+    const refused = await this.#stubFor(entry.requestId).ledgerSet(entry)
+    if (refused !== null) throw new LedgerStaleFenceError(entry.requestId, refused, entry.fence)
   }
 
   async tryClaimInflight(

@@ -1,5 +1,6 @@
 // Local JSON-file ledger store for Node, Deno and Bun. The file is the Python original's layout: one JSON object
 // `{request_id: row}` with indent 2, ASCII-escaped like Python's json.dumps, so either language reads the other's.
+
 import {
   type BigIntStats,
   closeSync,
@@ -18,19 +19,21 @@ import {
 import { hostname } from "node:os"
 import { dirname, resolve } from "node:path"
 import process from "node:process"
-import type { LedgerEntry } from "../core/ledger/entry.ts"
-import { entryFromRow, entryToRow } from "../core/ledger/entry.ts"
-import { LedgerError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
   decideClaim,
   dispatchIdOf,
+  entryFromRow,
+  entryToRow,
+  type LedgerEntry,
+  LedgerError,
   type LedgerStorage,
   type ListOptions,
   matchesExpectation,
+  refuseStaleSet,
   type TransitionExpectation,
-} from "../core/ledger/storage.ts"
+} from "../adapter-kit.ts"
 
 /** The ledger file exists but is not a JSON object of rows. Nothing was read or written; repair or restore it. */
 export class LedgerFileCorruptError extends LedgerError {
@@ -288,6 +291,8 @@ export class FileLedgerStorage implements LedgerStorage {
 
   set(entry: LedgerEntry): Promise<void> {
     return this.#mutate(() => {
+      const slot = this.#rows.get(entry.requestId)
+      refuseStaleSet(slot ? entryOf(slot) : null, entry)
       this.#put(entry)
       return { result: undefined, changed: true }
     })

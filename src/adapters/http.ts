@@ -1,13 +1,17 @@
 // A LedgerStorage that talks to the edge ledger API (createLedgerApp), so a browser or any fetch-capable agent
 // shares the server's ledger. Atomicity lives on the server; this client adds none of its own.
-import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
-import type {
-  ClaimOptions,
-  ClaimResult,
-  LedgerStorage,
-  ListOptions,
-  TransitionExpectation,
-} from "../core/ledger/storage.ts"
+import {
+  type ClaimOptions,
+  type ClaimResult,
+  entryFromRow,
+  entryToRow,
+  type LedgerEntry,
+  LedgerStaleFenceError,
+  type LedgerStorage,
+  type ListOptions,
+  type TransitionExpectation,
+} from "../adapter-kit.ts"
+import { MyceliumError } from "../core/errors.ts"
 
 export interface HttpLedgerStorageOptions {
   /** Base URL of the API, e.g. `https://ledger.example.com` (the app's basePath included). */
@@ -18,11 +22,11 @@ export interface HttpLedgerStorageOptions {
 }
 
 /** The server answered with an error: `code` is the API's stable error code. */
-export class LedgerHttpError extends Error {
+export class LedgerHttpError extends MyceliumError {
   override readonly name = "LedgerHttpError"
   constructor(
     readonly status: number,
-    readonly code: string,
+    override readonly code: string,
     message: string,
   ) {
     super(message)
@@ -81,7 +85,15 @@ export class HttpLedgerStorage implements LedgerStorage {
   }
 
   async set(entry: LedgerEntry): Promise<void> {
-    await this.#call("PUT", `/v1/rows/${this.#id(entry.requestId)}`, { row: entryToRow(entry) })
+    try {
+      await this.#call("PUT", `/v1/rows/${this.#id(entry.requestId)}`, { row: entryToRow(entry) })
+    } catch (e) {
+      // The server's store refused it: the same typed refusal as every other backend's.
+      if (e instanceof LedgerHttpError && e.code === "ledger_stale_fence") {
+        throw new LedgerStaleFenceError(entry.requestId, null, entry.fence)
+      }
+      throw e
+    }
   }
 
   async tryClaimInflight(

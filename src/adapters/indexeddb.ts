@@ -1,18 +1,23 @@
 // IndexedDB ledger store for browsers (and Node with fake-indexeddb). Rows are the Python original's payload,
 // keyed by request_id, so an export of the store reads like the file backend's JSON.
+
 import { type IDBPDatabase, unwrap, wrap } from "idb"
-import type { LedgerEntry, LedgerRow } from "../core/ledger/entry.ts"
-import { entryFromRow, entryToRow } from "../core/ledger/entry.ts"
-import { LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
   decideClaim,
+  entryFromRow,
+  entryToRow,
+  type LedgerEntry,
+  type LedgerRow,
+  LedgerStaleFenceError,
   type LedgerStorage,
+  LedgerStorageUnavailableError,
   type ListOptions,
   matchesExpectation,
+  staleSetFence,
   type TransitionExpectation,
-} from "../core/ledger/storage.ts"
+} from "../adapter-kit.ts"
 
 export interface IndexedDbLedgerStorageOptions {
   /** Database name. Default `mycelium-ledger`. */
@@ -66,8 +71,17 @@ export class IndexedDbLedgerStorage implements LedgerStorage {
   async set(entry: LedgerEntry): Promise<void> {
     const db = await this.#open()
     const tx = db.transaction(this.storeName, "readwrite", this.#txOptions)
-    quiet(tx.store.put(entryToRow(entry)))
-    await tx.done
+    let refused: number | null
+    try {
+      const row = (await tx.store.get(entry.requestId)) as LedgerRow | undefined
+      refused = staleSetFence(row ? entryFromRow(row) : null, entry)
+      if (refused === null) quiet(tx.store.put(entryToRow(entry)))
+      await tx.done
+    } catch (err) {
+      abortQuietly(tx)
+      throw err
+    }
+    if (refused !== null) throw new LedgerStaleFenceError(entry.requestId, refused, entry.fence)
   }
 
   async tryClaimInflight(

@@ -2,18 +2,24 @@
 // `(request_id TEXT PRIMARY KEY, payload JSONB NOT NULL)`. Claim (a call of the function `migrate()` creates) and
 // every compare-and-set are one SQL statement each, so the same code runs over a WebSocket Pool/Client and over the
 // HTTP `neon()` function (no interactive transactions).
-import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
-import { TerminalOutcome } from "../core/ledger/enums.ts"
-import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
+
 import {
   type ClaimOptions,
   type ClaimResult,
   decideClaim,
+  entryFromRow,
+  entryToRow,
+  type LedgerEntry,
+  LedgerOutcomeAlreadySetError,
+  LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
   stampClaim,
   type TransitionExpectation,
-} from "../core/ledger/storage.ts"
+} from "../adapter-kit.ts"
+import { InvalidOptionError, MyceliumError } from "../core/errors.ts"
+import { LedgerRowError } from "../core/ledger/errors.ts"
+import { TerminalOutcome } from "../core/ledger/model/enums.ts"
 
 /** What the adapter needs of a `Pool`, `Client` or `PoolClient` (neon's or node-postgres'). */
 export interface NeonQueryable {
@@ -37,20 +43,28 @@ export type NeonLedgerStorageOptions = (
   readonly table?: string
 }
 
-export class InvalidTableNameError extends Error {
+/** The table name is not `^[a-z][a-z0-9_]*$`; it is spliced into SQL, so nothing else is accepted. */
+export class InvalidTableNameError extends InvalidOptionError {
   override readonly name = "InvalidTableNameError"
-  readonly code = "invalid_table_name"
+  override readonly code = "invalid_table_name"
 }
 
-export class NeonClaimRetryError extends Error {
+/** A claim kept losing to concurrent writers; retry the call (the store fails closed meanwhile). */
+export class NeonClaimRetryError extends MyceliumError {
   override readonly name = "NeonClaimRetryError"
-  readonly code = "neon_claim_retry_exhausted"
+  override readonly code = "neon_claim_retry_exhausted"
 }
 
 /** The table or its claim function is missing: `migrate()` has not run (or ran with an older version). */
-export class NeonSchemaMissingError extends Error {
+export class NeonSchemaMissingError extends MyceliumError {
   override readonly name = "NeonSchemaMissingError"
-  readonly code = "neon_schema_missing"
+  override readonly code = "neon_schema_missing"
+}
+
+/** The driver answered in a shape the adapter does not read (e.g. `neon()` configured with `fullResults`). */
+export class NeonDriverError extends MyceliumError {
+  override readonly name = "NeonDriverError"
+  override readonly code = "neon_driver_reply"
 }
 
 // undefined_table, undefined_function
@@ -107,11 +121,14 @@ function driverRun(options: NeonLedgerStorageOptions): Run {
     const sql = options.sql
     return async (text, params) => {
       const rows = await sql.query(text, params, { arrayMode: false, fullResults: false })
-      if (!Array.isArray(rows)) throw new TypeError("neon() query did not return rows")
+      if (!Array.isArray(rows))
+        throw new NeonDriverError("neon() query did not return rows: create it without fullResults/arrayMode")
       return rows as Record<string, unknown>[]
     }
   }
-  throw new TypeError("NeonLedgerStorage needs { pool } or { sql }")
+  throw new InvalidOptionError(
+    "NeonLedgerStorage needs { pool } or { sql }: pass a Pool or a neon() query function",
+  )
 }
 
 /** Postgres' "no such table/function" becomes an error that says what to do. */
@@ -171,10 +188,7 @@ export class NeonLedgerStorage implements LedgerStorage {
     ])
     if (rows.length === 0) {
       const stored = await this.get(entry.requestId)
-      throw new LedgerOutcomeAlreadySetError(
-        `set() refused for '${entry.requestId}': the stored fence ${stored?.fence} is newer than ${entry.fence}; ` +
-          "re-read the row and write from it",
-      )
+      throw new LedgerStaleFenceError(entry.requestId, stored?.fence ?? 0, entry.fence)
     }
   }
 
@@ -322,6 +336,6 @@ function queries(table: string) {
 function fromPayload(v: unknown): LedgerEntry {
   const row: unknown = typeof v === "string" ? JSON.parse(v) : v
   if (!row || typeof row !== "object" || Array.isArray(row))
-    throw new TypeError("ledger payload is not an object")
+    throw new LedgerRowError("ledger payload is not an object: the row is corrupt; repair or delete it")
   return entryFromRow(row as Record<string, unknown>)
 }

@@ -1,20 +1,27 @@
 // Ledger on Upstash Redis (REST), laid out as the Python original's RedisLedgerStorage so both can share one
 // ledger: row JSON at `{prefix}{id}`, a durable tombstone copy at `{prefix without ':'}-tomb:{id}`.
+// Derived keys (tombstones, the dispatch index) never lie under the row prefix, whatever it is: a scan of
+// `{prefix}*` (ours, or a Python worker's) sees rows only. See derivedBase() and docs/storage-contract.md.
 // Claim and every compare-and-set are one Lua script each: one round trip, no WATCH/MULTI retry loops.
+
 import type { Redis } from "@upstash/redis"
-import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
-import { isTerminalOutcome } from "../core/ledger/enums.ts"
-import { LedgerOutcomeAlreadySetError } from "../core/ledger/errors.ts"
 import {
   type ClaimOptions,
   type ClaimResult,
   decideClaim,
   dispatchIdOf,
+  entryFromRow,
+  entryToRow,
+  isTerminalOutcome,
+  type LedgerEntry,
+  LedgerOutcomeAlreadySetError,
+  LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
   stampClaim,
   type TransitionExpectation,
-} from "../core/ledger/storage.ts"
+} from "../adapter-kit.ts"
+import { MyceliumError } from "../core/errors.ts"
 
 export interface UpstashLedgerStorageOptions {
   /** An `@upstash/redis` client (`@upstash/redis`, `/cloudflare` or `/fastly`). */
@@ -32,7 +39,7 @@ export interface UpstashLedgerStorageOptions {
 
 type Row = Record<string, unknown>
 
-// Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/entry.ts do, so the
+// Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/model/entry.ts do, so the
 // script classifies the same way `classifyClaim` does. Missing `terminal_outcome` reads as IN_FLIGHT, a JSON null or
 // unknown value falls back to `status`, unparseable numbers behave like JavaScript's NaN (never equal, never greater).
 const LUA_PRELUDE = `
@@ -73,11 +80,13 @@ local function decode(raw)
 end
 -- The stored row: the primary key, else the tombstone (the key was evicted). A non-terminal tombstone stands for
 -- an abandoned claim: its lease counts as lapsed, as in the original.
-local function load(key, tomb)
+-- legacy: where an older version or a Python worker with this prefix put the tombstone ('' when the same).
+local function load(key, tomb, legacy)
   local raw = redis.call('GET', key)
   local ghost = false
   if not raw then
     raw = redis.call('GET', tomb)
+    if not raw and legacy ~= '' then raw = redis.call('GET', legacy) end
     if not raw then return nil, nil, false end
     ghost = true
   end
@@ -116,12 +125,12 @@ local function write(key, tomb, raw, ttl)
 end
 `
 
-// KEYS: row, tomb, dispatch index of the new row or '', dispatch set to read siblings from or ''.
+// KEYS: row, tomb, legacy tomb or '', dispatch index of the new row or '', dispatch set to read siblings from or ''.
 // ARGV: row head, row tail (the new row is head .. fence .. tail), now, mode (any|none|fence), reclaim fence, ttl,
 // request id, row prefix, tomb prefix. A claim returns {'claimed', fence, 0, sibling id, row, tomb, …}.
 const CLAIM_LUA = `${LUA_PRELUDE}
 local now = tonumber(ARGV[3])
-local row, raw, ghost = load(KEYS[1], KEYS[2])
+local row, raw, ghost = load(KEYS[1], KEYS[2], KEYS[3])
 local fence = 0
 if row ~= nil then
   local t = resolved(row, now, ghost)
@@ -139,12 +148,12 @@ if row ~= nil then
 end
 local nf = string.format('%d', fence + 1)
 write(KEYS[1], KEYS[2], ARGV[1] .. nf .. ARGV[2], tonumber(ARGV[6]))
-if KEYS[3] ~= '' then redis.call('SADD', KEYS[3], ARGV[7]) end
+if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[7]) end
 local out = {'claimed', nf, 0}
 -- Siblings are read in the same atomic step as the insert: of two racing claims under one dispatch id, the
 -- later script always sees the earlier one.
-if KEYS[4] ~= '' then
-  for _, id in ipairs(redis.call('SMEMBERS', KEYS[4])) do
+if KEYS[5] ~= '' then
+  for _, id in ipairs(redis.call('SMEMBERS', KEYS[5])) do
     if id ~= ARGV[7] then
       out[#out + 1] = id
       out[#out + 1] = redis.call('GET', ARGV[8] .. id) or ''
@@ -155,10 +164,10 @@ end
 return out
 `
 
-// KEYS: row, tomb[, dispatch]. ARGV: new row, ttl, request id, outcomes (comma-separated), owner flag, owner,
+// KEYS: row, tomb, legacy tomb or ''[, dispatch]. ARGV: new row, ttl, request id, outcomes (comma-separated), owner flag, owner,
 // fence, phase flag, phase, lease flag, lease-held-at.
 const CAS_LUA = `${LUA_PRELUDE}
-local row, raw, ghost = load(KEYS[1], KEYS[2])
+local row, raw, ghost = load(KEYS[1], KEYS[2], KEYS[3])
 if row == nil then return 0 end
 local t = term_of(row)
 if type(t) ~= 'string' then return 0 end
@@ -180,15 +189,16 @@ if ARGV[10] == '1' then
   if lease ~= nil and not (lease > tonumber(ARGV[11])) then return 0 end
 end
 write(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
-if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[3]) end
+if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[3]) end
 return 1
 `
 
-// KEYS: row, tomb[, dispatch]. ARGV: new row, ttl, request id, incoming fence. Returns -1 or the newer stored fence.
+// KEYS: row, tomb, legacy tomb or ''[, dispatch]. ARGV: new row, ttl, request id, incoming fence.
+// Returns -1 or the newer stored fence.
 const SET_LUA = `${LUA_PRELUDE}
 local stored = -1
-for _, k in ipairs({KEYS[1], KEYS[2]}) do
-  local raw = redis.call('GET', k)
+for _, k in ipairs({KEYS[1], KEYS[2], KEYS[3]}) do
+  local raw = k ~= '' and redis.call('GET', k)
   if raw then
     local row = decode(raw)
     if row ~= nil and fence_of(row) > stored then stored = fence_of(row) end
@@ -196,7 +206,7 @@ for _, k in ipairs({KEYS[1], KEYS[2]}) do
 end
 if stored > tonumber(ARGV[4]) then return stored end
 write(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
-if KEYS[3] then redis.call('SADD', KEYS[3], ARGV[3]) end
+if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[3]) end
 return -1
 `
 
@@ -224,7 +234,10 @@ export class UpstashLedgerStorage implements LedgerStorage {
   readonly #redis: Redis
   readonly #prefix: string
   readonly #tombPrefix: string
-  readonly #dispatchPrefix: string
+  /** Where the original (and versions before this one) put tombstones, when that differs: read, never written. */
+  readonly #legacyTombPrefix: string | null
+  /** Null for the empty prefix: every key lies under it, so there is no index and siblings come from a scan. */
+  readonly #dispatchPrefix: string | null
   readonly #inFlightTtl: number
   readonly #now: () => number
   readonly #claim: ScriptRunner
@@ -235,9 +248,11 @@ export class UpstashLedgerStorage implements LedgerStorage {
   constructor(options: UpstashLedgerStorageOptions) {
     this.#redis = options.redis
     this.#prefix = options.prefix ?? DEFAULT_PREFIX
-    const base = this.#prefix.endsWith(":") ? this.#prefix.slice(0, -1) : this.#prefix
-    this.#tombPrefix = `${base}-tomb:`
-    this.#dispatchPrefix = `${base}-dispatch:`
+    const pythonTomb = `${this.#prefix.endsWith(":") ? this.#prefix.slice(0, -1) : this.#prefix}-tomb:`
+    const base = derivedBase(this.#prefix)
+    this.#tombPrefix = base === null ? pythonTomb : `${base}tomb:`
+    this.#legacyTombPrefix = this.#tombPrefix === pythonTomb ? null : pythonTomb
+    this.#dispatchPrefix = base === null ? null : `${base}dispatch:`
     this.#inFlightTtl = options.inFlightTtl ?? DEFAULT_IN_FLIGHT_TTL
     this.#now = options.now ?? (() => Date.now() / 1000)
     const script = (src: string): ScriptRunner => {
@@ -252,8 +267,11 @@ export class UpstashLedgerStorage implements LedgerStorage {
   }
 
   async get(requestId: string): Promise<LedgerEntry | null> {
-    const [raw, tomb] = await this.#redis.mget<unknown[]>(this.#key(requestId), this.#tomb(requestId))
-    return this.#fromStored(raw, tomb, this.#now())
+    const legacy = this.#legacyTomb(requestId)
+    const keys = [this.#key(requestId), this.#tomb(requestId)]
+    if (legacy) keys.push(legacy)
+    const [raw, tomb, old] = await this.#redis.mget<unknown[]>(...keys)
+    return this.#fromStored(raw, tomb ?? old, this.#now())
   }
 
   /** Upsert, refusing only a write that would move the fence backwards (a stale writer). */
@@ -265,10 +283,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
       String(entry.fence),
     ])
     if (Number(stored) >= 0) {
-      throw new LedgerOutcomeAlreadySetError(
-        `set() refused for '${entry.requestId}': the stored fence ${stored} is newer than ${entry.fence}; ` +
-          "re-read the row and write from it",
-      )
+      throw new LedgerStaleFenceError(entry.requestId, Number(stored), entry.fence)
     }
   }
 
@@ -293,8 +308,9 @@ export class UpstashLedgerStorage implements LedgerStorage {
       [
         this.#key(entry.requestId),
         this.#tomb(entry.requestId),
-        indexKey ? this.#dispatchPrefix + indexKey : "",
-        siblingsOf ? this.#dispatchPrefix + siblingsOf : "",
+        this.#legacyTomb(entry.requestId) ?? "",
+        indexKey && this.#dispatchPrefix ? this.#dispatchPrefix + indexKey : "",
+        siblingsOf && this.#dispatchPrefix ? this.#dispatchPrefix + siblingsOf : "",
       ],
       [
         head,
@@ -312,7 +328,8 @@ export class UpstashLedgerStorage implements LedgerStorage {
     const [outcome, value, ghost] = reply as [unknown, unknown, unknown]
     if (outcome === "claimed") {
       const claimed = { ...stamped, fence: Number(value) }
-      if (!siblingsOf) return { outcome, entry: claimed }
+      // Without an index the ledger asks findByDispatchId after this insert: still one of two racers sees the other.
+      if (!siblingsOf || !this.#dispatchPrefix) return { outcome, entry: claimed }
       return { outcome, entry: claimed, dispatchSiblings: this.#triples(reply.slice(3), siblingsOf, now) }
     }
     if (outcome !== "completed" && outcome !== "in_flight") throw new UpstashReplyError("claim", reply)
@@ -346,6 +363,8 @@ export class UpstashLedgerStorage implements LedgerStorage {
     const userPrefix = options.prefix ?? ""
     const ids = new Set<string>()
     // Tombstones cover rows whose primary key was evicted; primary keys cover rows written without a tombstone.
+    // A key under the row prefix may be no row of ours (an older or a Python tombstone, another app's key with
+    // the empty prefix): #fromStored keeps only rows whose request id is the key's.
     for (const base of [this.#prefix, this.#tombPrefix]) {
       for await (const key of this.#scan(`${globEscape(base + userPrefix)}*`)) ids.add(key.slice(base.length))
     }
@@ -361,13 +380,18 @@ export class UpstashLedgerStorage implements LedgerStorage {
       const values = await this.#redis.mget<unknown[]>(...keys)
       const now = this.#now()
       for (let j = 0; j < batch.length; j++) {
-        const e = this.#fromStored(values[2 * j], values[2 * j + 1], now)
+        const e = this.#fromStored(values[2 * j], values[2 * j + 1], now, batch[j])
         if (e) yield e
       }
     }
   }
 
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
+    if (!this.#dispatchPrefix) {
+      const out: LedgerEntry[] = []
+      for await (const e of this.list()) if (dispatchIdOf(e) === dispatchId) out.push(e)
+      return out
+    }
     const reply = await this.#byDispatch(
       [this.#dispatchPrefix + dispatchId],
       [this.#prefix, this.#tombPrefix],
@@ -395,10 +419,18 @@ export class UpstashLedgerStorage implements LedgerStorage {
     return this.#tombPrefix + id
   }
 
+  #legacyTomb(id: string): string | null {
+    return this.#legacyTombPrefix === null ? null : this.#legacyTombPrefix + id
+  }
+
   #keys(entry: LedgerEntry): string[] {
-    const keys = [this.#key(entry.requestId), this.#tomb(entry.requestId)]
+    const keys = [
+      this.#key(entry.requestId),
+      this.#tomb(entry.requestId),
+      this.#legacyTomb(entry.requestId) ?? "",
+    ]
     const d = dispatchIdOf(entry)
-    if (d) keys.push(this.#dispatchPrefix + d)
+    if (d && this.#dispatchPrefix) keys.push(this.#dispatchPrefix + d)
     return keys
   }
 
@@ -414,10 +446,13 @@ export class UpstashLedgerStorage implements LedgerStorage {
     return this.#ttl(Math.max(0, entry.leaseUntil - since))
   }
 
-  #fromStored(raw: unknown, tomb: unknown, now: number): LedgerEntry | null {
-    const row = toRow(raw)
+  /** `listedId`: the id a scan derived from a key; values that are not that row are not ours, and skipped. */
+  #fromStored(raw: unknown, tomb: unknown, now: number, listedId?: string): LedgerEntry | null {
+    const ours = (r: Row | null): Row | null =>
+      listedId === undefined || (r !== null && r.request_id === listedId) ? r : null
+    const row = ours(listedId === undefined ? toRow(raw) : toRowOrNull(raw))
     if (row) return entryFromRow(row)
-    const t = toRow(tomb)
+    const t = ours(listedId === undefined ? toRow(tomb) : toRowOrNull(tomb))
     if (!t) return null
     return entryFromRow(isNonTerminal(t) ? ghostRow(t, now) : t)
   }
@@ -436,9 +471,9 @@ export class UpstashLedgerStorage implements LedgerStorage {
 }
 
 /** The script answered something it never returns: a protocol or version mismatch, never a ledger decision. */
-export class UpstashReplyError extends Error {
+export class UpstashReplyError extends MyceliumError {
   override readonly name = "UpstashReplyError"
-  readonly code = "upstash_unexpected_reply"
+  override readonly code = "upstash_unexpected_reply"
   constructor(op: string, reply: unknown) {
     super(
       `unexpected reply from the Redis ledger script during ${op}: ${JSON.stringify(reply)?.slice(0, 200)}`,
@@ -455,6 +490,29 @@ function toRow(v: unknown): Row | null {
   }
   if (typeof v === "object" && !Array.isArray(v)) return v as Row
   return null
+}
+
+/** A scanned value that may be someone else's key: anything but a ledger row reads as absent. */
+function toRowOrNull(v: unknown): Row | null {
+  try {
+    const r = toRow(v)
+    return r && typeof r.request_id === "string" && typeof r.tool === "string" && typeof r.status === "string"
+      ? r
+      : null
+  } catch {
+    return null
+  }
+}
+
+/**
+ * The start of every derived key: the prefix with its last character replaced, so no derived key starts with
+ * the prefix. For a prefix ending in ':' (the default `mycelium:action:`) that is the Python original's own
+ * layout (`mycelium:action-tomb:`); for `tenant-a` it is `tenant--`. Null for the empty prefix, which every key
+ * lies under.
+ */
+export function derivedBase(prefix: string): string | null {
+  if (prefix === "") return null
+  return prefix.slice(0, -1) + (prefix.endsWith("-") ? "~" : "-")
 }
 
 function isNonTerminal(row: Row): boolean {

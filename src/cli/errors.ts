@@ -1,8 +1,8 @@
 // What the command line tells its user when it stops: a snake_case code, a message saying what to do, and the
-// exit code. LedgerError is the package's error root in this tree; CliError moves to MyceliumError when it lands.
-import { LedgerError } from "../core/ledger/index.ts"
+// exit code.
+import { MyceliumError } from "../core/errors.ts"
 
-export class CliError extends LedgerError {
+export class CliError extends MyceliumError {
   override readonly name: string = "CliError"
   override readonly code: string = "cli_error"
   readonly exitCode: number = 1

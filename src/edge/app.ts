@@ -1,13 +1,14 @@
 // The ledger over HTTP, on Hono: any runtime, any storage adapter. Each tenant sees only its own ledger.
 import { type Context, Hono } from "hono"
 import { z } from "zod"
+import { MyceliumError } from "../core/errors.ts"
 import { ActionLedger } from "../core/ledger/action-ledger.ts"
 import type { Clock } from "../core/ledger/clock.ts"
-import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/entry.ts"
-import { EffectState, isTerminalOutcome, TerminalOutcome } from "../core/ledger/enums.ts"
-import { LedgerError } from "../core/ledger/errors.ts"
-import type { LedgerStorage, TransitionExpectation } from "../core/ledger/storage.ts"
+import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/model/entry.ts"
+import { EffectState, isTerminalOutcome, TerminalOutcome } from "../core/ledger/model/enums.ts"
+import type { LedgerStorage, TransitionExpectation } from "../core/storage/contract.ts"
 import { AuthError, type LedgerScope, type Principal } from "./auth.ts"
+import { errorResponse } from "./status.ts"
 
 export interface LedgerAppOptions {
   /** The store for a tenant. A plain storage serves every tenant from one store (use only without auth). */
@@ -30,14 +31,13 @@ const LOCAL: Principal = {
   scopes: new Set<LedgerScope>(["agent", "reader", "operator"]),
 }
 
-export class HttpError extends Error {
+/** A bad request; its status comes from the code (status.ts). */
+export class HttpError extends MyceliumError {
   override readonly name = "HttpError"
-  constructor(
-    readonly status: 400 | 404 | 409 | 413 | 422,
-    readonly code: string,
-    message: string,
-  ) {
+  override readonly code: string
+  constructor(code: string, message: string) {
     super(message)
+    this.code = code
   }
 }
 
@@ -79,24 +79,20 @@ async function body<T extends z.ZodType>(c: Context, schema: T): Promise<z.infer
   try {
     raw = await c.req.json()
   } catch {
-    throw new HttpError(400, "invalid_json", "request body must be JSON")
+    throw new HttpError("invalid_json", "request body must be JSON")
   }
   const parsed = schema.safeParse(raw)
   if (!parsed.success) {
     const issue = parsed.error.issues[0]
     const where = issue?.path.length ? issue.path.join(".") : "body"
-    throw new HttpError(400, "invalid_body", `${where}: ${issue?.message ?? "invalid"}`)
+    throw new HttpError("invalid_body", `${where}: ${issue?.message ?? "invalid"}`)
   }
   return parsed.data
 }
 
 function rowEntry(row: Record<string, unknown>, id: string): LedgerEntry {
-  if (row.request_id !== id) throw new HttpError(400, "invalid_body", "entry.request_id must match the URL")
+  if (row.request_id !== id) throw new HttpError("invalid_body", "entry.request_id must match the URL")
   return entryFromRow(row)
-}
-
-const STATUS_BY_CODE: Record<string, 409 | 503> = {
-  ledger_storage_unavailable: 503,
 }
 
 /** `createLedgerApp(options)`: a Hono app serving the ledger API. */
@@ -128,14 +124,8 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<Env> {
   }
 
   app.onError((err, c) => {
-    if (err instanceof HttpError)
-      return c.json({ error: { code: err.code, message: err.message } }, err.status)
-    if (err instanceof AuthError)
-      return c.json({ error: { code: err.code, message: err.message } }, err.status)
-    if (err instanceof LedgerError) {
-      return c.json({ error: { code: err.code, message: err.message } }, STATUS_BY_CODE[err.code] ?? 409)
-    }
-    return c.json({ error: { code: "internal_error", message: "internal error" } }, 500)
+    const { status, body } = errorResponse(err)
+    return c.json(body, status)
   })
   app.notFound((c) =>
     c.json({ error: { code: "not_found", message: `no route for ${c.req.method} ${c.req.path}` } }, 404),
@@ -156,7 +146,7 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<Env> {
     const { ledger } = need(c, "reader")
     const outcome = c.req.query("outcome")
     if (outcome !== undefined && !isTerminalOutcome(outcome))
-      throw new HttpError(400, "invalid_query", `unknown outcome '${outcome}'`)
+      throw new HttpError("invalid_query", `unknown outcome '${outcome}'`)
     const rows = await ledger.listTransitions({
       stuck: c.req.query("stuck") === "true" || c.req.query("stuck") === "1",
       ...(c.req.query("tool") ? { tool: c.req.query("tool") as string } : {}),
@@ -168,7 +158,7 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<Env> {
   api.get("/v1/transitions/:id", async (c) => {
     const { ledger } = need(c, "reader")
     const row = await ledger.get(c.req.param("id"))
-    if (!row) throw new HttpError(404, "not_found", `no transition '${c.req.param("id")}'`)
+    if (!row) throw new HttpError("not_found", `no transition '${c.req.param("id")}'`)
     return c.json({ transition: entryToRow(row) })
   })
 
@@ -200,7 +190,7 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<Env> {
   api.get("/v1/rows/:id", async (c) => {
     const { storage } = need(c, "agent")
     const row = await storage.get(c.req.param("id"))
-    if (!row) throw new HttpError(404, "not_found", `no row '${c.req.param("id")}'`)
+    if (!row) throw new HttpError("not_found", `no row '${c.req.param("id")}'`)
     return c.json({ row: entryToRow(row) })
   })
 
@@ -244,7 +234,7 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<Env> {
     const limitRaw = c.req.query("limit")
     const limit = limitRaw === undefined ? 100 : Number(limitRaw)
     if (!Number.isInteger(limit) || limit < 1 || limit > 1000)
-      throw new HttpError(400, "invalid_query", "limit must be 1..1000")
+      throw new HttpError("invalid_query", "limit must be 1..1000")
     const rows: Record<string, unknown>[] = []
     const prefix = c.req.query("prefix")
     const cursor = c.req.query("cursor")

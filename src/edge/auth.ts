@@ -1,5 +1,7 @@
 // Bearer-token auth for the ledger API: a JWT verified with jose, carrying a tenant and scopes.
+
 import { createRemoteJWKSet, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from "jose"
+import { InvalidOptionError, MyceliumError } from "../core/errors.ts"
 
 /** What a request may do. `agent` drives the storage protocol, `reader` lists, `operator` releases. */
 export type LedgerScope = "agent" | "reader" | "operator"
@@ -21,14 +23,13 @@ export interface JwtAuthOptions {
   readonly tenantClaim?: string
 }
 
-export class AuthError extends Error {
+/** The caller is not authenticated (`unauthorized`, 401) or lacks the scope or tenant (`forbidden`, 403). */
+export class AuthError extends MyceliumError {
   override readonly name = "AuthError"
-  readonly code: "unauthorized" | "forbidden"
-  readonly status: 401 | 403
+  override readonly code: "unauthorized" | "forbidden"
   constructor(code: "unauthorized" | "forbidden", message: string) {
     super(message)
     this.code = code
-    this.status = code === "unauthorized" ? 401 : 403
   }
 }
 
@@ -55,7 +56,7 @@ export function jwtAuth(options: JwtAuthOptions): (authorization: string | undef
   else if (options.jwksUrl) key = createRemoteJWKSet(new URL(options.jwksUrl))
   else if (options.secret !== undefined) {
     key = typeof options.secret === "string" ? new TextEncoder().encode(options.secret) : options.secret
-  } else throw new TypeError("jwtAuth needs secret, jwksUrl or key")
+  } else throw new InvalidOptionError("jwtAuth needs secret, jwksUrl or key: pass one of them")
 
   return async (authorization) => {
     const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? "")

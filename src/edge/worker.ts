@@ -3,6 +3,7 @@
 // MYCELIUM_ALLOW_UNAUTHENTICATED = "true" serves everyone as tenant "default".
 import type { Hono } from "hono"
 import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../adapters/durable-object.ts"
+import { InvalidOptionError } from "../core/errors.ts"
 import { createLedgerApp } from "./app.ts"
 import { jwtAuth } from "./auth.ts"
 
@@ -45,7 +46,7 @@ function build(env: LedgerWorkerEnv): Hono {
       authenticate: jwtAuth({ jwksUrl: env.LEDGER_JWKS_URL, ...verify }),
     }) as unknown as Hono
   if (env.MYCELIUM_ALLOW_UNAUTHENTICATED === "true") return createLedgerApp({ storage }) as unknown as Hono
-  throw new Error(
+  throw new InvalidOptionError(
     "configure LEDGER_JWT_SECRET or LEDGER_JWKS_URL (or MYCELIUM_ALLOW_UNAUTHENTICATED=true for local dev)",
   )
 }

@@ -5,8 +5,9 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage, LedgerFileCorruptError } from "../../src/adapters/file.ts"
-import { ActionLedger, newEntry } from "../../src/core/index.ts"
+import { ActionLedger } from "../../src/core/index.ts"
 
 const root = mkdtempSync(join(tmpdir(), "mycelium-file-"))
 afterAll(() => rmSync(root, { recursive: true, force: true }))

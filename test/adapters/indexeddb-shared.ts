@@ -1,7 +1,8 @@
 // IndexedDB race checks shared by the Node (fake-indexeddb) and Chromium runs.
 import { expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
 import { IndexedDbLedgerStorage } from "../../src/adapters/indexeddb.ts"
-import { ActionLedger, type LedgerStorage, newEntry } from "../../src/core/index.ts"
+import { ActionLedger, type LedgerStorage } from "../../src/core/index.ts"
 
 /** One redispatch: claim, and only the winner "executes" and completes. */
 async function redispatch(s: LedgerStorage, id: string, owner: string, executed: string[]): Promise<string> {

@@ -1,8 +1,8 @@
 // IndexedDB adapter in Node over fake-indexeddb (the same suite runs in Chromium under test/browser).
 import "fake-indexeddb/auto"
 import { describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
 import { IndexedDbLedgerStorage } from "../../src/adapters/indexeddb.ts"
-import { newEntry } from "../../src/core/index.ts"
 import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 import { idbRaceOneExecution } from "./indexeddb-shared.ts"
 

@@ -29,4 +29,10 @@ afterAll(async () => {
 testLedgerStorage("neon (HTTP neon() function via the /sql emulation)", () => ({
   storage: new NeonLedgerStorage({ sql: neon(DATABASE_URL), table }),
   peer: new NeonLedgerStorage({ sql: neon(DATABASE_URL), table }),
+  writeRaw: async (id, json) => {
+    await neon(DATABASE_URL).query(`INSERT INTO ${table} (request_id, payload) VALUES ($1, $2::jsonb)`, [
+      id,
+      json,
+    ])
+  },
 }))

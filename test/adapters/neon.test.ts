@@ -1,11 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
 import { InvalidTableNameError, NeonLedgerStorage, NeonSchemaMissingError } from "../../src/adapters/neon.ts"
-import {
-  ActionLedger,
-  LedgerOutcomeAlreadySetError,
-  LedgerStorageUnavailableError,
-  newEntry,
-} from "../../src/core/index.ts"
+import { ActionLedger, LedgerStaleFenceError, LedgerStorageUnavailableError } from "../../src/core/index.ts"
 import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 import { dropLedgerTable, runTag } from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
@@ -26,6 +22,9 @@ afterAll(async () => {
 testLedgerStorage("neon (real Postgres via WebSocket Pool)", () => ({
   storage: new NeonLedgerStorage({ pool, table }),
   peer: new NeonLedgerStorage({ pool: peerPool, table }),
+  writeRaw: async (id, json) => {
+    await pool.query(`INSERT INTO ${table} (request_id, payload) VALUES ($1, $2::jsonb)`, [id, json])
+  },
 }))
 
 describe("neon: schema and writes", () => {
@@ -107,7 +106,7 @@ describe("neon: schema and writes", () => {
     const rid = `${runTag("fence")}`
     await s.set(newEntry({ requestId: rid, tool: "t", fence: 5 }, T0))
     await expect(s.set(newEntry({ requestId: rid, tool: "t", fence: 4 }, T0))).rejects.toBeInstanceOf(
-      LedgerOutcomeAlreadySetError,
+      LedgerStaleFenceError,
     )
     expect((await s.get(rid))?.fence).toBe(5)
   })

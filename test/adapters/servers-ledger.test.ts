@@ -2,19 +2,16 @@
 // original's payload, rows written by someone else, store-side classification of odd rows, and outages.
 import { neon, neonConfig } from "@neondatabase/serverless"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { decideClaim, entryFromRow, matchesExpectation, newEntry } from "../../src/adapter-kit.ts"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
 import {
   ActionLedger,
-  decideClaim,
-  entryFromRow,
   type LedgerEntry,
   LedgerIdentityConflictError,
   LedgerPollTimeoutError,
   type LedgerStorage,
   LedgerStorageUnavailableError,
-  matchesExpectation,
-  newEntry,
   type TerminalOutcome,
   TerminalOutcome as TerminalOutcomeEnum,
   type TransitionExpectation,

@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
-import { ActionLedger, LedgerOutcomeAlreadySetError, newEntry } from "../../src/core/index.ts"
+import { ActionLedger, LedgerStaleFenceError } from "../../src/core/index.ts"
 import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 
@@ -11,6 +12,14 @@ beforeAll(requireUpstash)
 testLedgerStorage("upstash (real Redis via the REST server)", () => ({
   storage: new UpstashLedgerStorage({ redis: upstashClient(), prefix }),
   peer: new UpstashLedgerStorage({ redis: upstashClient(), prefix }),
+  // The original writes the row and its tombstone together.
+  writeRaw: async (id, json) => {
+    await upstashClient().eval(
+      "redis.call('SET', KEYS[1], ARGV[1]); redis.call('SET', KEYS[2], ARGV[1]); return 1",
+      [prefix + id, `${prefix.slice(0, -1)}-tomb:${id}`],
+      [json],
+    )
+  },
 }))
 
 describe("upstash: the original's key layout, tombstones and TTL", () => {
@@ -94,7 +103,7 @@ describe("upstash: the original's key layout, tombstones and TTL", () => {
     const rid = id("fence")
     await s.set(newEntry({ requestId: rid, tool: "t", fence: 5 }, T0))
     await expect(s.set(newEntry({ requestId: rid, tool: "t", fence: 4 }, T0))).rejects.toBeInstanceOf(
-      LedgerOutcomeAlreadySetError,
+      LedgerStaleFenceError,
     )
     expect((await s.get(rid))?.fence).toBe(5)
     await s.set(newEntry({ requestId: rid, tool: "t", fence: 5, result: "same fence is fine" }, T0))

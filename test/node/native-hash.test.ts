@@ -1,6 +1,7 @@
 // `mycelium-runtime/node` swaps in node:crypto's SHA-256; keys must not change by a single bit.
 import { describe, expect, it } from "vitest"
-import { argsFingerprint, sha256Hex, sha256HexJs, transitionKey } from "../../src/core/index.ts"
+import { sha256HexJs } from "../../src/adapter-kit.ts"
+import { argsFingerprint, sha256Hex, transitionKey } from "../../src/core/index.ts"
 import "../../src/node.ts"
 
 describe("native SHA-256", () => {

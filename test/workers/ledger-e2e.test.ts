@@ -2,8 +2,9 @@
 // client, as separate Worker requests (or isolates) would; only the Durable Object is shared.
 import { env } from "cloudflare:workers"
 import { describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
 import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../../src/adapters/durable-object.ts"
-import { ActionLedger, LedgerHardBlockError, newEntry } from "../../src/core/index.ts"
+import { ActionLedger, LedgerHardBlockError } from "../../src/core/index.ts"
 
 const LEDGER = (env as unknown as { LEDGER: LedgerObjectNamespace }).LEDGER
 let n = 0

@@ -1,5 +1,7 @@
+import { MyceliumError } from "../errors.ts"
+
 /** Raised when a guard is configured with values it cannot honour (caught at wrap time, not per call). */
-export class ContextGuardConfigError extends Error {
+export class ContextGuardConfigError extends MyceliumError {
   override readonly name = "ContextGuardConfigError"
-  readonly code = "CONTEXT_GUARD_CONFIG"
+  override readonly code = "context_guard_config"
 }

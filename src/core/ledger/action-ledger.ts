@@ -1,16 +1,20 @@
-import { ToolTransitionBinding, type ToolTransitionBindingInit } from "./binding.ts"
-import { type ClaimContext, type ClaimOutcome, type ClaimRequest, claimTransition } from "./claim.ts"
-import { type Clock, systemClock } from "./clock.ts"
-import { type Decision, hasAllowedDecision, type LedgerEntry, resolvedOutcome } from "./entry.ts"
-import type {
-  ArgsDriftPolicy,
-  RequestIdentityPolicy,
-  SideEffectBoundary,
-  UnclassifiedPolicy,
-} from "./enums.ts"
-import { LedgerError, LedgerOutcomeAlreadySetError } from "./errors.ts"
-import type { CallMeta } from "./identity.ts"
-import { MemoryLedgerStorage } from "./memory-storage.ts"
+// The public facade: options → core (core.ts); each method hands the core to the engine.
+import type { LedgerStorage } from "../storage/contract.ts"
+import type { Clock } from "./clock.ts"
+import { type ActionLedgerOptions, createLedgerCore, type LedgerCore } from "./core.ts"
+import { claimTransition } from "./engine/claim.ts"
+import {
+  advanceBoundaryHeld,
+  attachRefHeld,
+  completeHeld,
+  type FenceGuard,
+  failHeld,
+  heldRow,
+  markBlockedHeld,
+  markUnknownHeld,
+  recordDecisionHeld,
+  renewHeld,
+} from "./engine/fenced.ts"
 import {
   type ListTransitionsOptions,
   listTransitions,
@@ -20,65 +24,17 @@ import {
   release,
   type WaitOptions,
   waitForTransition,
-} from "./operators.ts"
-import type { DecisionPredicate, Reconciler } from "./reconcile.ts"
-import {
-  blockedRow,
-  boundaryRow,
-  completedRow,
-  decisionRow,
-  type FreshRowInit,
-  failedRow,
-  freshRow,
-  unknownRow,
-} from "./rows.ts"
-import { SafeStorage } from "./safe-storage.ts"
-import type { LedgerStorage, TransitionExpectation } from "./storage.ts"
-import {
-  createLedgeredTool,
-  type LedgeredTool,
-  type LedgeredToolOptions,
-  prepareCall,
-  type ToolBody,
-} from "./tool.ts"
+} from "./engine/operators.ts"
+import { type ClaimOutcome, prepareCall } from "./engine/request.ts"
+import { createLedgeredTool, type LedgeredToolOptions, type ToolBody } from "./engine/tool.ts"
+import { ToolTransitionBinding, type ToolTransitionBindingInit } from "./model/binding.ts"
+import type { Decision, LedgerEntry } from "./model/entry.ts"
+import type { RequestIdentityPolicy, SideEffectBoundary, UnclassifiedPolicy } from "./model/enums.ts"
+import type { CallMeta } from "./model/identity.ts"
+import type { DecisionPredicate, Reconciler } from "./model/reconcile.ts"
 
-export interface ActionLedgerOptions {
-  /** Defaults to a process-local `MemoryLedgerStorage`. */
-  storage?: LedgerStorage
-  /** Seconds a claim is leased; `<= 0` means unbounded. Default 3600. */
-  leaseTtl?: number
-  /** Seconds between automatic lease renewals while a body runs; default `leaseTtl / 3`, `<= 0` disables. */
-  leaseRenewInterval?: number | null
-  /** Seconds between polls of another worker's transition. Default 0.05. */
-  pollInterval?: number
-  /** Seconds a redispatch waits for another worker before `LedgerPollTimeoutError`; `null` waits forever. Default 300. */
-  pollTimeout?: number | null
-  reconciler?: Reconciler
-  /** Raise `LedgerSoftBlockError` for BLOCKED/UNKNOWN reads instead of re-running them. */
-  deferReadOnlyUnknown?: boolean
-  /** Tools without a binding: `warn` keeps legacy dedupe, `strict` treats them as non_idempotent_mutate. */
-  unclassifiedPolicy?: UnclassifiedPolicy
-  onArgsDrift?: ArgsDriftPolicy
-  /** Reclaim a lapsed lease only once the worker looks dead (operator assertion or silent heartbeat). */
-  reclaimRequiresDeathSignal?: boolean
-  /** Seconds without a heartbeat after which a worker counts as dead. Default `2 * leaseTtl`. */
-  presumedDeadAfter?: number | null
-  requestIdentityPolicy?: RequestIdentityPolicy
-  /** This worker's name in rows it claims. Default: one random id per running program. */
-  owner?: string
-  /** Time in epoch seconds; tests pass a `ManualClock`. */
-  clock?: Clock | { now(): number }
-  /** Checks run before any claim; a denial refuses the call without writing. */
-  predicates?: readonly DecisionPredicate[]
-  /** Where one-time warnings go. Default `console.warn`. */
-  onWarning?: (message: string) => void
-}
-
-/** Who holds a claim: every post-claim mutation must present the claim's fence. */
-export interface FenceGuard {
-  readonly fence: number
-  readonly owner?: string | null
-}
+export type { ActionLedgerOptions } from "./core.ts"
+export type { FenceGuard } from "./engine/fenced.ts"
 
 /** A manual claim: for integrations that drive the ledger themselves instead of `ledger.tool()`. */
 export interface ManualClaimRequest {
@@ -89,11 +45,12 @@ export interface ManualClaimRequest {
   readonly meta?: CallMeta
 }
 
-// Made on first use: workerd forbids random values while a module loads, so nothing here may run at import.
-let processOwner: string | null = null
-function defaultOwner(): string {
-  processOwner ??= `ts-${globalThis.crypto.randomUUID().slice(0, 8)}`
-  return processOwner
+/** A function wrapped by `ledger.tool()`: every call goes through the ledger. */
+export interface LedgeredTool<A, R> {
+  (args: A, meta?: CallMeta): Promise<R>
+  readonly toolName: string
+  readonly binding: ToolTransitionBinding | null
+  readonly ledger: ActionLedger
 }
 
 /**
@@ -101,63 +58,44 @@ function defaultOwner(): string {
  * A redispatched call returns the stored result, waits for the live one, or refuses when the outcome is ambiguous.
  */
 export class ActionLedger {
-  readonly storage: LedgerStorage
-  readonly leaseTtl: number
-  readonly leaseRenewInterval: number
-  readonly pollInterval: number
-  readonly pollTimeout: number | null
-  readonly owner: string
-  readonly clock: Clock
-  readonly requestIdentityPolicy: RequestIdentityPolicy
-  readonly unclassifiedPolicy: UnclassifiedPolicy
-  readonly predicates: readonly DecisionPredicate[]
-  readonly reconciler: Reconciler | null
-  /** @internal */
-  readonly store: SafeStorage
-  /** @internal */
-  readonly claimContext: ClaimContext
-  readonly #onWarning: (message: string) => void
-  readonly #warned = new Set<string>()
+  readonly #core: LedgerCore
 
   constructor(options: ActionLedgerOptions = {}) {
-    this.storage = options.storage ?? new MemoryLedgerStorage()
-    this.store = new SafeStorage(this.storage)
-    this.leaseTtl = options.leaseTtl ?? 3600
-    const renew = options.leaseRenewInterval ?? null
-    this.leaseRenewInterval = renew === null ? Math.max(this.leaseTtl / 3, 0.01) : renew
-    this.pollInterval = options.pollInterval ?? 0.05
-    this.pollTimeout = options.pollTimeout === undefined ? 300 : options.pollTimeout
-    this.owner = options.owner ?? defaultOwner()
-    const c = options.clock
-    this.clock = !c ? systemClock : "sleep" in c ? c : { now: () => c.now(), sleep: systemClock.sleep }
-    this.requestIdentityPolicy = options.requestIdentityPolicy ?? "derived"
-    this.unclassifiedPolicy = options.unclassifiedPolicy ?? "warn"
-    this.predicates = options.predicates ?? []
-    this.reconciler = options.reconciler ?? null
-    this.#onWarning = options.onWarning ?? ((m) => console.warn(`[mycelium] ${m}`))
-    for (const [name, v] of [
-      ["onArgsDrift", options.onArgsDrift ?? "soft"],
-      ["unclassifiedPolicy", this.unclassifiedPolicy],
-      ["requestIdentityPolicy", this.requestIdentityPolicy],
-    ] as const) {
-      const allowed = {
-        onArgsDrift: ["off", "soft", "hard"],
-        unclassifiedPolicy: ["warn", "strict"],
-        requestIdentityPolicy: ["derived", "require_explicit"],
-      }[name]
-      if (!allowed.includes(v))
-        throw new RangeError(`${name} must be one of ${allowed.join(", ")}, got '${v}'`)
-    }
-    this.claimContext = {
-      store: this.store,
-      clock: this.clock,
-      reconciler: this.reconciler,
-      deferReadOnlyUnknown: options.deferReadOnlyUnknown ?? false,
-      onArgsDrift: options.onArgsDrift ?? "soft",
-      reclaimRequiresDeathSignal: options.reclaimRequiresDeathSignal ?? false,
-      presumedDeadAfter: options.presumedDeadAfter ?? 2 * Math.max(this.leaseTtl, 0),
-      warn: (key, message) => this.warnOnce(key, message),
-    }
+    this.#core = createLedgerCore(options)
+  }
+
+  get storage(): LedgerStorage {
+    return this.#core.storage
+  }
+  get leaseTtl(): number {
+    return this.#core.policy.leaseTtl
+  }
+  get leaseRenewInterval(): number {
+    return this.#core.policy.leaseRenewInterval
+  }
+  get pollInterval(): number {
+    return this.#core.policy.pollInterval
+  }
+  get pollTimeout(): number | null {
+    return this.#core.policy.pollTimeout
+  }
+  get owner(): string {
+    return this.#core.owner
+  }
+  get clock(): Clock {
+    return this.#core.clock
+  }
+  get requestIdentityPolicy(): RequestIdentityPolicy {
+    return this.#core.policy.requestIdentityPolicy
+  }
+  get unclassifiedPolicy(): UnclassifiedPolicy {
+    return this.#core.policy.unclassifiedPolicy
+  }
+  get predicates(): readonly DecisionPredicate[] {
+    return this.#core.policy.predicates
+  }
+  get reconciler(): Reconciler | null {
+    return this.#core.policy.reconciler
   }
 
   /** Wraps `fn` so every call goes through the ledger. See `LedgeredToolOptions`. */
@@ -165,23 +103,11 @@ export class ActionLedger {
     options: LedgeredToolOptions,
     fn: ToolBody<A, R>,
   ): LedgeredTool<A, R> {
-    return createLedgeredTool(this, options, fn)
-  }
-
-  /** @internal one-time warnings per key. */
-  warnOnce(key: string, message: string): void {
-    if (this.#warned.has(key)) return
-    this.#warned.add(key)
-    this.#onWarning(message)
-  }
-
-  /** @internal */
-  warn(message: string): void {
-    this.#onWarning(message)
+    return Object.assign(createLedgeredTool(this.#core, options, fn), { ledger: this })
   }
 
   get(requestId: string): Promise<LedgerEntry | null> {
-    return this.store.get(requestId)
+    return this.#core.store.get(requestId)
   }
 
   /**
@@ -191,81 +117,15 @@ export class ActionLedger {
    */
   async claim(request: ManualClaimRequest): Promise<ClaimOutcome> {
     const binding = request.binding ? ToolTransitionBinding.from(request.binding) : null
-    const call = prepareCall(
-      this,
-      request.tool,
-      binding,
-      request.args ?? {},
-      { ...request.meta, requestId: request.requestId },
-      () => null,
-    )
-    return claimTransition(this.claimContext, call.request, call.mode)
+    const meta = { ...request.meta, requestId: request.requestId }
+    const call = prepareCall(this.#core, request.tool, binding, request.args ?? {}, meta, () => null)
+    return claimTransition(this.#core, call.request, call.mode)
   }
 
-  /** @internal the claim loop, for the tool wrapper. */
-  runClaim(request: ClaimRequest, mode: "read" | "side_effect" | "unclassified"): Promise<ClaimOutcome> {
-    return claimTransition(this.claimContext, request, mode)
-  }
-
-  // ---- fenced mutations ---------------------------------------------------------------------------------
-
-  /** @internal compare-and-set `next` over the row the writer holds; a lost race throws with the reason. */
-  async casFrom(
-    current: LedgerEntry,
-    next: LedgerEntry,
-    expect: TransitionExpectation,
-    op: string,
-  ): Promise<LedgerEntry> {
-    if (await this.store.tryTransition(next, expect)) return next
-    const now = this.clock.now()
-    const row = await this.store.get(current.requestId)
-    const hints: string[] = []
-    if (row && expect.owner != null && row.owner !== expect.owner)
-      hints.push(`owner is ${row.owner}, expected ${expect.owner}`)
-    if (row && row.fence !== expect.fence) hints.push(`fence is ${row.fence}, expected ${expect.fence}`)
-    if (row && expect.effectPhase && row.effectPhase !== expect.effectPhase)
-      hints.push(`effect_phase is ${row.effectPhase}, expected ${expect.effectPhase}`)
-    throw new LedgerOutcomeAlreadySetError(
-      `Cannot ${op} request '${current.requestId}': stored outcome is ${row ? resolvedOutcome(row, now) : "missing"}, ` +
-        `expected one of [${expect.outcomes.join(", ")}]${hints.length ? ` (${hints.join("; ")})` : ""}`,
-    )
-  }
-
-  async #held(requestId: string, guard: FenceGuard | undefined, op: string): Promise<LedgerEntry> {
-    if (!guard || typeof guard.fence !== "number") throw new LedgerError(`${op} requires the claim fence`)
-    const row = await this.store.get(requestId)
-    if (!row) throw new LedgerError(`Cannot ${op} unknown request '${requestId}'`)
-    return row
-  }
-
-  #expect(guard: FenceGuard, extra: Partial<TransitionExpectation> = {}): TransitionExpectation {
-    return { outcomes: ["IN_FLIGHT"], fence: guard.fence, owner: guard.owner ?? null, ...extra }
-  }
-
-  /** @internal complete from the row the owner holds (one write). */
-  completeHeld(current: LedgerEntry, result: unknown): Promise<LedgerEntry> {
-    if (current.effectProtocolRequired && !hasAllowedDecision(current)) {
-      throw new LedgerOutcomeAlreadySetError(
-        `Cannot complete request '${current.requestId}': no allowed decision recorded (effect-commit protocol)`,
-      )
-    }
-    const expect = this.#expect(current, current.effectProtocolRequired ? { effectPhase: "ATTEMPTING" } : {})
-    return this.casFrom(current, completedRow(current, result, this.clock.now()), expect, "complete")
-  }
+  // ---- fenced mutations (engine/fenced.ts): the guard's holder moves the row, by one compare-and-set ----------
 
   async complete(requestId: string, result: unknown, guard: FenceGuard): Promise<LedgerEntry> {
-    const row = await this.#held(requestId, guard, "complete")
-    return this.completeHeld({ ...row, fence: guard.fence, owner: guard.owner ?? row.owner }, result)
-  }
-
-  /** @internal */
-  failHeld(current: LedgerEntry, error: string, afterEffect: boolean): Promise<LedgerEntry> {
-    return this.casFrom(
-      current,
-      failedRow(current, error, this.clock.now(), afterEffect),
-      this.#expect(current),
-      "fail",
-    )
+    return completeHeld(this.#core, await heldRow(this.#core, requestId, guard, "complete"), result)
   }
 
   async fail(
@@ -273,58 +133,16 @@ export class ActionLedger {
     error: string,
     guard: FenceGuard & { failedAfterEffect?: boolean },
   ): Promise<LedgerEntry> {
-    const row = await this.#held(requestId, guard, "fail")
-    return this.failHeld(
-      { ...row, fence: guard.fence, owner: guard.owner ?? row.owner },
-      error,
-      guard.failedAfterEffect ?? false,
-    )
-  }
-
-  /** @internal */
-  markUnknownHeld(current: LedgerEntry, error: string): Promise<LedgerEntry> {
-    return this.casFrom(
-      current,
-      unknownRow(current, error, this.clock.now()),
-      this.#expect(current),
-      "mark unknown",
-    )
+    const row = await heldRow(this.#core, requestId, guard, "fail")
+    return failHeld(this.#core, row, error, guard.failedAfterEffect ?? false)
   }
 
   async markUnknown(requestId: string, error: string, guard: FenceGuard): Promise<LedgerEntry> {
-    const row = await this.#held(requestId, guard, "mark unknown")
-    return this.markUnknownHeld({ ...row, fence: guard.fence, owner: guard.owner ?? row.owner }, error)
+    return markUnknownHeld(this.#core, await heldRow(this.#core, requestId, guard, "mark unknown"), error)
   }
 
   async markBlocked(requestId: string, error: string, guard: FenceGuard): Promise<LedgerEntry> {
-    const row = await this.#held(requestId, guard, "mark blocked")
-    const current = { ...row, fence: guard.fence, owner: guard.owner ?? row.owner }
-    return this.casFrom(
-      current,
-      blockedRow(current, error, this.clock.now()),
-      this.#expect(current),
-      "mark blocked",
-    )
-  }
-
-  #effectExpect(current: LedgerEntry, op: string): TransitionExpectation {
-    if (current.effectProtocolRequired && !hasAllowedDecision(current)) {
-      throw new LedgerOutcomeAlreadySetError(
-        `Cannot ${op} for request '${current.requestId}': no allowed decision recorded`,
-      )
-    }
-    return this.#expect(current, current.effectProtocolRequired ? { effectPhase: "ATTEMPTING" } : {})
-  }
-
-  /** @internal */
-  advanceBoundaryHeld(current: LedgerEntry, boundary: SideEffectBoundary): Promise<LedgerEntry> {
-    // A weaker value still performs the CAS, so a stale fence fails even when nothing would change.
-    return this.casFrom(
-      current,
-      boundaryRow(current, boundary),
-      this.#effectExpect(current, "advance boundary"),
-      "advance boundary",
-    )
+    return markBlockedHeld(this.#core, await heldRow(this.#core, requestId, guard, "mark blocked"), error)
   }
 
   async advanceBoundary(
@@ -332,84 +150,47 @@ export class ActionLedger {
     boundary: SideEffectBoundary,
     guard: FenceGuard,
   ): Promise<LedgerEntry> {
-    const row = await this.#held(requestId, guard, "advance boundary")
-    return this.advanceBoundaryHeld({ ...row, fence: guard.fence, owner: guard.owner ?? row.owner }, boundary)
-  }
-
-  /** @internal */
-  attachRefHeld(current: LedgerEntry, ref: string): Promise<LedgerEntry> {
-    const expect = this.#effectExpect(current, "attach external operation ref")
-    return this.casFrom(
-      current,
-      { ...current, externalOperationRef: String(ref) },
-      expect,
-      "attach external operation ref",
-    )
+    const row = await heldRow(this.#core, requestId, guard, "advance boundary")
+    return advanceBoundaryHeld(this.#core, row, boundary)
   }
 
   async attachExternalOperationRef(requestId: string, ref: string, guard: FenceGuard): Promise<LedgerEntry> {
-    const row = await this.#held(requestId, guard, "attach external operation ref")
-    return this.attachRefHeld({ ...row, fence: guard.fence, owner: guard.owner ?? row.owner }, ref)
-  }
-
-  /** @internal */
-  async renewHeld(current: LedgerEntry, leaseTtl?: number): Promise<LedgerEntry> {
-    const ttl = leaseTtl ?? this.leaseTtl
-    if (!(ttl > 0)) throw new LedgerError("renewLease needs a positive lease ttl")
-    const now = this.clock.now()
-    if (current.leaseUntil !== null && now >= current.leaseUntil) {
-      throw new LedgerError(
-        `Cannot renew request '${current.requestId}': lease already expired — reclaim or reconcile instead`,
-      )
-    }
-    const next = { ...current, leaseUntil: now + ttl, lastHeartbeatAt: now }
-    return this.casFrom(current, next, this.#expect(current, { leaseHeldAt: now }), "renew lease")
+    const row = await heldRow(this.#core, requestId, guard, "attach external operation ref")
+    return attachRefHeld(this.#core, row, ref)
   }
 
   async renewLease(requestId: string, guard: FenceGuard & { leaseTtl?: number }): Promise<LedgerEntry> {
-    const row = await this.#held(requestId, guard, "renew lease")
-    return this.renewHeld({ ...row, fence: guard.fence, owner: guard.owner ?? row.owner }, guard.leaseTtl)
+    return renewHeld(this.#core, await heldRow(this.#core, requestId, guard, "renew lease"), guard.leaseTtl)
   }
 
   /** Records the decision before the effect (moves phase INTENDED → ATTEMPTING, or ABORTED if denied). */
   async recordDecision(requestId: string, decision: Decision, guard: FenceGuard): Promise<LedgerEntry> {
-    const row = await this.#held(requestId, guard, "record decision")
-    const current = { ...row, fence: guard.fence, owner: guard.owner ?? row.owner }
-    return this.casFrom(
-      current,
-      decisionRow(current, decision),
-      this.#expect(current, { effectPhase: "INTENDED" }),
-      "record decision",
-    )
+    const row = await heldRow(this.#core, requestId, guard, "record decision")
+    return recordDecisionHeld(this.#core, row, decision)
   }
 
-  // ---- operators (operators.ts) ------------------------------------------------------------------------
+  // ---- operators (engine/operators.ts) ----------------------------------------------------------------------
 
   /**
    * An operator's verdict on an ambiguous transition. `completed` stores the result; `not_executed` lets the next
    * redispatch run the tool exactly once more. One-shot per transition.
    */
   release(requestId: string, options: ReleaseOptions): Promise<LedgerEntry> {
-    return release(this, requestId, options)
+    return release(this.#core, requestId, options)
   }
 
   /** An operator asserts the worker behind a transition is dead, so a death-gated reclaim may proceed. */
   markWorkerDeadFor(requestId: string, options: MarkWorkerDeadOptions): Promise<LedgerEntry> {
-    return markWorkerDeadFor(this, requestId, options)
+    return markWorkerDeadFor(this.#core, requestId, options)
   }
 
   /** Transitions for operators, oldest first. `stuck` selects what needs a human or a reconciler. */
   listTransitions(options: ListTransitionsOptions = {}): Promise<LedgerEntry[]> {
-    return listTransitions(this, options)
+    return listTransitions(this.#core, options)
   }
 
   /** Waits until the transition leaves IN_FLIGHT (EXPIRED counts as done). Never writes. */
   waitForTransition(requestId: string, options: WaitOptions = {}): Promise<LedgerEntry> {
-    return waitForTransition(this, requestId, options)
-  }
-
-  /** @internal a fresh in-flight row for a call (rows.ts). */
-  freshEntry(init: FreshRowInit): LedgerEntry {
-    return freshRow(this.owner, this.clock.now(), init)
+    return waitForTransition(this.#core, requestId, options)
   }
 }

@@ -1,8 +1,43 @@
 // Error classes keep a stable `name` (survives minification) and a `code` that HTTP and logs can rely on.
+import { MyceliumError } from "../errors.ts"
 
-export class LedgerError extends Error {
+/** Root of the ledger's errors. */
+export class LedgerError extends MyceliumError {
   override readonly name: string = "LedgerError"
-  readonly code: string = "ledger_error"
+  override readonly code: string = "ledger_error"
+}
+
+/** An `ActionLedger` option or a ledger call's argument is invalid. Nothing was claimed or written. */
+export class LedgerConfigError extends LedgerError {
+  override readonly name: string = "LedgerConfigError"
+  override readonly code: string = "invalid_option"
+}
+
+/**
+ * A stored payload is not a ledger row (no string `request_id`, `tool` and `status`). Repair or delete the row.
+ * A storage-level failure, not a ledger decision: the ledger reports it as `LedgerStorageUnavailableError`.
+ */
+export class LedgerRowError extends MyceliumError {
+  override readonly name = "LedgerRowError"
+  override readonly code = "ledger_row_invalid"
+}
+
+/** A fenced write was asked for without the claim's fence, or for a row that does not exist. */
+export class LedgerFenceRequiredError extends LedgerError {
+  override readonly name = "LedgerFenceRequiredError"
+  override readonly code = "ledger_fence_required"
+}
+
+/** The lease cannot be renewed: it already lapsed (reclaim or reconcile instead) or the ttl is not positive. */
+export class LedgerLeaseError extends LedgerError {
+  override readonly name = "LedgerLeaseError"
+  override readonly code = "ledger_lease_expired"
+}
+
+/** No transition is stored under this request id (a typo, another tenant's id, or a row never claimed). */
+export class LedgerUnknownRequestError extends LedgerError {
+  override readonly name = "LedgerUnknownRequestError"
+  override readonly code = "ledger_unknown_request"
 }
 
 /** Redispatch of an ambiguous or spent transition: a human or a reconciler must decide. */
@@ -40,6 +75,22 @@ export class LedgerOutcomeAlreadySetError extends LedgerError {
   override readonly code = "ledger_outcome_already_set"
 }
 
+/**
+ * `set()` was handed a row with a lower fence than the stored one: a writer acting on a claim that has since been
+ * taken over. Nothing was written. Every backend refuses it (see `LedgerStorage.set`).
+ */
+export class LedgerStaleFenceError extends LedgerError {
+  override readonly name = "LedgerStaleFenceError"
+  override readonly code = "ledger_stale_fence"
+  /** `storedFence` null: the backend (a remote one) did not say which. */
+  constructor(requestId: string, storedFence: number | null, fence: number) {
+    super(
+      `set() refused for '${requestId}': the stored row's fence${storedFence === null ? "" : ` ${storedFence}`} is newer than this row's ${fence}, ` +
+        "so a later claim owns it. Nothing was written; re-read the row with get() and write from it.",
+    )
+  }
+}
+
 /** The worker holding a lease still looks alive; releasing or reclaiming now could run the effect twice. */
 export class LedgerWorkerAliveError extends LedgerError {
   override readonly name = "LedgerWorkerAliveError"
@@ -53,9 +104,9 @@ export class LedgerStorageUnavailableError extends LedgerError {
 }
 
 /** A consequential call has no server-owned identity and the policy requires one. Nothing was claimed. */
-export class MissingRequestIdentityError extends Error {
+export class MissingRequestIdentityError extends LedgerError {
   override readonly name = "MissingRequestIdentityError"
-  readonly code = "missing_request_identity"
+  override readonly code = "missing_request_identity"
   readonly tool: string
   readonly field: string | null
   constructor(tool: string, field: string | null = null) {
@@ -73,19 +124,30 @@ export class MissingRequestIdentityError extends Error {
 }
 
 /** A declared capability is looser than the side-effect class allows. */
-export class ToolCapabilityDeclarationError extends Error {
+export class ToolCapabilityDeclarationError extends LedgerConfigError {
   override readonly name = "ToolCapabilityDeclarationError"
-  readonly code = "tool_capability_declaration"
+  override readonly code = "tool_capability_declaration"
 }
 
-/** A redispatch reused an identity with other arguments, tool or scope. The body did not run. */
+/**
+ * A redispatch reused an identity with other arguments, tool or scope, or a row under the same tool-call id has a
+ * key this call does not derive. The body did not run. `priorRequestId` / `requestId` name both keys.
+ */
 export class LedgerIdentityConflictError extends LedgerError {
   override readonly name = "LedgerIdentityConflictError"
   override readonly code = "args_drift"
   readonly violation = "args_drift"
   readonly llmMessage: string
-  constructor(message: string, tool: string) {
+  readonly priorRequestId: string | null
+  readonly requestId: string | null
+  constructor(
+    message: string,
+    tool: string,
+    keys: { readonly priorRequestId?: string; readonly requestId?: string } = {},
+  ) {
     super(message)
+    this.priorRequestId = keys.priorRequestId ?? null
+    this.requestId = keys.requestId ?? null
     this.llmMessage =
       `Identity conflict: '${tool}' was already claimed with a different tool, scope, or arguments for this ` +
       "dispatch ticket. Mint a new request_id / tool_call_id for a new intent, or reuse the original identity. " +

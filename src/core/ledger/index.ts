@@ -1,22 +1,88 @@
-export * from "./action-ledger.ts"
-export * from "./binding.ts"
-export * from "./canonical.ts"
-export type { ClaimOutcome } from "./claim.ts"
-export * from "./clock.ts"
-export * from "./entry.ts"
-export * from "./enums.ts"
-export * from "./errors.ts"
-export * from "./gates.ts"
-export * from "./identity.ts"
-export * from "./memory-storage.ts"
+// The ledger's public surface, listed by hand. Engine internals (core, fenced writes, the claim loop, row builders)
+// stay out; helpers for storage-adapter authors are in src/adapter-kit.ts (`mycelium-runtime/adapter-kit`).
+export type {
+  ClaimOptions,
+  ClaimResult,
+  LedgerStorage,
+  ListOptions,
+  TransitionExpectation,
+} from "../storage/contract.ts"
+export { MemoryLedgerStorage } from "../storage/memory.ts"
+export {
+  ActionLedger,
+  type ActionLedgerOptions,
+  type FenceGuard,
+  type LedgeredTool,
+  type ManualClaimRequest,
+} from "./action-ledger.ts"
+export { type Clock, ManualClock, systemClock } from "./clock.ts"
 export type {
   ListTransitionsOptions,
   MarkWorkerDeadOptions,
   ReleaseOptions,
   WaitOptions,
-} from "./operators.ts"
-export * from "./reconcile.ts"
-export { configureSha256, type Sha256HexImpl, sha256, sha256Hex, sha256HexJs, toHex } from "./sha256.ts"
-export * from "./storage.ts"
-export type { LedgeredTool, LedgeredToolOptions, ToolBody } from "./tool.ts"
-export { TransitionContext } from "./tool.ts"
+} from "./engine/operators.ts"
+export type { ClaimOutcome } from "./engine/request.ts"
+export type { LedgeredToolOptions, ToolBody, TransitionContext } from "./engine/tool.ts"
+export {
+  LedgerAlreadyResolvedError,
+  LedgerConfigError,
+  LedgerError,
+  LedgerFenceRequiredError,
+  LedgerHardBlockError,
+  LedgerIdentityConflictError,
+  LedgerLeaseError,
+  LedgerOutcomeAlreadySetError,
+  LedgerPollTimeoutError,
+  LedgerReleaseRefusedError,
+  LedgerRowError,
+  LedgerSoftBlockError,
+  LedgerStaleFenceError,
+  LedgerStorageUnavailableError,
+  LedgerUnknownRequestError,
+  LedgerWorkerAliveError,
+  MissingRequestIdentityError,
+  ToolCapabilityDeclarationError,
+} from "./errors.ts"
+export { type ScopeField, ToolTransitionBinding, type ToolTransitionBindingInit } from "./model/binding.ts"
+export { canonicalJson, type JsonValue } from "./model/canonical.ts"
+export {
+  type Decision,
+  type LedgerEntry,
+  leaseValidity,
+  resolvedEffectState,
+  resolvedOutcome,
+} from "./model/entry.ts"
+export {
+  type ArgsDriftPolicy,
+  EffectState,
+  LeaseValidity,
+  type LegacyStatus,
+  type OperatorResolution,
+  ProviderKeyValidity,
+  ReconcileStatus,
+  type RequestIdentityPolicy,
+  RetryPermission,
+  SideEffectBoundary,
+  SideEffectClass,
+  Spendability,
+  TerminalOutcome,
+  ToolCapability,
+  TransitionGate,
+  type UnclassifiedPolicy,
+} from "./model/enums.ts"
+export { argsFingerprint, type CallMeta, type TransitionScope, transitionKey } from "./model/identity.ts"
+export {
+  type DecisionIntent,
+  type DecisionPredicate,
+  type PredicateVerdict,
+  ReconcileResult,
+  type Reconciler,
+} from "./model/reconcile.ts"
+export { configureSha256, type Sha256HexImpl, sha256, sha256Hex } from "./model/sha256.ts"
+export {
+  parseToolArguments,
+  type ToolArguments,
+  ToolArgumentsError,
+  type ToolArgumentValue,
+} from "./model/tool-arguments.ts"

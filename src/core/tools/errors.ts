@@ -1,4 +1,5 @@
-import { pyRepr } from "./repr.ts"
+import { MyceliumError } from "../errors.ts"
+import { pyRepr } from "../repr.ts"
 
 /** Where a boundary check failed; the runner retries `output` failures at tool level. */
 export type BoundaryStage = "input" | "output" | "scope" | "allowlist"
@@ -19,9 +20,9 @@ export interface ToolBoundaryErrorInit {
  * A tool call was blocked at its boundary (bad arguments, bad output, out of scope, not allowed).
  * `llmMessage` is written for the model: feed it back as the tool result so the model can correct itself.
  */
-export class ToolBoundaryError extends Error {
+export class ToolBoundaryError extends MyceliumError {
   override name = "ToolBoundaryError"
-  readonly code: string = "TOOL_BOUNDARY"
+  override readonly code: string = "tool_boundary"
   readonly violation: string
   readonly toolName: string
   readonly stage: BoundaryStage
@@ -64,9 +65,9 @@ export function boundaryError(init: Omit<ToolBoundaryErrorInit, "llmMessage">): 
 }
 
 /** A tool kept failing its boundary after every retry the runner was allowed. */
-export class ToolBoundaryExhaustedError extends Error {
+export class ToolBoundaryExhaustedError extends MyceliumError {
   override readonly name = "ToolBoundaryExhaustedError"
-  readonly code = "TOOL_BOUNDARY_EXHAUSTED"
+  override readonly code = "tool_boundary_exhausted"
   readonly lastError: ToolBoundaryError
   /** The transcript at the point of giving up, including the error turns. */
   readonly messages: readonly unknown[]
@@ -79,15 +80,15 @@ export class ToolBoundaryExhaustedError extends Error {
 }
 
 /** A field spec or bounded() option is malformed; raised when the tool is wrapped, never per call. */
-export class SchemaBuildError extends Error {
+export class SchemaBuildError extends MyceliumError {
   override readonly name = "SchemaBuildError"
-  readonly code = "SCHEMA_BUILD"
+  override readonly code = "schema_build"
 }
 
 /** The runner was asked to run a tool it has no implementation for. */
-export class ToolRunnerConfigError extends Error {
+export class ToolRunnerConfigError extends MyceliumError {
   override readonly name = "ToolRunnerConfigError"
-  readonly code = "TOOL_RUNNER_CONFIG"
+  override readonly code = "tool_runner_config"
 }
 
 /** An OpenAI chat `tool` message carrying a boundary error back to the model. */

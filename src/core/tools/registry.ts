@@ -1,3 +1,4 @@
+import { InvalidOptionError } from "../errors.ts"
 import { ToolBoundaryError } from "./errors.ts"
 
 /** Any tool the registry can hold: a function with a `toolName` (bounded/protected) or a named function. */
@@ -30,7 +31,7 @@ export class ToolRegistry {
 
   /** Allows `tool` under its name and keeps it so ToolRunner can dispatch the model's choice to it. */
   register<T extends RegisteredTool>(tool: T, name: string = toolNameOf(tool)): T {
-    if (!name) throw new TypeError("register() needs a named function or an explicit name.")
+    if (!name) throw new InvalidOptionError("register() needs a named function or an explicit name.")
     this.#allowed.add(name)
     this.#tools.set(name, tool)
     return tool

@@ -1,9 +1,10 @@
+import { MyceliumError } from "../errors.ts"
 import type { Violation } from "./types.ts"
 
 /** A transcript would be rejected by the model provider. `messageIndex` points at the offending message. */
-export class MessageValidationError extends Error {
+export class MessageValidationError extends MyceliumError {
   override readonly name = "MessageValidationError"
-  readonly code = "MESSAGE_VALIDATION"
+  override readonly code = "message_validation"
   readonly violation: Violation
   readonly messageIndex: number
   readonly reason: string

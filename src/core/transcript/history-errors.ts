@@ -1,3 +1,5 @@
+import { MyceliumError } from "../errors.ts"
+
 /** Why a history was rejected. */
 export type HistoryReason =
   | "token_limit"
@@ -7,9 +9,9 @@ export type HistoryReason =
   | "cannot_fit"
 
 /** The history is too long or corrupted (the original's single error type; subclasses refine it). */
-export class HistoryTruncatedError extends Error {
+export class HistoryTruncatedError extends MyceliumError {
   override name = "HistoryTruncatedError"
-  readonly code: string = "HISTORY_TRUNCATED"
+  override readonly code: string = "history_truncated"
   readonly reason: HistoryReason
   readonly messageCount: number
   readonly estimatedTokens: number
@@ -28,7 +30,7 @@ export class HistoryTruncatedError extends Error {
 /** Identical turns repeated back to back (a framework replayed or double-appended a message). */
 export class HistoryDuplicateTurnsError extends HistoryTruncatedError {
   override name = "HistoryDuplicateTurnsError"
-  override readonly code = "HISTORY_DUPLICATE_TURNS"
+  override readonly code = "history_duplicate_turns"
   readonly indices: number[]
 
   constructor(message: string, init: { messageCount: number; estimatedTokens: number; indices: number[] }) {
@@ -40,7 +42,7 @@ export class HistoryDuplicateTurnsError extends HistoryTruncatedError {
 /** Messages seen by the previous check are gone, and nobody trimmed them through the guard. */
 export class HistoryDropError extends HistoryTruncatedError {
   override name = "HistoryDropError"
-  override readonly code = "HISTORY_DROPPED"
+  override readonly code = "history_dropped"
   readonly dropped: number
 
   constructor(message: string, init: { messageCount: number; estimatedTokens: number; dropped: number }) {

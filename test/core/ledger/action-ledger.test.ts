@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest"
+import { newEntry } from "../../../src/adapter-kit.ts"
 import {
   ActionLedger,
   type ActionLedgerOptions,
@@ -17,7 +18,6 @@ import {
   ManualClock,
   MemoryLedgerStorage,
   MissingRequestIdentityError,
-  newEntry,
   ReconcileResult,
   type SideEffectClass,
 } from "../../../src/core/index.ts"

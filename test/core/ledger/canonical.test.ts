@@ -1,14 +1,16 @@
 import { describe, expect, it } from "vitest"
 import {
-  argsFingerprint,
   buildTransitionPreimage,
-  canonicalJson,
-  configureSha256,
   preimageJson,
   pythonFloatRepr,
-  sha256Hex,
   sha256HexJs,
   toJsonValue,
+} from "../../../src/adapter-kit.ts"
+import {
+  argsFingerprint,
+  canonicalJson,
+  configureSha256,
+  sha256Hex,
   transitionKey,
 } from "../../../src/core/index.ts"
 
@@ -84,8 +86,10 @@ describe("canonicalJson", () => {
   ]
   for (const [x, py] of floats) {
     it(`float ${py}`, () => {
-      expect(canonicalJson(x)).toBe(py)
       expect(pythonFloatRepr(x)).toBe(py)
+      // A boxed Number is a Python float; a plain integral number below 1e21 is a Python int (python-keys.test.ts).
+      expect(canonicalJson(new Number(x))).toBe(py)
+      if (!Number.isInteger(x) || Math.abs(x) >= 1e21) expect(canonicalJson(x)).toBe(py)
     })
   }
 

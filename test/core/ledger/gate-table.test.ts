@@ -1,6 +1,7 @@
 // Every cell of the reference's combined "state × class" table, observed through ledger.tool(): does the body run,
 // does the caller get the stored result, does it wait, or is it refused?
 import { describe, expect, it } from "vitest"
+import { newEntry } from "../../../src/adapter-kit.ts"
 import {
   ActionLedger,
   type LedgerEntry,
@@ -8,7 +9,6 @@ import {
   LedgerPollTimeoutError,
   ManualClock,
   MemoryLedgerStorage,
-  newEntry,
   type SideEffectClass,
 } from "../../../src/core/index.ts"
 

@@ -1,15 +1,13 @@
 import { describe, expect, it } from "vitest"
+import { type LedgerEntryInit, newEntry } from "../../../src/adapter-kit.ts"
 import {
   type LedgerEntry,
-  type LedgerEntryInit,
-  newEntry,
-  resolveReadOnlyGate,
-  resolveSideEffectGate,
   type SideEffectClass,
   ToolTransitionBinding,
   type ToolTransitionBindingInit,
   type TransitionGate,
 } from "../../../src/core/index.ts"
+import { resolveReadOnlyGate, resolveSideEffectGate } from "../../../src/core/ledger/machine/gates.ts"
 
 const NOW = 1_800_000_000
 const row = (fields: Partial<LedgerEntry>): LedgerEntry =>

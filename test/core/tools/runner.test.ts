@@ -188,7 +188,7 @@ describe("ToolRunner.runWithLlmRetry", () => {
     })
     const e = (await p.catch((err: unknown) => err)) as ToolBoundaryExhaustedError
     expect(e).toBeInstanceOf(ToolBoundaryExhaustedError)
-    expect(e.code).toBe("TOOL_BOUNDARY_EXHAUSTED")
+    expect(e.code).toBe("tool_boundary_exhausted")
     expect(e.message).toMatch(/^Tool 'fetch_customer' failed after 2 LLM retries\./)
     expect(e.lastError.violation).toBe("pattern_mismatch")
     expect(e.messages).toHaveLength(3)

@@ -31,7 +31,7 @@ describe("HistoryGuard", () => {
     const msgs = convo(4)
     const tokens = new HistoryGuard().estimateTokens(msgs)
     expect(() => new HistoryGuard({ maxTokens: tokens - 1 }).validate(msgs)).toThrow(
-      expect.objectContaining({ reason: "token_limit", code: "HISTORY_TRUNCATED", estimatedTokens: tokens }),
+      expect.objectContaining({ reason: "token_limit", code: "history_truncated", estimatedTokens: tokens }),
     )
     expect(() => new HistoryGuard({ maxMessages: 3 }).validate(msgs)).toThrow(
       expect.objectContaining({ reason: "message_count", messageCount: 4 }),

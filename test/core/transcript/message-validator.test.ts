@@ -26,7 +26,7 @@ describe("MessageValidator (OpenAI artifacts)", () => {
       { role: "robot", content: "beep" },
     ]
     const e = firstViolation(msgs)
-    expect(e).toMatchObject({ violation: "invalid_role", messageIndex: 1, code: "MESSAGE_VALIDATION" })
+    expect(e).toMatchObject({ violation: "invalid_role", messageIndex: 1, code: "message_validation" })
     expect(e.reason).toBe(
       "Message 1 has invalid role 'robot'. Expected one of [assistant, developer, function, system, tool, user].",
     )

@@ -1,0 +1,57 @@
+// `mycelium-runtime/adapter-kit`: what a storage-adapter author needs beyond the public API. The row codec (the
+// Python original's snake_case payload), the atomic claim and compare-and-set rules backends evaluate inside their
+// one atomic step, the fail-closed wrapper, and the hashing and number-formatting helpers the keys are built from.
+// Documented in docs/adapter-kit.md. Everything here is stable API for adapters, not for applications.
+
+export { MyceliumError } from "./core/errors.ts"
+export {
+  LedgerError,
+  LedgerOutcomeAlreadySetError,
+  LedgerRowError,
+  LedgerStaleFenceError,
+  LedgerStorageUnavailableError,
+} from "./core/ledger/errors.ts"
+export {
+  decideClaim,
+  dispatchIdOf,
+  matchesExpectation,
+  refuseStaleSet,
+  staleSetFence,
+} from "./core/ledger/machine/atomic.ts"
+export {
+  type ClaimClassification,
+  classifyClaim,
+} from "./core/ledger/machine/gates.ts"
+export { stampClaim } from "./core/ledger/machine/transitions.ts"
+export { pythonFloatRepr, toJsonValue } from "./core/ledger/model/canonical.ts"
+export type { LedgerEntry } from "./core/ledger/model/entry.ts"
+export {
+  boundaryAtLeast,
+  ENTRY_FIELDS,
+  entryFromRow,
+  entryToRow,
+  hasWorkerDeathEvidence,
+  type LedgerEntryInit,
+  type LedgerRow,
+  legacyStatusFor,
+  needsRepair,
+  newEntry,
+  repairFields,
+} from "./core/ledger/model/entry.ts"
+export {
+  isSideEffectBoundary,
+  isTerminalOutcome,
+  LEDGER_ENTRY_SCHEMA_VERSION,
+  TRANSITION_SCHEMA,
+} from "./core/ledger/model/enums.ts"
+export { buildTransitionPreimage, preimageJson } from "./core/ledger/model/identity.ts"
+export { sha256HexJs, toHex } from "./core/ledger/model/sha256.ts"
+// The contract itself and the errors a backend throws, so an adapter needs one import.
+export type {
+  ClaimOptions,
+  ClaimResult,
+  LedgerStorage,
+  ListOptions,
+  TransitionExpectation,
+} from "./core/storage/contract.ts"
+export { SafeStorage } from "./core/storage/safe-storage.ts"

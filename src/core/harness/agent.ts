@@ -1,0 +1,331 @@
+// One agent run (a task, or an RLM sub-query inside one) and the run-wide machinery every such run shares: the
+// budget ledger, the request permits, the measurements and, when configured, the durable action ledger.
+import type { ActionLedger, LedgeredTool } from "../ledger/index.ts"
+import type { BudgetLedger } from "./budget.ts"
+import { BudgetExceededError, HarnessError, RecursionLimitError } from "./errors.ts"
+import type { EventStream } from "./events.ts"
+import { newRunId } from "./ids.ts"
+import type { Message, ModelClient, ModelRequest, ModelResponse, ModelSettings, ToolCall } from "./model.ts"
+import { Semaphore } from "./semaphore.ts"
+import {
+  type HarnessTool,
+  modelVisibleMessage,
+  type SubQuery,
+  type ToolContext,
+  toolOutputText,
+} from "./tools.ts"
+import type { ModelRequestSample } from "./types.ts"
+import type { UsageAccumulator } from "./usage.ts"
+
+/** A model reply the harness cannot use (no parts array, a tool call without a name...). Fails the task. */
+export class InvalidModelResponseError extends HarnessError {
+  override readonly name = "InvalidModelResponseError"
+  override readonly code = "invalid_model_response"
+}
+
+/** What a task looks like to the host's factories. */
+export interface TaskInfo {
+  readonly task_id: string
+  readonly prompt: string
+  readonly depends_on: readonly string[]
+}
+
+/** Recursive sub-queries (`rlmQueryTool`). */
+export interface RlmOptions {
+  /** Deepest allowed sub-query; a deeper one is a tool error for the model, not a run failure. Default 3. */
+  readonly max_depth?: number
+  /** Requests a sub-query may make before it gives up. Default 5. */
+  readonly max_turns?: number
+}
+
+/** Per-run wiring shared by every task and sub-query. */
+export interface SharedRun {
+  readonly runId: string
+  readonly model: ModelClient
+  readonly modelName: string
+  readonly settings: ModelSettings | undefined
+  readonly budget: BudgetLedger
+  readonly requestPermits: Semaphore
+  readonly maxParallelToolCalls: number
+  readonly maxSamples: number
+  readonly samples: ModelRequestSample[]
+  samplesTotal: number
+  readonly now: () => number
+  readonly startedAt: number
+  readonly ledger: ActionLedger | null
+  readonly rlm: Required<RlmOptions>
+}
+
+/** One child run: a task at depth 0 or a sub-query below it. */
+export interface AgentContext {
+  readonly shared: SharedRun
+  readonly runId: string
+  readonly parentRunId: string
+  readonly task: TaskInfo
+  readonly depth: number
+  readonly signal: AbortSignal
+  readonly stream: EventStream
+  readonly usage: UsageAccumulator
+  /** Durable key prefix: `<driver run>/<task>` plus the sub-query path. */
+  readonly key: string
+  readonly instructions: string | undefined
+  readonly tools: readonly HarnessTool[]
+  readonly maxTurns: number | null
+}
+
+/** Runs the model/tool loop until the model answers in text. Returns that text. */
+export async function runAgent(ctx: AgentContext, prompt: string): Promise<string> {
+  const messages: Message[] = [{ role: "user", content: prompt }]
+  const defs = ctx.tools.map((t) => ({
+    name: t.name,
+    ...(t.description !== undefined ? { description: t.description } : {}),
+    parameters: t.parameters,
+  }))
+  for (let step = 0; ; step++) {
+    if (ctx.maxTurns !== null && step >= ctx.maxTurns)
+      throw new RecursionLimitError(
+        `sub-query made ${ctx.maxTurns} requests without a final answer (max_turns)`,
+      )
+    const response = await modelRequest(ctx, {
+      model: ctx.shared.modelName,
+      ...(ctx.instructions !== undefined ? { instructions: ctx.instructions } : {}),
+      messages: messages.slice(),
+      tools: defs,
+      ...(ctx.shared.settings ? { settings: ctx.shared.settings } : {}),
+      context: {
+        run_id: ctx.runId,
+        parent_run_id: ctx.parentRunId,
+        task_id: ctx.task.task_id,
+        depth: ctx.depth,
+        step,
+      },
+    })
+    const calls: ToolCall[] = []
+    let text = ""
+    for (const p of response.parts) {
+      if (p.type === "text") text += p.text
+      else calls.push({ id: p.id, name: p.name, args: p.args })
+    }
+    if (calls.length === 0) return text
+    messages.push({ role: "assistant", content: text, tool_calls: calls })
+    messages.push(...(await executeBatch(ctx, calls, step)))
+  }
+}
+
+function checkResponse(r: unknown): ModelResponse {
+  const parts = (r as { parts?: unknown } | null)?.parts
+  if (!Array.isArray(parts)) throw new InvalidModelResponseError("the model client returned no `parts` array")
+  for (const p of parts) {
+    const ok =
+      (p?.type === "text" && typeof p.text === "string") ||
+      (p?.type === "tool_call" &&
+        typeof p.name === "string" &&
+        typeof p.id === "string" &&
+        typeof p.args === "object" &&
+        p.args !== null &&
+        !Array.isArray(p.args))
+    if (!ok)
+      throw new InvalidModelResponseError(`the model client returned an invalid part: ${JSON.stringify(p)}`)
+  }
+  return r as ModelResponse
+}
+
+/** A request through the durable ledger when one is configured: a finished request replays, never re-sent. */
+async function modelRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelResponse> {
+  if (ctx.signal.aborted) throw ctx.signal.reason
+  const ledger = ctx.shared.ledger
+  if (!ledger) return sendRequest(ctx, req)
+  let sent = false
+  const tool = ledgeredFor(ctx.shared, "harness.model_request", READ_BINDING, async () => {
+    sent = true
+    return sendRequest(ctx, req)
+  })
+  const response = checkResponse(
+    await tool(
+      { step: req.context.step },
+      { requestId: `${ctx.key}/r${req.context.step}`, signal: ctx.signal },
+    ),
+  )
+  if (!sent) {
+    // Paid for before a crash: it counts toward this run's budget and usage, but it is not a new request sample.
+    ctx.shared.budget.reservedRequests++
+    ctx.shared.budget.settleRequest(response.usage ?? null)
+    ctx.usage.add({ ...response.usage, requests: 1 })
+  }
+  return response
+}
+
+/** The single choke point around `ModelClient.request`: permit, reservation, sample, settlement, token checks. */
+async function sendRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelResponse> {
+  const s = ctx.shared
+  const release = await s.requestPermits.acquire(ctx.signal)
+  try {
+    s.budget.reserveRequest()
+    const index = s.samplesTotal++
+    const t0 = s.now()
+    let response: ModelResponse | undefined
+    let error: unknown
+    let failed = false
+    try {
+      response = checkResponse(await s.model.request(req, ctx.signal))
+    } catch (e) {
+      failed = true
+      error = e
+    }
+    const elapsed = Math.max(0, s.now() - t0)
+    const usage = response?.usage ?? null
+    s.budget.settleRequest(usage)
+    ctx.usage.add({ ...usage, requests: 1 })
+    const outcome = ctx.signal.aborted ? "cancelled" : failed ? "error" : "ok"
+    const sample: ModelRequestSample = Object.freeze({
+      index,
+      task_id: ctx.task.task_id,
+      run_id: ctx.runId,
+      depth: ctx.depth,
+      started_ms: t0 - s.startedAt,
+      client_request_elapsed_ms: elapsed,
+      outcome,
+      ...(failed ? { error_type: errorType(error) } : {}),
+      model_name: response?.model_name ?? req.model,
+      provider_name: response?.provider_name ?? providerOf(req.model),
+      input_tokens: usage?.input_tokens ?? null,
+      output_tokens: usage?.output_tokens ?? null,
+      ...(usage?.cache_read_tokens !== undefined ? { cache_read_tokens: usage.cache_read_tokens } : {}),
+      ...(response?.finish_reason !== undefined ? { finish_reason: response.finish_reason } : {}),
+    })
+    if (index < s.maxSamples) s.samples[index] = sample
+    ctx.stream.emitTask(ctx.task, ctx.parentRunId, { type: "model_request_finished", sample })
+    if (failed) throw error
+    if (ctx.signal.aborted) throw ctx.signal.reason
+    const trip = s.budget.afterResponse()
+    if (trip) throw new BudgetExceededError(trip.reason, trip.message)
+    return response as ModelResponse
+  } finally {
+    release()
+  }
+}
+
+function providerOf(model: string): string | null {
+  const i = model.indexOf(":")
+  return i > 0 ? model.slice(0, i) : null
+}
+
+export function errorType(e: unknown): string {
+  if (e instanceof Error) return e.name
+  return typeof e
+}
+
+const READ_BINDING = { agentId: "mycelium-harness", policyVersion: "1", sideEffectClass: "read" } as const
+
+function ledgeredFor(
+  shared: SharedRun,
+  name: string,
+  binding: HarnessTool["binding"] | undefined,
+  body: (args: Record<string, unknown>) => Promise<unknown>,
+): LedgeredTool<Record<string, unknown>, unknown> {
+  // The body differs per call, so the wrapper is per call too; wrapping is cheap (no I/O).
+  return (shared.ledger as ActionLedger).tool({ name, ...(binding ? { binding } : {}) }, (args) => body(args))
+}
+
+/**
+ * Executes one response's tool batch: the whole batch is reserved first (a batch that would exceed
+ * `tool_calls_limit` runs none of its calls), then at most `max_parallel_tool_calls` run at once, in call order.
+ */
+async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step: number): Promise<Message[]> {
+  const s = ctx.shared
+  if (ctx.signal.aborted) throw ctx.signal.reason
+  s.budget.reserveToolCalls(calls.length)
+  let started = 0
+  const gate = new Semaphore(s.maxParallelToolCalls)
+  const byName = new Map(ctx.tools.map((t) => [t.name, t]))
+  // The batch's own signal: the task's abort reaches every call, and so does a sibling's fatal error, so a failing
+  // batch does not wait for its slow calls before the task fails.
+  const batch = new AbortController()
+  const onTaskAbort = () => batch.abort(ctx.signal.reason)
+  ctx.signal.addEventListener("abort", onTaskAbort, { once: true })
+  let fatal: { error: unknown } | null = null
+  const settled = await Promise.allSettled(
+    calls.map(async (call, i): Promise<Message> => {
+      const tool = byName.get(call.name)
+      if (!tool)
+        return {
+          role: "tool",
+          tool_call_id: call.id,
+          name: call.name,
+          content: `Unknown tool '${call.name}'. Available tools: ${[...byName.keys()].join(", ") || "none"}.`,
+          is_error: true,
+        }
+      const release = await gate.acquire(batch.signal)
+      try {
+        if (batch.signal.aborted) throw batch.signal.reason
+        started++
+        s.budget.commitToolCall()
+        ctx.usage.inc("tool_calls")
+        const value = await invokeTool(ctx, tool, call, `${ctx.key}/r${step}/c${i}`, batch.signal)
+        return { role: "tool", tool_call_id: call.id, name: call.name, content: toolOutputText(value) }
+      } catch (e) {
+        const visible = batch.signal.aborted ? null : modelVisibleMessage(e)
+        if (visible === null) {
+          if (!fatal) {
+            fatal = { error: e }
+            batch.abort(e)
+          }
+          throw e
+        }
+        return { role: "tool", tool_call_id: call.id, name: call.name, content: visible, is_error: true }
+      } finally {
+        release()
+      }
+    }),
+  )
+  ctx.signal.removeEventListener("abort", onTaskAbort)
+  s.budget.releaseToolCalls(calls.length - started)
+  if (fatal) throw (fatal as { error: unknown }).error
+  const messages: Message[] = []
+  for (const r of settled) {
+    if (r.status === "rejected") throw r.reason
+    messages.push(r.value)
+  }
+  return messages
+}
+
+async function invokeTool(
+  ctx: AgentContext,
+  tool: HarnessTool,
+  call: ToolCall,
+  key: string,
+  signal: AbortSignal,
+): Promise<unknown> {
+  let spawned = 0
+  const toolCtx: ToolContext = {
+    signal,
+    run_id: ctx.runId,
+    parent_run_id: ctx.parentRunId,
+    task_id: ctx.task.task_id,
+    depth: ctx.depth,
+    call_id: call.id,
+    spawn: (sub) => spawnSubQuery({ ...ctx, signal }, sub, `${key}/q${spawned++}`),
+  }
+  const args = call.args as Record<string, unknown>
+  if (!ctx.shared.ledger) return tool.execute(args, toolCtx)
+  const ledgered = ledgeredFor(ctx.shared, tool.name, tool.binding, async (a) => tool.execute(a, toolCtx))
+  return ledgered(args, { requestId: key, signal })
+}
+
+/** An RLM sub-query: a fresh child agent at depth + 1 on the same budget, permits and measurements. */
+export function spawnSubQuery(parent: AgentContext, sub: SubQuery, key: string): Promise<string> {
+  const max = parent.shared.rlm.max_depth
+  if (parent.depth + 1 > max)
+    return Promise.reject(new RecursionLimitError(`recursion depth exceeded (max ${max})`))
+  if (typeof sub?.prompt !== "string" || sub.prompt.trim() === "")
+    return Promise.reject(new RecursionLimitError("a sub-query needs a non-empty prompt"))
+  const child: AgentContext = {
+    ...parent,
+    runId: newRunId(),
+    depth: parent.depth + 1,
+    key,
+    maxTurns: parent.shared.rlm.max_turns,
+  }
+  const prompt = sub.context ? `${sub.prompt}\n\nContext:\n${sub.context}` : sub.prompt
+  return runAgent(child, prompt)
+}

@@ -1,0 +1,180 @@
+// An adapter from a Vercel AI SDK language model (specification v2 or v3, the object every `@ai-sdk/*` provider
+// returns) to the harness's ModelClient. It is typed structurally, so neither `ai` nor `@ai-sdk/provider` is
+// imported: the harness stays dependency-free and any provider package works.
+import { InvalidModelResponseError } from "./agent.ts"
+import type {
+  Message,
+  ModelClient,
+  ModelRequest,
+  ModelResponse,
+  ResponsePart,
+  ResponseUsage,
+} from "./model.ts"
+
+type AiSdkPromptMessage =
+  | { role: "system"; content: string }
+  | { role: "user"; content: Array<{ type: "text"; text: string }> }
+  | {
+      role: "assistant"
+      content: Array<
+        | { type: "text"; text: string }
+        | { type: "tool-call"; toolCallId: string; toolName: string; input: unknown }
+      >
+    }
+  | {
+      role: "tool"
+      content: Array<{
+        type: "tool-result"
+        toolCallId: string
+        toolName: string
+        output: { type: "text"; value: string } | { type: "error-text"; value: string }
+      }>
+    }
+
+/** The part of `LanguageModelV2CallOptions` / `LanguageModelV3CallOptions` the harness fills. */
+export interface AiSdkCallOptions {
+  prompt: AiSdkPromptMessage[]
+  tools?: Array<{
+    type: "function"
+    name: string
+    description?: string
+    inputSchema: Record<string, unknown>
+  }>
+  temperature?: number
+  maxOutputTokens?: number
+  abortSignal?: AbortSignal
+}
+
+type V2Usage = {
+  inputTokens: number | undefined
+  outputTokens: number | undefined
+  cachedInputTokens?: number | undefined
+}
+type V3Usage = {
+  inputTokens: { total: number | undefined; cacheRead: number | undefined; cacheWrite: number | undefined }
+  outputTokens: { total: number | undefined }
+}
+
+/** The part of a `doGenerate` result the harness reads. */
+export interface AiSdkGenerateResult {
+  content: Array<{ type: string; text?: string; toolCallId?: string; toolName?: string; input?: unknown }>
+  finishReason: string | { unified: string; raw: string | undefined }
+  usage: V2Usage | V3Usage
+  response?: { modelId?: string }
+}
+
+/** Structurally, a `LanguageModelV2` or `LanguageModelV3`. */
+export interface AiSdkLanguageModel {
+  readonly specificationVersion: "v2" | "v3"
+  readonly provider: string
+  readonly modelId: string
+  doGenerate(options: AiSdkCallOptions): PromiseLike<AiSdkGenerateResult>
+}
+
+function toPrompt(req: ModelRequest): AiSdkPromptMessage[] {
+  const out: AiSdkPromptMessage[] = []
+  if (req.instructions) out.push({ role: "system", content: req.instructions })
+  for (const m of req.messages as readonly Message[]) {
+    if (m.role === "user") out.push({ role: "user", content: [{ type: "text", text: m.content }] })
+    else if (m.role === "assistant") {
+      const content: Extract<AiSdkPromptMessage, { role: "assistant" }>["content"] = []
+      if (m.content) content.push({ type: "text", text: m.content })
+      for (const c of m.tool_calls ?? [])
+        content.push({ type: "tool-call", toolCallId: c.id, toolName: c.name, input: c.args })
+      out.push({ role: "assistant", content })
+    } else {
+      const part = {
+        type: "tool-result" as const,
+        toolCallId: m.tool_call_id,
+        toolName: m.name,
+        output: m.is_error
+          ? { type: "error-text" as const, value: m.content }
+          : { type: "text" as const, value: m.content },
+      }
+      // One tool message per batch, as providers expect results grouped after the assistant turn.
+      const last = out[out.length - 1]
+      if (last?.role === "tool") last.content.push(part)
+      else out.push({ role: "tool", content: [part] })
+    }
+  }
+  return out
+}
+
+function toUsage(u: V2Usage | V3Usage | undefined): ResponseUsage | undefined {
+  if (!u) return undefined
+  const out: Record<string, number> = {}
+  const put = (k: string, v: number | undefined) => {
+    if (typeof v === "number") out[k] = v
+  }
+  if (typeof u.inputTokens === "object" && u.inputTokens !== null) {
+    const v3 = u as V3Usage
+    put("input_tokens", v3.inputTokens.total)
+    put("cache_read_tokens", v3.inputTokens.cacheRead)
+    put("cache_write_tokens", v3.inputTokens.cacheWrite)
+    put("output_tokens", v3.outputTokens?.total)
+  } else {
+    const v2 = u as V2Usage
+    put("input_tokens", v2.inputTokens)
+    put("output_tokens", v2.outputTokens)
+    put("cache_read_tokens", v2.cachedInputTokens)
+  }
+  return out as ResponseUsage
+}
+
+function parseInput(input: unknown, tool: string): Record<string, unknown> {
+  let v = input
+  if (typeof input === "string") {
+    try {
+      v = input.trim() === "" ? {} : JSON.parse(input)
+    } catch {
+      throw new InvalidModelResponseError(`the model sent invalid JSON arguments for tool '${tool}'`)
+    }
+  }
+  if (typeof v !== "object" || v === null || Array.isArray(v))
+    throw new InvalidModelResponseError(`the model sent non-object arguments for tool '${tool}'`)
+  return v as Record<string, unknown>
+}
+
+/**
+ * Wraps an AI SDK language model (`openai("gpt-4o")`, `anthropic(...)`, ...) as a harness `ModelClient`. The
+ * harness keeps owning budgets, permits and measurements; the model's own retries, if any, stay inside it.
+ */
+export function fromAiSdk(model: AiSdkLanguageModel): ModelClient {
+  if (model?.specificationVersion !== "v2" && model?.specificationVersion !== "v3")
+    throw new TypeError(
+      `fromAiSdk() needs an AI SDK language model with specificationVersion "v2" or "v3", got ${String(model?.specificationVersion)}`,
+    )
+  return {
+    async request(req: ModelRequest, signal: AbortSignal): Promise<ModelResponse> {
+      const options: AiSdkCallOptions = { prompt: toPrompt(req), abortSignal: signal }
+      if (req.tools.length > 0)
+        options.tools = req.tools.map((t) => ({
+          type: "function",
+          name: t.name,
+          ...(t.description !== undefined ? { description: t.description } : {}),
+          inputSchema: t.parameters as Record<string, unknown>,
+        }))
+      if (req.settings?.temperature !== undefined) options.temperature = req.settings.temperature
+      if (req.settings?.max_tokens !== undefined) options.maxOutputTokens = req.settings.max_tokens
+      const r = await model.doGenerate(options)
+      const parts: ResponsePart[] = []
+      for (const c of r.content ?? []) {
+        if (c.type === "text" && typeof c.text === "string") parts.push({ type: "text", text: c.text })
+        else if (c.type === "tool-call") {
+          const name = String(c.toolName)
+          parts.push({ type: "tool_call", id: String(c.toolCallId), name, args: parseInput(c.input, name) })
+        }
+        // Reasoning, sources and files are not part of the harness's message model; they are dropped.
+      }
+      const usage = toUsage(r.usage)
+      const finish = typeof r.finishReason === "string" ? r.finishReason : r.finishReason?.unified
+      return {
+        parts,
+        ...(usage ? { usage } : {}),
+        model_name: r.response?.modelId ?? model.modelId,
+        provider_name: model.provider,
+        ...(finish ? { finish_reason: finish } : {}),
+      }
+    },
+  }
+}

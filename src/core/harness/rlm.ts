@@ -1,0 +1,100 @@
+// Recursive sub-queries (RLM) as tools the model calls. Each sub-query is a fresh child agent at depth + 1 on the
+// run's one budget, request cap and measurements. Running model-written code is a host `Sandbox` concern: there is
+// no eval here.
+
+import { BudgetExceededError } from "./errors.ts"
+import { Semaphore } from "./semaphore.ts"
+import { type HarnessTool, type SubQuery, type ToolContext, ToolReportedError } from "./tools.ts"
+
+export interface RlmToolOptions {
+  readonly name?: string
+  readonly description?: string
+}
+
+function readQuery(args: Record<string, unknown>): SubQuery {
+  const prompt = args.prompt
+  const context = args.context
+  if (typeof prompt !== "string" || prompt.trim() === "")
+    throw new ToolReportedError("rlm_query needs a non-empty string `prompt`.")
+  if (context !== undefined && typeof context !== "string")
+    throw new ToolReportedError("rlm_query `context` must be a string when given.")
+  return context === undefined ? { prompt } : { prompt, context }
+}
+
+/**
+ * `rlm_query(prompt, context?)`: answers a sub-question with a child agent. Past `max_depth` the model gets the
+ * tool error "recursion depth exceeded (max N)"; the run goes on.
+ */
+export function rlmQueryTool(options: RlmToolOptions = {}): HarnessTool {
+  return {
+    name: options.name ?? "rlm_query",
+    description:
+      options.description ??
+      "Ask a sub-question about a piece of context; a fresh model run answers it and returns its final text.",
+    parameters: {
+      type: "object",
+      properties: { prompt: { type: "string" }, context: { type: "string" } },
+      required: ["prompt"],
+      additionalProperties: false,
+    },
+    execute: (args, ctx: ToolContext) => ctx.spawn(readQuery(args)),
+  }
+}
+
+/** One item of a parallel fan-out: the answer, or the error in its place (never a throw). */
+export type SubQueryOutcome =
+  | { readonly ok: true; readonly value: string }
+  | { readonly ok: false; readonly error: string }
+
+/**
+ * `rlm_parallel(queries)`: runs several sub-queries and returns one outcome per query, in input order, with an
+ * error object where one failed. Fan-out is bounded: at most `max_concurrent_requests` sub-queries run at once
+ * (their requests share the run's permits anyway), so a 1,000-item list never becomes a 1,000-way gather.
+ */
+export function rlmParallelTool(options: RlmToolOptions & { readonly maxFanOut?: number } = {}): HarnessTool {
+  return {
+    name: options.name ?? "rlm_parallel",
+    description:
+      options.description ??
+      "Ask several independent sub-questions at once; returns [{ok, value} | {ok: false, error}] in input order.",
+    parameters: {
+      type: "object",
+      properties: {
+        queries: {
+          type: "array",
+          items: {
+            type: "object",
+            properties: { prompt: { type: "string" }, context: { type: "string" } },
+            required: ["prompt"],
+          },
+        },
+      },
+      required: ["queries"],
+    },
+    async execute(args, ctx: ToolContext): Promise<SubQueryOutcome[]> {
+      const queries = args.queries
+      if (!Array.isArray(queries)) throw new ToolReportedError("rlm_parallel needs an array `queries`.")
+      const gate = new Semaphore(options.maxFanOut ?? 4)
+      let stop: unknown = null
+      const outcomes = await Promise.all(
+        queries.map(async (q): Promise<SubQueryOutcome> => {
+          let release: (() => void) | null = null
+          try {
+            release = await gate.acquire(ctx.signal)
+            const value = await ctx.spawn(readQuery((q ?? {}) as Record<string, unknown>))
+            return { ok: true, value }
+          } catch (e) {
+            // Budget stops and cancellation stop the run as they would in a task; any other failure is a value.
+            if (ctx.signal.aborted || e instanceof BudgetExceededError)
+              stop ??= ctx.signal.aborted ? ctx.signal.reason : e
+            return { ok: false, error: e instanceof Error ? e.message : String(e) }
+          } finally {
+            release?.()
+          }
+        }),
+      )
+      if (stop !== null) throw stop
+      return outcomes
+    },
+  }
+}

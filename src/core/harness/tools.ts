@@ -1,0 +1,61 @@
+// Tools a task's agent may call. Guards from the core apply inside plans: a `bounded()` tool's boundary error is
+// returned to the model as a tool error (it carries `llmMessage`), and a ledgered tool keeps its exactly-once row.
+import type { ToolTransitionBindingInit } from "../ledger/index.ts"
+import type { ToolDef } from "./model.ts"
+
+/** What a tool body gets besides its arguments. */
+export interface ToolContext {
+  readonly signal: AbortSignal
+  /** The child run of the task (or RLM sub-query) that called the tool. */
+  readonly run_id: string
+  readonly parent_run_id: string
+  readonly task_id: string
+  readonly depth: number
+  readonly call_id: string
+  /**
+   * Runs a sub-query as a child agent at depth + 1 on the same budget, request cap and measurements.
+   * Throws `RecursionLimitError` past `max_depth`. Used by `rlmQueryTool`.
+   */
+  readonly spawn: (request: SubQuery) => Promise<string>
+}
+
+export interface SubQuery {
+  readonly prompt: string
+  readonly context?: string
+}
+
+export interface HarnessTool extends ToolDef {
+  execute(args: Record<string, unknown>, context: ToolContext): unknown
+  /**
+   * With a durable ledger configured, the call's row uses this binding (side-effect class, policy). Without it the
+   * call is deduplicated by its run/task/step id only.
+   */
+  readonly binding?: ToolTransitionBindingInit
+}
+
+/** An error a tool throws on purpose for the model to read; the task goes on. Anything else fails the task. */
+export class ToolReportedError extends Error {
+  override readonly name = "ToolReportedError"
+  readonly code = "tool_reported_error"
+  get llmMessage(): string {
+    return this.message
+  }
+}
+
+/** Errors the model should see and recover from, rather than failing the task. */
+export function modelVisibleMessage(err: unknown): string | null {
+  if (err && typeof err === "object") {
+    const llm = (err as { llmMessage?: unknown }).llmMessage
+    if (typeof llm === "string") return llm
+    const code = (err as { code?: unknown }).code
+    if (code === "recursion_limit" || code === "tool_reported_error") return String((err as Error).message)
+  }
+  return null
+}
+
+/** Tool output as the string the model reads. */
+export function toolOutputText(value: unknown): string {
+  if (typeof value === "string") return value
+  if (value === undefined) return ""
+  return JSON.stringify(value)
+}

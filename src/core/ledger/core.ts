@@ -1,0 +1,143 @@
+// The small object the engine shares: store, clock, owner, policy and warnings. `ActionLedger` builds one from its
+// options; the claim loop, fenced writes, the tool wrapper and the operator actions take it instead of the class.
+
+import type { LedgerStorage } from "../storage/contract.ts"
+import { MemoryLedgerStorage } from "../storage/memory.ts"
+import { SafeStorage } from "../storage/safe-storage.ts"
+import { type Clock, systemClock } from "./clock.ts"
+import { LedgerConfigError } from "./errors.ts"
+import type { ArgsDriftPolicy, RequestIdentityPolicy, UnclassifiedPolicy } from "./model/enums.ts"
+import type { DecisionPredicate, Reconciler } from "./model/reconcile.ts"
+
+export interface ActionLedgerOptions {
+  /** Defaults to a process-local `MemoryLedgerStorage`. */
+  storage?: LedgerStorage
+  /** Seconds a claim is leased; `<= 0` means unbounded. Default 3600. */
+  leaseTtl?: number
+  /** Seconds between automatic lease renewals while a body runs; default `leaseTtl / 3`, `<= 0` disables. */
+  leaseRenewInterval?: number | null
+  /** Seconds between polls of another worker's transition. Default 0.05. */
+  pollInterval?: number
+  /** Seconds a redispatch waits for another worker before `LedgerPollTimeoutError`; `null` waits forever. Default 300. */
+  pollTimeout?: number | null
+  reconciler?: Reconciler
+  /** Raise `LedgerSoftBlockError` for BLOCKED/UNKNOWN reads instead of re-running them. */
+  deferReadOnlyUnknown?: boolean
+  /** Tools without a binding: `warn` keeps legacy dedupe, `strict` treats them as non_idempotent_mutate. */
+  unclassifiedPolicy?: UnclassifiedPolicy
+  onArgsDrift?: ArgsDriftPolicy
+  /** Reclaim a lapsed lease only once the worker looks dead (operator assertion or silent heartbeat). */
+  reclaimRequiresDeathSignal?: boolean
+  /** Seconds without a heartbeat after which a worker counts as dead. Default `2 * leaseTtl`. */
+  presumedDeadAfter?: number | null
+  requestIdentityPolicy?: RequestIdentityPolicy
+  /** This worker's name in rows it claims. Default: one random id per running program. */
+  owner?: string
+  /** Time in epoch seconds; tests pass a `ManualClock`. */
+  clock?: Clock | { now(): number }
+  /** Checks run before any claim; a denial refuses the call without writing. */
+  predicates?: readonly DecisionPredicate[]
+  /** Where one-time warnings go. Default `console.warn`. */
+  onWarning?: (message: string) => void
+}
+
+/** Every policy knob, resolved to its value. */
+export interface LedgerPolicy {
+  readonly leaseTtl: number
+  readonly leaseRenewInterval: number
+  readonly pollInterval: number
+  readonly pollTimeout: number | null
+  readonly requestIdentityPolicy: RequestIdentityPolicy
+  readonly unclassifiedPolicy: UnclassifiedPolicy
+  readonly onArgsDrift: ArgsDriftPolicy
+  readonly deferReadOnlyUnknown: boolean
+  readonly reclaimRequiresDeathSignal: boolean
+  readonly presumedDeadAfter: number
+  readonly predicates: readonly DecisionPredicate[]
+  readonly reconciler: Reconciler | null
+}
+
+export interface LedgerCore {
+  /** The backend as the caller gave it. */
+  readonly storage: LedgerStorage
+  /** The same backend, failing closed (every engine read and write goes through this). */
+  readonly store: SafeStorage
+  readonly clock: Clock
+  readonly owner: string
+  readonly policy: LedgerPolicy
+  /** Once per key for the core's lifetime. */
+  warnOnce(key: string, message: string): void
+  warn(message: string): void
+}
+
+// Made on first use: workerd forbids random values while a module loads, so nothing here may run at import.
+let processOwner: string | null = null
+function defaultOwner(): string {
+  processOwner ??= `ts-${globalThis.crypto.randomUUID().slice(0, 8)}`
+  return processOwner
+}
+
+const ALLOWED = {
+  onArgsDrift: ["off", "soft", "hard"],
+  unclassifiedPolicy: ["warn", "strict"],
+  requestIdentityPolicy: ["derived", "require_explicit"],
+} as const
+
+function oneOf<K extends keyof typeof ALLOWED>(
+  name: K,
+  value: unknown,
+  fallback: (typeof ALLOWED)[K][number],
+): (typeof ALLOWED)[K][number] {
+  const v = value ?? fallback
+  const allowed: readonly string[] = ALLOWED[name]
+  if (!allowed.includes(v as string)) {
+    throw new LedgerConfigError(`${name} must be one of ${allowed.join(", ")}, got '${String(v)}'`)
+  }
+  return v as (typeof ALLOWED)[K][number]
+}
+
+function seconds(name: string, v: number | null | undefined, fallback: number): number {
+  if (v === undefined || v === null) return fallback
+  if (typeof v !== "number" || Number.isNaN(v)) {
+    throw new LedgerConfigError(`${name} must be a number of seconds, got '${String(v)}'`)
+  }
+  return v
+}
+
+export function createLedgerCore(options: ActionLedgerOptions = {}): LedgerCore {
+  const storage = options.storage ?? new MemoryLedgerStorage()
+  const leaseTtl = seconds("leaseTtl", options.leaseTtl, 3600)
+  const renew = options.leaseRenewInterval ?? null
+  const c = options.clock
+  const clock: Clock = !c ? systemClock : "sleep" in c ? c : { now: () => c.now(), sleep: systemClock.sleep }
+  const onWarning = options.onWarning ?? ((m: string) => console.warn(`[mycelium] ${m}`))
+  const warned = new Set<string>()
+  const policy: LedgerPolicy = {
+    leaseTtl,
+    leaseRenewInterval:
+      renew === null ? Math.max(leaseTtl / 3, 0.01) : seconds("leaseRenewInterval", renew, 0),
+    pollInterval: seconds("pollInterval", options.pollInterval, 0.05),
+    pollTimeout: options.pollTimeout === undefined ? 300 : options.pollTimeout,
+    onArgsDrift: oneOf("onArgsDrift", options.onArgsDrift, "soft"),
+    unclassifiedPolicy: oneOf("unclassifiedPolicy", options.unclassifiedPolicy, "warn"),
+    requestIdentityPolicy: oneOf("requestIdentityPolicy", options.requestIdentityPolicy, "derived"),
+    deferReadOnlyUnknown: options.deferReadOnlyUnknown ?? false,
+    reclaimRequiresDeathSignal: options.reclaimRequiresDeathSignal ?? false,
+    presumedDeadAfter: options.presumedDeadAfter ?? 2 * Math.max(leaseTtl, 0),
+    predicates: options.predicates ?? [],
+    reconciler: options.reconciler ?? null,
+  }
+  return {
+    storage,
+    store: new SafeStorage(storage),
+    clock,
+    owner: options.owner ?? defaultOwner(),
+    policy,
+    warnOnce(key, message) {
+      if (warned.has(key)) return
+      warned.add(key)
+      onWarning(message)
+    },
+    warn: onWarning,
+  }
+}

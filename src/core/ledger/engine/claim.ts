@@ -1,0 +1,283 @@
+// The claim loop: turn "this call wants to run" into own-it, return-the-stored-result, wait, or refuse.
+// The first attempt is an insert-only claim, so a fresh call costs one storage round trip; existing rows are
+// judged by the gates (machine/gates.ts) and taken over only through a fenced reclaim of exactly the row judged.
+import type { ClaimResult, TransitionExpectation } from "../../storage/contract.ts"
+import type { LedgerCore } from "../core.ts"
+import { LedgerHardBlockError, LedgerPollTimeoutError, LedgerSoftBlockError } from "../errors.ts"
+import {
+  isAmbiguous,
+  resolveReadOnlyGate,
+  resolveSideEffectGate,
+  resolveUnclassifiedGate,
+  unclassifiedReclaimWarns,
+} from "../machine/gates.ts"
+import { hardBlockMessage } from "../machine/messages.ts"
+import {
+  completedRow,
+  lapsedBlockedRow,
+  RELEASABLE_OUTCOMES,
+  type ResolutionStamps,
+  repairedRow,
+  stampClaim,
+  stampsOf,
+} from "../machine/transitions.ts"
+import { effectiveCapability, type ToolTransitionBinding } from "../model/binding.ts"
+import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
+import type { TransitionGate } from "../model/enums.ts"
+import { checkDispatchSiblings, checkSameRowIdentity } from "./identity-checks.ts"
+import type { ClaimMode, ClaimOutcome, ClaimRequest } from "./request.ts"
+
+/** The expectation that pins exactly the row a gate judged. */
+const exactly = (row: LedgerEntry): TransitionExpectation => ({
+  outcomes: [row.terminalOutcome],
+  owner: row.owner,
+  fence: row.fence,
+})
+
+export async function claimTransition(
+  core: LedgerCore,
+  req: ClaimRequest,
+  mode: ClaimMode,
+): Promise<ClaimOutcome> {
+  const { clock, store, policy } = core
+  const deadline = req.pollTimeout === null ? Number.POSITIVE_INFINITY : clock.now() + req.pollTimeout
+  // Siblings under the tool-call id are checked whenever there is one: a row there with another key must never
+  // become a licence to run (engine/identity-checks.ts).
+  const dispatch = req.dispatchId ? { dispatchId: req.dispatchId } : {}
+  let observed: LedgerEntry | null = null
+
+  const own = async (
+    entry: LedgerEntry,
+    authorizedReexec: boolean,
+    r?: ClaimResult,
+  ): Promise<ClaimOutcome> => {
+    await checkDispatchSiblings(core, req, entry, r?.outcome === "claimed" ? r.dispatchSiblings : undefined)
+    return { owned: true, entry, authorizedReexec }
+  }
+
+  /** One atomic claim: insert when nothing was observed, else take over exactly the observed row. */
+  const claim = async (prior: LedgerEntry | null): Promise<ClaimOutcome | null> => {
+    const r = await store.tryClaimInflight(req.fresh(prior), req.leaseTtl, clock.now(), {
+      reclaimFence: prior ? prior.fence : null,
+      ...dispatch,
+    })
+    if (r.outcome === "claimed") return own(r.entry, false, r)
+    observed = r.entry
+    return null
+  }
+
+  const wait = async (label: string): Promise<void> => {
+    if (clock.now() >= deadline)
+      throw new LedgerPollTimeoutError(
+        `Timed out ${label} request '${req.requestId}': another worker holds it; retry later or raise pollTimeout`,
+      )
+    await clock.sleep(req.pollInterval, req.signal)
+  }
+
+  /** Sleeps until the row leaves IN_FLIGHT (held or unbounded). Never touches the row: the owner may be alive. */
+  const poll = async (): Promise<LedgerEntry | null> => {
+    for (;;) {
+      await wait(mode === "read" ? "polling read-only" : "polling in-flight")
+      const row = await store.get(req.requestId)
+      if (!row || resolvedOutcome(row, clock.now()) !== "IN_FLIGHT") return row
+    }
+  }
+
+  /** Hard block: settle by an operator's or reconciler's verdict, else refuse (lapsed leases become BLOCKED). */
+  const hardBlock = async (row: LedgerEntry): Promise<ClaimOutcome | null> => {
+    const next = await settleOrBlock(core, req, row)
+    if (next.kind === "owned") return own(next.entry, true)
+    if (next.kind === "return") return { owned: false, entry: next.entry }
+    observed = next.kind === "poll" ? await poll() : next.entry
+    return null
+  }
+
+  for (;;) {
+    if (observed === null) {
+      const done = await claim(null)
+      if (done) return done
+      continue
+    }
+    const row: LedgerEntry = observed
+    checkSameRowIdentity(core, req, row)
+    const now = clock.now()
+    const resolved = resolvedOutcome(row, now)
+    const gate: TransitionGate =
+      mode === "read"
+        ? resolveReadOnlyGate(row, now)
+        : mode === "unclassified"
+          ? resolveUnclassifiedGate(row, now)
+          : resolveSideEffectGate(row, req.binding as ToolTransitionBinding, req.providerKey, now)
+
+    let done: ClaimOutcome | null = null
+    switch (gate) {
+      case "REPAIR":
+        await store.tryTransition(repairedRow(row, now), exactly(row))
+        observed = await store.get(req.requestId)
+        continue
+      case "RETURN":
+        return { owned: false, entry: row }
+      case "POLL":
+        observed = await poll()
+        continue
+      case "SOFT_BLOCK": {
+        if (policy.deferReadOnlyUnknown) {
+          throw new LedgerSoftBlockError(
+            `Read-only tool '${req.tool}' request '${req.requestId}' is ${resolved}; soft-blocked — safe to defer and retry`,
+          )
+        }
+        const reset = await resetTo(core, req, row)
+        if (reset) return own(reset, false)
+        observed = await store.get(req.requestId)
+        continue
+      }
+      case "HARD_BLOCK":
+        done = await hardBlock(row)
+        break
+      case "RECLAIM":
+      case "ALLOW":
+        if (mode === "unclassified") {
+          if (unclassifiedReclaimWarns(resolved)) {
+            core.warnOnce(
+              `unclassified:${req.tool}`,
+              `Tool '${req.tool}' is ledgered without a transition binding; re-running its ${resolved} transition may duplicate an external effect. Declare a side-effect class.`,
+            )
+          }
+          done = await claim(row)
+          break
+        }
+        if (resolved === "UNKNOWN") {
+          // ALLOW on UNKNOWN: same provider key, still valid. Prefer a verdict from operator or provider first.
+          const settled = await settle(core, req, row)
+          if (settled?.kind === "owned") return own(settled.entry, true)
+          if (settled?.kind === "return") return { owned: false, entry: settled.entry }
+          if (isBlind(core, req)) {
+            done = await hardBlock(row)
+            break
+          }
+          const reset = await resetTo(core, req, row)
+          if (reset) return own(reset, true)
+          observed = await store.get(req.requestId)
+          continue
+        }
+        if (mode === "side_effect" && isAmbiguous(row, now) && isBlind(core, req)) {
+          done = await hardBlock(row)
+          break
+        }
+        // The death-signal gate guards only leases that lapsed: a FAILED row's worker has already let go.
+        if (
+          policy.reclaimRequiresDeathSignal &&
+          resolved === "EXPIRED" &&
+          !hasWorkerDeathEvidence(row, now, policy.presumedDeadAfter)
+        ) {
+          await wait("waiting for worker death evidence on")
+          observed = await store.get(req.requestId)
+          continue
+        }
+        done = await claim(row)
+        break
+    }
+    if (done) return done
+  }
+}
+
+function isBlind(core: LedgerCore, req: ClaimRequest): boolean {
+  return req.binding !== null && effectiveCapability(req.binding, core.policy.reconciler !== null) === "blind"
+}
+
+/** CAS the exact observed row to a fresh in-flight claim of ours (fence + 1). */
+async function resetTo(
+  core: LedgerCore,
+  req: ClaimRequest,
+  observed: LedgerEntry,
+  stamps?: ResolutionStamps,
+): Promise<LedgerEntry | null> {
+  const claimed = stampClaim(req.fresh(observed), observed, req.leaseTtl, core.clock.now())
+  const next = stamps ? { ...claimed, ...stamps } : claimed
+  return (await core.store.tryTransition(next, exactly(observed))) ? next : null
+}
+
+type Settled =
+  | { kind: "owned"; entry: LedgerEntry }
+  | { kind: "return"; entry: LedgerEntry }
+  | { kind: "poll" }
+  | { kind: "reread"; entry: LedgerEntry | null }
+
+/** An operator's one-shot `not_executed` release, or a reconciler's verdict on the external operation. */
+async function settle(core: LedgerCore, req: ClaimRequest, observed: LedgerEntry): Promise<Settled | null> {
+  const { store, clock } = core
+  const reconciler = core.policy.reconciler
+  if (observed.operatorResolution === "not_executed") {
+    const fresh = await reexecute(core, req, observed, stampsOf(observed))
+    return fresh ? { kind: "owned", entry: fresh } : { kind: "reread", entry: await store.get(req.requestId) }
+  }
+  if (!reconciler || !observed.externalOperationRef) return null
+  let verdict: Awaited<ReturnType<typeof reconciler.reconcile>>
+  try {
+    verdict = await reconciler.reconcile(observed)
+  } catch {
+    return null
+  }
+  if (verdict.status === "COMPLETED") {
+    if (observed.effectProtocolRequired && !observed.decision?.allowed) return null
+    const done = completedRow(observed, verdict.result ?? null, clock.now())
+    const ok = await store.tryTransition(done, {
+      outcomes: RELEASABLE_OUTCOMES,
+      owner: observed.owner,
+      fence: observed.fence,
+    })
+    return ok ? { kind: "return", entry: done } : { kind: "reread", entry: await store.get(req.requestId) }
+  }
+  if (verdict.status === "NOT_EXECUTED") {
+    const fresh = await reexecute(core, req, observed)
+    return fresh ? { kind: "owned", entry: fresh } : { kind: "reread", entry: await store.get(req.requestId) }
+  }
+  return null
+}
+
+/** A verdict said the effect did not happen: one fresh claim, never two (IN_FLIGHT is not a source state). */
+async function reexecute(
+  core: LedgerCore,
+  req: ClaimRequest,
+  observed: LedgerEntry,
+  stamps?: ResolutionStamps,
+): Promise<LedgerEntry | null> {
+  let from = observed
+  if (resolvedOutcome(observed, core.clock.now()) === "EXPIRED") {
+    const blocked = await markExpiredBlocked(core, observed)
+    if (!blocked) return null
+    from = blocked
+  }
+  if (from.terminalOutcome === "IN_FLIGHT" || from.terminalOutcome === "COMPLETED") return null
+  return resetTo(core, req, from, stamps)
+}
+
+async function markExpiredBlocked(core: LedgerCore, observed: LedgerEntry): Promise<LedgerEntry | null> {
+  const blocked = lapsedBlockedRow(observed, core.clock.now())
+  const ok = await core.store.tryTransition(blocked, {
+    outcomes: ["IN_FLIGHT"],
+    owner: observed.owner,
+    fence: observed.fence,
+  })
+  return ok ? blocked : null
+}
+
+/** The hard-block path: settle if a verdict exists, else convert a lapsed lease to BLOCKED and refuse. */
+async function settleOrBlock(core: LedgerCore, req: ClaimRequest, observed: LedgerEntry): Promise<Settled> {
+  const settled = await settle(core, req, observed)
+  if (settled) return settled
+  const { store, clock } = core
+  const row = await store.get(req.requestId)
+  if (!row) return { kind: "reread", entry: null }
+  const now = clock.now()
+  const resolved = resolvedOutcome(row, now)
+  if (resolved === "IN_FLIGHT") return { kind: "poll" }
+  if (resolved === "COMPLETED") return { kind: "return", entry: row }
+  if (row.fence !== observed.fence || row.terminalOutcome !== observed.terminalOutcome) {
+    return { kind: "reread", entry: row }
+  }
+  if (resolved === "EXPIRED" && !(await markExpiredBlocked(core, row))) {
+    return { kind: "reread", entry: await store.get(req.requestId) }
+  }
+  throw new LedgerHardBlockError(hardBlockMessage(row, resolved, req.binding, now))
+}

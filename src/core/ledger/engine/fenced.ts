@@ -1,0 +1,142 @@
+// Writes under a fence: only the holder of a claim (its fence, and its owner when given) moves the row, by one
+// compare-and-set from the row it holds. Public `ActionLedger` methods and the tool wrapper's
+// `TransitionContext` both come through here.
+import type { TransitionExpectation } from "../../storage/contract.ts"
+import type { LedgerCore } from "../core.ts"
+import {
+  LedgerConfigError,
+  LedgerFenceRequiredError,
+  LedgerLeaseError,
+  LedgerOutcomeAlreadySetError,
+  LedgerUnknownRequestError,
+} from "../errors.ts"
+import {
+  blockedRow,
+  boundaryRow,
+  completedRow,
+  decisionRow,
+  externalRefRow,
+  failedRow,
+  renewedRow,
+  unknownRow,
+} from "../machine/transitions.ts"
+import { type Decision, hasAllowedDecision, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
+import type { SideEffectBoundary } from "../model/enums.ts"
+
+/** Who holds a claim: every post-claim mutation must present the claim's fence. */
+export interface FenceGuard {
+  readonly fence: number
+  readonly owner?: string | null
+}
+
+/** The stored row as the guard's holder sees it: the guard's fence and owner are what the write must match. */
+export async function heldRow(
+  core: LedgerCore,
+  requestId: string,
+  guard: FenceGuard | undefined,
+  op: string,
+): Promise<LedgerEntry> {
+  if (!guard || typeof guard.fence !== "number") {
+    throw new LedgerFenceRequiredError(`${op} requires the claim fence: pass the fence the claim returned`)
+  }
+  const row = await core.store.get(requestId)
+  if (!row) throw new LedgerUnknownRequestError(`Cannot ${op} unknown request '${requestId}': claim it first`)
+  return { ...row, fence: guard.fence, owner: guard.owner ?? row.owner }
+}
+
+/** Compare-and-set `next` over the row the writer holds; a lost race throws with the reason. */
+export async function casFrom(
+  core: LedgerCore,
+  current: LedgerEntry,
+  next: LedgerEntry,
+  expect: TransitionExpectation,
+  op: string,
+): Promise<LedgerEntry> {
+  if (await core.store.tryTransition(next, expect)) return next
+  const now = core.clock.now()
+  const row = await core.store.get(current.requestId)
+  const hints: string[] = []
+  if (row && expect.owner != null && row.owner !== expect.owner)
+    hints.push(`owner is ${row.owner}, expected ${expect.owner}`)
+  if (row && row.fence !== expect.fence) hints.push(`fence is ${row.fence}, expected ${expect.fence}`)
+  if (row && expect.effectPhase && row.effectPhase !== expect.effectPhase)
+    hints.push(`effect_phase is ${row.effectPhase}, expected ${expect.effectPhase}`)
+  throw new LedgerOutcomeAlreadySetError(
+    `Cannot ${op} request '${current.requestId}': stored outcome is ${row ? resolvedOutcome(row, now) : "missing"}, ` +
+      `expected one of [${expect.outcomes.join(", ")}]${hints.length ? ` (${hints.join("; ")})` : ""}`,
+  )
+}
+
+/** The holder's expectation: still IN_FLIGHT under its fence (and owner). */
+const held = (c: LedgerEntry, extra: Partial<TransitionExpectation> = {}): TransitionExpectation => ({
+  outcomes: ["IN_FLIGHT"],
+  fence: c.fence,
+  owner: c.owner ?? null,
+  ...extra,
+})
+
+/** Effect writes under the effect-commit protocol need an allowed decision and phase ATTEMPTING. */
+function effectExpect(c: LedgerEntry, op: string): TransitionExpectation {
+  if (c.effectProtocolRequired && !hasAllowedDecision(c)) {
+    const what = op === "complete" ? "complete request" : `${op} for request`
+    throw new LedgerOutcomeAlreadySetError(
+      `Cannot ${what} '${c.requestId}': no allowed decision recorded (effect-commit protocol); ` +
+        "record an allowed decision first",
+    )
+  }
+  return held(c, c.effectProtocolRequired ? { effectPhase: "ATTEMPTING" } : {})
+}
+
+export function completeHeld(core: LedgerCore, c: LedgerEntry, result: unknown): Promise<LedgerEntry> {
+  const expect = effectExpect(c, "complete")
+  return casFrom(core, c, completedRow(c, result, core.clock.now()), expect, "complete")
+}
+
+export function failHeld(
+  core: LedgerCore,
+  c: LedgerEntry,
+  error: string,
+  afterEffect: boolean,
+): Promise<LedgerEntry> {
+  return casFrom(core, c, failedRow(c, error, core.clock.now(), afterEffect), held(c), "fail")
+}
+
+export function markUnknownHeld(core: LedgerCore, c: LedgerEntry, error: string): Promise<LedgerEntry> {
+  return casFrom(core, c, unknownRow(c, error, core.clock.now()), held(c), "mark unknown")
+}
+
+export function markBlockedHeld(core: LedgerCore, c: LedgerEntry, error: string): Promise<LedgerEntry> {
+  return casFrom(core, c, blockedRow(c, error, core.clock.now()), held(c), "mark blocked")
+}
+
+/** A weaker value still performs the CAS, so a stale fence fails even when nothing would change. */
+export function advanceBoundaryHeld(
+  core: LedgerCore,
+  c: LedgerEntry,
+  boundary: SideEffectBoundary,
+): Promise<LedgerEntry> {
+  const expect = effectExpect(c, "advance boundary")
+  return casFrom(core, c, boundaryRow(c, boundary), expect, "advance boundary")
+}
+
+export function attachRefHeld(core: LedgerCore, c: LedgerEntry, ref: string): Promise<LedgerEntry> {
+  const op = "attach external operation ref"
+  return casFrom(core, c, externalRefRow(c, ref), effectExpect(c, op), op)
+}
+
+export async function renewHeld(core: LedgerCore, c: LedgerEntry, leaseTtl?: number): Promise<LedgerEntry> {
+  const ttl = leaseTtl ?? core.policy.leaseTtl
+  if (!(ttl > 0)) throw new LedgerConfigError("renewLease needs a positive lease ttl (seconds)")
+  const now = core.clock.now()
+  if (c.leaseUntil !== null && now >= c.leaseUntil) {
+    throw new LedgerLeaseError(
+      `Cannot renew request '${c.requestId}': lease already expired — reclaim or reconcile instead`,
+    )
+  }
+  return casFrom(core, c, renewedRow(c, ttl, now), held(c, { leaseHeldAt: now }), "renew lease")
+}
+
+export function recordDecisionHeld(core: LedgerCore, c: LedgerEntry, d: Decision): Promise<LedgerEntry> {
+  const expect = held(c, { effectPhase: "INTENDED" })
+  return casFrom(core, c, decisionRow(c, d), expect, "record decision")
+}

@@ -1,0 +1,90 @@
+// Identity checks of the claim loop: the row at this request id must be this call, and rows under the same
+// tool-call id (dispatch siblings) with another key are never a licence to run.
+import type { LedgerCore } from "../core.ts"
+import { LedgerError, LedgerHardBlockError, LedgerIdentityConflictError } from "../errors.ts"
+import { driftMessage, identityConflictMessage } from "../machine/messages.ts"
+import { failedRow } from "../machine/transitions.ts"
+import type { ToolTransitionBinding } from "../model/binding.ts"
+import type { LedgerEntry } from "../model/entry.ts"
+import { argsFingerprint, type TransitionScope } from "../model/identity.ts"
+import type { ClaimRequest } from "./request.ts"
+
+function scopeOf(entry: LedgerEntry): TransitionScope {
+  const k = entry.kwargs
+  const s = (v: unknown): string => (typeof v === "string" ? v : "")
+  return { threadId: s(k.thread_id), runId: s(k.run_id), node: s(k.node) }
+}
+
+const storedFingerprint = (entry: LedgerEntry, binding: ToolTransitionBinding | null): string =>
+  argsFingerprint(entry.kwargs, entry.args, binding?.providerIdempotencyKeyParam)
+
+function drift(core: LedgerCore, req: ClaimRequest, prior: LedgerEntry): never {
+  const msg = driftMessage(prior.requestId, req.requestId, prior.tool, req.tool)
+  if (core.policy.onArgsDrift === "hard") throw new LedgerHardBlockError(msg)
+  throw new LedgerIdentityConflictError(msg, req.tool, {
+    priorRequestId: prior.requestId,
+    requestId: req.requestId,
+  })
+}
+
+/** The row at this request id must be this call: same tool, scope and arguments. */
+export function checkSameRowIdentity(core: LedgerCore, req: ClaimRequest, observed: LedgerEntry): void {
+  if (req.explicitId) {
+    const s = scopeOf(observed)
+    const sameScope =
+      s.threadId === req.scope.threadId && s.runId === req.scope.runId && s.node === req.scope.node
+    if (
+      observed.tool !== req.tool ||
+      !sameScope ||
+      storedFingerprint(observed, req.binding) !== req.fingerprint
+    ) {
+      drift(core, req, observed)
+    }
+    return
+  }
+  if (req.keyedByArgs || core.policy.onArgsDrift === "off") return
+  if (storedFingerprint(observed, req.binding) !== req.fingerprint) drift(core, req, observed)
+}
+
+const driftScope = (s: TransitionScope): string => s.runId || s.threadId
+
+/**
+ * Rows of the same tool under our tool-call id (and drift scope) but at another request id. Checked after our own
+ * claim, so of two racing calls at least one sees the other:
+ * - other arguments: a model re-sent the call id with drifted args; the drift policy decides (off, soft, hard);
+ * - the same arguments: the key was derived differently (a Python worker's `10.0` where JavaScript sees `10`, or a
+ *   changed binding). Running would execute the call a second time, so it fails closed whatever the drift policy.
+ * Either way our fresh row is given up first, so it does not sit IN_FLIGHT until its lease lapses.
+ */
+export async function checkDispatchSiblings(
+  core: LedgerCore,
+  req: ClaimRequest,
+  claimed: LedgerEntry,
+  siblings: readonly LedgerEntry[] | undefined,
+): Promise<void> {
+  if (!req.dispatchId) return
+  const found =
+    siblings ?? (core.store.canFindByDispatchId ? await core.store.findByDispatchId(req.dispatchId) : [])
+  for (const prior of found) {
+    if (prior.requestId === req.requestId || prior.tool !== req.tool) continue
+    if (driftScope(scopeOf(prior)) !== driftScope(req.scope)) continue
+    const drifted = storedFingerprint(prior, req.binding) !== req.fingerprint
+    if (drifted && core.policy.onArgsDrift === "off") continue
+    await giveUp(core, claimed, drifted ? "args drift on a reused dispatch ticket" : "identity conflict")
+    if (drifted) drift(core, req, prior)
+    throw new LedgerIdentityConflictError(
+      identityConflictMessage(req.dispatchId, prior.requestId, req.requestId, req.tool),
+      req.tool,
+      { priorRequestId: prior.requestId, requestId: req.requestId },
+    )
+  }
+}
+
+async function giveUp(core: LedgerCore, claimed: LedgerEntry, why: string): Promise<void> {
+  const failed = failedRow(claimed, `LedgerIdentityConflictError: ${why}`, core.clock.now(), false)
+  await core.store
+    .tryTransition(failed, { outcomes: ["IN_FLIGHT"], owner: claimed.owner, fence: claimed.fence })
+    .catch((e: unknown) => {
+      if (!(e instanceof LedgerError)) throw e
+    })
+}

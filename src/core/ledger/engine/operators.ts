@@ -1,0 +1,188 @@
+// Operator actions: verdicts on ambiguous transitions, worker-death assertions, listings. ActionLedger exposes
+// each as a method.
+import type { LedgerCore } from "../core.ts"
+import {
+  LedgerAlreadyResolvedError,
+  LedgerPollTimeoutError,
+  LedgerReleaseRefusedError,
+  LedgerUnknownRequestError,
+  LedgerWorkerAliveError,
+} from "../errors.ts"
+import { ageString, remainingString } from "../machine/messages.ts"
+import { RELEASABLE_OUTCOMES, releasedRow, workerDeadRow } from "../machine/transitions.ts"
+import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
+import type { TerminalOutcome } from "../model/enums.ts"
+import { casFrom } from "./fenced.ts"
+
+export interface ReleaseOptions {
+  readonly verified: "completed" | "not_executed"
+  /** For `completed`: the result later calls receive. */
+  readonly result?: unknown
+  readonly by: string
+  readonly reason: string
+}
+
+export interface MarkWorkerDeadOptions {
+  readonly by: string
+  readonly reason: string
+  readonly overrideHeartbeat?: boolean
+}
+
+export interface ListTransitionsOptions {
+  /** BLOCKED, UNKNOWN, FAILED_AFTER_EFFECT, EXPIRED, or IN_FLIGHT older than `inFlightStuckAfter`. */
+  readonly stuck?: boolean
+  readonly tool?: string
+  readonly outcome?: TerminalOutcome
+  readonly parentRequestId?: string
+  readonly inFlightStuckAfter?: number
+}
+
+export interface WaitOptions {
+  readonly pollInterval?: number
+  readonly pollTimeout?: number | null
+  readonly signal?: AbortSignal
+}
+
+/**
+ * An operator's verdict on an ambiguous transition. `completed` stores the result; `not_executed` lets the next
+ * redispatch run the tool exactly once more. One-shot per transition.
+ */
+export async function release(
+  core: LedgerCore,
+  requestId: string,
+  options: ReleaseOptions,
+): Promise<LedgerEntry> {
+  const { verified, by, reason } = options
+  if (verified !== "completed" && verified !== "not_executed") {
+    throw new LedgerReleaseRefusedError(
+      `verified must be 'completed' or 'not_executed', got '${String(verified)}'`,
+    )
+  }
+  if (!by?.trim()) throw new LedgerReleaseRefusedError("release requires 'by' (who verified the outcome)")
+  if (!reason?.trim()) throw new LedgerReleaseRefusedError("release requires a 'reason'")
+  const row = await core.store.get(requestId)
+  if (!row) throw new LedgerReleaseRefusedError(`Cannot release unknown request '${requestId}'`)
+  if (row.operatorResolution) {
+    throw new LedgerAlreadyResolvedError(
+      `Request '${requestId}' was already released as ${row.operatorResolution} by ${row.resolvedBy}`,
+    )
+  }
+  const now = core.clock.now()
+  const resolved = resolvedOutcome(row, now)
+  if (resolved === "COMPLETED")
+    throw new LedgerReleaseRefusedError(`Request '${requestId}' is COMPLETED; nothing to release`)
+  if (resolved === "IN_FLIGHT") {
+    throw new LedgerReleaseRefusedError(
+      `Request '${requestId}' is IN_FLIGHT with a live lease; wait for the lease to expire (EXPIRED is releasable)`,
+    )
+  }
+  const { policy } = core
+  if (
+    resolved === "EXPIRED" &&
+    policy.reclaimRequiresDeathSignal &&
+    !hasWorkerDeathEvidence(row, now, policy.presumedDeadAfter)
+  ) {
+    throw aliveError(core, row, now)
+  }
+  if (verified === "completed" && row.effectProtocolRequired && !row.decision?.allowed) {
+    throw new LedgerReleaseRefusedError(
+      `Request '${requestId}' has no allowed decision; it cannot have completed. Release it as not_executed if the effect did not happen`,
+    )
+  }
+  const next = releasedRow(row, verified, options.result ?? null, by, reason, resolved, now)
+  const ok = await core.store.tryTransition(next, {
+    outcomes: RELEASABLE_OUTCOMES,
+    owner: row.owner,
+    fence: row.fence,
+  })
+  if (!ok)
+    throw new LedgerAlreadyResolvedError(`Cannot release request '${requestId}': transition superseded`)
+  return next
+}
+
+function aliveError(core: LedgerCore, row: LedgerEntry, now: number): LedgerWorkerAliveError {
+  const last = row.lastHeartbeatAt ?? row.startedAt
+  const grace = core.policy.presumedDeadAfter - (now - last)
+  return new LedgerWorkerAliveError(
+    `Cannot release request '${row.requestId}': EXPIRED but worker appears alive (${ageString(now - last)}) — ` +
+      `grace window elapses in ${remainingString(grace)}. Use markWorkerDeadFor() first, or wait for the grace window.`,
+  )
+}
+
+/** An operator asserts the worker behind a transition is dead, so a death-gated reclaim may proceed. */
+export async function markWorkerDeadFor(
+  core: LedgerCore,
+  requestId: string,
+  options: MarkWorkerDeadOptions,
+): Promise<LedgerEntry> {
+  if (!options.by?.trim() || !options.reason?.trim()) {
+    throw new LedgerReleaseRefusedError("markWorkerDeadFor requires 'by' and 'reason'")
+  }
+  const row = await core.store.get(requestId)
+  if (!row) throw new LedgerReleaseRefusedError(`Cannot mark worker dead for unknown request '${requestId}'`)
+  const now = core.clock.now()
+  const resolved = resolvedOutcome(row, now)
+  if (resolved !== "IN_FLIGHT" && resolved !== "EXPIRED") {
+    throw new LedgerReleaseRefusedError(
+      `Request '${requestId}' is ${resolved}; only IN_FLIGHT or EXPIRED rows have a worker`,
+    )
+  }
+  if (!options.overrideHeartbeat && !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)) {
+    throw aliveError(core, row, now)
+  }
+  const reason = options.overrideHeartbeat ? `${options.reason} (heartbeat overridden)` : options.reason
+  const next = workerDeadRow(row, options.by, reason, now)
+  return casFrom(
+    core,
+    row,
+    next,
+    { outcomes: ["IN_FLIGHT"], owner: row.owner, fence: row.fence },
+    "mark worker dead",
+  )
+}
+
+/** Transitions for operators, oldest first. `stuck` selects what needs a human or a reconciler. */
+export async function listTransitions(
+  core: LedgerCore,
+  options: ListTransitionsOptions = {},
+): Promise<LedgerEntry[]> {
+  const now = core.clock.now()
+  const stuckAfter = options.inFlightStuckAfter ?? 3600
+  const out: LedgerEntry[] = []
+  for await (const e of core.store.list()) {
+    const t = resolvedOutcome(e, now)
+    if (options.tool !== undefined && e.tool !== options.tool) continue
+    if (options.outcome !== undefined && t !== options.outcome) continue
+    if (options.parentRequestId !== undefined && e.parentRequestId !== options.parentRequestId) continue
+    if (options.stuck) {
+      const stuck =
+        t === "BLOCKED" ||
+        t === "UNKNOWN" ||
+        t === "FAILED_AFTER_EFFECT" ||
+        t === "EXPIRED" ||
+        (t === "IN_FLIGHT" && now - e.startedAt >= stuckAfter)
+      if (!stuck) continue
+    }
+    out.push(e)
+  }
+  return out.sort((a, b) => a.startedAt - b.startedAt)
+}
+
+/** Waits until the transition leaves IN_FLIGHT (EXPIRED counts as done). Never writes. */
+export async function waitForTransition(
+  core: LedgerCore,
+  requestId: string,
+  options: WaitOptions = {},
+): Promise<LedgerEntry> {
+  const interval = options.pollInterval ?? core.policy.pollInterval
+  const timeout = options.pollTimeout === undefined ? core.policy.pollTimeout : options.pollTimeout
+  const deadline = timeout === null ? Number.POSITIVE_INFINITY : core.clock.now() + timeout
+  for (;;) {
+    const row = await core.store.get(requestId)
+    if (!row) throw new LedgerUnknownRequestError(`Cannot wait for unknown request '${requestId}'`)
+    if (resolvedOutcome(row, core.clock.now()) !== "IN_FLIGHT") return row
+    if (core.clock.now() >= deadline)
+      throw new LedgerPollTimeoutError(`Timed out waiting for request '${requestId}'`)
+    await core.clock.sleep(interval, options.signal)
+  }
+}

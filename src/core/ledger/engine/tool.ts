@@ -1,0 +1,269 @@
+// `ledger.tool(options, fn)`: the per-call lifecycle of a ledgered tool, and the `TransitionContext` its body gets.
+
+import { throwIfAborted } from "../clock.ts"
+import type { LedgerCore } from "../core.ts"
+import {
+  LedgerConfigError,
+  LedgerError,
+  LedgerHardBlockError,
+  LedgerOutcomeAlreadySetError,
+} from "../errors.ts"
+import { ALLOWED_DECISION, errorText } from "../machine/transitions.ts"
+import { ToolTransitionBinding, type ToolTransitionBindingInit } from "../model/binding.ts"
+import { cloneJson } from "../model/canonical.ts"
+import type { Decision, LedgerEntry } from "../model/entry.ts"
+import { isConsequential, type SideEffectBoundary } from "../model/enums.ts"
+import type { CallMeta } from "../model/identity.ts"
+import type { DecisionIntent } from "../model/reconcile.ts"
+import { claimTransition } from "./claim.ts"
+import {
+  advanceBoundaryHeld,
+  attachRefHeld,
+  completeHeld,
+  failHeld,
+  markUnknownHeld,
+  renewHeld,
+} from "./fenced.ts"
+import { prepareCall } from "./request.ts"
+
+export interface LedgeredToolOptions {
+  /** Tool name: part of the transition key and of every row. */
+  readonly name: string
+  /** Side-effect class and policy. Without one the tool is "unclassified" (see `unclassifiedPolicy`). */
+  readonly binding?: ToolTransitionBinding | ToolTransitionBindingInit
+  readonly leaseTtl?: number
+  readonly pollInterval?: number
+  readonly pollTimeout?: number | null
+}
+
+export type ToolBody<A, R> = (args: A, tx: TransitionContext) => Promise<R> | R
+
+/** The wrapped function before the facade attaches itself as `ledger`. */
+export interface LedgeredCall<A, R> {
+  (args: A, meta?: CallMeta): Promise<R>
+  readonly toolName: string
+  readonly binding: ToolTransitionBinding | null
+}
+
+/** Evaluates the ledger's predicates. Runs before any claim, so a denial writes nothing. */
+async function decide(core: LedgerCore, intent: DecisionIntent): Promise<Decision> {
+  const verdicts: Array<{ name: string; allowed: boolean; reason: string | null }> = []
+  for (const p of core.policy.predicates) {
+    const v = await p.check(intent)
+    const allowed = typeof v === "boolean" ? v : v.allowed
+    const reason = typeof v === "boolean" ? null : (v.reason ?? null)
+    verdicts.push({ name: p.name, allowed, reason })
+  }
+  const denied = verdicts.filter((v) => !v.allowed)
+  return {
+    allowed: denied.length === 0,
+    verdicts,
+    deniedReasons: denied.map((v) => v.reason ?? `${v.name}: policy predicate refused`),
+  }
+}
+
+export function createLedgeredTool<A extends Record<string, unknown>, R>(
+  core: LedgerCore,
+  options: LedgeredToolOptions,
+  fn: ToolBody<A, R>,
+): LedgeredCall<A, R> {
+  if (!options?.name) throw new LedgerConfigError("ledger.tool() needs a name: pass { name: 'my_tool', ... }")
+  const binding = options.binding ? ToolTransitionBinding.from(options.binding) : null
+  const tool = options.name
+  if (
+    binding &&
+    isConsequential(binding.sideEffectClass) &&
+    (core.storage as { kind?: string }).kind === "memory"
+  ) {
+    core.warnOnce(
+      `memory:${tool}`,
+      `Tool '${tool}' (${binding.sideEffectClass}) is ledgered in process memory: another process or a restart will not see its transitions. Use a durable storage adapter in production.`,
+    )
+  }
+
+  const call = async (args: A, meta: CallMeta = {}): Promise<R> => {
+    throwIfAborted(meta.signal)
+    let decision: Decision | null = null
+    const { request, mode } = prepareCall(core, tool, binding, args, meta, () => decision, options)
+    const verdict =
+      core.policy.predicates.length === 0
+        ? ALLOWED_DECISION
+        : await decide(core, {
+            tool,
+            requestId: request.requestId,
+            args,
+            sideEffectClass: binding?.sideEffectClass ?? null,
+          })
+    if (!verdict.allowed) {
+      const row = await core.store.get(request.requestId)
+      if (row?.terminalOutcome === "COMPLETED") return cloneJson(row.result) as R
+      throw new LedgerHardBlockError(
+        `decision denied for '${request.requestId}': ${verdict.deniedReasons.join("; ") || "policy predicate refused"}`,
+      )
+    }
+    // The allowed decision rides on the claim write itself: one write instead of claim + decision CAS.
+    if (binding) decision = verdict
+    const claimed = await claimTransition(core, request, mode)
+    if (!claimed.owned) return cloneJson(claimed.entry.result) as R
+
+    const tx = new OwnedTransition(core, claimed.entry, meta.signal)
+    tx.startAutoRenew(options.leaseTtl ?? core.policy.leaseTtl)
+    let result: R
+    try {
+      result = await fn(args, tx)
+    } catch (err) {
+      await tx.stop()
+      await tx.recordFailure(err)
+      throw err
+    }
+    await tx.stop()
+    try {
+      await tx.complete(result)
+    } catch (e) {
+      if (!(e instanceof LedgerOutcomeAlreadySetError)) throw e
+      core.warn(`tool result discarded for '${tool}' request '${request.requestId}': ${e.message}`)
+    }
+    return result
+  }
+  return Object.assign(call, { toolName: tool, binding })
+}
+
+// Made on first use: workerd refuses to create an AbortController while a module loads.
+let never: AbortSignal | null = null
+function neverAborts(): AbortSignal {
+  never ??= new AbortController().signal
+  return never
+}
+
+/**
+ * What a ledgered tool body gets: the claim it holds and the side-effect boundary helpers. Writes are serialized
+ * and fenced; a stale worker (its claim taken over) cannot move the row.
+ */
+export interface TransitionContext {
+  readonly requestId: string
+  readonly fence: number
+  /** The row as this worker last wrote it. */
+  readonly entry: LedgerEntry
+  readonly signal: AbortSignal
+  /**
+   * Marks the point of no return: `maybe_crossed` is written durably before `fn` runs, so a crash inside it leaves
+   * the transition UNKNOWN and a redispatch hard-blocks instead of paying twice.
+   */
+  sideEffect<T>(fn: () => Promise<T> | T): Promise<T>
+  markMaybeCrossed(): Promise<void>
+  markCrossed(): Promise<void>
+  /** Stores the provider's handle (payment intent id, message id, the idempotency key sent) for reconciliation. */
+  recordExternalOperation(ref: string): Promise<void>
+  renewLease(leaseTtl?: number): Promise<void>
+}
+
+/** One owned transition: the body's `TransitionContext` plus the lifecycle the wrapper drives around the body. */
+class OwnedTransition implements TransitionContext {
+  readonly #core: LedgerCore
+  #current: LedgerEntry
+  #chain: Promise<unknown> = Promise.resolve()
+  /** Boundary known to this worker; `crossed` after a clean `sideEffect()` is folded into the completion write. */
+  #boundary: SideEffectBoundary
+  #timer: ReturnType<typeof setInterval> | null = null
+  readonly signal: AbortSignal
+
+  constructor(core: LedgerCore, entry: LedgerEntry, signal: AbortSignal | undefined) {
+    this.#core = core
+    this.#current = entry
+    this.#boundary = entry.sideEffectBoundary
+    this.signal = signal ?? neverAborts()
+  }
+
+  get requestId(): string {
+    return this.#current.requestId
+  }
+  get fence(): number {
+    return this.#current.fence
+  }
+  /** The row as this worker last wrote it. */
+  get entry(): LedgerEntry {
+    return this.#current
+  }
+
+  #write(op: (current: LedgerEntry) => Promise<LedgerEntry>): Promise<void> {
+    const run = this.#chain.then(async () => {
+      this.#current = await op(this.#current)
+    })
+    this.#chain = run.catch(() => undefined)
+    return run
+  }
+
+  /**
+   * Marks the point of no return: `maybe_crossed` is written durably before `fn` runs, so a crash inside it leaves
+   * the transition UNKNOWN and a redispatch hard-blocks instead of paying twice.
+   */
+  async sideEffect<T>(fn: () => Promise<T> | T): Promise<T> {
+    await this.markMaybeCrossed()
+    const out = await fn()
+    this.#boundary = "crossed"
+    return out
+  }
+
+  async markMaybeCrossed(): Promise<void> {
+    if (this.#boundary === "maybe_crossed" || this.#boundary === "crossed") return
+    await this.#write((c) => advanceBoundaryHeld(this.#core, c, "maybe_crossed"))
+    this.#boundary = "maybe_crossed"
+  }
+
+  async markCrossed(): Promise<void> {
+    await this.#write((c) => advanceBoundaryHeld(this.#core, c, "crossed"))
+    this.#boundary = "crossed"
+  }
+
+  /** Stores the provider's handle (payment intent id, message id, the idempotency key sent) for reconciliation. */
+  recordExternalOperation(ref: string): Promise<void> {
+    return this.#write((c) => attachRefHeld(this.#core, c, ref))
+  }
+
+  renewLease(leaseTtl?: number): Promise<void> {
+    return this.#write((c) => renewHeld(this.#core, c, leaseTtl))
+  }
+
+  /** Renews the lease every `leaseRenewInterval` while the body runs. */
+  startAutoRenew(leaseTtl: number): void {
+    const every = this.#core.policy.leaseRenewInterval
+    if (!(leaseTtl > 0) || !(every > 0)) return
+    this.#timer = setInterval(() => {
+      this.renewLease(leaseTtl).catch((e: unknown) => {
+        // A ledger refusal means the claim is gone; renewing further is pointless. Storage hiccups retry next tick.
+        if (e instanceof LedgerError && !(e.name === "LedgerStorageUnavailableError")) this.#clearTimer()
+      })
+    }, every * 1000)
+    ;(this.#timer as { unref?: () => void }).unref?.()
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== null) clearInterval(this.#timer)
+    this.#timer = null
+  }
+
+  /** Stops renewal and waits for writes in flight. */
+  async stop(): Promise<void> {
+    this.#clearTimer()
+    await this.#chain
+  }
+
+  async complete(result: unknown): Promise<void> {
+    await this.#write((c) => completeHeld(this.#core, c, result))
+  }
+
+  /** Failure classification from the boundary; recording problems never mask the tool's error. */
+  async recordFailure(err: unknown): Promise<void> {
+    const text = errorText(err)
+    try {
+      if (this.#boundary === "not_crossed") await this.#write((c) => failHeld(this.#core, c, text, false))
+      else if (this.#boundary === "maybe_crossed")
+        await this.#write((c) => markUnknownHeld(this.#core, c, text))
+      else await this.#write((c) => failHeld(this.#core, c, text, true))
+    } catch (e) {
+      this.#core.warn(
+        `could not record the failure of '${this.#current.tool}' request '${this.requestId}': ${errorText(e)}`,
+      )
+    }
+  }
+}

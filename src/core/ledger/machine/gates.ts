@@ -1,0 +1,146 @@
+// Gate resolution: pure functions of (stored row, binding, now). The claim loops act on what these return.
+import type { ToolTransitionBinding } from "../model/binding.ts"
+import { boundaryAtLeast, type LedgerEntry, needsRepair, resolvedOutcome } from "../model/entry.ts"
+import type { ProviderKeyValidity, TerminalOutcome, TransitionGate } from "../model/enums.ts"
+
+/** How an atomic storage claim treats the stored row. */
+export type ClaimClassification = "claimed" | "completed" | "in_flight"
+
+type Table<T> = Readonly<Record<TerminalOutcome, T>>
+
+/**
+ * Storage-side classification of an existing row for `tryClaimInflight`. BLOCKED and UNKNOWN rows are never
+ * claimable: an ambiguous transition must not be overwritten by a blind claim.
+ */
+const STORAGE_CLAIM: Table<ClaimClassification> = {
+  COMPLETED: "completed",
+  IN_FLIGHT: "in_flight",
+  EXPIRED: "claimed",
+  FAILED_BEFORE_EFFECT: "claimed",
+  FAILED_AFTER_EFFECT: "claimed",
+  BLOCKED: "in_flight",
+  UNKNOWN: "in_flight",
+}
+
+/** Reads are safe to run again, so anything but live or completed work is reclaimed (ambiguous ones soft-block). */
+const READ_GATE: Table<TransitionGate> = {
+  COMPLETED: "RETURN",
+  IN_FLIGHT: "POLL",
+  BLOCKED: "SOFT_BLOCK",
+  UNKNOWN: "SOFT_BLOCK",
+  EXPIRED: "RECLAIM",
+  FAILED_BEFORE_EFFECT: "RECLAIM",
+  FAILED_AFTER_EFFECT: "RECLAIM",
+}
+
+/**
+ * No binding: the original's legacy claim (anything not live, completed or ambiguous is reclaimed), except live rows
+ * are polled and ambiguous ones refuse loudly instead of being overwritten.
+ */
+const UNCLASSIFIED_GATE: Table<TransitionGate> = {
+  COMPLETED: "RETURN",
+  IN_FLIGHT: "POLL",
+  BLOCKED: "HARD_BLOCK",
+  UNKNOWN: "HARD_BLOCK",
+  EXPIRED: "RECLAIM",
+  FAILED_BEFORE_EFFECT: "RECLAIM",
+  FAILED_AFTER_EFFECT: "RECLAIM",
+}
+
+export function classifyClaim(existing: LedgerEntry | null, now: number): ClaimClassification {
+  return existing ? STORAGE_CLAIM[resolvedOutcome(existing, now)] : "claimed"
+}
+
+/** Gate for `read` tools. */
+export function resolveReadOnlyGate(existing: LedgerEntry, now: number): TransitionGate {
+  return needsRepair(existing) ? "REPAIR" : READ_GATE[resolvedOutcome(existing, now)]
+}
+
+/** Gate for tools without a binding (`unclassifiedPolicy: "warn"`). Legacy rows are judged as they read. */
+export function resolveUnclassifiedGate(existing: LedgerEntry, now: number): TransitionGate {
+  return UNCLASSIFIED_GATE[resolvedOutcome(existing, now)]
+}
+
+/** Re-running a reclaimed unclassified transition may duplicate an effect, except after a lapsed lease. */
+export const unclassifiedReclaimWarns = (resolved: TerminalOutcome): boolean => resolved !== "EXPIRED"
+
+/** Whether the provider still honours the idempotency key first sent for this transition. */
+export function providerKeyValidity(
+  entry: LedgerEntry,
+  binding: ToolTransitionBinding,
+  now: number,
+): ProviderKeyValidity {
+  const ttl = binding.providerIdempotencyKeyTtl
+  if (ttl === null) return "UNTRACKED"
+  const ref = entry.providerKeyFirstAttemptAt ?? entry.startedAt
+  if (!ref) return "UNTRACKED"
+  return now - ref >= ttl ? "EXPIRED" : "VALID"
+}
+
+const keyedClass = (b: ToolTransitionBinding): boolean =>
+  b.sideEffectClass === "idempotent_mutate" || b.sideEffectClass === "keyed_mutate"
+
+/** Gate for side-effecting tools (every class but `read`), in the original's order. */
+export function resolveSideEffectGate(
+  existing: LedgerEntry,
+  binding: ToolTransitionBinding,
+  incomingProviderKey: string | null,
+  now: number,
+): TransitionGate {
+  if (needsRepair(existing)) return "REPAIR"
+  const t = resolvedOutcome(existing, now)
+  const b = binding
+  const sameKey =
+    incomingProviderKey !== null &&
+    existing.providerIdempotencyKey !== null &&
+    existing.providerIdempotencyKey === incomingProviderKey
+  switch (t) {
+    case "COMPLETED":
+      // Every spendability: a deliberate re-spend needs a new key.
+      return "RETURN"
+    case "IN_FLIGHT":
+      return "POLL"
+    case "BLOCKED":
+      return "HARD_BLOCK"
+    case "UNKNOWN": {
+      const ok =
+        b.providerIdempotencyKeyParam !== null &&
+        b.providerIdempotencyKeyTtl !== null &&
+        b.retryPermission === "retry_only_with_same_provider_idempotency_key" &&
+        keyedClass(b) &&
+        sameKey &&
+        providerKeyValidity(existing, b, now) === "VALID"
+      return ok ? "ALLOW" : "HARD_BLOCK"
+    }
+    case "EXPIRED":
+      if (boundaryAtLeast(existing.sideEffectBoundary, "maybe_crossed")) return "HARD_BLOCK"
+      if (b.spendability !== "multi_use") return "HARD_BLOCK"
+      return b.retryPermission === "safe_retry" ? "ALLOW" : "HARD_BLOCK"
+    case "FAILED_AFTER_EFFECT":
+      return "HARD_BLOCK"
+    case "FAILED_BEFORE_EFFECT":
+      if (boundaryAtLeast(existing.sideEffectBoundary, "maybe_crossed")) return "HARD_BLOCK"
+      switch (b.retryPermission) {
+        case "safe_retry":
+          return "ALLOW"
+        case "retry_only_with_same_provider_idempotency_key":
+          if (!keyedClass(b)) return "HARD_BLOCK"
+          if (b.providerIdempotencyKeyParam === null) return "ALLOW"
+          return sameKey && providerKeyValidity(existing, b, now) !== "EXPIRED" ? "ALLOW" : "HARD_BLOCK"
+        default:
+          return "HARD_BLOCK"
+      }
+    default:
+      return "HARD_BLOCK"
+  }
+}
+
+/** UNKNOWN, FAILED_AFTER_EFFECT or a boundary at maybe_crossed or beyond: the effect may have happened. */
+export function isAmbiguous(entry: LedgerEntry, now: number): boolean {
+  const t = resolvedOutcome(entry, now)
+  return (
+    t === "UNKNOWN" ||
+    t === "FAILED_AFTER_EFFECT" ||
+    boundaryAtLeast(entry.sideEffectBoundary, "maybe_crossed")
+  )
+}

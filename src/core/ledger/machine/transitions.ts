@@ -1,0 +1,239 @@
+// Every row the ledger writes, as a pure function of the row the writer holds. Nothing else in the package builds a
+// LedgerEntry to store: the claim loop, fenced writes, operator actions and the backends' atomic claims call these.
+
+import type { ToolTransitionBinding } from "../model/binding.ts"
+import { type JsonValue, toJsonValue } from "../model/canonical.ts"
+import { type Decision, entryFromRow, type LedgerEntry, repairFields } from "../model/entry.ts"
+import {
+  BOUNDARY_RANK,
+  type EffectState,
+  LEDGER_ENTRY_SCHEMA_VERSION,
+  type SideEffectBoundary,
+  type TerminalOutcome,
+} from "../model/enums.ts"
+import { type CallMeta, metaToKwargs, type TransitionScope } from "../model/identity.ts"
+
+// ---- claims -------------------------------------------------------------------------------------------------
+
+/** What a fresh in-flight row is made of. */
+export interface FreshRowInit {
+  readonly tool: string
+  readonly requestId: string
+  readonly args: Record<string, JsonValue>
+  readonly meta: CallMeta
+  readonly scope: TransitionScope
+  readonly binding: ToolTransitionBinding | null
+  readonly effectId: string
+  readonly providerKey: string | null
+  readonly decision: Decision | null
+  readonly prior: LedgerEntry | null
+}
+
+// Every field at its default, read through the one codec: a fresh row spreads this and sets what a call decides.
+// Not frozen, and copied into a literal-shaped object: V8 spreads a frozen or dictionary-mode source ~15x slower,
+// and this runs on every call. Nothing writes to it (entries are readonly by type).
+const BLANK: LedgerEntry = {
+  ...entryFromRow({
+    request_id: "",
+    tool: "",
+    status: "in-flight",
+    schema_version: LEDGER_ENTRY_SCHEMA_VERSION,
+  }),
+}
+
+/** A fresh, unstamped in-flight row for a call (the storage claim stamps lease and fence: `stampClaim`). */
+export function freshRow(owner: string, now: number, init: FreshRowInit): LedgerEntry {
+  const carried = init.prior?.providerIdempotencyKey != null ? init.prior.providerKeyFirstAttemptAt : null
+  const m = init.meta
+  const d = init.decision
+  return {
+    ...BLANK,
+    requestId: init.requestId,
+    tool: init.tool,
+    kwargs: { ...init.args, ...metaToKwargs(m, init.scope) },
+    startedAt: now,
+    owner,
+    idempotencyKey: init.requestId,
+    sideEffectBoundary: init.binding?.sideEffectBoundaryDefault ?? "not_crossed",
+    providerIdempotencyKey: init.providerKey,
+    providerKeyFirstAttemptAt: init.providerKey !== null ? (carried ?? now) : null,
+    decisionId: m.decisionId ?? null,
+    stateRef: m.stateRef ?? null,
+    decision: d,
+    effectPhase: d ? (d.allowed ? "ATTEMPTING" : "ABORTED") : "INTENDED",
+    effectProtocolRequired: init.binding !== null,
+    effectId: init.effectId,
+    parentRequestId: m.parentRequestId ?? null,
+    handoffId: m.handoffId ?? null,
+  }
+}
+
+/** The row a successful claim stores: fresh lease, heartbeat, fence one past the prior row's. */
+export function stampClaim(
+  entry: LedgerEntry,
+  prior: LedgerEntry | null,
+  leaseTtl: number,
+  now: number,
+): LedgerEntry {
+  return {
+    ...entry,
+    terminalOutcome: "IN_FLIGHT",
+    status: "in-flight",
+    leaseUntil: leaseTtl > 0 ? now + leaseTtl : null,
+    lastHeartbeatAt: now,
+    fence: (prior?.fence ?? 0) + 1,
+  }
+}
+
+/** The original's field repairs of a legacy or odd row: never invents a result, never renews a lease. */
+export function repairedRow(e: LedgerEntry, now: number): LedgerEntry {
+  return { ...e, ...repairFields(e, now) }
+}
+
+// ---- the owner's writes -------------------------------------------------------------------------------------
+
+/** Results are stored as JSON (Dates as ISO text, undefined dropped), whoever supplies them: body, reconciler, operator. */
+export function completedRow(e: LedgerEntry, result: unknown, now: number): LedgerEntry {
+  return {
+    ...e,
+    terminalOutcome: "COMPLETED",
+    status: "completed",
+    result: toJsonValue(result),
+    error: null,
+    sideEffectBoundary: "crossed",
+    leaseUntil: null,
+    finishedAt: now,
+    effectPhase: "COMMITTED",
+  }
+}
+
+/** After a failure the phase stays ATTEMPTING only where the effect may have been attempted under a decision. */
+function phaseAfterFailure(e: LedgerEntry, attempted: boolean): EffectState {
+  return attempted && e.effectProtocolRequired && e.decision !== null && e.effectPhase === "ATTEMPTING"
+    ? "ATTEMPTING"
+    : "ABORTED"
+}
+
+/** As the original's `fail()`: the lease stays as it was (a FAILED row reads FAILED whatever its lease says). */
+export function failedRow(e: LedgerEntry, error: string, now: number, afterEffect: boolean): LedgerEntry {
+  return {
+    ...e,
+    terminalOutcome: afterEffect ? "FAILED_AFTER_EFFECT" : "FAILED_BEFORE_EFFECT",
+    status: "failed",
+    error,
+    sideEffectBoundary: afterEffect ? "crossed" : e.sideEffectBoundary,
+    finishedAt: now,
+    effectPhase: phaseAfterFailure(e, afterEffect),
+  }
+}
+
+export function unknownRow(e: LedgerEntry, error: string, now: number): LedgerEntry {
+  return {
+    ...e,
+    terminalOutcome: "UNKNOWN",
+    status: "failed",
+    error,
+    finishedAt: now,
+    effectPhase: phaseAfterFailure(e, true),
+  }
+}
+
+export function blockedRow(e: LedgerEntry, error: string, now: number): LedgerEntry {
+  return {
+    ...e,
+    terminalOutcome: "BLOCKED",
+    status: "failed",
+    error,
+    finishedAt: now,
+    effectPhase: phaseAfterFailure(e, true),
+  }
+}
+
+/** A lapsed lease the gates refuse to reclaim becomes BLOCKED (the original's `mark_blocked`, with its texts). */
+export function lapsedBlockedRow(e: LedgerEntry, now: number): LedgerEntry {
+  const error =
+    e.sideEffectBoundary === "not_crossed"
+      ? "stale in-flight lease with not_crossed boundary; reclaim only if an external_operation_ref reconcile proves NOT_EXECUTED"
+      : `stale in-flight lease; side-effect boundary ${e.sideEffectBoundary} — effect may have happened`
+  return blockedRow(e, error, now)
+}
+
+/** Monotonic: a weaker boundary leaves the row's value as it is. */
+export function boundaryRow(e: LedgerEntry, b: SideEffectBoundary): LedgerEntry {
+  const current = e.sideEffectBoundary
+  const stronger = (BOUNDARY_RANK[b] ?? 0) > (BOUNDARY_RANK[current] ?? 0)
+  return stronger ? { ...e, sideEffectBoundary: b } : e
+}
+
+export function decisionRow(e: LedgerEntry, d: Decision): LedgerEntry {
+  return { ...e, decision: d, effectPhase: d.allowed ? "ATTEMPTING" : "ABORTED" }
+}
+
+/** Last write wins; any string. */
+export function externalRefRow(e: LedgerEntry, ref: string): LedgerEntry {
+  return { ...e, externalOperationRef: String(ref) }
+}
+
+export function renewedRow(e: LedgerEntry, leaseTtl: number, now: number): LedgerEntry {
+  return { ...e, leaseUntil: now + leaseTtl, lastHeartbeatAt: now }
+}
+
+// ---- operators ----------------------------------------------------------------------------------------------
+
+/** Who settled an ambiguous transition, when, why, and from which outcome. Carried onto the re-execution's row. */
+export interface ResolutionStamps {
+  readonly resolvedBy: string | null
+  readonly resolutionReason: string | null
+  readonly resolvedAt: number | null
+  readonly releasedFromOutcome: string | null
+}
+
+export const stampsOf = (e: LedgerEntry): ResolutionStamps => ({
+  resolvedBy: e.resolvedBy,
+  resolutionReason: e.resolutionReason,
+  resolvedAt: e.resolvedAt,
+  releasedFromOutcome: e.releasedFromOutcome,
+})
+
+/** A verified release: `completed` stores the result; `not_executed` lets one redispatch run the tool again. */
+export function releasedRow(
+  e: LedgerEntry,
+  verified: "completed" | "not_executed",
+  result: unknown,
+  by: string,
+  reason: string,
+  releasedFrom: TerminalOutcome,
+  now: number,
+): LedgerEntry {
+  const stamps = {
+    resolvedBy: by,
+    resolutionReason: reason,
+    resolvedAt: now,
+    releasedFromOutcome: releasedFrom,
+  }
+  const base = verified === "completed" ? completedRow(e, result, now) : e
+  return { ...base, operatorResolution: verified, ...stamps }
+}
+
+export function workerDeadRow(e: LedgerEntry, by: string, reason: string, now: number): LedgerEntry {
+  return { ...e, workerDeadAssertedBy: by, workerDeadAssertedAt: now, resolutionReason: reason }
+}
+
+/** The outcomes an operator release or a reconciler verdict may settle: everything not live and not COMPLETED. */
+export const RELEASABLE_OUTCOMES: readonly TerminalOutcome[] = Object.freeze([
+  "IN_FLIGHT",
+  "BLOCKED",
+  "UNKNOWN",
+  "FAILED_AFTER_EFFECT",
+  "FAILED_BEFORE_EFFECT",
+])
+
+// ---- small helpers rows carry ---------------------------------------------------------------------------------
+
+export const ALLOWED_DECISION: Decision = Object.freeze({ allowed: true, verdicts: [], deniedReasons: [] })
+
+/** `"{Type}: {message}"`, as the original records errors. */
+export function errorText(e: unknown): string {
+  if (e instanceof Error) return `${e.name}: ${e.message}`
+  return `Error: ${String(e)}`
+}

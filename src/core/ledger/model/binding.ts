@@ -1,0 +1,149 @@
+import { LedgerConfigError, ToolCapabilityDeclarationError } from "../errors.ts"
+import {
+  CAPABILITY_RANK,
+  CLASS_DEFAULTS,
+  parseRetryPermission,
+  parseSideEffectBoundary,
+  parseSideEffectClass,
+  parseSpendability,
+  parseToolCapability,
+  type RetryPermission,
+  type SideEffectBoundary,
+  type SideEffectClass,
+  type Spendability,
+  type ToolCapability,
+} from "./enums.ts"
+
+/** Scope fields a binding may read from the tool's arguments. */
+export type ScopeField = "thread_id" | "run_id" | "node"
+
+/** What a caller declares for a ledgered tool; every omitted field takes its class default. */
+export interface ToolTransitionBindingInit {
+  agentId: string
+  policyVersion: string
+  /** A canonical class or a legacy alias (`payment`, `read_only`, ...). */
+  sideEffectClass: SideEffectClass | string
+  /** Scope field → name of the tool argument that carries it. */
+  scopeFrom?: Partial<Record<ScopeField, string>>
+  retryPermission?: RetryPermission
+  sideEffectBoundaryDefault?: SideEffectBoundary
+  spendability?: Spendability
+  capability?: ToolCapability
+  /** Name of the argument that carries the provider's idempotency key (excluded from the args fingerprint). */
+  providerIdempotencyKeyParam?: string
+  /** Seconds the provider honours that key. */
+  providerIdempotencyKeyTtl?: number
+  /** Argument whose value names the transition: request id `"{tool}:{field}:{value}"`. */
+  requestIdFrom?: string
+}
+
+/** A resolved binding: every policy field filled in. Immutable. */
+export interface ToolTransitionBinding {
+  readonly agentId: string
+  readonly policyVersion: string
+  readonly sideEffectClass: SideEffectClass
+  readonly scopeFrom: Readonly<Partial<Record<ScopeField, string>>>
+  readonly retryPermission: RetryPermission
+  readonly sideEffectBoundaryDefault: SideEffectBoundary
+  readonly spendability: Spendability
+  readonly capability: ToolCapability
+  readonly explicitCapability: ToolCapability | null
+  readonly providerIdempotencyKeyParam: string | null
+  readonly providerIdempotencyKeyTtl: number | null
+  readonly requestIdFrom: string | null
+}
+
+/** The capability floor for a class: declaring anything looser would let a tool opt into duplicate effects. */
+export function capabilityFloor(
+  cls: SideEffectClass,
+  hasReconciler: boolean,
+  hasProviderKey: boolean,
+): ToolCapability {
+  const d = CLASS_DEFAULTS[cls]
+  if (hasReconciler) return d.capabilityWithReconciler
+  if (hasProviderKey) return d.capabilityWithProviderKey
+  return d.capability
+}
+
+/** Capability honesty: an explicit value may tighten the floor, never loosen it. */
+export function resolveCapability(
+  cls: SideEffectClass,
+  explicit: ToolCapability | null | undefined,
+  hasReconciler: boolean,
+  hasProviderKey: boolean,
+): ToolCapability {
+  const floor = capabilityFloor(cls, hasReconciler, hasProviderKey)
+  if (explicit == null) return floor
+  if (CAPABILITY_RANK[explicit] >= CAPABILITY_RANK[floor]) return explicit
+  throw new ToolCapabilityDeclarationError(
+    `capability '${explicit}' is looser than the floor '${floor}' for side_effect_class '${cls}'; ` +
+      "a looser capability would let this tool silently opt into duplicate effects",
+  )
+}
+
+/** The capability that governs recovery on a ledger with (or without) a reconciler. Never throws. */
+export function effectiveCapability(binding: ToolTransitionBinding, hasReconciler: boolean): ToolCapability {
+  const floor = capabilityFloor(
+    binding.sideEffectClass,
+    hasReconciler,
+    binding.providerIdempotencyKeyParam !== null,
+  )
+  const explicit = binding.explicitCapability
+  if (explicit !== null && CAPABILITY_RANK[explicit] >= CAPABILITY_RANK[floor]) return explicit
+  return floor
+}
+
+function forTool(init: ToolTransitionBindingInit): ToolTransitionBinding {
+  if (!init.agentId || typeof init.agentId !== "string")
+    throw new LedgerConfigError("binding agentId is required: name the agent that owns the tool")
+  if (!init.policyVersion || typeof init.policyVersion !== "string") {
+    throw new LedgerConfigError("binding policyVersion is required: name the policy the tool runs under")
+  }
+  const cls = parseSideEffectClass(init.sideEffectClass)
+  const d = CLASS_DEFAULTS[cls]
+  const keyParam = init.providerIdempotencyKeyParam ?? null
+  const explicit = init.capability == null ? null : parseToolCapability(init.capability)
+  // Validated as if a reconciler existed (the ledger may bind one); stored no looser than the no-reconciler floor.
+  resolveCapability(cls, explicit, true, keyParam !== null)
+  const floor = capabilityFloor(cls, false, keyParam !== null)
+  const capability =
+    explicit !== null && CAPABILITY_RANK[explicit] >= CAPABILITY_RANK[floor] ? explicit : floor
+  const ttl = init.providerIdempotencyKeyTtl ?? null
+  if (ttl !== null && !(ttl > 0))
+    throw new LedgerConfigError("providerIdempotencyKeyTtl must be a positive number of seconds")
+  const scopeFrom: Partial<Record<ScopeField, string>> = {}
+  for (const [field, src] of Object.entries(init.scopeFrom ?? {})) {
+    if (field !== "thread_id" && field !== "run_id" && field !== "node") {
+      throw new LedgerConfigError(`scopeFrom field '${field}' must be one of thread_id, run_id, node`)
+    }
+    if (typeof src === "string" && src) scopeFrom[field] = src
+  }
+  return Object.freeze({
+    agentId: init.agentId,
+    policyVersion: init.policyVersion,
+    sideEffectClass: cls,
+    scopeFrom: Object.freeze(scopeFrom),
+    retryPermission: init.retryPermission ? parseRetryPermission(init.retryPermission) : d.retryPermission,
+    sideEffectBoundaryDefault: init.sideEffectBoundaryDefault
+      ? parseSideEffectBoundary(init.sideEffectBoundaryDefault)
+      : "not_crossed",
+    spendability: init.spendability ? parseSpendability(init.spendability) : d.spendability,
+    capability,
+    explicitCapability: explicit,
+    providerIdempotencyKeyParam: keyParam,
+    providerIdempotencyKeyTtl: ttl,
+    requestIdFrom: init.requestIdFrom ?? null,
+  })
+}
+
+const isResolved = (b: ToolTransitionBinding | ToolTransitionBindingInit): b is ToolTransitionBinding =>
+  "explicitCapability" in b && Object.isFrozen(b)
+
+/** Builds bindings with class defaults filled in. */
+export const ToolTransitionBinding = {
+  forTool,
+  /** Accepts a resolved binding as is, or resolves an init object. */
+  from(b: ToolTransitionBinding | ToolTransitionBindingInit): ToolTransitionBinding {
+    return isResolved(b) ? b : forTool(b)
+  },
+}

@@ -1,0 +1,223 @@
+// Python's `json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)`, byte for byte, so that
+// transition keys, args fingerprints and receipt HMACs match the Python original's.
+
+/** A value that survives `canonicalJson` unchanged in meaning. */
+export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
+
+const HEX = "0123456789abcdef"
+
+/** A JSON string literal exactly as Python's ensure_ascii writes it. */
+export function canonicalString(s: string): string {
+  let out = '"'
+  let start = 0
+  for (let i = 0; i < s.length; i++) {
+    const c = s.charCodeAt(i)
+    if (c >= 0x20 && c < 0x7f && c !== 0x22 && c !== 0x5c) continue
+    if (i > start) out += s.slice(start, i)
+    start = i + 1
+    switch (c) {
+      case 0x22:
+        out += '\\"'
+        break
+      case 0x5c:
+        out += "\\\\"
+        break
+      case 0x0a:
+        out += "\\n"
+        break
+      case 0x0d:
+        out += "\\r"
+        break
+      case 0x09:
+        out += "\\t"
+        break
+      case 0x08:
+        out += "\\b"
+        break
+      case 0x0c:
+        out += "\\f"
+        break
+      default:
+        // Controls, DEL and non-ASCII as UTF-16 code units: exactly Python's ensure_ascii surrogate-pair escaping.
+        out += `\\u${HEX[(c >> 12) & 15]}${HEX[(c >> 8) & 15]}${HEX[(c >> 4) & 15]}${HEX[c & 15]}`
+    }
+  }
+  if (start === 0) return `"${s}"`
+  return `${out}${s.slice(start)}"`
+}
+
+/** Python's float repr: shortest round-trip digits, scientific below 1e-4 and from 1e16. */
+export function pythonFloatRepr(x: number): string {
+  if (Number.isNaN(x)) return "NaN"
+  if (x === Number.POSITIVE_INFINITY) return "Infinity"
+  if (x === Number.NEGATIVE_INFINITY) return "-Infinity"
+  if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0"
+  const [mant = "", expStr = "0"] = x.toExponential().split("e")
+  const exp = Number(expStr)
+  const neg = mant.startsWith("-")
+  const digits = mant.replace("-", "").replace(".", "")
+  const sign = neg ? "-" : ""
+  if (exp < -4 || exp >= 16) {
+    const m = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits
+    const e = Math.abs(exp) < 10 ? `0${Math.abs(exp)}` : String(Math.abs(exp))
+    return `${sign}${m}e${exp < 0 ? "-" : "+"}${e}`
+  }
+  if (exp < 0) return `${sign}0.${"0".repeat(-exp - 1)}${digits}`
+  const intLen = exp + 1
+  if (digits.length <= intLen) return `${sign}${digits}${"0".repeat(intLen - digits.length)}.0`
+  return `${sign}${digits.slice(0, intLen)}.${digits.slice(intLen)}`
+}
+
+// Beyond this JavaScript prints integral numbers with an exponent, as Python's float repr does.
+const EXPONENT_FROM = 1e21
+
+function number(x: number): string {
+  // A JS number cannot tell 10 from 10.0: integral numbers are Python ints (docs/keys.md), digits exactly as
+  // Python writes the int of the same value. -0 exists only as a float in Python.
+  if (Number.isSafeInteger(x)) return x === 0 && Object.is(x, -0) ? "-0.0" : String(x)
+  // Beyond 2^53 String() pads shortest digits with zeros (2**60 -> ...847000); Python prints the exact int.
+  if (Number.isInteger(x) && x < EXPONENT_FROM && x > -EXPONENT_FROM) return BigInt(x).toString()
+  return pythonFloatRepr(x)
+}
+
+// Python sorts keys by code point; JS compares UTF-16 units, which differs only for astral vs U+E000..U+FFFF.
+function compareCodePoints(a: string, b: string): number {
+  const n = Math.min(a.length, b.length)
+  for (let i = 0; i < n; i++) {
+    const x = a.charCodeAt(i)
+    const y = b.charCodeAt(i)
+    if (x === y) continue
+    const xs = x >= 0xd800 && x <= 0xdfff
+    const ys = y >= 0xd800 && y <= 0xdfff
+    if (xs !== ys) return xs ? 1 : -1
+    return x - y
+  }
+  return a.length - b.length
+}
+
+const isAsciiKeys = (keys: string[]): boolean => keys.every((k) => !/[\ud800-\udfff]/.test(k))
+
+function write(value: unknown): string {
+  switch (typeof value) {
+    case "string":
+      return canonicalString(value)
+    case "number":
+      return number(value)
+    case "boolean":
+      return value ? "true" : "false"
+    case "bigint":
+      return value.toString()
+    case "undefined":
+      return "null"
+    case "object": {
+      if (value === null) return "null"
+      if (Array.isArray(value)) {
+        let out = "["
+        for (let i = 0; i < value.length; i++) out += (i ? "," : "") + write(value[i])
+        return `${out}]`
+      }
+      if (value instanceof Date) return canonicalString(value.toISOString())
+      // A boxed Number is how `parseToolArguments` keeps a float the text wrote as one (`1e16`).
+      if (value instanceof Number) return pythonFloatRepr(value.valueOf())
+      const withJson = value as { toJSON?: () => unknown }
+      if (typeof withJson.toJSON === "function") return write(withJson.toJSON())
+      if (value instanceof Map || value instanceof Set) return canonicalString(String(value))
+      const obj = value as Record<string, unknown>
+      const keys = Object.keys(obj).filter((k) => obj[k] !== undefined)
+      if (isAsciiKeys(keys)) keys.sort()
+      else keys.sort(compareCodePoints)
+      let out = "{"
+      for (let i = 0; i < keys.length; i++) {
+        const k = keys[i] as string
+        out += `${i ? "," : ""}${canonicalString(k)}:${write(obj[k])}`
+      }
+      return `${out}}`
+    }
+    default:
+      // `default=str`: functions and symbols become their string form.
+      return canonicalString(String(value))
+  }
+}
+
+/** Python-compatible canonical JSON: sorted keys, compact separators, ASCII escapes, Python float repr. */
+export function canonicalJson(value: unknown): string {
+  return write(value)
+}
+
+/**
+ * The JSON value a stored row holds for `value` (Python's `json.dumps(default=str)` round trip): non-JSON values
+ * become strings, `undefined` members disappear. Every backend stores exactly this, so replays look alike.
+ * A `bigint` within 2^53 becomes a number; beyond it, its decimal string (JSON.stringify cannot write it).
+ */
+export function toJsonValue(value: unknown): JsonValue {
+  return convert(value, false) as JsonValue
+}
+
+/**
+ * `toJsonValue(value)` for the row, and the value the transition key hashes: the same unless `value` holds
+ * what a row cannot carry exactly (a `bigint` beyond 2^53, a boxed-Number float from `parseToolArguments`).
+ */
+export function toStoredAndKeyed(value: unknown): { stored: JsonValue; keyed: unknown } {
+  inexact = false
+  const stored = convert(value, false) as JsonValue
+  return { stored, keyed: inexact ? convert(value, true) : stored }
+}
+
+// Set by `convert` when the stored form loses what the key needs. Module state is safe: `convert` is synchronous
+// and reset by its only reader just before; it costs no allocation on the hot path.
+let inexact = false
+
+/** `exact`: keep bigints and boxed Numbers as they are, for `canonicalJson` to write exactly. */
+function convert(value: unknown, exact: boolean): unknown {
+  switch (typeof value) {
+    case "string":
+    case "boolean":
+      return value
+    case "number":
+      return Number.isFinite(value) ? value : String(value)
+    case "bigint":
+      if (value >= MIN_SAFE && value <= MAX_SAFE) return Number(value)
+      if (exact) return value
+      inexact = true
+      return value.toString()
+    case "undefined":
+      return null
+    case "object": {
+      if (value === null) return null
+      if (Array.isArray(value)) {
+        const out: unknown[] = new Array(value.length)
+        for (let i = 0; i < value.length; i++) out[i] = convert(value[i], exact)
+        return out
+      }
+      if (value instanceof Date) return value.toISOString()
+      if (value instanceof Number) {
+        if (exact) return value
+        inexact = true
+        return convert(value.valueOf(), false)
+      }
+      const withJson = value as { toJSON?: () => unknown }
+      if (typeof withJson.toJSON === "function") return convert(withJson.toJSON(), exact)
+      if (value instanceof Map || value instanceof Set) return String(value)
+      const out: { [key: string]: unknown } = {}
+      for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = convert(v, exact)
+      return out
+    }
+    default:
+      return String(value)
+  }
+}
+
+const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+const MIN_SAFE = -MAX_SAFE
+
+/**
+ * A deep copy of a stored JSON value. Replays hand each caller its own copy; for the small objects tools return
+ * this is several times cheaper than structuredClone.
+ */
+export function cloneJson<T extends JsonValue>(value: T): T {
+  if (value === null || typeof value !== "object") return value
+  if (Array.isArray(value)) return value.map(cloneJson) as T
+  const out: { [key: string]: JsonValue } = {}
+  for (const k in value) out[k] = cloneJson((value as { [key: string]: JsonValue })[k] as JsonValue)
+  return out as T
+}

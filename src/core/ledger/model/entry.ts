@@ -1,0 +1,291 @@
+import { LedgerRowError } from "../errors.ts"
+import type { JsonValue } from "./canonical.ts"
+import {
+  BOUNDARY_RANK,
+  type EffectState,
+  isSideEffectBoundary,
+  isTerminalOutcome,
+  LEDGER_ENTRY_SCHEMA_VERSION,
+  type LeaseValidity,
+  type LegacyStatus,
+  type OperatorResolution,
+  type SideEffectBoundary,
+  type TerminalOutcome,
+} from "./enums.ts"
+
+/** A durable decision record, written before the body runs. */
+export interface Decision {
+  readonly allowed: boolean
+  readonly verdicts: ReadonlyArray<{
+    readonly name: string
+    readonly allowed: boolean
+    readonly reason: string | null
+  }>
+  readonly deniedReasons: readonly string[]
+}
+
+/**
+ * One transition. Immutable: every change makes a new object. Times are epoch seconds.
+ * Stored as the Python original's snake_case payload (see `entryToRow`).
+ */
+export interface LedgerEntry {
+  readonly requestId: string
+  readonly tool: string
+  readonly args: readonly JsonValue[]
+  readonly kwargs: Readonly<Record<string, JsonValue>>
+  readonly status: LegacyStatus
+  readonly terminalOutcome: TerminalOutcome
+  readonly fence: number
+  readonly result: JsonValue
+  readonly error: string | null
+  readonly startedAt: number
+  readonly finishedAt: number | null
+  readonly leaseUntil: number | null
+  readonly owner: string | null
+  readonly idempotencyKey: string
+  readonly receiptRef: string | null
+  readonly sideEffectBoundary: SideEffectBoundary
+  readonly externalOperationRef: string | null
+  readonly providerIdempotencyKey: string | null
+  readonly providerKeyFirstAttemptAt: number | null
+  readonly lastHeartbeatAt: number | null
+  readonly workerDeadAssertedBy: string | null
+  readonly workerDeadAssertedAt: number | null
+  readonly operatorResolution: OperatorResolution | null
+  readonly resolvedBy: string | null
+  readonly resolutionReason: string | null
+  readonly resolvedAt: number | null
+  readonly releasedFromOutcome: string | null
+  readonly decisionId: string | null
+  readonly stateRef: string | null
+  readonly decision: Decision | null
+  readonly effectPhase: EffectState
+  readonly effectProtocolRequired: boolean
+  readonly effectId: string
+  readonly schemaVersion: number
+  readonly parentRequestId: string | null
+  readonly handoffId: string | null
+}
+
+/** The stored JSON payload, field for field the Python original's `LedgerEntry.to_dict()`. */
+export type LedgerRow = Record<string, JsonValue>
+
+/** Fields an entry needs; the rest default as the original's `from_dict` does. */
+export type LedgerEntryInit = Pick<LedgerEntry, "requestId" | "tool"> & Partial<LedgerEntry>
+
+/** Legacy status the original stores beside the terminal outcome. */
+export function legacyStatusFor(outcome: TerminalOutcome): LegacyStatus {
+  if (outcome === "COMPLETED") return "completed"
+  if (outcome === "IN_FLIGHT" || outcome === "EXPIRED") return "in-flight"
+  return "failed"
+}
+
+// ---- the one field list: entry field ↔ snake_case payload key, and how a stored value is read back -------------
+
+interface FieldCodec<T> {
+  readonly key: string
+  /** Reads the stored value (`undefined` when the key is missing, as in the original's legacy rows). */
+  readonly decode: (v: unknown, row: Readonly<Record<string, unknown>>) => T
+  /** What is stored; the entry's value itself when omitted. */
+  readonly encode?: (v: T) => JsonValue
+}
+
+const str = (v: unknown): string | null => (v == null ? null : String(v))
+const num = (v: unknown): number | null => (v == null || v === "" ? null : Number(v))
+const strField = (key: string): FieldCodec<string | null> => ({ key, decode: str })
+const numField = (key: string): FieldCodec<number | null> => ({ key, decode: num })
+const requestIdOf = (row: Readonly<Record<string, unknown>>): string => row.request_id as string
+
+function decisionToRow(d: Decision | null): JsonValue {
+  if (!d) return null
+  return {
+    allowed: d.allowed,
+    verdicts: d.verdicts.map((v) => ({ name: v.name, allowed: v.allowed, reason: v.reason })),
+    denied_reasons: [...d.deniedReasons],
+  }
+}
+
+function decisionFromRow(v: unknown): Decision | null {
+  if (!v || typeof v !== "object") return null
+  const o = v as Record<string, unknown>
+  const verdicts = Array.isArray(o.verdicts) ? o.verdicts : []
+  return {
+    allowed: o.allowed === true,
+    verdicts: verdicts.map((x) => {
+      const r = (x ?? {}) as Record<string, unknown>
+      return { name: String(r.name ?? ""), allowed: r.allowed === true, reason: (r.reason as string) ?? null }
+    }),
+    deniedReasons: Array.isArray(o.denied_reasons) ? o.denied_reasons.map(String) : [],
+  }
+}
+
+/**
+ * Every `LedgerEntry` field, in the original's `to_dict()` order, with its payload key and reader. `satisfies`
+ * makes a field missing here (or one that is not on `LedgerEntry`) a type error, so the codec cannot fall behind.
+ */
+export const ENTRY_FIELDS = {
+  requestId: { key: "request_id", decode: (v) => v as string },
+  tool: { key: "tool", decode: (v) => v as string },
+  args: { key: "args", decode: (v) => (Array.isArray(v) ? (v as JsonValue[]) : []) },
+  kwargs: {
+    key: "kwargs",
+    decode: (v) => (v && typeof v === "object" ? (v as Record<string, JsonValue>) : {}),
+  },
+  status: { key: "status", decode: (v) => v as LegacyStatus },
+  // Invalid or missing values stay visible to the repair gate as they are.
+  terminalOutcome: {
+    key: "terminal_outcome",
+    decode: (v) => (v === undefined ? "IN_FLIGHT" : v) as TerminalOutcome,
+  },
+  fence: { key: "fence", decode: (v) => Number(v ?? 0) || 0 },
+  result: { key: "result", decode: (v) => (v ?? null) as JsonValue },
+  error: strField("error"),
+  startedAt: { key: "started_at", decode: (v) => num(v) ?? 0 },
+  finishedAt: numField("finished_at"),
+  leaseUntil: numField("lease_until"),
+  owner: strField("owner"),
+  idempotencyKey: {
+    key: "idempotency_key",
+    decode: (v, row) => (v as string | undefined) ?? requestIdOf(row),
+  },
+  receiptRef: strField("receipt_ref"),
+  sideEffectBoundary: {
+    key: "side_effect_boundary",
+    decode: (v) => (v === undefined ? "not_crossed" : v) as SideEffectBoundary,
+  },
+  externalOperationRef: strField("external_operation_ref"),
+  providerIdempotencyKey: strField("provider_idempotency_key"),
+  providerKeyFirstAttemptAt: numField("provider_key_first_attempt_at"),
+  lastHeartbeatAt: numField("last_heartbeat_at"),
+  workerDeadAssertedBy: strField("worker_dead_asserted_by"),
+  workerDeadAssertedAt: numField("worker_dead_asserted_at"),
+  operatorResolution: { key: "operator_resolution", decode: (v) => str(v) as OperatorResolution | null },
+  resolvedBy: strField("resolved_by"),
+  resolutionReason: strField("resolution_reason"),
+  resolvedAt: numField("resolved_at"),
+  releasedFromOutcome: strField("released_from_outcome"),
+  decisionId: strField("decision_id"),
+  stateRef: strField("state_ref"),
+  decision: { key: "decision", decode: decisionFromRow, encode: decisionToRow },
+  effectPhase: { key: "effect_phase", decode: (v) => ((v as string) ?? "INTENDED") as EffectState },
+  effectProtocolRequired: { key: "effect_protocol_required", decode: (v) => v === true },
+  effectId: { key: "effect_id", decode: (v, row) => (v as string | undefined) ?? requestIdOf(row) },
+  // A row without a version predates versioning: schema 1.
+  schemaVersion: { key: "schema_version", decode: (v) => Number(v ?? 1) },
+  parentRequestId: strField("parent_request_id"),
+  handoffId: strField("handoff_id"),
+} as const satisfies { readonly [K in keyof LedgerEntry]-?: FieldCodec<LedgerEntry[K]> }
+
+const CODECS = Object.entries(ENTRY_FIELDS) as ReadonlyArray<
+  readonly [keyof LedgerEntry, FieldCodec<unknown>]
+>
+
+/** The Python-compatible payload of an entry (what every durable backend stores). */
+export function entryToRow(entry: LedgerEntry): LedgerRow {
+  const row: LedgerRow = {}
+  for (const [field, c] of CODECS)
+    row[c.key] = c.encode ? c.encode(entry[field]) : (entry[field] as JsonValue)
+  return row
+}
+
+/** Reads a stored payload, tolerating the original's legacy rows (missing optional keys). */
+export function entryFromRow(row: Readonly<Record<string, unknown>>): LedgerEntry {
+  if (typeof row.request_id !== "string" || typeof row.tool !== "string" || typeof row.status !== "string") {
+    throw new LedgerRowError("ledger row needs string request_id, tool and status")
+  }
+  const out: Record<string, unknown> = {}
+  for (const [field, c] of CODECS) out[field] = c.decode(row[c.key], row)
+  return out as unknown as LedgerEntry
+}
+
+/** A new entry: every field the original's `from_dict` would default, plus `init`; current schema version. */
+export function newEntry(init: LedgerEntryInit, now: number): LedgerEntry {
+  return {
+    ...entryFromRow({ request_id: init.requestId, tool: init.tool, status: "in-flight" }),
+    startedAt: now,
+    schemaVersion: LEDGER_ENTRY_SCHEMA_VERSION,
+    ...init,
+  }
+}
+
+// ---- derived state --------------------------------------------------------------------------------------
+
+export function leaseValidity(entry: LedgerEntry, now: number): LeaseValidity {
+  if (entry.leaseUntil === null) return "UNBOUNDED"
+  return now >= entry.leaseUntil ? "EXPIRED" : "HELD"
+}
+
+/** Stored outcome, except IN_FLIGHT with a lapsed lease reads as EXPIRED. Legacy rows infer from `status`. */
+export function resolvedOutcome(entry: LedgerEntry, now: number): TerminalOutcome {
+  let t = entry.terminalOutcome
+  if (!isTerminalOutcome(t)) t = inferFromStatus(entry, now)
+  if (t === "IN_FLIGHT" && entry.leaseUntil !== null && now >= entry.leaseUntil) return "EXPIRED"
+  return t
+}
+
+function inferFromStatus(entry: LedgerEntry, now: number): TerminalOutcome {
+  switch (entry.status) {
+    case "completed":
+      return "COMPLETED"
+    case "failed":
+      return "FAILED_BEFORE_EFFECT"
+    case "in-flight":
+      return entry.leaseUntil !== null && now >= entry.leaseUntil ? "EXPIRED" : "IN_FLIGHT"
+    default:
+      return "UNKNOWN"
+  }
+}
+
+export function needsRepair(entry: LedgerEntry): boolean {
+  if (!entry.idempotencyKey) return true
+  if (!isSideEffectBoundary(entry.sideEffectBoundary)) return true
+  if (!isTerminalOutcome(entry.terminalOutcome)) return true
+  if (entry.status === "completed" && entry.terminalOutcome !== "COMPLETED") return true
+  if (entry.status === "failed" && entry.terminalOutcome === "IN_FLIGHT") return true
+  return false
+}
+
+/** Only safe updates: never invents a result, never renews a lease. */
+export function repairFields(entry: LedgerEntry, now: number): Partial<LedgerEntry> {
+  const out: { -readonly [K in keyof LedgerEntry]?: LedgerEntry[K] } = {}
+  if (!entry.idempotencyKey) out.idempotencyKey = entry.requestId
+  if (!isSideEffectBoundary(entry.sideEffectBoundary)) out.sideEffectBoundary = "not_crossed"
+  if (!isTerminalOutcome(entry.terminalOutcome)) {
+    out.terminalOutcome = inferFromStatus(entry, now)
+    out.status = legacyStatusFor(out.terminalOutcome)
+  } else if (entry.status === "completed" && entry.terminalOutcome !== "COMPLETED") {
+    out.terminalOutcome = "COMPLETED"
+  } else if (entry.status === "failed" && entry.terminalOutcome === "IN_FLIGHT") {
+    out.terminalOutcome = "FAILED_BEFORE_EFFECT"
+  }
+  return out
+}
+
+export const boundaryAtLeast = (b: SideEffectBoundary, min: SideEffectBoundary): boolean =>
+  (BOUNDARY_RANK[b] ?? 0) >= BOUNDARY_RANK[min]
+
+/** Evidence that the worker behind a lease is gone: an operator's assertion or a silent heartbeat. */
+export function hasWorkerDeathEvidence(entry: LedgerEntry, now: number, presumedDeadAfter: number): boolean {
+  if (entry.workerDeadAssertedAt !== null) return true
+  const last = entry.lastHeartbeatAt ?? entry.startedAt
+  if (!last) return false
+  return now - last >= presumedDeadAfter
+}
+
+export function resolvedEffectState(entry: LedgerEntry, now: number): EffectState {
+  const t = resolvedOutcome(entry, now)
+  if (t === "COMPLETED") return "COMMITTED"
+  if (t === "IN_FLIGHT") {
+    if (entry.decision && entry.effectPhase === "ATTEMPTING") return "ATTEMPTING"
+    if (entry.decision && entry.effectPhase === "ABORTED") return "ABORTED"
+    return "INTENDED"
+  }
+  const ambiguous =
+    t === "UNKNOWN" ||
+    t === "FAILED_AFTER_EFFECT" ||
+    boundaryAtLeast(entry.sideEffectBoundary, "maybe_crossed")
+  return ambiguous ? "UNKNOWN" : "ABORTED"
+}
+
+export const hasAllowedDecision = (entry: LedgerEntry): boolean =>
+  entry.decision?.allowed === true && entry.effectPhase === "ATTEMPTING"

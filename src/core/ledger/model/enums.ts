@@ -1,0 +1,206 @@
+// String values are the Python original's, byte for byte: they are hashed into transition keys and stored in
+// rows that Python workers read too.
+import { LedgerConfigError } from "../errors.ts"
+
+export const SideEffectClass = {
+  READ: "read",
+  IDEMPOTENT_MUTATE: "idempotent_mutate",
+  KEYED_MUTATE: "keyed_mutate",
+  NON_IDEMPOTENT_MUTATE: "non_idempotent_mutate",
+  IRREVERSIBLE: "irreversible",
+} as const
+export type SideEffectClass = (typeof SideEffectClass)[keyof typeof SideEffectClass]
+
+export const RetryPermission = {
+  SAFE_RETRY: "safe_retry",
+  RETRY_ONLY_WITH_SAME_PROVIDER_IDEMPOTENCY_KEY: "retry_only_with_same_provider_idempotency_key",
+  MANUAL_RECONCILIATION_REQUIRED: "manual_reconciliation_required",
+  NEVER_RETRY_AUTOMATICALLY: "never_retry_automatically",
+} as const
+export type RetryPermission = (typeof RetryPermission)[keyof typeof RetryPermission]
+
+export const Spendability = {
+  MULTI_USE: "multi_use",
+  SINGLE_USE: "single_use",
+  NON_REPLAYABLE: "non_replayable",
+} as const
+export type Spendability = (typeof Spendability)[keyof typeof Spendability]
+
+export const ToolCapability = {
+  IDEMPOTENT: "idempotent",
+  QUERYABLE: "queryable",
+  BLIND: "blind",
+} as const
+export type ToolCapability = (typeof ToolCapability)[keyof typeof ToolCapability]
+
+export const TerminalOutcome = {
+  IN_FLIGHT: "IN_FLIGHT",
+  COMPLETED: "COMPLETED",
+  FAILED_BEFORE_EFFECT: "FAILED_BEFORE_EFFECT",
+  FAILED_AFTER_EFFECT: "FAILED_AFTER_EFFECT",
+  EXPIRED: "EXPIRED",
+  BLOCKED: "BLOCKED",
+  UNKNOWN: "UNKNOWN",
+} as const
+export type TerminalOutcome = (typeof TerminalOutcome)[keyof typeof TerminalOutcome]
+
+export const EffectState = {
+  INTENDED: "INTENDED",
+  ATTEMPTING: "ATTEMPTING",
+  COMMITTED: "COMMITTED",
+  ABORTED: "ABORTED",
+  UNKNOWN: "UNKNOWN",
+} as const
+export type EffectState = (typeof EffectState)[keyof typeof EffectState]
+
+export const SideEffectBoundary = {
+  NOT_CROSSED: "not_crossed",
+  MAYBE_CROSSED: "maybe_crossed",
+  CROSSED: "crossed",
+} as const
+export type SideEffectBoundary = (typeof SideEffectBoundary)[keyof typeof SideEffectBoundary]
+
+export const LeaseValidity = { HELD: "HELD", EXPIRED: "EXPIRED", UNBOUNDED: "UNBOUNDED" } as const
+export type LeaseValidity = (typeof LeaseValidity)[keyof typeof LeaseValidity]
+
+export const ProviderKeyValidity = { VALID: "VALID", EXPIRED: "EXPIRED", UNTRACKED: "UNTRACKED" } as const
+export type ProviderKeyValidity = (typeof ProviderKeyValidity)[keyof typeof ProviderKeyValidity]
+
+export const TransitionGate = {
+  ALLOW: "ALLOW",
+  RETURN: "RETURN",
+  POLL: "POLL",
+  RECLAIM: "RECLAIM",
+  REPAIR: "REPAIR",
+  SOFT_BLOCK: "SOFT_BLOCK",
+  HARD_BLOCK: "HARD_BLOCK",
+} as const
+export type TransitionGate = (typeof TransitionGate)[keyof typeof TransitionGate]
+
+export const ReconcileStatus = {
+  COMPLETED: "COMPLETED",
+  NOT_EXECUTED: "NOT_EXECUTED",
+  UNKNOWN: "UNKNOWN",
+} as const
+export type ReconcileStatus = (typeof ReconcileStatus)[keyof typeof ReconcileStatus]
+
+/** Legacy `status` column, kept for Python readers. */
+export type LegacyStatus = "in-flight" | "completed" | "failed"
+
+export type OperatorResolution = "completed" | "not_executed"
+export type UnclassifiedPolicy = "warn" | "strict"
+export type ArgsDriftPolicy = "off" | "soft" | "hard"
+export type RequestIdentityPolicy = "derived" | "require_explicit"
+
+export const TRANSITION_SCHEMA = "mycelium.transition/v2"
+export const LEDGER_ENTRY_SCHEMA_VERSION = 2
+
+const SIDE_EFFECT_ALIASES: Readonly<Record<string, SideEffectClass>> = {
+  read_only: "read",
+  idempotent_write: "idempotent_mutate",
+  external_api_mutation: "keyed_mutate",
+  non_idempotent_write: "non_idempotent_mutate",
+  payment: "non_idempotent_mutate",
+  email: "non_idempotent_mutate",
+  subagent: "non_idempotent_mutate",
+  onchain_action: "irreversible",
+}
+
+const CLASSES: readonly SideEffectClass[] = Object.values(SideEffectClass)
+
+function isOneOf<T extends string>(values: readonly T[], v: unknown): v is T {
+  return typeof v === "string" && (values as readonly string[]).includes(v)
+}
+
+/** Canonical class for a class name or a legacy alias (`payment`, `read_only`, ...). */
+export function parseSideEffectClass(value: unknown): SideEffectClass {
+  if (typeof value !== "string")
+    throw new LedgerConfigError(`side_effect_class must be a string; expected one of: ${CLASSES.join(", ")}`)
+  const v = value.trim()
+  if (isOneOf(CLASSES, v)) return v
+  const alias = SIDE_EFFECT_ALIASES[v]
+  if (alias) return alias
+  throw new LedgerConfigError(`unknown side_effect_class '${value}'; expected one of: ${CLASSES.join(", ")}`)
+}
+
+function parser<T extends string>(label: string, values: readonly T[]): (v: unknown) => T {
+  return (v) => {
+    if (isOneOf(values, v)) return v
+    throw new LedgerConfigError(`unknown ${label} '${String(v)}'; expected one of: ${values.join(", ")}`)
+  }
+}
+
+export const parseRetryPermission = parser("retry_permission", Object.values(RetryPermission))
+export const parseSpendability = parser("spendability", Object.values(Spendability))
+export const parseToolCapability = parser("capability", Object.values(ToolCapability))
+export const parseSideEffectBoundary = parser("side_effect_boundary", Object.values(SideEffectBoundary))
+
+// Sets, not arrays: these run several times on every ledgered call.
+const OUTCOME_SET: ReadonlySet<unknown> = new Set(Object.values(TerminalOutcome))
+const BOUNDARY_SET: ReadonlySet<unknown> = new Set(Object.values(SideEffectBoundary))
+export const isTerminalOutcome = (v: unknown): v is TerminalOutcome => OUTCOME_SET.has(v)
+export const isSideEffectBoundary = (v: unknown): v is SideEffectBoundary => BOUNDARY_SET.has(v)
+
+export const isConsequential = (c: SideEffectClass): boolean => c !== "read"
+export const isStrictSideEffect = (c: SideEffectClass): boolean =>
+  c === "non_idempotent_mutate" || c === "irreversible"
+export const blocksOnAmbiguousReplay = (s: Spendability): boolean =>
+  s === "single_use" || s === "non_replayable"
+
+export const BOUNDARY_RANK: Readonly<Record<SideEffectBoundary, number>> = {
+  not_crossed: 0,
+  maybe_crossed: 1,
+  crossed: 2,
+}
+export const CAPABILITY_RANK: Readonly<Record<ToolCapability, number>> = {
+  idempotent: 0,
+  queryable: 1,
+  blind: 2,
+}
+
+export interface ClassDefaults {
+  readonly retryPermission: RetryPermission
+  readonly spendability: Spendability
+  /** Floor without a reconciler and without a provider-key parameter. */
+  readonly capability: ToolCapability
+  readonly capabilityWithProviderKey: ToolCapability
+  readonly capabilityWithReconciler: ToolCapability
+}
+
+export const CLASS_DEFAULTS: Readonly<Record<SideEffectClass, ClassDefaults>> = {
+  read: {
+    retryPermission: "safe_retry",
+    spendability: "multi_use",
+    capability: "idempotent",
+    capabilityWithProviderKey: "idempotent",
+    capabilityWithReconciler: "idempotent",
+  },
+  idempotent_mutate: {
+    retryPermission: "safe_retry",
+    spendability: "multi_use",
+    capability: "idempotent",
+    capabilityWithProviderKey: "idempotent",
+    capabilityWithReconciler: "idempotent",
+  },
+  keyed_mutate: {
+    retryPermission: "retry_only_with_same_provider_idempotency_key",
+    spendability: "single_use",
+    capability: "blind",
+    capabilityWithProviderKey: "queryable",
+    capabilityWithReconciler: "queryable",
+  },
+  non_idempotent_mutate: {
+    retryPermission: "manual_reconciliation_required",
+    spendability: "single_use",
+    capability: "blind",
+    capabilityWithProviderKey: "blind",
+    capabilityWithReconciler: "queryable",
+  },
+  irreversible: {
+    retryPermission: "never_retry_automatically",
+    spendability: "non_replayable",
+    capability: "blind",
+    capabilityWithProviderKey: "blind",
+    capabilityWithReconciler: "blind",
+  },
+}

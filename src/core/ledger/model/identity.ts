@@ -1,0 +1,183 @@
+// Identity of a transition: what makes two calls "the same call". Keys match the Python original's.
+
+import { MissingRequestIdentityError } from "../errors.ts"
+import type { ScopeField, ToolTransitionBinding } from "./binding.ts"
+import { canonicalJson, canonicalString } from "./canonical.ts"
+import { TRANSITION_SCHEMA } from "./enums.ts"
+import { sha256Hex } from "./sha256.ts"
+
+/** Bookkeeping names (Python kwargs) never part of the args fingerprint. */
+export const LEDGER_KWARG_KEYS: ReadonlySet<string> = new Set([
+  "request_id",
+  "tool_call_id",
+  "thread_id",
+  "run_id",
+  "node",
+  "state_ref",
+  "decision_id",
+  "parent_request_id",
+  "handoff_id",
+])
+
+/** Where a call sits: the scope part of its identity. */
+export interface TransitionScope {
+  readonly threadId: string
+  readonly runId: string
+  readonly node: string
+}
+
+export const EMPTY_SCOPE: TransitionScope = Object.freeze({ threadId: "", runId: "", node: "" })
+
+/**
+ * SHA-256 of `{"args": [...], "kwargs": {...}}` in canonical JSON, bookkeeping keys removed.
+ * A TypeScript tool's arguments object plays the part of Python's keyword arguments.
+ */
+export function argsFingerprint(
+  kwargs: Readonly<Record<string, unknown>>,
+  args: readonly unknown[] = [],
+  exclude?: string | null,
+): string {
+  const clean: Record<string, unknown> = {}
+  for (const k of Object.keys(kwargs)) {
+    if (LEDGER_KWARG_KEYS.has(k) || k === exclude) continue
+    clean[k] = kwargs[k]
+  }
+  return sha256Hex(canonicalJson({ args, kwargs: clean }))
+}
+
+export interface TransitionPreimageInput {
+  readonly tool: string
+  readonly binding: Pick<ToolTransitionBinding, "agentId" | "policyVersion" | "sideEffectClass">
+  readonly argsFingerprint: string
+  readonly scope?: TransitionScope
+  readonly dispatchId?: string | null
+  /** Sorted `"dest_class:entity"` strings from an entity guard, if any. */
+  readonly destination?: readonly string[]
+}
+
+export function buildTransitionPreimage(input: TransitionPreimageInput): Record<string, unknown> {
+  const s = input.scope ?? EMPTY_SCOPE
+  const pre: Record<string, unknown> = {
+    schema: TRANSITION_SCHEMA,
+    scope: { thread_id: s.threadId, run_id: s.runId, node: s.node },
+    tool: input.tool,
+    args_fingerprint: input.argsFingerprint,
+    destination: [...(input.destination ?? [])].sort(),
+    side_effect_class: input.binding.sideEffectClass,
+    agent_id: input.binding.agentId,
+    policy_version: input.binding.policyVersion,
+  }
+  if (input.dispatchId != null) pre.dispatch_id = input.dispatchId
+  return pre
+}
+
+/** The transition key: SHA-256 of the canonical preimage. Also the derived request id and effect id. */
+export function transitionKey(input: TransitionPreimageInput): string {
+  return sha256Hex(preimageJson(input))
+}
+
+/**
+ * `canonicalJson(buildTransitionPreimage(input))`, written directly: the keys are fixed, so their sorted order is
+ * too. This runs on every ledgered call; tests hold it to the generic encoder.
+ */
+export function preimageJson(input: TransitionPreimageInput): string {
+  const s = input.scope ?? EMPTY_SCOPE
+  const b = input.binding
+  const dest = input.destination?.length ? canonicalJson([...input.destination].sort()) : "[]"
+  const dispatch = input.dispatchId != null ? `,"dispatch_id":${canonicalString(input.dispatchId)}` : ""
+  return (
+    `{"agent_id":${canonicalString(b.agentId)},"args_fingerprint":${canonicalString(input.argsFingerprint)},` +
+    `"destination":${dest}${dispatch},"policy_version":${canonicalString(b.policyVersion)},` +
+    `"schema":"${TRANSITION_SCHEMA}","scope":{"node":${canonicalString(s.node)},"run_id":${canonicalString(s.runId)},` +
+    `"thread_id":${canonicalString(s.threadId)}},"side_effect_class":${canonicalString(b.sideEffectClass)},` +
+    `"tool":${canonicalString(input.tool)}}`
+  )
+}
+
+/** Call metadata: how the framework identifies this dispatch. Never passed to the tool. */
+export interface CallMeta {
+  /** The model's tool-call id; a redispatch carries the same one. */
+  toolCallId?: string
+  /** A server-owned identity (e.g. `"send_payment:order-42"`); used verbatim as the storage key. */
+  requestId?: string
+  threadId?: string
+  runId?: string
+  node?: string
+  stateRef?: string
+  decisionId?: string
+  parentRequestId?: string
+  handoffId?: string
+  /** Aborts waiting (polling) and is handed to the tool as `tx.signal`. */
+  signal?: AbortSignal
+}
+
+const META_TO_KWARG: ReadonlyArray<readonly [keyof CallMeta, string]> = [
+  ["requestId", "request_id"],
+  ["toolCallId", "tool_call_id"],
+  ["threadId", "thread_id"],
+  ["runId", "run_id"],
+  ["node", "node"],
+  ["stateRef", "state_ref"],
+  ["decisionId", "decision_id"],
+  ["parentRequestId", "parent_request_id"],
+  ["handoffId", "handoff_id"],
+]
+
+/** The bookkeeping kwargs a row stores (snake_case, non-null only), as the Python original stores them. */
+export function metaToKwargs(meta: CallMeta, scope: TransitionScope): Record<string, string> {
+  const out: Record<string, string> = {}
+  for (const [m, k] of META_TO_KWARG) {
+    const v = meta[m]
+    if (typeof v === "string") out[k] = v
+  }
+  if (out.thread_id === undefined && scope.threadId) out.thread_id = scope.threadId
+  if (out.run_id === undefined && scope.runId) out.run_id = scope.runId
+  if (out.node === undefined && scope.node) out.node = scope.node
+  return out
+}
+
+/** Scope: binding `scopeFrom` arguments, then explicit metadata, over an ambient scope. */
+export function resolveScope(
+  scopeFrom: Readonly<Partial<Record<ScopeField, string>>>,
+  args: Readonly<Record<string, unknown>>,
+  meta: CallMeta,
+  ambient: TransitionScope = EMPTY_SCOPE,
+): TransitionScope {
+  let threadId = ambient.threadId
+  let runId = ambient.runId
+  let node = ambient.node
+  const from = (field: ScopeField): string | undefined => {
+    const src = scopeFrom[field]
+    if (src === undefined || !(src in args) || args[src] == null) return undefined
+    return String(args[src])
+  }
+  threadId = meta.threadId ?? from("thread_id") ?? threadId
+  runId = meta.runId ?? from("run_id") ?? runId
+  node = meta.node ?? from("node") ?? node
+  return { threadId, runId, node }
+}
+
+/** `toolCallId`, else an explicit request id, else none. A null tool-call id is no id (not "None"). */
+export function deriveDispatchId(meta: CallMeta): string | null {
+  if (typeof meta.toolCallId === "string" && meta.toolCallId) return meta.toolCallId
+  if (typeof meta.requestId === "string") return parseExplicitRequestId(meta.requestId)
+  return null
+}
+
+export function parseExplicitRequestId(value: unknown): string {
+  if (typeof value !== "string" || !value.trim()) {
+    throw new TypeError(`request_id must be a non-empty string, got ${JSON.stringify(value)}`)
+  }
+  return value
+}
+
+/** `"{tool}:{field}:{value}"` from a business-key argument. */
+export function requestIdFromArgument(
+  tool: string,
+  field: string,
+  args: Readonly<Record<string, unknown>>,
+): string {
+  const v = args[field]
+  if (typeof v !== "string" || !v.trim()) throw new MissingRequestIdentityError(tool, field)
+  return `${tool}:${field}:${v.trim()}`
+}

@@ -1,0 +1,44 @@
+// Python's `repr()`, for messages the original wrote with it (hard-block and drift texts, the LLM-facing tool
+// errors), so prompts and log searches tuned against the original keep matching.
+
+/**
+ * `repr()` of a value as the original's messages render it: strings exactly as Python quotes them, True/False,
+ * dicts as {'k': v}. `null`/`undefined` render as `null` (the original's messages show JSON's null there).
+ */
+export function pyRepr(value: unknown, depth = 0): string {
+  if (value === null || value === undefined) return "null"
+  if (typeof value === "string") return pyStrRepr(value)
+  if (typeof value === "boolean") return value ? "True" : "False"
+  if (typeof value === "number" || typeof value === "bigint") return String(value)
+  if (depth > 4) return "..."
+  if (Array.isArray(value)) return `[${value.map((v) => pyRepr(v, depth + 1)).join(", ")}]`
+  if (typeof value === "object") {
+    const parts = Object.entries(value as Record<string, unknown>).map(
+      ([k, v]) => `${pyStrRepr(k)}: ${pyRepr(v, depth + 1)}`,
+    )
+    return `{${parts.join(", ")}}`
+  }
+  return String(value)
+}
+
+// What Python's str.isprintable() rejects: control, format, surrogate, private-use, unassigned and separator
+// characters, except the plain space.
+const NON_PRINTABLE = /[\p{C}\p{Zl}\p{Zp}]|(?! )\p{Zs}/gu
+const SHORT: Readonly<Record<string, string>> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" }
+
+function escapeChar(ch: string): string {
+  const short = SHORT[ch]
+  if (short) return short
+  const cp = ch.codePointAt(0) as number
+  if (cp < 0x100) return `\\x${cp.toString(16).padStart(2, "0")}`
+  if (cp < 0x10000) return `\\u${cp.toString(16).padStart(4, "0")}`
+  return `\\U${cp.toString(16).padStart(8, "0")}`
+}
+
+/** Python `repr()` of a string: single quotes unless the text holds one and no double quote; escapes as Python. */
+export function pyStrRepr(s: string): string {
+  const q = s.includes("'") && !s.includes('"') ? '"' : "'"
+  let body = s.replace(/\\/g, "\\\\").replace(NON_PRINTABLE, escapeChar)
+  if (q === "'") body = body.replace(/'/g, "\\'")
+  return q + body + q
+}

@@ -1,0 +1,100 @@
+import { decideClaim, dispatchIdOf, matchesExpectation, refuseStaleSet } from "../ledger/machine/atomic.ts"
+import type { LedgerEntry } from "../ledger/model/entry.ts"
+import type {
+  ClaimOptions,
+  ClaimResult,
+  LedgerStorage,
+  ListOptions,
+  TransitionExpectation,
+} from "./contract.ts"
+
+/**
+ * Process-local ledger. Each method runs to completion without awaiting, so claim and compare-and-set are atomic
+ * on the single JavaScript thread. Rows are immutable objects; nothing stored is shared with callers' mutable data.
+ */
+export class MemoryLedgerStorage implements LedgerStorage {
+  readonly kind = "memory"
+  readonly #rows = new Map<string, LedgerEntry>()
+  // One id per dispatch is the rule; a Set only when a ticket was reused (drift, or several tools).
+  readonly #byDispatch = new Map<string, string | Set<string>>()
+
+  async get(requestId: string): Promise<LedgerEntry | null> {
+    return this.#rows.get(requestId) ?? null
+  }
+
+  async set(entry: LedgerEntry): Promise<void> {
+    refuseStaleSet(this.#rows.get(entry.requestId) ?? null, entry)
+    this.#put(entry)
+  }
+
+  async tryClaimInflight(
+    entry: LedgerEntry,
+    leaseTtl: number,
+    now: number,
+    options?: ClaimOptions,
+  ): Promise<ClaimResult> {
+    const { result, write } = decideClaim(
+      this.#rows.get(entry.requestId) ?? null,
+      entry,
+      leaseTtl,
+      now,
+      options,
+    )
+    if (!write) return result
+    this.#put(write)
+    if (!options?.dispatchId) return result
+    const siblings = this.#dispatchRows(options.dispatchId).filter((e) => e.requestId !== entry.requestId)
+    return { outcome: "claimed", entry: write, dispatchSiblings: siblings }
+  }
+
+  async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
+    if (!matchesExpectation(this.#rows.get(next.requestId) ?? null, expect)) return false
+    this.#put(next)
+    return true
+  }
+
+  async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
+    const keys = [...this.#rows.keys()].sort()
+    let n = 0
+    for (const k of keys) {
+      if (options.prefix && !k.startsWith(options.prefix)) continue
+      if (options.cursor !== undefined && k <= options.cursor) continue
+      if (options.limit !== undefined && n >= options.limit) return
+      const row = this.#rows.get(k)
+      if (!row) continue
+      n++
+      yield row
+    }
+  }
+
+  async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
+    return this.#dispatchRows(dispatchId)
+  }
+
+  #dispatchRows(dispatchId: string): LedgerEntry[] {
+    const found = this.#byDispatch.get(dispatchId)
+    if (found === undefined) return []
+    const ids = typeof found === "string" ? [found] : [...found]
+    return ids.map((id) => this.#rows.get(id)).filter((e): e is LedgerEntry => e !== undefined)
+  }
+
+  /** Number of rows stored. */
+  get size(): number {
+    return this.#rows.size
+  }
+
+  #put(entry: LedgerEntry): void {
+    const prev = this.#rows.get(entry.requestId)
+    // Entries are immutable by contract (readonly types; the ledger always writes new objects), so rows are
+    // stored as given: copying or freezing them would cost more than the rest of a call.
+    this.#rows.set(entry.requestId, entry)
+    const d = dispatchIdOf(entry)
+    if (d && (!prev || dispatchIdOf(prev) !== d)) {
+      const ids = this.#byDispatch.get(d)
+      if (ids === undefined) this.#byDispatch.set(d, entry.requestId)
+      else if (typeof ids === "string") {
+        if (ids !== entry.requestId) this.#byDispatch.set(d, new Set([ids, entry.requestId]))
+      } else ids.add(entry.requestId)
+    }
+  }
+}

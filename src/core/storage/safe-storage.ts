@@ -1,0 +1,77 @@
+import { LedgerError, LedgerStorageUnavailableError } from "../ledger/errors.ts"
+import type { LedgerEntry } from "../ledger/model/entry.ts"
+import type {
+  ClaimOptions,
+  ClaimResult,
+  LedgerStorage,
+  ListOptions,
+  TransitionExpectation,
+} from "./contract.ts"
+
+/**
+ * Fail-closed view of a backend: any failure that is not already a ledger decision becomes
+ * `LedgerStorageUnavailableError`, so no tool body runs without a durable claim.
+ */
+export class SafeStorage {
+  readonly inner: LedgerStorage
+  readonly canFindByDispatchId: boolean
+
+  constructor(inner: LedgerStorage) {
+    this.inner = inner
+    this.canFindByDispatchId = typeof inner.findByDispatchId === "function"
+  }
+
+  get(requestId: string): Promise<LedgerEntry | null> {
+    return guard("get", () => this.inner.get(requestId))
+  }
+
+  set(entry: LedgerEntry): Promise<void> {
+    return guard("set", () => this.inner.set(entry))
+  }
+
+  tryClaimInflight(
+    entry: LedgerEntry,
+    leaseTtl: number,
+    now: number,
+    options?: ClaimOptions,
+  ): Promise<ClaimResult> {
+    return guard("try_claim_inflight", () => this.inner.tryClaimInflight(entry, leaseTtl, now, options))
+  }
+
+  tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
+    return guard("try_transition", () => this.inner.tryTransition(next, expect))
+  }
+
+  findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
+    return guard("find_by_dispatch_id", async () => (await this.inner.findByDispatchId?.(dispatchId)) ?? [])
+  }
+
+  async *list(options?: ListOptions): AsyncIterable<LedgerEntry> {
+    try {
+      yield* this.inner.list(options)
+    } catch (e) {
+      throw wrap("list_all", e)
+    }
+  }
+}
+
+function wrap(op: string, e: unknown): Error {
+  if (e instanceof LedgerError) return e
+  const name = e instanceof Error ? e.name : typeof e
+  const msg = e instanceof Error ? e.message : String(e)
+  return new LedgerStorageUnavailableError(`ledger storage unavailable during ${op}: ${name}: ${msg}`, {
+    cause: e,
+  })
+}
+
+function guard<T>(op: string, fn: () => Promise<T>): Promise<T> {
+  let p: Promise<T>
+  try {
+    p = fn()
+  } catch (e) {
+    return Promise.reject(wrap(op, e))
+  }
+  return p.then(undefined, (e: unknown) => {
+    throw wrap(op, e)
+  })
+}

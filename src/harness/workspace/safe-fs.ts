@@ -1,0 +1,120 @@
+// File access confined to the workspace root. Node has no openat(), so each component is checked with lstat
+// (no symlinks, directories only on the way down), the final open uses O_NOFOLLOW, and the real path must stay
+// inside the root's real path.
+import { constants } from "node:fs"
+import { lstat, mkdir, open, realpath } from "node:fs/promises"
+import { isAbsolute, join, sep } from "node:path"
+
+export const MAX_FILE_BYTES = 1024 * 1024
+export const MAX_PATH_CHARS = 4096
+
+/** A path or file the workspace refuses; its message is safe to show the agent. */
+export class WorkspacePathError extends Error {
+  override readonly name = "WorkspacePathError"
+  readonly code = "workspace_path_refused"
+}
+
+/**
+ * Workspace-relative components of `path`. A path under `workdir` is made relative; any other absolute path is
+ * refused (the original reduced it to its basename, silently writing `/etc/x` to `<root>/x`).
+ */
+export function pathComponents(path: unknown, workdir: string): string[] {
+  if (typeof path !== "string" || path.length === 0)
+    throw new WorkspacePathError("path must be a non-empty string")
+  if (path.length > MAX_PATH_CHARS)
+    throw new WorkspacePathError(`path is longer than ${MAX_PATH_CHARS} characters`)
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: rejecting control characters is the point
+  if (/[\u0000-\u001f]/.test(path)) throw new WorkspacePathError("path contains control characters")
+  let rel = path
+  if (isAbsolute(path)) {
+    const prefix = workdir.endsWith(sep) ? workdir : workdir + sep
+    if (!path.startsWith(prefix))
+      throw new WorkspacePathError(
+        `absolute path ${path} is outside the workspace; use a path relative to it`,
+      )
+    rel = path.slice(prefix.length)
+  }
+  const parts = rel.split("/")
+  for (const p of parts)
+    if (p === "" || p === "." || p === "..")
+      throw new WorkspacePathError(`path ${JSON.stringify(path)} has an empty, '.' or '..' component`)
+  return parts
+}
+
+async function lstatOrNull(p: string) {
+  try {
+    return await lstat(p)
+  } catch (e) {
+    if ((e as { code?: string }).code === "ENOENT") return null
+    throw e
+  }
+}
+
+/** Walks the parent directories; refuses a symlink or non-directory among them. Creates missing ones if asked. */
+async function walkParents(root: string, parts: readonly string[], create: boolean): Promise<string> {
+  let dir = root
+  for (const p of parts.slice(0, -1)) {
+    dir = join(dir, p)
+    const st = await lstatOrNull(dir)
+    if (st === null) {
+      if (!create) throw new WorkspacePathError(`no such directory: ${parts.join("/")}`)
+      await mkdir(dir, { mode: 0o700 })
+      continue
+    }
+    if (st.isSymbolicLink()) throw new WorkspacePathError("a parent directory is a symlink; refused")
+    if (!st.isDirectory()) throw new WorkspacePathError("a parent path component is not a directory")
+  }
+  const rootReal = await realpath(root)
+  const dirReal = await realpath(dir)
+  if (dirReal !== rootReal && !dirReal.startsWith(rootReal + sep))
+    throw new WorkspacePathError("path resolves outside the workspace; refused")
+  return join(dir, parts[parts.length - 1] as string)
+}
+
+const NOFOLLOW = constants.O_NOFOLLOW ?? 0
+
+/** Reads a regular file of at most 1 MiB under root, decoding UTF-8 with replacement. */
+export async function safeRead(root: string, parts: readonly string[]): Promise<string> {
+  const full = await walkParents(root, parts, false)
+  const fh = await open(full, constants.O_RDONLY | NOFOLLOW).catch((e: { code?: string }) => {
+    if (e.code === "ELOOP") throw new WorkspacePathError("the file is a symlink; refused")
+    if (e.code === "ENOENT") throw new WorkspacePathError(`no such file: ${parts.join("/")}`)
+    throw e
+  })
+  try {
+    const st = await fh.stat()
+    if (!st.isFile()) throw new WorkspacePathError("not a regular file")
+    if (st.size > MAX_FILE_BYTES) throw new WorkspacePathError(`file is larger than ${MAX_FILE_BYTES} bytes`)
+    const buf = await fh.readFile()
+    if (buf.byteLength > MAX_FILE_BYTES)
+      throw new WorkspacePathError(`file is larger than ${MAX_FILE_BYTES} bytes`)
+    return new TextDecoder("utf-8").decode(buf)
+  } finally {
+    await fh.close()
+  }
+}
+
+/** Writes (creating parents 0700, the file 0600) and fsyncs. Returns the bytes written. */
+export async function safeWrite(root: string, parts: readonly string[], content: string): Promise<number> {
+  const bytes = new TextEncoder().encode(content)
+  if (bytes.byteLength > MAX_FILE_BYTES)
+    throw new WorkspacePathError(`content is larger than ${MAX_FILE_BYTES} bytes`)
+  const full = await walkParents(root, parts, true)
+  const existing = await lstatOrNull(full)
+  if (existing && !existing.isFile()) throw new WorkspacePathError("target exists and is not a regular file")
+  const fh = await open(
+    full,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | NOFOLLOW,
+    0o600,
+  ).catch((e: { code?: string }) => {
+    if (e.code === "ELOOP") throw new WorkspacePathError("the file is a symlink; refused")
+    throw e
+  })
+  try {
+    await fh.writeFile(bytes)
+    await fh.sync()
+  } finally {
+    await fh.close()
+  }
+  return bytes.byteLength
+}

@@ -1,0 +1,307 @@
+// The developer workspace: typed actions in, typed observations out, a stateful shell, confined file access and
+// the host's policy gate in front of every mutating action. `act` never throws for failures inside the workspace.
+import { randomUUID } from "node:crypto"
+import { mkdtemp, readFile, realpath, rm, stat } from "node:fs/promises"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import {
+  type CmdOutputObservation,
+  type ErrorObservation,
+  type FileEdit,
+  policyName,
+  type TestRun,
+  type WorkspaceAction,
+  type WorkspaceObservation,
+} from "./events.ts"
+import { pathComponents, safeRead, safeWrite, WorkspacePathError } from "./safe-fs.ts"
+import { MAX_STREAM_CHARS, runShell, shellQuote } from "./shell.ts"
+import { parseTestSummary } from "./test-report.ts"
+
+/** The host's decision for one mutating action. `true`/`false`, `[allowed, reason]` or `{ allowed, reason }`. */
+export type PolicyVerdict =
+  | boolean
+  | readonly [boolean, string?]
+  | { readonly allowed: boolean; readonly reason?: string }
+/** Asked with one of `MUTATING_POLICY_NAMES` before a mutating action runs. */
+export type PolicyGate = (policy: string, action: WorkspaceAction) => PolicyVerdict | Promise<PolicyVerdict>
+
+export interface WorkspaceOptions {
+  /** Stamped on every action and observation. Default: 32 random hex chars. */
+  readonly runId?: string
+  /** Work in this existing directory (kept on stop). Default: a fresh temp dir the workspace owns and deletes. */
+  readonly root?: string
+  readonly policyGate?: PolicyGate
+  readonly actor?: string | null
+  /** Environment merged over the process environment for every command. */
+  readonly env?: Readonly<Record<string, string>>
+}
+
+export interface ShellState {
+  readonly cwd: string
+  readonly env: Readonly<Record<string, string>>
+}
+
+type Body<T> = T extends WorkspaceObservation ? Omit<T, "run_id" | "step" | "ts" | "actor"> : never
+type ObservationBody = Body<WorkspaceObservation>
+
+export class DevWorkspace {
+  readonly runId: string
+  readonly actor: string | null
+  step = 0
+  #root: string | null
+  readonly #ownsRoot: boolean
+  readonly #gate: PolicyGate | undefined
+  readonly #env: Readonly<Record<string, string>>
+  #state: ShellState | null = null
+  #private: string | null = null
+
+  constructor(options: WorkspaceOptions = {}) {
+    this.runId = options.runId ?? randomUUID().replaceAll("-", "")
+    this.actor = options.actor ?? null
+    this.#root = options.root ?? null
+    this.#ownsRoot = options.root === undefined
+    this.#gate = options.policyGate
+    this.#env = options.env ?? {}
+  }
+
+  /** The workspace directory (its real path). Throws before `start()`. */
+  get root(): string {
+    if (this.#root === null || this.#state === null)
+      throw new Error("workspace not started: call start() first")
+    return this.#root
+  }
+
+  get state(): ShellState {
+    if (this.#state === null) throw new Error("workspace not started: call start() first")
+    return this.#state
+  }
+
+  /** Idempotent. */
+  async start(): Promise<void> {
+    if (this.#state) return
+    const root = this.#root ?? (await mkdtemp(join(tmpdir(), "mycelium-ws-")))
+    if (!(await stat(root)).isDirectory()) throw new Error(`workspace root ${root} is not a directory`)
+    this.#root = await realpath(root)
+    // The cwd marker lives outside the workspace so it never shows up in the agent's files or `git status`.
+    this.#private = await mkdtemp(join(tmpdir(), "mycelium-ws-state-"))
+    this.#state = { cwd: this.#root, env: { ...this.#env } }
+  }
+
+  /** Idempotent. Deletes the root only if the workspace created it. */
+  async stop(): Promise<void> {
+    if (this.#private) await rm(this.#private, { recursive: true, force: true })
+    if (this.#ownsRoot && this.#root) await rm(this.#root, { recursive: true, force: true })
+    this.#private = null
+    this.#state = null
+  }
+
+  /** Sets a variable for later commands. */
+  setEnv(name: string, value: string): void {
+    const s = this.state
+    this.#state = { cwd: s.cwd, env: { ...s.env, [name]: value } }
+  }
+
+  /** Runs one action. Every failure inside the workspace comes back as an `ErrorObservation`. */
+  async act(action: WorkspaceAction, options: { signal?: AbortSignal } = {}): Promise<WorkspaceObservation> {
+    await this.start()
+    this.step += 1
+    const step = this.step
+    const stamped = Object.freeze({
+      ...action,
+      run_id: this.runId,
+      step,
+      ts: Date.now() / 1000,
+      actor: this.actor,
+    })
+    const kind = String((action as { kind?: unknown } | null)?.kind)
+    let body: ObservationBody
+    try {
+      const policy = policyName(stamped)
+      const verdict = policy && this.#gate ? normalize(await this.#gate(policy, stamped)) : null
+      if (verdict && !verdict.allowed)
+        body = { kind: "error", message: `action denied by policy: ${verdict.reason}`, action_kind: kind }
+      else body = await this.#dispatch(stamped, options.signal)
+    } catch (e) {
+      body = {
+        kind: "error",
+        // Our own refusals say why; anything else stays generic so no host detail leaks to the agent.
+        message: e instanceof WorkspacePathError ? e.message : "workspace action failed",
+        action_kind: kind,
+      }
+    }
+    return Object.freeze({
+      ...body,
+      run_id: this.runId,
+      step,
+      ts: Date.now() / 1000,
+      actor: this.actor,
+    }) as WorkspaceObservation
+  }
+
+  async #dispatch(a: WorkspaceAction, signal: AbortSignal | undefined): Promise<ObservationBody> {
+    const root = this.root
+    switch (a.kind) {
+      case "cmd_run":
+        return this.#cmd(a.command, a.cwd, a.timeout, "head", signal)
+      case "file_read": {
+        const content = await safeRead(root, pathComponents(a.path, root))
+        if (a.start === null && a.end === null) return { kind: "file_content", path: a.path, content }
+        const lines = content.split("\n")
+        const from = Math.max(1, a.start ?? 1)
+        const to = a.end ?? lines.length
+        return { kind: "file_content", path: a.path, content: lines.slice(from - 1, to).join("\n") }
+      }
+      case "file_write": {
+        const bytes = await safeWrite(root, pathComponents(a.path, root), a.content)
+        return { kind: "file_write_ok", path: a.path, bytes_written: bytes }
+      }
+      case "file_edit":
+        return this.#edit(a)
+      case "test_run":
+        return this.#test(a, signal)
+      case "port_expose":
+        return { kind: "port", port: a.port, url: `http://localhost:${a.port}` }
+      case "browse":
+        return { kind: "browser", url: a.url, error: "browser tier not provisioned: attach a browser driver" }
+      case "computer_use":
+        return { kind: "screen", error: "computer-use tier not provisioned: attach a computer-use driver" }
+      case "agent_finish":
+        return { kind: "null" }
+      default:
+        return {
+          kind: "error",
+          message: `unknown action kind '${String((a as { kind?: unknown }).kind)}'`,
+          action_kind: String((a as { kind?: unknown }).kind),
+        }
+    }
+  }
+
+  async #cmd(
+    command: string,
+    cwd: string | null,
+    timeout: number,
+    keep: "head" | "tail",
+    signal: AbortSignal | undefined,
+  ): Promise<Omit<CmdOutputObservation, "run_id" | "step" | "ts" | "actor">> {
+    const state = this.state
+    const marker = join(this.#private as string, "cwd")
+    await rm(marker, { force: true })
+    const r = await runShell({
+      command,
+      cwd: this.root,
+      startDir: cwd ?? state.cwd,
+      markerFile: marker,
+      env: state.env,
+      timeoutSeconds: timeout,
+      keep,
+      ...(signal ? { signal } : {}),
+    })
+    const after = await readFile(marker, "utf8").then(
+      (s) => s.trim(),
+      () => null,
+    )
+    if (after) this.#state = { cwd: after, env: state.env }
+    const cut = (s: string) => (keep === "head" ? s.slice(0, MAX_STREAM_CHARS) : s)
+    return {
+      kind: "cmd_output",
+      exit_code: r.exitCode,
+      stdout: cut(r.stdout),
+      stderr: cut(r.stderr),
+      cwd: this.state.cwd,
+    }
+  }
+
+  async #edit(a: FileEdit): Promise<ObservationBody> {
+    const parts = pathComponents(a.path, this.root)
+    const before = await safeRead(this.root, parts)
+    if (a.old === "") return { kind: "error", message: "old string must not be empty", action_kind: a.kind }
+    const count = before.split(a.old).length - 1
+    if (count === 0) return { kind: "error", message: "old string not found", action_kind: a.kind }
+    if (count > 1 && !a.replace_all)
+      return { kind: "error", message: "old string is not unique; provide more context", action_kind: a.kind }
+    const after = a.replace_all ? before.split(a.old).join(a.new) : before.replace(a.old, () => a.new)
+    await safeWrite(this.root, parts, after)
+    return {
+      kind: "file_edit_ok",
+      path: a.path,
+      diff: unifiedDiff(a.path, before, after).slice(0, MAX_STREAM_CHARS),
+      applied: true,
+      replacements: a.replace_all ? count : 1,
+    }
+  }
+
+  async #test(a: TestRun, signal: AbortSignal | undefined): Promise<ObservationBody> {
+    const sel = a.selector ? ` ${a.selector.split(/\s+/).filter(Boolean).map(shellQuote).join(" ")}` : ""
+    const command =
+      a.framework === "pytest"
+        ? `python -m pytest${sel} -q --no-header -p no:cacheprovider`
+        : a.framework === "vitest"
+          ? `npx vitest run${sel}`
+          : a.framework === "node"
+            ? `node --test${sel}`
+            : (a.selector ?? "make test")
+    const r = await this.#cmd(command, a.cwd, a.timeout, "tail", signal)
+    const raw = `${r.stdout}\n${r.stderr}`.trim()
+    const c = parseTestSummary(raw)
+    return {
+      kind: "test_result",
+      ...c,
+      exit_code: r.exit_code,
+      report: `${c.passed} passed, ${c.failed} failed, ${c.errors} errors (exit ${r.exit_code})`,
+      raw: raw.slice(-MAX_STREAM_CHARS),
+    }
+  }
+}
+
+function normalize(v: PolicyVerdict): { allowed: boolean; reason: string } {
+  if (typeof v === "boolean") return { allowed: v, reason: v ? "" : "denied" }
+  if (Array.isArray(v)) return { allowed: Boolean(v[0]), reason: String(v[1] ?? "denied") }
+  const o = v as { allowed: boolean; reason?: string }
+  return { allowed: Boolean(o.allowed), reason: o.reason ?? "denied" }
+}
+
+/** One-hunk unified diff: the changed middle with up to 3 lines of context. */
+export function unifiedDiff(path: string, before: string, after: string): string {
+  const a = before.split("\n")
+  const b = after.split("\n")
+  let pre = 0
+  while (pre < a.length && pre < b.length && a[pre] === b[pre]) pre++
+  let suf = 0
+  while (suf < a.length - pre && suf < b.length - pre && a[a.length - 1 - suf] === b[b.length - 1 - suf])
+    suf++
+  const ctx = 3
+  const start = Math.max(0, pre - ctx)
+  const aEnd = Math.min(a.length, a.length - suf + ctx)
+  const bEnd = Math.min(b.length, b.length - suf + ctx)
+  const lines = [
+    `--- a/${path}`,
+    `+++ b/${path}`,
+    `@@ -${start + 1},${aEnd - start} +${start + 1},${bEnd - start} @@`,
+  ]
+  for (let i = start; i < pre; i++) lines.push(` ${a[i]}`)
+  for (let i = pre; i < a.length - suf; i++) lines.push(`-${a[i]}`)
+  for (let i = pre; i < b.length - suf; i++) lines.push(`+${b[i]}`)
+  for (let i = a.length - suf; i < aEnd; i++) lines.push(` ${a[i]}`)
+  return `${lines.join("\n")}\n`
+}
+
+/** A local workspace (Node, Deno, Bun). There is no container backend in this port; `root` pins the directory. */
+export function createWorkspace(options: WorkspaceOptions = {}): DevWorkspace {
+  return new DevWorkspace(options)
+}
+
+/** Runs `fn` with a started workspace and stops it afterwards, whatever happens. */
+export async function withWorkspace<T>(
+  options: WorkspaceOptions,
+  fn: (ws: DevWorkspace) => Promise<T>,
+): Promise<T> {
+  const ws = createWorkspace(options)
+  await ws.start()
+  try {
+    return await fn(ws)
+  } finally {
+    await ws.stop()
+  }
+}
+
+export type { ErrorObservation }

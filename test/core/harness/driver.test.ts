@@ -1,0 +1,240 @@
+// DAG-02..07: prompts with only direct dependency outputs, slots without waves, serial order, peak concurrency,
+// fail-fast with cancel-and-drain, success.
+import { describe, expect, it } from "vitest"
+import { type ModelRequest, runPlan, ScriptedModel, sleep } from "../../../src/core/harness/index.ts"
+import { allStrings, checkInvariants, failed, indexOfEvent, peakRunning, recorder, task } from "./helpers.ts"
+
+const firstRequest = (model: ScriptedModel, taskId: string): ModelRequest =>
+  model.requests.find((r) => r.context.task_id === taskId && r.context.step === 0) as ModelRequest
+
+describe("DAG driver", () => {
+  it("DAG-02: a diamond's sink sees B and C in depends_on order, never A; every first request has one message", async () => {
+    const model = new ScriptedModel({
+      byTask: {
+        A: [{ text: "alpha-output" }],
+        B: [{ text: "bravo-output" }],
+        C: [{ text: "" }],
+        D: [{ text: "final" }],
+      },
+    })
+    const { events, onEvent } = recorder()
+    const plan = {
+      tasks: [task("A"), task("B", ["A"]), task("C", ["A"]), task("D", ["C", "B"], "combine")],
+      output_task_id: "D",
+    }
+    const result = await runPlan(plan, { model }, { onEvent })
+    for (const id of ["A", "B", "C", "D"]) expect(firstRequest(model, id).messages).toHaveLength(1)
+    const d = firstRequest(model, "D").messages[0] as { role: string; content: string }
+    expect(d.role).toBe("user")
+    expect(d.content.startsWith("combine")).toBe(true)
+    expect(d.content).toContain("bravo-output")
+    expect(d.content).not.toContain("alpha-output")
+    expect(d.content.indexOf("### C")).toBeGreaterThan(0)
+    expect(d.content.indexOf("### C")).toBeLessThan(d.content.indexOf("### B")) // depends_on order, empty C kept
+    const b = firstRequest(model, "B").messages[0] as { content: string }
+    expect(b.content).toContain("alpha-output")
+    expect(firstRequest(model, "A").messages[0]).toEqual({ role: "user", content: "do A" })
+    checkInvariants(events, result, 4)
+  })
+
+  it("DAG-03: a finished task frees its slot at once: C starts before slow A finishes", async () => {
+    const model = new ScriptedModel({
+      byTask: { A: [{ text: "a", delay_ms: 300 }], B: [{ text: "b", delay_ms: 5 }], C: [{ text: "c" }] },
+    })
+    const { events, onEvent } = recorder()
+    const plan = {
+      tasks: [task("A"), task("B"), task("C", ["B"]), task("OUT", ["A", "C"])],
+      output_task_id: "OUT",
+      max_concurrency: 2,
+    }
+    const result = await runPlan(plan, { model }, { onEvent })
+    expect(indexOfEvent(events, "task_started", "C")).toBeLessThan(
+      indexOfEvent(events, "task_succeeded", "A"),
+    )
+    const started = (id: string) => result.tasks.find((t) => t.task_id === id)?.started_ms as number
+    const aDone = started("A") + (result.tasks[0]?.elapsed_ms as number)
+    expect(started("C")).toBeLessThan(aDone - 200)
+    checkInvariants(events, result, 2)
+  })
+
+  it("DAG-04: max_concurrency=1 runs fully serial, in declaration order among ready tasks", async () => {
+    const model = new ScriptedModel()
+    const { events, onEvent } = recorder()
+    const plan = {
+      tasks: [task("c"), task("a"), task("b", ["a"]), task("z", ["c"]), task("out", ["b", "z"])],
+      output_task_id: "out",
+      max_concurrency: 1,
+    }
+    const result = await runPlan(plan, { model }, { onEvent })
+    const order = events
+      .filter((e) => e.type === "task_started")
+      .map((e) => ("task_id" in e ? e.task_id : ""))
+    // Ready after c: [a, z] -> a (index 1); after a: [z, b] -> b (index 2) before z (index 3).
+    expect(order).toEqual(["c", "a", "b", "z", "out"])
+    expect(peakRunning(events)).toBe(1)
+    checkInvariants(events, result, 1)
+  })
+
+  it("DAG-05: peak concurrency equals min(max_concurrency, width)", async () => {
+    const wide = (n: number) => ({
+      tasks: [
+        ...Array.from({ length: n }, (_, i) => task(`w${i}`)),
+        task(
+          "out",
+          Array.from({ length: n }, (_, i) => `w${i}`),
+        ),
+      ],
+      output_task_id: "out",
+    })
+    for (const [width, mc, expected] of [
+      [6, 3, 3],
+      [2, 5, 2],
+      [5, 5, 5],
+    ] as const) {
+      const model = new ScriptedModel({ fallback: [{ text: "x", delay_ms: 20 }] })
+      const { events, onEvent } = recorder()
+      const result = await runPlan(
+        { ...wide(width), max_concurrency: mc },
+        { model, budget: { max_concurrent_requests: 8 } },
+        { onEvent },
+      )
+      expect(peakRunning(events)).toBe(expected)
+      expect(model.peakInFlight).toBe(expected)
+      checkInvariants(events, result, mc)
+    }
+  })
+
+  it("DAG-06: a failing task stops dispatch, cancels and drains siblings, and leaks no output", async () => {
+    // S would take 5 s; it must be aborted mid-request and settle before runPlan does.
+    const aborting = new ScriptedModel({
+      byTask: {
+        A: [{ text: "secret-a-output" }],
+        B: [{ error: new TypeError("model exploded"), delay_ms: 30 }],
+        S: [{ text: "never", delay_ms: 5_000 }],
+        C: [{ text: "c" }],
+      },
+    })
+    const { events, onEvent } = recorder()
+    const plan = {
+      tasks: [task("A"), task("S"), task("B", ["A"]), task("C", ["B", "S"])],
+      output_task_id: "C",
+      max_concurrency: 3,
+    }
+    const err = await failed(runPlan(plan, { model: aborting }, { onEvent }))
+    const r = err.result
+    expect(r.status).toBe("failed")
+    expect(r.reason).toBe("task_failed")
+    expect(r.failure).toMatchObject({ reason: "task_failed", task_id: "B", error_type: "TypeError" })
+    expect(r.output).toBeNull()
+    expect(aborting.inFlight).toBe(0)
+    expect(r.tasks.map((t) => [t.task_id, t.status])).toEqual([
+      ["A", "succeeded"],
+      ["S", "cancelled"],
+      ["B", "failed"],
+      ["C", "not_started"],
+    ])
+    expect(allStrings(r).some((s) => s.includes("secret-a-output"))).toBe(false)
+    expect(allStrings(events).some((s) => s.includes("secret-a-output"))).toBe(false)
+    expect(r.tasks.every((t) => t.output === undefined)).toBe(true)
+    const cancelled = events.find((e) => e.type === "task_cancelled")
+    expect(cancelled).toMatchObject({ task_id: "S", reason: "sibling_failed" })
+    expect(r.tasks[1]?.elapsed_ms as number).toBeLessThan(2_000)
+    checkInvariants(events, r, 3)
+  })
+
+  it("DAG-07: success returns the output task's text and every task's output", async () => {
+    const model = new ScriptedModel({ byTask: { a: [{ text: "A!" }], b: [{ text: "the answer" }] } })
+    const { events, onEvent } = recorder()
+    const result = await runPlan(
+      {
+        dependency_plan: { tasks: [task("a"), task("b", ["a"])], output_task_id: "b", plan_id: "plan:fixed" },
+      },
+      { model },
+      { onEvent },
+    )
+    expect(result).toMatchObject({
+      status: "succeeded",
+      reason: "completed",
+      output: "the answer",
+      failure: null,
+    })
+    expect(result.plan_id).toBe("plan:fixed")
+    expect(result.run_id).toMatch(/^run:[0-9a-f]{32}$/)
+    expect(result.tasks.map((t) => t.output)).toEqual(["A!", "the answer"])
+    expect(Object.isFrozen(result.tasks[0])).toBe(true)
+    expect(result.usage.requests).toBe(2)
+    checkInvariants(events, result, 2)
+  })
+
+  it("tool-using tasks: the loop feeds tool returns back and ends on text", async () => {
+    const model = new ScriptedModel({
+      byTask: {
+        t: [
+          { tool_calls: [{ name: "add", args: { a: 2, b: 3 } }, { name: "missing" }] },
+          { text: "sum is 5" },
+        ],
+      },
+    })
+    const result = await runPlan(
+      { tasks: [task("t")], output_task_id: "t" },
+      {
+        model,
+        tools: [
+          {
+            name: "add",
+            parameters: { type: "object" },
+            execute: (args) => (args.a as number) + (args.b as number),
+          },
+        ],
+      },
+    )
+    expect(result.output).toBe("sum is 5")
+    const second = model.requests[1] as ModelRequest
+    expect(second.messages.map((m) => m.role)).toEqual(["user", "assistant", "tool", "tool"])
+    expect(second.messages[2]).toMatchObject({ content: "5" })
+    expect(second.messages[3]).toMatchObject({ is_error: true })
+    expect(result.usage.tool_calls).toBe(1) // an unknown tool never executes, so it does not count
+  })
+
+  it("a tool's unhandled error fails the task without waiting for its slow batch siblings", async () => {
+    let slowAborted = false
+    const model = new ScriptedModel({
+      byTask: { t: [{ tool_calls: [{ name: "slow" }, { name: "broken" }] }, { text: "never" }] },
+    })
+    const t0 = performance.now()
+    const err = await failed(
+      runPlan(
+        { tasks: [task("t")], output_task_id: "t" },
+        {
+          model,
+          tools: [
+            {
+              name: "slow",
+              parameters: {},
+              execute: (_a, ctx) =>
+                sleep(10_000, ctx.signal).catch((e) => {
+                  slowAborted = true
+                  throw e
+                }),
+            },
+            {
+              name: "broken",
+              parameters: {},
+              execute: () => {
+                throw new SyntaxError("tool bug")
+              },
+            },
+          ],
+        },
+      ),
+    )
+    expect(performance.now() - t0).toBeLessThan(2_000)
+    expect(slowAborted).toBe(true)
+    expect(err.result.failure).toMatchObject({
+      reason: "task_failed",
+      task_id: "t",
+      error_type: "SyntaxError",
+    })
+    expect(err.result.usage.tool_calls).toBe(2)
+  })
+})

@@ -1,0 +1,286 @@
+// Transition keys byte-equal to the Python original's, end to end through `ledger.tool()`: the request id a
+// keyed call stores is the transition key. Vectors: test/fixtures/python-key-vectors.json (regenerate with
+// test/fixtures/python-key-vectors.py) and the shared reference's python-vectors.json.
+import { readFileSync } from "node:fs"
+import { describe, expect, it } from "vitest"
+import { entryFromRow, toJsonValue } from "../../../src/adapter-kit.ts"
+import {
+  ActionLedger,
+  argsFingerprint,
+  canonicalJson,
+  MemoryLedgerStorage,
+  parseToolArguments,
+  type ToolArguments,
+  ToolArgumentsError,
+} from "../../../src/core/index.ts"
+
+interface KeyCase {
+  name: string
+  args_json: string
+  via: "json" | "parse" | "python-only"
+  int_paths: string[]
+  canonical: string
+  args_fingerprint: string
+  key: string
+  key_without_dispatch: string
+}
+interface KeyVectors {
+  binding: { agent_id: string; policy_version: string; side_effect_class: "keyed_mutate" }
+  tool: string
+  tool_call_id: string
+  cases: KeyCase[]
+}
+
+const local = JSON.parse(
+  readFileSync(new URL("../../fixtures/python-key-vectors.json", import.meta.url), "utf8"),
+) as KeyVectors
+const shared = JSON.parse(
+  readFileSync(new URL("../../fixtures/python-vectors.json", import.meta.url), "utf8"),
+).transition_keys as KeyVectors
+
+/** The request id (= transition key) a keyed call with these arguments stores, via the real ledger. */
+async function keyOf(v: KeyVectors, args: Record<string, unknown>, toolCallId?: string): Promise<string> {
+  const storage = new MemoryLedgerStorage()
+  const ledger = new ActionLedger({ storage, onWarning: () => {} })
+  const b = v.binding
+  const t = ledger.tool(
+    {
+      name: v.tool,
+      binding: { agentId: b.agent_id, policyVersion: b.policy_version, sideEffectClass: b.side_effect_class },
+    },
+    async () => "ok",
+  )
+  await t(args, toolCallId ? { toolCallId } : {})
+  const ids: string[] = []
+  for await (const e of storage.list()) ids.push(e.requestId)
+  expect(ids).toHaveLength(1)
+  return ids[0] as string
+}
+
+function at(v: unknown, path: string): unknown {
+  let cur = v
+  for (const p of path.split("/").slice(1)) cur = (cur as Record<string, unknown>)[p]
+  return cur
+}
+
+describe("keys computed by the Python original (test/fixtures/python-key-vectors.json)", () => {
+  for (const c of local.cases) {
+    if (c.via === "python-only") continue
+    it(`${c.name}: parseToolArguments reproduces canonical JSON, fingerprint and key`, async () => {
+      const args = parseToolArguments(c.args_json)
+      for (const p of c.int_paths) expect(typeof at(args, p), p).toBe("bigint")
+      const clean = { ...args }
+      delete clean.tool_call_id
+      expect(canonicalJson({ args: [], kwargs: clean })).toBe(c.canonical)
+      expect(argsFingerprint(args)).toBe(c.args_fingerprint)
+      expect(await keyOf(local, args, local.tool_call_id)).toBe(c.key)
+      expect(await keyOf(local, args)).toBe(c.key_without_dispatch)
+    })
+    if (c.via === "json") {
+      it(`${c.name}: plain JSON.parse gives the same key`, async () => {
+        expect(await keyOf(local, JSON.parse(c.args_json), local.tool_call_id)).toBe(c.key)
+      })
+    }
+  }
+
+  it("bigint literals are keyed as the exact Python int, never as a string", async () => {
+    const byName = (n: string) => local.cases.find((c) => c.name === n) as KeyCase
+    const k = (args: Record<string, unknown>) => keyOf(local, args, local.tool_call_id)
+    expect(await k({ n: 2n ** 53n + 1n })).toBe(byName("2**53 + 1 as an integer").key)
+    expect(await k({ n: -(2n ** 53n + 1n) })).toBe(byName("-(2**53 + 1) as an integer").key)
+    expect(await k({ n: 2n ** 53n })).toBe(byName("2**53 as an integer").key)
+    expect(await k({ n: 10n ** 20n })).toBe(byName("10**20 as an integer").key)
+    expect(await k({ n: 10n ** 21n })).toBe(byName("10**21 as an integer").key)
+    expect(await k({ n: 2n ** 64n + 1n })).toBe(byName("2**64 + 1 as an integer").key)
+    // A small bigint is the same int as the number.
+    expect(await k({ n: 7n })).toBe(await k({ n: 7 }))
+    // The old behaviour (bigint stringified) keyed it as the string: it must differ from that.
+    expect(await k({ n: 2n ** 53n + 1n })).not.toBe(await k({ n: "9007199254740993" }))
+  })
+
+  it("a float integral below 2^53 is the one case a number cannot carry: 10.0 keys as the int 10", async () => {
+    const c = local.cases.find((x) => x.via === "python-only") as KeyCase
+    const parsed = parseToolArguments(c.args_json)
+    expect(parsed.n).toBe(10)
+    expect(await keyOf(local, parsed, local.tool_call_id)).not.toBe(c.key)
+    expect(canonicalJson(parsed)).toBe('{"n":10}')
+  })
+})
+
+describe("keys in the shared reference (python-vectors.json, computed by mycelium-runtime 1.34.0)", () => {
+  for (const c of shared.cases) {
+    it(c.name, async () => {
+      expect(await keyOf(shared, parseToolArguments(c.args_json), shared.tool_call_id)).toBe(c.key)
+    })
+  }
+})
+
+describe("canonical numbers", () => {
+  it("-0 is -0.0, integral numbers are ints until 1e21, beyond that Python's float repr", () => {
+    expect(canonicalJson(-0)).toBe("-0.0")
+    expect(canonicalJson([0, -0, 0.5])).toBe("[0,-0.0,0.5]")
+    expect(canonicalJson(2 ** 53)).toBe("9007199254740992")
+    expect(canonicalJson(2 ** 60)).toBe("1152921504606846976")
+    expect(canonicalJson(-(2 ** 55))).toBe("-36028797018963968")
+    expect(canonicalJson(1e20)).toBe("100000000000000000000")
+    expect(canonicalJson(999999999999999900000)).toBe("999999999999999868928")
+    expect(canonicalJson(1e21)).toBe("1e+21")
+    expect(canonicalJson(-1e21)).toBe("-1e+21")
+    expect(canonicalJson(2n ** 70n)).toBe("1180591620717411303424")
+    // A boxed Number is a Python float.
+    expect(canonicalJson(new Number(1e16))).toBe("1e+16")
+    expect(canonicalJson(new Number(10))).toBe("10.0")
+  })
+
+  it("a stored row holds bigints within 2^53 as numbers, beyond as decimal strings, boxed floats as numbers", () => {
+    expect(toJsonValue({ a: 5n, b: 2n ** 53n + 1n, c: new Number(1e16), d: [-(2n ** 60n)] })).toEqual({
+      a: 5,
+      b: "9007199254740993",
+      c: 1e16,
+      d: ["-1152921504606846976"],
+    })
+  })
+})
+
+describe("parseToolArguments", () => {
+  it("returns JSON.parse's own object when nothing needs exactness", () => {
+    const text = '{"a": [1, 2.5, "x\\u00e9", {"b": null, "c": true}], "big": 9007199254740991, "neg": -3}'
+    expect(parseToolArguments(text)).toEqual(JSON.parse(text))
+  })
+
+  it("keeps integers beyond 2^53 exact, -0 as the int 0, -0.0 as the float -0", () => {
+    const v = parseToolArguments(
+      '{"a": 9007199254740993, "b": -18446744073709551617, "c": -0, "d": -0.0, "e": [12345678901234567890]}',
+    )
+    expect(v.a).toBe(9007199254740993n)
+    expect(v.b).toBe(-18446744073709551617n)
+    expect(Object.is(v.c, 0)).toBe(true)
+    expect(Object.is(v.d, -0)).toBe(true)
+    expect(v.e).toEqual([12345678901234567890n])
+  })
+
+  it("marks integral floats beyond 2^53 as boxed Numbers; ordinary floats stay numbers", () => {
+    const v = parseToolArguments('{"a": 1e16, "b": 9007199254740993.0, "c": 1.5, "d": 1e21, "e": 2.5e-8}')
+    expect(v.a).toBeInstanceOf(Number)
+    expect(+(v.a as number)).toBe(1e16)
+    expect(v.b).toBeInstanceOf(Number)
+    expect(v.c).toBe(1.5)
+    expect(v.d).toBe(1e21)
+    expect(v.e).toBe(2.5e-8)
+  })
+
+  it("parses strings with escapes, nesting, whitespace and a __proto__ key exactly as JSON.parse does", () => {
+    const text =
+      ' {\n "s": "q\\"\\\\\\n\\u00e9\\ud83d\\ude00", "__proto__": {"x": 1}, "n": [ [ ], { } , 9007199254740993 ],\t"t": false } '
+    const v = parseToolArguments(text)
+    const plain = JSON.parse(text) as Record<string, unknown>
+    expect(v.s).toBe(plain.s)
+    expect(Object.getPrototypeOf(v)).toBe(Object.prototype)
+    expect(Object.hasOwn(v, "__proto__")).toBe(true)
+    expect(Object.getOwnPropertyDescriptor(v, "__proto__")?.value).toEqual({ x: 1 })
+    expect(v.n).toEqual([[], {}, 9007199254740993n])
+    expect(v.t).toBe(false)
+  })
+
+  it("duplicate keys: the last wins, as in Python and JSON.parse", () => {
+    expect(parseToolArguments('{"a": 1, "a": 9007199254740993}').a).toBe(9007199254740993n)
+  })
+
+  it("rejects what is not a JSON object with a typed error", () => {
+    for (const bad of ["", "{", "[1]", "1", '"x"', "null", "{'a': 1}", '{"a": NaN}', '{"a": 1} x']) {
+      let err: unknown
+      try {
+        parseToolArguments(bad)
+      } catch (e) {
+        err = e
+      }
+      expect(err, bad).toBeInstanceOf(ToolArgumentsError)
+      expect((err as ToolArgumentsError).code).toBe("tool_arguments_invalid")
+    }
+  })
+
+  it("deep nesting fails with the typed error, not a stack overflow", () => {
+    const depth = 200_000
+    const text = `{"a": ${"[".repeat(depth)}9007199254740993${"]".repeat(depth)}}`
+    expect(() => parseToolArguments(text)).toThrow(ToolArgumentsError)
+  })
+
+  it("a replay with exact big integers returns the stored result without running again", async () => {
+    const storage = new MemoryLedgerStorage()
+    const ledger = new ActionLedger({ storage, onWarning: () => {} })
+    let runs = 0
+    const t = ledger.tool(
+      { name: "pay", binding: { agentId: "a", policyVersion: "p", sideEffectClass: "keyed_mutate" } },
+      async (args: ToolArguments) => {
+        runs++
+        return { got: String(args.n) }
+      },
+    )
+    const text = '{"n": 9007199254740993, "f": 1e16}'
+    const first = await t(parseToolArguments(text), { toolCallId: "c1" })
+    const again = await t(parseToolArguments(text), { toolCallId: "c1" })
+    const explicit = ledger.tool(
+      { name: "pay2", binding: { agentId: "a", policyVersion: "p", sideEffectClass: "keyed_mutate" } },
+      async () => {
+        runs++
+        return 1
+      },
+    )
+    // An explicit request id compares the stored arguments with this call's: bigints must compare equal.
+    await explicit(parseToolArguments(text), { requestId: "pay2:order-1" })
+    await explicit(parseToolArguments(text), { requestId: "pay2:order-1" })
+    expect(first).toEqual({ got: "9007199254740993" })
+    expect(again).toEqual(first)
+    expect(runs).toBe(2)
+  })
+})
+
+describe("rows the Python original wrote with integers beyond 2^53", () => {
+  const c = local.cases.find((x) => x.name === "nested mix") as KeyCase
+  const b = local.binding
+  const binding = {
+    agentId: b.agent_id,
+    policyVersion: b.policy_version,
+    sideEffectClass: b.side_effect_class,
+  }
+  // As the original stores it: exact ints in the JSON text, which JSON.parse reads back rounded.
+  const pythonRow = (requestId: string, toolCallId: string | null) =>
+    entryFromRow(
+      JSON.parse(
+        `{"request_id": ${JSON.stringify(requestId)}, "tool": "edge_numbers", "args": [], "kwargs": ` +
+          `${c.args_json.slice(0, -1)}${toolCallId ? `, "tool_call_id": "${toolCallId}"` : ""}}, ` +
+          `"status": "completed", "terminal_outcome": "COMPLETED", "fence": 1, "result": "python ran it", ` +
+          `"started_at": 1780000000.5, "finished_at": 1780000001.5}`,
+      ),
+    )
+
+  it("a keyed redispatch finds the row by the exact key and replays it: the body never runs", async () => {
+    const storage = new MemoryLedgerStorage()
+    await storage.set(pythonRow(c.key, local.tool_call_id))
+    const ledger = new ActionLedger({ storage, onWarning: () => {} })
+    let runs = 0
+    const t = ledger.tool({ name: local.tool, binding }, async () => {
+      runs++
+      return "ran twice"
+    })
+    expect(await t(parseToolArguments(c.args_json), { toolCallId: local.tool_call_id })).toBe("python ran it")
+    expect(runs).toBe(0)
+  })
+
+  it("an explicit request id whose stored arguments cannot be re-derived exactly fails closed, never runs", async () => {
+    const storage = new MemoryLedgerStorage()
+    await storage.set(pythonRow("edge_numbers:order-1", null))
+    const ledger = new ActionLedger({ storage, onWarning: () => {} })
+    let runs = 0
+    const t = ledger.tool({ name: local.tool, binding }, async () => {
+      runs++
+      return "ran twice"
+    })
+    await expect(
+      t(parseToolArguments(c.args_json), { requestId: "edge_numbers:order-1" }),
+    ).rejects.toMatchObject({
+      code: "args_drift",
+    })
+    expect(runs).toBe(0)
+  })
+})

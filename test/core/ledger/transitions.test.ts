@@ -1,0 +1,115 @@
+// Rows the ledger writes come from machine/transitions.ts. These pin the rules where the inline copies used to differ,
+// and the one field list the codec reads and writes.
+import { readFileSync } from "node:fs"
+import { describe, expect, it } from "vitest"
+import { ENTRY_FIELDS, entryFromRow, entryToRow, newEntry } from "../../../src/adapter-kit.ts"
+import {
+  ActionLedger,
+  LedgerHardBlockError,
+  LedgerIdentityConflictError,
+  ManualClock,
+  MemoryLedgerStorage,
+  ReconcileResult,
+} from "../../../src/core/index.ts"
+import { blockedRow, failedRow, RELEASABLE_OUTCOMES } from "../../../src/core/ledger/machine/transitions.ts"
+
+const quiet = { onWarning: () => {} }
+const binding = {
+  agentId: "a",
+  policyVersion: "1",
+  sideEffectClass: "keyed_mutate",
+} as const
+const python = JSON.parse(readFileSync("test/fixtures/python-ledger.json", "utf8")) as Record<
+  string,
+  Record<string, unknown>
+>
+
+describe("one field list", () => {
+  it("covers every key of a Python-written row, in the original's order, and round-trips it", () => {
+    const current = Object.values(python).filter((row) => "schema_version" in row)
+    expect(current.length).toBeGreaterThan(2)
+    for (const row of current) {
+      expect(Object.values(ENTRY_FIELDS).map((f) => f.key)).toEqual(Object.keys(row))
+      expect(entryToRow(entryFromRow(row))).toEqual(row)
+    }
+  })
+
+  it("a new entry has exactly the fields of the list", () => {
+    expect(Object.keys(newEntry({ requestId: "r", tool: "t" }, 1)).sort()).toEqual(
+      Object.keys(ENTRY_FIELDS).sort(),
+    )
+  })
+
+  it("one list of releasable outcomes: everything but COMPLETED and EXPIRED", () => {
+    expect([...RELEASABLE_OUTCOMES].sort()).toEqual(
+      ["BLOCKED", "FAILED_AFTER_EFFECT", "FAILED_BEFORE_EFFECT", "IN_FLIGHT", "UNKNOWN"].sort(),
+    )
+  })
+})
+
+describe("rules the old inline rows disagreed on", () => {
+  it("a reconciler's COMPLETED result is stored as JSON, like a body's (was stored raw)", async () => {
+    const storage = new MemoryLedgerStorage()
+    const clock = new ManualClock(1000)
+    const reconciler = {
+      reconcile: () => ReconcileResult.completed({ at: new Date(0), gone: undefined } as never),
+    }
+    const ledger = new ActionLedger({ storage, clock, reconciler, leaseTtl: 10, ...quiet })
+    const tool = ledger.tool({ name: "pay", binding }, async (_a: { n: number }, tx) => {
+      await tx.markMaybeCrossed()
+      await tx.recordExternalOperation("op_1")
+      throw new Error("network dropped")
+    })
+    await expect(tool({ n: 1 }, { toolCallId: "c1" })).rejects.toThrow("network dropped")
+    const out = await tool({ n: 1 }, { toolCallId: "c1" })
+    expect(out).toEqual({ at: "1970-01-01T00:00:00.000Z" })
+    const [row] = await ledger.listTransitions()
+    expect(row?.terminalOutcome).toBe("COMPLETED")
+    expect(row?.result).toEqual({ at: "1970-01-01T00:00:00.000Z" })
+    expect(JSON.parse(JSON.stringify(row?.result))).toEqual(row?.result)
+  })
+
+  it("a lapsed lease converted to BLOCKED is mark_blocked's row: finished_at set, blockedRow's phase rule", async () => {
+    const storage = new MemoryLedgerStorage()
+    const clock = new ManualClock(1000)
+    const ledger = new ActionLedger({ storage, clock, leaseTtl: 10, ...quiet })
+    let runs = 0
+    const tool = ledger.tool({ name: "pay", binding }, async (_a: { n: number }, tx) => {
+      runs++
+      await tx.markMaybeCrossed()
+      return new Promise<never>(() => {}) // the worker "dies" inside the effect
+    })
+    void tool({ n: 1 }, { toolCallId: "c1" })
+    await new Promise((r) => setTimeout(r, 20))
+    const [held] = await ledger.listTransitions()
+    clock.advance(11)
+    await expect(tool({ n: 1 }, { toolCallId: "c1" })).rejects.toBeInstanceOf(LedgerHardBlockError)
+    const row = await ledger.get(held?.requestId as string)
+    expect(runs).toBe(1)
+    expect(row?.terminalOutcome).toBe("BLOCKED")
+    expect(row?.finishedAt).toBe(1011)
+    const expected = blockedRow(held as never, row?.error as string, 1011)
+    expect(row).toEqual(expected)
+  })
+
+  it("an identity-conflict give-up is failRow's row (the lease is kept, as the original's fail() keeps it)", async () => {
+    const storage = new MemoryLedgerStorage()
+    const clock = new ManualClock(1000)
+    const ledger = new ActionLedger({ storage, clock, leaseTtl: 10, ...quiet })
+    const tool = ledger.tool({ name: "pay", binding }, async (a: { n: number }) => a.n)
+    await tool({ n: 1 }, { toolCallId: "c1" })
+    await expect(tool({ n: 2 }, { toolCallId: "c1" })).rejects.toBeInstanceOf(LedgerIdentityConflictError)
+    const rows = await ledger.listTransitions({ outcome: "FAILED_BEFORE_EFFECT" })
+    expect(rows).toHaveLength(1)
+    const failed = rows[0] as (typeof rows)[number]
+    const claimed = {
+      ...failed,
+      terminalOutcome: "IN_FLIGHT",
+      status: "in-flight",
+      finishedAt: null,
+      error: null,
+    }
+    expect(failed.leaseUntil).toBe(1010)
+    expect(failed).toEqual(failedRow(claimed as never, failed.error as string, 1000, false))
+  })
+})
