@@ -3,6 +3,7 @@
 // AWS Lambda Powertools' makeIdempotent (@aws-lambda-powertools/idempotency). First both over memory (Powertools
 // gets the in-memory persistence layer below, written for it), then both over the local Redis.
 import { spawnSync } from "node:child_process"
+import { hash } from "node:crypto"
 import { existsSync } from "node:fs"
 import {
   IdempotencyConfig,
@@ -16,9 +17,12 @@ import { BasePersistenceLayer, type IdempotencyRecord } from "@aws-lambda-powert
 import { createClient } from "@redis/client"
 import { Redis } from "@upstash/redis"
 import { UpstashLedgerStorage } from "../src/adapters/upstash.ts"
-import { ActionLedger, type LedgerStorage, MemoryLedgerStorage } from "../src/core/index.ts"
-import "../src/node.ts"
+import { ActionLedger, configureSha256, type LedgerStorage, MemoryLedgerStorage } from "../src/core/index.ts"
 import { fmt, microsPerCall, ratio, row } from "./timing.ts"
+
+// Native SHA-256, as `mycelium-runtime/node` sets it. Not by importing src/node.ts: package.json's sideEffects
+// lists only dist/node.js, so esbuild drops a bare import of the source file from the bundled run.
+configureSha256((input) => hash("sha256", input, "hex"))
 
 type Args = { amount: number; recipient: string; toolCallId: string }
 const body = async (args: { amount: number; recipient: string }) => ({ ok: true, amount: args.amount })
