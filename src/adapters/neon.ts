@@ -10,7 +10,6 @@ import {
   entryFromRow,
   entryToRow,
   type LedgerEntry,
-  LedgerOutcomeAlreadySetError,
   LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,

@@ -14,7 +14,6 @@ import {
   entryToRow,
   isTerminalOutcome,
   type LedgerEntry,
-  LedgerOutcomeAlreadySetError,
   LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,

@@ -1,128 +1,155 @@
-// The scenario `mycelium demo` plays (langgraph#7417 in a terminal): a long tool call is redispatched while the
-// first still runs.
-import { mkdirSync, rmSync } from "node:fs"
-import { dirname } from "node:path"
-import { FileLedgerStorage } from "../adapters/file.ts"
-import { ActionLedger, LedgerHardBlockError, type LedgerStorage } from "../core/ledger/index.ts"
+// The tour `mycelium demo` plays (langgraph#7417 in a terminal): a long tool call redispatched while the first still
+// runs, without and with the ledger; a crash inside the side effect that hard-blocks; an operator's release that
+// re-runs it exactly once. Every count printed is measured, and returned for the tests.
+import {
+  ActionLedger,
+  LedgerHardBlockError,
+  type LedgerStorage,
+  resolvedOutcome,
+} from "../core/ledger/index.ts"
+import { bold, dim, green, red } from "./style.ts"
 
 export interface DemoOptions {
-  readonly ledgerPath: string
+  readonly storage: LedgerStorage
+  /** Where the rows are, for the closing lines. */
+  readonly where: string
+  /** Suffix for tool call ids, so repeated runs on a durable store never collide. */
+  readonly runTag?: string
   readonly log?: (line: string) => void
 }
 
 export interface DemoReport {
-  readonly naiveCharges: number
-  readonly ledgeredCharges: number
-  readonly crashCharges: number
+  readonly unguardedExecutions: number
+  readonly guardedExecutions: number
+  /** The redispatch found the first call in flight and waited for it instead of running. */
+  readonly pollerWaited: boolean
   readonly hardBlocked: boolean
-  readonly storage: LedgerStorage
+  readonly rerunsAfterRelease: number
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-/** A payment gateway that takes a while and keeps a record of every charge. */
-class FakeGateway {
-  readonly charges: Array<{ id: string; amount: number; recipient: string }> = []
-  failNextResponse = false
-  async charge(
-    amount: number,
-    recipient: string,
-  ): Promise<{ id: string; amount: number; recipient: string }> {
-    await sleep(150)
-    const intent = { id: `pi_${this.charges.length + 1}`, amount, recipient }
-    this.charges.push(intent)
-    if (this.failNextResponse) {
-      this.failNextResponse = false
-      throw new Error("connection reset after the charge was accepted")
-    }
-    return intent
-  }
-}
+const WORK_MS = 300
+const REDISPATCH_AFTER_MS = 60
 
 export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   const log = options.log ?? ((l: string) => console.log(l))
-  mkdirSync(dirname(options.ledgerPath), { recursive: true })
-  rmSync(options.ledgerPath, { force: true })
-  const storage = new FileLedgerStorage(options.ledgerPath)
+  const tag = options.runTag ?? Date.now().toString(36)
+  const section = (n: number, title: string) => log(`\n${bold(`[${n}/4] ${title}`)}`)
   const binding = {
-    agentId: "payment-agent",
-    policyVersion: "2026.07.1",
-    sideEffectClass: "keyed_mutate",
+    agentId: "research-agent",
+    policyVersion: "2026.12.1",
+    sideEffectClass: "non_idempotent_mutate",
   } as const
 
-  log(
-    "mycelium demo: a framework redispatches a long tool call while the first is still running (langgraph#7417)\n",
-  )
+  log(bold("mycelium demo"))
+  log("A framework redispatches a long tool call while the first is still running (langgraph#7417:")
+  log("https://github.com/langchain-ai/langgraph/issues/7417). The tool spawns a sub-agent that costs money.")
 
-  // 1. Without a guard.
-  const naive = new FakeGateway()
-  const sendNaive = (args: { amount: number; recipient: string }) => naive.charge(args.amount, args.recipient)
-  const first = sendNaive({ amount: 100, recipient: "acct_123" })
-  await sleep(50)
-  const second = sendNaive({ amount: 100, recipient: "acct_123" })
-  await Promise.all([first, second])
-  log(
-    `1. plain tool:      dispatched, redispatched 50 ms later -> charges at the gateway: ${naive.charges.length}  (paid twice)`,
-  )
-
-  // 2. The same tool through the ledger.
-  const gw = new FakeGateway()
-  const ledger = new ActionLedger({ storage, pollInterval: 0.01, leaseTtl: 60, onWarning: () => {} })
-  const sendPayment = ledger.tool(
-    { name: "send_payment", binding },
-    async (args: { amount: number; recipient: string }, tx) =>
-      tx.sideEffect(async () => {
-        const intent = await gw.charge(args.amount, args.recipient)
-        await tx.recordExternalOperation(intent.id)
-        return intent
-      }),
-  )
-  const a = sendPayment({ amount: 100, recipient: "acct_123" }, { toolCallId: "call_abc" })
-  await sleep(50)
-  const b = sendPayment({ amount: 100, recipient: "acct_123" }, { toolCallId: "call_abc" })
-  const [ra, rb] = await Promise.all([a, b])
-  log(
-    `2. ledgered tool:   dispatched, redispatched 50 ms later -> charges: ${gw.charges.length}; both callers got ${ra.id} and ${rb.id}`,
-  )
-  const rc = await sendPayment({ amount: 100, recipient: "acct_123" }, { toolCallId: "call_abc" })
-  log(`                    a third dispatch after completion returns the stored result: ${rc.id}`)
-
-  // 3. A crash between the charge and its response.
-  const crashGw = new FakeGateway()
-  crashGw.failNextResponse = true
-  const charge = ledger.tool(
-    { name: "send_payment_v2", binding },
-    async (args: { amount: number; recipient: string }, tx) =>
-      tx.sideEffect(() => crashGw.charge(args.amount, args.recipient)),
-  )
-  await charge({ amount: 250, recipient: "acct_9" }, { toolCallId: "call_crash" }).catch((e: Error) => {
-    log(`3. crash mid-call:  the gateway charged, then: ${e.message}`)
-  })
-  let hardBlocked = false
-  await charge({ amount: 250, recipient: "acct_9" }, { toolCallId: "call_crash" }).catch((e: unknown) => {
-    hardBlocked = e instanceof LedgerHardBlockError
-    log(`                    redispatch -> ${(e as Error).name}: ${(e as Error).message}`)
-  })
-  const [stuck] = await ledger.listTransitions({ stuck: true })
-  if (stuck) {
-    const record = crashGw.charges[0]
-    await ledger.release(stuck.requestId, {
-      verified: "completed",
-      result: record ?? null,
-      by: "ops@example.com",
-      reason: "charge found at the gateway",
-    })
-    const after = await charge({ amount: 250, recipient: "acct_9" }, { toolCallId: "call_crash" })
-    log(
-      `                    operator verified the charge and released it -> redispatch returns ${after.id}; charges: ${crashGw.charges.length}`,
-    )
+  // 1. The bug: nothing stops the second dispatch.
+  section(1, "Without mycelium: the redispatch runs the tool again")
+  let unguarded = 0
+  const subagentTask = async (args: { task: string }) => {
+    unguarded++
+    log(`  [EXECUTING] subagent_task(${JSON.stringify(args)})`)
+    await sleep(WORK_MS)
+    return { report: `analysis of ${args.task}` }
   }
-  log(`\nledger file: ${options.ledgerPath}`)
+  const first = subagentTask({ task: "analyze_market" })
+  await sleep(REDISPATCH_AFTER_MS)
+  await Promise.all([first, subagentTask({ task: "analyze_market" })])
+  log(`  unguarded executions: ${unguarded}`)
+  log(red("  BUG: duplicate side effect reproduced"))
+
+  // 2. The fix: the redispatch finds the live claim and waits for its result.
+  section(2, "With the action ledger: the redispatch waits for the first call")
+  const ledger = new ActionLedger({
+    storage: options.storage,
+    pollInterval: 0.02,
+    leaseTtl: 60,
+    onWarning: () => {},
+  })
+  let guarded = 0
+  const guardedTask = ledger.tool({ name: "subagent_task", binding }, async (args: { task: string }, tx) =>
+    tx.sideEffect(async () => {
+      guarded++
+      log(`  [EXECUTING] subagent_task(${JSON.stringify(args)})  fence=${tx.fence}`)
+      await sleep(WORK_MS)
+      return { report: `analysis of ${args.task}` }
+    }),
+  )
+  const callId = `call_subagent_${tag}`
+  const owner = guardedTask({ task: "analyze_market" }, { toolCallId: callId })
+  await sleep(REDISPATCH_AFTER_MS)
+  const live = (await ledger.listTransitions({ tool: "subagent_task" })).find(
+    (e) => resolvedOutcome(e, ledger.clock.now()) === "IN_FLIGHT",
+  )
+  const pollerWaited = live !== undefined
+  if (live)
+    log(`  [POLL] redispatch sees ${live.requestId.slice(0, 12)}... IN_FLIGHT with a held lease: it waits`)
+  const t0 = Date.now()
+  const [r1, r2] = await Promise.all([owner, guardedTask({ task: "analyze_market" }, { toolCallId: callId })])
+  log(
+    `  redispatch waited ${Date.now() - t0} ms and got the same result: ${JSON.stringify(r1) === JSON.stringify(r2)}`,
+  )
+  log(`  guarded executions: ${guarded}`)
+  log(green("  PASS: one execution, both callers answered"))
+
+  // 3. A crash between the effect and its answer: the outcome is unknown, so a redispatch must not run it again.
+  section(3, "A crash inside the side effect: the redispatch is hard-blocked")
+  let payments = 0
+  let crash = true
+  const sendPayment = ledger.tool({ name: "send_payment", binding }, async (args: { amount: number }, tx) =>
+    tx.sideEffect(async () => {
+      payments++
+      log(`  [EXECUTING] send_payment(${JSON.stringify(args)})`)
+      if (crash) throw new Error("connection reset after the gateway accepted the charge")
+      return { charged: args.amount }
+    }),
+  )
+  const payId = `call_pay_${tag}`
+  await sendPayment({ amount: 100 }, { toolCallId: payId }).catch((e: Error) =>
+    log(`  first call failed: ${e.message}`),
+  )
+  let hardBlocked = false
+  await sendPayment({ amount: 100 }, { toolCallId: payId }).catch((e: unknown) => {
+    hardBlocked = e instanceof LedgerHardBlockError
+    log(`  redispatch -> ${(e as Error).name}`)
+  })
+  log(`  executions so far: ${payments} ${hardBlocked ? green("(PASS: no second charge)") : red("(FAIL)")}`)
+
+  // 4. An operator checks the gateway, finds no charge, and releases the call: exactly one re-run.
+  section(4, "Operator release: verified not executed, so it runs exactly once more")
+  const [stuck] = await ledger.listTransitions({ stuck: true, tool: "send_payment" })
+  let reruns = 0
+  if (stuck) {
+    log(
+      `  mycelium transitions release ${stuck.requestId.slice(0, 12)}... --verified not-executed --by ops --reason "no charge at the gateway"`,
+    )
+    await ledger.release(stuck.requestId, {
+      verified: "not_executed",
+      by: "ops@example.com",
+      reason: "no charge at the gateway",
+    })
+    crash = false
+    const before = payments
+    const again = await sendPayment({ amount: 100 }, { toolCallId: payId })
+    await sendPayment({ amount: 100 }, { toolCallId: payId })
+    reruns = payments - before
+    log(
+      `  re-runs after release: ${reruns}; a further redispatch returns the stored ${JSON.stringify(again)}`,
+    )
+    log(green("  PASS: exactly one re-run"))
+  }
+
+  const inspect = options.where.startsWith("file ")
+    ? `  (inspect: npx mycelium transitions list --file ${options.where.slice(5)})`
+    : ""
+  log(`\n${dim(`ledger: ${options.where}${inspect}`)}`)
   return {
-    naiveCharges: naive.charges.length,
-    ledgeredCharges: gw.charges.length,
-    crashCharges: crashGw.charges.length,
+    unguardedExecutions: unguarded,
+    guardedExecutions: guarded,
+    pollerWaited,
     hardBlocked,
-    storage,
+    rerunsAfterRelease: reruns,
   }
 }

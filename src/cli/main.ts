@@ -1,29 +1,42 @@
 #!/usr/bin/env node
 // `mycelium`: the command line (Node, Deno, Bun). The dispatcher imports nothing but the command it runs, so a
 // command whose optional packages are missing cannot break `--help` or the other commands.
+import { readFileSync } from "node:fs"
 import { CliError, UsageError } from "./errors.ts"
 
-const HELP = `mycelium <command>
+const HELP = `mycelium <command> [options]        (mycelium <command> --help for each)
 
 commands:
-  demo [--serve] [--port N] [--ledger PATH]   the duplicate-payment bug and the fix; --serve then keeps the
-                                               local ledger API running on the demo's ledger file
-  serve [--port N] [--ledger PATH]            the ledger HTTP API over a local ledger file
-  transitions [--stuck] [--ledger PATH]       list transitions (stuck: need a human or a reconciler)
-  release ID --verified completed|not_executed --reason TEXT --by WHO [--ledger PATH]
-  help
+  init [-o PATH] [--minimal | --full] [--force]   write a mycelium.yaml that loads as written
+  demo [--store file|memory] [--serve]            the duplicate-payment bug and the fix, end to end
+  transitions list|show|release|mark-dead          operate the action ledger (file, Redis, Postgres, or -c config)
+  doctor [-c PATH] [--json] [--strict]            read-only checks of mycelium.yaml and its stores
+  serve [--port N] [--ledger PATH]                the ledger HTTP API over a local ledger file (loopback only)
+  release ID ...                                  short for: transitions release
 
-exit codes: 0 done, 1 the operation failed or was refused, 2 a usage error or a missing optional package`
+options: --version, --help
+exit codes: 0 done, 1 the operation failed or was refused, 2 a usage or config error, or a missing optional package`
 
 interface Command {
   run(args: string[]): Promise<number>
+  HELP?: string
 }
 
 const commands: Record<string, () => Promise<Command>> = {
+  init: () => import("./commands/init.ts"),
   demo: () => import("./commands/demo.ts"),
-  serve: () => import("./commands/serve.ts"),
   transitions: () => import("./commands/transitions.ts"),
+  doctor: () => import("./commands/doctor.ts"),
+  serve: () => import("./commands/serve.ts"),
   release: () => import("./commands/release.ts"),
+}
+
+function version(): string {
+  // dist/cli/main.js and src/cli/main.ts both sit two folders below package.json.
+  const pkg = JSON.parse(readFileSync(new URL("../../package.json", import.meta.url), "utf8")) as {
+    version: string
+  }
+  return pkg.version
 }
 
 async function main(argv: string[]): Promise<number> {
@@ -32,9 +45,18 @@ async function main(argv: string[]): Promise<number> {
     console.log(HELP)
     return 0
   }
+  if (name === "--version" || name === "-v") {
+    console.log(version())
+    return 0
+  }
   const load = Object.hasOwn(commands, name) ? commands[name] : undefined
   if (!load) throw new UsageError(`unknown command '${name}'`)
-  return (await load()).run(rest)
+  const command = await load()
+  if (rest.includes("--help") || rest.includes("-h")) {
+    console.log(command.HELP ?? HELP)
+    return 0
+  }
+  return command.run(rest)
 }
 
 main(process.argv.slice(2)).then(
@@ -42,9 +64,12 @@ main(process.argv.slice(2)).then(
     if (code !== 0) process.exitCode = code
   },
   (e: unknown) => {
-    if (e instanceof UsageError) console.error(`mycelium: ${e.message}\n\n${HELP}`)
+    const err = e as { name?: string; message?: string; code?: string }
+    if (e instanceof UsageError) console.error(`mycelium: ${e.message}\n(mycelium --help lists the commands)`)
     else if (e instanceof CliError) console.error(`mycelium: ${e.message}`)
+    else if (err?.name === "ConfigError") console.error(`mycelium: ${err.message}`)
     else console.error(`mycelium: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`)
-    process.exitCode = e instanceof CliError ? e.exitCode : 1
+    // A broken config is the caller's to fix (2); a refusal or an outage is an operation that failed (1).
+    process.exitCode = e instanceof CliError ? e.exitCode : err?.name === "ConfigError" ? 2 : 1
   },
 )

@@ -44,7 +44,6 @@ export {
   LedgerError,
   type LedgeredTool,
   type LedgeredToolOptions,
-  LedgerFenceRequiredError,
   LedgerHardBlockError,
   LedgerIdentityConflictError,
   LedgerLeaseError,

@@ -8,7 +8,6 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, ContentfulStatusCode>>
   invalid_body: 400,
   invalid_query: 400,
   invalid_option: 400,
-  ledger_fence_required: 400,
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,

@@ -1,28 +1,73 @@
-// `mycelium demo [--serve]`: the duplicate-payment bug and the fix; --serve then serves the demo's ledger file.
+// `mycelium demo`: the duplicate-payment bug and the fix; --serve then serves the demo's ledger file.
+import { mkdirSync, rmSync } from "node:fs"
+import { dirname } from "node:path"
 import { parseArgs } from "node:util"
 import { runDemo } from "../demo-scenario.ts"
+import { UsageError } from "../errors.ts"
+import { openLedger } from "../ledger-access.ts"
 import { parseOrUsage, parsePort } from "../options.ts"
 
 // Under .mycelium/, which .gitignore and biome ignore: the demo must never leave a file that lint or git sees.
 export const DEMO_LEDGER = ".mycelium/demo-ledger.json"
 
+export const HELP = `mycelium demo [--store file|memory|config] [-c PATH] [--ledger PATH] [--serve [--port N]]
+
+  the duplicate-tool-call bug (langgraph#7417) and the fix, in one process:
+    --store file     (default) a fresh ledger file, ${DEMO_LEDGER} (or --ledger PATH)
+    --store memory   nothing written to disk
+    --store config   the action_ledger store of mycelium.yaml (or -c PATH): Redis, Postgres, ... (rows are kept)
+  --serve            afterwards, serve the demo's ledger file over HTTP on loopback (Ctrl-C stops it)
+exit codes: 0 every check passed, 1 a check failed, 2 usage or config error`
+
 export async function run(args: string[]): Promise<number> {
-  const { values } = parseOrUsage("demo", () =>
+  const { values, positionals } = parseOrUsage("demo", () =>
     parseArgs({
       args,
+      allowPositionals: true,
       options: {
+        store: { type: "string", default: "file" },
+        config: { type: "string", short: "c" },
         serve: { type: "boolean", default: false },
         port: { type: "string" },
         ledger: { type: "string" },
       },
     }),
   )
+  if (positionals.length) throw new UsageError(`demo takes no arguments, got '${positionals[0]}'`)
   const port = parsePort(values.port)
+  const store = values.store
+  if (store !== "file" && store !== "memory" && store !== "config")
+    throw new UsageError(`demo: --store must be file, memory or config, got '${store}'`)
+  if (values.serve && store !== "file")
+    throw new UsageError("demo: --serve serves the demo's ledger file (--store file)")
   const ledgerPath = values.ledger ?? DEMO_LEDGER
-  await runDemo({ ledgerPath })
+  let report: Awaited<ReturnType<typeof runDemo>>
+  if (store === "memory") {
+    const { MemoryLedgerStorage } = await import("../../core/ledger/index.ts")
+    report = await runDemo({ storage: new MemoryLedgerStorage(), where: "memory (this process only)" })
+  } else {
+    if (store === "file") {
+      mkdirSync(dirname(ledgerPath), { recursive: true })
+      rmSync(ledgerPath, { force: true })
+    }
+    const access = await openLedger(
+      store === "file" ? { file: ledgerPath } : { config: values.config ?? "mycelium.yaml" },
+    )
+    try {
+      report = await runDemo({ storage: access.ledger.storage, where: access.where })
+    } finally {
+      await access.close()
+    }
+  }
+  const ok =
+    report.unguardedExecutions === 2 &&
+    report.guardedExecutions === 1 &&
+    report.pollerWaited &&
+    report.hardBlocked &&
+    report.rerunsAfterRelease === 1
   if (values.serve) {
     const { startApi } = await import("./serve.ts")
     await startApi("demo --serve", ledgerPath, port)
   }
-  return 0
+  return ok ? 0 : 1
 }

@@ -6,6 +6,12 @@ import { CliError, importNeeding } from "../errors.ts"
 import { serve } from "../http-bridge.ts"
 import { DEFAULT_LEDGER, parseOrUsage, parsePort } from "../options.ts"
 
+export const HELP = `mycelium serve [--port N] [--ledger PATH]
+
+  the ledger HTTP API (docs/http-api.md) over a local ledger file, on 127.0.0.1 only, without auth: for local use.
+  --port N        default 8787; 0 picks a free port
+  --ledger PATH   default .mycelium/ledger.json`
+
 /** What the edge app needs at run time (its optional peer dependencies). */
 export const SERVE_PACKAGES = ["hono", "zod", "jose"] as const
 

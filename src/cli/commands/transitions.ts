@@ -1,21 +1,281 @@
-// `mycelium transitions [--stuck]`: one line per transition of a local ledger file.
+// `mycelium transitions list|show|release|mark-dead`: an operator's view of the action ledger and their verdicts.
 import { parseArgs } from "node:util"
-import { FileLedgerStorage } from "../../adapters/file.ts"
-import { ActionLedger } from "../../core/ledger/index.ts"
+import { type LedgerEntry, LedgerError, resolvedOutcome } from "../../core/ledger/index.ts"
+import { entryToRow } from "../../core/ledger/model/entry.ts"
+import { CliError, UsageError } from "../errors.ts"
+import { type LedgerAccess, openLedger, STORE_HELP, STORE_OPTIONS } from "../ledger-access.ts"
 import { DEFAULT_LEDGER, parseOrUsage } from "../options.ts"
+import { bold, dim, green, printJson, red, yellow } from "../style.ts"
 
-export async function run(args: string[]): Promise<number> {
-  const { values } = parseOrUsage("transitions", () =>
+export const HELP = `mycelium transitions <list|show|release|mark-dead> [options]
+
+  list [--stuck] [--tool NAME] [--json]        every transition (stuck: waiting for a human or a reconciler)
+  show ID [--json]                             one transition, every field
+  release ID --verified completed|not-executed --by WHO --reason TEXT [--result-json JSON]
+                                               an operator's verdict on a stuck transition (runs at most once)
+  mark-dead ID --by WHO --reason TEXT [--override-heartbeat]
+                                               assert the worker holding ID is dead, so its lease may be reclaimed
+
+${STORE_HELP}
+
+exit codes: 0 done, 1 refused by the ledger, 2 usage or config error`
+
+const iso = (t: number | null): string =>
+  t === null ? "-" : `${new Date(t * 1000).toISOString().slice(0, 19)}Z`
+
+function age(seconds: number): string {
+  if (seconds < 120) return `${Math.round(seconds)}s`
+  if (seconds < 7200) return `${Math.round(seconds / 60)}m`
+  if (seconds < 172800) return `${Math.round(seconds / 3600)}h`
+  return `${Math.round(seconds / 86400)}d`
+}
+
+const paintOutcome = (o: string): string =>
+  o === "COMPLETED"
+    ? green(o)
+    : o === "IN_FLIGHT"
+      ? o
+      : o === "EXPIRED" || o === "FAILED_BEFORE_EFFECT"
+        ? yellow(o)
+        : red(o)
+
+function nextStep(e: LedgerEntry, outcome: string): string {
+  const id = e.requestId
+  if (outcome === "EXPIRED" || outcome === "IN_FLIGHT")
+    return `confirm the worker is dead (mycelium transitions mark-dead ${id} --by you --reason ...), then verify with the provider and release`
+  const ref = e.externalOperationRef ? ` (provider ref ${e.externalOperationRef})` : ""
+  return `verify with the provider${ref}, then: mycelium transitions release ${id} --verified completed|not-executed --by you --reason ...`
+}
+
+function json(e: LedgerEntry, now: number): Record<string, unknown> {
+  return {
+    ...entryToRow(e),
+    resolved_outcome: resolvedOutcome(e, now),
+    age_seconds: Math.max(0, now - e.startedAt),
+  }
+}
+
+async function withLedger<T>(
+  flags: Record<string, unknown>,
+  fn: (a: LedgerAccess) => Promise<T>,
+): Promise<T> {
+  const access = await openLedger(flags)
+  try {
+    return await fn(access)
+  } finally {
+    await access.close()
+  }
+}
+
+async function list(args: string[]): Promise<number> {
+  const { values, positionals } = parseOrUsage("transitions list", () =>
     parseArgs({
       args,
-      options: { stuck: { type: "boolean", default: false }, ledger: { type: "string" } },
+      allowPositionals: true,
+      options: {
+        ...STORE_OPTIONS,
+        stuck: { type: "boolean", default: false },
+        tool: { type: "string" },
+        json: { type: "boolean", default: false },
+      },
     }),
   )
-  const ledger = new ActionLedger({ storage: new FileLedgerStorage(values.ledger ?? DEFAULT_LEDGER) })
-  for (const e of await ledger.listTransitions({ stuck: values.stuck })) {
-    console.log(
-      `${e.requestId}\t${e.tool}\t${e.terminalOutcome}\t${e.sideEffectBoundary}\t${e.externalOperationRef ?? "-"}`,
-    )
+  if (positionals.length) throw new UsageError(`transitions list takes no arguments, got '${positionals[0]}'`)
+  return withLedger(values, async ({ ledger, where }) => {
+    const rows = await ledger.listTransitions({
+      stuck: values.stuck,
+      ...(values.tool && { tool: values.tool }),
+    })
+    const now = ledger.clock.now()
+    if (values.json) {
+      printJson(rows.map((e) => json(e, now)))
+      return 0
+    }
+    if (!rows.length) {
+      console.log(`no transitions found${values.stuck ? " (stuck only)" : ""} in ${where}`)
+      if (where === `file ${DEFAULT_LEDGER}`)
+        console.log(
+          dim("(mycelium demo writes .mycelium/demo-ledger.json: add --file .mycelium/demo-ledger.json)"),
+        )
+      return 0
+    }
+    for (const e of rows) {
+      const outcome = resolvedOutcome(e, now)
+      const released = e.operatorResolution ? `  [released: ${e.operatorResolution} by ${e.resolvedBy}]` : ""
+      const parent = e.parentRequestId ? `  parent=${e.parentRequestId}` : ""
+      console.log(
+        `${bold(e.requestId)}  ${e.tool}  ${paintOutcome(outcome)}  age=${age(now - e.startedAt)}${parent}${released}`,
+      )
+      if (values.stuck) console.log(dim(`    next: ${nextStep(e, outcome)}`))
+    }
+    return 0
+  })
+}
+
+function oneId(command: string, positionals: string[]): string {
+  const [id, ...extra] = positionals
+  if (!id) throw new UsageError(`transitions ${command} needs a request id`)
+  if (extra.length)
+    throw new UsageError(`transitions ${command} takes one request id, got also '${extra[0]}'`)
+  return id
+}
+
+async function show(args: string[]): Promise<number> {
+  const { values, positionals } = parseOrUsage("transitions show", () =>
+    parseArgs({
+      args,
+      allowPositionals: true,
+      options: { ...STORE_OPTIONS, json: { type: "boolean", default: false } },
+    }),
+  )
+  const id = oneId("show", positionals)
+  return withLedger(values, async ({ ledger, where }) => {
+    const e = await ledger.get(id)
+    if (!e) throw new CliError(`no transition '${id}' in ${where}`)
+    const now = ledger.clock.now()
+    if (values.json) {
+      printJson(json(e, now))
+      return 0
+    }
+    const fields: [string, unknown][] = [
+      ["request_id", e.requestId],
+      ["tool", e.tool],
+      ["args", JSON.stringify(e.kwargs)],
+      ["status", e.status],
+      ["resolved_outcome", paintOutcome(resolvedOutcome(e, now))],
+      ["side_effect_boundary", e.sideEffectBoundary],
+      ["parent_request_id", e.parentRequestId ?? "-"],
+      ["started_at", iso(e.startedAt)],
+      ["finished_at", iso(e.finishedAt)],
+      ["lease_until", iso(e.leaseUntil)],
+      ["owner", e.owner ?? "-"],
+      ["fence", e.fence],
+      ["idempotency_key", e.idempotencyKey],
+      ["provider_idempotency_key", e.providerIdempotencyKey ?? "-"],
+      ["external_operation_ref", e.externalOperationRef ?? "-"],
+      ["error", e.error ?? "-"],
+      ["result", JSON.stringify(e.result) ?? "-"],
+      ["receipt_ref", e.receiptRef ?? "-"],
+      ["operator_resolution", e.operatorResolution ?? "-"],
+      ["resolved_by", e.resolvedBy ?? "-"],
+      ["resolution_reason", e.resolutionReason ?? "-"],
+      ["resolved_at", iso(e.resolvedAt)],
+      ["released_from_outcome", e.releasedFromOutcome ?? "-"],
+      ["last_heartbeat_at", iso(e.lastHeartbeatAt)],
+      ["worker_dead_asserted_by", e.workerDeadAssertedBy ?? "-"],
+      ["worker_dead_asserted_at", iso(e.workerDeadAssertedAt)],
+    ]
+    for (const [k, v] of fields) console.log(`${k}: ${v}`)
+    return 0
+  })
+}
+
+const VERDICTS: Record<string, "completed" | "not_executed"> = {
+  completed: "completed",
+  "not-executed": "not_executed",
+  not_executed: "not_executed",
+}
+
+export async function release(args: string[], command = "transitions release"): Promise<number> {
+  const { values, positionals } = parseOrUsage(command, () =>
+    parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        ...STORE_OPTIONS,
+        verified: { type: "string" },
+        by: { type: "string" },
+        reason: { type: "string" },
+        "result-json": { type: "string" },
+      },
+    }),
+  )
+  const id = oneId("release", positionals)
+  const verified = VERDICTS[values.verified ?? ""]
+  if (!verified) throw new UsageError(`${command}: --verified must be completed or not-executed`)
+  if (!values.by || !values.reason) throw new UsageError(`${command}: --by and --reason are required`)
+  let result: unknown = null
+  if (values["result-json"] !== undefined) {
+    if (verified !== "completed")
+      throw new UsageError(`${command}: --result-json goes with --verified completed only`)
+    try {
+      result = JSON.parse(values["result-json"])
+    } catch (e) {
+      throw new UsageError(`${command}: --result-json is not JSON (${(e as Error).message})`)
+    }
   }
-  return 0
+  return withLedger(values, async ({ ledger }) => {
+    const row = await refusals(() =>
+      ledger.release(id, { verified, by: values.by as string, reason: values.reason as string, result }),
+    )
+    console.log(
+      `released ${row.requestId} (${row.tool}): verified=${verified} by=${values.by} from=${row.releasedFromOutcome}`,
+    )
+    console.log(
+      dim(
+        verified === "completed"
+          ? "next: redispatches of this call now return the recorded result"
+          : "next: the next redispatch runs the tool once more (exactly once)",
+      ),
+    )
+    return 0
+  })
+}
+
+async function markDead(args: string[]): Promise<number> {
+  const { values, positionals } = parseOrUsage("transitions mark-dead", () =>
+    parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        ...STORE_OPTIONS,
+        by: { type: "string" },
+        reason: { type: "string" },
+        "override-heartbeat": { type: "boolean", default: false },
+      },
+    }),
+  )
+  const id = oneId("mark-dead", positionals)
+  if (!values.by || !values.reason)
+    throw new UsageError("transitions mark-dead: --by and --reason are required")
+  return withLedger(values, async ({ ledger }) => {
+    const row = await refusals(() =>
+      ledger.markWorkerDeadFor(id, {
+        by: values.by as string,
+        reason: values.reason as string,
+        overrideHeartbeat: values["override-heartbeat"],
+      }),
+    )
+    console.log(
+      `marked the worker of ${row.requestId} (${row.tool}) dead: owner=${row.owner ?? "-"} by=${values.by}`,
+    )
+    console.log(dim("next: verify with the provider, then release it"))
+    return 0
+  })
+}
+
+/** A ledger refusal is the operator's answer (exit 1), not a crash. */
+async function refusals<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (e) {
+    if (e instanceof LedgerError) throw new CliError(`refused: ${e.message}`)
+    throw e
+  }
+}
+
+const SUB: Record<string, (args: string[]) => Promise<number>> = {
+  list,
+  show,
+  release: (a) => release(a),
+  "mark-dead": markDead,
+}
+
+export async function run(args: string[]): Promise<number> {
+  const [sub, ...rest] = args
+  // `mycelium transitions` and `mycelium transitions --stuck` keep listing, as before.
+  if (sub === undefined || sub.startsWith("--")) return list(args)
+  const fn = Object.hasOwn(SUB, sub) ? SUB[sub] : undefined
+  if (!fn) throw new UsageError(`transitions: unknown subcommand '${sub}' (list, show, release, mark-dead)`)
+  return fn(rest)
 }

@@ -50,9 +50,14 @@ export function protect<A extends object, R>(
     }
     return JSON.stringify([toolName, "args", keyPart(args)])
   }
-  const withCache = (cache: ToolCache, args: A): Promise<R> =>
-    cache.getOrLoad(cacheKey(args), ttl, () => fn(args), clock)
-  const wrapped = ((args: A) => withCache(activeCache(), args)) as ProtectedTool<A, R>
+  // Extra arguments (a ledger's TransitionContext, when mycelium.yaml stacks guards) reach fn on a miss.
+  const inner = fn as (args: A, ...rest: unknown[]) => R | Promise<R>
+  const withCache = (cache: ToolCache, args: A, ...rest: unknown[]): Promise<R> =>
+    cache.getOrLoad(cacheKey(args), ttl, () => inner(args, ...rest), clock)
+  const wrapped = ((args: A, ...rest: unknown[]) => withCache(activeCache(), args, ...rest)) as ProtectedTool<
+    A,
+    R
+  >
   Object.defineProperties(wrapped, {
     toolName: { value: toolName },
     withCache: { value: withCache },

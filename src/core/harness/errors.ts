@@ -1,11 +1,13 @@
-// One root for the harness's errors. When the project's `MyceliumError` lands (src/core/errors.ts), `HarnessError`
-// extends it instead of `Error`; nothing else here changes.
-import type { RunPlanFailure, RunResult } from "./types.ts"
+// One root for the harness's errors, under the package's MyceliumError.
+import { MyceliumError } from "../errors.ts"
+import type { BudgetReason, RunPlanFailure, RunResult } from "./types.ts"
+
+export type { BudgetReason } from "./types.ts"
 
 /** Root of every harness error: a stable `name` and a snake_case `code`. */
-export class HarnessError extends Error {
+export class HarnessError extends MyceliumError {
   override readonly name: string = "HarnessError"
-  readonly code: string = "harness_error"
+  override readonly code: string = "harness_error"
 }
 
 /** One problem found in a plan; `validatePlan` collects every one before throwing. */
@@ -114,13 +116,6 @@ export class BudgetExceededError extends HarnessError {
     this.code = reason
   }
 }
-
-export type BudgetReason =
-  | "request_limit"
-  | "tool_calls_limit"
-  | "input_tokens_limit"
-  | "output_tokens_limit"
-  | "total_tokens_limit"
 
 /** A task was cancelled because the run is stopping (another cause came first). */
 export class TaskCancelledError extends HarnessError {

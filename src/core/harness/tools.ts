@@ -1,5 +1,6 @@
 // Tools a task's agent may call. Guards from the core apply inside plans: a `bounded()` tool's boundary error is
 // returned to the model as a tool error (it carries `llmMessage`), and a ledgered tool keeps its exactly-once row.
+import { MyceliumError } from "../errors.ts"
 import type { ToolTransitionBindingInit } from "../ledger/index.ts"
 import type { ToolDef } from "./model.ts"
 
@@ -34,9 +35,9 @@ export interface HarnessTool extends ToolDef {
 }
 
 /** An error a tool throws on purpose for the model to read; the task goes on. Anything else fails the task. */
-export class ToolReportedError extends Error {
+export class ToolReportedError extends MyceliumError {
   override readonly name = "ToolReportedError"
-  readonly code = "tool_reported_error"
+  override readonly code = "tool_reported_error"
   get llmMessage(): string {
     return this.message
   }

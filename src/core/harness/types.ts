@@ -1,6 +1,13 @@
 // Public data shapes. Field names stay snake_case, as in the Python original's wire form, so fixtures and events
 // map 1:1 between the two.
-import type { BudgetReason } from "./errors.ts"
+
+/** Which shared limit refused a request or tool call. */
+export type BudgetReason =
+  | "request_limit"
+  | "tool_calls_limit"
+  | "input_tokens_limit"
+  | "output_tokens_limit"
+  | "total_tokens_limit"
 
 /** One unit of work: a fresh agent run whose prompt gets only its direct dependencies' outputs. */
 export interface RunTask {

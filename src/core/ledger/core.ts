@@ -96,17 +96,9 @@ function oneOf<K extends keyof typeof ALLOWED>(
   return v as (typeof ALLOWED)[K][number]
 }
 
-function seconds(name: string, v: number | null | undefined, fallback: number): number {
-  if (v === undefined || v === null) return fallback
-  if (typeof v !== "number" || Number.isNaN(v)) {
-    throw new LedgerConfigError(`${name} must be a number of seconds, got '${String(v)}'`)
-  }
-  return v
-}
-
 export function createLedgerCore(options: ActionLedgerOptions = {}): LedgerCore {
   const storage = options.storage ?? new MemoryLedgerStorage()
-  const leaseTtl = seconds("leaseTtl", options.leaseTtl, 3600)
+  const leaseTtl = options.leaseTtl ?? 3600
   const renew = options.leaseRenewInterval ?? null
   const c = options.clock
   const clock: Clock = !c ? systemClock : "sleep" in c ? c : { now: () => c.now(), sleep: systemClock.sleep }
@@ -114,9 +106,8 @@ export function createLedgerCore(options: ActionLedgerOptions = {}): LedgerCore 
   const warned = new Set<string>()
   const policy: LedgerPolicy = {
     leaseTtl,
-    leaseRenewInterval:
-      renew === null ? Math.max(leaseTtl / 3, 0.01) : seconds("leaseRenewInterval", renew, 0),
-    pollInterval: seconds("pollInterval", options.pollInterval, 0.05),
+    leaseRenewInterval: renew === null ? Math.max(leaseTtl / 3, 0.01) : renew,
+    pollInterval: options.pollInterval ?? 0.05,
     pollTimeout: options.pollTimeout === undefined ? 300 : options.pollTimeout,
     onArgsDrift: oneOf("onArgsDrift", options.onArgsDrift, "soft"),
     unclassifiedPolicy: oneOf("unclassifiedPolicy", options.unclassifiedPolicy, "warn"),

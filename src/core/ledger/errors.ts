@@ -22,12 +22,6 @@ export class LedgerRowError extends MyceliumError {
   override readonly code = "ledger_row_invalid"
 }
 
-/** A fenced write was asked for without the claim's fence, or for a row that does not exist. */
-export class LedgerFenceRequiredError extends LedgerError {
-  override readonly name = "LedgerFenceRequiredError"
-  override readonly code = "ledger_fence_required"
-}
-
 /** The lease cannot be renewed: it already lapsed (reclaim or reconcile instead) or the ttl is not positive. */
 export class LedgerLeaseError extends LedgerError {
   override readonly name = "LedgerLeaseError"

@@ -28,7 +28,6 @@ export {
   LedgerAlreadyResolvedError,
   LedgerConfigError,
   LedgerError,
-  LedgerFenceRequiredError,
   LedgerHardBlockError,
   LedgerIdentityConflictError,
   LedgerLeaseError,

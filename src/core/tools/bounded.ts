@@ -56,11 +56,13 @@ export function bounded<A extends object, R>(
   const output = options.outputSchema ? buildValidator(options.outputSchema, false) : undefined
   const entity = compileEntity(options)
   const paths = compilePaths(options)
-  const wrapped = (async (args: A) => {
+  // Extra arguments (a ledger's TransitionContext, when mycelium.yaml stacks guards) pass through untouched.
+  const inner = fn as (args: A, ...rest: unknown[]) => R | Promise<R>
+  const wrapped = (async (args: A, ...rest: unknown[]) => {
     const checked = (input ? await input(args, "input", toolName) : args) as Record<string, unknown>
     entity?.(checked, toolName)
     const scoped = paths ? await paths(checked, toolName) : checked
-    const result = await fn(scoped as A)
+    const result = await inner(scoped as A, ...rest)
     return (output ? await output(result, "output", toolName) : result) as R
   }) as BoundedTool<A, R>
   Object.defineProperties(wrapped, {

@@ -1,5 +1,6 @@
 // Workspace actions and observations: plain frozen records discriminated by `kind`, so they cross a wire as JSON
 // and come back as the same subtype (`parseAction`, `parseObservation`).
+import { MyceliumError } from "../../core/errors.ts"
 
 interface Stamp {
   readonly run_id: string
@@ -211,9 +212,9 @@ export type WorkspaceObservation =
   | NullObservation
 
 /** Thrown by `parseAction` / `parseObservation` for input that is not exactly one known subtype. */
-export class WorkspaceEventParseError extends Error {
+export class WorkspaceEventParseError extends MyceliumError {
   override readonly name = "WorkspaceEventParseError"
-  readonly code = "invalid_workspace_event"
+  override readonly code = "invalid_workspace_event"
 }
 
 type FieldType = "string" | "number" | "boolean" | "string?" | "number?"

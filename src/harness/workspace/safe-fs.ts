@@ -1,17 +1,19 @@
 // File access confined to the workspace root. Node has no openat(), so each component is checked with lstat
 // (no symlinks, directories only on the way down), the final open uses O_NOFOLLOW, and the real path must stay
 // inside the root's real path.
+
 import { constants } from "node:fs"
 import { lstat, mkdir, open, realpath } from "node:fs/promises"
 import { isAbsolute, join, sep } from "node:path"
+import { MyceliumError } from "../../core/errors.ts"
 
 export const MAX_FILE_BYTES = 1024 * 1024
 export const MAX_PATH_CHARS = 4096
 
 /** A path or file the workspace refuses; its message is safe to show the agent. */
-export class WorkspacePathError extends Error {
+export class WorkspacePathError extends MyceliumError {
   override readonly name = "WorkspacePathError"
-  readonly code = "workspace_path_refused"
+  override readonly code = "workspace_path_refused"
 }
 
 /**

@@ -12,6 +12,7 @@ import {
   ReconcileResult,
 } from "../../../src/core/index.ts"
 import { blockedRow, failedRow, RELEASABLE_OUTCOMES } from "../../../src/core/ledger/machine/transitions.ts"
+import { ENTRY_DEFAULTS } from "../../../src/core/ledger/model/entry.ts"
 
 const quiet = { onWarning: () => {} }
 const binding = {
@@ -32,6 +33,15 @@ describe("one field list", () => {
       expect(Object.values(ENTRY_FIELDS).map((f) => f.key)).toEqual(Object.keys(row))
       expect(entryToRow(entryFromRow(row))).toEqual(row)
     }
+  })
+
+  it("the defaults a new row starts with are the codec's reading of a row that has only its ids", () => {
+    const read = entryFromRow({ request_id: "", tool: "", status: "in-flight", schema_version: 2 })
+    expect(ENTRY_DEFAULTS).toEqual(read)
+    expect(newEntry({ requestId: "r", tool: "t" }, 7)).toEqual({
+      ...entryFromRow({ request_id: "r", tool: "t", status: "in-flight", schema_version: 2 }),
+      startedAt: 7,
+    })
   })
 
   it("a new entry has exactly the fields of the list", () => {

@@ -5,7 +5,6 @@ import type { TransitionExpectation } from "../../storage/contract.ts"
 import type { LedgerCore } from "../core.ts"
 import {
   LedgerConfigError,
-  LedgerFenceRequiredError,
   LedgerLeaseError,
   LedgerOutcomeAlreadySetError,
   LedgerUnknownRequestError,
@@ -37,7 +36,7 @@ export async function heldRow(
   op: string,
 ): Promise<LedgerEntry> {
   if (!guard || typeof guard.fence !== "number") {
-    throw new LedgerFenceRequiredError(`${op} requires the claim fence: pass the fence the claim returned`)
+    throw new LedgerConfigError(`${op} requires the claim fence: pass the fence the claim returned`)
   }
   const row = await core.store.get(requestId)
   if (!row) throw new LedgerUnknownRequestError(`Cannot ${op} unknown request '${requestId}': claim it first`)

@@ -46,10 +46,9 @@ export function identityConflictMessage(
   tool: string,
 ): string {
   return (
-    `Identity conflict for tool '${tool}': tool_call_id ${pyRepr(dispatchId)} already has a transition with the same ` +
+    `Identity conflict for tool '${tool}': tool_call_id ${pyRepr(dispatchId)} already has a transition with these ` +
     `arguments under another key (prior request_id=${pyRepr(priorRequestId)}, incoming request_id=` +
-    `${pyRepr(incomingRequestId)}), so the key was derived differently (another worker's number formatting, or a ` +
-    "changed binding). The tool was not run: settle the prior transition, or mint a new tool_call_id for a new intent."
+    `${pyRepr(incomingRequestId)}). The tool was not run: settle the prior transition, or mint a new tool_call_id.`
   )
 }
 

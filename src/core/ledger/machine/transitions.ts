@@ -3,11 +3,10 @@
 
 import type { ToolTransitionBinding } from "../model/binding.ts"
 import { type JsonValue, toJsonValue } from "../model/canonical.ts"
-import { type Decision, entryFromRow, type LedgerEntry, repairFields } from "../model/entry.ts"
+import { type Decision, ENTRY_DEFAULTS, type LedgerEntry, repairFields } from "../model/entry.ts"
 import {
   BOUNDARY_RANK,
   type EffectState,
-  LEDGER_ENTRY_SCHEMA_VERSION,
   type SideEffectBoundary,
   type TerminalOutcome,
 } from "../model/enums.ts"
@@ -29,25 +28,13 @@ export interface FreshRowInit {
   readonly prior: LedgerEntry | null
 }
 
-// Every field at its default, read through the one codec: a fresh row spreads this and sets what a call decides.
-// Not frozen, and copied into a literal-shaped object: V8 spreads a frozen or dictionary-mode source ~15x slower,
-// and this runs on every call. Nothing writes to it (entries are readonly by type).
-const BLANK: LedgerEntry = {
-  ...entryFromRow({
-    request_id: "",
-    tool: "",
-    status: "in-flight",
-    schema_version: LEDGER_ENTRY_SCHEMA_VERSION,
-  }),
-}
-
 /** A fresh, unstamped in-flight row for a call (the storage claim stamps lease and fence: `stampClaim`). */
 export function freshRow(owner: string, now: number, init: FreshRowInit): LedgerEntry {
   const carried = init.prior?.providerIdempotencyKey != null ? init.prior.providerKeyFirstAttemptAt : null
   const m = init.meta
   const d = init.decision
   return {
-    ...BLANK,
+    ...ENTRY_DEFAULTS,
     requestId: init.requestId,
     tool: init.tool,
     kwargs: { ...init.args, ...metaToKwargs(m, init.scope) },
@@ -220,13 +207,13 @@ export function workerDeadRow(e: LedgerEntry, by: string, reason: string, now: n
 }
 
 /** The outcomes an operator release or a reconciler verdict may settle: everything not live and not COMPLETED. */
-export const RELEASABLE_OUTCOMES: readonly TerminalOutcome[] = Object.freeze([
+export const RELEASABLE_OUTCOMES: readonly TerminalOutcome[] = [
   "IN_FLIGHT",
   "BLOCKED",
   "UNKNOWN",
   "FAILED_AFTER_EFFECT",
   "FAILED_BEFORE_EFFECT",
-])
+]
 
 // ---- small helpers rows carry ---------------------------------------------------------------------------------
 

@@ -92,8 +92,6 @@ interface FieldCodec<T> {
 
 const str = (v: unknown): string | null => (v == null ? null : String(v))
 const num = (v: unknown): number | null => (v == null || v === "" ? null : Number(v))
-const strField = (key: string): FieldCodec<string | null> => ({ key, decode: str })
-const numField = (key: string): FieldCodec<number | null> => ({ key, decode: num })
 const requestIdOf = (row: Readonly<Record<string, unknown>>): string => row.request_id as string
 
 function decisionToRow(d: Decision | null): JsonValue {
@@ -139,44 +137,44 @@ export const ENTRY_FIELDS = {
   },
   fence: { key: "fence", decode: (v) => Number(v ?? 0) || 0 },
   result: { key: "result", decode: (v) => (v ?? null) as JsonValue },
-  error: strField("error"),
+  error: { key: "error", decode: str },
   startedAt: { key: "started_at", decode: (v) => num(v) ?? 0 },
-  finishedAt: numField("finished_at"),
-  leaseUntil: numField("lease_until"),
-  owner: strField("owner"),
+  finishedAt: { key: "finished_at", decode: num },
+  leaseUntil: { key: "lease_until", decode: num },
+  owner: { key: "owner", decode: str },
   idempotencyKey: {
     key: "idempotency_key",
     decode: (v, row) => (v as string | undefined) ?? requestIdOf(row),
   },
-  receiptRef: strField("receipt_ref"),
+  receiptRef: { key: "receipt_ref", decode: str },
   sideEffectBoundary: {
     key: "side_effect_boundary",
     decode: (v) => (v === undefined ? "not_crossed" : v) as SideEffectBoundary,
   },
-  externalOperationRef: strField("external_operation_ref"),
-  providerIdempotencyKey: strField("provider_idempotency_key"),
-  providerKeyFirstAttemptAt: numField("provider_key_first_attempt_at"),
-  lastHeartbeatAt: numField("last_heartbeat_at"),
-  workerDeadAssertedBy: strField("worker_dead_asserted_by"),
-  workerDeadAssertedAt: numField("worker_dead_asserted_at"),
+  externalOperationRef: { key: "external_operation_ref", decode: str },
+  providerIdempotencyKey: { key: "provider_idempotency_key", decode: str },
+  providerKeyFirstAttemptAt: { key: "provider_key_first_attempt_at", decode: num },
+  lastHeartbeatAt: { key: "last_heartbeat_at", decode: num },
+  workerDeadAssertedBy: { key: "worker_dead_asserted_by", decode: str },
+  workerDeadAssertedAt: { key: "worker_dead_asserted_at", decode: num },
   operatorResolution: { key: "operator_resolution", decode: (v) => str(v) as OperatorResolution | null },
-  resolvedBy: strField("resolved_by"),
-  resolutionReason: strField("resolution_reason"),
-  resolvedAt: numField("resolved_at"),
-  releasedFromOutcome: strField("released_from_outcome"),
-  decisionId: strField("decision_id"),
-  stateRef: strField("state_ref"),
+  resolvedBy: { key: "resolved_by", decode: str },
+  resolutionReason: { key: "resolution_reason", decode: str },
+  resolvedAt: { key: "resolved_at", decode: num },
+  releasedFromOutcome: { key: "released_from_outcome", decode: str },
+  decisionId: { key: "decision_id", decode: str },
+  stateRef: { key: "state_ref", decode: str },
   decision: { key: "decision", decode: decisionFromRow, encode: decisionToRow },
   effectPhase: { key: "effect_phase", decode: (v) => ((v as string) ?? "INTENDED") as EffectState },
   effectProtocolRequired: { key: "effect_protocol_required", decode: (v) => v === true },
   effectId: { key: "effect_id", decode: (v, row) => (v as string | undefined) ?? requestIdOf(row) },
   // A row without a version predates versioning: schema 1.
   schemaVersion: { key: "schema_version", decode: (v) => Number(v ?? 1) },
-  parentRequestId: strField("parent_request_id"),
-  handoffId: strField("handoff_id"),
+  parentRequestId: { key: "parent_request_id", decode: str },
+  handoffId: { key: "handoff_id", decode: str },
 } as const satisfies { readonly [K in keyof LedgerEntry]-?: FieldCodec<LedgerEntry[K]> }
 
-const CODECS = Object.entries(ENTRY_FIELDS) as ReadonlyArray<
+const CODECS = /* @__PURE__ */ Object.entries(ENTRY_FIELDS) as ReadonlyArray<
   readonly [keyof LedgerEntry, FieldCodec<unknown>]
 >
 
@@ -198,12 +196,57 @@ export function entryFromRow(row: Readonly<Record<string, unknown>>): LedgerEntr
   return out as unknown as LedgerEntry
 }
 
-/** A new entry: every field the original's `from_dict` would default, plus `init`; current schema version. */
+/**
+ * Every field at the value a new row starts with (what `entryFromRow` reads for a missing key, except the current
+ * schema version). Kept as a literal so the ledger's hot path does not pull the codec into every bundle; a test
+ * holds it equal to the codec's defaults.
+ */
+export const ENTRY_DEFAULTS: LedgerEntry = {
+  requestId: "",
+  tool: "",
+  args: [],
+  kwargs: {},
+  status: "in-flight",
+  terminalOutcome: "IN_FLIGHT",
+  fence: 0,
+  result: null,
+  error: null,
+  startedAt: 0,
+  finishedAt: null,
+  leaseUntil: null,
+  owner: null,
+  idempotencyKey: "",
+  receiptRef: null,
+  sideEffectBoundary: "not_crossed",
+  externalOperationRef: null,
+  providerIdempotencyKey: null,
+  providerKeyFirstAttemptAt: null,
+  lastHeartbeatAt: null,
+  workerDeadAssertedBy: null,
+  workerDeadAssertedAt: null,
+  operatorResolution: null,
+  resolvedBy: null,
+  resolutionReason: null,
+  resolvedAt: null,
+  releasedFromOutcome: null,
+  decisionId: null,
+  stateRef: null,
+  decision: null,
+  effectPhase: "INTENDED",
+  effectProtocolRequired: false,
+  effectId: "",
+  schemaVersion: LEDGER_ENTRY_SCHEMA_VERSION,
+  parentRequestId: null,
+  handoffId: null,
+}
+
+/** A new entry: every field at its default, plus `init`. */
 export function newEntry(init: LedgerEntryInit, now: number): LedgerEntry {
   return {
-    ...entryFromRow({ request_id: init.requestId, tool: init.tool, status: "in-flight" }),
+    ...ENTRY_DEFAULTS,
+    idempotencyKey: init.requestId,
+    effectId: init.requestId,
     startedAt: now,
-    schemaVersion: LEDGER_ENTRY_SCHEMA_VERSION,
     ...init,
   }
 }

@@ -1,6 +1,6 @@
 // Identity of a transition: what makes two calls "the same call". Keys match the Python original's.
 
-import { MissingRequestIdentityError } from "../errors.ts"
+import { LedgerConfigError, MissingRequestIdentityError } from "../errors.ts"
 import type { ScopeField, ToolTransitionBinding } from "./binding.ts"
 import { canonicalJson, canonicalString } from "./canonical.ts"
 import { TRANSITION_SCHEMA } from "./enums.ts"
@@ -166,7 +166,7 @@ export function deriveDispatchId(meta: CallMeta): string | null {
 
 export function parseExplicitRequestId(value: unknown): string {
   if (typeof value !== "string" || !value.trim()) {
-    throw new TypeError(`request_id must be a non-empty string, got ${JSON.stringify(value)}`)
+    throw new LedgerConfigError(`request_id must be a non-empty string, got ${JSON.stringify(value)}`)
   }
   return value
 }

@@ -1,0 +1,251 @@
+// Ledger on a plain Redis server (redis:// or rediss://) for Node, Deno and Bun: the Upstash adapter's layout and
+// Lua scripts over a small RESP2 connection, so a Python worker on the same Redis shares the ledger and both
+// adapters stay one implementation. Commands are pipelined on one socket; a broken socket fails every pending
+// command (the ledger turns that into LedgerStorageUnavailableError) and the next command reconnects.
+import { createHash } from "node:crypto"
+import { connect as netConnect, type Socket } from "node:net"
+import { connect as tlsConnect } from "node:tls"
+import type { Redis } from "@upstash/redis"
+import { MyceliumError } from "../core/errors.ts"
+import { UpstashLedgerStorage } from "./upstash.ts"
+
+/** Options for {@link RedisLedgerStorage}. */
+export interface RedisLedgerStorageOptions {
+  /** `redis://[user:password@]host[:port][/db]` or `rediss://...` for TLS. */
+  readonly url: string
+  /** Row key prefix, the original's default `mycelium:action:`. */
+  readonly prefix?: string
+  /** Seconds an in-flight row's key lives after its last write (default 7 days; 0 disables). */
+  readonly inFlightTtl?: number
+  /** Milliseconds to wait for the connection and for each reply. Default 5000. */
+  readonly timeoutMs?: number
+}
+
+/** A Redis reply or a server error; errors reject the command's promise. */
+type Reply = string | number | null | Reply[]
+
+/** The server answered with an error reply (`-ERR ...`). */
+export class RedisReplyError extends MyceliumError {
+  override readonly name = "RedisReplyError"
+  override readonly code = "redis_reply_error"
+}
+
+/** The connection could not be opened, broke, or a reply did not arrive in time. */
+export class RedisConnectionError extends MyceliumError {
+  override readonly name = "RedisConnectionError"
+  override readonly code = "redis_connection_error"
+}
+
+interface Pending {
+  resolve(value: Reply): void
+  reject(error: Error): void
+}
+
+/** Parses one RESP2 value at `at`; returns null when the buffer does not hold all of it yet. */
+function parse(buf: Buffer, at: number): { value: Reply | Error; next: number } | null {
+  if (at >= buf.length) return null
+  const eol = buf.indexOf("\r\n", at)
+  if (eol < 0) return null
+  const type = buf[at]
+  const line = buf.toString("utf8", at + 1, eol)
+  switch (type) {
+    case 43: // +
+      return { value: line, next: eol + 2 }
+    case 45: // -
+      return { value: new RedisReplyError(line), next: eol + 2 }
+    case 58: // :
+      return { value: Number(line), next: eol + 2 }
+    case 36: {
+      // $
+      const len = Number(line)
+      if (len < 0) return { value: null, next: eol + 2 }
+      if (buf.length < eol + 2 + len + 2) return null
+      return { value: buf.toString("utf8", eol + 2, eol + 2 + len), next: eol + 2 + len + 2 }
+    }
+    case 42: {
+      // *
+      const n = Number(line)
+      if (n < 0) return { value: null, next: eol + 2 }
+      const items: Reply[] = []
+      let next = eol + 2
+      for (let i = 0; i < n; i++) {
+        const item = parse(buf, next)
+        if (!item) return null
+        // An error inside an array (e.g. from a script) is kept as its message; the script's caller checks shapes.
+        items.push(item.value instanceof Error ? item.value.message : item.value)
+        next = item.next
+      }
+      return { value: items, next }
+    }
+    default:
+      return { value: new RedisConnectionError(`unexpected RESP type byte ${type}`), next: buf.length }
+  }
+}
+
+const encode = (args: readonly (string | number)[]): string => {
+  let out = `*${args.length}\r\n`
+  for (const a of args) {
+    const s = String(a)
+    out += `$${Buffer.byteLength(s)}\r\n${s}\r\n`
+  }
+  return out
+}
+
+/** One pipelined RESP2 connection, reconnected on demand. Exactly the commands the ledger scripts need. */
+export class RespConnection {
+  readonly #url: URL
+  readonly #timeoutMs: number
+  #socket: Promise<Socket> | null = null
+  #pending: Pending[] = []
+  #buffer: Buffer = Buffer.alloc(0)
+
+  constructor(url: string, timeoutMs = 5000) {
+    this.#url = new URL(url)
+    if (this.#url.protocol !== "redis:" && this.#url.protocol !== "rediss:")
+      throw new RedisConnectionError(`not a redis:// or rediss:// URL: ${this.#url.protocol}`)
+    this.#timeoutMs = timeoutMs
+  }
+
+  command(...args: (string | number)[]): Promise<Reply> {
+    return this.#open().then(
+      (socket) =>
+        new Promise<Reply>((resolve, reject) => {
+          const timer = setTimeout(
+            () => this.#fail(new RedisConnectionError("Redis reply timed out")),
+            this.#timeoutMs,
+          )
+          this.#pending.push({
+            resolve: (v) => {
+              clearTimeout(timer)
+              resolve(v)
+            },
+            reject: (e) => {
+              clearTimeout(timer)
+              reject(e)
+            },
+          })
+          socket.write(encode(args))
+        }),
+    )
+  }
+
+  close(): void {
+    const s = this.#socket
+    this.#socket = null
+    void s?.then((socket) => socket.destroy()).catch(() => {})
+  }
+
+  #open(): Promise<Socket> {
+    this.#socket ??= new Promise<Socket>((resolve, reject) => {
+      const u = this.#url
+      const port = Number(u.port || 6379)
+      const host = u.hostname.replace(/^\[|\]$/g, "")
+      const socket =
+        u.protocol === "rediss:" ? tlsConnect({ host, port, servername: host }) : netConnect({ host, port })
+      socket.setNoDelay(true)
+      const timer = setTimeout(
+        () => socket.destroy(new RedisConnectionError("Redis connect timed out")),
+        this.#timeoutMs,
+      )
+      socket.once(u.protocol === "rediss:" ? "secureConnect" : "connect", () => {
+        clearTimeout(timer)
+        resolve(socket)
+      })
+      socket.on("data", (chunk: Buffer) => this.#onData(chunk))
+      socket.on("error", (e) => {
+        clearTimeout(timer)
+        reject(new RedisConnectionError(`Redis at ${host}:${port}: ${e.message}`))
+        this.#fail(new RedisConnectionError(`Redis at ${host}:${port}: ${e.message}`))
+      })
+      socket.on("close", () =>
+        this.#fail(new RedisConnectionError(`Redis at ${host}:${port} closed the connection`)),
+      )
+    }).then(async (socket) => {
+      // AUTH and SELECT go first on the socket, so every later command runs authenticated on the right db.
+      const user = decodeURIComponent(this.#url.username)
+      const pass = decodeURIComponent(this.#url.password)
+      const db = this.#url.pathname.replace(/^\//, "")
+      const setup: (string | number)[][] = []
+      if (pass) setup.push(user ? ["AUTH", user, pass] : ["AUTH", pass])
+      if (db && db !== "0") setup.push(["SELECT", db])
+      for (const cmd of setup) {
+        await new Promise<Reply>((resolve, reject) => {
+          this.#pending.push({ resolve, reject })
+          socket.write(encode(cmd))
+        })
+      }
+      return socket
+    })
+    return this.#socket
+  }
+
+  #onData(chunk: Buffer): void {
+    this.#buffer = this.#buffer.length ? Buffer.concat([this.#buffer, chunk]) : chunk
+    let at = 0
+    for (;;) {
+      const r = parse(this.#buffer, at)
+      if (!r) break
+      at = r.next
+      const p = this.#pending.shift()
+      if (r.value instanceof Error) p?.reject(r.value)
+      else p?.resolve(r.value)
+    }
+    this.#buffer = at >= this.#buffer.length ? Buffer.alloc(0) : this.#buffer.subarray(at)
+  }
+
+  #fail(error: Error): void {
+    const pending = this.#pending
+    this.#pending = []
+    this.#buffer = Buffer.alloc(0)
+    const s = this.#socket
+    this.#socket = null
+    void s?.then((socket) => socket.destroy()).catch(() => {})
+    for (const p of pending) p.reject(error)
+  }
+}
+
+/** The three calls UpstashLedgerStorage makes, answered over RESP instead of REST. */
+function upstashShape(conn: RespConnection): Redis {
+  const shape = {
+    createScript(src: string) {
+      const sha = createHash("sha1").update(src).digest("hex")
+      return {
+        async exec(keys: string[], args: string[]): Promise<Reply> {
+          try {
+            return await conn.command("EVALSHA", sha, keys.length, ...keys, ...args)
+          } catch (e) {
+            if (!(e instanceof RedisReplyError) || !e.message.startsWith("NOSCRIPT")) throw e
+            return conn.command("EVAL", src, keys.length, ...keys, ...args)
+          }
+        },
+      }
+    },
+    mget: (...keys: string[]) => conn.command("MGET", ...keys),
+    scan: async (cursor: string | number, opts: { match: string; count: number }) =>
+      conn.command("SCAN", cursor, "MATCH", opts.match, "COUNT", opts.count),
+  }
+  return shape as unknown as Redis
+}
+
+/**
+ * The ledger on a Redis server over TCP (Node, Deno, Bun). Same keys, rows and scripts as `UpstashLedgerStorage`
+ * and the Python original's RedisLedgerStorage.
+ */
+export class RedisLedgerStorage extends UpstashLedgerStorage {
+  readonly connection: RespConnection
+
+  constructor(options: RedisLedgerStorageOptions) {
+    const connection = new RespConnection(options.url, options.timeoutMs)
+    super({
+      redis: upstashShape(connection),
+      ...(options.prefix !== undefined && { prefix: options.prefix }),
+      ...(options.inFlightTtl !== undefined && { inFlightTtl: options.inFlightTtl }),
+    })
+    this.connection = connection
+  }
+
+  /** Closes the socket; a later call reconnects. */
+  async close(): Promise<void> {
+    this.connection.close()
+  }
+}

@@ -1,0 +1,117 @@
+// `mycelium doctor`: read-only checks of mycelium.yaml and the stores it names. It never writes a row.
+import { parseArgs } from "node:util"
+import type { MyceliumConfig, ResolvedStorage } from "../../core/config/index.ts"
+import { UsageError } from "../errors.ts"
+import { redact } from "../ledger-access.ts"
+import { parseOrUsage } from "../options.ts"
+import { green, printJson, red, yellow } from "../style.ts"
+
+export const HELP = `mycelium doctor [-c PATH] [--json] [--strict] [--no-connectivity] [--timeout SECONDS]
+
+  loads mycelium.yaml (or PATH) and checks it: ledgered tools have a class, durable stores for side effects,
+  identity and death-signal policies, and that each store answers a read (nothing is written).
+exit codes: 0 healthy, 1 a check failed (or warned, with --strict), 2 the config does not load`
+
+type Status = "PASS" | "WARN" | "FAIL"
+interface Check {
+  id: string
+  status: Status
+  message: string
+}
+
+const label = (s: Status): string => (s === "PASS" ? green(s) : s === "WARN" ? yellow(s) : red(s))
+
+function where(s: ResolvedStorage): string {
+  if (s.kind === "file") return `file ${s.path}`
+  if (s.url) return `${s.kind} ${redact(s.url)}`
+  if (s.dsn) return `${s.kind} ${redact(s.dsn)}`
+  return s.kind
+}
+
+async function probe(config: MyceliumConfig, s: ResolvedStorage, timeoutMs: number): Promise<Check> {
+  const id = `ledger.connectivity(${where(s)})`
+  if (s.kind === "memory") return { id, status: "PASS", message: "in-process memory (nothing to reach)" }
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    const store = await config.storage(s)
+    const read = store.get("mycelium-doctor-probe")
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
+    })
+    await Promise.race([read, timeout])
+    await store.close?.()
+    return { id, status: "PASS", message: "answered a read" }
+  } catch (e) {
+    return { id, status: "FAIL", message: e instanceof Error ? e.message : String(e) }
+  } finally {
+    clearTimeout(timer)
+  }
+}
+
+export async function run(args: string[]): Promise<number> {
+  const { values, positionals } = parseOrUsage("doctor", () =>
+    parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        config: { type: "string", short: "c" },
+        json: { type: "boolean", default: false },
+        strict: { type: "boolean", default: false },
+        "no-connectivity": { type: "boolean", default: false },
+        timeout: { type: "string" },
+      },
+    }),
+  )
+  if (positionals.length) throw new UsageError(`doctor takes no arguments, got '${positionals[0]}'`)
+  const timeoutMs = Math.round(Number(values.timeout ?? "2") * 1000)
+  if (!(timeoutMs > 0)) throw new UsageError("--timeout must be a positive number of seconds")
+  const { loadConfig } = await import("../../node/config.ts")
+  const path = values.config ?? "mycelium.yaml"
+  // A config that does not load is a ConfigError: exit 2 with its key, line and column (main.ts prints it).
+  const config = await loadConfig(path, { onWarning: () => {} })
+  const checks: Check[] = [
+    { id: "config.load", status: "PASS", message: `${path} loads (profile ${config.profile})` },
+  ]
+  const ledgered = [...config.tools.values()].filter((t) => t.ledger)
+  checks.push(
+    config.transition
+      ? {
+          id: "transition",
+          status: "PASS",
+          message: `agent ${config.transition.agentId}, policy ${config.transition.policyVersion}`,
+        }
+      : {
+          id: "transition",
+          status: ledgered.length ? "WARN" : "PASS",
+          message: ledgered.length
+            ? "no transition: section: ledgered tools are unclassified (legacy dedupe, no class-aware gates)"
+            : "no transition: section (no ledgered tools)",
+        },
+  )
+  for (const w of config.warnings) checks.push({ id: "ledger.durability", status: "WARN", message: w })
+  const mutating = ledgered.filter((t) => t.binding && t.binding.sideEffectClass !== "read")
+  if (mutating.length && mutating.some((t) => t.ledger?.requestIdentityPolicy === "derived"))
+    checks.push({
+      id: "identity.policy",
+      status: "WARN",
+      message:
+        "request_identity_policy is derived: a side-effecting call without a tool call id is keyed by its arguments",
+    })
+  if (config.transition && !config.transition.reclaimRequiresDeathSignal)
+    checks.push({
+      id: "lease.death_signal",
+      status: "WARN",
+      message:
+        "reclaim_requires_death_signal is false: a lapsed lease is reclaimed without evidence the worker died",
+    })
+  const stores = new Map(
+    ledgered.map((t) => [JSON.stringify(t.ledger?.storage), t.ledger?.storage as ResolvedStorage]),
+  )
+  if (!values["no-connectivity"])
+    for (const s of stores.values()) checks.push(await probe(config, s, timeoutMs))
+  if (values.json) printJson(checks)
+  else for (const c of checks) console.log(`${label(c.status).padEnd(4)}  ${c.id}  ${c.message}`)
+  const failed = checks.some((c) => c.status === "FAIL")
+  const warned = checks.some((c) => c.status === "WARN")
+  return failed || (values.strict && warned) ? 1 : 0
+}

@@ -1,0 +1,128 @@
+// Which ledger an operator command talks to: direct store flags win, then the environment, then mycelium.yaml
+// (with its `transition:` settings, which the Python CLI ignored), then the local default file.
+import { existsSync } from "node:fs"
+import type { MyceliumConfig, ResolvedStorage } from "../core/config/index.ts"
+import { ActionLedger, type ActionLedgerOptions, type LedgerStorage } from "../core/ledger/index.ts"
+import { UsageError } from "./errors.ts"
+import { DEFAULT_LEDGER } from "./options.ts"
+
+/** Flags every operator command accepts (parseArgs option specs). */
+export const STORE_OPTIONS = {
+  config: { type: "string", short: "c" },
+  file: { type: "string" },
+  ledger: { type: "string" },
+  "redis-url": { type: "string" },
+  "postgres-dsn": { type: "string" },
+  table: { type: "string" },
+  prefix: { type: "string" },
+} as const
+
+export const STORE_HELP = `store (first that applies):
+  --file PATH           a ledger file (env MYCELIUM_LEDGER_FILE)
+  --redis-url URL       redis:// or rediss:// (env MYCELIUM_REDIS_URL) [--prefix P]
+  --postgres-dsn DSN    PostgreSQL (env MYCELIUM_POSTGRES_DSN) [--table T]
+  -c, --config PATH     the action_ledger of mycelium.yaml (default ./mycelium.yaml when it exists)
+  otherwise             ${DEFAULT_LEDGER}`
+
+export interface StoreFlags {
+  config?: string | undefined
+  file?: string | undefined
+  ledger?: string | undefined
+  "redis-url"?: string | undefined
+  "postgres-dsn"?: string | undefined
+  table?: string | undefined
+  prefix?: string | undefined
+}
+
+export interface LedgerAccess {
+  readonly ledger: ActionLedger
+  /** Where the rows are, for messages. */
+  readonly where: string
+  readonly config: MyceliumConfig | null
+  close(): Promise<void>
+}
+
+const env = (name: string): string | undefined => {
+  const v = process.env[name]
+  return v ? v : undefined
+}
+
+function describe(s: ResolvedStorage): string {
+  if (s.kind === "file") return `file ${s.path}`
+  if (s.kind === "redis" || s.kind === "upstash") return `${s.kind} ${redact(s.url ?? "")}`
+  if (s.kind === "postgres" || s.kind === "neon")
+    return `${s.kind} ${redact(s.dsn ?? "")} table ${s.table ?? "mycelium_action_ledger"}`
+  return s.kind
+}
+
+/** Hides a URL's password in anything printed. */
+export function redact(url: string): string {
+  try {
+    const u = new URL(url)
+    if (u.password) u.password = "***"
+    return u.toString()
+  } catch {
+    return url
+  }
+}
+
+/** Opens the ledger the flags, environment or config name. */
+export async function openLedger(
+  flags: StoreFlags,
+  extra: Partial<ActionLedgerOptions> = {},
+): Promise<LedgerAccess> {
+  const { nodeStorageFactory } = await import("../node/config.ts")
+  const file = flags.file ?? flags.ledger ?? env("MYCELIUM_LEDGER_FILE")
+  const redis = flags["redis-url"] ?? env("MYCELIUM_REDIS_URL")
+  const dsn = flags["postgres-dsn"] ?? env("MYCELIUM_POSTGRES_DSN")
+  const direct: ResolvedStorage | null = file
+    ? { kind: "file", path: file }
+    : redis
+      ? { kind: "redis", url: redis, ...(flags.prefix !== undefined && { prefix: flags.prefix }) }
+      : dsn
+        ? { kind: "postgres", dsn, ...(flags.table !== undefined && { table: flags.table }) }
+        : null
+  const configPath =
+    flags.config ?? (direct === null && existsSync("mycelium.yaml") ? "mycelium.yaml" : undefined)
+  let config: MyceliumConfig | null = null
+  if (configPath) {
+    const { loadConfig } = await import("../node/config.ts")
+    config = await loadConfig(configPath, { onWarning: () => {} })
+  }
+  let choice = direct
+  if (!choice && config) {
+    const ledgered = [...config.tools.values()].map((t) => t.ledger?.storage).filter((s) => s !== undefined)
+    const distinct = new Map(ledgered.map((s) => [JSON.stringify(s), s]))
+    if (distinct.size > 1)
+      throw new UsageError(
+        `${configPath} ledgers tools on ${distinct.size} different stores; name one with --file, --redis-url or --postgres-dsn`,
+      )
+    choice = [...distinct.values()][0] ?? null
+    if (!choice)
+      throw new UsageError(`${configPath} ledgers no tool: add action_ledger.tools, or pass --file`)
+  }
+  choice ??= { kind: "file", path: DEFAULT_LEDGER }
+  if (choice.kind === "memory")
+    throw new UsageError(
+      "the configured ledger is in memory: a command line cannot reach another process's memory",
+    )
+  const storage: LedgerStorage = await nodeStorageFactory(choice)
+  const t = config?.transition
+  const ledger = new ActionLedger({
+    storage,
+    onWarning: () => {},
+    // An operator at a terminal cannot see the worker: without a config, refuse releasing a lapsed lease whose
+    // worker may still be alive (the original's CLI dropped this setting).
+    reclaimRequiresDeathSignal: t?.reclaimRequiresDeathSignal ?? true,
+    ...(t && { leaseTtl: t.leaseTtl, presumedDeadAfter: t.presumedDeadAfter }),
+    ...extra,
+  })
+  return {
+    ledger,
+    where: describe(choice),
+    config,
+    close: async () => {
+      await storage.close?.()
+    },
+  }
+}

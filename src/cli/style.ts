@@ -1,0 +1,26 @@
+// Colours only for a person at a terminal: never when stdout is not a TTY or NO_COLOR is set; FORCE_COLOR forces.
+const env = (
+  globalThis as { process?: { env: Record<string, string | undefined>; stdout?: { isTTY?: boolean } } }
+).process
+
+const enabled = (): boolean => {
+  if (env?.env.NO_COLOR) return false
+  if (env?.env.FORCE_COLOR && env.env.FORCE_COLOR !== "0") return true
+  return env?.stdout?.isTTY === true
+}
+
+const wrap =
+  (open: number, close: number) =>
+  (text: string): string =>
+    enabled() ? `\u001b[${open}m${text}\u001b[${close}m` : text
+
+export const bold = wrap(1, 22)
+export const dim = wrap(2, 22)
+export const red = wrap(31, 39)
+export const green = wrap(32, 39)
+export const yellow = wrap(33, 39)
+
+/** Prints a value as JSON for scripts (`--json`): bigints as exact integers, never a crash. */
+export function printJson(value: unknown): void {
+  console.log(JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v), 2))
+}

@@ -1,0 +1,19 @@
+export { type ConfigEnv, expandEnv } from "./env.ts"
+export { ConfigError, type ConfigLocation } from "./errors.ts"
+export { type LoadConfigOptions, loadConfigFromString } from "./load.ts"
+export {
+  type ConfiguredTool,
+  type ConfiguredToolBody,
+  MyceliumConfig,
+  type MyceliumConfigOptions,
+  type StorageFactory,
+} from "./mycelium-config.ts"
+export type {
+  ResolvedConfig,
+  ResolvedLedger,
+  ResolvedStorage,
+  ResolvedTask,
+  ResolvedTool,
+  ResolvedTransition,
+} from "./normalize.ts"
+export { configSchema, type RawConfig, STORAGE_KINDS, type StorageKind } from "./schema.ts"

@@ -1,0 +1,16 @@
+import * as z from "zod"
+import { configSchema } from "./schema.ts"
+
+/** The JSON Schema of mycelium.yaml (draft 2020-12), for editors: `# yaml-language-server: $schema=...`. */
+export function configJsonSchema(): Record<string, unknown> {
+  const schema = z.toJSONSchema(configSchema, { io: "input", target: "draft-2020-12" }) as Record<
+    string,
+    unknown
+  >
+  return {
+    ...schema,
+    $id: "https://unpkg.com/mycelium-runtime/schemas/mycelium.schema.json",
+    title: "mycelium.yaml",
+    description: "Configuration of mycelium-runtime's guards. Unknown keys are errors.",
+  }
+}

@@ -1,0 +1,89 @@
+import type * as z from "zod"
+import { type ConfigEnv, expandEnv } from "./env.ts"
+import type { ConfigError } from "./errors.ts"
+import { MyceliumConfig, type MyceliumConfigOptions } from "./mycelium-config.ts"
+import { resolveConfig } from "./normalize.ts"
+import { configSchema, UNIMPLEMENTED_SECTIONS, UNIMPLEMENTED_TOOL_KEYS } from "./schema.ts"
+import { type ConfigSource, parseConfigSource } from "./source.ts"
+
+/** Options for {@link loadConfigFromString}. */
+export interface LoadConfigOptions extends MyceliumConfigOptions {
+  /** Variables for `$VAR` expansion and `*_env` keys. Default: none (the core cannot read a process's env). */
+  env?: ConfigEnv
+  /** File name used in error messages. Default `mycelium.yaml`. */
+  source?: string
+}
+
+const isRecord = (v: unknown): v is Record<string, unknown> =>
+  v !== null && typeof v === "object" && !Array.isArray(v)
+
+function rejectUnimplemented(doc: Record<string, unknown>, source: ConfigSource): void {
+  for (const section of UNIMPLEMENTED_SECTIONS) {
+    if (section in doc)
+      throw source.error(
+        `section '${section}' is a guard of the Python original that mycelium-runtime does not implement; remove it ` +
+          `(see docs/config.md for the sections this package reads)`,
+        [section],
+        true,
+      )
+  }
+  for (const [kind, key] of [
+    ["action_ledger", "storage"],
+    ["task_ledger", "storage"],
+  ] as const) {
+    const s = doc[kind]
+    if (isRecord(s) && s[key] === "sqlite")
+      throw source.error(
+        `storage 'sqlite' is not available in mycelium-runtime; use 'file', 'postgres' or 'redis'`,
+        [kind, key],
+      )
+  }
+  const tools = doc.tools
+  if (!isRecord(tools)) return
+  for (const [name, tc] of Object.entries(tools)) {
+    if (!isRecord(tc)) continue
+    for (const key of Object.keys(tc)) {
+      const why = UNIMPLEMENTED_TOOL_KEYS[key]
+      if (why) throw source.error(`'${key}': ${why}`, ["tools", name, key], true)
+    }
+  }
+}
+
+function issueToError(issue: z.core.$ZodIssue, source: ConfigSource): ConfigError {
+  const path = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))
+  if (issue.code === "unrecognized_keys") {
+    const key = issue.keys[0] as string
+    const hint =
+      issue.keys.length > 1
+        ? ` (and ${issue.keys
+            .slice(1)
+            .map((k) => `'${k}'`)
+            .join(", ")})`
+        : ""
+    return source.error(`unknown key '${key}'${hint}`, [...path, key], true)
+  }
+  if (issue.code === "invalid_type" && issue.input === undefined)
+    return source.error(`missing required key '${String(path.at(-1))}'`, path)
+  return source.error(issue.message, path)
+}
+
+/**
+ * Reads `mycelium.yaml` text into a `MyceliumConfig`. Every problem is a `ConfigError` naming the key path, line
+ * and column: unknown keys, wrong types, unset environment variables, sections this package does not implement,
+ * production-profile violations.
+ */
+export function loadConfigFromString(text: string, options: LoadConfigOptions = {}): MyceliumConfig {
+  const source = parseConfigSource(text, options.source)
+  let doc = source.value
+  if (doc === null || doc === undefined) doc = {}
+  if (!isRecord(doc)) throw source.error("the document must be a mapping of sections (key: value)", [])
+  rejectUnimplemented(doc, source)
+  const expanded = expandEnv(doc, options.env ?? {}, source)
+  const parsed = configSchema.safeParse(expanded)
+  if (!parsed.success) {
+    const first = parsed.error.issues[0] as z.core.$ZodIssue
+    throw issueToError(first, source)
+  }
+  const resolved = resolveConfig(parsed.data, options.env ?? {}, source)
+  return new MyceliumConfig(resolved, options)
+}

@@ -1,0 +1,383 @@
+import type {
+  ArgsDriftPolicy,
+  RequestIdentityPolicy,
+  ToolTransitionBindingInit,
+  UnclassifiedPolicy,
+} from "../ledger/index.ts"
+import { parseSideEffectClass } from "../ledger/model/enums.ts"
+import { type ConfigEnv, readEnvKey } from "./env.ts"
+import {
+  type RawConfig,
+  STORAGE_KEYS,
+  type StorageConfig,
+  type StorageKind,
+  type ToolConfig,
+} from "./schema.ts"
+import type { ConfigSource } from "./source.ts"
+
+/** A storage choice with its secrets resolved from the environment. */
+export interface ResolvedStorage {
+  readonly kind: StorageKind
+  readonly path?: string
+  readonly database?: string
+  readonly binding?: string
+  readonly url?: string
+  readonly token?: string
+  readonly dsn?: string
+  readonly table?: string
+  readonly prefix?: string
+  readonly inFlightTtl?: number | null
+}
+
+/** Ledger settings for one tool after inheritance (§6.4). */
+export interface ResolvedLedger {
+  readonly storage: ResolvedStorage
+  readonly unclassifiedPolicy: UnclassifiedPolicy
+  readonly onArgsDrift: ArgsDriftPolicy
+  readonly requestIdentityPolicy: RequestIdentityPolicy
+}
+
+export interface ResolvedTool {
+  readonly name: string
+  readonly ledger: ResolvedLedger | null
+  readonly binding: ToolTransitionBindingInit | null
+  readonly auditReceipt: boolean
+  readonly protect: { readonly entityParam?: string; readonly ttl?: number } | null
+  readonly bounded: NonNullable<ToolConfig["bounded"]> | null
+}
+
+export interface ResolvedTask {
+  readonly name: string
+  readonly ledger: ResolvedStorage | null
+  readonly idFrom: readonly string[]
+  readonly auditReceipt: boolean
+}
+
+/** The transition section with the original's defaults filled in. */
+export interface ResolvedTransition {
+  readonly agentId: string
+  readonly policyVersion: string
+  readonly scopeFrom: Readonly<Partial<Record<"thread_id" | "run_id" | "node", string>>>
+  readonly leaseTtl: number
+  readonly leaseRenewInterval: number
+  readonly pollInterval: number
+  readonly pollTimeout: number
+  readonly reclaimRequiresDeathSignal: boolean
+  readonly presumedDeadAfter: number
+}
+
+/** Everything `mycelium.yaml` says, validated, inherited and with the profile's rules applied. */
+export interface ResolvedConfig {
+  readonly profile: "development" | "production"
+  readonly transition: ResolvedTransition | null
+  readonly tools: ReadonlyMap<string, ResolvedTool>
+  readonly tasks: ReadonlyMap<string, ResolvedTask>
+  readonly raw: RawConfig
+  /** Non-fatal findings (e.g. a side-effecting tool on a memory ledger in development). */
+  readonly warnings: readonly string[]
+  /** The audit-receipt signing key, resolved from `signing_key` or `signing_key_env`. */
+  readonly signingKey: string | null
+}
+
+type Path = (string | number)[]
+
+const LEDGER_KEYS_NOT_INHERITED = new Set(["tools", "tasks", "memory_storage_policy"])
+
+function resolveStorage(
+  cfg: StorageConfig,
+  env: ConfigEnv,
+  source: ConfigSource,
+  path: Path,
+): ResolvedStorage {
+  const kind = cfg.storage
+  const allowed = new Set(["storage", ...STORAGE_KEYS[kind]])
+  for (const key of Object.keys(cfg)) {
+    if (key in storageOnlyKeys && !allowed.has(key) && cfg[key as keyof StorageConfig] !== undefined) {
+      throw source.error(
+        `'${key}' does not apply to storage '${kind}' (it takes: ${STORAGE_KEYS[kind].join(", ") || "no keys"})`,
+        [...path, key],
+        true,
+      )
+    }
+  }
+  const pick = (direct: "url" | "token" | "dsn"): string | undefined => {
+    const envKey = `${direct}_env` as const
+    if (cfg[direct] !== undefined && cfg[envKey] !== undefined)
+      throw source.error(`set '${direct}' or '${envKey}', not both`, [...path, envKey], true)
+    if (cfg[envKey] !== undefined) return readEnvKey(env, cfg[envKey], source, [...path, envKey])
+    return cfg[direct]
+  }
+  const need = (key: string, value: unknown, hint: string): void => {
+    if (value === undefined) throw source.error(`storage '${kind}' needs '${key}' (${hint})`, path)
+  }
+  const out: ResolvedStorage = {
+    kind,
+    ...(cfg.path !== undefined && { path: cfg.path }),
+    ...(cfg.database !== undefined && { database: cfg.database }),
+    ...(cfg.binding !== undefined && { binding: cfg.binding }),
+    ...(cfg.table !== undefined && { table: cfg.table }),
+    ...(cfg.prefix !== undefined && { prefix: cfg.prefix }),
+    ...(cfg.in_flight_ttl !== undefined && { inFlightTtl: cfg.in_flight_ttl }),
+  }
+  const url = kind === "upstash" || kind === "redis" ? pick("url") : undefined
+  const token = kind === "upstash" ? pick("token") : undefined
+  const dsn = kind === "postgres" || kind === "neon" ? pick("dsn") : undefined
+  if (kind === "file") need("path", cfg.path, "a file path, e.g. ./.mycelium/ledger.json")
+  if (kind === "durable_object") need("binding", cfg.binding, "the Durable Object namespace binding name")
+  if (kind === "upstash") {
+    need("url", url, "'url' or 'url_env', e.g. url_env: UPSTASH_REDIS_REST_URL")
+    need("token", token, "'token' or 'token_env', e.g. token_env: UPSTASH_REDIS_REST_TOKEN")
+  }
+  if (kind === "redis") need("url", url, "'url' or 'url_env', e.g. url_env: REDIS_URL")
+  if (kind === "postgres" || kind === "neon")
+    need("dsn", dsn, "'dsn' or 'dsn_env', e.g. dsn_env: DATABASE_URL")
+  if (kind === "redis" && url !== undefined && !/^rediss?:\/\//.test(url))
+    throw source.error(`redis url must start with redis:// or rediss://`, [
+      ...path,
+      cfg.url_env ? "url_env" : "url",
+    ])
+  return {
+    ...out,
+    ...(url !== undefined && { url }),
+    ...(token !== undefined && { token }),
+    ...(dsn !== undefined && { dsn }),
+  }
+}
+
+const storageOnlyKeys = {
+  path: 1,
+  database: 1,
+  binding: 1,
+  url: 1,
+  url_env: 1,
+  token: 1,
+  token_env: 1,
+  dsn: 1,
+  dsn_env: 1,
+  table: 1,
+  prefix: 1,
+  in_flight_ttl: 1,
+}
+
+const productionMessage = (field: string, value: string, required: string): string =>
+  `profile is 'production' but '${field}' is '${value}'; production requires '${required}' and will not silently ` +
+  `weaken to '${value}'. Remove '${field}' or set it to '${required}'.`
+
+/** Applies inheritance (§6.4) and the production profile (§6.5). Pure apart from reading `env`. */
+export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSource): ResolvedConfig {
+  const production = raw.profile === "production"
+  const warnings: string[] = []
+  const al = raw.action_ledger
+  const check = <T extends string>(
+    field: string,
+    value: T | undefined,
+    weak: T,
+    strong: T,
+    path: Path,
+  ): T => {
+    if (production && value === weak) throw source.error(productionMessage(field, weak, strong), path)
+    return value ?? (production ? strong : weak)
+  }
+  const policies = {
+    unclassifiedPolicy: check("unclassified_policy", al?.unclassified_policy, "warn", "strict", [
+      "action_ledger",
+      "unclassified_policy",
+    ]),
+    onArgsDrift: al?.on_args_drift ?? "soft",
+    requestIdentityPolicy: check(
+      "request_identity_policy",
+      al?.request_identity_policy,
+      "derived",
+      "require_explicit",
+      ["action_ledger", "request_identity_policy"],
+    ),
+  }
+  const memoryPolicy = check("memory_storage_policy", al?.memory_storage_policy, "warn", "error", [
+    "action_ledger",
+    "memory_storage_policy",
+  ])
+
+  const t = raw.transition
+  const transition: ResolvedTransition | null = t
+    ? {
+        agentId: t.agent_id,
+        policyVersion: t.policy_version,
+        scopeFrom: t.scope_from ?? {},
+        leaseTtl: t.lease_ttl ?? 3600,
+        leaseRenewInterval: t.lease_renew_interval ?? (t.lease_ttl ?? 3600) / 3,
+        pollInterval: t.poll_interval ?? 0.05,
+        pollTimeout: t.poll_timeout ?? 300,
+        reclaimRequiresDeathSignal: t.reclaim_requires_death_signal,
+        presumedDeadAfter: t.presumed_dead_after ?? 2 * (t.lease_ttl ?? 3600),
+      }
+    : null
+
+  const globalLedger = (section: Record<string, unknown> | undefined): Record<string, unknown> => {
+    const out: Record<string, unknown> = {}
+    for (const [k, v] of Object.entries(section ?? {})) if (!LEDGER_KEYS_NOT_INHERITED.has(k)) out[k] = v
+    return out
+  }
+  const listed = (list: "all" | string[] | undefined, name: string): boolean =>
+    list === "all" || (Array.isArray(list) && list.includes(name))
+
+  // Names listed in action_ledger.tools but absent from tools: get an implicit bare tool config (§6.4).
+  const toolEntries = new Map<string, ToolConfig>(Object.entries(raw.tools).map(([k, v]) => [k, v ?? {}]))
+  if (Array.isArray(al?.tools)) for (const n of al.tools) if (!toolEntries.has(n)) toolEntries.set(n, {})
+
+  const storages = new Map<string, ResolvedStorage>()
+  // The global sections are checked even when no tool uses them yet: a broken section should fail at load.
+  if (al)
+    storages.set(
+      JSON.stringify(globalLedger(al)),
+      resolveStorage(globalLedger(al) as StorageConfig, env, source, ["action_ledger"]),
+    )
+  if (raw.task_ledger)
+    resolveStorage(globalLedger(raw.task_ledger) as StorageConfig, env, source, ["task_ledger"])
+  const tools = new Map<string, ResolvedTool>()
+  const memoryMutating: string[] = []
+  for (const [name, tc] of toolEntries) {
+    const path = ["tools", name]
+    let ledgerCfg: Record<string, unknown> | null = null
+    let ledgerPath: Path = ["action_ledger"]
+    if (tc.ledger === true || (tc.ledger === undefined && listed(al?.tools, name))) {
+      ledgerCfg = al ? globalLedger(al) : { storage: "memory" }
+      ledgerPath = al ? ["action_ledger"] : [...path, "ledger"]
+    } else if (tc.ledger && typeof tc.ledger === "object") {
+      ledgerCfg = { ...globalLedger(al), ...tc.ledger }
+      ledgerPath = [...path, "ledger"]
+    }
+    if (ledgerCfg && transition && tc.side_effect_class === undefined) {
+      throw source.error(
+        `tool '${name}' has ledger but no side_effect_class; required when 'transition' is configured`,
+        path,
+        true,
+      )
+    }
+    if (!ledgerCfg && tc.side_effect_class !== undefined && !transition) {
+      throw source.error(`side_effect_class needs a 'transition:' section (agent_id, policy_version)`, [
+        ...path,
+        "side_effect_class",
+      ])
+    }
+    let ledger: ResolvedLedger | null = null
+    if (ledgerCfg) {
+      const key = JSON.stringify(ledgerCfg)
+      const storage = storages.get(key) ?? resolveStorage(ledgerCfg as StorageConfig, env, source, ledgerPath)
+      storages.set(key, storage)
+      ledger = {
+        storage,
+        unclassifiedPolicy:
+          (ledgerCfg.unclassified_policy as UnclassifiedPolicy) ?? policies.unclassifiedPolicy,
+        onArgsDrift: (ledgerCfg.on_args_drift as ArgsDriftPolicy) ?? policies.onArgsDrift,
+        requestIdentityPolicy:
+          (ledgerCfg.request_identity_policy as RequestIdentityPolicy) ?? policies.requestIdentityPolicy,
+      }
+    }
+    const cls = tc.side_effect_class ? parseSideEffectClass(tc.side_effect_class) : null
+    if (ledger?.storage.kind === "memory" && cls && cls !== "read") memoryMutating.push(`${name} (${cls})`)
+    const binding: ToolTransitionBindingInit | null =
+      transition && cls
+        ? {
+            agentId: transition.agentId,
+            policyVersion: transition.policyVersion,
+            sideEffectClass: cls,
+            scopeFrom: transition.scopeFrom,
+            ...(tc.retry_permission && { retryPermission: tc.retry_permission }),
+            ...(tc.side_effect_boundary && { sideEffectBoundaryDefault: tc.side_effect_boundary }),
+            ...(tc.spendability && { spendability: tc.spendability }),
+            ...(tc.capability && { capability: tc.capability }),
+            ...(tc.provider_idempotency_key_param && {
+              providerIdempotencyKeyParam: tc.provider_idempotency_key_param,
+            }),
+            ...(tc.provider_idempotency_key_ttl && {
+              providerIdempotencyKeyTtl: tc.provider_idempotency_key_ttl,
+            }),
+            ...(tc.request_id_from && { requestIdFrom: tc.request_id_from }),
+          }
+        : null
+    const auditReceipt = tc.audit_receipt ?? (ledger !== null && (raw.audit_receipt?.auto ?? false))
+    if (tc.audit_receipt && !raw.audit_receipt)
+      throw source.error(`audit_receipt: true needs a top-level 'audit_receipt:' section`, [
+        ...path,
+        "audit_receipt",
+      ])
+    tools.set(name, {
+      name,
+      ledger,
+      binding,
+      auditReceipt,
+      protect: tc.protect
+        ? {
+            ...(tc.protect.entity_param !== undefined && { entityParam: tc.protect.entity_param }),
+            ...(tc.protect.ttl !== undefined && { ttl: tc.protect.ttl }),
+          }
+        : null,
+      bounded: tc.bounded ?? null,
+    })
+  }
+  if (memoryMutating.length) {
+    const msg =
+      `tool(s) ${memoryMutating.join(", ")} ${memoryMutating.length > 1 ? "are" : "is"} side-effecting but the ` +
+      `action ledger uses memory storage, which forgets every row when the process exits`
+    if (memoryPolicy === "error")
+      throw source.error(
+        `${msg}; memory_storage_policy is 'error'. Use a durable storage (file, redis, postgres, ...).`,
+        ["action_ledger", "storage"],
+      )
+    if (transition) warnings.push(`${msg}. Use a durable storage before production.`)
+  }
+
+  const tl = raw.task_ledger
+  const tasks = new Map<string, ResolvedTask>()
+  const taskEntries = new Map(Object.entries(raw.tasks).map(([k, v]) => [k, v ?? {}]))
+  if (Array.isArray(tl?.tasks)) for (const n of tl.tasks) if (!taskEntries.has(n)) taskEntries.set(n, {})
+  for (const [name, tc] of taskEntries) {
+    const path = ["tasks", name]
+    let cfg: Record<string, unknown> | null = null
+    let p: Path = ["task_ledger"]
+    if (tc.ledger === true || (tc.ledger === undefined && (listed(tl?.tasks, name) || tc.id_from)))
+      cfg = tl ? globalLedger(tl) : { storage: "memory" }
+    else if (tc.ledger && typeof tc.ledger === "object") {
+      cfg = { ...globalLedger(tl), ...tc.ledger }
+      p = [...path, "ledger"]
+    }
+    if (tc.audit_receipt && !cfg)
+      throw source.error(`audit_receipt on task '${name}' needs its ledger (ledger: true)`, [
+        ...path,
+        "audit_receipt",
+      ])
+    tasks.set(name, {
+      name,
+      ledger: cfg ? resolveStorage(cfg as StorageConfig, env, source, p) : null,
+      idFrom: tc.id_from ?? [],
+      auditReceipt: tc.audit_receipt ?? (cfg !== null && (raw.audit_receipt?.auto ?? false)),
+    })
+  }
+
+  let signingKey: string | null = null
+  const ar = raw.audit_receipt
+  if (ar) {
+    if (ar.signing_key !== undefined && ar.signing_key_env !== undefined)
+      throw source.error(
+        `set 'signing_key' or 'signing_key_env', not both`,
+        ["audit_receipt", "signing_key_env"],
+        true,
+      )
+    if (ar.signing_key_env !== undefined)
+      signingKey = readEnvKey(env, ar.signing_key_env, source, ["audit_receipt", "signing_key_env"])
+    else signingKey = ar.signing_key ?? null
+    if (ar.storage === "file" && !ar.path)
+      throw source.error(`storage 'file' needs 'path'`, ["audit_receipt"])
+    if (production && ar.signing_key !== undefined)
+      throw source.error(
+        `profile is 'production' but the signing key is written in the file; use signing_key_env`,
+        ["audit_receipt", "signing_key"],
+        true,
+      )
+  }
+  const sf = raw.state_flush
+  if (sf?.storage === "file" && !sf.path) throw source.error(`storage 'file' needs 'path'`, ["state_flush"])
+  if (sf?.storage === "durable_object" && !sf.binding)
+    throw source.error(`storage 'durable_object' needs 'binding'`, ["state_flush"])
+  return { profile: raw.profile, transition, tools, tasks, raw, warnings, signingKey }
+}

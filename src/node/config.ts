@@ -1,0 +1,117 @@
+// mycelium.yaml from disk, for Node, Deno and Bun: environment from the process, stores built from the file's
+// storage choices. Client libraries load only when a store needs them, so a file-only config installs nothing else.
+import { readFile } from "node:fs/promises"
+import {
+  ConfigError,
+  type LoadConfigOptions,
+  loadConfigFromString,
+  type MyceliumConfig,
+  type ResolvedStorage,
+} from "../core/config/index.ts"
+import type { LedgerStorage } from "../core/ledger/index.ts"
+
+/** Options for {@link loadConfig}: as `loadConfigFromString`, with `env` defaulting to `process.env`. */
+export type LoadConfigFileOptions = LoadConfigOptions
+
+async function optional<T>(pkg: string, load: () => Promise<T>, storage: string): Promise<T> {
+  try {
+    return await load()
+  } catch (e) {
+    const code = (e as { code?: string }).code
+    if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND")
+      throw new ConfigError(`storage '${storage}' needs the package '${pkg}': npm install ${pkg}`)
+    throw e
+  }
+}
+
+/** Builds the stores a Node, Deno or Bun process can reach. */
+export async function nodeStorageFactory(choice: ResolvedStorage): Promise<LedgerStorage> {
+  switch (choice.kind) {
+    case "memory": {
+      const { MemoryLedgerStorage } = await import("../core/ledger/index.ts")
+      return new MemoryLedgerStorage()
+    }
+    case "file": {
+      const { FileLedgerStorage } = await import("../adapters/file.ts")
+      return new FileLedgerStorage(choice.path as string)
+    }
+    case "upstash": {
+      const { Redis } = await optional("@upstash/redis", () => import("@upstash/redis"), "upstash")
+      const { UpstashLedgerStorage } = await import("../adapters/upstash.ts")
+      return new UpstashLedgerStorage({
+        redis: new Redis({ url: choice.url as string, token: choice.token as string }),
+        ...(choice.prefix !== undefined && { prefix: choice.prefix }),
+        ...(typeof choice.inFlightTtl === "number" && { inFlightTtl: choice.inFlightTtl }),
+      })
+    }
+    case "redis": {
+      const { RedisLedgerStorage } = await import("../adapters/redis.ts")
+      return new RedisLedgerStorage({
+        url: choice.url as string,
+        ...(choice.prefix !== undefined && { prefix: choice.prefix }),
+        ...(typeof choice.inFlightTtl === "number" && { inFlightTtl: choice.inFlightTtl }),
+      })
+    }
+    case "postgres": {
+      const pg = await optional("pg", () => import("pg"), "postgres")
+      const { NeonLedgerStorage } = await import("../adapters/neon.ts")
+      const Pool = (pg as { default?: { Pool: typeof import("pg").Pool } }).default?.Pool ?? pg.Pool
+      const pool = new Pool({ connectionString: choice.dsn as string, max: 4 })
+      const storage = new NeonLedgerStorage({
+        pool,
+        ...(choice.table !== undefined && { table: choice.table }),
+      })
+      // The pool's idle sockets would keep a short-lived process (the CLI) alive; close() ends them.
+      return Object.assign(storage, { close: () => pool.end() })
+    }
+    case "neon": {
+      const neon = await optional(
+        "@neondatabase/serverless",
+        () => import("@neondatabase/serverless"),
+        "neon",
+      )
+      const { NeonLedgerStorage } = await import("../adapters/neon.ts")
+      const pool = new neon.Pool({ connectionString: choice.dsn as string })
+      const storage = new NeonLedgerStorage({
+        pool,
+        ...(choice.table !== undefined && { table: choice.table }),
+      })
+      return Object.assign(storage, { close: () => pool.end() })
+    }
+    default:
+      throw new ConfigError(
+        `storage '${choice.kind}' is not reachable from a Node, Deno or Bun process (it lives in a browser or a Worker)`,
+      )
+  }
+}
+
+const processEnv = (): Record<string, string | undefined> =>
+  (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env ?? {}
+
+/**
+ * Reads `mycelium.yaml` (or another path) into a `MyceliumConfig`. Unknown keys, wrong types, unset environment
+ * variables and unimplemented sections are `ConfigError`s naming the key path, line and column.
+ */
+export async function loadConfig(
+  path = "mycelium.yaml",
+  options: LoadConfigFileOptions = {},
+): Promise<MyceliumConfig> {
+  let text: string
+  try {
+    text = await readFile(path, "utf8")
+  } catch (e) {
+    if ((e as { code?: string }).code === "ENOENT")
+      throw new ConfigError(
+        `config file not found: ${path} (create one with: npx mycelium init)`,
+        { path: [] },
+        path,
+      )
+    throw e
+  }
+  return loadConfigFromString(text, {
+    source: path,
+    env: processEnv(),
+    storageFactory: nodeStorageFactory,
+    ...options,
+  })
+}

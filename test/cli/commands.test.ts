@@ -1,0 +1,217 @@
+// Every command as a subprocess: output, --json shape, exit codes, bad input. Operator flows run against the real
+// file, Redis and PostgreSQL stores named in a mycelium.yaml.
+import { spawnSync } from "node:child_process"
+import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import pg from "pg"
+import { afterAll, describe, expect, it } from "vitest"
+import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
+import { loadConfigFromString } from "../../src/core/config/index.ts"
+import { nodeStorageFactory } from "../../src/node/config.ts"
+import { DATABASE_URL, dropLedgerTable, runTag } from "../adapters/servers/env.ts"
+
+const main = resolve("src/cli/main.ts")
+const tsx = resolve("node_modules/.bin/tsx")
+const cwd = mkdtempSync(join(tmpdir(), "mycelium-cmd-"))
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
+const run = (args: string[], env: Record<string, string> = {}) => {
+  const r = spawnSync(tsx, [main, ...args], {
+    cwd,
+    encoding: "utf8",
+    env: { ...process.env, NO_COLOR: "1", ...env },
+  })
+  return { code: r.status, out: r.stdout, err: r.stderr }
+}
+const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at /)
+
+describe("mycelium --version and --help on every command", () => {
+  it("--version prints the package version", () => {
+    const pkg = JSON.parse(readFileSync("package.json", "utf8")) as { version: string }
+    expect(run(["--version"])).toMatchObject({ code: 0, out: `${pkg.version}\n` })
+  })
+  it.each(["init", "demo", "transitions", "doctor", "serve", "release"])(
+    "%s --help exits 0 with usage",
+    (cmd) => {
+      const r = run([cmd, "--help"])
+      expect(r.code).toBe(0)
+      expect(r.out).toContain(`mycelium ${cmd}`)
+    },
+  )
+})
+
+describe("mycelium init", () => {
+  it.each([
+    [[], "quickstart"],
+    [["--minimal"], "minimal"],
+    [["--full"], "full"],
+    [["--full", "--minimal"], "full"],
+  ])("init %j writes the %s template, which doctor accepts", (flags, name) => {
+    const out = join(cwd, `init-${name}-${flags.length}.yaml`)
+    const r = run(["init", "-o", out, ...flags])
+    expect(r.code).toBe(0)
+    expect(r.out).toContain(`Wrote ${out} (${name} template)`)
+    const doctor = run(["doctor", "-c", out, "--no-connectivity", "--json"], { MYCELIUM_SIGNING_KEY: "k" })
+    expect(doctor.code, doctor.err).toBe(0)
+    expect(JSON.parse(doctor.out)[0]).toMatchObject({ id: "config.load", status: "PASS" })
+  })
+  it("refuses to overwrite without --force (exit 1), overwrites with it", () => {
+    const out = join(cwd, "exists.yaml")
+    writeFileSync(out, "# mine\n")
+    expect(run(["init", "-o", out])).toMatchObject({ code: 1 })
+    expect(readFileSync(out, "utf8")).toBe("# mine\n")
+    expect(run(["init", "-o", out, "--force"]).code).toBe(0)
+    expect(readFileSync(out, "utf8")).toContain("subagent_task")
+  })
+  it("rejects stray arguments (exit 2)", () => {
+    const r = run(["init", "extra"])
+    expect(r.code).toBe(2)
+    expect(r.err).toContain("init takes no arguments")
+  })
+})
+
+describe("mycelium demo", () => {
+  it("shows 2 unguarded executions, 1 guarded with a waiting poller, a hard block and one re-run; exit 0", () => {
+    const r = run(["demo", "--store", "memory"])
+    expect(r.code, r.err).toBe(0)
+    expect(r.out).toContain("unguarded executions: 2")
+    expect(r.out).toContain("[POLL] redispatch sees")
+    expect(r.out).toContain("guarded executions: 1")
+    expect(r.out).toContain("redispatch -> LedgerHardBlockError")
+    expect(r.out).toContain("re-runs after release: 1")
+    expect(r.out).not.toContain("\u001b[")
+  })
+  it("rejects an unknown store (exit 2)", () => {
+    expect(run(["demo", "--store", "mongo"])).toMatchObject({ code: 2 })
+  })
+})
+
+describe("mycelium doctor", () => {
+  it("a broken config exits 2 naming the key, line and column", () => {
+    const path = join(cwd, "broken.yaml")
+    writeFileSync(path, "action_ledger:\n  storage: file\n  pth: x\n")
+    const r = run(["doctor", "-c", path])
+    expect(r.code).toBe(2)
+    expect(r.err).toContain(`${path}:3:3 at 'action_ledger.pth': unknown key 'pth'`)
+    noStack(r.err)
+  })
+  it("an unreachable store fails (exit 1) and says why; --json lists every check", () => {
+    const path = join(cwd, "down.yaml")
+    writeFileSync(
+      path,
+      "transition: {agent_id: a, policy_version: v}\naction_ledger: {storage: redis, url: 'redis://127.0.0.1:1', tools: [t]}\ntools: {t: {side_effect_class: read}}\n",
+    )
+    const r = run(["doctor", "-c", path, "--json", "--timeout", "1"])
+    expect(r.code).toBe(1)
+    const checks = JSON.parse(r.out) as Array<{ id: string; status: string; message: string }>
+    expect(checks.find((c) => c.id.startsWith("ledger.connectivity"))).toMatchObject({ status: "FAIL" })
+  })
+  it("--strict turns warnings into a failure", () => {
+    const path = join(cwd, "warn.yaml")
+    writeFileSync(
+      path,
+      "transition: {agent_id: a, policy_version: v, reclaim_requires_death_signal: false}\naction_ledger: {storage: file, path: l.json, tools: [t]}\ntools: {t: {side_effect_class: payment}}\n",
+    )
+    expect(run(["doctor", "-c", path]).code).toBe(0)
+    expect(run(["doctor", "-c", path, "--strict"]).code).toBe(1)
+  })
+})
+
+// A stuck payment on the configured store: claimed, crashed inside sideEffect(), redispatched into a hard block.
+async function strandPayment(configText: string, env: Record<string, string>, callId: string) {
+  const config = loadConfigFromString(configText, {
+    env,
+    storageFactory: nodeStorageFactory,
+    onWarning: () => {},
+  })
+  let runs = 0
+  const pay = config.apply("pay", async (_a: { amount: number }, tx) =>
+    tx.sideEffect(async () => {
+      runs++
+      if (runs === 1) throw new Error("connection reset")
+      return { ok: runs }
+    }),
+  )
+  await pay({ amount: 1 }, { toolCallId: callId }).catch(() => {})
+  await pay({ amount: 1 }, { toolCallId: callId }).catch(() => {})
+  return { pay, runs: () => runs, close: async () => (await config.ledgerFor("pay"))?.storage.close?.() }
+}
+
+const table = `cli_ledger_${runTag("t").replaceAll("-", "_")}`
+afterAll(async () => {
+  const pool = new pg.Pool({ connectionString: DATABASE_URL })
+  await dropLedgerTable(pool, table)
+  await pool.end()
+})
+
+describe.each([
+  ["file", () => `storage: file\n  path: ${join(cwd, "ops-ledger.json")}`],
+  ["redis", () => `storage: redis\n  url_env: R_URL\n  prefix: "cli-${runTag("r")}:"`],
+  ["postgres", () => `storage: postgres\n  dsn_env: PG_DSN\n  table: ${table}`],
+])("operator flow from the CLI on %s, configured in mycelium.yaml", (kind, storage) => {
+  it("lists the stuck call, shows it, refuses bad verdicts, releases it once, and the redispatch runs once", async () => {
+    if (kind === "postgres") {
+      const pool = new pg.Pool({ connectionString: DATABASE_URL })
+      await new NeonLedgerStorage({ pool, table }).migrate()
+      await pool.end()
+    }
+    const env = { R_URL: REDIS_URL, PG_DSN: DATABASE_URL }
+    const text = `transition: {agent_id: ops, policy_version: v1}\naction_ledger:\n  ${storage()}\n  tools: [pay]\ntools:\n  pay: {side_effect_class: non_idempotent_mutate}\n`
+    const cfg = join(cwd, `ops-${kind}.yaml`)
+    writeFileSync(cfg, text)
+    const callId = `call-${runTag(kind)}`
+    const stranded = await strandPayment(text, env, callId)
+    expect(stranded.runs()).toBe(1)
+
+    const list = run(["transitions", "list", "--stuck", "-c", cfg, "--json"], env)
+    expect(list.code, list.err).toBe(0)
+    const rows = JSON.parse(list.out) as Array<Record<string, unknown>>
+    const stuck = rows.find((r) => r.tool === "pay")
+    expect(stuck).toMatchObject({ resolved_outcome: expect.stringMatching(/^(BLOCKED|UNKNOWN)$/) })
+    const id = stuck?.request_id as string
+
+    const text1 = run(["transitions", "list", "--stuck", "-c", cfg], env)
+    expect(text1.out).toContain(id)
+    expect(text1.out).toContain("next: verify with the provider")
+    const show = run(["transitions", "show", id, "-c", cfg, "--json"], env)
+    expect(JSON.parse(show.out)).toMatchObject({ request_id: id, tool: "pay" })
+
+    expect(
+      run(["transitions", "release", id, "-c", cfg, "--verified", "not-executed", "--by", "ops"], env).code,
+    ).toBe(2)
+    const withResult = ["--verified", "not-executed", "--by", "ops", "--reason", "r", "--result-json", "{}"]
+    expect(run(["transitions", "release", id, "-c", cfg, ...withResult], env).code).toBe(2)
+    expect(run(["transitions", "show", "nope", "-c", cfg], env).code).toBe(1)
+
+    const rel = run(
+      [
+        "transitions",
+        "release",
+        id,
+        "-c",
+        cfg,
+        "--verified",
+        "not-executed",
+        "--by",
+        "ops",
+        "--reason",
+        "no charge",
+      ],
+      env,
+    )
+    expect(rel.code, rel.err).toBe(0)
+    expect(rel.out).toContain(`released ${id} (pay): verified=not_executed by=ops`)
+    const again = run(
+      ["transitions", "release", id, "-c", cfg, "--verified", "completed", "--by", "ops", "--reason", "x"],
+      env,
+    )
+    expect(again.code).toBe(1)
+    expect(again.err).toMatch(/^mycelium: refused: /)
+
+    // The release authorizes exactly one re-run; the redispatch after it replays.
+    expect(await stranded.pay({ amount: 1 }, { toolCallId: callId })).toEqual({ ok: 2 })
+    expect(await stranded.pay({ amount: 1 }, { toolCallId: callId })).toEqual({ ok: 2 })
+    expect(stranded.runs()).toBe(2)
+    await stranded.close()
+  })
+})

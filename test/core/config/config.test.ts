@@ -1,0 +1,218 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: YAML text that references ${VAR}
+import { describe, expect, it } from "vitest"
+// Node: sessions and run scopes follow await (browsers use explicit session.run / bind).
+import "../../../src/async-context.ts"
+import { loadConfigFromString } from "../../../src/core/config/index.ts"
+import { LedgerHardBlockError, ManualClock } from "../../../src/core/ledger/index.ts"
+import { ToolBoundaryError } from "../../../src/core/tools/index.ts"
+
+// The seed's own "minimum integration" example, with file stores swapped for memory (the core has no file system).
+const SEED = `
+transition:
+  agent_id: payment-agent
+  policy_version: "2026.07.1"
+  lease_ttl: 3600
+
+action_ledger:
+  storage: memory
+  tools: [send_payment, search_docs]
+
+tools:
+  fetch_customer:
+    side_effect_class: read
+    protect: {entity_param: customer_id, ttl: 60}
+    bounded:
+      schema:
+        customer_id: {type: string, required: true, pattern: "^c\\\\d+$"}
+
+  send_payment:
+    side_effect_class: keyed_mutate
+    bounded:
+      schema:
+        amount: {type: number, required: true}
+        recipient: {type: string, required: true}
+
+  search_docs:
+    side_effect_class: read
+
+registry:
+  auto: true
+
+history_guard:
+  max_tokens: 100000
+
+message_validator:
+  enabled: true
+`
+
+const quiet = { onWarning: () => {} }
+
+describe("MyceliumConfig from the seed's example", () => {
+  it("loads, with the original's defaults and inheritance", () => {
+    const config = loadConfigFromString(SEED, quiet)
+    expect(config.transition).toMatchObject({
+      agentId: "payment-agent",
+      policyVersion: "2026.07.1",
+      leaseTtl: 3600,
+      leaseRenewInterval: 1200,
+      pollInterval: 0.05,
+      pollTimeout: 300,
+      reclaimRequiresDeathSignal: true,
+      presumedDeadAfter: 7200,
+    })
+    expect(config.tools.get("send_payment")?.ledger?.storage.kind).toBe("memory")
+    expect(config.tools.get("send_payment")?.binding?.sideEffectClass).toBe("keyed_mutate")
+    expect(config.tools.get("fetch_customer")?.ledger).toBeNull()
+    expect(config.registry().isAllowed("search_docs")).toBe(true)
+    expect(config.registry().isAllowed("rm_rf")).toBe(false)
+  })
+
+  it("instrument() runs a redispatched ledgered call once and validates its arguments", async () => {
+    const config = loadConfigFromString(SEED, quiet)
+    let charges = 0
+    const tools = config.instrument({
+      send_payment: async (args: { amount: number; recipient: string }) => {
+        charges++
+        return { charged: args.amount }
+      },
+      search_docs: async (args: { q: string }) => [args.q],
+    })
+    const a = await tools.send_payment({ amount: 5, recipient: "acct_1" }, { toolCallId: "call_1" })
+    const b = await tools.send_payment({ amount: 5, recipient: "acct_1" }, { toolCallId: "call_1" })
+    expect([a, b, charges]).toEqual([{ charged: 5 }, { charged: 5 }, 1])
+    await expect(
+      tools.send_payment({ amount: "lots", recipient: "acct_1" } as never, { toolCallId: "call_2" }),
+    ).rejects.toBeInstanceOf(ToolBoundaryError)
+    expect(charges).toBe(1)
+    expect(await tools.search_docs({ q: "x" })).toEqual(["x"])
+  })
+
+  it("passes the TransitionContext through bounded to the body, so sideEffect() hard-blocks an ambiguous replay", async () => {
+    const config = loadConfigFromString(SEED, quiet)
+    let runs = 0
+    const pay = config.apply("send_payment", async (_args: { amount: number; recipient: string }, tx) => {
+      runs++
+      return tx.sideEffect(async () => {
+        throw new Error("gateway timeout")
+      })
+    })
+    await expect(pay({ amount: 1, recipient: "r" }, { toolCallId: "c9" })).rejects.toThrow("gateway timeout")
+    await expect(pay({ amount: 1, recipient: "r" }, { toolCallId: "c9" })).rejects.toBeInstanceOf(
+      LedgerHardBlockError,
+    )
+    expect(runs).toBe(1)
+  })
+
+  it("protect caches per entity inside one run, and each run gets its own cache", async () => {
+    const config = loadConfigFromString(SEED, quiet)
+    let fetches = 0
+    const fetchCustomer = config.apply("fetch_customer", async (args: { customer_id: string }) => ({
+      id: args.customer_id,
+      n: ++fetches,
+    }))
+    await config.run("run-1", async () => {
+      expect((await fetchCustomer({ customer_id: "c1" })).n).toBe(1)
+      expect((await fetchCustomer({ customer_id: "c1" })).n).toBe(1)
+    })
+    await config.run("run-2", async () => {
+      expect((await fetchCustomer({ customer_id: "c1" })).n).toBe(2)
+    })
+    await expect(fetchCustomer({ customer_id: "x1" })).rejects.toBeInstanceOf(ToolBoundaryError)
+  })
+
+  it("run() scopes ledgered calls by run id", async () => {
+    const config = loadConfigFromString(SEED, quiet)
+    let n = 0
+    const search = config.apply("search_docs", async () => ++n)
+    const r1 = await config.run("run-a", () => search({}, { toolCallId: "same" }))
+    const r2 = await config.run("run-b", () => search({}, { toolCallId: "same" }))
+    const r3 = await config.run("run-a", () => search({}, { toolCallId: "same" }))
+    expect([r1, r2, r3]).toEqual([1, 2, 1])
+  })
+
+  it("prepareMessages repairs the transcript and enforces history limits", () => {
+    const config = loadConfigFromString(`${SEED.replace("max_tokens: 100000", "max_messages: 4")}`, quiet)
+    const broken = [
+      { role: "user", content: "hi" },
+      {
+        role: "assistant",
+        content: null,
+        tool_calls: [{ id: "t1", type: "function", function: { name: "f", arguments: "{}" } }],
+      },
+      { role: "user", content: "again" },
+    ]
+    const repaired = config.prepareMessages(broken)
+    expect(repaired.length).toBe(4)
+    expect(() => config.prepareMessages([...repaired, { role: "user", content: "more" }])).toThrow()
+  })
+
+  it("uses the injected clock for leases", async () => {
+    const clock = new ManualClock(1000)
+    const config = loadConfigFromString(SEED, { ...quiet, clock })
+    const ledger = await config.ledgerFor("send_payment")
+    expect(ledger?.leaseTtl).toBe(3600)
+    expect(ledger?.clock.now()).toBe(1000)
+  })
+})
+
+describe("config edge cases", () => {
+  it("an empty document is a valid no-op config", () => {
+    const config = loadConfigFromString("", quiet)
+    expect(config.tools.size).toBe(0)
+    expect(config.profile).toBe("development")
+  })
+
+  it("expands $VAR, ${VAR} and ${VAR:-default}; $$ is a literal dollar", () => {
+    const config = loadConfigFromString(
+      "action_ledger:\n  storage: upstash\n  url: ${URL}\n  token: $TOKEN\n  prefix: ${PREFIX:-app:}$$\n",
+      {
+        ...quiet,
+        env: { URL: "https://r.example", TOKEN: "t0k" },
+        storageFactory: () => Promise.reject(new Error("unused")),
+      },
+    )
+    expect(config.resolved.raw.action_ledger).toMatchObject({
+      url: "https://r.example",
+      token: "t0k",
+      prefix: "app:$",
+    })
+  })
+
+  it("a numeric policy_version is kept as the version string", () => {
+    const config = loadConfigFromString("transition:\n  agent_id: a\n  policy_version: 2026.07\n", quiet)
+    expect(config.transition?.policyVersion).toBe("2026.07")
+  })
+
+  it("a store other than memory needs a factory, and says where to get one", async () => {
+    const config = loadConfigFromString(
+      "transition: {agent_id: a, policy_version: v}\naction_ledger: {storage: file, path: l.json, tools: [t]}\ntools: {t: {side_effect_class: read}}\n",
+      quiet,
+    )
+    const t = config.apply("t", async () => 1)
+    await expect(t({})).rejects.toThrow(/mycelium-runtime\/node/)
+  })
+
+  it("production defaults to the strict policies", () => {
+    const config = loadConfigFromString(
+      "profile: production\ntransition: {agent_id: a, policy_version: v}\naction_ledger: {storage: file, path: l.json, tools: [t]}\ntools: {t: {side_effect_class: payment}}\n",
+      { ...quiet, storageFactory: () => Promise.reject(new Error("unused")) },
+    )
+    expect(config.tools.get("t")?.ledger).toMatchObject({
+      unclassifiedPolicy: "strict",
+      requestIdentityPolicy: "require_explicit",
+    })
+  })
+})
+
+describe("JSON Schema for editors", () => {
+  it("schemas/mycelium.schema.json is generated from the zod schema (run `npm run schema` after changing it)", async () => {
+    const { readFileSync } = await import("node:fs")
+    const { configJsonSchema } = await import("../../../src/core/config/json-schema.ts")
+    const shipped = JSON.parse(
+      readFileSync(new URL("../../../schemas/mycelium.schema.json", import.meta.url), "utf8"),
+    )
+    expect(shipped).toEqual(JSON.parse(JSON.stringify(configJsonSchema())))
+    expect(shipped.additionalProperties).toBe(false)
+    expect(Object.keys(shipped.properties)).toContain("action_ledger")
+  })
+})

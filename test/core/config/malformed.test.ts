@@ -1,0 +1,330 @@
+// biome-ignore-all lint/suspicious/noTemplateCurlyInString: YAML text that references ${VAR}
+import { describe, expect, it } from "vitest"
+import { ConfigError, loadConfigFromString } from "../../../src/core/config/index.ts"
+
+const T = "transition:\n  agent_id: a\n  policy_version: v1\n"
+
+// [name, yaml, expected path, expected line, expected column, message fragment]
+type Case = [string, string, string, number, number, string]
+const cases: Case[] = [
+  ["unknown top-level key", "transitoin:\n  agent_id: a\n", "transitoin", 1, 1, "unknown key 'transitoin'"],
+  ["unknown transition key", `${T}  lease_tl: 5\n`, "transition.lease_tl", 4, 3, "unknown key"],
+  [
+    "unknown action_ledger key",
+    "action_ledger:\n  storage: memory\n  pth: x\n",
+    "action_ledger.pth",
+    3,
+    3,
+    "unknown key",
+  ],
+  ["unknown task_ledger key", "task_ledger:\n  taks: []\n", "task_ledger.taks", 2, 3, "unknown key"],
+  [
+    "unknown tool key",
+    "tools:\n  t:\n    side_efect_class: read\n",
+    "tools.t.side_efect_class",
+    3,
+    5,
+    "unknown key",
+  ],
+  [
+    "unknown bounded key",
+    "tools:\n  t:\n    bounded:\n      shema: {}\n",
+    "tools.t.bounded.shema",
+    4,
+    7,
+    "unknown key",
+  ],
+  [
+    "unknown protect key",
+    "tools:\n  t:\n    protect:\n      ttl: 5\n      entity: x\n",
+    "tools.t.protect.entity",
+    5,
+    7,
+    "unknown key",
+  ],
+  [
+    "unknown scope_from key",
+    `${T}  scope_from:\n    thread: t\n`,
+    "transition.scope_from.thread",
+    5,
+    5,
+    "unknown key",
+  ],
+  ["unknown task key", "tasks:\n  p:\n    idfrom: [a]\n", "tasks.p.idfrom", 3, 5, "unknown key"],
+  ["unknown state_flush key", "state_flush:\n  flush: [cancel]\n", "state_flush.flush", 2, 3, "unknown key"],
+  [
+    "unknown audit_receipt key",
+    "audit_receipt:\n  agent_id: x\n",
+    "audit_receipt.agent_id",
+    2,
+    3,
+    "unknown key",
+  ],
+  ["unknown registry key", "registry:\n  allow: [a]\n", "registry.allow", 2, 3, "unknown key"],
+  ["unknown runner key", "runner:\n  retries: 2\n", "runner.retries", 2, 3, "unknown key"],
+  [
+    "unknown history_guard key",
+    "history_guard:\n  max_token: 5\n",
+    "history_guard.max_token",
+    2,
+    3,
+    "unknown key",
+  ],
+  [
+    "unknown message_validator key",
+    "message_validator:\n  strict: true\n",
+    "message_validator.strict",
+    2,
+    3,
+    "unknown key",
+  ],
+  [
+    "per-tool ledger unknown key",
+    "tools:\n  t:\n    ledger:\n      storag: file\n",
+    "tools.t.ledger.storag",
+    4,
+    7,
+    "unknown key",
+  ],
+  ["transition not a mapping", "transition: 5\n", "transition", 1, 13, ""],
+  [
+    "agent_id missing",
+    "transition:\n  policy_version: v\n",
+    "transition.agent_id",
+    2,
+    3,
+    "missing required key 'agent_id'",
+  ],
+  [
+    "policy_version missing",
+    "transition:\n  agent_id: a\n",
+    "transition.policy_version",
+    2,
+    3,
+    "policy_version",
+  ],
+  ["lease_ttl negative", `${T}  lease_ttl: -1\n`, "transition.lease_ttl", 4, 14, ""],
+  ["lease_ttl a string", `${T}  lease_ttl: soon\n`, "transition.lease_ttl", 4, 14, ""],
+  ["poll_interval zero", `${T}  poll_interval: 0\n`, "transition.poll_interval", 4, 18, ""],
+  [
+    "death signal not bool",
+    `${T}  reclaim_requires_death_signal: maybe\n`,
+    "transition.reclaim_requires_death_signal",
+    4,
+    34,
+    "",
+  ],
+  ["bad storage kind", "action_ledger:\n  storage: mongo\n", "action_ledger.storage", 2, 12, ""],
+  ["sqlite storage", "action_ledger:\n  storage: sqlite\n", "action_ledger.storage", 2, 12, "sqlite"],
+  ["file without path", "action_ledger:\n  storage: file\n", "action_ledger", 2, 3, "needs 'path'"],
+  [
+    "key for another storage",
+    "action_ledger:\n  storage: file\n  path: x.json\n  dsn: postgres://x\n",
+    "action_ledger.dsn",
+    4,
+    3,
+    "does not apply",
+  ],
+  [
+    "upstash without token",
+    "action_ledger:\n  storage: upstash\n  url: https://x\n",
+    "action_ledger",
+    2,
+    3,
+    "token",
+  ],
+  [
+    "url and url_env",
+    "action_ledger:\n  storage: redis\n  url: redis://x\n  url_env: R\n",
+    "action_ledger.url_env",
+    4,
+    3,
+    "not both",
+  ],
+  [
+    "redis url scheme",
+    "action_ledger:\n  storage: redis\n  url: http://x\n",
+    "action_ledger.url",
+    3,
+    8,
+    "redis://",
+  ],
+  [
+    "missing *_env variable",
+    "action_ledger:\n  storage: postgres\n  dsn_env: NO_SUCH_VAR\n",
+    "action_ledger.dsn_env",
+    3,
+    12,
+    "NO_SUCH_VAR",
+  ],
+  [
+    "missing $VAR in a value",
+    "action_ledger:\n  storage: file\n  path: $NO_DIR/ledger.json\n",
+    "action_ledger.path",
+    3,
+    9,
+    "NO_DIR",
+  ],
+  [
+    "missing ${VAR} in a value",
+    "audit_receipt:\n  signing_key: ${NO_KEY}\n",
+    "audit_receipt.signing_key",
+    2,
+    16,
+    "NO_KEY",
+  ],
+  [
+    "missing signing_key_env",
+    "audit_receipt:\n  signing_key_env: NO_KEY\n",
+    "audit_receipt.signing_key_env",
+    2,
+    20,
+    "NO_KEY",
+  ],
+  [
+    "bad class name",
+    `${T}tools:\n  t:\n    side_effect_class: paymnt\n`,
+    "tools.t.side_effect_class",
+    6,
+    24,
+    "",
+  ],
+  [
+    "bad retry permission",
+    `${T}tools:\n  t:\n    side_effect_class: read\n    retry_permission: sometimes\n`,
+    "tools.t.retry_permission",
+    7,
+    23,
+    "",
+  ],
+  [
+    "bad spendability",
+    `${T}tools:\n  t:\n    side_effect_class: read\n    spendability: twice\n`,
+    "tools.t.spendability",
+    7,
+    19,
+    "",
+  ],
+  [
+    "bad capability",
+    `${T}tools:\n  t:\n    side_effect_class: read\n    capability: psychic\n`,
+    "tools.t.capability",
+    7,
+    17,
+    "",
+  ],
+  [
+    "ledgered tool without class",
+    `${T}action_ledger:\n  tools: [pay]\n`,
+    "tools.pay",
+    1,
+    1,
+    "no side_effect_class",
+  ],
+  [
+    "class without transition",
+    "tools:\n  t:\n    side_effect_class: read\n",
+    "tools.t.side_effect_class",
+    3,
+    24,
+    "transition",
+  ],
+  ["tools list not a list", "action_ledger:\n  tools: some\n", "action_ledger.tools", 2, 10, ""],
+  ["unimplemented section", "loop_guard:\n  storage: memory\n", "loop_guard", 1, 1, "does not implement"],
+  [
+    "unimplemented tool key",
+    "tools:\n  t:\n    callable: pkg.mod:fn\n",
+    "tools.t.callable",
+    3,
+    5,
+    "instrument",
+  ],
+  ["bad flush reason", "state_flush:\n  flush_on: [crash]\n", "state_flush.flush_on[0]", 2, 14, ""],
+  ["history warn_at above 1", "history_guard:\n  warn_at: 2\n", "history_guard.warn_at", 2, 12, ""],
+  ["runner retries negative", "runner:\n  max_llm_retries: -1\n", "runner.max_llm_retries", 2, 20, ""],
+  [
+    "bad table name",
+    "action_ledger:\n  storage: postgres\n  dsn: postgres://x\n  table: drop table;\n",
+    "action_ledger.table",
+    4,
+    10,
+    "",
+  ],
+  [
+    "production weak identity",
+    "profile: production\naction_ledger:\n  storage: file\n  path: l.json\n  request_identity_policy: derived\n",
+    "action_ledger.request_identity_policy",
+    5,
+    28,
+    "profile is 'production'",
+  ],
+  [
+    "production unclassified warn",
+    "profile: production\naction_ledger:\n  storage: file\n  path: l.json\n  unclassified_policy: warn\n",
+    "action_ledger.unclassified_policy",
+    5,
+    24,
+    "production",
+  ],
+  [
+    "production memory policy warn",
+    "profile: production\naction_ledger:\n  memory_storage_policy: warn\n",
+    "action_ledger.memory_storage_policy",
+    3,
+    26,
+    "production",
+  ],
+  [
+    "production mutating tool on memory",
+    `profile: production\n${T}action_ledger:\n  tools: [pay]\ntools:\n  pay:\n    side_effect_class: payment\n`,
+    "action_ledger.storage",
+    6,
+    3,
+    "memory",
+  ],
+  [
+    "production signing key inline",
+    "profile: production\naudit_receipt:\n  signing_key: abc\n",
+    "audit_receipt.signing_key",
+    3,
+    3,
+    "signing_key_env",
+  ],
+  ["bad profile", "profile: staging\n", "profile", 1, 10, ""],
+  ["root not a mapping", "- a\n- b\n", "", 1, 1, "mapping"],
+  ["invalid YAML", "tools: [\n", "", 2, 1, "invalid YAML"],
+  ["duplicate key", "profile: development\nprofile: production\n", "", 2, 1, "invalid YAML"],
+  [
+    "receipt on task without ledger",
+    "audit_receipt: {}\ntasks:\n  p:\n    ledger: false\n    audit_receipt: true\n",
+    "tasks.p.audit_receipt",
+    5,
+    20,
+    "ledger",
+  ],
+]
+
+describe("malformed mycelium.yaml", () => {
+  it("has at least 40 cases", () => expect(cases.length).toBeGreaterThanOrEqual(40))
+  it.each(cases)("%s", (_name, yaml, path, line, column, fragment) => {
+    let caught: unknown
+    try {
+      loadConfigFromString(yaml, { env: {} })
+    } catch (e) {
+      caught = e
+    }
+    expect(caught).toBeInstanceOf(ConfigError)
+    const err = caught as ConfigError
+    expect(err.code).toBe("config_invalid")
+    expect(
+      err.path
+        .map((p) => (typeof p === "number" ? `[${p}]` : p))
+        .join(".")
+        .replaceAll(".[", "["),
+    ).toBe(path)
+    expect([err.line, err.column]).toEqual([line, column])
+    expect(err.message).toContain(`mycelium.yaml:${line}:${column}`)
+    if (path) expect(err.message).toContain(`'${path}'`)
+    expect(err.message).toContain(fragment)
+  })
+})
