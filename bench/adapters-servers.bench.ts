@@ -8,6 +8,7 @@ import { join } from "node:path"
 import { neon, neonConfig } from "@neondatabase/serverless"
 import { FileLedgerStorage } from "../src/adapters/file.ts"
 import { NeonLedgerStorage } from "../src/adapters/neon.ts"
+import { RedisLedgerStorage } from "../src/adapters/redis.ts"
 import { UpstashLedgerStorage } from "../src/adapters/upstash.ts"
 import { ActionLedger, type LedgerStorage, MemoryLedgerStorage } from "../src/core/index.ts"
 import "../src/node.ts"
@@ -86,6 +87,24 @@ await measure(
   const redis = upstashClient()
   const keys = await redis.keys(`mycelium-bench:${run}*`)
   if (keys.length) await redis.del(...keys)
+}
+
+// Plain Redis over TCP: round trips are the RESP commands its connection sends.
+{
+  const s = new RedisLedgerStorage({ url: process.env.REDIS_URL ?? "redis://127.0.0.1:6379", prefix })
+  const command = s.connection.command.bind(s.connection)
+  s.connection.command = (...a: Parameters<typeof command>) => {
+    trips++
+    return command(...a)
+  }
+  try {
+    await measure("redis (RESP/TCP -> local redis)", s, 300)
+    s.connection.command = command
+    const keys = (await command("KEYS", `mycelium-bench:${run}*`)) as string[]
+    if (keys.length) await command("DEL", ...keys)
+  } finally {
+    await s.close()
+  }
 }
 
 // Neon over WebSocket: round trips are the pool's queries (the adapter sends one statement per query).

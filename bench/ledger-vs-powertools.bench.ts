@@ -16,6 +16,7 @@ import { CachePersistenceLayer } from "@aws-lambda-powertools/idempotency/cache"
 import { BasePersistenceLayer, type IdempotencyRecord } from "@aws-lambda-powertools/idempotency/persistence"
 import { createClient } from "@redis/client"
 import { Redis } from "@upstash/redis"
+import { RedisLedgerStorage } from "../src/adapters/redis.ts"
 import { UpstashLedgerStorage } from "../src/adapters/upstash.ts"
 import { ActionLedger, configureSha256, type LedgerStorage, MemoryLedgerStorage } from "../src/core/index.ts"
 import { fmt, microsPerCall, ratio, row } from "./timing.ts"
@@ -115,17 +116,19 @@ console.log(
 
 console.log(`\n## local Redis (${process.env.REDIS_URL ?? "redis://127.0.0.1:6379"}): µs per call`)
 console.log(
-  "(Powertools speaks RESP over TCP with @redis/client; mycelium's Redis adapter is UpstashLedgerStorage, which\n" +
-    " speaks Upstash's REST protocol, here through the local REST server in front of the same redis-server.)",
+  "(Both over RESP/TCP to the same redis-server: Powertools with @redis/client, mycelium with RedisLedgerStorage.\n" +
+    " UpstashLedgerStorage speaks Upstash's REST protocol, here through the local REST server.)",
 )
 const redisUrl = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const client = await createClient({ url: redisUrl }).connect()
+const prefix = `mycelium-bench:${run}:action:`
+const tcp = new RedisLedgerStorage({ url: redisUrl, prefix })
 try {
   const rest = new Redis({
     url: process.env.UPSTASH_REDIS_REST_URL ?? "http://127.0.0.1:8079",
     token: process.env.UPSTASH_REDIS_REST_TOKEN ?? "local-token",
   })
-  const prefix = `mycelium-bench:${run}:action:`
+  const mineT = await scenario(ours(tcp), `t-${run}`, 300, 1000)
   const mineR = await scenario(ours(new UpstashLedgerStorage({ redis: rest, prefix })), `r-${run}`, 300, 1000)
   const ptR = await scenario(
     // Its keys are hashes with a TTL (expiresAfterSeconds), so they need no cleanup.
@@ -134,12 +137,32 @@ try {
     300,
     1000,
   )
-  row("", "fresh µs", "replay µs")
-  row("mycelium, UpstashLedgerStorage (REST -> redis)", fmt(mineR.fresh, 0), fmt(mineR.replay, 0))
-  row("Powertools, CachePersistenceLayer (@redis/client)", fmt(ptR.fresh, 0), fmt(ptR.replay, 0))
+  row("", "fresh µs", "replay µs", "fresh/PT", "replay/PT")
+  row(
+    "mycelium, RedisLedgerStorage (RESP/TCP)",
+    fmt(mineT.fresh, 0),
+    fmt(mineT.replay, 0),
+    ratio(mineT.fresh, ptR.fresh),
+    ratio(mineT.replay, ptR.replay),
+  )
+  row(
+    "mycelium, UpstashLedgerStorage (REST -> redis)",
+    fmt(mineR.fresh, 0),
+    fmt(mineR.replay, 0),
+    ratio(mineR.fresh, ptR.fresh),
+    ratio(mineR.replay, ptR.replay),
+  )
+  row(
+    "Powertools, CachePersistenceLayer (@redis/client)",
+    fmt(ptR.fresh, 0),
+    fmt(ptR.replay, 0),
+    "1.0x",
+    "1.0x",
+  )
   const keys = await client.keys(`mycelium-bench:${run}*`)
   if (keys.length) await client.del(keys)
 } finally {
+  await tcp.close()
   await client.close()
 }
 
