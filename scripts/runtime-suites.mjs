@@ -75,7 +75,16 @@ function summarize(runtime, files, status, out, ran, passed, failed) {
 /** The vitest projects, from scripts/vitest-runtimes-reporter.mjs's file. */
 export function vitestRuntimes(report) {
   return VITEST_RUNTIMES.map((runtime) => {
-    const r = report[runtime] ?? { modules: [], passed: 0, failed: 0 }
+    // A browser project reports per instance, e.g. "browser (chromium)".
+    const parts = Object.entries(report)
+      .filter(([name]) => name === runtime || name.startsWith(`${runtime} (`))
+      .map(([, r]) => r)
+    const r = {
+      modules: parts.flatMap((p) => p.modules),
+      passed: parts.reduce((n, p) => n + p.passed, 0),
+      failed: parts.reduce((n, p) => n + p.failed, 0),
+      skipped: parts.reduce((n, p) => n + (p.skipped ?? 0), 0),
+    }
     const missing = missingModules(expectedModules(runtime), r.modules)
     if (missing.length) console.error(`\n${runtime}: did not run ${missing.join(", ")}`)
     return {

@@ -23,6 +23,11 @@ describe("the same modules in six runtimes", () => {
       VITEST_RUNTIMES.map((rt) => [rt, { modules: expectedModules(rt), passed: 10, failed: 0 }]),
     )
     expect(vitestRuntimes(all).map((r) => r.missing)).toEqual([0, 0, 0, 0])
+    // The browser project reports under its instance's name.
+    const { browser: b, ...rest } = all
+    expect(vitestRuntimes({ ...rest, "browser (chromium)": b as never }).map((r) => r.missing)).toEqual([
+      0, 0, 0, 0,
+    ])
     const { edge: _gone, ...withoutEdge } = all
     const edge = vitestRuntimes(withoutEdge).find((r) => r.runtime === "edge")
     expect(edge).toMatchObject({ passed: 0, missing: expectedModules("edge").length })
