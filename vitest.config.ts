@@ -15,8 +15,11 @@ const chromiumArgs = [
   "--no-first-run",
 ]
 
-// The Vercel edge runtime's own modules; the node project leaves them to the edge project.
-const edgeOnly = ["test/runtimes/vercel-edge.test.ts", ...modules.own.edge]
+// Modules written for the Vercel edge runtime alone (`@vitest-environment edge-runtime`): the node project leaves
+// them to the edge project.
+const edgeOnly = ["test/runtimes/vercel-edge.test.ts", "test/adapters/servers-edge.test.ts"]
+// A runtime's modules: the shared ones and its own (scripts/runtime-suites.mjs checks each project ran them all).
+const modulesOf = (runtime: keyof typeof modules.own) => [...modules.shared, ...modules.own[runtime]]
 
 // One run, several runtimes. Each project is a real environment, never a mock of one, and each runs the same
 // runtime-neutral modules (test/runtimes/modules.json) besides its own (Deno and Bun run them in scripts/test.mjs):
@@ -40,14 +43,14 @@ export default defineConfig({
         plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
         test: {
           name: "workers",
-          include: ["test/workers/**/*.test.ts", ...modules.shared],
+          include: ["test/workers/**/*.test.ts", ...modulesOf("workers")],
           testTimeout: 30_000,
         },
       },
       {
         test: {
           name: "browser",
-          include: ["test/browser/**/*.test.ts", ...modules.shared],
+          include: ["test/browser/**/*.test.ts", ...modulesOf("browser")],
           testTimeout: 30_000,
           browser: {
             enabled: true,
@@ -62,7 +65,7 @@ export default defineConfig({
       {
         test: {
           name: "edge",
-          include: [...modules.shared, ...edgeOnly],
+          include: [...new Set([...modulesOf("edge"), ...edgeOnly])],
           environment: "edge-runtime",
           testTimeout: 30_000,
         },
