@@ -40,7 +40,13 @@ export default defineConfig({
         },
       },
       {
-        plugins: [cloudflareTest({ wrangler: { configPath: "./wrangler.toml" } })],
+        plugins: [
+          // nodejs_compat only for tests that use node:async_hooks (session propagation); the worker has none.
+          cloudflareTest({
+            wrangler: { configPath: "./wrangler.toml" },
+            miniflare: { compatibilityFlags: ["nodejs_compat"] },
+          }),
+        ],
         test: {
           name: "workers",
           include: ["test/workers/**/*.test.ts", ...modulesOf("workers")],

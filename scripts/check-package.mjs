@@ -21,6 +21,7 @@ import { hasAsyncContext } from "mycelium-runtime/async-context"
 import { boundedNode } from "mycelium-runtime/node/paths"
 import { runPlan, ScriptedModel, type RunResult, type RunEvent } from "mycelium-runtime/harness"
 import { createWorkspace, CmdRunAction, workspaceTools } from "mycelium-runtime/harness/workspace"
+import { RemoteLedger, type RemoteTransitionContext } from "mycelium-runtime/client"
 
 const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), leaseTtl: 60 })
 const send = ledger.tool(
@@ -47,6 +48,13 @@ const run: Promise<RunResult> = runPlan(
 )
 void run
 void CmdRunAction({ command: "ls" })
+const remote = new RemoteLedger({ baseUrl: "https://ledger.example.com", token: "t" })
+const charge = remote.tool(
+  { name: "charge", binding: { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } },
+  async (args: { cents: number }, tx: RemoteTransitionContext) => tx.sideEffect(() => ({ charged: args.cents })),
+)
+const charged: Promise<{ charged: number }> = charge({ cents: 1 }, { toolCallId: "call_2" })
+void charged
 `
 
 const root = resolve(".")

@@ -52,6 +52,7 @@ export type {
   ClaimResult,
   LedgerStorage,
   ListOptions,
+  StorageLimits,
   TransitionExpectation,
 } from "./core/storage/contract.ts"
 export { SafeStorage } from "./core/storage/safe-storage.ts"

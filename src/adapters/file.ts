@@ -6,8 +6,10 @@ import {
   closeSync,
   fstatSync,
   fsyncSync,
+  linkSync,
   mkdirSync,
   openSync,
+  readdirSync,
   readFileSync,
   renameSync,
   statSync,
@@ -17,7 +19,7 @@ import {
   writevSync,
 } from "node:fs"
 import { hostname } from "node:os"
-import { dirname, resolve } from "node:path"
+import { basename, dirname, join, resolve } from "node:path"
 import process from "node:process"
 import {
   type ClaimOptions,
@@ -144,34 +146,131 @@ function pidAlive(pid: number): boolean {
   }
 }
 
+function rmQuiet(path: string): void {
+  try {
+    unlinkSync(path)
+  } catch {
+    // gone already
+  }
+}
+
+/** Test-only: `MYCELIUM_TEST_LOCK_PARK=<window>` parks this process (blocks it for good) inside that lock window. */
+function parkWindow(): string | null {
+  try {
+    return process.env.MYCELIUM_TEST_LOCK_PARK ?? null
+  } catch {
+    return null // Deno without --allow-env
+  }
+}
+const PARK = parkWindow()
+
+function parkIn(window: string): void {
+  if (PARK !== window) return
+  writeSync(2, `PARKED ${window} ${process.pid}\n`)
+  // Synchronous and forever: the parent SIGKILLs us here, mid-window, with nothing left to run.
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0)
+}
+
+/** What a lock or gc marker file holds: who created it. */
+interface HolderRecord {
+  readonly pid: number | null
+  readonly host: string | null
+  readonly at: number | null
+  readonly token: string | null
+}
+
+interface SeenFile {
+  readonly path: string
+  readonly content: string
+  readonly ino: number
+  readonly mtimeMs: number
+  readonly holder: HolderRecord
+}
+
+/** Tokens become file names (`<lock>.gc-<token>`), so only a safe alphabet is used from a file's content. */
+const SAFE_TOKEN = /^[A-Za-z0-9_-]{1,80}$/
+
+function parseHolder(content: string): HolderRecord {
+  let info: { pid?: unknown; host?: unknown; at?: unknown; token?: unknown } = {}
+  try {
+    const v: unknown = JSON.parse(content)
+    if (v && typeof v === "object") info = v as typeof info
+  } catch {
+    // Foreign or truncated (a power loss before the record reached the disk): judged by age alone.
+  }
+  return {
+    pid: typeof info.pid === "number" ? info.pid : null,
+    host: typeof info.host === "string" ? info.host : null,
+    at: typeof info.at === "number" ? info.at : null,
+    token: typeof info.token === "string" && SAFE_TOKEN.test(info.token) ? info.token : null,
+  }
+}
+
+function newToken(): string {
+  const rand = new Uint32Array(2)
+  globalThis.crypto.getRandomValues(rand)
+  return `${process.pid}-${Date.now().toString(36)}-${rand[0]?.toString(36)}${rand[1]?.toString(36)}`
+}
+
 /**
- * A lock file created with O_EXCL: works between OS processes on any local filesystem without native code.
- * A lock left by a crashed holder is recovered by pid (same host) or by age, and recoverers serialize on a
- * second file so none can delete a lock another recoverer has just re-created.
+ * A cross-process lock file that works on any local filesystem without native code, and that a SIGKILL at any
+ * instant cannot wedge: the file never exists without its holder's record.
+ *
+ * - Acquire writes `{pid, host, at, token}` to a private temp file and link()s it to the lock path. link() fails
+ *   with EEXIST if the lock is held (the O_EXCL of a file that appears complete), so a holder killed at any point
+ *   leaves either no lock or a lock naming it.
+ * - A lock whose holder is this host's dead pid is taken over at once; a holder on another host (or an unreadable
+ *   record) only once older than `staleLockAfter`.
+ * - Removing a stale lock needs the `<lock>.gc-<token>` marker of exactly that holder, created the same way, so
+ *   two recoverers cannot both delete (one of them deleting a lock that was re-created meanwhile). A recoverer
+ *   killed inside that window leaves a marker naming it, which is recovered by the same rule, one level up.
+ * - Temp files left by a process killed before its link are swept by the next recovery.
  */
 class FileLock {
   readonly path: string
+  readonly #dir: string
+  readonly #base: string
   readonly #timeoutMs: number
   readonly #staleMs: number
   #token: string | null = null
+  #swept = false
+  /** A dead writer may have left things behind since the owner of this lock last looked. */
+  #recovered = true
 
   constructor(path: string, timeoutMs: number, staleMs: number) {
     this.path = path
+    this.#dir = dirname(path)
+    this.#base = basename(path)
     this.#timeoutMs = timeoutMs
     this.#staleMs = staleMs
   }
 
   async acquire(): Promise<void> {
+    if (!this.#swept) {
+      this.#swept = true
+      this.#sweep()
+    }
     const deadline = Date.now() + this.#timeoutMs
     let delay = 1
     for (;;) {
       if (this.#tryCreate()) return
-      this.#recoverIfStale()
-      if (this.#tryCreate()) return
+      const seen = this.#read(this.path)
+      if (seen && this.#isStale(seen) && this.#reap(seen, 0)) {
+        this.#recovered = true
+        this.#sweep()
+        if (this.#tryCreate()) return
+      }
       if (Date.now() > deadline) throw new LedgerFileLockTimeoutError(this.path, this.#timeoutMs / 1000)
       await sleep(delay * (0.5 + Math.random()))
       delay = Math.min(delay * 2, 16)
     }
+  }
+
+  /** Whether a dead holder was recovered (or this is the first acquire) since the last call. */
+  takeRecovered(): boolean {
+    const r = this.#recovered
+    this.#recovered = false
+    return r
   }
 
   release(): void {
@@ -179,7 +278,7 @@ class FileLock {
     this.#token = null
     if (!token) return
     // Only remove our own lock: if we were presumed dead and replaced, the file is someone else's now.
-    if (this.#read()?.content.includes(token)) {
+    if (this.#read(this.path)?.holder.token === token) {
       try {
         unlinkSync(this.path)
       } catch {
@@ -188,68 +287,108 @@ class FileLock {
     }
   }
 
-  #tryCreate(): boolean {
-    const token = `${process.pid}-${Date.now()}-${Math.random().toString(36).slice(2)}`
-    let fd: number
+  /** Publishes a complete holder record at `target`; false if the file exists. */
+  #link(target: string, window: string): string | null {
+    const token = newToken()
+    const tmp = join(this.#dir, `${this.#base}.tmp-${token}`)
     try {
-      fd = openSync(this.path, "wx")
+      writeFileSync(tmp, JSON.stringify({ pid: process.pid, host: HOST, token, at: Date.now() }), {
+        flag: "wx",
+      })
     } catch (e) {
-      if (errno(e) === "EEXIST") return false
       if (errno(e) !== "ENOENT") throw e
-      mkdirSync(dirname(this.path), { recursive: true })
-      return this.#tryCreate()
+      mkdirSync(this.#dir, { recursive: true })
+      return this.#link(target, window)
     }
+    parkIn(`${window}-tmp`)
+    let linked = false
     try {
-      writeFileSync(fd, JSON.stringify({ pid: process.pid, host: HOST, token, at: Date.now() }))
+      linkSync(tmp, target)
+      linked = true
+    } catch (e) {
+      // ENOENT: a sweeper removed our temp file (it judged us dead); try again on the next round.
+      if (errno(e) !== "EEXIST" && errno(e) !== "ENOENT") throw e
     } finally {
-      closeSync(fd)
+      if (linked) parkIn(`${window}-linked`)
+      rmQuiet(tmp)
     }
+    return linked ? token : null
+  }
+
+  #tryCreate(): boolean {
+    const token = this.#link(this.path, "lock")
+    if (token === null) return false
     this.#token = token
+    parkIn("lock-held")
     return true
   }
 
-  #read(): { content: string; mtimeMs: number; ino: number } | null {
+  #read(path: string): SeenFile | null {
     try {
-      const st = statSync(this.path)
-      return { content: readFileSync(this.path, "utf8"), mtimeMs: st.mtimeMs, ino: st.ino }
+      const st = statSync(path)
+      const content = readFileSync(path, "utf8")
+      return { path, content, ino: st.ino, mtimeMs: st.mtimeMs, holder: parseHolder(content) }
     } catch {
       return null
     }
   }
 
-  #isStale(lock: { content: string; mtimeMs: number }): boolean {
-    let info: { pid?: unknown; host?: unknown; at?: unknown } = {}
-    try {
-      info = JSON.parse(lock.content)
-    } catch {
-      // Being written right now, or foreign: judge by age alone.
-    }
-    if (info.host === HOST && typeof info.pid === "number" && !pidAlive(info.pid)) return true
-    const at = typeof info.at === "number" ? info.at : lock.mtimeMs
-    return Date.now() - at > this.#staleMs
+  #isStale(f: SeenFile): boolean {
+    const h = f.holder
+    if (h.host === HOST && h.pid !== null && !pidAlive(h.pid)) return true
+    return Date.now() - (h.at ?? f.mtimeMs) > this.#staleMs
   }
 
-  #recoverIfStale(): void {
-    const seen = this.#read()
-    if (!seen || !this.#isStale(seen)) return
-    const gc = `${this.path}.gc`
+  /**
+   * Removes `seen` (a stale lock or marker) if it is still the very file judged, holding the marker named for
+   * it. Returns whether the file is gone. `depth` bounds the chain of dead recoverers followed.
+   */
+  #reap(seen: SeenFile, depth: number): boolean {
+    const marker = `${this.path}.gc-${seen.holder.token ?? `ino${seen.ino}`}`
+    let mine = this.#link(marker, "gc")
+    if (mine === null) {
+      // Another recoverer holds this marker, or died holding it.
+      const m = this.#read(marker)
+      if (!m || !this.#isStale(m) || depth >= 4 || !this.#reap(m, depth + 1)) return false
+      mine = this.#link(marker, "gc")
+      if (mine === null) return false
+    }
     try {
-      closeSync(openSync(gc, "wx"))
+      parkIn("gc-held")
+      const now = this.#read(seen.path)
+      if (!now) return true
+      const same = seen.holder.token !== null ? now.holder.token === seen.holder.token : now.ino === seen.ino
+      if (!same || now.content !== seen.content) return false
+      unlinkSync(seen.path)
+      return true
+    } finally {
+      if (this.#read(marker)?.holder.token === mine) unlinkSync(marker)
+    }
+  }
+
+  /**
+   * Deletes temp files of dead writers, and dead recoverers' markers whose target is gone: tokens are never
+   * reused, so such a marker can match nothing and is litter.
+   */
+  #sweep(): void {
+    let names: string[]
+    try {
+      names = readdirSync(this.#dir).filter((n) => n.startsWith(`${this.#base}.`))
     } catch {
-      try {
-        if (Date.now() - statSync(gc).mtimeMs > this.#staleMs) unlinkSync(gc)
-      } catch {
-        // gone meanwhile
-      }
       return
     }
-    try {
-      const now = this.#read()
-      if (now && now.ino === seen.ino && now.content === seen.content && this.#isStale(now))
-        unlinkSync(this.path)
-    } finally {
-      unlinkSync(gc)
-    }
+    const lock = this.#read(this.path)
+    const files = names.map((n) => this.#read(join(this.#dir, n)))
+    // Targets still present: the lock and every marker, by token (or inode for an unreadable lock).
+    const present = new Set<string>()
+    if (lock) present.add(lock.holder.token ?? `ino${lock.ino}`)
+    for (const f of files) if (f?.holder.token) present.add(f.holder.token)
+    names.forEach((name, i) => {
+      const f = files[i]
+      const rest = name.slice(this.#base.length + 1)
+      if (!f || !this.#isStale(f)) return
+      if (rest.startsWith("tmp-") || (rest.startsWith("gc-") && !present.has(rest.slice(3)))) rmQuiet(f.path)
+    })
   }
 }
 
@@ -372,6 +511,7 @@ export class FileLedgerStorage implements LedgerStorage {
           }
           // From here to release everything is synchronous: no other call in this process can interleave.
           try {
+            if (this.#lock.takeRecovered()) this.#sweepTemps()
             batch = this.#pending.splice(0)
             this.#load()
             const results: unknown[] = []
@@ -409,6 +549,21 @@ export class FileLedgerStorage implements LedgerStorage {
     } finally {
       this.#draining = false
     }
+  }
+
+  /**
+   * Rewrites happen only under the lock, so while we hold it any `<ledger>.tmp-*` file was left by a writer killed
+   * mid-rewrite (the rename never happened; the ledger itself is intact). Checked after a recovery only.
+   */
+  #sweepTemps(): void {
+    const prefix = `${basename(this.path)}.tmp-`
+    let names: string[]
+    try {
+      names = readdirSync(dirname(this.path))
+    } catch {
+      return
+    }
+    for (const n of names) if (n.startsWith(prefix)) rmQuiet(join(dirname(this.path), n))
   }
 
   #load(): void {
@@ -488,6 +643,7 @@ export class FileLedgerStorage implements LedgerStorage {
     const fd = openSync(tmp, "w", 0o644)
     try {
       writeAll(fd, chunks)
+      parkIn("flush-tmp")
       if (this.#fsync) fsyncSync(fd)
       renameSync(tmp, this.path)
     } catch (e) {

@@ -1,5 +1,6 @@
-// A LedgerStorage that talks to the edge ledger API (createLedgerApp), so a browser or any fetch-capable agent
-// shares the server's ledger. Atomicity lives on the server; this client adds none of its own.
+// A LedgerStorage over the edge API's raw storage routes (createLedgerApp, scope `ledger:store`), for trusted
+// backends that run the ledger themselves. Agents (browser tabs, third-party runtimes) use RemoteLedger
+// (`mycelium-runtime/client`) instead: a store token can write any row. Atomicity lives on the server.
 import {
   type ClaimOptions,
   type ClaimResult,
@@ -16,7 +17,7 @@ import { MyceliumError } from "../core/errors.ts"
 export interface HttpLedgerStorageOptions {
   /** Base URL of the API, e.g. `https://ledger.example.com` (the app's basePath included). */
   readonly url: string
-  /** Bearer token (a JWT with the `agent` scope), or a function that returns a fresh one. */
+  /** Bearer token (a JWT with the `ledger:store` scope), or a function that returns a fresh one. */
   readonly token?: string | (() => string | Promise<string>)
   readonly fetch?: typeof fetch
 }

@@ -1,36 +1,119 @@
-// A minimal node:http → fetch bridge, enough to serve a Hono app locally without another dependency.
-import { createServer, type IncomingMessage, type Server } from "node:http"
+// A minimal node:http → fetch bridge for the local ledger API, hardened for a machine with a browser on it:
+// only loopback Host values (no DNS rebinding), no cross-origin writes, JSON bodies only, a body limit.
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
+import { MyceliumError } from "../core/errors.ts"
 
 export type FetchHandler = (request: Request) => Response | Promise<Response>
 
-async function toRequest(req: IncomingMessage, origin: string): Promise<Request> {
+export interface LocalServeOptions {
+  /** Interface to bind. Default 127.0.0.1. */
+  readonly host?: string
+  /** Largest request body in bytes. Default 1 MiB. */
+  readonly maxBodyBytes?: number
+}
+
+/** A request the bridge refuses before the app sees it (foreign Host or Origin, not JSON, too large). */
+class Refusal extends MyceliumError {
+  override readonly name = "Refusal"
+  override readonly code: string
+  constructor(
+    readonly status: number,
+    code: string,
+    message: string,
+  ) {
+    super(message)
+    this.code = code
+  }
+}
+
+const LOOPBACK_NAMES = new Set(["127.0.0.1", "localhost", "[::1]"])
+
+/** `host[:port]` → host, lowercased; IPv6 keeps its brackets. */
+function hostName(hostHeader: string): string {
+  const h = hostHeader.toLowerCase()
+  if (h.startsWith("[")) return h.slice(0, h.indexOf("]") + 1)
+  return h.split(":")[0] ?? ""
+}
+
+function check(req: IncomingMessage, port: number): void {
+  const host = req.headers.host?.trim() ?? ""
+  const name = hostName(host)
+  const portPart = host.slice(name.length)
+  if (!LOOPBACK_NAMES.has(name) || (portPart !== "" && portPart !== `:${port}`))
+    throw new Refusal(
+      403,
+      "forbidden_host",
+      "this local API answers only to Host 127.0.0.1, localhost or [::1]",
+    )
+  const method = req.method ?? "GET"
+  if (method === "GET" || method === "HEAD") return
+  const origin = req.headers.origin
+  if (origin !== undefined) {
+    let ok = false
+    try {
+      const u = new URL(origin)
+      ok = u.protocol === "http:" && LOOPBACK_NAMES.has(u.hostname) && u.port === String(port)
+    } catch {
+      ok = false
+    }
+    if (!ok)
+      throw new Refusal(403, "forbidden_origin", "cross-origin writes to the local ledger API are refused")
+  }
+  if (!/^application\/json\s*(;|$)/i.test(req.headers["content-type"] ?? ""))
+    throw new Refusal(415, "unsupported_media_type", "send the body as 'Content-Type: application/json'")
+}
+
+async function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+  const declared = req.headers["content-length"]
+  if (declared !== undefined && Number(declared) > max)
+    throw new Refusal(413, "payload_too_large", `request body over ${max} bytes`)
   const chunks: Buffer[] = []
-  for await (const c of req) chunks.push(c as Buffer)
-  const body = chunks.length ? Buffer.concat(chunks) : undefined
+  let total = 0
+  for await (const c of req) {
+    total += (c as Buffer).length
+    if (total > max) throw new Refusal(413, "payload_too_large", `request body over ${max} bytes`)
+    chunks.push(c as Buffer)
+  }
+  return Buffer.concat(chunks)
+}
+
+async function toRequest(req: IncomingMessage, origin: string, max: number): Promise<Request> {
+  const method = req.method ?? "GET"
+  const body = method === "GET" || method === "HEAD" ? undefined : await readBody(req, max)
   const headers = new Headers()
   for (const [k, v] of Object.entries(req.headers)) {
     if (Array.isArray(v)) for (const x of v) headers.append(k, x)
     else if (v !== undefined) headers.set(k, v)
   }
-  const method = req.method ?? "GET"
   return new Request(new URL(req.url ?? "/", origin), {
     method,
     headers,
-    ...(body && method !== "GET" && method !== "HEAD" ? { body } : {}),
+    ...(body?.length ? { body: new Uint8Array(body) } : {}),
   })
 }
 
+function refuse(res: ServerResponse, status: number, code: string, message: string): void {
+  // The connection may still be sending a body we refused to read: close it rather than drain it.
+  res.writeHead(status, { "content-type": "application/json", connection: "close" })
+  res.end(JSON.stringify({ error: { code, message } }))
+}
+
 /** Serves `handler` on host:port; resolves with the server once it listens. */
-export function serve(handler: FetchHandler, port: number, host = "127.0.0.1"): Promise<Server> {
-  const origin = `http://${host}:${port}`
+export function serve(handler: FetchHandler, port: number, options: LocalServeOptions = {}): Promise<Server> {
+  const host = options.host ?? "127.0.0.1"
+  const max = options.maxBodyBytes ?? 1024 * 1024
   const server = createServer(async (req, res) => {
     try {
-      const response = await handler(await toRequest(req, origin))
+      const address = server.address()
+      const actualPort = typeof address === "object" && address ? address.port : port
+      check(req, actualPort)
+      const response = await handler(await toRequest(req, `http://${host}:${actualPort}`, max))
       res.writeHead(response.status, Object.fromEntries(response.headers))
       res.end(Buffer.from(await response.arrayBuffer()))
     } catch (e) {
-      res.writeHead(500, { "content-type": "application/json" })
-      res.end(JSON.stringify({ error: { code: "internal_error", message: String(e) } }))
+      if (e instanceof Refusal) refuse(res, e.status, e.code, e.message)
+      else refuse(res, 500, "internal_error", "internal error")
+      if (e instanceof Refusal && e.code === "payload_too_large") req.destroy()
     }
   })
   return new Promise((resolve, reject) => {

@@ -11,7 +11,7 @@ commands:
   demo [--store file|memory] [--serve]            the duplicate-payment bug and the fix, end to end
   transitions list|show|release|mark-dead          operate the action ledger (file, Redis, Postgres, or -c config)
   doctor [-c PATH] [--json] [--strict]            read-only checks of mycelium.yaml and its stores
-  serve [--port N] [--ledger PATH]                the ledger HTTP API over a local ledger file (loopback only)
+  serve [--port N] [--ledger PATH] [--token T]    the ledger HTTP API over a local ledger file (loopback only)
   release ID ...                                  short for: transitions release
 
 options: --version, --help

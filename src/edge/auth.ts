@@ -1,10 +1,20 @@
 // Bearer-token auth for the ledger API: a JWT verified with jose, carrying a tenant and scopes.
-
-import { createRemoteJWKSet, type JWTPayload, type JWTVerifyGetKey, jwtVerify } from "jose"
+import {
+  createRemoteJWKSet,
+  type JWTPayload,
+  type JWTVerifyGetKey,
+  type JWTVerifyOptions,
+  errors as joseErrors,
+  jwtVerify,
+} from "jose"
 import { InvalidOptionError, MyceliumError } from "../core/errors.ts"
 
-/** What a request may do. `agent` drives the storage protocol, `reader` lists, `operator` releases. */
-export type LedgerScope = "agent" | "reader" | "operator"
+/**
+ * What a request may do (token scope `ledger:<name>`). `agent` runs ledgered calls (server-side state machine),
+ * `reader` lists and shows, `operator` releases and marks workers dead, `store` uses the raw storage routes
+ * (trusted backends only: it can write any row).
+ */
+export type LedgerScope = "agent" | "reader" | "operator" | "store"
 
 export interface Principal {
   readonly tenant: string
@@ -21,19 +31,28 @@ export interface JwtAuthOptions {
   readonly audience?: string
   /** Claim holding the tenant. Default `tenant`. */
   readonly tenantClaim?: string
+  /** Refuse tokens issued longer ago than this many seconds (needs `iat`). Default: no maximum. */
+  readonly maxTokenAge?: number
+  /** Seconds of clock skew tolerated for `exp`, `nbf` and `iat`. Default 30. */
+  readonly clockTolerance?: number
 }
 
-/** The caller is not authenticated (`unauthorized`, 401) or lacks the scope or tenant (`forbidden`, 403). */
+export type AuthErrorCode = "unauthorized" | "forbidden" | "auth_unavailable"
+
+/**
+ * A refused or unverifiable token: `unauthorized` (401), `forbidden` (403, scope or tenant), `auth_unavailable`
+ * (503: the key set could not be fetched; retry later). The status comes from src/edge/status.ts.
+ */
 export class AuthError extends MyceliumError {
   override readonly name = "AuthError"
-  override readonly code: "unauthorized" | "forbidden"
-  constructor(code: "unauthorized" | "forbidden", message: string) {
+  override readonly code: AuthErrorCode
+  constructor(code: AuthErrorCode, message: string) {
     super(message)
     this.code = code
   }
 }
 
-const SCOPES: readonly LedgerScope[] = ["agent", "reader", "operator"]
+const SCOPES: readonly LedgerScope[] = ["agent", "reader", "operator", "store"]
 
 function scopesOf(payload: JWTPayload): Set<LedgerScope> {
   const raw = payload.scope ?? payload.scopes
@@ -48,36 +67,54 @@ function scopesOf(payload: JWTPayload): Set<LedgerScope> {
   return out
 }
 
+/** The key source could not answer (network, timeout, a non-JWKS response): not the token's fault. */
+function isKeySourceFailure(e: unknown): boolean {
+  if (e instanceof joseErrors.JWKSTimeout || e instanceof joseErrors.JWKSInvalid) return true
+  // fetch failures surface as plain errors (TypeError), never as a JOSEError.
+  return !(e instanceof joseErrors.JOSEError)
+}
+
 /** Builds a verifier: `Authorization: Bearer <jwt>` → Principal, or an AuthError. */
 export function jwtAuth(options: JwtAuthOptions): (authorization: string | undefined) => Promise<Principal> {
   const tenantClaim = options.tenantClaim ?? "tenant"
+  const tolerance = options.clockTolerance ?? 30
   let key: Uint8Array | JWTVerifyGetKey
+  const remote = !options.key && !!options.jwksUrl
   if (options.key) key = options.key
   else if (options.jwksUrl) key = createRemoteJWKSet(new URL(options.jwksUrl))
   else if (options.secret !== undefined) {
     key = typeof options.secret === "string" ? new TextEncoder().encode(options.secret) : options.secret
   } else throw new InvalidOptionError("jwtAuth needs secret, jwksUrl or key: pass one of them")
+  const verifyOptions: JWTVerifyOptions = {
+    requiredClaims: ["exp"],
+    clockTolerance: tolerance,
+    ...(options.issuer ? { issuer: options.issuer } : {}),
+    ...(options.audience ? { audience: options.audience } : {}),
+    ...(options.maxTokenAge !== undefined ? { maxTokenAge: options.maxTokenAge } : {}),
+  }
 
   return async (authorization) => {
-    const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? "")
-    if (!m?.[1]) throw new AuthError("unauthorized", "missing bearer token")
+    const m = /^Bearer\s+(\S{1,8192})$/i.exec(authorization ?? "")
+    if (!m?.[1])
+      throw new AuthError("unauthorized", "missing bearer token: send 'Authorization: Bearer <jwt>'")
     let payload: JWTPayload
     try {
-      const verifyOptions = {
-        ...(options.issuer ? { issuer: options.issuer } : {}),
-        ...(options.audience ? { audience: options.audience } : {}),
-      }
       payload =
         key instanceof Uint8Array
           ? (await jwtVerify(m[1], key, verifyOptions)).payload
           : (await jwtVerify(m[1], key, verifyOptions)).payload
     } catch (e) {
+      if (remote && isKeySourceFailure(e))
+        throw new AuthError("auth_unavailable", "the token's key set could not be fetched; retry shortly")
       throw new AuthError("unauthorized", `invalid token: ${e instanceof Error ? e.message : String(e)}`)
     }
+    // jose checks `iat` only with maxTokenAge; a token "issued" in the future is forged or from a broken clock.
+    if (typeof payload.iat === "number" && payload.iat > Date.now() / 1000 + tolerance)
+      throw new AuthError("unauthorized", "invalid token: 'iat' is in the future; check the issuer's clock")
     const tenant = payload[tenantClaim]
     if (typeof tenant !== "string" || !/^[A-Za-z0-9_.-]{1,128}$/.test(tenant)) {
       throw new AuthError("forbidden", `token has no valid '${tenantClaim}' claim`)
     }
-    return { tenant, subject: String(payload.sub ?? "unknown"), scopes: scopesOf(payload) }
+    return { tenant, subject: String(payload.sub ?? "unknown").slice(0, 128), scopes: scopesOf(payload) }
   }
 }

@@ -1,29 +1,54 @@
-// The one table from an error code to the HTTP status the API answers with. Every error the app returns is a
-// MyceliumError with a snake_case code; codes not listed are ledger state conflicts (409).
-import type { ContentfulStatusCode } from "hono/utils/http-status"
+// The one table from an error code to the HTTP status the API answers with, for every route and every runtime the
+// app runs on. Every error the app returns is a MyceliumError with a snake_case code; `invalid_*` codes not listed
+// are 400, other package codes are ledger state conflicts (409). Anything else is our bug: a 500 without detail.
 import { MyceliumError } from "../core/errors.ts"
 
-export const HTTP_STATUS_BY_CODE: Readonly<Record<string, ContentfulStatusCode>> = {
+export type HttpStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 500 | 503
+
+export const HTTP_STATUS_BY_CODE: Readonly<Record<string, HttpStatus>> = {
   invalid_json: 400,
   invalid_body: 400,
   invalid_query: 400,
+  invalid_path: 400,
   invalid_option: 400,
+  invalid_binding: 400,
+  too_deep: 400,
+  missing_request_identity: 400,
+  tool_capability_declaration: 400,
   unauthorized: 401,
   forbidden: 403,
   not_found: 404,
   ledger_unknown_request: 404,
   payload_too_large: 413,
+  row_too_large: 413,
+  unsupported_media_type: 415,
+  internal_error: 500,
   ledger_storage_unavailable: 503,
+  auth_unavailable: 503,
+  misconfigured: 503,
 }
 
-/** Status, code and message for any thrown value: a package error by its code, anything else a 500 without detail. */
-export function errorResponse(err: unknown): {
-  status: ContentfulStatusCode
-  body: { error: { code: string; message: string } }
-} {
+/** The status for a package error code. */
+export function statusForCode(code: string): HttpStatus {
+  const s = HTTP_STATUS_BY_CODE[code]
+  if (s !== undefined) return s
+  return code.startsWith("invalid_") ? 400 : 409
+}
+
+/** The body of every error response. */
+export interface ErrorBody {
+  readonly error: { readonly code: string; readonly message: string }
+}
+
+/** Status and body for any thrown value: a package error by its code, anything else a 500 without detail. */
+export function errorResponse(err: unknown): { status: HttpStatus; body: ErrorBody } {
   if (err instanceof MyceliumError) {
-    const status = HTTP_STATUS_BY_CODE[err.code] ?? 409
-    return { status, body: { error: { code: err.code, message: err.message } } }
+    // A storage outage's message carries the backend's own error text: keep that in logs, not in responses.
+    const message =
+      err.code === "ledger_storage_unavailable"
+        ? "ledger storage unavailable; retry shortly"
+        : err.message || err.code
+    return { status: statusForCode(err.code), body: { error: { code: err.code, message } } }
   }
   return { status: 500, body: { error: { code: "internal_error", message: "internal error" } } }
 }

@@ -15,6 +15,10 @@ export interface LedgerWorkerEnv {
   readonly LEDGER_JWKS_URL?: string
   readonly LEDGER_JWT_ISSUER?: string
   readonly LEDGER_JWT_AUDIENCE?: string
+  /** Refuse tokens issued more than this many seconds ago. Default: no maximum (exp still required). */
+  readonly LEDGER_JWT_MAX_AGE?: string
+  /** Comma-separated browser origins allowed to call the API (CORS). Default none. */
+  readonly LEDGER_CORS_ORIGINS?: string
   /** Shards per tenant: a hot tenant spreads its rows over this many objects. Default 1. */
   readonly LEDGER_SHARDS?: string
   readonly MYCELIUM_ALLOW_UNAUTHENTICATED?: string
@@ -34,18 +38,24 @@ function build(env: LedgerWorkerEnv): Hono {
   const verify = {
     ...(env.LEDGER_JWT_ISSUER ? { issuer: env.LEDGER_JWT_ISSUER } : {}),
     ...(env.LEDGER_JWT_AUDIENCE ? { audience: env.LEDGER_JWT_AUDIENCE } : {}),
+    ...(Number(env.LEDGER_JWT_MAX_AGE) > 0 ? { maxTokenAge: Number(env.LEDGER_JWT_MAX_AGE) } : {}),
   }
+  const origins = (env.LEDGER_CORS_ORIGINS ?? "")
+    .split(",")
+    .map((o) => o.trim())
+    .filter(Boolean)
+  const common = { storage, ...(origins.length ? { corsOrigins: origins } : {}) }
   if (env.LEDGER_JWT_SECRET)
     return createLedgerApp({
-      storage,
+      ...common,
       authenticate: jwtAuth({ secret: env.LEDGER_JWT_SECRET, ...verify }),
     }) as unknown as Hono
   if (env.LEDGER_JWKS_URL)
     return createLedgerApp({
-      storage,
+      ...common,
       authenticate: jwtAuth({ jwksUrl: env.LEDGER_JWKS_URL, ...verify }),
     }) as unknown as Hono
-  if (env.MYCELIUM_ALLOW_UNAUTHENTICATED === "true") return createLedgerApp({ storage }) as unknown as Hono
+  if (env.MYCELIUM_ALLOW_UNAUTHENTICATED === "true") return createLedgerApp(common) as unknown as Hono
   throw new InvalidOptionError(
     "configure LEDGER_JWT_SECRET or LEDGER_JWKS_URL (or MYCELIUM_ALLOW_UNAUTHENTICATED=true for local dev)",
   )

@@ -139,6 +139,12 @@ for (const backend of ["file", "upstash", "neon"] as const) {
       try {
         await expect(w.call()).rejects.toBeInstanceOf(LedgerHardBlockError)
         expect(effectsIn(effects)).toBe(0)
+        // A lapsed lease needs its owner's death signal before a not_executed verdict; the test killed it.
+        await w.ledger.markWorkerDeadFor("transfer:1", {
+          by: "ops",
+          reason: "worker process SIGKILLed",
+          overrideHeartbeat: true,
+        })
         await w.ledger.release("transfer:1", {
           verified: "not_executed",
           by: "ops",

@@ -50,7 +50,11 @@ describe("mycelium demo --serve", () => {
       const released = transitions.find((t) => t.tool === "send_payment")
       // The one-shot release was spent by the re-run; who released it stays on the row.
       expect(released).toMatchObject({ operator_resolution: null, resolved_by: "ops@example.com" })
-      const bad = await fetch(`${base}/v1/transitions/x/release`, { method: "POST", body: "{" })
+      const bad = await fetch(`${base}/v1/transitions/x/release`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: "{",
+      })
       expect(bad.status).toBe(400)
       // The file is the Python original's layout: one JSON object keyed by request id.
       const file = JSON.parse(readFileSync(ledgerPath, "utf8")) as Record<string, { request_id: string }>

@@ -1,7 +1,7 @@
 import { SignJWT } from "jose"
 import { describe, expect, it } from "vitest"
 import { HttpLedgerStorage, LedgerHttpError } from "../../src/adapters/http.ts"
-import { ActionLedger, MemoryLedgerStorage } from "../../src/core/index.ts"
+import { ActionLedger, type LedgerStorage, MemoryLedgerStorage } from "../../src/core/index.ts"
 import { createLedgerApp, jwtAuth } from "../../src/edge/index.ts"
 import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 
@@ -26,9 +26,30 @@ function served(authed = false) {
   return { app, fetch: fetch as typeof globalThis.fetch, stores }
 }
 
-testLedgerStorage("http (edge app over memory)", () => {
-  const { fetch } = served()
-  return { storage: new HttpLedgerStorage({ url: "http://ledger.local", fetch }) }
+// The server leases on its own clock and ignores the client's `now`. The suite drives time through `now`, so this
+// shim moves the server's manual clock to each call's `now` first: the test controls the clock, the wire does not.
+testLedgerStorage("http (edge app over memory, server clock)", () => {
+  let t = 1_800_000_000
+  const clock = { now: () => t }
+  const app = createLedgerApp({ storage: new MemoryLedgerStorage(), clock })
+  const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
+    app.fetch(new Request(input, init))) as typeof globalThis.fetch
+  const http = new HttpLedgerStorage({ url: "http://ledger.local", fetch })
+  const storage: LedgerStorage = {
+    get: (id) => http.get(id),
+    set: (e) => http.set(e),
+    list: (o) => http.list(o),
+    findByDispatchId: (d) => http.findByDispatchId(d),
+    tryClaimInflight(entry, ttl, now, options) {
+      t = now
+      return http.tryClaimInflight(entry, ttl, now, options)
+    },
+    tryTransition(next, expect) {
+      if (expect.leaseHeldAt !== undefined) t = expect.leaseHeldAt
+      return http.tryTransition(next, expect)
+    },
+  }
+  return { storage }
 })
 
 describe("edge ledger API", () => {
@@ -120,13 +141,22 @@ describe("edge ledger API", () => {
       transitions: Array<{ request_id: string; terminal_outcome: string }>
     }
     expect(stuck.transitions.map((r) => [r.request_id, r.terminal_outcome])).toEqual([["email:1", "UNKNOWN"]])
+    const json = { "content-type": "application/json" }
+    const unknown = await app.request("/v1/transitions/nope/release", {
+      method: "POST",
+      headers: json,
+      body: JSON.stringify({ verified: "not_executed", reason: "r" }),
+    })
+    expect(unknown.status).toBe(404)
     const rel = await app.request("/v1/transitions/email%3A1/release", {
       method: "POST",
+      headers: json,
       body: JSON.stringify({ verified: "not_executed", reason: "not in the sent folder", by: "ops" }),
     })
     expect(rel.status).toBe(200)
     const again = await app.request("/v1/transitions/email%3A1/release", {
       method: "POST",
+      headers: json,
       body: JSON.stringify({ verified: "not_executed", reason: "x" }),
     })
     expect(again.status).toBe(409)
@@ -137,8 +167,8 @@ describe("edge ledger API", () => {
 
   it("JWT auth: tenants are isolated and scopes are enforced", async () => {
     const { fetch } = served(true)
-    const agentA = await sign({ tenant: "acme", scope: "agent" })
-    const agentB = await sign({ tenant: "globex", scope: "agent" })
+    const agentA = await sign({ tenant: "acme", scope: "ledger:store" })
+    const agentB = await sign({ tenant: "globex", scope: "ledger:store" })
     const readerA = await sign({ tenant: "acme", scope: "reader" })
     const a = new ActionLedger({
       storage: new HttpLedgerStorage({ url: "http://x", fetch, token: agentA }),
@@ -154,8 +184,13 @@ describe("edge ledger API", () => {
     await expect(asReader.get("shared-id")).rejects.toMatchObject({ status: 403, code: "forbidden" })
     const anon = new HttpLedgerStorage({ url: "http://x", fetch })
     await expect(anon.get("shared-id")).rejects.toBeInstanceOf(LedgerHttpError)
-    const forged = await new SignJWT({ tenant: "acme", scope: "agent" })
+    const onlyAgent = await sign({ tenant: "acme", scope: "ledger:agent" })
+    await expect(
+      new HttpLedgerStorage({ url: "http://x", fetch, token: onlyAgent }).get("shared-id"),
+    ).rejects.toMatchObject({ status: 403, code: "forbidden" })
+    const forged = await new SignJWT({ tenant: "acme", scope: "store" })
       .setProtectedHeader({ alg: "HS256" })
+      .setExpirationTime("5m")
       .sign(new TextEncoder().encode("wrong-secret-wrong-secret-wrong-secret"))
     await expect(
       new HttpLedgerStorage({ url: "http://x", fetch, token: forged }).get("shared-id"),

@@ -20,7 +20,7 @@ beforeAll(async () => {
     mainFields: ["module", "main"],
     conditions: ["workerd", "worker", "browser"],
     write: false,
-    external: ["cloudflare:*", "node:*"],
+    external: ["cloudflare:*"],
     logLevel: "silent",
   })
   script = bundle.outputFiles[0]?.text ?? ""
@@ -31,7 +31,6 @@ function worker(bindings: Record<string, string>) {
     modules: true,
     script,
     compatibilityDate: "2025-09-01",
-    compatibilityFlags: ["nodejs_compat"],
     bindings,
     durableObjects: { LEDGER: { className: "MyceliumLedgerObject", useSQLite: true } },
   })
@@ -49,8 +48,14 @@ describe("the Cloudflare worker entry in workerd", () => {
     const nope = await mf.dispatchFetch("http://edge.test/nope")
     expect(nope.status).toBe(404)
     expect(((await nope.json()) as { error: { code: string } }).error.code).toBe("not_found")
-    const bad = await mf.dispatchFetch("http://edge.test/v1/rows/x/claim", { method: "POST", body: "{" })
+    const bad = await mf.dispatchFetch("http://edge.test/v1/rows/x/claim", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{",
+    })
     expect(bad.status).toBe(400)
+    const plain = await mf.dispatchFetch("http://edge.test/v1/rows/x/claim", { method: "POST", body: "{}" })
+    expect(plain.status).toBe(415)
 
     const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
       mf.dispatchFetch(String(input), init as never)) as unknown as typeof globalThis.fetch
@@ -86,7 +91,7 @@ describe("the Cloudflare worker entry in workerd", () => {
     mfs.push(mf)
     expect((await mf.dispatchFetch("http://edge.test/v1/transitions")).status).toBe(401)
     const token = (tenant: string) =>
-      new SignJWT({ tenant, scope: "agent reader" })
+      new SignJWT({ tenant, scope: "ledger:store ledger:reader" })
         .setProtectedHeader({ alg: "HS256" })
         .setExpirationTime("5m")
         .sign(new TextEncoder().encode(secret))

@@ -10,13 +10,14 @@ import { parseOrUsage, parsePort } from "../options.ts"
 // Under .mycelium/, which .gitignore and biome ignore: the demo must never leave a file that lint or git sees.
 export const DEMO_LEDGER = ".mycelium/demo-ledger.json"
 
-export const HELP = `mycelium demo [--store file|memory|config] [-c PATH] [--ledger PATH] [--serve [--port N]]
+export const HELP = `mycelium demo [--store file|memory|config] [-c PATH] [--ledger PATH] [--serve [--port N] [--token T]]
 
   the duplicate-tool-call bug (langgraph#7417) and the fix, in one process:
     --store file     (default) a fresh ledger file, ${DEMO_LEDGER} (or --ledger PATH)
     --store memory   nothing written to disk
     --store config   the action_ledger store of mycelium.yaml (or -c PATH): Redis, Postgres, ... (rows are kept)
-  --serve            afterwards, serve the demo's ledger file over HTTP on loopback (Ctrl-C stops it)
+  --serve            afterwards, serve the demo's ledger file over HTTP on loopback (Ctrl-C stops it);
+                     --token T (or MYCELIUM_TOKEN) requires 'Authorization: Bearer T' on every /v1 request
 exit codes: 0 every check passed, 1 a check failed, 2 usage or config error`
 
 export async function run(args: string[]): Promise<number> {
@@ -30,6 +31,7 @@ export async function run(args: string[]): Promise<number> {
         serve: { type: "boolean", default: false },
         port: { type: "string" },
         ledger: { type: "string" },
+        token: { type: "string" },
       },
     }),
   )
@@ -67,7 +69,7 @@ export async function run(args: string[]): Promise<number> {
     report.rerunsAfterRelease === 1
   if (values.serve) {
     const { startApi } = await import("./serve.ts")
-    await startApi("demo --serve", ledgerPath, port)
+    await startApi("demo --serve", ledgerPath, port, values.token ?? process.env.MYCELIUM_TOKEN)
   }
   return ok ? 0 : 1
 }

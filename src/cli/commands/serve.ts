@@ -6,18 +6,31 @@ import { CliError, importNeeding } from "../errors.ts"
 import { serve } from "../http-bridge.ts"
 import { DEFAULT_LEDGER, parseOrUsage, parsePort } from "../options.ts"
 
-export const HELP = `mycelium serve [--port N] [--ledger PATH]
+export const HELP = `mycelium serve [--port N] [--ledger PATH] [--token T]
 
-  the ledger HTTP API (docs/http-api.md) over a local ledger file, on 127.0.0.1 only, without auth: for local use.
+  the ledger HTTP API (docs/http-api.md) over a local ledger file, on 127.0.0.1 only: loopback Host values only,
+  no cross-origin or non-JSON writes, bodies up to 1 MiB.
   --port N        default 8787; 0 picks a free port
-  --ledger PATH   default .mycelium/ledger.json`
+  --ledger PATH   default .mycelium/ledger.json
+  --token T       every /v1 request must send 'Authorization: Bearer T' (default: $MYCELIUM_TOKEN, else no auth)`
 
 /** What the edge app needs at run time (its optional peer dependencies). */
 export const SERVE_PACKAGES = ["hono", "zod", "jose"] as const
 
-export async function startApi(command: string, ledgerPath: string, port: number): Promise<void> {
-  const { createLedgerApp } = await importNeeding(command, SERVE_PACKAGES, () => import("../../edge/app.ts"))
-  const app = createLedgerApp({ storage: new FileLedgerStorage(ledgerPath) })
+/** `token` (from --token or MYCELIUM_TOKEN) makes every /v1 request send `Authorization: Bearer <token>`. */
+export async function startApi(
+  command: string,
+  ledgerPath: string,
+  port: number,
+  token: string | undefined,
+): Promise<void> {
+  const [{ createLedgerApp }, { tokenAuth }] = await importNeeding(command, SERVE_PACKAGES, () =>
+    Promise.all([import("../../edge/app.ts"), import("../token-auth.ts")]),
+  )
+  const app = createLedgerApp({
+    storage: new FileLedgerStorage(ledgerPath),
+    ...(token ? { authenticate: tokenAuth(token) } : {}),
+  })
   const server = await serve(app.fetch, port).catch((e: unknown) => {
     if ((e as { code?: unknown }).code !== "EADDRINUSE") throw e
     throw new CliError(`port ${port} is in use: pass --port N (--port 0 picks a free one)`)
@@ -25,18 +38,21 @@ export async function startApi(command: string, ledgerPath: string, port: number
   const addr = server.address()
   const actual = typeof addr === "object" && addr ? addr.port : port
   const base = `http://127.0.0.1:${actual}`
-  console.log(`\nledger API listening on ${base} (no auth: local use only; Ctrl-C stops it)`)
-  console.log(`  curl ${base}/v1/transitions`)
-  console.log(`  curl '${base}/v1/transitions?stuck=true'`)
+  const auth = token ? "bearer token required" : "no auth: loopback only, same-origin JSON writes only"
+  console.log(`\nledger API listening on ${base} (${auth}; Ctrl-C stops it)`)
+  const h = token ? ` -H 'authorization: Bearer ${token}'` : ""
+  console.log(`  curl${h} ${base}/v1/transitions`)
+  console.log(`  curl${h} '${base}/v1/transitions?stuck=true'`)
 }
 
 export async function run(args: string[]): Promise<number> {
   const { values } = parseOrUsage("serve", () =>
     parseArgs({
       args,
-      options: { port: { type: "string" }, ledger: { type: "string" } },
+      options: { port: { type: "string" }, ledger: { type: "string" }, token: { type: "string" } },
     }),
   )
-  await startApi("serve", values.ledger ?? DEFAULT_LEDGER, parsePort(values.port))
+  const token = values.token ?? process.env.MYCELIUM_TOKEN
+  await startApi("serve", values.ledger ?? DEFAULT_LEDGER, parsePort(values.port), token)
   return 0
 }

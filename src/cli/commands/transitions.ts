@@ -12,7 +12,9 @@ export const HELP = `mycelium transitions <list|show|release|mark-dead> [options
   list [--stuck] [--tool NAME] [--json]        every transition (stuck: waiting for a human or a reconciler)
   show ID [--json]                             one transition, every field
   release ID --verified completed|not-executed --by WHO --reason TEXT [--result-json JSON]
-                                               an operator's verdict on a stuck transition (runs at most once)
+          [--override-death-signal WHY]        an operator's verdict on a stuck transition (runs at most once);
+                                               not-executed on a lapsed lease needs the owner's death signal
+                                               (heartbeat silence, mark-dead) or WHY it can no longer act
   mark-dead ID --by WHO --reason TEXT [--override-heartbeat]
                                                assert the worker holding ID is dead, so its lease may be reclaimed
 
@@ -187,6 +189,7 @@ export async function release(args: string[], command = "transitions release"): 
         by: { type: "string" },
         reason: { type: "string" },
         "result-json": { type: "string" },
+        "override-death-signal": { type: "string" },
       },
     }),
   )
@@ -194,6 +197,9 @@ export async function release(args: string[], command = "transitions release"): 
   const verified = VERDICTS[values.verified ?? ""]
   if (!verified) throw new UsageError(`${command}: --verified must be completed or not-executed`)
   if (!values.by || !values.reason) throw new UsageError(`${command}: --by and --reason are required`)
+  const override = values["override-death-signal"]
+  if (override !== undefined && !override.trim())
+    throw new UsageError(`${command}: --override-death-signal must say why the owner can no longer act`)
   let result: unknown = null
   if (values["result-json"] !== undefined) {
     if (verified !== "completed")
@@ -206,7 +212,13 @@ export async function release(args: string[], command = "transitions release"): 
   }
   return withLedger(values, async ({ ledger }) => {
     const row = await refusals(() =>
-      ledger.release(id, { verified, by: values.by as string, reason: values.reason as string, result }),
+      ledger.release(id, {
+        verified,
+        by: values.by as string,
+        reason: values.reason as string,
+        result,
+        ...(override !== undefined ? { overrideDeathSignal: override } : {}),
+      }),
     )
     console.log(
       `released ${row.requestId} (${row.tool}): verified=${verified} by=${values.by} from=${row.releasedFromOutcome}`,

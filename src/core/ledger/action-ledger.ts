@@ -7,6 +7,7 @@ import {
   advanceBoundaryHeld,
   attachRefHeld,
   completeHeld,
+  completeUnstorableHeld,
   type FenceGuard,
   failHeld,
   heldRow,
@@ -27,6 +28,7 @@ import {
 } from "./engine/operators.ts"
 import { type ClaimOutcome, prepareCall } from "./engine/request.ts"
 import { createLedgeredTool, type LedgeredToolOptions, type ToolBody } from "./engine/tool.ts"
+import type { UnstorableReason } from "./errors.ts"
 import { ToolTransitionBinding, type ToolTransitionBindingInit } from "./model/binding.ts"
 import type { Decision, LedgerEntry } from "./model/entry.ts"
 import type { RequestIdentityPolicy, SideEffectBoundary, UnclassifiedPolicy } from "./model/enums.ts"
@@ -39,10 +41,15 @@ export type { FenceGuard } from "./engine/fenced.ts"
 /** A manual claim: for integrations that drive the ledger themselves instead of `ledger.tool()`. */
 export interface ManualClaimRequest {
   readonly tool: string
-  readonly requestId: string
+  /** The storage key. Omitted: derived from `meta` and the binding exactly as `ledger.tool()` derives it. */
+  readonly requestId?: string
   readonly args?: Readonly<Record<string, unknown>>
   readonly binding?: ToolTransitionBinding | ToolTransitionBindingInit
   readonly meta?: CallMeta
+  /** A decision made before the claim rides on the claim write (phase ATTEMPTING), saving `recordDecision`. */
+  readonly decision?: Decision
+  /** Seconds this claim is leased. Default the ledger's `leaseTtl`. */
+  readonly leaseTtl?: number
 }
 
 /** A function wrapped by `ledger.tool()`: every call goes through the ledger. */
@@ -117,8 +124,20 @@ export class ActionLedger {
    */
   async claim(request: ManualClaimRequest): Promise<ClaimOutcome> {
     const binding = request.binding ? ToolTransitionBinding.from(request.binding) : null
-    const meta = { ...request.meta, requestId: request.requestId }
-    const call = prepareCall(this.#core, request.tool, binding, request.args ?? {}, meta, () => null)
+    const meta =
+      request.requestId === undefined
+        ? (request.meta ?? {})
+        : { ...request.meta, requestId: request.requestId }
+    const decision = request.decision ?? null
+    const call = prepareCall(
+      this.#core,
+      request.tool,
+      binding,
+      request.args ?? {},
+      meta,
+      () => decision,
+      request.leaseTtl === undefined ? {} : { leaseTtl: request.leaseTtl },
+    )
     return claimTransition(this.#core, call.request, call.mode)
   }
 
@@ -126,6 +145,20 @@ export class ActionLedger {
 
   async complete(requestId: string, result: unknown, guard: FenceGuard): Promise<LedgerEntry> {
     return completeHeld(this.#core, await heldRow(this.#core, requestId, guard, "complete"), result)
+  }
+
+  /**
+   * Completes without the result, which the caller found too big, too deep or not JSON for the backend's limits
+   * (a remote client checks before sending it). Replays raise `LedgerResultUnstorableError` naming `limit`.
+   */
+  async completeUnstorable(
+    requestId: string,
+    limit: UnstorableReason,
+    message: string,
+    guard: FenceGuard,
+  ): Promise<LedgerEntry> {
+    const row = await heldRow(this.#core, requestId, guard, "complete")
+    return completeUnstorableHeld(this.#core, row, limit, message)
   }
 
   async fail(

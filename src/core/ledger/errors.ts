@@ -148,3 +148,20 @@ export class LedgerIdentityConflictError extends LedgerError {
       "The tool body was not executed."
   }
 }
+
+/** Which store limit a result broke: not JSON, nested too deep, or a row too large. */
+export type UnstorableReason = "not_serializable" | "max_depth" | "max_row_bytes"
+
+/**
+ * The call completed but its result was too big, too deep or not JSON for the store: the row is COMPLETED without a
+ * result, and every replay raises this instead of running the effect again. `limit` names the limit.
+ */
+export class LedgerResultUnstorableError extends LedgerError {
+  override readonly name = "LedgerResultUnstorableError"
+  override readonly code = "ledger_result_unstorable"
+  readonly limit: UnstorableReason
+  constructor(message: string, limit: UnstorableReason) {
+    super(message)
+    this.limit = limit
+  }
+}

@@ -5,6 +5,7 @@ export type {
   ClaimResult,
   LedgerStorage,
   ListOptions,
+  StorageLimits,
   TransitionExpectation,
 } from "../storage/contract.ts"
 export { MemoryLedgerStorage } from "../storage/memory.ts"
@@ -34,6 +35,7 @@ export {
   LedgerOutcomeAlreadySetError,
   LedgerPollTimeoutError,
   LedgerReleaseRefusedError,
+  LedgerResultUnstorableError,
   LedgerRowError,
   LedgerSoftBlockError,
   LedgerStaleFenceError,
@@ -42,12 +44,15 @@ export {
   LedgerWorkerAliveError,
   MissingRequestIdentityError,
   ToolCapabilityDeclarationError,
+  type UnstorableReason,
 } from "./errors.ts"
 export { type ScopeField, ToolTransitionBinding, type ToolTransitionBindingInit } from "./model/binding.ts"
 export { canonicalJson, type JsonValue } from "./model/canonical.ts"
 export {
   type Decision,
+  LEASE_LAPSED_ERROR,
   type LedgerEntry,
+  leaseLapsed,
   leaseValidity,
   resolvedEffectState,
   resolvedOutcome,

@@ -1,6 +1,14 @@
 import type { LedgerEntry } from "../ledger/model/entry.ts"
 import type { EffectState, TerminalOutcome } from "../ledger/model/enums.ts"
 
+/** Limits a backend declares (`LedgerStorage.limits`). Omitted fields are unlimited. */
+export interface StorageLimits {
+  /** Largest stored row, in UTF-8 bytes of its JSON payload. */
+  readonly maxRowBytes?: number
+  /** Deepest nesting of arrays and objects inside a stored row. */
+  readonly maxDepth?: number
+}
+
 export type ClaimResult =
   | {
       readonly outcome: "claimed"
@@ -50,6 +58,8 @@ export interface ListOptions {
  * Any failure to reach the store must reject; the ledger turns it into `LedgerStorageUnavailableError`.
  */
 export interface LedgerStorage {
+  /** What one row may hold; the ledger records an oversized result as such instead of failing the write. */
+  readonly limits?: StorageLimits
   get(requestId: string): Promise<LedgerEntry | null>
   /**
    * Upsert, for repair tooling, imports and tests (the ledger itself never calls it). One rule, in every backend,

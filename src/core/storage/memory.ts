@@ -5,8 +5,10 @@ import type {
   ClaimResult,
   LedgerStorage,
   ListOptions,
+  StorageLimits,
   TransitionExpectation,
 } from "./contract.ts"
+import { jsonDepth } from "./limits.ts"
 
 /**
  * Process-local ledger. Each method runs to completion without awaiting, so claim and compare-and-set are atomic
@@ -14,9 +16,15 @@ import type {
  */
 export class MemoryLedgerStorage implements LedgerStorage {
   readonly kind = "memory"
+  readonly limits?: StorageLimits
   readonly #rows = new Map<string, LedgerEntry>()
   // One id per dispatch is the rule; a Set only when a ticket was reused (drift, or several tools).
   readonly #byDispatch = new Map<string, string | Set<string>>()
+
+  /** `limits` makes this store refuse what a real backend would (tests of oversized results). */
+  constructor(options: { limits?: StorageLimits } = {}) {
+    if (options.limits) this.limits = options.limits
+  }
 
   async get(requestId: string): Promise<LedgerEntry | null> {
     return this.#rows.get(requestId) ?? null
@@ -84,6 +92,7 @@ export class MemoryLedgerStorage implements LedgerStorage {
   }
 
   #put(entry: LedgerEntry): void {
+    if (this.limits) assertWithinLimits(entry, this.limits)
     const prev = this.#rows.get(entry.requestId)
     // Entries are immutable by contract (readonly types; the ledger always writes new objects), so rows are
     // stored as given: copying or freezing them would cost more than the rest of a call.
@@ -96,5 +105,18 @@ export class MemoryLedgerStorage implements LedgerStorage {
         if (ids !== entry.requestId) this.#byDispatch.set(d, new Set([ids, entry.requestId]))
       } else ids.add(entry.requestId)
     }
+  }
+}
+
+/** Refuses a write as a real backend would (SQLite's JSON depth and row size), so tests see the real failure. */
+function assertWithinLimits(entry: LedgerEntry, limits: StorageLimits): void {
+  // The entry, not the codec's row: same nesting and values, and the hot path does not load the codec.
+  const row = entry
+  if (limits.maxDepth !== undefined && jsonDepth(row, limits.maxDepth) > limits.maxDepth)
+    throw new Error(`row '${entry.requestId}' nests deeper than ${limits.maxDepth}`)
+  if (limits.maxRowBytes !== undefined) {
+    const bytes = new TextEncoder().encode(JSON.stringify(row)).length
+    if (bytes > limits.maxRowBytes)
+      throw new Error(`row '${entry.requestId}' is ${bytes} bytes, over ${limits.maxRowBytes}`)
   }
 }

@@ -6,6 +6,7 @@ import type { LedgerCore } from "../core.ts"
 import { LedgerHardBlockError, LedgerPollTimeoutError, LedgerSoftBlockError } from "../errors.ts"
 import {
   isAmbiguous,
+  notExecutedWaitsForDeath,
   resolveReadOnlyGate,
   resolveSideEffectGate,
   resolveUnclassifiedGate,
@@ -229,6 +230,7 @@ async function settle(core: LedgerCore, req: ClaimRequest, observed: LedgerEntry
     return ok ? { kind: "return", entry: done } : { kind: "reread", entry: await store.get(req.requestId) }
   }
   if (verdict.status === "NOT_EXECUTED") {
+    if (notExecutedWaitsForDeath(observed, clock.now(), core.policy.presumedDeadAfter)) return null
     const fresh = await reexecute(core, req, observed)
     return fresh ? { kind: "owned", entry: fresh } : { kind: "reread", entry: await store.get(req.requestId) }
   }

@@ -2,12 +2,14 @@
 // compare-and-set from the row it holds. Public `ActionLedger` methods and the tool wrapper's
 // `TransitionContext` both come through here.
 import type { TransitionExpectation } from "../../storage/contract.ts"
+import { unstorableReason } from "../../storage/limits.ts"
 import type { LedgerCore } from "../core.ts"
 import {
   LedgerConfigError,
   LedgerLeaseError,
   LedgerOutcomeAlreadySetError,
   LedgerUnknownRequestError,
+  type UnstorableReason,
 } from "../errors.ts"
 import {
   blockedRow,
@@ -18,6 +20,7 @@ import {
   failedRow,
   renewedRow,
   unknownRow,
+  unstorableRow,
 } from "../machine/transitions.ts"
 import { type Decision, hasAllowedDecision, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
 import type { SideEffectBoundary } from "../model/enums.ts"
@@ -88,7 +91,47 @@ function effectExpect(c: LedgerEntry, op: string): TransitionExpectation {
 
 export function completeHeld(core: LedgerCore, c: LedgerEntry, result: unknown): Promise<LedgerEntry> {
   const expect = effectExpect(c, "complete")
-  return casFrom(core, c, completedRow(c, result, core.clock.now()), expect, "complete")
+  return casFrom(core, c, completedOrUnstorable(core, c, result), expect, "complete")
+}
+
+/**
+ * Completes without the result, which the caller found too big, too deep or not JSON for the store (a remote
+ * client checks before sending it). Replays raise `LedgerResultUnstorableError` naming `limit`.
+ */
+export function completeUnstorableHeld(
+  core: LedgerCore,
+  c: LedgerEntry,
+  limit: UnstorableReason,
+  message: string,
+): Promise<LedgerEntry> {
+  const expect = effectExpect(c, "complete")
+  return casFrom(core, c, unstorableRow(c, limit, message, core.clock.now()), expect, "complete")
+}
+
+/**
+ * The completion row, or (the result is too big, too deep or not JSON for the store) a COMPLETED row that says so:
+ * a write the store refuses after the effect ran would strand the row IN_FLIGHT.
+ */
+function completedOrUnstorable(core: LedgerCore, c: LedgerEntry, result: unknown): LedgerEntry {
+  const now = core.clock.now()
+  const limits = core.storage.limits
+  let bad: { reason: UnstorableReason; message: string } | null
+  try {
+    const next = completedRow(c, result, now)
+    bad = limits ? unstorableReason(next, limits) : null
+    if (!bad) return next
+  } catch (e) {
+    // A cycle overflows the JSON conversion.
+    bad = {
+      reason: "not_serializable",
+      message: `the result is not JSON (${e instanceof Error ? e.message : String(e)})`,
+    }
+  }
+  core.warn(
+    `the result of '${c.tool}' request '${c.requestId}' was not stored: ${bad.message}; ` +
+      "the row is COMPLETED without it and replays raise LedgerResultUnstorableError",
+  )
+  return unstorableRow(c, bad.reason, bad.message, now)
 }
 
 export function failHeld(

@@ -8,9 +8,10 @@ import {
   LedgerUnknownRequestError,
   LedgerWorkerAliveError,
 } from "../errors.ts"
+import { releaseNeedsDeathSignal } from "../machine/gates.ts"
 import { ageString, remainingString } from "../machine/messages.ts"
 import { RELEASABLE_OUTCOMES, releasedRow, workerDeadRow } from "../machine/transitions.ts"
-import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
+import { hasWorkerDeathEvidence, type LedgerEntry, leaseLapsed, resolvedOutcome } from "../model/entry.ts"
 import type { TerminalOutcome } from "../model/enums.ts"
 import { casFrom } from "./fenced.ts"
 
@@ -20,6 +21,12 @@ export interface ReleaseOptions {
   readonly result?: unknown
   readonly by: string
   readonly reason: string
+  /**
+   * `not_executed` on a lapsed lease without the owner's death signal: say why the owner can no longer act
+   * (e.g. "host decommissioned, disk wiped"). Stored in the resolution reason. Without it, or heartbeat silence past
+   * `presumedDeadAfter`, or `markWorkerDeadFor()`, such a release is refused with `LedgerWorkerAliveError`.
+   */
+  readonly overrideDeathSignal?: string
 }
 
 export interface MarkWorkerDeadOptions {
@@ -77,19 +84,21 @@ export async function release(
     )
   }
   const { policy } = core
-  if (
-    resolved === "EXPIRED" &&
-    policy.reclaimRequiresDeathSignal &&
-    !hasWorkerDeathEvidence(row, now, policy.presumedDeadAfter)
-  ) {
-    throw aliveError(core, row, now)
+  const override = options.overrideDeathSignal
+  if (override !== undefined && !override.trim()) {
+    throw new LedgerReleaseRefusedError("overrideDeathSignal must say why the owner can no longer act")
   }
+  const gated = releaseNeedsDeathSignal(row, verified, now, policy.reclaimRequiresDeathSignal)
+  const evidence = hasWorkerDeathEvidence(row, now, policy.presumedDeadAfter)
+  if (gated && !evidence && !override) throw releaseAliveError(core, row, now, resolved)
   if (verified === "completed" && row.effectProtocolRequired && !row.decision?.allowed) {
     throw new LedgerReleaseRefusedError(
       `Request '${requestId}' has no allowed decision; it cannot have completed. Release it as not_executed if the effect did not happen`,
     )
   }
-  const next = releasedRow(row, verified, options.result ?? null, by, reason, resolved, now)
+  const why =
+    gated && !evidence && override ? `${reason} (death signal overridden: ${override.trim()})` : reason
+  const next = releasedRow(row, verified, options.result ?? null, by, why, resolved, now)
   const ok = await core.store.tryTransition(next, {
     outcomes: RELEASABLE_OUTCOMES,
     owner: row.owner,
@@ -98,6 +107,26 @@ export async function release(
   if (!ok)
     throw new LedgerAlreadyResolvedError(`Cannot release request '${requestId}': transition superseded`)
   return next
+}
+
+function releaseAliveError(
+  core: LedgerCore,
+  row: LedgerEntry,
+  now: number,
+  resolved: TerminalOutcome,
+): LedgerWorkerAliveError {
+  const last = row.lastHeartbeatAt ?? row.startedAt
+  const after = core.policy.presumedDeadAfter
+  const grace = after - (now - last)
+  const state = resolved === "EXPIRED" ? "EXPIRED" : `${resolved} (a redispatch found its lease lapsed)`
+  return new LedgerWorkerAliveError(
+    `Cannot release request '${row.requestId}': ${state} without an outcome from its owner '${row.owner}', and ` +
+      `nothing says that owner is dead, so it could still perform the effect after this release. Missing: ` +
+      `heartbeat silence (last heartbeat ${ageString(now - last)}, presumedDeadAfter ${after}s elapses in ` +
+      `${remainingString(grace)}), a markWorkerDeadFor() assertion, and overrideDeathSignal. Wait for the ` +
+      "silence, call markWorkerDeadFor() once the worker is known dead, or pass overrideDeathSignal saying why it " +
+      "cannot act.",
+  )
 }
 
 function aliveError(core: LedgerCore, row: LedgerEntry, now: number): LedgerWorkerAliveError {
@@ -122,9 +151,9 @@ export async function markWorkerDeadFor(
   if (!row) throw new LedgerReleaseRefusedError(`Cannot mark worker dead for unknown request '${requestId}'`)
   const now = core.clock.now()
   const resolved = resolvedOutcome(row, now)
-  if (resolved !== "IN_FLIGHT" && resolved !== "EXPIRED") {
+  if (resolved !== "IN_FLIGHT" && !leaseLapsed(row, now)) {
     throw new LedgerReleaseRefusedError(
-      `Request '${requestId}' is ${resolved}; only IN_FLIGHT or EXPIRED rows have a worker`,
+      `Request '${requestId}' is ${resolved}; only IN_FLIGHT rows and lapsed leases have a worker`,
     )
   }
   if (!options.overrideHeartbeat && !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)) {
@@ -136,7 +165,11 @@ export async function markWorkerDeadFor(
     core,
     row,
     next,
-    { outcomes: ["IN_FLIGHT"], owner: row.owner, fence: row.fence },
+    {
+      outcomes: [row.terminalOutcome === "BLOCKED" ? "BLOCKED" : "IN_FLIGHT"],
+      owner: row.owner,
+      fence: row.fence,
+    },
     "mark worker dead",
   )
 }

@@ -8,7 +8,7 @@ import {
   LedgerHardBlockError,
   LedgerOutcomeAlreadySetError,
 } from "../errors.ts"
-import { ALLOWED_DECISION, errorText } from "../machine/transitions.ts"
+import { ALLOWED_DECISION, errorText, throwIfUnstorable } from "../machine/transitions.ts"
 import { ToolTransitionBinding, type ToolTransitionBindingInit } from "../model/binding.ts"
 import { cloneJson } from "../model/canonical.ts"
 import type { Decision, LedgerEntry } from "../model/entry.ts"
@@ -96,7 +96,10 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
           })
     if (!verdict.allowed) {
       const row = await core.store.get(request.requestId)
-      if (row?.terminalOutcome === "COMPLETED") return cloneJson(row.result) as R
+      if (row?.terminalOutcome === "COMPLETED") {
+        throwIfUnstorable(row)
+        return cloneJson(row.result) as R
+      }
       throw new LedgerHardBlockError(
         `decision denied for '${request.requestId}': ${verdict.deniedReasons.join("; ") || "policy predicate refused"}`,
       )
@@ -104,7 +107,10 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
     // The allowed decision rides on the claim write itself: one write instead of claim + decision CAS.
     if (binding) decision = verdict
     const claimed = await claimTransition(core, request, mode)
-    if (!claimed.owned) return cloneJson(claimed.entry.result) as R
+    if (!claimed.owned) {
+      throwIfUnstorable(claimed.entry)
+      return cloneJson(claimed.entry.result) as R
+    }
 
     const tx = new OwnedTransition(core, claimed.entry, meta.signal)
     tx.startAutoRenew(options.leaseTtl ?? core.policy.leaseTtl)
@@ -195,10 +201,13 @@ class OwnedTransition implements TransitionContext {
 
   /**
    * Marks the point of no return: `maybe_crossed` is written durably before `fn` runs, so a crash inside it leaves
-   * the transition UNKNOWN and a redispatch hard-blocks instead of paying twice.
+   * the transition UNKNOWN and a redispatch hard-blocks instead of paying twice. The write is fenced and happens
+   * on every call, even when the boundary is already past: it is the check that this worker still holds the
+   * claim, so a late owner whose row was taken over, blocked or released never reaches `fn`.
    */
   async sideEffect<T>(fn: () => Promise<T> | T): Promise<T> {
-    await this.markMaybeCrossed()
+    await this.#write((c) => advanceBoundaryHeld(this.#core, c, "maybe_crossed"))
+    if (this.#boundary === "not_crossed") this.#boundary = "maybe_crossed"
     const out = await fn()
     this.#boundary = "crossed"
     return out

@@ -1,6 +1,13 @@
 // Gate resolution: pure functions of (stored row, binding, now). The claim loops act on what these return.
 import type { ToolTransitionBinding } from "../model/binding.ts"
-import { boundaryAtLeast, type LedgerEntry, needsRepair, resolvedOutcome } from "../model/entry.ts"
+import {
+  boundaryAtLeast,
+  hasWorkerDeathEvidence,
+  type LedgerEntry,
+  leaseLapsed,
+  needsRepair,
+  resolvedOutcome,
+} from "../model/entry.ts"
 import type { ProviderKeyValidity, TerminalOutcome, TransitionGate } from "../model/enums.ts"
 
 /** How an atomic storage claim treats the stored row. */
@@ -143,4 +150,36 @@ export function isAmbiguous(entry: LedgerEntry, now: number): boolean {
     t === "FAILED_AFTER_EFFECT" ||
     boundaryAtLeast(entry.sideEffectBoundary, "maybe_crossed")
   )
+}
+
+// ---- the death-signal gate ----------------------------------------------------------------------------------
+
+/**
+ * Whether an operator's release must first see the owner's death signal (heartbeat silence or a
+ * `markWorkerDeadFor` assertion). A lapsed lease says nothing about its owner: dead, or alive and slow (a stalled
+ * event loop missed its renewals). `not_executed` lets a redispatch run the effect again, so on a lapsed lease it
+ * always waits for the signal: a live late owner would perform the effect a second time. `completed` cannot cause
+ * a second run; on an EXPIRED row it keeps the opt-in gate (`reclaimRequiresDeathSignal`) only.
+ */
+export function releaseNeedsDeathSignal(
+  entry: LedgerEntry,
+  verified: "completed" | "not_executed",
+  now: number,
+  reclaimRequiresDeathSignal: boolean,
+): boolean {
+  if (verified === "not_executed" && leaseLapsed(entry, now)) return true
+  return reclaimRequiresDeathSignal && resolvedOutcome(entry, now) === "EXPIRED"
+}
+
+/**
+ * A reconciler's NOT_EXECUTED says the provider has not seen the call yet, but a lapsed lease's owner may be alive
+ * inside its effect and about to make it: the same rule as an operator's `not_executed` release. While this holds
+ * the verdict is not acted on (the call hard-blocks).
+ */
+export function notExecutedWaitsForDeath(
+  entry: LedgerEntry,
+  now: number,
+  presumedDeadAfter: number,
+): boolean {
+  return leaseLapsed(entry, now) && !hasWorkerDeathEvidence(entry, now, presumedDeadAfter)
 }

@@ -1,9 +1,16 @@
 // Every row the ledger writes, as a pure function of the row the writer holds. Nothing else in the package builds a
 // LedgerEntry to store: the claim loop, fenced writes, operator actions and the backends' atomic claims call these.
 
+import { LedgerResultUnstorableError, type UnstorableReason } from "../errors.ts"
 import type { ToolTransitionBinding } from "../model/binding.ts"
 import { type JsonValue, toJsonValue } from "../model/canonical.ts"
-import { type Decision, ENTRY_DEFAULTS, type LedgerEntry, repairFields } from "../model/entry.ts"
+import {
+  type Decision,
+  ENTRY_DEFAULTS,
+  LEASE_LAPSED_ERROR,
+  type LedgerEntry,
+  repairFields,
+} from "../model/entry.ts"
 import {
   BOUNDARY_RANK,
   type EffectState,
@@ -94,6 +101,35 @@ export function completedRow(e: LedgerEntry, result: unknown, now: number): Ledg
   }
 }
 
+/** Marks a COMPLETED row whose result could not be stored: `error` starts with this, `result` is null. */
+const UNSTORABLE_MARKER = "LedgerResultUnstorableError: "
+
+/**
+ * The terminal row recorded when the result is too big, too deep or not JSON for the store: COMPLETED (the effect
+ * ran), no result, an error naming the limit. Writing the result would fail after the effect and strand the row.
+ */
+export function unstorableRow(
+  e: LedgerEntry,
+  reason: UnstorableReason,
+  message: string,
+  now: number,
+): LedgerEntry {
+  return { ...completedRow(e, null, now), error: `${UNSTORABLE_MARKER}[${reason}] ${message}` }
+}
+
+/** A replay of a row written by `unstorableRow` raises instead of returning a null result. */
+export function throwIfUnstorable(row: LedgerEntry): void {
+  if (row.terminalOutcome !== "COMPLETED" || !row.error?.startsWith(UNSTORABLE_MARKER)) return
+  const detail = row.error.slice(UNSTORABLE_MARKER.length)
+  const m = /^\[(\w+)\] /.exec(detail)
+  const reason = (m?.[1] ?? "not_serializable") as UnstorableReason
+  throw new LedgerResultUnstorableError(
+    `request '${row.requestId}' completed, but its result could not be stored (${detail}); ` +
+      "the effect ran once and will not run again. Return a smaller result (e.g. an id to fetch the rest) from the tool.",
+    reason,
+  )
+}
+
 /** After a failure the phase stays ATTEMPTING only where the effect may have been attempted under a decision. */
 function phaseAfterFailure(e: LedgerEntry, attempted: boolean): EffectState {
   return attempted && e.effectProtocolRequired && e.decision !== null && e.effectPhase === "ATTEMPTING"
@@ -136,12 +172,16 @@ export function blockedRow(e: LedgerEntry, error: string, now: number): LedgerEn
   }
 }
 
-/** A lapsed lease the gates refuse to reclaim becomes BLOCKED (the original's `mark_blocked`, with its texts). */
+/**
+ * A lapsed lease the gates refuse to reclaim becomes BLOCKED (the original's `mark_blocked`, with its texts). No
+ * longer IN_FLIGHT, so its late owner's fenced writes all fail; the error text keeps the lapse visible
+ * (`leaseLapsed`), so a `not_executed` verdict still needs the owner's death signal.
+ */
 export function lapsedBlockedRow(e: LedgerEntry, now: number): LedgerEntry {
   const error =
     e.sideEffectBoundary === "not_crossed"
-      ? "stale in-flight lease with not_crossed boundary; reclaim only if an external_operation_ref reconcile proves NOT_EXECUTED"
-      : `stale in-flight lease; side-effect boundary ${e.sideEffectBoundary} — effect may have happened`
+      ? `${LEASE_LAPSED_ERROR} with not_crossed boundary; reclaim only if an external_operation_ref reconcile proves NOT_EXECUTED`
+      : `${LEASE_LAPSED_ERROR}; side-effect boundary ${e.sideEffectBoundary} — effect may have happened`
   return blockedRow(e, error, now)
 }
 
@@ -182,7 +222,11 @@ export const stampsOf = (e: LedgerEntry): ResolutionStamps => ({
   releasedFromOutcome: e.releasedFromOutcome,
 })
 
-/** A verified release: `completed` stores the result; `not_executed` lets one redispatch run the tool again. */
+/**
+ * A verified release: `completed` stores the result; `not_executed` lets one redispatch run the tool again. An
+ * EXPIRED row is still IN_FLIGHT in storage, so `not_executed` blocks it in the same write: the late owner's fenced
+ * boundary write (the `sideEffect()` entry) and its completion fail instead of running the effect a second time.
+ */
 export function releasedRow(
   e: LedgerEntry,
   verified: "completed" | "not_executed",
@@ -198,7 +242,12 @@ export function releasedRow(
     resolvedAt: now,
     releasedFromOutcome: releasedFrom,
   }
-  const base = verified === "completed" ? completedRow(e, result, now) : e
+  const base =
+    verified === "completed"
+      ? completedRow(e, result, now)
+      : releasedFrom === "EXPIRED"
+        ? lapsedBlockedRow(e, now)
+        : e
   return { ...base, operatorResolution: verified, ...stamps }
 }
 

@@ -315,6 +315,19 @@ export function hasWorkerDeathEvidence(entry: LedgerEntry, now: number, presumed
   return now - last >= presumedDeadAfter
 }
 
+/** How a redispatch's error text starts when it hard-blocks a lapsed lease (the Python original's wording too). */
+export const LEASE_LAPSED_ERROR = "stale in-flight lease"
+
+/**
+ * The owner's lease lapsed without a terminal outcome from it: EXPIRED, or BLOCKED by a redispatch that found it
+ * EXPIRED. Derived from existing fields, so rows written by the Python original read the same. Such an owner may
+ * be dead or only slow; only a death signal tells which.
+ */
+export function leaseLapsed(entry: LedgerEntry, now: number): boolean {
+  const t = resolvedOutcome(entry, now)
+  return t === "EXPIRED" || (t === "BLOCKED" && (entry.error ?? "").startsWith(LEASE_LAPSED_ERROR))
+}
+
 export function resolvedEffectState(entry: LedgerEntry, now: number): EffectState {
   const t = resolvedOutcome(entry, now)
   if (t === "COMPLETED") return "COMMITTED"

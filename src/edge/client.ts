@@ -1,0 +1,411 @@
+// `mycelium-runtime/client`: ledgered tools whose ledger is the edge API. Fetch only (no hono, no zod): it runs in
+// browser tabs, workers and any runtime with fetch. The server runs the state machine; this client holds a secret
+// lease per call and moves only that call's row. Happy path: 2 round trips (begin, complete), 3 with sideEffect(),
+// 1 for a replay.
+import { InvalidOptionError } from "../core/errors.ts"
+import { throwIfAborted } from "../core/ledger/clock.ts"
+import type { LedgeredToolOptions } from "../core/ledger/engine/tool.ts"
+import {
+  LedgerError,
+  LedgerHardBlockError,
+  LedgerIdentityConflictError,
+  LedgerOutcomeAlreadySetError,
+  LedgerPollTimeoutError,
+  LedgerResultUnstorableError,
+  LedgerSoftBlockError,
+  LedgerStorageUnavailableError,
+  type UnstorableReason,
+} from "../core/ledger/errors.ts"
+import { ToolTransitionBinding } from "../core/ledger/model/binding.ts"
+import { type JsonValue, toJsonValue } from "../core/ledger/model/canonical.ts"
+import type { SideEffectBoundary } from "../core/ledger/model/enums.ts"
+import type { CallMeta } from "../core/ledger/model/identity.ts"
+import { jsonDepth } from "../core/storage/limits.ts"
+
+export interface RemoteLedgerOptions {
+  /** Base URL of the ledger API (its basePath included), e.g. `https://ledger.example.com`. */
+  readonly baseUrl: string
+  /** A `ledger:agent` JWT, or a function returning a fresh one per request. */
+  readonly token?: string | (() => string | Promise<string>)
+  readonly fetch?: typeof fetch
+  /** Seconds a call's lease lasts (the server caps it). Default: the server's (60). */
+  readonly leaseTtl?: number
+  /** Seconds between automatic renewals while a body runs. Default `leaseTtl / 3`; `<= 0` disables. */
+  readonly leaseRenewInterval?: number
+  /** Seconds a call waits for another worker's in-flight call before `LedgerPollTimeoutError`. Default 300. */
+  readonly pollTimeout?: number | null
+  /** Where warnings go. Default `console.warn`. */
+  readonly onWarning?: (message: string) => void
+}
+
+/** The ledger API refused a request with a code this client has no class for. */
+export class RemoteLedgerError extends LedgerError {
+  override readonly name = "RemoteLedgerError"
+  override readonly code: string
+  readonly status: number
+  constructor(status: number, code: string, message: string) {
+    super(message)
+    this.status = status
+    this.code = code
+  }
+}
+
+export type RemoteToolBody<A, R> = (args: A, tx: RemoteTransitionContext) => Promise<R> | R
+
+export interface RemoteTool<A, R> {
+  (args: A, meta?: CallMeta): Promise<R>
+  readonly toolName: string
+  readonly binding: ToolTransitionBinding | null
+  readonly ledger: RemoteLedger
+}
+
+interface RunAnswer {
+  readonly status: "run"
+  readonly request_id: string
+  readonly fence: number
+  readonly lease: string
+  readonly lease_ttl: number
+  readonly side_effect_boundary: SideEffectBoundary
+  readonly limits: { readonly max_body_bytes: number; readonly max_depth: number }
+}
+type BeginAnswer =
+  | RunAnswer
+  | { readonly status: "replay"; readonly request_id: string; readonly result: JsonValue }
+  | { readonly status: "poll"; readonly retry_after: number }
+  | { readonly status: "blocked"; readonly error: { readonly code: string; readonly message: string } }
+
+function errorFor(status: number, code: string, message: string, tool: string): Error {
+  switch (code) {
+    case "ledger_outcome_already_set":
+      return new LedgerOutcomeAlreadySetError(message)
+    case "args_drift":
+      return new LedgerIdentityConflictError(message, tool)
+    case "ledger_hard_block":
+      return new LedgerHardBlockError(message)
+    case "ledger_soft_block":
+      return new LedgerSoftBlockError(message)
+    case "ledger_storage_unavailable":
+      return new LedgerStorageUnavailableError(message)
+    case "ledger_result_unstorable": {
+      const limit = /\[(not_serializable|max_depth|max_row_bytes)\]/.exec(message)?.[1] ?? "not_serializable"
+      return new LedgerResultUnstorableError(message, limit as UnstorableReason)
+    }
+    default:
+      return new RemoteLedgerError(status, code, message)
+  }
+}
+
+const sleep = (seconds: number, signal?: AbortSignal) =>
+  new Promise<void>((resolve, reject) => {
+    const t = setTimeout(resolve, seconds * 1000)
+    signal?.addEventListener(
+      "abort",
+      () => {
+        clearTimeout(t)
+        reject(signal.reason)
+      },
+      { once: true },
+    )
+  })
+
+function bindingWire(b: ToolTransitionBinding): Record<string, unknown> {
+  const w: Record<string, unknown> = {
+    agent_id: b.agentId,
+    policy_version: b.policyVersion,
+    side_effect_class: b.sideEffectClass,
+    retry_permission: b.retryPermission,
+    side_effect_boundary_default: b.sideEffectBoundaryDefault,
+    spendability: b.spendability,
+  }
+  if (Object.keys(b.scopeFrom).length) w.scope_from = b.scopeFrom
+  if (b.explicitCapability) w.capability = b.explicitCapability
+  if (b.providerIdempotencyKeyParam) w.provider_idempotency_key_param = b.providerIdempotencyKeyParam
+  if (b.providerIdempotencyKeyTtl) w.provider_idempotency_key_ttl = b.providerIdempotencyKeyTtl
+  if (b.requestIdFrom) w.request_id_from = b.requestIdFrom
+  return w
+}
+
+const META_WIRE: ReadonlyArray<readonly [keyof CallMeta, string]> = [
+  ["requestId", "request_id"],
+  ["toolCallId", "tool_call_id"],
+  ["threadId", "thread_id"],
+  ["runId", "run_id"],
+  ["node", "node"],
+  ["stateRef", "state_ref"],
+  ["decisionId", "decision_id"],
+  ["parentRequestId", "parent_request_id"],
+  ["handoffId", "handoff_id"],
+]
+
+/** What a call's context needs from its ledger: one JSON round trip, and where warnings go. */
+interface Transport {
+  post<T>(path: string, body: string, tool: string): Promise<T>
+  warn(message: string): void
+}
+
+/** A ledger whose rows live behind the edge API. `tool(options, fn)` is ActionLedger's, over HTTP. */
+export class RemoteLedger {
+  readonly #base: string
+  readonly #token: RemoteLedgerOptions["token"]
+  readonly #fetch: typeof fetch
+  readonly leaseTtl: number | undefined
+  readonly leaseRenewInterval: number | undefined
+  readonly pollTimeout: number | null
+  readonly #onWarning: (message: string) => void
+  readonly #transport: Transport = {
+    post: (path, body, tool) => this.#post(path, body, tool),
+    warn: (message) => this.#onWarning(message),
+  }
+
+  constructor(options: RemoteLedgerOptions) {
+    this.#base = options.baseUrl.replace(/\/+$/, "")
+    this.#token = options.token
+    this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
+    this.leaseTtl = options.leaseTtl
+    this.leaseRenewInterval = options.leaseRenewInterval
+    this.pollTimeout = options.pollTimeout === undefined ? 300 : options.pollTimeout
+    this.#onWarning = options.onWarning ?? ((m) => console.warn(`[mycelium] ${m}`))
+  }
+
+  /** One JSON round trip; any transport failure fails closed as a storage outage. */
+  async #post<T>(path: string, body: string, tool: string): Promise<T> {
+    const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" }
+    const token = typeof this.#token === "function" ? await this.#token() : this.#token
+    if (token) headers.authorization = `Bearer ${token}`
+    let res: Response
+    let json: unknown
+    try {
+      res = await this.#fetch(`${this.#base}${path}`, { method: "POST", headers, body })
+      json = await res.json()
+    } catch (e) {
+      throw new LedgerStorageUnavailableError(
+        `ledger API unreachable at ${this.#base}: ${e instanceof Error ? e.message : String(e)}`,
+        { cause: e },
+      )
+    }
+    if (!res.ok) {
+      const err = (json as { error?: { code?: unknown; message?: unknown } } | null)?.error
+      const code = typeof err?.code === "string" ? err.code : "http_error"
+      const message = typeof err?.message === "string" ? err.message : `HTTP ${res.status}`
+      throw errorFor(
+        res.status,
+        res.status >= 500 && code === "http_error" ? "ledger_storage_unavailable" : code,
+        message,
+        tool,
+      )
+    }
+    return json as T
+  }
+
+  tool<A extends Record<string, unknown>, R>(
+    options: LedgeredToolOptions,
+    fn: RemoteToolBody<A, R>,
+  ): RemoteTool<A, R> {
+    if (!options.name) throw new InvalidOptionError("ledger.tool() needs a name: pass options.name")
+    const binding = options.binding ? ToolTransitionBinding.from(options.binding) : null
+    const tool = options.name
+    const leaseTtl = options.leaseTtl ?? this.leaseTtl
+    const pollTimeout = options.pollTimeout === undefined ? this.pollTimeout : options.pollTimeout
+    const wireBinding = binding ? bindingWire(binding) : undefined
+
+    const call = async (args: A, meta: CallMeta = {}): Promise<R> => {
+      throwIfAborted(meta.signal)
+      const wireMeta: Record<string, string> = {}
+      for (const [k, w] of META_WIRE) {
+        const v = meta[k]
+        if (typeof v === "string") wireMeta[w] = v
+      }
+      const begin = JSON.stringify({
+        tool,
+        args: toJsonValue(args),
+        ...(wireBinding ? { binding: wireBinding } : {}),
+        meta: wireMeta,
+        ...(leaseTtl !== undefined ? { lease_ttl: leaseTtl } : {}),
+      })
+      const deadline = pollTimeout === null ? Number.POSITIVE_INFINITY : Date.now() + pollTimeout * 1000
+      for (;;) {
+        const a = await this.#post<BeginAnswer>("/v1/calls", begin, tool)
+        if (a.status === "replay") return a.result as R
+        if (a.status === "blocked") throw errorFor(409, a.error.code, a.error.message, tool)
+        if (a.status === "poll") {
+          if (Date.now() >= deadline)
+            throw new LedgerPollTimeoutError(`Timed out polling in-flight '${tool}' call`)
+          await sleep(options.pollInterval ?? a.retry_after, meta.signal)
+          continue
+        }
+        const tx = new RemoteCall(this.#transport, tool, a, meta.signal)
+        tx.startAutoRenew(this.leaseRenewInterval)
+        let result: R
+        try {
+          result = await fn(args, tx)
+        } catch (err) {
+          await tx.stop()
+          await tx.recordFailure(err)
+          throw err
+        }
+        await tx.stop()
+        try {
+          await tx.complete(result)
+        } catch (e) {
+          if (!(e instanceof LedgerOutcomeAlreadySetError)) throw e
+          this.#onWarning(`tool result discarded for '${tool}' request '${a.request_id}': ${e.message}`)
+        }
+        return result
+      }
+    }
+    return Object.assign(call, { toolName: tool, binding, ledger: this })
+  }
+}
+
+const encoder = new TextEncoder()
+let never: AbortSignal | null = null
+
+/** What a remote tool body gets: the same boundary helpers as `TransitionContext`, each one round trip. */
+export interface RemoteTransitionContext {
+  readonly requestId: string
+  readonly fence: number
+  readonly signal: AbortSignal
+  /** `maybe_crossed` is durable before `fn` runs: a crash inside it leaves the call UNKNOWN, never re-run. */
+  sideEffect<T>(fn: () => Promise<T> | T): Promise<T>
+  markMaybeCrossed(): Promise<void>
+  markCrossed(): Promise<void>
+  /** Stores the provider's handle (payment intent id, message id) for reconciliation. */
+  recordExternalOperation(ref: string): Promise<void>
+  renewLease(leaseTtl?: number): Promise<void>
+}
+
+/** One owned call: the context its body sees, plus the lifecycle the wrapper drives (renewal, completion). */
+class RemoteCall implements RemoteTransitionContext {
+  readonly #ledger: Transport
+  readonly #tool: string
+  readonly #claim: RunAnswer
+  readonly #path: string
+  #boundary: SideEffectBoundary
+  #chain: Promise<unknown> = Promise.resolve()
+  #timer: ReturnType<typeof setInterval> | null = null
+  readonly signal: AbortSignal
+
+  constructor(ledger: Transport, tool: string, claim: RunAnswer, signal: AbortSignal | undefined) {
+    this.#ledger = ledger
+    this.#tool = tool
+    this.#claim = claim
+    this.#path = `/v1/calls/${encodeURIComponent(claim.request_id)}`
+    this.#boundary = claim.side_effect_boundary
+    never ??= new AbortController().signal
+    this.signal = signal ?? never
+  }
+
+  get requestId(): string {
+    return this.#claim.request_id
+  }
+  get fence(): number {
+    return this.#claim.fence
+  }
+
+  #send(op: string, extra: Record<string, unknown>): Promise<void> {
+    const body = JSON.stringify({ fence: this.#claim.fence, lease: this.#claim.lease, ...extra })
+    const run = this.#chain.then(() => this.#ledger.post(`${this.#path}/${op}`, body, this.#tool))
+    this.#chain = run.catch(() => undefined)
+    return run.then(() => undefined)
+  }
+
+  /** `maybe_crossed` is durable before `fn` runs: a crash inside it leaves the call UNKNOWN, never re-run. */
+  async sideEffect<T>(fn: () => Promise<T> | T): Promise<T> {
+    await this.markMaybeCrossed()
+    const out = await fn()
+    this.#boundary = "crossed"
+    return out
+  }
+
+  async markMaybeCrossed(): Promise<void> {
+    if (this.#boundary === "maybe_crossed" || this.#boundary === "crossed") return
+    await this.#send("boundary", { boundary: "maybe_crossed" })
+    this.#boundary = "maybe_crossed"
+  }
+
+  async markCrossed(): Promise<void> {
+    await this.#send("boundary", { boundary: "crossed" })
+    this.#boundary = "crossed"
+  }
+
+  /** Stores the provider's handle (payment intent id, message id) for reconciliation. */
+  recordExternalOperation(ref: string): Promise<void> {
+    return this.#send("boundary", { external_operation_ref: String(ref) })
+  }
+
+  renewLease(leaseTtl?: number): Promise<void> {
+    return this.#send("renew", leaseTtl !== undefined ? { lease_ttl: leaseTtl } : {})
+  }
+
+  startAutoRenew(interval: number | undefined): void {
+    const every = interval ?? this.#claim.lease_ttl / 3
+    if (!(every > 0)) return
+    this.#timer = setInterval(() => {
+      this.renewLease().catch((e: unknown) => {
+        // Refused (the claim is gone): stop. A network hiccup: try again next tick.
+        if (!(e instanceof LedgerStorageUnavailableError)) this.#clearTimer()
+      })
+    }, every * 1000)
+    ;(this.#timer as { unref?: () => void }).unref?.()
+  }
+
+  #clearTimer(): void {
+    if (this.#timer !== null) clearInterval(this.#timer)
+    this.#timer = null
+  }
+
+  async stop(): Promise<void> {
+    this.#clearTimer()
+    await this.#chain
+  }
+
+  /**
+   * The completion; a result over the server's limits is recorded as unstorable instead of being sent
+   * (the server would refuse it and leave the row IN_FLIGHT).
+   */
+  async complete(result: unknown): Promise<void> {
+    const { max_body_bytes: maxBytes, max_depth: maxDepth } = this.#claim.limits
+    let unstorable: { limit: UnstorableReason; message: string } | null = null
+    let json: JsonValue = null
+    try {
+      json = toJsonValue(result)
+    } catch (e) {
+      unstorable = { limit: "not_serializable", message: `the result is not JSON (${String(e)})` }
+    }
+    if (!unstorable && jsonDepth(json, maxDepth) + 1 > maxDepth)
+      unstorable = {
+        limit: "max_depth",
+        message: `the result nests deeper than the API's limit of ${maxDepth}`,
+      }
+    if (!unstorable) {
+      const body = JSON.stringify({ fence: this.#claim.fence, lease: this.#claim.lease, result: json })
+      const bytes = body.length * 3 <= maxBytes ? body.length : encoder.encode(body).length
+      if (bytes <= maxBytes) {
+        const run = this.#chain.then(() => this.#ledger.post(`${this.#path}/complete`, body, this.#tool))
+        this.#chain = run.catch(() => undefined)
+        await run
+        return
+      }
+      unstorable = {
+        limit: "max_row_bytes",
+        message: `the result is ${bytes} bytes, over the API's limit of ${maxBytes}`,
+      }
+    }
+    this.#ledger.warn(
+      `the result of '${this.#tool}' request '${this.requestId}' was not stored: ${unstorable.message}; replays raise LedgerResultUnstorableError`,
+    )
+    await this.#send("complete", { unstorable })
+  }
+
+  /** The server classifies by the stored boundary; this worker can only raise it. */
+  async recordFailure(err: unknown): Promise<void> {
+    const text = err instanceof Error ? `${err.name}: ${err.message}` : `Error: ${String(err)}`
+    try {
+      await this.#send("fail", { error: text.slice(0, 4096), boundary: this.#boundary })
+    } catch (e) {
+      this.#ledger.warn(
+        `could not record the failure of '${this.#tool}' request '${this.requestId}': ${String(e)}`,
+      )
+    }
+  }
+}

@@ -1,0 +1,34 @@
+// What every route group shares: the tenant's stores, scope checks, and validated input.
+import type { Context, Hono } from "hono"
+import type * as z from "zod"
+import type { ActionLedger, LedgerStorage } from "../core/ledger/index.ts"
+import type { LedgerScope, Principal } from "./auth.ts"
+import type { BodyLimits } from "./body.ts"
+
+export type AppEnv = { Variables: { principal: Principal } }
+export type Api = Hono<AppEnv>
+export type Ctx = Context<AppEnv>
+
+export interface Tenant {
+  readonly storage: LedgerStorage
+  /** For fenced operations and operators; begin-a-call builds its own ledger per claim (its owner is the lease). */
+  readonly ledger: ActionLedger
+}
+
+export interface RouteContext {
+  readonly limits: BodyLimits
+  readonly defaultLeaseTtl: number
+  readonly maxLeaseTtl: number
+  readonly pollInterval: number
+  readonly defaultPageSize: number
+  readonly maxPageSize: number
+  now(): number
+  /** The caller's tenant, once its token is checked for `scope`. */
+  need(c: Ctx, scope: LedgerScope): Tenant
+  /** A per-claim ledger over the tenant's store, with `owner` and `leaseTtl` set. */
+  claimLedger(tenant: Tenant, owner: string, leaseTtl: number): ActionLedger
+  body<T extends z.ZodType>(c: Ctx, schema: T): Promise<z.infer<T>>
+  query<T extends z.ZodType>(c: Ctx, schema: T): z.infer<T>
+  /** The `:id` path parameter, checked. */
+  id(c: Ctx): string
+}

@@ -1,0 +1,100 @@
+// `ledger:reader` lists and shows transitions; `ledger:operator` releases them and marks workers dead.
+import { LedgerError } from "../core/ledger/errors.ts"
+import { entryToRow, type LedgerEntry, resolvedOutcome } from "../core/ledger/model/entry.ts"
+import type { Api, RouteContext } from "./context.ts"
+import { HttpError } from "./errors.ts"
+import { MarkDeadBody, ReleaseBody, TransitionsQuery } from "./schemas.ts"
+
+// A page scans at most this many rows per returned row, so a filter that matches nothing still ends quickly.
+const SCAN_FACTOR = 20
+const STUCK_AFTER = 3600
+
+function isStuck(e: LedgerEntry, now: number): boolean {
+  const t = resolvedOutcome(e, now)
+  return (
+    t === "BLOCKED" ||
+    t === "UNKNOWN" ||
+    t === "FAILED_AFTER_EFFECT" ||
+    t === "EXPIRED" ||
+    (t === "IN_FLIGHT" && now - e.startedAt >= STUCK_AFTER)
+  )
+}
+
+export function operatorRoutes(api: Api, ctx: RouteContext): void {
+  api.get("/v1/transitions", async (c) => {
+    const { ledger } = ctx.need(c, "reader")
+    const q = ctx.query(c, TransitionsQuery)
+    const limit = q.limit === undefined ? ctx.defaultPageSize : Number(q.limit)
+    if (limit < 1 || limit > ctx.maxPageSize)
+      throw new HttpError("invalid_query", `limit must be 1..${ctx.maxPageSize}`)
+    const stuck = q.stuck === "true" || q.stuck === "1"
+    const now = ctx.now()
+    const out: Record<string, unknown>[] = []
+    let scanned = 0
+    let lastScanned: string | null = null
+    let exhausted = true
+    // Pages walk request-id order (the stores' native order), so a cursor is stable under concurrent writes.
+    try {
+      for await (const e of ledger.storage.list({
+        limit: limit * SCAN_FACTOR,
+        ...(q.cursor ? { cursor: q.cursor } : {}),
+      })) {
+        scanned++
+        lastScanned = e.requestId
+        const matches =
+          (q.tool === undefined || e.tool === q.tool) &&
+          (q.outcome === undefined || resolvedOutcome(e, now) === q.outcome) &&
+          (!stuck || isStuck(e, now))
+        if (matches) out.push(entryToRow(e))
+        if (out.length === limit) {
+          exhausted = false
+          break
+        }
+      }
+    } catch (e) {
+      if (e instanceof LedgerError) throw e
+      throw new HttpError(
+        "ledger_storage_unavailable",
+        "ledger storage unavailable during list; retry shortly",
+      )
+    }
+    if (exhausted && scanned === limit * SCAN_FACTOR) exhausted = false
+    return c.json({ transitions: out, cursor: exhausted ? null : lastScanned })
+  })
+
+  api.get("/v1/transitions/:id", async (c) => {
+    const { ledger } = ctx.need(c, "reader")
+    const id = ctx.id(c)
+    const row = await ledger.get(id)
+    if (!row) throw new HttpError("not_found", `no transition '${id}'`)
+    return c.json({ transition: entryToRow(row) })
+  })
+
+  api.post("/v1/transitions/:id/release", async (c) => {
+    const { ledger } = ctx.need(c, "operator")
+    const id = ctx.id(c)
+    const b = await ctx.body(c, ReleaseBody)
+    if (!(await ledger.get(id))) throw new HttpError("not_found", `no transition '${id}'`)
+    const row = await ledger.release(id, {
+      verified: b.verified,
+      reason: b.reason,
+      by: b.by ?? c.get("principal").subject,
+      result: b.result ?? null,
+      ...(b.override_death_signal ? { overrideDeathSignal: b.override_death_signal } : {}),
+    })
+    return c.json({ transition: entryToRow(row) })
+  })
+
+  api.post("/v1/transitions/:id/mark-worker-dead", async (c) => {
+    const { ledger } = ctx.need(c, "operator")
+    const id = ctx.id(c)
+    const b = await ctx.body(c, MarkDeadBody)
+    if (!(await ledger.get(id))) throw new HttpError("not_found", `no transition '${id}'`)
+    const row = await ledger.markWorkerDeadFor(id, {
+      by: b.by ?? c.get("principal").subject,
+      reason: b.reason,
+      overrideHeartbeat: b.override_heartbeat ?? false,
+    })
+    return c.json({ transition: entryToRow(row) })
+  })
+}

@@ -1,0 +1,327 @@
+// Chaos: worker processes calling a non-idempotent tool are SIGKILLed at random instants while an operator loop
+// answers hard-blocks from the provider's own records. Afterwards every request id is driven to completion and
+// checked against the provider: exactly one effect per id (0 duplicates), and every result any caller received
+// is the provider's reference for that id (0 wrong results). Runs on the file store and on Upstash (the REST shim
+// over the shared Redis, under a unique prefix). Bounded in kills and time, so it stops by itself.
+import { type ChildProcess, spawn } from "node:child_process"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { build } from "esbuild"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { FileLedgerStorage } from "../../src/adapters/file.ts"
+import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
+import {
+  ActionLedger,
+  LedgerAlreadyResolvedError,
+  type LedgerEntry,
+  LedgerHardBlockError,
+  LedgerOutcomeAlreadySetError,
+  LedgerPollTimeoutError,
+  LedgerReleaseRefusedError,
+  type LedgerStorage,
+  LedgerWorkerAliveError,
+  leaseLapsed,
+  resolvedOutcome,
+} from "../../src/core/index.ts"
+import { requireUpstash, runTag, upstashClient } from "../adapters/servers/env.ts"
+
+const WORKERS = 4
+const CONCURRENCY = 3
+const IDS = 120
+const MAX_KILLS = 60
+const CHAOS_MS = 9_000
+const DRAIN_MS = 20_000
+
+const dir = mkdtempSync(join(tmpdir(), "mycelium-chaos-"))
+const bundle = join(dir, "worker.mjs")
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
+beforeAll(async () => {
+  // Bundled once, so a respawned worker boots in tens of milliseconds and the kills outnumber the restarts' cost.
+  await build({
+    entryPoints: [fileURLToPath(new URL("./worker.ts", import.meta.url))],
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    outfile: bundle,
+    logLevel: "error",
+  })
+})
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const lines = (file: string) =>
+  existsSync(file)
+    ? readFileSync(file, "utf8")
+        .split("\n")
+        .filter((l) => l.endsWith(" ") === false && l)
+    : []
+
+/** The provider's records: every execution of the effect, by request id. */
+function providerRecords(file: string): Map<string, string[]> {
+  const m = new Map<string, string[]>()
+  for (const l of lines(file)) {
+    const [id, ref] = l.split(" ")
+    if (!id || !ref) continue
+    m.set(id, [...(m.get(id) ?? []), ref])
+  }
+  return m
+}
+
+interface Stats {
+  kills: number
+  stalls: number
+  spawns: number
+  releasedCompleted: number
+  releasedNotExecuted: number
+  aliveRefusals: number
+}
+
+/** The operator: settles every stuck row from the provider's records; asserts death only for killed owners. */
+async function operate(
+  ops: ActionLedger,
+  provider: string,
+  killed: Set<string>,
+  stats: Stats,
+): Promise<void> {
+  const records = providerRecords(provider)
+  const now = ops.clock.now()
+  const rows: LedgerEntry[] = []
+  for await (const r of ops.storage.list()) rows.push(r)
+  for (const row of rows) {
+    const t = resolvedOutcome(row, now)
+    if (t === "COMPLETED" || t === "IN_FLIGHT" || row.operatorResolution) continue
+    const refs = records.get(row.requestId) ?? []
+    const common = { by: "chaos-operator", reason: `provider shows ${refs.length} charge(s)` }
+    try {
+      if (refs.length > 0) {
+        await ops.release(row.requestId, { ...common, verified: "completed", result: refs[0] })
+        stats.releasedCompleted++
+        continue
+      }
+      if (leaseLapsed(row, now) && row.owner && killed.has(row.owner) && row.workerDeadAssertedAt === null) {
+        await ops.markWorkerDeadFor(row.requestId, {
+          by: "chaos-supervisor",
+          reason: `${row.owner} was SIGKILLed`,
+          overrideHeartbeat: true,
+        })
+      }
+      await ops.release(row.requestId, { ...common, verified: "not_executed" })
+      stats.releasedNotExecuted++
+    } catch (e) {
+      if (e instanceof LedgerWorkerAliveError) stats.aliveRefusals++
+      // The row moved on since it was listed (completed, reclaimed, released by a racing call): nothing to do.
+      else if (
+        !(
+          e instanceof LedgerAlreadyResolvedError ||
+          e instanceof LedgerOutcomeAlreadySetError ||
+          e instanceof LedgerReleaseRefusedError
+        )
+      )
+        throw e
+    }
+  }
+}
+
+async function chaos(backend: "file" | "upstash") {
+  const tag = runTag(`chaos-${backend}`)
+  const where = backend === "file" ? join(dir, tag, "ledger.json") : `mycelium-chaos:${tag}`
+  const provider = join(dir, `${tag}.provider.log`)
+  const results = join(dir, `${tag}.results.log`)
+  writeFileSync(provider, "")
+  writeFileSync(results, "")
+  const storage: LedgerStorage =
+    backend === "file"
+      ? new FileLedgerStorage(where)
+      : new UpstashLedgerStorage({ redis: upstashClient(), prefix: `${where}:action:` })
+  const ops = new ActionLedger({
+    storage,
+    owner: "operator",
+    leaseTtl: 1,
+    pollInterval: 0.02,
+    pollTimeout: 3,
+    presumedDeadAfter: 3600,
+    onWarning: () => {},
+  })
+  const stats: Stats = {
+    kills: 0,
+    stalls: 0,
+    spawns: 0,
+    releasedCompleted: 0,
+    releasedNotExecuted: 0,
+    aliveRefusals: 0,
+  }
+  const killed = new Set<string>()
+  const live = new Map<number, ChildProcess>()
+  const stderr: string[] = []
+  const startedAt = Date.now()
+  const booting = new Set<Promise<void>>()
+
+  const spawnWorker = async () => {
+    const child = spawn(
+      process.execPath,
+      [bundle, backend, where, provider, results, String(IDS), String(CONCURRENCY), String(startedAt)],
+      { stdio: ["ignore", "pipe", "pipe"] },
+    )
+    stats.spawns++
+    child.stderr?.on("data", (d) => stderr.push(String(d)))
+    await new Promise<void>((resolve, reject) => {
+      child.stdout?.once("data", () => resolve())
+      child.once("exit", (code) => reject(new Error(`worker exited ${code}: ${stderr.join("")}`)))
+    })
+    live.set(child.pid as number, child)
+  }
+  const kill = async (pid: number) => {
+    const child = live.get(pid)
+    if (!child) return
+    live.delete(pid)
+    const exited = new Promise((r) => child.once("exit", r))
+    child.kill("SIGKILL")
+    await exited // dead for sure before the supervisor says so
+    killed.add(`chaos-${pid}`)
+    stats.kills++
+  }
+
+  try {
+    await Promise.all(Array.from({ length: WORKERS }, spawnWorker))
+    const stopAt = Date.now() + CHAOS_MS
+    const running = () => Date.now() < stopAt && stats.kills < MAX_KILLS
+    const background = (p: Promise<void>) => {
+      booting.add(p)
+      void p.finally(() => booting.delete(p))
+    }
+    // The operator works in its own loop, as a human or a reconciler would, not in step with the kills.
+    const operator = (async () => {
+      while (running()) {
+        await operate(ops, provider, killed, stats)
+        await sleep(200)
+      }
+    })()
+    while (running()) {
+      await sleep(150 + Math.random() * 250)
+      const pids = [...live.keys()]
+      const pid = pids[Math.floor(Math.random() * pids.length)]
+      if (pid === undefined) continue
+      if (Math.random() < 0.5) {
+        // A stall, not a death: SIGSTOP past the 1 s lease, then SIGCONT. The owner is alive and will act when it
+        // wakes, so no not_executed release may get through for its rows meanwhile.
+        live.get(pid)?.kill("SIGSTOP")
+        stats.stalls++
+        background(
+          sleep(1500 + Math.random() * 1000).then(() => {
+            live.get(pid)?.kill("SIGCONT")
+          }),
+        )
+      } else {
+        await kill(pid)
+        background(spawnWorker()) // replaced in the background: the kills go on while it boots
+      }
+    }
+    await operator
+    // Drain: every worker dies (SIGKILL, so every owner is known dead), then every id is driven to completion.
+    await Promise.all(booting)
+    for (const pid of [...live.keys()]) await kill(pid)
+    const drainer = new ActionLedger({
+      storage,
+      owner: "drainer",
+      leaseTtl: 5,
+      pollInterval: 0.02,
+      pollTimeout: 3,
+      presumedDeadAfter: 3600,
+      onWarning: () => {},
+    })
+    const charge = drainer.tool(
+      {
+        name: "charge",
+        binding: { agentId: "chaos", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" },
+      },
+      async (args: { id: string }, tx) =>
+        tx.sideEffect(() => {
+          const ref = `ch-drainer-${args.id}`
+          writeFileSync(provider, `${args.id} ${ref}\n`, { flag: "a" })
+          return ref
+        }),
+    )
+    const drainStart = Date.now()
+    const drainUntil = drainStart + DRAIN_MS
+    const todo = Array.from({ length: IDS }, (_, i) => `chaos:${i}`)
+    const drainOne = async (id: string) => {
+      for (;;) {
+        try {
+          const ref = await charge({ id }, { requestId: id })
+          writeFileSync(results, `ok ${id} ${ref} drainer\n`, { flag: "a" })
+          break
+        } catch (e) {
+          if (!(e instanceof LedgerHardBlockError || e instanceof LedgerPollTimeoutError)) throw e
+          if (Date.now() > drainUntil) throw new Error(`could not drain ${id}: ${String(e)}`)
+          await operate(ops, provider, killed, stats)
+          await sleep(50)
+        }
+      }
+    }
+    await Promise.all(
+      Array.from({ length: 8 }, async () => {
+        for (let id = todo.shift(); id !== undefined; id = todo.shift()) await drainOne(id)
+      }),
+    )
+    const drainMs = Date.now() - drainStart
+
+    const records = providerRecords(provider)
+    const duplicates = [...records].filter(([, refs]) => refs.length > 1)
+    const outcomes = lines(results).map((l) => l.split(" "))
+    const oks = outcomes.filter((o) => o[0] === "ok")
+    const wrong = oks.filter(([, id, ref]) => records.get(id as string)?.[0] !== ref)
+    const errors = new Map<string, number>()
+    for (const o of outcomes)
+      if (o[0] === "err") errors.set(o[2] as string, (errors.get(o[2] as string) ?? 0) + 1)
+    const finals: LedgerEntry[] = []
+    for await (const r of storage.list()) finals.push(r)
+    const summary = {
+      backend,
+      chaosMs: drainStart - startedAt,
+      drainMs,
+      ...stats,
+      effects: [...records.values()].reduce((a, r) => a + r.length, 0),
+      checkedResults: oks.length,
+      duplicates: duplicates.length,
+      wrongResults: wrong.length,
+      errors: Object.fromEntries(errors),
+    }
+    console.log(`chaos ${JSON.stringify(summary)}`)
+
+    expect(duplicates, "ids the provider executed more than once").toEqual([])
+    expect(wrong.slice(0, 5), "results that differ from the provider's record").toEqual([])
+    expect(records.size).toBe(IDS)
+    expect(finals).toHaveLength(IDS)
+    for (const row of finals) {
+      expect(row.terminalOutcome).toBe("COMPLETED")
+      expect(row.result).toBe(records.get(row.requestId)?.[0])
+    }
+    // The run did what it claims: real kills, real traffic, and hard-blocks settled by the operator.
+    expect(stats.kills).toBeGreaterThanOrEqual(8)
+    expect(stats.stalls).toBeGreaterThan(0)
+    expect(oks.filter((o) => o[3] !== "drainer").length, "results the workers got").toBeGreaterThan(0)
+    expect(stats.releasedCompleted + stats.releasedNotExecuted).toBeGreaterThan(0)
+    // Availability: a SIGKILL inside the file lock never froze the other writers into lock timeouts.
+    expect(errors.get("LedgerFileLockTimeoutError") ?? 0).toBe(0)
+    expect(
+      [...errors.keys()].filter((n) => !n.startsWith("Ledger")),
+      `unexpected worker errors: ${stderr.join("")}`,
+    ).toEqual([])
+  } finally {
+    for (const pid of [...live.keys()]) await kill(pid)
+    if (backend === "upstash") {
+      const redis = upstashClient()
+      const keys = await redis.keys(`${where}*`)
+      if (keys.length) await redis.del(...keys)
+    }
+  }
+}
+
+describe("chaos: SIGKILLed workers, an independent provider, an operator answering hard-blocks", () => {
+  it("file store: 0 duplicates, 0 wrong results", () => chaos("file"), 60_000)
+  it("upstash store: 0 duplicates, 0 wrong results", async () => {
+    await requireUpstash()
+    await chaos("upstash")
+  }, 60_000)
+})

@@ -1,0 +1,81 @@
+// One chaos worker process: calls a ledgered, non-idempotent "charge" tool on random request ids until it is
+// SIGKILLed. The "provider" is an append-only file outside the ledger: every real execution appends
+// `<id> <ref>`, so the parent counts effects independently of the code under test.
+// argv: backend(file|upstash) where providerLog resultsLog ids concurrency startedAtMs
+import { appendFileSync } from "node:fs"
+import { FileLedgerStorage } from "../../src/adapters/file.ts"
+import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
+import { ActionLedger, type LedgerStorage } from "../../src/core/index.ts"
+import { upstashClient } from "../adapters/servers/env.ts"
+
+const [backend, where, providerLog, resultsLog, idCount, concurrency, startedAt] = process.argv.slice(2) as [
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+  string,
+]
+const owner = `chaos-${process.pid}`
+const storage: LedgerStorage =
+  backend === "file"
+    ? new FileLedgerStorage(where)
+    : new UpstashLedgerStorage({ redis: upstashClient(), prefix: `${where}:action:` })
+const ledger = new ActionLedger({
+  storage,
+  owner,
+  leaseTtl: 1,
+  leaseRenewInterval: 0.2,
+  pollInterval: 0.02,
+  pollTimeout: 2,
+  // Heartbeat silence never counts as death here: only the supervisor (the parent, which did the killing) says so.
+  presumedDeadAfter: 3600,
+  onWarning: () => {},
+})
+
+const jitter = () => new Promise((r) => setTimeout(r, Math.random() * 15))
+let seq = 0
+const charge = ledger.tool(
+  {
+    name: "charge",
+    binding: { agentId: "chaos", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" },
+  },
+  async (args: { id: string }, tx) => {
+    await jitter()
+    return tx.sideEffect(async () => {
+      // The provider's latency: the widest window, where a stalled owner is past its boundary but not charged yet.
+      await new Promise((r) => setTimeout(r, Math.random() * 40))
+      const ref = `ch-${process.pid}-${++seq}`
+      appendFileSync(providerLog, `${args.id} ${ref}\n`)
+      await jitter()
+      return ref
+    })
+  },
+)
+
+const ids = Number(idCount)
+/**
+ * A window of 16 ids sliding forward at 8 ids/s on the parent's clock: every worker keeps meeting fresh ids
+ * (first executions to be killed in) and, for ~2 s each, the same ids as the others (redispatches racing each
+ * other and meeting lapsed leases).
+ */
+function pickId(): string {
+  const hi = Math.min(ids, 16 + Math.floor((Date.now() - Number(startedAt)) / 125))
+  const lo = Math.max(0, hi - 16)
+  return `chaos:${lo + Math.floor(Math.random() * (hi - lo))}`
+}
+async function loop(): Promise<never> {
+  for (;;) {
+    const id = pickId()
+    try {
+      const ref = await charge({ id }, { requestId: id })
+      appendFileSync(resultsLog, `ok ${id} ${ref} ${owner}\n`)
+    } catch (e) {
+      appendFileSync(resultsLog, `err ${id} ${(e as Error).name ?? "Error"} ${owner}\n`)
+      await jitter()
+    }
+  }
+}
+process.stdout.write("READY\n")
+await Promise.all(Array.from({ length: Number(concurrency) }, loop))

@@ -1,0 +1,71 @@
+// From the CLI, a not-executed release of a lapsed lease whose owner may still be alive is refused (exit 1) until
+// the operator names why the owner can no longer act; a blank reason is a usage error (exit 2), never a stack.
+import { spawnSync } from "node:child_process"
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
+import { FileLedgerStorage } from "../../src/adapters/file.ts"
+
+const main = resolve("src/cli/main.ts")
+const tsx = resolve("node_modules/.bin/tsx")
+const cwd = mkdtempSync(join(tmpdir(), "mycelium-override-"))
+afterAll(() => rmSync(cwd, { recursive: true, force: true }))
+const run = (args: string[]) => {
+  const r = spawnSync(tsx, [main, ...args], { cwd, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } })
+  return { code: r.status, out: r.stdout, err: r.stderr }
+}
+
+describe("mycelium transitions release --override-death-signal", () => {
+  it("refuses without a death signal, rejects a blank override, releases with a named one", async () => {
+    const file = join(cwd, "ledger.json")
+    const storage = new FileLedgerStorage(file)
+    const now = Date.now() / 1000
+    // Lapsed a second ago, heartbeat 11 s ago: far inside the default presumedDeadAfter.
+    await storage.set(
+      newEntry(
+        {
+          requestId: "pay:1",
+          tool: "pay",
+          owner: "w1",
+          fence: 1,
+          leaseUntil: now - 1,
+          lastHeartbeatAt: now - 11,
+        },
+        now - 11,
+      ),
+    )
+    const base = ["transitions", "release", "pay:1", "--file", file, "--verified", "not-executed"]
+    const who = ["--by", "ops", "--reason", "no charge at the provider"]
+
+    const refused = run([...base, ...who])
+    expect(refused.code, refused.err).toBe(1)
+    expect(refused.err).toMatch(/^mycelium: refused: .*overrideDeathSignal/)
+    expect(refused.err).not.toMatch(/\n\s+at /)
+
+    const blank = run([...base, ...who, "--override-death-signal", " "])
+    expect(blank.code, blank.err).toBe(2)
+    expect(blank.err).toContain("--override-death-signal must say why")
+
+    const ok = run([
+      "release",
+      "pay:1",
+      "--file",
+      file,
+      "--verified",
+      "not-executed",
+      ...who,
+      "--override-death-signal",
+      "node w1 deleted",
+    ])
+    expect(ok.code, ok.err).toBe(0)
+    const row = await new FileLedgerStorage(file).get("pay:1")
+    expect(row).toMatchObject({
+      terminalOutcome: "BLOCKED",
+      operatorResolution: "not_executed",
+      releasedFromOutcome: "EXPIRED",
+      resolutionReason: "no charge at the provider (death signal overridden: node w1 deleted)",
+    })
+  })
+})

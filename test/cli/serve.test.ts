@@ -1,0 +1,132 @@
+// `mycelium serve` as a subprocess, probed over raw HTTP the way a hostile web page or a DNS-rebinding attack would.
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync } from "node:fs"
+import { request } from "node:http"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+
+const children: ChildProcess[] = []
+afterAll(() => {
+  for (const c of children) c.kill("SIGTERM")
+})
+
+async function start(extra: string[] = []): Promise<number> {
+  const ledger = join(mkdtempSync(join(tmpdir(), "mycelium-serve-")), "ledger.json")
+  const child = spawn(process.execPath, [
+    "--import",
+    "tsx",
+    "src/cli/main.ts",
+    "serve",
+    "--port",
+    "0",
+    "--ledger",
+    ledger,
+    ...extra,
+  ])
+  children.push(child)
+  let out = ""
+  return new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no API after 30 s:\n${out}`)), 30_000)
+    const on = (d: unknown) => {
+      out += String(d)
+      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)
+      if (m?.[1]) {
+        clearTimeout(timer)
+        resolve(Number(m[1]))
+      }
+    }
+    child.stdout?.on("data", on)
+    child.stderr?.on("data", on)
+    child.once("exit", (code) => reject(new Error(`serve exited ${code}:\n${out}`)))
+  })
+}
+
+function http(
+  port: number,
+  method: string,
+  path: string,
+  headers: Record<string, string>,
+  body?: string | Buffer,
+): Promise<{ status: number; json: { error?: { code: string } } & Record<string, unknown> }> {
+  return new Promise((resolve, reject) => {
+    const req = request({ host: "127.0.0.1", port, method, path, headers }, (res) => {
+      let text = ""
+      res.on("data", (d) => {
+        text += String(d)
+      })
+      res.on("end", () => resolve({ status: res.statusCode ?? 0, json: JSON.parse(text || "{}") }))
+    })
+    req.on("error", (e) => {
+      // A refused oversized upload may reset the socket after the answer was read: that is the intended effect.
+      if ((e as NodeJS.ErrnoException).code === "EPIPE" || (e as NodeJS.ErrnoException).code === "ECONNRESET")
+        return
+      reject(e)
+    })
+    if (body !== undefined) req.write(body)
+    req.end()
+  })
+}
+
+const release = JSON.stringify({ verified: "not_executed", reason: "r" })
+
+describe("mycelium serve (local, no auth)", () => {
+  it("answers only loopback Host values, refuses cross-origin and non-JSON writes, and limits bodies", async () => {
+    const port = await start()
+    const ok = await http(port, "GET", "/v1/transitions", { host: `127.0.0.1:${port}` })
+    expect(ok.status).toBe(200)
+    for (const host of [`localhost:${port}`, `[::1]:${port}`, "localhost"])
+      expect((await http(port, "GET", "/v1/transitions", { host })).status, host).toBe(200)
+    for (const host of [
+      "evil.example",
+      `evil.example:${port}`,
+      `127.0.0.1.nip.io:${port}`,
+      `localhost:${port + 1}`,
+    ]) {
+      const r = await http(port, "GET", "/v1/transitions", { host })
+      expect([host, r.status, r.json.error?.code]).toEqual([host, 403, "forbidden_host"])
+    }
+    const json = { host: `127.0.0.1:${port}`, "content-type": "application/json" }
+    const evil = await http(
+      port,
+      "POST",
+      "/v1/transitions/x/release",
+      { ...json, origin: "https://evil.example" },
+      release,
+    )
+    expect([evil.status, evil.json.error?.code]).toEqual([403, "forbidden_origin"])
+    const plain = await http(
+      port,
+      "POST",
+      "/v1/transitions/x/release",
+      { host: json.host, "content-type": "text/plain" },
+      release,
+    )
+    expect([plain.status, plain.json.error?.code]).toEqual([415, "unsupported_media_type"])
+    const same = await http(
+      port,
+      "POST",
+      "/v1/transitions/x/release",
+      { ...json, origin: `http://localhost:${port}` },
+      release,
+    )
+    expect(same.status).toBe(404) // reached the API: no such transition
+    const big = await http(port, "POST", "/v1/transitions/x/release", json, Buffer.alloc(5 * 1024 * 1024, 32))
+    expect([big.status, big.json.error?.code]).toEqual([413, "payload_too_large"])
+    // Still serving after the refused upload.
+    expect((await http(port, "GET", "/health", { host: json.host })).status).toBe(200)
+  }, 60_000)
+
+  it("--token requires the bearer token on every /v1 route", async () => {
+    const port = await start(["--token", "local-secret-token"])
+    const host = { host: `127.0.0.1:${port}` }
+    expect((await http(port, "GET", "/v1/transitions", host)).status).toBe(401)
+    expect(
+      (await http(port, "GET", "/v1/transitions", { ...host, authorization: "Bearer wrong" })).status,
+    ).toBe(401)
+    expect(
+      (await http(port, "GET", "/v1/transitions", { ...host, authorization: "Bearer local-secret-token" }))
+        .status,
+    ).toBe(200)
+  }, 60_000)
+})

@@ -1,0 +1,285 @@
+// The API as a hostile caller sees it: limits before work, pagination, tokens, one error shape, OpenAPI.
+import { Validator } from "@seriousme/openapi-schema-validator"
+import { SignJWT } from "jose"
+import { describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
+import { MemoryLedgerStorage } from "../../src/core/index.ts"
+import { createLedgerApp, DOCUMENTED_ROUTES, jwtAuth } from "../../src/edge/index.ts"
+
+const JSON_HEADERS = { "content-type": "application/json" }
+const SECRET = "hardening-secret-hardening-secret-0123"
+const key = new TextEncoder().encode(SECRET)
+const errorCode = async (r: Response) => ((await r.json()) as { error: { code: string } }).error.code
+
+describe("limits before work", () => {
+  const app = createLedgerApp({ storage: new MemoryLedgerStorage(), limits: { maxBodyBytes: 64 * 1024 } })
+
+  it("a declared Content-Length over the limit is 413 without reading the body", async () => {
+    let pulled = 0
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        pulled++
+        c.enqueue(new Uint8Array(1024))
+      },
+    })
+    const r = await app.fetch(
+      new Request("http://x/v1/calls", {
+        method: "POST",
+        headers: { ...JSON_HEADERS, "content-length": String(50 * 1024 * 1024) },
+        body,
+        duplex: "half",
+      } as RequestInit),
+    )
+    expect(r.status).toBe(413)
+    expect(await errorCode(r)).toBe("payload_too_large")
+    expect(pulled).toBeLessThanOrEqual(1)
+  })
+
+  it("a streamed body without Content-Length stops being read at the limit", async () => {
+    let sent = 0
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        sent += 16 * 1024
+        if (sent > 50 * 1024 * 1024) c.close()
+        else c.enqueue(new Uint8Array(16 * 1024).fill(32))
+      },
+    })
+    const r = await app.fetch(
+      new Request("http://x/v1/calls", {
+        method: "POST",
+        headers: JSON_HEADERS,
+        body,
+        duplex: "half",
+      } as RequestInit),
+    )
+    expect(r.status).toBe(413)
+    expect(sent).toBeLessThan(256 * 1024)
+  })
+
+  it("5,000 levels deep is 400 too_deep; text/plain is 415; bad JSON 400", async () => {
+    const deep = `${"[".repeat(5000)}${"]".repeat(5000)}`
+    const r = await app.request("/v1/calls", {
+      method: "POST",
+      headers: JSON_HEADERS,
+      body: `{"tool":"t","args":{"a":${deep}}}`,
+    })
+    expect([r.status, await errorCode(r)]).toEqual([400, "too_deep"])
+    const plain = await app.request("/v1/calls", { method: "POST", body: '{"tool":"t"}' })
+    expect([plain.status, await errorCode(plain)]).toEqual([415, "unsupported_media_type"])
+    const bad = await app.request("/v1/calls", { method: "POST", headers: JSON_HEADERS, body: "{" })
+    expect([bad.status, await errorCode(bad)]).toEqual([400, "invalid_json"])
+  })
+
+  it("a bad binding or request identity is a 400 with a stable code, and nothing is written", async () => {
+    const storage = new MemoryLedgerStorage()
+    const a = createLedgerApp({ storage })
+    const begin = (body: unknown) =>
+      a.request("/v1/calls", { method: "POST", headers: JSON_HEADERS, body: JSON.stringify(body) })
+    const binding = { agent_id: "a", policy_version: "1", side_effect_class: "non_idempotent_mutate" }
+    for (const [body, code] of [
+      [{ tool: "t", binding: { ...binding, side_effect_class: "bogus" } }, "invalid_binding"],
+      [{ tool: "t", binding: { ...binding, capability: "idempotent" } }, "tool_capability_declaration"],
+      [
+        { tool: "t", binding: { ...binding, request_id_from: "order" }, args: {} },
+        "missing_request_identity",
+      ],
+      [{ tool: "t", meta: { request_id: "   " } }, "invalid_body"],
+      [{ tool: "t", now: 1 }, "invalid_body"],
+    ] as const) {
+      const r = await begin(body)
+      expect([JSON.stringify(body), r.status, await errorCode(r)]).toEqual([JSON.stringify(body), 400, code])
+    }
+    expect(storage.size).toBe(0)
+  })
+
+  it("unknown ids are 404 on every route", async () => {
+    const lease = "x".repeat(43)
+    for (const [path, body] of [
+      ["/v1/calls/nope/complete", { fence: 1, lease, result: 1 }],
+      ["/v1/calls/nope/fail", { fence: 1, lease, error: "e" }],
+      ["/v1/calls/nope/boundary", { fence: 1, lease, boundary: "crossed" }],
+      ["/v1/calls/nope/renew", { fence: 1, lease }],
+      ["/v1/transitions/nope/release", { verified: "completed", reason: "r" }],
+      ["/v1/transitions/nope/mark-worker-dead", { reason: "r" }],
+    ] as const) {
+      const r = await app.request(path, { method: "POST", headers: JSON_HEADERS, body: JSON.stringify(body) })
+      expect(r.status, path).toBe(404)
+    }
+    for (const path of ["/v1/transitions/nope", "/v1/rows/nope"])
+      expect((await app.request(path)).status).toBe(404)
+  })
+
+  it("a storage outage is 503 with no backend text on agent, reader and store routes alike", async () => {
+    const broken = new MemoryLedgerStorage()
+    const fail = () => Promise.reject(new Error("SQLITE_IOERR: disk I/O error at /secret/path"))
+    Object.assign(broken, {
+      get: fail,
+      tryClaimInflight: fail,
+      tryTransition: fail,
+      set: fail,
+      list: () => ({ [Symbol.asyncIterator]: () => ({ next: fail }) }),
+    })
+    const down = createLedgerApp({ storage: broken })
+    for (const [method, path, body] of [
+      ["POST", "/v1/calls", { tool: "t", meta: { request_id: "r" } }],
+      ["GET", "/v1/transitions", undefined],
+      ["GET", "/v1/transitions/a", undefined],
+      ["GET", "/v1/rows", undefined],
+      ["GET", "/v1/rows/a", undefined],
+    ] as const) {
+      const r = await down.request(path, {
+        method,
+        ...(body ? { headers: JSON_HEADERS, body: JSON.stringify(body) } : {}),
+      })
+      const text = await r.text()
+      expect([r.status, path]).toEqual([503, path])
+      expect(text).not.toContain("SQLITE")
+      expect(JSON.parse(text).error.code).toBe("ledger_storage_unavailable")
+    }
+  })
+})
+
+describe("CORS", () => {
+  it("answers preflights only for configured origins; without configuration, none", async () => {
+    const preflight = (a: ReturnType<typeof createLedgerApp>, origin: string) =>
+      a.request("/v1/calls", {
+        method: "OPTIONS",
+        headers: {
+          origin,
+          "access-control-request-method": "POST",
+          "access-control-request-headers": "authorization, content-type",
+        },
+      })
+    const open = createLedgerApp({ storage: new MemoryLedgerStorage(), corsOrigins: ["https://app.example"] })
+    const ok = await preflight(open, "https://app.example")
+    expect(ok.headers.get("access-control-allow-origin")).toBe("https://app.example")
+    expect(ok.headers.get("access-control-allow-headers")?.toLowerCase()).toContain("authorization")
+    const evil = await preflight(open, "https://evil.example")
+    expect(evil.headers.get("access-control-allow-origin")).toBeNull()
+    const closed = await preflight(
+      createLedgerApp({ storage: new MemoryLedgerStorage() }),
+      "https://app.example",
+    )
+    expect(closed.headers.get("access-control-allow-origin")).toBeNull()
+  })
+})
+
+describe("pagination", () => {
+  it("/v1/transitions pages with a default and a maximum size and a cursor", async () => {
+    const storage = new MemoryLedgerStorage()
+    for (let i = 0; i < 250; i++)
+      await storage.set(
+        newEntry({ requestId: `r${String(i).padStart(3, "0")}`, tool: i % 2 ? "odd" : "even" }, 1),
+      )
+    const app = createLedgerApp({ storage })
+    const first = (await (await app.request("/v1/transitions")).json()) as {
+      transitions: unknown[]
+      cursor: string
+    }
+    expect(first.transitions).toHaveLength(100)
+    expect((await app.request("/v1/transitions?limit=501")).status).toBe(400)
+    const seen = new Set<string>()
+    let cursor: string | null = null
+    let pages = 0
+    do {
+      const q: string = `?limit=40&tool=odd${cursor ? `&cursor=${cursor}` : ""}`
+      const page = (await (await app.request(`/v1/transitions${q}`)).json()) as {
+        transitions: Array<{ request_id: string; tool: string }>
+        cursor: string | null
+      }
+      for (const t of page.transitions) {
+        expect(t.tool).toBe("odd")
+        seen.add(t.request_id)
+      }
+      cursor = page.cursor
+      pages++
+    } while (cursor && pages < 20)
+    expect(seen.size).toBe(125)
+  })
+})
+
+describe("tokens", () => {
+  const app = createLedgerApp({
+    storage: new MemoryLedgerStorage(),
+    authenticate: jwtAuth({ secret: SECRET, maxTokenAge: 3600 }),
+  })
+  const get = (token: string) =>
+    app.request("/v1/transitions", { headers: { authorization: `Bearer ${token}` } })
+  const base = () => new SignJWT({ tenant: "t", scope: "ledger:reader" }).setProtectedHeader({ alg: "HS256" })
+
+  it("needs exp, refuses a future iat and tokens older than maxTokenAge", async () => {
+    expect((await get(await base().setIssuedAt().setExpirationTime("5m").sign(key))).status).toBe(200)
+    expect((await get(await base().setIssuedAt().sign(key))).status).toBe(401)
+    const now = Math.floor(Date.now() / 1000)
+    expect(
+      (
+        await get(
+          await base()
+            .setIssuedAt(now + 365 * 86400)
+            .setExpirationTime(now + 400 * 86400)
+            .sign(key),
+        )
+      ).status,
+    ).toBe(401)
+    expect(
+      (
+        await get(
+          await base()
+            .setIssuedAt(now - 7200)
+            .setExpirationTime(now + 600)
+            .sign(key),
+        )
+      ).status,
+    ).toBe(401)
+  })
+
+  it("a JWKS that cannot be fetched is 503 auth_unavailable, not 401", async () => {
+    const jwks = createLedgerApp({
+      storage: new MemoryLedgerStorage(),
+      authenticate: jwtAuth({ jwksUrl: "http://127.0.0.1:9/.well-known/jwks.json" }),
+    })
+    const token = await new SignJWT({ tenant: "t" })
+      .setProtectedHeader({ alg: "RS256", kid: "k" })
+      .setExpirationTime("5m")
+      .sign(
+        (
+          await crypto.subtle.generateKey(
+            {
+              name: "RSASSA-PKCS1-v1_5",
+              modulusLength: 2048,
+              publicExponent: new Uint8Array([1, 0, 1]),
+              hash: "SHA-256",
+            },
+            true,
+            ["sign", "verify"],
+          )
+        ).privateKey,
+      )
+    const r = await jwks.request("/v1/transitions", { headers: { authorization: `Bearer ${token}` } })
+    expect([r.status, await errorCode(r)]).toEqual([503, "auth_unavailable"])
+  })
+})
+
+describe("/openapi.json", () => {
+  it("validates as OpenAPI 3.1 and lists every route the app serves", async () => {
+    const app = createLedgerApp({ storage: new MemoryLedgerStorage() })
+    const doc = (await (await app.request("/openapi.json")).json()) as {
+      openapi: string
+      paths: Record<string, Record<string, unknown>>
+    }
+    const v = new Validator()
+    const res = await v.validate(doc)
+    expect(res.errors ?? []).toEqual([])
+    expect(res.valid).toBe(true)
+    expect(v.version).toBe("3.1")
+    const served = app.routes
+      .filter((r) => r.method !== "ALL")
+      .map((r) => `${r.method.toLowerCase()} ${r.path.replace(/:id/g, "{id}")}`)
+    const documented = DOCUMENTED_ROUTES.map((r) => `${r.method} ${r.path}`)
+    expect(new Set(documented)).toEqual(new Set(served))
+    for (const r of DOCUMENTED_ROUTES)
+      expect(doc.paths[r.path]?.[r.method], `${r.method} ${r.path}`).toBeDefined()
+    const docs = await app.request("/docs")
+    expect(docs.headers.get("content-type")).toContain("text/html")
+  })
+})
