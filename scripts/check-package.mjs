@@ -134,10 +134,11 @@ try {
   check("mycelium --help", help.code === 0 && help.stdout.includes("commands:"), help.out)
   const demo = run(bin, ["demo"], { cwd: app })
   check(
-    "mycelium demo (paid twice without the ledger, once with it)",
+    "mycelium demo (twice without the ledger, once with it, a hard block, one re-run after release)",
     demo.code === 0 &&
-      demo.stdout.includes("charges at the gateway: 2") &&
-      /charges: 1; both callers got/.test(demo.stdout),
+      demo.stdout.includes("unguarded executions: 2") &&
+      demo.stdout.includes("guarded executions: 1") &&
+      demo.stdout.includes("re-runs after release: 1"),
     demo.out,
   )
   const serve = run(bin, ["serve", "--port", "0"], { cwd: app })
@@ -152,6 +153,8 @@ try {
   const entries = Object.keys(pkg.exports).filter((k) => !k.endsWith(".json"))
   const mustLoad = [".", "./adapters/memory", "./adapters/file", "./adapters/http", "./adapters/upstash"]
   mustLoad.push("./adapters/neon", "./node", "./node/paths", "./async-context")
+  // The integrations import their framework for types only: they load before (and without) it.
+  mustLoad.push("./integrations/ai-sdk", "./integrations/langgraph", "./integrations/openai-agents")
   writeFileSync(
     join(app, "imports.mjs"),
     `const results = {}

@@ -12,23 +12,44 @@ const budgets = [
   {
     name: "ActionLedger + MemoryLedgerStorage",
     code: 'export { ActionLedger, MemoryLedgerStorage } from "./dist/index.js"',
-    max: 15 * KB,
+    // #11's target is 15 KB. The ledger grew past it with this round's safety work (result limits, the release
+    // death-signal rule, fenced sideEffect() entry, identity checks on every owned claim); no single module is big
+    // (the largest, the claim loop, is 4.3 KB minified), so meeting it means trimming messages across the engine.
+    // The budget holds today's size so it cannot grow unnoticed; the table prints the target beside it.
+    max: 17 * KB,
+    target: 15 * KB,
   },
-  // #11 sets 20 KB for the whole core entry; it is 27.9 KB today and the budget holds it there so it cannot grow
-  // while the gap is open. Why: the entry re-exports all four guard families, and the ledger barrel alone is
+  // #11 sets 20 KB for the whole core entry; it is over (see the table) and the budget holds it so it cannot grow
+  // unnoticed while the gap is open. Why: the entry re-exports all four guard families, and the ledger barrel alone is
   // 16.5 KB, transcript 6.5, tools 4.7, context 1.2 (gzip, each bundled alone). Explicit exports instead of
   // `export *` do not change that; meeting 20 KB needs transcript and tools behind their own entries (or a
   // smaller ledger). The table prints the target next to the budget until then.
-  { name: "core entry (everything)", code: 'export * from "./dist/index.js"', max: 28 * KB, target: 20 * KB },
+  { name: "core entry (everything)", code: 'export * from "./dist/index.js"', max: 31 * KB, target: 20 * KB },
   ...["memory", "file", "indexeddb", "durable-object", "upstash", "neon", "http"].map((a) => ({
     name: `adapters/${a}`,
     code: `export * from "./dist/adapters/${a}.js"`,
     max: 6 * KB,
   })),
+  // Framework glue: the frameworks are type-only imports, so this is the wrapper plus bounded() and the
+  // transcript guards it reuses (ai-sdk); each was under its budget's 3/4 when it was added.
+  ...["ai-sdk", "langgraph", "openai-agents"].map((i) => ({
+    name: `integrations/${i}`,
+    code: `export * from "./dist/integrations/${i}.js"`,
+    max: (i === "ai-sdk" ? 12 : 6) * KB,
+  })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.
   { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 12 * KB },
   // The workspace needs Node built-ins (external here, as for the adapters): 5.5 KB when it was added.
   { name: "harness/workspace", code: 'export * from "./dist/harness/workspace/index.js"', max: 7 * KB },
+  // Redis over TCP extends the Upstash adapter (same keys and Lua scripts), so it carries that adapter's code too.
+  {
+    name: "adapters/redis (with the Upstash adapter it extends)",
+    code: 'export * from "./dist/adapters/redis.js"',
+    max: 8 * KB,
+  },
+  // mycelium.yaml in any runtime: the YAML parser (about a third) and zod are bundled in, which is why config is its
+  // own entry and never part of the core. Loaded once at start-up.
+  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 95 * KB },
   // The agent client (`mycelium-runtime/client`, fetch only: no hono, zod or jose): 4.8 KB when it was added.
   { name: "client (RemoteLedger)", code: 'export * from "./dist/edge/client.js"', max: 6 * KB },
   // The Cloudflare worker (edge API + Durable Object + hono, zod, jose): what `wrangler deploy` uploads.

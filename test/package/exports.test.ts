@@ -45,4 +45,31 @@ describe("package exports", () => {
     const inputs = Object.keys(out.metafile.inputs)
     expect(inputs.filter((f) => f.includes("node_modules"))).toEqual([])
   })
+
+  // Agent frameworks are optional peers: the core must never load one, and each integration imports its
+  // framework for types only, so `import "mycelium-runtime/integrations/<name>"` works before the app loads it.
+  const frameworks = ["ai", "@ai-sdk/", "@langchain/", "@openai/agents", "openai"]
+  const frameworkModules = (inputs: string[]) =>
+    inputs.filter((f) => frameworks.some((fw) => f.includes(`node_modules/${fw}`)))
+
+  it("neither the core nor any integration entry bundles an agent framework", async () => {
+    const entries = [
+      "dist/index.js",
+      ...Object.entries(pkg.exports)
+        .filter(([name]) => name.startsWith("./integrations/"))
+        .map(([, t]) => (t as { default: string }).default),
+    ]
+    expect(entries.length).toBeGreaterThan(1)
+    for (const entry of entries) {
+      const out = await build({
+        entryPoints: [entry],
+        bundle: true,
+        write: false,
+        metafile: true,
+        platform: "neutral",
+        logLevel: "silent",
+      })
+      expect(frameworkModules(Object.keys(out.metafile.inputs)), entry).toEqual([])
+    }
+  })
 })

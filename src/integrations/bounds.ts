@@ -1,0 +1,37 @@
+// `bounded()` split around the ledger: arguments are checked before the claim (a refused call writes nothing
+// and the hashed arguments are the validated, normalized ones), the result inside the body (an invalid result
+// is recorded as a failure, never as COMPLETED).
+import { type BoundarySchema, type BoundedOptions, bounded } from "../core/tools/index.ts"
+
+/** `bounded()` options for a guarded tool; `schema` defaults to the framework tool's own input schema. */
+export type GuardBoundsOptions = Omit<BoundedOptions, "name">
+
+export interface Bounds {
+  input(args: Record<string, unknown>): Promise<Record<string, unknown>>
+  output<R>(result: R): Promise<R>
+}
+
+const same = <T>(value: T): T => value
+
+export function compileBounds(
+  name: string,
+  frameworkSchema: BoundarySchema | undefined,
+  options: GuardBoundsOptions | false | undefined,
+): Bounds {
+  if (options === false) return { input: async (a) => a, output: async (r) => r }
+  const { outputSchema, ...inputOptions } = options ?? {}
+  const schema = inputOptions.schema ?? frameworkSchema
+  const input = bounded(same<Record<string, unknown>>, {
+    ...inputOptions,
+    ...(schema ? { schema } : {}),
+    name,
+  })
+  // bounded() checks an arguments object; the result is boxed so any value (a string, a list) can be checked.
+  const output = outputSchema
+    ? bounded((box: { value: unknown }) => box.value, { name, outputSchema })
+    : undefined
+  return {
+    input,
+    output: async <R>(result: R) => (output ? ((await output({ value: result })) as R) : result),
+  }
+}

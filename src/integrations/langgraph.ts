@@ -1,0 +1,133 @@
+// LangGraph.js / LangChain tools. Only types are imported from @langchain/core: this entry never loads the
+// framework at run time. A guarded tool is the caller's tool with its `_call` (the documented extension point
+// of StructuredTool) running through the ledger, so schema, name, ToolNode and streaming behave as before.
+import type { CallbackManagerForToolRun } from "@langchain/core/callbacks/manager"
+import type { StructuredToolInterface, ToolRunnableConfig } from "@langchain/core/tools"
+import type { CallMeta } from "../core/ledger/index.ts"
+import { type BoundarySchema, isStandardSchema } from "../core/tools/index.ts"
+import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
+import { GuardedToolError } from "./errors.ts"
+import {
+  type BoundaryMode,
+  bindTransition,
+  cleanMeta,
+  type GuardContext,
+  type GuardLedgerOptions,
+  lookupTransition,
+  runWithBoundary,
+  type ToolLedger,
+} from "./ledger-like.ts"
+
+export type { GuardBoundsOptions } from "./bounds.ts"
+export { GuardedToolError } from "./errors.ts"
+export type { BoundaryMode, GuardContext, GuardLedgerOptions, ToolLedger } from "./ledger-like.ts"
+
+/** Options of {@link guardTool}. The ledger name is the tool's `name`. */
+export interface GuardLangGraphToolOptions extends GuardLedgerOptions {
+  /** `bounded()` checks around the ledger; the tool's zod/Standard Schema is used unless `schema` is given. */
+  readonly bounds?: GuardBoundsOptions | false
+  /** Default `"whole"`: see {@link BoundaryMode}. */
+  readonly boundary?: BoundaryMode
+  /** Overrides or adds call metadata; the defaults come from {@link langGraphCallMeta}. */
+  readonly meta?: (config: ToolRunnableConfig) => Partial<CallMeta>
+}
+
+/**
+ * The ledger's call metadata from a LangGraph tool config: `tool_call_id` (set by ToolNode and by invoking a
+ * tool with a tool call), `thread_id` and `run_id` from `configurable` (or the platform's `metadata.run_id`),
+ * and the graph node from `metadata.langgraph_node`. LangChain's own `config.runId` is NOT used: it is a fresh
+ * id for every invocation, so a replay from a checkpoint would never match the first run.
+ */
+export function langGraphCallMeta(config: ToolRunnableConfig | undefined): CallMeta {
+  const configurable = (config?.configurable ?? {}) as Record<string, unknown>
+  const metadata = (config?.metadata ?? {}) as Record<string, unknown>
+  return cleanMeta({
+    toolCallId: str(config?.toolCall?.id),
+    threadId: str(configurable.thread_id),
+    runId: str(configurable.run_id) ?? str(metadata.run_id),
+    node: str(metadata.langgraph_node),
+    ...(config?.signal ? { signal: config.signal } : {}),
+  })
+}
+
+type ToolCallFn = (
+  arg: unknown,
+  runManager?: CallbackManagerForToolRun,
+  parentConfig?: ToolRunnableConfig,
+) => Promise<unknown>
+
+/**
+ * Wraps a LangChain tool (from `tool()`, `DynamicStructuredTool`, or a StructuredTool subclass) so each call runs
+ * through the ledger, keyed by its tool-call id and scoped by thread, run and node: a tool call LangGraph replays
+ * from a checkpoint, or redispatches while the first is still running (langgraph#7417), runs once and both get
+ * its result. Returns a new tool; the original is left as it was.
+ */
+export function guardTool<T extends StructuredToolInterface>(
+  ledger: ToolLedger,
+  tool: T,
+  options: GuardLangGraphToolOptions = {},
+): T {
+  const inner = (tool as unknown as { _call?: ToolCallFn })._call
+  if (typeof inner !== "function") {
+    throw new GuardedToolError(
+      "unsupported_tool",
+      `LangChain tool '${tool.name}' has no _call method: guard a tool made by tool(), DynamicStructuredTool or a StructuredTool subclass.`,
+    )
+  }
+  const { bounds: boundsOptions, boundary = "whole", meta, ...rest } = options
+  const name = tool.name
+  const ledgerOptions = { ...rest, name }
+  const schema = isStandardSchema(tool.schema) ? (tool.schema as BoundarySchema) : undefined
+  const bounds = compileBounds(name, schema, boundsOptions)
+  // A string-schema tool (DynamicTool style) is hashed as `{ input }`; its own schema already checked the string.
+  const stringBounds = compileBounds(name, undefined, boundsOptions)
+
+  const guarded: ToolCallFn = async (arg, runManager, parentConfig) => {
+    const boxed = typeof arg === "string"
+    const limits = boxed ? stringBounds : bounds
+    const args = await limits.input(boxed ? { input: arg } : asArgs(name, arg))
+    const callMeta = { ...langGraphCallMeta(parentConfig), ...cleanMeta(meta?.(parentConfig ?? {}) ?? {}) }
+    const run = ledger.tool(ledgerOptions, async (checked, tx) => {
+      // tool() hands its function a copy of the config, but `configurable` travels by reference: the transition
+      // is tied to a fresh `configurable` of this call.
+      const configurable = { ...parentConfig?.configurable }
+      const config: ToolRunnableConfig = { ...parentConfig, configurable }
+      bindTransition(configurable, tx)
+      const out = await runWithBoundary(boundary, ledgerOptions, tx, () =>
+        inner.call(tool, boxed ? checked.input : checked, runManager, config),
+      )
+      return limits.output(out)
+    })
+    return run(args, callMeta)
+  }
+  const wrapped = Object.create(tool) as T
+  Object.defineProperty(wrapped, "_call", { value: guarded, writable: true, configurable: true })
+  return wrapped
+}
+
+/** {@link guardTool} for a list of tools (e.g. for `new ToolNode(guardTools(ledger, tools, {...}))`), options by name. */
+export function guardTools<T extends StructuredToolInterface>(
+  ledger: ToolLedger,
+  tools: readonly T[],
+  options: Readonly<Record<string, GuardLangGraphToolOptions>> = {},
+): T[] {
+  return tools.map((t) => guardTool(ledger, t, options[t.name] ?? {}))
+}
+
+/** The transition of the running call: pass the `config` your tool function received. */
+export function transitionOf(config: ToolRunnableConfig | undefined): GuardContext {
+  return lookupTransition(config?.configurable, "tool config")
+}
+
+function str(v: unknown): string | undefined {
+  return typeof v === "string" && v !== "" ? v : undefined
+}
+
+function asArgs(name: string, input: unknown): Record<string, unknown> {
+  if (typeof input === "object" && input !== null && !Array.isArray(input))
+    return input as Record<string, unknown>
+  throw new GuardedToolError(
+    "tool_input_not_object",
+    `LangChain tool '${name}' got ${typeof input} as input: a ledgered tool takes an object of named arguments.`,
+  )
+}

@@ -1,0 +1,79 @@
+// What the integrations need from a ledger, typed structurally so an `ActionLedger` and a `RemoteLedger`
+// (mycelium-runtime/client, same `tool(options, fn)` shape) are both accepted without importing either class.
+import type { CallMeta, LedgeredToolOptions } from "../core/ledger/index.ts"
+import { GuardedToolError } from "./errors.ts"
+
+/** The per-call context a ledgered tool body receives (`TransitionContext` on an `ActionLedger`). */
+export interface GuardContext {
+  readonly requestId: string
+  readonly signal: AbortSignal
+  /** Writes `maybe_crossed` durably, then runs `fn`: a crash inside leaves the call UNKNOWN (hard-block). */
+  sideEffect<T>(fn: () => Promise<T> | T): Promise<T>
+  markMaybeCrossed(): Promise<void>
+  markCrossed(): Promise<void>
+  recordExternalOperation(ref: string): Promise<void>
+  renewLease(leaseTtl?: number): Promise<void>
+}
+
+/** Anything with the ledger's `tool(options, fn)`: `ActionLedger`, `RemoteLedger`. */
+export interface ToolLedger {
+  tool<A extends Record<string, unknown>, R>(
+    options: LedgeredToolOptions,
+    fn: (args: A, tx: GuardContext) => Promise<R> | R,
+  ): (args: A, meta?: CallMeta) => Promise<R>
+}
+
+/** Ledger options of one guarded tool, without its name (the framework's tool name is used). */
+export type GuardLedgerOptions = Omit<LedgeredToolOptions, "name">
+
+/**
+ * How a tool body that does not know about the ledger is run. `"whole"` (the default) marks the whole body of
+ * any tool whose binding is not `read` as the side effect: a crash inside it hard-blocks a redispatch instead of
+ * running the body twice. `"manual"` leaves it to the body (`transitionOf(...)` → `tx.sideEffect()`).
+ */
+export type BoundaryMode = "whole" | "manual"
+
+/** Runs `body` under the boundary mode: `"whole"` wraps it in `tx.sideEffect()` unless the tool is a read. */
+export function runWithBoundary<R>(
+  mode: BoundaryMode,
+  options: GuardLedgerOptions,
+  tx: GuardContext,
+  body: () => Promise<R> | R,
+): Promise<R> {
+  if (mode === "manual" || isRead(options)) return Promise.resolve().then(body)
+  return tx.sideEffect(body)
+}
+
+function isRead(options: GuardLedgerOptions): boolean {
+  const binding = options.binding as { sideEffectClass?: string } | undefined
+  return binding?.sideEffectClass === "read"
+}
+
+/** Drops empty fields of a metadata patch, so a framework's `undefined` or `""` never shadows a real value. */
+export function cleanMeta(meta: Partial<CallMeta>): CallMeta {
+  const out: CallMeta = {}
+  for (const [k, v] of Object.entries(meta) as Array<[keyof CallMeta, CallMeta[keyof CallMeta]]>) {
+    if (v === undefined || v === null || v === "") continue
+    ;(out as Record<string, unknown>)[k] = v
+  }
+  return out
+}
+
+const TRANSITIONS = new WeakMap<object, GuardContext>()
+
+/** Not part of the entries: ties the framework's per-call object (options, config, details) to the call's transition. */
+export function bindTransition(key: object, tx: GuardContext): void {
+  TRANSITIONS.set(key, tx)
+}
+
+/** The call's transition for a framework per-call object, or an error saying the tool is not guarded. */
+export function lookupTransition(key: unknown, where: string): GuardContext {
+  const tx = typeof key === "object" && key !== null ? TRANSITIONS.get(key) : undefined
+  if (!tx) {
+    throw new GuardedToolError(
+      "not_a_guarded_call",
+      `transitionOf() got an object that is not the ${where} of a guarded call: pass the very object your execute function received, inside a tool wrapped by the mycelium integration.`,
+    )
+  }
+  return tx
+}

@@ -1,0 +1,123 @@
+// OpenAI Agents JS glue. Only types are imported from @openai/agents: this entry never loads the framework at run
+// time. The guard wraps the options given to `tool()` rather than the FunctionTool it returns: `tool()` turns a
+// thrown error into text for the model (its errorFunction), so only `execute` itself sees a failure as a failure,
+// which the ledger must record (UNKNOWN after a crossed boundary, FAILED before it).
+import type { FunctionTool, RunContext } from "@openai/agents"
+import type { CallMeta } from "../core/ledger/index.ts"
+import { type BoundarySchema, isStandardSchema, type StandardSchemaV1 } from "../core/tools/index.ts"
+import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
+import { GuardedToolError } from "./errors.ts"
+import {
+  type BoundaryMode,
+  bindTransition,
+  cleanMeta,
+  type GuardContext,
+  type GuardLedgerOptions,
+  lookupTransition,
+  runWithBoundary,
+  type ToolLedger,
+} from "./ledger-like.ts"
+
+export type { GuardBoundsOptions } from "./bounds.ts"
+export { GuardedToolError } from "./errors.ts"
+/** The SDK's per-call details (the function call item, the abort signal); the SDK does not export its name. */
+export type ToolCallDetails = NonNullable<Parameters<FunctionTool["invoke"]>[2]>
+
+export type { BoundaryMode, GuardContext, GuardLedgerOptions, ToolLedger } from "./ledger-like.ts"
+
+/** Options of {@link guardToolOptions}. The ledger name is the tool's `name`. */
+export interface GuardAgentsToolOptions extends GuardLedgerOptions {
+  /** `bounded()` checks around the ledger; a zod `parameters` schema is used unless `schema` is given. */
+  readonly bounds?: GuardBoundsOptions | false
+  /** Default `"whole"`: see {@link BoundaryMode}. */
+  readonly boundary?: BoundaryMode
+  /** Extra call metadata (thread, run, node...), e.g. a conversation id from the run context. */
+  readonly meta?: (
+    runContext: RunContext<unknown> | undefined,
+    details: ToolCallDetails | undefined,
+  ) => Partial<CallMeta>
+}
+
+/** What `execute` receives for a `parameters` schema: the schema's output type (zod, any Standard Schema). */
+export type ToolInput<P> = P extends StandardSchemaV1<infer _In, infer Out> ? Out : unknown
+
+/** The `tool()` options this guard needs: a name, the parameters, and `execute(input, runContext, details)`. */
+export interface AgentsToolOptionsLike<P, R> {
+  readonly name: string
+  readonly parameters?: P
+  // Method syntax on purpose: its parameters are checked bivariantly, so an execute typed for the agent's own
+  // context type (`RunContext<MyContext>`) is accepted.
+  execute(input: ToolInput<P>, runContext?: RunContext<unknown>, details?: ToolCallDetails): R | Promise<R>
+}
+
+/**
+ * Returns `tool()` options whose `execute` runs through the ledger, keyed by the model's `callId`: a function
+ * call the runner executes again (a resumed run, a retried turn, a duplicated item) returns the recorded result
+ * instead of running twice. Use: `tool(guardToolOptions(ledger, { name, parameters, execute }, { binding }))`.
+ */
+export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
+  ledger: ToolLedger,
+  options: O & AgentsToolOptionsLike<P, R>,
+  guard: GuardAgentsToolOptions = {},
+): O {
+  const name = options.name
+  if (!name) {
+    throw new GuardedToolError(
+      "tool_needs_a_name",
+      "guardToolOptions() needs the tool's `name` in its options: the ledger keys every call by tool name.",
+    )
+  }
+  const execute = options.execute
+  const { bounds: boundsOptions, boundary = "whole", meta, ...rest } = guard
+  const ledgerOptions = { ...rest, name }
+  const schema = isStandardSchema(options.parameters) ? (options.parameters as BoundarySchema) : undefined
+  const bounds = compileBounds(name, schema, boundsOptions)
+
+  const guarded = async (
+    input: unknown,
+    runContext?: RunContext<unknown>,
+    details?: ToolCallDetails,
+  ): Promise<R> => {
+    const boxed = typeof input === "string"
+    const args = await bounds.input(asArgs(name, input))
+    const callMeta = {
+      ...agentsCallMeta(details),
+      ...cleanMeta(meta?.(runContext, details) ?? {}),
+    }
+    const run = ledger.tool(ledgerOptions, async (checked, tx) => {
+      const forBody: ToolCallDetails = { ...details }
+      bindTransition(forBody, tx)
+      const out = await runWithBoundary(boundary, ledgerOptions, tx, () =>
+        execute((boxed ? checked.input : checked) as ToolInput<P>, runContext, forBody),
+      )
+      return bounds.output(out)
+    })
+    return run(args, callMeta)
+  }
+  return { ...options, execute: guarded }
+}
+
+/** The ledger's call metadata from the SDK's per-call details: the function call's `callId` and the abort signal. */
+export function agentsCallMeta(details: ToolCallDetails | undefined): CallMeta {
+  const call = details?.toolCall as { callId?: unknown } | undefined
+  return cleanMeta({
+    toolCallId: typeof call?.callId === "string" ? call.callId : undefined,
+    ...(details?.signal ? { signal: details.signal } : {}),
+  })
+}
+
+/** The transition of the running call: pass the `details` (third argument) your `execute` received. */
+export function transitionOf(details: ToolCallDetails | undefined): GuardContext {
+  return lookupTransition(details, "execute details")
+}
+
+function asArgs(name: string, input: unknown): Record<string, unknown> {
+  if (typeof input === "object" && input !== null && !Array.isArray(input))
+    return input as Record<string, unknown>
+  // A non-strict tool without parameters gets the raw string; the ledger hashes an arguments object.
+  if (typeof input === "string") return { input }
+  throw new GuardedToolError(
+    "tool_input_not_object",
+    `OpenAI Agents tool '${name}' got ${typeof input} as input: a ledgered tool takes an object of named arguments.`,
+  )
+}
