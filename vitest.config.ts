@@ -1,6 +1,7 @@
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers"
 import { playwright } from "@vitest/browser-playwright"
 import { defineConfig } from "vitest/config"
+import modules from "./test/runtimes/modules.json" with { type: "json" }
 
 // Debian's chromium in a root container: no sandbox, no GPU, small /dev/shm, no phoning home.
 const chromiumArgs = [
@@ -14,10 +15,18 @@ const chromiumArgs = [
   "--no-first-run",
 ]
 
-// One run, several runtimes. Each project is a real environment, never a mock of one:
+// Modules written for the Vercel edge runtime alone (`@vitest-environment edge-runtime`): the node project leaves
+// them to the edge project.
+const edgeOnly = ["test/runtimes/vercel-edge.test.ts", "test/adapters/servers-edge.test.ts"]
+// A runtime's modules: the shared ones and its own (scripts/runtime-suites.mjs checks each project ran them all).
+const modulesOf = (runtime: keyof typeof modules.own) => [...modules.shared, ...modules.own[runtime]]
+
+// One run, several runtimes. Each project is a real environment, never a mock of one, and each runs the same
+// runtime-neutral modules (test/runtimes/modules.json) besides its own (Deno and Bun run them in scripts/test.mjs):
 // - node: the core and the Node-side adapters against real local services
 // - workers: inside workerd (the Durable Object adapter, the edge worker), configured by wrangler.toml
 // - browser: headless Chromium with its real IndexedDB
+// - edge: Vercel's edge runtime (@edge-runtime/vm), no Node globals
 export default defineConfig({
   test: {
     projects: [
@@ -25,7 +34,7 @@ export default defineConfig({
         test: {
           name: "node",
           include: ["test/**/*.test.ts"],
-          exclude: ["test/workers/**", "test/browser/**", "node_modules/**"],
+          exclude: ["test/workers/**", "test/browser/**", "node_modules/**", ...edgeOnly],
           environment: "node",
           testTimeout: 30_000,
         },
@@ -40,14 +49,14 @@ export default defineConfig({
         ],
         test: {
           name: "workers",
-          include: ["test/workers/**/*.test.ts"],
+          include: ["test/workers/**/*.test.ts", ...modulesOf("workers")],
           testTimeout: 30_000,
         },
       },
       {
         test: {
           name: "browser",
-          include: ["test/browser/**/*.test.ts"],
+          include: ["test/browser/**/*.test.ts", ...modulesOf("browser")],
           testTimeout: 30_000,
           browser: {
             enabled: true,
@@ -57,6 +66,14 @@ export default defineConfig({
               launchOptions: { executablePath: "/usr/bin/chromium", args: chromiumArgs },
             }),
           },
+        },
+      },
+      {
+        test: {
+          name: "edge",
+          include: [...new Set([...modulesOf("edge"), ...edgeOnly])],
+          environment: "edge-runtime",
+          testTimeout: 30_000,
         },
       },
     ],

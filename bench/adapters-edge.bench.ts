@@ -10,10 +10,10 @@ import { join } from "node:path"
 import { build } from "esbuild"
 import { Miniflare } from "miniflare"
 import { chromium } from "playwright"
-import { entryToRow, newEntry } from "../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../src/adapters/file.ts"
 import { IndexedDbLedgerStorage } from "../src/adapters/indexeddb.ts"
 import { ActionLedger, type LedgerStorage, MemoryLedgerStorage } from "../src/core/index.ts"
+import { seededFile } from "./fixtures.ts"
 
 const binding = { agentId: "bench", policyVersion: "1", sideEffectClass: "keyed_mutate" } as const
 
@@ -26,33 +26,6 @@ async function perCall(storage: LedgerStorage, n: number, label: string): Promis
   const t0 = performance.now()
   for (let i = 0; i < n; i++) await pay({ amount: i }, { toolCallId: `${label}-${i}` })
   return (performance.now() - t0) / n
-}
-
-/** A ledger file with `rows` completed rows, written directly in the Python layout. */
-function seededFile(dir: string, rows: number, tag: string): string {
-  const path = join(dir, `ledger-${rows}-${tag}.json`)
-  const data: Record<string, unknown> = {}
-  for (let i = 0; i < rows; i++) {
-    const id = `seed-${String(i).padStart(5, "0")}`
-    data[id] = entryToRow(
-      newEntry(
-        {
-          requestId: id,
-          tool: "send_payment",
-          kwargs: { amount: i, recipient: "acct_seed", tool_call_id: `seed-call-${i}` },
-          terminalOutcome: "COMPLETED",
-          status: "completed",
-          fence: 1,
-          result: { ok: true, amount: i },
-          sideEffectBoundary: "crossed",
-          effectPhase: "COMMITTED",
-        },
-        1_780_000_000 + i,
-      ),
-    )
-  }
-  if (rows) writeFileSync(path, JSON.stringify(data, null, 2))
-  return path
 }
 
 const rowsOut: Array<[string, number]> = []

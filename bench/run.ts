@@ -30,6 +30,10 @@ try {
       format: "esm",
       outfile: bundle,
       logLevel: "error",
+      // CommonJS dependencies (Powertools' Redis client) require() Node built-ins; an ESM bundle has no require.
+      banner: {
+        js: "import { createRequire } from 'node:module'; const require = createRequire(import.meta.url);",
+      },
     })
     console.log(`\n# ${f} (bundled by esbuild)`)
     const b = spawnSync(process.execPath, [bundle], { stdio: "inherit", env: process.env })

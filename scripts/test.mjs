@@ -2,6 +2,7 @@
 // reads. Exits non-zero if any step fails.
 import { spawnSync } from "node:child_process"
 import { existsSync, readFileSync, rmSync } from "node:fs"
+import { runBun, runDeno, vitestRuntimes } from "./runtime-suites.mjs"
 
 const run = (cmd, args) => spawnSync(cmd, args, { stdio: "inherit", env: process.env }).status ?? 1
 
@@ -25,16 +26,23 @@ for (const [name, [cmd, args]] of steps) {
 }
 
 const report = ".vitest.json"
+const runtimesReport = ".vitest-runtimes.json"
 rmSync(report, { force: true })
+rmSync(runtimesReport, { force: true })
 const extra = process.argv.slice(2)
-const rc = run("npx", [
-  "vitest",
-  "run",
-  "--reporter=default",
-  "--reporter=json",
-  `--outputFile.json=${report}`,
-  ...extra,
-])
+const rc = spawnSync(
+  "npx",
+  [
+    "vitest",
+    "run",
+    "--reporter=default",
+    "--reporter=json",
+    "--reporter=./scripts/vitest-runtimes-reporter.mjs",
+    `--outputFile.json=${report}`,
+    ...extra,
+  ],
+  { stdio: "inherit", env: { ...process.env, VITEST_RUNTIMES_REPORT: runtimesReport } },
+).status
 let passed = 0
 let failed = rc === 0 ? 0 : 1
 if (existsSync(report)) {
@@ -42,6 +50,27 @@ if (existsSync(report)) {
   passed = r.numPassedTests
   failed = r.numFailedTests + (rc !== 0 && r.numFailedTests === 0 ? 1 : 0)
   if (r.numTotalTests === 0) failed = Math.max(failed, 1)
+}
+
+// The same modules in six runtimes: the four vitest projects must each have run theirs (a filtered run, with
+// arguments, checks nothing), then Deno and Bun run them with their own test runners.
+if (extra.length === 0) {
+  const perRuntime = existsSync(runtimesReport)
+    ? vitestRuntimes(JSON.parse(readFileSync(runtimesReport, "utf8")))
+    : [{ runtime: "vitest", passed: 0, failed: 1, skipped: 0, modules: 0, missing: 1 }]
+  // Their test failures are in the JSON counts already; a module a runtime did not run is one failure more.
+  failed += perRuntime.reduce((n, r) => n + r.missing, 0)
+  for (const r of [runDeno(), runBun()]) {
+    perRuntime.push(r)
+    passed += r.passed
+    failed += r.failed
+  }
+  console.log("\nper runtime:")
+  for (const r of perRuntime) {
+    console.log(
+      `  ${r.runtime.padEnd(8)} ${r.passed} passed, ${r.failed} failed, ${r.skipped ?? 0} skipped (${r.modules} modules)`,
+    )
+  }
 }
 console.log(`${passed} passed, ${failed} failed`)
 process.exit(rc === 0 && failed === 0 ? 0 : 1)

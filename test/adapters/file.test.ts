@@ -1,6 +1,6 @@
 // The JSON-file ledger store: conformance, Python file-format interop, corruption handling, cross-process race.
 import { spawn, spawnSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -8,7 +8,6 @@ import { afterAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage, LedgerFileCorruptError } from "../../src/adapters/file.ts"
 import { ActionLedger } from "../../src/core/index.ts"
-import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 
 const root = mkdtempSync(join(tmpdir(), "mycelium-file-"))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
@@ -24,26 +23,7 @@ function withFile(text: string): string {
   return path
 }
 
-testLedgerStorage("file", () => {
-  const path = freshPath()
-  const storage = new FileLedgerStorage(path)
-  // A second instance has its own cache: every read across the two goes through the file.
-  const peer = new FileLedgerStorage(path)
-  // As another process (or the Python original) adds a row: rewrite the file and swap it in.
-  const writeRaw = async (id: string, json: string) => {
-    const rows = existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>) : {}
-    rows[id] = JSON.parse(json)
-    mkdirSync(dirname(path), { recursive: true })
-    writeFileSync(`${path}.raw`, JSON.stringify(rows, null, 2))
-    renameSync(`${path}.raw`, path)
-  }
-  return {
-    storage,
-    peer,
-    writeRaw,
-    cleanup: async () => Promise.all([storage.close(), peer.close()]).then(() => {}),
-  }
-})
+// The LedgerStorage conformance suite over this store is file-conformance.test.ts (it runs in Deno and Bun too).
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json }
 const shape = (v: Json | undefined): string =>

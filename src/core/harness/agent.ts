@@ -307,8 +307,15 @@ async function invokeTool(
     spawn: (sub) => spawnSubQuery({ ...ctx, signal }, sub, `${key}/q${spawned++}`),
   }
   const args = call.args as Record<string, unknown>
-  if (!ctx.shared.ledger) return tool.execute(args, toolCtx)
-  const ledgered = ledgeredFor(ctx.shared, tool.name, tool.binding, async (a) => tool.execute(a, toolCtx))
+  // `await`, not a bare return: a tool may hand back an already-rejected promise, and returning it from an async
+  // function leaves it unobserved for a tick, which workerd reports as an unhandled rejection.
+  if (!ctx.shared.ledger) return await tool.execute(args, toolCtx)
+  const ledgered = ledgeredFor(
+    ctx.shared,
+    tool.name,
+    tool.binding,
+    async (a) => await tool.execute(a, toolCtx),
+  )
   return ledgered(args, { requestId: key, signal })
 }
 

@@ -1,0 +1,99 @@
+// The same test modules in every runtime (test/runtimes/modules.json): runs them under Deno (`deno test`, vitest
+// mapped onto Deno.test by test/runtimes/deno/) and Bun (`bun test`, which maps `vitest` onto bun:test itself),
+// and checks that each runtime, including the vitest projects, ran every module it owes. A runtime whose glue is
+// gone runs nothing, and that is a failure here, never a skip.
+import { spawnSync } from "node:child_process"
+import { readFileSync } from "node:fs"
+
+export const MODULES = JSON.parse(readFileSync("test/runtimes/modules.json", "utf8"))
+export const VITEST_RUNTIMES = ["node", "workers", "browser", "edge"]
+export const expectedModules = (runtime) => [...MODULES.shared, ...(MODULES.own[runtime] ?? [])]
+
+// NO_COLOR is set, but a runner may still color; ESC is built from its code so the pattern has no control character.
+const ANSI = new RegExp(`${String.fromCharCode(27)}\\[[0-9;]*m`, "g")
+const strip = (s) => s.replace(ANSI, "")
+
+/** Modules a runtime owes but did not run (module paths relative to the repository root). */
+export function missingModules(expected, ran) {
+  const seen = new Set(ran.map((m) => m.replace(/^\.\//, "")))
+  return expected.filter((m) => !seen.has(m))
+}
+
+function run(cmd, args) {
+  const r = spawnSync(cmd, args, {
+    encoding: "utf8",
+    env: { ...process.env, NO_COLOR: "1", FORCE_COLOR: "0" },
+    maxBuffer: 64 * 1024 * 1024,
+    timeout: 15 * 60_000,
+  })
+  const out = strip(`${r.stdout ?? ""}\n${r.stderr ?? ""}`)
+  process.stdout.write(out)
+  return { status: r.status ?? 1, out }
+}
+
+/** `deno test`: every module through the vitest shim; counts from its summary line. */
+export function runDeno({
+  importMap = "test/runtimes/deno/import-map.json",
+  files = expectedModules("deno"),
+} = {}) {
+  const { status, out } = run("node_modules/.bin/deno", [
+    "test",
+    "--allow-all",
+    "--no-check", // tsc type-checks these modules; Deno's own check would only repeat it
+    "--import-map",
+    importMap,
+    ...files,
+  ])
+  const ran = [...out.matchAll(/^running \d+ tests? from (\S+)$/gm)].map((m) => m[1])
+  const sum = /(?:ok|FAILED) \| (\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed/.exec(out)
+  return summarize("deno", files, status, out, ran, sum ? Number(sum[1]) : 0, sum ? Number(sum[2]) : 0)
+}
+
+/** `bun test`: Bun rewrites `import … from "vitest"` to its own bun:test. */
+export function runBun() {
+  const files = expectedModules("bun")
+  const { status, out } = run("node_modules/.bin/bun", ["test", ...files.map((f) => `./${f}`)])
+  const ran = [...out.matchAll(/^(test\/\S+\.test\.ts):$/gm)].map((m) => m[1])
+  const pass = /^\s*(\d+) pass$/m.exec(out)
+  const fail = /^\s*(\d+) fail$/m.exec(out)
+  return summarize("bun", files, status, out, ran, pass ? Number(pass[1]) : 0, fail ? Number(fail[1]) : 0)
+}
+
+/** Runners without a runtime skip log "skipped: …" and pass; those are skips, not passes. */
+const skips = (out) => (out.match(/^skipped: /gm) ?? []).length
+
+function summarize(runtime, files, status, out, ran, passed, failed) {
+  const skipped = skips(out)
+  passed -= skipped
+  const missing = missingModules(files, ran)
+  // A crash before the summary, or a module that never ran, counts as a failure even with no failed test.
+  const broken = (status !== 0 && failed === 0 ? 1 : 0) + missing.length
+  if (missing.length) console.error(`\n${runtime}: did not run ${missing.join(", ")}`)
+  return { runtime, passed, failed: failed + broken, skipped, modules: ran.length }
+}
+
+/** The vitest projects, from scripts/vitest-runtimes-reporter.mjs's file. */
+export function vitestRuntimes(report) {
+  return VITEST_RUNTIMES.map((runtime) => {
+    // A browser project reports per instance, e.g. "browser (chromium)".
+    const parts = Object.entries(report)
+      .filter(([name]) => name === runtime || name.startsWith(`${runtime} (`))
+      .map(([, r]) => r)
+    const r = {
+      modules: parts.flatMap((p) => p.modules),
+      passed: parts.reduce((n, p) => n + p.passed, 0),
+      failed: parts.reduce((n, p) => n + p.failed, 0),
+      skipped: parts.reduce((n, p) => n + (p.skipped ?? 0), 0),
+    }
+    const missing = missingModules(expectedModules(runtime), r.modules)
+    if (missing.length) console.error(`\n${runtime}: did not run ${missing.join(", ")}`)
+    return {
+      runtime,
+      passed: r.passed,
+      failed: r.failed + missing.length,
+      skipped: r.skipped ?? 0,
+      modules: r.modules.length,
+      missing: missing.length,
+    }
+  })
+}
