@@ -7,6 +7,12 @@ import {
   type LedgerStorage,
   resolvedOutcome,
 } from "../core/ledger/index.ts"
+import {
+  hmacReceiptSigner,
+  MemoryReceiptStore,
+  ReceiptEmitter,
+  verifyReceipts,
+} from "../core/receipts/index.ts"
 import { bold, dim, green, red } from "./style.ts"
 
 export interface DemoOptions {
@@ -25,6 +31,9 @@ export interface DemoReport {
   readonly pollerWaited: boolean
   readonly hardBlocked: boolean
   readonly rerunsAfterRelease: number
+  /** Signed receipts emitted during the tour, and how many of them verified (signature and hash chain). */
+  readonly receipts: number
+  readonly receiptsVerified: number
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -34,7 +43,7 @@ const REDISPATCH_AFTER_MS = 60
 export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   const log = options.log ?? ((l: string) => console.log(l))
   const tag = options.runTag ?? Date.now().toString(36)
-  const section = (n: number, title: string) => log(`\n${bold(`[${n}/4] ${title}`)}`)
+  const section = (n: number, title: string) => log(`\n${bold(`[${n}/5] ${title}`)}`)
   const binding = {
     agentId: "research-agent",
     policyVersion: "2026.12.1",
@@ -62,11 +71,20 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
 
   // 2. The fix: the redispatch finds the live claim and waits for its result.
   section(2, "With the action ledger: the redispatch waits for the first call")
+  // Every outcome and release is signed (HMAC, the Python original's format) and chained; section 5 verifies them.
+  const demoKey = `demo-key-${tag}`
+  const receiptStore = new MemoryReceiptStore()
+  const receipts = new ReceiptEmitter({
+    signer: hmacReceiptSigner(demoKey),
+    store: receiptStore,
+    agentId: "research-agent",
+  })
   const ledger = new ActionLedger({
     storage: options.storage,
     pollInterval: 0.02,
     leaseTtl: 60,
     onWarning: () => {},
+    receipts,
   })
   let guarded = 0
   const guardedTask = ledger.tool({ name: "subagent_task", binding }, async (args: { task: string }, tx) =>
@@ -141,6 +159,18 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     log(green("  PASS: exactly one re-run"))
   }
 
+  section(5, "Signed audit receipts: every outcome and the release, verifiable later")
+  const signed = await receiptStore.list()
+  const verdict = await verifyReceipts(signed, { hmac: demoKey }, { requireChain: true })
+  const verified = signed.length - new Set(verdict.failures.map((f) => f.index)).size
+  for (const r of signed) log(`  ${r.receipt_id.slice(0, 12)}...  ${r.action.padEnd(14)} ${r.status}`)
+  log(`  receipts verified: ${verified} of ${signed.length} (HMAC signature and hash chain)`)
+  log(
+    verdict.ok
+      ? green("  PASS: every receipt verifies")
+      : red(`  FAIL: ${verdict.failures.map((f) => f.reason).join(", ")}`),
+  )
+
   const inspect = options.where.startsWith("file ")
     ? `  (inspect: npx mycelium transitions list --file ${options.where.slice(5)})`
     : ""
@@ -151,5 +181,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     pollerWaited,
     hardBlocked,
     rerunsAfterRelease: reruns,
+    receipts: signed.length,
+    receiptsVerified: verified,
   }
 }

@@ -10,6 +10,8 @@ commands:
   init [-o PATH] [--minimal | --full] [--force]   write a mycelium.yaml that loads as written
   demo [--store file|memory] [--serve]            the duplicate-payment bug and the fix, end to end
   transitions list|show|release|mark-dead          operate the action ledger (file, Redis, Postgres, or -c config)
+  tasks list|show|release                          operate the task ledger (a task-ledger file)
+  receipts verify [FILE]                          check a receipt file's signatures and hash chain
   doctor [-c PATH] [--json] [--strict]            read-only checks of mycelium.yaml and its stores
   serve [--port N] [--ledger PATH] [--token T]    the ledger HTTP API over a local ledger file (loopback only)
   release ID ...                                  short for: transitions release
@@ -27,6 +29,8 @@ const commands: Record<string, () => Promise<Command>> = {
   demo: () => import("./commands/demo.ts"),
   transitions: () => import("./commands/transitions.ts"),
   doctor: () => import("./commands/doctor.ts"),
+  tasks: () => import("./commands/tasks.ts"),
+  receipts: () => import("./commands/receipts.ts"),
   serve: () => import("./commands/serve.ts"),
   release: () => import("./commands/release.ts"),
 }

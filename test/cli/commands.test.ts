@@ -79,6 +79,7 @@ describe("mycelium demo", () => {
     expect(r.out).toContain("guarded executions: 1")
     expect(r.out).toContain("redispatch -> LedgerHardBlockError")
     expect(r.out).toContain("re-runs after release: 1")
+    expect(r.out).toMatch(/receipts verified: ([1-9]\d*) of \1 \(HMAC signature and hash chain\)/)
     expect(r.out).not.toContain("\u001b[")
   })
   it("rejects an unknown store (exit 2)", () => {
@@ -234,5 +235,82 @@ describe.each([
     expect(await stranded.pay({ amount: 1 }, { toolCallId: callId })).toEqual({ ok: 2 })
     expect(stranded.runs()).toBe(2)
     await stranded.close()
+  })
+})
+
+describe("mycelium receipts verify and tasks", () => {
+  it("verifies a receipt file (exit 0), names a tampered receipt (exit 1), needs a key (exit 2)", async () => {
+    const { FileReceiptStore } = await import("../../src/adapters/file-receipts.ts")
+    const { ActionLedger, ReceiptEmitter, hmacReceiptSigner } = await import("../../src/core/index.ts")
+    const file = join(cwd, "receipts.jsonl")
+    const receipts = new ReceiptEmitter({
+      signer: hmacReceiptSigner("k1"),
+      store: new FileReceiptStore(file),
+      agentId: "a",
+    })
+    const ledger = new ActionLedger({ receipts })
+    const t = ledger.tool(
+      { name: "pay", binding: { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } },
+      async (x: { n: number }) => x.n,
+    )
+    for (let i = 0; i < 3; i++) await t({ n: i }, { toolCallId: `c${i}` })
+    const ok = run(["receipts", "verify", file, "--require-chain"], { MYCELIUM_SIGNING_KEY: "k1" })
+    expect(ok.code, ok.err).toBe(0)
+    expect(ok.out).toContain("3 receipts verified")
+    expect(run(["receipts", "verify", file]).code).toBe(2)
+    const wrongKey = run(["receipts", "verify", file, "--json"], { MYCELIUM_SIGNING_KEY: "k2" })
+    expect(wrongKey.code).toBe(1)
+    expect(JSON.parse(wrongKey.out).failures[0]).toMatchObject({ reason: "bad_signature" })
+    writeFileSync(file, readFileSync(file, "utf8").replace('"n": 1,', '"n": 7,'))
+    const tampered = run(["receipts", "verify", file], { MYCELIUM_SIGNING_KEY: "k1" })
+    expect(tampered.code).toBe(1)
+    expect(tampered.out).toMatch(/FAIL\s+#1 /)
+  })
+
+  it("lists and shows tasks of a task-ledger file; release refuses unknown ids (1) and bad verdicts (2)", async () => {
+    const { FileTaskStore } = await import("../../src/adapters/file-tasks.ts")
+    const { TaskLedger } = await import("../../src/core/index.ts")
+    const file = join(cwd, "tasks.json")
+    const tasks = new TaskLedger({ storage: new FileTaskStore(file) })
+    const report = tasks.task({ name: "report", idFrom: ["day"] }, async (a: { day: string }) => ({
+      day: a.day,
+    }))
+    await report({ day: "d1" })
+    const list = run(["tasks", "list", "--file", file, "--json"])
+    expect(list.code, list.err).toBe(0)
+    const [row] = JSON.parse(list.out) as Array<Record<string, unknown>>
+    expect(row).toMatchObject({ task: "report", status: "completed", state: "completed" })
+    const show = run(["tasks", "show", row?.request_id as string, "--file", file])
+    expect(show.out).toContain("status: completed")
+    expect(run(["tasks", "show", "nope", "--file", file]).code).toBe(1)
+    const bad = run([
+      "tasks",
+      "release",
+      "x",
+      "--file",
+      file,
+      "--verified",
+      "maybe",
+      "--by",
+      "o",
+      "--reason",
+      "r",
+    ])
+    expect(bad.code).toBe(2)
+    const unknown = run([
+      "tasks",
+      "release",
+      "x",
+      "--file",
+      file,
+      "--verified",
+      "not-executed",
+      "--by",
+      "o",
+      "--reason",
+      "r",
+    ])
+    expect(unknown.code).toBe(1)
+    expect(run(["tasks"]).code).toBe(2)
   })
 })

@@ -66,7 +66,9 @@ export async function run(args: string[]): Promise<number> {
     report.guardedExecutions === 1 &&
     report.pollerWaited &&
     report.hardBlocked &&
-    report.rerunsAfterRelease === 1
+    report.rerunsAfterRelease === 1 &&
+    report.receipts > 0 &&
+    report.receiptsVerified === report.receipts
   if (values.serve) {
     const { startApi } = await import("./serve.ts")
     await startApi("demo --serve", ledgerPath, port, values.token ?? process.env.MYCELIUM_TOKEN)
