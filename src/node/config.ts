@@ -8,7 +8,9 @@ import {
   type MyceliumConfig,
   type ResolvedStorage,
 } from "../core/config/index.ts"
+import type { StateStoreChoice } from "../core/config/mycelium-config.ts"
 import type { LedgerStorage } from "../core/ledger/index.ts"
+import { MemoryStateFlushStore, type StateFlushStore } from "../core/state/index.ts"
 
 /** Options for {@link loadConfig}: as `loadConfigFromString`, with `env` defaulting to `process.env`. */
 export type LoadConfigFileOptions = LoadConfigOptions
@@ -85,6 +87,18 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
   }
 }
 
+/** The `state_flush:` stores a Node, Deno or Bun process can keep: memory and the original's JSON file. */
+export async function nodeStateStoreFactory(choice: StateStoreChoice): Promise<StateFlushStore> {
+  if (choice.kind === "memory") return new MemoryStateFlushStore()
+  if (choice.kind === "file") {
+    const { FileStateFlushStore } = await import("../adapters/file-state.ts")
+    return new FileStateFlushStore(choice.path as string)
+  }
+  throw new ConfigError(
+    `state_flush storage '${choice.kind}' lives in a browser or a Worker, not in this process`,
+  )
+}
+
 const processEnv = (): Record<string, string | undefined> =>
   (globalThis as { process?: { env: Record<string, string | undefined> } }).process?.env ?? {}
 
@@ -112,6 +126,7 @@ export async function loadConfig(
     source: path,
     env: processEnv(),
     storageFactory: nodeStorageFactory,
+    stateStoreFactory: nodeStateStoreFactory,
     ...options,
   })
 }

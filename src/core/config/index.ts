@@ -2,10 +2,13 @@ export { type ConfigEnv, expandEnv } from "./env.ts"
 export { ConfigError, type ConfigLocation } from "./errors.ts"
 export { type LoadConfigOptions, loadConfigFromString } from "./load.ts"
 export {
+  type ConfigRun,
+  type ConfigRunOptions,
   type ConfiguredTool,
   type ConfiguredToolBody,
   MyceliumConfig,
   type MyceliumConfigOptions,
+  type StateStoreChoice,
   type StorageFactory,
 } from "./mycelium-config.ts"
 export type {

@@ -8,6 +8,12 @@ import {
   MemoryLedgerStorage,
   type TransitionContext,
 } from "../ledger/index.ts"
+import {
+  MemoryStateFlushStore,
+  StateFlush,
+  type StateFlushRun,
+  type StateFlushStore,
+} from "../state/index.ts"
 import { bounded } from "../tools/bounded.ts"
 import type { FieldSpecSchema } from "../tools/field-spec.ts"
 import { ToolRegistry } from "../tools/registry.ts"
@@ -28,6 +34,38 @@ export interface MyceliumConfigOptions {
   clock?: { now(): number }
   /** Where one-time warnings go. Default `console.warn`. */
   onWarning?: (message: string) => void
+  /** Builds the `state_flush:` store for `file`, `indexeddb` and `durable_object` (Node: `loadConfig` passes one). */
+  stateStoreFactory?: (choice: StateStoreChoice) => StateFlushStore | Promise<StateFlushStore>
+}
+
+/** The `state_flush:` storage choice. */
+export interface StateStoreChoice {
+  readonly kind: "memory" | "file" | "indexeddb" | "durable_object"
+  readonly path?: string
+  readonly database?: string
+  readonly binding?: string
+}
+
+/** What `config.run()` hands its body: the run's id, its Session, and the flushed state (no-ops without a section). */
+export interface ConfigRun {
+  readonly runId: string
+  readonly session: Session
+  /** Shallow-merges into the run's state; flushed on cancel, disconnect, error and completion (`state_flush:`). */
+  record(patch: Readonly<Record<string, unknown>>): void
+  /** The run's state so far (empty without `state_flush:`). */
+  readonly state: Readonly<Record<string, unknown>>
+  /** Aborts when the run is cancelled or its client disconnects. */
+  readonly signal: AbortSignal
+}
+
+/** Options for `config.run()`. */
+export interface ConfigRunOptions {
+  /** Cancels the run: with `state_flush:`, its state is flushed as aborted/cancel at once. */
+  readonly signal?: AbortSignal
+  /** The client went away (e.g. an HTTP request's signal): flushed as aborted/disconnect. */
+  readonly disconnectSignal?: AbortSignal
+  /** Start from this state (e.g. `await config.resume(runId)`). */
+  readonly initial?: Readonly<Record<string, unknown>>
 }
 
 /** A tool body as the config wraps it: the ledger's `TransitionContext` arrives as the second argument. */
@@ -47,6 +85,7 @@ type Instrumented<T extends Record<string, AnyBody>> = {
 
 interface RunScope {
   readonly runId: string
+  readonly flush: StateFlushRun | null
 }
 let scopeStore: AsyncLocalStorageLike<RunScope> | undefined
 const runScope = (): AsyncLocalStorageLike<RunScope> | undefined => {
@@ -73,6 +112,7 @@ export class MyceliumConfig {
   readonly #options: MyceliumConfigOptions
   readonly #stores = new Map<string, Promise<LedgerStorage>>()
   readonly #ledgers = new Map<string, Promise<ActionLedger>>()
+  #stateFlush: Promise<StateFlush | null> | undefined
 
   constructor(resolved: ResolvedConfig, options: MyceliumConfigOptions = {}) {
     this.resolved = resolved
@@ -195,14 +235,81 @@ export class MyceliumConfig {
     return out as Instrumented<T>
   }
 
+  /** The `state_flush:` section as a `StateFlush`, or null without one. One instance per config. */
+  stateFlush(): Promise<StateFlush | null> {
+    this.#stateFlush ??= (async () => {
+      const sf = this.resolved.raw.state_flush
+      if (!sf) return null
+      const choice: StateStoreChoice = {
+        kind: sf.storage,
+        ...(sf.path !== undefined && { path: sf.path }),
+        ...(sf.database !== undefined && { database: sf.database }),
+        ...(sf.binding !== undefined && { binding: sf.binding }),
+      }
+      const factory = this.#options.stateStoreFactory
+      let storage: StateFlushStore
+      if (choice.kind === "memory" && !factory) storage = new MemoryStateFlushStore()
+      else if (!factory)
+        throw new ConfigError(
+          `state_flush storage '${choice.kind}' needs a store factory: load the file with loadConfig() from ` +
+            `'mycelium-runtime/node/config', or pass { stateStoreFactory }`,
+        )
+      else storage = await factory(choice)
+      return new StateFlush({ storage, flushOn: sf.flush_on, flushOnComplete: sf.flush_on_complete })
+    })()
+    return this.#stateFlush
+  }
+
+  /** The state a run flushed last (`state_flush:`), to start the next attempt from; null when there is none. */
+  async resume(runId: string): Promise<Readonly<Record<string, unknown>> | null> {
+    const flush = await this.stateFlush()
+    if (!flush || !(await flush.load(runId))) return null
+    return flush.resume(runId)
+  }
+
   /**
-   * Runs `fn` as one agent run: configured tools called inside it get `runId` as their scope (where the runtime
-   * propagates async context), and protected tools share one `Session` cache for the run.
+   * Runs `fn` as one agent run: configured tools called inside it are scoped by `runId` (where the runtime carries
+   * async context), protected tools share one `Session` cache, and with `state_flush:` the run's recorded state is
+   * flushed on cancel, disconnect, error and completion (the original's `config.run`).
    */
-  run<R>(runId: string, fn: (session: Session) => R): R {
+  async run<R>(
+    runId: string,
+    fn: (run: ConfigRun) => R | Promise<R>,
+    options: ConfigRunOptions = {},
+  ): Promise<R> {
     const session = new Session()
-    const als = runScope()
-    return als ? als.run({ runId }, () => session.run(fn)) : session.run(fn)
+    const flush = await this.stateFlush()
+    const enter = <T>(scope: RunScope, body: () => T): T => {
+      const als = runScope()
+      return als ? als.run(scope, () => session.run(body)) : session.run(body)
+    }
+    if (!flush) {
+      const never = new AbortController()
+      const signal = options.signal ?? never.signal
+      const state: Record<string, unknown> = { ...options.initial }
+      const run: ConfigRun = { runId, session, signal, state, record: (patch) => Object.assign(state, patch) }
+      return enter({ runId, flush: null }, () => fn(run))
+    }
+    return flush.run(
+      runId,
+      (handle) =>
+        enter({ runId, flush: handle }, () =>
+          fn({
+            runId,
+            session,
+            signal: handle.signal,
+            get state() {
+              return handle.state
+            },
+            record: (patch) => handle.record(patch),
+          }),
+        ),
+      {
+        ...(options.signal && { signal: options.signal }),
+        ...(options.disconnectSignal && { disconnectSignal: options.disconnectSignal }),
+        ...(options.initial && { initial: options.initial }),
+      },
+    )
   }
 
   /** The allowlist `registry:` configures (`auto` or no `allowed` list: every configured tool). */
@@ -246,6 +353,8 @@ export class MyceliumConfig {
     if (this.validatesMessages) out = new MessageValidator().repair(out).messages
     const guard = this.historyGuard()
     if (guard) out = guard.validate(out)
+    // Inside a run with state_flush, the prepared transcript is part of what a cancelled run leaves to resume.
+    runScope()?.getStore()?.flush?.record({ messages: out })
     return out
   }
 }

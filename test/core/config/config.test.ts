@@ -216,3 +216,65 @@ describe("JSON Schema for editors", () => {
     expect(Object.keys(shipped.properties)).toContain("action_ledger")
   })
 })
+
+describe("config.run with state_flush", () => {
+  const FLUSH = `${SEED}\nstate_flush:\n  storage: memory\n`
+
+  it("flushes the recorded state and the prepared transcript on completion; resume returns it", async () => {
+    const config = loadConfigFromString(FLUSH, quiet)
+    const out = await config.run("run-s1", async (run) => {
+      run.record({ step: 1 })
+      config.prepareMessages([{ role: "user", content: "hi" }])
+      return run.state
+    })
+    expect(out).toMatchObject({ step: 1, messages: [{ role: "user", content: "hi" }] })
+    const flush = await config.stateFlush()
+    expect(await flush?.load("run-s1")).toMatchObject({ status: "completed", state: { step: 1 } })
+    expect(await config.resume("run-s1")).toMatchObject({ step: 1 })
+  })
+
+  it("a cancelled run leaves an aborted snapshot with what it had recorded", async () => {
+    const config = loadConfigFromString(FLUSH, quiet)
+    const stop = new AbortController()
+    const running = config.run(
+      "run-s2",
+      async (run) => {
+        run.record({ page: 2 })
+        stop.abort(new Error("user pressed stop"))
+        await new Promise(() => {})
+      },
+      { signal: stop.signal },
+    )
+    await expect(running).rejects.toThrow("user pressed stop")
+    const flush = await config.stateFlush()
+    expect(await flush?.load("run-s2")).toMatchObject({
+      status: "aborted",
+      reason: "cancel",
+      state: { page: 2 },
+    })
+  })
+
+  it("an error is flushed and rethrown", async () => {
+    const config = loadConfigFromString(FLUSH, quiet)
+    await expect(
+      config.run("run-s3", (run) => {
+        run.record({ half: true })
+        throw new Error("boom")
+      }),
+    ).rejects.toThrow("boom")
+    expect(await (await config.stateFlush())?.load("run-s3")).toMatchObject({
+      status: "error",
+      state: { half: true },
+    })
+  })
+
+  it("without state_flush, run() still scopes and records in memory only", async () => {
+    const config = loadConfigFromString(SEED, quiet)
+    expect(await config.stateFlush()).toBeNull()
+    const state = await config.run("r", (run) => {
+      run.record({ a: 1 })
+      return run.state
+    })
+    expect(state).toEqual({ a: 1 })
+  })
+})
