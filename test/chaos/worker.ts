@@ -38,7 +38,7 @@ const charge = ledger.tool(
     await jitter()
     return tx.sideEffect(async () => {
       // The provider's latency: the widest window, where a stalled owner is past its boundary but not charged yet.
-      await new Promise((r) => setTimeout(r, Math.random() * 40))
+      await new Promise((r) => setTimeout(r, 40 + Math.random() * 80))
       const ref = `ch-${owner}-${++seq}`
       appendFileSync(providerLog, `${args.id} ${ref}\n`)
       await jitter()
