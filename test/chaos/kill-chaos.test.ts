@@ -77,21 +77,31 @@ interface Stats {
   aliveRefusals: number
 }
 
-/** The operator: settles every stuck row from the provider's records; asserts death only for killed owners. */
+/**
+ * The operator: settles every stuck row from the provider's records; asserts death only for killed owners.
+ *
+ * Death first, provider second. A `not_executed` verdict is only as good as the provider read behind it: an owner
+ * stalled inside its effect (past the boundary write, lease lapsed) charges when it wakes, so records read while it
+ * was alive cannot show a charge it has yet to make. So whether the owner is known dead is decided before the
+ * records are read, per row, and death is asserted only on that earlier knowledge: a SIGKILLed process appends
+ * nothing after its exit, so records read afterwards are final for its rows. (Reading the records once per pass and
+ * asserting the death of an owner killed later in the pass released a row its owner had charged meanwhile: a
+ * duplicate the ledger cannot see, since the death signal it was given was true.)
+ */
 async function operate(
   ops: ActionLedger,
   provider: string,
   killed: Set<string>,
   stats: Stats,
 ): Promise<void> {
-  const records = providerRecords(provider)
   const now = ops.clock.now()
   const rows: LedgerEntry[] = []
   for await (const r of ops.storage.list()) rows.push(r)
   for (const row of rows) {
     const t = resolvedOutcome(row, now)
     if (t === "COMPLETED" || t === "IN_FLIGHT" || row.operatorResolution) continue
-    const refs = records.get(row.requestId) ?? []
+    const ownerDead = row.owner !== null && killed.has(row.owner)
+    const refs = providerRecords(provider).get(row.requestId) ?? []
     const common = { by: "chaos-operator", reason: `provider shows ${refs.length} charge(s)` }
     try {
       if (refs.length > 0) {
@@ -99,7 +109,9 @@ async function operate(
         stats.releasedCompleted++
         continue
       }
-      if (leaseLapsed(row, now) && row.owner && killed.has(row.owner) && row.workerDeadAssertedAt === null) {
+      // An owner not known dead when the records were read keeps its rows: a not_executed release for it must be
+      // refused by the ledger's death gate (counted as aliveRefusals); without that gate this test finds duplicates.
+      if (leaseLapsed(row, now) && ownerDead && row.workerDeadAssertedAt === null) {
         await ops.markWorkerDeadFor(row.requestId, {
           by: "chaos-supervisor",
           reason: `${row.owner} was SIGKILLed`,
@@ -157,13 +169,16 @@ async function chaos(backend: "file" | "upstash") {
   const startedAt = Date.now()
   const booting = new Set<Promise<void>>()
 
+  /** Owner names by pid. Not the pid itself: a reused pid must never inherit a killed worker's death. */
+  const owners = new Map<number, string>()
   const spawnWorker = async () => {
+    const owner = `chaos-w${++stats.spawns}`
     const child = spawn(
       process.execPath,
-      [bundle, backend, where, provider, results, String(IDS), String(CONCURRENCY), String(startedAt)],
+      [bundle, backend, where, provider, results, String(IDS), String(CONCURRENCY), String(startedAt), owner],
       { stdio: ["ignore", "pipe", "pipe"] },
     )
-    stats.spawns++
+    owners.set(child.pid as number, owner)
     child.stderr?.on("data", (d) => stderr.push(String(d)))
     await new Promise<void>((resolve, reject) => {
       child.stdout?.once("data", () => resolve())
@@ -178,7 +193,7 @@ async function chaos(backend: "file" | "upstash") {
     const exited = new Promise((r) => child.once("exit", r))
     child.kill("SIGKILL")
     await exited // dead for sure before the supervisor says so
-    killed.add(`chaos-${pid}`)
+    killed.add(owners.get(pid) as string)
     stats.kills++
   }
 

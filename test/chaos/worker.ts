@@ -1,23 +1,16 @@
 // One chaos worker process: calls a ledgered, non-idempotent "charge" tool on random request ids until it is
 // SIGKILLed. The "provider" is an append-only file outside the ledger: every real execution appends
 // `<id> <ref>`, so the parent counts effects independently of the code under test.
-// argv: backend(file|upstash) where providerLog resultsLog ids concurrency startedAtMs
+// argv: backend(file|upstash) where providerLog resultsLog ids concurrency startedAtMs owner
 import { appendFileSync } from "node:fs"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
 import { ActionLedger, type LedgerStorage } from "../../src/core/index.ts"
 import { upstashClient } from "../adapters/servers/env.ts"
 
-const [backend, where, providerLog, resultsLog, idCount, concurrency, startedAt] = process.argv.slice(2) as [
-  string,
-  string,
-  string,
-  string,
-  string,
-  string,
-  string,
-]
-const owner = `chaos-${process.pid}`
+const [backend, where, providerLog, resultsLog, idCount, concurrency, startedAt, owner] = process.argv.slice(
+  2,
+) as [string, string, string, string, string, string, string, string]
 const storage: LedgerStorage =
   backend === "file"
     ? new FileLedgerStorage(where)
@@ -45,8 +38,8 @@ const charge = ledger.tool(
     await jitter()
     return tx.sideEffect(async () => {
       // The provider's latency: the widest window, where a stalled owner is past its boundary but not charged yet.
-      await new Promise((r) => setTimeout(r, Math.random() * 40))
-      const ref = `ch-${process.pid}-${++seq}`
+      await new Promise((r) => setTimeout(r, 40 + Math.random() * 80))
+      const ref = `ch-${owner}-${++seq}`
       appendFileSync(providerLog, `${args.id} ${ref}\n`)
       await jitter()
       return ref
