@@ -4,7 +4,7 @@
 // 1 for a replay.
 import { InvalidOptionError } from "../core/errors.ts"
 import { throwIfAborted } from "../core/ledger/clock.ts"
-import type { LedgeredToolOptions } from "../core/ledger/engine/tool.ts"
+import type { LedgeredToolOptions, TransitionContext } from "../core/ledger/engine/tool.ts"
 import {
   LedgerError,
   LedgerHardBlockError,
@@ -260,19 +260,11 @@ export class RemoteLedger {
 const encoder = new TextEncoder()
 let never: AbortSignal | null = null
 
-/** What a remote tool body gets: the same boundary helpers as `TransitionContext`, each one round trip. */
-export interface RemoteTransitionContext {
-  readonly requestId: string
-  readonly fence: number
-  readonly signal: AbortSignal
-  /** `maybe_crossed` is durable before `fn` runs: a crash inside it leaves the call UNKNOWN, never re-run. */
-  sideEffect<T>(fn: () => Promise<T> | T): Promise<T>
-  markMaybeCrossed(): Promise<void>
-  markCrossed(): Promise<void>
-  /** Stores the provider's handle (payment intent id, message id) for reconciliation. */
-  recordExternalOperation(ref: string): Promise<void>
-  renewLease(leaseTtl?: number): Promise<void>
-}
+/**
+ * What a remote tool body gets: the same boundary helpers as the local `TransitionContext` (one round trip each),
+ * without the stored row, which stays on the server.
+ */
+export type RemoteTransitionContext = Omit<TransitionContext, "entry">
 
 /** One owned call: the context its body sees, plus the lifecycle the wrapper drives (renewal, completion). */
 class RemoteCall implements RemoteTransitionContext {

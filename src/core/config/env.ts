@@ -1,6 +1,6 @@
 import type { ConfigSource } from "./source.ts"
 
-/** Environment variables as a plain map (`process.env`, `Deno.env.toObject()`, a Worker's `env` bindings). */
+/** Environment variables as a plain map (the process environment in Node, `Deno.env.toObject()`, a Worker's `env` bindings). */
 export type ConfigEnv = Readonly<Record<string, string | undefined>>
 
 const REF = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g
