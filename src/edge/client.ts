@@ -3,7 +3,7 @@
 // lease per call and moves only that call's row. Happy path: 2 round trips (begin, complete), 3 with sideEffect(),
 // 1 for a replay.
 import { InvalidOptionError } from "../core/errors.ts"
-import { throwIfAborted } from "../core/ledger/clock.ts"
+import { renewEvery, throwIfAborted } from "../core/ledger/clock.ts"
 import type { LedgeredToolOptions, TransitionContext } from "../core/ledger/engine/tool.ts"
 import {
   LedgerError,
@@ -274,7 +274,7 @@ class RemoteCall implements RemoteTransitionContext {
   readonly #path: string
   #boundary: SideEffectBoundary
   #chain: Promise<unknown> = Promise.resolve()
-  #timer: ReturnType<typeof setInterval> | null = null
+  #stopRenew: (() => void) | null = null
   readonly signal: AbortSignal
 
   constructor(ledger: Transport, tool: string, claim: RunAnswer, signal: AbortSignal | undefined) {
@@ -332,18 +332,17 @@ class RemoteCall implements RemoteTransitionContext {
   startAutoRenew(interval: number | undefined): void {
     const every = interval ?? this.#claim.lease_ttl / 3
     if (!(every > 0)) return
-    this.#timer = setInterval(() => {
-      this.renewLease().catch((e: unknown) => {
-        // Refused (the claim is gone): stop. A network hiccup: try again next tick.
-        if (!(e instanceof LedgerStorageUnavailableError)) this.#clearTimer()
-      })
-    }, every * 1000)
-    ;(this.#timer as { unref?: () => void }).unref?.()
+    // Refused (the claim is gone): stop. A network hiccup: try again next tick.
+    this.#stopRenew = renewEvery(
+      every,
+      () => this.renewLease(),
+      (e) => e instanceof LedgerStorageUnavailableError,
+    )
   }
 
   #clearTimer(): void {
-    if (this.#timer !== null) clearInterval(this.#timer)
-    this.#timer = null
+    this.#stopRenew?.()
+    this.#stopRenew = null
   }
 
   async stop(): Promise<void> {

@@ -54,3 +54,21 @@ export class ManualClock implements Clock {
 export function throwIfAborted(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw abortError(signal)
 }
+
+/**
+ * Calls `renew` every `seconds` while a claim is held; the first rejection `retry` does not accept stops it (the claim
+ * is gone), a transient one is retried on the next tick. The timer never keeps a process alive. Returns the stop.
+ */
+export function renewEvery(
+  seconds: number,
+  renew: () => Promise<unknown>,
+  retry: (error: unknown) => boolean,
+): () => void {
+  const timer = setInterval(() => {
+    renew().catch((e: unknown) => {
+      if (!retry(e)) clearInterval(timer)
+    })
+  }, seconds * 1000)
+  ;(timer as { unref?: () => void }).unref?.()
+  return () => clearInterval(timer)
+}

@@ -1,6 +1,6 @@
 // `ledger.tool(options, fn)`: the per-call lifecycle of a ledgered tool, and the `TransitionContext` its body gets.
 
-import { throwIfAborted } from "../clock.ts"
+import { renewEvery, throwIfAborted } from "../clock.ts"
 import type { LedgerCore } from "../core.ts"
 import {
   LedgerConfigError,
@@ -170,7 +170,7 @@ class OwnedTransition implements TransitionContext {
   #chain: Promise<unknown> = Promise.resolve()
   /** Boundary known to this worker; `crossed` after a clean `sideEffect()` is folded into the completion write. */
   #boundary: SideEffectBoundary
-  #timer: ReturnType<typeof setInterval> | null = null
+  #stopRenew: (() => void) | null = null
   readonly signal: AbortSignal
 
   constructor(core: LedgerCore, entry: LedgerEntry, signal: AbortSignal | undefined) {
@@ -237,18 +237,17 @@ class OwnedTransition implements TransitionContext {
   startAutoRenew(leaseTtl: number): void {
     const every = this.#core.policy.leaseRenewInterval
     if (!(leaseTtl > 0) || !(every > 0)) return
-    this.#timer = setInterval(() => {
-      this.renewLease(leaseTtl).catch((e: unknown) => {
-        // A ledger refusal means the claim is gone; renewing further is pointless. Storage hiccups retry next tick.
-        if (e instanceof LedgerError && !(e.name === "LedgerStorageUnavailableError")) this.#clearTimer()
-      })
-    }, every * 1000)
-    ;(this.#timer as { unref?: () => void }).unref?.()
+    // A ledger refusal means the claim is gone; renewing further is pointless. Storage hiccups retry next tick.
+    this.#stopRenew = renewEvery(
+      every,
+      () => this.renewLease(leaseTtl),
+      (e) => !(e instanceof LedgerError) || e.name === "LedgerStorageUnavailableError",
+    )
   }
 
   #clearTimer(): void {
-    if (this.#timer !== null) clearInterval(this.#timer)
-    this.#timer = null
+    this.#stopRenew?.()
+    this.#stopRenew = null
   }
 
   /** Stops renewal and waits for writes in flight. */
