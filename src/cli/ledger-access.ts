@@ -47,7 +47,8 @@ const env = (name: string): string | undefined => {
   return v ? v : undefined
 }
 
-function describe(s: ResolvedStorage): string {
+/** A store choice as messages print it, passwords hidden. */
+export function describeStore(s: ResolvedStorage): string {
   if (s.kind === "file") return `file ${s.path}`
   if (s.kind === "redis" || s.kind === "upstash") return `${s.kind} ${redact(s.url ?? "")}`
   if (s.kind === "postgres" || s.kind === "neon")
@@ -126,7 +127,7 @@ export async function openLedger(
   })
   return {
     ledger,
-    where: describe(choice),
+    where: describeStore(choice),
     config,
     close: async () => {
       await storage.close?.()

@@ -2,7 +2,7 @@
 import { parseArgs } from "node:util"
 import type { MyceliumConfig, ResolvedStorage } from "../../core/config/index.ts"
 import { UsageError } from "../errors.ts"
-import { redact } from "../ledger-access.ts"
+import { describeStore } from "../ledger-access.ts"
 import { parseOrUsage } from "../options.ts"
 import { green, printJson, red, yellow } from "../style.ts"
 
@@ -21,15 +21,8 @@ interface Check {
 
 const label = (s: Status): string => (s === "PASS" ? green(s) : s === "WARN" ? yellow(s) : red(s))
 
-function where(s: ResolvedStorage): string {
-  if (s.kind === "file") return `file ${s.path}`
-  if (s.url) return `${s.kind} ${redact(s.url)}`
-  if (s.dsn) return `${s.kind} ${redact(s.dsn)}`
-  return s.kind
-}
-
 async function probe(config: MyceliumConfig, s: ResolvedStorage, timeoutMs: number): Promise<Check> {
-  const id = `ledger.connectivity(${where(s)})`
+  const id = `ledger.connectivity(${describeStore(s)})`
   if (s.kind === "memory") return { id, status: "PASS", message: "in-process memory (nothing to reach)" }
   let timer: ReturnType<typeof setTimeout> | undefined
   try {
