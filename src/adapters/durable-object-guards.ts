@@ -165,45 +165,42 @@ export interface DurableObjectGuardStoreOptions {
   readonly name?: string
 }
 
-// Stubs per call: workerd forbids sharing I/O objects across requests; idFromName + get are local and cheap.
-function stubOf(ns: GuardObjectNamespace, name: string): GuardObjectRpc {
-  return ns.get(ns.idFromName(name)) as GuardObjectRpc
-}
-
-/** TaskStore client for MyceliumLedgerObject. */
-export class DurableObjectTaskStore implements TaskStore {
-  readonly kind = "durable-object"
+/** What the three store clients share: the namespace and the object's name, and a fresh stub per call. */
+abstract class GuardObjectClient {
   readonly #ns: GuardObjectNamespace
   readonly #name: string
   constructor(namespace: GuardObjectNamespace, options: DurableObjectGuardStoreOptions = {}) {
     this.#ns = namespace
     this.#name = options.name ?? "mycelium-ledger"
   }
+  // Stubs per call: workerd forbids sharing I/O objects across requests; idFromName + get are local and cheap.
+  protected stub(): GuardObjectRpc {
+    return this.#ns.get(this.#ns.idFromName(this.#name)) as GuardObjectRpc
+  }
+}
+
+/** TaskStore client for MyceliumLedgerObject. */
+export class DurableObjectTaskStore extends GuardObjectClient implements TaskStore {
+  readonly kind = "durable-object"
   async get(requestId: string): Promise<StoredTask | null> {
-    return await stubOf(this.#ns, this.#name).taskGet(requestId)
+    return await this.stub().taskGet(requestId)
   }
   async swap(requestId: string, expected: string | null, next: TaskRecord): Promise<string | null> {
-    return await stubOf(this.#ns, this.#name).taskSwap(requestId, expected, next)
+    return await this.stub().taskSwap(requestId, expected, next)
   }
   async *list(): AsyncIterable<StoredTask> {
-    for (const t of await stubOf(this.#ns, this.#name).taskList()) yield t
+    for (const t of await this.stub().taskList()) yield t
   }
 }
 
 /** StateFlushStore client for MyceliumLedgerObject. */
-export class DurableObjectStateFlushStore implements StateFlushStore {
+export class DurableObjectStateFlushStore extends GuardObjectClient implements StateFlushStore {
   readonly kind = "durable-object"
-  readonly #ns: GuardObjectNamespace
-  readonly #name: string
-  constructor(namespace: GuardObjectNamespace, options: DurableObjectGuardStoreOptions = {}) {
-    this.#ns = namespace
-    this.#name = options.name ?? "mycelium-ledger"
-  }
   async load(runId: string): Promise<StateSnapshot | null> {
-    return await stubOf(this.#ns, this.#name).stateLoad(runId)
+    return await this.stub().stateLoad(runId)
   }
   async save(snapshot: StateSnapshot): Promise<void> {
-    await stubOf(this.#ns, this.#name).stateSave(snapshot)
+    await this.stub().stateSave(snapshot)
   }
 }
 
@@ -212,17 +209,11 @@ export class DurableObjectStateFlushStore implements StateFlushStore {
  * append reads the tail, seals, and the object appends only if the tail has not moved (else it seals again).
  * Receipts are kept as text in Python's number forms, so -0.0 and integral floats survive.
  */
-export class DurableObjectReceiptStore implements ReceiptStore {
+export class DurableObjectReceiptStore extends GuardObjectClient implements ReceiptStore {
   readonly kind = "durable-object"
-  readonly #ns: GuardObjectNamespace
-  readonly #name: string
-  constructor(namespace: GuardObjectNamespace, options: DurableObjectGuardStoreOptions = {}) {
-    this.#ns = namespace
-    this.#name = options.name ?? "mycelium-ledger"
-  }
   async append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
     for (let attempt = 0; attempt < 50; attempt++) {
-      const stub = stubOf(this.#ns, this.#name)
+      const stub = this.stub()
       const tail = chain ? await stub.receiptTail(chain.ledger) : null
       const link = chain ? await chain.seal(tail) : null
       const receipt: Receipt = link ? { ...record, chain: link } : { ...record }
@@ -234,7 +225,7 @@ export class DurableObjectReceiptStore implements ReceiptStore {
     )
   }
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
-    const texts = await stubOf(this.#ns, this.#name).receiptList()
+    const texts = await this.stub().receiptList()
     return texts.map((t) => JSON.parse(t) as Receipt).filter((r) => matchesList(r, options))
   }
 }
