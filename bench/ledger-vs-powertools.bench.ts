@@ -177,9 +177,18 @@ if (!pySrc || !existsSync(pySrc) || python.status !== 0) {
     env: { ...process.env, PYTHONPATH: pySrc },
   })
   if (r.status !== 0) throw new Error(`bench/python-original.py failed: ${r.stderr}`)
-  const py = JSON.parse(r.stdout.trim().split("\n").at(-1) ?? "{}") as { fresh: number; replay: number }
-  row("Python original, InMemoryLedgerStorage", fmt(py.fresh), fmt(py.replay))
+  const py = JSON.parse(r.stdout.trim().split("\n").at(-1) ?? "{}") as {
+    fresh: number
+    replay: number
+    freshAsync: number
+    replayAsync: number
+    rows: number
+  }
+  row("Python original, @ledger_sync, InMemoryLedgerStorage", fmt(py.fresh), fmt(py.replay))
+  row("Python original, async @ledger, InMemoryLedgerStorage", fmt(py.freshAsync), fmt(py.replayAsync))
+  console.log(`(the original's fresh loop ended with ${py.rows} rows stored; its cost grows with them)`)
   console.log(
-    `Python / mycelium: fresh ${ratio(py.fresh, mine.fresh)}, replay ${ratio(py.replay, mine.replay)}`,
+    `Python / mycelium: fresh ${ratio(py.fresh, mine.fresh)}, replay ${ratio(py.replay, mine.replay)} (sync); ` +
+      `fresh ${ratio(py.freshAsync, mine.fresh)}, replay ${ratio(py.replayAsync, mine.replay)} (async)`,
   )
 }

@@ -4,6 +4,10 @@ import { spawnSync } from "node:child_process"
 import { existsSync, readFileSync, rmSync } from "node:fs"
 import { runBun, runDeno, vitestRuntimes } from "./runtime-suites.mjs"
 
+const firstLine = (text) =>
+  String(text ?? "")
+    .split("\n")[0]
+    .slice(0, 300)
 const run = (cmd, args) => spawnSync(cmd, args, { stdio: "inherit", env: process.env }).status ?? 1
 
 const steps = [
@@ -45,11 +49,23 @@ const rc = spawnSync(
 ).status
 let passed = 0
 let failed = rc === 0 ? 0 : 1
+// CI keeps only the tail of the output, so the names of failed tests are repeated at the end.
+const failures = []
 if (existsSync(report)) {
   const r = JSON.parse(readFileSync(report, "utf8"))
   passed = r.numPassedTests
   failed = r.numFailedTests + (rc !== 0 && r.numFailedTests === 0 ? 1 : 0)
   if (r.numTotalTests === 0) failed = Math.max(failed, 1)
+  for (const file of r.testResults ?? []) {
+    const name = file.name.replace(`${process.cwd()}/`, "")
+    if (file.status === "failed" && !file.assertionResults?.some((a) => a.status === "failed")) {
+      failures.push(`${name}: ${firstLine(file.message)}`)
+    }
+    for (const a of file.assertionResults ?? []) {
+      if (a.status === "failed")
+        failures.push(`${name} > ${a.fullName}: ${firstLine(a.failureMessages?.[0])}`)
+    }
+  }
 }
 
 // The same modules in six runtimes: the four vitest projects must each have run theirs (a filtered run, with
@@ -71,6 +87,10 @@ if (extra.length === 0) {
       `  ${r.runtime.padEnd(8)} ${r.passed} passed, ${r.failed} failed, ${r.skipped ?? 0} skipped (${r.modules} modules)`,
     )
   }
+}
+if (failures.length > 0) {
+  console.log("\nfailed:")
+  for (const f of failures) console.log(`  ${f}`)
 }
 console.log(`${passed} passed, ${failed} failed`)
 process.exit(rc === 0 && failed === 0 ? 0 : 1)
