@@ -1,0 +1,38 @@
+"""One call through the real Python original (PYTHONPATH = the folder holding its `mycelium` package), for
+scripts/python-interop.ts. Prints one JSON line: {"executed": n, "result": ..., "error": name|null, "message": ...}.
+
+Usage: python3 original-interop.py <ledger.json> <side_effect_class> <tool_call_id> <amount> [crash]
+  crash: enter side_effect() and exit the process inside it (a worker killed mid-effect).
+"""
+import json
+import os
+import sys
+import warnings
+
+from mycelium import FileLedgerStorage, ledger_sync, side_effect
+from mycelium.transition import SideEffectClass, ToolTransitionBinding
+
+warnings.simplefilter("ignore")
+path, cls, call_id, amount = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+crash = len(sys.argv) > 5 and sys.argv[5] == "crash"
+binding = ToolTransitionBinding.for_tool(
+    agent_id="interop", policy_version="1", side_effect_class=SideEffectClass(cls)
+)
+executed = 0
+
+
+@ledger_sync(storage=FileLedgerStorage(path), transition_binding=binding, lease_ttl=1.0)
+def send_payment(amount: float, recipient: str) -> dict:
+    global executed
+    executed += 1
+    with side_effect():
+        if crash:
+            os._exit(9)
+        return {"paid": amount, "by": "python"}
+
+
+try:
+    out = send_payment(amount=int(amount), recipient="acct_1", tool_call_id=call_id)
+    print(json.dumps({"executed": executed, "result": out, "error": None, "message": None}))
+except Exception as e:  # noqa: BLE001 - the caller compares the error's class name
+    print(json.dumps({"executed": executed, "result": None, "error": type(e).__name__, "message": str(e)}))
