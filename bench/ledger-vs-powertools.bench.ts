@@ -183,10 +183,14 @@ if (!pySrc || !existsSync(pySrc) || python.status !== 0) {
     freshAsync: number
     replayAsync: number
     rows: number
+    byRows: Array<{ rows: number; fresh: number; replay: number }>
   }
   row("Python original, @ledger_sync, InMemoryLedgerStorage", fmt(py.fresh), fmt(py.replay))
   row("Python original, async @ledger, InMemoryLedgerStorage", fmt(py.freshAsync), fmt(py.replayAsync))
   console.log(`(the original's fresh loop ended with ${py.rows} rows stored; its cost grows with them)`)
+  for (const r of py.byRows) {
+    row(`Python original, @ledger_sync, ${r.rows} rows stored`, fmt(r.fresh), fmt(r.replay))
+  }
   console.log(
     `Python / mycelium: fresh ${ratio(py.fresh, mine.fresh)}, replay ${ratio(py.replay, mine.replay)} (sync); ` +
       `fresh ${ratio(py.freshAsync, mine.fresh)}, replay ${ratio(py.replayAsync, mine.replay)} (async)`,

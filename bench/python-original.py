@@ -5,6 +5,7 @@
 # original's defaults (lease auto-renew on, as in the TypeScript ledger).
 # Prints one JSON line: µs per call for each, plus the rows stored when the fresh loop ended.
 import asyncio
+import dataclasses
 import json
 import time
 import warnings
@@ -48,6 +49,24 @@ async def per_call_async(n, fn):
     return (time.perf_counter() - t0) * 1e6 / n
 
 
+def at_rows(rows):
+    """Fresh and replay µs per call with `rows` rows already stored (copies of one real row, other tool-call ids)."""
+    store = InMemoryLedgerStorage()
+
+    @ledger_sync(storage=store, transition_binding=binding)
+    def pay(amount: float, recipient: str) -> dict:
+        return {"ok": True, "amount": amount}
+
+    pay(amount=1, recipient="acct_1", tool_call_id="seed")
+    seed = store.list_all()[0]
+    for i in range(rows - 1):
+        kwargs = {**seed.kwargs, "tool_call_id": f"pre-{i}"}
+        store.set(dataclasses.replace(seed, request_id=f"pre-{i}", kwargs=kwargs))
+    fresh = per_call(100, lambda i: pay(amount=i, recipient="acct_1", tool_call_id=f"r-{i}"))
+    replay = per_call(200, lambda i: pay(amount=1, recipient="acct_1", tool_call_id="seed"))
+    return {"rows": rows, "fresh": fresh, "replay": replay}
+
+
 def main():
     fresh = per_call(2000, lambda i: send_payment(amount=i, recipient="acct_1", tool_call_id=f"f-{i}"))
     send_payment(amount=1, recipient="acct_1", tool_call_id="replayed")
@@ -70,6 +89,7 @@ def main():
         "freshAsync": fresh_async,
         "replayAsync": replay_async,
         "rows": len(sync_store.list_all()),
+        "byRows": [at_rows(n) for n in (100, 1000, 10000)],
     }))
 
 
