@@ -5,7 +5,7 @@ import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
 
 const [path, name, count, go] = process.argv.slice(2) as [string, string, string, string]
-const storage = new FileLedgerStorage(path, { lockTimeout: 20, fsync: false })
+const storage = new FileLedgerStorage(path, { lockTimeout: 90, fsync: false })
 process.stderr.write("ready\n")
 while (!existsSync(go)) await new Promise((r) => setTimeout(r, 1))
 for (let i = 0; i < Number(count); i++) {
