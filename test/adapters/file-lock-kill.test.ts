@@ -74,9 +74,10 @@ describe("file lock: a writer SIGKILLed inside a lock window does not stall the 
       const ms = performance.now() - t0
       expect((await next.get("next"))?.requestId).toBe("next")
       console.log(`lock window ${window}: first write after the kill took ${ms.toFixed(1)} ms`)
-      // One lock attempt plus recovery and an fsynced write; the backoff between attempts is at most 16 ms,
-      // the old failure mode was 30 s. 1 s leaves room for a loaded CI machine.
-      expect(ms, `first write after the kill took ${ms.toFixed(1)} ms`).toBeLessThan(1000)
+      // One lock attempt plus recovery and an fsynced write (a few ms when quiet); the old failure mode waited for
+      // staleLockAfter (30 s), which lockTimeout (5 s) turns into a failed write. The bound is that, not a speed
+      // test: an fsync on a CI machine busy with other suites has taken over a second.
+      expect(ms, `first write after the kill took ${ms.toFixed(1)} ms`).toBeLessThan(5_000)
       // Nothing is left behind: no lock, no marker, no temp file.
       expect(readdirSync(dirname(path)).sort()).toEqual(["ledger.json"])
     }, 60_000)
@@ -119,7 +120,8 @@ describe("file lock recovery in other runtimes", () => {
       expect(r.status, r.stderr).toBe(0)
       const out = JSON.parse(r.stdout.trim().split("\n").at(-1) ?? "{}") as { ms: number }
       expect(out).toMatchObject({ row: "r", files: ["ledger.json"] })
-      expect(out.ms).toBeLessThan(1000)
+      // lockTimeout is 3 s and staleLockAfter 30 s there: waiting for the lock's age could not succeed.
+      expect(out.ms).toBeLessThan(3_000)
     }, 60_000)
   }
 })
