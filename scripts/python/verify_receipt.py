@@ -28,15 +28,29 @@ def verify_receipt(record, key):
     return hmac.compare_digest(expected, record["signature"])
 
 
+def original_verifier():
+    """The original's own from_dict + verify_receipt when its source is at MYCELIUM_PY_SRC (see
+    scripts/python-interop.ts); its float() of the timestamp is a step the re-implementation above would not catch."""
+    src = os.environ.get("MYCELIUM_PY_SRC")
+    if not src:
+        return None
+    sys.path.insert(0, src)
+    from mycelium.audit_receipt import AuditReceiptRecord
+    from mycelium.audit_receipt import verify_receipt as verify
+
+    return lambda record, key: verify(AuditReceiptRecord.from_dict(record), key)
+
+
 def main():
     key = os.environ["MYCELIUM_RECEIPT_KEY"]
+    check = original_verifier() or verify_receipt
     ok = True
     with open(sys.argv[1], encoding="utf-8") as f:
         for line in f:
             if not line.strip():
                 continue
             record = json.loads(line)
-            valid = verify_receipt(record, key)
+            valid = check(record, key)
             ok = ok and valid
             print(json.dumps({"receipt_id": record["receipt_id"], "valid": valid}))
     sys.exit(0 if ok else 1)
