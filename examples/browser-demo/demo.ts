@@ -1,12 +1,21 @@
 // The demo's agent side, without the DOM: an ActionLedger on IndexedDB, three guarded tools and a scripted agent.
 // Every tab of the page opens the same database, so a second tab sees (and races on) the same rows.
 import { IndexedDbLedgerStorage } from "../../src/adapters/indexeddb.ts"
+import { IndexedDbReceiptStore } from "../../src/adapters/indexeddb-guards.ts"
 import {
   ActionLedger,
+  hmacReceiptSigner,
   type LedgerEntry,
   LedgerHardBlockError,
   LedgerPollTimeoutError,
+  ReceiptEmitter,
 } from "../../src/index.ts"
+
+/**
+ * A key in page code is for the demo only: anyone who can read the page can sign. In an application the signer
+ * runs where the key is kept (a worker, the edge API), or receipts are JWS-signed and verified with a public JWKS.
+ */
+export const DEMO_RECEIPT_KEY = "browser-demo-only"
 
 /** What the page shows for one call attempt. */
 export interface Decision {
@@ -54,6 +63,8 @@ interface Effect {
 export class Demo {
   readonly ledger: ActionLedger
   readonly storage: IndexedDbLedgerStorage
+  /** Signed receipts of every outcome, in a second database shared by the tabs like the ledger. */
+  readonly receipts: IndexedDbReceiptStore
   readonly #name: string
   /** Set by the crash button: the next side effect of this call id throws mid-flight. */
   #crashNext = new Set<string>()
@@ -63,8 +74,14 @@ export class Demo {
   constructor(name: string, leaseTtl = 10) {
     this.#name = name
     this.storage = new IndexedDbLedgerStorage({ dbName: name })
+    this.receipts = new IndexedDbReceiptStore({ dbName: `${name}-receipts` })
     this.ledger = new ActionLedger({
       storage: this.storage,
+      receipts: new ReceiptEmitter({
+        signer: hmacReceiptSigner(DEMO_RECEIPT_KEY),
+        store: this.receipts,
+        agentId: "browser-demo",
+      }),
       leaseTtl,
       pollInterval: 0.1,
       pollTimeout: 60,

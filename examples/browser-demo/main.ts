@@ -73,7 +73,7 @@ async function refresh(): Promise<void> {
       return tr
     }),
   )
-  $("#receipts").textContent = await receiptsView(demo.ledger, rows)
+  $("#receipts").textContent = await receiptsView(demo.receipts)
 }
 
 const on = (id: string, handler: () => Promise<void>): void => {

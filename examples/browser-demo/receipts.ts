@@ -1,8 +1,16 @@
-// Hook for audit receipts (issue #9). The receipts API is not part of this build of the package, so the panel
-// says so instead of showing made-up data; when it lands, render the receipt chain for `rows` here.
-import type { ActionLedger, LedgerEntry } from "../../src/index.ts"
+// The receipts panel: every outcome the tabs recorded, checked the way an auditor would (signatures, and the hash
+// chain for gaps, reorders and forks between tabs).
+import type { IndexedDbReceiptStore } from "../../src/adapters/indexeddb-guards.ts"
+import { verifyReceipts } from "../../src/index.ts"
+import { DEMO_RECEIPT_KEY } from "./demo.ts"
 
-export async function receiptsView(_ledger: ActionLedger, rows: readonly LedgerEntry[]): Promise<string> {
-  const referenced = rows.filter((r) => r.receiptRef !== null).length
-  return `The receipts API is not in this build; ${referenced} of ${rows.length} rows reference a receipt.`
+export async function receiptsView(store: IndexedDbReceiptStore): Promise<string> {
+  const receipts = await store.list()
+  if (receipts.length === 0)
+    return "No receipts yet: each completed or failed call and each release signs one."
+  const report = await verifyReceipts(receipts, { hmac: DEMO_RECEIPT_KEY }, { requireChain: true })
+  const kinds = receipts.map((r) => `${r.action} ${r.status}`).join(", ")
+  return report.ok
+    ? `${receipts.length} receipts, ${report.valid} of ${receipts.length} verified (signature and chain): ${kinds}`
+    : `${receipts.length} receipts, verification FAILED: ${report.failures.map((f) => f.reason).join(", ")}`
 }

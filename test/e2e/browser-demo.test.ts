@@ -164,6 +164,11 @@ describe("browser demo (Chromium, IndexedDB ledger shared by two tabs)", () => {
       expect(await executions(a, call), call).toBe(executed + crashed)
     }
     expect(await a.locator("#rows tbody tr").count()).toBe(5)
+    // Every outcome both tabs recorded is one signed receipt in one chain, verified in the page.
+    await a.locator("#receipts", { hasText: "send_payment completed" }).waitFor({ timeout: 20_000 })
+    const panel = (await a.locator("#receipts").textContent()) ?? ""
+    expect(panel).toMatch(/^(\d+) receipts, \1 of \1 verified \(signature and chain\)/)
+    expect(panel).toContain("send_payment completed")
 
     mkdirSync(artifacts, { recursive: true })
     await a.screenshot({ path: `${artifacts}browser-demo.png`, fullPage: true })
