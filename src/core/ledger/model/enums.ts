@@ -106,7 +106,16 @@ const SIDE_EFFECT_ALIASES: Readonly<Record<string, SideEffectClass>> = {
   onchain_action: "irreversible",
 }
 
-const CLASSES: readonly SideEffectClass[] = Object.values(SideEffectClass)
+// Value lists spelled out rather than `Object.values(...)` of the objects above: a top-level call keeps every
+// object in an application's bundle even when nothing reads it.
+const CLASSES: readonly SideEffectClass[] = [
+  "read",
+  "idempotent_mutate",
+  "keyed_mutate",
+  "non_idempotent_mutate",
+  "irreversible",
+]
+const BOUNDARIES: readonly SideEffectBoundary[] = ["not_crossed", "maybe_crossed", "crossed"]
 
 function isOneOf<T extends string>(values: readonly T[], v: unknown): v is T {
   return typeof v === "string" && (values as readonly string[]).includes(v)
@@ -130,14 +139,31 @@ function parser<T extends string>(label: string, values: readonly T[]): (v: unkn
   }
 }
 
-export const parseRetryPermission = parser("retry_permission", Object.values(RetryPermission))
-export const parseSpendability = parser("spendability", Object.values(Spendability))
-export const parseToolCapability = parser("capability", Object.values(ToolCapability))
-export const parseSideEffectBoundary = parser("side_effect_boundary", Object.values(SideEffectBoundary))
+export const parseRetryPermission = parser<RetryPermission>("retry_permission", [
+  "safe_retry",
+  "retry_only_with_same_provider_idempotency_key",
+  "manual_reconciliation_required",
+  "never_retry_automatically",
+])
+export const parseSpendability = parser<Spendability>("spendability", [
+  "multi_use",
+  "single_use",
+  "non_replayable",
+])
+export const parseToolCapability = parser<ToolCapability>("capability", ["idempotent", "queryable", "blind"])
+export const parseSideEffectBoundary = parser("side_effect_boundary", BOUNDARIES)
 
 // Sets, not arrays: these run several times on every ledgered call.
-const OUTCOME_SET: ReadonlySet<unknown> = new Set(Object.values(TerminalOutcome))
-const BOUNDARY_SET: ReadonlySet<unknown> = new Set(Object.values(SideEffectBoundary))
+const OUTCOME_SET: ReadonlySet<unknown> = new Set<TerminalOutcome>([
+  "IN_FLIGHT",
+  "COMPLETED",
+  "FAILED_BEFORE_EFFECT",
+  "FAILED_AFTER_EFFECT",
+  "EXPIRED",
+  "BLOCKED",
+  "UNKNOWN",
+])
+const BOUNDARY_SET: ReadonlySet<unknown> = new Set(BOUNDARIES)
 export const isTerminalOutcome = (v: unknown): v is TerminalOutcome => OUTCOME_SET.has(v)
 export const isSideEffectBoundary = (v: unknown): v is SideEffectBoundary => BOUNDARY_SET.has(v)
 
