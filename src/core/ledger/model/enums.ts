@@ -184,49 +184,29 @@ export const CAPABILITY_RANK: Readonly<Record<ToolCapability, number>> = {
   blind: 2,
 }
 
-export interface ClassDefaults {
-  readonly retryPermission: RetryPermission
-  readonly spendability: Spendability
-  /** Floor without a reconciler and without a provider-key parameter. */
-  readonly capability: ToolCapability
-  readonly capabilityWithProviderKey: ToolCapability
-  readonly capabilityWithReconciler: ToolCapability
-}
+/**
+ * Per class: retry permission, spendability, and the capability floor without a reconciler or provider-key
+ * parameter, with a provider-key parameter, and with a reconciler. Rows rather than objects of named fields: the
+ * table ships in every bundle that binds a tool.
+ */
+export type ClassDefaults = readonly [
+  retryPermission: RetryPermission,
+  spendability: Spendability,
+  capability: ToolCapability,
+  capabilityWithProviderKey: ToolCapability,
+  capabilityWithReconciler: ToolCapability,
+]
 
 export const CLASS_DEFAULTS: Readonly<Record<SideEffectClass, ClassDefaults>> = {
-  read: {
-    retryPermission: "safe_retry",
-    spendability: "multi_use",
-    capability: "idempotent",
-    capabilityWithProviderKey: "idempotent",
-    capabilityWithReconciler: "idempotent",
-  },
-  idempotent_mutate: {
-    retryPermission: "safe_retry",
-    spendability: "multi_use",
-    capability: "idempotent",
-    capabilityWithProviderKey: "idempotent",
-    capabilityWithReconciler: "idempotent",
-  },
-  keyed_mutate: {
-    retryPermission: "retry_only_with_same_provider_idempotency_key",
-    spendability: "single_use",
-    capability: "blind",
-    capabilityWithProviderKey: "queryable",
-    capabilityWithReconciler: "queryable",
-  },
-  non_idempotent_mutate: {
-    retryPermission: "manual_reconciliation_required",
-    spendability: "single_use",
-    capability: "blind",
-    capabilityWithProviderKey: "blind",
-    capabilityWithReconciler: "queryable",
-  },
-  irreversible: {
-    retryPermission: "never_retry_automatically",
-    spendability: "non_replayable",
-    capability: "blind",
-    capabilityWithProviderKey: "blind",
-    capabilityWithReconciler: "blind",
-  },
+  read: ["safe_retry", "multi_use", "idempotent", "idempotent", "idempotent"],
+  idempotent_mutate: ["safe_retry", "multi_use", "idempotent", "idempotent", "idempotent"],
+  keyed_mutate: [
+    "retry_only_with_same_provider_idempotency_key",
+    "single_use",
+    "blind",
+    "queryable",
+    "queryable",
+  ],
+  non_idempotent_mutate: ["manual_reconciliation_required", "single_use", "blind", "blind", "queryable"],
+  irreversible: ["never_retry_automatically", "non_replayable", "blind", "blind", "blind"],
 }
