@@ -141,8 +141,8 @@ export class LedgerIdentityConflictError extends LedgerError {
     this.priorRequestId = keys.priorRequestId ?? null
     this.requestId = keys.requestId ?? null
     this.llmMessage =
-      `Identity conflict: '${tool}' was already claimed with other arguments, tool or scope for this dispatch ` +
-      "ticket; it did not run. Reuse the original identity, or mint a new request_id / tool_call_id."
+      `Identity conflict: '${tool}' was claimed with other arguments, tool or scope for this dispatch ticket; it ` +
+      "did not run. Reuse the original identity, or mint a new request_id / tool_call_id."
   }
 }
 
@@ -172,8 +172,8 @@ export class ReceiptAppendError extends LedgerError {
   constructor(requestId: string, receiptId: string, cause: unknown) {
     super(
       `Request '${requestId}' is recorded (receipt_ref ${receiptId}) but its receipt was not stored: ` +
-        `${cause instanceof Error ? cause.message : String(cause)}. Retries replay it without running; restore ` +
-        "the receipt store and re-sign the receipt from the row.",
+        `${cause instanceof Error ? cause.message : String(cause)}. Restore the receipt store and re-sign it from ` +
+        "the row (retries replay the row).",
       { cause },
     )
     this.receiptId = receiptId

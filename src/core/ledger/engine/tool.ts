@@ -77,7 +77,7 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
   ) {
     core.warnOnce(
       `memory:${tool}`,
-      `Tool '${tool}' (${binding.sideEffectClass}) is ledgered in process memory: another process or a restart will not see its transitions. Use a durable storage adapter in production.`,
+      `Tool '${tool}' (${binding.sideEffectClass}) is ledgered in memory, which other processes and restarts do not see: use a durable store in production.`,
     )
   }
 

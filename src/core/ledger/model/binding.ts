@@ -77,8 +77,8 @@ export function resolveCapability(
   if (explicit == null) return floor
   if (CAPABILITY_RANK[explicit] >= CAPABILITY_RANK[floor]) return explicit
   throw new ToolCapabilityDeclarationError(
-    `capability '${explicit}' is looser than the floor '${floor}' for side_effect_class '${cls}'; ` +
-      "a looser capability would let this tool silently opt into duplicate effects",
+    `capability '${explicit}' is looser than the floor '${floor}' for side_effect_class '${cls}': it would let ` +
+      "this tool silently opt into duplicate effects",
   )
 }
 
@@ -94,9 +94,9 @@ export function effectiveCapability(binding: ToolTransitionBinding, hasReconcile
 
 function forTool(init: ToolTransitionBindingInit): ToolTransitionBinding {
   if (!init.agentId || typeof init.agentId !== "string")
-    throw new LedgerConfigError("binding agentId is required: name the agent that owns the tool")
+    throw new LedgerConfigError("binding agentId is required: the agent that owns the tool")
   if (!init.policyVersion || typeof init.policyVersion !== "string") {
-    throw new LedgerConfigError("binding policyVersion is required: name the policy the tool runs under")
+    throw new LedgerConfigError("binding policyVersion is required: the policy the tool runs under")
   }
   const cls = parseSideEffectClass(init.sideEffectClass)
   const d = CLASS_DEFAULTS[cls]
@@ -107,7 +107,7 @@ function forTool(init: ToolTransitionBindingInit): ToolTransitionBinding {
   const capability = noLooser(explicit, capabilityFloor(cls, false, keyParam !== null))
   const ttl = init.providerIdempotencyKeyTtl ?? null
   if (ttl !== null && !(ttl > 0))
-    throw new LedgerConfigError("providerIdempotencyKeyTtl must be a positive number of seconds")
+    throw new LedgerConfigError("providerIdempotencyKeyTtl must be positive (seconds)")
   const scopeFrom: Partial<Record<ScopeField, string>> = {}
   for (const [field, src] of Object.entries(init.scopeFrom ?? {})) {
     if (field !== "thread_id" && field !== "run_id" && field !== "node") {

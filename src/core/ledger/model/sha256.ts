@@ -3,15 +3,19 @@
 // Tests check it against crypto.subtle.digest.
 
 // Int32Array keeps every value a small integer for V8 (Uint32 values above 2^31 become heap doubles).
-// The round constants (FIPS 180-4 4.2.2: the first 32 bits of the fractional parts of the cube roots of the first 64
-// primes) are computed once at load rather than spelled out: the 64-number table was 0.3 KB of a gzipped bundle.
-// Every constant is at least 0.02 from an integer boundary after scaling, so an engine's cbrt would have to be off by
-// thousands of ulps to change one; the tests compare digests with crypto.subtle.digest.
+// The round constants and initial hash (FIPS 180-4 4.2.2 and 5.3.3: the first 32 bits of the fractional parts of
+// the cube roots of the first 64 primes, and of the square roots of the first 8) are computed once at load rather
+// than spelled out: the tables were 0.3 KB of a gzipped bundle. Math.sqrt is exact; every cube-root constant is at
+// least 0.02 from an integer boundary after scaling, so an engine's cbrt would have to be off by thousands of ulps
+// to change one. The tests compare digests with crypto.subtle.digest.
 const K = new Int32Array(64)
+const IV = new Int32Array(8)
 for (let n = 2, i = 0; i < 64; n++) {
   let prime = true
   for (let d = 2; d * d <= n; d++) if (n % d === 0) prime = false
-  if (prime) K[i++] = ((Math.cbrt(n) % 1) * 2 ** 32) | 0
+  if (!prime) continue
+  if (i < 8) IV[i] = ((Math.sqrt(n) % 1) * 2 ** 32) | 0
+  K[i++] = ((Math.cbrt(n) % 1) * 2 ** 32) | 0
 }
 
 const W = new Int32Array(64)
@@ -47,14 +51,14 @@ function load(input: string | Uint8Array): number {
 
 function digest(input: string | Uint8Array): void {
   const words = load(input)
-  let h0 = 0x6a09e667
-  let h1 = 0xbb67ae85 | 0
-  let h2 = 0x3c6ef372
-  let h3 = 0xa54ff53a | 0
-  let h4 = 0x510e527f
-  let h5 = 0x9b05688c | 0
-  let h6 = 0x1f83d9ab
-  let h7 = 0x5be0cd19
+  let h0 = IV[0] as number
+  let h1 = IV[1] as number
+  let h2 = IV[2] as number
+  let h3 = IV[3] as number
+  let h4 = IV[4] as number
+  let h5 = IV[5] as number
+  let h6 = IV[6] as number
+  let h7 = IV[7] as number
   for (let off = 0; off < words; off += 16) {
     for (let i = 0; i < 16; i++) W[i] = M[off + i] as number
     for (let i = 16; i < 64; i++) {
