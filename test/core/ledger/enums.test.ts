@@ -39,6 +39,14 @@ describe("enum value lists match the exported objects", () => {
     })
   }
 
+  it("side_effect_class takes the original's aliases, trimmed, and nothing from Object.prototype", () => {
+    expect(parseSideEffectClass(" payment ")).toBe("non_idempotent_mutate")
+    expect(parseSideEffectClass("read_only")).toBe("read")
+    for (const bad of ["constructor", "toString", "__proto__", 7, null]) {
+      expect(() => parseSideEffectClass(bad)).toThrow(/expected one of: read, idempotent_mutate/)
+    }
+  })
+
   it("isTerminalOutcome and isSideEffectBoundary hold exactly the objects' values", () => {
     for (const v of Object.values(TerminalOutcome)) expect(isTerminalOutcome(v)).toBe(true)
     for (const v of Object.values(SideEffectBoundary)) expect(isSideEffectBoundary(v)).toBe(true)

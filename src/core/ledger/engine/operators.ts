@@ -67,8 +67,9 @@ export async function release(
       `verified must be 'completed' or 'not_executed', got '${String(verified)}'`,
     )
   }
-  if (!by?.trim()) throw new LedgerReleaseRefusedError("release requires 'by' (who verified it)")
-  if (!reason?.trim()) throw new LedgerReleaseRefusedError("release requires a 'reason'")
+  if (!by?.trim() || !reason?.trim()) {
+    throw new LedgerReleaseRefusedError("release requires 'by' (who verified it) and 'reason'")
+  }
   const row = await core.store.get(requestId)
   if (!row) throw new LedgerReleaseRefusedError(`Cannot release unknown request '${requestId}'`)
   if (row.operatorResolution) {

@@ -7,6 +7,7 @@ import {
   LedgerError,
   LedgerHardBlockError,
   LedgerOutcomeAlreadySetError,
+  LedgerStorageUnavailableError,
 } from "../errors.ts"
 import { ALLOWED_DECISION, errorText, throwIfUnstorable } from "../machine/transitions.ts"
 import { ToolTransitionBinding, type ToolTransitionBindingInit } from "../model/binding.ts"
@@ -241,7 +242,7 @@ class OwnedTransition implements TransitionContext {
     this.#stopRenew = renewEvery(
       every,
       () => this.renewLease(leaseTtl),
-      (e) => !(e instanceof LedgerError) || e.name === "LedgerStorageUnavailableError",
+      (e) => !(e instanceof LedgerError) || e instanceof LedgerStorageUnavailableError,
     )
   }
 

@@ -123,13 +123,11 @@ function isOneOf<T extends string>(values: readonly T[], v: unknown): v is T {
 
 /** Canonical class for a class name or a legacy alias (`payment`, `read_only`, ...). */
 export function parseSideEffectClass(value: unknown): SideEffectClass {
-  if (typeof value !== "string")
-    throw new LedgerConfigError(`side_effect_class must be a string; expected one of: ${CLASSES.join(", ")}`)
-  const v = value.trim()
-  if (isOneOf(CLASSES, v)) return v
-  const alias = SIDE_EFFECT_ALIASES[v]
-  if (alias) return alias
-  throw new LedgerConfigError(`unknown side_effect_class '${value}'; expected one of: ${CLASSES.join(", ")}`)
+  const v = typeof value === "string" ? value.trim() : value
+  // Own keys only: `constructor` or `toString` must not resolve through the prototype.
+  return typeof v === "string" && Object.hasOwn(SIDE_EFFECT_ALIASES, v)
+    ? (SIDE_EFFECT_ALIASES[v] as SideEffectClass)
+    : parseClass(v)
 }
 
 function parser<T extends string>(label: string, values: readonly T[]): (v: unknown) => T {
@@ -139,6 +137,7 @@ function parser<T extends string>(label: string, values: readonly T[]): (v: unkn
   }
 }
 
+const parseClass = parser("side_effect_class", CLASSES)
 export const parseRetryPermission = parser<RetryPermission>("retry_permission", [
   "safe_retry",
   "retry_only_with_same_provider_idempotency_key",
