@@ -107,8 +107,8 @@ export class MissingRequestIdentityError extends LedgerError {
     super(
       field
         ? `Tool '${tool}' takes its request_id from '${field}', which is missing or empty: pass it. Nothing ran.`
-        : `Tool '${tool}' needs a business-key request_id (policy require_explicit): pass one (e.g. ` +
-            `"${tool}:{order_id}", not a tool_call_id or random id) or set requestIdFrom. Nothing ran.`,
+        : `Tool '${tool}' needs a business-key request_id (require_explicit): pass requestId (e.g. ` +
+            `"${tool}:{order_id}") or set requestIdFrom. Nothing ran.`,
     )
     this.tool = tool
     this.field = field

@@ -70,21 +70,19 @@ export async function release(
   if (!by?.trim() || !reason?.trim()) {
     throw new LedgerReleaseRefusedError("release requires 'by' (who verified it) and 'reason'")
   }
+  const cannot = `Cannot release request '${requestId}': `
   const row = await core.store.get(requestId)
-  if (!row) throw new LedgerReleaseRefusedError(`Cannot release unknown request '${requestId}'`)
+  if (!row) throw new LedgerReleaseRefusedError(`${cannot}no such request`)
   if (row.operatorResolution) {
     throw new LedgerAlreadyResolvedError(
-      `Request '${requestId}' was already released as ${row.operatorResolution} by ${row.resolvedBy}`,
+      `${cannot}already released as ${row.operatorResolution} by ${row.resolvedBy}`,
     )
   }
   const now = core.clock.now()
   const resolved = resolvedOutcome(row, now)
-  if (resolved === "COMPLETED")
-    throw new LedgerReleaseRefusedError(`Request '${requestId}' is COMPLETED; nothing to release`)
+  if (resolved === "COMPLETED") throw new LedgerReleaseRefusedError(`${cannot}COMPLETED, nothing to release`)
   if (resolved === "IN_FLIGHT") {
-    throw new LedgerReleaseRefusedError(
-      `Request '${requestId}' is IN_FLIGHT with a live lease; release it once EXPIRED`,
-    )
+    throw new LedgerReleaseRefusedError(`${cannot}IN_FLIGHT with a live lease; release it once EXPIRED`)
   }
   const { policy } = core
   const override = options.overrideDeathSignal
@@ -105,7 +103,7 @@ export async function release(
   }
   if (verified === "completed" && row.effectProtocolRequired && !row.decision?.allowed) {
     throw new LedgerReleaseRefusedError(
-      `Request '${requestId}' has no allowed decision, so it cannot have completed; release it as not_executed`,
+      `${cannot}no allowed decision, so it cannot have completed; release it as not_executed`,
     )
   }
   const why =
@@ -119,8 +117,7 @@ export async function release(
     owner: row.owner,
     fence: row.fence,
   })
-  if (!ok)
-    throw new LedgerAlreadyResolvedError(`Cannot release request '${requestId}': transition superseded`)
+  if (!ok) throw new LedgerAlreadyResolvedError(`${cannot}transition superseded`)
   await appendReceipt(core.receipts, receipt, requestId)
   return next
 }

@@ -93,10 +93,15 @@ export function effectiveCapability(binding: ToolTransitionBinding, hasReconcile
 }
 
 function forTool(init: ToolTransitionBindingInit): ToolTransitionBinding {
-  if (!init.agentId || typeof init.agentId !== "string")
-    throw new LedgerConfigError("binding agentId is required: the agent that owns the tool")
-  if (!init.policyVersion || typeof init.policyVersion !== "string") {
-    throw new LedgerConfigError("binding policyVersion is required: the policy the tool runs under")
+  if (
+    !init.agentId ||
+    typeof init.agentId !== "string" ||
+    !init.policyVersion ||
+    typeof init.policyVersion !== "string"
+  ) {
+    throw new LedgerConfigError(
+      "a binding needs agentId and policyVersion: the agent that owns the tool, its policy",
+    )
   }
   const cls = parseSideEffectClass(init.sideEffectClass)
   const d = CLASS_DEFAULTS[cls]
