@@ -12,11 +12,12 @@ const budgets = [
   {
     name: "ActionLedger + MemoryLedgerStorage",
     code: 'export { ActionLedger, MemoryLedgerStorage } from "./dist/index.js"',
-    // #11's target is 15 KB. The ledger grew past it with this round's safety work (result limits, the release
-    // death-signal rule, fenced sideEffect() entry, identity checks on every owned claim); no single module is big
-    // (the largest, the claim loop, is 4.3 KB minified), so meeting it means trimming messages across the engine.
-    // The budget holds today's size so it cannot grow unnoticed; the table prints the target beside it.
-    max: 17 * KB,
+    // #11's target is 15 KB. 16.9 -> 15.5 KB came from dropping what tree-shaking could not (Object.values() of the
+    // enum objects, the SHA-256 constant tables, now computed at load), compacter tables and shorter messages.
+    // What is left is mostly logic: the claim loop, call preparation, the tool wrapper and the SHA-256 rounds are
+    // about a sixth of the gzip bytes. The last 0.5 KB needs those hot-path files reworked (bench them first), so
+    // the budget holds 16 KB and the table prints the target beside it.
+    max: 16 * KB,
     target: 15 * KB,
   },
   // #11 sets 20 KB for the whole core entry; it is over (see the table) and the budget holds it so it cannot grow

@@ -79,8 +79,8 @@ export class LedgerStaleFenceError extends LedgerError {
   /** `storedFence` null: the backend (a remote one) did not say which. */
   constructor(requestId: string, storedFence: number | null, fence: number) {
     super(
-      `set() refused for '${requestId}': the stored row's fence${storedFence === null ? "" : ` ${storedFence}`} is newer than this row's ${fence}, ` +
-        "so a later claim owns it. Nothing was written; re-read the row with get() and write from it.",
+      `set() refused for '${requestId}': the stored fence${storedFence === null ? "" : ` ${storedFence}`} is newer than ${fence} ` +
+        "(a later claim owns the row); nothing was written. Re-read it with get().",
     )
   }
 }
@@ -106,11 +106,9 @@ export class MissingRequestIdentityError extends LedgerError {
   constructor(tool: string, field: string | null = null) {
     super(
       field
-        ? `Tool '${tool}' derives its request_id from '${field}', but that argument is missing or empty. ` +
-            "The tool was not claimed or executed."
-        : `Tool '${tool}' is consequential and the request identity policy is require_explicit: pass a ` +
-            `server-owned request_id (e.g. "${tool}:{order_id}") or set requestIdFrom. tool_call_id, run_id, ` +
-            "thread_id and random ids are not acceptable. The tool was not claimed or executed.",
+        ? `Tool '${tool}' takes its request_id from '${field}', which is missing or empty: pass it. Nothing ran.`
+        : `Tool '${tool}' needs a business-key request_id (require_explicit): pass requestId (e.g. ` +
+            `"${tool}:{order_id}") or set requestIdFrom. Nothing ran.`,
     )
     this.tool = tool
     this.field = field
@@ -143,9 +141,8 @@ export class LedgerIdentityConflictError extends LedgerError {
     this.priorRequestId = keys.priorRequestId ?? null
     this.requestId = keys.requestId ?? null
     this.llmMessage =
-      `Identity conflict: '${tool}' was already claimed with a different tool, scope, or arguments for this ` +
-      "dispatch ticket. Mint a new request_id / tool_call_id for a new intent, or reuse the original identity. " +
-      "The tool body was not executed."
+      `Identity conflict: '${tool}' was claimed with other arguments, tool or scope for this dispatch ticket; it ` +
+      "did not run. Reuse the original identity, or mint a new request_id / tool_call_id."
   }
 }
 
@@ -174,9 +171,9 @@ export class ReceiptAppendError extends LedgerError {
   readonly requestId: string
   constructor(requestId: string, receiptId: string, cause: unknown) {
     super(
-      `Request '${requestId}' is recorded (receipt_ref ${receiptId}) but its receipt could not be stored: ` +
-        `${cause instanceof Error ? cause.message : String(cause)}. A retry replays the stored result without ` +
-        "running again; restore the receipt store and re-sign the receipt from the row.",
+      `Request '${requestId}' is recorded (receipt_ref ${receiptId}) but its receipt was not stored: ` +
+        `${cause instanceof Error ? cause.message : String(cause)}. Restore the receipt store and re-sign it from ` +
+        "the row (retries replay the row).",
       { cause },
     )
     this.receiptId = receiptId

@@ -27,6 +27,12 @@ export function jsonDepth(value: unknown, stopAfter = Number.POSITIVE_INFINITY):
 
 const encoder = new TextEncoder()
 
+/** The result could not be serialized (a cycle, a BigInt): `e` is what JSON.stringify threw. */
+export const notJson = (e: unknown): { reason: UnstorableReason; message: string } => ({
+  reason: "not_serializable",
+  message: `the result is not JSON (${e instanceof Error ? e.message : String(e)})`,
+})
+
 /**
  * Null when `row` fits the limits, else why not. `row` is the completed row as it would be written; serializing
  * it also proves the result is JSON (a cycle throws here, not inside the store). The entry is measured as it is,
@@ -50,10 +56,7 @@ export function unstorableReason(
   try {
     text = JSON.stringify(row)
   } catch (e) {
-    return {
-      reason: "not_serializable",
-      message: `the result is not JSON-serializable (${e instanceof Error ? e.message : String(e)})`,
-    }
+    return notJson(e)
   }
   if (limits.maxRowBytes !== undefined) {
     // Length is a lower bound on UTF-8 bytes: encode only when it could matter.

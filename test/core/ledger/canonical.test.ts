@@ -93,6 +93,22 @@ describe("canonicalJson", () => {
     })
   }
 
+  it("random floats: shortest digits that read back, in Python's notation for their magnitude", () => {
+    let seed = 7
+    const rand = () => {
+      seed = (seed * 1103515245 + 12345) % 2 ** 31
+      return seed / 2 ** 31
+    }
+    for (let i = 0; i < 20000; i++) {
+      const x = (rand() - 0.5) * 10 ** Math.floor(rand() * 80 - 40)
+      const py = pythonFloatRepr(x)
+      expect(Number(py)).toBe(x)
+      const abs = Math.abs(x)
+      if (abs < 1e-4 || abs >= 1e16) expect(py).toMatch(/^-?\d(\.\d+)?e[+-]\d{2,3}$/)
+      else expect(py).toMatch(/^-?\d+\.\d+$/)
+    }
+  })
+
   it("safe integers print as Python ints; NaN and infinities as Python does", () => {
     expect(canonicalJson([10, -3, 0, 2 ** 53 - 1])).toBe("[10,-3,0,9007199254740991]")
     expect(canonicalJson([Number.NaN, Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY])).toBe(

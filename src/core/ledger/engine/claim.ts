@@ -70,7 +70,7 @@ export async function claimTransition(
   const wait = async (label: string): Promise<void> => {
     if (clock.now() >= deadline)
       throw new LedgerPollTimeoutError(
-        `Timed out ${label} request '${req.requestId}': another worker holds it; retry later or raise pollTimeout`,
+        `Timed out ${label} request '${req.requestId}'; retry later or raise pollTimeout`,
       )
     await clock.sleep(req.pollInterval, req.signal)
   }
@@ -141,7 +141,7 @@ export async function claimTransition(
           if (unclassifiedReclaimWarns(resolved)) {
             core.warnOnce(
               `unclassified:${req.tool}`,
-              `Tool '${req.tool}' is ledgered without a transition binding; re-running its ${resolved} transition may duplicate an external effect. Declare a side-effect class.`,
+              `Tool '${req.tool}' has no binding, so re-running its ${resolved} transition may duplicate an effect: declare a side-effect class.`,
             )
           }
           done = await claim(row)

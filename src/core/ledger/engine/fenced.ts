@@ -2,7 +2,7 @@
 // compare-and-set from the row it holds. Public `ActionLedger` methods and the tool wrapper's
 // `TransitionContext` both come through here.
 import type { TransitionExpectation } from "../../storage/contract.ts"
-import { unstorableReason } from "../../storage/limits.ts"
+import { notJson, unstorableReason } from "../../storage/limits.ts"
 import type { LedgerCore } from "../core.ts"
 import {
   LedgerConfigError,
@@ -82,10 +82,8 @@ const held = (c: LedgerEntry, extra: Partial<TransitionExpectation> = {}): Trans
 /** Effect writes under the effect-commit protocol need an allowed decision and phase ATTEMPTING. */
 function effectExpect(c: LedgerEntry, op: string): TransitionExpectation {
   if (c.effectProtocolRequired && !hasAllowedDecision(c)) {
-    const what = op === "complete" ? "complete request" : `${op} for request`
     throw new LedgerOutcomeAlreadySetError(
-      `Cannot ${what} '${c.requestId}': no allowed decision recorded (effect-commit protocol); ` +
-        "record an allowed decision first",
+      `Cannot ${op} request '${c.requestId}': record an allowed decision first (effect-commit protocol)`,
     )
   }
   return held(c, c.effectProtocolRequired ? { effectPhase: "ATTEMPTING" } : {})
@@ -139,14 +137,11 @@ function completedOrUnstorable(core: LedgerCore, c: LedgerEntry, result: unknown
     if (!bad) return next
   } catch (e) {
     // A cycle overflows the JSON conversion.
-    bad = {
-      reason: "not_serializable",
-      message: `the result is not JSON (${e instanceof Error ? e.message : String(e)})`,
-    }
+    bad = notJson(e)
   }
   core.warn(
-    `the result of '${c.tool}' request '${c.requestId}' was not stored: ${bad.message}; ` +
-      "the row is COMPLETED without it and replays raise LedgerResultUnstorableError",
+    `the result of '${c.tool}' request '${c.requestId}' was not stored (${bad.message}); replays raise ` +
+      "LedgerResultUnstorableError. Return less from the tool.",
   )
   return unstorableRow(c, bad.reason, bad.message, now)
 }

@@ -67,23 +67,22 @@ export async function release(
       `verified must be 'completed' or 'not_executed', got '${String(verified)}'`,
     )
   }
-  if (!by?.trim()) throw new LedgerReleaseRefusedError("release requires 'by' (who verified the outcome)")
-  if (!reason?.trim()) throw new LedgerReleaseRefusedError("release requires a 'reason'")
+  if (!by?.trim() || !reason?.trim()) {
+    throw new LedgerReleaseRefusedError("release requires 'by' (who verified it) and 'reason'")
+  }
+  const cannot = `Cannot release request '${requestId}': `
   const row = await core.store.get(requestId)
-  if (!row) throw new LedgerReleaseRefusedError(`Cannot release unknown request '${requestId}'`)
+  if (!row) throw new LedgerReleaseRefusedError(`${cannot}no such request`)
   if (row.operatorResolution) {
     throw new LedgerAlreadyResolvedError(
-      `Request '${requestId}' was already released as ${row.operatorResolution} by ${row.resolvedBy}`,
+      `${cannot}already released as ${row.operatorResolution} by ${row.resolvedBy}`,
     )
   }
   const now = core.clock.now()
   const resolved = resolvedOutcome(row, now)
-  if (resolved === "COMPLETED")
-    throw new LedgerReleaseRefusedError(`Request '${requestId}' is COMPLETED; nothing to release`)
+  if (resolved === "COMPLETED") throw new LedgerReleaseRefusedError(`${cannot}COMPLETED, nothing to release`)
   if (resolved === "IN_FLIGHT") {
-    throw new LedgerReleaseRefusedError(
-      `Request '${requestId}' is IN_FLIGHT with a live lease; wait for the lease to expire (EXPIRED is releasable)`,
-    )
+    throw new LedgerReleaseRefusedError(`${cannot}IN_FLIGHT with a live lease; release it once EXPIRED`)
   }
   const { policy } = core
   const override = options.overrideDeathSignal
@@ -92,10 +91,19 @@ export async function release(
   }
   const gated = releaseNeedsDeathSignal(row, verified, now, policy.reclaimRequiresDeathSignal)
   const evidence = hasWorkerDeathEvidence(row, now, policy.presumedDeadAfter)
-  if (gated && !evidence && !override) throw releaseAliveError(core, row, now, resolved)
+  if (gated && !evidence && !override) {
+    throw aliveError(
+      core,
+      row,
+      now,
+      resolved === "EXPIRED" ? resolved : `${resolved} (its lease lapsed)`,
+      "Wait for heartbeat silence, call markWorkerDeadFor() once it is dead, or pass overrideDeathSignal saying why " +
+        "it cannot act.",
+    )
+  }
   if (verified === "completed" && row.effectProtocolRequired && !row.decision?.allowed) {
     throw new LedgerReleaseRefusedError(
-      `Request '${requestId}' has no allowed decision; it cannot have completed. Release it as not_executed if the effect did not happen`,
+      `${cannot}no allowed decision, so it cannot have completed; release it as not_executed`,
     )
   }
   const why =
@@ -109,38 +117,24 @@ export async function release(
     owner: row.owner,
     fence: row.fence,
   })
-  if (!ok)
-    throw new LedgerAlreadyResolvedError(`Cannot release request '${requestId}': transition superseded`)
+  if (!ok) throw new LedgerAlreadyResolvedError(`${cannot}transition superseded`)
   await appendReceipt(core.receipts, receipt, requestId)
   return next
 }
 
-function releaseAliveError(
+/** The owner may still perform the effect: no heartbeat silence past `presumedDeadAfter`, no assertion. */
+function aliveError(
   core: LedgerCore,
   row: LedgerEntry,
   now: number,
-  resolved: TerminalOutcome,
+  state: string,
+  next: string,
 ): LedgerWorkerAliveError {
-  const last = row.lastHeartbeatAt ?? row.startedAt
-  const after = core.policy.presumedDeadAfter
-  const grace = after - (now - last)
-  const state = resolved === "EXPIRED" ? "EXPIRED" : `${resolved} (a redispatch found its lease lapsed)`
-  return new LedgerWorkerAliveError(
-    `Cannot release request '${row.requestId}': ${state} without an outcome from its owner '${row.owner}', and ` +
-      `nothing says that owner is dead, so it could still perform the effect after this release. Missing: ` +
-      `heartbeat silence (last heartbeat ${ageString(now - last)}, presumedDeadAfter ${after}s elapses in ` +
-      `${remainingString(grace)}), a markWorkerDeadFor() assertion, and overrideDeathSignal. Wait for the ` +
-      "silence, call markWorkerDeadFor() once the worker is known dead, or pass overrideDeathSignal saying why it " +
-      "cannot act.",
-  )
-}
-
-function aliveError(core: LedgerCore, row: LedgerEntry, now: number): LedgerWorkerAliveError {
   const last = row.lastHeartbeatAt ?? row.startedAt
   const grace = core.policy.presumedDeadAfter - (now - last)
   return new LedgerWorkerAliveError(
-    `Cannot release request '${row.requestId}': EXPIRED but worker appears alive (${ageString(now - last)}) — ` +
-      `grace window elapses in ${remainingString(grace)}. Use markWorkerDeadFor() first, or wait for the grace window.`,
+    `Cannot release request '${row.requestId}': ${state} but worker '${row.owner}' appears alive (last heartbeat ` +
+      `${ageString(now - last)}) — grace window elapses in ${remainingString(grace)}. ${next}`,
   )
 }
 
@@ -159,11 +153,17 @@ export async function markWorkerDeadFor(
   const resolved = resolvedOutcome(row, now)
   if (resolved !== "IN_FLIGHT" && !leaseLapsed(row, now)) {
     throw new LedgerReleaseRefusedError(
-      `Request '${requestId}' is ${resolved}; only IN_FLIGHT rows and lapsed leases have a worker`,
+      `Request '${requestId}' is ${resolved}: only IN_FLIGHT rows and lapsed leases have a worker`,
     )
   }
   if (!options.overrideHeartbeat && !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)) {
-    throw aliveError(core, row, now)
+    throw aliveError(
+      core,
+      row,
+      now,
+      resolved,
+      "Wait for the grace window, or pass overrideHeartbeat if the worker is known to be dead.",
+    )
   }
   const reason = options.overrideHeartbeat ? `${options.reason} (heartbeat overridden)` : options.reason
   const next = workerDeadRow(row, options.by, reason, now)

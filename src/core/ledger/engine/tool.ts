@@ -7,6 +7,7 @@ import {
   LedgerError,
   LedgerHardBlockError,
   LedgerOutcomeAlreadySetError,
+  LedgerStorageUnavailableError,
 } from "../errors.ts"
 import { ALLOWED_DECISION, errorText, throwIfUnstorable } from "../machine/transitions.ts"
 import { ToolTransitionBinding, type ToolTransitionBindingInit } from "../model/binding.ts"
@@ -77,7 +78,7 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
   ) {
     core.warnOnce(
       `memory:${tool}`,
-      `Tool '${tool}' (${binding.sideEffectClass}) is ledgered in process memory: another process or a restart will not see its transitions. Use a durable storage adapter in production.`,
+      `Tool '${tool}' (${binding.sideEffectClass}) is ledgered in memory, which other processes and restarts do not see: use a durable store in production.`,
     )
   }
 
@@ -241,7 +242,7 @@ class OwnedTransition implements TransitionContext {
     this.#stopRenew = renewEvery(
       every,
       () => this.renewLease(leaseTtl),
-      (e) => !(e instanceof LedgerError) || e.name === "LedgerStorageUnavailableError",
+      (e) => !(e instanceof LedgerError) || e instanceof LedgerStorageUnavailableError,
     )
   }
 

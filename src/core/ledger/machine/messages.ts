@@ -46,9 +46,9 @@ export function identityConflictMessage(
   tool: string,
 ): string {
   return (
-    `Identity conflict for tool '${tool}': tool_call_id ${pyRepr(dispatchId)} already has a transition with these ` +
-    `arguments under another key (prior request_id=${pyRepr(priorRequestId)}, incoming request_id=` +
-    `${pyRepr(incomingRequestId)}). The tool was not run: settle the prior transition, or mint a new tool_call_id.`
+    `Identity conflict for tool '${tool}': tool_call_id ${pyRepr(dispatchId)} holds these arguments under another ` +
+    `key (prior request_id=${pyRepr(priorRequestId)}, incoming request_id=${pyRepr(incomingRequestId)}); nothing ` +
+    "ran. Settle the prior transition or mint a new tool_call_id."
   )
 }
 

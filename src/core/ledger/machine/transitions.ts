@@ -124,8 +124,8 @@ export function throwIfUnstorable(row: LedgerEntry): void {
   const m = /^\[(\w+)\] /.exec(detail)
   const reason = (m?.[1] ?? "not_serializable") as UnstorableReason
   throw new LedgerResultUnstorableError(
-    `request '${row.requestId}' completed, but its result could not be stored (${detail}); ` +
-      "the effect ran once and will not run again. Return a smaller result (e.g. an id to fetch the rest) from the tool.",
+    `request '${row.requestId}' completed but its result was not stored (${detail}); it will not run again. ` +
+      "Return less from the tool (e.g. an id to fetch the rest).",
     reason,
   )
 }

@@ -59,11 +59,12 @@ export function capabilityFloor(
   hasReconciler: boolean,
   hasProviderKey: boolean,
 ): ToolCapability {
-  const d = CLASS_DEFAULTS[cls]
-  if (hasReconciler) return d.capabilityWithReconciler
-  if (hasProviderKey) return d.capabilityWithProviderKey
-  return d.capability
+  return CLASS_DEFAULTS[cls][hasReconciler ? 4 : hasProviderKey ? 3 : 2]
 }
+
+/** The explicit capability where it is at least as strict as `floor`, else the floor. */
+const noLooser = (explicit: ToolCapability | null, floor: ToolCapability): ToolCapability =>
+  explicit !== null && CAPABILITY_RANK[explicit] >= CAPABILITY_RANK[floor] ? explicit : floor
 
 /** Capability honesty: an explicit value may tighten the floor, never loosen it. */
 export function resolveCapability(
@@ -76,8 +77,8 @@ export function resolveCapability(
   if (explicit == null) return floor
   if (CAPABILITY_RANK[explicit] >= CAPABILITY_RANK[floor]) return explicit
   throw new ToolCapabilityDeclarationError(
-    `capability '${explicit}' is looser than the floor '${floor}' for side_effect_class '${cls}'; ` +
-      "a looser capability would let this tool silently opt into duplicate effects",
+    `capability '${explicit}' is looser than the floor '${floor}' for side_effect_class '${cls}': it would let ` +
+      "this tool silently opt into duplicate effects",
   )
 }
 
@@ -88,16 +89,19 @@ export function effectiveCapability(binding: ToolTransitionBinding, hasReconcile
     hasReconciler,
     binding.providerIdempotencyKeyParam !== null,
   )
-  const explicit = binding.explicitCapability
-  if (explicit !== null && CAPABILITY_RANK[explicit] >= CAPABILITY_RANK[floor]) return explicit
-  return floor
+  return noLooser(binding.explicitCapability, floor)
 }
 
 function forTool(init: ToolTransitionBindingInit): ToolTransitionBinding {
-  if (!init.agentId || typeof init.agentId !== "string")
-    throw new LedgerConfigError("binding agentId is required: name the agent that owns the tool")
-  if (!init.policyVersion || typeof init.policyVersion !== "string") {
-    throw new LedgerConfigError("binding policyVersion is required: name the policy the tool runs under")
+  if (
+    !init.agentId ||
+    typeof init.agentId !== "string" ||
+    !init.policyVersion ||
+    typeof init.policyVersion !== "string"
+  ) {
+    throw new LedgerConfigError(
+      "a binding needs agentId and policyVersion: the agent that owns the tool, its policy",
+    )
   }
   const cls = parseSideEffectClass(init.sideEffectClass)
   const d = CLASS_DEFAULTS[cls]
@@ -105,12 +109,10 @@ function forTool(init: ToolTransitionBindingInit): ToolTransitionBinding {
   const explicit = init.capability == null ? null : parseToolCapability(init.capability)
   // Validated as if a reconciler existed (the ledger may bind one); stored no looser than the no-reconciler floor.
   resolveCapability(cls, explicit, true, keyParam !== null)
-  const floor = capabilityFloor(cls, false, keyParam !== null)
-  const capability =
-    explicit !== null && CAPABILITY_RANK[explicit] >= CAPABILITY_RANK[floor] ? explicit : floor
+  const capability = noLooser(explicit, capabilityFloor(cls, false, keyParam !== null))
   const ttl = init.providerIdempotencyKeyTtl ?? null
   if (ttl !== null && !(ttl > 0))
-    throw new LedgerConfigError("providerIdempotencyKeyTtl must be a positive number of seconds")
+    throw new LedgerConfigError("providerIdempotencyKeyTtl must be positive (seconds)")
   const scopeFrom: Partial<Record<ScopeField, string>> = {}
   for (const [field, src] of Object.entries(init.scopeFrom ?? {})) {
     if (field !== "thread_id" && field !== "run_id" && field !== "node") {
@@ -123,11 +125,11 @@ function forTool(init: ToolTransitionBindingInit): ToolTransitionBinding {
     policyVersion: init.policyVersion,
     sideEffectClass: cls,
     scopeFrom: Object.freeze(scopeFrom),
-    retryPermission: init.retryPermission ? parseRetryPermission(init.retryPermission) : d.retryPermission,
+    retryPermission: init.retryPermission ? parseRetryPermission(init.retryPermission) : d[0],
     sideEffectBoundaryDefault: init.sideEffectBoundaryDefault
       ? parseSideEffectBoundary(init.sideEffectBoundaryDefault)
       : "not_crossed",
-    spendability: init.spendability ? parseSpendability(init.spendability) : d.spendability,
+    spendability: init.spendability ? parseSpendability(init.spendability) : d[1],
     capability,
     explicitCapability: explicit,
     providerIdempotencyKeyParam: keyParam,

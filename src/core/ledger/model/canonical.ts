@@ -46,26 +46,21 @@ export function canonicalString(s: string): string {
   return `${out}${s.slice(start)}"`
 }
 
-/** Python's float repr: shortest round-trip digits, scientific below 1e-4 and from 1e16. */
+/**
+ * Python's float repr: shortest round-trip digits (the same digits JavaScript prints), scientific below 1e-4 and
+ * from 1e16 with a two-digit exponent at least, fixed-point with a ".0" for whole numbers in between (where
+ * `String()` is fixed-point too: it switches to an exponent only below 1e-6 and from 1e21).
+ */
 export function pythonFloatRepr(x: number): string {
-  if (Number.isNaN(x)) return "NaN"
-  if (x === Number.POSITIVE_INFINITY) return "Infinity"
-  if (x === Number.NEGATIVE_INFINITY) return "-Infinity"
+  if (!Number.isFinite(x)) return x > 0 ? "Infinity" : x < 0 ? "-Infinity" : "NaN"
   if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0"
-  const [mant = "", expStr = "0"] = x.toExponential().split("e")
-  const exp = Number(expStr)
-  const neg = mant.startsWith("-")
-  const digits = mant.replace("-", "").replace(".", "")
-  const sign = neg ? "-" : ""
-  if (exp < -4 || exp >= 16) {
-    const m = digits.length > 1 ? `${digits[0]}.${digits.slice(1)}` : digits
-    const e = Math.abs(exp) < 10 ? `0${Math.abs(exp)}` : String(Math.abs(exp))
-    return `${sign}${m}e${exp < 0 ? "-" : "+"}${e}`
+  const abs = Math.abs(x)
+  if (abs < 1e-4 || abs >= 1e16) {
+    const [mant, exp = "+0"] = x.toExponential().split("e")
+    return `${mant}e${exp[0]}${exp.slice(1).padStart(2, "0")}`
   }
-  if (exp < 0) return `${sign}0.${"0".repeat(-exp - 1)}${digits}`
-  const intLen = exp + 1
-  if (digits.length <= intLen) return `${sign}${digits}${"0".repeat(intLen - digits.length)}.0`
-  return `${sign}${digits.slice(0, intLen)}.${digits.slice(intLen)}`
+  const s = String(x)
+  return s.includes(".") ? s : `${s}.0`
 }
 
 // Beyond this JavaScript prints integral numbers with an exponent, as Python's float repr does.

@@ -106,7 +106,16 @@ const SIDE_EFFECT_ALIASES: Readonly<Record<string, SideEffectClass>> = {
   onchain_action: "irreversible",
 }
 
-const CLASSES: readonly SideEffectClass[] = Object.values(SideEffectClass)
+// Value lists spelled out rather than `Object.values(...)` of the objects above: a top-level call keeps every
+// object in an application's bundle even when nothing reads it.
+const CLASSES: readonly SideEffectClass[] = [
+  "read",
+  "idempotent_mutate",
+  "keyed_mutate",
+  "non_idempotent_mutate",
+  "irreversible",
+]
+const BOUNDARIES: readonly SideEffectBoundary[] = ["not_crossed", "maybe_crossed", "crossed"]
 
 function isOneOf<T extends string>(values: readonly T[], v: unknown): v is T {
   return typeof v === "string" && (values as readonly string[]).includes(v)
@@ -114,13 +123,11 @@ function isOneOf<T extends string>(values: readonly T[], v: unknown): v is T {
 
 /** Canonical class for a class name or a legacy alias (`payment`, `read_only`, ...). */
 export function parseSideEffectClass(value: unknown): SideEffectClass {
-  if (typeof value !== "string")
-    throw new LedgerConfigError(`side_effect_class must be a string; expected one of: ${CLASSES.join(", ")}`)
-  const v = value.trim()
-  if (isOneOf(CLASSES, v)) return v
-  const alias = SIDE_EFFECT_ALIASES[v]
-  if (alias) return alias
-  throw new LedgerConfigError(`unknown side_effect_class '${value}'; expected one of: ${CLASSES.join(", ")}`)
+  const v = typeof value === "string" ? value.trim() : value
+  // Own keys only: `constructor` or `toString` must not resolve through the prototype.
+  return typeof v === "string" && Object.hasOwn(SIDE_EFFECT_ALIASES, v)
+    ? (SIDE_EFFECT_ALIASES[v] as SideEffectClass)
+    : parseClass(v)
 }
 
 function parser<T extends string>(label: string, values: readonly T[]): (v: unknown) => T {
@@ -130,14 +137,32 @@ function parser<T extends string>(label: string, values: readonly T[]): (v: unkn
   }
 }
 
-export const parseRetryPermission = parser("retry_permission", Object.values(RetryPermission))
-export const parseSpendability = parser("spendability", Object.values(Spendability))
-export const parseToolCapability = parser("capability", Object.values(ToolCapability))
-export const parseSideEffectBoundary = parser("side_effect_boundary", Object.values(SideEffectBoundary))
+const parseClass = parser("side_effect_class", CLASSES)
+export const parseRetryPermission = parser<RetryPermission>("retry_permission", [
+  "safe_retry",
+  "retry_only_with_same_provider_idempotency_key",
+  "manual_reconciliation_required",
+  "never_retry_automatically",
+])
+export const parseSpendability = parser<Spendability>("spendability", [
+  "multi_use",
+  "single_use",
+  "non_replayable",
+])
+export const parseToolCapability = parser<ToolCapability>("capability", ["idempotent", "queryable", "blind"])
+export const parseSideEffectBoundary = parser("side_effect_boundary", BOUNDARIES)
 
 // Sets, not arrays: these run several times on every ledgered call.
-const OUTCOME_SET: ReadonlySet<unknown> = new Set(Object.values(TerminalOutcome))
-const BOUNDARY_SET: ReadonlySet<unknown> = new Set(Object.values(SideEffectBoundary))
+const OUTCOME_SET: ReadonlySet<unknown> = new Set<TerminalOutcome>([
+  "IN_FLIGHT",
+  "COMPLETED",
+  "FAILED_BEFORE_EFFECT",
+  "FAILED_AFTER_EFFECT",
+  "EXPIRED",
+  "BLOCKED",
+  "UNKNOWN",
+])
+const BOUNDARY_SET: ReadonlySet<unknown> = new Set(BOUNDARIES)
 export const isTerminalOutcome = (v: unknown): v is TerminalOutcome => OUTCOME_SET.has(v)
 export const isSideEffectBoundary = (v: unknown): v is SideEffectBoundary => BOUNDARY_SET.has(v)
 
@@ -158,49 +183,29 @@ export const CAPABILITY_RANK: Readonly<Record<ToolCapability, number>> = {
   blind: 2,
 }
 
-export interface ClassDefaults {
-  readonly retryPermission: RetryPermission
-  readonly spendability: Spendability
-  /** Floor without a reconciler and without a provider-key parameter. */
-  readonly capability: ToolCapability
-  readonly capabilityWithProviderKey: ToolCapability
-  readonly capabilityWithReconciler: ToolCapability
-}
+/**
+ * Per class: retry permission, spendability, and the capability floor without a reconciler or provider-key
+ * parameter, with a provider-key parameter, and with a reconciler. Rows rather than objects of named fields: the
+ * table ships in every bundle that binds a tool.
+ */
+export type ClassDefaults = readonly [
+  retryPermission: RetryPermission,
+  spendability: Spendability,
+  capability: ToolCapability,
+  capabilityWithProviderKey: ToolCapability,
+  capabilityWithReconciler: ToolCapability,
+]
 
 export const CLASS_DEFAULTS: Readonly<Record<SideEffectClass, ClassDefaults>> = {
-  read: {
-    retryPermission: "safe_retry",
-    spendability: "multi_use",
-    capability: "idempotent",
-    capabilityWithProviderKey: "idempotent",
-    capabilityWithReconciler: "idempotent",
-  },
-  idempotent_mutate: {
-    retryPermission: "safe_retry",
-    spendability: "multi_use",
-    capability: "idempotent",
-    capabilityWithProviderKey: "idempotent",
-    capabilityWithReconciler: "idempotent",
-  },
-  keyed_mutate: {
-    retryPermission: "retry_only_with_same_provider_idempotency_key",
-    spendability: "single_use",
-    capability: "blind",
-    capabilityWithProviderKey: "queryable",
-    capabilityWithReconciler: "queryable",
-  },
-  non_idempotent_mutate: {
-    retryPermission: "manual_reconciliation_required",
-    spendability: "single_use",
-    capability: "blind",
-    capabilityWithProviderKey: "blind",
-    capabilityWithReconciler: "queryable",
-  },
-  irreversible: {
-    retryPermission: "never_retry_automatically",
-    spendability: "non_replayable",
-    capability: "blind",
-    capabilityWithProviderKey: "blind",
-    capabilityWithReconciler: "blind",
-  },
+  read: ["safe_retry", "multi_use", "idempotent", "idempotent", "idempotent"],
+  idempotent_mutate: ["safe_retry", "multi_use", "idempotent", "idempotent", "idempotent"],
+  keyed_mutate: [
+    "retry_only_with_same_provider_idempotency_key",
+    "single_use",
+    "blind",
+    "queryable",
+    "queryable",
+  ],
+  non_idempotent_mutate: ["manual_reconciliation_required", "single_use", "blind", "blind", "queryable"],
+  irreversible: ["never_retry_automatically", "non_replayable", "blind", "blind", "blind"],
 }
