@@ -81,6 +81,7 @@ export function operatorRoutes(api: Api, ctx: RouteContext): void {
       by: b.by ?? c.get("principal").subject,
       result: b.result ?? null,
       ...(b.override_death_signal ? { overrideDeathSignal: b.override_death_signal } : {}),
+      ...(b.expected_fence !== undefined ? { expectedFence: b.expected_fence } : {}),
     })
     return c.json({ transition: entryToRow(row) })
   })
@@ -94,6 +95,7 @@ export function operatorRoutes(api: Api, ctx: RouteContext): void {
       by: b.by ?? c.get("principal").subject,
       reason: b.reason,
       overrideHeartbeat: b.override_heartbeat ?? false,
+      ...(b.expected_fence !== undefined ? { expectedFence: b.expected_fence } : {}),
     })
     return c.json({ transition: entryToRow(row) })
   })

@@ -124,12 +124,15 @@ export const ReleaseBody = z.strictObject({
   result: Json.optional(),
   /** Why a lapsed lease's owner cannot act, when no death signal exists (see docs/kill-safety.md). */
   override_death_signal: z.string().min(1).max(2000).optional(),
+  /** The fence the operator saw: refused (409) if another attempt claimed the transition since. */
+  expected_fence: z.number().int().min(0).optional(),
 })
 
 export const MarkDeadBody = z.strictObject({
   reason: z.string().min(1).max(2000),
   by: z.string().min(1).max(200).optional(),
   override_heartbeat: z.boolean().optional(),
+  expected_fence: z.number().int().min(0).optional(),
 })
 
 export const Row = z.looseObject({ request_id: Id, tool: z.string().max(200), status: z.string().max(32) })

@@ -68,4 +68,41 @@ describe("mycelium transitions release --override-death-signal", () => {
       resolutionReason: "no charge at the provider (death signal overridden: node w1 deleted)",
     })
   })
+
+  it("--fence: refused (exit 1) when another attempt claimed the call since, a usage error (2) when not a number", async () => {
+    const file = join(cwd, "fence.json")
+    const storage = new FileLedgerStorage(file)
+    const now = Date.now() / 1000
+    await storage.set(
+      newEntry({ requestId: "pay:2", tool: "pay", owner: "w2", fence: 2, leaseUntil: now - 1 }, now - 5),
+    )
+    const shown = run(["transitions", "show", "pay:2", "--file", file])
+    expect(shown.out).toContain("fence: 2")
+    const base = [
+      "transitions",
+      "mark-dead",
+      "pay:2",
+      "--file",
+      file,
+      "--by",
+      "ops",
+      "--reason",
+      "node drained",
+    ]
+    const stale = run([...base, "--override-heartbeat", "--fence", "1"])
+    expect(stale.code, stale.err).toBe(1)
+    expect(stale.err).toMatch(/^mycelium: refused: .*at fence 2, not 1/)
+    expect((await storage.get("pay:2"))?.workerDeadAssertedBy).toBeNull()
+    const bad = run([...base, "--override-heartbeat", "--fence", "two"])
+    expect(bad.code, bad.err).toBe(2)
+    expect(bad.err).toContain("--fence must be a whole number")
+    const ok = run([...base, "--override-heartbeat", "--fence", "2"])
+    expect(ok.code, ok.err).toBe(0)
+    const release = ["transitions", "release", "pay:2", "--file", file, "--verified", "not-executed"]
+    const staleRelease = run([...release, "--by", "ops", "--reason", "no charge", "--fence", "1"])
+    expect(staleRelease.code, staleRelease.err).toBe(1)
+    const released = run([...release, "--by", "ops", "--reason", "no charge", "--fence", "2"])
+    expect(released.code, released.err).toBe(0)
+    expect(await storage.get("pay:2")).toMatchObject({ operatorResolution: "not_executed", fence: 2 })
+  })
 })

@@ -46,4 +46,34 @@ describe("edge release of a lapsed lease", () => {
       released_from_outcome: "EXPIRED",
     })
   })
+
+  it("expected_fence: 409 once another attempt holds the row, 400 when not a whole number, 200 when it matches", async () => {
+    const storage = new MemoryLedgerStorage()
+    const app = createLedgerApp({ storage: () => storage })
+    const now = Date.now() / 1000
+    await storage.set(
+      newEntry({ requestId: "pay:2", tool: "pay", owner: "w2", fence: 2, leaseUntil: now - 1 }, now - 5),
+    )
+    const post = (path: string, body: unknown) =>
+      app.request(`/v1/transitions/pay%3A2/${path}`, {
+        method: "POST",
+        headers: { "content-type": "application/json" },
+        body: JSON.stringify(body),
+      })
+    const dead = { reason: "node drained", by: "ops", override_heartbeat: true }
+    const stale = await post("mark-worker-dead", { ...dead, expected_fence: 1 })
+    expect(stale.status).toBe(409)
+    expect(((await stale.json()) as { error: { code: string } }).error.code).toBe("ledger_release_refused")
+    expect((await post("mark-worker-dead", { ...dead, expected_fence: -1 })).status).toBe(400)
+    expect((await post("mark-worker-dead", { ...dead, expected_fence: "2" })).status).toBe(400)
+    expect((await post("mark-worker-dead", { ...dead, expected_fence: 2 })).status).toBe(200)
+    const verdict = { verified: "not_executed", reason: "no charge", by: "ops" }
+    expect((await post("release", { ...verdict, expected_fence: 1 })).status).toBe(409)
+    const ok = await post("release", { ...verdict, expected_fence: 2 })
+    expect(ok.status).toBe(200)
+    expect(((await ok.json()) as { transition: Record<string, unknown> }).transition).toMatchObject({
+      operator_resolution: "not_executed",
+      fence: 2,
+    })
+  })
 })

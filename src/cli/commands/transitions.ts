@@ -12,11 +12,13 @@ export const HELP = `mycelium transitions <list|show|release|mark-dead> [options
   list [--stuck] [--tool NAME] [--json]        every transition (stuck: waiting for a human or a reconciler)
   show ID [--json]                             one transition, every field
   release ID --verified completed|not-executed --by WHO --reason TEXT [--result-json JSON]
-          [--override-death-signal WHY]        an operator's verdict on a stuck transition (runs at most once);
+          [--override-death-signal WHY] [--fence N]
+                                               an operator's verdict on a stuck transition (runs at most once);
                                                not-executed on a lapsed lease needs the owner's death signal
                                                (heartbeat silence, mark-dead) or WHY it can no longer act
-  mark-dead ID --by WHO --reason TEXT [--override-heartbeat]
+  mark-dead ID --by WHO --reason TEXT [--override-heartbeat] [--fence N]
                                                assert the worker holding ID is dead, so its lease may be reclaimed
+  --fence N: the fence that show printed; refused if another attempt claimed the transition since
 
 ${STORE_HELP}
 
@@ -46,9 +48,9 @@ function nextStep(e: LedgerEntry, outcome: string): string {
   if (e.operatorResolution === "not_executed")
     return `released as not executed by ${e.resolvedBy ?? "an operator"}: the next redispatch runs it once more`
   if (outcome === "EXPIRED" || outcome === "IN_FLIGHT")
-    return `confirm the worker is dead (mycelium transitions mark-dead ${id} --by you --reason ...), then verify with the provider and release`
+    return `confirm the worker is dead (mycelium transitions mark-dead ${id} --fence ${e.fence} --by you --reason ...), then verify with the provider and release`
   const ref = e.externalOperationRef ? ` (provider ref ${e.externalOperationRef})` : ""
-  return `verify with the provider${ref}, then: mycelium transitions release ${id} --verified completed|not-executed --by you --reason ...`
+  return `verify with the provider${ref}, then: mycelium transitions release ${id} --fence ${e.fence} --verified completed|not-executed --by you --reason ...`
 }
 
 function json(e: LedgerEntry, now: number): Record<string, unknown> {
@@ -192,10 +194,12 @@ export async function release(args: string[], command = "transitions release"): 
         reason: { type: "string" },
         "result-json": { type: "string" },
         "override-death-signal": { type: "string" },
+        fence: { type: "string" },
       },
     }),
   )
   const id = oneId("release", positionals)
+  const expectedFence = fenceOf(command, values.fence)
   const verified = VERDICTS[values.verified ?? ""]
   if (!verified) throw new UsageError(`${command}: --verified must be completed or not-executed`)
   if (!values.by || !values.reason) throw new UsageError(`${command}: --by and --reason are required`)
@@ -220,6 +224,7 @@ export async function release(args: string[], command = "transitions release"): 
         reason: values.reason as string,
         result,
         ...(override !== undefined ? { overrideDeathSignal: override } : {}),
+        ...(expectedFence !== undefined ? { expectedFence } : {}),
       }),
     )
     console.log(
@@ -236,6 +241,14 @@ export async function release(args: string[], command = "transitions release"): 
   })
 }
 
+/** `--fence N`: a whole number, as `show` prints it. */
+function fenceOf(command: string, raw: string | undefined): number | undefined {
+  if (raw === undefined) return undefined
+  if (!/^\d{1,15}$/.test(raw))
+    throw new UsageError(`${command}: --fence must be a whole number, got '${raw}'`)
+  return Number(raw)
+}
+
 async function markDead(args: string[]): Promise<number> {
   const { values, positionals } = parseOrUsage("transitions mark-dead", () =>
     parseArgs({
@@ -246,10 +259,12 @@ async function markDead(args: string[]): Promise<number> {
         by: { type: "string" },
         reason: { type: "string" },
         "override-heartbeat": { type: "boolean", default: false },
+        fence: { type: "string" },
       },
     }),
   )
   const id = oneId("mark-dead", positionals)
+  const expectedFence = fenceOf("transitions mark-dead", values.fence)
   if (!values.by || !values.reason)
     throw new UsageError("transitions mark-dead: --by and --reason are required")
   return withLedger(values, async ({ ledger }) => {
@@ -258,6 +273,7 @@ async function markDead(args: string[]): Promise<number> {
         by: values.by as string,
         reason: values.reason as string,
         overrideHeartbeat: values["override-heartbeat"],
+        ...(expectedFence !== undefined ? { expectedFence } : {}),
       }),
     )
     console.log(

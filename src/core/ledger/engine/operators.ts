@@ -29,12 +29,30 @@ export interface ReleaseOptions {
    * `presumedDeadAfter`, or `markWorkerDeadFor()`, such a release is refused with `LedgerWorkerAliveError`.
    */
   readonly overrideDeathSignal?: string
+  /**
+   * The fence of the row as the operator saw it (`transitions show`). If another attempt claimed the transition
+   * since, the verdict is about an attempt that is no longer the current one, and the release is refused.
+   */
+  readonly expectedFence?: number
 }
 
 export interface MarkWorkerDeadOptions {
   readonly by: string
   readonly reason: string
   readonly overrideHeartbeat?: boolean
+  /** As in `ReleaseOptions`: refused if the transition was claimed again since the operator looked at it. */
+  readonly expectedFence?: number
+}
+
+/** The verdict was formed on another attempt than the row's current one (the fence moved since). */
+function checkFence(row: LedgerEntry, expected: number | undefined, action: string): void {
+  if (expected === undefined || expected === row.fence) return
+  if (!Number.isSafeInteger(expected) || expected < 0)
+    throw new LedgerReleaseRefusedError(`expectedFence must be a whole number >= 0, got ${String(expected)}`)
+  throw new LedgerReleaseRefusedError(
+    `Cannot ${action} request '${row.requestId}': it is at fence ${row.fence}, not ${expected}, so another ` +
+      "attempt claimed it after you looked. Look at it again and decide on the current attempt.",
+  )
 }
 
 export interface ListTransitionsOptions {
@@ -73,6 +91,7 @@ export async function release(
   const cannot = `Cannot release request '${requestId}': `
   const row = await core.store.get(requestId)
   if (!row) throw new LedgerReleaseRefusedError(`${cannot}no such request`)
+  checkFence(row, options.expectedFence, "release")
   if (row.operatorResolution) {
     throw new LedgerAlreadyResolvedError(
       `${cannot}already released as ${row.operatorResolution} by ${row.resolvedBy}`,
@@ -149,6 +168,7 @@ export async function markWorkerDeadFor(
   }
   const row = await core.store.get(requestId)
   if (!row) throw new LedgerReleaseRefusedError(`Cannot mark worker dead for unknown request '${requestId}'`)
+  checkFence(row, options.expectedFence, "mark the worker dead for")
   const now = core.clock.now()
   const resolved = resolvedOutcome(row, now)
   if (resolved !== "IN_FLIGHT" && !leaseLapsed(row, now)) {
