@@ -203,10 +203,12 @@ export class MyceliumConfig {
     if (!ledger) {
       const l = tool.ledger
       const t = this.transition
-      ledger = this.storage(l.storage).then(
-        (storage) =>
+      const receipts = tool.auditReceipt ? this.receipts() : Promise.resolve(null)
+      ledger = Promise.all([this.storage(l.storage), receipts]).then(
+        ([storage, receipts]) =>
           new ActionLedger({
             storage,
+            receipts,
             unclassifiedPolicy: l.unclassifiedPolicy,
             onArgsDrift: l.onArgsDrift,
             requestIdentityPolicy: l.requestIdentityPolicy,
@@ -254,6 +256,10 @@ export class MyceliumConfig {
         ...(b.allowed_paths && { allowedPaths: b.allowed_paths }),
         ...(b.path_param && { pathParam: b.path_param }),
       }) as typeof body
+    }
+    if (tool?.auditReceipt && tool.ledger) {
+      const problem = this.#receiptProblem()
+      if (problem) throw problem
     }
     const ledger = this.ledgerFor(name)
     let call: (args: A, meta: CallMeta) => Promise<unknown>

@@ -163,6 +163,28 @@ describe("applyTask with audit_receipt", () => {
     expect(await config.receipts()).toBe(await config.receipts())
   })
 
+  it("ledgered tools sign too (the same emitter): tool and task receipts form one chain that verifies", async () => {
+    const store = new MemoryReceiptStore()
+    const config = loadConfigFromString(
+      yaml("    ledger: true\n") +
+        "action_ledger:\n  storage: memory\n  tools: [charge]\ntools:\n  charge:\n    side_effect_class: read\n",
+      { ...quiet, receiptStoreFactory: () => store },
+    )
+    const charge = config.apply("charge", async (a: { amount: number }) => a.amount)
+    await charge({ amount: 5 }, { toolCallId: "c1" })
+    await config.applyTask("report", async () => "done")({ day: "d" })
+    const receipts = await store.list()
+    expect(receipts.map((r) => [r.action, r.action_kind, r.status])).toEqual([
+      ["charge", "tool", "completed"],
+      ["report", "task", "completed"],
+    ])
+    expect(receipts.map((r) => r.chain?.seq)).toEqual([0, 1])
+    expect(await verifyReceipts(receipts, { hmac: KEY }, { requireChain: true })).toMatchObject({
+      ok: true,
+      valid: 2,
+    })
+  })
+
   it("audit_receipt: false on a task, or auto: false, signs nothing", async () => {
     for (const [task, section] of [
       ["    ledger: true\n    audit_receipt: false\n", undefined],
