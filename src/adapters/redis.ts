@@ -204,8 +204,11 @@ export class RespConnection {
   }
 }
 
-/** The three calls UpstashLedgerStorage makes, answered over RESP instead of REST. */
-function upstashShape(conn: RespConnection): Redis {
+/**
+ * The calls UpstashLedgerStorage and UpstashTaskStore make (`createScript().exec`, `mget`, `scan`), answered over
+ * RESP instead of REST, so both Upstash adapters run on a plain Redis server unchanged.
+ */
+export function upstashShape(conn: RespConnection): Redis {
   const shape = {
     createScript(src: string) {
       const sha = createHash("sha1").update(src).digest("hex")

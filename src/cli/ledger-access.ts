@@ -47,12 +47,12 @@ const env = (name: string): string | undefined => {
   return v ? v : undefined
 }
 
-/** A store choice as messages print it, passwords hidden. */
-export function describeStore(s: ResolvedStorage): string {
+/** A store choice as messages print it, passwords hidden (`defaultTable`: the store's table when none is named). */
+export function describeStore(s: ResolvedStorage, defaultTable = "mycelium_action_ledger"): string {
   if (s.kind === "file") return `file ${s.path}`
   if (s.kind === "redis" || s.kind === "upstash") return `${s.kind} ${redact(s.url ?? "")}`
   if (s.kind === "postgres" || s.kind === "neon")
-    return `${s.kind} ${redact(s.dsn ?? "")} table ${s.table ?? "mycelium_action_ledger"}`
+    return `${s.kind} ${redact(s.dsn ?? "")} table ${s.table ?? defaultTable}`
   return s.kind
 }
 

@@ -8,9 +8,11 @@ import {
   type MyceliumConfig,
   type ResolvedStorage,
 } from "../core/config/index.ts"
-import type { StateStoreChoice } from "../core/config/mycelium-config.ts"
+import type { ReceiptStoreChoice, StateStoreChoice } from "../core/config/mycelium-config.ts"
 import type { LedgerStorage } from "../core/ledger/index.ts"
+import { MemoryReceiptStore, type ReceiptStore } from "../core/receipts/store.ts"
 import { MemoryStateFlushStore, type StateFlushStore } from "../core/state/index.ts"
+import { MemoryTaskStore, type TaskStore } from "../core/tasks/store.ts"
 
 /** Options for {@link loadConfig}: as `loadConfigFromString`, with `env` defaulting to `process.env`. */
 export type LoadConfigFileOptions = LoadConfigOptions
@@ -87,6 +89,76 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
   }
 }
 
+/** A task store that holds connections has `close()` (the CLI calls it before exiting). */
+export type ClosableTaskStore = TaskStore & { close?(): Promise<void> }
+
+/**
+ * Builds the task stores a Node, Deno or Bun process can reach: the same storage kinds as the action ledger, in the
+ * original's task layouts (`mycelium:task:` keys, table `mycelium_task_ledger`).
+ */
+export async function nodeTaskStoreFactory(choice: ResolvedStorage): Promise<ClosableTaskStore> {
+  const prefix = choice.prefix !== undefined ? { prefix: choice.prefix } : {}
+  const table = choice.table !== undefined ? { table: choice.table } : {}
+  switch (choice.kind) {
+    case "memory":
+      return new MemoryTaskStore()
+    case "file": {
+      const { FileTaskStore } = await import("../adapters/file-tasks.ts")
+      return new FileTaskStore(choice.path as string)
+    }
+    case "upstash": {
+      const { Redis } = await optional("@upstash/redis", () => import("@upstash/redis"), "upstash")
+      const { UpstashTaskStore } = await import("../adapters/upstash-tasks.ts")
+      return new UpstashTaskStore({
+        redis: new Redis({ url: choice.url as string, token: choice.token as string }),
+        ...prefix,
+      })
+    }
+    case "redis": {
+      // The task store's Lua scripts over the RESP connection the Redis ledger uses: one implementation for both.
+      const { RespConnection, upstashShape } = await import("../adapters/redis.ts")
+      const { UpstashTaskStore } = await import("../adapters/upstash-tasks.ts")
+      const connection = new RespConnection(choice.url as string)
+      const store = new UpstashTaskStore({ redis: upstashShape(connection), ...prefix })
+      return Object.assign(store, { close: async () => connection.close() })
+    }
+    case "postgres": {
+      const pg = await optional("pg", () => import("pg"), "postgres")
+      const { NeonTaskStore } = await import("../adapters/neon-tasks.ts")
+      const Pool = (pg as { default?: { Pool: typeof import("pg").Pool } }).default?.Pool ?? pg.Pool
+      const pool = new Pool({ connectionString: choice.dsn as string, max: 4 })
+      return Object.assign(new NeonTaskStore({ pool, ...table }), { close: () => pool.end() })
+    }
+    case "neon": {
+      const neon = await optional(
+        "@neondatabase/serverless",
+        () => import("@neondatabase/serverless"),
+        "neon",
+      )
+      const { NeonTaskStore } = await import("../adapters/neon-tasks.ts")
+      const pool = new neon.Pool({ connectionString: choice.dsn as string })
+      return Object.assign(new NeonTaskStore({ pool, ...table }), { close: () => pool.end() })
+    }
+    default:
+      throw new ConfigError(
+        `task_ledger storage '${choice.kind}' is not reachable from a Node, Deno or Bun process (it lives in a ` +
+          `browser or a Worker: pass { taskStoreFactory } there, e.g. IndexedDbTaskStore or DurableObjectTaskStore)`,
+      )
+  }
+}
+
+/** The `audit_receipt:` stores a Node, Deno or Bun process can keep: memory and the original's JSONL file. */
+export async function nodeReceiptStoreFactory(choice: ReceiptStoreChoice): Promise<ReceiptStore> {
+  if (choice.kind === "memory") return new MemoryReceiptStore()
+  if (choice.kind === "file") {
+    const { FileReceiptStore } = await import("../adapters/file-receipts.ts")
+    return new FileReceiptStore(choice.path as string)
+  }
+  throw new ConfigError(
+    `audit_receipt storage '${choice.kind}' lives in a browser, not in this process (pass { receiptStoreFactory })`,
+  )
+}
+
 /** The `state_flush:` stores a Node, Deno or Bun process can keep: memory and the original's JSON file. */
 export async function nodeStateStoreFactory(choice: StateStoreChoice): Promise<StateFlushStore> {
   if (choice.kind === "memory") return new MemoryStateFlushStore()
@@ -127,6 +199,8 @@ export async function loadConfig(
     env: processEnv(),
     storageFactory: nodeStorageFactory,
     stateStoreFactory: nodeStateStoreFactory,
+    taskStoreFactory: nodeTaskStoreFactory,
+    receiptStoreFactory: nodeReceiptStoreFactory,
     ...options,
   })
 }

@@ -1,28 +1,41 @@
-// `mycelium tasks list|show|release`: an operator's view of the task ledger (a task-ledger file, or the
-// task_ledger of mycelium.yaml when it is a file).
+// `mycelium tasks list|show|release`: an operator's view of the task ledger (a task-ledger file, a Redis or
+// PostgreSQL task ledger, or the task_ledger of mycelium.yaml on any storage a Node process reaches).
 import { existsSync } from "node:fs"
 import { parseArgs } from "node:util"
+import type { ResolvedStorage } from "../../core/config/index.ts"
 import { LedgerError } from "../../core/ledger/index.ts"
 import { taskState } from "../../core/tasks/record.ts"
+import type { TaskLedger } from "../../core/tasks/task-ledger.ts"
 import { CliError, UsageError } from "../errors.ts"
+import { describeStore } from "../ledger-access.ts"
 import { parseOrUsage } from "../options.ts"
 import { bold, dim, printJson } from "../style.ts"
 
 export const DEFAULT_TASKS = ".mycelium/tasks.json"
 
-export const HELP = `mycelium tasks <list|show|release> [--file PATH | -c PATH] [options]
+export const HELP = `mycelium tasks <list|show|release> [store] [options]
 
   list [--json]                                      every task and its state (live, expired, completed, failed)
   show ID [--json]                                   one task: the original's row and this port's lease beside it
   release ID --verified completed|not-executed --by WHO --reason TEXT [--result-json JSON] [--force]
                                                      settle a stuck task (refused while a live lease holds it,
                                                      unless --force)
-store: --file PATH (env MYCELIUM_TASK_FILE), else the task_ledger of mycelium.yaml (-c), else ${DEFAULT_TASKS}
+store (first that applies):
+  --file PATH           a task-ledger file (env MYCELIUM_TASK_FILE)
+  --redis-url URL       redis:// or rediss:// [--prefix P, default mycelium:task:]
+  --postgres-dsn DSN    PostgreSQL [--table T, default mycelium_task_ledger]
+  -c, --config PATH     the task_ledger of mycelium.yaml, any storage but memory (default ./mycelium.yaml when it
+                        exists): file, redis, upstash, postgres, neon
+  otherwise             ${DEFAULT_TASKS}
 exit codes: 0 done, 1 refused, 2 usage or config error`
 
 const OPTIONS = {
   config: { type: "string", short: "c" },
   file: { type: "string" },
+  "redis-url": { type: "string" },
+  "postgres-dsn": { type: "string" },
+  prefix: { type: "string" },
+  table: { type: "string" },
   json: { type: "boolean", default: false },
   verified: { type: "string" },
   by: { type: "string" },
@@ -31,18 +44,49 @@ const OPTIONS = {
   force: { type: "boolean", default: false },
 } as const
 
-async function taskFile(values: { config?: string | undefined; file?: string | undefined }): Promise<string> {
-  const direct = values.file ?? process.env.MYCELIUM_TASK_FILE
-  if (direct) return direct
+interface TaskStoreFlags {
+  config?: string | undefined
+  file?: string | undefined
+  "redis-url"?: string | undefined
+  "postgres-dsn"?: string | undefined
+  prefix?: string | undefined
+  table?: string | undefined
+}
+
+/** The task store the flags, the environment or mycelium.yaml name. */
+async function taskStoreChoice(values: TaskStoreFlags): Promise<ResolvedStorage> {
+  const file = values.file ?? process.env.MYCELIUM_TASK_FILE
+  if (file) return { kind: "file", path: file }
+  const redis = values["redis-url"]
+  if (redis) {
+    if (!/^rediss?:\/\//.test(redis))
+      throw new UsageError("--redis-url must start with redis:// or rediss://")
+    return { kind: "redis", url: redis, ...(values.prefix !== undefined && { prefix: values.prefix }) }
+  }
+  const dsn = values["postgres-dsn"]
+  if (dsn) return { kind: "postgres", dsn, ...(values.table !== undefined && { table: values.table }) }
   const path = values.config ?? (existsSync("mycelium.yaml") ? "mycelium.yaml" : undefined)
-  if (!path) return DEFAULT_TASKS
+  if (!path) return { kind: "file", path: DEFAULT_TASKS }
   const { loadConfig } = await import("../../node/config.ts")
   const config = await loadConfig(path, { onWarning: () => {} })
-  const tl = config.resolved.raw.task_ledger
-  if (!tl) throw new UsageError(`${path} has no task_ledger section: pass --file`)
-  if (tl.storage !== "file" || !tl.path)
-    throw new UsageError(`the CLI reads task ledgers in files; ${path} uses storage '${tl.storage}'`)
-  return tl.path
+  const stores = new Map<string, ResolvedStorage>()
+  const add = (s: ResolvedStorage | null) => {
+    if (s) stores.set(JSON.stringify(s), s)
+  }
+  add(config.resolved.taskLedger)
+  for (const t of config.tasks.values()) add(t.ledger)
+  if (stores.size === 0)
+    throw new UsageError(`${path} has no task_ledger section and no ledgered task: pass --file`)
+  if (stores.size > 1)
+    throw new UsageError(
+      `${path} keeps tasks on ${stores.size} different stores; name one with --file, --redis-url or --postgres-dsn`,
+    )
+  const choice = [...stores.values()][0] as ResolvedStorage
+  if (choice.kind === "memory")
+    throw new UsageError(
+      `${path} keeps tasks in memory: a command line cannot reach another process's memory`,
+    )
+  return choice
 }
 
 export async function run(args: string[]): Promise<number> {
@@ -52,11 +96,33 @@ export async function run(args: string[]): Promise<number> {
   const { values, positionals } = parseOrUsage(`tasks ${sub}`, () =>
     parseArgs({ args: rest, allowPositionals: true, options: OPTIONS }),
   )
-  const path = await taskFile(values)
-  const { FileTaskStore } = await import("../../adapters/file-tasks.ts")
+  const choice = await taskStoreChoice(values)
+  const path = describeStore(choice, "mycelium_task_ledger")
+  const { nodeTaskStoreFactory } = await import("../../node/config.ts")
   const { TaskLedger } = await import("../../core/tasks/index.ts")
-  const storage = new FileTaskStore(path)
+  const storage = await nodeTaskStoreFactory(choice)
   const ledger = new TaskLedger({ storage, owner: "mycelium-cli" })
+  try {
+    return await command(sub, ledger, path, values, positionals)
+  } finally {
+    await storage.close?.()
+  }
+}
+
+async function command(
+  sub: "list" | "show" | "release",
+  ledger: TaskLedger,
+  path: string,
+  values: {
+    json: boolean
+    verified?: string | undefined
+    by?: string | undefined
+    reason?: string | undefined
+    "result-json"?: string | undefined
+    force: boolean
+  },
+  positionals: string[],
+): Promise<number> {
   const now = Date.now() / 1000
   if (sub === "list") {
     if (positionals.length) throw new UsageError("tasks list takes no arguments")

@@ -4,12 +4,17 @@ export { type LoadConfigOptions, loadConfigFromString } from "./load.ts"
 export {
   type ConfigRun,
   type ConfigRunOptions,
+  type ConfiguredTask,
+  type ConfiguredTaskBody,
   type ConfiguredTool,
   type ConfiguredToolBody,
   MyceliumConfig,
   type MyceliumConfigOptions,
+  type ReceiptStoreChoice,
+  type ReceiptStoreFactory,
   type StateStoreChoice,
   type StorageFactory,
+  type TaskStoreFactory,
 } from "./mycelium-config.ts"
 export type {
   ResolvedConfig,

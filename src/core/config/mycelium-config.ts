@@ -1,6 +1,7 @@
 import { type AsyncLocalStorageLike, asyncContextClass } from "../context/async-context.ts"
 import { protect } from "../context/protect.ts"
 import { Session } from "../context/session.ts"
+import type { JsonValue } from "../ledger/index.ts"
 import {
   ActionLedger,
   type CallMeta,
@@ -8,12 +9,19 @@ import {
   MemoryLedgerStorage,
   type TransitionContext,
 } from "../ledger/index.ts"
+import { toJsonValue } from "../ledger/model/canonical.ts"
+import { ReceiptEmitter } from "../receipts/emitter.ts"
+import { hmacReceiptSigner } from "../receipts/signer.ts"
+import { MemoryReceiptStore, type ReceiptStore } from "../receipts/store.ts"
 import {
   MemoryStateFlushStore,
   StateFlush,
   type StateFlushRun,
   type StateFlushStore,
 } from "../state/index.ts"
+import { deriveTaskRequestId } from "../tasks/identity.ts"
+import { MemoryTaskStore, type TaskStore } from "../tasks/store.ts"
+import { type TaskCallMeta, type TaskContext, TaskLedger } from "../tasks/task-ledger.ts"
 import { bounded } from "../tools/bounded.ts"
 import type { FieldSpecSchema } from "../tools/field-spec.ts"
 import { ToolRegistry } from "../tools/registry.ts"
@@ -21,15 +29,38 @@ import { ToolRunner } from "../tools/runner.ts"
 import { HistoryGuard } from "../transcript/history-guard.ts"
 import { MessageValidator } from "../transcript/message-validator.ts"
 import { ConfigError } from "./errors.ts"
-import type { ResolvedConfig, ResolvedStorage, ResolvedTool, ResolvedTransition } from "./normalize.ts"
+import type {
+  ResolvedConfig,
+  ResolvedStorage,
+  ResolvedTask,
+  ResolvedTool,
+  ResolvedTransition,
+} from "./normalize.ts"
 
 /** Builds the store a storage choice names. Node, Deno and Bun get one from `loadConfig`; Workers pass their own. */
 export type StorageFactory = (storage: ResolvedStorage) => LedgerStorage | Promise<LedgerStorage>
+
+/** Builds the task store a `task_ledger:` / `tasks.<name>.ledger` storage choice names (Node: `loadConfig` passes one). */
+export type TaskStoreFactory = (storage: ResolvedStorage) => TaskStore | Promise<TaskStore>
+
+/** The `audit_receipt:` storage choice. */
+export interface ReceiptStoreChoice {
+  readonly kind: "memory" | "file" | "indexeddb"
+  readonly path?: string
+  readonly database?: string
+}
+
+/** Builds the `audit_receipt:` store for `file` and `indexeddb` (Node: `loadConfig` passes one for `file`). */
+export type ReceiptStoreFactory = (choice: ReceiptStoreChoice) => ReceiptStore | Promise<ReceiptStore>
 
 /** Options for `MyceliumConfig` (through `loadConfigFromString` / `loadConfig`). */
 export interface MyceliumConfigOptions {
   /** Builds non-memory stores. Without one, only `storage: memory` works. */
   storageFactory?: StorageFactory
+  /** Builds non-memory task stores (`task_ledger:`). Without one, only `storage: memory` works. */
+  taskStoreFactory?: TaskStoreFactory
+  /** Builds the `audit_receipt:` store for `file` and `indexeddb`. Without one, only `storage: memory` works. */
+  receiptStoreFactory?: ReceiptStoreFactory
   /** Time in epoch seconds for every ledger the config builds (tests pass a `ManualClock`). */
   clock?: { now(): number }
   /** Where one-time warnings go. Default `console.warn`. */
@@ -76,10 +107,24 @@ export type ConfiguredTool<A, R> = ((args: A, meta?: CallMeta) => Promise<Awaite
   readonly toolName: string
 }
 
+/** A task body as the config wraps it: the task ledger's `TaskContext` arrives as the second argument. */
+export type ConfiguredTaskBody<A, R> = (args: A, ctx: TaskContext) => R | Promise<R>
+
+/** A configured task: call it with its arguments and `{ taskId?, runId?, wait?, signal? }` (the request id's sources). */
+export type ConfiguredTask<A, R> = ((args: A, meta?: TaskCallMeta) => Promise<Awaited<R>>) & {
+  readonly taskName: string
+}
+
+// A task body's TaskContext is a subset of TransitionContext, so task bodies fit here too.
 type AnyBody = (args: never, tx: TransitionContext) => unknown
+/** What `instrument()` returns per key: a body whose second parameter is a `TaskContext` is typed as a task. */
 type Instrumented<T extends Record<string, AnyBody>> = {
-  [K in keyof T]: T[K] extends (args: infer A, tx: TransitionContext) => infer R
-    ? ConfiguredTool<A, R>
+  [K in keyof T]: T[K] extends (args: infer A, ctx: infer C) => infer R
+    ? unknown extends C
+      ? ConfiguredTool<A, R>
+      : TaskContext extends C
+        ? ConfiguredTask<A, R>
+        : ConfiguredTool<A, R>
     : never
 }
 
@@ -107,11 +152,16 @@ export class MyceliumConfig {
   readonly profile: "development" | "production"
   readonly transition: ResolvedTransition | null
   readonly tools: ReadonlyMap<string, ResolvedTool>
+  /** `tasks:` entries and names listed in `task_ledger.tasks`, resolved. */
+  readonly tasks: ReadonlyMap<string, ResolvedTask>
   readonly warnings: readonly string[]
   readonly resolved: ResolvedConfig
   readonly #options: MyceliumConfigOptions
   readonly #stores = new Map<string, Promise<LedgerStorage>>()
   readonly #ledgers = new Map<string, Promise<ActionLedger>>()
+  readonly #taskStores = new Map<string, Promise<TaskStore>>()
+  readonly #taskLedgers = new Map<string, Promise<TaskLedger>>()
+  #receipts: Promise<ReceiptEmitter> | undefined
   #stateFlush: Promise<StateFlush | null> | undefined
 
   constructor(resolved: ResolvedConfig, options: MyceliumConfigOptions = {}) {
@@ -119,6 +169,7 @@ export class MyceliumConfig {
     this.profile = resolved.profile
     this.transition = resolved.transition
     this.tools = resolved.tools
+    this.tasks = resolved.tasks
     this.warnings = resolved.warnings
     // Warnings are listed, not printed: each ledger warns once on first use, and `mycelium doctor` shows the list.
     this.#options = options
@@ -152,10 +203,12 @@ export class MyceliumConfig {
     if (!ledger) {
       const l = tool.ledger
       const t = this.transition
-      ledger = this.storage(l.storage).then(
-        (storage) =>
+      const receipts = tool.auditReceipt ? this.receipts() : Promise.resolve(null)
+      ledger = Promise.all([this.storage(l.storage), receipts]).then(
+        ([storage, receipts]) =>
           new ActionLedger({
             storage,
+            receipts,
             unclassifiedPolicy: l.unclassifiedPolicy,
             onArgsDrift: l.onArgsDrift,
             requestIdentityPolicy: l.requestIdentityPolicy,
@@ -204,6 +257,10 @@ export class MyceliumConfig {
         ...(b.path_param && { pathParam: b.path_param }),
       }) as typeof body
     }
+    if (tool?.auditReceipt && tool.ledger) {
+      const problem = this.#receiptProblem()
+      if (problem) throw problem
+    }
     const ledger = this.ledgerFor(name)
     let call: (args: A, meta: CallMeta) => Promise<unknown>
     if (ledger) {
@@ -227,12 +284,177 @@ export class MyceliumConfig {
     return configured as ConfiguredTool<A, R>
   }
 
-  /** Wraps every function of `fns` by its key: `const tools = config.instrument({ send_payment, search_docs })`. */
+  /**
+   * Wraps every function of `fns` by its key: names under `tasks:` (or listed in `task_ledger.tasks`) with
+   * `applyTask`, every other name with `apply`. A name configured as both a tool and a task is a `ConfigError`.
+   */
   instrument<T extends Record<string, AnyBody>>(fns: T): Instrumented<T> {
     const out: Record<string, unknown> = {}
-    for (const [name, fn] of Object.entries(fns))
-      out[name] = this.apply(name, fn as ConfiguredToolBody<unknown, unknown>)
+    for (const [name, fn] of Object.entries(fns)) {
+      if (this.tasks.has(name) && this.tools.has(name))
+        throw this.#error(
+          `'${name}' is configured under both 'tools.${name}' and 'tasks.${name}': a function is wrapped either as ` +
+            `a tool (action ledger) or as a task (task ledger); remove one of the two entries`,
+          ["tasks", name],
+        )
+      out[name] = this.tasks.has(name)
+        ? this.applyTask(name, fn as unknown as ConfiguredTaskBody<Record<string, unknown>, unknown>)
+        : this.apply(name, fn as ConfiguredToolBody<unknown, unknown>)
+    }
     return out as Instrumented<T>
+  }
+
+  /** How the file configures task `name`: its `tasks:` entry, or the `task_ledger:` storage under `tasks: all`. */
+  taskConfig(name: string): ResolvedTask | null {
+    const task = this.tasks.get(name)
+    if (task) return task
+    const r = this.resolved
+    if (r.raw.task_ledger?.tasks !== "all" || !r.taskLedger) return null
+    return { name, ledger: r.taskLedger, idFrom: [], auditReceipt: r.raw.audit_receipt?.auto ?? false }
+  }
+
+  /** The task store for a storage choice, one instance per distinct choice (tasks on one file share it). */
+  taskStore(choice: ResolvedStorage): Promise<TaskStore> {
+    const key = JSON.stringify(choice)
+    let store = this.#taskStores.get(key)
+    if (!store) {
+      const factory = this.#options.taskStoreFactory
+      if (choice.kind === "memory" && !factory) store = Promise.resolve(new MemoryTaskStore())
+      else if (!factory)
+        store = Promise.reject(
+          this.#error(
+            `task_ledger storage '${choice.kind}' needs a task store factory: load the file with loadConfig() from ` +
+              `'mycelium-runtime/node/config' (Node, Deno, Bun) or pass { taskStoreFactory } to loadConfigFromString()`,
+            ["task_ledger", "storage"],
+          ),
+        )
+      else store = Promise.resolve(factory(choice))
+      this.#taskStores.set(key, store)
+    }
+    return store
+  }
+
+  /**
+   * The signed-receipt emitter the `audit_receipt:` section configures (HMAC with its key, signed as
+   * `transition.agent_id`, as the original), one per config; rejects with a `ConfigError` without that section.
+   */
+  receipts(): Promise<ReceiptEmitter> {
+    this.#receipts ??= (async () => {
+      const ar = this.resolved.raw.audit_receipt
+      if (!ar) throw new ConfigError("no 'audit_receipt:' section: add one to sign receipts")
+      const problem = this.#receiptProblem()
+      if (problem) throw problem
+      const choice: ReceiptStoreChoice = {
+        kind: ar.storage,
+        ...(ar.path !== undefined && { path: ar.path }),
+        ...(ar.database !== undefined && { database: ar.database }),
+      }
+      const factory = this.#options.receiptStoreFactory
+      let store: ReceiptStore
+      if (choice.kind === "memory" && !factory) store = new MemoryReceiptStore()
+      else if (!factory)
+        throw this.#error(
+          `audit_receipt storage '${choice.kind}' needs a receipt store factory: load the file with loadConfig() ` +
+            `from 'mycelium-runtime/node/config', or pass { receiptStoreFactory }`,
+          ["audit_receipt", "storage"],
+        )
+      else store = await factory(choice)
+      return new ReceiptEmitter({
+        signer: hmacReceiptSigner(this.resolved.signingKey as string),
+        store,
+        agentId: (this.transition as ResolvedTransition).agentId,
+        ...(this.#options.clock && { now: () => (this.#options.clock as { now(): number }).now() }),
+      })
+    })()
+    return this.#receipts
+  }
+
+  /** A ConfigError naming the file the config was loaded from. */
+  #error(detail: string, path: (string | number)[]): ConfigError {
+    const source = (this.#options as { source?: string }).source
+    return new ConfigError(detail, { path }, source)
+  }
+
+  /** Why receipts cannot be signed (no key, no agent id), or null. */
+  #receiptProblem(): ConfigError | null {
+    if (this.resolved.signingKey === null)
+      return this.#error(
+        "audit_receipt needs 'signing_key_env' (or 'signing_key'): receipts are signed with that key",
+        ["audit_receipt", "signing_key_env"],
+      )
+    if (!this.transition)
+      return this.#error(
+        "audit_receipt needs 'transition.agent_id': receipts are signed as that agent (the original's rule)",
+        ["transition", "agent_id"],
+      )
+    return null
+  }
+
+  /** The task ledger task `name` runs through (with receipts when it has `audit_receipt`), or null. */
+  taskLedgerFor(name: string): Promise<TaskLedger> | null {
+    const task = this.taskConfig(name)
+    if (!task?.ledger) return null
+    let ledger = this.#taskLedgers.get(name)
+    if (!ledger) {
+      const storage = task.ledger
+      ledger = (async () =>
+        new TaskLedger({
+          storage: await this.taskStore(storage),
+          ...(task.auditReceipt && { receipts: await this.receipts() }),
+          ...(this.#options.clock && { clock: this.#options.clock }),
+          ...(this.#options.onWarning && { onWarning: this.#options.onWarning }),
+        }))()
+      this.#taskLedgers.set(name, ledger)
+    }
+    return ledger
+  }
+
+  /**
+   * Wraps `fn` as task `name` (the original's `apply_named_task`): a ledgered task runs once per request id
+   * (`task_id`, then `run_id`, then the `id_from` fields, then a hash of the arguments) and later calls get its
+   * stored result. A name the file does not configure comes back unchanged in behaviour.
+   */
+  applyTask<A extends Record<string, unknown>, R>(
+    name: string,
+    fn: ConfiguredTaskBody<A, R>,
+  ): ConfiguredTask<A, R> {
+    const task = this.taskConfig(name)
+    if (task?.auditReceipt && task.ledger) {
+      const problem = this.#receiptProblem()
+      if (problem) throw problem
+    }
+    const ledger = this.taskLedgerFor(name)
+    let call: (args: A, meta: TaskCallMeta) => Promise<R>
+    if (ledger && task) {
+      const idFrom = task.idFrom
+      const wrapped = ledger.then((l) => l.task<A, R>({ name, ...(idFrom.length && { idFrom }) }, fn))
+      call = async (args, meta) => (await wrapped)(args, meta)
+    } else {
+      const never = new AbortController().signal
+      call = async (args, meta) => {
+        // Unledgered: the body still gets the request id the ledger would use (computed only if read), and no
+        // lease to keep.
+        let requestId: string | undefined
+        const ctx: TaskContext = {
+          get requestId() {
+            if (requestId === undefined) {
+              const kwargs = toJsonValue(args ?? {}) as Record<string, JsonValue>
+              if (meta.taskId !== undefined) kwargs.task_id = meta.taskId
+              if (meta.runId !== undefined) kwargs.run_id = meta.runId
+              requestId = deriveTaskRequestId({ task: name, kwargs, idFrom: task?.idFrom ?? null })
+            }
+            return requestId
+          },
+          fence: 0,
+          signal: meta.signal ?? never,
+          renewLease: async () => {},
+        }
+        return fn(args, ctx)
+      }
+    }
+    const configured = async (args: A, meta: TaskCallMeta = {}) => call(args, meta)
+    Object.defineProperty(configured, "taskName", { value: name })
+    return configured as ConfiguredTask<A, R>
   }
 
   /** The `state_flush:` section as a `StateFlush`, or null without one. One instance per config. */

@@ -72,6 +72,8 @@ export interface ResolvedConfig {
   readonly transition: ResolvedTransition | null
   readonly tools: ReadonlyMap<string, ResolvedTool>
   readonly tasks: ReadonlyMap<string, ResolvedTask>
+  /** The `task_ledger:` section's own storage (what `tasks: all` and `ledger: true` tasks use), or null. */
+  readonly taskLedger: ResolvedStorage | null
   readonly raw: RawConfig
   /** Non-fatal findings (e.g. a side-effecting tool on a memory ledger in development). */
   readonly warnings: readonly string[]
@@ -231,8 +233,15 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
       JSON.stringify(globalLedger(al)),
       resolveStorage(globalLedger(al) as StorageConfig, env, source, ["action_ledger"]),
     )
-  if (raw.task_ledger)
-    resolveStorage(globalLedger(raw.task_ledger) as StorageConfig, env, source, ["task_ledger"])
+  const taskLedger = raw.task_ledger
+    ? resolveStorage(globalLedger(raw.task_ledger) as StorageConfig, env, source, ["task_ledger"])
+    : null
+  // Task stores keep no TTL (a task row outlives its lease): the key would be silently ignored.
+  if (taskLedger?.inFlightTtl !== undefined)
+    throw source.error(`'in_flight_ttl' does not apply to the task ledger (task rows never expire)`, [
+      "task_ledger",
+      "in_flight_ttl",
+    ])
   const tools = new Map<string, ResolvedTool>()
   const memoryMutating: string[] = []
   for (const [name, tc] of toolEntries) {
@@ -346,9 +355,15 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
         ...path,
         "audit_receipt",
       ])
+    const storage = cfg ? resolveStorage(cfg as StorageConfig, env, source, p) : null
+    if (storage?.inFlightTtl !== undefined)
+      throw source.error(`'in_flight_ttl' does not apply to the task ledger (task rows never expire)`, [
+        ...p,
+        "in_flight_ttl",
+      ])
     tasks.set(name, {
       name,
-      ledger: cfg ? resolveStorage(cfg as StorageConfig, env, source, p) : null,
+      ledger: storage,
       idFrom: tc.id_from ?? [],
       auditReceipt: tc.audit_receipt ?? (cfg !== null && (raw.audit_receipt?.auto ?? false)),
     })
@@ -379,5 +394,5 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
   if (sf?.storage === "file" && !sf.path) throw source.error(`storage 'file' needs 'path'`, ["state_flush"])
   if (sf?.storage === "durable_object" && !sf.binding)
     throw source.error(`storage 'durable_object' needs 'binding'`, ["state_flush"])
-  return { profile: raw.profile, transition, tools, tasks, raw, warnings, signingKey }
+  return { profile: raw.profile, transition, tools, tasks, taskLedger, raw, warnings, signingKey }
 }
