@@ -2,7 +2,7 @@
 
 import { LedgerConfigError, MissingRequestIdentityError } from "../errors.ts"
 import type { ScopeField, ToolTransitionBinding } from "./binding.ts"
-import { canonicalJson, canonicalString } from "./canonical.ts"
+import { canonicalArgsJson, canonicalJson, canonicalString } from "./canonical.ts"
 import { TRANSITION_SCHEMA } from "./enums.ts"
 import { sha256Hex } from "./sha256.ts"
 
@@ -37,12 +37,7 @@ export function argsFingerprint(
   args: readonly unknown[] = [],
   exclude?: string | null,
 ): string {
-  const clean: Record<string, unknown> = {}
-  for (const k of Object.keys(kwargs)) {
-    if (LEDGER_KWARG_KEYS.has(k) || k === exclude) continue
-    clean[k] = kwargs[k]
-  }
-  return sha256Hex(canonicalJson({ args, kwargs: clean }))
+  return sha256Hex(canonicalArgsJson(args, kwargs, LEDGER_KWARG_KEYS, exclude))
 }
 
 export interface TransitionPreimageInput {
