@@ -27,6 +27,8 @@ export type ClaimBuiltOnWrite = (
   options?: ClaimOptions,
 ) => Promise<ClaimResult>
 
+const NO_ROWS: readonly LedgerEntry[] = Object.freeze([])
+
 /**
  * Process-local ledger. Each method runs to completion without awaiting, so claim and compare-and-set are atomic
  * on the single JavaScript thread. Rows are immutable objects; nothing stored is shared with callers' mutable data.
@@ -86,8 +88,11 @@ export class MemoryLedgerStorage implements LedgerStorage {
     const write = stampClaim(entry ?? (build as () => LedgerEntry)(), existing, leaseTtl, now)
     this.#put(write)
     if (!options?.dispatchId) return { outcome: "claimed", entry: write }
-    const siblings = this.#dispatchRows(options.dispatchId).filter((e) => e.requestId !== requestId)
-    return { outcome: "claimed", entry: write, dispatchSiblings: siblings }
+    return {
+      outcome: "claimed",
+      entry: write,
+      dispatchSiblings: this.#siblings(options.dispatchId, requestId),
+    }
   }
 
   async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
@@ -112,6 +117,13 @@ export class MemoryLedgerStorage implements LedgerStorage {
 
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
     return this.#dispatchRows(dispatchId)
+  }
+
+  /** Rows under `dispatchId` but at another request id: none, nearly always (one id per dispatch is the rule). */
+  #siblings(dispatchId: string, requestId: string): readonly LedgerEntry[] {
+    const found = this.#byDispatch.get(dispatchId)
+    if (found === undefined || found === requestId) return NO_ROWS
+    return this.#dispatchRows(dispatchId).filter((e) => e.requestId !== requestId)
   }
 
   #dispatchRows(dispatchId: string): LedgerEntry[] {

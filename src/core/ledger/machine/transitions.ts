@@ -17,7 +17,7 @@ import {
   type SideEffectBoundary,
   type TerminalOutcome,
 } from "../model/enums.ts"
-import { type CallMeta, metaToKwargs, type TransitionScope } from "../model/identity.ts"
+import { type CallMeta, type TransitionScope, withMetaKwargs } from "../model/identity.ts"
 
 // ---- claims -------------------------------------------------------------------------------------------------
 
@@ -44,7 +44,7 @@ export function freshRow(owner: string, now: number, init: FreshRowInit): Ledger
     ...ENTRY_DEFAULTS,
     requestId: init.requestId,
     tool: init.tool,
-    kwargs: { ...init.args, ...metaToKwargs(m, init.scope) },
+    kwargs: withMetaKwargs({ ...init.args }, m, init.scope),
     startedAt: now,
     owner,
     idempotencyKey: init.requestId,

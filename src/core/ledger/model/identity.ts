@@ -118,17 +118,25 @@ const META_TO_KWARG: ReadonlyArray<readonly [keyof CallMeta, string]> = [
   ["handoffId", "handoff_id"],
 ]
 
-/** The bookkeeping kwargs a row stores (snake_case, non-null only), as the Python original stores them. */
-export function metaToKwargs(meta: CallMeta, scope: TransitionScope): Record<string, string> {
-  const out: Record<string, string> = {}
+/**
+ * Adds the bookkeeping kwargs a row stores (snake_case, non-null only, as the Python original stores them) to
+ * `kwargs`, a row's copy of the arguments; they override arguments of the same name.
+ */
+export function withMetaKwargs<T extends Record<string, unknown>>(
+  kwargs: T,
+  meta: CallMeta,
+  scope: TransitionScope,
+): T {
+  const out = kwargs as Record<string, unknown>
+  // Each set only when the meta has it, so an argument of the same name keeps its value unless the meta overrides.
   for (const [m, k] of META_TO_KWARG) {
     const v = meta[m]
     if (typeof v === "string") out[k] = v
   }
-  if (out.thread_id === undefined && scope.threadId) out.thread_id = scope.threadId
-  if (out.run_id === undefined && scope.runId) out.run_id = scope.runId
-  if (out.node === undefined && scope.node) out.node = scope.node
-  return out
+  if (typeof meta.threadId !== "string" && scope.threadId) out.thread_id = scope.threadId
+  if (typeof meta.runId !== "string" && scope.runId) out.run_id = scope.runId
+  if (typeof meta.node !== "string" && scope.node) out.node = scope.node
+  return kwargs
 }
 
 /** Scope: binding `scopeFrom` arguments, then explicit metadata, over an ambient scope. */
