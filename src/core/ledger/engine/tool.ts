@@ -141,6 +141,8 @@ const ignore = (): void => {}
  * awaiting an already settled promise, to settle and stop its transition first.
  */
 const RENEW_TIMER_HOPS = 4
+// `then` on a settled promise: a plain microtask (Node's queueMicrotask adds an async-hooks scope to each).
+const settled = Promise.resolve()
 
 // Made on first use: workerd refuses to create an AbortController while a module loads.
 let never: AbortSignal | null = null
@@ -260,7 +262,7 @@ class OwnedTransition implements TransitionContext {
     const arm = (): void => {
       if (this.#stopped) return
       if (--hops > 0) {
-        queueMicrotask(arm)
+        settled.then(arm)
         return
       }
       // A ledger refusal means the claim is gone; renewing further is pointless. Storage hiccups retry next tick.
@@ -271,7 +273,7 @@ class OwnedTransition implements TransitionContext {
         every - (Date.now() - claimedAt) / 1000,
       )
     }
-    queueMicrotask(arm)
+    settled.then(arm)
   }
 
   #clearTimer(): void {

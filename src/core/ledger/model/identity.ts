@@ -106,18 +106,6 @@ export interface CallMeta {
   signal?: AbortSignal
 }
 
-const META_TO_KWARG: ReadonlyArray<readonly [keyof CallMeta, string]> = [
-  ["requestId", "request_id"],
-  ["toolCallId", "tool_call_id"],
-  ["threadId", "thread_id"],
-  ["runId", "run_id"],
-  ["node", "node"],
-  ["stateRef", "state_ref"],
-  ["decisionId", "decision_id"],
-  ["parentRequestId", "parent_request_id"],
-  ["handoffId", "handoff_id"],
-]
-
 /**
  * Adds the bookkeeping kwargs a row stores (snake_case, non-null only, as the Python original stores them) to
  * `kwargs`, a row's copy of the arguments; they override arguments of the same name.
@@ -129,10 +117,16 @@ export function withMetaKwargs<T extends Record<string, unknown>>(
 ): T {
   const out = kwargs as Record<string, unknown>
   // Each set only when the meta has it, so an argument of the same name keeps its value unless the meta overrides.
-  for (const [m, k] of META_TO_KWARG) {
-    const v = meta[m]
-    if (typeof v === "string") out[k] = v
-  }
+  // Spelled out, in the original's order: a loop over the names reads `meta` by a computed key, several times slower.
+  if (typeof meta.requestId === "string") out.request_id = meta.requestId
+  if (typeof meta.toolCallId === "string") out.tool_call_id = meta.toolCallId
+  if (typeof meta.threadId === "string") out.thread_id = meta.threadId
+  if (typeof meta.runId === "string") out.run_id = meta.runId
+  if (typeof meta.node === "string") out.node = meta.node
+  if (typeof meta.stateRef === "string") out.state_ref = meta.stateRef
+  if (typeof meta.decisionId === "string") out.decision_id = meta.decisionId
+  if (typeof meta.parentRequestId === "string") out.parent_request_id = meta.parentRequestId
+  if (typeof meta.handoffId === "string") out.handoff_id = meta.handoffId
   if (typeof meta.threadId !== "string" && scope.threadId) out.thread_id = scope.threadId
   if (typeof meta.runId !== "string" && scope.runId) out.run_id = scope.runId
   if (typeof meta.node !== "string" && scope.node) out.node = scope.node
