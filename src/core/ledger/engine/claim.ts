@@ -49,7 +49,9 @@ export async function claimTransition(
     req.dispatchId ? { reclaimFence: null, dispatchId: req.dispatchId } : INSERT_ONLY,
   )
   if (first.outcome === "claimed") {
-    await checkDispatchSiblings(core, req, first.entry, first.dispatchSiblings)
+    // Nothing to check (and no await) when the store read no siblings in the claim's own step.
+    if (req.dispatchId && first.dispatchSiblings?.length !== 0)
+      await checkDispatchSiblings(core, req, first.entry, first.dispatchSiblings)
     return { owned: true, entry: first.entry, authorizedReexec: false }
   }
   const row = first.entry

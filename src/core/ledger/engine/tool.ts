@@ -122,7 +122,8 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
       await tx.recordFailure(err)
       throw err
     }
-    await tx.stop()
+    const writing = tx.stop()
+    if (writing) await writing
     try {
       await tx.complete(result)
     } catch (e) {
@@ -282,10 +283,10 @@ class OwnedTransition implements TransitionContext {
     this.#stopRenew = null
   }
 
-  /** Stops renewal and waits for writes in flight. */
-  async stop(): Promise<void> {
+  /** Stops renewal; the writes in flight, if any, to wait for. */
+  stop(): Promise<unknown> | null {
     this.#clearTimer()
-    if (this.#chain !== null) await this.#chain
+    return this.#chain
   }
 
   complete(result: unknown): Promise<void> {
