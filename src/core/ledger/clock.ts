@@ -58,17 +58,39 @@ export function throwIfAborted(signal: AbortSignal | undefined): void {
 /**
  * Calls `renew` every `seconds` while a claim is held; the first rejection `retry` does not accept stops it (the claim
  * is gone), a transient one is retried on the next tick. The timer never keeps a process alive. Returns the stop.
+ * `firstAfter` (seconds, when the claim was taken a while ago) brings the first call forward.
  */
 export function renewEvery(
   seconds: number,
   renew: () => Promise<unknown>,
   retry: (error: unknown) => boolean,
+  firstAfter = seconds,
 ): () => void {
-  const timer = setInterval(() => {
+  let timer: ReturnType<typeof setInterval> | undefined
+  let stopped = false
+  const stop = () => {
+    stopped = true
+    clearInterval(timer)
+  }
+  const tick = () => {
     renew().catch((e: unknown) => {
-      if (!retry(e)) clearInterval(timer)
+      if (!retry(e)) stop()
     })
-  }, seconds * 1000)
-  ;(timer as { unref?: () => void }).unref?.()
-  return () => clearInterval(timer)
+  }
+  const every = () => {
+    timer = setInterval(tick, seconds * 1000)
+    ;(timer as { unref?: () => void }).unref?.()
+  }
+  if (firstAfter >= seconds) every()
+  else {
+    timer = setTimeout(
+      () => {
+        tick()
+        if (!stopped) every()
+      },
+      Math.max(0, firstAfter * 1000),
+    )
+    ;(timer as { unref?: () => void }).unref?.()
+  }
+  return stop
 }

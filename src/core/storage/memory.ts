@@ -1,4 +1,5 @@
-import { decideClaim, dispatchIdOf, matchesExpectation, refuseStaleSet } from "../ledger/machine/atomic.ts"
+import { claimVerdict, dispatchIdOf, matchesExpectation, refuseStaleSet } from "../ledger/machine/atomic.ts"
+import { stampClaim } from "../ledger/machine/transitions.ts"
 import type { LedgerEntry } from "../ledger/model/entry.ts"
 import type {
   ClaimOptions,
@@ -9,6 +10,24 @@ import type {
   TransitionExpectation,
 } from "./contract.ts"
 import { jsonDepth } from "./limits.ts"
+
+/**
+ * The ledger's own claim into a store that decides in this process: `tryClaimInflight` with the fresh row built
+ * only when the claim will write it. A replay finds its row and never builds the 36-field row it would discard.
+ * Not part of the storage contract (backends keep `tryClaimInflight`); `SafeStorage` uses it when present.
+ */
+export const CLAIM_BUILT_ON_WRITE: unique symbol = Symbol("mycelium.claimBuiltOnWrite")
+
+/** The method under `CLAIM_BUILT_ON_WRITE`: `tryClaimInflight(build(), leaseTtl, now, options)`, lazily. */
+export type ClaimBuiltOnWrite = (
+  requestId: string,
+  build: () => LedgerEntry,
+  leaseTtl: number,
+  now: number,
+  options?: ClaimOptions,
+) => Promise<ClaimResult>
+
+const NO_ROWS: readonly LedgerEntry[] = Object.freeze([])
 
 /**
  * Process-local ledger. Each method runs to completion without awaiting, so claim and compare-and-set are atomic
@@ -41,18 +60,39 @@ export class MemoryLedgerStorage implements LedgerStorage {
     now: number,
     options?: ClaimOptions,
   ): Promise<ClaimResult> {
-    const { result, write } = decideClaim(
-      this.#rows.get(entry.requestId) ?? null,
-      entry,
-      leaseTtl,
-      now,
-      options,
-    )
-    if (!write) return result
+    return this.#claim(entry.requestId, entry, null, leaseTtl, now, options)
+  }
+
+  async [CLAIM_BUILT_ON_WRITE](
+    requestId: string,
+    build: () => LedgerEntry,
+    leaseTtl: number,
+    now: number,
+    options?: ClaimOptions,
+  ): Promise<ClaimResult> {
+    return this.#claim(requestId, null, build, leaseTtl, now, options)
+  }
+
+  /** `decideClaim` and the write, in one synchronous step; the row comes from `entry` or, when written, `build`. */
+  #claim(
+    requestId: string,
+    entry: LedgerEntry | null,
+    build: (() => LedgerEntry) | null,
+    leaseTtl: number,
+    now: number,
+    options: ClaimOptions | undefined,
+  ): ClaimResult {
+    const existing = this.#rows.get(requestId) ?? null
+    const cls = claimVerdict(existing, now, options)
+    if (cls !== "claimed") return { outcome: cls, entry: existing as LedgerEntry }
+    const write = stampClaim(entry ?? (build as () => LedgerEntry)(), existing, leaseTtl, now)
     this.#put(write)
-    if (!options?.dispatchId) return result
-    const siblings = this.#dispatchRows(options.dispatchId).filter((e) => e.requestId !== entry.requestId)
-    return { outcome: "claimed", entry: write, dispatchSiblings: siblings }
+    if (!options?.dispatchId) return { outcome: "claimed", entry: write }
+    return {
+      outcome: "claimed",
+      entry: write,
+      dispatchSiblings: this.#siblings(options.dispatchId, requestId),
+    }
   }
 
   async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
@@ -77,6 +117,13 @@ export class MemoryLedgerStorage implements LedgerStorage {
 
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
     return this.#dispatchRows(dispatchId)
+  }
+
+  /** Rows under `dispatchId` but at another request id: none, nearly always (one id per dispatch is the rule). */
+  #siblings(dispatchId: string, requestId: string): readonly LedgerEntry[] {
+    const found = this.#byDispatch.get(dispatchId)
+    if (found === undefined || found === requestId) return NO_ROWS
+    return this.#dispatchRows(dispatchId).filter((e) => e.requestId !== requestId)
   }
 
   #dispatchRows(dispatchId: string): LedgerEntry[] {

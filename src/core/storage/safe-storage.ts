@@ -7,6 +7,7 @@ import type {
   ListOptions,
   TransitionExpectation,
 } from "./contract.ts"
+import { CLAIM_BUILT_ON_WRITE, type ClaimBuiltOnWrite } from "./memory.ts"
 
 /**
  * Fail-closed view of a backend: any failure that is not already a ledger decision becomes
@@ -15,10 +16,13 @@ import type {
 export class SafeStorage {
   readonly inner: LedgerStorage
   readonly canFindByDispatchId: boolean
+  readonly #claimBuiltOnWrite: ClaimBuiltOnWrite | null
 
   constructor(inner: LedgerStorage) {
     this.inner = inner
     this.canFindByDispatchId = typeof inner.findByDispatchId === "function"
+    const lazy = (inner as { [CLAIM_BUILT_ON_WRITE]?: ClaimBuiltOnWrite })[CLAIM_BUILT_ON_WRITE]
+    this.#claimBuiltOnWrite = typeof lazy === "function" ? lazy : null
   }
 
   get(requestId: string): Promise<LedgerEntry | null> {
@@ -36,6 +40,19 @@ export class SafeStorage {
     options?: ClaimOptions,
   ): Promise<ClaimResult> {
     return guard("try_claim_inflight", () => this.inner.tryClaimInflight(entry, leaseTtl, now, options))
+  }
+
+  /** `tryClaimInflight(build(), ...)`; a backend that decides in this process builds the row only to write it. */
+  claim(
+    requestId: string,
+    build: () => LedgerEntry,
+    leaseTtl: number,
+    now: number,
+    options?: ClaimOptions,
+  ): Promise<ClaimResult> {
+    const lazy = this.#claimBuiltOnWrite
+    if (lazy === null) return this.tryClaimInflight(build(), leaseTtl, now, options)
+    return guard("try_claim_inflight", () => lazy.call(this.inner, requestId, build, leaseTtl, now, options))
   }
 
   tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {

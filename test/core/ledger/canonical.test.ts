@@ -204,3 +204,31 @@ describe("transition preimage fast path", () => {
     for (const c of cases) expect(preimageJson(c)).toBe(canonicalJson(buildTransitionPreimage(c)))
   })
 })
+
+describe("args fingerprint preimage", () => {
+  it("hashes what the generic encoder writes for the arguments without their bookkeeping keys", () => {
+    const sha = (s: string) => sha256HexJs(s)
+    configureSha256(null)
+    const cases: Array<[Record<string, unknown>, string | null]> = [
+      [{}, null],
+      [{ b: 1, a: "x", tool_call_id: "tc", thread_id: "t" }, null],
+      [{ amount: 10, key: "k1", nested: { z: [1, 2.5, null], a: undefined } }, "key"],
+      [{ "\u{1F600}": 1, "\uE000": 2, gone: undefined, d: new Date(0) }, null],
+      [JSON.parse('{"__proto__": {"x": 1}, "y": 2}') as Record<string, unknown>, null],
+    ]
+    const bookkeeping = [
+      "request_id",
+      "tool_call_id",
+      "thread_id",
+      "run_id",
+      "node",
+      "state_ref",
+      "decision_id",
+    ]
+    for (const [kwargs, exclude] of cases) {
+      const clean: Record<string, unknown> = {}
+      for (const k of Object.keys(kwargs)) if (!bookkeeping.includes(k) && k !== exclude) clean[k] = kwargs[k]
+      expect(argsFingerprint(kwargs, [], exclude)).toBe(sha(canonicalJson({ args: [], kwargs: clean })))
+    }
+  })
+})

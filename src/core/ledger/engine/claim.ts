@@ -40,12 +40,49 @@ export async function claimTransition(
   req: ClaimRequest,
   mode: ClaimMode,
 ): Promise<ClaimOutcome> {
+  // The first attempt of every call, without the loop's closures: insert, or find the row (a replay returns here).
+  const first = await core.store.claim(
+    req.requestId,
+    () => req.fresh(null),
+    req.leaseTtl,
+    core.clock.now(),
+    req.dispatchId ? { reclaimFence: null, dispatchId: req.dispatchId } : INSERT_ONLY,
+  )
+  if (first.outcome === "claimed") {
+    // Nothing to check (and no await) when the store read no siblings in the claim's own step.
+    if (req.dispatchId && first.dispatchSiblings?.length !== 0)
+      await checkDispatchSiblings(core, req, first.entry, first.dispatchSiblings)
+    return { owned: true, entry: first.entry, authorizedReexec: false }
+  }
+  const row = first.entry
+  checkSameRowIdentity(core, req, row)
+  if (gateFor(req, mode, row, core.clock.now()) === "RETURN") return { owned: false, entry: row }
+  // Anything else is judged again, from the identity check on, by the loop.
+  return claimLoop(core, req, mode, row)
+}
+
+const INSERT_ONLY = { reclaimFence: null }
+
+function gateFor(req: ClaimRequest, mode: ClaimMode, row: LedgerEntry, now: number): TransitionGate {
+  return mode === "read"
+    ? resolveReadOnlyGate(row, now)
+    : mode === "unclassified"
+      ? resolveUnclassifiedGate(row, now)
+      : resolveSideEffectGate(row, req.binding as ToolTransitionBinding, req.providerKey, now)
+}
+
+async function claimLoop(
+  core: LedgerCore,
+  req: ClaimRequest,
+  mode: ClaimMode,
+  firstSeen: LedgerEntry,
+): Promise<ClaimOutcome> {
   const { clock, store, policy } = core
   const deadline = req.pollTimeout === null ? Number.POSITIVE_INFINITY : clock.now() + req.pollTimeout
   // Siblings under the tool-call id are checked whenever there is one: a row there with another key must never
   // become a licence to run (engine/identity-checks.ts).
   const dispatch = req.dispatchId ? { dispatchId: req.dispatchId } : {}
-  let observed: LedgerEntry | null = null
+  let observed: LedgerEntry | null = firstSeen
 
   const own = async (
     entry: LedgerEntry,
@@ -58,7 +95,7 @@ export async function claimTransition(
 
   /** One atomic claim: insert when nothing was observed, else take over exactly the observed row. */
   const claim = async (prior: LedgerEntry | null): Promise<ClaimOutcome | null> => {
-    const r = await store.tryClaimInflight(req.fresh(prior), req.leaseTtl, clock.now(), {
+    const r = await store.claim(req.requestId, () => req.fresh(prior), req.leaseTtl, clock.now(), {
       reclaimFence: prior ? prior.fence : null,
       ...dispatch,
     })
@@ -103,12 +140,7 @@ export async function claimTransition(
     checkSameRowIdentity(core, req, row)
     const now = clock.now()
     const resolved = resolvedOutcome(row, now)
-    const gate: TransitionGate =
-      mode === "read"
-        ? resolveReadOnlyGate(row, now)
-        : mode === "unclassified"
-          ? resolveUnclassifiedGate(row, now)
-          : resolveSideEffectGate(row, req.binding as ToolTransitionBinding, req.providerKey, now)
+    const gate = gateFor(req, mode, row, now)
 
     let done: ClaimOutcome | null = null
     switch (gate) {

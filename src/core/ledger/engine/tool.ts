@@ -123,7 +123,8 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
       await tx.recordFailure(err)
       throw err
     }
-    await tx.stop()
+    const writing = tx.stop()
+    if (writing) await writing
     try {
       await tx.complete(result)
     } catch (e) {
@@ -134,6 +135,16 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
   }
   return Object.assign(call, { toolName: tool, binding })
 }
+
+const ignore = (): void => {}
+
+/**
+ * Microtask turns before a body's renewal timer is made: enough for an async body that returns at once, or after
+ * awaiting an already settled promise, to settle and stop its transition first.
+ */
+const RENEW_TIMER_HOPS = 4
+// `then` on a settled promise: a plain microtask (Node's queueMicrotask adds an async-hooks scope to each).
+const settled = Promise.resolve()
 
 // Made on first use: workerd refuses to create an AbortController while a module loads.
 let never: AbortSignal | null = null
@@ -168,10 +179,13 @@ export interface TransitionContext {
 class OwnedTransition implements TransitionContext {
   readonly #core: LedgerCore
   #current: LedgerEntry
-  #chain: Promise<unknown> = Promise.resolve()
+  /** Writes in flight, in order; null until the first. */
+  #chain: Promise<unknown> | null = null
   /** Boundary known to this worker; `crossed` after a clean `sideEffect()` is folded into the completion write. */
   #boundary: SideEffectBoundary
   #stopRenew: (() => void) | null = null
+  /** Set by `stop()`: a renewal timer not yet made is never made. */
+  #stopped = false
   readonly signal: AbortSignal
 
   constructor(core: LedgerCore, entry: LedgerEntry, signal: AbortSignal | undefined) {
@@ -193,11 +207,14 @@ class OwnedTransition implements TransitionContext {
   }
 
   #write(op: (current: LedgerEntry) => Promise<LedgerEntry>): Promise<void> {
-    const run = this.#chain.then(async () => {
-      this.#current = await op(this.#current)
-    })
-    this.#chain = run.catch(() => undefined)
+    const prev = this.#chain
+    const run = prev === null ? this.#apply(op) : prev.then(() => this.#apply(op))
+    this.#chain = run.catch(ignore)
     return run
+  }
+
+  async #apply(op: (current: LedgerEntry) => Promise<LedgerEntry>): Promise<void> {
+    this.#current = await op(this.#current)
   }
 
   /**
@@ -234,31 +251,47 @@ class OwnedTransition implements TransitionContext {
     return this.#write((c) => renewHeld(this.#core, c, leaseTtl))
   }
 
-  /** Renews the lease every `leaseRenewInterval` while the body runs. */
+  /**
+   * Renews the lease every `leaseRenewInterval` while the body runs. The timer is made a few microtasks later, still
+   * before any timer or I/O callback can run, so a body that settles at once (a cached or in-memory answer) costs
+   * none; the first renewal still falls `leaseRenewInterval` after the claim.
+   */
   startAutoRenew(leaseTtl: number): void {
     const every = this.#core.policy.leaseRenewInterval
     if (!(leaseTtl > 0) || !(every > 0)) return
-    // A ledger refusal means the claim is gone; renewing further is pointless. Storage hiccups retry next tick.
-    this.#stopRenew = renewEvery(
-      every,
-      () => this.renewLease(leaseTtl),
-      (e) => !(e instanceof LedgerError) || e instanceof LedgerStorageUnavailableError,
-    )
+    const claimedAt = Date.now()
+    let hops = RENEW_TIMER_HOPS
+    const arm = (): void => {
+      if (this.#stopped) return
+      if (--hops > 0) {
+        settled.then(arm)
+        return
+      }
+      // A ledger refusal means the claim is gone; renewing further is pointless. Storage hiccups retry next tick.
+      this.#stopRenew = renewEvery(
+        every,
+        () => this.renewLease(leaseTtl),
+        (e) => !(e instanceof LedgerError) || e instanceof LedgerStorageUnavailableError,
+        every - (Date.now() - claimedAt) / 1000,
+      )
+    }
+    settled.then(arm)
   }
 
   #clearTimer(): void {
+    this.#stopped = true
     this.#stopRenew?.()
     this.#stopRenew = null
   }
 
-  /** Stops renewal and waits for writes in flight. */
-  async stop(): Promise<void> {
+  /** Stops renewal; the writes in flight, if any, to wait for. */
+  stop(): Promise<unknown> | null {
     this.#clearTimer()
-    await this.#chain
+    return this.#chain
   }
 
-  async complete(result: unknown): Promise<void> {
-    await this.#write((c) => completeHeld(this.#core, c, result))
+  complete(result: unknown): Promise<void> {
+    return this.#write((c) => completeHeld(this.#core, c, result))
   }
 
   /** Failure classification from the boundary; recording problems never mask the tool's error. */

@@ -18,13 +18,26 @@ export function decideClaim(
   now: number,
   options?: ClaimOptions,
 ): { result: ClaimResult; write: LedgerEntry | null } {
-  let cls: ClaimClassification = classifyClaim(existing, now)
-  if (existing && cls === "claimed" && options && "reclaimFence" in options) {
-    if (options.reclaimFence === null || options.reclaimFence !== existing.fence) cls = "in_flight"
-  }
+  const cls = claimVerdict(existing, now, options)
   if (cls !== "claimed") return { result: { outcome: cls, entry: existing as LedgerEntry }, write: null }
   const stamped = stampClaim(entry, existing, leaseTtl, now)
   return { result: { outcome: "claimed", entry: stamped }, write: stamped }
+}
+
+/**
+ * Whether a claim may write over `existing` (`claimed`), or which row state refuses it. `decideClaim` without the
+ * row to write, for a backend that builds that row only when it will store it.
+ */
+export function claimVerdict(
+  existing: LedgerEntry | null,
+  now: number,
+  options?: ClaimOptions,
+): ClaimClassification {
+  const cls = classifyClaim(existing, now)
+  if (existing && cls === "claimed" && options && "reclaimFence" in options) {
+    if (options.reclaimFence === null || options.reclaimFence !== existing.fence) return "in_flight"
+  }
+  return cls
 }
 
 /** The `set()` rule: the stored row's fence when `entry` must be refused as stale, else null. */

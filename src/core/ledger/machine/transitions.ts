@@ -17,7 +17,7 @@ import {
   type SideEffectBoundary,
   type TerminalOutcome,
 } from "../model/enums.ts"
-import { type CallMeta, metaToKwargs, type TransitionScope } from "../model/identity.ts"
+import { type CallMeta, type TransitionScope, withMetaKwargs } from "../model/identity.ts"
 
 // ---- claims -------------------------------------------------------------------------------------------------
 
@@ -44,7 +44,7 @@ export function freshRow(owner: string, now: number, init: FreshRowInit): Ledger
     ...ENTRY_DEFAULTS,
     requestId: init.requestId,
     tool: init.tool,
-    kwargs: { ...init.args, ...metaToKwargs(m, init.scope) },
+    kwargs: withMetaKwargs(copyMembers(init.args), m, init.scope),
     startedAt: now,
     owner,
     idempotencyKey: init.requestId,
@@ -60,6 +60,21 @@ export function freshRow(owner: string, now: number, init: FreshRowInit): Ledger
     parentRequestId: m.parentRequestId ?? null,
     handoffId: m.handoffId ?? null,
   }
+}
+
+/**
+ * `{ ...args }`, by assignment: V8 gives a spread copy a map that adding the bookkeeping keys to is several times
+ * slower (a measured 5% of a fresh call). `__proto__` is defined, as the spread would.
+ */
+function copyMembers(args: Readonly<Record<string, JsonValue>>): Record<string, JsonValue> {
+  const out: Record<string, JsonValue> = {}
+  for (const k of Object.keys(args)) {
+    const v = args[k] as JsonValue
+    if (k === "__proto__")
+      Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true })
+    else out[k] = v
+  }
+  return out
 }
 
 /** The row a successful claim stores: fresh lease, heartbeat, fence one past the prior row's. */

@@ -90,7 +90,31 @@ function compareCodePoints(a: string, b: string): number {
   return a.length - b.length
 }
 
-const isAsciiKeys = (keys: string[]): boolean => keys.every((k) => !/[\ud800-\udfff]/.test(k))
+function hasSurrogate(keys: readonly string[]): boolean {
+  for (const k of keys) {
+    for (let i = 0; i < k.length; i++) {
+      const c = k.charCodeAt(i)
+      if (c >= 0xd800 && c <= 0xdfff) return true
+    }
+  }
+  return false
+}
+
+/** An object's members as canonical JSON: defined values only, keys sorted by code point. */
+function writeMembers(obj: Readonly<Record<string, unknown>>, keys: string[]): string {
+  const defined: string[] = []
+  for (const k of keys) if (obj[k] !== undefined) defined.push(k)
+  if (defined.length > 1) {
+    if (hasSurrogate(defined)) defined.sort(compareCodePoints)
+    else defined.sort()
+  }
+  let out = "{"
+  for (let i = 0; i < defined.length; i++) {
+    const k = defined[i] as string
+    out += `${i ? "," : ""}${canonicalString(k)}:${write(obj[k])}`
+  }
+  return `${out}}`
+}
 
 function write(value: unknown): string {
   switch (typeof value) {
@@ -117,16 +141,7 @@ function write(value: unknown): string {
       const withJson = value as { toJSON?: () => unknown }
       if (typeof withJson.toJSON === "function") return write(withJson.toJSON())
       if (value instanceof Map || value instanceof Set) return canonicalString(String(value))
-      const obj = value as Record<string, unknown>
-      const keys = Object.keys(obj).filter((k) => obj[k] !== undefined)
-      if (isAsciiKeys(keys)) keys.sort()
-      else keys.sort(compareCodePoints)
-      let out = "{"
-      for (let i = 0; i < keys.length; i++) {
-        const k = keys[i] as string
-        out += `${i ? "," : ""}${canonicalString(k)}:${write(obj[k])}`
-      }
-      return `${out}}`
+      return writeMembers(value as Record<string, unknown>, Object.keys(value))
     }
     default:
       // `default=str`: functions and symbols become their string form.
@@ -137,6 +152,22 @@ function write(value: unknown): string {
 /** Python-compatible canonical JSON: sorted keys, compact separators, ASCII escapes, Python float repr. */
 export function canonicalJson(value: unknown): string {
   return write(value)
+}
+
+/**
+ * `canonicalJson({ args, kwargs: rest })`, where `rest` copies `kwargs`' own members by assignment but those named
+ * in `omit` or `omitKey`, written without building either object (the args fingerprint's preimage, on every call).
+ * Assignment never makes an own `__proto__` member, so that key is left out as the copy left it out.
+ */
+export function canonicalArgsJson(
+  args: readonly unknown[],
+  kwargs: Readonly<Record<string, unknown>>,
+  omit: ReadonlySet<string>,
+  omitKey: string | null | undefined,
+): string {
+  const keys: string[] = []
+  for (const k of Object.keys(kwargs)) if (!omit.has(k) && k !== omitKey && k !== "__proto__") keys.push(k)
+  return `{"args":${write(args)},"kwargs":${writeMembers(kwargs, keys)}}`
 }
 
 /**
@@ -194,7 +225,11 @@ function convert(value: unknown, exact: boolean): unknown {
       if (typeof withJson.toJSON === "function") return convert(withJson.toJSON(), exact)
       if (value instanceof Map || value instanceof Set) return String(value)
       const out: { [key: string]: unknown } = {}
-      for (const [k, v] of Object.entries(value)) if (v !== undefined) out[k] = convert(v, exact)
+      const obj = value as Record<string, unknown>
+      for (const k of Object.keys(obj)) {
+        const v = obj[k]
+        if (v !== undefined) out[k] = convert(v, exact)
+      }
       return out
     }
     default:

@@ -2,7 +2,7 @@
 
 import { LedgerConfigError, MissingRequestIdentityError } from "../errors.ts"
 import type { ScopeField, ToolTransitionBinding } from "./binding.ts"
-import { canonicalJson, canonicalString } from "./canonical.ts"
+import { canonicalArgsJson, canonicalJson, canonicalString } from "./canonical.ts"
 import { TRANSITION_SCHEMA } from "./enums.ts"
 import { sha256Hex } from "./sha256.ts"
 
@@ -37,12 +37,7 @@ export function argsFingerprint(
   args: readonly unknown[] = [],
   exclude?: string | null,
 ): string {
-  const clean: Record<string, unknown> = {}
-  for (const k of Object.keys(kwargs)) {
-    if (LEDGER_KWARG_KEYS.has(k) || k === exclude) continue
-    clean[k] = kwargs[k]
-  }
-  return sha256Hex(canonicalJson({ args, kwargs: clean }))
+  return sha256Hex(canonicalArgsJson(args, kwargs, LEDGER_KWARG_KEYS, exclude))
 }
 
 export interface TransitionPreimageInput {
@@ -111,29 +106,31 @@ export interface CallMeta {
   signal?: AbortSignal
 }
 
-const META_TO_KWARG: ReadonlyArray<readonly [keyof CallMeta, string]> = [
-  ["requestId", "request_id"],
-  ["toolCallId", "tool_call_id"],
-  ["threadId", "thread_id"],
-  ["runId", "run_id"],
-  ["node", "node"],
-  ["stateRef", "state_ref"],
-  ["decisionId", "decision_id"],
-  ["parentRequestId", "parent_request_id"],
-  ["handoffId", "handoff_id"],
-]
-
-/** The bookkeeping kwargs a row stores (snake_case, non-null only), as the Python original stores them. */
-export function metaToKwargs(meta: CallMeta, scope: TransitionScope): Record<string, string> {
-  const out: Record<string, string> = {}
-  for (const [m, k] of META_TO_KWARG) {
-    const v = meta[m]
-    if (typeof v === "string") out[k] = v
-  }
-  if (out.thread_id === undefined && scope.threadId) out.thread_id = scope.threadId
-  if (out.run_id === undefined && scope.runId) out.run_id = scope.runId
-  if (out.node === undefined && scope.node) out.node = scope.node
-  return out
+/**
+ * Adds the bookkeeping kwargs a row stores (snake_case, non-null only, as the Python original stores them) to
+ * `kwargs`, a row's copy of the arguments; they override arguments of the same name.
+ */
+export function withMetaKwargs<T extends Record<string, unknown>>(
+  kwargs: T,
+  meta: CallMeta,
+  scope: TransitionScope,
+): T {
+  const out = kwargs as Record<string, unknown>
+  // Each set only when the meta has it, so an argument of the same name keeps its value unless the meta overrides.
+  // Spelled out, in the original's order: a loop over the names reads `meta` by a computed key, several times slower.
+  if (typeof meta.requestId === "string") out.request_id = meta.requestId
+  if (typeof meta.toolCallId === "string") out.tool_call_id = meta.toolCallId
+  if (typeof meta.threadId === "string") out.thread_id = meta.threadId
+  if (typeof meta.runId === "string") out.run_id = meta.runId
+  if (typeof meta.node === "string") out.node = meta.node
+  if (typeof meta.stateRef === "string") out.state_ref = meta.stateRef
+  if (typeof meta.decisionId === "string") out.decision_id = meta.decisionId
+  if (typeof meta.parentRequestId === "string") out.parent_request_id = meta.parentRequestId
+  if (typeof meta.handoffId === "string") out.handoff_id = meta.handoffId
+  if (typeof meta.threadId !== "string" && scope.threadId) out.thread_id = scope.threadId
+  if (typeof meta.runId !== "string" && scope.runId) out.run_id = scope.runId
+  if (typeof meta.node !== "string" && scope.node) out.node = scope.node
+  return kwargs
 }
 
 /** Scope: binding `scopeFrom` arguments, then explicit metadata, over an ambient scope. */
