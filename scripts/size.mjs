@@ -15,9 +15,11 @@ const budgets = [
     // #11's target is 15 KB. 16.9 -> 15.5 KB came from dropping what tree-shaking could not (Object.values() of the
     // enum objects, the SHA-256 constant tables, now computed at load), compacter tables and shorter messages.
     // What is left is mostly logic: the claim loop, call preparation, the tool wrapper and the SHA-256 rounds are
-    // about a sixth of the gzip bytes. The last 0.5 KB needs those hot-path files reworked (bench them first), so
-    // the budget holds 16 KB and the table prints the target beside it.
-    max: 16 * KB,
+    // about a sixth of the gzip bytes. Then the hot-path work that brought a fresh call from 13 to 8.5 µs and a replay
+    // from 4.4 to 2.0 µs (#16) added 0.6 KB (a store-side claim that builds the row only when it writes, a direct
+    // writer for the args fingerprint's text, the deferred renewal timer): 16.1 KB. Speed won that trade; the budget
+    // holds 16.5 KB so it cannot grow unnoticed, and the table prints the target beside it.
+    max: 16.5 * KB,
     target: 15 * KB,
   },
   // #11 sets 20 KB for the whole core entry; it is over (see the table) and the budget holds it so it cannot grow
