@@ -63,6 +63,15 @@ export class MemoryLedgerStorage implements LedgerStorage {
     return this.#claim(entry.requestId, entry, null, leaseTtl, now, options)
   }
 
+  /**
+   * Whether the ledger may take the lazy claim on `store`: a real instance (not a Proxy around one) whose
+   * `tryClaimInflight` nobody replaced. A subclass or a test that overrides `tryClaimInflight` (fault injection,
+   * counting) must see every claim, so it gets the plain path.
+   */
+  static claimsLazily(store: object): store is MemoryLedgerStorage {
+    return #rows in store && (store as MemoryLedgerStorage).tryClaimInflight === memoryTryClaim
+  }
+
   async [CLAIM_BUILT_ON_WRITE](
     requestId: string,
     build: () => LedgerEntry,
@@ -154,6 +163,8 @@ export class MemoryLedgerStorage implements LedgerStorage {
     }
   }
 }
+
+const memoryTryClaim = MemoryLedgerStorage.prototype.tryClaimInflight
 
 /** Refuses a write as a real backend would (SQLite's JSON depth and row size), so tests see the real failure. */
 function assertWithinLimits(entry: LedgerEntry, limits: StorageLimits): void {

@@ -7,7 +7,7 @@ import type {
   ListOptions,
   TransitionExpectation,
 } from "./contract.ts"
-import { CLAIM_BUILT_ON_WRITE, type ClaimBuiltOnWrite } from "./memory.ts"
+import { CLAIM_BUILT_ON_WRITE, MemoryLedgerStorage } from "./memory.ts"
 
 /**
  * Fail-closed view of a backend: any failure that is not already a ledger decision becomes
@@ -16,13 +16,10 @@ import { CLAIM_BUILT_ON_WRITE, type ClaimBuiltOnWrite } from "./memory.ts"
 export class SafeStorage {
   readonly inner: LedgerStorage
   readonly canFindByDispatchId: boolean
-  readonly #claimBuiltOnWrite: ClaimBuiltOnWrite | null
 
   constructor(inner: LedgerStorage) {
     this.inner = inner
     this.canFindByDispatchId = typeof inner.findByDispatchId === "function"
-    const lazy = (inner as { [CLAIM_BUILT_ON_WRITE]?: ClaimBuiltOnWrite })[CLAIM_BUILT_ON_WRITE]
-    this.#claimBuiltOnWrite = typeof lazy === "function" ? lazy : null
   }
 
   get(requestId: string): Promise<LedgerEntry | null> {
@@ -50,9 +47,13 @@ export class SafeStorage {
     now: number,
     options?: ClaimOptions,
   ): Promise<ClaimResult> {
-    const lazy = this.#claimBuiltOnWrite
-    if (lazy === null) return this.tryClaimInflight(build(), leaseTtl, now, options)
-    return guard("try_claim_inflight", () => lazy.call(this.inner, requestId, build, leaseTtl, now, options))
+    // Checked per call: a test or wrapper may replace tryClaimInflight after the ledger was made.
+    const inner = this.inner
+    if (!MemoryLedgerStorage.claimsLazily(inner))
+      return this.tryClaimInflight(build(), leaseTtl, now, options)
+    return guard("try_claim_inflight", () =>
+      inner[CLAIM_BUILT_ON_WRITE](requestId, build, leaseTtl, now, options),
+    )
   }
 
   tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
