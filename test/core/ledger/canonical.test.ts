@@ -10,9 +10,11 @@ import {
   argsFingerprint,
   canonicalJson,
   configureSha256,
+  type JsonValue,
   sha256Hex,
   transitionKey,
 } from "../../../src/core/index.ts"
+import { cloneJson } from "../../../src/core/ledger/model/canonical.ts"
 
 // Vectors produced by the Python original (reference §1.4) and by CPython's json.dumps(sort_keys=True,
 // separators=(",", ":")) for the rest.
@@ -226,9 +228,40 @@ describe("args fingerprint preimage", () => {
       "decision_id",
     ]
     for (const [kwargs, exclude] of cases) {
+      // Own members, `__proto__` included (assignment would set the prototype in Node, not in Deno).
       const clean: Record<string, unknown> = {}
-      for (const k of Object.keys(kwargs)) if (!bookkeeping.includes(k) && k !== exclude) clean[k] = kwargs[k]
+      for (const k of Object.keys(kwargs))
+        if (!bookkeeping.includes(k) && k !== exclude)
+          Object.defineProperty(clean, k, {
+            value: kwargs[k],
+            enumerable: true,
+            writable: true,
+            configurable: true,
+          })
       expect(argsFingerprint(kwargs, [], exclude)).toBe(sha(canonicalJson({ args: [], kwargs: clean })))
     }
+  })
+})
+
+describe("an argument named __proto__", () => {
+  it("is keyed as the Python original keys it (its args_fingerprint, computed by v1.34.0)", () => {
+    const kwargs = JSON.parse('{"__proto__": {"x": 1}, "y": 2, "tool_call_id": "c"}') as Record<
+      string,
+      unknown
+    >
+    expect(argsFingerprint(kwargs, [], null)).toBe(
+      "4ae0f0aed3de0a168ede0a2ae498d0a6354e2b6dcbc654e6d9aae377f617aad5",
+    )
+  })
+
+  it("stays an own member of the stored copy and of a replayed clone, never the prototype", () => {
+    const kwargs = JSON.parse('{"__proto__": {"tool_call_id": "victim"}, "y": 2}') as Record<string, unknown>
+    const stored = toJsonValue(kwargs) as Record<string, unknown>
+    expect(Object.getPrototypeOf(stored)).toBe(Object.prototype)
+    expect(Object.keys(stored)).toEqual(["__proto__", "y"])
+    expect(stored.tool_call_id).toBeUndefined()
+    const clone = cloneJson(stored as JsonValue) as Record<string, unknown>
+    expect(Object.getPrototypeOf(clone)).toBe(Object.prototype)
+    expect(JSON.stringify(clone)).toBe('{"__proto__":{"tool_call_id":"victim"},"y":2}')
   })
 })

@@ -155,9 +155,9 @@ export function canonicalJson(value: unknown): string {
 }
 
 /**
- * `canonicalJson({ args, kwargs: rest })`, where `rest` copies `kwargs`' own members by assignment but those named
- * in `omit` or `omitKey`, written without building either object (the args fingerprint's preimage, on every call).
- * Assignment never makes an own `__proto__` member, so that key is left out as the copy left it out.
+ * `canonicalJson({ args, kwargs: rest })`, where `rest` holds `kwargs`' own members but those named in `omit` or
+ * `omitKey`, written without building either object (the args fingerprint's preimage, on every call). An own
+ * `__proto__` member is an argument like any other, as in Python's key.
  */
 export function canonicalArgsJson(
   args: readonly unknown[],
@@ -166,7 +166,7 @@ export function canonicalArgsJson(
   omitKey: string | null | undefined,
 ): string {
   const keys: string[] = []
-  for (const k of Object.keys(kwargs)) if (!omit.has(k) && k !== omitKey && k !== "__proto__") keys.push(k)
+  for (const k of Object.keys(kwargs)) if (!omit.has(k) && k !== omitKey) keys.push(k)
   return `{"args":${write(args)},"kwargs":${writeMembers(kwargs, keys)}}`
 }
 
@@ -228,7 +228,9 @@ function convert(value: unknown, exact: boolean): unknown {
       const obj = value as Record<string, unknown>
       for (const k of Object.keys(obj)) {
         const v = obj[k]
-        if (v !== undefined) out[k] = convert(v, exact)
+        if (v === undefined) continue
+        if (k === "__proto__") defineOwn(out, k, convert(v, exact))
+        else out[k] = convert(v, exact)
       }
       return out
     }
@@ -248,6 +250,18 @@ export function cloneJson<T extends JsonValue>(value: T): T {
   if (value === null || typeof value !== "object") return value
   if (Array.isArray(value)) return value.map(cloneJson) as T
   const out: { [key: string]: JsonValue } = {}
-  for (const k in value) out[k] = cloneJson((value as { [key: string]: JsonValue })[k] as JsonValue)
+  for (const k in value) {
+    const v = cloneJson((value as { [key: string]: JsonValue })[k] as JsonValue)
+    if (k === "__proto__") defineOwn(out, k, v)
+    else out[k] = v
+  }
   return out as T
+}
+
+/**
+ * An own member named `__proto__`, as JSON.parse and Python's dicts have it. Assignment would set the prototype
+ * instead: the member would vanish from rows and keys (Python's key has it) and its value would be inherited.
+ */
+function defineOwn(out: object, key: string, value: unknown): void {
+  Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true })
 }
