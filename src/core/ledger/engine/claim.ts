@@ -57,8 +57,10 @@ export async function claimTransition(
   const row = first.entry
   checkSameRowIdentity(core, req, row)
   if (gateFor(req, mode, row, core.clock.now()) === "RETURN") return { owned: false, entry: row }
-  // Anything else is judged again, from the identity check on, by the loop.
-  return claimLoop(core, req, mode, row)
+  // Anything else is judged again, from the identity check on, by the loop. Awaited, not returned: the loop can
+  // reject before its first await, and a returned promise gets its handler a microtask later, which workerd has
+  // reported as an unhandled rejection.
+  return await claimLoop(core, req, mode, row)
 }
 
 const INSERT_ONLY = { reclaimFence: null }
