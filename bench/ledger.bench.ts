@@ -47,4 +47,6 @@ for (const [hash, rows] of [
     `${hash.padEnd(6)} | ${String(rows).padStart(11)} | ${fresh.toFixed(2).padStart(13)} | ${replay.toFixed(2).padStart(9)} | ${withFx.toFixed(2).padStart(21)}`,
   )
 }
-console.log("(the Python original at 100, 1,000 and 10,000 rows: npm run bench powertools, with MYCELIUM_PY_SRC)")
+console.log(
+  "(the Python original at 100, 1,000 and 10,000 rows: npm run bench powertools, with MYCELIUM_PY_SRC)",
+)

@@ -56,7 +56,9 @@ if (existsSync(report)) {
   passed = r.numPassedTests
   failed = r.numFailedTests + (rc !== 0 && r.numFailedTests === 0 ? 1 : 0)
   if (rc !== 0 && r.numFailedTests === 0)
-    failures.push("vitest exited non-zero with no failed test: an unhandled error (see 'Unhandled Errors' above)")
+    failures.push(
+      "vitest exited non-zero with no failed test: an unhandled error (see 'Unhandled Errors' above)",
+    )
   if (r.numTotalTests === 0) failed = Math.max(failed, 1)
   for (const file of r.testResults ?? []) {
     const name = file.name.replace(`${process.cwd()}/`, "")
