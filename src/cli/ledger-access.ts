@@ -79,10 +79,20 @@ function storeOf(
   return null
 }
 
+/** What a command does with the ledger it opens. */
+export interface OpenLedgerOptions {
+  /**
+   * Operator verdicts are signed like the workers' outcomes when the config signs receipts for any ledgered tool
+   * (`audit_receipt:`): an audit trail that skipped the releases would not show who settled what.
+   */
+  readonly sign?: boolean
+}
+
 /** Opens the ledger the flags, environment or config name. */
 export async function openLedger(
   flags: StoreFlags,
   extra: Partial<ActionLedgerOptions> = {},
+  options: OpenLedgerOptions = {},
 ): Promise<LedgerAccess> {
   const { nodeStorageFactory } = await import("../node/config.ts")
   // A flag on the command line beats any environment variable; among the variables, file, then Redis, then Postgres.
@@ -114,10 +124,14 @@ export async function openLedger(
     throw new UsageError(
       "the configured ledger is in memory: a command line cannot reach another process's memory",
     )
+  const signs = options.sign && config !== null && [...config.tools.values()].some((t) => t.auditReceipt)
+  // A missing signing key is the config's ConfigError (exit 2), before anything is written.
+  const receipts = signs && config ? await config.receipts() : null
   const storage: LedgerStorage = await nodeStorageFactory(choice)
   const t = config?.transition
   const ledger = new ActionLedger({
     storage,
+    ...(receipts && { receipts }),
     onWarning: () => {},
     // An operator at a terminal cannot see the worker: without a config, refuse releasing a lapsed lease whose
     // worker may still be alive (the original's CLI dropped this setting).

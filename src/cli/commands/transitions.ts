@@ -3,7 +3,13 @@ import { parseArgs } from "node:util"
 import { type LedgerEntry, LedgerError, resolvedOutcome } from "../../core/ledger/index.ts"
 import { entryToRow } from "../../core/ledger/model/entry.ts"
 import { CliError, UsageError } from "../errors.ts"
-import { type LedgerAccess, openLedger, STORE_HELP, STORE_OPTIONS } from "../ledger-access.ts"
+import {
+  type LedgerAccess,
+  type OpenLedgerOptions,
+  openLedger,
+  STORE_HELP,
+  STORE_OPTIONS,
+} from "../ledger-access.ts"
 import { DEFAULT_LEDGER, parseOrUsage } from "../options.ts"
 import { bold, dim, green, printJson, red, yellow } from "../style.ts"
 
@@ -64,8 +70,9 @@ function json(e: LedgerEntry, now: number): Record<string, unknown> {
 async function withLedger<T>(
   flags: Record<string, unknown>,
   fn: (a: LedgerAccess) => Promise<T>,
+  options: OpenLedgerOptions = {},
 ): Promise<T> {
-  const access = await openLedger(flags)
+  const access = await openLedger(flags, {}, options)
   try {
     return await fn(access)
   } finally {
@@ -216,29 +223,34 @@ export async function release(args: string[], command = "transitions release"): 
       throw new UsageError(`${command}: --result-json is not JSON (${(e as Error).message})`)
     }
   }
-  return withLedger(values, async ({ ledger }) => {
-    const row = await refusals(() =>
-      ledger.release(id, {
-        verified,
-        by: values.by as string,
-        reason: values.reason as string,
-        result,
-        ...(override !== undefined ? { overrideDeathSignal: override } : {}),
-        ...(expectedFence !== undefined ? { expectedFence } : {}),
-      }),
-    )
-    console.log(
-      `released ${row.requestId} (${row.tool}): verified=${verified} by=${values.by} from=${row.releasedFromOutcome}`,
-    )
-    console.log(
-      dim(
-        verified === "completed"
-          ? "next: redispatches of this call now return the recorded result"
-          : "next: the next redispatch runs the tool once more (exactly once)",
-      ),
-    )
-    return 0
-  })
+  return withLedger(
+    values,
+    async ({ ledger }) => {
+      const row = await refusals(() =>
+        ledger.release(id, {
+          verified,
+          by: values.by as string,
+          reason: values.reason as string,
+          result,
+          ...(override !== undefined ? { overrideDeathSignal: override } : {}),
+          ...(expectedFence !== undefined ? { expectedFence } : {}),
+        }),
+      )
+      console.log(
+        `released ${row.requestId} (${row.tool}): verified=${verified} by=${values.by} from=${row.releasedFromOutcome}`,
+      )
+      console.log(
+        dim(
+          verified === "completed"
+            ? "next: redispatches of this call now return the recorded result"
+            : "next: the next redispatch runs the tool once more (exactly once)",
+        ),
+      )
+      if (row.receiptRef) console.log(dim(`signed receipt ${row.receiptRef}`))
+      return 0
+    },
+    { sign: true },
+  )
 }
 
 /** `--fence N`: a whole number, as `show` prints it. */

@@ -1,0 +1,75 @@
+// With `audit_receipt:` in mycelium.yaml, an operator's release from the CLI is signed into the same receipt file
+// as the workers' outcomes, and `mycelium receipts verify` accepts it; without the signing key the release is a
+// config error (exit 2) that writes nothing.
+import { spawnSync } from "node:child_process"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
+import { FileLedgerStorage } from "../../src/adapters/file.ts"
+
+const main = resolve("src/cli/main.ts")
+const tsx = resolve("node_modules/.bin/tsx")
+const cwd = mkdtempSync(join(tmpdir(), "mycelium-release-rcpt-"))
+afterAll(() => rmSync(cwd, { recursive: true, force: true }))
+const run = (args: string[], env: Record<string, string> = {}) => {
+  const r = spawnSync(tsx, [main, ...args], {
+    cwd,
+    encoding: "utf8",
+    env: { ...process.env, NO_COLOR: "1", ...env },
+  })
+  return { code: r.status, out: r.stdout, err: r.stderr }
+}
+
+const CONFIG = `transition:
+  agent_id: ops-agent
+  policy_version: "1"
+action_ledger:
+  storage: file
+  path: ledger.json
+audit_receipt:
+  signing_key_env: RECEIPT_KEY
+  storage: file
+  path: receipts.jsonl
+  auto: true
+tools:
+  pay:
+    ledger: true
+    side_effect_class: non_idempotent_mutate
+`
+
+describe("mycelium transitions release with audit_receipt", () => {
+  it("signs the release into the configured receipt file; no key is exit 2 and writes nothing", async () => {
+    writeFileSync(join(cwd, "mycelium.yaml"), CONFIG)
+    const storage = new FileLedgerStorage(join(cwd, "ledger.json"))
+    const now = Date.now() / 1000
+    await storage.set({
+      ...newEntry({ requestId: "pay:1", tool: "pay", owner: "w1", fence: 1, leaseUntil: now - 1 }, now - 5),
+      terminalOutcome: "UNKNOWN",
+      sideEffectBoundary: "maybe_crossed",
+    })
+    const release = ["transitions", "release", "pay:1", "--verified", "completed", "--by", "ops"]
+    const args = [...release, "--reason", "the provider shows the charge", "--result-json", '{"ok":true}']
+
+    const noKey = run(args)
+    expect(noKey.code, noKey.err).toBe(2)
+    expect(noKey.err).toContain("RECEIPT_KEY")
+    expect((await storage.get("pay:1"))?.operatorResolution).toBeNull()
+
+    const ok = run(args, { RECEIPT_KEY: "k-ops" })
+    expect(ok.code, ok.err).toBe(0)
+    expect(ok.out).toMatch(/signed receipt \S+/)
+    const row = await storage.get("pay:1")
+    expect(row).toMatchObject({ operatorResolution: "completed", terminalOutcome: "COMPLETED" })
+    expect(row?.receiptRef).toBeTruthy()
+
+    const verify = run(["receipts", "verify", "--key-env", "RECEIPT_KEY", "--require-chain", "--json"], {
+      RECEIPT_KEY: "k-ops",
+    })
+    expect(verify.code, verify.err).toBe(0)
+    expect(JSON.parse(verify.out)).toMatchObject({ receipts: 1, ok: true, failures: [] })
+    const wrongKey = run(["receipts", "verify", "--key-env", "RECEIPT_KEY"], { RECEIPT_KEY: "not-it" })
+    expect(wrongKey.code).toBe(1)
+  })
+})
