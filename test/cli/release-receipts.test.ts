@@ -8,6 +8,7 @@ import { join, resolve } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
+import { loadConfig } from "../../src/node/config.ts"
 
 const main = resolve("src/cli/main.ts")
 const tsx = resolve("node_modules/.bin/tsx")
@@ -71,5 +72,44 @@ describe("mycelium transitions release with audit_receipt", () => {
     expect(JSON.parse(verify.out)).toMatchObject({ receipts: 1, ok: true, failures: [] })
     const wrongKey = run(["receipts", "verify", "--key-env", "RECEIPT_KEY"], { RECEIPT_KEY: "not-it" })
     expect(wrongKey.code).toBe(1)
+  })
+
+  it("signs a task release into the same chain as the failed task's receipt", async () => {
+    const dir = mkdtempSync(join(cwd, "tasks-"))
+    const cfg = join(dir, "mycelium.yaml")
+    writeFileSync(
+      cfg,
+      `transition:\n  agent_id: ops-agent\n  policy_version: "1"\ntask_ledger:\n  storage: file\n  path: ${join(dir, "tasks.json")}\n` +
+        `audit_receipt:\n  signing_key_env: RECEIPT_KEY\n  storage: file\n  path: ${join(dir, "receipts.jsonl")}\n  auto: true\n` +
+        "tasks:\n  import_batch:\n    ledger: true\n    id_from: [batch]\n",
+    )
+    const config = await loadConfig(cfg, { env: { RECEIPT_KEY: "k-ops" }, onWarning: () => {} })
+    const importBatch = config.applyTask("import_batch", async (_a: { batch: string }) => {
+      throw new Error("upstream 503")
+    })
+    await expect(importBatch({ batch: "b2" })).rejects.toThrow("upstream 503")
+    const release = ["tasks", "release", "import_batch:batch=b2", "-c", cfg, "--verified", "completed"]
+    const args = [
+      ...release,
+      "--by",
+      "ops",
+      "--reason",
+      "imported by hand",
+      "--result-json",
+      '{"by_hand":true}',
+    ]
+    const noKey = run(args)
+    expect(noKey.code, noKey.err).toBe(2)
+    expect(noKey.err).toContain("RECEIPT_KEY")
+    expect(run(args, { RECEIPT_KEY: "k-ops" }).code).toBe(0)
+    const verify = run(
+      ["receipts", "verify", "-c", cfg, "--key-env", "RECEIPT_KEY", "--require-chain", "--json"],
+      {
+        RECEIPT_KEY: "k-ops",
+      },
+    )
+    expect(verify.code, verify.err).toBe(0)
+    // The failed run's receipt, then the operator's release: one chain.
+    expect(JSON.parse(verify.out)).toMatchObject({ receipts: 2, ok: true, failures: [] })
   })
 })

@@ -2,7 +2,7 @@
 // PostgreSQL task ledger, or the task_ledger of mycelium.yaml on any storage a Node process reaches).
 import { existsSync } from "node:fs"
 import { parseArgs } from "node:util"
-import type { ResolvedStorage } from "../../core/config/index.ts"
+import type { MyceliumConfig, ResolvedStorage } from "../../core/config/index.ts"
 import { LedgerError } from "../../core/ledger/index.ts"
 import { taskState } from "../../core/tasks/record.ts"
 import type { TaskLedger } from "../../core/tasks/task-ledger.ts"
@@ -53,8 +53,20 @@ interface TaskStoreFlags {
   table?: string | undefined
 }
 
-/** The task store the flags, the environment or mycelium.yaml name. */
-async function taskStoreChoice(values: TaskStoreFlags): Promise<ResolvedStorage> {
+type Choice = { store: ResolvedStorage; config: MyceliumConfig | null }
+
+/** The task store the flags, the environment or mycelium.yaml name (and the config, when it was read). */
+async function taskStoreChoice(values: TaskStoreFlags): Promise<Choice> {
+  const direct = directChoice(values)
+  if (direct) return { store: direct, config: null }
+  const path = values.config ?? (existsSync("mycelium.yaml") ? "mycelium.yaml" : undefined)
+  if (!path) return { store: { kind: "file", path: DEFAULT_TASKS }, config: null }
+  const { loadConfig } = await import("../../node/config.ts")
+  const config = await loadConfig(path, { onWarning: () => {} })
+  return { store: configuredStore(config, path), config }
+}
+
+function directChoice(values: TaskStoreFlags): ResolvedStorage | null {
   const file = values.file ?? process.env.MYCELIUM_TASK_FILE
   if (file) return { kind: "file", path: file }
   const redis = values["redis-url"]
@@ -65,10 +77,10 @@ async function taskStoreChoice(values: TaskStoreFlags): Promise<ResolvedStorage>
   }
   const dsn = values["postgres-dsn"]
   if (dsn) return { kind: "postgres", dsn, ...(values.table !== undefined && { table: values.table }) }
-  const path = values.config ?? (existsSync("mycelium.yaml") ? "mycelium.yaml" : undefined)
-  if (!path) return { kind: "file", path: DEFAULT_TASKS }
-  const { loadConfig } = await import("../../node/config.ts")
-  const config = await loadConfig(path, { onWarning: () => {} })
+  return null
+}
+
+function configuredStore(config: MyceliumConfig, path: string): ResolvedStorage {
   const stores = new Map<string, ResolvedStorage>()
   const add = (s: ResolvedStorage | null) => {
     if (s) stores.set(JSON.stringify(s), s)
@@ -96,12 +108,16 @@ export async function run(args: string[]): Promise<number> {
   const { values, positionals } = parseOrUsage(`tasks ${sub}`, () =>
     parseArgs({ args: rest, allowPositionals: true, options: OPTIONS }),
   )
-  const choice = await taskStoreChoice(values)
+  const { store: choice, config } = await taskStoreChoice(values)
   const path = describeStore(choice, "mycelium_task_ledger")
+  // An operator's release is signed like the workers' task outcomes when the config signs any task's receipts; a
+  // missing key is the config's error (exit 2) before anything is written.
+  const signs = sub === "release" && config !== null && [...config.tasks.values()].some((t) => t.auditReceipt)
+  const receipts = signs && config ? await config.receipts() : null
   const { nodeTaskStoreFactory } = await import("../../node/config.ts")
   const { TaskLedger } = await import("../../core/tasks/index.ts")
   const storage = await nodeTaskStoreFactory(choice)
-  const ledger = new TaskLedger({ storage, owner: "mycelium-cli" })
+  const ledger = new TaskLedger({ storage, owner: "mycelium-cli", ...(receipts && { receipts }) })
   try {
     return await command(sub, ledger, path, values, positionals)
   } finally {
