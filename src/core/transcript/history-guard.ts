@@ -135,10 +135,13 @@ export class HistoryGuard {
     const droppable = () => [...kept].filter((k) => !pinned(groups[k] as number[]))
     let out = current()
     // Anthropic requires the first turn to be the user's, so trimming continues past leading assistant turns.
+    // Once anything was dropped, it does so in every format: a text-only Anthropic transcript cannot be told from
+    // an OpenAI one, and an answer whose question was trimmed away is half a turn in any format.
     const leadsWithAssistant = () => {
       const first = droppable()[0]
       const head = first === undefined ? undefined : groups[first]?.[0]
-      return format === "anthropic" && head !== undefined && nodes[head]?.role === "assistant"
+      const applies = format === "anthropic" || kept.size < groups.length
+      return applies && head !== undefined && nodes[head]?.role === "assistant"
     }
     while ((!fits(out) || leadsWithAssistant()) && droppable().length > 1) {
       kept.delete(droppable()[0] as number)

@@ -112,6 +112,25 @@ describe("HistoryGuard", () => {
     )
   })
 
+  it("trim() never leaves an answer whose question it dropped, even when the format cannot be detected", () => {
+    // fast-check's counterexample (seed 1203871854): four text-only turns, 40 tokens. Text-only Anthropic turns
+    // look like OpenAI ones, and the trimmed history started with an assistant message, which Anthropic refuses.
+    const msgs = Array.from({ length: 4 }, () => [
+      { role: "user", content: "q" },
+      { role: "assistant", content: [{ type: "text", text: "ok" }] },
+    ]).flat()
+    const out = new HistoryGuard({ maxTokens: 40 }).trim(msgs)
+    expect(out.length).toBeLessThan(msgs.length)
+    expect(out[0]?.role).toBe("user")
+    expect(out).toEqual(msgs.slice(msgs.length - out.length))
+    // Nothing to drop: an assistant-first history that fits is returned as it is.
+    const greeting = [
+      { role: "assistant", content: "hello" },
+      { role: "user", content: "hi" },
+    ]
+    expect(new HistoryGuard({ maxTokens: 400 }).trim(greeting)).toEqual(greeting)
+  })
+
   for (const b of builders) {
     it(`trim() keeps every tool call with its results and stays under the limit (${b.format}, property)`, () => {
       const turn = fc.record({
