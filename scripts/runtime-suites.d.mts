@@ -5,6 +5,8 @@ export interface RuntimeResult {
   failed: number
   skipped: number
   modules: number
+  /** Deno and Bun: the failed tests' names (and modules that did not run), for the end of `npm test`. */
+  failures?: string[]
 }
 export interface VitestProjectReport {
   modules: string[]

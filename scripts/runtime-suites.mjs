@@ -46,7 +46,8 @@ export function runDeno({
   ])
   const ran = [...out.matchAll(/^running \d+ tests? from (\S+)$/gm)].map((m) => m[1])
   const sum = /(?:ok|FAILED) \| (\d+) passed(?: \(\d+ steps?\))? \| (\d+) failed/.exec(out)
-  return summarize("deno", files, status, out, ran, sum ? Number(sum[1]) : 0, sum ? Number(sum[2]) : 0)
+  const names = [...out.matchAll(/^(.+) \.\.\. FAILED\b/gm)].map((m) => m[1])
+  return summarize("deno", files, status, out, ran, sum ? Number(sum[1]) : 0, sum ? Number(sum[2]) : 0, names)
 }
 
 /** `bun test`: Bun rewrites `import … from "vitest"` to its own bun:test. */
@@ -56,20 +57,33 @@ export function runBun() {
   const ran = [...out.matchAll(/^(test\/\S+\.test\.ts):$/gm)].map((m) => m[1])
   const pass = /^\s*(\d+) pass$/m.exec(out)
   const fail = /^\s*(\d+) fail$/m.exec(out)
-  return summarize("bun", files, status, out, ran, pass ? Number(pass[1]) : 0, fail ? Number(fail[1]) : 0)
+  const names = [...out.matchAll(/^\(fail\) (.+?)(?: \[[\d.]+m?s\])?$/gm)].map((m) => m[1])
+  return summarize(
+    "bun",
+    files,
+    status,
+    out,
+    ran,
+    pass ? Number(pass[1]) : 0,
+    fail ? Number(fail[1]) : 0,
+    names,
+  )
 }
 
 /** Runners without a runtime skip log "skipped: …" and pass; those are skips, not passes. */
 const skips = (out) => (out.match(/^skipped: /gm) ?? []).length
 
-function summarize(runtime, files, status, out, ran, passed, failed) {
+function summarize(runtime, files, status, out, ran, passed, failed, names = []) {
   const skipped = skips(out)
   passed -= skipped
   const missing = missingModules(files, ran)
   // A crash before the summary, or a module that never ran, counts as a failure even with no failed test.
   const broken = (status !== 0 && failed === 0 ? 1 : 0) + missing.length
   if (missing.length) console.error(`\n${runtime}: did not run ${missing.join(", ")}`)
-  return { runtime, passed, failed: failed + broken, skipped, modules: ran.length }
+  // Unique names only: Deno lists a failure once as it runs and again in its summary.
+  const failures = [...new Set(names)].map((n) => `${runtime}: ${n}`)
+  for (const m of missing) failures.push(`${runtime}: did not run ${m}`)
+  return { runtime, passed, failed: failed + broken, skipped, modules: ran.length, failures }
 }
 
 /** The vitest projects, from scripts/vitest-runtimes-reporter.mjs's file. */

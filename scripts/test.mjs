@@ -84,6 +84,7 @@ if (extra.length === 0) {
     perRuntime.push(r)
     passed += r.passed
     failed += r.failed
+    failures.push(...(r.failures ?? []))
   }
   console.log("\nper runtime:")
   for (const r of perRuntime) {
