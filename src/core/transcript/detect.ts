@@ -22,6 +22,11 @@ const OPENAI_PARTS = new Set(["image_url", "input_audio", "refusal"])
  * which validates them the same way as the other formats would.
  */
 export function detectFormat(messages: readonly unknown[]): TranscriptFormat {
+  return decisiveFormat(messages) ?? "openai"
+}
+
+/** The format the first decisive marker names, or null for a plain-text transcript that any format could be. */
+export function decisiveFormat(messages: readonly unknown[]): TranscriptFormat | null {
   for (const m of messages) {
     if (!isRecord(m)) continue
     if (Array.isArray(m.tool_calls) || "tool_call_id" in m || m.role === "function" || m.role === "developer")
@@ -36,5 +41,5 @@ export function detectFormat(messages: readonly unknown[]): TranscriptFormat {
       if (OPENAI_PARTS.has(type)) return "openai"
     }
   }
-  return "openai"
+  return null
 }

@@ -1,4 +1,4 @@
-import { detectFormat } from "./detect.ts"
+import { decisiveFormat } from "./detect.ts"
 import { HistoryDropError, HistoryDuplicateTurnsError, HistoryTruncatedError } from "./history-errors.ts"
 import { fingerprint, heuristicTokens, messageText } from "./history-text.ts"
 import { adapterFor } from "./message-validator.ts"
@@ -116,7 +116,9 @@ export class HistoryGuard {
    * latest turn alone are over the limit.
    */
   trim<M>(messages: readonly M[]): M[] {
-    const format = !this.#o.format || this.#o.format === "auto" ? detectFormat(messages) : this.#o.format
+    const auto = !this.#o.format || this.#o.format === "auto"
+    const decisive = auto ? decisiveFormat(messages) : null
+    const format = auto ? (decisive ?? "openai") : (this.#o.format as TranscriptFormat)
     const adapter = adapterFor(format)
     const nodes = toNodes(messages, adapter)
     const groups: number[][] = []
@@ -135,12 +137,12 @@ export class HistoryGuard {
     const droppable = () => [...kept].filter((k) => !pinned(groups[k] as number[]))
     let out = current()
     // Anthropic requires the first turn to be the user's, so trimming continues past leading assistant turns.
-    // Once anything was dropped, it does so in every format: a text-only Anthropic transcript cannot be told from
-    // an OpenAI one, and an answer whose question was trimmed away is half a turn in any format.
+    // A plain-text transcript could be Anthropic's (nothing tells it from OpenAI's), so once trimming dropped
+    // something the rule holds there too: the answer left at the head is half a turn whose question is gone.
     const leadsWithAssistant = () => {
       const first = droppable()[0]
       const head = first === undefined ? undefined : groups[first]?.[0]
-      const applies = format === "anthropic" || kept.size < groups.length
+      const applies = format === "anthropic" || (auto && decisive === null && kept.size < groups.length)
       return applies && head !== undefined && nodes[head]?.role === "assistant"
     }
     while ((!fits(out) || leadsWithAssistant()) && droppable().length > 1) {
