@@ -6,7 +6,7 @@
 import { spawnSync } from "node:child_process"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join } from "node:path"
+import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { FileLedgerStorage } from "../src/adapters/file.ts"
 import { ActionLedger, type SideEffectClass } from "../src/core/index.ts"
@@ -63,7 +63,7 @@ const last = (stdout: string, stderr: string, who: string): Outcome => {
   return JSON.parse(line) as Outcome
 }
 const py = (cls: string, callId: string, amount: number, crash = false): Outcome | null => {
-  const args = [join(dirname(), "python", "original-interop.py"), file, cls, callId, String(amount)]
+  const args = [join(dirname(here), "python", "original-interop.py"), file, cls, callId, String(amount)]
   const r = spawnSync("python3", crash ? [...args, "crash"] : args, {
     encoding: "utf8",
     env: { ...process.env, PYTHONPATH: src },
@@ -74,9 +74,6 @@ const ts = (cls: string, callId: string, amount: number, crash = false): Outcome
   const args = ["--import", "tsx", here, "--ts-call", file, cls, callId, String(amount)]
   const r = spawnSync(process.execPath, crash ? [...args, "crash"] : args, { encoding: "utf8" })
   return crash ? null : last(r.stdout, r.stderr, "typescript")
-}
-function dirname(): string {
-  return join(here, "..")
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 

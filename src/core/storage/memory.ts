@@ -14,18 +14,10 @@ import { jsonDepth } from "./limits.ts"
 /**
  * The ledger's own claim into a store that decides in this process: `tryClaimInflight` with the fresh row built
  * only when the claim will write it. A replay finds its row and never builds the 36-field row it would discard.
- * Not part of the storage contract (backends keep `tryClaimInflight`); `SafeStorage` uses it when present.
+ * Not part of the storage contract (backends keep `tryClaimInflight`); `SafeStorage` uses it when
+ * `MemoryLedgerStorage.claimsLazily()` says nobody replaced `tryClaimInflight`.
  */
 export const CLAIM_BUILT_ON_WRITE: unique symbol = Symbol("mycelium.claimBuiltOnWrite")
-
-/** The method under `CLAIM_BUILT_ON_WRITE`: `tryClaimInflight(build(), leaseTtl, now, options)`, lazily. */
-export type ClaimBuiltOnWrite = (
-  requestId: string,
-  build: () => LedgerEntry,
-  leaseTtl: number,
-  now: number,
-  options?: ClaimOptions,
-) => Promise<ClaimResult>
 
 const NO_ROWS: readonly LedgerEntry[] = Object.freeze([])
 
