@@ -9,7 +9,9 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { FileLedgerStorage } from "../src/adapters/file.ts"
+import { FileReceiptStore } from "../src/adapters/file-receipts.ts"
 import { ActionLedger, type SideEffectClass } from "../src/core/index.ts"
+import { hmacReceiptSigner, ReceiptEmitter, verifyReceipts } from "../src/core/receipts/index.ts"
 
 type Outcome = { executed: number; result: unknown; error: string | null; message: string | null }
 
@@ -77,6 +79,21 @@ const ts = (cls: string, callId: string, amount: number, crash = false): Outcome
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
+// The original's own emitter and verifier on its FileAuditReceiptStorage.
+const PY_RECEIPTS = `
+import sys
+from mycelium.audit_receipt import AuditReceiptEmitter, FileAuditReceiptStorage, verify_receipt
+path, key, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+storage = FileAuditReceiptStorage(path)
+if mode == "emit":
+    AuditReceiptEmitter(agent_id="interop", signing_key=key, storage=storage)._emit(
+        action="send_payment", action_kind="tool", request_id="py-receipt",
+        inputs={"args": [], "kwargs": {"amount": 100.0, "big": 2**60, "neg": -0.0}},
+        outputs={"paid": 100.0, "fee": 0.0, "big": 2**60}, status="completed", error=None)
+else:
+    print(*[verify_receipt(r, key) for r in storage.list_all()])
+`
+
 let failed = 0
 const check = (name: string, ok: boolean, detail: unknown) => {
   if (!ok) failed++
@@ -134,6 +151,39 @@ try {
   // Four calls paid or blocked, plus the row this package leaves when it gives up a drifted claim (the original
   // refuses before claiming: docs/python-differences.md).
   check("one file, five rows, read by both", n === 5, n)
+
+  // Receipts: one JSONL file, signed by both. The original signs floats as floats (`100.0`) and ints exactly,
+  // which JSON.parse alone would lose; each must verify the other's.
+  const receipts = join(dir, "receipts.jsonl")
+  const key = "interop-receipt-key"
+  const pyReceipts = (mode: "emit" | "verify") =>
+    spawnSync("python3", ["-c", PY_RECEIPTS, receipts, key, mode], {
+      encoding: "utf8",
+      env: { ...process.env, PYTHONPATH: src },
+    })
+  const emitted = pyReceipts("emit")
+  const store = new FileReceiptStore(receipts)
+  await new ReceiptEmitter({ signer: hmacReceiptSigner(key), store, agentId: "interop" }).emit({
+    action: "send_payment",
+    actionKind: "tool",
+    requestId: "ts-receipt",
+    kwargs: { amount: 100, big: 2 ** 60, neg: -0 },
+    outputs: { paid: 100.5, big: 2 ** 60 },
+    status: "completed",
+  })
+  const listed = await store.list()
+  const verdict = await verifyReceipts(listed, { hmac: key })
+  check(
+    "typescript verifies the original's receipt with 100.0 and 2**60, and its own",
+    emitted.status === 0 && verdict.ok && verdict.valid === 2,
+    { stderr: emitted.stderr, verdict },
+  )
+  const verified = pyReceipts("verify")
+  check(
+    "the original verifies both receipts with its own verify_receipt",
+    verified.status === 0 && verified.stdout.trim() === "True True",
+    { stdout: verified.stdout, stderr: verified.stderr },
+  )
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }

@@ -4,7 +4,12 @@
 import { pythonDumps } from "../core/python-json.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
 import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
-import type { AuditReceiptRecord, Receipt, ReceiptLink } from "../core/receipts/record.ts"
+import {
+  type AuditReceiptRecord,
+  parseReceiptJson,
+  type Receipt,
+  type ReceiptLink,
+} from "../core/receipts/record.ts"
 import { matchesList, type ReceiptListOptions, type ReceiptStore } from "../core/receipts/store.ts"
 import { StateSnapshotError } from "../core/state/errors.ts"
 import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
@@ -226,6 +231,6 @@ export class DurableObjectReceiptStore extends GuardObjectClient implements Rece
   }
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
     const texts = await this.stub().receiptList()
-    return texts.map((t) => JSON.parse(t) as Receipt).filter((r) => matchesList(r, options))
+    return texts.map((t) => parseReceiptJson(t) as Receipt).filter((r) => matchesList(r, options))
   }
 }

@@ -6,6 +6,7 @@ import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
 import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
 import {
   type AuditReceiptRecord,
+  parseReceiptJson,
   type Receipt,
   type ReceiptLink,
   receiptJsonLine,
@@ -18,7 +19,12 @@ export type FileReceiptStoreOptions = LockedFileOptions
 
 type LinkLine = ReceiptLink & { readonly receipt_id: string }
 
-function parseLines<T>(path: string, text: string | null, check: (v: unknown) => string | null): T[] {
+function parseLines<T>(
+  path: string,
+  text: string | null,
+  check: (v: unknown) => string | null,
+  parse: (line: string) => unknown,
+): T[] {
   if (text === null) return []
   const out: T[] = []
   const lines = text.split("\n")
@@ -27,7 +33,7 @@ function parseLines<T>(path: string, text: string | null, check: (v: unknown) =>
     if (!line) continue
     let v: unknown
     try {
-      v = JSON.parse(line)
+      v = parse(line)
     } catch {
       throw new ReceiptStoreCorruptError(
         `${path} line ${i + 1} is not JSON: repair or truncate the damaged line (a crash mid-append leaves one), then retry`,
@@ -85,12 +91,18 @@ export class FileReceiptStore implements ReceiptStore {
   }
 
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
-    const records = parseLines<AuditReceiptRecord>(this.path, this.#file.read(), receiptShapeProblem)
+    const records = parseLines<AuditReceiptRecord>(
+      this.path,
+      this.#file.read(),
+      receiptShapeProblem,
+      parseReceiptJson,
+    )
     const links = new Map<string, ReceiptLink>()
     for (const { receipt_id, ...link } of parseLines<LinkLine>(
       this.chainPath,
       this.#file.read(this.chainPath),
       linkProblem,
+      JSON.parse,
     ))
       links.set(receipt_id, link)
     return records
@@ -106,7 +118,7 @@ export class FileReceiptStore implements ReceiptStore {
     if (this.#file.size(this.chainPath) === this.#tailsSize) return this.#tails
     const text = this.#file.read(this.chainPath) ?? ""
     const tails = new Map<string, ChainTail>()
-    for (const l of parseLines<LinkLine>(this.chainPath, text, linkProblem))
+    for (const l of parseLines<LinkLine>(this.chainPath, text, linkProblem, JSON.parse))
       tails.set(l.ledger, { seq: l.seq, digest: l.digest })
     this.#tails = tails
     this.#tailsSize = text.length

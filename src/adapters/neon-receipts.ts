@@ -8,6 +8,7 @@ import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
 import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
 import {
   type AuditReceiptRecord,
+  parseReceiptJson,
   type Receipt,
   type ReceiptLink,
   receiptJsonLine,
@@ -76,7 +77,9 @@ export class NeonReceiptStore implements ReceiptStore {
     const rows = await this.#run(`SELECT record, link FROM ${this.table} ORDER BY id`, [])
     return rows
       .map((r): Receipt => {
-        const record = json(r.record) as AuditReceiptRecord
+        const record = (
+          typeof r.record === "string" ? parseReceiptJson(r.record) : r.record
+        ) as AuditReceiptRecord
         const problem = receiptShapeProblem(record)
         if (problem)
           throw new ReceiptStoreCorruptError(`${this.table} holds a row that is not a receipt (${problem})`)

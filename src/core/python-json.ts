@@ -1,16 +1,19 @@
 // Python's json.dumps with its default separators (", " and ": "), ASCII escapes and float repr. The original
 // writes its receipt lines this way and hashes task arguments this way (with sort_keys).
-import { canonicalString, pythonFloatRepr } from "./ledger/model/canonical.ts"
+import { type ExactJsonValue, parseExactJson } from "./exact-json.ts"
+import { canonicalNumber, canonicalString, pythonFloatRepr } from "./ledger/model/canonical.ts"
 
 export interface PythonDumpsOptions {
   /** `sort_keys=True` (code-unit order, as canonicalJson sorts ASCII keys). */
   readonly sortKeys?: boolean
 }
 
-/** A JS number as Python prints it: safe integers as ints, everything else (and -0) as a float. */
-export function pythonNumber(x: number): string {
-  return Number.isSafeInteger(x) && !Object.is(x, -0) ? String(x) : pythonFloatRepr(x)
-}
+/**
+ * A JS number as Python prints it, by the keys' rule (docs/keys.md): integral numbers are ints (digits exact, also
+ * beyond 2^53), everything else and -0 a float. The same text canonicalJson writes, so a receipt line and the text
+ * its signature covers agree.
+ */
+export const pythonNumber: (x: number) => string = canonicalNumber
 
 export function pythonDumps(value: unknown, options: PythonDumpsOptions = {}): string {
   const write = (v: unknown): string => {
@@ -27,6 +30,8 @@ export function pythonDumps(value: unknown, options: PythonDumpsOptions = {}): s
         return "null"
       case "object": {
         if (v === null) return "null"
+        // A float parsePythonJson kept as one (`100.0`).
+        if (v instanceof Number) return pythonFloatRepr(v.valueOf())
         if (Array.isArray(v)) return `[${v.map(write).join(", ")}]`
         const withJson = v as { toJSON?: () => unknown }
         if (typeof withJson.toJSON === "function") return write(withJson.toJSON())
@@ -39,4 +44,18 @@ export function pythonDumps(value: unknown, options: PythonDumpsOptions = {}): s
     }
   }
   return write(value)
+}
+
+// A number token with a fraction or an exponent whose value could be integral: `100.0`, `1e3`. Matches inside
+// strings too, which only sends that text through the slower exact parser.
+const INTEGRAL_FLOAT_HINT = /\d(?:\.0+)?[eE]|\d\.0+(?![0-9])/
+
+/**
+ * `json.loads` of text the original wrote, kept so that writing it back in Python's forms gives the same text: a
+ * float stays a float (`100.0` is a boxed `Number`; `+x` unboxes it) and an integer beyond 2^53 a `bigint`.
+ * Text without such numbers costs one `JSON.parse`. Throws SyntaxError on invalid JSON.
+ */
+export function parsePythonJson(text: string): ExactJsonValue {
+  const value = JSON.parse(text) as ExactJsonValue
+  return INTEGRAL_FLOAT_HINT.test(text) || /\d{16}/.test(text) ? parseExactJson(text, "all") : value
 }

@@ -7,6 +7,7 @@ import { FileReceiptStore } from "../../src/adapters/file-receipts.ts"
 import {
   type AuditReceiptRecord,
   hmacReceiptSigner,
+  type Receipt,
   ReceiptEmitter,
   ReceiptStoreCorruptError,
   receiptJsonLine,
@@ -92,5 +93,69 @@ describe("FileReceiptStore (the original's JSONL)", () => {
     const path = tmp()
     writeFileSync(path, '{"receipt_id": "rcpt-1", "agent_id"\n')
     await expect(new FileReceiptStore(path).list()).rejects.toBeInstanceOf(ReceiptStoreCorruptError)
+  })
+})
+
+// What the original writes: `json.dumps(record.to_dict())` per line, signed over
+// `json.dumps(payload, sort_keys=True, separators=(",", ":"), default=str)`; Python builds the bytes here.
+const PY_SIGN = `
+import hashlib, hmac, json, sys
+key, path = sys.argv[1], sys.argv[2]
+record = {"receipt_id": "rcpt-f10a7f10a7f10a70", "agent_id": "payment-agent", "action": "send_payment",
+          "action_kind": "tool", "request_id": "req-floats",
+          "inputs": {"args": [2.0], "kwargs": {"amount": 100.0, "fee": 2.5, "big": 2**60, "neg": -0.0, "exp": 1e16}},
+          "outputs": {"total": 102.5, "count": 3.0, "ids": [1, 2.0, 9007199254740993]},
+          "status": "completed", "timestamp": 1767225600.0, "error": None}
+msg = json.dumps(record, sort_keys=True, separators=(",", ":"), default=str)
+record["signature"] = hmac.new(key.encode(), msg.encode(), hashlib.sha256).hexdigest()
+with open(path, "a", encoding="utf-8") as f:
+    f.write(json.dumps(record) + "\\n")
+`
+
+describe("numbers the original signed as Python writes them", () => {
+  it("a receipt with whole-number floats (100.0), -0.0 and ints beyond 2^53 verifies, and appends chain after it", async () => {
+    const path = tmp()
+    execFileSync("python3", ["-c", PY_SIGN, KEY, path])
+    expect(readFileSync(path, "utf8")).toContain('"amount": 100.0')
+    const store = new FileReceiptStore(path, { fsync: false })
+    const [r] = await store.list()
+    expect(await verifyReceipts([r as Receipt], { hmac: KEY })).toMatchObject({ ok: true, valid: 1 })
+    // The floats stay floats (boxed) and unbox with +x; the exact int is a bigint; the timestamp is a number.
+    const out = r?.outputs as { total: number; count: number; ids: unknown[] }
+    expect(out.total).toBe(102.5)
+    expect(+out.count).toBe(3)
+    expect(out.count).toBeInstanceOf(Number)
+    expect(out.ids).toEqual([1, new Number(2), 9007199254740993n])
+    expect(typeof r?.timestamp).toBe("number")
+    // The same line read with JSON.parse loses 100.0 and reads as tampered: what this parse exists for.
+    const naive = JSON.parse(readFileSync(path, "utf8")) as Receipt
+    expect(await verifyReceipts([naive], { hmac: KEY })).toMatchObject({ ok: false })
+
+    await emitterFor(store).emit({ action: "next", actionKind: "tool", requestId: "r2", status: "completed" })
+    const both = await store.list()
+    expect(await verifyReceipts(both, { hmac: KEY })).toMatchObject({ ok: true, valid: 2 })
+    execFileSync("python3", [script, path], { env: { ...process.env, MYCELIUM_RECEIPT_KEY: KEY } })
+  })
+
+  it("a receipt signed here with integers beyond 2^53 writes them as ints, so Python verifies it", async () => {
+    const path = tmp()
+    const e = emitterFor(new FileReceiptStore(path, { fsync: false }))
+    await e.emit({
+      action: "send",
+      actionKind: "tool",
+      requestId: "big",
+      kwargs: { n: 2 ** 60, m: 1e16, x: 0.1, z: -0 },
+      outputs: { n: 2 ** 60 },
+      status: "completed",
+    })
+    const line = readFileSync(path, "utf8")
+    expect(line).toContain('"n": 1152921504606846976')
+    expect(line).toContain('"z": -0.0')
+    const out = execFileSync("python3", [script, path], {
+      env: { ...process.env, MYCELIUM_RECEIPT_KEY: KEY },
+    })
+    expect(JSON.parse(out.toString())).toMatchObject({ valid: true })
+    const listed = await new FileReceiptStore(path).list()
+    expect(await verifyReceipts(listed, { hmac: KEY })).toMatchObject({ ok: true, valid: 1 })
   })
 })

@@ -1,6 +1,6 @@
 // The Python original's AuditReceiptRecord (audit_receipt.py), field for field, and its signed payload.
 import { canonicalJson, canonicalString, type JsonValue, pythonFloatRepr } from "../ledger/model/canonical.ts"
-import { pythonDumps } from "../python-json.ts"
+import { parsePythonJson, pythonDumps } from "../python-json.ts"
 
 export type ReceiptStatus = "completed" | "failed"
 export type ReceiptActionKind = "tool" | "task"
@@ -92,6 +92,19 @@ export function receiptJsonLine(record: AuditReceiptRecord): string {
       : `${canonicalString(k)}: ${pythonDumps(record[k])}`,
   )
   return `{${parts.join(", ")}}`
+}
+
+/**
+ * A stored receipt's JSON, read so that its signature still verifies: a float the original signed as a float
+ * (`"amount": 100.0`) stays one (a boxed `Number` inside `inputs`/`outputs`; `+x` unboxes it), and an integer
+ * beyond 2^53 stays exact (`bigint`). `JSON.parse` would make `100.0` the number 100, which the payload text writes
+ * as `100`, so the record would read as tampered. `timestamp` is always a float, so it comes back a plain number.
+ * Throws SyntaxError on invalid JSON.
+ */
+export function parseReceiptJson(text: string): unknown {
+  const v = parsePythonJson(text)
+  if (isObj(v) && v.timestamp instanceof Number) v.timestamp = v.timestamp.valueOf()
+  return v
 }
 
 /** `rcpt-` + 16 hex characters, as the original mints them (uuid4 prefix). */

@@ -66,7 +66,8 @@ export function pythonFloatRepr(x: number): string {
 // Beyond this JavaScript prints integral numbers with an exponent, as Python's float repr does.
 const EXPONENT_FROM = 1e21
 
-function number(x: number): string {
+/** A JS number as canonical JSON writes it (the Python int or float it stands for); also `pythonDumps`'s numbers. */
+export function canonicalNumber(x: number): string {
   // A JS number cannot tell 10 from 10.0: integral numbers are Python ints (docs/keys.md), digits exactly as
   // Python writes the int of the same value. -0 exists only as a float in Python.
   if (Number.isSafeInteger(x)) return x === 0 && Object.is(x, -0) ? "-0.0" : String(x)
@@ -121,7 +122,7 @@ function write(value: unknown): string {
     case "string":
       return canonicalString(value)
     case "number":
-      return number(value)
+      return canonicalNumber(value)
     case "boolean":
       return value ? "true" : "false"
     case "bigint":

@@ -1,5 +1,6 @@
 // `parseToolArguments`: JSON from a model, parsed so that transition keys match the Python original's, which
 // parses the same text with `json.loads` (exact ints, floats). See docs/keys.md.
+import { parseExactJson } from "../../exact-json.ts"
 import { LedgerError } from "../errors.ts"
 
 /** A value `parseToolArguments` returns: JSON, with `bigint` for integers beyond 2^53 (and boxed floats, below). */
@@ -24,8 +25,6 @@ export class ToolArgumentsError extends LedgerError {
 }
 
 const TWO_53 = 2 ** 53
-// From here JavaScript, like Python's float repr, writes integral numbers with an exponent.
-const EXPONENT_FROM = 1e21
 
 /**
  * Parses a tool call's JSON arguments the way Python's `json.loads` sees them, so the transition key matches:
@@ -50,7 +49,7 @@ export function parseToolArguments(text: string): ToolArguments {
   }
   try {
     if (!needsExactParse(value)) return value as ToolArguments
-    return new ExactParser(text).parseDocument() as ToolArguments
+    return parseExactJson(text, "beyond-2^53") as ToolArguments
   } catch (e) {
     // Valid JSON always parses here too; a RangeError is nesting too deep for the recursive parser.
     throw invalid(`the arguments could not be parsed exactly (${(e as Error).message})`)
@@ -73,128 +72,4 @@ function needsExactParse(v: unknown): boolean {
   }
   for (const k in v) if (needsExactParse((v as Record<string, unknown>)[k])) return true
   return false
-}
-
-const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y
-
-/** A small recursive-descent parser for text `JSON.parse` already accepted; only numbers differ from it. */
-class ExactParser {
-  #i = 0
-  readonly #s: string
-  constructor(s: string) {
-    this.#s = s
-  }
-
-  parseDocument(): ToolArgumentValue {
-    const v = this.#value()
-    this.#ws()
-    if (this.#i !== this.#s.length) throw new SyntaxError(`unexpected text at ${this.#i}`)
-    return v
-  }
-
-  #ws(): void {
-    const s = this.#s
-    let i = this.#i
-    for (;;) {
-      const c = s.charCodeAt(i)
-      if (c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09) i++
-      else break
-    }
-    this.#i = i
-  }
-
-  #value(): ToolArgumentValue {
-    this.#ws()
-    const c = this.#s[this.#i]
-    if (c === "{") return this.#object()
-    if (c === "[") return this.#array()
-    if (c === '"') return this.#string()
-    if (c === "t") return this.#literal("true", true)
-    if (c === "f") return this.#literal("false", false)
-    if (c === "n") return this.#literal("null", null)
-    return this.#number()
-  }
-
-  #literal<T>(word: string, v: T): T {
-    if (!this.#s.startsWith(word, this.#i)) throw new SyntaxError(`unexpected token at ${this.#i}`)
-    this.#i += word.length
-    return v
-  }
-
-  #object(): { [key: string]: ToolArgumentValue } {
-    const out: { [key: string]: ToolArgumentValue } = {}
-    this.#i++
-    this.#ws()
-    if (this.#s[this.#i] === "}") {
-      this.#i++
-      return out
-    }
-    for (;;) {
-      this.#ws()
-      if (this.#s[this.#i] !== '"') throw new SyntaxError(`expected a key at ${this.#i}`)
-      const k = this.#string()
-      this.#ws()
-      if (this.#s[this.#i++] !== ":") throw new SyntaxError(`expected ':' at ${this.#i - 1}`)
-      const v = this.#value()
-      // An own property even for "__proto__", as JSON.parse makes it; never the prototype.
-      Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true })
-      this.#ws()
-      const c = this.#s[this.#i++]
-      if (c === "}") return out
-      if (c !== ",") throw new SyntaxError(`expected ',' or '}' at ${this.#i - 1}`)
-    }
-  }
-
-  #array(): ToolArgumentValue[] {
-    const out: ToolArgumentValue[] = []
-    this.#i++
-    this.#ws()
-    if (this.#s[this.#i] === "]") {
-      this.#i++
-      return out
-    }
-    for (;;) {
-      out.push(this.#value())
-      this.#ws()
-      const c = this.#s[this.#i++]
-      if (c === "]") return out
-      if (c !== ",") throw new SyntaxError(`expected ',' or ']' at ${this.#i - 1}`)
-    }
-  }
-
-  #string(): string {
-    const s = this.#s
-    const start = this.#i
-    let i = start + 1
-    let escaped = false
-    for (;;) {
-      const c = s.charCodeAt(i)
-      if (Number.isNaN(c)) throw new SyntaxError("unterminated string")
-      if (c === 0x22) break
-      if (c === 0x5c) {
-        escaped = true
-        i++
-      }
-      i++
-    }
-    this.#i = i + 1
-    return escaped ? (JSON.parse(s.slice(start, i + 1)) as string) : s.slice(start + 1, i)
-  }
-
-  #number(): ToolArgumentValue {
-    NUMBER.lastIndex = this.#i
-    const m = NUMBER.exec(this.#s)
-    if (!m) throw new SyntaxError(`unexpected token at ${this.#i}`)
-    this.#i = NUMBER.lastIndex
-    const text = m[0]
-    const n = Number(text)
-    if (m[1] === undefined && m[2] === undefined) {
-      // A JSON integer is a Python int: exact, and never -0.
-      if (Number.isSafeInteger(n)) return n === 0 ? 0 : n
-      return BigInt(text)
-    }
-    // A float. Integral ones beyond 2^53 would otherwise be keyed as ints: box them as floats.
-    if (Number.isInteger(n) && Math.abs(n) >= TWO_53 && Math.abs(n) < EXPONENT_FROM) return new Number(n)
-    return n
-  }
 }
