@@ -1,5 +1,5 @@
 // `mycelium-runtime/receipts`. Audit receipts: the signed, hash-chained record of what the ledger decided (JWS signing: `mycelium-runtime/receipts/jws`).
-// Its own entry so the core entry stays small (docs/entries.md); the public names only, listed by hand.
+// Its own entry so the core entry stays small (README.md, the entry-point table); the public names only, listed by hand.
 
 export {
   AuditReceiptError,

@@ -1,5 +1,5 @@
 // `mycelium-runtime/state`. State flush: snapshots of agent state at checkpoints.
-// Its own entry so the core entry stays small (docs/entries.md); the public names only, listed by hand.
+// Its own entry so the core entry stays small (README.md, the entry-point table); the public names only, listed by hand.
 
 export {
   type FlushArgs,

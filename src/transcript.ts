@@ -1,5 +1,5 @@
 // `mycelium-runtime/transcript`. Transcript guards: message validation and repair, history trimming.
-// Its own entry so the core entry stays small (docs/entries.md); the public names only, listed by hand.
+// Its own entry so the core entry stays small (README.md, the entry-point table); the public names only, listed by hand.
 
 export {
   detectFormat,
