@@ -1,13 +1,8 @@
 // What receipts add to a ledgered call (memory stores, so the number is the signing and chaining work itself),
 // and a whole task through TaskLedger. Interleaved A/B rounds in one process: the ratio is the result.
-import {
-  ActionLedger,
-  hmacReceiptSigner,
-  MemoryLedgerStorage,
-  MemoryReceiptStore,
-  ReceiptEmitter,
-  TaskLedger,
-} from "../src/core/index.ts"
+import { ActionLedger, MemoryLedgerStorage } from "../src/core/index.ts"
+import { hmacReceiptSigner, MemoryReceiptStore, ReceiptEmitter } from "../src/receipts.ts"
+import { TaskLedger } from "../src/tasks.ts"
 
 const binding = { agentId: "bench", policyVersion: "1", sideEffectClass: "keyed_mutate" } as const
 

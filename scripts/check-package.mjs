@@ -9,7 +9,12 @@ import { join, resolve } from "node:path"
 
 // Entries whose types need no peer. MyceliumLedgerObject must be a real class type: if its base were `any`, the
 // property access under @ts-expect-error would compile and the directive itself would be the error.
-const CONSUMER = `import { ActionLedger, MemoryLedgerStorage, LedgerHardBlockError, protect, bounded } from "mycelium-runtime"
+const CONSUMER = `import { ActionLedger, MemoryLedgerStorage, LedgerHardBlockError, protect } from "mycelium-runtime"
+import { bounded, ToolRegistry } from "mycelium-runtime/tools"
+import { HistoryGuard, type Message } from "mycelium-runtime/transcript"
+import { hmacReceiptSigner, MemoryReceiptStore, ReceiptEmitter } from "mycelium-runtime/receipts"
+import { MemoryTaskStore, TaskLedger } from "mycelium-runtime/tasks"
+import { MemoryStateFlushStore, StateFlush } from "mycelium-runtime/state"
 import { MemoryLedgerStorage as Memory2 } from "mycelium-runtime/adapters/memory"
 import { FileLedgerStorage } from "mycelium-runtime/adapters/file"
 import { IndexedDbLedgerStorage } from "mycelium-runtime/adapters/indexeddb"
@@ -23,7 +28,11 @@ import { runPlan, ScriptedModel, type RunResult, type RunEvent } from "mycelium-
 import { createWorkspace, CmdRunAction, workspaceTools } from "mycelium-runtime/harness/workspace"
 import { RemoteLedger, type RemoteTransitionContext } from "mycelium-runtime/client"
 
-const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), leaseTtl: 60 })
+const receipts = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store: new MemoryReceiptStore(), agentId: "a" })
+const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), leaseTtl: 60, receipts })
+const history: Message[] = [{ role: "user", content: "hi" }]
+void [new HistoryGuard(), history, new ToolRegistry(), new TaskLedger({ storage: new MemoryTaskStore() })]
+void [StateFlush, MemoryStateFlushStore]
 const send = ledger.tool(
   { name: "send_payment", binding: { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } },
   async (args: { amount: number }, tx) => tx.sideEffect(async () => ({ id: "pi_1", amount: args.amount })),
@@ -152,6 +161,7 @@ try {
   // Every entry is imported; those that need no peer must load, the others may fail only on a missing peer.
   const entries = Object.keys(pkg.exports).filter((k) => !k.endsWith(".json"))
   const mustLoad = [".", "./adapters/memory", "./adapters/file", "./adapters/http", "./adapters/upstash"]
+  mustLoad.push("./tools", "./transcript", "./receipts", "./tasks", "./state")
   mustLoad.push("./adapters/neon", "./node", "./node/paths", "./async-context")
   // The integrations import their framework for types only: they load before (and without) it.
   mustLoad.push("./integrations/ai-sdk", "./integrations/langgraph", "./integrations/openai-agents")

@@ -4,12 +4,11 @@ import { IndexedDbLedgerStorage } from "../../src/adapters/indexeddb.ts"
 import { IndexedDbReceiptStore } from "../../src/adapters/indexeddb-guards.ts"
 import {
   ActionLedger,
-  hmacReceiptSigner,
   type LedgerEntry,
   LedgerHardBlockError,
   LedgerPollTimeoutError,
-  ReceiptEmitter,
 } from "../../src/index.ts"
+import { hmacReceiptSigner, ReceiptEmitter } from "../../src/receipts.ts"
 
 /**
  * A key in page code is for the demo only: anyone who can read the page can sign. In an application the signer

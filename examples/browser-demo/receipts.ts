@@ -1,7 +1,7 @@
 // The receipts panel: every outcome the tabs recorded, checked the way an auditor would (signatures, and the hash
 // chain for gaps, reorders and forks between tabs).
 import type { IndexedDbReceiptStore } from "../../src/adapters/indexeddb-guards.ts"
-import { verifyReceipts } from "../../src/index.ts"
+import { verifyReceipts } from "../../src/receipts.ts"
 import { DEMO_RECEIPT_KEY } from "./demo.ts"
 
 export async function receiptsView(store: IndexedDbReceiptStore): Promise<string> {

@@ -4,14 +4,10 @@ import process from "node:process"
 import { FileReceiptStore } from "../../src/adapters/file-receipts.ts"
 import { FileStateFlushStore } from "../../src/adapters/file-state.ts"
 import { FileTaskStore } from "../../src/adapters/file-tasks.ts"
-import {
-  ActionLedger,
-  hmacReceiptSigner,
-  ReceiptEmitter,
-  StateFlush,
-  TaskLedger,
-  verifyReceipts,
-} from "../../src/core/index.ts"
+import { ActionLedger } from "../../src/core/index.ts"
+import { hmacReceiptSigner, ReceiptEmitter, verifyReceipts } from "../../src/receipts.ts"
+import { StateFlush } from "../../src/state.ts"
+import { TaskLedger } from "../../src/tasks.ts"
 
 const dir = process.argv[2] as string
 let taskRuns = 0

@@ -8,13 +8,9 @@ import { afterAll, describe, expect, it } from "vitest"
 import { FileTaskStore } from "../../src/adapters/file-tasks.ts"
 import { NeonTaskStore } from "../../src/adapters/neon-tasks.ts"
 import { UpstashTaskStore } from "../../src/adapters/upstash-tasks.ts"
-import {
-  deriveTaskRequestId,
-  type JsonValue,
-  TaskLedger,
-  TaskLedgerPendingError,
-} from "../../src/core/index.ts"
+import type { JsonValue } from "../../src/core/index.ts"
 import { pythonDumps } from "../../src/core/python-json.ts"
+import { deriveTaskRequestId, TaskLedger, TaskLedgerPendingError } from "../../src/tasks.ts"
 import { testTaskStore } from "../conformance/task-store.ts"
 import { openTaskStore, type TaskBackend } from "./crash/task-storage.ts"
 import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"

@@ -241,7 +241,8 @@ describe.each([
 describe("mycelium receipts verify and tasks", () => {
   it("verifies a receipt file (exit 0), names a tampered receipt (exit 1), needs a key (exit 2)", async () => {
     const { FileReceiptStore } = await import("../../src/adapters/file-receipts.ts")
-    const { ActionLedger, ReceiptEmitter, hmacReceiptSigner } = await import("../../src/core/index.ts")
+    const { ActionLedger } = await import("../../src/core/index.ts")
+    const { ReceiptEmitter, hmacReceiptSigner } = await import("../../src/receipts.ts")
     const file = join(cwd, "receipts.jsonl")
     const receipts = new ReceiptEmitter({
       signer: hmacReceiptSigner("k1"),
@@ -269,7 +270,7 @@ describe("mycelium receipts verify and tasks", () => {
 
   it("lists and shows tasks of a task-ledger file; release refuses unknown ids (1) and bad verdicts (2)", async () => {
     const { FileTaskStore } = await import("../../src/adapters/file-tasks.ts")
-    const { TaskLedger } = await import("../../src/core/index.ts")
+    const { TaskLedger } = await import("../../src/tasks.ts")
     const file = join(cwd, "tasks.json")
     const tasks = new TaskLedger({ storage: new FileTaskStore(file) })
     const report = tasks.task({ name: "report", idFrom: ["day"] }, async (a: { day: string }) => ({

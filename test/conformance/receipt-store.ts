@@ -1,6 +1,6 @@
 // The suite every ReceiptStore must pass. Runs in Node, workerd and Chromium: vitest APIs only.
 import { describe, expect, it } from "vitest"
-import { hmacReceiptSigner, ReceiptEmitter, type ReceiptStore, verifyReceipts } from "../../src/core/index.ts"
+import { hmacReceiptSigner, ReceiptEmitter, type ReceiptStore, verifyReceipts } from "../../src/receipts.ts"
 
 export interface ReceiptStoreFactoryResult {
   storage: ReceiptStore

@@ -1,6 +1,6 @@
 // The suite every StateFlushStore must pass, driven through StateFlush. Runs in Node and in workerd.
 import { describe, expect, it } from "vitest"
-import { StateFlush, StateFlushError, type StateFlushStore } from "../../src/core/index.ts"
+import { StateFlush, StateFlushError, type StateFlushStore } from "../../src/state.ts"
 
 export interface StateStoreFactoryResult {
   storage: StateFlushStore

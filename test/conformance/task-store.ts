@@ -1,13 +1,13 @@
 // The suite every TaskStore must pass, driven through TaskLedger. Runs in Node, workerd and Chromium.
 import { afterAll, describe, expect, it } from "vitest"
+import { ManualClock } from "../../src/core/index.ts"
 import {
-  ManualClock,
   TaskLeaseLostError,
   TaskLedger,
   type TaskLedgerOptions,
   TaskLedgerPendingError,
   type TaskStore,
-} from "../../src/core/index.ts"
+} from "../../src/tasks.ts"
 
 export interface TaskStoreFactoryResult {
   storage: TaskStore

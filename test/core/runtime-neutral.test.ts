@@ -1,11 +1,15 @@
-// src/core must run unchanged in Workers, browsers, Deno and Bun: no Node built-ins, no Node globals.
+// src/core must run unchanged in Workers, browsers, Deno and Bun: no Node built-ins, no Node globals. The core
+// entry and the guard families that have entries of their own (src/tools.ts, …) are bundled together.
 import { build } from "esbuild"
 import { describe, expect, it } from "vitest"
 
 describe("src/core is runtime-neutral", () => {
   it("bundles for platform neutral with no node: import and no process/Buffer reference", async () => {
     const out = await build({
-      entryPoints: ["src/core/index.ts"],
+      entryPoints: ["index", "tools", "transcript", "receipts", "tasks", "state"].map((f) =>
+        f === "index" ? "src/core/index.ts" : `src/core/${f}/index.ts`,
+      ),
+      outdir: "out",
       bundle: true,
       write: false,
       platform: "neutral",
@@ -18,7 +22,8 @@ describe("src/core is runtime-neutral", () => {
     expect(inputs.every((f) => f.startsWith("src/core/"))).toBe(true)
     const imports = Object.values(out.metafile.outputs).flatMap((o) => o.imports.map((i) => i.path))
     expect(imports.filter((p) => p.startsWith("node:") || !p.startsWith("."))).toEqual([])
-    const code = out.outputFiles[0]?.text ?? ""
+    expect(out.outputFiles).toHaveLength(6)
+    const code = out.outputFiles.map((o) => o.text).join("\n")
     expect(code.length).toBeGreaterThan(10_000)
     const offenders = code
       .split("\n")

@@ -1,18 +1,17 @@
 import { SignJWT } from "jose"
 import { describe, expect, it } from "vitest"
+import { ActionLedger, MemoryLedgerStorage } from "../../src/core/index.ts"
+import { RemoteLedger } from "../../src/edge/client.ts"
+import { createLedgerApp, jwtAuth } from "../../src/edge/index.ts"
 import {
-  ActionLedger,
   type AuditReceiptRecord,
   type ChainSealer,
   hmacReceiptSigner,
-  MemoryLedgerStorage,
   MemoryReceiptStore,
   type Receipt,
   ReceiptEmitter,
   type ReceiptStore,
-} from "../../src/core/index.ts"
-import { RemoteLedger } from "../../src/edge/client.ts"
-import { createLedgerApp, jwtAuth } from "../../src/edge/index.ts"
+} from "../../src/receipts.ts"
 
 const SECRET = "test-secret-with-enough-entropy-0123456789"
 const token = (tenant: string, scope: string) =>

@@ -3,15 +3,7 @@ import { generateText, type ModelMessage, stepCountIs, tool } from "ai"
 import { MockLanguageModelV3 } from "ai/test"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
-import {
-  ActionLedger,
-  HistoryGuard,
-  HistoryTruncatedError,
-  LedgerHardBlockError,
-  MemoryLedgerStorage,
-  MessageValidator,
-  type RepairReport,
-} from "../../src/core/index.ts"
+import { ActionLedger, LedgerHardBlockError, MemoryLedgerStorage } from "../../src/core/index.ts"
 import {
   guardTool,
   guardTools,
@@ -19,6 +11,12 @@ import {
   type ToolLedger,
   transitionOf,
 } from "../../src/integrations/ai-sdk.ts"
+import {
+  HistoryGuard,
+  HistoryTruncatedError,
+  MessageValidator,
+  type RepairReport,
+} from "../../src/transcript.ts"
 
 type Call = { id: string; tool: string; input: Record<string, unknown> }
 

@@ -43,6 +43,9 @@ const ADAPTER_HELPERS = [
   "entryFromRow",
 ]
 
+// The guard families that are entries of their own (`mycelium-runtime/tools`, …), beside the core entry.
+const FAMILIES = ["tools.ts", "transcript.ts", "receipts.ts", "tasks.ts", "state.ts"]
+
 describe("published declarations", () => {
   beforeAll(() => {
     execFileSync("npx", ["tsc", "-p", "tsconfig.build.json", "--outDir", out], { stdio: "pipe" })
@@ -73,8 +76,36 @@ describe("published declarations", () => {
       expect(kit[h], h).toBeDefined()
     }
     // The hand-written lists: src/index.ts is only the alias of src/core/index.ts.
-    for (const f of ["core/index.ts", "core/ledger/index.ts", "core/tools/index.ts", "adapter-kit.ts"])
+    for (const f of [
+      "core/index.ts",
+      "core/ledger/index.ts",
+      "core/tools/index.ts",
+      "adapter-kit.ts",
+      ...FAMILIES,
+    ])
       expect(readFileSync(`src/${f}`, "utf8"), f).not.toMatch(/export \*/)
     expect(readFileSync("src/index.ts", "utf8").trim()).toBe('export * from "./core/index.ts"')
+  })
+
+  it("the core entry and each guard family's entry share no name: every public name has one entry", () => {
+    // From the source lists, not the loaded modules: type names vanish at run time.
+    const listed = (f: string) =>
+      [...readFileSync(`src/${f}`, "utf8").matchAll(/export (?:type )?\{([^}]*)\}/g)].flatMap((m) =>
+        (m[1] as string)
+          .split(",")
+          .map((n) => n.replace(/^\s*type\s+/, "").trim())
+          .filter(Boolean),
+      )
+    const owner = new Map<string, string>()
+    for (const f of ["core/index.ts", ...FAMILIES]) {
+      const names = listed(f)
+      expect(names.length, f).toBeGreaterThan(10)
+      for (const n of names) {
+        expect(owner.get(n), `${n} in ${f}`).toBeUndefined()
+        owner.set(n, f)
+      }
+    }
+    expect(owner.get("ActionLedger")).toBe("core/index.ts")
+    expect(owner.get("bounded")).toBe("tools.ts")
   })
 })

@@ -11,6 +11,14 @@ const pkg = JSON.parse(readFileSync("package.json", "utf8")) as {
   bin: Record<string, string>
 }
 
+// The guard families that are entries of their own beside the core entry (`mycelium-runtime/tools`, …).
+const familyEntries = () =>
+  ["./tools", "./transcript", "./receipts", "./tasks", "./state"].map((name) => {
+    const target = pkg.exports[name]
+    if (typeof target !== "object") throw new Error(`package.json exports has no ${name}`)
+    return target.default
+  })
+
 describe("package exports", () => {
   beforeAll(() => {
     execFileSync("npm", ["run", "build"], { stdio: "pipe" })
@@ -33,17 +41,22 @@ describe("package exports", () => {
     }
   })
 
-  it("the core entry bundles without any storage client or Node built-in", async () => {
-    const out = await build({
-      entryPoints: ["dist/index.js"],
-      bundle: true,
-      write: false,
-      metafile: true,
-      platform: "neutral",
-      logLevel: "silent",
-    })
-    const inputs = Object.keys(out.metafile.inputs)
-    expect(inputs.filter((f) => f.includes("node_modules"))).toEqual([])
+  it("the core entry and each guard family's entry bundle without any storage client or Node built-in", async () => {
+    for (const entry of ["dist/index.js", ...familyEntries()]) {
+      const out = await build({
+        entryPoints: [entry],
+        bundle: true,
+        write: false,
+        metafile: true,
+        platform: "neutral",
+        logLevel: "silent",
+      })
+      const inputs = Object.keys(out.metafile.inputs)
+      expect(
+        inputs.filter((f) => f.includes("node_modules") || f.startsWith("node:")),
+        entry,
+      ).toEqual([])
+    }
   })
 
   // Agent frameworks are optional peers: the core must never load one, and each integration imports its
@@ -52,14 +65,15 @@ describe("package exports", () => {
   const frameworkModules = (inputs: string[]) =>
     inputs.filter((f) => frameworks.some((fw) => f.includes(`node_modules/${fw}`)))
 
-  it("neither the core nor any integration entry bundles an agent framework", async () => {
+  it("neither the core, a guard family's entry nor any integration entry bundles an agent framework", async () => {
     const entries = [
       "dist/index.js",
+      ...familyEntries(),
       ...Object.entries(pkg.exports)
         .filter(([name]) => name.startsWith("./integrations/"))
         .map(([, t]) => (t as { default: string }).default),
     ]
-    expect(entries.length).toBeGreaterThan(1)
+    expect(entries.length).toBeGreaterThan(6)
     for (const entry of entries) {
       const out = await build({
         entryPoints: [entry],

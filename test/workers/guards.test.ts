@@ -6,7 +6,9 @@ import {
   DurableObjectTaskStore,
   type GuardObjectNamespace,
 } from "../../src/adapters/durable-object-guards.ts"
-import { MemoryReceiptStore, MemoryStateFlushStore, MemoryTaskStore } from "../../src/core/index.ts"
+import { MemoryReceiptStore } from "../../src/receipts.ts"
+import { MemoryStateFlushStore } from "../../src/state.ts"
+import { MemoryTaskStore } from "../../src/tasks.ts"
 import { testReceiptStore } from "../conformance/receipt-store.ts"
 import { testStateFlush } from "../conformance/state-flush.ts"
 import { testTaskStore } from "../conformance/task-store.ts"

@@ -1,7 +1,7 @@
 // A worker that claims a task, records that its body started (in a file outside the ledger), prints READY and
 // hangs until the parent SIGKILLs it.
 import { appendFileSync } from "node:fs"
-import { TaskLedger } from "../../../src/core/index.ts"
+import { TaskLedger } from "../../../src/tasks.ts"
 import { openTaskStore, type TaskBackend } from "./task-storage.ts"
 
 const [backend, where, taskId, runsFile, leaseTtl] = process.argv.slice(2) as [

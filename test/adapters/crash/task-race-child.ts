@@ -1,7 +1,7 @@
 // One OS process of the task race: `calls` concurrent callers of one task on a shared store. Each run of the body
 // appends to an effects file, so the parent counts runs from the outside. Prints a JSON summary of outcomes.
 import { appendFileSync, existsSync } from "node:fs"
-import { TaskLedger, TaskLedgerPendingError } from "../../../src/core/index.ts"
+import { TaskLedger, TaskLedgerPendingError } from "../../../src/tasks.ts"
 import { openTaskStore, type TaskBackend } from "./task-storage.ts"
 
 const [backend, where, taskId, effects, goFile, calls] = process.argv.slice(2) as [

@@ -2,7 +2,7 @@
 import { FileTaskStore } from "../../../src/adapters/file-tasks.ts"
 import { NeonTaskStore } from "../../../src/adapters/neon-tasks.ts"
 import { UpstashTaskStore } from "../../../src/adapters/upstash-tasks.ts"
-import type { TaskStore } from "../../../src/core/index.ts"
+import type { TaskStore } from "../../../src/tasks.ts"
 import { upstashClient } from "../servers/env.ts"
 import { neonPool } from "../servers/neon.ts"
 

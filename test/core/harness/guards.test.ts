@@ -2,7 +2,8 @@
 // ledgered tool keeps exactly-once under a redispatched call id.
 import { describe, expect, it } from "vitest"
 import { type HarnessTool, runPlan, ScriptedModel } from "../../../src/core/harness/index.ts"
-import { ActionLedger, bounded, MemoryLedgerStorage } from "../../../src/core/index.ts"
+import { ActionLedger, MemoryLedgerStorage } from "../../../src/core/index.ts"
+import { bounded } from "../../../src/tools.ts"
 import { checkInvariants, failed, recorder, task } from "./helpers.ts"
 
 describe("core guards inside a plan", () => {

@@ -1,18 +1,20 @@
 import { describe, expect, it } from "vitest"
 import {
   ActionLedger,
-  type AuditReceiptRecord,
-  type ChainSealer,
-  hmacReceiptSigner,
   type LedgerStorage,
   ManualClock,
   MemoryLedgerStorage,
-  MemoryReceiptStore,
   ReceiptAppendError,
+} from "../../../src/core/index.ts"
+import {
+  type AuditReceiptRecord,
+  type ChainSealer,
+  hmacReceiptSigner,
+  MemoryReceiptStore,
   ReceiptEmitter,
   type ReceiptStore,
   verifyReceipts,
-} from "../../../src/core/index.ts"
+} from "../../../src/receipts.ts"
 
 const KEY = "ledger-receipts-key"
 const binding = { agentId: "payment-agent", policyVersion: "v1", sideEffectClass: "keyed_mutate" } as const

@@ -1,14 +1,12 @@
 import { readFileSync } from "node:fs"
 import { describe, expect, it } from "vitest"
 import {
-  deriveTaskRequestId,
   hmacReceiptSigner,
   MemoryReceiptStore,
-  MemoryTaskStore,
   ReceiptEmitter,
-  TaskLedger,
   verifyReceipts,
-} from "../../../src/core/index.ts"
+} from "../../../src/receipts.ts"
+import { deriveTaskRequestId, MemoryTaskStore, TaskLedger } from "../../../src/tasks.ts"
 import { testTaskStore } from "../../conformance/task-store.ts"
 
 const vectors = JSON.parse(

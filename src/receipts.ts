@@ -1,0 +1,30 @@
+// `mycelium-runtime/receipts`. Audit receipts: the signed, hash-chained record of what the ledger decided (JWS signing: `mycelium-runtime/receipts/jws`).
+// Its own entry so the core entry stays small (README.md, the entry-point table); the public names only, listed by hand.
+
+export {
+  AuditReceiptError,
+  type AuditReceiptRecord,
+  type ChainSealer,
+  type ChainTail,
+  hmacReceiptSigner,
+  type JwsVerifier,
+  MemoryReceiptStore,
+  type Receipt,
+  type ReceiptActionKind,
+  ReceiptEmitter,
+  type ReceiptFailure,
+  type ReceiptFailureReason,
+  type ReceiptInit,
+  type ReceiptKeys,
+  type ReceiptLink,
+  type ReceiptListOptions,
+  type ReceiptOptions,
+  type ReceiptSigner,
+  type ReceiptStatus,
+  type ReceiptStore,
+  ReceiptStoreCorruptError,
+  type ReceiptVerification,
+  type VerifyReceiptsOptions,
+  verifyReceipt,
+  verifyReceipts,
+} from "./core/receipts/index.ts"

@@ -1,0 +1,24 @@
+// `mycelium-runtime/transcript`. Transcript guards: message validation and repair, history trimming.
+// Its own entry so the core entry stays small (README.md, the entry-point table); the public names only, listed by hand.
+
+export {
+  detectFormat,
+  HistoryDropError,
+  HistoryDuplicateTurnsError,
+  type HistoryEvent,
+  HistoryGuard,
+  type HistoryGuardOptions,
+  type HistoryReason,
+  HistoryTruncatedError,
+  interruptedResultText,
+  type Message,
+  MessageValidationError,
+  MessageValidator,
+  type MessageValidatorOptions,
+  type RepairAction,
+  type RepairReport,
+  type RepairResult,
+  type TranscriptFormat,
+  type TranscriptIssue,
+  type Violation,
+} from "./core/transcript/index.ts"
