@@ -46,6 +46,8 @@ export {
 } from "./core/ledger/model/enums.ts"
 export { buildTransitionPreimage, preimageJson } from "./core/ledger/model/identity.ts"
 export { sha256HexJs, toHex } from "./core/ledger/model/sha256.ts"
+// Receipt stores of one's own: the original's JSONL line, and reading it back so signatures still verify.
+export { parseReceiptJson, receiptJsonLine } from "./core/receipts/record.ts"
 // The contract itself and the errors a backend throws, so an adapter needs one import.
 export type {
   ClaimOptions,
