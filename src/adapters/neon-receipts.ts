@@ -77,9 +77,14 @@ export class NeonReceiptStore implements ReceiptStore {
     const rows = await this.#run(`SELECT record, link FROM ${this.table} ORDER BY id`, [])
     return rows
       .map((r): Receipt => {
-        const record = (
-          typeof r.record === "string" ? parseReceiptJson(r.record) : r.record
-        ) as AuditReceiptRecord
+        let record: AuditReceiptRecord
+        try {
+          record = (
+            typeof r.record === "string" ? parseReceiptJson(r.record) : r.record
+          ) as AuditReceiptRecord
+        } catch {
+          throw new ReceiptStoreCorruptError(`${this.table} holds a row whose record is not JSON: repair it`)
+        }
         const problem = receiptShapeProblem(record)
         if (problem)
           throw new ReceiptStoreCorruptError(`${this.table} holds a row that is not a receipt (${problem})`)

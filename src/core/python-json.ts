@@ -53,9 +53,15 @@ const INTEGRAL_FLOAT_HINT = /\d(?:\.0+)?[eE]|\d\.0+(?![0-9])/
 /**
  * `json.loads` of text the original wrote, kept so that writing it back in Python's forms gives the same text: a
  * float stays a float (`100.0` is a boxed `Number`; `+x` unboxes it) and an integer beyond 2^53 a `bigint`.
- * Text without such numbers costs one `JSON.parse`. Throws SyntaxError on invalid JSON.
+ * Text without such numbers costs one `JSON.parse`. Throws SyntaxError on invalid JSON, and nothing on valid JSON.
  */
 export function parsePythonJson(text: string): ExactJsonValue {
   const value = JSON.parse(text) as ExactJsonValue
-  return INTEGRAL_FLOAT_HINT.test(text) || /\d{16}/.test(text) ? parseExactJson(text, "all") : value
+  if (!INTEGRAL_FLOAT_HINT.test(text) && !/\d{16}/.test(text)) return value
+  try {
+    return parseExactJson(text, "all")
+  } catch {
+    // Valid JSON nested too deep for the recursive parser (RangeError): JSON.parse's reading, never a failure.
+    return value
+  }
 }

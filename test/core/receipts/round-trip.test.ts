@@ -87,4 +87,14 @@ describe("receipt text round trip", () => {
     })
     expect(Object.is((v as { b: number }).b, -0)).toBe(true)
   })
+
+  it("valid JSON too deep for the exact parser still reads (as JSON.parse reads it), never throws", () => {
+    const deep = `${"[".repeat(20_000)}1.0${"]".repeat(20_000)}`
+    let v = parseReceiptJson(deep)
+    for (let i = 0; i < 20_000; i++) v = (v as unknown[])[0]
+    // V8 runtimes overflow the recursive parser at this depth and fall back (a plain 1); Bun's deeper stack parses it
+    // exactly (a boxed 1.0). Either way it reads.
+    expect(+(v as number)).toBe(1)
+    expect(() => parseReceiptJson('{"a": 1.0')).toThrow(SyntaxError)
+  })
 })
