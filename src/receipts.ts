@@ -15,6 +15,7 @@ export {
   type ReceiptFailure,
   type ReceiptFailureReason,
   type ReceiptInit,
+  type ReceiptJsonValue,
   type ReceiptKeys,
   type ReceiptLink,
   type ReceiptListOptions,

@@ -6,7 +6,12 @@ import type { Redis } from "@upstash/redis"
 import { pythonDumps } from "../core/python-json.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
 import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
-import { type AuditReceiptRecord, type Receipt, receiptShapeProblem } from "../core/receipts/record.ts"
+import {
+  type AuditReceiptRecord,
+  parseReceiptJson,
+  type Receipt,
+  receiptShapeProblem,
+} from "../core/receipts/record.ts"
 import { matchesList, type ReceiptListOptions, type ReceiptStore } from "../core/receipts/store.ts"
 import { UpstashReplyError } from "./upstash.ts"
 
@@ -72,7 +77,7 @@ export class UpstashReceiptStore implements ReceiptStore {
     const items = await this.#redis.lrange<unknown>(`${this.#prefix}log`, 0, -1)
     return items
       .map((v) => {
-        const r = (typeof v === "string" ? JSON.parse(v) : v) as Receipt
+        const r = (typeof v === "string" ? parseReceiptJson(v) : v) as Receipt
         const problem = receiptShapeProblem(r)
         if (problem) throw new ReceiptStoreCorruptError(`${this.#prefix}log holds a non-receipt (${problem})`)
         return r

@@ -1,9 +1,17 @@
 // The Python original's AuditReceiptRecord (audit_receipt.py), field for field, and its signed payload.
-import { canonicalJson, canonicalString, type JsonValue, pythonFloatRepr } from "../ledger/model/canonical.ts"
+import type { ExactJsonValue } from "../exact-json.ts"
+import { canonicalJson, canonicalString, pythonFloatRepr } from "../ledger/model/canonical.ts"
 import { parsePythonJson, pythonDumps } from "../python-json.ts"
 
 export type ReceiptStatus = "completed" | "failed"
 export type ReceiptActionKind = "tool" | "task"
+
+/**
+ * JSON inside a receipt. Signed here it is plain JSON; read back from a store it may also hold a boxed `Number` (a
+ * float the original wrote as one, `100.0`) or a `bigint` (an int beyond 2^53), so the signed text stays the same
+ * (`parseReceiptJson`). `+x` unboxes a Number.
+ */
+export type ReceiptJsonValue = ExactJsonValue
 
 /** A receipt as the original stores it (snake_case JSON): one line of its JSONL file. */
 export interface AuditReceiptRecord {
@@ -13,10 +21,10 @@ export interface AuditReceiptRecord {
   readonly action_kind: ReceiptActionKind
   readonly request_id: string
   readonly inputs: {
-    readonly args: readonly JsonValue[]
-    readonly kwargs: Readonly<Record<string, JsonValue>>
+    readonly args: readonly ReceiptJsonValue[]
+    readonly kwargs: Readonly<Record<string, ReceiptJsonValue>>
   }
-  readonly outputs: JsonValue
+  readonly outputs: ReceiptJsonValue
   readonly status: ReceiptStatus
   /** Epoch seconds (a Python float: signed as `1767225600.0`, never `1767225600`). */
   readonly timestamp: number

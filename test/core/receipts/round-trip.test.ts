@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest"
 import { parseReceiptJson, receiptJsonLine } from "../../../src/adapter-kit.ts"
 import { canonicalJson } from "../../../src/core/ledger/model/canonical.ts"
 import { pythonDumps } from "../../../src/core/python-json.ts"
+import { receiptPayloadText } from "../../../src/core/receipts/record.ts"
 import {
   type AuditReceiptRecord,
   hmacReceiptSigner,
@@ -96,5 +97,21 @@ describe("receipt text round trip", () => {
     // exactly (a boxed 1.0). Either way it reads.
     expect(+(v as number)).toBe(1)
     expect(() => parseReceiptJson('{"a": 1.0')).toThrow(SyntaxError)
+  })
+
+  it("a record read with whole floats keeps them through the memory store's copies", async () => {
+    const line =
+      '{"receipt_id": "rcpt-0123456789abcdef", "agent_id": "a", "action": "pay", "action_kind": "tool", ' +
+      '"request_id": "r", "inputs": {"args": [], "kwargs": {"amount": 100.0}}, "outputs": {"paid": 100.0}, ' +
+      '"status": "completed", "timestamp": 1767225600.0, "signature": "", "error": null}'
+    const read = parseReceiptJson(line) as AuditReceiptRecord
+    // Signed over the text the original signs for this record, as its emitter would.
+    const text = receiptPayloadText(read)
+    expect(text).toContain('"outputs":{"paid":100.0}')
+    const record = { ...read, signature: await hmacReceiptSigner(KEY).sign(text) }
+    const store = new MemoryReceiptStore()
+    await store.append(record)
+    const [listed] = await store.list()
+    expect(await verifyReceipt(listed as AuditReceiptRecord, { hmac: KEY })).toBe(true)
   })
 })

@@ -249,6 +249,8 @@ const MIN_SAFE = -MAX_SAFE
  */
 export function cloneJson<T extends JsonValue>(value: T): T {
   if (value === null || typeof value !== "object") return value
+  // A boxed Number (a float kept as one, see parseReceiptJson) is immutable: shared, not turned into `{}`.
+  if ((value as object) instanceof Number) return value
   if (Array.isArray(value)) return value.map(cloneJson) as T
   const out: { [key: string]: JsonValue } = {}
   for (const k in value) {
