@@ -1,19 +1,13 @@
 // `parseToolArguments`: JSON from a model, parsed so that transition keys match the Python original's, which
 // parses the same text with `json.loads` (exact ints, floats). See docs/keys.md.
-import { parseExactJson } from "../../exact-json.ts"
+import { type ExactJsonValue, parseExactJson } from "../../exact-json.ts"
 import { LedgerError } from "../errors.ts"
 
-/** A value `parseToolArguments` returns: JSON, with `bigint` for integers beyond 2^53 (and boxed floats, below). */
-export type ToolArgumentValue =
-  | null
-  | boolean
-  | number
-  | bigint
-  // biome-ignore lint/complexity/noBannedTypes: a boxed Number marks a float Python keeps as one (see below)
-  | Number
-  | string
-  | ToolArgumentValue[]
-  | { [key: string]: ToolArgumentValue }
+/**
+ * A value `parseToolArguments` returns: JSON, with `bigint` for integers beyond 2^53 and a boxed `Number` for an
+ * integral float beyond 2^53 (see below).
+ */
+export type ToolArgumentValue = ExactJsonValue
 
 /** The tool-call arguments object a model produced. */
 export type ToolArguments = { [key: string]: ToolArgumentValue }
