@@ -30,6 +30,16 @@ describe("task request ids match the Python original", () => {
     expect(deriveTaskRequestId({ task: v.task, kwargs: v.kwargs, idFrom: v.id_from })).toBe(v.request_id)
   })
 
+  it("an integer beyond 2^53 is hashed as Python's int (the original's _hash_args, run on 2026-12-03)", () => {
+    // TaskLedger._hash_args((), {"n": 2**60, "day": "2026-12-01"}) in the original: d273be58cde10cc9.
+    expect(deriveTaskRequestId({ task: "t", kwargs: { n: 2 ** 60, day: "2026-12-01" } })).toBe(
+      "t:d273be58cde10cc9",
+    )
+    expect(deriveTaskRequestId({ task: "t", kwargs: { n: 2 ** 60 }, idFrom: ["n"] })).toBe(
+      "t:n=1152921504606846976",
+    )
+  })
+
   it("the wrapper derives the same ids and strips task_id / run_id before the body", async () => {
     const ledger = new TaskLedger()
     const seen: unknown[] = []
