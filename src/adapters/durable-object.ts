@@ -53,13 +53,26 @@ export interface LedgerListPage {
   readonly done: boolean
 }
 
+/**
+ * SQLite refused to write the row (over its value size or JSON depth). Returned, not thrown: an exception out of an
+ * RPC method reaches the caller, but workerd also logs it as uncaught, which an expected refusal is not.
+ */
+export interface SqliteRefusal {
+  readonly sqliteRefused: string
+}
+
 /** The RPC surface of MyceliumLedgerObject, as seen through a stub. */
 export interface LedgerObjectRpc {
   ledgerGet(requestId: string): Promise<LedgerEntry | null>
   /** Null when written; the stored fence when refused as stale (an error class would not survive RPC). */
-  ledgerSet(entry: LedgerEntry): Promise<number | null>
-  ledgerClaim(entry: LedgerEntry, leaseTtl: number, now: number, options?: ClaimOptions): Promise<ClaimResult>
-  ledgerTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean>
+  ledgerSet(entry: LedgerEntry): Promise<number | null | SqliteRefusal>
+  ledgerClaim(
+    entry: LedgerEntry,
+    leaseTtl: number,
+    now: number,
+    options?: ClaimOptions,
+  ): Promise<ClaimResult | SqliteRefusal>
+  ledgerTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean | SqliteRefusal>
   ledgerList(options: ListOptions): Promise<LedgerListPage>
   ledgerFindByDispatchId(dispatchId: string): Promise<LedgerEntry[]>
 }
@@ -139,25 +152,32 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
     return this.#read(requestId)
   }
 
-  ledgerSet(entry: LedgerEntry): number | null {
+  ledgerSet(entry: LedgerEntry): number | null | SqliteRefusal {
     const refused = staleSetFence(this.#read(entry.requestId), entry)
-    if (refused === null) this.#write(entry)
-    return refused
+    if (refused !== null) return refused
+    return this.#write(entry)
   }
 
-  ledgerClaim(entry: LedgerEntry, leaseTtl: number, now: number, options?: ClaimOptions): ClaimResult {
+  ledgerClaim(
+    entry: LedgerEntry,
+    leaseTtl: number,
+    now: number,
+    options?: ClaimOptions,
+  ): ClaimResult | SqliteRefusal {
     const { result, write } = decideClaim(this.#read(entry.requestId), entry, leaseTtl, now, options)
-    if (write) this.#write(write)
+    if (write) {
+      const refusal = this.#write(write)
+      if (refusal) return refusal
+    }
     // The drift gate's siblings, read in the same atomic step: saves the ledger a findByDispatchId round trip.
     if (result.outcome === "claimed" && options?.dispatchId)
       return { ...result, dispatchSiblings: this.ledgerFindByDispatchId(options.dispatchId) }
     return result
   }
 
-  ledgerTransition(next: LedgerEntry, expect: TransitionExpectation): boolean {
+  ledgerTransition(next: LedgerEntry, expect: TransitionExpectation): boolean | SqliteRefusal {
     if (!matchesExpectation(this.#read(next.requestId), expect)) return false
-    this.#write(next)
-    return true
+    return this.#write(next) ?? true
   }
 
   ledgerList(options: ListOptions): LedgerListPage {
@@ -204,12 +224,21 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
     return r ? entryFromRow(JSON.parse(String(r.payload))) : null
   }
 
-  #write(entry: LedgerEntry): void {
-    this.#sql.exec(
-      `INSERT INTO ${TABLE} (request_id, payload) VALUES (?, ?) ON CONFLICT(request_id) DO UPDATE SET payload = excluded.payload`,
-      entry.requestId,
-      JSON.stringify(entryToRow(entry)),
-    )
+  /** Null when written. A refused row is a value (see SqliteRefusal); any other failure throws. */
+  #write(entry: LedgerEntry): SqliteRefusal | null {
+    try {
+      this.#sql.exec(
+        `INSERT INTO ${TABLE} (request_id, payload) VALUES (?, ?) ON CONFLICT(request_id) DO UPDATE SET payload = excluded.payload`,
+        entry.requestId,
+        JSON.stringify(entryToRow(entry)),
+      )
+      return null
+    } catch (e) {
+      const message = e instanceof Error ? e.message : String(e)
+      // SQLITE_TOOBIG (a value over 2 MB) and "malformed JSON" (nesting past the JSON index's depth limit).
+      if (/SQLITE_TOOBIG|malformed JSON/.test(message)) return { sqliteRefused: message }
+      throw e
+    }
   }
 }
 
@@ -225,6 +254,12 @@ export interface DurableObjectLedgerStorageOptions {
   readonly name?: string
   /** Rows fetched per shard per round trip while listing. Default 128. */
   readonly listPageSize?: number
+}
+
+/** The object's answer, or the error its SQLite refusal stands for (as the thrown one read before: a plain Error). */
+function written<T>(r: T | SqliteRefusal): T {
+  if (r !== null && typeof r === "object" && "sqliteRefused" in r) throw new Error(r.sqliteRefused)
+  return r
 }
 
 /** SQLite orders TEXT by UTF-8 bytes, i.e. by code point; the merge must use the same order as the shards. */
@@ -278,7 +313,7 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
   }
 
   async set(entry: LedgerEntry): Promise<void> {
-    const refused = await this.#stubFor(entry.requestId).ledgerSet(entry)
+    const refused = written(await this.#stubFor(entry.requestId).ledgerSet(entry))
     if (refused !== null) throw new LedgerStaleFenceError(entry.requestId, refused, entry.fence)
   }
 
@@ -290,11 +325,11 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
   ): Promise<ClaimResult> {
     // One shard sees every sibling; with several, the ledger asks all of them (findByDispatchId) instead.
     const opts = this.shards > 1 && options?.dispatchId ? { ...options, dispatchId: undefined } : options
-    return await this.#stubFor(entry.requestId).ledgerClaim(entry, leaseTtl, now, opts)
+    return written(await this.#stubFor(entry.requestId).ledgerClaim(entry, leaseTtl, now, opts))
   }
 
   async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
-    return await this.#stubFor(next.requestId).ledgerTransition(next, expect)
+    return written(await this.#stubFor(next.requestId).ledgerTransition(next, expect))
   }
 
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
