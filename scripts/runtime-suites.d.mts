@@ -18,7 +18,7 @@ export const MODULES: { shared: string[]; own: Record<string, string[]> }
 export const VITEST_RUNTIMES: string[]
 export function expectedModules(runtime: string): string[]
 export function missingModules(expected: string[], ran: string[]): string[]
-export function runDeno(options?: { importMap?: string; files?: string[] }): RuntimeResult
+export function runDeno(options?: { importMap?: string; files?: string[]; echo?: boolean }): RuntimeResult
 export function runBun(): RuntimeResult
 export function vitestRuntimes(
   report: Record<string, VitestProjectReport>,

@@ -39,10 +39,10 @@ describe("the same modules in six runtimes", () => {
 
   it("Deno without its vitest shim fails the run instead of passing nothing", () => {
     const files = ["test/core/ledger/canonical.test.ts"]
-    const withGlue = runDeno({ files })
+    const withGlue = runDeno({ files, echo: false })
     expect(withGlue).toMatchObject({ runtime: "deno", failed: 0, modules: 1 })
     expect(withGlue.passed).toBeGreaterThan(20)
-    const noGlue = runDeno({ files, importMap: "test/runtimes/deno/no-such-import-map.json" })
+    const noGlue = runDeno({ files, importMap: "test/runtimes/deno/no-such-import-map.json", echo: false })
     expect(noGlue.passed).toBe(0)
     expect(noGlue.failed).toBeGreaterThanOrEqual(2) // the crash and the module that never ran
   })
