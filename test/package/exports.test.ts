@@ -41,17 +41,22 @@ describe("package exports", () => {
     }
   })
 
+  /** The files a bundle of `entry` reads (esbuild, every import followed, nothing written). */
+  const bundledInputs = async (entry: string): Promise<string[]> => {
+    const out = await build({
+      entryPoints: [entry],
+      bundle: true,
+      write: false,
+      metafile: true,
+      platform: "neutral",
+      logLevel: "silent",
+    })
+    return Object.keys(out.metafile.inputs)
+  }
+
   it("the core entry and each guard family's entry bundle without any storage client or Node built-in", async () => {
     for (const entry of ["dist/index.js", ...familyEntries()]) {
-      const out = await build({
-        entryPoints: [entry],
-        bundle: true,
-        write: false,
-        metafile: true,
-        platform: "neutral",
-        logLevel: "silent",
-      })
-      const inputs = Object.keys(out.metafile.inputs)
+      const inputs = await bundledInputs(entry)
       expect(
         inputs.filter((f) => f.includes("node_modules") || f.startsWith("node:")),
         entry,
@@ -75,15 +80,7 @@ describe("package exports", () => {
     ]
     expect(entries.length).toBeGreaterThan(6)
     for (const entry of entries) {
-      const out = await build({
-        entryPoints: [entry],
-        bundle: true,
-        write: false,
-        metafile: true,
-        platform: "neutral",
-        logLevel: "silent",
-      })
-      expect(frameworkModules(Object.keys(out.metafile.inputs)), entry).toEqual([])
+      expect(frameworkModules(await bundledInputs(entry)), entry).toEqual([])
     }
   })
 })
