@@ -1,12 +1,12 @@
 // Crash and restart: a worker process is SIGKILLed while it holds a claim, before or inside its side effect; a
 // restarted worker then redispatches the same call on the same durable store. Effects are counted in a file
 // outside the ledger, so the count cannot be produced by the code under test.
-import { spawn } from "node:child_process"
 import { appendFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { ActionLedger, LedgerHardBlockError, type SideEffectClass } from "../../src/core/index.ts"
+import { killWhenReady } from "./crash/kill-when-ready.ts"
 import { type Backend, openStorage } from "./crash/storage.ts"
 import { dropLedgerTable, requireUpstash, runTag } from "./servers/env.ts"
 import { neonPool } from "./servers/neon.ts"
@@ -21,26 +21,7 @@ async function crashChild(
   phase: string,
   effects: string,
 ) {
-  const args = ["--import", "tsx", "test/adapters/crash/child.ts", backend, where, cls, phase, effects]
-  const child = spawn(process.execPath, args)
-  let out = ""
-  await new Promise<void>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`child never got ready: ${out}`)), 30_000)
-    child.stdout.on("data", (d) => {
-      out += String(d)
-      if (out.includes("READY")) {
-        clearTimeout(timer)
-        resolve()
-      }
-    })
-    child.stderr.on("data", (d) => {
-      out += String(d)
-    })
-    child.once("exit", (code) => reject(new Error(`child exited ${code} before READY: ${out}`)))
-  })
-  const exited = new Promise((r) => child.once("exit", r))
-  child.kill("SIGKILL")
-  await exited
+  await killWhenReady("test/adapters/crash/child.ts", [backend, where, cls, phase, effects])
 }
 
 for (const backend of ["file", "upstash", "neon"] as const) {

@@ -12,6 +12,7 @@ import type { JsonValue } from "../../src/core/index.ts"
 import { pythonDumps } from "../../src/core/python-json.ts"
 import { deriveTaskRequestId, TaskLedger, TaskLedgerPendingError } from "../../src/tasks.ts"
 import { testTaskStore } from "../conformance/task-store.ts"
+import { killWhenReady } from "./crash/kill-when-ready.ts"
 import { openTaskStore, type TaskBackend } from "./crash/task-storage.ts"
 import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
@@ -75,34 +76,7 @@ for (const backend of ["file", "upstash", "neon"] as const satisfies readonly Ta
         backend === "file" ? tmpFile("tasks.json") : backend === "neon" ? newTable() : runTag("crash")
       const runs = tmpFile("runs.log")
       const taskId = `T-${runTag("kill")}`
-      const child = spawn(process.execPath, [
-        "--import",
-        "tsx",
-        "test/adapters/crash/task-child.ts",
-        backend,
-        where,
-        taskId,
-        runs,
-        "2",
-      ])
-      let out = ""
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(() => reject(new Error(`child never got ready: ${out}`)), 30_000)
-        child.stdout.on("data", (d) => {
-          out += String(d)
-          if (out.includes("READY")) {
-            clearTimeout(timer)
-            resolve()
-          }
-        })
-        child.stderr.on("data", (d) => {
-          out += String(d)
-        })
-        child.once("exit", (code) => reject(new Error(`child exited ${code} before READY: ${out}`)))
-      })
-      const exited = new Promise((r) => child.once("exit", r))
-      child.kill("SIGKILL")
-      await exited
+      await killWhenReady("test/adapters/crash/task-child.ts", [backend, where, taskId, runs, "2"])
 
       const { storage, close } = await openTaskStore(backend, where)
       try {
