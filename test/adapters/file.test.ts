@@ -149,6 +149,11 @@ describe("corrupt files are errors, never an empty ledger (original's defect §9
     ["a number", "42"],
     ["a row that is not an object", '{"a": 1}'],
     ["a row without request_id", '{"a": {"tool": "t", "status": "completed"}}'],
+    // What Python's json writes for float("nan"): not JSON (docs/python-differences.md).
+    [
+      "a Python row holding NaN",
+      '{"a": {"request_id": "a", "tool": "t", "status": "completed", "result": NaN}}',
+    ],
   ]
   for (const [label, text] of cases) {
     it(`${label}: reads and claims reject with LedgerFileCorruptError, file untouched`, async () => {
