@@ -1,6 +1,7 @@
 // JSON parsed the way Python's `json.loads` sees it, for the places where JavaScript's one number type would change
 // what gets hashed or signed: integers beyond 2^53 stay exact (`bigint`), and a float written as a float (`1e16`,
 // `100.0`) can stay a float (a boxed `Number`, which canonicalJson and pythonDumps write in Python's float repr).
+// Python's `json` also writes NaN and Infinity as bare tokens (not JSON); they are read as json.loads reads them.
 
 /** A value `parseExactJson` returns: JSON, with `bigint` for integers beyond 2^53 and boxed Numbers for floats. */
 export type ExactJsonValue =
@@ -15,24 +16,26 @@ export type ExactJsonValue =
   | { [key: string]: ExactJsonValue }
 
 /**
- * Which integral floats are boxed: `"beyond-2^53"` only those a JavaScript number would otherwise turn into an
- * int's key (tool arguments: `10.0` keys as `10`, see docs/keys.md); `"all"` every one, as a signature over the
- * text needs (`100.0` must be written back as `100.0`).
+ * How numbers are read. `"beyond-2^53"`: integers beyond 2^53 as `bigint`, and only the integral floats a
+ * JavaScript number would otherwise turn into an int's key boxed (tool arguments: `10.0` keys as `10`, see
+ * docs/keys.md). `"all"`: the same, and every integral float boxed, as a signature over the text needs (`100.0` must
+ * be written back as `100.0`). `"plain"`: numbers as `JSON.parse` reads them (rows, where only the bare tokens are
+ * the difference).
  */
-export type IntegralFloats = "beyond-2^53" | "all"
+export type IntegralFloats = "beyond-2^53" | "all" | "plain"
 
 const TWO_53 = 2 ** 53
 // From here JavaScript, like Python's float repr, writes integral numbers with an exponent.
 const EXPONENT_FROM = 1e21
 
-/** Parses JSON text exactly (see above). Throws SyntaxError on invalid JSON, RangeError on very deep nesting. */
+/** Parses JSON text exactly (see above). Throws SyntaxError on invalid text, RangeError on very deep nesting. */
 export function parseExactJson(text: string, floats: IntegralFloats): ExactJsonValue {
   return new ExactParser(text, floats).parseDocument()
 }
 
 const NUMBER = /-?(?:0|[1-9]\d*)(\.\d+)?([eE][+-]?\d+)?/y
 
-/** A small recursive-descent parser for text `JSON.parse` already accepted; only numbers differ from it. */
+/** A small recursive-descent parser; it differs from `JSON.parse` only in numbers and the bare NaN/Infinity. */
 class ExactParser {
   #i = 0
   readonly #s: string
@@ -69,6 +72,9 @@ class ExactParser {
     if (c === "t") return this.#literal("true", true)
     if (c === "f") return this.#literal("false", false)
     if (c === "n") return this.#literal("null", null)
+    if (c === "N") return this.#literal("NaN", Number.NaN)
+    if (c === "I") return this.#literal("Infinity", Number.POSITIVE_INFINITY)
+    if (c === "-" && this.#s[this.#i + 1] === "I") return this.#literal("-Infinity", Number.NEGATIVE_INFINITY)
     return this.#number()
   }
 
@@ -145,6 +151,7 @@ class ExactParser {
     this.#i = NUMBER.lastIndex
     const text = m[0]
     const n = Number(text)
+    if (this.#floats === "plain") return n
     if (m[1] === undefined && m[2] === undefined) {
       // A JSON integer is a Python int: exact, and never -0.
       if (Number.isSafeInteger(n)) return n === 0 ? 0 : n

@@ -53,10 +53,21 @@ const INTEGRAL_FLOAT_HINT = /\d(?:\.0+)?[eE]|\d\.0+(?![0-9])/
 /**
  * `json.loads` of text the original wrote, kept so that writing it back in Python's forms gives the same text: a
  * float stays a float (`100.0` is a boxed `Number`; `+x` unboxes it) and an integer beyond 2^53 a `bigint`.
- * Text without such numbers costs one `JSON.parse`. Throws SyntaxError on invalid JSON, and nothing on valid JSON.
+ * Python's bare `NaN`, `Infinity` and `-Infinity` are read as json.loads reads them. Text without any of these
+ * costs one `JSON.parse`. Throws SyntaxError on text json.loads would refuse, and nothing on valid JSON.
  */
 export function parsePythonJson(text: string): ExactJsonValue {
-  const value = JSON.parse(text) as ExactJsonValue
+  let value: ExactJsonValue
+  try {
+    value = JSON.parse(text) as ExactJsonValue
+  } catch (e) {
+    // Python's json writes NaN and Infinity as bare tokens, which JSON.parse refuses and json.loads reads.
+    try {
+      return parseExactJson(text, "all")
+    } catch {
+      throw e
+    }
+  }
   if (!INTEGRAL_FLOAT_HINT.test(text) && !/\d{16}/.test(text)) return value
   try {
     return parseExactJson(text, "all")

@@ -89,6 +89,16 @@ describe("receipt text round trip", () => {
     expect(Object.is((v as { b: number }).b, -0)).toBe(true)
   })
 
+  it("Python's bare NaN and Infinity read as json.loads reads them and write back the same", () => {
+    const text = '{"a": NaN, "b": [Infinity, -Infinity], "c": 1.0}'
+    const v = parseReceiptJson(text) as { a: number; b: number[] }
+    expect(Number.isNaN(v.a)).toBe(true)
+    expect(v.b).toEqual([Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY])
+    expect(pythonDumps(v)).toBe(text)
+    expect(canonicalJson(v)).toBe('{"a":NaN,"b":[Infinity,-Infinity],"c":1.0}')
+    expect(() => parseReceiptJson('{"a": Nan}')).toThrow(SyntaxError)
+  })
+
   it("valid JSON too deep for the exact parser still reads (as JSON.parse reads it), never throws", () => {
     const deep = `${"[".repeat(20_000)}1.0${"]".repeat(20_000)}`
     let v = parseReceiptJson(deep)
