@@ -31,7 +31,6 @@ import {
   refuseStaleSet,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
-import { parseExactJson } from "../core/exact-json.ts"
 import {
   asciiJson,
   errno,
@@ -98,8 +97,6 @@ export class FileLedgerStorage implements LedgerStorage {
   #sig: string | null = null
   /** Open handle on the cached file's inode, so its inode number cannot be reused while we compare by it. */
   #heldFd: number | null = null
-  /** The text the cached rows were read from, until the next rewrite takes the untouched rows' text from it. */
-  #loadedText: string | null = null
 
   constructor(path: string, options: FileLedgerStorageOptions = {}) {
     this.path = resolve(path)
@@ -275,9 +272,8 @@ export class FileLedgerStorage implements LedgerStorage {
     }
     try {
       const sig = signature(fstatSync(fd, { bigint: true }))
-      const text = readFileSync(fd, "utf8")
-      this.#reset(parseLedgerFile(this.path, text), sig, fd)
-      this.#loadedText = text
+      const rows = parseLedgerFile(this.path, readFileSync(fd, "utf8"))
+      this.#reset(rows, sig, fd)
     } catch (e) {
       closeSync(fd)
       throw e
@@ -286,7 +282,6 @@ export class FileLedgerStorage implements LedgerStorage {
 
   #reset(rows: Map<string, Slot>, sig: string, fd: number | null): void {
     this.#rows = rows
-    this.#loadedText = null
     this.#byDispatch = new Map()
     for (const [id, slot] of rows) {
       const kwargs = slot.raw?.kwargs as Record<string, unknown> | undefined
@@ -320,9 +315,6 @@ export class FileLedgerStorage implements LedgerStorage {
   }
 
   #flush(): void {
-    // Checked here, not on every load: only a rewrite would turn the original's `100.0` into `100`.
-    if (this.#loadedText !== null) keepOriginalTexts(this.#rows, this.#loadedText)
-    this.#loadedText = null
     // The file is rebuilt from each row's cached bytes with writev: only changed rows are serialized, and the
     // whole text is never joined into one string.
     const chunks: Uint8Array[] = [OPEN]
@@ -406,44 +398,16 @@ function entryOf(slot: Slot): LedgerEntry {
   return slot.entry
 }
 
-/**
- * Whether the text holds a float JSON.stringify would write back as an int: `100.0` or `1e+16`. Text inside strings
- * can look like one too, which only costs rowTexts. indexOf, not a regex: this runs on every load of the file.
- */
-function hasWholeFloat(text: string): boolean {
-  for (const mark of [".0", "e+"]) {
-    for (let i = text.indexOf(mark); i !== -1; i = text.indexOf(mark, i + 2)) {
-      if (!isDigit(text.charCodeAt(i - 1))) continue
-      if (mark === "e+") return true
-      let j = i + 2
-      while (text.charCodeAt(j) === 0x30) j++
-      const c = text.charCodeAt(j)
-      if (c === 0x2c || c === 0x5d || c === 0x7d || c === 0x20 || c === 0x0a || c === 0x0d) return true
-    }
-  }
-  return false
-}
-
-const isDigit = (c: number): boolean => c >= 0x30 && c <= 0x39
-
 /** Parses a ledger file strictly: anything but an object of rows is corruption, never "empty". */
 function parseLedgerFile(path: string, text: string): Map<string, Slot> {
   let data: unknown
-  // Rows written back as the original wrote them while this process does not change them (see rowTexts).
-  let kept: Map<string, string> | null = null
   try {
     data = JSON.parse(text)
   } catch (e) {
-    // Python's json writes NaN and Infinity as bare tokens, which JSON.parse refuses and json.loads reads.
-    try {
-      data = parseExactJson(text, "plain")
-      kept = rowTexts(text)
-    } catch {
-      throw new LedgerFileCorruptError(
-        path,
-        text.trim() === "" ? "the file is empty" : `not valid JSON (${(e as Error).message})`,
-      )
-    }
+    throw new LedgerFileCorruptError(
+      path,
+      text.trim() === "" ? "the file is empty" : `not valid JSON (${(e as Error).message})`,
+    )
   }
   if (data === null || typeof data !== "object" || Array.isArray(data)) {
     throw new LedgerFileCorruptError(
@@ -460,82 +424,7 @@ function parseLedgerFile(path: string, text: string): Map<string, Slot> {
     if (typeof r.request_id !== "string" || typeof r.tool !== "string" || typeof r.status !== "string") {
       throw new LedgerFileCorruptError(path, `row '${id}' lacks a string request_id, tool or status`)
     }
-    const frag = kept?.get(id)
-    rows.set(id, { frag: frag === undefined ? null : asciiJson(frag), bytes: null, raw: r, entry: null })
+    rows.set(id, { frag: null, bytes: null, raw: r, entry: null })
   }
   return rows
-}
-
-/** Rows read from `text` and not changed since take their text from it when it holds a float like `100.0`. */
-function keepOriginalTexts(rows: Map<string, Slot>, text: string): void {
-  if (!hasWholeFloat(text)) return
-  const kept = rowTexts(text)
-  if (!kept) return
-  for (const [id, slot] of rows) {
-    if (slot.frag !== null || slot.bytes !== null) continue
-    const t = kept.get(id)
-    if (t !== undefined) slot.frag = asciiJson(t)
-  }
-}
-
-/**
- * Each row's text in `{"<id>": {...}, ...}`, by id. A row the original wrote with `100.0` or `NaN` is written back
- * from this text, not re-serialized (which would make it `100` or `null`), as long as nothing changes the row.
- * Null when the text is not such an object; the caller has parsed it already, so that only costs the exact form.
- */
-function rowTexts(text: string): Map<string, string> | null {
-  const out = new Map<string, string>()
-  let i = skipWs(text, 0)
-  if (text[i] !== "{") return null
-  i = skipWs(text, i + 1)
-  if (text[i] === "}") return out
-  for (;;) {
-    if (text[i] !== '"') return null
-    const keyEnd = stringEnd(text, i)
-    if (keyEnd < 0) return null
-    const id = JSON.parse(text.slice(i, keyEnd)) as string
-    i = skipWs(text, keyEnd)
-    if (text[i] !== ":") return null
-    const start = skipWs(text, i + 1)
-    const end = objectEnd(text, start)
-    if (end < 0) return null
-    out.set(id, text.slice(start, end))
-    i = skipWs(text, end)
-    if (text[i] === "}") return out
-    if (text[i] !== ",") return null
-    i = skipWs(text, i + 1)
-  }
-}
-
-function skipWs(s: string, i: number): number {
-  while (i < s.length && (s[i] === " " || s[i] === "\n" || s[i] === "\r" || s[i] === "\t")) i++
-  return i
-}
-
-/** Index just past the string literal that opens at `i`, or -1. */
-function stringEnd(s: string, i: number): number {
-  for (let j = i + 1; j < s.length; j++) {
-    const c = s.charCodeAt(j)
-    if (c === 0x5c) j++
-    else if (c === 0x22) return j + 1
-  }
-  return -1
-}
-
-/** Index just past the object that opens at `i` (brackets counted outside strings), or -1. */
-function objectEnd(s: string, i: number): number {
-  if (s[i] !== "{") return -1
-  let depth = 0
-  for (let j = i; j < s.length; j++) {
-    const c = s.charCodeAt(j)
-    if (c === 0x22) {
-      j = stringEnd(s, j) - 1
-      if (j < 0) return -1
-    } else if (c === 0x7b || c === 0x5b) depth++
-    else if (c === 0x7d || c === 0x5d) {
-      depth--
-      if (depth === 0) return j + 1
-    }
-  }
-  return -1
 }

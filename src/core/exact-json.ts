@@ -19,10 +19,9 @@ export type ExactJsonValue =
  * How numbers are read. `"beyond-2^53"`: integers beyond 2^53 as `bigint`, and only the integral floats a
  * JavaScript number would otherwise turn into an int's key boxed (tool arguments: `10.0` keys as `10`, see
  * docs/keys.md). `"all"`: the same, and every integral float boxed, as a signature over the text needs (`100.0` must
- * be written back as `100.0`). `"plain"`: numbers as `JSON.parse` reads them (rows, where only the bare tokens are
- * the difference).
+ * be written back as `100.0`).
  */
-export type IntegralFloats = "beyond-2^53" | "all" | "plain"
+export type IntegralFloats = "beyond-2^53" | "all"
 
 const TWO_53 = 2 ** 53
 // From here JavaScript, like Python's float repr, writes integral numbers with an exponent.
@@ -151,7 +150,6 @@ class ExactParser {
     this.#i = NUMBER.lastIndex
     const text = m[0]
     const n = Number(text)
-    if (this.#floats === "plain") return n
     if (m[1] === undefined && m[2] === undefined) {
       // A JSON integer is a Python int: exact, and never -0.
       if (Number.isSafeInteger(n)) return n === 0 ? 0 : n
