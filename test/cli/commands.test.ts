@@ -1,28 +1,19 @@
 // Every command as a subprocess: output, --json shape, exit codes, bad input. Operator flows run against the real
 // file, Redis and PostgreSQL stores named in a mycelium.yaml.
-import { spawnSync } from "node:child_process"
 import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
 import { loadConfigFromString } from "../../src/core/config/index.ts"
 import { nodeStorageFactory } from "../../src/node/config.ts"
 import { DATABASE_URL, dropLedgerTable, runTag } from "../adapters/servers/env.ts"
+import { cliRunner } from "./run-cli.ts"
 
-const main = resolve("src/cli/main.ts")
-const tsx = resolve("node_modules/.bin/tsx")
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-cmd-"))
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
-const run = (args: string[], env: Record<string, string> = {}) => {
-  const r = spawnSync(tsx, [main, ...args], {
-    cwd,
-    encoding: "utf8",
-    env: { ...process.env, NO_COLOR: "1", ...env },
-  })
-  return { code: r.status, out: r.stdout, err: r.stderr }
-}
+const run = cliRunner(cwd)
 const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at /)
 
 describe("mycelium --version and --help on every command", () => {

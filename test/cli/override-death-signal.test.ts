@@ -1,21 +1,16 @@
 // From the CLI, a not-executed release of a lapsed lease whose owner may still be alive is refused (exit 1) until
 // the operator names why the owner can no longer act; a blank reason is a usage error (exit 2), never a stack.
-import { spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
+import { cliRunner } from "./run-cli.ts"
 
-const main = resolve("src/cli/main.ts")
-const tsx = resolve("node_modules/.bin/tsx")
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-override-"))
 afterAll(() => rmSync(cwd, { recursive: true, force: true }))
-const run = (args: string[]) => {
-  const r = spawnSync(tsx, [main, ...args], { cwd, encoding: "utf8", env: { ...process.env, NO_COLOR: "1" } })
-  return { code: r.status, out: r.stdout, err: r.stderr }
-}
+const run = cliRunner(cwd)
 
 describe("mycelium transitions release --override-death-signal", () => {
   it("refuses without a death signal, rejects a blank override, releases with a named one", async () => {

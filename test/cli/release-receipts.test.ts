@@ -1,27 +1,18 @@
 // With `audit_receipt:` in mycelium.yaml, an operator's release from the CLI is signed into the same receipt file
 // as the workers' outcomes, and `mycelium receipts verify` accepts it; without the signing key the release is a
 // config error (exit 2) that writes nothing.
-import { spawnSync } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
 import { loadConfig } from "../../src/node/config.ts"
+import { cliRunner } from "./run-cli.ts"
 
-const main = resolve("src/cli/main.ts")
-const tsx = resolve("node_modules/.bin/tsx")
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-release-rcpt-"))
 afterAll(() => rmSync(cwd, { recursive: true, force: true }))
-const run = (args: string[], env: Record<string, string> = {}) => {
-  const r = spawnSync(tsx, [main, ...args], {
-    cwd,
-    encoding: "utf8",
-    env: { ...process.env, NO_COLOR: "1", ...env },
-  })
-  return { code: r.status, out: r.stdout, err: r.stderr }
-}
+const run = cliRunner(cwd)
 
 const CONFIG = `transition:
   agent_id: ops-agent

@@ -1,18 +1,16 @@
 // `mycelium tasks` as a subprocess against task ledgers on Redis and PostgreSQL, named by mycelium.yaml or by flags.
 // The rows are written by applyTask in this process through loadConfig's task store factory.
-import { spawnSync } from "node:child_process"
 import { mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
 import { NeonTaskStore } from "../../src/adapters/neon-tasks.ts"
 import type { MyceliumConfig } from "../../src/core/config/index.ts"
 import { loadConfig } from "../../src/node/config.ts"
 import { DATABASE_URL, dropLedgerTable, runTag } from "../adapters/servers/env.ts"
+import { cliRunner } from "./run-cli.ts"
 
-const main = resolve("src/cli/main.ts")
-const tsx = resolve("node_modules/.bin/tsx")
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-tasks-cli-"))
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const tag = runTag("clitask").replaceAll("-", "_")
@@ -20,14 +18,7 @@ const table = `cli_tasks_${tag}`
 const prefix = `cli-task-${tag}:`
 const opened: MyceliumConfig[] = []
 
-const run = (args: string[], env: Record<string, string> = {}) => {
-  const r = spawnSync(tsx, [main, ...args], {
-    cwd,
-    encoding: "utf8",
-    env: { ...process.env, NO_COLOR: "1", ...env },
-  })
-  return { code: r.status, out: r.stdout, err: r.stderr }
-}
+const run = cliRunner(cwd)
 
 afterAll(async () => {
   for (const c of opened) {
