@@ -286,7 +286,11 @@ export const RELEASABLE_OUTCOMES: readonly TerminalOutcome[] = [
 
 // ---- small helpers rows carry ---------------------------------------------------------------------------------
 
-export const ALLOWED_DECISION: Decision = Object.freeze({ allowed: true, verdicts: [], deniedReasons: [] })
+export const ALLOWED_DECISION: Decision = /* @__PURE__ */ Object.freeze({
+  allowed: true,
+  verdicts: [],
+  deniedReasons: [],
+})
 
 /** `"{Type}: {message}"`, as the original records errors. */
 export function errorText(e: unknown): string {

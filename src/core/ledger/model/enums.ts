@@ -137,20 +137,25 @@ function parser<T extends string>(label: string, values: readonly T[]): (v: unkn
   }
 }
 
-const parseClass = parser("side_effect_class", CLASSES)
-export const parseRetryPermission = parser<RetryPermission>("retry_permission", [
+// Marked pure so a bundle that never parses a binding (an adapter, say) drops the parsers and their lists.
+const parseClass = /* @__PURE__ */ parser("side_effect_class", CLASSES)
+export const parseRetryPermission = /* @__PURE__ */ parser<RetryPermission>("retry_permission", [
   "safe_retry",
   "retry_only_with_same_provider_idempotency_key",
   "manual_reconciliation_required",
   "never_retry_automatically",
 ])
-export const parseSpendability = parser<Spendability>("spendability", [
+export const parseSpendability = /* @__PURE__ */ parser<Spendability>("spendability", [
   "multi_use",
   "single_use",
   "non_replayable",
 ])
-export const parseToolCapability = parser<ToolCapability>("capability", ["idempotent", "queryable", "blind"])
-export const parseSideEffectBoundary = parser("side_effect_boundary", BOUNDARIES)
+export const parseToolCapability = /* @__PURE__ */ parser<ToolCapability>("capability", [
+  "idempotent",
+  "queryable",
+  "blind",
+])
+export const parseSideEffectBoundary = /* @__PURE__ */ parser("side_effect_boundary", BOUNDARIES)
 
 // Sets, not arrays: these run several times on every ledgered call.
 const OUTCOME_SET: ReadonlySet<unknown> = new Set<TerminalOutcome>([
@@ -162,7 +167,7 @@ const OUTCOME_SET: ReadonlySet<unknown> = new Set<TerminalOutcome>([
   "BLOCKED",
   "UNKNOWN",
 ])
-const BOUNDARY_SET: ReadonlySet<unknown> = new Set(BOUNDARIES)
+const BOUNDARY_SET: ReadonlySet<unknown> = /* @__PURE__ */ new Set(BOUNDARIES)
 export const isTerminalOutcome = (v: unknown): v is TerminalOutcome => OUTCOME_SET.has(v)
 export const isSideEffectBoundary = (v: unknown): v is SideEffectBoundary => BOUNDARY_SET.has(v)
 
