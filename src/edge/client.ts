@@ -257,7 +257,7 @@ export class RemoteLedger {
   }
 }
 
-const encoder = new TextEncoder()
+const encoder = /* @__PURE__ */ new TextEncoder()
 let never: AbortSignal | null = null
 
 /**

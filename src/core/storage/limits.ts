@@ -25,7 +25,7 @@ export function jsonDepth(value: unknown, stopAfter = Number.POSITIVE_INFINITY):
   return max
 }
 
-const encoder = new TextEncoder()
+const encoder = /* @__PURE__ */ new TextEncoder()
 
 /** The result could not be serialized (a cycle, a BigInt): `e` is what JSON.stringify threw. */
 export const notJson = (e: unknown): { reason: UnstorableReason; message: string } => ({

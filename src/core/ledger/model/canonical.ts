@@ -240,7 +240,7 @@ function convert(value: unknown, exact: boolean): unknown {
   }
 }
 
-const MAX_SAFE = BigInt(Number.MAX_SAFE_INTEGER)
+const MAX_SAFE = /* @__PURE__ */ BigInt(Number.MAX_SAFE_INTEGER)
 const MIN_SAFE = -MAX_SAFE
 
 /**

@@ -22,7 +22,7 @@ const W = new Int32Array(64)
 const H = new Int32Array(8)
 // Message words, reused across calls (the function is synchronous, so nothing else can hold it meanwhile).
 let M = new Int32Array(64)
-const encoder = new TextEncoder()
+const encoder = /* @__PURE__ */ new TextEncoder()
 
 function isAscii(s: string): boolean {
   for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false
