@@ -64,13 +64,18 @@ const last = (stdout: string, stderr: string, who: string): Outcome => {
   if (!line) throw new Error(`${who} printed nothing: ${stderr}`)
   return JSON.parse(line) as Outcome
 }
-const py = (cls: string, callId: string, amount: number, crash = false): Outcome | null => {
+const py = (
+  cls: string,
+  callId: string,
+  amount: number,
+  mode: "" | "crash" | "float" = "",
+): Outcome | null => {
   const args = [join(dirname(here), "python", "original-interop.py"), file, cls, callId, String(amount)]
-  const r = spawnSync("python3", crash ? [...args, "crash"] : args, {
+  const r = spawnSync("python3", mode ? [...args, mode] : args, {
     encoding: "utf8",
     env: { ...process.env, PYTHONPATH: src },
   })
-  return crash ? null : last(r.stdout, r.stderr, "python")
+  return mode === "crash" ? null : last(r.stdout, r.stderr, "python")
 }
 const ts = (cls: string, callId: string, amount: number, crash = false): Outcome | null => {
   const args = ["--import", "tsx", here, "--ts-call", file, cls, callId, String(amount)]
@@ -126,7 +131,7 @@ try {
   // A worker killed inside its side effect leaves an ambiguous row; after its lease lapses, a redispatch by the
   // other implementation must hard-block, never pay again.
   ts("non_idempotent_mutate", "call_ts_crash", 5, true)
-  py("non_idempotent_mutate", "call_py_crash", 6, true)
+  py("non_idempotent_mutate", "call_py_crash", 6, "crash")
   await sleep(1_500)
   const g = py("non_idempotent_mutate", "call_ts_crash", 5)
   const h = ts("non_idempotent_mutate", "call_py_crash", 6)
@@ -140,6 +145,16 @@ try {
     h?.executed === 0 && h.error === "LedgerHardBlockError",
     h,
   )
+  // The original re-derives a row's args fingerprint from its stored kwargs: if this package's rewrite of the file
+  // turned its `100.0` into `100`, the original's own redispatch would be refused as other arguments.
+  const i = py("keyed_mutate", "call_py_float", 100, "float")
+  ts("keyed_mutate", "call_ts_after_float", 7)
+  const j = py("keyed_mutate", "call_py_float", 100, "float")
+  check(
+    "python replays its 100.0 call after typescript rewrote the file",
+    i?.executed === 1 && j?.executed === 0 && j.error === null,
+    { i, j },
+  )
   const rows = new FileLedgerStorage(file)
   let n = 0
   for await (const r of rows.list()) {
@@ -148,9 +163,9 @@ try {
       `     row ${r.requestId.slice(0, 40)} ${r.tool} ${r.terminalOutcome} ${r.owner?.slice(0, 30)}`,
     )
   }
-  // Four calls paid or blocked, plus the row this package leaves when it gives up a drifted claim (the original
+  // Six calls paid or blocked, plus the row this package leaves when it gives up a drifted claim (the original
   // refuses before claiming: docs/python-differences.md).
-  check("one file, five rows, read by both", n === 5, n)
+  check("one file, seven rows, read by both", n === 7, n)
 
   // Receipts: one JSONL file, signed by both. The original signs floats as floats (`100.0`) and ints exactly,
   // which JSON.parse alone would lose; each must verify the other's.

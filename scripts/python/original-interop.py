@@ -1,8 +1,9 @@
 """One call through the real Python original (PYTHONPATH = the folder holding its `mycelium` package), for
 scripts/python-interop.ts. Prints one JSON line: {"executed": n, "result": ..., "error": name|null, "message": ...}.
 
-Usage: python3 original-interop.py <ledger.json> <side_effect_class> <tool_call_id> <amount> [crash]
+Usage: python3 original-interop.py <ledger.json> <side_effect_class> <tool_call_id> <amount> [crash|float]
   crash: enter side_effect() and exit the process inside it (a worker killed mid-effect).
+  float: pass the amount as a float (`100.0`), not an int.
 """
 import json
 import os
@@ -14,7 +15,8 @@ from mycelium.transition import SideEffectClass, ToolTransitionBinding
 
 warnings.simplefilter("ignore")
 path, cls, call_id, amount = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
-crash = len(sys.argv) > 5 and sys.argv[5] == "crash"
+mode = sys.argv[5] if len(sys.argv) > 5 else ""
+crash = mode == "crash"
 binding = ToolTransitionBinding.for_tool(
     agent_id="interop", policy_version="1", side_effect_class=SideEffectClass(cls)
 )
@@ -32,7 +34,7 @@ def send_payment(amount: float, recipient: str) -> dict:
 
 
 try:
-    out = send_payment(amount=int(amount), recipient="acct_1", tool_call_id=call_id)
+    out = send_payment(amount=amount if mode == "float" else int(amount), recipient="acct_1", tool_call_id=call_id)
     print(json.dumps({"executed": executed, "result": out, "error": None, "message": None}))
 except Exception as e:  # noqa: BLE001 - the caller compares the error's class name
     print(json.dumps({"executed": executed, "result": None, "error": type(e).__name__, "message": str(e)}))
