@@ -80,6 +80,46 @@ export function asciiJson(text: string): string {
   return text.replace(/[\u0080-\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`)
 }
 
+/** A value as it sits inside `{key: value}` written with indent 2: ASCII-escaped, nested lines indented twice. */
+export function indentedJson(value: unknown): string {
+  return asciiJson(JSON.stringify(value, null, 2)).replaceAll("\n", "\n  ")
+}
+
+const STRING = '"[^"\\\\]*(?:\\\\.[^"\\\\]*)*"'
+
+/**
+ * Each entry's text, by key, in a JSON object file that parsed. The last string before a value's `{` or `[` at depth 1
+ * is its key; a scalar entry is not in the map, so the caller serializes it instead.
+ */
+export function rowTexts(text: string): Map<string, string> {
+  const out = new Map<string, string>()
+  let depth = 0
+  let id = ""
+  let start = 0
+  for (const m of text.matchAll(new RegExp(`${STRING}|[[{]|[\\]}]`, "g"))) {
+    const c = m[0][0]
+    if (c === '"') {
+      if (depth === 1) id = m[0]
+    } else if (c === "{" || c === "[") {
+      if (++depth === 2) start = m.index
+    } else if (--depth === 1) out.set(JSON.parse(id) as string, text.slice(start, m.index + 1))
+  }
+  return out
+}
+
+/**
+ * `json.loads` of a file holding Python's bare NaN, Infinity or -Infinity (a tool returned float("nan")), which
+ * JSON.parse refuses: each becomes a tagged string, then that number. The tag is random, so no stored string can
+ * pass for one. Throws what JSON.parse throws when the text is not JSON otherwise.
+ */
+export function parseBareTokens(text: string): unknown {
+  const tag = crypto.randomUUID()
+  return JSON.parse(
+    text.replace(new RegExp(`${STRING}|-?(?:NaN|Infinity)`, "g"), (t) => (t[0] === '"' ? t : `"${tag}${t}"`)),
+    (_key, v: unknown) => (typeof v === "string" && v.startsWith(tag) ? Number(v.slice(tag.length)) : v),
+  )
+}
+
 export function fsyncDir(dir: string): void {
   let fd: number | undefined
   try {
@@ -356,6 +396,9 @@ export interface LockedFileOptions {
   readonly fsync?: boolean
 }
 
+/** What readDict() read for each dict it returned, so writeDict() can tell untouched entries from changed ones. */
+const loaded = new WeakMap<object, { readonly text: string; readonly values: Record<string, unknown> }>()
+
 /** One file guarded like the ledger file: in-process queue plus an O_EXCL lock file `<path>.lock.ts`. */
 export class LockedFile {
   readonly path: string
@@ -408,7 +451,10 @@ export class LockedFile {
     }
   }
 
-  /** A JSON object file (`{key: value}`); absent is empty, anything else that is not an object is corrupt. */
+  /**
+   * A JSON object file (`{key: value}`); absent is empty, anything else that is not an object is corrupt. Python's
+   * bare NaN and Infinity are read as json.loads reads them.
+   */
   readDict(): Record<string, unknown> {
     const text = this.read()
     if (text === null || text.trim() === "") return {}
@@ -416,16 +462,33 @@ export class LockedFile {
     try {
       parsed = JSON.parse(text)
     } catch (e) {
-      throw new LedgerFileCorruptError(this.path, `not JSON (${(e as Error).message})`)
+      try {
+        parsed = parseBareTokens(text)
+      } catch {
+        throw new LedgerFileCorruptError(this.path, `not JSON (${(e as Error).message})`)
+      }
     }
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
       throw new LedgerFileCorruptError(this.path, "not a JSON object")
+    loaded.set(parsed, { text, values: { ...parsed } })
     return parsed as Record<string, unknown>
   }
 
-  /** Replaces the file with `{key: value}` as Python's json.dumps(indent=2) writes it (ASCII escapes). */
+  /**
+   * Replaces the file with `{key: value}` as Python's json.dumps(indent=2) writes it (ASCII escapes). Entries of a
+   * readDict() result that still hold the value read are written back as their text in the file: re-serialized,
+   * the original's `100.0` would come back as `100` and its NaN as null.
+   */
   writeDict(dict: Record<string, unknown>, path = this.path): void {
-    this.replace(`${asciiJson(JSON.stringify(dict, null, 2))}`, path)
+    const was = loaded.get(dict)
+    const kept = was ? rowTexts(was.text) : null
+    const items: string[] = []
+    for (const [k, v] of Object.entries(dict)) {
+      if (v === undefined) continue
+      const same = was !== undefined && Object.hasOwn(was.values, k) && was.values[k] === v
+      items.push(`  ${asciiJson(JSON.stringify(k))}: ${(same && kept?.get(k)) || indentedJson(v)}`)
+    }
+    this.replace(items.length ? `{\n${items.join(",\n")}\n}` : "{}", path)
   }
 
   replace(text: string, path = this.path): void {

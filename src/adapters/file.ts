@@ -36,9 +36,12 @@ import {
   errno,
   FileLock,
   fsyncDir,
+  indentedJson,
   LedgerFileCorruptError,
   parkIn,
+  parseBareTokens,
   rmQuiet,
+  rowTexts,
   serialize,
 } from "./file-kit.ts"
 
@@ -310,7 +313,7 @@ export class FileLedgerStorage implements LedgerStorage {
     const prev = this.#rows.get(entry.requestId)
     const prevDispatch = prev ? dispatchIdOf(entryOf(prev)) : null
     // Serialized now, not at flush: later mutation of the caller's objects cannot reach the file.
-    const frag = rowFragment(entryToRow(entry))
+    const frag = indentedJson(entryToRow(entry))
     this.#rows.set(entry.requestId, { frag, bytes: null, raw: null, entry: null })
     const d = dispatchIdOf(entry)
     if (prevDispatch && prevDispatch !== d) this.#byDispatch.get(prevDispatch)?.delete(entry.requestId)
@@ -392,12 +395,8 @@ function bytesOf(id: string, slot: Slot): Uint8Array {
   return slot.bytes
 }
 
-function rowFragment(row: Record<string, unknown>): string {
-  return asciiJson(JSON.stringify(row, null, 2)).replaceAll("\n", "\n  ")
-}
-
 function fragOf(slot: Slot): string {
-  if (slot.frag === null) slot.frag = rowFragment(slot.raw as Record<string, unknown>)
+  if (slot.frag === null) slot.frag = indentedJson(slot.raw as Record<string, unknown>)
   return slot.frag
 }
 
@@ -442,39 +441,4 @@ function parseLedgerFile(path: string, text: string): Map<string, Slot> {
     rows.set(id, { frag: null, bytes: null, raw: r, entry: null })
   }
   return rows
-}
-
-const STRING = '"[^"\\\\]*(?:\\\\.[^"\\\\]*)*"'
-
-/**
- * Each row's text, by id, in a file parseLedgerFile accepted. Strings at depth 1 are the ids, since every row is an
- * object; a row the scan would miss is serialized instead.
- */
-function rowTexts(text: string): Map<string, string> {
-  const out = new Map<string, string>()
-  let depth = 0
-  let id = ""
-  let start = 0
-  for (const m of text.matchAll(new RegExp(`${STRING}|[[{]|[\\]}]`, "g"))) {
-    const c = m[0][0]
-    if (c === '"') {
-      if (depth === 1) id = m[0]
-    } else if (c === "{" || c === "[") {
-      if (++depth === 2) start = m.index
-    } else if (--depth === 1) out.set(JSON.parse(id) as string, text.slice(start, m.index + 1))
-  }
-  return out
-}
-
-/**
- * `json.loads` of a file holding Python's bare NaN, Infinity or -Infinity (a tool returned float("nan")), which
- * JSON.parse refuses: each becomes a tagged string, then that number. The tag is random, so no stored string can
- * pass for one. Throws what JSON.parse throws when the text is not JSON otherwise.
- */
-function parseBareTokens(text: string): unknown {
-  const tag = crypto.randomUUID()
-  return JSON.parse(
-    text.replace(new RegExp(`${STRING}|-?(?:NaN|Infinity)`, "g"), (t) => (t[0] === '"' ? t : `"${tag}${t}"`)),
-    (_key, v: unknown) => (typeof v === "string" && v.startsWith(tag) ? Number(v.slice(tag.length)) : v),
-  )
 }

@@ -248,6 +248,36 @@ describe("rows shared with the Python original (file layout)", () => {
     expect(await t({}, { taskId: "T-9" })).toBe("ran")
   })
 
+  it("a row the original wrote keeps 100.0 and NaN when this package writes another task", async () => {
+    const path = tmpFile("tasks.json")
+    const row = (id: string) =>
+      `{"request_id": "${id}", "task": "t", "args": [], "kwargs": {"task_id": "${id}"}, "status": "completed", ` +
+      `"result": {"amount": 100.0, "tiny": 1e-05, "x": NaN}, "error": null, "started_at": 1767225600.0, "finished_at": null}`
+    py("write", path, row("P-1"))
+    const ledger = new TaskLedger({ storage: new FileTaskStore(path), onWarning: () => {} })
+    const t = ledger.task("t", async () => "ran")
+    // Read as json.loads reads it (JSON.parse refuses the bare NaN), and replayed without running.
+    expect(await t({}, { taskId: "P-1" })).toEqual({ amount: 100, tiny: 1e-5, x: Number.NaN })
+    expect(await t({}, { taskId: "T-2" })).toBe("ran")
+    const back = execFileSync(
+      "python3",
+      [
+        "-c",
+        "import json,sys; d=json.load(open(sys.argv[1])); print(json.dumps(d['P-1']['result']), sorted(d))",
+        path,
+      ],
+      { encoding: "utf8" },
+    )
+    expect(back.trim()).toBe(`{"amount": 100.0, "tiny": 1e-05, "x": NaN} ['P-1', 'T-2']`)
+    // The whole file is what the original's json.dump(indent=2) writes for these rows.
+    const dumped = execFileSync(
+      "python3",
+      ["-c", "import json,sys; print(json.dumps(json.load(open(sys.argv[1])), indent=2), end='')", path],
+      { encoding: "utf8" },
+    )
+    expect(readFileSync(path, "utf8")).toBe(dumped)
+  })
+
   it("rows written here (and their sidecar leases) are read by the original's strict TaskLedgerEntry", async () => {
     const path = tmpFile("tasks.json")
     const ledger = new TaskLedger({ storage: new FileTaskStore(path), onWarning: () => {} })
