@@ -150,6 +150,14 @@ try {
       demo.stdout.includes("re-runs after release: 1"),
     demo.out,
   )
+  // The demo's hint names the command that works where it ran: here the installed bin.
+  const hint = /inspect: (.+?) transitions list --file (\S+?)\)/.exec(demo.stdout)
+  const listed = hint ? run(bin, ["transitions", "list", "--file", hint[2]], { cwd: app }) : null
+  check(
+    "the demo's inspect hint is `npx mycelium ...`, and it lists the demo's rows",
+    hint?.[1] === "npx mycelium" && listed?.code === 0 && listed.stdout.includes("send_payment"),
+    `${hint?.[0]}\n${listed?.out}`,
+  )
   const serve = run(bin, ["serve", "--port", "0"], { cwd: app })
   const line = serve.stderr.trim()
   check(

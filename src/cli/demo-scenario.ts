@@ -13,7 +13,7 @@ import {
   ReceiptEmitter,
   verifyReceipts,
 } from "../core/receipts/index.ts"
-import { bold, dim, green, red } from "./style.ts"
+import { bold, CLI, dim, green, red } from "./style.ts"
 
 export interface DemoOptions {
   readonly storage: LedgerStorage
@@ -172,7 +172,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   )
 
   const inspect = options.where.startsWith("file ")
-    ? `  (inspect: npx mycelium transitions list --file ${options.where.slice(5)})`
+    ? `  (inspect: ${CLI} transitions list --file ${options.where.slice(5)})`
     : ""
   log(`\n${dim(`ledger: ${options.where}${inspect}`)}`)
   return {

@@ -24,3 +24,13 @@ export const yellow = wrap(33, 39)
 export function printJson(value: unknown): void {
   console.log(JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v), 2))
 }
+
+/**
+ * How the person reading this output runs the CLI: `npx mycelium` where the package is installed, but a checkout of
+ * this repository links no bin, so hints printed there (`npm start`'s demo) name the way that works there.
+ */
+export const CLI = import.meta.url.includes("/node_modules/")
+  ? "npx mycelium"
+  : import.meta.url.endsWith(".ts")
+    ? "npx tsx src/cli/main.ts"
+    : "node dist/cli/main.js"

@@ -1,5 +1,5 @@
 // The README's main command, end to end: the demo runs, then the local ledger API serves its ledger file.
-import { spawn } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -62,5 +62,26 @@ describe("mycelium demo --serve", () => {
     } finally {
       child.kill("SIGTERM")
     }
+  })
+
+  it("from a checkout, its inspect hint is a command that works there (no bin is linked in a checkout)", () => {
+    const ledgerPath = join(mkdtempSync(join(tmpdir(), "mycelium-demo-")), "ledger.json")
+    const demo = spawnSync(
+      process.execPath,
+      ["--import", "tsx", "src/cli/main.ts", "demo", "--ledger", ledgerPath],
+      {
+        encoding: "utf8",
+        env: { ...process.env, NO_COLOR: "1" },
+      },
+    )
+    expect(demo.status, demo.stderr).toBe(0)
+    const hint = /inspect: (.+?) transitions list --file (\S+?)\)/.exec(demo.stdout)
+    expect(hint?.slice(1)).toEqual(["npx tsx src/cli/main.ts", ledgerPath])
+    const [cmd, ...args] = (hint?.[1] ?? "").split(" ")
+    const listed = spawnSync(cmd as string, [...args, "transitions", "list", "--file", ledgerPath], {
+      encoding: "utf8",
+    })
+    expect(listed.status, listed.stderr).toBe(0)
+    expect(listed.stdout).toContain("send_payment")
   })
 })

@@ -4,7 +4,7 @@ import { dirname } from "node:path"
 import { parseArgs } from "node:util"
 import { CliError, UsageError } from "../errors.ts"
 import { parseOrUsage } from "../options.ts"
-import { dim } from "../style.ts"
+import { CLI, dim } from "../style.ts"
 import { TEMPLATES, type TemplateName } from "../templates.ts"
 
 export const HELP = `mycelium init [-o PATH] [--minimal | --full] [--force]
@@ -45,9 +45,9 @@ export async function run(args: string[]): Promise<number> {
       ? "Next: fill in agent_id and policy_version, then in your agent:\n" +
           '  const config = await loadConfig("mycelium.yaml")   // from "mycelium-runtime/node/config"\n' +
           "  const tools = config.instrument({ subagent_task })\n" +
-          "Try: npx mycelium demo"
+          `Try: ${CLI} demo`
       : "Next: edit the tool and task names, then loadConfig() in your agent code.",
   )
-  console.log(dim("Check it any time: npx mycelium doctor"))
+  console.log(dim(`Check it any time: ${CLI} doctor`))
   return 0
 }
