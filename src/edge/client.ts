@@ -21,6 +21,7 @@ import { type JsonValue, toJsonValue } from "../core/ledger/model/canonical.ts"
 import type { SideEffectBoundary } from "../core/ledger/model/enums.ts"
 import type { CallMeta } from "../core/ledger/model/identity.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
+import { checkBeginAnswer, type RunAnswer } from "./begin-answer.ts"
 
 export interface RemoteLedgerOptions {
   /** Base URL of the ledger API (its basePath included), e.g. `https://ledger.example.com`. */
@@ -58,21 +59,6 @@ export interface RemoteTool<A, R> {
   readonly binding: ToolTransitionBinding | null
   readonly ledger: RemoteLedger
 }
-
-interface RunAnswer {
-  readonly status: "run"
-  readonly request_id: string
-  readonly fence: number
-  readonly lease: string
-  readonly lease_ttl: number
-  readonly side_effect_boundary: SideEffectBoundary
-  readonly limits: { readonly max_body_bytes: number; readonly max_depth: number }
-}
-type BeginAnswer =
-  | RunAnswer
-  | { readonly status: "replay"; readonly request_id: string; readonly result: JsonValue }
-  | { readonly status: "poll"; readonly retry_after: number }
-  | { readonly status: "blocked"; readonly error: { readonly code: string; readonly message: string } }
 
 function errorFor(status: number, code: string, message: string, tool: string): Error {
   switch (code) {
@@ -224,13 +210,16 @@ export class RemoteLedger {
       })
       const deadline = pollTimeout === null ? Number.POSITIVE_INFINITY : Date.now() + pollTimeout * 1000
       for (;;) {
-        const a = await this.#post<BeginAnswer>("/v1/calls", begin, tool)
+        const a = checkBeginAnswer(
+          await this.#post<unknown>("/v1/calls", begin, tool),
+          typeof meta.requestId === "string" ? meta.requestId : undefined,
+        )
         if (a.status === "replay") return a.result as R
         if (a.status === "blocked") throw errorFor(409, a.error.code, a.error.message, tool)
         if (a.status === "poll") {
-          if (Date.now() >= deadline)
-            throw new LedgerPollTimeoutError(`Timed out polling in-flight '${tool}' call`)
-          await sleep(options.pollInterval ?? a.retry_after, meta.signal)
+          const left = (deadline - Date.now()) / 1000
+          if (left <= 0) throw new LedgerPollTimeoutError(`Timed out polling in-flight '${tool}' call`)
+          await sleep(Math.min(options.pollInterval ?? a.retry_after, left), meta.signal)
           continue
         }
         const tx = new RemoteCall(this.#transport, tool, a, meta.signal)
