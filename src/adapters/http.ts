@@ -36,6 +36,24 @@ export class LedgerHttpError extends MyceliumError {
 
 type Row = Record<string, unknown>
 
+const CLAIM_OUTCOMES: readonly string[] = ["claimed", "completed", "in_flight"]
+
+/** An answer that is not the storage contract's: fails closed rather than acting on another row or looping. */
+const malformed = (what: string) =>
+  new LedgerHttpError(200, "invalid_response", `ledger API answered with ${what}; check the API's base URL`)
+
+/** The row the server answered must be the one asked for: a row of another call is never this call's state. */
+function rowOf(raw: unknown, requestId: string): LedgerEntry {
+  const got = (raw as Row | null)?.request_id
+  if (got !== requestId) throw malformed(`a row for ${JSON.stringify(got)} when '${requestId}' was asked for`)
+  return entryFromRow(raw as Row)
+}
+
+function rowsOf(raw: unknown): Row[] {
+  if (!Array.isArray(raw)) throw malformed("rows that are not a list")
+  return raw as Row[]
+}
+
 export class HttpLedgerStorage implements LedgerStorage {
   readonly #base: string
   readonly #token: HttpLedgerStorageOptions["token"]
@@ -82,7 +100,7 @@ export class HttpLedgerStorage implements LedgerStorage {
 
   async get(requestId: string): Promise<LedgerEntry | null> {
     const r = await this.#call<{ row: Row }>("GET", `/v1/rows/${this.#id(requestId)}`, undefined, true)
-    return r ? entryFromRow(r.row) : null
+    return r ? rowOf(r.row, requestId) : null
   }
 
   async set(entry: LedgerEntry): Promise<void> {
@@ -114,10 +132,11 @@ export class HttpLedgerStorage implements LedgerStorage {
         ...(options?.dispatchId ? { dispatch_id: options.dispatchId } : {}),
       },
     )) as { outcome: ClaimResult["outcome"]; entry: Row; dispatch_siblings?: Row[] }
-    const e = entryFromRow(r.entry)
+    if (!CLAIM_OUTCOMES.includes(r.outcome)) throw malformed(`a claim outcome ${JSON.stringify(r.outcome)}`)
+    const e = rowOf(r.entry, entry.requestId)
     if (r.outcome === "claimed") {
-      return r.dispatch_siblings
-        ? { outcome: "claimed", entry: e, dispatchSiblings: r.dispatch_siblings.map(entryFromRow) }
+      return r.dispatch_siblings !== undefined
+        ? { outcome: "claimed", entry: e, dispatchSiblings: rowsOf(r.dispatch_siblings).map(entryFromRow) }
         : { outcome: "claimed", entry: e }
     }
     return { outcome: r.outcome, entry: e }
@@ -148,11 +167,14 @@ export class HttpLedgerStorage implements LedgerStorage {
         rows: Row[]
         cursor: string | null
       }
-      for (const row of page.rows) {
+      const rows = rowsOf(page.rows)
+      for (const row of rows) {
         yield entryFromRow(row)
         remaining--
       }
       if (!page.cursor) return
+      // A page that does not move the cursor forward would be asked for again forever.
+      if (rows.length === 0 || page.cursor === cursor) throw malformed(`a cursor that does not advance`)
       cursor = page.cursor
     }
   }
@@ -161,6 +183,6 @@ export class HttpLedgerStorage implements LedgerStorage {
     const r = (await this.#call<{ rows: Row[] }>("GET", `/v1/dispatch/${this.#id(dispatchId)}`)) as {
       rows: Row[]
     }
-    return r.rows.map(entryFromRow)
+    return rowsOf(r.rows).map(entryFromRow)
   }
 }
