@@ -42,7 +42,36 @@ export async function readBodyText(req: Request, max: number): Promise<string> {
     all.set(c, at)
     at += c.byteLength
   }
-  return new TextDecoder().decode(all)
+  try {
+    return decoder.decode(all)
+  } catch {
+    throw new HttpError("invalid_json", "request body is not valid UTF-8")
+  }
+}
+
+// Fatal: a lenient decoder turns any invalid bytes into U+FFFD, so two different ids would name one row.
+const decoder = /* @__PURE__ */ new TextDecoder("utf-8", { fatal: true })
+
+// NUL and unpaired surrogates: valid JSON escapes, but not text every store can hold (Postgres refuses both, and a
+// refused write would answer 503 as if the store were down). Refused for every store, so the API is the same on all.
+const UNPAIRED = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+/** Whether `s` holds text no store can be trusted with. */
+export function isUnstorableText(s: string): boolean {
+  return s.includes("\u0000") || UNPAIRED.test(s)
+}
+
+/** The first string or key of `value` (already depth-checked) that holds unstorable text, as a path. */
+function unstorableAt(value: unknown, path: string): string | null {
+  if (typeof value === "string") return isUnstorableText(value) ? path || "body" : null
+  if (typeof value !== "object" || value === null) return null
+  for (const [k, v] of Object.entries(value)) {
+    const here = path ? `${path}.${k}` : k
+    if (isUnstorableText(k)) return path || "body"
+    const bad = unstorableAt(v, here)
+    if (bad) return bad
+  }
+  return null
 }
 
 /** A JSON body: application/json, within the size and depth limits. */
@@ -60,5 +89,11 @@ export async function readJsonBody(req: Request, limits: BodyLimits): Promise<un
   }
   if (jsonDepth(value, limits.maxDepth) > limits.maxDepth)
     throw new HttpError("too_deep", `request body nests deeper than ${limits.maxDepth} levels`)
+  const bad = unstorableAt(value, "")
+  if (bad)
+    throw new HttpError(
+      "invalid_body",
+      `${bad}: text holds U+0000 or an unpaired surrogate; send valid Unicode`,
+    )
   return value
 }
