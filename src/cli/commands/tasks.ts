@@ -8,7 +8,7 @@ import { taskState } from "../../core/tasks/record.ts"
 import type { TaskLedger } from "../../core/tasks/task-ledger.ts"
 import { CliError, UsageError } from "../errors.ts"
 import { describeStore } from "../ledger-access.ts"
-import { parseOrUsage } from "../options.ts"
+import { parseOrUsage, requireRegularFile } from "../options.ts"
 import { bold, dim, printJson } from "../style.ts"
 
 export const DEFAULT_TASKS = ".mycelium/tasks.json"
@@ -109,6 +109,7 @@ export async function run(args: string[]): Promise<number> {
     parseArgs({ args: rest, allowPositionals: true, options: OPTIONS }),
   )
   const { store: choice, config } = await taskStoreChoice(values)
+  if (choice.kind === "file" && choice.path) requireRegularFile(choice.path, "the task file")
   const path = describeStore(choice, "mycelium_task_ledger")
   // An operator's release is signed like the workers' task outcomes when the config signs any task's receipts; a
   // missing key is the config's error (exit 2) before anything is written.
