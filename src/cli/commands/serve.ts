@@ -40,7 +40,8 @@ export async function startApi(
   const base = `http://127.0.0.1:${actual}`
   const auth = token ? "bearer token required" : "no auth: loopback only, same-origin JSON writes only"
   console.log(`\nledger API listening on ${base} (${auth}; Ctrl-C stops it)`)
-  const h = token ? ` -H 'authorization: Bearer ${token}'` : ""
+  // Never the token itself: this banner ends up in terminals, CI logs and journals.
+  const h = token ? ` -H "authorization: Bearer $MYCELIUM_TOKEN"` : ""
   console.log(`  curl${h} ${base}/v1/transitions`)
   console.log(`  curl${h} '${base}/v1/transitions?stuck=true'`)
 }
