@@ -11,7 +11,7 @@ import { HttpError } from "./errors.ts"
 import { DOCS_HTML, openApiDocument } from "./openapi.ts"
 import { operatorRoutes } from "./operator-routes.ts"
 import { receiptRoutes } from "./receipt-routes.ts"
-import { errorResponse } from "./status.ts"
+import { errorResponse, STORE_DETAIL_CODES } from "./status.ts"
 import { storeRoutes } from "./store-routes.ts"
 
 export interface LedgerAppOptions {
@@ -141,6 +141,9 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
   app.onError((err, c) => {
     const { status, body } = errorResponse(err)
     if (status === 500) console.error("[mycelium] edge API internal error:", err)
+    // The detail hidden from the caller (a path, a lock file) is what the operator needs.
+    else if (body.error.code !== "ledger_storage_unavailable" && STORE_DETAIL_CODES.has(body.error.code))
+      console.error("[mycelium] edge API storage fault:", err)
     return c.json(body, status)
   })
   app.notFound((c) =>

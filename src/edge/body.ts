@@ -67,7 +67,8 @@ function unstorableAt(value: unknown, path: string): string | null {
   if (typeof value !== "object" || value === null) return null
   for (const [k, v] of Object.entries(value)) {
     const here = path ? `${path}.${k}` : k
-    if (isUnstorableText(k)) return path || "body"
+    // Rebuilding an object (validation, spreads) drops a `__proto__` key: args {"__proto__": x} would be args {}.
+    if (isUnstorableText(k) || k === "__proto__") return path || "body"
     const bad = unstorableAt(v, here)
     if (bad) return bad
   }
