@@ -3,7 +3,7 @@ import { existsSync } from "node:fs"
 import { parseArgs } from "node:util"
 import { CliError, UsageError } from "../errors.ts"
 import { parseOrUsage, requireRegularFile } from "../options.ts"
-import { green, printJson, red } from "../style.ts"
+import { clean, green, printJson, red } from "../style.ts"
 
 export const HELP = `mycelium receipts verify [FILE] [--key-env NAME | --jwks FILE] [--require-chain] [--json] [-c PATH]
 
@@ -66,7 +66,9 @@ export async function run(args: string[]): Promise<number> {
   if (values.json) printJson({ file, receipts: receipts.length, ok: report.ok, failures: report.failures })
   else {
     for (const f of report.failures)
-      console.log(`${red("FAIL")}  #${f.index} ${f.receiptId ?? "-"}  ${f.reason}: ${f.message}`)
+      console.log(
+        `${red("FAIL")}  #${f.index} ${clean(f.receiptId ?? "-")}  ${f.reason}: ${clean(f.message)}`,
+      )
     console.log(
       report.ok
         ? green(`${receipts.length} receipts verified in ${file}`)

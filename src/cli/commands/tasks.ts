@@ -9,7 +9,7 @@ import type { TaskLedger } from "../../core/tasks/task-ledger.ts"
 import { CliError, UsageError } from "../errors.ts"
 import { describeStore } from "../ledger-access.ts"
 import { parseOrUsage, requireRegularFile } from "../options.ts"
-import { bold, dim, printJson } from "../style.ts"
+import { bold, clean, dim, printJson } from "../style.ts"
 
 export const DEFAULT_TASKS = ".mycelium/tasks.json"
 
@@ -146,7 +146,9 @@ async function command(
     const tasks = await ledger.list()
     if (values.json) printJson(tasks.map((t) => ({ ...t.row, state: taskState(t, now), lease: t.lease })))
     else if (!tasks.length) console.log(`no tasks found in ${path}`)
-    else for (const t of tasks) console.log(`${bold(t.row.request_id)}  ${t.row.task}  ${taskState(t, now)}`)
+    else
+      for (const t of tasks)
+        console.log(`${bold(t.row.request_id)}  ${clean(t.row.task)}  ${taskState(t, now)}`)
     return 0
   }
   const [id, ...extra] = positionals
@@ -157,7 +159,7 @@ async function command(
     if (values.json) printJson({ ...t.row, state: taskState(t, now), lease: t.lease })
     else {
       for (const [k, v] of Object.entries(t.row))
-        console.log(`${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`)
+        console.log(`${k}: ${clean(typeof v === "string" ? v : JSON.stringify(v))}`)
       console.log(`state: ${taskState(t, now)}`)
       console.log(`lease: ${t.lease ? JSON.stringify(t.lease) : "-"}`)
     }
@@ -187,7 +189,7 @@ async function command(
     if (e instanceof LedgerError) throw new CliError(`refused: ${e.message}`)
     throw e
   }
-  console.log(`released task ${id}: verified=${verified} by=${values.by}`)
+  console.log(`released task ${clean(id)}: verified=${verified} by=${clean(values.by)}`)
   console.log(
     dim(
       verified === "completed"
