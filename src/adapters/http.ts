@@ -13,6 +13,7 @@ import {
   type TransitionExpectation,
 } from "../adapter-kit.ts"
 import { MyceliumError } from "../core/errors.ts"
+import { readLimited } from "../core/storage/read-limited.ts"
 
 export interface HttpLedgerStorageOptions {
   /** Base URL of the API, e.g. `https://ledger.example.com` (the app's basePath included). */
@@ -20,6 +21,8 @@ export interface HttpLedgerStorageOptions {
   /** Bearer token (a JWT with the `ledger:store` scope), or a function that returns a fresh one. */
   readonly token?: string | (() => string | Promise<string>)
   readonly fetch?: typeof fetch
+  /** Largest answer read from the API, in bytes (a page of rows). Default 64 MiB. */
+  readonly maxResponseBytes?: number
 }
 
 /** The server answered with an error: `code` is the API's stable error code. */
@@ -35,6 +38,8 @@ export class LedgerHttpError extends MyceliumError {
 }
 
 type Row = Record<string, unknown>
+
+const decoder = /* @__PURE__ */ new TextDecoder()
 
 const CLAIM_OUTCOMES: readonly string[] = ["claimed", "completed", "in_flight"]
 
@@ -58,11 +63,13 @@ export class HttpLedgerStorage implements LedgerStorage {
   readonly #base: string
   readonly #token: HttpLedgerStorageOptions["token"]
   readonly #fetch: typeof fetch
+  readonly #maxResponseBytes: number
 
   constructor(options: HttpLedgerStorageOptions) {
     this.#base = options.url.replace(/\/+$/, "")
     this.#token = options.token
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
+    this.#maxResponseBytes = options.maxResponseBytes ?? 64 * 1024 * 1024
   }
 
   async #call<T>(method: string, path: string, body?: unknown, allow404 = false): Promise<T | null> {
@@ -76,7 +83,15 @@ export class HttpLedgerStorage implements LedgerStorage {
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     })
     if (allow404 && res.status === 404) return null
-    const text = await res.text()
+    // A broken or hostile server must not fill this process's memory.
+    const bytes = await readLimited(res, this.#maxResponseBytes)
+    if (bytes === null)
+      throw new LedgerHttpError(
+        res.status,
+        "response_too_large",
+        `ledger API answered more than ${this.#maxResponseBytes} bytes (maxResponseBytes)`,
+      )
+    const text = decoder.decode(bytes)
     let json: unknown
     try {
       json = JSON.parse(text)

@@ -1,6 +1,7 @@
 // Request bodies under limits: the size is refused before the body is read, the depth before anything parses it
 // recursively (validation, the store).
 import { jsonDepth } from "../core/storage/limits.ts"
+import { readLimited } from "../core/storage/read-limited.ts"
 import { HttpError } from "./errors.ts"
 
 export interface BodyLimits {
@@ -20,30 +21,10 @@ const tooLarge = (max: number) =>
 
 /** Reads at most `max` bytes: Content-Length is checked first, then the stream is counted as it arrives. */
 export async function readBodyText(req: Request, max: number): Promise<string> {
-  const declared = req.headers.get("content-length")
-  if (declared !== null && (!/^\d{1,16}$/.test(declared) || Number(declared) > max)) throw tooLarge(max)
-  if (!req.body) return ""
-  const reader = req.body.getReader()
-  const chunks: Uint8Array[] = []
-  let total = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    total += value.byteLength
-    if (total > max) {
-      await reader.cancel().catch(() => undefined)
-      throw tooLarge(max)
-    }
-    chunks.push(value)
-  }
-  const all = new Uint8Array(total)
-  let at = 0
-  for (const c of chunks) {
-    all.set(c, at)
-    at += c.byteLength
-  }
+  const bytes = await readLimited(req, max)
+  if (bytes === null) throw tooLarge(max)
   try {
-    return decoder.decode(all)
+    return decoder.decode(bytes)
   } catch {
     throw new HttpError("invalid_json", "request body is not valid UTF-8")
   }

@@ -2,6 +2,7 @@
 // half-written `run`, another call's replay, absurd retry hints. The real app sits behind a tampering layer; every
 // case asserts how many times the tool body ran, because a body that runs without a claim is a second payment.
 import { describe, expect, it } from "vitest"
+import { HttpLedgerStorage } from "../../src/adapters/http.ts"
 import { MemoryLedgerStorage } from "../../src/core/index.ts"
 import { LedgerPollTimeoutError, LedgerStorageUnavailableError } from "../../src/core/ledger/index.ts"
 import { RemoteLedger } from "../../src/edge/client.ts"
@@ -89,5 +90,69 @@ describe("RemoteLedger against a broken or hostile server", () => {
   it("the untampered server still runs the body once and replays it", async () => {
     const { runs, outcome } = await callOnce((r) => r)
     expect([runs, outcome]).toEqual([1, { value: "paid" }])
+  })
+})
+
+describe("answers too large to read", () => {
+  /** An answer that streams up to 50 MB of spaces; counts what was pulled. */
+  const endless = () => {
+    const served = { bytes: 0 }
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        served.bytes += 64 * 1024
+        if (served.bytes > 50 * 1024 * 1024) c.close()
+        else c.enqueue(new Uint8Array(64 * 1024).fill(32))
+      },
+    })
+    return { served, response: new Response(body, { headers: { "content-type": "application/json" } }) }
+  }
+
+  it("RemoteLedger stops reading at maxResponseBytes and fails closed; nothing runs", async () => {
+    const { served, response } = endless()
+    let runs = 0
+    const ledger = new RemoteLedger({
+      baseUrl: "http://x",
+      fetch: (async () => response) as typeof fetch,
+      maxResponseBytes: 1024 * 1024,
+      onWarning: () => {},
+    })
+    const call = ledger.tool({ name: "pay", binding: pay }, async () => {
+      runs++
+      return 1
+    })
+    await expect(call({ amount: 1 }, { requestId: "big" })).rejects.toBeInstanceOf(
+      LedgerStorageUnavailableError,
+    )
+    expect(runs).toBe(0)
+    expect(served.bytes).toBeLessThan(2 * 1024 * 1024)
+  })
+
+  it("HttpLedgerStorage stops reading at maxResponseBytes: response_too_large", async () => {
+    const { served, response } = endless()
+    const storage = new HttpLedgerStorage({
+      url: "http://x",
+      fetch: (async () => response) as typeof fetch,
+      maxResponseBytes: 1024 * 1024,
+    })
+    await expect(storage.get("big")).rejects.toMatchObject({ code: "response_too_large" })
+    expect(served.bytes).toBeLessThan(2 * 1024 * 1024)
+  })
+
+  it("a declared Content-Length over the limit is refused before reading", async () => {
+    let pulled = 0
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        pulled++
+        c.enqueue(new Uint8Array(1024))
+      },
+    })
+    const storage = new HttpLedgerStorage({
+      url: "http://x",
+      fetch: (async () =>
+        new Response(body, { headers: { "content-length": String(500 * 1024 * 1024) } })) as typeof fetch,
+      maxResponseBytes: 1024 * 1024,
+    })
+    await expect(storage.get("big")).rejects.toMatchObject({ code: "response_too_large" })
+    expect(pulled).toBeLessThanOrEqual(1)
   })
 })
