@@ -47,6 +47,7 @@ describe("operator commands with hostile paths", () => {
         ["transitions", "list", "--file", path],
         ["tasks", "list", "--file", path],
         ["doctor", "-c", path],
+        ["serve", "--port", "0", "--ledger", path],
       ]) {
         const r = mycelium(...args)
         expect([args.join(" "), r.code]).toEqual([args.join(" "), 2])

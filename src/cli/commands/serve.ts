@@ -4,7 +4,7 @@ import { parseArgs } from "node:util"
 import { FileLedgerStorage } from "../../adapters/file.ts"
 import { CliError, importNeeding } from "../errors.ts"
 import { serve } from "../http-bridge.ts"
-import { DEFAULT_LEDGER, parseOrUsage, parsePort } from "../options.ts"
+import { DEFAULT_LEDGER, parseOrUsage, parsePort, requireRegularFile } from "../options.ts"
 
 export const HELP = `mycelium serve [--port N] [--ledger PATH] [--token T]
 
@@ -54,6 +54,7 @@ export async function run(args: string[]): Promise<number> {
     }),
   )
   const token = values.token ?? process.env.MYCELIUM_TOKEN
-  await startApi("serve", values.ledger ?? DEFAULT_LEDGER, parsePort(values.port), token)
+  const ledger = requireRegularFile(values.ledger ?? DEFAULT_LEDGER, "--ledger")
+  await startApi("serve", ledger, parsePort(values.port), token)
   return 0
 }
