@@ -13,6 +13,7 @@ import {
   type TransitionExpectation,
 } from "../adapter-kit.ts"
 import { MyceliumError } from "../core/errors.ts"
+import { readLimited } from "../core/storage/read-limited.ts"
 
 export interface HttpLedgerStorageOptions {
   /** Base URL of the API, e.g. `https://ledger.example.com` (the app's basePath included). */
@@ -20,6 +21,8 @@ export interface HttpLedgerStorageOptions {
   /** Bearer token (a JWT with the `ledger:store` scope), or a function that returns a fresh one. */
   readonly token?: string | (() => string | Promise<string>)
   readonly fetch?: typeof fetch
+  /** Largest answer read from the API, in bytes (a page of rows). Default 64 MiB. */
+  readonly maxResponseBytes?: number
 }
 
 /** The server answered with an error: `code` is the API's stable error code. */
@@ -36,15 +39,37 @@ export class LedgerHttpError extends MyceliumError {
 
 type Row = Record<string, unknown>
 
+const decoder = /* @__PURE__ */ new TextDecoder()
+
+const CLAIM_OUTCOMES: readonly string[] = ["claimed", "completed", "in_flight"]
+
+/** An answer that is not the storage contract's: fails closed rather than acting on another row or looping. */
+const malformed = (what: string) =>
+  new LedgerHttpError(200, "invalid_response", `ledger API answered with ${what}; check the API's base URL`)
+
+/** The row the server answered must be the one asked for: a row of another call is never this call's state. */
+function rowOf(raw: unknown, requestId: string): LedgerEntry {
+  const got = (raw as Row | null)?.request_id
+  if (got !== requestId) throw malformed(`a row for ${JSON.stringify(got)} when '${requestId}' was asked for`)
+  return entryFromRow(raw as Row)
+}
+
+function rowsOf(raw: unknown): Row[] {
+  if (!Array.isArray(raw)) throw malformed("rows that are not a list")
+  return raw as Row[]
+}
+
 export class HttpLedgerStorage implements LedgerStorage {
   readonly #base: string
   readonly #token: HttpLedgerStorageOptions["token"]
   readonly #fetch: typeof fetch
+  readonly #maxResponseBytes: number
 
   constructor(options: HttpLedgerStorageOptions) {
     this.#base = options.url.replace(/\/+$/, "")
     this.#token = options.token
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
+    this.#maxResponseBytes = options.maxResponseBytes ?? 64 * 1024 * 1024
   }
 
   async #call<T>(method: string, path: string, body?: unknown, allow404 = false): Promise<T | null> {
@@ -58,7 +83,15 @@ export class HttpLedgerStorage implements LedgerStorage {
       ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
     })
     if (allow404 && res.status === 404) return null
-    const text = await res.text()
+    // A broken or hostile server must not fill this process's memory.
+    const bytes = await readLimited(res, this.#maxResponseBytes)
+    if (bytes === null)
+      throw new LedgerHttpError(
+        res.status,
+        "response_too_large",
+        `ledger API answered more than ${this.#maxResponseBytes} bytes (maxResponseBytes)`,
+      )
+    const text = decoder.decode(bytes)
     let json: unknown
     try {
       json = JSON.parse(text)
@@ -82,7 +115,7 @@ export class HttpLedgerStorage implements LedgerStorage {
 
   async get(requestId: string): Promise<LedgerEntry | null> {
     const r = await this.#call<{ row: Row }>("GET", `/v1/rows/${this.#id(requestId)}`, undefined, true)
-    return r ? entryFromRow(r.row) : null
+    return r ? rowOf(r.row, requestId) : null
   }
 
   async set(entry: LedgerEntry): Promise<void> {
@@ -114,10 +147,11 @@ export class HttpLedgerStorage implements LedgerStorage {
         ...(options?.dispatchId ? { dispatch_id: options.dispatchId } : {}),
       },
     )) as { outcome: ClaimResult["outcome"]; entry: Row; dispatch_siblings?: Row[] }
-    const e = entryFromRow(r.entry)
+    if (!CLAIM_OUTCOMES.includes(r.outcome)) throw malformed(`a claim outcome ${JSON.stringify(r.outcome)}`)
+    const e = rowOf(r.entry, entry.requestId)
     if (r.outcome === "claimed") {
-      return r.dispatch_siblings
-        ? { outcome: "claimed", entry: e, dispatchSiblings: r.dispatch_siblings.map(entryFromRow) }
+      return r.dispatch_siblings !== undefined
+        ? { outcome: "claimed", entry: e, dispatchSiblings: rowsOf(r.dispatch_siblings).map(entryFromRow) }
         : { outcome: "claimed", entry: e }
     }
     return { outcome: r.outcome, entry: e }
@@ -148,11 +182,14 @@ export class HttpLedgerStorage implements LedgerStorage {
         rows: Row[]
         cursor: string | null
       }
-      for (const row of page.rows) {
+      const rows = rowsOf(page.rows)
+      for (const row of rows) {
         yield entryFromRow(row)
         remaining--
       }
       if (!page.cursor) return
+      // A page that does not move the cursor forward would be asked for again forever.
+      if (rows.length === 0 || page.cursor === cursor) throw malformed(`a cursor that does not advance`)
       cursor = page.cursor
     }
   }
@@ -161,6 +198,6 @@ export class HttpLedgerStorage implements LedgerStorage {
     const r = (await this.#call<{ rows: Row[] }>("GET", `/v1/dispatch/${this.#id(dispatchId)}`)) as {
       rows: Row[]
     }
-    return r.rows.map(entryFromRow)
+    return rowsOf(r.rows).map(entryFromRow)
   }
 }

@@ -4,7 +4,7 @@ import { existsSync } from "node:fs"
 import type { MyceliumConfig, ResolvedStorage } from "../core/config/index.ts"
 import { ActionLedger, type ActionLedgerOptions, type LedgerStorage } from "../core/ledger/index.ts"
 import { UsageError } from "./errors.ts"
-import { DEFAULT_LEDGER } from "./options.ts"
+import { DEFAULT_LEDGER, requireRegularFile } from "./options.ts"
 
 /** Flags every operator command accepts (parseArgs option specs). */
 export const STORE_OPTIONS = {
@@ -120,6 +120,7 @@ export async function openLedger(
       throw new UsageError(`${configPath} ledgers no tool: add action_ledger.tools, or pass --file`)
   }
   choice ??= { kind: "file", path: DEFAULT_LEDGER }
+  if (choice.kind === "file" && choice.path) requireRegularFile(choice.path, "the ledger file")
   if (choice.kind === "memory")
     throw new UsageError(
       "the configured ledger is in memory: a command line cannot reach another process's memory",

@@ -3,6 +3,7 @@
 // command whose optional packages are missing cannot break `--help` or the other commands.
 import { readFileSync } from "node:fs"
 import { CliError, UsageError } from "./errors.ts"
+import { clean } from "./style.ts"
 
 const HELP = `mycelium <command> [options]        (mycelium <command> --help for each)
 
@@ -75,10 +76,12 @@ main(process.argv.slice(2)).then(
   },
   (e: unknown) => {
     const err = e as { name?: string; message?: string; code?: string }
-    if (e instanceof UsageError) console.error(`mycelium: ${e.message}\n(mycelium --help lists the commands)`)
-    else if (e instanceof CliError) console.error(`mycelium: ${e.message}`)
-    else if (err?.name === "ConfigError") console.error(`mycelium: ${err.message}`)
-    else console.error(`mycelium: ${e instanceof Error ? `${e.name}: ${e.message}` : String(e)}`)
+    // Messages quote request ids, tool names and file content: printed inert (style.ts `clean`).
+    if (e instanceof UsageError)
+      console.error(`mycelium: ${clean(e.message)}\n(mycelium --help lists the commands)`)
+    else if (e instanceof CliError) console.error(`mycelium: ${clean(e.message)}`)
+    else if (err?.name === "ConfigError") console.error(`mycelium: ${clean(err.message)}`)
+    else console.error(`mycelium: ${clean(e instanceof Error ? `${e.name}: ${e.message}` : String(e))}`)
     // A broken config is the caller's to fix (2); a refusal or an outage is an operation that failed (1).
     process.exitCode = e instanceof CliError ? e.exitCode : err?.name === "ConfigError" ? 2 : 1
   },

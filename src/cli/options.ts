@@ -1,4 +1,5 @@
 // What several commands share: the default ledger file, the port check, and bad flags as usage errors.
+import { statSync } from "node:fs"
 import { UsageError } from "./errors.ts"
 
 export const DEFAULT_LEDGER = ".mycelium/ledger.json"
@@ -10,6 +11,24 @@ export function parseOrUsage<T>(command: string, parse: () => T): T {
   } catch (e) {
     throw new UsageError(`${command}: ${e instanceof Error ? e.message : String(e)}`)
   }
+}
+
+/**
+ * A path the command will read whole must be a regular file when it exists (a symlink to one is fine): a
+ * directory fails with a bare EISDIR, and /dev/zero or a FIFO is read forever.
+ */
+export function requireRegularFile(path: string, what: string): string {
+  let st: ReturnType<typeof statSync> | undefined
+  try {
+    st = statSync(path)
+  } catch {
+    return path
+  }
+  if (!st.isFile())
+    throw new UsageError(
+      `${what} ${path} is ${st.isDirectory() ? "a directory" : "not a regular file"}: pass a file`,
+    )
+  return path
 }
 
 export function parsePort(value: string | undefined): number {

@@ -9,10 +9,20 @@ const enabled = (): boolean => {
   return env?.stdout?.isTTY === true
 }
 
+// C0 controls (newlines included), DEL and C1 controls. Rows are written by agents: a tool name or request id
+// holding ESC could retitle the operator's terminal, clear it, or move the cursor up to fake a "released" line.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g
+
+/** Text from a row or an error, made inert for a terminal: every control character shows as `\xNN`. */
+export function clean(text: unknown): string {
+  return String(text).replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
+}
+
 const wrap =
   (open: number, close: number) =>
   (text: string): string =>
-    enabled() ? `\u001b[${open}m${text}\u001b[${close}m` : text
+    enabled() ? `\u001b[${open}m${clean(text)}\u001b[${close}m` : clean(text)
 
 export const bold = wrap(1, 22)
 export const dim = wrap(2, 22)

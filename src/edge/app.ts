@@ -5,13 +5,13 @@ import type * as z from "zod"
 import { ActionLedger, type ArgsDriftPolicy, type Clock, type LedgerStorage } from "../core/ledger/index.ts"
 import { agentRoutes } from "./agent-routes.ts"
 import { AuthError, type LedgerScope, type Principal } from "./auth.ts"
-import { type BodyLimits, DEFAULT_BODY_LIMITS, readJsonBody } from "./body.ts"
+import { type BodyLimits, DEFAULT_BODY_LIMITS, isUnstorableText, readJsonBody } from "./body.ts"
 import type { Api, AppEnv, Ctx, RouteContext, Tenant, TenantReceipts } from "./context.ts"
 import { HttpError } from "./errors.ts"
 import { DOCS_HTML, openApiDocument } from "./openapi.ts"
 import { operatorRoutes } from "./operator-routes.ts"
 import { receiptRoutes } from "./receipt-routes.ts"
-import { errorResponse } from "./status.ts"
+import { errorResponse, STORE_DETAIL_CODES } from "./status.ts"
 import { storeRoutes } from "./store-routes.ts"
 
 export interface LedgerAppOptions {
@@ -122,12 +122,18 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
       return validated(schema, await readJsonBody(c.req.raw, limits), "invalid_body")
     },
     query<T extends z.ZodType>(c: Ctx, schema: T): z.infer<T> {
-      return validated(schema, c.req.query(), "invalid_query")
+      const raw = c.req.query()
+      for (const [k, v] of Object.entries(raw))
+        if (isUnstorableText(k) || isUnstorableText(v))
+          throw new HttpError("invalid_query", `${k}: holds U+0000 or an unpaired surrogate`)
+      return validated(schema, raw, "invalid_query")
     },
     id(c: Ctx): string {
       const id = c.req.param("id") ?? ""
       if (id.length < 1 || id.length > 512)
         throw new HttpError("invalid_path", "id must be 1..512 characters")
+      if (isUnstorableText(id))
+        throw new HttpError("invalid_path", "id holds U+0000 or an unpaired surrogate")
       return id
     },
   }
@@ -135,6 +141,9 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
   app.onError((err, c) => {
     const { status, body } = errorResponse(err)
     if (status === 500) console.error("[mycelium] edge API internal error:", err)
+    // The detail hidden from the caller (a path, a lock file) is what the operator needs.
+    else if (body.error.code !== "ledger_storage_unavailable" && STORE_DETAIL_CODES.has(body.error.code))
+      console.error("[mycelium] edge API storage fault:", err)
     return c.json(body, status)
   })
   app.notFound((c) =>

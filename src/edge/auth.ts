@@ -1,6 +1,7 @@
 // Bearer-token auth for the ledger API: a JWT verified with jose, carrying a tenant and scopes.
 import {
   createRemoteJWKSet,
+  decodeProtectedHeader,
   type JWTPayload,
   type JWTVerifyGetKey,
   type JWTVerifyOptions,
@@ -74,6 +75,39 @@ function isKeySourceFailure(e: unknown): boolean {
   return !(e instanceof joseErrors.JOSEError)
 }
 
+const HMAC_ALGS = ["HS256", "HS384", "HS512"]
+const PUBLIC_KEY_ALGS = [
+  "RS256",
+  "RS384",
+  "RS512",
+  "PS256",
+  "PS384",
+  "PS512",
+  "ES256",
+  "ES384",
+  "ES512",
+  "EdDSA",
+  "Ed25519",
+]
+
+/**
+ * The header is checked before jose sees the token: jose refuses `alg: none`, unknown algs and `crit` in a promise
+ * that is rejected before its caller's handler is attached, which workerd reports as an unhandled rejection (one
+ * log error per hostile request). Refused here, synchronously, they never reach it.
+ */
+function checkHeader(token: string, algs: readonly string[]): void {
+  let header: ReturnType<typeof decodeProtectedHeader>
+  try {
+    header = decodeProtectedHeader(token)
+  } catch {
+    throw new AuthError("unauthorized", "invalid token: its header is not a JWS header")
+  }
+  if (typeof header.alg !== "string" || !algs.includes(header.alg))
+    throw new AuthError("unauthorized", `invalid token: its 'alg' is not one of ${algs.join(", ")}`)
+  if (header.crit !== undefined || header.b64 !== undefined)
+    throw new AuthError("unauthorized", "invalid token: 'crit' and 'b64' headers are not accepted")
+}
+
 /** Builds a verifier: `Authorization: Bearer <jwt>` → Principal, or an AuthError. */
 export function jwtAuth(options: JwtAuthOptions): (authorization: string | undefined) => Promise<Principal> {
   const tenantClaim = options.tenantClaim ?? "tenant"
@@ -85,7 +119,11 @@ export function jwtAuth(options: JwtAuthOptions): (authorization: string | undef
   else if (options.secret !== undefined) {
     key = typeof options.secret === "string" ? new TextEncoder().encode(options.secret) : options.secret
   } else throw new InvalidOptionError("jwtAuth needs secret, jwksUrl or key: pass one of them")
+  // A shared secret verifies HMAC only, a key set public-key algs only: no HS/RS confusion whatever jose allows.
+  const algs =
+    key instanceof Uint8Array ? HMAC_ALGS : remote ? PUBLIC_KEY_ALGS : [...HMAC_ALGS, ...PUBLIC_KEY_ALGS]
   const verifyOptions: JWTVerifyOptions = {
+    algorithms: algs,
     requiredClaims: ["exp"],
     clockTolerance: tolerance,
     ...(options.issuer ? { issuer: options.issuer } : {}),
@@ -97,6 +135,7 @@ export function jwtAuth(options: JwtAuthOptions): (authorization: string | undef
     const m = /^Bearer\s+(\S{1,8192})$/i.exec(authorization ?? "")
     if (!m?.[1])
       throw new AuthError("unauthorized", "missing bearer token: send 'Authorization: Bearer <jwt>'")
+    checkHeader(m[1], algs)
     let payload: JWTPayload
     try {
       payload =

@@ -1,6 +1,7 @@
 // Request bodies under limits: the size is refused before the body is read, the depth before anything parses it
 // recursively (validation, the store).
 import { jsonDepth } from "../core/storage/limits.ts"
+import { readLimited } from "../core/storage/read-limited.ts"
 import { HttpError } from "./errors.ts"
 
 export interface BodyLimits {
@@ -20,29 +21,39 @@ const tooLarge = (max: number) =>
 
 /** Reads at most `max` bytes: Content-Length is checked first, then the stream is counted as it arrives. */
 export async function readBodyText(req: Request, max: number): Promise<string> {
-  const declared = req.headers.get("content-length")
-  if (declared !== null && (!/^\d{1,16}$/.test(declared) || Number(declared) > max)) throw tooLarge(max)
-  if (!req.body) return ""
-  const reader = req.body.getReader()
-  const chunks: Uint8Array[] = []
-  let total = 0
-  for (;;) {
-    const { done, value } = await reader.read()
-    if (done) break
-    total += value.byteLength
-    if (total > max) {
-      await reader.cancel().catch(() => undefined)
-      throw tooLarge(max)
-    }
-    chunks.push(value)
+  const bytes = await readLimited(req, max)
+  if (bytes === null) throw tooLarge(max)
+  try {
+    return decoder.decode(bytes)
+  } catch {
+    throw new HttpError("invalid_json", "request body is not valid UTF-8")
   }
-  const all = new Uint8Array(total)
-  let at = 0
-  for (const c of chunks) {
-    all.set(c, at)
-    at += c.byteLength
+}
+
+// Fatal: a lenient decoder turns any invalid bytes into U+FFFD, so two different ids would name one row.
+const decoder = /* @__PURE__ */ new TextDecoder("utf-8", { fatal: true })
+
+// NUL and unpaired surrogates: valid JSON escapes, but not text every store can hold (Postgres refuses both, and a
+// refused write would answer 503 as if the store were down). Refused for every store, so the API is the same on all.
+const UNPAIRED = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+
+/** Whether `s` holds text no store can be trusted with. */
+export function isUnstorableText(s: string): boolean {
+  return s.includes("\u0000") || UNPAIRED.test(s)
+}
+
+/** The first string or key of `value` (already depth-checked) that holds unstorable text, as a path. */
+function unstorableAt(value: unknown, path: string): string | null {
+  if (typeof value === "string") return isUnstorableText(value) ? path || "body" : null
+  if (typeof value !== "object" || value === null) return null
+  for (const [k, v] of Object.entries(value)) {
+    const here = path ? `${path}.${k}` : k
+    // Rebuilding an object (validation, spreads) drops a `__proto__` key: args {"__proto__": x} would be args {}.
+    if (isUnstorableText(k) || k === "__proto__") return path || "body"
+    const bad = unstorableAt(v, here)
+    if (bad) return bad
   }
-  return new TextDecoder().decode(all)
+  return null
 }
 
 /** A JSON body: application/json, within the size and depth limits. */
@@ -60,5 +71,11 @@ export async function readJsonBody(req: Request, limits: BodyLimits): Promise<un
   }
   if (jsonDepth(value, limits.maxDepth) > limits.maxDepth)
     throw new HttpError("too_deep", `request body nests deeper than ${limits.maxDepth} levels`)
+  const bad = unstorableAt(value, "")
+  if (bad)
+    throw new HttpError(
+      "invalid_body",
+      `${bad}: text holds U+0000 or an unpaired surrogate; send valid Unicode`,
+    )
   return value
 }

@@ -21,6 +21,8 @@ import { type JsonValue, toJsonValue } from "../core/ledger/model/canonical.ts"
 import type { SideEffectBoundary } from "../core/ledger/model/enums.ts"
 import type { CallMeta } from "../core/ledger/model/identity.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
+import { readLimited } from "../core/storage/read-limited.ts"
+import { checkBeginAnswer, type RunAnswer } from "./begin-answer.ts"
 
 export interface RemoteLedgerOptions {
   /** Base URL of the ledger API (its basePath included), e.g. `https://ledger.example.com`. */
@@ -36,7 +38,12 @@ export interface RemoteLedgerOptions {
   readonly pollTimeout?: number | null
   /** Where warnings go. Default `console.warn`. */
   readonly onWarning?: (message: string) => void
+  /** Largest answer read from the API, in bytes (a replay carries the stored result). Default 64 MiB. */
+  readonly maxResponseBytes?: number
 }
+
+/** Answers over this are cut off: a broken or hostile server must not fill the agent's memory. */
+const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 
 /** The ledger API refused a request with a code this client has no class for. */
 export class RemoteLedgerError extends LedgerError {
@@ -58,21 +65,6 @@ export interface RemoteTool<A, R> {
   readonly binding: ToolTransitionBinding | null
   readonly ledger: RemoteLedger
 }
-
-interface RunAnswer {
-  readonly status: "run"
-  readonly request_id: string
-  readonly fence: number
-  readonly lease: string
-  readonly lease_ttl: number
-  readonly side_effect_boundary: SideEffectBoundary
-  readonly limits: { readonly max_body_bytes: number; readonly max_depth: number }
-}
-type BeginAnswer =
-  | RunAnswer
-  | { readonly status: "replay"; readonly request_id: string; readonly result: JsonValue }
-  | { readonly status: "poll"; readonly retry_after: number }
-  | { readonly status: "blocked"; readonly error: { readonly code: string; readonly message: string } }
 
 function errorFor(status: number, code: string, message: string, tool: string): Error {
   switch (code) {
@@ -152,6 +144,7 @@ export class RemoteLedger {
   readonly leaseRenewInterval: number | undefined
   readonly pollTimeout: number | null
   readonly #onWarning: (message: string) => void
+  readonly #maxResponseBytes: number
   readonly #transport: Transport = {
     post: (path, body, tool) => this.#post(path, body, tool),
     warn: (message) => this.#onWarning(message),
@@ -165,6 +158,7 @@ export class RemoteLedger {
     this.leaseRenewInterval = options.leaseRenewInterval
     this.pollTimeout = options.pollTimeout === undefined ? 300 : options.pollTimeout
     this.#onWarning = options.onWarning ?? ((m) => console.warn(`[mycelium] ${m}`))
+    this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
   }
 
   /** One JSON round trip; any transport failure fails closed as a storage outage. */
@@ -176,7 +170,10 @@ export class RemoteLedger {
     let json: unknown
     try {
       res = await this.#fetch(`${this.#base}${path}`, { method: "POST", headers, body })
-      json = await res.json()
+      const bytes = await readLimited(res, this.#maxResponseBytes)
+      if (bytes === null)
+        throw new Error(`its answer is over ${this.#maxResponseBytes} bytes (maxResponseBytes)`)
+      json = JSON.parse(responseDecoder.decode(bytes))
     } catch (e) {
       throw new LedgerStorageUnavailableError(
         `ledger API unreachable at ${this.#base}: ${e instanceof Error ? e.message : String(e)}`,
@@ -224,13 +221,16 @@ export class RemoteLedger {
       })
       const deadline = pollTimeout === null ? Number.POSITIVE_INFINITY : Date.now() + pollTimeout * 1000
       for (;;) {
-        const a = await this.#post<BeginAnswer>("/v1/calls", begin, tool)
+        const a = checkBeginAnswer(
+          await this.#post<unknown>("/v1/calls", begin, tool),
+          typeof meta.requestId === "string" ? meta.requestId : undefined,
+        )
         if (a.status === "replay") return a.result as R
         if (a.status === "blocked") throw errorFor(409, a.error.code, a.error.message, tool)
         if (a.status === "poll") {
-          if (Date.now() >= deadline)
-            throw new LedgerPollTimeoutError(`Timed out polling in-flight '${tool}' call`)
-          await sleep(options.pollInterval ?? a.retry_after, meta.signal)
+          const left = (deadline - Date.now()) / 1000
+          if (left <= 0) throw new LedgerPollTimeoutError(`Timed out polling in-flight '${tool}' call`)
+          await sleep(Math.min(options.pollInterval ?? a.retry_after, left), meta.signal)
           continue
         }
         const tx = new RemoteCall(this.#transport, tool, a, meta.signal)
@@ -258,6 +258,7 @@ export class RemoteLedger {
 }
 
 const encoder = /* @__PURE__ */ new TextEncoder()
+const responseDecoder = /* @__PURE__ */ new TextDecoder()
 let never: AbortSignal | null = null
 
 /**

@@ -25,6 +25,10 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, HttpStatus>> = {
   unsupported_media_type: 415,
   internal_error: 500,
   ledger_storage_unavailable: 503,
+  // The store is there but unusable until an operator acts: not the caller's conflict, and retrying may help.
+  ledger_file_corrupt: 503,
+  ledger_file_lock_timeout: 503,
+  receipt_store_corrupt: 503,
   auth_unavailable: 503,
   misconfigured: 503,
 }
@@ -42,13 +46,25 @@ export interface ErrorBody {
 }
 
 /** Status and body for any thrown value: a package error by its code, anything else a 500 without detail. */
+/**
+ * Store failures whose messages carry the backend's own text, file paths, lock paths or the first bytes of a
+ * damaged file: kept for the server's log, never sent to a caller.
+ */
+export const STORE_DETAIL_CODES: ReadonlySet<string> = new Set([
+  "ledger_storage_unavailable",
+  "ledger_file_corrupt",
+  "ledger_file_lock_timeout",
+  "receipt_store_corrupt",
+])
+
 export function errorResponse(err: unknown): { status: HttpStatus; body: ErrorBody } {
   if (err instanceof MyceliumError) {
-    // A storage outage's message carries the backend's own error text: keep that in logs, not in responses.
     const message =
       err.code === "ledger_storage_unavailable"
         ? "ledger storage unavailable; retry shortly"
-        : err.message || err.code
+        : STORE_DETAIL_CODES.has(err.code)
+          ? `ledger storage cannot be used (${err.code}); the server log says where, an operator must repair it`
+          : err.message || err.code
     return { status: statusForCode(err.code), body: { error: { code: err.code, message } } }
   }
   return { status: 500, body: { error: { code: "internal_error", message: "internal error" } } }

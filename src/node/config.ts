@@ -1,6 +1,6 @@
 // mycelium.yaml from disk, for Node, Deno and Bun: environment from the process, stores built from the file's
 // storage choices. Client libraries load only when a store needs them, so a file-only config installs nothing else.
-import { readFile } from "node:fs/promises"
+import { readFile, stat } from "node:fs/promises"
 import {
   ConfigError,
   type LoadConfigOptions,
@@ -184,6 +184,13 @@ export async function loadConfig(
 ): Promise<MyceliumConfig> {
   let text: string
   try {
+    // A directory, /dev/zero or a FIFO: named as the config's problem, never read forever.
+    if (!(await stat(path)).isFile())
+      throw new ConfigError(
+        "not a regular file (a directory or a device): pass the YAML file",
+        { path: [] },
+        path,
+      )
     text = await readFile(path, "utf8")
   } catch (e) {
     if ((e as { code?: string }).code === "ENOENT")

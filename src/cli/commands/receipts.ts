@@ -2,8 +2,8 @@
 import { existsSync } from "node:fs"
 import { parseArgs } from "node:util"
 import { CliError, UsageError } from "../errors.ts"
-import { parseOrUsage } from "../options.ts"
-import { green, printJson, red } from "../style.ts"
+import { parseOrUsage, requireRegularFile } from "../options.ts"
+import { clean, green, printJson, red } from "../style.ts"
 
 export const HELP = `mycelium receipts verify [FILE] [--key-env NAME | --jwks FILE] [--require-chain] [--json] [-c PATH]
 
@@ -41,6 +41,7 @@ export async function run(args: string[]): Promise<number> {
     file ??= ".mycelium/receipts.jsonl"
   }
   if (!existsSync(file)) throw new CliError(`no receipt file at ${file}`)
+  requireRegularFile(file, "the receipt file")
   const { verifyReceipts } = await import("../../core/receipts/index.ts")
   const { FileReceiptStore } = await import("../../adapters/file-receipts.ts")
   type Keys = Parameters<typeof verifyReceipts>[1]
@@ -48,7 +49,12 @@ export async function run(args: string[]): Promise<number> {
   if (values.jwks) {
     const { readFileSync } = await import("node:fs")
     const { jwksVerifier } = await import("../../core/receipts/jws.ts")
-    keys = { jws: jwksVerifier(JSON.parse(readFileSync(values.jwks, "utf8"))) }
+    const jwks = requireRegularFile(values.jwks, "--jwks")
+    try {
+      keys = { jws: jwksVerifier(JSON.parse(readFileSync(jwks, "utf8"))) }
+    } catch (e) {
+      throw new UsageError(`--jwks ${jwks}: not a readable JSON Web Key Set (${(e as Error).message})`)
+    }
   } else {
     const name = values["key-env"] ?? "MYCELIUM_SIGNING_KEY"
     const key = process.env[name]
@@ -60,7 +66,9 @@ export async function run(args: string[]): Promise<number> {
   if (values.json) printJson({ file, receipts: receipts.length, ok: report.ok, failures: report.failures })
   else {
     for (const f of report.failures)
-      console.log(`${red("FAIL")}  #${f.index} ${f.receiptId ?? "-"}  ${f.reason}: ${f.message}`)
+      console.log(
+        `${red("FAIL")}  #${f.index} ${clean(f.receiptId ?? "-")}  ${f.reason}: ${clean(f.message)}`,
+      )
     console.log(
       report.ok
         ? green(`${receipts.length} receipts verified in ${file}`)

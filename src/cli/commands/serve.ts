@@ -4,7 +4,7 @@ import { parseArgs } from "node:util"
 import { FileLedgerStorage } from "../../adapters/file.ts"
 import { CliError, importNeeding } from "../errors.ts"
 import { serve } from "../http-bridge.ts"
-import { DEFAULT_LEDGER, parseOrUsage, parsePort } from "../options.ts"
+import { DEFAULT_LEDGER, parseOrUsage, parsePort, requireRegularFile } from "../options.ts"
 
 export const HELP = `mycelium serve [--port N] [--ledger PATH] [--token T]
 
@@ -40,7 +40,8 @@ export async function startApi(
   const base = `http://127.0.0.1:${actual}`
   const auth = token ? "bearer token required" : "no auth: loopback only, same-origin JSON writes only"
   console.log(`\nledger API listening on ${base} (${auth}; Ctrl-C stops it)`)
-  const h = token ? ` -H 'authorization: Bearer ${token}'` : ""
+  // Never the token itself: this banner ends up in terminals, CI logs and journals.
+  const h = token ? ` -H "authorization: Bearer $MYCELIUM_TOKEN"` : ""
   console.log(`  curl${h} ${base}/v1/transitions`)
   console.log(`  curl${h} '${base}/v1/transitions?stuck=true'`)
 }
@@ -53,6 +54,7 @@ export async function run(args: string[]): Promise<number> {
     }),
   )
   const token = values.token ?? process.env.MYCELIUM_TOKEN
-  await startApi("serve", values.ledger ?? DEFAULT_LEDGER, parsePort(values.port), token)
+  const ledger = requireRegularFile(values.ledger ?? DEFAULT_LEDGER, "--ledger")
+  await startApi("serve", ledger, parsePort(values.port), token)
   return 0
 }

@@ -8,8 +8,8 @@ import { taskState } from "../../core/tasks/record.ts"
 import type { TaskLedger } from "../../core/tasks/task-ledger.ts"
 import { CliError, UsageError } from "../errors.ts"
 import { describeStore } from "../ledger-access.ts"
-import { parseOrUsage } from "../options.ts"
-import { bold, dim, printJson } from "../style.ts"
+import { parseOrUsage, requireRegularFile } from "../options.ts"
+import { bold, clean, dim, printJson } from "../style.ts"
 
 export const DEFAULT_TASKS = ".mycelium/tasks.json"
 
@@ -109,6 +109,7 @@ export async function run(args: string[]): Promise<number> {
     parseArgs({ args: rest, allowPositionals: true, options: OPTIONS }),
   )
   const { store: choice, config } = await taskStoreChoice(values)
+  if (choice.kind === "file" && choice.path) requireRegularFile(choice.path, "the task file")
   const path = describeStore(choice, "mycelium_task_ledger")
   // An operator's release is signed like the workers' task outcomes when the config signs any task's receipts; a
   // missing key is the config's error (exit 2) before anything is written.
@@ -145,7 +146,9 @@ async function command(
     const tasks = await ledger.list()
     if (values.json) printJson(tasks.map((t) => ({ ...t.row, state: taskState(t, now), lease: t.lease })))
     else if (!tasks.length) console.log(`no tasks found in ${path}`)
-    else for (const t of tasks) console.log(`${bold(t.row.request_id)}  ${t.row.task}  ${taskState(t, now)}`)
+    else
+      for (const t of tasks)
+        console.log(`${bold(t.row.request_id)}  ${clean(t.row.task)}  ${taskState(t, now)}`)
     return 0
   }
   const [id, ...extra] = positionals
@@ -156,7 +159,7 @@ async function command(
     if (values.json) printJson({ ...t.row, state: taskState(t, now), lease: t.lease })
     else {
       for (const [k, v] of Object.entries(t.row))
-        console.log(`${k}: ${typeof v === "string" ? v : JSON.stringify(v)}`)
+        console.log(`${k}: ${clean(typeof v === "string" ? v : JSON.stringify(v))}`)
       console.log(`state: ${taskState(t, now)}`)
       console.log(`lease: ${t.lease ? JSON.stringify(t.lease) : "-"}`)
     }
@@ -186,7 +189,7 @@ async function command(
     if (e instanceof LedgerError) throw new CliError(`refused: ${e.message}`)
     throw e
   }
-  console.log(`released task ${id}: verified=${verified} by=${values.by}`)
+  console.log(`released task ${clean(id)}: verified=${verified} by=${clean(values.by)}`)
   console.log(
     dim(
       verified === "completed"

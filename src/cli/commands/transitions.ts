@@ -11,7 +11,7 @@ import {
   STORE_OPTIONS,
 } from "../ledger-access.ts"
 import { DEFAULT_LEDGER, parseOrUsage } from "../options.ts"
-import { bold, dim, green, printJson, red, yellow } from "../style.ts"
+import { bold, clean, dim, green, printJson, red, yellow } from "../style.ts"
 
 export const HELP = `mycelium transitions <list|show|release|mark-dead> [options]
 
@@ -114,10 +114,12 @@ async function list(args: string[]): Promise<number> {
     }
     for (const e of rows) {
       const outcome = resolvedOutcome(e, now)
-      const released = e.operatorResolution ? `  [released: ${e.operatorResolution} by ${e.resolvedBy}]` : ""
-      const parent = e.parentRequestId ? `  parent=${e.parentRequestId}` : ""
+      const released = e.operatorResolution
+        ? `  [released: ${clean(e.operatorResolution)} by ${clean(e.resolvedBy)}]`
+        : ""
+      const parent = e.parentRequestId ? `  parent=${clean(e.parentRequestId)}` : ""
       console.log(
-        `${bold(e.requestId)}  ${e.tool}  ${paintOutcome(outcome)}  age=${age(now - e.startedAt)}${parent}${released}`,
+        `${bold(e.requestId)}  ${clean(e.tool)}  ${paintOutcome(outcome)}  age=${age(now - e.startedAt)}${parent}${released}`,
       )
       if (values.stuck) console.log(dim(`    next: ${nextStep(e, outcome)}`))
     }
@@ -178,7 +180,7 @@ async function show(args: string[]): Promise<number> {
       ["worker_dead_asserted_by", e.workerDeadAssertedBy ?? "-"],
       ["worker_dead_asserted_at", iso(e.workerDeadAssertedAt)],
     ]
-    for (const [k, v] of fields) console.log(`${k}: ${v}`)
+    for (const [k, v] of fields) console.log(`${k}: ${clean(v)}`)
     return 0
   })
 }
@@ -237,7 +239,7 @@ export async function release(args: string[], command = "transitions release"): 
         }),
       )
       console.log(
-        `released ${row.requestId} (${row.tool}): verified=${verified} by=${values.by} from=${row.releasedFromOutcome}`,
+        `released ${clean(row.requestId)} (${clean(row.tool)}): verified=${verified} by=${clean(values.by)} from=${row.releasedFromOutcome}`,
       )
       console.log(
         dim(
@@ -289,7 +291,7 @@ async function markDead(args: string[]): Promise<number> {
       }),
     )
     console.log(
-      `marked the worker of ${row.requestId} (${row.tool}) dead: owner=${row.owner ?? "-"} by=${values.by}`,
+      `marked the worker of ${clean(row.requestId)} (${clean(row.tool)}) dead: owner=${clean(row.owner ?? "-")} by=${clean(values.by)}`,
     )
     console.log(dim("next: verify with the provider, then release it"))
     return 0

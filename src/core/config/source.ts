@@ -46,7 +46,13 @@ export function parseConfigSource(text: string, name = "mycelium.yaml"): ConfigS
     const target = key && keyNode ? keyNode : ((node as Node | null) ?? keyNode)
     return at(target?.range?.[0] ?? keyNode?.range?.[0], path)
   }
-  const value = doc.toJS({ maxAliasCount: 50 }) ?? {}
+  let value: unknown
+  try {
+    value = doc.toJS({ maxAliasCount: 50 }) ?? {}
+  } catch (e) {
+    // An alias bomb (aliases of aliases) is refused while expanding, not while parsing.
+    throw new ConfigError(`invalid YAML: ${e instanceof Error ? e.message : String(e)}`, { path: [] }, name)
+  }
   return {
     value,
     name,

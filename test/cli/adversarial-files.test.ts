@@ -1,0 +1,87 @@
+// The operator commands given hostile paths and files: a directory, /dev/zero, a symlink to something else, a YAML
+// alias bomb, a key set that is not JSON. Each must end quickly with one line and the documented exit code (2 for a
+// path or config the user must fix, 1 for a file that fails its check), never a stack trace or an endless read.
+import { spawnSync } from "node:child_process"
+import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join, resolve } from "node:path"
+import { describe, expect, it } from "vitest"
+
+const cwd = mkdtempSync(join(tmpdir(), "mycelium-adv-"))
+const main = resolve("src/cli/main.ts")
+const tsx = resolve("node_modules/.bin/tsx")
+
+/** The CLI as a user runs it; killed after 20 s, so an endless read shows as a null exit code, not a hung suite. */
+function mycelium(...args: string[]) {
+  const r = spawnSync(tsx, [main, ...args], {
+    cwd,
+    encoding: "utf8",
+    timeout: 20_000,
+    env: { ...process.env, NO_COLOR: "1", MYCELIUM_SIGNING_KEY: "k" },
+  })
+  return { code: r.status, err: r.stderr }
+}
+
+function oneLineNoStack(err: string): void {
+  expect(err).not.toMatch(/\n\s+at /)
+  expect(err.split("\n")[0]).toMatch(/^mycelium: /)
+}
+
+mkdirSync(join(cwd, "a-dir"))
+writeFileSync(join(cwd, "receipts.jsonl"), "")
+writeFileSync(join(cwd, "not-json.jwks"), "{not json")
+writeFileSync(join(cwd, "garbage.jsonl"), 'garbage\n{"a":1}\n')
+writeFileSync(join(cwd, "passwd.txt"), "root:x:0:0:root:/root:/bin/sh\n")
+symlinkSync(join(cwd, "passwd.txt"), join(cwd, "link-to-other"))
+let bomb = 'a: &a ["x","x","x","x","x","x","x","x","x"]\n'
+for (let i = 1, prev = "a"; i < 10; prev = `l${i}`, i++)
+  bomb += `l${i}: &l${i} [${Array(9).fill(`*${prev}`).join(",")}]\n`
+writeFileSync(join(cwd, "bomb.yaml"), bomb)
+
+describe("operator commands with hostile paths", () => {
+  it("a directory or a device where a file belongs: exit 2 naming it, without reading forever", () => {
+    for (const path of ["a-dir", "/dev/zero"]) {
+      for (const args of [
+        ["receipts", "verify", path],
+        ["receipts", "verify", "receipts.jsonl", "--jwks", path],
+        ["transitions", "list", "--file", path],
+        ["tasks", "list", "--file", path],
+        ["doctor", "-c", path],
+        ["serve", "--port", "0", "--ledger", path],
+      ]) {
+        const r = mycelium(...args)
+        expect([args.join(" "), r.code]).toEqual([args.join(" "), 2])
+        expect(r.err).toContain(path)
+        expect(r.err).toMatch(/not a regular file|a directory/)
+        oneLineNoStack(r.err)
+      }
+    }
+  }, 120_000)
+
+  it("a key set that is not JSON, or missing, is a usage error naming --jwks", () => {
+    for (const jwks of ["not-json.jwks", "missing.jwks"]) {
+      const r = mycelium("receipts", "verify", "receipts.jsonl", "--jwks", jwks)
+      expect([jwks, r.code]).toEqual([jwks, 2])
+      expect(r.err).toContain(`--jwks ${jwks}`)
+      oneLineNoStack(r.err)
+    }
+  })
+
+  it("a YAML alias bomb is a config error (exit 2) naming the file, not a ReferenceError", () => {
+    const r = mycelium("doctor", "-c", "bomb.yaml")
+    expect(r.code).toBe(2)
+    expect(r.err).toMatch(/^mycelium: bomb\.yaml: invalid YAML: /)
+    oneLineNoStack(r.err)
+  })
+
+  it("held: garbage receipt lines and a symlink to a non-ledger file fail their check (exit 1), naming the file", () => {
+    const receipts = mycelium("receipts", "verify", "garbage.jsonl")
+    expect(receipts.code).toBe(1)
+    expect(receipts.err).toContain("garbage.jsonl line 1 is not JSON")
+    oneLineNoStack(receipts.err)
+    const ledger = mycelium("transitions", "list", "--file", "link-to-other")
+    expect(ledger.code).toBe(1)
+    expect(ledger.err).toMatch(/link-to-other is corrupt/)
+    oneLineNoStack(ledger.err)
+  })
+})

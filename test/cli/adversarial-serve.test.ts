@@ -1,0 +1,104 @@
+// `mycelium serve` attacked over raw sockets, as a hostile local process or web page would: the token must not leak,
+// and framing tricks (chunked bodies past the limit, CL+TE, odd Host values) end in a JSON 4xx, never a hang.
+import { type ChildProcess, spawn } from "node:child_process"
+import { mkdtempSync } from "node:fs"
+import { connect } from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+
+const TOKEN = "adversarial-serve-token-6f1e"
+let child: ChildProcess
+let banner = ""
+let port = 0
+
+beforeAll(async () => {
+  const ledger = join(mkdtempSync(join(tmpdir(), "mycelium-adv-serve-")), "ledger.json")
+  child = spawn(
+    process.execPath,
+    ["--import", "tsx", "src/cli/main.ts", "serve", "--port", "0", "--ledger", ledger],
+    {
+      env: { ...process.env, MYCELIUM_TOKEN: TOKEN, NO_COLOR: "1" },
+    },
+  )
+  port = await new Promise<number>((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error(`no API after 30 s:\n${banner}`)), 30_000)
+    const on = (d: unknown) => {
+      banner += String(d)
+      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)[\s\S]*transitions\?stuck=true/.exec(banner)
+      if (m?.[1]) {
+        clearTimeout(timer)
+        resolve(Number(m[1]))
+      }
+    }
+    child.stdout?.on("data", on)
+    child.stderr?.on("data", on)
+    child.once("exit", (code) => reject(new Error(`serve exited ${code}:\n${banner}`)))
+  })
+}, 40_000)
+afterAll(() => {
+  child?.kill("SIGTERM")
+})
+
+/** One raw HTTP/1.1 exchange; the status line and the body of the answer. */
+function raw(text: string): Promise<{ status: number; body: string }> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, "127.0.0.1")
+    let got = ""
+    s.on("data", (d) => {
+      got += String(d)
+    })
+    s.on("error", (e) => {
+      if ((e as NodeJS.ErrnoException).code !== "ECONNRESET" && (e as NodeJS.ErrnoException).code !== "EPIPE")
+        reject(e)
+    })
+    s.on("close", () => {
+      const status = Number(/^HTTP\/1\.1 (\d{3})/.exec(got)?.[1] ?? 0)
+      resolve({ status, body: got.slice(got.indexOf("\r\n\r\n") + 4) })
+    })
+    s.write(text)
+  })
+}
+
+const head = (method: string, path: string, extra = "") =>
+  `${method} ${path} HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer ${TOKEN}\r\nConnection: close\r\n${extra}`
+
+describe("mycelium serve against a hostile local caller", () => {
+  it("never prints the bearer token (the banner lands in terminals, CI logs and journals)", () => {
+    expect(banner).toContain("authorization: Bearer $MYCELIUM_TOKEN")
+    expect(banner).not.toContain(TOKEN)
+  })
+
+  it("a chunked body past the limit is 413 JSON; CL+TE together and a negative length are 400", async () => {
+    const big = "x".repeat(2 * 1024 * 1024)
+    const chunked = await raw(
+      `${head("POST", "/v1/calls", "Content-Type: application/json\r\nTransfer-Encoding: chunked\r\n")}\r\n` +
+        `${big.length.toString(16)}\r\n${big}\r\n0\r\n\r\n`,
+    )
+    expect(chunked.status).toBe(413)
+    expect(chunked.body).toContain('"payload_too_large"')
+    const smuggle = await raw(
+      `${head("POST", "/v1/calls", "Content-Type: application/json\r\nContent-Length: 12\r\nTransfer-Encoding: chunked\r\n")}\r\n0\r\n\r\n`,
+    )
+    expect(smuggle.status).toBe(400)
+    const negative = await raw(
+      `${head("POST", "/v1/calls", "Content-Type: application/json\r\nContent-Length: -1\r\n")}\r\n{}`,
+    )
+    expect(negative.status).toBe(400)
+  })
+
+  it("Host values that only look local are refused; a wrong token is not echoed back", async () => {
+    for (const host of ["127.1", "localhost.", "127.0.0.1.nip.io", `evil.com:${port}`]) {
+      const r = await raw(`GET /v1/transitions HTTP/1.1\r\nHost: ${host}\r\nConnection: close\r\n\r\n`)
+      expect([host, r.status]).toEqual([host, 403])
+      expect(r.body).toContain('"forbidden_host"')
+    }
+    const wrong = await raw(
+      `GET /v1/transitions HTTP/1.1\r\nHost: 127.0.0.1:${port}\r\nAuthorization: Bearer guess-SEKRIT\r\nConnection: close\r\n\r\n`,
+    )
+    expect(wrong.status).toBe(401)
+    expect(wrong.body).not.toContain("SEKRIT")
+    const ok = await raw(`${head("GET", "/v1/transitions")}\r\n`)
+    expect(ok.status).toBe(200)
+  })
+})
