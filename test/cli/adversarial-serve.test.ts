@@ -2,10 +2,11 @@
 // and framing tricks (chunked bodies past the limit, CL+TE, odd Host values) end in a JSON 4xx, never a hang.
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
-import { connect } from "node:net"
+import { type AddressInfo, connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { serve } from "../../src/cli/http-bridge.ts"
 
 const TOKEN = "adversarial-serve-token-6f1e"
 let child: ChildProcess
@@ -100,5 +101,36 @@ describe("mycelium serve against a hostile local caller", () => {
     expect(wrong.body).not.toContain("SEKRIT")
     const ok = await raw(`${head("GET", "/v1/transitions")}\r\n`)
     expect(ok.status).toBe(200)
+  })
+})
+
+describe("the local bridge's request timeout", () => {
+  it("closes a connection whose body trickles in past requestTimeout, and keeps serving others", async () => {
+    const server = await serve(async () => Response.json({ ok: true }), 0, { requestTimeout: 1 })
+    const at = (server.address() as AddressInfo).port
+    try {
+      const started = Date.now()
+      const answer = await new Promise<string>((resolve) => {
+        const s = connect(at, "127.0.0.1")
+        let got = ""
+        s.on("data", (d) => {
+          got += String(d)
+        })
+        s.on("error", () => {})
+        s.on("close", () => resolve(got))
+        // Declares 100 bytes, sends 1: Node's default (300 s) kept this open for five minutes.
+        s.write(
+          `POST /x HTTP/1.1\r\nHost: 127.0.0.1:${at}\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{`,
+        )
+      })
+      const waited = Date.now() - started
+      expect(waited).toBeGreaterThanOrEqual(900)
+      expect(waited).toBeLessThan(10_000)
+      expect(answer).toMatch(/^(HTTP\/1\.1 408|$)/)
+      const ok = await fetch(`http://127.0.0.1:${at}/health`)
+      expect(ok.status).toBe(200)
+    } finally {
+      server.close()
+    }
   })
 })
