@@ -10,7 +10,14 @@ import {
   type Receipt,
   type ReceiptLink,
 } from "../core/receipts/record.ts"
-import { matchesList, type ReceiptListOptions, type ReceiptStore } from "../core/receipts/store.ts"
+import {
+  cutPage,
+  matchesList,
+  pageBounds,
+  type ReceiptListOptions,
+  type ReceiptPage,
+  type ReceiptStore,
+} from "../core/receipts/store.ts"
 import { StateSnapshotError } from "../core/state/errors.ts"
 import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
 import { TaskRowError } from "../core/tasks/errors.ts"
@@ -123,6 +130,29 @@ export class GuardTables {
       .map((r) => String(r.receipt))
   }
 
+  /** The `window` rows after id `after`: [id, receipt text], the text null where the filters do not match. */
+  receiptPage(
+    after: number,
+    window: number,
+    agentId: string | null,
+    ledger: string | null,
+  ): Array<[number, string | null]> {
+    this.#init()
+    return this.#sql
+      .exec(
+        "SELECT id, CASE WHEN (? IS NULL OR agent_id = ?) AND (? IS NULL OR ledger = ?) THEN receipt END AS r " +
+          `FROM ${RECEIPTS} WHERE id > ? ORDER BY id LIMIT ?`,
+        agentId,
+        agentId,
+        ledger,
+        ledger,
+        after,
+        window,
+      )
+      .toArray()
+      .map((r) => [Number(r.id), r.r === null ? null : String(r.r)])
+  }
+
   stateLoad(runId: string): StateSnapshot | null {
     this.#init()
     const r = this.#sql.exec(`SELECT payload FROM ${STATES} WHERE run_id = ?`, runId).toArray()[0]
@@ -157,6 +187,12 @@ export interface GuardObjectRpc {
     expectedDigest: string | null,
   ): Promise<boolean>
   receiptList(): Promise<string[]>
+  receiptPage(
+    after: number,
+    window: number,
+    agentId: string | null,
+    ledger: string | null,
+  ): Promise<Array<[number, string | null]>>
 }
 
 /** A Durable Object namespace binding (`env.LEDGER`). */
@@ -232,5 +268,25 @@ export class DurableObjectReceiptStore extends GuardObjectClient implements Rece
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
     const texts = await this.stub().receiptList()
     return texts.map((t) => parseReceiptJson(t) as Receipt).filter((r) => matchesList(r, options))
+  }
+  /** Cursors are row ids; the object filters in SQL and sends text only for matching rows. */
+  async listPage(options: ReceiptListOptions = {}): Promise<ReceiptPage> {
+    const b = pageBounds(options)
+    const rows = await this.stub().receiptPage(
+      b.start,
+      b.window,
+      options.agentId ?? null,
+      options.ledger ?? null,
+    )
+    const page = cutPage(
+      rows,
+      b,
+      (r) => r[1] !== null,
+      (i) => String(rows[i]?.[0]),
+    )
+    return {
+      receipts: page.items.map((r) => parseReceiptJson(r[1] as string) as Receipt),
+      cursor: page.cursor,
+    }
   }
 }

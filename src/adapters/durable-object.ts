@@ -146,6 +146,15 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
     return this.#guards.receiptList()
   }
 
+  receiptPage(
+    after: number,
+    window: number,
+    agentId: string | null,
+    ledger: string | null,
+  ): Array<[number, string | null]> {
+    return this.#guards.receiptPage(after, window, agentId, ledger)
+  }
+
   // ---- action ledger -------------------------------------------------------------------------------------------
 
   ledgerGet(requestId: string): LedgerEntry | null {

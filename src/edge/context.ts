@@ -32,6 +32,7 @@ export interface RouteContext {
   readonly pollInterval: number
   readonly defaultPageSize: number
   readonly maxPageSize: number
+  readonly maxVerifyReceipts: number
   now(): number
   /** The caller's tenant, once its token is checked for `scope`. */
   need(c: Ctx, scope: LedgerScope): Tenant

@@ -104,14 +104,16 @@ const ROUTES: readonly RouteDoc[] = [
     method: "get",
     path: "/v1/receipts",
     scope: "reader",
-    summary: "The tenant's audit receipts (404 receipts_not_configured when the app keeps none).",
+    summary:
+      "A page of the tenant's audit receipts in append order (404 receipts_not_configured when none are kept).",
     query: S.ReceiptsQuery,
   },
   {
     method: "post",
     path: "/v1/receipts/verify",
     scope: "reader",
-    summary: "Verify the tenant's receipts: signatures, payload hashes and hash chains.",
+    summary: "Verify the tenant's receipts (413 too_many_receipts over maxVerifyReceipts, default 100,000).",
+    query: S.ReceiptsFilterQuery,
     body: S.VerifyReceiptsBody,
   },
 ]

@@ -1,8 +1,15 @@
 // `ledger:reader` (operators read too) lists a tenant's audit receipts and verifies them (docs/receipts.md).
+import type { Receipt } from "../core/receipts/record.ts"
+import type { ReceiptListOptions } from "../core/receipts/store.ts"
+import { matchesList } from "../core/receipts/store.ts"
 import { verifyReceipts } from "../core/receipts/verify.ts"
 import type { Api, Ctx, RouteContext, TenantReceipts } from "./context.ts"
 import { HttpError } from "./errors.ts"
-import { ReceiptsQuery, VerifyReceiptsBody } from "./schemas.ts"
+import { ReceiptsFilterQuery, ReceiptsQuery, VerifyReceiptsBody } from "./schemas.ts"
+
+// Verify reads the store in pages of this many receipts, counting as it goes, so an oversized store is refused
+// after reading at most the bound plus one page.
+const VERIFY_PAGE = 1000
 
 export function receiptRoutes(api: Api, ctx: RouteContext): void {
   const receiptsOf = (c: Ctx): TenantReceipts => {
@@ -10,20 +17,44 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
     if (!receipts) throw new HttpError("receipts_not_configured", "this ledger does not keep audit receipts")
     return receipts
   }
-  const filter = (c: Ctx) => {
-    const q = ctx.query(c, ReceiptsQuery)
-    return { ...(q.agent_id ? { agentId: q.agent_id } : {}), ...(q.ledger ? { ledger: q.ledger } : {}) }
-  }
+  const filter = (q: { agent_id?: string | undefined; ledger?: string | undefined }): ReceiptListOptions => ({
+    ...(q.agent_id ? { agentId: q.agent_id } : {}),
+    ...(q.ledger ? { ledger: q.ledger } : {}),
+  })
 
   api.get("/v1/receipts", async (c) => {
     const { emitter } = receiptsOf(c)
-    return c.json({ receipts: await emitter.store.list(filter(c)) })
+    const q = ctx.query(c, ReceiptsQuery)
+    const limit = q.limit === undefined ? ctx.defaultPageSize : Number(q.limit)
+    if (limit < 1 || limit > ctx.maxPageSize)
+      throw new HttpError("invalid_query", `limit must be 1..${ctx.maxPageSize}`)
+    const page = await emitter.store.listPage({
+      ...filter(q),
+      limit,
+      ...(q.cursor ? { cursor: q.cursor } : {}),
+    })
+    return c.json({ receipts: page.receipts, cursor: page.cursor })
   })
 
+  // Verification needs the whole chain at once, so it is bounded by the tenant's receipt count, not by a page.
   api.post("/v1/receipts/verify", async (c) => {
     const { emitter, keys } = receiptsOf(c)
+    const options = filter(ctx.query(c, ReceiptsFilterQuery))
     const b = await ctx.body(c, VerifyReceiptsBody)
-    const list = await emitter.store.list(filter(c))
+    const list: Receipt[] = []
+    let seen = 0
+    let cursor: string | null = null
+    do {
+      const page = await emitter.store.listPage({ limit: VERIFY_PAGE, ...(cursor ? { cursor } : {}) })
+      seen += page.receipts.length
+      if (seen > ctx.maxVerifyReceipts)
+        throw new HttpError(
+          "too_many_receipts",
+          `this tenant holds more than ${ctx.maxVerifyReceipts} receipts: verify an export with \`mycelium receipts verify\` instead`,
+        )
+      for (const r of page.receipts) if (matchesList(r, options)) list.push(r)
+      cursor = page.cursor
+    } while (cursor !== null)
     const report = await verifyReceipts(list, keys, {
       requireChain: b.require_chain ?? false,
       ...(b.heads ? { heads: b.heads } : {}),

@@ -183,9 +183,22 @@ export const RowsQuery = z.strictObject({
 
 // ---- audit receipts (reader) --------------------------------------------------------------------------------
 
-export const ReceiptsQuery = z.strictObject({
+export const ReceiptsFilterQuery = z.strictObject({
   agent_id: z.string().min(1).max(200).optional(),
   ledger: z.string().min(1).max(512).optional(),
+})
+
+export const ReceiptsQuery = z.strictObject({
+  ...ReceiptsFilterQuery.shape,
+  limit: z
+    .string()
+    .regex(/^\d{1,4}$/)
+    .optional(),
+  /** A position the previous page returned (the stores hand out canonical decimals). */
+  cursor: z
+    .string()
+    .regex(/^(0|[1-9]\d{0,14})$/)
+    .optional(),
 })
 
 export const VerifyReceiptsBody = z.strictObject({

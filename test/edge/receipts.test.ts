@@ -10,6 +10,7 @@ import {
   MemoryReceiptStore,
   type Receipt,
   ReceiptEmitter,
+  type ReceiptListOptions,
   type ReceiptStore,
 } from "../../src/receipts.ts"
 
@@ -32,6 +33,10 @@ class TamperableStore implements ReceiptStore {
   async list() {
     const all = await this.inner.list()
     return this.edit ? this.edit(all) : all
+  }
+  async listPage(options?: ReceiptListOptions) {
+    const page = await this.inner.listPage(options)
+    return { ...page, receipts: this.edit ? this.edit(page.receipts) : page.receipts }
   }
 }
 
