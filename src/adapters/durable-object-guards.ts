@@ -12,7 +12,6 @@ import {
 } from "../core/receipts/record.ts"
 import {
   cutPage,
-  matchesList,
   pageBounds,
   type ReceiptListOptions,
   type ReceiptPage,
@@ -122,14 +121,6 @@ export class GuardTables {
     return true
   }
 
-  receiptList(): string[] {
-    this.#init()
-    return this.#sql
-      .exec(`SELECT receipt FROM ${RECEIPTS} ORDER BY id`)
-      .toArray()
-      .map((r) => String(r.receipt))
-  }
-
   /** The `window` rows after id `after`: [id, receipt text], the text null where the filters do not match. */
   receiptPage(
     after: number,
@@ -140,11 +131,9 @@ export class GuardTables {
     this.#init()
     return this.#sql
       .exec(
-        "SELECT id, CASE WHEN (? IS NULL OR agent_id = ?) AND (? IS NULL OR ledger = ?) THEN receipt END AS r " +
-          `FROM ${RECEIPTS} WHERE id > ? ORDER BY id LIMIT ?`,
+        // A null filter matches every row (IS, not =: an unchained receipt's ledger is NULL).
+        `SELECT id, IIF(IFNULL(?, agent_id) = agent_id AND IFNULL(?, ledger) IS ledger, receipt, NULL) AS r FROM ${RECEIPTS} WHERE id > ? ORDER BY id LIMIT ?`,
         agentId,
-        agentId,
-        ledger,
         ledger,
         after,
         window,
@@ -186,7 +175,6 @@ export interface GuardObjectRpc {
     link: ReceiptLink | null,
     expectedDigest: string | null,
   ): Promise<boolean>
-  receiptList(): Promise<string[]>
   receiptPage(
     after: number,
     window: number,
@@ -265,9 +253,16 @@ export class DurableObjectReceiptStore extends GuardObjectClient implements Rece
       `could not append receipt ${record.receipt_id}: the chain moved under 50 attempts; retry later`,
     )
   }
+  // Page by page: one RPC answer carrying every receipt could outgrow what workerd lets an RPC return.
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
-    const texts = await this.stub().receiptList()
-    return texts.map((t) => parseReceiptJson(t) as Receipt).filter((r) => matchesList(r, options))
+    const out: Receipt[] = []
+    let cursor: string | null | undefined
+    do {
+      const page = await this.listPage({ ...options, limit: 1000, cursor: cursor ?? undefined })
+      out.push(...page.receipts)
+      cursor = page.cursor
+    } while (cursor !== null)
+    return out
   }
   /** Cursors are row ids; the object filters in SQL and sends text only for matching rows. */
   async listPage(options: ReceiptListOptions = {}): Promise<ReceiptPage> {

@@ -142,10 +142,6 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
     return this.#guards.receiptAppend(receiptText, agentId, link, expectedDigest)
   }
 
-  receiptList(): string[] {
-    return this.#guards.receiptList()
-  }
-
   receiptPage(
     after: number,
     window: number,

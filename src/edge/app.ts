@@ -102,6 +102,12 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
     defaultPageSize: options.defaultPageSize ?? 100,
     maxPageSize: options.maxPageSize ?? 500,
     maxVerifyReceipts: options.maxVerifyReceipts ?? 100_000,
+    pageLimit(raw) {
+      const limit = raw === undefined ? this.defaultPageSize : Number(raw)
+      if (limit < 1 || limit > this.maxPageSize)
+        throw new HttpError("invalid_query", `limit must be 1..${this.maxPageSize}`)
+      return limit
+    },
     now: clockNow,
     need(c: Ctx, scope: LedgerScope): Tenant {
       const p = c.get("principal")

@@ -104,15 +104,14 @@ const ROUTES: readonly RouteDoc[] = [
     method: "get",
     path: "/v1/receipts",
     scope: "reader",
-    summary:
-      "A page of the tenant's audit receipts in append order (404 receipts_not_configured when none are kept).",
+    summary: "A page of the tenant's audit receipts (404 receipts_not_configured when the app keeps none).",
     query: S.ReceiptsQuery,
   },
   {
     method: "post",
     path: "/v1/receipts/verify",
     scope: "reader",
-    summary: "Verify the tenant's receipts (413 too_many_receipts over maxVerifyReceipts, default 100,000).",
+    summary: "Verify the tenant's receipts: signatures, payload hashes and hash chains.",
     query: S.ReceiptsFilterQuery,
     body: S.VerifyReceiptsBody,
   },

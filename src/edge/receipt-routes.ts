@@ -1,6 +1,5 @@
 // `ledger:reader` (operators read too) lists a tenant's audit receipts and verifies them (docs/receipts.md).
 import type { Receipt } from "../core/receipts/record.ts"
-import type { ReceiptListOptions } from "../core/receipts/store.ts"
 import { matchesList } from "../core/receipts/store.ts"
 import { verifyReceipts } from "../core/receipts/verify.ts"
 import type { Api, Ctx, RouteContext, TenantReceipts } from "./context.ts"
@@ -17,23 +16,16 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
     if (!receipts) throw new HttpError("receipts_not_configured", "this ledger does not keep audit receipts")
     return receipts
   }
-  const filter = (q: { agent_id?: string | undefined; ledger?: string | undefined }): ReceiptListOptions => ({
-    ...(q.agent_id ? { agentId: q.agent_id } : {}),
-    ...(q.ledger ? { ledger: q.ledger } : {}),
+  const filter = (q: { agent_id?: string | undefined; ledger?: string | undefined }) => ({
+    agentId: q.agent_id,
+    ledger: q.ledger,
   })
 
   api.get("/v1/receipts", async (c) => {
     const { emitter } = receiptsOf(c)
     const q = ctx.query(c, ReceiptsQuery)
-    const limit = q.limit === undefined ? ctx.defaultPageSize : Number(q.limit)
-    if (limit < 1 || limit > ctx.maxPageSize)
-      throw new HttpError("invalid_query", `limit must be 1..${ctx.maxPageSize}`)
-    const page = await emitter.store.listPage({
-      ...filter(q),
-      limit,
-      ...(q.cursor ? { cursor: q.cursor } : {}),
-    })
-    return c.json({ receipts: page.receipts, cursor: page.cursor })
+    const limit = ctx.pageLimit(q.limit)
+    return c.json(await emitter.store.listPage({ ...filter(q), limit, cursor: q.cursor }))
   })
 
   // Verification needs the whole chain at once, so it is bounded by the tenant's receipt count, not by a page.
@@ -43,14 +35,14 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
     const b = await ctx.body(c, VerifyReceiptsBody)
     const list: Receipt[] = []
     let seen = 0
-    let cursor: string | null = null
+    let cursor: string | null | undefined
     do {
-      const page = await emitter.store.listPage({ limit: VERIFY_PAGE, ...(cursor ? { cursor } : {}) })
+      const page = await emitter.store.listPage({ limit: VERIFY_PAGE, cursor: cursor ?? undefined })
       seen += page.receipts.length
       if (seen > ctx.maxVerifyReceipts)
         throw new HttpError(
           "too_many_receipts",
-          `this tenant holds more than ${ctx.maxVerifyReceipts} receipts: verify an export with \`mycelium receipts verify\` instead`,
+          `over ${ctx.maxVerifyReceipts} receipts: verify an export with the CLI (docs/http-api.md)`,
         )
       for (const r of page.receipts) if (matchesList(r, options)) list.push(r)
       cursor = page.cursor

@@ -9,13 +9,13 @@ const copy = <T>(v: T): T => cloneJson(v as JsonValue) as T
 
 export interface ReceiptListOptions {
   /** Only receipts of this chain. */
-  readonly ledger?: string
+  readonly ledger?: string | undefined
   /** Only receipts of this agent. */
-  readonly agentId?: string
+  readonly agentId?: string | undefined
   /** `listPage`: at most this many receipts (a whole number >= 1). Default 100. */
-  readonly limit?: number
+  readonly limit?: number | undefined
   /** `listPage`: the `cursor` a previous page returned; the page starts after it. Opaque. */
-  readonly cursor?: string
+  readonly cursor?: string | undefined
 }
 
 /** One page of receipts in append order; `cursor` resumes after it, `null` when the store has no more. */
@@ -47,7 +47,7 @@ export const PAGE_SCAN_FACTOR = 20
 export function pageBounds(options: ReceiptListOptions): { start: number; limit: number; window: number } {
   const limit = options.limit ?? 100
   if (!Number.isSafeInteger(limit) || limit < 1)
-    throw new InvalidOptionError(`limit must be a whole number >= 1, got ${String(options.limit)}`)
+    throw new InvalidOptionError("limit must be a whole number >= 1")
   let start = 0
   if (options.cursor !== undefined) {
     // Positions are what the stores hand out: canonical decimals, so anything else was not issued by one.
