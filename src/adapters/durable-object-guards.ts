@@ -36,6 +36,12 @@ const TASKS = "mycelium_task_ledger"
 const STATES = "mycelium_state_flush"
 const RECEIPTS = "mycelium_audit_receipts"
 
+/** A row of a receipt page: its id, and its receipt text if it matches the page's filters. */
+export interface ReceiptPageRow {
+  readonly id: number
+  readonly r: string | null
+}
+
 /** The object's side: plain synchronous SQL, no await between read and write. */
 export class GuardTables {
   readonly #sql: GuardSql
@@ -121,13 +127,13 @@ export class GuardTables {
     return true
   }
 
-  /** The `window` rows after id `after`: [id, receipt text], the text null where the filters do not match. */
+  /** The `window` rows after id `after`, the receipt text null where the filters do not match. */
   receiptPage(
     after: number,
     window: number,
     agentId: string | null,
     ledger: string | null,
-  ): Array<[number, string | null]> {
+  ): ReceiptPageRow[] {
     this.#init()
     return this.#sql
       .exec(
@@ -138,8 +144,7 @@ export class GuardTables {
         after,
         window,
       )
-      .toArray()
-      .map((r) => [Number(r.id), r.r === null ? null : String(r.r)])
+      .toArray() as unknown as ReceiptPageRow[]
   }
 
   stateLoad(runId: string): StateSnapshot | null {
@@ -180,7 +185,7 @@ export interface GuardObjectRpc {
     window: number,
     agentId: string | null,
     ledger: string | null,
-  ): Promise<Array<[number, string | null]>>
+  ): Promise<ReceiptPageRow[]>
 }
 
 /** A Durable Object namespace binding (`env.LEDGER`). */
@@ -276,11 +281,11 @@ export class DurableObjectReceiptStore extends GuardObjectClient implements Rece
     const page = cutPage(
       rows,
       b,
-      (r) => r[1] !== null,
-      (i) => String(rows[i]?.[0]),
+      (r) => r.r !== null,
+      (i) => String(rows[i]?.id),
     )
     return {
-      receipts: page.items.map((r) => parseReceiptJson(r[1] as string) as Receipt),
+      receipts: page.items.map((r) => parseReceiptJson(r.r as string) as Receipt),
       cursor: page.cursor,
     }
   }

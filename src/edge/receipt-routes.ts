@@ -42,7 +42,7 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
       if (seen > ctx.maxVerifyReceipts)
         throw new HttpError(
           "too_many_receipts",
-          `over ${ctx.maxVerifyReceipts} receipts: verify an export with the CLI (docs/http-api.md)`,
+          `over ${ctx.maxVerifyReceipts} receipts: verify next to the store (docs/http-api.md)`,
         )
       for (const r of page.receipts) if (matchesList(r, options)) list.push(r)
       cursor = page.cursor
