@@ -14,7 +14,9 @@ async function walk(store: ReceiptStore, options: ReceiptListOptions, from?: str
   const out: Receipt[] = []
   const pages: number[] = []
   let cursor: string | null | undefined = from
+  let last: string | undefined = from
   do {
+    last = cursor ?? undefined
     const page = await store.listPage({ ...options, ...(cursor ? { cursor } : {}) })
     expect(page.receipts.length).toBeLessThanOrEqual(options.limit ?? 100)
     out.push(...page.receipts)
@@ -22,7 +24,8 @@ async function walk(store: ReceiptStore, options: ReceiptListOptions, from?: str
     cursor = page.cursor
     if (pages.length > 200) throw new Error("pages never end")
   } while (cursor !== null)
-  return { ids: out.map((r) => r.receipt_id), pages, receipts: out }
+  // `from`: the cursor the last page was asked with (undefined: the start).
+  return { ids: out.map((r) => r.receipt_id), pages, receipts: out, from: last }
 }
 
 export interface ReceiptStoreFactoryResult {
@@ -122,6 +125,32 @@ export function testReceiptStore(
         (await storage.list()).map((r) => r.receipt_id),
       )
       expect(rest.ids).toHaveLength(20)
+    })
+
+    it("pages walked while other handles append see a prefix of the final list: no receipt twice, none skipped", async () => {
+      const { storage, peer } = await factory()
+      const e = (store: ReceiptStore, agentId: string) =>
+        new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId })
+      const writers = [e(storage, "w-1"), e(peer ?? storage, "w-1"), e(peer ?? storage, "w-2")]
+      const appends = Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          (writers[i % 3] as ReceiptEmitter).emit({
+            action: "t",
+            actionKind: "task",
+            requestId: `c${i}`,
+            status: "completed",
+          }),
+        ),
+      )
+      const walked = await walk(storage, { limit: 2 })
+      await appends
+      const all = (await storage.list()).map((r) => r.receipt_id)
+      expect(all).toHaveLength(30)
+      expect(walked.ids).toEqual(all.slice(0, walked.ids.length))
+      // The cursor the walk's last page started from, asked again now, gives that page and everything appended since.
+      const before = walked.ids.length - (walked.pages.at(-1) ?? 0)
+      const rest = await walk(storage, { limit: 4 }, walked.from)
+      expect([...walked.ids.slice(0, before), ...rest.ids]).toEqual(all)
     })
 
     it("a page scans at most 20 x limit receipts: a filter matching nothing gives empty pages with a cursor", async () => {
