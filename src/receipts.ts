@@ -20,6 +20,7 @@ export {
   type ReceiptLink,
   type ReceiptListOptions,
   type ReceiptOptions,
+  type ReceiptPage,
   type ReceiptSigner,
   type ReceiptStatus,
   type ReceiptStore,

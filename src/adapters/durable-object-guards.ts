@@ -10,7 +10,13 @@ import {
   type Receipt,
   type ReceiptLink,
 } from "../core/receipts/record.ts"
-import { matchesList, type ReceiptListOptions, type ReceiptStore } from "../core/receipts/store.ts"
+import {
+  cutPage,
+  pageBounds,
+  type ReceiptListOptions,
+  type ReceiptPage,
+  type ReceiptStore,
+} from "../core/receipts/store.ts"
 import { StateSnapshotError } from "../core/state/errors.ts"
 import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
 import { TaskRowError } from "../core/tasks/errors.ts"
@@ -29,6 +35,12 @@ interface GuardSql {
 const TASKS = "mycelium_task_ledger"
 const STATES = "mycelium_state_flush"
 const RECEIPTS = "mycelium_audit_receipts"
+
+/** A row of a receipt page: its id, and its receipt text if it matches the page's filters. */
+export interface ReceiptPageRow {
+  readonly id: number
+  readonly r: string | null
+}
 
 /** The object's side: plain synchronous SQL, no await between read and write. */
 export class GuardTables {
@@ -115,12 +127,24 @@ export class GuardTables {
     return true
   }
 
-  receiptList(): string[] {
+  /** The `window` rows after id `after`, the receipt text null where the filters do not match. */
+  receiptPage(
+    after: number,
+    window: number,
+    agentId: string | null,
+    ledger: string | null,
+  ): ReceiptPageRow[] {
     this.#init()
     return this.#sql
-      .exec(`SELECT receipt FROM ${RECEIPTS} ORDER BY id`)
-      .toArray()
-      .map((r) => String(r.receipt))
+      .exec(
+        // A null filter matches every row (IS, not =: an unchained receipt's ledger is NULL).
+        `SELECT id, IIF(IFNULL(?, agent_id) = agent_id AND IFNULL(?, ledger) IS ledger, receipt, NULL) AS r FROM ${RECEIPTS} WHERE id > ? ORDER BY id LIMIT ?`,
+        agentId,
+        ledger,
+        after,
+        window,
+      )
+      .toArray() as unknown as ReceiptPageRow[]
   }
 
   stateLoad(runId: string): StateSnapshot | null {
@@ -156,7 +180,12 @@ export interface GuardObjectRpc {
     link: ReceiptLink | null,
     expectedDigest: string | null,
   ): Promise<boolean>
-  receiptList(): Promise<string[]>
+  receiptPage(
+    after: number,
+    window: number,
+    agentId: string | null,
+    ledger: string | null,
+  ): Promise<ReceiptPageRow[]>
 }
 
 /** A Durable Object namespace binding (`env.LEDGER`). */
@@ -229,8 +258,35 @@ export class DurableObjectReceiptStore extends GuardObjectClient implements Rece
       `could not append receipt ${record.receipt_id}: the chain moved under 50 attempts; retry later`,
     )
   }
+  // Page by page: one RPC answer carrying every receipt could outgrow what workerd lets an RPC return.
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
-    const texts = await this.stub().receiptList()
-    return texts.map((t) => parseReceiptJson(t) as Receipt).filter((r) => matchesList(r, options))
+    const out: Receipt[] = []
+    let cursor: string | null | undefined
+    do {
+      const page = await this.listPage({ ...options, limit: 1000, cursor: cursor ?? undefined })
+      out.push(...page.receipts)
+      cursor = page.cursor
+    } while (cursor !== null)
+    return out
+  }
+  /** Cursors are row ids; the object filters in SQL and sends text only for matching rows. */
+  async listPage(options: ReceiptListOptions = {}): Promise<ReceiptPage> {
+    const b = pageBounds(options)
+    const rows = await this.stub().receiptPage(
+      b.start,
+      b.window,
+      options.agentId ?? null,
+      options.ledger ?? null,
+    )
+    const page = cutPage(
+      rows,
+      b,
+      (r) => r.r !== null,
+      (i) => String(rows[i]?.id),
+    )
+    return {
+      receipts: page.items.map((r) => parseReceiptJson(r.r as string) as Receipt),
+      cursor: page.cursor,
+    }
   }
 }

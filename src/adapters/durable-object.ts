@@ -24,6 +24,7 @@ import type { ChainTail } from "../core/receipts/chain.ts"
 import type { ReceiptLink } from "../core/receipts/record.ts"
 import type { StateSnapshot } from "../core/state/snapshot.ts"
 import type { StoredTask, TaskRecord } from "../core/tasks/record.ts"
+import type { ReceiptPageRow } from "./durable-object-guards.ts"
 import { GuardTables } from "./durable-object-guards.ts"
 
 // ---- minimal structural types of the workerd APIs used (no @cloudflare/workers-types dependency) ----------
@@ -142,8 +143,13 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
     return this.#guards.receiptAppend(receiptText, agentId, link, expectedDigest)
   }
 
-  receiptList(): string[] {
-    return this.#guards.receiptList()
+  receiptPage(
+    after: number,
+    window: number,
+    agentId: string | null,
+    ledger: string | null,
+  ): ReceiptPageRow[] {
+    return this.#guards.receiptPage(after, window, agentId, ledger)
   }
 
   // ---- action ledger -------------------------------------------------------------------------------------------

@@ -12,41 +12,54 @@ import {
   receiptJsonLine,
   receiptShapeProblem,
 } from "../core/receipts/record.ts"
-import { matchesList, type ReceiptListOptions, type ReceiptStore } from "../core/receipts/store.ts"
+import {
+  cutPage,
+  matchesList,
+  pageBounds,
+  type ReceiptListOptions,
+  type ReceiptPage,
+  type ReceiptStore,
+} from "../core/receipts/store.ts"
 import { asciiJson, LockedFile, type LockedFileOptions } from "./file-kit.ts"
 
 export type FileReceiptStoreOptions = LockedFileOptions
 
 type LinkLine = ReceiptLink & { readonly receipt_id: string }
 
+/** The non-empty lines of a JSONL text with their 1-based line numbers, in order. */
+function lines(text: string | null): Array<[number, string]> {
+  if (text === null) return []
+  const out: Array<[number, string]> = []
+  const all = text.split("\n")
+  for (let i = 0; i < all.length; i++) {
+    const line = all[i]?.trim()
+    if (line) out.push([i + 1, line])
+  }
+  return out
+}
+
 function parseLines<T>(
   path: string,
-  text: string | null,
+  numbered: ReadonlyArray<[number, string]>,
   check: (v: unknown) => string | null,
   parse: (line: string) => unknown,
 ): T[] {
-  if (text === null) return []
-  const out: T[] = []
-  const lines = text.split("\n")
-  for (let i = 0; i < lines.length; i++) {
-    const line = lines[i]?.trim()
-    if (!line) continue
+  return numbered.map(([n, line]) => {
     let v: unknown
     try {
       v = parse(line)
     } catch {
       throw new ReceiptStoreCorruptError(
-        `${path} line ${i + 1} is not JSON: repair or truncate the damaged line (a crash mid-append leaves one), then retry`,
+        `${path} line ${n} is not JSON: repair or truncate the damaged line (a crash mid-append leaves one), then retry`,
       )
     }
     const problem = check(v)
     if (problem)
       throw new ReceiptStoreCorruptError(
-        `${path} line ${i + 1} is not a receipt (${problem}): repair it, then retry`,
+        `${path} line ${n} is not a receipt (${problem}): repair it, then retry`,
       )
-    out.push(v as T)
-  }
-  return out
+    return v as T
+  })
 }
 
 const linkProblem = (v: unknown): string | null => {
@@ -91,26 +104,37 @@ export class FileReceiptStore implements ReceiptStore {
   }
 
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
-    const records = parseLines<AuditReceiptRecord>(
-      this.path,
-      this.#file.read(),
-      receiptShapeProblem,
-      parseReceiptJson,
+    return this.#linked(lines(this.#file.read())).filter((r) => matchesList(r, options))
+  }
+
+  /** Positions are record lines (non-empty lines of the file): a page parses only its window's lines. */
+  async listPage(options: ReceiptListOptions = {}): Promise<ReceiptPage> {
+    const b = pageBounds(options)
+    const scanned = this.#linked(lines(this.#file.read()).slice(b.start, b.start + b.window))
+    const page = cutPage(
+      scanned,
+      b,
+      (r) => matchesList(r, options),
+      (i) => String(b.start + i + 1),
     )
+    return { receipts: page.items, cursor: page.cursor }
+  }
+
+  #linked(numbered: ReadonlyArray<[number, string]>): Receipt[] {
+    const records = parseLines<AuditReceiptRecord>(this.path, numbered, receiptShapeProblem, parseReceiptJson)
+    if (!records.length) return []
     const links = new Map<string, ReceiptLink>()
     for (const { receipt_id, ...link } of parseLines<LinkLine>(
       this.chainPath,
-      this.#file.read(this.chainPath),
+      lines(this.#file.read(this.chainPath)),
       linkProblem,
       JSON.parse,
     ))
       links.set(receipt_id, link)
-    return records
-      .map((r): Receipt => {
-        const link = links.get(r.receipt_id)
-        return link ? { ...r, chain: link } : r
-      })
-      .filter((r) => matchesList(r, options))
+    return records.map((r): Receipt => {
+      const link = links.get(r.receipt_id)
+      return link ? { ...r, chain: link } : r
+    })
   }
 
   #tailsNow(): Map<string, ChainTail> {
@@ -118,7 +142,7 @@ export class FileReceiptStore implements ReceiptStore {
     if (this.#file.size(this.chainPath) === this.#tailsSize) return this.#tails
     const text = this.#file.read(this.chainPath) ?? ""
     const tails = new Map<string, ChainTail>()
-    for (const l of parseLines<LinkLine>(this.chainPath, text, linkProblem, JSON.parse))
+    for (const l of parseLines<LinkLine>(this.chainPath, lines(text), linkProblem, JSON.parse))
       tails.set(l.ledger, { seq: l.seq, digest: l.digest })
     this.#tails = tails
     this.#tailsSize = text.length

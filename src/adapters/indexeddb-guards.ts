@@ -6,8 +6,11 @@ import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
 import type { AuditReceiptRecord, Receipt } from "../core/receipts/record.ts"
 import {
   AsyncQueue,
+  cutPage,
   matchesList,
+  pageBounds,
   type ReceiptListOptions,
+  type ReceiptPage,
   type ReceiptStore,
 } from "../core/receipts/store.ts"
 import { StateSnapshotError } from "../core/state/errors.ts"
@@ -226,6 +229,26 @@ export class IndexedDbReceiptStore implements ReceiptStore {
     const tx = await this.#db.tx([RECEIPTS], "readonly")
     const all = (await request(tx.objectStore(RECEIPTS).getAll())) as Receipt[]
     return all.filter((r) => matchesList(r, options))
+  }
+
+  /** Cursors are the store's auto-increment keys: one key range read per page. */
+  async listPage(options: ReceiptListOptions = {}): Promise<ReceiptPage> {
+    const b = pageBounds(options)
+    const tx = await this.#db.tx([RECEIPTS], "readonly")
+    const kr = (globalThis as { IDBKeyRange?: typeof IDBKeyRange }).IDBKeyRange
+    if (!kr) throw new LedgerStorageUnavailableError("IDBKeyRange is not available in this runtime")
+    const range = kr.lowerBound(b.start, true)
+    const [keys, all] = await Promise.all([
+      request(tx.objectStore(RECEIPTS).getAllKeys(range, b.window)),
+      request(tx.objectStore(RECEIPTS).getAll(range, b.window)) as Promise<Receipt[]>,
+    ])
+    const page = cutPage(
+      all,
+      b,
+      (r) => matchesList(r, options),
+      (i) => String(keys[i]),
+    )
+    return { receipts: page.items, cursor: page.cursor }
   }
 
   close(): Promise<void> {

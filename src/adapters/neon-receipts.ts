@@ -14,7 +14,14 @@ import {
   receiptJsonLine,
   receiptShapeProblem,
 } from "../core/receipts/record.ts"
-import { matchesList, type ReceiptListOptions, type ReceiptStore } from "../core/receipts/store.ts"
+import {
+  cutPage,
+  matchesList,
+  pageBounds,
+  type ReceiptListOptions,
+  type ReceiptPage,
+  type ReceiptStore,
+} from "../core/receipts/store.ts"
 import { driverRun, type NeonStoreOptions, type Run, tableName } from "./neon-kit.ts"
 
 export type NeonReceiptStoreOptions = NeonStoreOptions
@@ -75,22 +82,41 @@ export class NeonReceiptStore implements ReceiptStore {
 
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
     const rows = await this.#run(`SELECT record, link FROM ${this.table} ORDER BY id`, [])
-    return rows
-      .map((r): Receipt => {
-        let record: AuditReceiptRecord
-        try {
-          record = (
-            typeof r.record === "string" ? parseReceiptJson(r.record) : r.record
-          ) as AuditReceiptRecord
-        } catch {
-          throw new ReceiptStoreCorruptError(`${this.table} holds a row whose record is not JSON: repair it`)
-        }
-        const problem = receiptShapeProblem(record)
-        if (problem)
-          throw new ReceiptStoreCorruptError(`${this.table} holds a row that is not a receipt (${problem})`)
-        const link = json(r.link) as ReceiptLink | null
-        return link ? { ...record, chain: link } : record
-      })
-      .filter((r) => matchesList(r, options))
+    return rows.map((r) => this.#receipt(r)).filter((r) => matchesList(r, options))
+  }
+
+  /**
+   * Cursors are row ids. The window's rows come back with their text only where they match (the filters are on
+   * the agent_id and ledger columns), so a page moves at most `limit` receipts and 20 x `limit` ids.
+   */
+  async listPage(options: ReceiptListOptions = {}): Promise<ReceiptPage> {
+    const b = pageBounds(options)
+    const rows = await this.#run(
+      "SELECT id, hit, CASE WHEN hit THEN record END AS record, CASE WHEN hit THEN link END AS link FROM " +
+        "(SELECT id, record, link, ($1::text IS NULL OR agent_id = $1) AND ($2::text IS NULL OR ledger = $2) AS hit " +
+        `FROM ${this.table} WHERE id > $3 ORDER BY id LIMIT $4) w ORDER BY id`,
+      [options.agentId ?? null, options.ledger ?? null, b.start, b.window],
+    )
+    const page = cutPage(
+      rows,
+      b,
+      (r) => r.hit === true,
+      (i) => String(rows[i]?.id),
+    )
+    return { receipts: page.items.map((r) => this.#receipt(r)), cursor: page.cursor }
+  }
+
+  #receipt(r: Record<string, unknown>): Receipt {
+    let record: AuditReceiptRecord
+    try {
+      record = (typeof r.record === "string" ? parseReceiptJson(r.record) : r.record) as AuditReceiptRecord
+    } catch {
+      throw new ReceiptStoreCorruptError(`${this.table} holds a row whose record is not JSON: repair it`)
+    }
+    const problem = receiptShapeProblem(record)
+    if (problem)
+      throw new ReceiptStoreCorruptError(`${this.table} holds a row that is not a receipt (${problem})`)
+    const link = json(r.link) as ReceiptLink | null
+    return link ? { ...record, chain: link } : record
   }
 }

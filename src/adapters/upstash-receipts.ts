@@ -12,7 +12,14 @@ import {
   type Receipt,
   receiptShapeProblem,
 } from "../core/receipts/record.ts"
-import { matchesList, type ReceiptListOptions, type ReceiptStore } from "../core/receipts/store.ts"
+import {
+  cutPage,
+  matchesList,
+  pageBounds,
+  type ReceiptListOptions,
+  type ReceiptPage,
+  type ReceiptStore,
+} from "../core/receipts/store.ts"
 import { UpstashReplyError } from "./upstash.ts"
 
 export interface UpstashReceiptStoreOptions {
@@ -75,13 +82,26 @@ export class UpstashReceiptStore implements ReceiptStore {
 
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
     const items = await this.#redis.lrange<unknown>(`${this.#prefix}log`, 0, -1)
-    return items
-      .map((v) => {
-        const r = (typeof v === "string" ? parseReceiptJson(v) : v) as Receipt
-        const problem = receiptShapeProblem(r)
-        if (problem) throw new ReceiptStoreCorruptError(`${this.#prefix}log holds a non-receipt (${problem})`)
-        return r
-      })
-      .filter((r) => matchesList(r, options))
+    return items.map((v) => this.#receipt(v)).filter((r) => matchesList(r, options))
+  }
+
+  /** Cursors are list indexes (the log is append-only): one LRANGE over the page's window. */
+  async listPage(options: ReceiptListOptions = {}): Promise<ReceiptPage> {
+    const b = pageBounds(options)
+    const items = await this.#redis.lrange<unknown>(`${this.#prefix}log`, b.start, b.start + b.window - 1)
+    const page = cutPage(
+      items.map((v) => this.#receipt(v)),
+      b,
+      (r) => matchesList(r, options),
+      (i) => String(b.start + i + 1),
+    )
+    return { receipts: page.items, cursor: page.cursor }
+  }
+
+  #receipt(v: unknown): Receipt {
+    const r = (typeof v === "string" ? parseReceiptJson(v) : v) as Receipt
+    const problem = receiptShapeProblem(r)
+    if (problem) throw new ReceiptStoreCorruptError(`${this.#prefix}log holds a non-receipt (${problem})`)
+    return r
   }
 }

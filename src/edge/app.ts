@@ -37,6 +37,8 @@ export interface LedgerAppOptions {
   /** Page sizes of list routes. Default 100, at most 500. */
   readonly defaultPageSize?: number
   readonly maxPageSize?: number
+  /** Most receipts `POST /v1/receipts/verify` loads; a tenant holding more gets 413 `too_many_receipts`. Default 100,000. */
+  readonly maxVerifyReceipts?: number
   /**
    * Browser origins allowed to call the API cross-origin (CORS), e.g. `["https://app.example.com"]`. Default none:
    * only same-origin pages and non-browser clients. Tokens travel in `Authorization`, never in cookies.
@@ -99,6 +101,13 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
     pollInterval: options.pollInterval ?? 0.05,
     defaultPageSize: options.defaultPageSize ?? 100,
     maxPageSize: options.maxPageSize ?? 500,
+    maxVerifyReceipts: options.maxVerifyReceipts ?? 100_000,
+    pageLimit(raw) {
+      const limit = raw === undefined ? this.defaultPageSize : Number(raw)
+      if (limit < 1 || limit > this.maxPageSize)
+        throw new HttpError("invalid_query", `limit must be 1..${this.maxPageSize}`)
+      return limit
+    },
     now: clockNow,
     need(c: Ctx, scope: LedgerScope): Tenant {
       const p = c.get("principal")

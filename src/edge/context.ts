@@ -32,6 +32,9 @@ export interface RouteContext {
   readonly pollInterval: number
   readonly defaultPageSize: number
   readonly maxPageSize: number
+  readonly maxVerifyReceipts: number
+  /** A list route's `limit` query value: the default when absent, 400 `invalid_query` outside 1..maxPageSize. */
+  pageLimit(raw: string | undefined): number
   now(): number
   /** The caller's tenant, once its token is checked for `scope`. */
   need(c: Ctx, scope: LedgerScope): Tenant

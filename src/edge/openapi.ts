@@ -104,7 +104,7 @@ const ROUTES: readonly RouteDoc[] = [
     method: "get",
     path: "/v1/receipts",
     scope: "reader",
-    summary: "The tenant's audit receipts (404 receipts_not_configured when the app keeps none).",
+    summary: "A page of the tenant's audit receipts (404 receipts_not_configured when the app keeps none).",
     query: S.ReceiptsQuery,
   },
   {
@@ -112,6 +112,7 @@ const ROUTES: readonly RouteDoc[] = [
     path: "/v1/receipts/verify",
     scope: "reader",
     summary: "Verify the tenant's receipts: signatures, payload hashes and hash chains.",
+    query: S.ReceiptsFilterQuery,
     body: S.VerifyReceiptsBody,
   },
 ]

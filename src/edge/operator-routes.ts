@@ -24,9 +24,7 @@ export function operatorRoutes(api: Api, ctx: RouteContext): void {
   api.get("/v1/transitions", async (c) => {
     const { ledger } = ctx.need(c, "reader")
     const q = ctx.query(c, TransitionsQuery)
-    const limit = q.limit === undefined ? ctx.defaultPageSize : Number(q.limit)
-    if (limit < 1 || limit > ctx.maxPageSize)
-      throw new HttpError("invalid_query", `limit must be 1..${ctx.maxPageSize}`)
+    const limit = ctx.pageLimit(q.limit)
     const stuck = q.stuck === "true" || q.stuck === "1"
     const now = ctx.now()
     const out: Record<string, unknown>[] = []

@@ -1,8 +1,14 @@
 // `ledger:reader` (operators read too) lists a tenant's audit receipts and verifies them (docs/receipts.md).
+import type { Receipt } from "../core/receipts/record.ts"
+import { matchesList } from "../core/receipts/store.ts"
 import { verifyReceipts } from "../core/receipts/verify.ts"
 import type { Api, Ctx, RouteContext, TenantReceipts } from "./context.ts"
 import { HttpError } from "./errors.ts"
-import { ReceiptsQuery, VerifyReceiptsBody } from "./schemas.ts"
+import { ReceiptsFilterQuery, ReceiptsQuery, VerifyReceiptsBody } from "./schemas.ts"
+
+// Verify reads the store in pages of this many receipts, counting as it goes, so an oversized store is refused
+// after reading at most the bound plus one page.
+const VERIFY_PAGE = 1000
 
 export function receiptRoutes(api: Api, ctx: RouteContext): void {
   const receiptsOf = (c: Ctx): TenantReceipts => {
@@ -10,20 +16,37 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
     if (!receipts) throw new HttpError("receipts_not_configured", "this ledger does not keep audit receipts")
     return receipts
   }
-  const filter = (c: Ctx) => {
-    const q = ctx.query(c, ReceiptsQuery)
-    return { ...(q.agent_id ? { agentId: q.agent_id } : {}), ...(q.ledger ? { ledger: q.ledger } : {}) }
-  }
+  const filter = (q: { agent_id?: string | undefined; ledger?: string | undefined }) => ({
+    agentId: q.agent_id,
+    ledger: q.ledger,
+  })
 
   api.get("/v1/receipts", async (c) => {
     const { emitter } = receiptsOf(c)
-    return c.json({ receipts: await emitter.store.list(filter(c)) })
+    const q = ctx.query(c, ReceiptsQuery)
+    const limit = ctx.pageLimit(q.limit)
+    return c.json(await emitter.store.listPage({ ...filter(q), limit, cursor: q.cursor }))
   })
 
+  // Verification needs the whole chain at once, so it is bounded by the tenant's receipt count, not by a page.
   api.post("/v1/receipts/verify", async (c) => {
     const { emitter, keys } = receiptsOf(c)
+    const options = filter(ctx.query(c, ReceiptsFilterQuery))
     const b = await ctx.body(c, VerifyReceiptsBody)
-    const list = await emitter.store.list(filter(c))
+    const list: Receipt[] = []
+    let seen = 0
+    let cursor: string | null | undefined
+    do {
+      const page = await emitter.store.listPage({ limit: VERIFY_PAGE, cursor: cursor ?? undefined })
+      seen += page.receipts.length
+      if (seen > ctx.maxVerifyReceipts)
+        throw new HttpError(
+          "too_many_receipts",
+          `over ${ctx.maxVerifyReceipts} receipts: verify next to the store (docs/http-api.md)`,
+        )
+      for (const r of page.receipts) if (matchesList(r, options)) list.push(r)
+      cursor = page.cursor
+    } while (cursor !== null)
     const report = await verifyReceipts(list, keys, {
       requireChain: b.require_chain ?? false,
       ...(b.heads ? { heads: b.heads } : {}),

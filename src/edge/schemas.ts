@@ -137,14 +137,16 @@ export const MarkDeadBody = z.strictObject({
 
 export const Row = z.looseObject({ request_id: Id, tool: z.string().max(200), status: z.string().max(32) })
 
+const PageLimit = z
+  .string()
+  .regex(/^\d{1,4}$/)
+  .optional()
+
 export const TransitionsQuery = z.strictObject({
   outcome: z.enum(TerminalOutcome).optional(),
   tool: z.string().min(1).max(200).optional(),
   stuck: z.enum(["true", "false", "1", "0"]).optional(),
-  limit: z
-    .string()
-    .regex(/^\d{1,4}$/)
-    .optional(),
+  limit: PageLimit,
   cursor: Id.optional(),
 })
 
@@ -173,19 +175,26 @@ export const TransitionRowBody = z.strictObject({
 })
 
 export const RowsQuery = z.strictObject({
-  limit: z
-    .string()
-    .regex(/^\d{1,4}$/)
-    .optional(),
+  limit: PageLimit,
   prefix: z.string().max(512).optional(),
   cursor: Id.optional(),
 })
 
 // ---- audit receipts (reader) --------------------------------------------------------------------------------
 
-export const ReceiptsQuery = z.strictObject({
+export const ReceiptsFilterQuery = z.strictObject({
   agent_id: z.string().min(1).max(200).optional(),
   ledger: z.string().min(1).max(512).optional(),
+})
+
+export const ReceiptsQuery = z.strictObject({
+  ...ReceiptsFilterQuery.shape,
+  limit: PageLimit,
+  /** A position the previous page returned (the stores hand out canonical decimals). */
+  cursor: z
+    .string()
+    .regex(/^(0|[1-9]\d{0,14})$/)
+    .optional(),
 })
 
 export const VerifyReceiptsBody = z.strictObject({

@@ -22,6 +22,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, HttpStatus>> = {
   receipts_not_configured: 404,
   payload_too_large: 413,
   row_too_large: 413,
+  too_many_receipts: 413,
   unsupported_media_type: 415,
   internal_error: 500,
   ledger_storage_unavailable: 503,

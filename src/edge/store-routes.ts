@@ -107,9 +107,7 @@ export function storeRoutes(api: Api, ctx: RouteContext): void {
   api.get("/v1/rows", async (c) => {
     const { storage } = ctx.need(c, "store")
     const q = ctx.query(c, RowsQuery)
-    const limit = q.limit === undefined ? ctx.defaultPageSize : Number(q.limit)
-    if (limit < 1 || limit > ctx.maxPageSize)
-      throw new HttpError("invalid_query", `limit must be 1..${ctx.maxPageSize}`)
+    const limit = ctx.pageLimit(q.limit)
     const rows = await viaStore("list", async () => {
       const out: Record<string, unknown>[] = []
       for await (const e of storage.list({

@@ -1,6 +1,32 @@
 // The suite every ReceiptStore must pass. Runs in Node, workerd and Chromium: vitest APIs only.
 import { describe, expect, it } from "vitest"
-import { hmacReceiptSigner, ReceiptEmitter, type ReceiptStore, verifyReceipts } from "../../src/receipts.ts"
+import {
+  hmacReceiptSigner,
+  type Receipt,
+  ReceiptEmitter,
+  type ReceiptListOptions,
+  type ReceiptStore,
+  verifyReceipts,
+} from "../../src/receipts.ts"
+
+/** Every page from the start, concatenated; fails on a page over `limit` or a walk that does not end. */
+async function walk(store: ReceiptStore, options: ReceiptListOptions, from?: string) {
+  const out: Receipt[] = []
+  const pages: number[] = []
+  let cursor: string | null | undefined = from
+  let last: string | undefined = from
+  do {
+    last = cursor ?? undefined
+    const page = await store.listPage({ ...options, ...(cursor ? { cursor } : {}) })
+    expect(page.receipts.length).toBeLessThanOrEqual(options.limit ?? 100)
+    out.push(...page.receipts)
+    pages.push(page.receipts.length)
+    cursor = page.cursor
+    if (pages.length > 200) throw new Error("pages never end")
+  } while (cursor !== null)
+  // `from`: the cursor the last page was asked with (undefined: the start).
+  return { ids: out.map((r) => r.receipt_id), pages, receipts: out, from: last }
+}
 
 export interface ReceiptStoreFactoryResult {
   storage: ReceiptStore
@@ -61,6 +87,98 @@ export function testReceiptStore(
       const [r] = await storage.list({ agentId: "plain" })
       expect(r?.chain ?? null).toBeNull()
       expect(await verifyReceipts([r], { hmac: "k" })).toMatchObject({ ok: true })
+    })
+
+    it("pages concatenate to list() in append order, with and without filters; cursors resume after appends", async () => {
+      const { storage } = await factory()
+      const emitters = ["agent-1", "agent-2"].map(
+        (agentId) => new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store: storage, agentId }),
+      )
+      const emit = (i: number) =>
+        (emitters[i % 3 === 0 ? 1 : 0] as ReceiptEmitter).emit({
+          action: "t",
+          actionKind: "task",
+          requestId: `p${i}`,
+          status: "completed",
+        })
+      for (let i = 0; i < 25; i++) await emit(i)
+      const filters: ReceiptListOptions[] = [{}, { agentId: "agent-1" }, { ledger: "agent-2" }]
+      for (const f of filters) {
+        const want = (await storage.list(f)).map((r) => r.receipt_id)
+        expect(want.length).toBeGreaterThan(5)
+        for (const limit of [1, 3, 7, 100]) {
+          const got = await walk(storage, { ...f, limit })
+          expect(got.ids, `${JSON.stringify(f)} limit ${limit}`).toEqual(want)
+        }
+      }
+      // Whole pages without a filter: limit 7 over 25 receipts is 7, 7, 7, 4.
+      expect((await walk(storage, { limit: 7 })).pages).toEqual([7, 7, 7, 4])
+      const chained = await walk(storage, { ledger: "agent-1", limit: 4 })
+      expect(chained.receipts.map((r) => r.chain?.seq)).toEqual(Array.from({ length: 16 }, (_, i) => i))
+
+      // A cursor handed out before more appends resumes exactly after the receipts it covered.
+      const first = await storage.listPage({ limit: 10 })
+      expect(first.cursor).not.toBeNull()
+      for (let i = 25; i < 30; i++) await emit(i)
+      const rest = await walk(storage, { limit: 6 }, first.cursor as string)
+      expect([...first.receipts.map((r) => r.receipt_id), ...rest.ids]).toEqual(
+        (await storage.list()).map((r) => r.receipt_id),
+      )
+      expect(rest.ids).toHaveLength(20)
+    })
+
+    it("pages walked while other handles append see a prefix of the final list: no receipt twice, none skipped", async () => {
+      const { storage, peer } = await factory()
+      const e = (store: ReceiptStore, agentId: string) =>
+        new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId })
+      const writers = [e(storage, "w-1"), e(peer ?? storage, "w-1"), e(peer ?? storage, "w-2")]
+      const appends = Promise.all(
+        Array.from({ length: 30 }, (_, i) =>
+          (writers[i % 3] as ReceiptEmitter).emit({
+            action: "t",
+            actionKind: "task",
+            requestId: `c${i}`,
+            status: "completed",
+          }),
+        ),
+      )
+      const walked = await walk(storage, { limit: 2 })
+      await appends
+      const all = (await storage.list()).map((r) => r.receipt_id)
+      expect(all).toHaveLength(30)
+      expect(walked.ids).toEqual(all.slice(0, walked.ids.length))
+      // The cursor the walk's last page started from, asked again now, gives that page and everything appended since.
+      const before = walked.ids.length - (walked.pages.at(-1) ?? 0)
+      const rest = await walk(storage, { limit: 4 }, walked.from)
+      expect([...walked.ids.slice(0, before), ...rest.ids]).toEqual(all)
+    })
+
+    it("a page scans at most 20 x limit receipts: a filter matching nothing gives empty pages with a cursor", async () => {
+      const { storage } = await factory()
+      const e = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store: storage, agentId: "only" })
+      for (let i = 0; i < 45; i++)
+        await e.emit({ action: "t", actionKind: "task", requestId: `s${i}`, status: "completed" })
+      const first = await storage.listPage({ agentId: "nobody", limit: 1 })
+      expect(first).toMatchObject({ receipts: [] })
+      expect(first.cursor).not.toBeNull()
+      // 45 receipts at 20 per page: 20, 20, 5 scanned; the third page reaches the end.
+      expect((await walk(storage, { agentId: "nobody", limit: 1 })).pages).toEqual([0, 0, 0])
+      expect((await walk(storage, { agentId: "only", limit: 2 })).ids).toHaveLength(45)
+      // An empty store: one empty page, done.
+      const { storage: empty } = await factory()
+      expect(await empty.listPage()).toEqual({ receipts: [], cursor: null })
+    })
+
+    it("a forged cursor or a bad limit is refused with invalid_option", async () => {
+      const { storage } = await factory()
+      const e = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store: storage, agentId: "f" })
+      await e.emit({ action: "t", actionKind: "task", requestId: "f0", status: "completed" })
+      for (const cursor of ["abc", "-1", "01", "1.5", "1e3", " 1", "", "9".repeat(16), "0x10"])
+        await expect(storage.listPage({ cursor }), cursor).rejects.toMatchObject({ code: "invalid_option" })
+      for (const limit of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])
+        await expect(storage.listPage({ limit }), String(limit)).rejects.toMatchObject({
+          code: "invalid_option",
+        })
     })
   })
 }

@@ -10,6 +10,7 @@ import {
   MemoryReceiptStore,
   type Receipt,
   ReceiptEmitter,
+  type ReceiptListOptions,
   type ReceiptStore,
 } from "../../src/receipts.ts"
 
@@ -32,6 +33,10 @@ class TamperableStore implements ReceiptStore {
   async list() {
     const all = await this.inner.list()
     return this.edit ? this.edit(all) : all
+  }
+  async listPage(options?: ReceiptListOptions) {
+    const page = await this.inner.listPage(options)
+    return { ...page, receipts: this.edit ? this.edit(page.receipts) : page.receipts }
   }
 }
 
@@ -150,5 +155,118 @@ describe("edge receipts API", () => {
     const none = await plain.request("/v1/receipts")
     expect(none.status).toBe(404)
     expect(await none.json()).toMatchObject({ error: { code: "receipts_not_configured" } })
+  })
+})
+
+describe("edge receipts API: pages and bounds", () => {
+  async function filled(count: number, maxVerifyReceipts?: number) {
+    const store = new MemoryReceiptStore()
+    const emitters = ["agent-a", "agent-b"].map(
+      (agentId) => new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId }),
+    )
+    for (let i = 0; i < count; i++)
+      await (emitters[i % 4 === 0 ? 1 : 0] as ReceiptEmitter).emit({
+        action: "t",
+        actionKind: "task",
+        requestId: `q${i}`,
+        status: "completed",
+      })
+    const app = createLedgerApp({
+      storage: new MemoryLedgerStorage(),
+      authenticate: jwtAuth({ secret: SECRET }),
+      receipts: () => ({ emitter: emitters[0] as ReceiptEmitter, keys: { hmac: "k" } }),
+      ...(maxVerifyReceipts === undefined ? {} : { maxVerifyReceipts }),
+    })
+    const headers = {
+      authorization: `Bearer ${await token("a", "reader")}`,
+      "content-type": "application/json",
+    }
+    const get = async (query: string) => {
+      const r = await app.request(`/v1/receipts${query}`, { headers })
+      return { status: r.status, body: (await r.json()) as { receipts: Receipt[]; cursor: string | null } }
+    }
+    const verify = async (query = "") => {
+      const r = await app.request(`/v1/receipts/verify${query}`, { method: "POST", headers, body: "{}" })
+      return { status: r.status, body: (await r.json()) as Record<string, unknown> }
+    }
+    return { store, get, verify }
+  }
+
+  async function walk(
+    get: (q: string) => Promise<{ status: number; body: { receipts: Receipt[]; cursor: string | null } }>,
+    query: string,
+  ) {
+    const ids: string[] = []
+    const sizes: number[] = []
+    let cursor: string | null = null
+    do {
+      const sep = query ? "&" : "?"
+      const { status, body } = await get(`${query}${cursor ? `${sep}cursor=${cursor}` : ""}`)
+      expect(status).toBe(200)
+      ids.push(...body.receipts.map((r) => r.receipt_id))
+      sizes.push(body.receipts.length)
+      cursor = body.cursor
+      if (sizes.length > 100) throw new Error("pages never end")
+    } while (cursor !== null)
+    return { ids, sizes }
+  }
+
+  it("lists 100 by default, at most 500, with a cursor until done; filters page too", async () => {
+    const { store, get } = await filled(620)
+    const first = await get("")
+    expect(first.body.receipts).toHaveLength(100)
+    expect(first.body.cursor).toBeTypeOf("string")
+    const all = (await store.list()).map((r) => r.receipt_id)
+    expect((await walk(get, "")).sizes).toEqual([100, 100, 100, 100, 100, 100, 20])
+    expect((await walk(get, "?limit=500")).ids).toEqual(all)
+    expect((await walk(get, "?limit=500")).sizes).toEqual([500, 120])
+    const b = (await store.list({ agentId: "agent-b" })).map((r) => r.receipt_id)
+    expect(b).toHaveLength(155)
+    expect((await walk(get, "?agent_id=agent-b&limit=50")).ids).toEqual(b)
+    expect((await walk(get, "?ledger=agent-a&limit=7")).ids).toEqual(
+      (await store.list({ ledger: "agent-a" })).map((r) => r.receipt_id),
+    )
+    // A filter that matches nothing scans 20 x limit per page: short pages with a cursor, never one unbounded read.
+    expect((await walk(get, "?agent_id=nobody&limit=10")).sizes).toEqual([0, 0, 0, 0])
+  })
+
+  it("a bad limit, a forged cursor or an unknown parameter is 400 invalid_query", async () => {
+    const { get } = await filled(3)
+    for (const q of [
+      "?limit=0",
+      "?limit=501",
+      "?limit=10000",
+      "?limit=abc",
+      "?limit=-1",
+      "?limit=1.5",
+      "?cursor=abc",
+      "?cursor=-1",
+      "?cursor=01",
+      `?cursor=${"9".repeat(16)}`,
+      "?cursor=",
+      "?page=2",
+    ]) {
+      const r = await get(q)
+      expect([q, r.status, (r.body as unknown as { error: { code: string } }).error?.code]).toEqual([
+        q,
+        400,
+        "invalid_query",
+      ])
+    }
+    // A well-formed position past the end is an empty last page.
+    expect((await get("?cursor=999999")).body).toEqual({ receipts: [], cursor: null })
+  })
+
+  it("verify checks the whole chain but refuses a tenant over maxVerifyReceipts with 413 too_many_receipts", async () => {
+    const at = await filled(2500, 2500)
+    expect((await at.verify()).body).toMatchObject({ ok: true, valid: 2500 })
+    expect((await at.verify("?agent_id=agent-b")).body).toMatchObject({ ok: true, valid: 625 })
+    expect((await at.verify("?limit=5")).status).toBe(400)
+    const over = await filled(2501, 2500)
+    const r = await over.verify()
+    expect(r.status).toBe(413)
+    expect(r.body).toMatchObject({ error: { code: "too_many_receipts" } })
+    // The bound counts the tenant's receipts, not the filter's: a filter cannot smuggle a huge scan in.
+    expect((await over.verify("?agent_id=agent-b")).status).toBe(413)
   })
 })

@@ -1,4 +1,5 @@
 // The receipt store contract and the in-process store.
+import { InvalidOptionError } from "../errors.ts"
 import { cloneJson, type JsonValue } from "../ledger/model/canonical.ts"
 import type { ChainSealer, ChainTail } from "./chain.ts"
 import type { AuditReceiptRecord, Receipt } from "./record.ts"
@@ -8,9 +9,19 @@ const copy = <T>(v: T): T => cloneJson(v as JsonValue) as T
 
 export interface ReceiptListOptions {
   /** Only receipts of this chain. */
-  readonly ledger?: string
+  readonly ledger?: string | undefined
   /** Only receipts of this agent. */
-  readonly agentId?: string
+  readonly agentId?: string | undefined
+  /** `listPage`: at most this many receipts (a whole number >= 1). Default 100. */
+  readonly limit?: number | undefined
+  /** `listPage`: the `cursor` a previous page returned; the page starts after it. Opaque. */
+  readonly cursor?: string | undefined
+}
+
+/** One page of receipts in append order; `cursor` resumes after it, `null` when the store has no more. */
+export interface ReceiptPage {
+  readonly receipts: Receipt[]
+  readonly cursor: string | null
 }
 
 /**
@@ -21,6 +32,55 @@ export interface ReceiptStore {
   append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt>
   /** Receipts in append order. */
   list(options?: ReceiptListOptions): Promise<Receipt[]>
+  /**
+   * One page in append order. A page scans at most `PAGE_SCAN_FACTOR` x `limit` receipts, so a filter that matches
+   * little returns a short page with a cursor; concatenated pages equal `list()` with the same filters. A cursor
+   * this store did not hand out is refused (`invalid_option`).
+   */
+  listPage(options?: ReceiptListOptions): Promise<ReceiptPage>
+}
+
+/** A page scans at most this many receipts per receipt it may return. */
+export const PAGE_SCAN_FACTOR = 20
+
+/** Page bounds from the options: `start` is the position the cursor names (0 without one). */
+export function pageBounds(options: ReceiptListOptions): { start: number; limit: number; window: number } {
+  const limit = options.limit ?? 100
+  if (!Number.isSafeInteger(limit) || limit < 1)
+    throw new InvalidOptionError("limit must be a whole number >= 1")
+  let start = 0
+  if (options.cursor !== undefined) {
+    // Positions are what the stores hand out: canonical decimals, so anything else was not issued by one.
+    if (!/^(0|[1-9]\d{0,14})$/.test(options.cursor))
+      throw new InvalidOptionError(
+        "cursor is not one a receipt page returned: pass back a page's cursor as is",
+      )
+    start = Number(options.cursor)
+  }
+  const filtered = options.agentId !== undefined || options.ledger !== undefined
+  return { start, limit, window: filtered ? limit * PAGE_SCAN_FACTOR : limit }
+}
+
+/**
+ * Cuts a page from `scanned` (the next `window` items after the cursor, in append order): the first `limit` that
+ * match. `after(i)` is the cursor that resumes after `scanned[i]`.
+ */
+export function cutPage<T>(
+  scanned: readonly T[],
+  bounds: { readonly limit: number; readonly window: number },
+  matches: (t: T) => boolean,
+  after: (i: number) => string,
+): { items: T[]; cursor: string | null } {
+  const items: T[] = []
+  for (let i = 0; i < scanned.length; i++) {
+    const t = scanned[i] as T
+    if (!matches(t)) continue
+    items.push(t)
+    if (items.length === bounds.limit) return { items, cursor: after(i) }
+  }
+  // A full window may have more behind it; a short one reached the end.
+  const more = scanned.length > 0 && scanned.length >= bounds.window
+  return { items, cursor: more ? after(scanned.length - 1) : null }
 }
 
 /** Runs async critical sections one at a time (a chain's seal is async: Web Crypto signs asynchronously). */
@@ -58,5 +118,17 @@ export class MemoryReceiptStore implements ReceiptStore {
 
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
     return this.#receipts.filter((r) => matchesList(r, options)).map((r) => copy(r))
+  }
+
+  async listPage(options: ReceiptListOptions = {}): Promise<ReceiptPage> {
+    const b = pageBounds(options)
+    const scanned = this.#receipts.slice(b.start, b.start + b.window)
+    const page = cutPage(
+      scanned,
+      b,
+      (r) => matchesList(r, options),
+      (i) => String(b.start + i + 1),
+    )
+    return { receipts: page.items.map((r) => copy(r)), cursor: page.cursor }
   }
 }

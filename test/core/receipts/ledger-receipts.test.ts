@@ -48,6 +48,7 @@ function setup(options: { failAppend?: () => boolean } = {}) {
       return memory.append(record, chain)
     },
     list: (o) => memory.list(o),
+    listPage: (o) => memory.listPage(o),
   }
   const clock = new ManualClock()
   const receipts = new ReceiptEmitter({ signer: hmacReceiptSigner(KEY), store, agentId: "payment-agent" })
