@@ -30,8 +30,7 @@ const ROUTES: readonly RouteDoc[] = [
     method: "post",
     path: "/v1/calls/{id}/boundary",
     scope: "agent",
-    summary:
-      "Advance the side-effect boundary and/or attach the provider's operation reference (lease holder).",
+    summary: "Advance the boundary and/or attach the provider's operation reference.",
     body: S.BoundaryBody,
     response: S.CallStateResponse,
   },
@@ -39,7 +38,7 @@ const ROUTES: readonly RouteDoc[] = [
     method: "post",
     path: "/v1/calls/{id}/complete",
     scope: "agent",
-    summary: "Complete a held call with its result (or record that the result could not be stored).",
+    summary: "Complete a held call with its result (or as unstorable).",
     body: S.CompleteBody,
     response: S.CallStateResponse,
   },
@@ -47,8 +46,7 @@ const ROUTES: readonly RouteDoc[] = [
     method: "post",
     path: "/v1/calls/{id}/fail",
     scope: "agent",
-    summary:
-      "Fail a held call; the stored boundary decides FAILED_BEFORE_EFFECT, UNKNOWN or FAILED_AFTER_EFFECT.",
+    summary: "Fail a held call (its stored boundary decides the outcome).",
     body: S.FailBody,
     response: S.CallStateResponse,
   },
@@ -104,7 +102,7 @@ const ROUTES: readonly RouteDoc[] = [
     method: "get",
     path: "/v1/receipts",
     scope: "reader",
-    summary: "A page of the tenant's audit receipts (404 receipts_not_configured when the app keeps none).",
+    summary: "A page of the tenant's audit receipts.",
     query: S.ReceiptsQuery,
   },
   {

@@ -10,6 +10,10 @@ import { ReceiptsFilterQuery, ReceiptsQuery, VerifyReceiptsBody } from "./schema
 // after reading at most the bound plus one page.
 const VERIFY_PAGE = 1000
 
+// Stores read the original's integers beyond 2^53 as exact bigints, which JSON.stringify refuses (a 500 before):
+// they go out as their decimal digits, as the CLI's --json prints them. /v1/receipts/verify checks the exact values.
+const bigintAsText = (_key: string, v: unknown): unknown => (typeof v === "bigint" ? `${v}` : v)
+
 export function receiptRoutes(api: Api, ctx: RouteContext): void {
   const receiptsOf = (c: Ctx): TenantReceipts => {
     const { receipts } = ctx.need(c, "reader")
@@ -25,7 +29,8 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
     const { emitter } = receiptsOf(c)
     const q = ctx.query(c, ReceiptsQuery)
     const limit = ctx.pageLimit(q.limit)
-    return c.json(await emitter.store.listPage({ ...filter(q), limit, cursor: q.cursor }))
+    const page = await emitter.store.listPage({ ...filter(q), limit, cursor: q.cursor })
+    return c.body(JSON.stringify(page, bigintAsText), 200, { "content-type": "application/json" })
   })
 
   // Verification needs the whole chain at once, so it is bounded by the tenant's receipt count, not by a page.

@@ -230,6 +230,35 @@ describe("edge receipts API: pages and bounds", () => {
     expect((await walk(get, "?agent_id=nobody&limit=10")).sizes).toEqual([0, 0, 0, 0])
   })
 
+  it("a receipt holding an integer beyond 2^53 (as stores read the original's) lists as JSON, not a 500", async () => {
+    // The file, Neon, Durable Object and Upstash stores read the original's `2**60` as an exact bigint.
+    const store = new TamperableStore()
+    await new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId: "agent-a" }).emit({
+      action: "t",
+      actionKind: "task",
+      requestId: "big",
+      status: "completed",
+    })
+    store.edit = (rs) => rs.map((r) => ({ ...r, outputs: { wei: 2n ** 60n, paid: 100.5 } }))
+    const app = createLedgerApp({
+      storage: new MemoryLedgerStorage(),
+      authenticate: jwtAuth({ secret: SECRET }),
+      receipts: () => ({
+        emitter: new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId: "agent-a" }),
+        keys: { hmac: "k" },
+      }),
+    })
+    const r = await app.request("/v1/receipts", {
+      headers: { authorization: `Bearer ${await token("a", "reader")}` },
+    })
+    expect(r.status, await r.clone().text()).toBe(200)
+    // JSON has no form of it that every client reads exactly: its decimal digits, as the CLI's --json prints them.
+    expect(((await r.json()) as { receipts: Receipt[] }).receipts[0]?.outputs).toEqual({
+      wei: "1152921504606846976",
+      paid: 100.5,
+    })
+  })
+
   it("a bad limit, a forged cursor or an unknown parameter is 400 invalid_query", async () => {
     const { get } = await filled(3)
     for (const q of [
