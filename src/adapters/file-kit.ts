@@ -21,6 +21,7 @@ import { hostname } from "node:os"
 import { basename, dirname, join, resolve } from "node:path"
 import process from "node:process"
 import { LedgerError } from "../adapter-kit.ts"
+import { JSON_STRING, parseBareTokens } from "../core/python-nan.ts"
 
 /** The ledger file exists but is not a JSON object of rows. Nothing was read or written; repair or restore it. */
 export class LedgerFileCorruptError extends LedgerError {
@@ -85,8 +86,6 @@ export function indentedJson(value: unknown): string {
   return asciiJson(JSON.stringify(value, null, 2)).replaceAll("\n", "\n  ")
 }
 
-const STRING = '"[^"\\\\]*(?:\\\\.[^"\\\\]*)*"'
-
 /**
  * Each entry's text, by key, in a JSON object file that parsed. The last string before a value's `{` or `[` at depth 1
  * is its key; a scalar entry is not in the map, so the caller serializes it instead.
@@ -96,7 +95,7 @@ export function rowTexts(text: string): Map<string, string> {
   let depth = 0
   let id = ""
   let start = 0
-  for (const m of text.matchAll(new RegExp(`${STRING}|[[{]|[\\]}]`, "g"))) {
+  for (const m of text.matchAll(new RegExp(`${JSON_STRING}|[[{]|[\\]}]`, "g"))) {
     const c = m[0][0]
     if (c === '"') {
       if (depth === 1) id = m[0]
@@ -105,19 +104,6 @@ export function rowTexts(text: string): Map<string, string> {
     } else if (--depth === 1) out.set(JSON.parse(id) as string, text.slice(start, m.index + 1))
   }
   return out
-}
-
-/**
- * `json.loads` of a file holding Python's bare NaN, Infinity or -Infinity (a tool returned float("nan")), which
- * JSON.parse refuses: each becomes a tagged string, then that number. The tag is random, so no stored string can
- * pass for one. Throws what JSON.parse throws when the text is not JSON otherwise.
- */
-export function parseBareTokens(text: string): unknown {
-  const tag = crypto.randomUUID()
-  return JSON.parse(
-    text.replace(new RegExp(`${STRING}|-?(?:NaN|Infinity)`, "g"), (t) => (t[0] === '"' ? t : `"${tag}${t}"`)),
-    (_key, v: unknown) => (typeof v === "string" && v.startsWith(tag) ? Number(v.slice(tag.length)) : v),
-  )
 }
 
 export function fsyncDir(dir: string): void {

@@ -31,6 +31,7 @@ import {
   refuseStaleSet,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
+import { parseBareTokens } from "../core/python-nan.ts"
 import {
   asciiJson,
   errno,
@@ -39,7 +40,6 @@ import {
   indentedJson,
   LedgerFileCorruptError,
   parkIn,
-  parseBareTokens,
   rmQuiet,
   rowTexts,
   serialize,

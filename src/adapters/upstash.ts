@@ -21,6 +21,7 @@ import {
   type TransitionExpectation,
 } from "../adapter-kit.ts"
 import { MyceliumError } from "../core/errors.ts"
+import { parsePythonRow } from "../core/python-nan.ts"
 
 export interface UpstashLedgerStorageOptions {
   /** An `@upstash/redis` client (`@upstash/redis`, `/cloudflare` or `/fastly`). */
@@ -484,7 +485,8 @@ export class UpstashReplyError extends MyceliumError {
 function toRow(v: unknown): Row | null {
   if (v === null || v === undefined || v === "" || v === false) return null
   if (typeof v === "string") {
-    const parsed: unknown = JSON.parse(v)
+    // A row the original wrote holding float("nan") has a bare NaN: read as json.loads reads it, not as an outage.
+    const parsed: unknown = parsePythonRow(v)
     return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Row) : null
   }
   if (typeof v === "object" && !Array.isArray(v)) return v as Row
