@@ -1,6 +1,7 @@
 // The ledger over HTTP, on Hono: any runtime, any storage adapter. Each tenant sees only its own ledger.
 import { Hono } from "hono"
 import { cors } from "hono/cors"
+import { en } from "zod/locales"
 import type * as z from "zod/mini"
 import { ActionLedger, type ArgsDriftPolicy, type Clock, type LedgerStorage } from "../core/ledger/index.ts"
 import { agentRoutes } from "./agent-routes.ts"
@@ -190,8 +191,13 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
   return app
 }
 
+// zod/mini (it tree-shakes: about half of classic zod in the worker) loads no messages. The English ones classic zod
+// uses are passed per parse, so a 400 says what was wrong ("Too big: expected string to have <=200 characters")
+// without changing the zod configuration of the application that mounts this app.
+const messages = { error: en().localeError }
+
 function validated<T extends z.ZodMiniType>(schema: T, raw: unknown, code: string): z.infer<T> {
-  const parsed = schema.safeParse(raw)
+  const parsed = schema.safeParse(raw, messages)
   if (parsed.success) return parsed.data
   const issue = parsed.error.issues[0]
   const where = issue?.path.length ? issue.path.join(".") : code === "invalid_query" ? "query" : "body"

@@ -1,6 +1,5 @@
 // The request and response shapes of the ledger API. The same schemas validate requests and generate
 // /openapi.json, so the published contract cannot drift from what the server accepts.
-import { en } from "zod/locales"
 import * as z from "zod/mini"
 import {
   EffectState,
@@ -10,10 +9,6 @@ import {
   TerminalOutcome,
   ToolCapability,
 } from "../core/ledger/index.ts"
-
-// zod/mini (tree-shakeable: about half of classic zod in the worker) loads no messages; these are the ones classic
-// zod configures, so a 400 says what was wrong ("Too big: expected string to have <=200 characters").
-z.config(en())
 
 const Id = z.string().check(z.minLength(1), z.maxLength(512))
 const Text = (max: number) => z.string().check(z.maxLength(max))
