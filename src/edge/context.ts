@@ -1,6 +1,6 @@
 // What every route group shares: the tenant's stores, scope checks, and validated input.
 import type { Context, Hono } from "hono"
-import type * as z from "zod"
+import type * as z from "zod/mini"
 import type { ActionLedger, LedgerStorage } from "../core/ledger/index.ts"
 import type { ReceiptEmitter } from "../core/receipts/emitter.ts"
 import type { ReceiptKeys } from "../core/receipts/verify.ts"
@@ -40,8 +40,8 @@ export interface RouteContext {
   need(c: Ctx, scope: LedgerScope): Tenant
   /** A per-claim ledger over the tenant's store, with `owner` and `leaseTtl` set. */
   claimLedger(tenant: Tenant, owner: string, leaseTtl: number): ActionLedger
-  body<T extends z.ZodType>(c: Ctx, schema: T): Promise<z.infer<T>>
-  query<T extends z.ZodType>(c: Ctx, schema: T): z.infer<T>
+  body<T extends z.ZodMiniType>(c: Ctx, schema: T): Promise<z.infer<T>>
+  query<T extends z.ZodMiniType>(c: Ctx, schema: T): z.infer<T>
   /** The `:id` path parameter, checked. */
   id(c: Ctx): string
 }

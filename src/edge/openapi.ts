@@ -1,5 +1,5 @@
 // GET /openapi.json: OpenAPI 3.1 built from the zod schemas the routes validate with.
-import * as z from "zod"
+import * as z from "zod/mini"
 import * as S from "./schemas.ts"
 
 type Scope = "agent" | "reader" | "operator" | "store" | null
@@ -9,9 +9,9 @@ interface RouteDoc {
   readonly path: string
   readonly scope: Scope
   readonly summary: string
-  readonly body?: z.ZodType
-  readonly query?: z.ZodObject
-  readonly response?: z.ZodType
+  readonly body?: z.ZodMiniType
+  readonly query?: z.ZodMiniObject
+  readonly response?: z.ZodMiniType
 }
 
 const ROUTES: readonly RouteDoc[] = [
@@ -118,10 +118,10 @@ const ROUTES: readonly RouteDoc[] = [
 /** The route list, for tests that check every route is documented and fuzzed. */
 export const DOCUMENTED_ROUTES: ReadonlyArray<{ method: string; path: string; scope: Scope }> = ROUTES
 
-const schema = (s: z.ZodType) =>
+const schema = (s: z.ZodMiniType) =>
   z.toJSONSchema(s, { target: "draft-2020-12", unrepresentable: "any", io: "input" })
 
-const json = (s: z.ZodType) => ({ "application/json": { schema: schema(s) } })
+const json = (s: z.ZodMiniType) => ({ "application/json": { schema: schema(s) } })
 
 let cached: Record<string, unknown> | null = null
 
@@ -155,7 +155,7 @@ export function openApiDocument(): Record<string, unknown> {
       parameters.push({ name: "id", in: "path", required: true, schema: { type: "string", maxLength: 512 } })
     if (r.query) {
       for (const [name, s] of Object.entries(r.query.shape))
-        parameters.push({ name, in: "query", required: false, schema: schema(s as z.ZodType) })
+        parameters.push({ name, in: "query", required: false, schema: schema(s as z.ZodMiniType) })
     }
     const op: Record<string, unknown> = {
       summary: r.summary,

@@ -1,6 +1,6 @@
 // The request and response shapes of the ledger API. The same schemas validate requests and generate
 // /openapi.json, so the published contract cannot drift from what the server accepts.
-import * as z from "zod"
+import * as z from "zod/mini"
 import {
   EffectState,
   RetryPermission,
@@ -10,61 +10,61 @@ import {
   ToolCapability,
 } from "../core/ledger/index.ts"
 
-const Id = z.string().min(1).max(512)
-const Text = (max: number) => z.string().max(max)
+const Id = z.string().check(z.minLength(1), z.maxLength(512))
+const Text = (max: number) => z.string().check(z.maxLength(max))
 // Bodies are parsed JSON already (depth-checked), so any value is JSON; z.json() would also emit a recursive
 // $defs reference that does not resolve once embedded in an OpenAPI document.
-const Json = z.unknown().meta({ description: "any JSON value" })
+const Json = z.unknown().check(z.meta({ description: "any JSON value" }))
 
 // ---- agent: ledgered calls run on the server --------------------------------------------------------------
 
 export const BindingBody = z.strictObject({
-  agent_id: z.string().min(1).max(200),
-  policy_version: z.string().min(1).max(200),
-  side_effect_class: z.string().min(1).max(64),
-  scope_from: z
-    .strictObject({
-      thread_id: Text(200).optional(),
-      run_id: Text(200).optional(),
-      node: Text(200).optional(),
-    })
-    .optional(),
-  retry_permission: z.enum(RetryPermission).optional(),
-  side_effect_boundary_default: z.enum(SideEffectBoundary).optional(),
-  spendability: z.enum(Spendability).optional(),
-  capability: z.enum(ToolCapability).optional(),
-  provider_idempotency_key_param: Text(200).optional(),
-  provider_idempotency_key_ttl: z.number().positive().finite().optional(),
-  request_id_from: Text(200).optional(),
+  agent_id: z.string().check(z.minLength(1), z.maxLength(200)),
+  policy_version: z.string().check(z.minLength(1), z.maxLength(200)),
+  side_effect_class: z.string().check(z.minLength(1), z.maxLength(64)),
+  scope_from: z.optional(
+    z.strictObject({
+      thread_id: z.optional(Text(200)),
+      run_id: z.optional(Text(200)),
+      node: z.optional(Text(200)),
+    }),
+  ),
+  retry_permission: z.optional(z.enum(RetryPermission)),
+  side_effect_boundary_default: z.optional(z.enum(SideEffectBoundary)),
+  spendability: z.optional(z.enum(Spendability)),
+  capability: z.optional(z.enum(ToolCapability)),
+  provider_idempotency_key_param: z.optional(Text(200)),
+  provider_idempotency_key_ttl: z.optional(z.number().check(z.positive())),
+  request_id_from: z.optional(Text(200)),
 })
 
 export const MetaBody = z.strictObject({
-  request_id: Id.optional(),
-  tool_call_id: Id.optional(),
-  thread_id: Text(512).optional(),
-  run_id: Text(512).optional(),
-  node: Text(512).optional(),
-  state_ref: Text(512).optional(),
-  decision_id: Text(512).optional(),
-  parent_request_id: Text(512).optional(),
-  handoff_id: Text(512).optional(),
+  request_id: z.optional(Id),
+  tool_call_id: z.optional(Id),
+  thread_id: z.optional(Text(512)),
+  run_id: z.optional(Text(512)),
+  node: z.optional(Text(512)),
+  state_ref: z.optional(Text(512)),
+  decision_id: z.optional(Text(512)),
+  parent_request_id: z.optional(Text(512)),
+  handoff_id: z.optional(Text(512)),
 })
 
 export const BeginCallBody = z.strictObject({
-  tool: z.string().min(1).max(200),
-  args: z.record(z.string(), Json).optional(),
-  binding: BindingBody.optional(),
-  meta: MetaBody.optional(),
+  tool: z.string().check(z.minLength(1), z.maxLength(200)),
+  args: z.optional(z.record(z.string(), Json)),
+  binding: z.optional(BindingBody),
+  meta: z.optional(MetaBody),
   /** Seconds; capped by the server's maxLeaseTtl. */
-  lease_ttl: z.number().positive().finite().optional(),
+  lease_ttl: z.optional(z.number().check(z.positive())),
 })
 
-const Held = { fence: z.number().int().min(1), lease: z.string().min(16).max(128) }
+const Held = { fence: z.int().check(z.gte(1)), lease: z.string().check(z.minLength(16), z.maxLength(128)) }
 
 export const BoundaryBody = z.strictObject({
   ...Held,
-  boundary: z.enum(["maybe_crossed", "crossed"]).optional(),
-  external_operation_ref: z.string().min(1).max(512).optional(),
+  boundary: z.optional(z.enum(["maybe_crossed", "crossed"])),
+  external_operation_ref: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
 })
 
 export const CompleteBody = z.union([
@@ -73,19 +73,19 @@ export const CompleteBody = z.union([
     ...Held,
     unstorable: z.strictObject({
       limit: z.enum(["not_serializable", "max_depth", "max_row_bytes"]),
-      message: z.string().min(1).max(1000),
+      message: z.string().check(z.minLength(1), z.maxLength(1000)),
     }),
   }),
 ])
 
 export const FailBody = z.strictObject({
   ...Held,
-  error: z.string().max(4096),
+  error: z.string().check(z.maxLength(4096)),
   /** The caller may only raise the stored boundary (a clean sideEffect() it did not write yet). */
-  boundary: z.enum(SideEffectBoundary).optional(),
+  boundary: z.optional(z.enum(SideEffectBoundary)),
 })
 
-export const RenewBody = z.strictObject({ ...Held, lease_ttl: z.number().positive().finite().optional() })
+export const RenewBody = z.strictObject({ ...Held, lease_ttl: z.optional(z.number().check(z.positive())) })
 
 const Limits = z.object({ max_body_bytes: z.number(), max_depth: z.number() })
 export const BeginCallResponse = z.discriminatedUnion("status", [
@@ -93,8 +93,10 @@ export const BeginCallResponse = z.discriminatedUnion("status", [
     status: z.literal("run"),
     request_id: z.string(),
     fence: z.number(),
-    lease: z.string().describe("secret lease credential: present it with the fence on every later call"),
-    lease_until: z.number().nullable(),
+    lease: z
+      .string()
+      .check(z.describe("secret lease credential: present it with the fence on every later call")),
+    lease_until: z.nullable(z.number()),
     lease_ttl: z.number(),
     side_effect_boundary: z.enum(SideEffectBoundary),
     authorized_reexec: z.boolean(),
@@ -111,43 +113,44 @@ export const CallStateResponse = z.object({
   terminal_outcome: z.enum(TerminalOutcome),
   side_effect_boundary: z.enum(SideEffectBoundary),
   effect_phase: z.enum(EffectState),
-  lease_until: z.number().nullable(),
-  external_operation_ref: z.string().nullable(),
+  lease_until: z.nullable(z.number()),
+  external_operation_ref: z.nullable(z.string()),
 })
 
 // ---- operators and readers ----------------------------------------------------------------------------------
 
 export const ReleaseBody = z.strictObject({
   verified: z.enum(["completed", "not_executed"]),
-  reason: z.string().min(1).max(2000),
-  by: z.string().min(1).max(200).optional(),
-  result: Json.optional(),
+  reason: z.string().check(z.minLength(1), z.maxLength(2000)),
+  by: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+  result: z.optional(Json),
   /** Why a lapsed lease's owner cannot act, when no death signal exists (see docs/kill-safety.md). */
-  override_death_signal: z.string().min(1).max(2000).optional(),
+  override_death_signal: z.optional(z.string().check(z.minLength(1), z.maxLength(2000))),
   /** The fence the operator saw: refused (409) if another attempt claimed the transition since. */
-  expected_fence: z.number().int().min(0).optional(),
+  expected_fence: z.optional(z.int().check(z.gte(0))),
 })
 
 export const MarkDeadBody = z.strictObject({
-  reason: z.string().min(1).max(2000),
-  by: z.string().min(1).max(200).optional(),
-  override_heartbeat: z.boolean().optional(),
-  expected_fence: z.number().int().min(0).optional(),
+  reason: z.string().check(z.minLength(1), z.maxLength(2000)),
+  by: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+  override_heartbeat: z.optional(z.boolean()),
+  expected_fence: z.optional(z.int().check(z.gte(0))),
 })
 
-export const Row = z.looseObject({ request_id: Id, tool: z.string().max(200), status: z.string().max(32) })
+export const Row = z.looseObject({
+  request_id: Id,
+  tool: z.string().check(z.maxLength(200)),
+  status: z.string().check(z.maxLength(32)),
+})
 
-const PageLimit = z
-  .string()
-  .regex(/^\d{1,4}$/)
-  .optional()
+const PageLimit = z.optional(z.string().check(z.regex(/^\d{1,4}$/)))
 
 export const TransitionsQuery = z.strictObject({
-  outcome: z.enum(TerminalOutcome).optional(),
-  tool: z.string().min(1).max(200).optional(),
-  stuck: z.enum(["true", "false", "1", "0"]).optional(),
+  outcome: z.optional(z.enum(TerminalOutcome)),
+  tool: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+  stuck: z.optional(z.enum(["true", "false", "1", "0"])),
   limit: PageLimit,
-  cursor: Id.optional(),
+  cursor: z.optional(Id),
 })
 
 // ---- store (trusted backends) -------------------------------------------------------------------------------
@@ -156,59 +159,59 @@ export const PutRowBody = z.strictObject({ row: Row })
 
 export const ClaimRowBody = z.strictObject({
   entry: Row,
-  lease_ttl: z.number().finite(),
+  lease_ttl: z.number(),
   /** Ignored: leases run on the server's clock. Accepted so older clients keep working. */
-  now: z.number().finite().optional(),
-  reclaim_fence: z.number().int().nullable().optional(),
-  dispatch_id: Id.optional(),
+  now: z.optional(z.number()),
+  reclaim_fence: z.optional(z.nullable(z.int())),
+  dispatch_id: z.optional(Id),
 })
 
 export const TransitionRowBody = z.strictObject({
   next: Row,
   expect: z.strictObject({
-    outcomes: z.array(z.enum(TerminalOutcome)).min(1).max(16),
-    owner: z.string().max(512).nullable().optional(),
-    fence: z.number().int(),
-    effect_phase: z.enum(EffectState).optional(),
-    lease_held_at: z.number().finite().optional(),
+    outcomes: z.array(z.enum(TerminalOutcome)).check(z.minLength(1), z.maxLength(16)),
+    owner: z.optional(z.nullable(z.string().check(z.maxLength(512)))),
+    fence: z.int(),
+    effect_phase: z.optional(z.enum(EffectState)),
+    lease_held_at: z.optional(z.number()),
   }),
 })
 
 export const RowsQuery = z.strictObject({
   limit: PageLimit,
-  prefix: z.string().max(512).optional(),
-  cursor: Id.optional(),
+  prefix: z.optional(z.string().check(z.maxLength(512))),
+  cursor: z.optional(Id),
 })
 
 // ---- audit receipts (reader) --------------------------------------------------------------------------------
 
 export const ReceiptsFilterQuery = z.strictObject({
-  agent_id: z.string().min(1).max(200).optional(),
-  ledger: z.string().min(1).max(512).optional(),
+  agent_id: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+  ledger: z.optional(z.string().check(z.minLength(1), z.maxLength(512))),
 })
 
 export const ReceiptsQuery = z.strictObject({
   ...ReceiptsFilterQuery.shape,
   limit: PageLimit,
   /** A position the previous page returned (the stores hand out canonical decimals). */
-  cursor: z
-    .string()
-    .regex(/^(0|[1-9]\d{0,14})$/)
-    .optional(),
+  cursor: z.optional(z.string().check(z.regex(/^(0|[1-9]\d{0,14})$/))),
 })
 
 export const VerifyReceiptsBody = z.strictObject({
   /** Every receipt must carry a chain link. */
-  require_chain: z.boolean().optional(),
+  require_chain: z.optional(z.boolean()),
   /** Chain heads kept elsewhere: a chain whose tail is not this head was truncated. */
-  heads: z
-    .record(
-      z.string().max(512),
-      z.strictObject({ seq: z.number().int().min(0), digest: z.string().max(128) }),
-    )
-    .optional(),
+  heads: z.optional(
+    z.record(
+      z.string().check(z.maxLength(512)),
+      z.strictObject({ seq: z.int().check(z.gte(0)), digest: z.string().check(z.maxLength(128)) }),
+    ),
+  ),
 })
 
 export const ErrorResponse = z.object({
-  error: z.object({ code: z.string().regex(/^[a-z][a-z0-9_]*$/), message: z.string().min(1) }),
+  error: z.object({
+    code: z.string().check(z.regex(/^[a-z][a-z0-9_]*$/)),
+    message: z.string().check(z.minLength(1)),
+  }),
 })
