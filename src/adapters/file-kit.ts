@@ -21,7 +21,7 @@ import { hostname } from "node:os"
 import { basename, dirname, join, resolve } from "node:path"
 import process from "node:process"
 import { LedgerError } from "../adapter-kit.ts"
-import { JSON_STRING, parseBareTokens } from "../core/python-nan.ts"
+import { JSON_STRING, parsePythonRow } from "../core/python-nan.ts"
 
 /** The ledger file exists but is not a JSON object of rows. Nothing was read or written; repair or restore it. */
 export class LedgerFileCorruptError extends LedgerError {
@@ -446,13 +446,9 @@ export class LockedFile {
     if (text === null || text.trim() === "") return {}
     let parsed: unknown
     try {
-      parsed = JSON.parse(text)
+      parsed = parsePythonRow(text)
     } catch (e) {
-      try {
-        parsed = parseBareTokens(text)
-      } catch {
-        throw new LedgerFileCorruptError(this.path, `not JSON (${(e as Error).message})`)
-      }
+      throw new LedgerFileCorruptError(this.path, `not JSON (${(e as Error).message})`)
     }
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
       throw new LedgerFileCorruptError(this.path, "not a JSON object")

@@ -31,7 +31,7 @@ import {
   refuseStaleSet,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
-import { parseBareTokens } from "../core/python-nan.ts"
+import { parsePythonRow } from "../core/python-nan.ts"
 import {
   asciiJson,
   errno,
@@ -412,16 +412,12 @@ function entryOf(slot: Slot): LedgerEntry {
 function parseLedgerFile(path: string, text: string): Map<string, Slot> {
   let data: unknown
   try {
-    data = JSON.parse(text)
+    data = parsePythonRow(text)
   } catch (e) {
-    try {
-      data = parseBareTokens(text)
-    } catch {
-      throw new LedgerFileCorruptError(
-        path,
-        text.trim() === "" ? "the file is empty" : `not valid JSON (${(e as Error).message})`,
-      )
-    }
+    throw new LedgerFileCorruptError(
+      path,
+      text.trim() === "" ? "the file is empty" : `not valid JSON (${(e as Error).message})`,
+    )
   }
   if (data === null || typeof data !== "object" || Array.isArray(data)) {
     throw new LedgerFileCorruptError(

@@ -6,10 +6,9 @@ export const JSON_STRING = '"[^"\\\\]*(?:\\\\.[^"\\\\]*)*"'
 
 /**
  * `json.loads` of text holding bare NaN, Infinity or -Infinity: each becomes a tagged string, then that number. The
- * tag is random, so no stored string can pass for one. Throws what JSON.parse throws when the text is not JSON
- * otherwise. Call it after JSON.parse failed: it costs a scan and a reviver.
+ * tag is random, so no stored string can pass for one. Only after JSON.parse failed: it costs a scan and a reviver.
  */
-export function parseBareTokens(text: string): unknown {
+function parseBareTokens(text: string): unknown {
   const tag = crypto.randomUUID()
   return JSON.parse(
     text.replace(new RegExp(`${JSON_STRING}|-?(?:NaN|Infinity)`, "g"), (t) =>
@@ -19,7 +18,10 @@ export function parseBareTokens(text: string): unknown {
   )
 }
 
-/** JSON.parse, or when that fails, the same text as json.loads reads it (bare NaN and Infinity). */
+/**
+ * JSON.parse, or when that fails, the same text as json.loads reads it (bare NaN and Infinity). Throws JSON.parse's
+ * own error when the text is not that either.
+ */
 export function parsePythonRow(text: string): unknown {
   try {
     return JSON.parse(text)
