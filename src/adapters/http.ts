@@ -13,7 +13,7 @@ import {
   type TransitionExpectation,
 } from "../adapter-kit.ts"
 import { MyceliumError } from "../core/errors.ts"
-import { readLimited } from "../core/storage/read-limited.ts"
+import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 
 export interface HttpLedgerStorageOptions {
   /** Base URL of the API, e.g. `https://ledger.example.com` (the app's basePath included). */
@@ -69,7 +69,7 @@ export class HttpLedgerStorage implements LedgerStorage {
     this.#base = options.url.replace(/\/+$/, "")
     this.#token = options.token
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
-    this.#maxResponseBytes = options.maxResponseBytes ?? 64 * 1024 * 1024
+    this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
   }
 
   async #call<T>(method: string, path: string, body?: unknown, allow404 = false): Promise<T | null> {

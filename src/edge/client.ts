@@ -21,7 +21,7 @@ import { type JsonValue, toJsonValue } from "../core/ledger/model/canonical.ts"
 import type { SideEffectBoundary } from "../core/ledger/model/enums.ts"
 import type { CallMeta } from "../core/ledger/model/identity.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
-import { readLimited } from "../core/storage/read-limited.ts"
+import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 import { checkBeginAnswer, type RunAnswer } from "./begin-answer.ts"
 
 export interface RemoteLedgerOptions {
@@ -41,9 +41,6 @@ export interface RemoteLedgerOptions {
   /** Largest answer read from the API, in bytes (a replay carries the stored result). Default 64 MiB. */
   readonly maxResponseBytes?: number
 }
-
-/** Answers over this are cut off: a broken or hostile server must not fill the agent's memory. */
-const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 
 /** The ledger API refused a request with a code this client has no class for. */
 export class RemoteLedgerError extends LedgerError {

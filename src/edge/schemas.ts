@@ -9,6 +9,7 @@ import {
   TerminalOutcome,
   ToolCapability,
 } from "../core/ledger/index.ts"
+import { RECEIPT_CURSOR } from "../core/receipts/store.ts"
 
 const Id = z.string().check(z.minLength(1), z.maxLength(512))
 const Text = (max: number) => z.string().check(z.maxLength(max))
@@ -194,7 +195,7 @@ export const ReceiptsQuery = z.strictObject({
   ...ReceiptsFilterQuery.shape,
   limit: PageLimit,
   /** A position the previous page returned (the stores hand out canonical decimals). */
-  cursor: z.optional(z.string().check(z.regex(/^(0|[1-9]\d{0,14})$/))),
+  cursor: z.optional(z.string().check(z.regex(RECEIPT_CURSOR))),
 })
 
 export const VerifyReceiptsBody = z.strictObject({

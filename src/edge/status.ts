@@ -46,7 +46,6 @@ export interface ErrorBody {
   readonly error: { readonly code: string; readonly message: string }
 }
 
-/** Status and body for any thrown value: a package error by its code, anything else a 500 without detail. */
 /**
  * Store failures whose messages carry the backend's own text, file paths, lock paths or the first bytes of a
  * damaged file: kept for the server's log, never sent to a caller.
@@ -58,6 +57,7 @@ export const STORE_DETAIL_CODES: ReadonlySet<string> = new Set([
   "receipt_store_corrupt",
 ])
 
+/** Status and body for any thrown value: a package error by its code, anything else a 500 without detail. */
 export function errorResponse(err: unknown): { status: HttpStatus; body: ErrorBody } {
   if (err instanceof MyceliumError) {
     const message =

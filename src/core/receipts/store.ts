@@ -43,6 +43,9 @@ export interface ReceiptStore {
 /** A page scans at most this many receipts per receipt it may return. */
 export const PAGE_SCAN_FACTOR = 20
 
+/** The cursors stores hand out: positions or row ids, as canonical decimals. */
+export const RECEIPT_CURSOR = /^(0|[1-9]\d{0,14})$/
+
 /** Page bounds from the options: `start` is the position the cursor names (0 without one). */
 export function pageBounds(options: ReceiptListOptions): { start: number; limit: number; window: number } {
   const limit = options.limit ?? 100
@@ -51,7 +54,7 @@ export function pageBounds(options: ReceiptListOptions): { start: number; limit:
   let start = 0
   if (options.cursor !== undefined) {
     // Positions are what the stores hand out: canonical decimals, so anything else was not issued by one.
-    if (!/^(0|[1-9]\d{0,14})$/.test(options.cursor))
+    if (!RECEIPT_CURSOR.test(options.cursor))
       throw new InvalidOptionError(
         "cursor is not one a receipt page returned: pass back a page's cursor as is",
       )

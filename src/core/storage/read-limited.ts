@@ -1,6 +1,9 @@
 // A request or response body read under a byte limit: the declared Content-Length is checked first, then the stream
 // is counted as it arrives, so a hostile peer's endless body is cut off at the limit instead of filling memory.
 
+/** The largest answer the clients (RemoteLedger, HttpLedgerStorage) read unless told otherwise: 64 MiB. */
+export const DEFAULT_MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+
 /** What a Request and a Response both have. */
 export interface BodySource {
   readonly headers: Headers
