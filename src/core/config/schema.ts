@@ -108,7 +108,10 @@ export const transitionSchema = z.strictObject({
   presumed_dead_after: z.optional(positive),
 })
 
-const fieldSpec: z.ZodMiniType<Record<string, unknown>> = z.record(z.string(), z.record(z.string(), z.unknown()))
+const fieldSpec: z.ZodMiniType<Record<string, unknown>> = z.record(
+  z.string(),
+  z.record(z.string(), z.unknown()),
+)
 
 export const boundedSchema = z.strictObject({
   schema: z.optional(fieldSpec),
