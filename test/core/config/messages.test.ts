@@ -19,6 +19,26 @@ const cases: Case[] = [
     "Too small: expected string to have >=1 characters",
   ],
   ["transition:\n  policy_version: v\n", "2:3", "transition.agent_id", "missing required key 'agent_id'"],
+  // A key that is there with the wrong type is not a missing key.
+  ["transition: 5\n", "1:13", "transition", "Invalid input: expected object, received number"],
+  [
+    `${T}  lease_ttl: soon\n`,
+    "4:14",
+    "transition.lease_ttl",
+    "Invalid input: expected number, received string",
+  ],
+  [
+    "runner:\n  max_tool_retries: 1.5\n",
+    "2:21",
+    "runner.max_tool_retries",
+    "Invalid input: expected int, received number",
+  ],
+  [
+    "tasks:\n  p:\n    id_from: a\n",
+    "3:14",
+    "tasks.p.id_from",
+    "Invalid input: expected array, received string",
+  ],
   [
     "transition:\n  agent_id: a\n  policy_version: []\n",
     "3:19",
