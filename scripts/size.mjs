@@ -61,8 +61,9 @@ const budgets = [
   },
   // mycelium.yaml in any runtime: the YAML parser (about a third) and zod are bundled in, which is why config is its
   // own entry and never part of the core. Loaded once at start-up. Wiring `tasks:` and `audit_receipt:` (the task
-  // ledger, the receipt emitter and signer) took it from 93.0 to 97.4 KB.
-  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 100 * KB },
+  // ledger, the receipt emitter and signer) took it from 93.0 to 97.4 KB; the schema's move from classic zod (which
+  // does not tree-shake) to zod/mini with only the English messages brought it to 79.6 KB. Budget: that +10%.
+  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 88 * KB },
   // The agent client (`mycelium-runtime/client`, fetch only: no hono, zod or jose): 4.8 KB when it was added.
   { name: "client (RemoteLedger)", code: 'export * from "./dist/edge/client.js"', max: 6 * KB },
   // The Cloudflare worker (edge API + Durable Object + hono, zod, jose): what `wrangler deploy` uploads.

@@ -1,4 +1,4 @@
-import * as z from "zod"
+import * as z from "zod/mini"
 import { configSchema } from "./schema.ts"
 
 /** The JSON Schema of mycelium.yaml (draft 2020-12), for editors: `# yaml-language-server: $schema=...`. */

@@ -1,4 +1,5 @@
-import type * as z from "zod"
+import { en } from "zod/locales"
+import type * as z from "zod/mini"
 import { type ConfigEnv, expandEnv } from "./env.ts"
 import type { ConfigError } from "./errors.ts"
 import { MyceliumConfig, type MyceliumConfigOptions } from "./mycelium-config.ts"
@@ -49,6 +50,12 @@ function rejectUnimplemented(doc: Record<string, unknown>, source: ConfigSource)
   }
 }
 
+// zod/mini loads no messages of its own ("Invalid input" for everything). The English ones are passed per parse, as the
+// edge app does: a global z.config(en()) would change the messages of every zod schema in the application.
+// reportInput: zod leaves `issue.input` out unless asked, and without it a key of the wrong type (`lease_ttl: soon`)
+// read as a missing one.
+const parseParams = { error: en().localeError, reportInput: true }
+
 function issueToError(issue: z.core.$ZodIssue, source: ConfigSource): ConfigError {
   const path = issue.path.map((p) => (typeof p === "symbol" ? String(p) : p))
   if (issue.code === "unrecognized_keys") {
@@ -79,7 +86,7 @@ export function loadConfigFromString(text: string, options: LoadConfigOptions = 
   if (!isRecord(doc)) throw source.error("the document must be a mapping of sections (key: value)", [])
   rejectUnimplemented(doc, source)
   const expanded = expandEnv(doc, options.env ?? {}, source)
-  const parsed = configSchema.safeParse(expanded)
+  const parsed = configSchema.safeParse(expanded, parseParams)
   if (!parsed.success) {
     const first = parsed.error.issues[0] as z.core.$ZodIssue
     throw issueToError(first, source)

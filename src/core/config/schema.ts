@@ -1,8 +1,11 @@
-import * as z from "zod"
+import * as z from "zod/mini"
 import { RetryPermission, SideEffectBoundary, Spendability, ToolCapability } from "../ledger/index.ts"
 
 // The zod schema of mycelium.yaml. Every object is strict: a misspelt key is an error with its line and column,
 // never silently ignored as in the Python original (reference §9). Keys stay snake_case, as in the original.
+// zod/mini, not classic zod: classic schemas carry every method and do not tree-shake, and this schema is bundled
+// into every application that reads mycelium.yaml (in a Worker too). zod/mini loads no messages: load.ts passes the
+// English ones per parse.
 
 /** Class names and the original's legacy aliases, accepted for `side_effect_class`. */
 export const SIDE_EFFECT_CLASS_NAMES = [
@@ -33,31 +36,32 @@ export const STORAGE_KINDS = [
 ] as const
 export type StorageKind = (typeof STORAGE_KINDS)[number]
 
-const positive = z.number().positive()
-const name = z.string().min(1)
+const positive = z.number().check(z.positive())
+const name = z.string().check(z.minLength(1))
 const names = z.array(name)
 const toolList = z.union([z.literal("all"), names])
+const nonNegativeInt = z.number().check(z.int(), z.gte(0))
+const positiveInt = z.number().check(z.int(), z.positive())
 
 /** Where rows live. Which keys apply depends on `storage` (checked in `storageKeysFor`). */
 const storageFields = {
-  storage: z.enum(STORAGE_KINDS).default("memory"),
-  path: name.optional(),
+  storage: z._default(z.enum(STORAGE_KINDS), "memory"),
+  path: z.optional(name),
   /** IndexedDB database name. */
-  database: name.optional(),
+  database: z.optional(name),
   /** Durable Object namespace binding name (Workers). */
-  binding: name.optional(),
-  url: name.optional(),
-  url_env: name.optional(),
-  token: name.optional(),
-  token_env: name.optional(),
-  dsn: name.optional(),
-  dsn_env: name.optional(),
-  table: z
-    .string()
-    .regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "a SQL identifier (letters, digits, underscore)")
-    .optional(),
-  prefix: z.string().optional(),
-  in_flight_ttl: positive.nullable().optional(),
+  binding: z.optional(name),
+  url: z.optional(name),
+  url_env: z.optional(name),
+  token: z.optional(name),
+  token_env: z.optional(name),
+  dsn: z.optional(name),
+  dsn_env: z.optional(name),
+  table: z.optional(
+    z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "a SQL identifier (letters, digits, underscore)")),
+  ),
+  prefix: z.optional(z.string()),
+  in_flight_ttl: z.optional(z.nullable(positive)),
 }
 
 /** The storage keys each kind accepts; anything else is an error naming the key. */
@@ -76,118 +80,117 @@ export const storageSchema = z.strictObject(storageFields)
 export type StorageConfig = z.infer<typeof storageSchema>
 
 const policies = {
-  unclassified_policy: z.enum(["warn", "strict"]).optional(),
-  on_args_drift: z.enum(["soft", "hard", "off"]).optional(),
-  memory_storage_policy: z.enum(["warn", "error"]).optional(),
-  request_identity_policy: z.enum(["derived", "require_explicit"]).optional(),
+  unclassified_policy: z.optional(z.enum(["warn", "strict"])),
+  on_args_drift: z.optional(z.enum(["soft", "hard", "off"])),
+  memory_storage_policy: z.optional(z.enum(["warn", "error"])),
+  request_identity_policy: z.optional(z.enum(["derived", "require_explicit"])),
 }
 
 export const actionLedgerSchema = z.strictObject({
   ...storageFields,
   ...policies,
-  tools: toolList.optional(),
+  tools: z.optional(toolList),
 })
-export const taskLedgerSchema = z.strictObject({ ...storageFields, tasks: toolList.optional() })
+export const taskLedgerSchema = z.strictObject({ ...storageFields, tasks: z.optional(toolList) })
 
 export const transitionSchema = z.strictObject({
   agent_id: name,
   // YAML numbers are stringified, as in the original (`policy_version: 2026.07` is a version, not a float).
-  policy_version: z.union([name, z.number().transform(String)]),
-  scope_from: z
-    .strictObject({ thread_id: name.optional(), run_id: name.optional(), node: name.optional() })
-    .optional(),
-  lease_ttl: positive.optional(),
-  lease_renew_interval: z.number().min(0).optional(),
-  poll_interval: positive.optional(),
-  poll_timeout: positive.optional(),
-  reclaim_requires_death_signal: z.boolean().default(true),
-  presumed_dead_after: positive.optional(),
+  policy_version: z.union([name, z.pipe(z.number(), z.transform(String))]),
+  scope_from: z.optional(
+    z.strictObject({ thread_id: z.optional(name), run_id: z.optional(name), node: z.optional(name) }),
+  ),
+  lease_ttl: z.optional(positive),
+  lease_renew_interval: z.optional(z.number().check(z.gte(0))),
+  poll_interval: z.optional(positive),
+  poll_timeout: z.optional(positive),
+  reclaim_requires_death_signal: z._default(z.boolean(), true),
+  presumed_dead_after: z.optional(positive),
 })
 
-const fieldSpec: z.ZodType<Record<string, unknown>> = z.record(z.string(), z.record(z.string(), z.unknown()))
+const fieldSpec: z.ZodMiniType<Record<string, unknown>> = z.record(
+  z.string(),
+  z.record(z.string(), z.unknown()),
+)
 
 export const boundedSchema = z.strictObject({
-  schema: fieldSpec.optional(),
-  output_schema: fieldSpec.optional(),
-  entity_param: name.optional(),
-  entity_pattern: name.optional(),
-  allowed_paths: names.optional(),
-  path_param: name.optional(),
+  schema: z.optional(fieldSpec),
+  output_schema: z.optional(fieldSpec),
+  entity_param: z.optional(name),
+  entity_pattern: z.optional(name),
+  allowed_paths: z.optional(names),
+  path_param: z.optional(name),
 })
 
 export const toolSchema = z.strictObject({
-  ledger: z.union([z.boolean(), actionLedgerSchema.omit({ tools: true })]).optional(),
-  audit_receipt: z.boolean().optional(),
-  side_effect_class: z.enum(SIDE_EFFECT_CLASS_NAMES).optional(),
-  retry_permission: z
-    .enum(Object.values(RetryPermission) as [RetryPermission, ...RetryPermission[]])
-    .optional(),
-  side_effect_boundary: z
-    .enum(Object.values(SideEffectBoundary) as [SideEffectBoundary, ...SideEffectBoundary[]])
-    .optional(),
-  spendability: z.enum(Object.values(Spendability) as [Spendability, ...Spendability[]]).optional(),
-  capability: z.enum(Object.values(ToolCapability) as [ToolCapability, ...ToolCapability[]]).optional(),
-  provider_idempotency_key_param: name.optional(),
-  provider_idempotency_key_ttl: positive.optional(),
-  request_id_from: name.optional(),
-  protect: z.strictObject({ entity_param: name.optional(), ttl: positive.optional() }).optional(),
-  bounded: boundedSchema.optional(),
+  ledger: z.optional(z.union([z.boolean(), z.omit(actionLedgerSchema, { tools: true })])),
+  audit_receipt: z.optional(z.boolean()),
+  side_effect_class: z.optional(z.enum(SIDE_EFFECT_CLASS_NAMES)),
+  retry_permission: z.optional(z.enum(RetryPermission)),
+  side_effect_boundary: z.optional(z.enum(SideEffectBoundary)),
+  spendability: z.optional(z.enum(Spendability)),
+  capability: z.optional(z.enum(ToolCapability)),
+  provider_idempotency_key_param: z.optional(name),
+  provider_idempotency_key_ttl: z.optional(positive),
+  request_id_from: z.optional(name),
+  protect: z.optional(z.strictObject({ entity_param: z.optional(name), ttl: z.optional(positive) })),
+  bounded: z.optional(boundedSchema),
 })
 export type ToolConfig = z.infer<typeof toolSchema>
 
 export const taskSchema = z.strictObject({
-  ledger: z.union([z.boolean(), taskLedgerSchema.omit({ tasks: true })]).optional(),
-  id_from: names.optional(),
-  audit_receipt: z.boolean().optional(),
+  ledger: z.optional(z.union([z.boolean(), z.omit(taskLedgerSchema, { tasks: true })])),
+  id_from: z.optional(names),
+  audit_receipt: z.optional(z.boolean()),
 })
 
 const flushReasons = z.enum(["cancel", "disconnect", "error"])
 
 export const configSchema = z.strictObject({
-  profile: z.enum(["development", "production"]).default("development"),
-  transition: transitionSchema.optional(),
-  action_ledger: actionLedgerSchema.optional(),
-  task_ledger: taskLedgerSchema.optional(),
-  tools: z.record(name, toolSchema.nullable()).default({}),
-  tasks: z.record(name, taskSchema.nullable()).default({}),
-  state_flush: z
-    .strictObject({
-      storage: z.enum(["memory", "file", "indexeddb", "durable_object"]).default("memory"),
-      path: name.optional(),
-      database: name.optional(),
-      binding: name.optional(),
-      flush_on: z.array(flushReasons).default(["cancel", "disconnect", "error"]),
-      flush_on_complete: z.boolean().default(true),
-    })
-    .optional(),
-  audit_receipt: z
-    .strictObject({
-      signing_key: name.optional(),
-      signing_key_env: name.optional(),
-      storage: z.enum(["memory", "file", "indexeddb"]).default("memory"),
-      path: name.optional(),
-      database: name.optional(),
-      auto: z.boolean().default(true),
-    })
-    .optional(),
-  registry: z.strictObject({ allowed: names.optional(), auto: z.boolean().optional() }).optional(),
-  runner: z
-    .strictObject({
-      max_llm_retries: z.number().int().min(0).optional(),
-      max_tool_retries: z.number().int().min(0).optional(),
-    })
-    .optional(),
-  history_guard: z
-    .strictObject({
-      max_tokens: z.number().int().positive().optional(),
-      max_messages: z.number().int().positive().optional(),
-      warn_at: z.number().gt(0).max(1).optional(),
-      detect_duplicates: z.union([z.boolean(), z.enum(["consecutive", "anywhere"])]).optional(),
-    })
-    .optional(),
-  message_validator: z
-    .union([z.boolean(), z.strictObject({ enabled: z.boolean().default(true) })])
-    .optional(),
+  profile: z._default(z.enum(["development", "production"]), "development"),
+  transition: z.optional(transitionSchema),
+  action_ledger: z.optional(actionLedgerSchema),
+  task_ledger: z.optional(taskLedgerSchema),
+  tools: z._default(z.record(name, z.nullable(toolSchema)), {}),
+  tasks: z._default(z.record(name, z.nullable(taskSchema)), {}),
+  state_flush: z.optional(
+    z.strictObject({
+      storage: z._default(z.enum(["memory", "file", "indexeddb", "durable_object"]), "memory"),
+      path: z.optional(name),
+      database: z.optional(name),
+      binding: z.optional(name),
+      flush_on: z._default(z.array(flushReasons), ["cancel", "disconnect", "error"]),
+      flush_on_complete: z._default(z.boolean(), true),
+    }),
+  ),
+  audit_receipt: z.optional(
+    z.strictObject({
+      signing_key: z.optional(name),
+      signing_key_env: z.optional(name),
+      storage: z._default(z.enum(["memory", "file", "indexeddb"]), "memory"),
+      path: z.optional(name),
+      database: z.optional(name),
+      auto: z._default(z.boolean(), true),
+    }),
+  ),
+  registry: z.optional(z.strictObject({ allowed: z.optional(names), auto: z.optional(z.boolean()) })),
+  runner: z.optional(
+    z.strictObject({
+      max_llm_retries: z.optional(nonNegativeInt),
+      max_tool_retries: z.optional(nonNegativeInt),
+    }),
+  ),
+  history_guard: z.optional(
+    z.strictObject({
+      max_tokens: z.optional(positiveInt),
+      max_messages: z.optional(positiveInt),
+      warn_at: z.optional(z.number().check(z.gt(0), z.lte(1))),
+      detect_duplicates: z.optional(z.union([z.boolean(), z.enum(["consecutive", "anywhere"])])),
+    }),
+  ),
+  message_validator: z.optional(
+    z.union([z.boolean(), z.strictObject({ enabled: z._default(z.boolean(), true) })]),
+  ),
 })
 
 /** The document as validated, before inheritance and profile rules are applied. */
