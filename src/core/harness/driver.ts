@@ -1,6 +1,7 @@
 // The DAG driver: task slots without waves, one shared budget, fail-fast with cancel-and-drain, a monotonic
 // deadline, ordered events, and no partial answer unless the whole plan succeeded.
 import type { ActionLedger } from "../ledger/index.ts"
+import { safeString } from "../repr.ts"
 import {
   type AgentContext,
   errorType,
@@ -331,7 +332,7 @@ export function runPlan(
       } else {
         t.status = "failed"
         t.errorType = errorType(value)
-        t.errorMessage = value instanceof Error ? value.message : String(value)
+        t.errorMessage = value instanceof Error ? value.message : safeString(value)
         stop({
           reason: "task_failed",
           task_id: t.spec.task_id,
