@@ -15,7 +15,7 @@ import {
   toolOutputText,
 } from "./tools.ts"
 import type { ModelRequestSample } from "./types.ts"
-import type { UsageAccumulator } from "./usage.ts"
+import { reportedUsage, type UsageAccumulator } from "./usage.ts"
 
 /** A model reply the harness cannot use (no parts array, a tool call without a name...). Fails the task. */
 export class InvalidModelResponseError extends HarnessError {
@@ -149,8 +149,9 @@ async function modelRequest(ctx: AgentContext, req: ModelRequest): Promise<Model
   if (!sent) {
     // Paid for before a crash: it counts toward this run's budget and usage, but it is not a new request sample.
     ctx.shared.budget.reservedRequests++
-    ctx.shared.budget.settleRequest(response.usage ?? null)
-    ctx.usage.add({ ...response.usage, requests: 1 })
+    const usage = reportedUsage(response.usage)
+    ctx.shared.budget.settleRequest(usage)
+    ctx.usage.add({ ...usage, requests: 1 })
   }
   return response
 }
@@ -173,7 +174,7 @@ async function sendRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelR
       error = e
     }
     const elapsed = Math.max(0, s.now() - t0)
-    const usage = response?.usage ?? null
+    const usage = reportedUsage(response?.usage)
     s.budget.settleRequest(usage)
     ctx.usage.add({ ...usage, requests: 1 })
     const outcome = ctx.signal.aborted ? "cancelled" : failed ? "error" : "ok"

@@ -79,3 +79,43 @@ describe("a model or tool that throws something that is not an Error", () => {
     })
   }
 })
+
+describe("budgets fed garbage by the model", () => {
+  const bad: Array<[string, number]> = [
+    ["negative", -1_000_000],
+    ["NaN", Number.NaN],
+    ["-Infinity", Number.NEGATIVE_INFINITY],
+  ]
+  for (const [name, value] of bad) {
+    it(`${name} token counts cannot refund the shared budget`, async () => {
+      // Each honest request costs 100 input tokens; the limit allows 5 of them. A model that reports a negative
+      // count used to subtract it from the run's committed usage, so the limit never tripped.
+      let n = 0
+      const m = model(async () => {
+        n++
+        const usage =
+          n === 1 ? { input_tokens: value, output_tokens: value } : { input_tokens: 100, output_tokens: 0 }
+        return { parts: [{ type: "tool_call", id: `c${n}`, name: "noop", args: {} }], usage }
+      })
+      const err = await within(
+        failed(
+          runPlan(
+            { tasks: [task("a")], output_task_id: "a" },
+            {
+              model: m,
+              tools: [{ name: "noop", parameters: { type: "object" }, execute: async () => "ok" }],
+              budget: { input_tokens_limit: 500, request_limit: 100 },
+            },
+          ),
+        ),
+        5_000,
+      )
+      expect(err.result.reason).toBe("input_tokens_limit")
+      expect(m.calls).toBe(7) // the garbage reply, then 6 × 100 tokens: the 6th crosses 500
+      expect(err.result.usage.input_tokens).toBe(600)
+      expect(err.result.usage.output_tokens).toBe(0)
+      for (const s of err.result.model_requests)
+        expect(s.input_tokens === null || s.input_tokens >= 0).toBe(true)
+    })
+  }
+})
