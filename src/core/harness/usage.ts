@@ -1,4 +1,5 @@
 // RunUsage arithmetic: adding sums every counter and merges `details` key by key (pydantic-ai's rule).
+import { safeString } from "../repr.ts"
 import type { RunUsage } from "./types.ts"
 
 export const USAGE_COUNTERS = [
@@ -85,7 +86,7 @@ export function usageProblems(u: unknown): string[] {
     const v = rec[k]
     if (v === undefined) continue
     if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0)
-      out.push(`initial_usage.${k} must be a non-negative integer, got ${String(v)}`)
+      out.push(`initial_usage.${k} must be a non-negative integer, got ${safeString(v)}`)
   }
   if (rec["details"] !== undefined) {
     const d = rec["details"]
