@@ -8,8 +8,6 @@ import {
   type ModelRequest,
   type ModelResponse,
   PlanValidationError,
-  type RunEvent,
-  RunFailed,
   runPlan,
 } from "../../../src/core/harness/index.ts"
 import { failed, recorder, task } from "./helpers.ts"
