@@ -5,6 +5,7 @@ import { throwIfAborted } from "../ledger/clock.ts"
 import { appendReceipt } from "../ledger/engine/receipts.ts"
 import { type Clock, type JsonValue, type ReceiptHook, systemClock } from "../ledger/index.ts"
 import { toJsonValue } from "../ledger/model/canonical.ts"
+import { safeString } from "../repr.ts"
 import { TaskLeaseLostError, TaskLedgerPendingError, TaskReleaseRefusedError } from "./errors.ts"
 import { deriveTaskRequestId } from "./identity.ts"
 import {
@@ -80,7 +81,7 @@ export interface TaskReleaseOptions {
 }
 
 const errorText = (e: unknown): string =>
-  e instanceof Error ? `${e.name}: ${e.message}` : `Error: ${String(e)}`
+  e instanceof Error ? `${e.name}: ${e.message}` : `Error: ${safeString(e)}`
 
 /** A claim this worker holds. */
 interface Held {
