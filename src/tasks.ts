@@ -20,6 +20,7 @@ export {
   type TaskRecord,
   type TaskReleaseOptions,
   TaskReleaseRefusedError,
+  TaskResultUnstorableError,
   type TaskRow,
   TaskRowError,
   type TaskState,

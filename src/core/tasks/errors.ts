@@ -34,3 +34,12 @@ export class TaskRowError extends TaskLedgerError {
   override readonly name = "TaskRowError"
   override readonly code = "task_row_invalid"
 }
+
+/**
+ * A task body returned what cannot be stored as JSON (a cycle, or nesting too deep to convert). The task is recorded
+ * failed, so the next call runs it again; return plain JSON from the body.
+ */
+export class TaskResultUnstorableError extends TaskLedgerError {
+  override readonly name = "TaskResultUnstorableError"
+  override readonly code = "task_result_unstorable"
+}

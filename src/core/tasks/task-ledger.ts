@@ -6,7 +6,12 @@ import { appendReceipt } from "../ledger/engine/receipts.ts"
 import { type Clock, type JsonValue, type ReceiptHook, systemClock } from "../ledger/index.ts"
 import { toJsonValue } from "../ledger/model/canonical.ts"
 import { safeString } from "../repr.ts"
-import { TaskLeaseLostError, TaskLedgerPendingError, TaskReleaseRefusedError } from "./errors.ts"
+import {
+  TaskLeaseLostError,
+  TaskLedgerPendingError,
+  TaskReleaseRefusedError,
+  TaskResultUnstorableError,
+} from "./errors.ts"
 import { deriveTaskRequestId } from "./identity.ts"
 import {
   leaseOf,
@@ -258,8 +263,25 @@ export class TaskLedger {
       throw err
     }
     await stop()
+    let stored: JsonValue
     try {
-      await serial(() => this.#finish(held, "completed", result, null))
+      stored = toJsonValue(result)
+    } catch (e) {
+      // A cycle overflows the conversion. Leaving the row in flight would block every caller until the lease
+      // lapses; a failed row says why and lets the next call run the task again.
+      const unstorable = new TaskResultUnstorableError(
+        `Task request '${held.requestId}' returned a result that is not JSON (${errorText(e)}); it was recorded ` +
+          "as failed and the next call runs it again. Return plain JSON (no cycles) from the task.",
+      )
+      try {
+        await serial(() => this.#finish(held, "failed", null, errorText(unstorable)))
+      } catch (e2) {
+        this.#onWarning(`could not record the failure of task request '${held.requestId}': ${errorText(e2)}`)
+      }
+      throw unstorable
+    }
+    try {
+      await serial(() => this.#finish(held, "completed", stored, null))
     } catch (e) {
       if (!(e instanceof TaskLeaseLostError)) throw e
       this.#onWarning(`task result discarded for request '${held.requestId}': ${e.message}`)
@@ -312,13 +334,29 @@ export class TaskLedger {
    * lease) or failed. `completed` stores `result` for later calls; `not_executed` lets the next call run it.
    */
   async release(requestId: string, options: TaskReleaseOptions): Promise<TaskRecord> {
+    // Operators' input arrives from CLIs and HTTP bodies: check its shape, not just its presence.
+    if (typeof options !== "object" || options === null)
+      throw new TaskReleaseRefusedError("release requires options { verified, by, reason }")
     const { verified, by, reason } = options
     if (verified !== "completed" && verified !== "not_executed")
       throw new TaskReleaseRefusedError(
-        `verified must be 'completed' or 'not_executed', got '${String(verified)}'`,
+        `verified must be 'completed' or 'not_executed', got '${safeString(verified)}'`,
       )
-    if (!by?.trim()) throw new TaskReleaseRefusedError("release requires 'by' (who verified the outcome)")
-    if (!reason?.trim()) throw new TaskReleaseRefusedError("release requires a 'reason'")
+    if (typeof by !== "string" || !by.trim())
+      throw new TaskReleaseRefusedError(
+        "release requires 'by' (who verified the outcome) as a non-empty string",
+      )
+    if (typeof reason !== "string" || !reason.trim())
+      throw new TaskReleaseRefusedError("release requires a 'reason' as a non-empty string")
+    let releasedResult: JsonValue = null
+    if (verified === "completed")
+      try {
+        releasedResult = toJsonValue(options.result ?? null)
+      } catch (e) {
+        throw new TaskReleaseRefusedError(
+          `the release result is not JSON (${errorText(e)}); pass plain JSON (no cycles) as result`,
+        )
+      }
     for (;;) {
       const current = await this.storage.get(requestId)
       if (!current) throw new TaskReleaseRefusedError(`Cannot release unknown task request '${requestId}'`)
@@ -337,7 +375,7 @@ export class TaskLedger {
           ? {
               ...current.row,
               status: "completed",
-              result: toJsonValue(options.result ?? null),
+              result: releasedResult,
               error: null,
               finished_at: now,
             }

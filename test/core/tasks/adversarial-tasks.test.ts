@@ -44,3 +44,84 @@ describe("a body that throws something that is not an Error", () => {
     })
   }
 })
+
+const cyclic = () => {
+  const o: Record<string, unknown> = { n: 1 }
+  o.self = o
+  return o
+}
+
+describe("results that are not JSON", () => {
+  it("a cyclic result: the caller gets a TaskLedgerError, the row is not left in flight, a retry runs again", async () => {
+    const ledger = ledgerOn({ clock: new ManualClock(), leaseTtl: 3600 })
+    let runs = 0
+    const t = ledger.task("report", async () => (++runs === 1 ? cyclic() : { n: 2 }))
+    const err = await t({ day: "d" }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(TaskLedgerError)
+    const [stored] = await ledger.list()
+    expect(stored?.row.status).toBe("failed")
+    expect(stored?.row.error).toMatch(/not JSON/)
+    await expect(t({ day: "d" })).resolves.toEqual({ n: 2 })
+    expect(runs).toBe(2)
+  })
+
+  it("bigint, functions, undefined and Maps are stored as the original's default=str would, and replay as stored", async () => {
+    const ledger = ledgerOn()
+    let runs = 0
+    const t = ledger.task("odd", async () => {
+      runs++
+      return { big: 2n ** 70n, small: 5n, fn: () => 1, u: undefined, m: new Map([[1, 2]]), nan: Number.NaN }
+    })
+    const first = await t({})
+    const again = await t({})
+    expect(runs).toBe(1)
+    expect(typeof first.fn).toBe("function") // the caller that ran it gets its own value back
+    expect(again).toEqual({
+      big: "1180591620717411303424",
+      small: 5,
+      fn: "() => 1",
+      m: "[object Map]",
+      nan: "NaN",
+    })
+  })
+
+  it("an operator release with a cyclic result is refused with a typed error and leaves the task as it was", async () => {
+    const clock = new ManualClock()
+    const ledger = ledgerOn({ clock, leaseTtl: 10 })
+    const t = ledger.task("stuck", async () => new Promise<never>(() => {}))
+    void t({}, { taskId: "T-1" })
+    await new Promise((r) => setTimeout(r, 0))
+    clock.advance(11)
+    const before = await ledger.get("T-1")
+    const err = await ledger
+      .release("T-1", { verified: "completed", result: cyclic(), by: "ops", reason: "checked" })
+      .catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(TaskLedgerError)
+    expect((await ledger.get("T-1"))?.version).toBe(before?.version)
+  })
+})
+
+describe("operator release with wrong or missing fields", () => {
+  const bad: Array<[string, unknown]> = [
+    ["no options", undefined],
+    ["by is a number", { verified: "not_executed", by: 42, reason: "r" }],
+    ["reason is an object", { verified: "not_executed", by: "ops", reason: { x: 1 } }],
+    ["verified is missing", { by: "ops", reason: "r" }],
+    ["verified is a prototype-less object", { verified: Object.create(null), by: "ops", reason: "r" }],
+    ["by is blank", { verified: "not_executed", by: "  ", reason: "r" }],
+  ]
+  for (const [name, options] of bad) {
+    it(`${name}: TaskReleaseRefusedError, and the task is untouched`, async () => {
+      const clock = new ManualClock()
+      const ledger = ledgerOn({ clock, leaseTtl: 10 })
+      const t = ledger.task("stuck", async () => new Promise<never>(() => {}))
+      void t({}, { taskId: "T-2" })
+      await new Promise((r) => setTimeout(r, 0))
+      clock.advance(11)
+      const before = await ledger.get("T-2")
+      const err = await ledger.release("T-2", options as never).catch((e: unknown) => e)
+      expect(err).toBeInstanceOf(TaskReleaseRefusedError)
+      expect((await ledger.get("T-2"))?.version).toBe(before?.version)
+    })
+  }
+})
