@@ -88,6 +88,18 @@ export interface TaskReleaseOptions {
 const errorText = (e: unknown): string =>
   e instanceof Error ? `${e.name}: ${e.message}` : `Error: ${safeString(e)}`
 
+/**
+ * A seconds option must be a finite number: NaN fails every `ttl > 0` test (an unbounded lease, so a crash strands
+ * the task until an operator releases it) and Infinity is stored as JSON null (unbounded too).
+ */
+function seconds(name: string, v: number, min: "any" | "nonNegative" = "any"): number {
+  if (typeof v !== "number" || !Number.isFinite(v) || (min === "nonNegative" && v < 0))
+    throw new InvalidOptionError(
+      `${name} must be a finite number${min === "nonNegative" ? " >= 0" : ""} of seconds, got ${safeString(v)}`,
+    )
+  return v
+}
+
 /** A claim this worker holds. */
 interface Held {
   readonly requestId: string
@@ -109,11 +121,12 @@ export class TaskLedger {
 
   constructor(options: TaskLedgerOptions = {}) {
     this.storage = options.storage ?? new MemoryTaskStore()
-    this.leaseTtl = options.leaseTtl ?? 3600
+    this.leaseTtl = seconds("leaseTtl", options.leaseTtl ?? 3600)
     const renew = options.leaseRenewInterval ?? null
-    this.leaseRenewInterval = renew === null ? this.leaseTtl / 3 : renew
-    this.pollInterval = options.pollInterval ?? 0.5
-    this.pollTimeout = options.pollTimeout === undefined ? 300 : options.pollTimeout
+    this.leaseRenewInterval = renew === null ? this.leaseTtl / 3 : seconds("leaseRenewInterval", renew)
+    this.pollInterval = seconds("pollInterval", options.pollInterval ?? 0.5, "nonNegative")
+    const pollTimeout = options.pollTimeout === undefined ? 300 : options.pollTimeout
+    this.pollTimeout = pollTimeout === null ? null : seconds("pollTimeout", pollTimeout, "nonNegative")
     this.owner = options.owner ?? `ts-task-${globalThis.crypto.randomUUID().slice(0, 8)}`
     const c = options.clock
     this.clock = !c ? systemClock : "sleep" in c ? c : { now: () => c.now(), sleep: systemClock.sleep }
@@ -128,6 +141,9 @@ export class TaskLedger {
   ): TaskFunction<A, R> {
     const opts: TaskOptions = typeof options === "string" ? { name: options } : options
     if (!opts.name) throw new InvalidOptionError("taskLedger.task() needs a name: pass { name }")
+    if (opts.leaseTtl !== undefined) seconds("leaseTtl", opts.leaseTtl)
+    if (opts.pollTimeout !== undefined && opts.pollTimeout !== null)
+      seconds("pollTimeout", opts.pollTimeout, "nonNegative")
     const call = async (args: A, meta: TaskCallMeta = {}): Promise<R> => {
       throwIfAborted(meta.signal)
       const kwargs = toJsonValue(args ?? {}) as Record<string, JsonValue>

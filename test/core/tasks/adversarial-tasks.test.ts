@@ -125,3 +125,66 @@ describe("operator release with wrong or missing fields", () => {
     })
   }
 })
+
+describe("concurrency and cancellation", () => {
+  it("40 concurrent callers with wait: true: the body runs once and every caller gets its result", async () => {
+    const ledger = ledgerOn({ pollInterval: 0.001 })
+    let runs = 0
+    const t = ledger.task({ name: "once", wait: true }, async (args: { k: string }) => {
+      runs++
+      await new Promise((r) => setTimeout(r, 20))
+      return { k: args.k, run: runs }
+    })
+    const results = await Promise.all(Array.from({ length: 40 }, () => t({ k: "x" })))
+    expect(runs).toBe(1)
+    for (const r of results) expect(r).toEqual({ k: "x", run: 1 })
+  })
+
+  it("a caller that aborts mid-body: the body sees the abort, the task is failed, and a retry runs it once more", async () => {
+    const ledger = ledgerOn()
+    let runs = 0
+    const t = ledger.task("abortable", async (_a: object, ctx) => {
+      runs++
+      if (runs > 1) return "second"
+      await new Promise((_, reject) =>
+        ctx.signal.addEventListener("abort", () => reject(ctx.signal.reason), { once: true }),
+      )
+      return "never"
+    })
+    const ac = new AbortController()
+    const p = t({}, { signal: ac.signal })
+    setTimeout(() => ac.abort("user left"), 5)
+    await expect(p).rejects.toBe("user left")
+    expect((await ledger.list())[0]?.row.status).toBe("failed")
+    await expect(t({})).resolves.toBe("second")
+    expect(runs).toBe(2)
+  })
+
+  it("a caller whose signal is already aborted claims nothing", async () => {
+    const ledger = ledgerOn()
+    let runs = 0
+    const t = ledger.task("x", async () => ++runs)
+    await expect(t({}, { signal: AbortSignal.abort("gone") })).rejects.toBe("gone")
+    expect(await ledger.list()).toHaveLength(0)
+    expect(runs).toBe(0)
+  })
+})
+
+describe("ledger options a typo can make dangerous", () => {
+  const bad: Array<[string, TaskLedgerOptions]> = [
+    ["leaseTtl NaN (was: an unbounded lease, so a crash strands the task forever)", { leaseTtl: Number.NaN }],
+    ["leaseTtl Infinity (stored as null: unbounded)", { leaseTtl: Number.POSITIVE_INFINITY }],
+    ["leaseRenewInterval NaN", { leaseRenewInterval: Number.NaN }],
+    ["pollInterval negative", { pollInterval: -1 }],
+    ["pollInterval NaN (a busy poll)", { pollInterval: Number.NaN }],
+    ["pollTimeout NaN", { pollTimeout: Number.NaN }],
+  ]
+  for (const [name, options] of bad)
+    it(`${name}: refused when the ledger is built`, () => {
+      expect(() => new TaskLedger(options)).toThrow(/must be/)
+    })
+
+  it("a task's own leaseTtl is checked too", () => {
+    expect(() => new TaskLedger().task({ name: "t", leaseTtl: Number.NaN }, async () => 1)).toThrow(/must be/)
+  })
+})
