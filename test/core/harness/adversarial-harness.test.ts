@@ -402,3 +402,30 @@ describe("cancellation", () => {
     expect(err.result.usage.requests).toBe(8)
   })
 })
+
+describe("tool results that JSON.stringify does not turn into a string", () => {
+  const odd: Array<[string, unknown, string]> = [
+    ["a function", () => 1, "() => 1"],
+    ["a symbol", Symbol("s"), "Symbol(s)"],
+    ["a bigint", 2n ** 64n, "18446744073709551616"],
+    ["an object holding a bigint", { n: 5n }, '{"n":"5"}'],
+  ]
+  for (const [name, value, expected] of odd)
+    it(`${name}: the model reads a string, and the task goes on`, async () => {
+      const seen: unknown[] = []
+      const m = model(async (req) => {
+        const last = req.messages.at(-1)
+        if (last?.role === "tool") {
+          seen.push(last.content)
+          return text("done")
+        }
+        return { parts: [{ type: "tool_call", id: "c1", name: "odd", args: {} }] }
+      })
+      const result = await runPlan(
+        { tasks: [task("a")], output_task_id: "a" },
+        { model: m, tools: [{ name: "odd", parameters: { type: "object" }, execute: async () => value }] },
+      )
+      expect(result.output).toBe("done")
+      expect(seen).toEqual([expected])
+    })
+})
