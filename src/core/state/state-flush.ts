@@ -45,7 +45,9 @@ function jsonState(value: Readonly<Record<string, unknown>>, what: string): Reco
   try {
     return toJsonValue(value) as Record<string, JsonValue>
   } catch (e) {
-    throw new StateFlushError(`${what} is not JSON (${errorText(e)}); record plain JSON values (no cycles)`)
+    throw new StateFlushError(
+      `${what} is not JSON (${errorText(e)}); record plain JSON values (no cycles, no nesting thousands deep)`,
+    )
   }
 }
 

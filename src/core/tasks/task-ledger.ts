@@ -287,7 +287,7 @@ export class TaskLedger {
       // lapses; a failed row says why and lets the next call run the task again.
       const unstorable = new TaskResultUnstorableError(
         `Task request '${held.requestId}' returned a result that is not JSON (${errorText(e)}); it was recorded ` +
-          "as failed and the next call runs it again. Return plain JSON (no cycles) from the task.",
+          "as failed and the next call runs it again. Return plain JSON (no cycles, no nesting thousands deep) from the task.",
       )
       try {
         await serial(() => this.#finish(held, "failed", null, errorText(unstorable)))
@@ -370,7 +370,7 @@ export class TaskLedger {
         releasedResult = toJsonValue(options.result ?? null)
       } catch (e) {
         throw new TaskReleaseRefusedError(
-          `the release result is not JSON (${errorText(e)}); pass plain JSON (no cycles) as result`,
+          `the release result is not JSON (${errorText(e)}); pass plain JSON (no cycles, no nesting thousands deep) as result`,
         )
       }
     for (;;) {
