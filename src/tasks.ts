@@ -9,6 +9,7 @@ export {
   type TaskCallMeta,
   type TaskContext,
   type TaskFunction,
+  TaskIdAmbiguousError,
   type TaskIdentityInput,
   type TaskLease,
   TaskLeaseLostError,

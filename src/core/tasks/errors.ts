@@ -43,3 +43,12 @@ export class TaskResultUnstorableError extends TaskLedgerError {
   override readonly name = "TaskResultUnstorableError"
   override readonly code = "task_result_unstorable"
 }
+
+/**
+ * An `id_from` value contains `:<field>=`, so the request id would equal another argument set's (the original's ids
+ * are unescaped). Nothing was claimed or run; pass a value without it, or an explicit `task_id`.
+ */
+export class TaskIdAmbiguousError extends TaskLedgerError {
+  override readonly name = "TaskIdAmbiguousError"
+  override readonly code = "task_id_ambiguous"
+}

@@ -5,6 +5,7 @@ import { ManualClock } from "../../../src/core/index.ts"
 import {
   deriveTaskRequestId,
   MemoryTaskStore,
+  TaskIdAmbiguousError,
   TaskLedger,
   TaskLedgerError,
   type TaskLedgerOptions,
@@ -186,5 +187,34 @@ describe("ledger options a typo can make dangerous", () => {
 
   it("a task's own leaseTtl is checked too", () => {
     expect(() => new TaskLedger().task({ name: "t", leaseTtl: Number.NaN }, async () => 1)).toThrow(/must be/)
+  })
+})
+
+describe("request ids a caller can forge through id_from values", () => {
+  const idFrom = ["region", "day"]
+  it("a value holding ':<field>=' is refused instead of taking another argument set's id", async () => {
+    expect(() => deriveTaskRequestId({ task: "t", kwargs: { region: "eu:day=2026-12-01" }, idFrom })).toThrow(
+      TaskIdAmbiguousError,
+    )
+    expect(() =>
+      deriveTaskRequestId({ task: "t", kwargs: { region: "eu", day: "x:region=us" }, idFrom }),
+    ).toThrow(TaskIdAmbiguousError)
+    // Through the wrapper: the victim's task runs and stores its result; the forged call gets an error, not it.
+    const ledger = ledgerOn()
+    const report = ledger.task({ name: "report", idFrom }, async (a: Record<string, unknown>) => ({ for: a }))
+    await report({ region: "eu", day: "2026-12-01" })
+    await expect(report({ region: "eu:day=2026-12-01" })).rejects.toBeInstanceOf(TaskIdAmbiguousError)
+    expect(await ledger.list()).toHaveLength(1)
+  })
+
+  it("values with ':' or '=' that cannot forge a field keep the original's id", () => {
+    expect(
+      deriveTaskRequestId({ task: "t", kwargs: { region: "a=b", day: "2026-12-01T10:00:00" }, idFrom }),
+    ).toBe("t:region=a=b:day=2026-12-01T10:00:00")
+  })
+
+  it("an id_from field named like an Object.prototype member counts only when the caller passed it", () => {
+    const id = deriveTaskRequestId({ task: "t", kwargs: { day: "d" }, idFrom: ["constructor", "day"] })
+    expect(id).toBe("t:day=d")
   })
 })
