@@ -61,7 +61,10 @@ export interface TaskCallMeta {
   readonly signal?: AbortSignal
 }
 
-/** What a task body gets. `signal` aborts when the caller aborts or this worker loses its lease. */
+/**
+ * What a task body gets. `signal` aborts when the caller aborts, this worker loses its lease, or an unreachable store
+ * means the lease would lapse before it could be renewed.
+ */
 export interface TaskContext {
   readonly requestId: string
   readonly fence: number
@@ -238,12 +241,28 @@ export class TaskLedger {
       chain = run.catch(() => undefined)
       return run
     }
+    const every = this.leaseRenewInterval
     const renew = (): Promise<void> =>
       serial(async () => {
         if (!(ttl > 0)) return
         const now = this.clock.now()
         const lease: TaskLease = { ...held.lease, lease_until: now + ttl, heartbeat_at: now }
-        const version = await this.storage.swap(held.requestId, held.version, { row: held.row, lease })
+        let version: string | null
+        try {
+          version = await this.storage.swap(held.requestId, held.version, { row: held.row, lease })
+        } catch (e) {
+          // The store is unreachable. If the lease lapses before the next renewal could prove it, another worker
+          // may take the task over meanwhile: stop the body now rather than let two run at once.
+          const until = held.lease.lease_until
+          if (until !== null && this.clock.now() + Math.max(every, 0) >= until)
+            lost.abort(
+              new TaskLeaseLostError(
+                `Task request '${held.requestId}' could not renew its lease before it lapses (${errorText(e)}); ` +
+                  "stopping so another worker can take it over",
+              ),
+            )
+          throw e
+        }
         if (version === null) {
           lost.abort(
             new TaskLeaseLostError(`Task request '${held.requestId}' was taken over by another worker`),
@@ -253,7 +272,6 @@ export class TaskLedger {
         held.lease = lease
         held.version = version
       })
-    const every = this.leaseRenewInterval
     const timer =
       ttl > 0 && every > 0
         ? setInterval(() => {

@@ -5,11 +5,14 @@ import { ManualClock } from "../../../src/core/index.ts"
 import {
   deriveTaskRequestId,
   MemoryTaskStore,
+  type TaskContext,
   TaskIdAmbiguousError,
+  TaskLeaseLostError,
   TaskLedger,
   TaskLedgerError,
   type TaskLedgerOptions,
   TaskReleaseRefusedError,
+  type TaskStore,
 } from "../../../src/tasks.ts"
 
 const ledgerOn = (extra: TaskLedgerOptions = {}) =>
@@ -216,5 +219,51 @@ describe("request ids a caller can forge through id_from values", () => {
   it("an id_from field named like an Object.prototype member counts only when the caller passed it", () => {
     const id = deriveTaskRequestId({ task: "t", kwargs: { day: "d" }, idFrom: ["constructor", "day"] })
     expect(id).toBe("t:day=d")
+  })
+})
+
+describe("a store outage while a long body runs", () => {
+  it("renewals that fail until the lease would lapse abort the body's signal before another worker can take over", async () => {
+    const clock = new ManualClock()
+    const inner = new MemoryTaskStore()
+    let down = false
+    const storage: TaskStore = {
+      get: (id) => inner.get(id),
+      list: () => inner.list(),
+      swap: async (id, expected, next) => {
+        if (down) throw new Error("store unreachable")
+        return inner.swap(id, expected, next)
+      },
+    }
+    const ledger = new TaskLedger({
+      storage,
+      clock,
+      leaseTtl: 30,
+      leaseRenewInterval: 10,
+      onWarning: () => {},
+    })
+    let ctxOf!: TaskContext
+    let finish!: () => void
+    const gate = new Promise<void>((r) => {
+      finish = r
+    })
+    const t = ledger.task("long", async (_a: object, ctx) => {
+      ctxOf = ctx
+      await gate
+      return "done"
+    })
+    const p = t({}).catch((e: unknown) => e)
+    while (!ctxOf) await new Promise((r) => setTimeout(r, 1))
+    down = true
+    clock.advance(5)
+    await expect(ctxOf.renewLease()).rejects.toThrow("store unreachable")
+    expect(ctxOf.signal.aborted).toBe(false) // 25 s of lease left: the next renewal may still succeed
+    clock.advance(15)
+    await expect(ctxOf.renewLease()).rejects.toBeDefined()
+    // 10 s left, and the next renewal is 10 s away: the lease cannot be proven past it, so the body must stop now.
+    expect(ctxOf.signal.aborted).toBe(true)
+    expect(ctxOf.signal.reason).toBeInstanceOf(TaskLeaseLostError)
+    finish()
+    await p
   })
 })
