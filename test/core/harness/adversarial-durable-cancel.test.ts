@@ -125,3 +125,81 @@ describe("a durable run that is cancelled, then rerun with the same run id", () 
     })
   })
 })
+
+describe("durable keys built from task ids", () => {
+  it("a task id that spells another task's request key ('a/r0') gets its own rows: every task runs once, outputs stay apart", async () => {
+    const storage = new MemoryLedgerStorage()
+    const ledger = new ActionLedger({
+      storage,
+      clock: new ManualClock(),
+      leaseTtl: 3600,
+      onWarning: () => {},
+    })
+    const sent: string[] = []
+    const m: ModelClient = {
+      request: async (req) => {
+        sent.push(req.context.task_id)
+        return text(`output of ${req.context.task_id}`)
+      },
+    }
+    const collide = {
+      tasks: [task("a"), task("a/r0", ["a"]), task("out", ["a/r0"])],
+      output_task_id: "out",
+    }
+    const runId = `run:${"12".repeat(16)}`
+    const result = await runPlan(collide, { model: m, ledger }, { run_id: runId })
+    expect(sent.sort()).toEqual(["a", "a/r0", "out"])
+    expect(result.tasks.map((t) => [t.task_id, t.status])).toEqual([
+      ["a", "succeeded"],
+      ["a/r0", "succeeded"],
+      ["out", "succeeded"],
+    ])
+    // And a rerun replays all three without sending anything.
+    sent.length = 0
+    const again = await runPlan(collide, { model: m, ledger }, { run_id: runId })
+    expect(sent).toEqual([])
+    expect(again.output).toBe(result.output)
+  })
+})
+
+describe("a durable row at a task's key that is not a task's result", () => {
+  it("fails that task with a typed error; the run settles instead of hanging on a non-string output", async () => {
+    const storage = new MemoryLedgerStorage()
+    const ledger = new ActionLedger({
+      storage,
+      clock: new ManualClock(),
+      leaseTtl: 3600,
+      onWarning: () => {},
+    })
+    const runId = `run:${"34".repeat(16)}`
+    // Another writer used the key first.
+    const foreign = ledger.tool(
+      { name: "other", binding: { agentId: "x", policyVersion: "1", sideEffectClass: "read" } },
+      async () => ({ not: "a task" }),
+    )
+    await foreign({}, { requestId: `${runId}/a` })
+    const m: ModelClient = { request: async () => text("x") }
+    const err = await within(
+      runPlan({ tasks: [task("a")], output_task_id: "a" }, { model: m, ledger }, { run_id: runId }).catch(
+        (e: unknown) => e,
+      ),
+      5_000,
+    )
+    expect(err).toBeInstanceOf(RunFailed)
+    expect((err as RunFailed).result.failure).toMatchObject({ task_id: "a", error_type: "HarnessError" })
+  })
+})
+
+async function within<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`did not settle within ${ms} ms`)), ms)
+      }),
+    ])
+  } finally {
+    clearTimeout(timer)
+  }
+}
