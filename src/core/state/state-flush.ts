@@ -51,6 +51,11 @@ function jsonState(value: Readonly<Record<string, unknown>>, what: string): Reco
   }
 }
 
+const STATUSES: ReadonlySet<string> = new Set(["in-progress", "completed", "aborted", "error"])
+// The stored fields are strings or null; anything else would be dropped when the snapshot is read back.
+const text = (v: unknown): string | null =>
+  v === undefined || v === null ? null : typeof v === "string" ? v : safeString(v)
+
 // How a run ends (the ending's snapshot unless one was already written): module-private, so the handle's public
 // surface is only what a run body may call.
 type Ending = (status: SnapshotStatus, args: FlushArgs) => Promise<StateSnapshot>
@@ -110,6 +115,14 @@ export class StateFlushRun {
 
   /** Writes the final snapshot. Later endings of the run write nothing more. */
   flush(status: SnapshotStatus, args: FlushArgs = {}): Promise<StateSnapshot> {
+    // Refused before it counts as the final snapshot: an unknown status would be stored and make the snapshot
+    // unreadable (a corrupt store entry); the run's own ending still writes a proper one.
+    if (!STATUSES.has(status))
+      return Promise.reject(
+        new StateFlushError(
+          `unknown snapshot status '${safeString(status)}': use in-progress, completed, aborted or error`,
+        ),
+      )
     this.#flushed = this.#write(status, args)
     return this.#flushed
   }
@@ -137,8 +150,8 @@ export class StateFlushRun {
       status,
       state: cloneJson(this.#state),
       updated_at: this.#flush.now(),
-      reason: args.reason ?? null,
-      error: args.error ?? null,
+      reason: text(args.reason),
+      error: text(args.error),
     }
     await this.#flush.storage.save(snapshot)
     return snapshot

@@ -185,3 +185,25 @@ describe("concurrent writers and outages", () => {
     expect(await flush.load("r")).toEqual(before)
   })
 })
+
+describe("a body that flushes garbage", () => {
+  it("an unknown status is a StateFlushError and nothing unreadable is stored", async () => {
+    const path = tmpFile()
+    const flush = new StateFlush({ storage: new FileStateFlushStore(path, { fsync: false }) })
+    const err = await flush
+      .run("r", async (run) => {
+        run.record({ page: 1 })
+        await run.flush("hacked" as never)
+      })
+      .catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(StateFlushError)
+    // The store still reads: the error ending wrote a proper snapshot.
+    expect(await flush.load("r")).toMatchObject({ status: "error", state: { page: 1 } })
+  })
+
+  it("a reason or error that is not a string is stored as text, not dropped", async () => {
+    const flush = new StateFlush()
+    await flush.run("r", (run) => run.flush("aborted", { reason: 42 as never, error: { code: 1 } as never }))
+    expect(await flush.load("r")).toMatchObject({ status: "aborted", reason: "42", error: "[object Object]" })
+  })
+})
