@@ -58,7 +58,7 @@ describe("FileStateFlushStore: a writer SIGKILLed mid-write", () => {
       expect(n).toBeGreaterThanOrEqual(reported) // every reported checkpoint is durable
       expect(n).toBeLessThanOrEqual(reported + 1) // at most the one in flight when killed
       expect(s?.state.tail).toBe(n)
-      expect((s?.state.blob as string).length).toBe(500_000 + n)
+      expect(s?.state.blob).toHaveLength(500_000 + n)
       // The dead writer's lock (if it held one) must not stall the next writer.
       const t0 = Date.now()
       await new StateFlush({ storage: new FileStateFlushStore(path, { lockTimeout: 20 }) }).run(
