@@ -2,7 +2,7 @@
 // budget ledger, the request permits, the measurements and, when configured, the durable action ledger.
 import type { ActionLedger, LedgeredTool } from "../ledger/index.ts"
 import type { BudgetLedger } from "./budget.ts"
-import { BudgetExceededError, HarnessError, RecursionLimitError } from "./errors.ts"
+import { BudgetExceededError, HarnessError, RecursionLimitError, TaskCancelledError } from "./errors.ts"
 import type { EventStream } from "./events.ts"
 import { newRunId } from "./ids.ts"
 import type { Message, ModelClient, ModelRequest, ModelResponse, ModelSettings, ToolCall } from "./model.ts"
@@ -280,6 +280,9 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
     }),
   )
   ctx.signal.removeEventListener("abort", onTaskAbort)
+  // The batch is over: work a tool left running (a sub-query it spawned without awaiting, a fetch) is cancelled,
+  // or it would keep paying for model requests after the task, or the whole run, has finished.
+  if (!batch.signal.aborted) batch.abort(new TaskCancelledError("the tool batch finished"))
   s.budget.releaseToolCalls(calls.length - started)
   if (fatal) throw (fatal as { error: unknown }).error
   const messages: Message[] = []

@@ -429,3 +429,47 @@ describe("tool results that JSON.stringify does not turn into a string", () => {
       expect(seen).toEqual([expected])
     })
 })
+
+describe("work a tool leaves behind", () => {
+  it("a sub-query a tool spawns without awaiting sends nothing after the run has finished", async () => {
+    let afterFinish = 0
+    let finished = false
+    const m = model(async (req) => {
+      if (finished) afterFinish++
+      if (req.context.depth > 0) {
+        await new Promise((r) => setTimeout(r, 20))
+        return text("sub")
+      }
+      const last = req.messages.at(-1)
+      if (last?.role === "tool") return text("done")
+      return { parts: [{ type: "tool_call", id: "c1", name: "fire", args: {} }] }
+    })
+    let leaked: Promise<unknown> | undefined
+    const result = await runPlan(
+      { tasks: [task("a")], output_task_id: "a" },
+      {
+        model: m,
+        tools: [
+          {
+            name: "fire",
+            parameters: { type: "object" },
+            execute: async (_args, ctx) => {
+              // Fire and forget: a chain of sub-queries the tool never waits for.
+              leaked = (async () => {
+                for (let i = 0; i < 5; i++) await ctx.spawn({ prompt: `sub ${i}` })
+              })().catch((e: unknown) => e)
+              return "fired"
+            },
+          },
+        ],
+      },
+    )
+    finished = true
+    const callsAtFinish = m.calls
+    expect(result.output).toBe("done")
+    await leaked
+    await new Promise((r) => setTimeout(r, 100))
+    expect(afterFinish).toBe(0)
+    expect(m.calls).toBe(callsAtFinish)
+  })
+})
