@@ -246,7 +246,12 @@ export class StateFlush {
     aborted.catch(() => {})
 
     try {
-      const result = await Promise.race([Promise.resolve().then(() => fn(run)), aborted])
+      // A signal aborted before the run starts: the body never runs (it used to run, and run() resolved as if the
+      // cancelled run had completed).
+      const body = signal.aborted ? aborted : Promise.resolve().then(() => fn(run))
+      const result = await Promise.race([body, aborted])
+      // Aborted while the body was finishing: the abort's ending (already written) decides, and run() rejects.
+      if (signal.aborted) await aborted
       if (this.flushOnComplete) await endRun(run, "completed", {})
       return result
     } catch (err) {

@@ -207,3 +207,23 @@ describe("a body that flushes garbage", () => {
     expect(await flush.load("r")).toMatchObject({ status: "aborted", reason: "42", error: "[object Object]" })
   })
 })
+
+describe("a run whose signal is already aborted", () => {
+  it("does not start the body; the snapshot is aborted/cancel and run() rejects with the reason", async () => {
+    const flush = new StateFlush()
+    let started = 0
+    const err = await flush
+      .run(
+        "r",
+        () => {
+          started++
+        },
+        { signal: AbortSignal.abort("gone"), initial: { page: 4 } },
+      )
+      .catch((e: unknown) => e)
+    expect(err).toBe("gone")
+    await tick()
+    expect(started).toBe(0)
+    expect(await flush.load("r")).toMatchObject({ status: "aborted", reason: "cancel", state: { page: 4 } })
+  })
+})
