@@ -42,3 +42,19 @@ export function pyStrRepr(s: string): string {
   if (q === "'") body = body.replace(/'/g, "\\'")
   return q + body + q
 }
+
+/**
+ * `String(value)` for a thrown value or abort reason, which may be anything: an object without a prototype or with
+ * a throwing `toString` makes `String()` throw, and a throw while recording a failure would strand the caller.
+ */
+export function safeString(value: unknown): string {
+  try {
+    return String(value)
+  } catch {
+    try {
+      return Object.prototype.toString.call(value)
+    } catch {
+      return "[unprintable value]"
+    }
+  }
+}

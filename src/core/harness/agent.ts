@@ -2,7 +2,7 @@
 // budget ledger, the request permits, the measurements and, when configured, the durable action ledger.
 import type { ActionLedger, LedgeredTool } from "../ledger/index.ts"
 import type { BudgetLedger } from "./budget.ts"
-import { BudgetExceededError, HarnessError, RecursionLimitError } from "./errors.ts"
+import { BudgetExceededError, HarnessError, RecursionLimitError, TaskCancelledError } from "./errors.ts"
 import type { EventStream } from "./events.ts"
 import { newRunId } from "./ids.ts"
 import type { Message, ModelClient, ModelRequest, ModelResponse, ModelSettings, ToolCall } from "./model.ts"
@@ -15,7 +15,7 @@ import {
   toolOutputText,
 } from "./tools.ts"
 import type { ModelRequestSample } from "./types.ts"
-import type { UsageAccumulator } from "./usage.ts"
+import { reportedUsage, type UsageAccumulator } from "./usage.ts"
 
 /** A model reply the harness cannot use (no parts array, a tool call without a name...). Fails the task. */
 export class InvalidModelResponseError extends HarnessError {
@@ -149,8 +149,9 @@ async function modelRequest(ctx: AgentContext, req: ModelRequest): Promise<Model
   if (!sent) {
     // Paid for before a crash: it counts toward this run's budget and usage, but it is not a new request sample.
     ctx.shared.budget.reservedRequests++
-    ctx.shared.budget.settleRequest(response.usage ?? null)
-    ctx.usage.add({ ...response.usage, requests: 1 })
+    const usage = reportedUsage(response.usage)
+    ctx.shared.budget.settleRequest(usage)
+    ctx.usage.add({ ...usage, requests: 1 })
   }
   return response
 }
@@ -173,7 +174,7 @@ async function sendRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelR
       error = e
     }
     const elapsed = Math.max(0, s.now() - t0)
-    const usage = response?.usage ?? null
+    const usage = reportedUsage(response?.usage)
     s.budget.settleRequest(usage)
     ctx.usage.add({ ...usage, requests: 1 })
     const outcome = ctx.signal.aborted ? "cancelled" : failed ? "error" : "ok"
@@ -279,6 +280,9 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
     }),
   )
   ctx.signal.removeEventListener("abort", onTaskAbort)
+  // The batch is over: work a tool left running (a sub-query it spawned without awaiting, a fetch) is cancelled,
+  // or it would keep paying for model requests after the task, or the whole run, has finished.
+  if (!batch.signal.aborted) batch.abort(new TaskCancelledError("the tool batch finished"))
   s.budget.releaseToolCalls(calls.length - started)
   if (fatal) throw (fatal as { error: unknown }).error
   const messages: Message[] = []

@@ -1,5 +1,6 @@
 // The run's one budget ledger. Every check-and-reserve is one synchronous step (no await between the check and
 // the reservation), so concurrent tasks and sub-queries cannot overshoot a limit.
+import { safeString } from "../repr.ts"
 import { BudgetExceededError, type BudgetReason, BudgetValidationError } from "./errors.ts"
 import type { EffectiveBudget, RunBudget, RunUsage } from "./types.ts"
 import { UsageAccumulator } from "./usage.ts"
@@ -24,7 +25,7 @@ export function resolveBudget(
       throw new BudgetValidationError(
         "invalid_limit",
         field,
-        `expected null or an integer >= 0, got ${String(v)}`,
+        `expected null or an integer >= 0, got ${safeString(v)}`,
       )
     return v
   }
@@ -34,7 +35,7 @@ export function resolveBudget(
       throw new BudgetValidationError(
         "invalid_concurrency",
         field,
-        `expected null or an integer >= 1, got ${String(v)}`,
+        `expected null or an integer >= 1, got ${safeString(v)}`,
       )
     return v
   }
@@ -43,7 +44,7 @@ export function resolveBudget(
     throw new BudgetValidationError(
       "invalid_deadline",
       "deadline_seconds",
-      `expected null or > 0, got ${String(d)}`,
+      `expected null or > 0, got ${safeString(d)}`,
     )
   return Object.freeze({
     request_limit: limit("request_limit", DEFAULT_REQUEST_LIMIT),

@@ -1,6 +1,7 @@
 // The DAG driver: task slots without waves, one shared budget, fail-fast with cancel-and-drain, a monotonic
 // deadline, ordered events, and no partial answer unless the whole plan succeeded.
 import type { ActionLedger } from "../ledger/index.ts"
+import { safeString } from "../repr.ts"
 import {
   type AgentContext,
   errorType,
@@ -10,8 +11,8 @@ import {
   type TaskInfo,
 } from "./agent.ts"
 import { BudgetLedger, resolveBudget } from "./budget.ts"
-import { runDurableTask } from "./durable.ts"
-import { BudgetExceededError, RunFailed, TaskCancelledError } from "./errors.ts"
+import { durableTaskKey, runDurableTask } from "./durable.ts"
+import { BudgetExceededError, HarnessError, RunFailed, TaskCancelledError } from "./errors.ts"
 import { EventBus, type RunEvent, type TaskCancelledEvent } from "./events.ts"
 import { deepFreeze } from "./freeze.ts"
 import { newRunId } from "./ids.ts"
@@ -258,7 +259,7 @@ export function runPlan(
           signal,
           stream,
           usage: t.usage,
-          key: `${runId}/${t.spec.task_id}`,
+          key: durableTaskKey(runId, t.spec.task_id),
           instructions: typeof deps.instructions === "function" ? deps.instructions(info) : deps.instructions,
           tools: (typeof deps.tools === "function" ? deps.tools(info) : deps.tools) ?? [],
           maxTurns: null,
@@ -268,7 +269,11 @@ export function runPlan(
         return runDurableTask(ctx, t, prompt, () => emitStarted(t, stream))
       })()
       work.then(
-        (text) => settle(t, stream, signal, true, text),
+        // A non-string would throw inside settle() and leave the run unsettled forever: fail the task instead.
+        (text) =>
+          typeof text === "string"
+            ? settle(t, stream, signal, true, text)
+            : settle(t, stream, signal, false, new HarnessError("the task produced no text output")),
         (err) => settle(t, stream, signal, false, err),
       )
     }
@@ -331,7 +336,7 @@ export function runPlan(
       } else {
         t.status = "failed"
         t.errorType = errorType(value)
-        t.errorMessage = value instanceof Error ? value.message : String(value)
+        t.errorMessage = value instanceof Error ? value.message : safeString(value)
         stop({
           reason: "task_failed",
           task_id: t.spec.task_id,

@@ -1,4 +1,6 @@
 // Plan validation: once, before anything runs, collecting every problem instead of stopping at the first.
+
+import { safeString } from "../repr.ts"
 import { type PlanProblem, PlanValidationError } from "./errors.ts"
 import { newPlanId } from "./ids.ts"
 import type { DependencyPlan, RunPlan, RunUsage } from "./types.ts"
@@ -28,6 +30,15 @@ export interface CheckedPlan {
   readonly initial_elapsed_seconds: number
 }
 
+/** A hostile plan's value in a message: JSON when it has one, else its string form; never throws (bigint, cycles). */
+function describe(v: unknown): string {
+  try {
+    return JSON.stringify(v) ?? safeString(v)
+  } catch {
+    return safeString(v)
+  }
+}
+
 function isRecord(v: unknown): v is Record<string, unknown> {
   return typeof v === "object" && v !== null && !Array.isArray(v)
 }
@@ -49,7 +60,7 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
     if (typeof id !== "string" || id.trim() === "" || id !== id.trim() || id.length > MAX_TASK_ID_LENGTH) {
       problems.push({
         code: "invalid_task_id",
-        message: `task #${i} has an invalid task_id ${JSON.stringify(id)} (non-empty, no surrounding whitespace, at most ${MAX_TASK_ID_LENGTH} chars)`,
+        message: `task #${i} has an invalid task_id ${describe(id)} (non-empty, no surrounding whitespace, at most ${MAX_TASK_ID_LENGTH} chars)`,
       })
       return
     }
@@ -71,7 +82,7 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
   const dependsOn: string[][] = tasks.map(() => [])
   tasks.forEach((t, i) => {
     if (!isRecord(t)) return
-    const id = String(t.task_id)
+    const id = typeof t.task_id === "string" ? t.task_id : describe(t.task_id)
     const raw = t.depends_on ?? []
     if (!Array.isArray(raw)) {
       problems.push({
@@ -83,7 +94,16 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
     }
     const seen = new Set<string>()
     for (const d of raw as unknown[]) {
-      const dep = String(d)
+      // Not coerced: a dependency 1 must not resolve to the task "1".
+      if (typeof d !== "string") {
+        problems.push({
+          code: "unknown_dependency",
+          task_id: id,
+          message: `task ${id}: dependency ${describe(d)} is not a task id string`,
+        })
+        continue
+      }
+      const dep = d
       if (seen.has(dep)) {
         problems.push({
           code: "duplicate_dependency",
@@ -129,7 +149,7 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
   if (outIndex === undefined) {
     problems.push({
       code: "unknown_output_task",
-      message: `output_task_id ${JSON.stringify(out)} does not name a task in the plan`,
+      message: `output_task_id ${describe(out)} does not name a task in the plan`,
     })
   } else {
     const sinks = [...indexOf.values()]
@@ -147,7 +167,7 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
   if (typeof mc !== "number" || !Number.isInteger(mc) || mc < 1 || mc > MAX_CONCURRENCY_LIMIT)
     problems.push({
       code: "invalid_max_concurrency",
-      message: `max_concurrency must be an integer from 1 to ${MAX_CONCURRENCY_LIMIT}, got ${String(mc)}`,
+      message: `max_concurrency must be an integer from 1 to ${MAX_CONCURRENCY_LIMIT}, got ${describe(mc)}`,
     })
 
   const initialUsage = isRunPlan ? (input as RunPlan).initial_usage : undefined
@@ -156,7 +176,7 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
   if (typeof elapsed !== "number" || !Number.isFinite(elapsed) || elapsed < 0)
     problems.push({
       code: "invalid_initial_elapsed",
-      message: `initial_elapsed_seconds must be a finite number >= 0, got ${String(elapsed)}`,
+      message: `initial_elapsed_seconds must be a finite number >= 0, got ${describe(elapsed)}`,
     })
 
   if (plan.plan_id !== undefined && (typeof plan.plan_id !== "string" || plan.plan_id === ""))

@@ -1,6 +1,7 @@
 // When the host's own planning step fails after spending measured usage, the run still ends the harness way: a
 // `run_started` / `run_finished` pair carrying that usage once, and a `RunFailed` whose frozen result keeps the
 // original failure (or cancellation). No task is dispatched and no budget is replaced.
+import { safeString } from "../repr.ts"
 import { errorType } from "./agent.ts"
 import { resolveBudget } from "./budget.ts"
 import { type PlanProblem, PlanValidationError, RunFailed } from "./errors.ts"
@@ -63,7 +64,7 @@ export function planningFailed(failure: PlanningFailure, options: PlanningFailur
   const failureRecord = {
     reason,
     task_id: null,
-    message: e instanceof Error ? e.message : String(e),
+    message: e instanceof Error ? e.message : safeString(e),
     error_type: name,
   } as const
   stream.emit({

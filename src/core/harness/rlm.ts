@@ -2,6 +2,7 @@
 // run's one budget, request cap and measurements. Running model-written code is a host `Sandbox` concern: there is
 // no eval here.
 
+import { safeString } from "../repr.ts"
 import { BudgetExceededError } from "./errors.ts"
 import { Semaphore } from "./semaphore.ts"
 import { type HarnessTool, type SubQuery, type ToolContext, ToolReportedError } from "./tools.ts"
@@ -87,7 +88,7 @@ export function rlmParallelTool(options: RlmToolOptions & { readonly maxFanOut?:
             // Budget stops and cancellation stop the run as they would in a task; any other failure is a value.
             if (ctx.signal.aborted || e instanceof BudgetExceededError)
               stop ??= ctx.signal.aborted ? ctx.signal.reason : e
-            return { ok: false, error: e instanceof Error ? e.message : String(e) }
+            return { ok: false, error: e instanceof Error ? e.message : safeString(e) }
           } finally {
             release?.()
           }

@@ -2,6 +2,7 @@
 // returned to the model as a tool error (it carries `llmMessage`), and a ledgered tool keeps its exactly-once row.
 import { MyceliumError } from "../errors.ts"
 import type { ToolTransitionBindingInit } from "../ledger/index.ts"
+import { safeString } from "../repr.ts"
 import type { ToolDef } from "./model.ts"
 
 /** What a tool body gets besides its arguments. */
@@ -58,5 +59,9 @@ export function modelVisibleMessage(err: unknown): string | null {
 export function toolOutputText(value: unknown): string {
   if (typeof value === "string") return value
   if (value === undefined) return ""
-  return JSON.stringify(value)
+  if (typeof value === "bigint") return value.toString() // as a number reads: 5n gives 5, like 5
+  // JSON.stringify returns undefined for a function or symbol and throws on a bigint; the model must still read a
+  // string (a cycle still throws, failing the task).
+  const json = JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v))
+  return json ?? safeString(value)
 }

@@ -1,4 +1,5 @@
 // RunUsage arithmetic: adding sums every counter and merges `details` key by key (pydantic-ai's rule).
+import { safeString } from "../repr.ts"
 import type { RunUsage } from "./types.ts"
 
 export const USAGE_COUNTERS = [
@@ -28,7 +29,8 @@ export class UsageAccumulator {
     cache_audio_read_tokens: 0,
     output_audio_tokens: 0,
   }
-  readonly details: Record<string, number> = {}
+  // No prototype: a reported detail named `constructor` or `__proto__` must not read Object.prototype's members.
+  readonly details: Record<string, number> = Object.create(null)
   // Snapshots are frozen objects; a 1,000-task run asks for the same one several times, so it is cached.
   #snapshot: RunUsage | null = null
 
@@ -84,7 +86,7 @@ export function usageProblems(u: unknown): string[] {
     const v = rec[k]
     if (v === undefined) continue
     if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0)
-      out.push(`initial_usage.${k} must be a non-negative integer, got ${String(v)}`)
+      out.push(`initial_usage.${k} must be a non-negative integer, got ${safeString(v)}`)
   }
   if (rec["details"] !== undefined) {
     const d = rec["details"]
@@ -94,6 +96,40 @@ export function usageProblems(u: unknown): string[] {
       for (const [k, v] of Object.entries(d))
         if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0)
           out.push(`initial_usage.details.${k} must be a non-negative integer`)
+  }
+  return out
+}
+
+const RESPONSE_COUNTERS = [
+  "input_tokens",
+  "output_tokens",
+  "cache_read_tokens",
+  "cache_write_tokens",
+  "input_audio_tokens",
+  "output_audio_tokens",
+  "cache_audio_read_tokens",
+] as const satisfies readonly UsageCounter[]
+
+const isCount = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v >= 0
+
+/**
+ * The usage a model client reported, with only what it may report: token counters that are finite and >= 0. A
+ * negative or NaN count from a buggy or hostile client would otherwise be subtracted from the run's shared budget
+ * (refunding it) or reach the samples; such a count is treated as unreported. `requests` and `tool_calls` are
+ * counted by the harness, never taken from the client.
+ */
+export function reportedUsage(u: unknown): Partial<RunUsage> | null {
+  if (typeof u !== "object" || u === null) return null
+  const rec = u as Record<string, unknown>
+  const out: Partial<Record<UsageCounter, number>> & { details?: Record<string, number> } = {}
+  for (const k of RESPONSE_COUNTERS) if (isCount(rec[k])) out[k] = rec[k]
+  const d = rec.details
+  if (typeof d === "object" && d !== null && !Array.isArray(d)) {
+    const details: Record<string, number> = {}
+    for (const [k, v] of Object.entries(d))
+      if (isCount(v))
+        Object.defineProperty(details, k, { value: v, enumerable: true, writable: true, configurable: true })
+    out.details = details
   }
   return out
 }

@@ -3,6 +3,7 @@
 
 import { InvalidOptionError } from "../errors.ts"
 import { cloneJson, type JsonValue, toJsonValue } from "../ledger/model/canonical.ts"
+import { safeString } from "../repr.ts"
 import { StateFlushError } from "./errors.ts"
 import {
   type FlushTrigger,
@@ -37,7 +38,23 @@ export interface FlushArgs {
   readonly error?: string | null
 }
 
-const errorText = (e: unknown): string => (e instanceof Error ? `${e.name}: ${e.message}` : String(e))
+const errorText = (e: unknown): string => (e instanceof Error ? `${e.name}: ${e.message}` : safeString(e))
+
+/** State as JSON, or a StateFlushError saying what to do (a cycle overflows the conversion). */
+function jsonState(value: Readonly<Record<string, unknown>>, what: string): Record<string, JsonValue> {
+  try {
+    return toJsonValue(value) as Record<string, JsonValue>
+  } catch (e) {
+    throw new StateFlushError(
+      `${what} is not JSON (${errorText(e)}); record plain JSON values (no cycles, no nesting thousands deep)`,
+    )
+  }
+}
+
+const STATUSES: ReadonlySet<string> = new Set(["in-progress", "completed", "aborted", "error"])
+// The stored fields are strings or null; anything else would be dropped when the snapshot is read back.
+const text = (v: unknown): string | null =>
+  v === undefined || v === null ? null : typeof v === "string" ? v : safeString(v)
 
 // How a run ends (the ending's snapshot unless one was already written): module-private, so the handle's public
 // surface is only what a run body may call.
@@ -68,13 +85,22 @@ export class StateFlushRun {
     this.#flush = flush
     this.runId = runId
     this.signal = signal
-    this.#state = toJsonValue(initial) as Record<string, JsonValue>
+    this.#state = jsonState(initial, "the initial state")
     endings.set(this, (status, args) => this.#flushed ?? this.flush(status, args))
   }
 
   /** Shallow merge, as the original's `dict.update`. Values are stored as JSON. */
   record(patch: Readonly<Record<string, unknown>>): void {
-    Object.assign(this.#state, toJsonValue(patch) as Record<string, JsonValue>)
+    const json = jsonState(patch, "the recorded patch")
+    // Defined, not assigned: assigning a `__proto__` member would set the state's prototype, dropping the key and
+    // lifting its members to the top level of every snapshot.
+    for (const k of Object.keys(json))
+      Object.defineProperty(this.#state, k, {
+        value: json[k],
+        enumerable: true,
+        writable: true,
+        configurable: true,
+      })
   }
 
   /** A copy of the state recorded so far. */
@@ -89,13 +115,22 @@ export class StateFlushRun {
 
   /** Writes the final snapshot. Later endings of the run write nothing more. */
   flush(status: SnapshotStatus, args: FlushArgs = {}): Promise<StateSnapshot> {
+    // Refused before it counts as the final snapshot: an unknown status would be stored and make the snapshot
+    // unreadable (a corrupt store entry); the run's own ending still writes a proper one.
+    if (!STATUSES.has(status))
+      return Promise.reject(
+        new StateFlushError(
+          `unknown snapshot status '${safeString(status)}': use in-progress, completed, aborted or error`,
+        ),
+      )
     this.#flushed = this.#write(status, args)
     return this.#flushed
   }
 
   /** An `in-progress` snapshot that does not end the run: a crash after it still leaves this much to resume. */
   checkpoint(): Promise<StateSnapshot> {
-    return this.#write("in-progress", {})
+    // After the final snapshot (e.g. a cancel the body ignored) a checkpoint would turn it back to in-progress.
+    return this.#flushed ?? this.#write("in-progress", {})
   }
 
   complete(): Promise<StateSnapshot> {
@@ -115,8 +150,8 @@ export class StateFlushRun {
       status,
       state: cloneJson(this.#state),
       updated_at: this.#flush.now(),
-      reason: args.reason ?? null,
-      error: args.error ?? null,
+      reason: text(args.reason),
+      error: text(args.error),
     }
     await this.#flush.storage.save(snapshot)
     return snapshot
@@ -179,7 +214,12 @@ export class StateFlush {
             ? this.flushOn.has("cancel")
               ? endRun(run, "aborted", { reason: "cancel", error: errorText(reason) })
               : Promise.resolve(null)
-            : run.disconnect()
+            : // Through endRun: a disconnect after the body's own final snapshot, or after a cancel, writes nothing.
+              endRun(
+                run,
+                this.flushOn.has("disconnect") ? "aborted" : "completed",
+                this.flushOn.has("disconnect") ? { reason: "disconnect" } : {},
+              )
         done.then(
           () => reject(reason),
           (e: unknown) => reject(e),
@@ -206,7 +246,12 @@ export class StateFlush {
     aborted.catch(() => {})
 
     try {
-      const result = await Promise.race([Promise.resolve().then(() => fn(run)), aborted])
+      // A signal aborted before the run starts: the body never runs (it used to run, and run() resolved as if the
+      // cancelled run had completed).
+      const body = signal.aborted ? aborted : Promise.resolve().then(() => fn(run))
+      const result = await Promise.race([body, aborted])
+      // Aborted while the body was finishing: the abort's ending (already written) decides, and run() rejects.
+      if (signal.aborted) await aborted
       if (this.flushOnComplete) await endRun(run, "completed", {})
       return result
     } catch (err) {

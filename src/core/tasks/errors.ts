@@ -34,3 +34,21 @@ export class TaskRowError extends TaskLedgerError {
   override readonly name = "TaskRowError"
   override readonly code = "task_row_invalid"
 }
+
+/**
+ * A task body returned what cannot be stored as JSON (a cycle, or nesting too deep to convert). The task is recorded
+ * failed, so the next call runs it again; return plain JSON from the body.
+ */
+export class TaskResultUnstorableError extends TaskLedgerError {
+  override readonly name = "TaskResultUnstorableError"
+  override readonly code = "task_result_unstorable"
+}
+
+/**
+ * An `id_from` value contains `:<field>=`, so the request id would equal another argument set's (the original's ids
+ * are unescaped). Nothing was claimed or run; pass a value without it, or an explicit `task_id`.
+ */
+export class TaskIdAmbiguousError extends TaskLedgerError {
+  override readonly name = "TaskIdAmbiguousError"
+  override readonly code = "task_id_ambiguous"
+}

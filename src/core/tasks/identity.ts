@@ -2,6 +2,7 @@
 // the same task under the same id.
 import { type JsonValue, sha256Hex } from "../ledger/index.ts"
 import { pythonDumps, pythonNumber } from "../python-json.ts"
+import { TaskIdAmbiguousError } from "./errors.ts"
 
 export interface TaskIdentityInput {
   readonly task: string
@@ -30,9 +31,23 @@ export function deriveTaskRequestId(input: TaskIdentityInput): string {
   if (taskId !== undefined && taskId !== null) return pyStr(taskId)
   const runId = kwargs.run_id
   if (runId !== undefined && runId !== null) return `${task}:${pyStr(runId)}`
-  const present = (input.idFrom ?? []).filter((f) => f in kwargs)
-  if (present.length)
-    return `${task}:${present.map((f) => `${f}=${pyStr(kwargs[f] as JsonValue)}`).join(":")}`
+  const idFrom = input.idFrom ?? []
+  const present = idFrom.filter((f) => Object.hasOwn(kwargs, f))
+  if (present.length) {
+    const values = present.map((f) => pyStr(kwargs[f] as JsonValue))
+    // The original joins `f=v` pairs with ':' unescaped, so a value holding ':<field>=' forges another argument
+    // set's id ({region: "eu:day=d"} and {region: "eu", day: "d"} both give "t:region=eu:day=d") and would get
+    // that task's stored result. Such a value is refused; every id that is derived is still the original's.
+    values.forEach((v, i) => {
+      const forged = idFrom.find((g) => v.includes(`:${g}=`))
+      if (forged !== undefined)
+        throw new TaskIdAmbiguousError(
+          `Task '${task}': the value of id_from field '${present[i]}' contains ':${forged}=', which would make its ` +
+            "request id the same as another argument set's. Pass a value without it, or a task_id.",
+        )
+    })
+    return `${task}:${present.map((f, i) => `${f}=${values[i]}`).join(":")}`
+  }
   const digest = sha256Hex(pythonDumps({ args: input.args ?? [], kwargs }, { sortKeys: true }))
   return `${task}:${digest.slice(0, 16)}`
 }

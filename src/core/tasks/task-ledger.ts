@@ -5,7 +5,13 @@ import { throwIfAborted } from "../ledger/clock.ts"
 import { appendReceipt } from "../ledger/engine/receipts.ts"
 import { type Clock, type JsonValue, type ReceiptHook, systemClock } from "../ledger/index.ts"
 import { toJsonValue } from "../ledger/model/canonical.ts"
-import { TaskLeaseLostError, TaskLedgerPendingError, TaskReleaseRefusedError } from "./errors.ts"
+import { safeString } from "../repr.ts"
+import {
+  TaskLeaseLostError,
+  TaskLedgerPendingError,
+  TaskReleaseRefusedError,
+  TaskResultUnstorableError,
+} from "./errors.ts"
 import { deriveTaskRequestId } from "./identity.ts"
 import {
   leaseOf,
@@ -55,7 +61,10 @@ export interface TaskCallMeta {
   readonly signal?: AbortSignal
 }
 
-/** What a task body gets. `signal` aborts when the caller aborts or this worker loses its lease. */
+/**
+ * What a task body gets. `signal` aborts when the caller aborts, this worker loses its lease, or an unreachable store
+ * means the lease would lapse before it could be renewed.
+ */
 export interface TaskContext {
   readonly requestId: string
   readonly fence: number
@@ -80,7 +89,19 @@ export interface TaskReleaseOptions {
 }
 
 const errorText = (e: unknown): string =>
-  e instanceof Error ? `${e.name}: ${e.message}` : `Error: ${String(e)}`
+  e instanceof Error ? `${e.name}: ${e.message}` : `Error: ${safeString(e)}`
+
+/**
+ * A seconds option must be a finite number: NaN fails every `ttl > 0` test (an unbounded lease, so a crash strands
+ * the task until an operator releases it) and Infinity is stored as JSON null (unbounded too).
+ */
+function seconds(name: string, v: number, min: "any" | "nonNegative" = "any"): number {
+  if (typeof v !== "number" || !Number.isFinite(v) || (min === "nonNegative" && v < 0))
+    throw new InvalidOptionError(
+      `${name} must be a finite number${min === "nonNegative" ? " >= 0" : ""} of seconds, got ${safeString(v)}`,
+    )
+  return v
+}
 
 /** A claim this worker holds. */
 interface Held {
@@ -103,11 +124,12 @@ export class TaskLedger {
 
   constructor(options: TaskLedgerOptions = {}) {
     this.storage = options.storage ?? new MemoryTaskStore()
-    this.leaseTtl = options.leaseTtl ?? 3600
+    this.leaseTtl = seconds("leaseTtl", options.leaseTtl ?? 3600)
     const renew = options.leaseRenewInterval ?? null
-    this.leaseRenewInterval = renew === null ? this.leaseTtl / 3 : renew
-    this.pollInterval = options.pollInterval ?? 0.5
-    this.pollTimeout = options.pollTimeout === undefined ? 300 : options.pollTimeout
+    this.leaseRenewInterval = renew === null ? this.leaseTtl / 3 : seconds("leaseRenewInterval", renew)
+    this.pollInterval = seconds("pollInterval", options.pollInterval ?? 0.5, "nonNegative")
+    const pollTimeout = options.pollTimeout === undefined ? 300 : options.pollTimeout
+    this.pollTimeout = pollTimeout === null ? null : seconds("pollTimeout", pollTimeout, "nonNegative")
     this.owner = options.owner ?? `ts-task-${globalThis.crypto.randomUUID().slice(0, 8)}`
     const c = options.clock
     this.clock = !c ? systemClock : "sleep" in c ? c : { now: () => c.now(), sleep: systemClock.sleep }
@@ -122,6 +144,9 @@ export class TaskLedger {
   ): TaskFunction<A, R> {
     const opts: TaskOptions = typeof options === "string" ? { name: options } : options
     if (!opts.name) throw new InvalidOptionError("taskLedger.task() needs a name: pass { name }")
+    if (opts.leaseTtl !== undefined) seconds("leaseTtl", opts.leaseTtl)
+    if (opts.pollTimeout !== undefined && opts.pollTimeout !== null)
+      seconds("pollTimeout", opts.pollTimeout, "nonNegative")
     const call = async (args: A, meta: TaskCallMeta = {}): Promise<R> => {
       throwIfAborted(meta.signal)
       const kwargs = toJsonValue(args ?? {}) as Record<string, JsonValue>
@@ -216,12 +241,28 @@ export class TaskLedger {
       chain = run.catch(() => undefined)
       return run
     }
+    const every = this.leaseRenewInterval
     const renew = (): Promise<void> =>
       serial(async () => {
         if (!(ttl > 0)) return
         const now = this.clock.now()
         const lease: TaskLease = { ...held.lease, lease_until: now + ttl, heartbeat_at: now }
-        const version = await this.storage.swap(held.requestId, held.version, { row: held.row, lease })
+        let version: string | null
+        try {
+          version = await this.storage.swap(held.requestId, held.version, { row: held.row, lease })
+        } catch (e) {
+          // The store is unreachable. If the lease lapses before the next renewal could prove it, another worker
+          // may take the task over meanwhile: stop the body now rather than let two run at once.
+          const until = held.lease.lease_until
+          if (until !== null && this.clock.now() + Math.max(every, 0) >= until)
+            lost.abort(
+              new TaskLeaseLostError(
+                `Task request '${held.requestId}' could not renew its lease before it lapses (${errorText(e)}); ` +
+                  "stopping so another worker can take it over",
+              ),
+            )
+          throw e
+        }
         if (version === null) {
           lost.abort(
             new TaskLeaseLostError(`Task request '${held.requestId}' was taken over by another worker`),
@@ -231,7 +272,6 @@ export class TaskLedger {
         held.lease = lease
         held.version = version
       })
-    const every = this.leaseRenewInterval
     const timer =
       ttl > 0 && every > 0
         ? setInterval(() => {
@@ -257,8 +297,25 @@ export class TaskLedger {
       throw err
     }
     await stop()
+    let stored: JsonValue
     try {
-      await serial(() => this.#finish(held, "completed", result, null))
+      stored = toJsonValue(result)
+    } catch (e) {
+      // A cycle overflows the conversion. Leaving the row in flight would block every caller until the lease
+      // lapses; a failed row says why and lets the next call run the task again.
+      const unstorable = new TaskResultUnstorableError(
+        `Task request '${held.requestId}' returned a result that is not JSON (${errorText(e)}); it was recorded ` +
+          "as failed and the next call runs it again. Return plain JSON (no cycles, no nesting thousands deep) from the task.",
+      )
+      try {
+        await serial(() => this.#finish(held, "failed", null, errorText(unstorable)))
+      } catch (e2) {
+        this.#onWarning(`could not record the failure of task request '${held.requestId}': ${errorText(e2)}`)
+      }
+      throw unstorable
+    }
+    try {
+      await serial(() => this.#finish(held, "completed", stored, null))
     } catch (e) {
       if (!(e instanceof TaskLeaseLostError)) throw e
       this.#onWarning(`task result discarded for request '${held.requestId}': ${e.message}`)
@@ -311,13 +368,29 @@ export class TaskLedger {
    * lease) or failed. `completed` stores `result` for later calls; `not_executed` lets the next call run it.
    */
   async release(requestId: string, options: TaskReleaseOptions): Promise<TaskRecord> {
+    // Operators' input arrives from CLIs and HTTP bodies: check its shape, not just its presence.
+    if (typeof options !== "object" || options === null)
+      throw new TaskReleaseRefusedError("release requires options { verified, by, reason }")
     const { verified, by, reason } = options
     if (verified !== "completed" && verified !== "not_executed")
       throw new TaskReleaseRefusedError(
-        `verified must be 'completed' or 'not_executed', got '${String(verified)}'`,
+        `verified must be 'completed' or 'not_executed', got '${safeString(verified)}'`,
       )
-    if (!by?.trim()) throw new TaskReleaseRefusedError("release requires 'by' (who verified the outcome)")
-    if (!reason?.trim()) throw new TaskReleaseRefusedError("release requires a 'reason'")
+    if (typeof by !== "string" || !by.trim())
+      throw new TaskReleaseRefusedError(
+        "release requires 'by' (who verified the outcome) as a non-empty string",
+      )
+    if (typeof reason !== "string" || !reason.trim())
+      throw new TaskReleaseRefusedError("release requires a 'reason' as a non-empty string")
+    let releasedResult: JsonValue = null
+    if (verified === "completed")
+      try {
+        releasedResult = toJsonValue(options.result ?? null)
+      } catch (e) {
+        throw new TaskReleaseRefusedError(
+          `the release result is not JSON (${errorText(e)}); pass plain JSON (no cycles, no nesting thousands deep) as result`,
+        )
+      }
     for (;;) {
       const current = await this.storage.get(requestId)
       if (!current) throw new TaskReleaseRefusedError(`Cannot release unknown task request '${requestId}'`)
@@ -336,7 +409,7 @@ export class TaskLedger {
           ? {
               ...current.row,
               status: "completed",
-              result: toJsonValue(options.result ?? null),
+              result: releasedResult,
               error: null,
               finished_at: now,
             }

@@ -74,11 +74,15 @@ async function walkParents(root: string, parts: readonly string[], create: boole
 }
 
 const NOFOLLOW = constants.O_NOFOLLOW ?? 0
+// A FIFO opened without O_NONBLOCK waits for its other end forever, holding a libuv threadpool thread (four of them
+// stall every file operation of the process). With it, the open returns and fstat refuses the non-regular file;
+// regular files ignore the flag.
+const NONBLOCK = constants.O_NONBLOCK ?? 0
 
 /** Reads a regular file of at most 1 MiB under root, decoding UTF-8 with replacement. */
 export async function safeRead(root: string, parts: readonly string[]): Promise<string> {
   const full = await walkParents(root, parts, false)
-  const fh = await open(full, constants.O_RDONLY | NOFOLLOW).catch((e: { code?: string }) => {
+  const fh = await open(full, constants.O_RDONLY | NOFOLLOW | NONBLOCK).catch((e: { code?: string }) => {
     if (e.code === "ELOOP") throw new WorkspacePathError("the file is a symlink; refused")
     if (e.code === "ENOENT") throw new WorkspacePathError(`no such file: ${parts.join("/")}`)
     throw e
@@ -106,13 +110,16 @@ export async function safeWrite(root: string, parts: readonly string[], content:
   if (existing && !existing.isFile()) throw new WorkspacePathError("target exists and is not a regular file")
   const fh = await open(
     full,
-    constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | NOFOLLOW,
+    constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | NOFOLLOW | NONBLOCK,
     0o600,
   ).catch((e: { code?: string }) => {
     if (e.code === "ELOOP") throw new WorkspacePathError("the file is a symlink; refused")
+    // A FIFO swapped in after the check above, with no reader: refused instead of waiting for one.
+    if (e.code === "ENXIO") throw new WorkspacePathError("target is not a regular file")
     throw e
   })
   try {
+    if (!(await fh.stat()).isFile()) throw new WorkspacePathError("target is not a regular file")
     await fh.writeFile(bytes)
     await fh.sync()
   } finally {

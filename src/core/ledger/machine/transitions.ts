@@ -1,6 +1,7 @@
 // Every row the ledger writes, as a pure function of the row the writer holds. Nothing else in the package builds a
 // LedgerEntry to store: the claim loop, fenced writes, operator actions and the backends' atomic claims call these.
 
+import { safeString } from "../../repr.ts"
 import { LedgerResultUnstorableError, type UnstorableReason } from "../errors.ts"
 import type { ToolTransitionBinding } from "../model/binding.ts"
 import { type JsonValue, toJsonValue } from "../model/canonical.ts"
@@ -295,5 +296,5 @@ export const ALLOWED_DECISION: Decision = /* @__PURE__ */ Object.freeze({
 /** `"{Type}: {message}"`, as the original records errors. */
 export function errorText(e: unknown): string {
   if (e instanceof Error) return `${e.name}: ${e.message}`
-  return `Error: ${String(e)}`
+  return `Error: ${safeString(e)}`
 }

@@ -1,0 +1,205 @@
+// Cancellation of a durable run: what an abort leaves in the action ledger must let a rerun of the same run id
+// finish without repeating a side effect, and without waiting for a lease to lapse.
+import { describe, expect, it } from "vitest"
+import {
+  type HarnessTool,
+  type ModelClient,
+  type ModelRequest,
+  type ModelResponse,
+  RunFailed,
+  runPlan,
+} from "../../../src/core/harness/index.ts"
+import { ActionLedger, ManualClock, MemoryLedgerStorage } from "../../../src/core/index.ts"
+import { task } from "./helpers.ts"
+
+const text = (t: string): ModelResponse => ({ parts: [{ type: "text", text: t }] })
+const call = (name: string): ModelResponse => ({
+  parts: [{ type: "tool_call", id: "c1", name, args: { amount: 5 } }],
+})
+
+const hang = (signal: AbortSignal) =>
+  new Promise<never>((_, reject) =>
+    signal.addEventListener("abort", () => reject(signal.reason), { once: true }),
+  )
+
+/** Task "pay" calls the charge tool once and then answers; "slow" answers; "out" joins them. */
+function scripted(opts: { hangSlow: boolean }): ModelClient & { sent: string[] } {
+  const m = {
+    sent: [] as string[],
+    request: async (req: ModelRequest, signal: AbortSignal) => {
+      const id = req.context.task_id
+      m.sent.push(`${id}#${req.context.step}`)
+      if (id === "pay") return req.context.step === 0 ? call("charge") : text("paid")
+      if (id === "slow" && opts.hangSlow) return hang(signal)
+      return text(id)
+    },
+  }
+  return m
+}
+
+const plan = { tasks: [task("pay"), task("slow"), task("out", ["pay", "slow"])], output_task_id: "out" }
+
+describe("a durable run that is cancelled, then rerun with the same run id", () => {
+  it("cancelled while a model request hangs: the rerun finishes at once, replays the finished task, charges once", async () => {
+    const storage = new MemoryLedgerStorage()
+    const ledger = new ActionLedger({
+      storage,
+      clock: new ManualClock(),
+      leaseTtl: 3600,
+      onWarning: () => {},
+    })
+    const charges: number[] = []
+    const charge: HarnessTool = {
+      name: "charge",
+      parameters: { type: "object" },
+      binding: { agentId: "pay", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" },
+      execute: async (args) => {
+        charges.push(args.amount as number)
+        return "ch_1"
+      },
+    }
+    const runId = `run:${"cd".repeat(16)}`
+    const ac = new AbortController()
+    const first = scripted({ hangSlow: true })
+    const p = runPlan(plan, { model: first, ledger, tools: [charge] }, { run_id: runId, signal: ac.signal })
+    while (!first.sent.includes("slow#0") || !first.sent.includes("pay#1"))
+      await new Promise((r) => setTimeout(r, 1))
+    await new Promise((r) => setTimeout(r, 5))
+    ac.abort("operator stop")
+    const err = await p.catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(RunFailed)
+
+    const second = scripted({ hangSlow: false })
+    const result = await runPlan(plan, { model: second, ledger, tools: [charge] }, { run_id: runId })
+    expect(result.output).toBe("out")
+    expect(charges).toEqual([5])
+    expect(second.sent).not.toContain("pay#0")
+    expect(second.sent).toContain("slow#0")
+  })
+
+  it("cancelled while a non-idempotent tool runs (it honours the abort after charging): the rerun never charges again", async () => {
+    const storage = new MemoryLedgerStorage()
+    const ledger = new ActionLedger({
+      storage,
+      clock: new ManualClock(),
+      leaseTtl: 3600,
+      onWarning: () => {},
+    })
+    const charges: number[] = []
+    let charged!: () => void
+    const didCharge = new Promise<void>((r) => {
+      charged = r
+    })
+    const charge: HarnessTool = {
+      name: "charge",
+      parameters: { type: "object" },
+      binding: { agentId: "pay", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" },
+      execute: async (args, ctx) => {
+        charges.push(args.amount as number) // the money moved...
+        charged()
+        return hang(ctx.signal) // ...and the confirmation never came back before the abort
+      },
+    }
+    const runId = `run:${"ef".repeat(16)}`
+    const ac = new AbortController()
+    const p = runPlan(
+      plan,
+      { model: scripted({ hangSlow: true }), ledger, tools: [charge] },
+      { run_id: runId, signal: ac.signal },
+    )
+    await didCharge
+    ac.abort("operator stop")
+    await expect(p).rejects.toBeInstanceOf(RunFailed)
+
+    const rerun = await runPlan(
+      plan,
+      { model: scripted({ hangSlow: false }), ledger, tools: [charge] },
+      { run_id: runId },
+    ).catch((e: unknown) => e)
+    expect(charges).toEqual([5])
+    // Fails closed: the ledger's gate refuses the cut-off call instead of repeating it; an operator settles it.
+    expect(rerun).toBeInstanceOf(RunFailed)
+    expect((rerun as RunFailed).result.failure).toMatchObject({
+      task_id: "pay",
+      error_type: "LedgerHardBlockError",
+    })
+  })
+})
+
+describe("durable keys built from task ids", () => {
+  it("a task id that spells another task's request key ('a/r0') gets its own rows: every task runs once, outputs stay apart", async () => {
+    const storage = new MemoryLedgerStorage()
+    const ledger = new ActionLedger({
+      storage,
+      clock: new ManualClock(),
+      leaseTtl: 3600,
+      onWarning: () => {},
+    })
+    const sent: string[] = []
+    const m: ModelClient = {
+      request: async (req) => {
+        sent.push(req.context.task_id)
+        return text(`output of ${req.context.task_id}`)
+      },
+    }
+    const collide = {
+      tasks: [task("a"), task("a/r0", ["a"]), task("out", ["a/r0"])],
+      output_task_id: "out",
+    }
+    const runId = `run:${"12".repeat(16)}`
+    const result = await runPlan(collide, { model: m, ledger }, { run_id: runId })
+    expect(sent.sort()).toEqual(["a", "a/r0", "out"])
+    expect(result.tasks.map((t) => [t.task_id, t.status])).toEqual([
+      ["a", "succeeded"],
+      ["a/r0", "succeeded"],
+      ["out", "succeeded"],
+    ])
+    // And a rerun replays all three without sending anything.
+    sent.length = 0
+    const again = await runPlan(collide, { model: m, ledger }, { run_id: runId })
+    expect(sent).toEqual([])
+    expect(again.output).toBe(result.output)
+  })
+})
+
+describe("a durable row at a task's key that is not a task's result", () => {
+  it("fails that task with a typed error; the run settles instead of hanging on a non-string output", async () => {
+    const storage = new MemoryLedgerStorage()
+    const ledger = new ActionLedger({
+      storage,
+      clock: new ManualClock(),
+      leaseTtl: 3600,
+      onWarning: () => {},
+    })
+    const runId = `run:${"34".repeat(16)}`
+    // Another writer used the key first.
+    const foreign = ledger.tool(
+      { name: "other", binding: { agentId: "x", policyVersion: "1", sideEffectClass: "read" } },
+      async () => ({ not: "a task" }),
+    )
+    await foreign({}, { requestId: `${runId}/a` })
+    const m: ModelClient = { request: async () => text("x") }
+    const err = await within(
+      runPlan({ tasks: [task("a")], output_task_id: "a" }, { model: m, ledger }, { run_id: runId }).catch(
+        (e: unknown) => e,
+      ),
+      5_000,
+    )
+    expect(err).toBeInstanceOf(RunFailed)
+    expect((err as RunFailed).result.failure).toMatchObject({ task_id: "a", error_type: "HarnessError" })
+  })
+})
+
+async function within<T>(p: Promise<T>, ms: number): Promise<T> {
+  let timer: ReturnType<typeof setTimeout> | undefined
+  try {
+    return await Promise.race([
+      p,
+      new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`did not settle within ${ms} ms`)), ms)
+      }),
+    ])
+  } finally {
+    clearTimeout(timer)
+  }
+}
