@@ -45,8 +45,13 @@ export function protect<A extends object, R>(
   const cacheKey = (args: A): string => {
     if (entityParam !== undefined) {
       const entity = (args as Record<string, unknown>)[entityParam]
-      if (entity !== undefined && entity !== null)
-        return JSON.stringify([toolName, "entity", keyPart(entity)])
+      if (entity !== undefined && entity !== null) {
+        // Ids keep their string form ("42" and 42 are one entity); a structured entity gets its own namespace,
+        // so the array ["a"] and the string '["a"]' do not share an entry.
+        return typeof entity === "object"
+          ? JSON.stringify([toolName, "entity-json", stableStringify(entity)])
+          : JSON.stringify([toolName, "entity", keyPart(entity)])
+      }
     }
     return JSON.stringify([toolName, "args", keyPart(args)])
   }
@@ -79,6 +84,16 @@ function stableStringify(value: unknown): string {
   if (typeof value === "bigint") return `${value}n`
   if (value === null || typeof value !== "object") return JSON.stringify(value) ?? String(value)
   if (Array.isArray(value)) return `[${value.map(stableStringify).join(",")}]`
+  // A Date has no own keys: every date would be "{}" and share one entry. Use what JSON would send (toJSON),
+  // and spell out Maps and Sets, which have no keys either.
+  const toJSON = (value as { toJSON?: unknown }).toJSON
+  if (typeof toJSON === "function") return stableStringify(toJSON.call(value))
+  if (value instanceof Map)
+    return `Map(${[...value]
+      .map(([k, v]) => `${stableStringify(k)}=>${stableStringify(v)}`)
+      .sort()
+      .join(",")})`
+  if (value instanceof Set) return `Set(${[...value].map(stableStringify).sort().join(",")})`
   const obj = value as Record<string, unknown>
   const keys = Object.keys(obj).sort()
   return `{${keys.map((k) => `${JSON.stringify(k)}:${stableStringify(obj[k])}`).join(",")}}`
