@@ -131,6 +131,30 @@ describe("path scope: lexical containment holds against the model's path tricks"
     expect(await outcome(read({ path }))).toEqual({ violation: "scope_path" })
   })
 
+  // Under /data lexically, but a URL parser reads %2e%2e as ".." and Windows drops trailing dots and spaces:
+  // a tool that builds a URL from the path, or runs on Windows, would climb out.
+  it.each([
+    "/data/%2e%2e/etc/passwd",
+    "/data/%2E%2E/etc",
+    "/data/.%2e/etc",
+    "/data/%2e./etc",
+    "/data/%252e%252e/etc",
+    "/data/.. /etc",
+    "/data/x/..",
+    "/data/... /x",
+    "/data/x/. . /y",
+  ])("refuses the disguised dot segment in %j", async (path) => {
+    const outcomeOf = await outcome(read({ path }))
+    // "/data/x/.." is plain ".." and normalizes to /data, which is allowed: it is the control.
+    expect(outcomeOf).toEqual(path === "/data/x/.." ? { ok: "/data" } : { violation: "scope_path" })
+  })
+
+  it("keeps names that merely contain dots", async () => {
+    for (const name of [".hidden", "a..b", "..a", "a.", "v1.2.3", "%2ea"]) {
+      expect(await outcome(read({ path: `/data/${name}` }))).toEqual({ ok: `/data/${name}` })
+    }
+  })
+
   it("passes the normalized path, so the tool never sees the segments that were checked away", async () => {
     expect(await outcome(read({ path: "//data//a/./b/../c" }))).toEqual({ ok: "/data/a/c" })
     expect(await outcome(read({ path: "/data/a\\b" }))).toEqual({ ok: "/data/a/b" })
