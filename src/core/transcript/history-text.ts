@@ -1,15 +1,15 @@
-import { isRecord } from "./clone.ts"
+import { isRecord, safeString } from "./clone.ts"
 
 // The original counted only `content`; tool-call arguments and structured results (AI SDK `input` /
 // `output`, OpenAI `function.arguments`) are often the bulk of a transcript, so they count here too.
 export function messageText(message: unknown): string {
   if (typeof message === "string") return message
-  if (!isRecord(message)) return String(message)
+  if (!isRecord(message)) return safeString(message)
   const parts = [contentText(message.content)]
   if (Array.isArray(message.tool_calls)) {
     for (const c of message.tool_calls) {
       if (isRecord(c) && isRecord(c.function))
-        parts.push(`${String(c.function.name ?? "")} ${String(c.function.arguments ?? "")}`)
+        parts.push(`${safeString(c.function.name ?? "")} ${safeString(c.function.arguments ?? "")}`)
     }
   }
   return parts.filter(Boolean).join(" ")
@@ -18,12 +18,12 @@ export function messageText(message: unknown): string {
 function contentText(content: unknown): string {
   if (content === undefined || content === null) return ""
   if (typeof content === "string") return content
-  if (!Array.isArray(content)) return String(content)
+  if (!Array.isArray(content)) return safeString(content)
   return content.map(blockText).join(" ")
 }
 
 function blockText(block: unknown): string {
-  if (!isRecord(block)) return String(block)
+  if (!isRecord(block)) return safeString(block)
   if (typeof block.text === "string" && block.text) return block.text
   if (block.content !== undefined && block.content !== null) return contentText(block.content)
   const payload = block.input ?? block.args ?? block.output ?? block.result
@@ -51,7 +51,7 @@ export function fingerprint(message: unknown): string {
           : []),
       ]
     : []
-  const s = `${messageRole(message)}\u0000${messageText(message)}\u0000${ids.join(",")}\u0000${idsInContent(message)}`
+  const s = `${messageRole(message)}\u0000${messageText(message)}\u0000${ids.map((id) => (id === undefined || id === null ? "" : safeString(id))).join(",")}\u0000${idsInContent(message)}`
   let h1 = 0x811c9dc5
   let h2 = 0x01000193
   for (let i = 0; i < s.length; i++) {
@@ -65,6 +65,6 @@ export function fingerprint(message: unknown): string {
 function idsInContent(message: unknown): string {
   if (!isRecord(message) || !Array.isArray(message.content)) return ""
   return message.content
-    .map((b) => (isRecord(b) ? String(b.id ?? b.tool_use_id ?? b.toolCallId ?? "") : ""))
+    .map((b) => (isRecord(b) ? safeString(b.id ?? b.tool_use_id ?? b.toolCallId ?? "") : ""))
     .join(",")
 }

@@ -1,4 +1,4 @@
-import { clonePlain, isRecord } from "./clone.ts"
+import { clonePlain, isRecord, safeString } from "./clone.ts"
 import { MessageValidationError } from "./errors.ts"
 import type { FormatAdapter, Part } from "./formats/adapter.ts"
 import { interruptedResultText } from "./interrupted.ts"
@@ -53,7 +53,7 @@ export function repairTranscript(
     const bad = !isRecord(m)
       ? "is not an object"
       : options.strictRoles && !(typeof role === "string" && adapter.roles.has(role))
-        ? `has invalid role '${String(role ?? "")}'`
+        ? `has invalid role '${safeString(role ?? "")}'`
         : undefined
     if (bad) {
       if (options.invalidMessages === "throw") {
