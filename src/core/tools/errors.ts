@@ -61,6 +61,11 @@ export function clipText(text: string, max = SHOWN_CHARS): string {
   return text.length > max ? `${text.slice(0, max)}...` : text
 }
 
+/** A tool name as the model wrote it, for messages: clipped, and never a TypeError when it is not a string. */
+export function shownName(name: unknown): string {
+  return typeof name === "string" ? clipText(name) : shownValue(name)
+}
+
 /** The repr of a model-supplied value, bounded in size (and in work: long arrays are not walked to the end). */
 function shownValue(value: unknown): string {
   let cut = false

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from "../errors.ts"
-import { clipText, ToolBoundaryError } from "./errors.ts"
+import { shownName, ToolBoundaryError } from "./errors.ts"
 
 /** Any tool the registry can hold: a function with a `toolName` (bounded/protected) or a named function. */
 export type RegisteredTool = ((args: never) => unknown) & { readonly toolName?: string }
@@ -59,7 +59,7 @@ export class ToolRegistry {
         ? `Use one of the allowed tools: ${list.join(", ")}.`
         : "Register allowed tools on ToolRegistry before dispatch."
     // The name is the model's: shown clipped, like every value it wrote (see boundaryError).
-    const shown = clipText(String(name))
+    const shown = shownName(name)
     throw new ToolBoundaryError(`${shown}: not_in_allowlist`, {
       violation: "not_in_allowlist",
       toolName: name,

@@ -1,5 +1,6 @@
 import { InvalidOptionError } from "../errors.ts"
 import {
+  shownName,
   ToolBoundaryError,
   ToolBoundaryExhaustedError,
   ToolRunnerConfigError,
@@ -103,7 +104,8 @@ export class ToolRunner {
     for (let attempt = 0; ; attempt++) {
       try {
         if (!current) this.#validateName(name)
-        if (!current) throw new ToolRunnerConfigError(`Tool '${name}' is allowed but has no implementation.`)
+        if (!current)
+          throw new ToolRunnerConfigError(`Tool '${shownName(name)}' is allowed but has no implementation.`)
         const result = await this.call(current as AnyTool as (a: unknown) => unknown, args)
         return { result, messages, toolName: name, toolCallId }
       } catch (error) {
@@ -117,7 +119,7 @@ export class ToolRunner {
         const next = request.parseToolCall(messages, name)
         if (!next) {
           throw new ToolBoundaryExhaustedError(
-            `The model answered without a tool call after '${name}' was blocked; its last answer is in messages.`,
+            `The model answered without a tool call after '${shownName(name)}' was blocked; its last answer is in messages.`,
             { lastError: last, messages },
           )
         }
@@ -128,7 +130,7 @@ export class ToolRunner {
       }
     }
     throw new ToolBoundaryExhaustedError(
-      `Tool '${name}' failed after ${this.maxLlmRetries} LLM retries. Inspect lastError and fix the tool or prompt.`,
+      `Tool '${shownName(name)}' failed after ${this.maxLlmRetries} LLM retries. Inspect lastError and fix the tool or prompt.`,
       { lastError: last, messages },
     )
   }
@@ -142,7 +144,7 @@ export class ToolRunner {
     if (this.registry) this.registry.validateCall(name)
     else
       throw new ToolRunnerConfigError(
-        `The model chose '${name}', but the runner has no registry to find it in.`,
+        `The model chose '${shownName(name)}', but the runner has no registry to find it in.`,
       )
   }
 }

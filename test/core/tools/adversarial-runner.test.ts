@@ -155,6 +155,42 @@ describe("ToolRunner retry budgets cannot be escaped", () => {
     expect(messages[2]?.content).toContain("Tool '__proto__' is not available")
   })
 
+  it("a tool name that is not a string (parsed JSON with no usable toString) is refused, not a TypeError", async () => {
+    const odd = JSON.parse('{"toString": 1}') as string
+    const t = bounded(async (x: { n: number }) => x.n, { name: "t", schema: { n: { type: "integer" } } })
+    const registry = new ToolRegistry()
+    registry.register(t)
+    const e = await new ToolRunner({ registry, maxLlmRetries: 1 })
+      .runWithLlmRetry<Msg>(t, {
+        messages: [],
+        toolCallId: "c0",
+        args: { n: "x" },
+        invokeLlm: (m) => m,
+        parseToolCall: () => ({ name: odd, args: { n: 1 } }),
+      })
+      .catch((err: unknown) => err)
+    expect(e).toBeInstanceOf(ToolBoundaryExhaustedError)
+    const last = (e as ToolBoundaryExhaustedError).lastError
+    expect(last.violation).toBe("not_in_allowlist")
+    expect(last.llmMessage).toContain("Tool '{'toString': 1}' is not available")
+    let direct: unknown
+    try {
+      registry.validateCall(Object.create(null) as string)
+    } catch (err) {
+      direct = err
+    }
+    expect(direct).toBeInstanceOf(ToolBoundaryError)
+    await expect(
+      new ToolRunner().runWithLlmRetry<Msg>(t, {
+        messages: [],
+        toolCallId: "c0",
+        args: { n: "x" },
+        invokeLlm: (m) => m,
+        parseToolCall: () => ({ name: odd, args: {} }),
+      }),
+    ).rejects.toThrow("The model chose '{'toString': 1}'")
+  })
+
   it.each([
     ["maxLlmRetries", Number.NaN],
     ["maxToolRetries", Number.NaN],
