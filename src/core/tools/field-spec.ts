@@ -131,11 +131,17 @@ function stringCheck(spec: FieldSpec, path: string): Check {
   }
   const typed: Check = (v, p) => {
     if (typeof v !== "string") return fail("string_type", p, v, "string")
-    if (re && !re.test(v))
-      return fail("string_pattern_mismatch", p, v, `string matching pattern '${spec.pattern}'`)
     return { ok: true, value: v }
   }
-  return withLength(typed, spec, "string_too_short", "string_too_long")
+  const sized = withLength(typed, spec, "string_too_short", "string_too_long")
+  if (!re) return sized
+  // Length before pattern, as pydantic orders them: a model's 100 KB string never reaches a pattern that
+  // backtracks (JavaScript regexes have no time limit) when max_length would refuse it anyway.
+  return (v, p) => {
+    const r = sized(v, p)
+    if (!r.ok || re.test(v as string)) return r
+    return fail("string_pattern_mismatch", p, v, `string matching pattern '${spec.pattern}'`)
+  }
 }
 
 function withLength(check: Check, spec: FieldSpec, short: string, long: string): Check {

@@ -71,6 +71,23 @@ describe("field spec: what the tool receives is what was checked", () => {
     expect(await free({ s: "a\0\ud800" })).toBe("a\0\ud800")
   })
 
+  it("max_length is checked before a pattern, so a long string never reaches a backtracking regex", async () => {
+    // (a+)+$ backtracks exponentially on "aaa…!": 5,000 characters would not finish. pydantic checks length first.
+    const t = bounded(async (a: { s: string }) => a.s, {
+      name: "s",
+      schema: { s: { type: "string", pattern: "^(a+)+$", max_length: 30 } },
+    })
+    const e = await failure(t({ s: `${"a".repeat(5_000)}!` }))
+    expect(e.violation).toBe("string_too_long")
+    expect((await failure(t({ s: "aab!" }))).violation).toBe("pattern_mismatch")
+    expect(await t({ s: "aaa" })).toBe("aaa")
+    const short = bounded(async (a: { s: string }) => a.s, {
+      name: "s",
+      schema: { s: { type: "string", pattern: "^x", min_length: 3 } },
+    })
+    expect((await failure(short({ s: "y" }))).violation).toBe("string_too_short")
+  })
+
   it("extra keys are refused, __proto__ and constructor included", async () => {
     const t = bounded(async (a: { s: string }) => a.s, { name: "s", schema: { s: { type: "string" } } })
     for (const json of ['{"s": "a", "__proto__": {"admin": true}}', '{"s": "a", "constructor": {}}']) {
