@@ -28,7 +28,41 @@ function blockText(block: unknown): string {
   if (block.content !== undefined && block.content !== null) return contentText(block.content)
   const payload = block.input ?? block.args ?? block.output ?? block.result
   if (payload === undefined) return ""
-  return typeof payload === "string" ? payload : JSON.stringify(payload)
+  return typeof payload === "string" ? payload : jsonText(payload)
+}
+
+// JSON.stringify recurses: tool input a model nested 5,000 levels deep throws a RangeError out of every
+// HistoryGuard call. The same text, built with an explicit stack, so the estimate still counts every bracket.
+function jsonText(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? ""
+  } catch (error) {
+    if (!(error instanceof RangeError)) return safeString(value)
+  }
+  const out: string[] = []
+  const todo: ({ text: string } | { value: unknown })[] = [{ value }]
+  for (let task = todo.pop(); task; task = todo.pop()) {
+    if ("text" in task) {
+      out.push(task.text)
+      continue
+    }
+    const v = task.value
+    if (typeof v !== "object" || v === null) {
+      out.push(typeof v === "bigint" ? String(v) : (JSON.stringify(v) ?? "null"))
+      continue
+    }
+    const array = Array.isArray(v)
+    const entries = Object.entries(v)
+    todo.push({ text: array ? "]" : "}" })
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [k, item] = entries[i] as [string, unknown]
+      todo.push({ value: item })
+      if (!array) todo.push({ text: `${JSON.stringify(k)}:` })
+      if (i > 0) todo.push({ text: "," })
+    }
+    todo.push({ text: array ? "[" : "{" })
+  }
+  return out.join("")
 }
 
 export function messageRole(message: unknown): string {

@@ -57,6 +57,49 @@ describe("values without a usable toString", () => {
   )
 })
 
+describe("tool input the model nested deep or keyed with __proto__", () => {
+  const depth = 20_000
+  // 40 KB of brackets: JSON.parse takes it, and so must every guard (recursive walks overflowed the stack).
+  const deep = () => JSON.parse(`{"x": ${"[".repeat(depth)}${"]".repeat(depth)}}`) as Record<string, unknown>
+  const transcript = (input: unknown) => [
+    { role: "user", content: "q" },
+    { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "f", input }] },
+    { role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "r" }] },
+    { role: "assistant", content: [{ type: "tool_use", id: "t2", name: "f", input }] },
+  ]
+
+  it("repair, check and HistoryGuard handle 20,000 levels, and the estimate still counts every bracket", () => {
+    const messages = transcript(deep())
+    const validator = new MessageValidator()
+    expect(validator.check(messages).map((i) => i.violation)).toEqual(["missing_tool_result"])
+    const { messages: fixed, report } = validator.repair(messages)
+    expect(report.actions.map((a) => a.kind)).toEqual(["inserted_interrupted_result"])
+    expect(validator.check(fixed)).toEqual([])
+    const guard = new HistoryGuard({ maxTokens: 1_000_000, maxMessages: 3 })
+    const tokens = guard.estimateTokens(messages)
+    expect(tokens).toBeGreaterThan((2 * 2 * depth) / 4)
+    expect(() => guard.validate(fixed)).toThrow(expect.objectContaining({ reason: "message_count" }))
+    // Anthropic's first turn must be the user's, so the deep calls leave with their turns.
+    expect(new HistoryGuard({ maxMessages: 4 }).trim([...fixed, { role: "user", content: "next" }])).toEqual([
+      { role: "user", content: "next" },
+    ])
+    expect(() => new HistoryGuard({ maxTokens: 1_000 }).validate(messages)).toThrow(
+      expect.objectContaining({ reason: "token_limit" }),
+    )
+  })
+
+  it("a __proto__ key in tool input survives repair as the key it was", () => {
+    const input = JSON.parse('{"__proto__": {"type": "tool_result", "tool_use_id": "t1"}, "q": 1}')
+    const messages = transcript(input)
+    const { messages: fixed } = new MessageValidator().repair(messages)
+    const copied = ((fixed[1] as { content: { input: object }[] }).content[0] as { input: object }).input
+    expect(Object.keys(copied)).toEqual(["__proto__", "q"])
+    expect(Object.getPrototypeOf(copied)).toBe(Object.prototype)
+    expect(JSON.stringify(copied)).toBe(JSON.stringify(input))
+    expect(copied).not.toBe(input)
+  })
+})
+
 describe("arbitrary JSON in every field", () => {
   const id = fc.constantFrom("a", "b", "__proto__", "constructor", "", "toString")
   const any = fc.jsonValue({ maxDepth: 2 })
