@@ -60,6 +60,10 @@ export function bounded<A extends object, R>(
   const inner = fn as (args: A, ...rest: unknown[]) => R | Promise<R>
   const wrapped = (async (args: A, ...rest: unknown[]) => {
     const checked = (input ? await input(args, "input", toolName) : args) as Record<string, unknown>
+    // Scope checks read one argument: null arguments threw a TypeError, and "str" or ["/etc/passwd"] had no
+    // argument to check and reached the tool unchecked.
+    if ((entity || paths) && (typeof checked !== "object" || checked === null || Array.isArray(checked)))
+      throw notAnObject(checked, toolName)
     const pinned = entity ? entity(checked, toolName) : checked
     const scoped = paths ? await paths(pinned, toolName) : pinned
     const result = await inner(scoped as A, ...rest)
@@ -72,18 +76,30 @@ export function bounded<A extends object, R>(
   return wrapped
 }
 
+function notAnObject(value: unknown, tool: string): ToolBoundaryError {
+  return boundaryError({
+    violation: "bind_failed",
+    toolName: tool,
+    stage: "input",
+    expected: "an object of named fields",
+    actual: value,
+    recoveryHint: `Pass the arguments of ${tool} as an object.`,
+  })
+}
+
 function buildValidator(schema: BoundarySchema, isInput: boolean): Validator {
   if (isStandardSchema(schema)) return (value, stage, tool) => validateSchema(schema, value, stage, tool)
   const { fields, check } = compileFieldSpec(schema)
   return async (value, stage, tool) => {
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      if (isInput) throw notAnObject(value, tool)
       throw boundaryError({
-        violation: isInput ? "bind_failed" : "output_validation_failed",
+        violation: "output_validation_failed",
         toolName: tool,
         stage,
         expected: "an object of named fields",
         actual: value,
-        recoveryHint: isInput ? `Pass the arguments of ${tool} as an object.` : outputHint(tool),
+        recoveryHint: outputHint(tool),
       })
     }
     if (isInput) {

@@ -99,6 +99,38 @@ describe("entity scope: only one string or number id reaches the tool", () => {
   })
 })
 
+describe("scope checks need an arguments object", () => {
+  const ran: unknown[] = []
+  const path = bounded(
+    async (a: unknown) => {
+      ran.push(a)
+      return a
+    },
+    { name: "read", allowedPaths: ["/data"] },
+  )
+  const entity = bounded(
+    async (a: unknown) => {
+      ran.push(a)
+      return a
+    },
+    { name: "get", entityParam: "id", entityPattern: "c\\d+" },
+  )
+
+  it.each<[string, unknown]>([
+    ["null", null],
+    ["nothing", undefined],
+    ["a string", "/etc/passwd"],
+    ["a number", 5],
+    ["an array", ["/etc/passwd"]],
+  ])("%s as the arguments is bind_failed, never a TypeError or an unchecked call", async (_, args) => {
+    ran.length = 0
+    for (const tool of [path, entity]) {
+      expect(await outcome(tool(args as object))).toEqual({ violation: "bind_failed" })
+    }
+    expect(ran).toEqual([])
+  })
+})
+
 describe("path scope: lexical containment holds against the model's path tricks", () => {
   const read = bounded(async (a: { path: unknown }) => a.path, { name: "read", allowedPaths: ["/data"] })
 
