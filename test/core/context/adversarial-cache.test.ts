@@ -91,6 +91,24 @@ describe("protect() keys: different requests get different entries", () => {
     for (const k of keys.slice(ids.length)) expect(keys.slice(0, ids.length)).not.toContain(k)
   })
 
+  it("arguments nested 50,000 deep are keyed (the recursive key overflowed the stack with a RangeError)", async () => {
+    const deep = () => JSON.parse(`{"q": ${"[".repeat(50_000)}1${"]".repeat(50_000)}}`) as { q: unknown }
+    let calls = 0
+    const tool = protect(
+      async (_: { q: unknown }) => {
+        calls++
+        return "ok"
+      },
+      { name: "deep" },
+    )
+    const call = new Session().bind(tool)
+    expect(await call(deep())).toBe("ok")
+    expect(await call(deep())).toBe("ok")
+    expect(calls).toBe(1)
+    const other = JSON.parse(`{"q": ${"[".repeat(50_000)}2${"]".repeat(50_000)}}`) as { q: unknown }
+    expect(tool.cacheKey(other)).not.toBe(tool.cacheKey(deep()))
+  })
+
   it("prototype-named ids are cached and isolated per session like any other", async () => {
     const { tool, calls } = echoTool<{ id: string }>({ name: "get", entityParam: "id" })
     const s1 = new Session().bind(tool)
