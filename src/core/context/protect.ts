@@ -45,8 +45,13 @@ export function protect<A extends object, R>(
   const cacheKey = (args: A): string => {
     if (entityParam !== undefined) {
       const entity = (args as Record<string, unknown>)[entityParam]
-      if (entity !== undefined && entity !== null)
-        return JSON.stringify([toolName, "entity", keyPart(entity)])
+      if (entity !== undefined && entity !== null) {
+        // Ids keep their string form ("42" and 42 are one entity); a structured entity gets its own namespace,
+        // so the array ["a"] and the string '["a"]' do not share an entry.
+        return typeof entity === "object"
+          ? JSON.stringify([toolName, "entity-json", stableStringify(entity)])
+          : JSON.stringify([toolName, "entity", keyPart(entity)])
+      }
     }
     return JSON.stringify([toolName, "args", keyPart(args)])
   }
@@ -74,12 +79,85 @@ function keyPart(value: unknown): string {
   return stableStringify(value)
 }
 
+// Frames this module made (a Map's entries are queued as frames); a caller's object is never taken for one.
+const frames = new WeakSet<object>()
+
+interface Frame {
+  items: unknown[]
+  /** Object keys, shown before each item's text. */
+  keys?: string[]
+  parts: string[]
+  open: string
+  close: string
+  sep: string
+  /** Maps and Sets: order by text, not insertion. */
+  sort?: boolean
+}
+
+// A Date has no own keys: every date would be "{}" and share one entry. Use what JSON would send (toJSON),
+// and spell out Maps and Sets, which have no keys either.
+function leafOrFrame(value: unknown): string | Frame {
+  let v = value
+  for (let hops = 0; hops < 8 && typeof v === "object" && v !== null && !Array.isArray(v); hops++) {
+    const toJSON = (v as { toJSON?: unknown }).toJSON
+    if (typeof toJSON !== "function") break
+    v = toJSON.call(v)
+  }
+  if (v === undefined) return "undefined"
+  if (typeof v === "bigint") return `${v}n`
+  if (v === null || typeof v !== "object") return JSON.stringify(v) ?? String(v)
+  const frame = (items: unknown[], open: string, close: string, sep = ","): Frame => {
+    const f: Frame = { items, parts: [], open, close, sep }
+    frames.add(f)
+    return f
+  }
+  if (Array.isArray(v)) return frame(v, "[", "]")
+  if (v instanceof Map)
+    return Object.assign(
+      frame(
+        [...v].map((e) => frame(e, "", "", "=>")),
+        "Map(",
+        ")",
+      ),
+      { sort: true },
+    )
+  if (v instanceof Set) return Object.assign(frame([...v], "Set(", ")"), { sort: true })
+  const keys = Object.keys(v).sort()
+  return Object.assign(
+    frame(
+      keys.map((k) => (v as Record<string, unknown>)[k]),
+      "{",
+      "}",
+    ),
+    { keys },
+  )
+}
+
+// Iterative: arguments a model nested thousands of levels deep overflowed the recursive version's stack.
 function stableStringify(value: unknown): string {
-  if (value === undefined) return "undefined"
-  if (typeof value === "bigint") return `${value}n`
-  if (value === null || typeof value !== "object") return JSON.stringify(value) ?? String(value)
-  if (Array.isArray(value)) return `[${value.map(stableStringify).join(",")}]`
-  const obj = value as Record<string, unknown>
-  const keys = Object.keys(obj).sort()
-  return `{${keys.map((k) => `${JSON.stringify(k)}:${stableStringify(obj[k])}`).join(",")}}`
+  const first = leafOrFrame(value)
+  if (typeof first === "string") return first
+  const stack: Frame[] = [first]
+  for (;;) {
+    const top = stack[stack.length - 1] as Frame
+    if (top.parts.length < top.items.length) {
+      const child = top.items[top.parts.length]
+      // An entry frame of a Map is already a frame; anything else is classified now.
+      const next = isFrame(child) ? child : leafOrFrame(child)
+      if (typeof next === "string") top.parts.push(next)
+      else stack.push(next)
+      continue
+    }
+    const parts = top.keys ? top.parts.map((p, i) => `${JSON.stringify(top.keys?.[i])}:${p}`) : top.parts
+    if (top.sort) parts.sort()
+    const text = `${top.open}${parts.join(top.sep)}${top.close}`
+    stack.pop()
+    const parent = stack[stack.length - 1]
+    if (!parent) return text
+    parent.parts.push(text)
+  }
+}
+
+function isFrame(value: unknown): value is Frame {
+  return typeof value === "object" && value !== null && frames.has(value)
 }

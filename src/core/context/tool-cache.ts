@@ -8,7 +8,12 @@ const monotonicSeconds: SecondsClock = () => performance.now() / 1000
 interface Entry {
   value: unknown
   expiresAt: number
+  /** The clock `expiresAt` is on (a protected tool may bring its own). */
+  clock: SecondsClock
 }
+
+// Sweeps run when the map has doubled since the last one, so their cost is amortized over the inserts.
+const FIRST_SWEEP_AT = 1024
 
 /** Options for {@link ToolCache}. */
 export interface ToolCacheOptions {
@@ -24,6 +29,7 @@ export class ToolCache {
   readonly #entries = new Map<string, Entry>()
   readonly #inflight = new Map<string, Promise<unknown>>()
   readonly #clock: SecondsClock
+  #sweepAt = FIRST_SWEEP_AT
 
   constructor(options: ToolCacheOptions = {}) {
     this.#clock = options.clock ?? monotonicSeconds
@@ -63,7 +69,8 @@ export class ToolCache {
     const run = (async () => {
       try {
         const value = await load()
-        this.#entries.set(key, { value, expiresAt: now() + ttl })
+        this.#entries.set(key, { value, expiresAt: now() + ttl, clock: now })
+        if (this.#entries.size >= this.#sweepAt) this.#sweep()
         return value
       } catch (error) {
         this.#entries.delete(key)
@@ -74,6 +81,13 @@ export class ToolCache {
     })()
     this.#inflight.set(key, run)
     return run
+  }
+
+  // An expired entry used to leave only when its own key was asked for again: a model cycling through ids grew
+  // the cache (the process-wide default one included) without bound.
+  #sweep(): void {
+    for (const [key, e] of this.#entries) if (e.clock() >= e.expiresAt) this.#entries.delete(key)
+    this.#sweepAt = Math.max(FIRST_SWEEP_AT, 2 * this.#entries.size)
   }
 
   #lookup(key: string, clock?: SecondsClock): Entry | undefined {

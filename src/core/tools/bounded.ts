@@ -60,8 +60,12 @@ export function bounded<A extends object, R>(
   const inner = fn as (args: A, ...rest: unknown[]) => R | Promise<R>
   const wrapped = (async (args: A, ...rest: unknown[]) => {
     const checked = (input ? await input(args, "input", toolName) : args) as Record<string, unknown>
-    entity?.(checked, toolName)
-    const scoped = paths ? await paths(checked, toolName) : checked
+    // Scope checks read one argument: null arguments threw a TypeError, and "str" or ["/etc/passwd"] had no
+    // argument to check and reached the tool unchecked.
+    if ((entity || paths) && (typeof checked !== "object" || checked === null || Array.isArray(checked)))
+      throw notAnObject(checked, toolName)
+    const pinned = entity ? entity(checked, toolName) : checked
+    const scoped = paths ? await paths(pinned, toolName) : pinned
     const result = await inner(scoped as A, ...rest)
     return (output ? await output(result, "output", toolName) : result) as R
   }) as BoundedTool<A, R>
@@ -72,18 +76,30 @@ export function bounded<A extends object, R>(
   return wrapped
 }
 
+function notAnObject(value: unknown, tool: string): ToolBoundaryError {
+  return boundaryError({
+    violation: "bind_failed",
+    toolName: tool,
+    stage: "input",
+    expected: "an object of named fields",
+    actual: value,
+    recoveryHint: `Pass the arguments of ${tool} as an object.`,
+  })
+}
+
 function buildValidator(schema: BoundarySchema, isInput: boolean): Validator {
   if (isStandardSchema(schema)) return (value, stage, tool) => validateSchema(schema, value, stage, tool)
   const { fields, check } = compileFieldSpec(schema)
   return async (value, stage, tool) => {
     if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      if (isInput) throw notAnObject(value, tool)
       throw boundaryError({
-        violation: isInput ? "bind_failed" : "output_validation_failed",
+        violation: "output_validation_failed",
         toolName: tool,
         stage,
         expected: "an object of named fields",
         actual: value,
-        recoveryHint: isInput ? `Pass the arguments of ${tool} as an object.` : outputHint(tool),
+        recoveryHint: outputHint(tool),
       })
     }
     if (isInput) {
@@ -117,7 +133,7 @@ function buildValidator(schema: BoundarySchema, isInput: boolean): Validator {
 
 function compileEntity(
   options: BoundedOptions,
-): ((args: Record<string, unknown>, tool: string) => void) | undefined {
+): ((args: Record<string, unknown>, tool: string) => Record<string, unknown>) | undefined {
   const { entityParam, entityPattern } = options
   if (entityParam === undefined || entityPattern === undefined) return undefined
   let re: RegExp
@@ -127,8 +143,18 @@ function compileEntity(
     throw new SchemaBuildError(`entity_pattern '${entityPattern}' is invalid: ${(e as Error).message}`)
   }
   return (args, tool) => {
+    // Read once: a getter or proxy must not show the check one id and the tool another.
     const value = args[entityParam]
-    if (value === undefined || value === null || re.test(String(value))) return
+    if (value === undefined || value === null) return args
+    // Only a string or a number is an id. String() would let ["acct_1"] or {"$ne": null} ("[object Object]")
+    // through a pattern, and the tool would receive an array or a query operator instead of one entity.
+    const id =
+      typeof value === "string"
+        ? value
+        : typeof value === "number" && Number.isFinite(value)
+          ? String(value)
+          : undefined
+    if (id !== undefined && re.test(id)) return { ...args, [entityParam]: value }
     throw boundaryError({
       violation: "scope_entity_pattern",
       toolName: tool,

@@ -51,16 +51,61 @@ const HEADLINES: Record<Exclude<BoundaryStage, "allowlist">, string> = {
   scope: "failed scope validation.",
 }
 
+// The model writes the values, keys and tool names echoed back to it: a 1 MB string or a 2-million-item array
+// must not come back whole in the error (it goes into the next prompt). The error keeps the full `actual`.
+const SHOWN_CHARS = 300
+const SHOWN_ITEMS = 20
+
+/** `text` cut to `max` characters, with `...` when something was cut. */
+export function clipText(text: string, max = SHOWN_CHARS): string {
+  return text.length > max ? `${text.slice(0, max)}...` : text
+}
+
+/** A tool name as the model wrote it, for messages: clipped, and never a TypeError when it is not a string. */
+export function shownName(name: unknown): string {
+  return typeof name === "string" ? clipText(name) : shownValue(name)
+}
+
+/** The repr of a model-supplied value, bounded in size (and in work: long arrays are not walked to the end). */
+function shownValue(value: unknown): string {
+  let cut = false
+  const preview = (v: unknown, depth: number): unknown => {
+    if (typeof v === "string") {
+      if (v.length <= SHOWN_CHARS) return v
+      cut = true
+      return v.slice(0, SHOWN_CHARS)
+    }
+    if (depth > 4 || typeof v !== "object" || v === null) return v
+    if (Array.isArray(v)) {
+      if (v.length > SHOWN_ITEMS) cut = true
+      return v.slice(0, SHOWN_ITEMS).map((x) => preview(x, depth + 1))
+    }
+    if (Object.getPrototypeOf(v) !== Object.prototype && Object.getPrototypeOf(v) !== null) return v
+    const entries = Object.entries(v)
+    if (entries.length > SHOWN_ITEMS) cut = true
+    return Object.fromEntries(
+      entries.slice(0, SHOWN_ITEMS).map(([k, x]) => [clipText(k), preview(x, depth + 1)]),
+    )
+  }
+  const repr = pyRepr(preview(value, 0))
+  return cut || repr.length > SHOWN_CHARS ? `${repr.slice(0, SHOWN_CHARS)}...` : repr
+}
+
 /** Builds a ToolBoundaryError whose message and `llmMessage` follow the original's templates. */
 export function boundaryError(init: Omit<ToolBoundaryErrorInit, "llmMessage">): ToolBoundaryError {
   const parts: string[] = []
-  if (init.stage !== "allowlist") parts.push(`Tool '${init.toolName}' ${HEADLINES[init.stage]}`)
-  if (init.field !== undefined) parts.push(`Field: ${init.field}.`)
+  const field = init.field === undefined ? undefined : clipText(init.field)
+  if (init.stage !== "allowlist") parts.push(`Tool '${clipText(init.toolName)}' ${HEADLINES[init.stage]}`)
+  if (field !== undefined) parts.push(`Field: ${field}.`)
   if ("actual" in init)
-    parts.push(`Received: ${init.actual === undefined ? "nothing" : pyRepr(init.actual)}.`)
+    parts.push(`Received: ${init.actual === undefined ? "nothing" : shownValue(init.actual)}.`)
   if (init.expected !== undefined) parts.push(`Expected: ${init.expected}.`)
-  if (init.recoveryHint) parts.push(init.recoveryHint)
-  const message = `${init.toolName}: ${init.violation}${init.field !== undefined ? ` on ${init.field}` : ""}`
+  // Hints name the field; a field named by the model (an unexpected key) is shown clipped there too.
+  if (init.recoveryHint)
+    parts.push(
+      field !== init.field ? init.recoveryHint.split(init.field as string).join(field) : init.recoveryHint,
+    )
+  const message = `${clipText(init.toolName)}: ${init.violation}${field !== undefined ? ` on ${field}` : ""}`
   return new ToolBoundaryError(message, { ...init, llmMessage: parts.join(" ") })
 }
 

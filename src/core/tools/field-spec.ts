@@ -67,7 +67,12 @@ export function compileFieldSpec(schema: FieldSpecSchema): {
         if (value === null && !required) continue
         const r = check(value, [name])
         if (!r.ok) return r
-        out[name] = r.value
+        Object.defineProperty(out, name, {
+          value: r.value,
+          enumerable: true,
+          writable: true,
+          configurable: true,
+        })
       }
       return { ok: true, value: out }
     },
@@ -126,11 +131,17 @@ function stringCheck(spec: FieldSpec, path: string): Check {
   }
   const typed: Check = (v, p) => {
     if (typeof v !== "string") return fail("string_type", p, v, "string")
-    if (re && !re.test(v))
-      return fail("string_pattern_mismatch", p, v, `string matching pattern '${spec.pattern}'`)
     return { ok: true, value: v }
   }
-  return withLength(typed, spec, "string_too_short", "string_too_long")
+  const sized = withLength(typed, spec, "string_too_short", "string_too_long")
+  if (!re) return sized
+  // Length before pattern, as pydantic orders them: a model's 100 KB string never reaches a pattern that
+  // backtracks (JavaScript regexes have no time limit) when max_length would refuse it anyway.
+  return (v, p) => {
+    const r = sized(v, p)
+    if (!r.ok || re.test(v as string)) return r
+    return fail("string_pattern_mismatch", p, v, `string matching pattern '${spec.pattern}'`)
+  }
 }
 
 function withLength(check: Check, spec: FieldSpec, short: string, long: string): Check {
@@ -155,8 +166,11 @@ const integerCheck: Check = (v, p) => {
   }
   if (typeof v === "string") {
     const t = v.trim()
-    if (/^[+-]?\d+(\.0*)?$/.test(t)) return { ok: true, value: Number.parseInt(t, 10) }
-    return fail("int_parsing", p, v, "integer")
+    if (!/^[+-]?\d+(\.0*)?$/.test(t)) return fail("int_parsing", p, v, "integer")
+    const n = Number.parseInt(t, 10)
+    // "9007199254740993" would become 9007199254740992: another id. Python's int is exact; a double is not.
+    if (!Number.isSafeInteger(n)) return fail("int_parsing_size", p, v, "integer within ±9007199254740991")
+    return { ok: true, value: n }
   }
   return fail("int_type", p, v, "integer")
 }
@@ -193,8 +207,11 @@ function arrayCheck(spec: FieldSpec, path: string): Check {
     throw new SchemaBuildError(`${path}: array requires items: {type: ...}.`)
   }
   const item = compileField(spec.items, `${path}[]`)
+  const { max_length: max } = spec
   return (v, p) => {
     if (!Array.isArray(v)) return fail("list_type", p, v, "array")
+    // Too long fails before any item is coerced: a two-million-item array costs no per-item work.
+    if (max !== undefined && v.length > max) return fail("too_long", p, v, `length of at most ${max}`)
     const out: unknown[] = []
     for (const [i, el] of v.entries()) {
       const r = item(el, [...p, String(i)])
@@ -214,12 +231,14 @@ function objectCheck(spec: FieldSpec, path: string): Check {
   return (v, p) => {
     if (typeof v !== "object" || v === null || Array.isArray(v)) return fail("dict_type", p, v, "object")
     if (!value) return { ok: true, value: v }
-    const out: Record<string, unknown> = {}
+    const out: [string, unknown][] = []
     for (const [k, el] of Object.entries(v as Record<string, unknown>)) {
       const r = value(el, [...p, k])
       if (!r.ok) return r
-      out[k] = r.value
+      out.push([k, r.value])
     }
-    return { ok: true, value: out }
+    // fromEntries defines own keys: `out[k] = ...` with k "__proto__" (JSON.parse makes it an own key) would
+    // set the prototype instead, and the object's unchecked keys would be read through it.
+    return { ok: true, value: Object.fromEntries(out) }
   }
 }

@@ -20,9 +20,15 @@ export function isAbsolutePath(path: string): boolean {
   return /^(?:[A-Za-z]:)?[\\/]/.test(path)
 }
 
-/** Resolves `path` against `baseDir` when relative; undefined when it cannot be made absolute. */
+// Segments that are not "." or ".." here but become them elsewhere: a URL parser reads "%2e%2e" as "..", and
+// Windows drops trailing dots and spaces (".. " opens ".."). The tool may hand its path to either.
+const DISGUISED_DOTS = /^(?:\.|%2e|%252e)(?:\.|%2e|%252e|\s)*$/i
+
+/** Resolves `path` against `baseDir` when relative; undefined when it cannot be made absolute or hides a dot segment. */
 export function resolvePath(path: string, baseDir?: string): string | undefined {
   if (path.includes("\0")) return undefined
+  if (path.split(/[\\/]/).some((seg) => seg !== "." && seg !== ".." && DISGUISED_DOTS.test(seg)))
+    return undefined
   if (isAbsolutePath(path)) return normalizePath(path)
   if (baseDir === undefined || !isAbsolutePath(baseDir)) return undefined
   return normalizePath(`${baseDir}/${path}`)

@@ -1,5 +1,5 @@
 import { InvalidOptionError } from "../errors.ts"
-import { ToolBoundaryError } from "./errors.ts"
+import { shownName, ToolBoundaryError } from "./errors.ts"
 
 /** Any tool the registry can hold: a function with a `toolName` (bounded/protected) or a named function. */
 export type RegisteredTool = ((args: never) => unknown) & { readonly toolName?: string }
@@ -58,12 +58,14 @@ export class ToolRegistry {
       list.length > 0
         ? `Use one of the allowed tools: ${list.join(", ")}.`
         : "Register allowed tools on ToolRegistry before dispatch."
-    throw new ToolBoundaryError(`${name}: not_in_allowlist`, {
+    // The name is the model's: shown clipped, like every value it wrote (see boundaryError).
+    const shown = shownName(name)
+    throw new ToolBoundaryError(`${shown}: not_in_allowlist`, {
       violation: "not_in_allowlist",
       toolName: name,
       stage: "allowlist",
       recoveryHint,
-      llmMessage: `Tool '${name}' is not available for this agent. Allowed tools: ${
+      llmMessage: `Tool '${shown}' is not available for this agent. Allowed tools: ${
         list.length > 0 ? list.join(", ") : "(none configured)"
       }. ${recoveryHint}`,
     })

@@ -1,4 +1,6 @@
+import { InvalidOptionError } from "../errors.ts"
 import {
+  shownName,
   ToolBoundaryError,
   ToolBoundaryExhaustedError,
   ToolRunnerConfigError,
@@ -59,8 +61,8 @@ export class ToolRunner {
 
   constructor(options: ToolRunnerOptions = {}) {
     this.registry = options.registry
-    this.maxLlmRetries = Math.max(0, Math.floor(options.maxLlmRetries ?? 2))
-    this.maxToolRetries = Math.max(0, Math.floor(options.maxToolRetries ?? 3))
+    this.maxLlmRetries = retryCount("maxLlmRetries", options.maxLlmRetries, 2)
+    this.maxToolRetries = retryCount("maxToolRetries", options.maxToolRetries, 3)
   }
 
   /**
@@ -71,13 +73,16 @@ export class ToolRunner {
     tool: ((args: A) => R | Promise<R>) & { readonly toolName?: string },
     args: A,
   ): Promise<R> {
-    this.registry?.validateCall(toolNameOf(tool as RegisteredTool))
+    const name = toolNameOf(tool as RegisteredTool)
+    this.registry?.validateCall(name)
     const attempts = Math.max(1, this.maxToolRetries)
     for (let attempt = 1; ; attempt++) {
       try {
         return await tool(args)
       } catch (error) {
-        const retryable = error instanceof ToolBoundaryError && error.stage === "output"
+        // Only this tool's own output is retried: an inner tool's invalid output is a failure of this one's
+        // body, and running the whole body again would repeat whatever it already did.
+        const retryable = ownBoundaryError(error, name) && error.stage === "output"
         if (!retryable || attempt >= attempts) throw error
       }
     }
@@ -99,11 +104,14 @@ export class ToolRunner {
     for (let attempt = 0; ; attempt++) {
       try {
         if (!current) this.#validateName(name)
-        if (!current) throw new ToolRunnerConfigError(`Tool '${name}' is allowed but has no implementation.`)
+        if (!current)
+          throw new ToolRunnerConfigError(`Tool '${shownName(name)}' is allowed but has no implementation.`)
         const result = await this.call(current as AnyTool as (a: unknown) => unknown, args)
         return { result, messages, toolName: name, toolCallId }
       } catch (error) {
-        if (!(error instanceof ToolBoundaryError)) throw error
+        // A boundary error of another tool (one this tool called) is not the model's to correct, and its
+        // llmMessage quotes that call's arguments: it propagates like any failure of the tool.
+        if (!ownBoundaryError(error, name, current)) throw error
         last = error
         messages.push(format(toolCallId, error))
         if (attempt >= this.maxLlmRetries) break
@@ -111,7 +119,7 @@ export class ToolRunner {
         const next = request.parseToolCall(messages, name)
         if (!next) {
           throw new ToolBoundaryExhaustedError(
-            `The model answered without a tool call after '${name}' was blocked; its last answer is in messages.`,
+            `The model answered without a tool call after '${shownName(name)}' was blocked; its last answer is in messages.`,
             { lastError: last, messages },
           )
         }
@@ -122,7 +130,7 @@ export class ToolRunner {
       }
     }
     throw new ToolBoundaryExhaustedError(
-      `Tool '${name}' failed after ${this.maxLlmRetries} LLM retries. Inspect lastError and fix the tool or prompt.`,
+      `Tool '${shownName(name)}' failed after ${this.maxLlmRetries} LLM retries. Inspect lastError and fix the tool or prompt.`,
       { lastError: last, messages },
     )
   }
@@ -136,7 +144,25 @@ export class ToolRunner {
     if (this.registry) this.registry.validateCall(name)
     else
       throw new ToolRunnerConfigError(
-        `The model chose '${name}', but the runner has no registry to find it in.`,
+        `The model chose '${shownName(name)}', but the runner has no registry to find it in.`,
       )
   }
+}
+
+/** True for a ToolBoundaryError raised at the boundary of the tool being run (by name, or by its own toolName). */
+function ownBoundaryError(error: unknown, name: string, tool?: RegisteredTool): error is ToolBoundaryError {
+  if (!(error instanceof ToolBoundaryError)) return false
+  return error.toolName === name || (tool !== undefined && error.toolName === toolNameOf(tool))
+}
+
+// NaN (say, Number(process.env.RETRIES) when the variable is unset) compared false with every attempt number,
+// so a model that kept failing, or a tool that kept returning bad output, was retried forever.
+function retryCount(option: string, value: number | undefined, fallback: number): number {
+  if (value === undefined) return fallback
+  if (typeof value !== "number" || !Number.isFinite(value)) {
+    throw new InvalidOptionError(
+      `${option} must be a finite number, got ${String(value)}. Pass e.g. { ${option}: 2 }.`,
+    )
+  }
+  return Math.max(0, Math.floor(value))
 }

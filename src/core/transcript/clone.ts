@@ -1,15 +1,39 @@
 // Deep-copies plain objects and arrays only: class instances (URL, Uint8Array, Date) in multimodal parts
-// are shared, which structuredClone would reject or alter.
+// are shared, which structuredClone would reject or alter. Iterative, because a model can nest tool input
+// thousands of levels deep (10 KB of brackets overflowed the recursive version's stack), and keys are defined,
+// not assigned, so a "__proto__" key JSON.parse made an own key stays one instead of becoming the prototype.
 export function clonePlain<T>(value: T): T {
-  if (Array.isArray(value)) return value.map(clonePlain) as T
-  if (value !== null && typeof value === "object" && Object.getPrototypeOf(value) === Object.prototype) {
-    const out: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(value)) out[k] = clonePlain(v)
-    return out as T
+  const shell = (v: unknown): unknown => (Array.isArray(v) ? new Array(v.length) : isPlainObject(v) ? {} : v)
+  const root = shell(value)
+  if (root === value) return value
+  const stack: [unknown, Record<string, unknown>][] = [[value, root as Record<string, unknown>]]
+  for (let top = stack.pop(); top; top = stack.pop()) {
+    const [src, dst] = top
+    for (const [k, v] of Object.entries(src as Record<string, unknown>)) {
+      const copy = shell(v)
+      Object.defineProperty(dst, k, { value: copy, enumerable: true, writable: true, configurable: true })
+      if (copy !== v) stack.push([v, copy as Record<string, unknown>])
+    }
   }
-  return value
+  return root as T
+}
+
+function isPlainObject(v: unknown): boolean {
+  return v !== null && typeof v === "object" && Object.getPrototypeOf(v) === Object.prototype
 }
 
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value)
+}
+
+/**
+ * `String(value)` that cannot throw: JSON.parse('{"toString": 1}') and Object.create(null) have no usable
+ * toString, and String() on them throws a TypeError out of a guard that should report or repair instead.
+ */
+export function safeString(value: unknown): string {
+  try {
+    return String(value)
+  } catch {
+    return Object.prototype.toString.call(value)
+  }
 }

@@ -129,28 +129,37 @@ export class HistoryGuard {
     }
     const pinned = (g: number[]) =>
       g.length === 1 && adapter.systemRoles.has(nodes[g[0] as number]?.role ?? "")
-    const kept = new Set(groups.keys())
-    const current = () => [...kept].flatMap((k) => groups[k] as number[]).map((i) => messages[i] as M)
-    const fits = (ms: readonly M[]) =>
-      (this.#o.maxTokens === undefined || this.estimateTokens(ms) <= this.#o.maxTokens) &&
-      (this.#o.maxMessages === undefined || ms.length <= this.#o.maxMessages)
-    const droppable = () => [...kept].filter((k) => !pinned(groups[k] as number[]))
-    let out = current()
+    // Each message is measured once and groups are dropped oldest first, so trimming a long history stays
+    // linear (re-estimating the whole history after every drop took 40 s for 16,000 messages).
+    const count = this.#o.tokenizer ?? heuristicTokens
+    const groupTokens = groups.map((g) => g.reduce((sum, i) => sum + 4 + count(messageText(messages[i])), 0))
+    const order = [...groups.keys()].filter((k) => !pinned(groups[k] as number[]))
+    let next = 0 // order[next] is the oldest droppable group still kept
+    let tokens = groupTokens.reduce((a, b) => a + b, 3)
+    let length = messages.length
+    const fits = () =>
+      (this.#o.maxTokens === undefined || tokens <= this.#o.maxTokens) &&
+      (this.#o.maxMessages === undefined || length <= this.#o.maxMessages)
     // Anthropic requires the first turn to be the user's, so trimming continues past leading assistant turns.
     // A plain-text transcript could be Anthropic's (nothing tells it from OpenAI's), so once trimming dropped
     // something the rule holds there too: the answer left at the head is half a turn whose question is gone.
     const leadsWithAssistant = () => {
-      const first = droppable()[0]
+      const first = order[next]
       const head = first === undefined ? undefined : groups[first]?.[0]
-      const applies = format === "anthropic" || (auto && decisive === null && kept.size < groups.length)
+      const applies = format === "anthropic" || (auto && decisive === null && next > 0)
       return applies && head !== undefined && nodes[head]?.role === "assistant"
     }
-    while ((!fits(out) || leadsWithAssistant()) && droppable().length > 1) {
-      kept.delete(droppable()[0] as number)
-      out = current()
+    while ((!fits() || leadsWithAssistant()) && order.length - next > 1) {
+      const k = order[next++] as number
+      tokens -= groupTokens[k] as number
+      length -= (groups[k] as number[]).length
     }
-    if (!fits(out) || leadsWithAssistant()) {
-      const tokens = this.estimateTokens(out)
+    const dropped = new Set(order.slice(0, next))
+    const out = [...groups.keys()]
+      .filter((k) => !dropped.has(k))
+      .flatMap((k) => groups[k] as number[])
+      .map((i) => messages[i] as M)
+    if (!fits() || leadsWithAssistant()) {
       throw new HistoryTruncatedError(
         `Cannot trim below the limit: system messages and the latest turn alone need ~${tokens} tokens in ${out.length} messages. Raise maxTokens/maxMessages or shorten them.`,
         { reason: "cannot_fit", messageCount: out.length, estimatedTokens: tokens },
@@ -160,7 +169,7 @@ export class HistoryGuard {
       this.#o.onEvent?.({
         type: "history_trimmed",
         removed: messages.length - out.length,
-        estimatedTokens: this.estimateTokens(out),
+        estimatedTokens: tokens,
       })
     }
     this.#baseline = counts(out)

@@ -1,15 +1,15 @@
-import { isRecord } from "./clone.ts"
+import { isRecord, safeString } from "./clone.ts"
 
 // The original counted only `content`; tool-call arguments and structured results (AI SDK `input` /
 // `output`, OpenAI `function.arguments`) are often the bulk of a transcript, so they count here too.
 export function messageText(message: unknown): string {
   if (typeof message === "string") return message
-  if (!isRecord(message)) return String(message)
+  if (!isRecord(message)) return safeString(message)
   const parts = [contentText(message.content)]
   if (Array.isArray(message.tool_calls)) {
     for (const c of message.tool_calls) {
       if (isRecord(c) && isRecord(c.function))
-        parts.push(`${String(c.function.name ?? "")} ${String(c.function.arguments ?? "")}`)
+        parts.push(`${safeString(c.function.name ?? "")} ${safeString(c.function.arguments ?? "")}`)
     }
   }
   return parts.filter(Boolean).join(" ")
@@ -18,17 +18,51 @@ export function messageText(message: unknown): string {
 function contentText(content: unknown): string {
   if (content === undefined || content === null) return ""
   if (typeof content === "string") return content
-  if (!Array.isArray(content)) return String(content)
+  if (!Array.isArray(content)) return safeString(content)
   return content.map(blockText).join(" ")
 }
 
 function blockText(block: unknown): string {
-  if (!isRecord(block)) return String(block)
+  if (!isRecord(block)) return safeString(block)
   if (typeof block.text === "string" && block.text) return block.text
   if (block.content !== undefined && block.content !== null) return contentText(block.content)
   const payload = block.input ?? block.args ?? block.output ?? block.result
   if (payload === undefined) return ""
-  return typeof payload === "string" ? payload : JSON.stringify(payload)
+  return typeof payload === "string" ? payload : jsonText(payload)
+}
+
+// JSON.stringify recurses: tool input a model nested 5,000 levels deep throws a RangeError out of every
+// HistoryGuard call. The same text, built with an explicit stack, so the estimate still counts every bracket.
+function jsonText(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? ""
+  } catch (error) {
+    if (!(error instanceof RangeError)) return safeString(value)
+  }
+  const out: string[] = []
+  const todo: ({ text: string } | { value: unknown })[] = [{ value }]
+  for (let task = todo.pop(); task; task = todo.pop()) {
+    if ("text" in task) {
+      out.push(task.text)
+      continue
+    }
+    const v = task.value
+    if (typeof v !== "object" || v === null) {
+      out.push(typeof v === "bigint" ? String(v) : (JSON.stringify(v) ?? "null"))
+      continue
+    }
+    const array = Array.isArray(v)
+    const entries = Object.entries(v)
+    todo.push({ text: array ? "]" : "}" })
+    for (let i = entries.length - 1; i >= 0; i--) {
+      const [k, item] = entries[i] as [string, unknown]
+      todo.push({ value: item })
+      if (!array) todo.push({ text: `${JSON.stringify(k)}:` })
+      if (i > 0) todo.push({ text: "," })
+    }
+    todo.push({ text: array ? "[" : "{" })
+  }
+  return out.join("")
 }
 
 export function messageRole(message: unknown): string {
@@ -51,7 +85,7 @@ export function fingerprint(message: unknown): string {
           : []),
       ]
     : []
-  const s = `${messageRole(message)}\u0000${messageText(message)}\u0000${ids.join(",")}\u0000${idsInContent(message)}`
+  const s = `${messageRole(message)}\u0000${messageText(message)}\u0000${ids.map((id) => (id === undefined || id === null ? "" : safeString(id))).join(",")}\u0000${idsInContent(message)}`
   let h1 = 0x811c9dc5
   let h2 = 0x01000193
   for (let i = 0; i < s.length; i++) {
@@ -65,6 +99,6 @@ export function fingerprint(message: unknown): string {
 function idsInContent(message: unknown): string {
   if (!isRecord(message) || !Array.isArray(message.content)) return ""
   return message.content
-    .map((b) => (isRecord(b) ? String(b.id ?? b.tool_use_id ?? b.toolCallId ?? "") : ""))
+    .map((b) => (isRecord(b) ? safeString(b.id ?? b.tool_use_id ?? b.toolCallId ?? "") : ""))
     .join(",")
 }

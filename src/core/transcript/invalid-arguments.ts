@@ -1,3 +1,5 @@
+import { safeString } from "./clone.ts"
+
 // Tool-call arguments must be a JSON object in every format the guards understand: OpenAI sends
 // `function.arguments` as a JSON object *string*, Anthropic `tool_use.input` and AI SDK `input` as an object.
 const MARKER = "had arguments that were not a JSON object"
@@ -38,7 +40,7 @@ function preview(raw: unknown): string {
   try {
     text = typeof raw === "string" ? raw : (JSON.stringify(raw) ?? String(raw))
   } catch {
-    text = String(raw)
+    text = safeString(raw)
   }
   // By code point, so the cut never splits a surrogate pair into invalid UTF-16.
   const chars = Array.from(text)

@@ -79,16 +79,22 @@ export class MessageValidator {
   }
 }
 
+// Iterative for the same reason as clonePlain: tool input can be nested deeper than the stack.
 function samePlain(a: unknown, b: unknown): boolean {
-  if (a === b) return true
-  if (Array.isArray(a))
-    return Array.isArray(b) && a.length === b.length && a.every((v, i) => samePlain(v, b[i]))
-  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null || Array.isArray(b))
-    return false
-  const ka = Object.keys(a)
-  const kb = Object.keys(b)
-  return (
-    ka.length === kb.length &&
-    ka.every((k) => samePlain((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k]))
-  )
+  const pairs: [unknown, unknown][] = [[a, b]]
+  for (let pair = pairs.pop(); pair; pair = pairs.pop()) {
+    const [x, y] = pair
+    if (x === y) continue
+    if (Array.isArray(x)) {
+      if (!Array.isArray(y) || x.length !== y.length) return false
+      for (let i = 0; i < x.length; i++) pairs.push([x[i], y[i]])
+      continue
+    }
+    if (typeof x !== "object" || typeof y !== "object" || x === null || y === null || Array.isArray(y))
+      return false
+    const kx = Object.keys(x)
+    if (kx.length !== Object.keys(y).length) return false
+    for (const k of kx) pairs.push([(x as Record<string, unknown>)[k], (y as Record<string, unknown>)[k]])
+  }
+  return true
 }

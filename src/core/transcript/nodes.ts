@@ -40,9 +40,18 @@ export function blockOf(nodes: readonly Node[], i: number, adapter: FormatAdapte
   return out
 }
 
-/** The assistant whose block carrier message `j` sits in, if any. */
-export function ownerOf(nodes: readonly Node[], j: number, adapter: FormatAdapter): number | undefined {
-  let k = j - 1
-  if (adapter.blockShape !== "single") while (k >= 0 && nodes[k]?.role === adapter.carrierRole) k--
-  return k >= 0 && hasCalls(nodes[k]) ? k : undefined
+/**
+ * For each message, the assistant whose block it sits in, if it is a carrier message there. One pass: walking
+ * back from every result over a run of parallel results was quadratic in the width of the run.
+ */
+export function blockOwners(nodes: readonly Node[], adapter: FormatAdapter): (number | undefined)[] {
+  const owners: (number | undefined)[] = []
+  let lastNonCarrier = -1
+  for (let j = 0; j < nodes.length; j++) {
+    // "single": only the message right before; otherwise the last one before the run of carrier messages.
+    const k = adapter.blockShape === "single" ? j - 1 : lastNonCarrier
+    owners.push(k >= 0 && hasCalls(nodes[k]) ? k : undefined)
+    if (nodes[j]?.role !== adapter.carrierRole) lastNonCarrier = j
+  }
+  return owners
 }

@@ -1,9 +1,9 @@
-import { clonePlain, isRecord } from "./clone.ts"
+import { clonePlain, isRecord, safeString } from "./clone.ts"
 import { MessageValidationError } from "./errors.ts"
 import type { FormatAdapter, Part } from "./formats/adapter.ts"
 import { interruptedResultText } from "./interrupted.ts"
 import { invalidArgumentsResultText } from "./invalid-arguments.ts"
-import { hasCalls, type Node, ownerOf, toNodes } from "./nodes.ts"
+import { blockOwners, hasCalls, type Node, toNodes } from "./nodes.ts"
 import type { Message, RepairAction } from "./types.ts"
 import { findIssues } from "./validate.ts"
 
@@ -53,7 +53,7 @@ export function repairTranscript(
     const bad = !isRecord(m)
       ? "is not an object"
       : options.strictRoles && !(typeof role === "string" && adapter.roles.has(role))
-        ? `has invalid role '${String(role ?? "")}'`
+        ? `has invalid role '${safeString(role ?? "")}'`
         : undefined
     if (bad) {
       if (options.invalidMessages === "throw") {
@@ -80,11 +80,15 @@ export function repairTranscript(
   // Ids: unique across the transcript, renamed deterministically (<id>_dup<N>) in order of appearance.
   const used = new Set<string>()
   for (const n of nodes) for (const p of n.parts) if (p.kind === "call" && p.id) used.add(p.id)
+  // Where the search for a free `<base><n>` resumes: a model that names every call "call_0" would otherwise
+  // make each rename scan all the earlier ones.
+  const nextFree = new Map<string, number>()
   const unique = (base: string, first: number): string => {
-    for (let n = first; ; n++) {
+    for (let n = Math.max(first, nextFree.get(base) ?? 0); ; n++) {
       const id = first === 0 && n === 0 ? base : `${base}${n}`
       if (!used.has(id)) {
         used.add(id)
+        nextFree.set(base, n + 1)
         return id
       }
     }
@@ -123,11 +127,13 @@ export function repairTranscript(
         })
       }
       calls.push(rec)
-      byNode.set(n.index, [...(byNode.get(n.index) ?? []), rec])
+      const mine = byNode.get(n.index)
+      if (mine) mine.push(rec)
+      else byNode.set(n.index, [rec])
     }
   }
 
-  assignResults(nodes, calls, adapter, actions, at)
+  assignResults(nodes, calls, byNode, adapter, actions, at)
 
   const build = (pendingNode: number | undefined) => rebuild(nodes, byNode, adapter, pendingNode, at)
   let pendingNode: number | undefined
@@ -150,15 +156,25 @@ export function repairTranscript(
 function assignResults(
   nodes: readonly Node[],
   calls: CallRec[],
+  byNode: ReadonlyMap<number, CallRec[]>,
   adapter: FormatAdapter,
   actions: RepairAction[],
   at: (k: number) => number,
 ): void {
+  // Calls by their id as sent, in transcript order: a lookup per result, not a scan of every call.
+  const byOrigId = new Map<string, CallRec[]>()
+  for (const c of calls) {
+    if (c.origId === undefined) continue
+    const same = byOrigId.get(c.origId)
+    if (same) same.push(c)
+    else byOrigId.set(c.origId, [c])
+  }
+  const owners = blockOwners(nodes, adapter)
   for (const n of nodes) {
     for (const [pos, p] of n.parts.entries()) {
       if (p.kind !== "result") continue
       const r: ResultRec = { node: n.index, pos, part: p }
-      const cands = p.id ? calls.filter((c) => c.origId === p.id) : []
+      const cands = (p.id ? byOrigId.get(p.id) : undefined) ?? []
       if (cands.length === 0) {
         actions.push({
           kind: "dropped_orphan_result",
@@ -168,12 +184,13 @@ function assignResults(
         continue
       }
       // A result in the wrong role has no owner: wherever it goes, it moves.
-      const owner = p.misplaced ? undefined : ownerOf(nodes, n.index, adapter)
-      const open = cands.filter((c) => !c.result)
-      const target =
-        open.find((c) => c.node === owner) ??
-        open.filter((c) => c.node <= n.index).at(-1) ??
-        open.find((c) => c.node > n.index)
+      const owner = p.misplaced ? undefined : owners[n.index]
+      // The block's own call first (looked up among that message's calls, not among every call sharing the
+      // id), then the nearest earlier unanswered one, then a later one.
+      const own =
+        owner === undefined ? undefined : byNode.get(owner)?.find((c) => c.origId === p.id && !c.result)
+      const open = own ? [] : cands.filter((c) => !c.result)
+      const target = own ?? open.filter((c) => c.node <= n.index).at(-1) ?? open.find((c) => c.node > n.index)
       if (target) {
         target.result = r
         if (target.node !== owner) {
@@ -210,6 +227,8 @@ function rebuild(
   const othersDone = new Set<number>()
   const consumed = new Set<number>()
   const renamed = (c: CallRec): Part => ({ ...c.part, raw: adapter.withId(c.part, c.id) })
+  const recOf = new Map<Part, CallRec>()
+  for (const recs of byNode.values()) for (const c of recs) recOf.set(c.source, c)
   const closing = (c: CallRec): Part => {
     const name = c.part.name
     const text = c.invalid
@@ -231,7 +250,7 @@ function rebuild(
     const recs = byNode.get(node.index) ?? []
     const own = node.parts
       .filter((p) => p.kind === "call" || (p.kind === "other" && !othersDone.has(node.index)))
-      .map((p) => (p.kind === "call" ? renamed(recs.find((c) => c.source === p) as CallRec) : p))
+      .map((p) => (p.kind === "call" ? renamed(recOf.get(p) as CallRec) : p))
     othersDone.add(node.index)
     push(adapter.compose(node.shell, own))
     if (recs.length === 0 || node.index === pendingNode) continue

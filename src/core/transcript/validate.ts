@@ -70,7 +70,11 @@ export function findIssues(
   const resultsAt = new Map<string, number[]>()
   for (const n of nodes)
     for (const p of n.parts)
-      if (p.kind === "result" && p.id) resultsAt.set(p.id, [...(resultsAt.get(p.id) ?? []), n.index])
+      if (p.kind === "result" && p.id) {
+        const at = resultsAt.get(p.id)
+        if (at) at.push(n.index)
+        else resultsAt.set(p.id, [n.index])
+      }
   const seen = new Set<string>()
   const inBlock = new Set<number>()
   const stray = (i: number, id: string): TranscriptIssue =>
@@ -94,6 +98,7 @@ export function findIssues(
   for (const node of nodes) {
     const i = node.index
     const ids: string[] = []
+    const idSet = new Set<string>()
     for (const p of node.parts) {
       if (p.kind !== "call" || !p.id) continue
       if (seen.has(p.id)) {
@@ -106,6 +111,7 @@ export function findIssues(
       }
       seen.add(p.id)
       ids.push(p.id)
+      idSet.add(p.id)
     }
     if (!hasCalls(node)) continue
     const block = blockOf(nodes, i, adapter)
@@ -124,7 +130,7 @@ export function findIssues(
             reason: `Message ${j} has a tool result after other content; results must come first.`,
           })
         }
-        if (!ids.includes(p.id)) issues.push(stray(j, p.id))
+        if (!idSet.has(p.id)) issues.push(stray(j, p.id))
         else if (answered.has(p.id)) {
           issues.push({
             violation: "duplicate_tool_result",

@@ -2,7 +2,14 @@ import { isRecord } from "../clone.ts"
 import { isSyntheticResultText } from "../interrupted.ts"
 import { objectArgumentsProblem } from "../invalid-arguments.ts"
 import type { Message } from "../types.ts"
-import { composeContent, contentParts, type FormatAdapter, type Part, stringOrUndefined } from "./adapter.ts"
+import {
+  composeContent,
+  contentParts,
+  type Decomposed,
+  type FormatAdapter,
+  type Part,
+  stringOrUndefined,
+} from "./adapter.ts"
 
 // Vercel AI SDK ModelMessage: tool-call parts in assistant messages, tool-result parts in the tool
 // messages right after. User content allows text, image and file parts only. Provider-executed calls carry
@@ -14,6 +21,9 @@ function resultIsError(b: Record<string, unknown>): boolean {
   if (typeof output?.type === "string" && output.type.startsWith("error")) return true
   return isSyntheticResultText(output?.value ?? b.result)
 }
+
+// Whether a transcript's results are AI SDK 4's, scanned once per transcript rather than once per result made.
+const legacyStyle = new WeakMap<readonly Decomposed[], boolean>()
 
 // AI SDK 4 calls carry `args`; 5 and later `input`.
 const argsField = (raw: Record<string, unknown>): "input" | "args" =>
@@ -69,11 +79,15 @@ export const aiSdkAdapter: FormatAdapter = {
 
   // AI SDK 4 results use `result` + `isError`; 5 and later use a typed `output`. Match the transcript.
   synthetic(call, sample, text) {
-    const legacy = sample.some((d) =>
-      d.parts.some(
-        (p) => p.kind === "result" && isRecord(p.raw) && "result" in p.raw && !("output" in p.raw),
-      ),
-    )
+    let legacy = legacyStyle.get(sample)
+    if (legacy === undefined) {
+      legacy = sample.some((d) =>
+        d.parts.some(
+          (p) => p.kind === "result" && isRecord(p.raw) && "result" in p.raw && !("output" in p.raw),
+        ),
+      )
+      legacyStyle.set(sample, legacy)
+    }
     const base = { type: "tool-result", toolCallId: call.id, toolName: call.name ?? "unknown" }
     return {
       kind: "result",

@@ -1,4 +1,4 @@
-import { isRecord } from "../clone.ts"
+import { isRecord, safeString } from "../clone.ts"
 import { isSyntheticResultText } from "../interrupted.ts"
 import { jsonArgumentsProblem } from "../invalid-arguments.ts"
 import type { Message, TranscriptIssue } from "../types.ts"
@@ -13,7 +13,7 @@ const calls = (m: Message): Record<string, unknown>[] =>
 
 // Responses-API ids (fc_) mixed with chat ids (call_) in one message are the same calls serialized twice.
 const mixedBlocks = (m: Message): boolean => {
-  const ids = calls(m).map((c) => String(c.id ?? ""))
+  const ids = calls(m).map((c) => safeString(c.id ?? ""))
   return ids.some((id) => id.startsWith("fc_")) && ids.some((id) => id.startsWith("call_"))
 }
 
@@ -172,7 +172,7 @@ export const openaiAdapter: FormatAdapter = {
     }
     if (mixedBlocks(out)) {
       const kept = (out.tool_calls as unknown[]).filter(
-        (c) => !String(isRecord(c) ? c.id : "").startsWith("fc_"),
+        (c) => !safeString(isRecord(c) ? c.id : "").startsWith("fc_"),
       )
       out = { ...out, tool_calls: kept }
       actions.push({ kind: "dropped_duplicate_call_blocks", messageIndex: i })
