@@ -25,15 +25,3 @@ function isPlainObject(v: unknown): boolean {
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value)
 }
-
-/**
- * `String(value)` that cannot throw: JSON.parse('{"toString": 1}') and Object.create(null) have no usable
- * toString, and String() on them throws a TypeError out of a guard that should report or repair instead.
- */
-export function safeString(value: unknown): string {
-  try {
-    return String(value)
-  } catch {
-    return Object.prototype.toString.call(value)
-  }
-}

@@ -1,4 +1,5 @@
-import { isRecord, safeString } from "./clone.ts"
+import { safeString } from "../repr.ts"
+import { isRecord } from "./clone.ts"
 
 // The original counted only `content`; tool-call arguments and structured results (AI SDK `input` /
 // `output`, OpenAI `function.arguments`) are often the bulk of a transcript, so they count here too.

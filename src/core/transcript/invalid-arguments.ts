@@ -1,4 +1,4 @@
-import { safeString } from "./clone.ts"
+import { safeString } from "../repr.ts"
 
 // Tool-call arguments must be a JSON object in every format the guards understand: OpenAI sends
 // `function.arguments` as a JSON object *string*, Anthropic `tool_use.input` and AI SDK `input` as an object.

@@ -1,4 +1,5 @@
-import { clonePlain, isRecord, safeString } from "./clone.ts"
+import { safeString } from "../repr.ts"
+import { clonePlain, isRecord } from "./clone.ts"
 import { MessageValidationError } from "./errors.ts"
 import type { FormatAdapter, Part } from "./formats/adapter.ts"
 import { interruptedResultText } from "./interrupted.ts"

@@ -1,4 +1,5 @@
-import { isRecord, safeString } from "../clone.ts"
+import { safeString } from "../../repr.ts"
+import { isRecord } from "../clone.ts"
 import { isSyntheticResultText } from "../interrupted.ts"
 import { jsonArgumentsProblem } from "../invalid-arguments.ts"
 import type { Message, TranscriptIssue } from "../types.ts"
