@@ -129,13 +129,20 @@ describe("ConfigError messages", () => {
 
 describe("zod configuration", () => {
   it("loading a config leaves the application's zod messages as they were", () => {
-    const mine = z.string().check(z.maxLength(2))
-    // zod/mini's own default, which a global z.config(en()) in the config modules would have replaced.
-    const before = mine.safeParse("long").error?.issues[0]?.message
-    expect(before).toBe("Invalid input")
-    expect(failure("history_guard:\n  warn_at: 2\n").detail).toBe("Too big: expected number to be <=1")
-    loadConfigFromString(T, { env: {} })
-    expect(mine.safeParse("long").error?.issues[0]?.message).toBe(before)
+    // The application's own messages, set globally as an application would. Not zod/mini's bare default: in a
+    // runtime that runs every test file in one process (bun), another file's classic zod import has already
+    // installed the English ones, which a global z.config(en()) in the config modules would not visibly change.
+    const previous = z.config().localeError
+    z.config({ localeError: () => "the application's message" })
+    try {
+      const mine = z.string().check(z.maxLength(2))
+      expect(mine.safeParse("long").error?.issues[0]?.message).toBe("the application's message")
+      expect(failure("history_guard:\n  warn_at: 2\n").detail).toBe("Too big: expected number to be <=1")
+      loadConfigFromString(T, { env: {} })
+      expect(mine.safeParse("long").error?.issues[0]?.message).toBe("the application's message")
+    } finally {
+      z.config({ localeError: previous })
+    }
   })
 })
 

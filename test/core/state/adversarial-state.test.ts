@@ -73,9 +73,11 @@ describe("endings after the final snapshot", () => {
       },
       { disconnectSignal: disconnect.signal },
     )
+    // run() rejects as soon as the disconnect lands, before the body returns: handle it from the start.
+    const settled = p.catch(() => undefined)
     await tick()
     release?.()
-    await p.catch(() => undefined)
+    await settled
     expect((await flush.load("r"))?.status).toBe("completed")
   })
 
