@@ -18,6 +18,7 @@ export {
   type TaskLedgerOptions,
   TaskLedgerPendingError,
   type TaskOptions,
+  TaskReceiptUnsignedError,
   type TaskRecord,
   type TaskReleaseOptions,
   TaskReleaseRefusedError,

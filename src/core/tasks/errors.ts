@@ -1,4 +1,5 @@
 import { LedgerError } from "../ledger/index.ts"
+import { safeString } from "../repr.ts"
 
 /** Root of the task ledger's errors. */
 export class TaskLedgerError extends LedgerError {
@@ -51,4 +52,23 @@ export class TaskResultUnstorableError extends TaskLedgerError {
 export class TaskIdAmbiguousError extends TaskLedgerError {
   override readonly name = "TaskIdAmbiguousError"
   override readonly code = "task_id_ambiguous"
+}
+
+/**
+ * The task's outcome is recorded, but the receipt hook could not sign it (a signer outage). Later calls replay the
+ * stored outcome; the row has no `receipt_ref`. The original also records first and signs after.
+ */
+export class TaskReceiptUnsignedError extends TaskLedgerError {
+  override readonly name = "TaskReceiptUnsignedError"
+  override readonly code = "task_receipt_unsigned"
+  readonly requestId: string
+  constructor(requestId: string, status: "completed" | "failed", cause: unknown) {
+    super(
+      `Task request '${requestId}' is recorded as ${status}, but its receipt could not be signed ` +
+        `(${cause instanceof Error ? `${cause.name}: ${cause.message}` : safeString(cause)}); later calls replay ` +
+        "the stored outcome. Restore the signer; this outcome has no receipt.",
+      { cause },
+    )
+    this.requestId = requestId
+  }
 }

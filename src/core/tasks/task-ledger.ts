@@ -9,6 +9,7 @@ import { safeString } from "../repr.ts"
 import {
   TaskLeaseLostError,
   TaskLedgerPendingError,
+  TaskReceiptUnsignedError,
   TaskReleaseRefusedError,
   TaskResultUnstorableError,
 } from "./errors.ts"
@@ -292,7 +293,7 @@ export class TaskLedger {
       try {
         await serial(() => this.#finish(held, "failed", null, errorText(err)))
       } catch (e) {
-        this.#onWarning(`could not record the failure of task request '${held.requestId}': ${errorText(e)}`)
+        this.#warnFailureNotRecorded(held, e)
       }
       throw err
     }
@@ -310,7 +311,7 @@ export class TaskLedger {
       try {
         await serial(() => this.#finish(held, "failed", null, errorText(unstorable)))
       } catch (e2) {
-        this.#onWarning(`could not record the failure of task request '${held.requestId}': ${errorText(e2)}`)
+        this.#warnFailureNotRecorded(held, e2)
       }
       throw unstorable
     }
@@ -321,6 +322,14 @@ export class TaskLedger {
       this.#onWarning(`task result discarded for request '${held.requestId}': ${e.message}`)
     }
     return result
+  }
+
+  #warnFailureNotRecorded(held: Held, e: unknown): void {
+    this.#onWarning(
+      e instanceof TaskReceiptUnsignedError
+        ? e.message
+        : `could not record the failure of task request '${held.requestId}': ${errorText(e)}`,
+    )
   }
 
   async #finish(
@@ -337,8 +346,13 @@ export class TaskLedger {
       error,
       finished_at: now,
     }
-    const receipt = this.receipts
-      ? await this.receipts.sign({
+    // A signer outage must not leave the row in flight: once its lease lapsed the body would run again for an
+    // outcome that is already known. Record it without a receipt, then say so.
+    let receipt: Awaited<ReturnType<ReceiptHook["sign"]>> | null = null
+    let unsigned: unknown = null
+    if (this.receipts) {
+      try {
+        receipt = await this.receipts.sign({
           action: row.task,
           actionKind: "task",
           requestId: row.request_id,
@@ -349,7 +363,10 @@ export class TaskLedger {
           error,
           timestamp: now,
         })
-      : null
+      } catch (e) {
+        unsigned = e
+      }
+    }
     const lease: TaskLease = { ...held.lease, lease_until: null, receipt_ref: receipt?.receipt_id ?? null }
     const version = await this.storage.swap(held.requestId, held.version, { row, lease })
     if (version === null)
@@ -360,6 +377,8 @@ export class TaskLedger {
     held.row = row
     held.lease = lease
     held.version = version
+    if (this.receipts && receipt === null)
+      throw new TaskReceiptUnsignedError(held.requestId, status, unsigned)
     await appendReceipt(this.receipts, receipt, held.requestId)
   }
 

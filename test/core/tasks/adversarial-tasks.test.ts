@@ -1,7 +1,7 @@
 // A hostile review of the task ledger: bodies that throw garbage or return what JSON cannot hold, operators who send
 // wrong fields, callers who craft arguments so two different tasks share one request id, and cancellation.
 import { describe, expect, it } from "vitest"
-import { ManualClock } from "../../../src/core/index.ts"
+import { ManualClock, type ReceiptHook } from "../../../src/core/index.ts"
 import {
   deriveTaskRequestId,
   MemoryTaskStore,
@@ -11,6 +11,7 @@ import {
   TaskLedger,
   TaskLedgerError,
   type TaskLedgerOptions,
+  TaskReceiptUnsignedError,
   TaskReleaseRefusedError,
   type TaskStore,
 } from "../../../src/tasks.ts"
@@ -265,5 +266,55 @@ describe("a store outage while a long body runs", () => {
     expect(ctxOf.signal.reason).toBeInstanceOf(TaskLeaseLostError)
     finish()
     await p
+  })
+})
+
+describe("a signer outage when the body has finished", () => {
+  const failingSigner = (): ReceiptHook => ({
+    sign: async () => {
+      throw new Error("KMS unreachable")
+    },
+    append: async () => undefined,
+  })
+
+  it("records the outcome without a receipt, so a later call replays it instead of running the body again", async () => {
+    const clock = new ManualClock()
+    const ledger = ledgerOn({ clock, leaseTtl: 60, receipts: failingSigner() })
+    let runs = 0
+    const charge = ledger.task("charge", async () => {
+      runs++
+      return { charged: 100 }
+    })
+    const err = await charge({}, { taskId: "c1" }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(TaskReceiptUnsignedError)
+    expect((err as TaskReceiptUnsignedError).code).toBe("task_receipt_unsigned")
+    expect((err as Error).message).toContain("KMS unreachable")
+    const rec = await ledger.get("c1")
+    expect(rec?.row.status).toBe("completed")
+    expect(rec?.lease?.receipt_ref ?? null).toBeNull()
+    clock.advance(3600) // well past the lease: before, the row was still in flight here and the body ran again
+    await expect(charge({}, { taskId: "c1" })).resolves.toEqual({ charged: 100 })
+    expect(runs).toBe(1)
+  })
+
+  it("a failed body is recorded failed (not left in flight for its lease), and the body's own error reaches the caller", async () => {
+    const warnings: string[] = []
+    const ledger = new TaskLedger({
+      storage: new MemoryTaskStore(),
+      leaseRenewInterval: 0,
+      leaseTtl: 3600,
+      receipts: failingSigner(),
+      onWarning: (m) => warnings.push(m),
+    })
+    let runs = 0
+    const t = ledger.task("flaky", async () => {
+      if (++runs === 1) throw new RangeError("upstream 502")
+      return "ok"
+    })
+    await expect(t({}, { taskId: "f1" })).rejects.toThrow("upstream 502")
+    expect((await ledger.get("f1"))?.row.status).toBe("failed")
+    expect(warnings.join("\n")).toContain("is recorded as failed, but its receipt could not be signed")
+    await expect(t({}, { taskId: "f1" })).rejects.toBeInstanceOf(TaskReceiptUnsignedError)
+    expect(runs).toBe(2)
   })
 })
