@@ -260,7 +260,19 @@ export class StateFlush {
         await aborted.catch(() => {})
         throw err
       }
-      if (this.flushOn.has("error")) await endRun(run, "error", { reason: "error", error: errorText(err) })
+      if (this.flushOn.has("error")) {
+        try {
+          await endRun(run, "error", { reason: "error", error: errorText(err) })
+        } catch (storeErr) {
+          // The store's error alone would hide why the run failed; the body's error stays reachable as the cause.
+          throw new StateFlushError(
+            `Run '${runId}' failed (${errorText(err)}) and its error snapshot could not be stored ` +
+              `(${errorText(storeErr)}); the state recorded since the last stored snapshot is lost. ` +
+              "The run's error is this error's cause.",
+            { cause: err },
+          )
+        }
+      }
       throw err
     } finally {
       ;(onAbort as (() => void) | null)?.()

@@ -185,6 +185,11 @@ describe("concurrent writers and outages", () => {
       .catch((e: unknown) => e)
     expect(err).toBeInstanceOf(Error)
     expect(await flush.load("r")).toEqual(before)
+    // The outage does not hide why the run failed: a typed error names both, with the body's error as its cause.
+    expect(err).toBeInstanceOf(StateFlushError)
+    expect((err as Error).message).toContain("Error: body failed")
+    expect((err as Error).message).toContain("store unavailable")
+    expect(((err as Error).cause as Error).message).toBe("body failed")
   })
 })
 
