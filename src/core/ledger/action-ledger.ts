@@ -1,7 +1,7 @@
 // The public facade: options → core (core.ts); each method hands the core to the engine.
 import type { LedgerStorage } from "../storage/contract.ts"
 import type { Clock } from "./clock.ts"
-import { type ActionLedgerOptions, createLedgerCore, type LedgerCore } from "./core.ts"
+import { type ActionLedgerOptions, checkCallSeconds, createLedgerCore, type LedgerCore } from "./core.ts"
 import { claimTransition } from "./engine/claim.ts"
 import {
   advanceBoundaryHeld,
@@ -127,6 +127,7 @@ export class ActionLedger {
    * phase INTENDED: call `recordDecision` before the effect (the effect-commit protocol).
    */
   async claim(request: ManualClaimRequest): Promise<ClaimOutcome> {
+    checkCallSeconds(request)
     const binding = request.binding ? ToolTransitionBinding.from(request.binding) : null
     const meta =
       request.requestId === undefined

@@ -104,10 +104,40 @@ function oneOf<K extends keyof typeof ALLOWED>(
   return v as (typeof ALLOWED)[K][number]
 }
 
+/**
+ * A seconds option as a lease or a poll can use it. NaN (`Number(process.env.X)` of an unset variable) compares false
+ * with everything: it made an unbounded lease, a poll that never timed out or a busy poll. Infinity is refused where
+ * it would be stored (JSON has no Infinity: the lease would read back unbounded) and `min` bounds the rest.
+ */
+export function seconds(name: string, value: number, min?: number, infinite?: boolean): number {
+  if (
+    typeof value !== "number" ||
+    Number.isNaN(value) ||
+    (!infinite && !Number.isFinite(value)) ||
+    (min !== undefined && value < min)
+  )
+    throw new LedgerConfigError(
+      `${name} must be a ${infinite ? "" : "finite "}number of seconds${min === undefined ? "" : ` >= ${min}`}, got ${String(value)}`,
+    )
+  return value
+}
+
+/** Per-call overrides (a tool's options, a manual claim), checked once when they are given. */
+export function checkCallSeconds(o: {
+  leaseTtl?: number
+  pollInterval?: number
+  pollTimeout?: number | null
+}): void {
+  if (o.leaseTtl !== undefined) seconds("leaseTtl", o.leaseTtl)
+  if (o.pollInterval !== undefined) seconds("pollInterval", o.pollInterval, 0)
+  if (o.pollTimeout != null) seconds("pollTimeout", o.pollTimeout, 0, true)
+}
+
 export function createLedgerCore(options: ActionLedgerOptions = {}): LedgerCore {
   const storage = options.storage ?? new MemoryLedgerStorage()
-  const leaseTtl = options.leaseTtl ?? 3600
-  const renew = options.leaseRenewInterval ?? null
+  const leaseTtl = seconds("leaseTtl", options.leaseTtl ?? 3600)
+  const renew =
+    options.leaseRenewInterval == null ? null : seconds("leaseRenewInterval", options.leaseRenewInterval)
   const c = options.clock
   const clock: Clock = !c ? systemClock : "sleep" in c ? c : { now: () => c.now(), sleep: systemClock.sleep }
   const onWarning = options.onWarning ?? ((m: string) => console.warn(`[mycelium] ${m}`))
@@ -115,14 +145,22 @@ export function createLedgerCore(options: ActionLedgerOptions = {}): LedgerCore 
   const policy: LedgerPolicy = {
     leaseTtl,
     leaseRenewInterval: renew === null ? Math.max(leaseTtl / 3, 0.01) : renew,
-    pollInterval: options.pollInterval ?? 0.05,
-    pollTimeout: options.pollTimeout === undefined ? 300 : options.pollTimeout,
+    pollInterval: seconds("pollInterval", options.pollInterval ?? 0.05, 0),
+    pollTimeout:
+      options.pollTimeout === undefined
+        ? 300
+        : options.pollTimeout === null
+          ? null
+          : seconds("pollTimeout", options.pollTimeout, 0, true),
     onArgsDrift: oneOf("onArgsDrift", options.onArgsDrift, "soft"),
     unclassifiedPolicy: oneOf("unclassifiedPolicy", options.unclassifiedPolicy, "warn"),
     requestIdentityPolicy: oneOf("requestIdentityPolicy", options.requestIdentityPolicy, "derived"),
     deferReadOnlyUnknown: options.deferReadOnlyUnknown ?? false,
     reclaimRequiresDeathSignal: options.reclaimRequiresDeathSignal ?? false,
-    presumedDeadAfter: options.presumedDeadAfter ?? 2 * Math.max(leaseTtl, 0),
+    presumedDeadAfter:
+      options.presumedDeadAfter == null
+        ? 2 * Math.max(leaseTtl, 0)
+        : seconds("presumedDeadAfter", options.presumedDeadAfter, 0, true),
     predicates: options.predicates ?? [],
     reconciler: options.reconciler ?? null,
   }

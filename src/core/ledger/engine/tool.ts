@@ -1,7 +1,7 @@
 // `ledger.tool(options, fn)`: the per-call lifecycle of a ledgered tool, and the `TransitionContext` its body gets.
 
 import { renewEvery, throwIfAborted } from "../clock.ts"
-import type { LedgerCore } from "../core.ts"
+import { checkCallSeconds, type LedgerCore } from "../core.ts"
 import {
   LedgerConfigError,
   LedgerError,
@@ -69,6 +69,7 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
   fn: ToolBody<A, R>,
 ): LedgeredCall<A, R> {
   if (!options?.name) throw new LedgerConfigError("ledger.tool() needs a name: pass { name: 'my_tool', ... }")
+  checkCallSeconds(options)
   const binding = options.binding ? ToolTransitionBinding.from(options.binding) : null
   const tool = options.name
   if (
