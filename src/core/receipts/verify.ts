@@ -67,9 +67,18 @@ export interface VerifyReceiptsOptions {
 const looksLikeJws = (s: string): boolean => /^[\w-]+\.[\w-]+\.[\w-]+$/.test(s)
 
 async function signatureValid(text: string, signature: string, keys: ReceiptKeys): Promise<boolean> {
-  if (looksLikeJws(signature)) return keys.jws ? keys.jws(signature, text) : false
-  const secrets = typeof keys.hmac === "string" ? [keys.hmac] : (keys.hmac ?? [])
-  for (const secret of secrets) if (timingSafeEqual(await hmacSha256Hex(secret, text), signature)) return true
+  const { hmac, jws } = keys ?? {}
+  if (looksLikeJws(signature))
+    return typeof jws === "function" ? (await jws(signature, text)) === true : false
+  const secrets: readonly unknown[] = typeof hmac === "string" ? [hmac] : Array.isArray(hmac) ? hmac : []
+  // The empty key is everyone's key (an unset variable, `?? ""`): no signer accepts it, so it verifies nothing.
+  for (const secret of secrets)
+    if (
+      typeof secret === "string" &&
+      secret !== "" &&
+      timingSafeEqual(await hmacSha256Hex(secret, text), signature)
+    )
+      return true
   return false
 }
 

@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest"
 import {
   type AuditReceiptRecord,
   hmacReceiptSigner,
+  hmacSha256Hex,
   MemoryReceiptStore,
   parseReceiptJson,
   type Receipt,
@@ -68,6 +69,35 @@ describe("fields the signature does not cover", () => {
     )
     expect(v).toEqual({ ok: true, valid: pyReceipts.length, failures: [] })
     expect((await verifyReceipts(await chainOf(3), { hmac: KEY }, { requireChain: true })).ok).toBe(true)
+  })
+})
+
+describe("keys", () => {
+  // A receipt forged under the empty key: what anyone can compute.
+  async function forgedUnderEmptyKey(): Promise<Receipt[]> {
+    const emptyKey: ReceiptSigner = { kind: "hmac", sign: (text) => hmacSha256Hex("", text) }
+    return chainOf(2, emptyKey)
+  }
+
+  it("the signer refuses an empty key, and so does the verifier: a missing secret verifies nothing", async () => {
+    expect(() => hmacReceiptSigner("")).toThrow(/non-empty signing key/)
+    const forged = await forgedUnderEmptyKey()
+    // E.g. `{ hmac: process.env.RECEIPT_KEY ?? "" }` with the variable unset.
+    const v = await verifyReceipts(forged, { hmac: "" })
+    expect(v.ok).toBe(false)
+    expect(v.valid).toBe(0)
+    expect(reasons(v)).toEqual(["0:bad_signature", "0:bad_link", "1:bad_signature", "1:bad_link"])
+    expect((await verifyReceipts(forged, { hmac: ["", "other"] })).valid).toBe(0)
+    expect(await verifyReceipt(forged[0] as Receipt, { hmac: "" })).toBe(false)
+  })
+
+  it("keys of the wrong type verify nothing and do not throw", async () => {
+    const receipts = await chainOf(1)
+    for (const keys of [null, undefined, { hmac: 5 }, { hmac: [null, 7] }, { jws: "x" }] as unknown[]) {
+      const v = await verifyReceipts(receipts, keys as never)
+      expect(v.ok).toBe(false)
+      expect(v.failures.map((f) => f.reason)).toContain("bad_signature")
+    }
   })
 })
 
