@@ -66,10 +66,18 @@ export interface VerifyReceiptsOptions {
 
 const looksLikeJws = (s: string): boolean => /^[\w-]+\.[\w-]+\.[\w-]+$/.test(s)
 
+// A verifier of the caller's own may throw on a hostile JWS; that is a signature that does not verify.
+async function jwsValid(jws: JwsVerifier, signature: string, text: string): Promise<boolean> {
+  try {
+    return (await jws(signature, text)) === true
+  } catch {
+    return false
+  }
+}
+
 async function signatureValid(text: string, signature: string, keys: ReceiptKeys): Promise<boolean> {
   const { hmac, jws } = keys ?? {}
-  if (looksLikeJws(signature))
-    return typeof jws === "function" ? (await jws(signature, text)) === true : false
+  if (looksLikeJws(signature)) return typeof jws === "function" ? jwsValid(jws, signature, text) : false
   const secrets: readonly unknown[] = typeof hmac === "string" ? [hmac] : Array.isArray(hmac) ? hmac : []
   // The empty key is everyone's key (an unset variable, `?? ""`): no signer accepts it, so it verifies nothing.
   for (const secret of secrets)
@@ -84,8 +92,21 @@ async function signatureValid(text: string, signature: string, keys: ReceiptKeys
 
 /** Checks one record's signature, as the original's `verify_receipt` does (HMAC) or against a JWKS (JWS). */
 export async function verifyReceipt(record: AuditReceiptRecord, keys: ReceiptKeys): Promise<boolean> {
-  if (receiptShapeProblem(record) !== null) return false
-  return signatureValid(receiptPayloadText(record), record.signature, keys)
+  try {
+    if (receiptShapeProblem(record) !== null) return false
+    return await signatureValid(receiptPayloadText(record), record.signature, keys)
+  } catch {
+    return false
+  }
+}
+
+function idOf(r: unknown): string | null {
+  try {
+    const id = (r as { receipt_id?: unknown } | null)?.receipt_id
+    return typeof id === "string" ? id : null
+  } catch {
+    return null
+  }
 }
 
 interface Placed {
@@ -115,20 +136,28 @@ export async function verifyReceipts(
 
   for (let i = 0; i < receipts.length; i++) {
     const r = receipts[i] as Receipt
-    const shape = receiptShapeProblem(r)
+    let shape: string | null
+    let payload = ""
+    try {
+      shape = receiptShapeProblem(r)
+      if (shape === null) payload = receiptPayloadText(r)
+    } catch (error) {
+      // A cycle, a throwing getter or a proxy (objects handed in, never parsed JSON), or nesting deeper than the
+      // stack: not a receipt this can write, so not one anyone signed.
+      shape = `it cannot be read as JSON (${error instanceof Error ? error.name : typeof error})`
+    }
     if (shape !== null) {
-      const id = typeof (r as { receipt_id?: unknown })?.receipt_id === "string" ? r.receipt_id : null
-      fail(i, id, "bad_shape", `not a receipt: ${shape}`)
+      fail(i, idOf(r), "bad_shape", `not a receipt: ${shape}`)
       continue
     }
-    if (!(await signatureValid(receiptPayloadText(r), r.signature, keys)))
+    if (!(await signatureValid(payload, r.signature, keys)))
       fail(i, r.receipt_id, "bad_signature", "the signature does not match the record under any key given")
     const link = r.chain
     if (!link) {
       if (options.requireChain) fail(i, r.receipt_id, "unchained", "the receipt carries no chain link")
       continue
     }
-    const text = linkText(link.ledger, link.seq, link.prev, recordDigest(r))
+    const text = linkText(link.ledger, link.seq, link.prev, recordDigest(r, payload))
     // A bad link still holds its claimed place, so its neighbours are not reported as gaps because of it.
     if (sha256Hex(text) !== link.digest || !(await signatureValid(text, link.mac, keys)))
       fail(

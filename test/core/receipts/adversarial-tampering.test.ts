@@ -101,6 +101,47 @@ describe("keys", () => {
   })
 })
 
+describe("hostile receipt objects never throw", () => {
+  it("cycles, throwing getters, proxies and very deep nesting are bad_shape, and the rest still verify", async () => {
+    const receipts = await chainOf(2)
+    const cyclic: Record<string, unknown> = { ...(receipts[0] as Receipt) }
+    const outputs: Record<string, unknown> = {}
+    outputs.self = outputs
+    cyclic.outputs = outputs
+    const getter = Object.defineProperty({ ...(receipts[0] as Receipt) }, "outputs", {
+      enumerable: true,
+      get() {
+        throw new Error("boom")
+      },
+    })
+    const proxy = new Proxy(
+      {},
+      {
+        get() {
+          throw new Error("trap")
+        },
+      },
+    )
+    let deep: unknown = "x"
+    for (let i = 0; i < 200_000; i++) deep = [deep]
+    const nested = { ...(receipts[0] as Receipt), outputs: deep }
+    const v = await verifyReceipts([cyclic, getter, proxy, nested, ...receipts], { hmac: KEY })
+    expect(reasons(v)).toEqual(["0:bad_shape", "1:bad_shape", "2:bad_shape", "3:bad_shape"])
+    expect(v.valid).toBe(2)
+    expect(await verifyReceipt(cyclic as never, { hmac: KEY })).toBe(false)
+  })
+
+  it("a JWS verifier of the caller's own that throws fails that receipt, not the whole check", async () => {
+    const jwsLike: ReceiptSigner = { kind: "jws", sign: async () => "e30.e30.c2ln" }
+    const receipts = await chainOf(2, jwsLike)
+    const jws = async (): Promise<boolean> => {
+      throw new Error("unsupported key")
+    }
+    const v = await verifyReceipts(receipts, { jws })
+    expect(reasons(v)).toEqual(["0:bad_signature", "0:bad_link", "1:bad_signature", "1:bad_link"])
+  })
+})
+
 describe("number forms", () => {
   it("every Python number form keeps its own text, so no two payloads share a signature", async () => {
     const [r] = await chainOf(1)
