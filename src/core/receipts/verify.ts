@@ -30,7 +30,7 @@ export type ReceiptFailureReason =
   | "reorder"
   /** Another receipt claims the same place in the chain with other content. */
   | "fork"
-  /** The same receipt (same link) appears twice. */
+  /** The same receipt appears twice: the same link, or the same receipt id (a replayed copy). */
   | "duplicate"
   /** The link does not point at its predecessor's digest (an inserted receipt or a spliced chain). */
   | "broken_chain"
@@ -133,6 +133,8 @@ export async function verifyReceipts(
     bad.add(index)
   }
   const chains = new Map<string, Placed[]>()
+  // Where each receipt id was first seen: the id is a record's identity, links or not.
+  const ids = new Map<string, { readonly ledger: string; readonly seq: number } | null>()
 
   for (let i = 0; i < receipts.length; i++) {
     const r = receipts[i] as Receipt
@@ -150,6 +152,18 @@ export async function verifyReceipts(
       fail(i, idOf(r), "bad_shape", `not a receipt: ${shape}`)
       continue
     }
+    // A copy of a receipt (its link stripped, or unchained like the original's) is a well-signed record: only its
+    // id tells that it was counted already. Two copies claiming one chain place are left to the chain checks.
+    const first = ids.get(r.receipt_id)
+    const place = r.chain ? { ledger: r.chain.ledger, seq: r.chain.seq } : null
+    if (
+      first !== undefined &&
+      !(first && place && first.ledger === place.ledger && first.seq === place.seq)
+    ) {
+      fail(i, r.receipt_id, "duplicate", `receipt ${r.receipt_id} appears twice: a replayed copy`)
+      continue
+    }
+    if (first === undefined) ids.set(r.receipt_id, place)
     if (!(await signatureValid(payload, r.signature, keys)))
       fail(i, r.receipt_id, "bad_signature", "the signature does not match the record under any key given")
     const link = r.chain
