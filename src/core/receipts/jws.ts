@@ -2,6 +2,7 @@
 // The only module that imports jose. It is its own package entry (`mycelium-runtime/receipts/jws`), not part of
 // the core barrel, so the core entry bundles without jose.
 import {
+  base64url,
   CompactSign,
   type CryptoKey,
   compactVerify,
@@ -58,6 +59,11 @@ export function jwksVerifier(jwks: JSONWebKeySet): JwsVerifier {
   const keys = createLocalJWKSet(jwks)
   return async (jws, text) => {
     try {
+      // base64url decoders ignore the unused low bits of the last character, so up to 3 other spellings of one
+      // signature verify; a receipt's signature string is part of its identity (the chain's record digest), so
+      // only the canonical spelling does. (ES256's s and n - s both stay valid: Web Crypto signs either.)
+      const sig = jws.slice(jws.lastIndexOf(".") + 1)
+      if (base64url.encode(base64url.decode(sig)) !== sig) return false
       const { payload } = await compactVerify(jws, keys, { algorithms: ["EdDSA", "ES256"] })
       return decoder.decode(payload) === text
     } catch {
