@@ -25,6 +25,8 @@ export interface JwsReceiptSignerOptions {
   readonly kid: string
 }
 
+/** The `typ` header of every receipt JWS; the verifier accepts no other. */
+const RECEIPT_TYP = "mycelium-receipt+jws"
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
@@ -45,7 +47,7 @@ export function jwsReceiptSigner(options: JwsReceiptSignerOptions): ReceiptSigne
     async sign(text) {
       key ??= resolveKey()
       return new CompactSign(encoder.encode(text))
-        .setProtectedHeader({ alg, kid, typ: "mycelium-receipt+jws" })
+        .setProtectedHeader({ alg, kid, typ: RECEIPT_TYP })
         .sign(await key)
     },
   }
@@ -64,8 +66,9 @@ export function jwksVerifier(jwks: JSONWebKeySet): JwsVerifier {
       // only the canonical spelling does. (ES256's s and n - s both stay valid: Web Crypto signs either.)
       const sig = jws.slice(jws.lastIndexOf(".") + 1)
       if (base64url.encode(base64url.decode(sig)) !== sig) return false
-      const { payload } = await compactVerify(jws, keys, { algorithms: ["EdDSA", "ES256"] })
-      return decoder.decode(payload) === text
+      const { payload, protectedHeader } = await compactVerify(jws, keys, { algorithms: ["EdDSA", "ES256"] })
+      // Only what a receipt signer signed: a JWT or other JWS made with the same key is not a receipt.
+      return protectedHeader.typ === RECEIPT_TYP && decoder.decode(payload) === text
     } catch {
       return false
     }

@@ -104,9 +104,19 @@ describe("JWS headers and key confusion", () => {
       real.privateKey,
     )
     expect(await verifyReceipt({ ...recordOf(receipt), signature: crit }, { jws: jwks })).toBe(false)
-    // The same construction with an ordinary header verifies: the refusal above is the crit header's.
-    const plain = await rawJws({ alg: "EdDSA", kid: "real" }, text, real.privateKey)
+    // The same construction with a receipt's header verifies: the refusal above is the crit header's.
+    const header = { alg: "EdDSA", kid: "real", typ: "mycelium-receipt+jws" }
+    const plain = await rawJws(header, text, real.privateKey)
     expect(await verifyReceipt({ ...recordOf(receipt), signature: plain }, { jws: jwks })).toBe(true)
+    // The real key signing the same text for another purpose (a JWT, no typ) is not a receipt signature.
+    for (const typ of ["JWT", undefined]) {
+      const other = await rawJws(
+        { alg: "EdDSA", kid: "real", ...(typ ? { typ } : {}) },
+        text,
+        real.privateKey,
+      )
+      expect(await verifyReceipt({ ...recordOf(receipt), signature: other }, { jws: jwks })).toBe(false)
+    }
     // Unencoded payload (b64: false, RFC 7797): its compact form is not three base64url parts.
     const unencoded = await rawJws(
       { alg: "EdDSA", kid: "real", b64: false, crit: ["b64"] },
