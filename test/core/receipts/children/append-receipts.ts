@@ -10,5 +10,9 @@ const emitter = new ReceiptEmitter({
 })
 const wait = Number(startAt ?? 0) - Date.now()
 if (wait > 0) await new Promise((r) => setTimeout(r, wait))
-for (let i = 0; i < Number(count); i++)
+for (let i = 0; i < Number(count); i++) {
   await emitter.emit({ action: "pay", actionKind: "tool", requestId: `${writer}-${i}`, status: "completed" })
+  // Bursts of 5 contend for the lock; between them a pause longer than the lock's longest back-off (16 ms) lets
+  // the other writers in, so the appends interleave whatever the scheduler does.
+  if (i % 5 === 4) await new Promise((r) => setTimeout(r, 20))
+}
