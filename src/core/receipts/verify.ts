@@ -109,6 +109,20 @@ function idOf(r: unknown): string | null {
   }
 }
 
+// A caller's head, own members only (a chain may be named "constructor"); null when it is not {seq, digest}, which
+// fails closed: a head that cannot be compared must not switch the truncation check off.
+function headOf(
+  heads: VerifyReceiptsOptions["heads"],
+  ledger: string,
+): { readonly seq: number; readonly digest: string } | null | undefined {
+  if (!heads || !Object.hasOwn(heads, ledger)) return undefined
+  const h = heads[ledger] as { seq?: unknown; digest?: unknown } | null | undefined
+  if (typeof h !== "object" || h === null) return null
+  return Number.isSafeInteger(h.seq) && (h.seq as number) >= 0 && typeof h.digest === "string"
+    ? { seq: h.seq as number, digest: h.digest }
+    : null
+}
+
 interface Placed {
   readonly index: number
   readonly id: string
@@ -217,23 +231,42 @@ export async function verifyReceipts(
       }
       prev = p
     }
-    const head = options.heads?.[ledger]
-    if (head && prev && (prev.seq < head.seq || (prev.seq === head.seq && prev.digest !== head.digest)))
-      fail(
-        prev.index,
-        prev.id,
-        "truncated",
-        `chain '${ledger}' ends at #${prev.seq}, the known head is #${head.seq}`,
-      )
+    const head = headOf(options.heads, ledger)
+    if (head !== undefined && prev) {
+      if (head === null)
+        fail(prev.index, prev.id, "truncated", `the known head of chain '${ledger}' is not {seq, digest}`)
+      else if (prev.seq < head.seq || (prev.seq === head.seq && prev.digest !== head.digest))
+        fail(
+          prev.index,
+          prev.id,
+          "truncated",
+          `chain '${ledger}' ends at #${prev.seq}, the known head is #${head.seq}`,
+        )
+      else {
+        // The chain grew past the known head: the head must still be in it, or its history was rewritten.
+        const known = bySeq.get(head.seq)
+        if (known && known.digest !== head.digest)
+          fail(
+            known.index,
+            known.id,
+            "fork",
+            `chain '${ledger}' #${head.seq} is not the known head: rewritten`,
+          )
+      }
+    }
   }
-  for (const [ledger, head] of Object.entries(options.heads ?? {}))
-    if (!chains.has(ledger) && head.seq >= 0)
+  for (const ledger of Object.keys(options.heads ?? {}))
+    if (!chains.has(ledger)) {
+      const head = headOf(options.heads, ledger)
       failures.push({
         index: -1,
         receiptId: null,
         reason: "truncated",
-        message: `chain '${ledger}' has no receipts, the known head is #${head.seq}`,
+        message: head
+          ? `chain '${ledger}' has no receipts, the known head is #${head.seq}`
+          : `the known head of chain '${ledger}' is not {seq, digest}`,
       })
+    }
 
   failures.sort((a, b) => a.index - b.index)
   return { ok: failures.length === 0, valid: receipts.length - bad.size, failures }

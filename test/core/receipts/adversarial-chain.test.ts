@@ -118,4 +118,29 @@ describe("chains under attack", () => {
     const heads = { constructor: headOf(at(rs, 1)) }
     expect(reasons(await verifyReceipts(rs.slice(0, 1), { hmac: KEY }, { heads }))).toEqual(["0:truncated"])
   })
+
+  it("a known head the chain grew past must still be in it: a rewritten history is a fork", async () => {
+    const rs = await chainOf(4)
+    const heads = { "payment-agent": headOf(at(rs, 1)) }
+    expect((await verifyReceipts(rs, { hmac: KEY }, { heads })).ok).toBe(true)
+    // The key holder re-signs the chain from #1 on (another copy) and extends it past the head the auditor kept.
+    const rewritten = await chainOf(4)
+    const v = await verifyReceipts([at(rs, 0), ...rewritten.slice(1)], { hmac: KEY }, { heads })
+    expect(reasons(v)).toEqual(["1:broken_chain", "1:fork"])
+    expect(reasons(await verifyReceipts(rewritten, { hmac: KEY }, { heads }))).toEqual(["1:fork"])
+  })
+
+  it("a head that is not {seq, digest} fails closed instead of switching the truncation check off", async () => {
+    const rs = await chainOf(3)
+    for (const head of [{ seq: Number.NaN, digest: "x" }, { seq: "2", digest: "x" }, { seq: 1.5 }, null, 7]) {
+      const v = await verifyReceipts(
+        rs.slice(0, 2),
+        { hmac: KEY },
+        { heads: { "payment-agent": head as never } },
+      )
+      expect(reasons(v)).toEqual(["1:truncated"])
+      const none = await verifyReceipts([], { hmac: KEY }, { heads: { other: head as never } })
+      expect(reasons(none)).toEqual(["-1:truncated"])
+    }
+  })
 })
