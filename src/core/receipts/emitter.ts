@@ -45,6 +45,9 @@ export class ReceiptEmitter implements ReceiptHook {
       )
     if (!options.agentId)
       throw new AuditReceiptError("audit receipts need an agentId (the original's agent_id)")
+    // "" would read as "no chain" below: receipts the caller asked to chain would be stored unchained.
+    if (options.chain === "")
+      throw new AuditReceiptError("the receipt chain needs a name (or chain: false for unchained receipts)")
     this.signer = options.signer
     this.store = options.store
     this.agentId = options.agentId

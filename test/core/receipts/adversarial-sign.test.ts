@@ -56,6 +56,14 @@ describe("drafts that could never verify are refused before signing", () => {
   })
 })
 
+describe("emitter options", () => {
+  it("an empty chain name is refused, not taken for chain: false", () => {
+    const options = { signer: hmacReceiptSigner(KEY), store: new MemoryReceiptStore(), agentId: "a" }
+    expect(() => new ReceiptEmitter({ ...options, chain: "" })).toThrow(AuditReceiptError)
+    expect(new ReceiptEmitter({ ...options, chain: false }).chain).toBeNull()
+  })
+})
+
 describe("the signed text is the stored text", () => {
   it("a getter that changes between reads is read once: the stored receipt is the signed one", async () => {
     let reads = 0
