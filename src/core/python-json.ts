@@ -46,9 +46,10 @@ export function pythonDumps(value: unknown, options: PythonDumpsOptions = {}): s
   return write(value)
 }
 
-// A number token with a fraction or an exponent whose value could be integral: `100.0`, `1e3`. Matches inside
-// strings too, which only sends that text through the slower exact parser.
-const INTEGRAL_FLOAT_HINT = /\d(?:\.0+)?[eE]|\d\.0+(?![0-9])/
+// A number token with a fraction or an exponent whose value could be integral: `100.0`, `1e3`; or the integer
+// `-0`, which json.loads reads as the int 0 and JSON.parse as the float -0 (written back `-0.0`: another text).
+// Matches inside strings too, which only sends that text through the slower exact parser.
+const INTEGRAL_FLOAT_HINT = /\d(?:\.0+)?[eE]|\d\.0+(?![0-9])|-0(?![.\deE])/
 
 /**
  * `json.loads` of text the original wrote, kept so that writing it back in Python's forms gives the same text: a

@@ -4,7 +4,13 @@ import type { JsonValue, ReceiptDraft, ReceiptHook } from "../ledger/index.ts"
 import { toJsonValue } from "../ledger/model/canonical.ts"
 import { type ChainSealer, sealLink } from "./chain.ts"
 import { AuditReceiptError } from "./errors.ts"
-import { type AuditReceiptRecord, newReceiptId, type Receipt, receiptPayloadText } from "./record.ts"
+import {
+  type AuditReceiptRecord,
+  newReceiptId,
+  type Receipt,
+  receiptPayloadText,
+  receiptShapeProblem,
+} from "./record.ts"
 import type { ReceiptSigner } from "./signer.ts"
 import type { ReceiptStore } from "./store.ts"
 
@@ -39,6 +45,9 @@ export class ReceiptEmitter implements ReceiptHook {
       )
     if (!options.agentId)
       throw new AuditReceiptError("audit receipts need an agentId (the original's agent_id)")
+    // "" would read as "no chain" below: receipts the caller asked to chain would be stored unchained.
+    if (options.chain === "")
+      throw new AuditReceiptError("the receipt chain needs a name (or chain: false for unchained receipts)")
     this.signer = options.signer
     this.store = options.store
     this.agentId = options.agentId
@@ -50,21 +59,37 @@ export class ReceiptEmitter implements ReceiptHook {
   async sign(init: ReceiptInit): Promise<AuditReceiptRecord> {
     if (init.status !== "completed" && init.status !== "failed")
       throw new AuditReceiptError(`receipt status must be completed or failed, got '${String(init.status)}'`)
+    let inputs: AuditReceiptRecord["inputs"]
+    let outputs: JsonValue
+    try {
+      // Copied once: what is signed is what is stored, whatever getters in the draft return later.
+      inputs = {
+        args: toJsonValue(init.args ?? []) as JsonValue[],
+        kwargs: toJsonValue(init.kwargs ?? {}) as Record<string, JsonValue>,
+      }
+      outputs = toJsonValue(init.outputs ?? null)
+    } catch (error) {
+      throw new AuditReceiptError(
+        `receipt inputs and outputs must be JSON (no cycles, nothing deeper than the stack): ${String(error)}`,
+      )
+    }
     const unsigned = {
       receipt_id: newReceiptId(),
       agent_id: this.agentId,
       action: init.action,
       action_kind: init.actionKind,
       request_id: init.requestId,
-      inputs: {
-        args: (init.args ?? []).map(toJsonValue),
-        kwargs: toJsonValue(init.kwargs ?? {}) as Record<string, JsonValue>,
-      },
-      outputs: toJsonValue(init.outputs ?? null),
+      inputs,
+      outputs,
       status: init.status,
       timestamp: init.timestamp ?? this.#now(),
       error: init.error ?? null,
     }
+    // A draft of the wrong shape (from untyped callers) would be signed and stored yet could never verify.
+    const problem = receiptShapeProblem({ ...unsigned, signature: "" })
+    if (problem !== null) throw new AuditReceiptError(`cannot sign this receipt: ${problem}`)
+    if (!Number.isFinite(unsigned.timestamp))
+      throw new AuditReceiptError("cannot sign this receipt: 'timestamp' is not finite epoch seconds")
     const text = receiptPayloadText(unsigned)
     const record = { ...unsigned, signature: await this.signer.sign(text) }
     this.#texts.set(record, text)

@@ -2,6 +2,7 @@
 // The only module that imports jose. It is its own package entry (`mycelium-runtime/receipts/jws`), not part of
 // the core barrel, so the core entry bundles without jose.
 import {
+  base64url,
   CompactSign,
   type CryptoKey,
   compactVerify,
@@ -24,6 +25,8 @@ export interface JwsReceiptSignerOptions {
   readonly kid: string
 }
 
+/** The `typ` header of every receipt JWS; the verifier accepts no other. */
+const RECEIPT_TYP = "mycelium-receipt+jws"
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
@@ -44,7 +47,7 @@ export function jwsReceiptSigner(options: JwsReceiptSignerOptions): ReceiptSigne
     async sign(text) {
       key ??= resolveKey()
       return new CompactSign(encoder.encode(text))
-        .setProtectedHeader({ alg, kid, typ: "mycelium-receipt+jws" })
+        .setProtectedHeader({ alg, kid, typ: RECEIPT_TYP })
         .sign(await key)
     },
   }
@@ -58,8 +61,14 @@ export function jwksVerifier(jwks: JSONWebKeySet): JwsVerifier {
   const keys = createLocalJWKSet(jwks)
   return async (jws, text) => {
     try {
-      const { payload } = await compactVerify(jws, keys, { algorithms: ["EdDSA", "ES256"] })
-      return decoder.decode(payload) === text
+      // base64url decoders ignore the unused low bits of the last character, so up to 3 other spellings of one
+      // signature verify; a receipt's signature string is part of its identity (the chain's record digest), so
+      // only the canonical spelling does. (ES256's s and n - s both stay valid: Web Crypto signs either.)
+      const sig = jws.slice(jws.lastIndexOf(".") + 1)
+      if (base64url.encode(base64url.decode(sig)) !== sig) return false
+      const { payload, protectedHeader } = await compactVerify(jws, keys, { algorithms: ["EdDSA", "ES256"] })
+      // Only what a receipt signer signed: a JWT or other JWS made with the same key is not a receipt.
+      return protectedHeader.typ === RECEIPT_TYP && decoder.decode(payload) === text
     } catch {
       return false
     }

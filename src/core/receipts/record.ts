@@ -129,9 +129,19 @@ export function recordOf(receipt: Receipt): AuditReceiptRecord {
 const isObj = (v: unknown): v is Record<string, unknown> =>
   typeof v === "object" && v !== null && !Array.isArray(v)
 
+const RECORD_FIELDS: ReadonlySet<string> = new Set<string>([...RECORD_KEYS, "chain"])
+const LINK_FIELDS: ReadonlySet<string> = new Set(["ledger", "seq", "prev", "digest", "mac"])
+
+// The signature covers the record's fields and the link's mac its own: any other member would be an unsigned
+// claim riding on a valid signature (the original's `from_dict` refuses it too).
+const unknownField = (v: Record<string, unknown>, known: ReadonlySet<string>): string | undefined =>
+  Object.keys(v).find((k) => !known.has(k))
+
 /** Checks the shape of a parsed receipt (a JSONL line, an HTTP body). Returns a reason, or null when it is one. */
 export function receiptShapeProblem(v: unknown): string | null {
   if (!isObj(v)) return "not a JSON object"
+  const extra = unknownField(v, RECORD_FIELDS)
+  if (extra !== undefined) return `'${extra}' is not a receipt field (no signature covers it)`
   for (const k of ["receipt_id", "agent_id", "action", "request_id", "signature"] as const)
     if (typeof v[k] !== "string") return `'${k}' is not a string`
   if (v.action_kind !== "tool" && v.action_kind !== "task") return "'action_kind' is not tool or task"
@@ -152,6 +162,8 @@ export function receiptShapeProblem(v: unknown): string | null {
       return "'chain' is not a receipt link"
     if (typeof c.mac !== "string" || (c.prev !== null && typeof c.prev !== "string"))
       return "'chain' is not a receipt link"
+    const extraLink = unknownField(c, LINK_FIELDS)
+    if (extraLink !== undefined) return `'chain.${extraLink}' is not a link field (no signature covers it)`
   }
   return null
 }

@@ -30,7 +30,7 @@ export type ReceiptFailureReason =
   | "reorder"
   /** Another receipt claims the same place in the chain with other content. */
   | "fork"
-  /** The same receipt (same link) appears twice. */
+  /** The same receipt appears twice: the same link, or the same receipt id (a replayed copy). */
   | "duplicate"
   /** The link does not point at its predecessor's digest (an inserted receipt or a spliced chain). */
   | "broken_chain"
@@ -66,17 +66,61 @@ export interface VerifyReceiptsOptions {
 
 const looksLikeJws = (s: string): boolean => /^[\w-]+\.[\w-]+\.[\w-]+$/.test(s)
 
+// A verifier of the caller's own may throw on a hostile JWS; that is a signature that does not verify.
+async function jwsValid(jws: JwsVerifier, signature: string, text: string): Promise<boolean> {
+  try {
+    return (await jws(signature, text)) === true
+  } catch {
+    return false
+  }
+}
+
 async function signatureValid(text: string, signature: string, keys: ReceiptKeys): Promise<boolean> {
-  if (looksLikeJws(signature)) return keys.jws ? keys.jws(signature, text) : false
-  const secrets = typeof keys.hmac === "string" ? [keys.hmac] : (keys.hmac ?? [])
-  for (const secret of secrets) if (timingSafeEqual(await hmacSha256Hex(secret, text), signature)) return true
+  const { hmac, jws } = keys ?? {}
+  if (looksLikeJws(signature)) return typeof jws === "function" ? jwsValid(jws, signature, text) : false
+  const secrets: readonly unknown[] = typeof hmac === "string" ? [hmac] : Array.isArray(hmac) ? hmac : []
+  // The empty key is everyone's key (an unset variable, `?? ""`): no signer accepts it, so it verifies nothing.
+  for (const secret of secrets)
+    if (
+      typeof secret === "string" &&
+      secret !== "" &&
+      timingSafeEqual(await hmacSha256Hex(secret, text), signature)
+    )
+      return true
   return false
 }
 
 /** Checks one record's signature, as the original's `verify_receipt` does (HMAC) or against a JWKS (JWS). */
 export async function verifyReceipt(record: AuditReceiptRecord, keys: ReceiptKeys): Promise<boolean> {
-  if (receiptShapeProblem(record) !== null) return false
-  return signatureValid(receiptPayloadText(record), record.signature, keys)
+  try {
+    if (receiptShapeProblem(record) !== null) return false
+    return await signatureValid(receiptPayloadText(record), record.signature, keys)
+  } catch {
+    return false
+  }
+}
+
+function idOf(r: unknown): string | null {
+  try {
+    const id = (r as { receipt_id?: unknown } | null)?.receipt_id
+    return typeof id === "string" ? id : null
+  } catch {
+    return null
+  }
+}
+
+// A caller's head, own members only (a chain may be named "constructor"); null when it is not {seq, digest}, which
+// fails closed: a head that cannot be compared must not switch the truncation check off.
+function headOf(
+  heads: VerifyReceiptsOptions["heads"],
+  ledger: string,
+): { readonly seq: number; readonly digest: string } | null | undefined {
+  if (!heads || !Object.hasOwn(heads, ledger)) return undefined
+  const h = heads[ledger] as { seq?: unknown; digest?: unknown } | null | undefined
+  if (typeof h !== "object" || h === null) return null
+  return Number.isSafeInteger(h.seq) && (h.seq as number) >= 0 && typeof h.digest === "string"
+    ? { seq: h.seq as number, digest: h.digest }
+    : null
 }
 
 interface Placed {
@@ -103,23 +147,45 @@ export async function verifyReceipts(
     bad.add(index)
   }
   const chains = new Map<string, Placed[]>()
+  // Where each receipt id was first seen: the id is a record's identity, links or not.
+  const ids = new Map<string, { readonly ledger: string; readonly seq: number } | null>()
 
   for (let i = 0; i < receipts.length; i++) {
     const r = receipts[i] as Receipt
-    const shape = receiptShapeProblem(r)
+    let shape: string | null
+    let payload = ""
+    try {
+      shape = receiptShapeProblem(r)
+      if (shape === null) payload = receiptPayloadText(r)
+    } catch (error) {
+      // A cycle, a throwing getter or a proxy (objects handed in, never parsed JSON), or nesting deeper than the
+      // stack: not a receipt this can write, so not one anyone signed.
+      shape = `it cannot be read as JSON (${error instanceof Error ? error.name : typeof error})`
+    }
     if (shape !== null) {
-      const id = typeof (r as { receipt_id?: unknown })?.receipt_id === "string" ? r.receipt_id : null
-      fail(i, id, "bad_shape", `not a receipt: ${shape}`)
+      fail(i, idOf(r), "bad_shape", `not a receipt: ${shape}`)
       continue
     }
-    if (!(await signatureValid(receiptPayloadText(r), r.signature, keys)))
+    // A copy of a receipt (its link stripped, or unchained like the original's) is a well-signed record: only its
+    // id tells that it was counted already. Two copies claiming one chain place are left to the chain checks.
+    const first = ids.get(r.receipt_id)
+    const place = r.chain ? { ledger: r.chain.ledger, seq: r.chain.seq } : null
+    if (
+      first !== undefined &&
+      !(first && place && first.ledger === place.ledger && first.seq === place.seq)
+    ) {
+      fail(i, r.receipt_id, "duplicate", `receipt ${r.receipt_id} appears twice: a replayed copy`)
+      continue
+    }
+    if (first === undefined) ids.set(r.receipt_id, place)
+    if (!(await signatureValid(payload, r.signature, keys)))
       fail(i, r.receipt_id, "bad_signature", "the signature does not match the record under any key given")
     const link = r.chain
     if (!link) {
       if (options.requireChain) fail(i, r.receipt_id, "unchained", "the receipt carries no chain link")
       continue
     }
-    const text = linkText(link.ledger, link.seq, link.prev, recordDigest(r))
+    const text = linkText(link.ledger, link.seq, link.prev, recordDigest(r, payload))
     // A bad link still holds its claimed place, so its neighbours are not reported as gaps because of it.
     if (sha256Hex(text) !== link.digest || !(await signatureValid(text, link.mac, keys)))
       fail(
@@ -165,23 +231,42 @@ export async function verifyReceipts(
       }
       prev = p
     }
-    const head = options.heads?.[ledger]
-    if (head && prev && (prev.seq < head.seq || (prev.seq === head.seq && prev.digest !== head.digest)))
-      fail(
-        prev.index,
-        prev.id,
-        "truncated",
-        `chain '${ledger}' ends at #${prev.seq}, the known head is #${head.seq}`,
-      )
+    const head = headOf(options.heads, ledger)
+    if (head !== undefined && prev) {
+      if (head === null)
+        fail(prev.index, prev.id, "truncated", `the known head of chain '${ledger}' is not {seq, digest}`)
+      else if (prev.seq < head.seq || (prev.seq === head.seq && prev.digest !== head.digest))
+        fail(
+          prev.index,
+          prev.id,
+          "truncated",
+          `chain '${ledger}' ends at #${prev.seq}, the known head is #${head.seq}`,
+        )
+      else {
+        // The chain grew past the known head: the head must still be in it, or its history was rewritten.
+        const known = bySeq.get(head.seq)
+        if (known && known.digest !== head.digest)
+          fail(
+            known.index,
+            known.id,
+            "fork",
+            `chain '${ledger}' #${head.seq} is not the known head: rewritten`,
+          )
+      }
+    }
   }
-  for (const [ledger, head] of Object.entries(options.heads ?? {}))
-    if (!chains.has(ledger) && head.seq >= 0)
+  for (const ledger of Object.keys(options.heads ?? {}))
+    if (!chains.has(ledger)) {
+      const head = headOf(options.heads, ledger)
       failures.push({
         index: -1,
         receiptId: null,
         reason: "truncated",
-        message: `chain '${ledger}' has no receipts, the known head is #${head.seq}`,
+        message: head
+          ? `chain '${ledger}' has no receipts, the known head is #${head.seq}`
+          : `the known head of chain '${ledger}' is not {seq, digest}`,
       })
+    }
 
   failures.sort((a, b) => a.index - b.index)
   return { ok: failures.length === 0, valid: receipts.length - bad.size, failures }
