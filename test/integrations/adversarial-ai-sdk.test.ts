@@ -4,8 +4,8 @@ import { generateText, stepCountIs, tool } from "ai"
 import { MockLanguageModelV3 } from "ai/test"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
-import { ActionLedger, MemoryLedgerStorage } from "../../src/core/index.ts"
-import { guardTool } from "../../src/integrations/ai-sdk.ts"
+import { ActionLedger, LedgerIdentityConflictError, MemoryLedgerStorage } from "../../src/core/index.ts"
+import { guardTool, guardTools } from "../../src/integrations/ai-sdk.ts"
 
 type Call = { id: string; tool: string; input: Record<string, unknown> }
 
@@ -80,5 +80,78 @@ describe("AI SDK integration, adversarial", () => {
     expect(charged).toEqual([500])
     const rows = await ledger.listTransitions()
     expect(rows.map((r) => r.kwargs.dollars)).toEqual([500])
+  })
+
+  it("one tool-call id reused for another unbound tool is an identity conflict, never the other tool's result", async () => {
+    const ledger = newLedger()
+    let deletes = 0
+    const tools = guardTools(ledger, {
+      lookup: tool({
+        inputSchema: z.object({ id: z.string() }),
+        execute: async ({ id }) => ({ secret: `record ${id}` }),
+      }),
+      remove: tool({
+        inputSchema: z.object({ id: z.string() }),
+        execute: async ({ id }) => {
+          deletes++
+          return { deleted: id }
+        },
+      }),
+    })
+    const result = await generateText({
+      model: scriptedModel([
+        [{ id: "call_0", tool: "lookup", input: { id: "42" } }],
+        [{ id: "call_0", tool: "remove", input: { id: "42" } }],
+      ]),
+      tools,
+      prompt: "x",
+      stopWhen: stepCountIs(4),
+    })
+    const [first, second] = toolOutputs(result)
+    expect(first?.output).toEqual({ secret: "record 42" })
+    expect(second?.type).toBe("tool-error")
+    expect(second?.output).toBeUndefined()
+    expect(second?.error).toBeInstanceOf(LedgerIdentityConflictError)
+    expect(deletes).toBe(0)
+  })
+
+  it("one tool-call id in another thread does not replay that thread's stored result (unbound tool)", async () => {
+    const storage = new MemoryLedgerStorage()
+    const runs: string[] = []
+    const forThread = (threadId: string) =>
+      guardTools(
+        newLedger(storage),
+        {
+          read_inbox: tool({
+            inputSchema: z.object({}),
+            execute: async (_input, options) => {
+              const owner = String(options.experimental_context)
+              runs.push(owner)
+              return { inbox: `mail of ${owner}` }
+            },
+          }),
+        },
+        { read_inbox: { meta: () => ({ threadId }) } },
+      )
+    const call = { id: "call_1", tool: "read_inbox", input: {} }
+    const alice = await generateText({
+      model: scriptedModel([[call]]),
+      tools: forThread("alice"),
+      prompt: "x",
+      experimental_context: "alice",
+    })
+    expect(toolOutputs(alice)[0]?.output).toEqual({ inbox: "mail of alice" })
+    const bob = await generateText({
+      model: scriptedModel([[call]]),
+      tools: forThread("bob"),
+      prompt: "x",
+      experimental_context: "bob",
+    })
+    const out = toolOutputs(bob)[0]
+    expect(out?.type).toBe("tool-error")
+    expect(out?.error).toBeInstanceOf(LedgerIdentityConflictError)
+    expect(JSON.stringify(out)).not.toContain("mail of alice")
+    expect(String(out?.error)).not.toContain("mail of alice")
+    expect(runs).toEqual(["alice"])
   })
 })
