@@ -1,0 +1,112 @@
+// Adversarial review of the LangGraph integration in a real StateGraph (agent → ToolNode, MemorySaver).
+import { BaseChatModel } from "@langchain/core/language_models/chat_models"
+import { AIMessage, type BaseMessage, ToolMessage } from "@langchain/core/messages"
+import type { ChatResult } from "@langchain/core/outputs"
+import { type StructuredToolInterface, tool } from "@langchain/core/tools"
+import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph"
+import { ToolNode, toolsCondition } from "@langchain/langgraph/prebuilt"
+import { describe, expect, it } from "vitest"
+import { z } from "zod"
+import { ActionLedger, MemoryLedgerStorage } from "../../src/core/index.ts"
+import { guardTools } from "../../src/integrations/langgraph.ts"
+
+type ToolCall = { id: string; name: string; args: Record<string, unknown> }
+
+/** Asks for the scripted tool calls until a tool result is in the history, then answers. */
+class ScriptedChatModel extends BaseChatModel {
+  constructor(readonly calls: ToolCall[]) {
+    super({})
+  }
+  _llmType(): string {
+    return "scripted"
+  }
+  async _generate(messages: BaseMessage[]): Promise<ChatResult> {
+    const last = messages.at(-1)
+    const message =
+      last instanceof ToolMessage
+        ? new AIMessage("done")
+        : new AIMessage({ content: "", tool_calls: this.calls })
+    return { generations: [{ text: String(message.content), message }] }
+  }
+}
+
+function buildGraph(tools: StructuredToolInterface[], calls: ToolCall[], checkpointer = new MemorySaver()) {
+  const model = new ScriptedChatModel(calls)
+  return new StateGraph(MessagesAnnotation)
+    .addNode("agent", async (state) => ({ messages: [await model.invoke(state.messages)] }))
+    .addNode("tools", new ToolNode(tools))
+    .addEdge(START, "agent")
+    .addConditionalEdges("agent", toolsCondition, ["tools", END])
+    .addEdge("tools", "agent")
+    .compile({ checkpointer })
+}
+
+type Graph = ReturnType<typeof buildGraph>
+
+async function checkpointBeforeTools(graph: Graph, threadId: string): Promise<string> {
+  for await (const snapshot of graph.getStateHistory({ configurable: { thread_id: threadId } })) {
+    if (snapshot.next.includes("tools")) return snapshot.config.configurable?.checkpoint_id as string
+  }
+  throw new Error("no checkpoint before the tools node")
+}
+
+const toolMessages = (state: { messages: BaseMessage[] }) =>
+  state.messages.filter((m): m is ToolMessage => m instanceof ToolMessage)
+
+const newLedger = (storage = new MemoryLedgerStorage()) =>
+  new ActionLedger({ storage, pollInterval: 0.005, onWarning: () => {} })
+
+const payment = { agentId: "billing", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" as const }
+
+function payTool(counter: { n: number }) {
+  return tool(
+    async ({ to }) => {
+      counter.n++
+      return `paid ${to} #${counter.n}`
+    },
+    { name: "pay", description: "pay", schema: z.object({ to: z.string() }) },
+  )
+}
+
+describe("LangGraph integration, adversarial", () => {
+  it("a tool call replayed from its checkpoint by a new run (another run_id) runs once", async () => {
+    const counter = { n: 0 }
+    const ledger = newLedger()
+    const calls = [{ id: "call_pay", name: "pay", args: { to: "acct_1" } }]
+    const graph = buildGraph(guardTools(ledger, [payTool(counter)], { pay: { binding: payment } }), calls)
+    const first = await graph.invoke(
+      { messages: [{ role: "user", content: "pay" }] },
+      { configurable: { thread_id: "t-run", run_id: "run-1" } },
+    )
+    expect(toolMessages(first).map((m) => m.content)).toEqual(["paid acct_1 #1"])
+    // LangGraph Platform starts every run on a thread with a new run_id (configurable and metadata).
+    const checkpointId = await checkpointBeforeTools(graph, "t-run")
+    const replay = await graph.invoke(null, {
+      configurable: { thread_id: "t-run", checkpoint_id: checkpointId, run_id: "run-2" },
+      metadata: { run_id: "run-2" },
+    })
+    expect(counter.n).toBe(1)
+    expect(toolMessages(replay).map((m) => m.content)).toEqual(["paid acct_1 #1"])
+  })
+
+  it("one AIMessage carrying the same tool-call id twice: ToolNode runs both in parallel, the body runs once", async () => {
+    const counter = { n: 0 }
+    const ledger = newLedger()
+    const slow = tool(
+      async ({ to }) => {
+        counter.n++
+        await new Promise((r) => setTimeout(r, 30))
+        return `paid ${to}`
+      },
+      { name: "pay", description: "pay", schema: z.object({ to: z.string() }) },
+    )
+    const call = { id: "call_dup", name: "pay", args: { to: "acct_2" } }
+    const graph = buildGraph(guardTools(ledger, [slow], { pay: { binding: payment } }), [call, call, call])
+    const out = await graph.invoke(
+      { messages: [{ role: "user", content: "pay" }] },
+      { configurable: { thread_id: "t-dup" } },
+    )
+    expect(counter.n).toBe(1)
+    expect(toolMessages(out).map((m) => m.content)).toEqual(["paid acct_2", "paid acct_2", "paid acct_2"])
+  })
+})
