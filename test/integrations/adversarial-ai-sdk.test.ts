@@ -4,7 +4,12 @@ import { generateText, stepCountIs, tool } from "ai"
 import { MockLanguageModelV3 } from "ai/test"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
-import { ActionLedger, LedgerIdentityConflictError, MemoryLedgerStorage } from "../../src/core/index.ts"
+import {
+  ActionLedger,
+  LedgerHardBlockError,
+  LedgerIdentityConflictError,
+  MemoryLedgerStorage,
+} from "../../src/core/index.ts"
 import { guardTool, guardTools } from "../../src/integrations/ai-sdk.ts"
 
 type Call = { id: string; tool: string; input: Record<string, unknown> }
@@ -153,5 +158,60 @@ describe("AI SDK integration, adversarial", () => {
     expect(JSON.stringify(out)).not.toContain("mail of alice")
     expect(String(out?.error)).not.toContain("mail of alice")
     expect(runs).toEqual(["alice"])
+  })
+
+  it("tool-call ids that are object-prototype names or carry separators are plain keys: each runs once", async () => {
+    const ledger = newLedger()
+    const seen: string[] = []
+    const { note } = guardTools(ledger, {
+      note: tool({
+        inputSchema: z.object({ text: z.string() }),
+        execute: async ({ text }) => {
+          seen.push(text)
+          return { saved: text }
+        },
+      }),
+    })
+    // generateText itself never executes calls named like Object.prototype members (ai 6 drops them), so the
+    // guarded execute is called as the SDK calls it.
+    const ids = ["__proto__", "constructor", "hasOwnProperty", "toString", "a:b:c", "x/../y", "\u0000"]
+    const execute = note.execute as (input: unknown, options: { toolCallId: string; messages: [] }) => unknown
+    for (let round = 0; round < 2; round++) {
+      const outs = await Promise.all(ids.map((id) => execute({ text: id }, { toolCallId: id, messages: [] })))
+      expect(outs).toEqual(ids.map((id) => ({ saved: id })))
+    }
+    expect(seen.sort()).toEqual([...ids].sort())
+    expect((await ledger.listTransitions()).map((r) => r.requestId).sort()).toEqual([...ids].sort())
+  })
+
+  it("the framework's abort mid-effect leaves the row UNKNOWN (hard block), not IN_FLIGHT", async () => {
+    const ledger = newLedger()
+    let runs = 0
+    const controller = new AbortController()
+    const send = guardTool(
+      ledger,
+      tool({
+        inputSchema: z.object({ to: z.string() }),
+        execute: async ({ to }, { abortSignal }) => {
+          runs++
+          controller.abort(new Error("user pressed stop"))
+          abortSignal?.throwIfAborted()
+          return `sent ${to}`
+        },
+      }),
+      { name: "send", binding: billing },
+    )
+    const call = { id: "call_abort", tool: "send", input: { to: "a" } }
+    await generateText({
+      model: scriptedModel([[call]]),
+      tools: { send },
+      prompt: "x",
+      abortSignal: controller.signal,
+    }).catch(() => undefined)
+    const rows = await ledger.listTransitions()
+    expect(rows.map((r) => r.terminalOutcome)).toEqual(["UNKNOWN"])
+    const again = await generateText({ model: scriptedModel([[call]]), tools: { send }, prompt: "x" })
+    expect(toolOutputs(again)[0]?.error).toBeInstanceOf(LedgerHardBlockError)
+    expect(runs).toBe(1)
   })
 })
