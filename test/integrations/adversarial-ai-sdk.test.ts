@@ -214,4 +214,35 @@ describe("AI SDK integration, adversarial", () => {
     expect(toolOutputs(again)[0]?.error).toBeInstanceOf(LedgerHardBlockError)
     expect(runs).toBe(1)
   })
+
+  it("a schema default that is new on every parse (a nonce) never runs a redispatch twice", async () => {
+    const ledger = newLedger()
+    let nonce = 0
+    let runs = 0
+    const send = guardTool(
+      ledger,
+      tool({
+        inputSchema: z.object({ to: z.string(), nonce: z.string().default(() => `n${++nonce}`) }),
+        execute: async ({ to }) => {
+          runs++
+          return `sent ${to}`
+        },
+      }),
+      { name: "send", binding: billing },
+    )
+    const call = { id: "call_nonce", tool: "send", input: { to: "a" } }
+    const result = await generateText({
+      model: scriptedModel([[call], [call]]),
+      tools: { send },
+      prompt: "x",
+      stopWhen: stepCountIs(4),
+    })
+    const [first, second] = toolOutputs(result)
+    expect(first?.output).toBe("sent a")
+    // The redispatch's arguments differ (a new nonce): refused as drift on its call id, not run again. The
+    // framework hands the tool parsed arguments only, so a replay cannot see the model's raw input.
+    expect(second?.type).toBe("tool-error")
+    expect(second?.error).toBeInstanceOf(LedgerIdentityConflictError)
+    expect(runs).toBe(1)
+  })
 })
