@@ -245,4 +245,36 @@ describe("AI SDK integration, adversarial", () => {
     expect(second?.error).toBeInstanceOf(LedgerIdentityConflictError)
     expect(runs).toBe(1)
   })
+
+  it("a meta function's empty fields never shadow the SDK's toolCallId (dedupe stays on)", async () => {
+    const ledger = newLedger()
+    let runs = 0
+    const send = guardTool(
+      ledger,
+      tool({
+        inputSchema: z.object({ to: z.string() }),
+        execute: async ({ to }) => {
+          runs++
+          return `sent ${to}`
+        },
+      }),
+      {
+        name: "send",
+        // An application copying optional fields from its own context: absent ones come back undefined or "".
+        meta: (o) => {
+          const ctx = o.experimental_context as { callId?: string; thread?: string } | undefined
+          return { toolCallId: ctx?.callId ?? "", threadId: ctx?.thread }
+        },
+      },
+    )
+    const call = { id: "call_meta", tool: "send", input: { to: "a" } }
+    await generateText({
+      model: scriptedModel([[call], [call]]),
+      tools: { send },
+      prompt: "x",
+      stopWhen: stepCountIs(4),
+    })
+    expect(runs).toBe(1)
+    expect((await ledger.listTransitions()).map((r) => r.requestId)).toEqual(["call_meta"])
+  })
 })
