@@ -169,4 +169,28 @@ describe("LangGraph integration, adversarial", () => {
     )
     expect(own).toEqual(["to"])
   })
+
+  it("a schema transform runs once: the tool gets the amount LangChain parsed", async () => {
+    const charged: number[] = []
+    const ledger = newLedger()
+    const pay = tool(
+      async ({ dollars }) => {
+        charged.push(dollars)
+        return `charged ${dollars} cents`
+      },
+      {
+        name: "pay",
+        description: "pay",
+        schema: z.object({ dollars: z.number().transform((d) => Math.round(d * 100)) }),
+      },
+    )
+    const calls = [{ id: "call_cents", name: "pay", args: { dollars: 5 } }]
+    const graph = buildGraph(guardTools(ledger, [pay], { pay: { binding: payment } }), calls)
+    const out = await graph.invoke(
+      { messages: [{ role: "user", content: "pay" }] },
+      { configurable: { thread_id: "t-cents" } },
+    )
+    expect(toolMessages(out).map((m) => m.content)).toEqual(["charged 500 cents"])
+    expect(charged).toEqual([500])
+  })
 })
