@@ -8,6 +8,8 @@ import {
   ActionLedger,
   LedgerHardBlockError,
   LedgerIdentityConflictError,
+  type LedgerStorage,
+  LedgerStorageUnavailableError,
   MemoryLedgerStorage,
 } from "../../src/core/index.ts"
 import { guardTool, guardTools } from "../../src/integrations/ai-sdk.ts"
@@ -55,6 +57,16 @@ function toolOutputs(result: { steps: Array<{ content: Array<{ type: string }> }
 
 const newLedger = (storage = new MemoryLedgerStorage()) =>
   new ActionLedger({ storage, pollInterval: 0.005, onWarning: () => {} })
+
+/** The stop condition docs/integrations.md gives: end the run when the ledger's store failed under a tool call. */
+const ledgerOutage = ({ steps }: { steps: Array<{ content: Array<{ type: string; error?: unknown }> }> }) =>
+  steps
+    .at(-1)
+    ?.content.some(
+      (p) =>
+        p.type === "tool-error" &&
+        (p.error as { code?: string } | undefined)?.code === "ledger_storage_unavailable",
+    ) ?? false
 
 const billing = { agentId: "billing", policyVersion: "1", sideEffectClass: "keyed_mutate" as const }
 
@@ -276,5 +288,56 @@ describe("AI SDK integration, adversarial", () => {
     })
     expect(runs).toBe(1)
     expect((await ledger.listTransitions()).map((r) => r.requestId)).toEqual(["call_meta"])
+  })
+
+  it("a storage outage reaches the model as a tool error (ai 6 has no fail-closed hook): stopWhen ends the run", async () => {
+    let down = false
+    const inner = new MemoryLedgerStorage()
+    const storage = new Proxy(inner, {
+      get: (target, prop, receiver) => {
+        const value = Reflect.get(target, prop, receiver)
+        if (typeof value !== "function") return value
+        return (...args: unknown[]) => {
+          if (down) throw new Error("ECONNRESET")
+          return value.apply(target, args)
+        }
+      },
+    }) as LedgerStorage
+    const ledger = newLedger(storage as MemoryLedgerStorage)
+    const charged: number[] = []
+    const pay = guardTool(
+      ledger,
+      tool({
+        inputSchema: z.object({ amount: z.number() }),
+        execute: async ({ amount }) => {
+          charged.push(amount)
+          down = true // the completion write is lost
+          return `paid ${amount}`
+        },
+      }),
+      { name: "pay", binding: billing },
+    )
+    let modelCalls = 0
+    const script = scriptedModel([
+      [{ id: "call_a", tool: "pay", input: { amount: 10 } }],
+      // What a model told "storage unavailable" does: calls again, under a new id (a new ledger key).
+      [{ id: "call_b", tool: "pay", input: { amount: 10 } }],
+    ])
+    const model = new MockLanguageModelV3({
+      doGenerate: async (options) => {
+        modelCalls++
+        down = false
+        return script.doGenerate(options)
+      },
+    })
+    const result = await generateText({
+      model,
+      tools: { pay },
+      prompt: "pay 10",
+      stopWhen: [stepCountIs(5), ledgerOutage],
+    })
+    expect(modelCalls).toBe(1)
+    expect(charged).toEqual([10])
+    expect(toolOutputs(result)[0]?.error).toBeInstanceOf(LedgerStorageUnavailableError)
   })
 })
