@@ -94,9 +94,14 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
     })
     return run(args, callMeta)
   }
-  const own = (options as { errorFunction?: ToolErrorText | null }).errorFunction
-  // tool() hands a thrown error to `errorFunction` and gives its text to the model; a null one fails the run.
-  if (own === null) return { ...options, execute: guarded }
+  const { errorFunction: own, outputSchema } = options as {
+    errorFunction?: ToolErrorText | null
+    outputSchema?: unknown
+  }
+  // tool() hands a thrown error to `errorFunction` and gives its text to the model; a null one fails the run, and
+  // so does the SDK's default for a tool with an outputSchema (text would not match the schema): kept as they are.
+  if (own === null || (own === undefined && outputSchema !== undefined))
+    return { ...options, execute: guarded }
   const errorFunction: ToolErrorText = (runContext, error, details) => {
     const code = (error as { code?: unknown } | null)?.code
     // The store is down: whether the effect happened is not recorded. Told "Please try again" (the SDK's default

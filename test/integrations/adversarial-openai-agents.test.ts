@@ -177,4 +177,31 @@ describe("OpenAI Agents integration, adversarial", () => {
     )
     expect(outputs).toEqual(["custom: card declined"])
   })
+
+  it("a tool with an outputSchema keeps the SDK's rule: any error fails the run (no text for the model)", async () => {
+    const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), onWarning: () => {} })
+    const pay = tool(
+      guardToolOptions(
+        ledger,
+        {
+          name: "pay",
+          description: "pay",
+          parameters: z.object({ amount: z.number() }),
+          outputSchema: z.object({ id: z.string() }),
+          execute: async (): Promise<{ id: string }> => {
+            throw new Error("card declined")
+          },
+        },
+        { binding: { ...payment, sideEffectClass: "read" } },
+      ),
+    )
+    const failure = await runAgent(
+      new ScriptedModel([[{ callId: "c_out", name: "pay", args: { amount: 1 } }]]),
+      [pay],
+    ).then(
+      () => null,
+      (e: unknown) => e,
+    )
+    expect(String((failure as { error?: unknown } | null)?.error)).toContain("card declined")
+  })
 })
