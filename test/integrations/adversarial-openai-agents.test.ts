@@ -204,4 +204,45 @@ describe("OpenAI Agents integration, adversarial", () => {
     )
     expect(String((failure as { error?: unknown } | null)?.error)).toContain("card declined")
   })
+
+  it("a model that calls again under a new id after a tool timeout: requestIdFrom keeps it one payment", async () => {
+    const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), onWarning: () => {} })
+    let runs = 0
+    const options = (requestIdFrom?: string) =>
+      tool({
+        ...guardToolOptions(
+          ledger,
+          {
+            name: requestIdFrom ? "pay_keyed" : "pay",
+            description: "pay",
+            parameters: z.object({ orderId: z.string(), amount: z.number() }),
+            execute: async ({ amount }) => {
+              runs++
+              await new Promise((r) => setTimeout(r, 60))
+              return `paid ${amount}`
+            },
+          },
+          { binding: { ...payment, ...(requestIdFrom ? { requestIdFrom } : {}) } },
+        ),
+        // The SDK answers "timed out" and leaves the body running; the model then calls again, under a new id.
+        timeoutMs: 15,
+      })
+    const twice = (name: string) =>
+      new ScriptedModel([
+        [{ callId: `${name}_1`, name, args: { orderId: "o-1", amount: 3 } }],
+        [{ callId: `${name}_2`, name, args: { orderId: "o-1", amount: 3 } }],
+      ])
+    await runAgent(twice("pay"), [options()])
+    await new Promise((r) => setTimeout(r, 120))
+    // Keyed by call id, the retry is a new call: documented (docs/integrations.md), and why requestIdFrom exists.
+    expect(runs).toBe(2)
+    runs = 0
+    await runAgent(twice("pay_keyed"), [options("orderId")])
+    await new Promise((r) => setTimeout(r, 120))
+    expect(runs).toBe(1)
+    const keyed = (await ledger.listTransitions()).filter((r) => r.tool === "pay_keyed")
+    expect(keyed.map((r) => [r.requestId, r.terminalOutcome])).toEqual([
+      ["pay_keyed:orderId:o-1", "COMPLETED"],
+    ])
+  })
 })
