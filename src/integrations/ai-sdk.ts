@@ -63,11 +63,12 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
 
   const guarded = async (input: unknown, callOptions: ToolExecutionOptions): Promise<unknown> => {
     const args = await bounds.input(asArgs(name, input))
-    const callMeta = cleanMeta({
-      toolCallId: callOptions.toolCallId,
-      signal: callOptions.abortSignal,
-      ...meta?.(callOptions),
-    })
+    // Cleaned apart, as the other integrations do: an empty field of `meta` must not shadow the SDK's call id (no
+    // id, no dedupe: every redispatch would run).
+    const callMeta = {
+      ...cleanMeta({ toolCallId: callOptions.toolCallId, signal: callOptions.abortSignal }),
+      ...cleanMeta(meta?.(callOptions) ?? {}),
+    }
     // One ledgered function per call: the body needs this call's options, which the ledger does not carry.
     const run = ledger.tool(ledgerOptions, async (checked, tx) => {
       const forBody: ToolExecutionOptions = { ...callOptions }

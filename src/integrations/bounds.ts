@@ -20,12 +20,21 @@ export function compileBounds(
 ): Bounds {
   if (options === false) return { input: async (a) => a, output: async (r) => r }
   const { outputSchema, ...inputOptions } = options ?? {}
-  const schema = inputOptions.schema ?? frameworkSchema
-  const input = bounded(same<Record<string, unknown>>, {
-    ...inputOptions,
-    ...(schema ? { schema } : {}),
-    name,
-  })
+  const scoped = bounded(same<Record<string, unknown>>, { ...inputOptions, name })
+  // The framework has already parsed the arguments with its own schema: running it again is a check only. Its
+  // output would apply a transform twice (dollars to cents, then cents to "cents" again: a 100x charge), so the
+  // tool gets, and the ledger hashes, the framework's value. A schema given in `bounds` is the caller's own
+  // normalization and is applied.
+  const check =
+    frameworkSchema && !inputOptions.schema
+      ? bounded(same<Record<string, unknown>>, { schema: frameworkSchema, name })
+      : undefined
+  const input = check
+    ? async (args: Record<string, unknown>) => {
+        await check(args)
+        return scoped(args)
+      }
+    : scoped
   // bounded() checks an arguments object; the result is boxed so any value (a string, a list) can be checked.
   const output = outputSchema
     ? bounded((box: { value: unknown }) => box.value, { name, outputSchema })

@@ -58,7 +58,7 @@ type ToolCallFn = (
 
 /**
  * Wraps a LangChain tool (from `tool()`, `DynamicStructuredTool`, or a StructuredTool subclass) so each call runs
- * through the ledger, keyed by its tool-call id and scoped by thread, run and node: a tool call LangGraph replays
+ * through the ledger, keyed by its tool-call id and scoped by thread and node (not run): a tool call LangGraph replays
  * from a checkpoint, or redispatches while the first is still running (langgraph#7417), runs once and both get
  * its result. Returns a new tool; the original is left as it was.
  */
@@ -86,7 +86,11 @@ export function guardTool<T extends StructuredToolInterface>(
     const boxed = typeof arg === "string"
     const limits = boxed ? stringBounds : bounds
     const args = await limits.input(boxed ? { input: arg } : asArgs(name, arg))
-    const callMeta = { ...langGraphCallMeta(parentConfig), ...cleanMeta(meta?.(parentConfig ?? {}) ?? {}) }
+    // The run id is left out of the call's identity: a run on a thread (every LangGraph Platform run, a resume
+    // after interrupt()) re-executes the tool calls of its checkpoint under a new run_id, and a key scoped by run
+    // would run them a second time. Thread, node and tool-call id are what a replay keeps; `meta` can add a run.
+    const { runId: _perRun, ...replayScope } = langGraphCallMeta(parentConfig)
+    const callMeta = { ...replayScope, ...cleanMeta(meta?.(parentConfig ?? {}) ?? {}) }
     const run = ledger.tool(ledgerOptions, async (checked, tx) => {
       // tool() hands its function a copy of the config, but `configurable` travels by reference: the transition
       // is tied to a fresh `configurable` of this call.

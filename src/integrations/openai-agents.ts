@@ -94,8 +94,33 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
     })
     return run(args, callMeta)
   }
-  return { ...options, execute: guarded }
+  const { errorFunction: own, outputSchema } = options as {
+    errorFunction?: ToolErrorText | null
+    outputSchema?: unknown
+  }
+  // tool() hands a thrown error to `errorFunction` and gives its text to the model; a null one fails the run, and
+  // so does the SDK's default for a tool with an outputSchema (text would not match the schema): kept as they are.
+  if (own === null || (own === undefined && outputSchema !== undefined))
+    return { ...options, execute: guarded }
+  const errorFunction: ToolErrorText = (runContext, error, details) => {
+    const code = (error as { code?: unknown } | null)?.code
+    // The store is down: whether the effect happened is not recorded. Told "Please try again" (the SDK's default
+    // text), the model calls again under a new call id, which is a new ledger key: a second payment. Fail closed.
+    if (code === "ledger_storage_unavailable") throw error
+    if (own) return own(runContext, error, details)
+    const text = error instanceof Error ? error.toString() : String(error)
+    return code === "ledger_hard_block"
+      ? `This call was blocked and did not run: its side effect may already have happened, and an operator must reconcile it first. Do not call the tool again for it. Error: ${text}`
+      : `An error occurred while running the tool. Please try again. Error: ${text}`
+  }
+  return { ...options, execute: guarded, errorFunction }
 }
+
+type ToolErrorText = (
+  runContext: RunContext<unknown>,
+  error: unknown,
+  details?: ToolCallDetails,
+) => string | Promise<string>
 
 /** The ledger's call metadata from the SDK's per-call details: the function call's `callId` and the abort signal. */
 export function agentsCallMeta(details: ToolCallDetails | undefined): CallMeta {

@@ -27,22 +27,32 @@ function drift(core: LedgerCore, req: ClaimRequest, prior: LedgerEntry): never {
   })
 }
 
+function sameScope(entry: LedgerEntry, scope: TransitionScope): boolean {
+  const s = scopeOf(entry)
+  return s.threadId === scope.threadId && s.runId === scope.runId && s.node === scope.node
+}
+
 /** The row at this request id must be this call: same tool, scope and arguments. */
 export function checkSameRowIdentity(core: LedgerCore, req: ClaimRequest, observed: LedgerEntry): void {
   if (req.explicitId) {
-    const s = scopeOf(observed)
-    const sameScope =
-      s.threadId === req.scope.threadId && s.runId === req.scope.runId && s.node === req.scope.node
     if (
       observed.tool !== req.tool ||
-      !sameScope ||
+      !sameScope(observed, req.scope) ||
       storedFingerprint(observed, req.binding) !== req.fingerprint
     ) {
       drift(core, req, observed)
     }
     return
   }
-  if (req.keyedByArgs || core.policy.onArgsDrift === "off") return
+  if (req.keyedByArgs) return
+  // A tool without a binding is keyed by the tool-call id alone, and the model writes that id (many models number
+  // their calls "call_0", "call_1"... per turn): the same id for another tool or in another thread is another
+  // call, and replaying the stored row would hand it another tool's or another user's result. Whatever the drift
+  // policy. (A business key from requestIdFrom names its tool and is meant to span scopes.)
+  if (observed.tool !== req.tool || (req.requestId === req.dispatchId && !sameScope(observed, req.scope))) {
+    drift(core, req, observed)
+  }
+  if (core.policy.onArgsDrift === "off") return
   if (storedFingerprint(observed, req.binding) !== req.fingerprint) drift(core, req, observed)
 }
 

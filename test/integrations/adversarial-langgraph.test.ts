@@ -1,0 +1,196 @@
+// Adversarial review of the LangGraph integration in a real StateGraph (agent → ToolNode, MemorySaver).
+import { BaseChatModel } from "@langchain/core/language_models/chat_models"
+import { AIMessage, type BaseMessage, ToolMessage } from "@langchain/core/messages"
+import type { ChatResult } from "@langchain/core/outputs"
+import { type StructuredToolInterface, tool } from "@langchain/core/tools"
+import {
+  Command,
+  END,
+  interrupt,
+  MemorySaver,
+  MessagesAnnotation,
+  START,
+  StateGraph,
+} from "@langchain/langgraph"
+import { ToolNode, toolsCondition } from "@langchain/langgraph/prebuilt"
+import { describe, expect, it } from "vitest"
+import { z } from "zod"
+import { ActionLedger, MemoryLedgerStorage } from "../../src/core/index.ts"
+import { guardTools, transitionOf } from "../../src/integrations/langgraph.ts"
+
+type ToolCall = { id: string; name: string; args: Record<string, unknown> }
+
+/** Asks for the scripted tool calls until a tool result is in the history, then answers. */
+class ScriptedChatModel extends BaseChatModel {
+  constructor(readonly calls: ToolCall[]) {
+    super({})
+  }
+  _llmType(): string {
+    return "scripted"
+  }
+  async _generate(messages: BaseMessage[]): Promise<ChatResult> {
+    const last = messages.at(-1)
+    const message =
+      last instanceof ToolMessage
+        ? new AIMessage("done")
+        : new AIMessage({ content: "", tool_calls: this.calls })
+    return { generations: [{ text: String(message.content), message }] }
+  }
+}
+
+function buildGraph(tools: StructuredToolInterface[], calls: ToolCall[], checkpointer = new MemorySaver()) {
+  const model = new ScriptedChatModel(calls)
+  return new StateGraph(MessagesAnnotation)
+    .addNode("agent", async (state) => ({ messages: [await model.invoke(state.messages)] }))
+    .addNode("tools", new ToolNode(tools))
+    .addEdge(START, "agent")
+    .addConditionalEdges("agent", toolsCondition, ["tools", END])
+    .addEdge("tools", "agent")
+    .compile({ checkpointer })
+}
+
+type Graph = ReturnType<typeof buildGraph>
+
+async function checkpointBeforeTools(graph: Graph, threadId: string): Promise<string> {
+  for await (const snapshot of graph.getStateHistory({ configurable: { thread_id: threadId } })) {
+    if (snapshot.next.includes("tools")) return snapshot.config.configurable?.checkpoint_id as string
+  }
+  throw new Error("no checkpoint before the tools node")
+}
+
+const toolMessages = (state: { messages: BaseMessage[] }) =>
+  state.messages.filter((m): m is ToolMessage => m instanceof ToolMessage)
+
+const newLedger = (storage = new MemoryLedgerStorage()) =>
+  new ActionLedger({ storage, pollInterval: 0.005, onWarning: () => {} })
+
+const payment = { agentId: "billing", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" as const }
+
+function payTool(counter: { n: number }) {
+  return tool(
+    async ({ to }) => {
+      counter.n++
+      return `paid ${to} #${counter.n}`
+    },
+    { name: "pay", description: "pay", schema: z.object({ to: z.string() }) },
+  )
+}
+
+describe("LangGraph integration, adversarial", () => {
+  it("a tool call replayed from its checkpoint by a new run (another run_id) runs once", async () => {
+    const counter = { n: 0 }
+    const ledger = newLedger()
+    const calls = [{ id: "call_pay", name: "pay", args: { to: "acct_1" } }]
+    const graph = buildGraph(guardTools(ledger, [payTool(counter)], { pay: { binding: payment } }), calls)
+    const first = await graph.invoke(
+      { messages: [{ role: "user", content: "pay" }] },
+      { configurable: { thread_id: "t-run", run_id: "run-1" } },
+    )
+    expect(toolMessages(first).map((m) => m.content)).toEqual(["paid acct_1 #1"])
+    // LangGraph Platform starts every run on a thread with a new run_id (configurable and metadata).
+    const checkpointId = await checkpointBeforeTools(graph, "t-run")
+    const replay = await graph.invoke(null, {
+      configurable: { thread_id: "t-run", checkpoint_id: checkpointId, run_id: "run-2" },
+      metadata: { run_id: "run-2" },
+    })
+    expect(counter.n).toBe(1)
+    expect(toolMessages(replay).map((m) => m.content)).toEqual(["paid acct_1 #1"])
+  })
+
+  it("one AIMessage carrying the same tool-call id twice: ToolNode runs both in parallel, the body runs once", async () => {
+    const counter = { n: 0 }
+    const ledger = newLedger()
+    const slow = tool(
+      async ({ to }) => {
+        counter.n++
+        await new Promise((r) => setTimeout(r, 30))
+        return `paid ${to}`
+      },
+      { name: "pay", description: "pay", schema: z.object({ to: z.string() }) },
+    )
+    const call = { id: "call_dup", name: "pay", args: { to: "acct_2" } }
+    const graph = buildGraph(guardTools(ledger, [slow], { pay: { binding: payment } }), [call, call, call])
+    const out = await graph.invoke(
+      { messages: [{ role: "user", content: "pay" }] },
+      { configurable: { thread_id: "t-dup" } },
+    )
+    expect(counter.n).toBe(1)
+    expect(toolMessages(out).map((m) => m.content)).toEqual(["paid acct_2", "paid acct_2", "paid acct_2"])
+  })
+
+  it("interrupt() for approval with boundary manual, before the side effect: the resume runs the tool once", async () => {
+    // interrupt() throws, and the ledger records a throw as a failure: with the default boundary ("whole") it is
+    // inside the side effect (UNKNOWN), and a non_idempotent_mutate tool's FAILED_BEFORE_EFFECT blocks too, so
+    // either resume is hard-blocked. What works today: boundary manual, interrupt() first, a class whose failed-
+    // before-effect call may run again (keyed_mutate here). See docs/integrations.md.
+    const counter = { n: 0 }
+    const ledger = newLedger()
+    const approvedPay = tool(
+      async ({ to }, config) => {
+        const answer = interrupt({ question: `pay ${to}?` })
+        if (answer !== "yes") return "not approved"
+        return transitionOf(config).sideEffect(async () => {
+          counter.n++
+          return `paid ${to}`
+        })
+      },
+      { name: "pay", description: "pay", schema: z.object({ to: z.string() }) },
+    )
+    const calls = [{ id: "call_hitl", name: "pay", args: { to: "acct_3" } }]
+    const graph = buildGraph(
+      guardTools(ledger, [approvedPay], {
+        pay: { binding: { ...payment, sideEffectClass: "keyed_mutate" }, boundary: "manual" },
+      }),
+      calls,
+    )
+    const config = { configurable: { thread_id: "t-hitl" } }
+    await graph.invoke({ messages: [{ role: "user", content: "pay" }] }, config)
+    expect(counter.n).toBe(0)
+    const resumed = await graph.invoke(new Command({ resume: "yes" }), config)
+    expect(toolMessages(resumed).map((m) => m.content)).toEqual(["paid acct_3"])
+    expect(counter.n).toBe(1)
+    // A replay of the resumed step from its checkpoint returns the recorded payment.
+    const again = await graph.invoke(new Command({ resume: "yes" }), config)
+    expect(counter.n).toBe(1)
+    expect(again.messages.length).toBeGreaterThan(0)
+  })
+
+  it("the hashed arguments are the tool's own: no config, runtime or tool-call fields reach the fingerprint", async () => {
+    const ledger = newLedger()
+    const calls = [{ id: "call_args", name: "pay", args: { to: "acct_4", injected: "x" } }]
+    const graph = buildGraph(guardTools(ledger, [payTool({ n: 0 })], { pay: { binding: payment } }), calls)
+    await graph.invoke(
+      { messages: [{ role: "user", content: "pay" }] },
+      { configurable: { thread_id: "t-args" } },
+    )
+    const [row] = await ledger.listTransitions()
+    const own = Object.keys(row?.kwargs ?? {}).filter(
+      (k) => !["tool_call_id", "thread_id", "node", "run_id"].includes(k),
+    )
+    expect(own).toEqual(["to"])
+  })
+
+  it("a schema transform runs once: the tool gets the amount LangChain parsed", async () => {
+    const charged: number[] = []
+    const ledger = newLedger()
+    const pay = tool(
+      async ({ dollars }) => {
+        charged.push(dollars)
+        return `charged ${dollars} cents`
+      },
+      {
+        name: "pay",
+        description: "pay",
+        schema: z.object({ dollars: z.number().transform((d) => Math.round(d * 100)) }),
+      },
+    )
+    const calls = [{ id: "call_cents", name: "pay", args: { dollars: 5 } }]
+    const graph = buildGraph(guardTools(ledger, [pay], { pay: { binding: payment } }), calls)
+    const out = await graph.invoke(
+      { messages: [{ role: "user", content: "pay" }] },
+      { configurable: { thread_id: "t-cents" } },
+    )
+    expect(toolMessages(out).map((m) => m.content)).toEqual(["charged 500 cents"])
+    expect(charged).toEqual([500])
+  })
+})
