@@ -1,6 +1,7 @@
 // The small object the engine shares: store, clock, owner, policy and warnings. `ActionLedger` builds one from its
 // options; the claim loop, fenced writes, the tool wrapper and the operator actions take it instead of the class.
 
+import { secondsProblem } from "../seconds.ts"
 import type { LedgerStorage } from "../storage/contract.ts"
 import { MemoryLedgerStorage } from "../storage/memory.ts"
 import { SafeStorage } from "../storage/safe-storage.ts"
@@ -104,21 +105,10 @@ function oneOf<K extends keyof typeof ALLOWED>(
   return v as (typeof ALLOWED)[K][number]
 }
 
-/**
- * A seconds option as a lease or a poll can use it. NaN (`Number(process.env.X)` of an unset variable) compares false
- * with everything: it made an unbounded lease, a poll that never timed out or a busy poll. Infinity is refused where
- * it would be stored (JSON has no Infinity: the lease would read back unbounded) and `min` bounds the rest.
- */
+/** `value` when it can be the seconds option `name` (see core/seconds.ts), else `LedgerConfigError`. */
 export function seconds(name: string, value: number, min?: number, infinite?: boolean): number {
-  if (
-    typeof value !== "number" ||
-    Number.isNaN(value) ||
-    (!infinite && !Number.isFinite(value)) ||
-    (min !== undefined && value < min)
-  )
-    throw new LedgerConfigError(
-      `${name} must be a ${infinite ? "" : "finite "}number of seconds${min === undefined ? "" : ` >= ${min}`}, got ${String(value)}`,
-    )
+  const problem = secondsProblem(name, value, min, infinite)
+  if (problem) throw new LedgerConfigError(problem)
   return value
 }
 

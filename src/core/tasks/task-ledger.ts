@@ -6,6 +6,7 @@ import { appendReceipt } from "../ledger/engine/receipts.ts"
 import { type Clock, type JsonValue, type ReceiptHook, systemClock } from "../ledger/index.ts"
 import { toJsonValue } from "../ledger/model/canonical.ts"
 import { safeString } from "../repr.ts"
+import { secondsProblem } from "../seconds.ts"
 import {
   TaskLeaseLostError,
   TaskLedgerPendingError,
@@ -92,15 +93,10 @@ export interface TaskReleaseOptions {
 const errorText = (e: unknown): string =>
   e instanceof Error ? `${e.name}: ${e.message}` : `Error: ${safeString(e)}`
 
-/**
- * A seconds option must be a finite number: NaN fails every `ttl > 0` test (an unbounded lease, so a crash strands
- * the task until an operator releases it) and Infinity is stored as JSON null (unbounded too).
- */
-function seconds(name: string, v: number, min: "any" | "nonNegative" = "any"): number {
-  if (typeof v !== "number" || !Number.isFinite(v) || (min === "nonNegative" && v < 0))
-    throw new InvalidOptionError(
-      `${name} must be a finite number${min === "nonNegative" ? " >= 0" : ""} of seconds, got ${safeString(v)}`,
-    )
+/** `v` when it can be the seconds option `name` (see core/seconds.ts), else `InvalidOptionError`. */
+function seconds(name: string, v: number, min?: number): number {
+  const problem = secondsProblem(name, v, min)
+  if (problem) throw new InvalidOptionError(problem)
   return v
 }
 
@@ -128,9 +124,9 @@ export class TaskLedger {
     this.leaseTtl = seconds("leaseTtl", options.leaseTtl ?? 3600)
     const renew = options.leaseRenewInterval ?? null
     this.leaseRenewInterval = renew === null ? this.leaseTtl / 3 : seconds("leaseRenewInterval", renew)
-    this.pollInterval = seconds("pollInterval", options.pollInterval ?? 0.5, "nonNegative")
+    this.pollInterval = seconds("pollInterval", options.pollInterval ?? 0.5, 0)
     const pollTimeout = options.pollTimeout === undefined ? 300 : options.pollTimeout
-    this.pollTimeout = pollTimeout === null ? null : seconds("pollTimeout", pollTimeout, "nonNegative")
+    this.pollTimeout = pollTimeout === null ? null : seconds("pollTimeout", pollTimeout, 0)
     this.owner = options.owner ?? `ts-task-${globalThis.crypto.randomUUID().slice(0, 8)}`
     const c = options.clock
     this.clock = !c ? systemClock : "sleep" in c ? c : { now: () => c.now(), sleep: systemClock.sleep }
@@ -147,7 +143,7 @@ export class TaskLedger {
     if (!opts.name) throw new InvalidOptionError("taskLedger.task() needs a name: pass { name }")
     if (opts.leaseTtl !== undefined) seconds("leaseTtl", opts.leaseTtl)
     if (opts.pollTimeout !== undefined && opts.pollTimeout !== null)
-      seconds("pollTimeout", opts.pollTimeout, "nonNegative")
+      seconds("pollTimeout", opts.pollTimeout, 0)
     const call = async (args: A, meta: TaskCallMeta = {}): Promise<R> => {
       throwIfAborted(meta.signal)
       const kwargs = toJsonValue(args ?? {}) as Record<string, JsonValue>

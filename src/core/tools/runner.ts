@@ -155,7 +155,7 @@ function ownBoundaryError(error: unknown, name: string, tool?: RegisteredTool): 
   return error.toolName === name || (tool !== undefined && error.toolName === toolNameOf(tool))
 }
 
-// NaN (say, Number(process.env.RETRIES) when the variable is unset) compared false with every attempt number,
+// NaN (say, Number() of an unset environment variable) compared false with every attempt number,
 // so a model that kept failing, or a tool that kept returning bad output, was retried forever.
 function retryCount(option: string, value: number | undefined, fallback: number): number {
   if (value === undefined) return fallback
