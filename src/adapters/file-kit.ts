@@ -127,14 +127,6 @@ function pidAlive(pid: number): boolean {
   }
 }
 
-/**
- * `dict[key] = value` for a dict read from a store file, whose keys are ids a caller may choose: assigning
- * `__proto__` would set the dict's prototype instead, so the write would "succeed" and store nothing.
- */
-export function setOwn(dict: Record<string, unknown>, key: string, value: unknown): void {
-  Object.defineProperty(dict, key, { value, enumerable: true, writable: true, configurable: true })
-}
-
 export function rmQuiet(path: string): void {
   try {
     unlinkSync(path)

@@ -1,7 +1,9 @@
 // StateFlush snapshots in the Python original's FileStateFlushStorage layout: one JSON object `{run_id: snapshot}`
 // (indent 2), rewritten whole under the ledger file store's cross-process lock.
+
+import { defineOwn } from "../core/own.ts"
 import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
-import { LedgerFileCorruptError, LockedFile, type LockedFileOptions, setOwn } from "./file-kit.ts"
+import { LedgerFileCorruptError, LockedFile, type LockedFileOptions } from "./file-kit.ts"
 
 export type FileStateFlushStoreOptions = LockedFileOptions
 
@@ -28,7 +30,7 @@ export class FileStateFlushStore implements StateFlushStore {
   save(snapshot: StateSnapshot): Promise<void> {
     return this.#file.run(() => {
       const all = this.#file.readDict()
-      setOwn(all, snapshot.run_id, snapshot)
+      defineOwn(all, snapshot.run_id, snapshot)
       this.#file.writeDict(all)
     })
   }

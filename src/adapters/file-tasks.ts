@@ -1,6 +1,8 @@
 // Task ledger in the Python original's file layout: one JSON object `{request_id: row}` (indent 2) that the
 // original's TaskFileLedgerStorage reads and writes. Leases and fences live in the sidecar `<path>.leases.json`
 // (`{request_id: lease}`), because the original rejects unknown keys in a row. Both are rewritten under one lock.
+
+import { defineOwn } from "../core/own.ts"
 import {
   parseTaskLease,
   parseTaskRow,
@@ -10,7 +12,7 @@ import {
   type TaskRow,
 } from "../core/tasks/record.ts"
 import { recordVersion, type TaskStore } from "../core/tasks/store.ts"
-import { LedgerFileCorruptError, LockedFile, type LockedFileOptions, setOwn } from "./file-kit.ts"
+import { LedgerFileCorruptError, LockedFile, type LockedFileOptions } from "./file-kit.ts"
 
 export type FileTaskStoreOptions = LockedFileOptions
 
@@ -39,8 +41,8 @@ export class FileTaskStore implements TaskStore {
       const leases = this.#leases.readDict()
       const current = this.#read(requestId, rows, leases)
       if ((current?.version ?? null) !== expected) return null
-      setOwn(rows, requestId, next.row)
-      if (next.lease) setOwn(leases, requestId, next.lease)
+      defineOwn(rows, requestId, next.row)
+      if (next.lease) defineOwn(leases, requestId, next.lease)
       else delete leases[requestId]
       // A claim's lease goes first: a crash before the row leaves a lease over the old row, which lapses and is
       // reclaimed. A terminal row goes first: a crash before its lease leaves a finished task with a stale lease,

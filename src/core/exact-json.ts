@@ -2,6 +2,7 @@
 // what gets hashed or signed: integers beyond 2^53 stay exact (`bigint`), and a float written as a float (`1e16`,
 // `100.0`) can stay a float (a boxed `Number`, which canonicalJson and pythonDumps write in Python's float repr).
 // Python's `json` also writes NaN and Infinity as bare tokens (not JSON); they are read as json.loads reads them.
+import { defineOwn } from "./own.ts"
 
 /** A value `parseExactJson` returns: JSON, with `bigint` for integers beyond 2^53 and boxed Numbers for floats. */
 export type ExactJsonValue =
@@ -99,7 +100,7 @@ class ExactParser {
       if (this.#s[this.#i++] !== ":") throw new SyntaxError(`expected ':' at ${this.#i - 1}`)
       const v = this.#value()
       // An own property even for "__proto__", as JSON.parse makes it; never the prototype.
-      Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true })
+      defineOwn(out, k, v)
       this.#ws()
       const c = this.#s[this.#i++]
       if (c === "}") return out

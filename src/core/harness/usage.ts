@@ -1,4 +1,6 @@
 // RunUsage arithmetic: adding sums every counter and merges `details` key by key (pydantic-ai's rule).
+
+import { defineOwn } from "../own.ts"
 import { safeString } from "../repr.ts"
 import type { RunUsage } from "./types.ts"
 
@@ -126,9 +128,7 @@ export function reportedUsage(u: unknown): Partial<RunUsage> | null {
   const d = rec.details
   if (typeof d === "object" && d !== null && !Array.isArray(d)) {
     const details: Record<string, number> = {}
-    for (const [k, v] of Object.entries(d))
-      if (isCount(v))
-        Object.defineProperty(details, k, { value: v, enumerable: true, writable: true, configurable: true })
+    for (const [k, v] of Object.entries(d)) if (isCount(v)) defineOwn(details, k, v)
     out.details = details
   }
   return out

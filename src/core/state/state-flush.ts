@@ -3,6 +3,7 @@
 
 import { InvalidOptionError } from "../errors.ts"
 import { cloneJson, type JsonValue, toJsonValue } from "../ledger/model/canonical.ts"
+import { defineOwn } from "../own.ts"
 import { safeString } from "../repr.ts"
 import { StateFlushError } from "./errors.ts"
 import {
@@ -94,13 +95,7 @@ export class StateFlushRun {
     const json = jsonState(patch, "the recorded patch")
     // Defined, not assigned: assigning a `__proto__` member would set the state's prototype, dropping the key and
     // lifting its members to the top level of every snapshot.
-    for (const k of Object.keys(json))
-      Object.defineProperty(this.#state, k, {
-        value: json[k],
-        enumerable: true,
-        writable: true,
-        configurable: true,
-      })
+    for (const k of Object.keys(json)) defineOwn(this.#state, k, json[k])
   }
 
   /** A copy of the state recorded so far. */

@@ -1,3 +1,4 @@
+import { defineOwn } from "../own.ts"
 import { SchemaBuildError } from "./errors.ts"
 
 /** One field of the YAML field spec (reference §5.1). Unknown keys are ignored, as in the original. */
@@ -67,12 +68,7 @@ export function compileFieldSpec(schema: FieldSpecSchema): {
         if (value === null && !required) continue
         const r = check(value, [name])
         if (!r.ok) return r
-        Object.defineProperty(out, name, {
-          value: r.value,
-          enumerable: true,
-          writable: true,
-          configurable: true,
-        })
+        defineOwn(out, name, r.value)
       }
       return { ok: true, value: out }
     },

@@ -2,6 +2,7 @@
 // are shared, which structuredClone would reject or alter. Iterative, because a model can nest tool input
 // thousands of levels deep (10 KB of brackets overflowed the recursive version's stack), and keys are defined,
 // not assigned, so a "__proto__" key JSON.parse made an own key stays one instead of becoming the prototype.
+import { defineOwn } from "../own.ts"
 export function clonePlain<T>(value: T): T {
   const shell = (v: unknown): unknown => (Array.isArray(v) ? new Array(v.length) : isPlainObject(v) ? {} : v)
   const root = shell(value)
@@ -11,7 +12,7 @@ export function clonePlain<T>(value: T): T {
     const [src, dst] = top
     for (const [k, v] of Object.entries(src as Record<string, unknown>)) {
       const copy = shell(v)
-      Object.defineProperty(dst, k, { value: copy, enumerable: true, writable: true, configurable: true })
+      defineOwn(dst, k, copy)
       if (copy !== v) stack.push([v, copy as Record<string, unknown>])
     }
   }

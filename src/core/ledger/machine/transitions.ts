@@ -1,6 +1,7 @@
 // Every row the ledger writes, as a pure function of the row the writer holds. Nothing else in the package builds a
 // LedgerEntry to store: the claim loop, fenced writes, operator actions and the backends' atomic claims call these.
 
+import { defineOwn } from "../../own.ts"
 import { safeString } from "../../repr.ts"
 import { LedgerResultUnstorableError, type UnstorableReason } from "../errors.ts"
 import type { ToolTransitionBinding } from "../model/binding.ts"
@@ -71,8 +72,7 @@ function copyMembers(args: Readonly<Record<string, JsonValue>>): Record<string, 
   const out: Record<string, JsonValue> = {}
   for (const k of Object.keys(args)) {
     const v = args[k] as JsonValue
-    if (k === "__proto__")
-      Object.defineProperty(out, k, { value: v, enumerable: true, writable: true, configurable: true })
+    if (k === "__proto__") defineOwn(out, k, v)
     else out[k] = v
   }
   return out

@@ -1,5 +1,6 @@
 // Python's `json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)`, byte for byte, so that
 // transition keys, args fingerprints and receipt HMACs match the Python original's.
+import { defineOwn } from "../../own.ts"
 
 /** A value that survives `canonicalJson` unchanged in meaning. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
@@ -259,12 +260,4 @@ export function cloneJson<T extends JsonValue>(value: T): T {
     else out[k] = v
   }
   return out as T
-}
-
-/**
- * An own member named `__proto__`, as JSON.parse and Python's dicts have it. Assignment would set the prototype
- * instead: the member would vanish from rows and keys (Python's key has it) and its value would be inherited.
- */
-function defineOwn(out: object, key: string, value: unknown): void {
-  Object.defineProperty(out, key, { value, enumerable: true, writable: true, configurable: true })
 }
