@@ -1,5 +1,5 @@
 import { LedgerError } from "../ledger/index.ts"
-import { safeString } from "../repr.ts"
+import { errorText } from "../ledger/machine/transitions.ts"
 
 /** Root of the task ledger's errors. */
 export class TaskLedgerError extends LedgerError {
@@ -65,7 +65,7 @@ export class TaskReceiptUnsignedError extends TaskLedgerError {
   constructor(requestId: string, status: "completed" | "failed", cause: unknown) {
     super(
       `Task request '${requestId}' is recorded as ${status}, but its receipt could not be signed ` +
-        `(${cause instanceof Error ? `${cause.name}: ${cause.message}` : safeString(cause)}); later calls replay ` +
+        `(${errorText(cause)}); later calls replay ` +
         "the stored outcome. Restore the signer; this outcome has no receipt.",
       { cause },
     )

@@ -4,6 +4,7 @@ import { InvalidOptionError } from "../errors.ts"
 import { throwIfAborted } from "../ledger/clock.ts"
 import { appendReceipt } from "../ledger/engine/receipts.ts"
 import { type Clock, type JsonValue, type ReceiptHook, systemClock } from "../ledger/index.ts"
+import { errorText } from "../ledger/machine/transitions.ts"
 import { toJsonValue } from "../ledger/model/canonical.ts"
 import { safeString } from "../repr.ts"
 import { secondsProblem } from "../seconds.ts"
@@ -89,9 +90,6 @@ export interface TaskReleaseOptions {
   /** Release even though the lease is live (the worker may still be running it). */
   readonly force?: boolean
 }
-
-const errorText = (e: unknown): string =>
-  e instanceof Error ? `${e.name}: ${e.message}` : `Error: ${safeString(e)}`
 
 /** `v` when it can be the seconds option `name` (see core/seconds.ts), else `InvalidOptionError`. */
 function seconds(name: string, v: number, min?: number): number {
