@@ -180,7 +180,9 @@ describe("signature encodings", () => {
     const jwks = jwksVerifier({ keys: [real.pub] })
     const [h, p, s] = sig.split(".") as [string, string, string]
     const std = s.replaceAll("-", "+").replaceAll("_", "/")
-    for (const variant of [`${sig}==`, `${h}.${p}.${std}`, `${h}.${p}.${s}=`, `${h}.${p}=.${s}`, ` ${sig}`])
+    // One signature in about 15 has no '-' or '_', so its standard-alphabet spelling is the signature itself.
+    const variants = [`${sig}==`, `${h}.${p}.${std}`, `${h}.${p}.${s}=`, `${h}.${p}=.${s}`, ` ${sig}`]
+    for (const variant of variants.filter((v) => v !== sig))
       expect(await verifyReceipt({ ...(r as Receipt), signature: variant }, { jws: jwks })).toBe(false)
   })
 
