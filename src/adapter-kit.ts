@@ -47,7 +47,7 @@ export {
 export { buildTransitionPreimage, preimageJson } from "./core/ledger/model/identity.ts"
 export { sha256HexJs, toHex } from "./core/ledger/model/sha256.ts"
 // Receipt stores of one's own: the original's JSONL line, and reading it back so signatures still verify.
-export { parseReceiptJson, receiptJsonLine } from "./core/receipts/record.ts"
+export { parseReceiptJson, receiptExportLine, receiptJsonLine } from "./core/receipts/record.ts"
 // ...and their pages: the bounds a `listPage` options object names, and the page cut from the receipts scanned.
 export { cutPage, matchesList, PAGE_SCAN_FACTOR, pageBounds } from "./core/receipts/store.ts"
 // The contract itself and the errors a backend throws, so an adapter needs one import.

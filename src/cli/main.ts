@@ -13,6 +13,7 @@ commands:
   transitions list|show|release|mark-dead          operate the action ledger (file, Redis, Postgres, or -c config)
   tasks list|show|release                          operate the task ledger (a task-ledger file)
   receipts verify [FILE]                          check a receipt file's signatures and hash chain
+  receipts export --url URL [-o FILE]             download the ledger API's receipts as a file verify checks
   doctor [-c PATH] [--json] [--strict]            read-only checks of mycelium.yaml and its stores
   serve [--port N] [--ledger PATH] [--token T]    the ledger HTTP API over a local ledger file (loopback only)
   release ID ...                                  short for: transitions release

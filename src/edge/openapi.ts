@@ -102,7 +102,8 @@ const ROUTES: readonly RouteDoc[] = [
     method: "get",
     path: "/v1/receipts",
     scope: "reader",
-    summary: "A page of the tenant's audit receipts.",
+    summary:
+      "A page of the tenant's audit receipts; format=jsonl answers JSON lines that verify offline, the next page in a Link header.",
     query: S.ReceiptsQuery,
   },
   {

@@ -1,5 +1,5 @@
 // `ledger:reader` (operators read too) lists a tenant's audit receipts and verifies them (docs/receipts.md).
-import type { Receipt } from "../core/receipts/record.ts"
+import { type Receipt, receiptExportLine } from "../core/receipts/record.ts"
 import { matchesList } from "../core/receipts/store.ts"
 import { verifyReceipts } from "../core/receipts/verify.ts"
 import type { Api, Ctx, RouteContext, TenantReceipts } from "./context.ts"
@@ -30,7 +30,17 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
     const q = ctx.query(c, ReceiptsQuery)
     const limit = ctx.pageLimit(q.limit)
     const page = await emitter.store.listPage({ ...filter(q), limit, cursor: q.cursor })
-    return c.body(JSON.stringify(page, bigintAsText), 200, { "content-type": "application/json" })
+    if (q.format !== "jsonl")
+      return c.body(JSON.stringify(page, bigintAsText), 200, { "content-type": "application/json" })
+    // The next page goes in a Link header (RFC 8288), as a query-only reference: it resolves against this
+    // request's URL, so it stays right when the app is mounted under a prefix.
+    const headers: Record<string, string> = { "content-type": "application/x-ndjson" }
+    if (page.cursor !== null) {
+      const next = new URL(c.req.url).searchParams
+      next.set("cursor", page.cursor)
+      headers.link = `<?${next}>; rel="next"`
+    }
+    return c.body(page.receipts.map((r) => `${receiptExportLine(r)}\n`).join(""), 200, headers)
   })
 
   // Verification needs the whole chain at once, so it is bounded by the tenant's receipt count, not by a page.

@@ -196,6 +196,8 @@ export const ReceiptsQuery = z.strictObject({
   limit: PageLimit,
   /** A position the previous page returned (the stores hand out canonical decimals). */
   cursor: z.optional(z.string().check(z.regex(RECEIPT_CURSOR))),
+  /** `jsonl`: one receipt per line in the exact forms its signature covers, so an export verifies offline. */
+  format: z.optional(z.enum(["json", "jsonl"])),
 })
 
 export const VerifyReceiptsBody = z.strictObject({

@@ -6,17 +6,28 @@ import { parseOrUsage, requireRegularFile } from "../options.ts"
 import { clean, green, printJson, red } from "../style.ts"
 
 export const HELP = `mycelium receipts verify [FILE] [--key-env NAME | --jwks FILE] [--require-chain] [--json] [-c PATH]
+mycelium receipts export --url URL [-o FILE] [--token-env NAME] [--agent-id ID] [--ledger NAME]
 
-  verifies every receipt of a JSONL receipt file (the Python original's format, with this port's chain sidecar):
-  signatures, and the hash chain (a deleted, reordered, inserted or forged receipt is named).
+  verify: checks every receipt of a JSONL receipt file (the Python original's format, with this port's chain
+  sidecar, or a file written by export): signatures, and the hash chain (a deleted, reordered, inserted or forged
+  receipt is named).
   FILE       default: audit_receipt.path of mycelium.yaml, else .mycelium/receipts.jsonl
   --key-env  the variable holding the HMAC signing key (default MYCELIUM_SIGNING_KEY)
   --jwks     a JSON Web Key Set file, for JWS receipts (verifies with public keys only)
-exit codes: 0 every receipt verifies, 1 some do not, 2 usage or config error`
+
+  export: downloads a tenant's receipts from the ledger HTTP API (GET /v1/receipts?format=jsonl, every page) into
+  a JSONL file that verify checks offline.
+  --url        the API's base URL; https unless it is loopback
+  -o FILE      written whole or not at all (default: standard output)
+  --token-env  the variable holding a bearer token with the ledger:reader scope (default MYCELIUM_TOKEN)
+  --agent-id, --ledger   only that agent's receipts, or that chain's
+exit codes: 0 every receipt verifies (export: written), 1 some do not (export: failed), 2 usage or config error`
 
 export async function run(args: string[]): Promise<number> {
   const [sub, ...rest] = args
-  if (sub !== "verify") throw new UsageError(`receipts: expected verify${sub ? `, got '${sub}'` : ""}`)
+  if (sub === "export") return exportCommand(rest)
+  if (sub !== "verify")
+    throw new UsageError(`receipts: expected verify or export${sub ? `, got '${sub}'` : ""}`)
   const { values, positionals } = parseOrUsage("receipts verify", () =>
     parseArgs({
       args: rest,
@@ -76,4 +87,53 @@ export async function run(args: string[]): Promise<number> {
     )
   }
   return report.ok ? 0 : 1
+}
+
+async function exportCommand(args: string[]): Promise<number> {
+  const { values, positionals } = parseOrUsage("receipts export", () =>
+    parseArgs({
+      args,
+      allowPositionals: true,
+      options: {
+        url: { type: "string" },
+        output: { type: "string", short: "o" },
+        "token-env": { type: "string" },
+        "agent-id": { type: "string" },
+        ledger: { type: "string" },
+      },
+    }),
+  )
+  if (positionals.length) throw new UsageError("receipts export takes no file argument: pass -o FILE")
+  if (!values.url) throw new UsageError("receipts export needs --url (the ledger API's base URL)")
+  const tokenEnv = values["token-env"] ?? "MYCELIUM_TOKEN"
+  const token = process.env[tokenEnv] || undefined
+  if (values["token-env"] && !token) throw new UsageError(`receipts export: ${tokenEnv} is not set`)
+  const { exportReceipts } = await import("../receipts-export.ts")
+  const base = { url: values.url, token, agentId: values["agent-id"], ledger: values.ledger }
+  const out = values.output
+  if (out === undefined) {
+    const n = await exportReceipts({ ...base, write: (text) => process.stdout.write(text) })
+    console.error(`${n} receipts exported`)
+    return 0
+  }
+  requireRegularFile(out, "-o")
+  // A partial export would verify as a shorter chain, so the file appears only once every page has arrived.
+  const { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } = await import("node:fs")
+  const partial = `${out}.partial-${process.pid}`
+  const fd = openSync(partial, "w", 0o600)
+  try {
+    const n = await exportReceipts({ ...base, write: (text) => writeSync(fd, text) })
+    fsyncSync(fd)
+    closeSync(fd)
+    renameSync(partial, out)
+    console.log(green(`${n} receipts exported to ${clean(out)}`))
+    console.log(`  verify them offline: mycelium receipts verify ${clean(out)}`)
+    return 0
+  } catch (e) {
+    try {
+      closeSync(fd)
+    } catch {}
+    rmSync(partial, { force: true })
+    throw e
+  }
 }

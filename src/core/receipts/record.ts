@@ -103,6 +103,17 @@ export function receiptJsonLine(record: AuditReceiptRecord): string {
 }
 
 /**
+ * One receipt with its chain link as one JSONL line, in the exact forms its signature covers (`100.0` stays a
+ * float, a big integer stays its digits): what `GET /v1/receipts?format=jsonl` sends, and what `parseReceiptJson`
+ * and `mycelium receipts verify FILE` read back. The record's fields come first, as `receiptJsonLine` writes them;
+ * the original's reader refuses the `chain` member, so drop it for the original.
+ */
+export function receiptExportLine(receipt: Receipt): string {
+  const line = receiptJsonLine(receipt)
+  return receipt.chain ? `${line.slice(0, -1)}, "chain": ${pythonDumps(receipt.chain)}}` : line
+}
+
+/**
  * A stored receipt's JSON, read so that its signature still verifies: a float the original signed as a float
  * (`"amount": 100.0`) stays one (a boxed `Number` inside `inputs`/`outputs`; `+x` unboxes it), and an integer
  * beyond 2^53 stays exact (`bigint`). `JSON.parse` would make `100.0` the number 100, which the payload text writes

@@ -1,0 +1,130 @@
+// `mycelium receipts export`: a tenant's receipts from the ledger HTTP API as one JSONL file that `mycelium receipts
+// verify` checks offline. It asks for `format=jsonl`, which keeps each value in the form its signature covers (plain
+// JSON turns the original's `100.0` into `100`), and follows the API's `Link: rel="next"` pages.
+import { parseReceiptJson, receiptShapeProblem } from "../core/receipts/record.ts"
+import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
+import { CliError, UsageError } from "./errors.ts"
+
+export interface ReceiptExportOptions {
+  /** The API's base URL (`https://ledger.example.com/ledger`), or its `/v1/receipts` URL. */
+  readonly url: string
+  /** Sent as `Authorization: Bearer <token>`: it needs the `ledger:reader` scope. */
+  readonly token?: string | undefined
+  readonly agentId?: string | undefined
+  readonly ledger?: string | undefined
+  /** Called with each page's lines, in order; the export is complete when the promise resolves. */
+  readonly write: (text: string) => void
+}
+
+const PAGE = 500
+const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"])
+
+/** The first URL of the export; refuses what would send the token in clear text to another machine. */
+export function exportUrl(options: Pick<ReceiptExportOptions, "url" | "token" | "agentId" | "ledger">): URL {
+  let url: URL
+  try {
+    url = new URL(options.url)
+  } catch {
+    throw new UsageError(`--url ${options.url}: not a URL (for example https://ledger.example.com)`)
+  }
+  if (url.protocol !== "https:" && url.protocol !== "http:")
+    throw new UsageError(`--url ${options.url}: use an http(s) URL`)
+  if (url.protocol === "http:" && options.token && !LOOPBACK.has(url.hostname))
+    throw new UsageError(
+      `--url ${options.url}: use https for a remote API, the token would travel in clear text`,
+    )
+  if (url.search || url.hash || url.username || url.password)
+    throw new UsageError(`--url ${options.url}: pass the API's base URL alone (filters are flags)`)
+  const path = url.pathname.replace(/\/+$/, "")
+  url.pathname = path.endsWith("/v1/receipts") ? path : `${path}/v1/receipts`
+  url.searchParams.set("format", "jsonl")
+  url.searchParams.set("limit", String(PAGE))
+  if (options.agentId) url.searchParams.set("agent_id", options.agentId)
+  if (options.ledger) url.searchParams.set("ledger", options.ledger)
+  return url
+}
+
+/** The `rel="next"` target of a Link header, resolved against the page it came with. */
+function nextOf(link: string | null, page: URL): URL | null {
+  const m = link ? /<([^>]*)>\s*;\s*rel="?next"?/i.exec(link) : null
+  if (!m) return null
+  let next: URL
+  try {
+    next = new URL(m[1] as string, page)
+  } catch {
+    throw new CliError(`the API's next-page link is not a URL (${link}): is --url the ledger API?`)
+  }
+  // The token goes with every page: a link to anywhere else could hand it to another server.
+  if (next.origin !== page.origin || next.pathname !== page.pathname)
+    throw new CliError(
+      `the API's next-page link leaves ${page.origin}${page.pathname}: refusing to follow it`,
+    )
+  return next
+}
+
+async function errorOf(res: Response): Promise<string> {
+  const bytes = await readLimited(res, 64 * 1024).catch(() => null)
+  try {
+    const { error } = JSON.parse(new TextDecoder().decode(bytes ?? new Uint8Array())) as {
+      error?: { code?: unknown; message?: unknown }
+    }
+    if (typeof error?.code === "string") return `${error.code}: ${String(error.message ?? "")}`
+  } catch {}
+  return "not the ledger API's error body"
+}
+
+function decode(bytes: Uint8Array, url: URL): string {
+  try {
+    return new TextDecoder("utf-8", { fatal: true }).decode(bytes)
+  } catch {
+    throw new CliError(`a page from ${url.origin} is not UTF-8: is --url the ledger API?`)
+  }
+}
+
+/** Fetches every page; returns how many receipts were written. */
+export async function exportReceipts(options: ReceiptExportOptions): Promise<number> {
+  let url: URL | null = exportUrl(options)
+  const headers: Record<string, string> = { accept: "application/x-ndjson" }
+  if (options.token) headers.authorization = `Bearer ${options.token}`
+  const seen = new Set<string>()
+  let count = 0
+  while (url) {
+    // A server that hands back a page it already sent would loop forever.
+    if (seen.has(url.href)) throw new CliError(`the API sent ${url.href} as the next page twice: stopping`)
+    seen.add(url.href)
+    let res: Response
+    try {
+      res = await fetch(url, { headers, redirect: "error" })
+    } catch (e) {
+      throw new CliError(`cannot reach ${url.origin}: ${e instanceof Error ? e.message : String(e)}`)
+    }
+    if (!res.ok) {
+      const hint =
+        res.status === 401 || res.status === 403 ? " (check the token and its ledger:reader scope)" : ""
+      throw new CliError(`${url.origin} answered ${res.status}, ${await errorOf(res)}${hint}`)
+    }
+    if (!(res.headers.get("content-type") ?? "").startsWith("application/x-ndjson")) {
+      await res.body?.cancel().catch(() => undefined)
+      throw new CliError(`${url.href} did not answer a receipt export: is --url the ledger API's base URL?`)
+    }
+    const bytes = await readLimited(res, DEFAULT_MAX_RESPONSE_BYTES)
+    if (!bytes) throw new CliError(`a page from ${url.origin} is over ${DEFAULT_MAX_RESPONSE_BYTES} bytes`)
+    const lines = decode(bytes, url)
+      .split("\n")
+      .filter((l) => l.trim() !== "")
+    for (const [i, line] of lines.entries()) {
+      let problem: string | null
+      try {
+        problem = receiptShapeProblem(parseReceiptJson(line))
+      } catch {
+        problem = "not JSON"
+      }
+      if (problem)
+        throw new CliError(`receipt ${count + i + 1} from ${url.origin} is not a receipt (${problem})`)
+    }
+    if (lines.length) options.write(`${lines.join("\n")}\n`)
+    count += lines.length
+    url = nextOf(res.headers.get("link"), url)
+  }
+  return count
+}
