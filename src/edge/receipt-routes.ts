@@ -34,7 +34,7 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
       return c.body(JSON.stringify(page, bigintAsText), 200, { "content-type": "application/json" })
     // The next page goes in a Link header (RFC 8288), as a query-only reference: it resolves against this
     // request's URL, so it stays right when the app is mounted under a prefix.
-    const headers: Record<string, string> = { "content-type": "application/x-ndjson" }
+    const headers: Record<string, string> = { "content-type": "application/x-ndjson; charset=utf-8" }
     if (page.cursor !== null) {
       const next = new URL(c.req.url).searchParams
       next.set("cursor", page.cursor)

@@ -6,6 +6,7 @@ import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../adapt
 import { InvalidOptionError } from "../core/errors.ts"
 import { createLedgerApp } from "./app.ts"
 import { jwtAuth } from "./auth.ts"
+import { workerReceipts } from "./worker-receipts.ts"
 
 export { MyceliumLedgerObject } from "../adapters/durable-object.ts"
 
@@ -22,13 +23,15 @@ export interface LedgerWorkerEnv {
   /** Shards per tenant: a hot tenant spreads its rows over this many objects. Default 1. */
   readonly LEDGER_SHARDS?: string
   readonly MYCELIUM_ALLOW_UNAUTHENTICATED?: string
+  /** A private Ed25519 or P-256 JWK with a `kid` (a secret): each tenant's outcomes and releases are signed receipts. */
+  readonly LEDGER_RECEIPT_JWK?: string
 }
 
 // Built on the first request: bindings exist only inside a handler.
 let app: Hono | null = null
 let builtFor: LedgerWorkerEnv | null = null
 
-function build(env: LedgerWorkerEnv): Hono {
+async function build(env: LedgerWorkerEnv): Promise<Hono> {
   const shards = Number(env.LEDGER_SHARDS ?? "1")
   const storage = (tenant: string) =>
     new DurableObjectLedgerStorage(env.LEDGER, {
@@ -44,7 +47,13 @@ function build(env: LedgerWorkerEnv): Hono {
     .split(",")
     .map((o) => o.trim())
     .filter(Boolean)
-  const common = { storage, ...(origins.length ? { corsOrigins: origins } : {}) }
+  const signed = env.LEDGER_RECEIPT_JWK ? workerReceipts(env.LEDGER, env.LEDGER_RECEIPT_JWK) : null
+  await signed?.ready
+  const common = {
+    storage,
+    ...(origins.length ? { corsOrigins: origins } : {}),
+    ...(signed ? { receipts: signed.receipts } : {}),
+  }
   if (env.LEDGER_JWT_SECRET)
     return createLedgerApp({
       ...common,
@@ -66,7 +75,7 @@ export default {
     try {
       // Rebuilt when the bindings object changes (tests, config reloads); cheap, and never stale.
       if (!app || builtFor !== env) {
-        app = build(env)
+        app = await build(env)
         builtFor = env
       }
     } catch (e) {

@@ -67,7 +67,7 @@ async function download(fetcher: { request: Hono["request"] }, first: string) {
   while (url) {
     const r = await fetcher.request(url.pathname + url.search, { headers })
     expect(r.status, await r.clone().text()).toBe(200)
-    expect(r.headers.get("content-type")).toBe("application/x-ndjson")
+    expect(r.headers.get("content-type")).toBe("application/x-ndjson; charset=utf-8")
     text += await r.text()
     const link = r.headers.get("link")
     if (link) links.push(link)
