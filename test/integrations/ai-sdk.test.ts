@@ -290,6 +290,34 @@ describe("AI SDK integration", () => {
     expect((await ledger.listTransitions())[0]?.requestId).toBe("call_unbound")
   })
 
+  it("a streaming execute is drained once: the ledger records its last value and a redispatch replays it", async () => {
+    let runs = 0
+    const ledger = newLedger()
+    const progress = guardTool(
+      ledger,
+      tool({
+        description: "Reports progress, then the total",
+        inputSchema: z.object({ n: z.number() }),
+        execute: async function* ({ n }) {
+          runs++
+          yield { done: 0 }
+          yield { done: n }
+        },
+      }),
+      { name: "progress" },
+    )
+    const call = { id: "call_stream", tool: "progress", input: { n: 3 } }
+    const result = await generateText({
+      model: scriptedModel([[call], [call]]),
+      tools: { progress },
+      prompt: "count",
+      stopWhen: stepCountIs(4),
+    })
+    expect(toolOutputs(result).map((o) => o.output)).toEqual([{ done: 3 }, { done: 3 }])
+    expect(runs).toBe(1)
+    expect((await ledger.listTransitions()).map((t) => t.requestId)).toEqual(["call_stream"])
+  })
+
   it("transitionOf() outside a guarded call is a typed error, and a tool without execute is refused", () => {
     // The integrations take any ledger with tool(options, fn): ActionLedger here, RemoteLedger at the edge.
     const structural: ToolLedger = newLedger()

@@ -186,7 +186,7 @@ export class MyceliumConfig {
         store = Promise.reject(
           new ConfigError(
             `storage '${choice.kind}' needs a store factory: load the file with loadConfig() from ` +
-              `'mycelium-runtime/node' (Node, Deno, Bun) or pass { storageFactory } to loadConfigFromString()`,
+              `'mycelium-runtime/node/config' (Node, Deno, Bun) or pass { storageFactory } to loadConfigFromString()`,
           ),
         )
       else store = Promise.resolve(factory(choice))

@@ -1,5 +1,6 @@
 // The DAG driver: task slots without waves, one shared budget, fail-fast with cancel-and-drain, a monotonic
 // deadline, ordered events, and no partial answer unless the whole plan succeeded.
+import { InvalidOptionError } from "../errors.ts"
 import type { ActionLedger } from "../ledger/index.ts"
 import { safeString } from "../repr.ts"
 import {
@@ -119,10 +120,14 @@ export function runPlan(
   })
   const maxSamples = deps.max_request_samples ?? DEFAULT_MAX_REQUEST_SAMPLES
   if (!Number.isSafeInteger(maxSamples) || maxSamples < 0)
-    throw new RangeError(`max_request_samples must be an integer >= 0, got ${String(maxSamples)}`)
+    throw new InvalidOptionError(
+      `max_request_samples must be an integer >= 0, got ${String(maxSamples)}. Pass e.g. { max_request_samples: 256 }.`,
+    )
   const drainSeconds = options.drain_timeout_seconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS
   if (typeof drainSeconds !== "number" || !(drainSeconds > 0) || !Number.isFinite(drainSeconds))
-    throw new RangeError(`drain_timeout_seconds must be a finite number > 0, got ${String(drainSeconds)}`)
+    throw new InvalidOptionError(
+      `drain_timeout_seconds must be a finite number > 0, got ${String(drainSeconds)}. Pass e.g. { drain_timeout_seconds: 30 }.`,
+    )
   const drainMs = drainSeconds * 1000
   const now = options.now ?? (() => performance.now())
   const runId = options.run_id ?? newRunId()

@@ -76,6 +76,8 @@ export class StateFlushRun {
   readonly #flush: StateFlush
   #state: Record<string, JsonValue>
   #flushed: Promise<StateSnapshot> | null = null
+  /** Set once the run has ended (returned, threw, cancelled, disconnected): its snapshot is then final. */
+  #ended = false
 
   constructor(
     flush: StateFlush,
@@ -87,7 +89,11 @@ export class StateFlushRun {
     this.runId = runId
     this.signal = signal
     this.#state = jsonState(initial, "the initial state")
-    endings.set(this, (status, args) => this.#flushed ?? this.flush(status, args))
+    endings.set(this, (status, args) => {
+      this.#ended = true
+      this.#flushed ??= this.#write(status, args)
+      return this.#flushed
+    })
   }
 
   /** Shallow merge, as the original's `dict.update`. Values are stored as JSON. */
@@ -108,7 +114,10 @@ export class StateFlushRun {
     return this.#flushed !== null
   }
 
-  /** Writes the final snapshot. Later endings of the run write nothing more. */
+  /**
+   * Writes the final snapshot. Later endings of the run write nothing more, and once the run has ended (a cancel
+   * the body ignored, say) neither does this: the body would otherwise turn an `aborted` snapshot into `completed`.
+   */
   flush(status: SnapshotStatus, args: FlushArgs = {}): Promise<StateSnapshot> {
     // Refused before it counts as the final snapshot: an unknown status would be stored and make the snapshot
     // unreadable (a corrupt store entry); the run's own ending still writes a proper one.
@@ -118,6 +127,7 @@ export class StateFlushRun {
           `unknown snapshot status '${safeString(status)}': use in-progress, completed, aborted or error`,
         ),
       )
+    if (this.#ended && this.#flushed) return this.#flushed
     this.#flushed = this.#write(status, args)
     return this.#flushed
   }

@@ -1,6 +1,7 @@
 // DAG-02..07: prompts with only direct dependency outputs, slots without waves, serial order, peak concurrency,
 // fail-fast with cancel-and-drain, success.
 import { describe, expect, it } from "vitest"
+import { MyceliumError } from "../../../src/core/errors.ts"
 import { type ModelRequest, runPlan, ScriptedModel, sleep } from "../../../src/core/harness/index.ts"
 import { allStrings, checkInvariants, failed, indexOfEvent, peakRunning, recorder, task } from "./helpers.ts"
 
@@ -236,5 +237,30 @@ describe("DAG driver", () => {
       error_type: "SyntaxError",
     })
     expect(err.result.usage.tool_calls).toBe(2)
+  })
+})
+
+describe("runPlan options", () => {
+  it("a bad max_request_samples or drain_timeout_seconds is an InvalidOptionError before anything runs", () => {
+    const model = new ScriptedModel({ byTask: { A: [{ text: "a" }] } })
+    const plan = { tasks: [task("A")], output_task_id: "A" }
+    const refused = (run: () => unknown) => {
+      try {
+        run()
+      } catch (e) {
+        return e
+      }
+      return undefined
+    }
+    for (const error of [
+      refused(() => runPlan(plan, { model, max_request_samples: -1 })),
+      refused(() => runPlan(plan, { model, max_request_samples: Number.NaN })),
+      refused(() => runPlan(plan, { model }, { drain_timeout_seconds: 0 })),
+      refused(() => runPlan(plan, { model }, { drain_timeout_seconds: Number.POSITIVE_INFINITY })),
+    ]) {
+      expect(error).toBeInstanceOf(MyceliumError)
+      expect(error).toMatchObject({ name: "InvalidOptionError", code: "invalid_option" })
+    }
+    expect(model.requests).toHaveLength(0)
   })
 })

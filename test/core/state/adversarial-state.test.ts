@@ -9,6 +9,7 @@ import {
   MemoryStateFlushStore,
   StateFlush,
   StateFlushError,
+  type StateFlushRun,
   type StateFlushStore,
   type StateSnapshot,
 } from "../../../src/state.ts"
@@ -120,6 +121,52 @@ describe("endings after the final snapshot", () => {
     await tick()
     await tick()
     expect(await flush.load("r")).toMatchObject({ status: "aborted", reason: "cancel", state: { page: 1 } })
+  })
+
+  it("a body that ignores the cancel and then completes, flushes or disconnects cannot replace the aborted snapshot", async () => {
+    for (const [name, end] of [
+      ["complete()", (run: StateFlushRun) => run.complete()],
+      ["flush('completed')", (run: StateFlushRun) => run.flush("completed")],
+      ["disconnect()", (run: StateFlushRun) => run.disconnect()],
+    ] as const) {
+      const flush = new StateFlush()
+      const cancel = new AbortController()
+      let keepGoing!: () => void
+      const more = new Promise<void>((r) => {
+        keepGoing = r
+      })
+      const body = flush.run(
+        "r",
+        async (run) => {
+          run.record({ page: 1 })
+          await more
+          run.record({ page: 2 })
+          await end(run)
+        },
+        { signal: cancel.signal },
+      )
+      await tick()
+      cancel.abort("stop")
+      await expect(body).rejects.toBe("stop")
+      keepGoing()
+      await tick()
+      await tick()
+      // The next attempt must see a cancelled run to resume, not a completed one to skip.
+      expect(await flush.load("r"), name).toMatchObject({
+        status: "aborted",
+        reason: "cancel",
+        state: { page: 1 },
+      })
+    }
+  })
+
+  it("before the run ends, the body's own snapshots replace each other (the original's explicit flush)", async () => {
+    const flush = new StateFlush()
+    await flush.run("r", async (run) => {
+      await run.complete()
+      await run.disconnect()
+    })
+    expect(await flush.load("r")).toMatchObject({ status: "aborted", reason: "disconnect" })
   })
 })
 
