@@ -163,6 +163,9 @@ export class MyceliumConfig {
   readonly #taskLedgers = new Map<string, Promise<TaskLedger>>()
   #receipts: Promise<ReceiptEmitter> | undefined
   #stateFlush: Promise<StateFlush | null> | undefined
+  /** Every store this config opened (pending or built), for `close()`. */
+  readonly #opened: Promise<unknown>[] = []
+  #closing: Promise<void> | undefined
 
   constructor(resolved: ResolvedConfig, options: MyceliumConfigOptions = {}) {
     this.resolved = resolved
@@ -191,6 +194,7 @@ export class MyceliumConfig {
         )
       else store = Promise.resolve(factory(choice))
       this.#stores.set(key, store)
+      this.#opened.push(store)
     }
     return store
   }
@@ -330,6 +334,7 @@ export class MyceliumConfig {
         )
       else store = Promise.resolve(factory(choice))
       this.#taskStores.set(key, store)
+      this.#opened.push(store)
     }
     return store
   }
@@ -359,6 +364,7 @@ export class MyceliumConfig {
           ["audit_receipt", "storage"],
         )
       else store = await factory(choice)
+      this.#opened.push(Promise.resolve(store))
       return new ReceiptEmitter({
         signer: hmacReceiptSigner(this.resolved.signingKey as string),
         store,
@@ -477,9 +483,31 @@ export class MyceliumConfig {
             `'mycelium-runtime/node/config', or pass { stateStoreFactory }`,
         )
       else storage = await factory(choice)
+      this.#opened.push(Promise.resolve(storage))
       return new StateFlush({ storage, flushOn: sf.flush_on, flushOnComplete: sf.flush_on_complete })
     })()
     return this.#stateFlush
+  }
+
+  /**
+   * Closes what the stores this config opened hold open (Redis sockets, Postgres pools), so a script can exit: a
+   * Node process with an open connection never does. Stores without connections are left as they are; a tool
+   * called afterwards fails closed with its store's error. Safe to call more than once.
+   */
+  close(): Promise<void> {
+    this.#closing ??= (async () => {
+      const results = await Promise.allSettled(
+        this.#opened.map((p) =>
+          p.then(
+            (store) => (store as { close?: () => Promise<void> | void }).close?.(),
+            () => undefined, // a store that never opened holds nothing
+          ),
+        ),
+      )
+      const failed = results.find((r) => r.status === "rejected")
+      if (failed) throw failed.reason
+    })()
+    return this.#closing
   }
 
   /** The state a run flushed last (`state_flush:`), to start the next attempt from; null when there is none. */
