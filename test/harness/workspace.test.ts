@@ -18,6 +18,7 @@ import {
   parseTestSummary,
   TestRunAction,
   type WorkspaceAction,
+  WorkspaceNotStartedError,
   type WorkspaceObservation,
   withWorkspace,
 } from "../../src/harness/workspace/index.ts"
@@ -194,7 +195,11 @@ describe("workspace", () => {
   it("WS-09: createWorkspace owns and deletes its temp root; an explicit root is kept", async () => {
     const w = createWorkspace()
     expect(w.runId).toMatch(/^[0-9a-f]{32}$/)
-    expect(() => w.state).toThrow("workspace not started")
+    expect(() => w.state).toThrow(WorkspaceNotStartedError)
+    expect(() => w.root).toThrow(expect.objectContaining({ code: "workspace_not_started" }))
+    const file = join(mkdtempSync(join(tmpdir(), "ws-file-")), "f")
+    writeFileSync(file, "")
+    await expect(createWorkspace({ root: file }).start()).rejects.toMatchObject({ code: "invalid_option" })
     await w.start()
     await w.start() // idempotent
     const root = w.root

@@ -1,6 +1,7 @@
 // An adapter from a Vercel AI SDK language model (specification v2 or v3, the object every `@ai-sdk/*` provider
 // returns) to the harness's ModelClient. It is typed structurally, so neither `ai` nor `@ai-sdk/provider` is
 // imported: the harness stays dependency-free and any provider package works.
+import { InvalidOptionError } from "../errors.ts"
 import { InvalidModelResponseError } from "./agent.ts"
 import type {
   Message,
@@ -141,7 +142,7 @@ function parseInput(input: unknown, tool: string): Record<string, unknown> {
  */
 export function fromAiSdk(model: AiSdkLanguageModel): ModelClient {
   if (model?.specificationVersion !== "v2" && model?.specificationVersion !== "v3")
-    throw new TypeError(
+    throw new InvalidOptionError(
       `fromAiSdk() needs an AI SDK language model with specificationVersion "v2" or "v3", got ${String(model?.specificationVersion)}`,
     )
   return {

@@ -11,6 +11,7 @@ export {
   type PolicyVerdict,
   type ShellState,
   unifiedDiff,
+  WorkspaceNotStartedError,
   type WorkspaceOptions,
   withWorkspace,
 } from "./workspace.ts"

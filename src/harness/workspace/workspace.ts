@@ -4,6 +4,7 @@ import { randomUUID } from "node:crypto"
 import { mkdtemp, readFile, realpath, rm, stat } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { InvalidOptionError, MyceliumError } from "../../core/errors.ts"
 import {
   type CmdOutputObservation,
   type ErrorObservation,
@@ -16,6 +17,15 @@ import {
 import { pathComponents, safeRead, safeWrite, WorkspacePathError } from "./safe-fs.ts"
 import { MAX_STREAM_CHARS, runShell, shellQuote } from "./shell.ts"
 import { parseTestSummary } from "./test-report.ts"
+
+/** `root` or `state` read before `start()` (`createWorkspace` and `withWorkspace` start it for you). */
+export class WorkspaceNotStartedError extends MyceliumError {
+  override readonly name = "WorkspaceNotStartedError"
+  override readonly code = "workspace_not_started"
+  constructor() {
+    super("workspace not started: call start() first (createWorkspace() and withWorkspace() start it)")
+  }
+}
 
 /** The host's decision for one mutating action. `true`/`false`, `[allowed, reason]` or `{ allowed, reason }`. */
 export type PolicyVerdict =
@@ -66,13 +76,12 @@ export class DevWorkspace {
 
   /** The workspace directory (its real path). Throws before `start()`. */
   get root(): string {
-    if (this.#root === null || this.#state === null)
-      throw new Error("workspace not started: call start() first")
+    if (this.#root === null || this.#state === null) throw new WorkspaceNotStartedError()
     return this.#root
   }
 
   get state(): ShellState {
-    if (this.#state === null) throw new Error("workspace not started: call start() first")
+    if (this.#state === null) throw new WorkspaceNotStartedError()
     return this.#state
   }
 
@@ -80,7 +89,10 @@ export class DevWorkspace {
   async start(): Promise<void> {
     if (this.#state) return
     const root = this.#root ?? (await mkdtemp(join(tmpdir(), "mycelium-ws-")))
-    if (!(await stat(root)).isDirectory()) throw new Error(`workspace root ${root} is not a directory`)
+    if (!(await stat(root)).isDirectory())
+      throw new InvalidOptionError(
+        `workspace root ${root} is not a directory: pass a directory, or no root for a temporary one`,
+      )
     this.#root = await realpath(root)
     // The cwd marker lives outside the workspace so it never shows up in the agent's files or `git status`.
     this.#private = await mkdtemp(join(tmpdir(), "mycelium-ws-state-"))

@@ -184,6 +184,13 @@ describe("fromAiSdk", () => {
       error_type: "InvalidModelResponseError",
     })
     expect(err.result.usage.requests).toBe(1)
-    expect(() => fromAiSdk({} as never)).toThrow("specificationVersion")
+    let thrown: unknown
+    try {
+      fromAiSdk({} as never)
+    } catch (e) {
+      thrown = e
+    }
+    expect((thrown as { code?: string }).code).toBe("invalid_option")
+    expect(String((thrown as Error).message)).toContain("specificationVersion")
   })
 })

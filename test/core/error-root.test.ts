@@ -1,0 +1,36 @@
+// Every error the package throws at its users extends MyceliumError with a snake_case code. A plain Error thrown
+// from src/ is only allowed where something else catches and wraps it before a user sees it; each such place is
+// listed here with the reason, so a new plain throw fails this test until it gets a class (or a reason).
+import { readdirSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { describe, expect, it } from "vitest"
+
+const WRAPPED: Record<string, string> = {
+  // SafeStorage turns a backend's failure into LedgerStorageUnavailableError; these stand for SQLite's refusals.
+  "src/core/storage/memory.ts": "simulated backend refusal, wrapped by SafeStorage",
+  "src/adapters/durable-object.ts": "SQLite refusal relayed from the object, wrapped by SafeStorage",
+  // Caught three lines below and rethrown as LedgerStorageUnavailableError.
+  "src/edge/client.ts": "oversized answer, rethrown as LedgerStorageUnavailableError",
+  // The exact JSON reader fails as JSON.parse does (SyntaxError): parseToolArguments wraps it as
+  // ToolArgumentsError; parseReceiptJson documents it, as JSON.parse's stand-in.
+  "src/core/exact-json.ts": "JSON.parse's SyntaxError, on purpose",
+  // The demo's simulated gateway crash: the tour shows the ledger's reaction to it.
+  "src/cli/demo-scenario.ts": "the demo's simulated crash",
+  // Caught by the tool wrapper and returned to the model as an error observation.
+  "src/harness/workspace/tools.ts": "a model's bad argument, returned as an observation",
+}
+
+const files = (dir: string): string[] =>
+  readdirSync(dir, { withFileTypes: true }).flatMap((d) =>
+    d.isDirectory() ? files(join(dir, d.name)) : d.name.endsWith(".ts") ? [join(dir, d.name)] : [],
+  )
+
+describe("one error root", () => {
+  it("src/ throws plain Error, TypeError or RangeError only where the listed wrapper catches it", () => {
+    const plain = /throw new (?:Error|TypeError|RangeError|SyntaxError)\(/
+    const found = files("src")
+      .filter((f) => plain.test(readFileSync(f, "utf8")))
+      .sort()
+    expect(found).toEqual(Object.keys(WRAPPED).sort())
+  })
+})
