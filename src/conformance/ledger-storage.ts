@@ -17,7 +17,7 @@ import { PY_NOW, PYTHON_ROWS, pythonJson } from "./python-rows.ts"
 /**
  * Skips a capability case with its reason: vitest's (and the Deno shim's) `ctx.skip`. Bun passes a `done`
  * callback instead of a context and has no runtime skip, so there the case logs the same "skipped:" line and the
- * caller returns (scripts/runtime-suites.mjs counts those lines as skipped, not passed).
+ * caller returns (this repository's scripts/runtime-suites.mjs counts those lines as skipped, not passed).
  */
 function skipCase(ctx: unknown, reason: string): void {
   const skip = (ctx as { skip?: unknown } | null)?.skip
