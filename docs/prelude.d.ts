@@ -25,6 +25,10 @@ declare global {
   const id: string
   /** A bearer token for the edge API. */
   const token: string
+  /** An adapter author's own store over some database client (docs/adapter-kit.md's conformance run). */
+  const MyStorage: new (
+    url: string,
+  ) => LedgerStorage & { close(): Promise<void>; putRaw(key: string, json: string): Promise<void> }
   /** A Worker's environment. */
   const env: { LEDGER_JWT_SECRET: string; LEDGER: DurableObjectNamespace }
   /** A Durable Object namespace binding (`@cloudflare/workers-types` in a real Worker). */

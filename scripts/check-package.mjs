@@ -1,9 +1,10 @@
 // The package as a user gets it (`npm test` runs this): pack the tarball (prepack builds), lint it with publint
 // (strict) and @arethetypeswrong/cli (ESM-only profile), check the bundle sizes, then install it into a scratch
 // project with NO optional peer dependency and use it there: the bin, an ESM import of every entry, and a
-// `tsc --strict` check of a consumer file with skipLibCheck off.
+// `tsc --strict` check of a consumer file with skipLibCheck off; last, vitest linked in, the storage conformance
+// suite run from the tarball as an adapter author runs it.
 import { spawnSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
 
@@ -27,6 +28,7 @@ import { boundedNode } from "mycelium-runtime/node/paths"
 import { runPlan, ScriptedModel, type RunResult, type RunEvent } from "mycelium-runtime/harness"
 import { createWorkspace, CmdRunAction, workspaceTools } from "mycelium-runtime/harness/workspace"
 import { RemoteLedger, type RemoteTransitionContext } from "mycelium-runtime/client"
+import { type StorageFactory, testLedgerStorage } from "mycelium-runtime/conformance"
 
 const receipts = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store: new MemoryReceiptStore(), agentId: "a" })
 const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), leaseTtl: 60, receipts })
@@ -64,6 +66,31 @@ const charge = remote.tool(
 )
 const charged: Promise<{ charged: number }> = charge({ cents: 1 }, { toolCallId: "call_2" })
 void charged
+// The conformance suite's types need no vitest (only its JS imports it).
+const factory: StorageFactory = () => ({ storage: new MemoryLedgerStorage(), cleanup: () => {} })
+void [testLedgerStorage, factory]
+`
+
+// The adapter author's test file: the conformance suite against the tarball's memory store, and against one without
+// the optional dispatch index (as a third-party store might be), whose capability cases must skip, not pass.
+const CONFORMANCE = `import { type LedgerStorage, MemoryLedgerStorage } from "mycelium-runtime"
+import { testLedgerStorage } from "mycelium-runtime/conformance"
+
+testLedgerStorage("memory", () => ({ storage: new MemoryLedgerStorage() }))
+testLedgerStorage("no dispatch index", () => {
+  const m = new MemoryLedgerStorage()
+  const storage: LedgerStorage = {
+    get: (id) => m.get(id),
+    set: (e) => m.set(e),
+    list: (o) => m.list(o),
+    tryClaimInflight: async (e, ttl, now, o) => {
+      const r = await m.tryClaimInflight(e, ttl, now, o)
+      return r.outcome === "claimed" ? { outcome: r.outcome, entry: r.entry } : r
+    },
+    tryTransition: (next, expect) => m.tryTransition(next, expect),
+  }
+  return { storage }
+})
 `
 
 const root = resolve(".")
@@ -220,6 +247,33 @@ console.log(JSON.stringify(results))`,
   step(
     "tsc --strict (skipLibCheck: false) of a consumer file",
     run(process.execPath, [join(root, "node_modules", "typescript", "bin", "tsc"), "-p", "."], { cwd: app }),
+  )
+
+  // An adapter author's run of the storage conformance suite from the tarball: vitest (the optional peer the
+  // entry needs) linked in from this repository rather than installed, so the check costs no download.
+  symlinkSync(join(root, "node_modules", "vitest"), join(app, "node_modules", "vitest"), "dir")
+  writeFileSync(join(app, "conformance.test.ts"), CONFORMANCE)
+  const report = join(app, "conformance.json")
+  const conf = run(
+    process.execPath,
+    [join(app, "node_modules", "vitest", "vitest.mjs"), "run", "--reporter=json", `--outputFile=${report}`],
+    { cwd: app, env: { ...process.env, NO_COLOR: "1" } },
+  )
+  const cases = existsSync(report)
+    ? JSON.parse(readFileSync(report, "utf8")).testResults.flatMap((f) => f.assertionResults)
+    : []
+  const of = (store, status) =>
+    cases.filter((c) => c.ancestorTitles[0]?.endsWith(store) && (!status || c.status === status)).length
+  check(
+    'testLedgerStorage from "mycelium-runtime/conformance" under vitest: every case passes for the memory store, ' +
+      "the three dispatch-id cases skip for a store without a dispatch index",
+    conf.code === 0 &&
+      of(": memory") > 40 &&
+      of(": memory", "passed") === of(": memory") &&
+      of(": no dispatch index", "skipped") === 3 &&
+      of(": no dispatch index", "passed") === of(": memory") - 3,
+    `${conf.out}\nmemory: ${of(": memory", "passed")}/${of(": memory")} passed; no dispatch index: ` +
+      `${of(": no dispatch index", "passed")} passed, ${of(": no dispatch index", "skipped")} skipped`,
   )
 } catch (e) {
   check("package check", false, e instanceof Error ? e.message : String(e))

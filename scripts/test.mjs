@@ -18,7 +18,8 @@ const steps = [
   ["typecheck (browser)", ["npx", ["tsc", "-p", "test/browser/tsconfig.json", "--noEmit"]]],
   // Every TypeScript block in README.md and docs/*.md compiles.
   ["docs code blocks", ["node", ["scripts/check-docs.mjs"]]],
-  // The packed tarball: publint, attw, bundle sizes, and a scratch consumer with no optional peers.
+  // The packed tarball: publint, attw, bundle sizes, a scratch consumer with no optional peers, and the storage
+  // conformance suite run from it under vitest as an adapter author runs it.
   ["package", ["node", ["scripts/check-package.mjs"]]],
 ]
 for (const [name, [cmd, args]] of steps) {

@@ -3,8 +3,8 @@
 import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
 import { pathToFileURL } from "node:url"
+import { testLedgerStorage } from "../../src/conformance.ts"
 import type { LedgerStorage } from "../../src/core/index.ts"
-import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 
 const page = readFileSync("docs/adapter-kit.md", "utf8")
 const block = /```ts\n([\s\S]*?export class MapStorage[\s\S]*?)```/.exec(page)?.[1]

@@ -4,7 +4,7 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { afterAll } from "vitest"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
-import { testLedgerStorage } from "../conformance/ledger-storage.ts"
+import { testLedgerStorage } from "../../src/conformance.ts"
 
 const root = mkdtempSync(join(tmpdir(), "mycelium-file-conf-"))
 afterAll(() => rmSync(root, { recursive: true, force: true }))

@@ -3,7 +3,7 @@ import "fake-indexeddb/auto"
 import { describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { IndexedDbLedgerStorage } from "../../src/adapters/indexeddb.ts"
-import { testLedgerStorage } from "../conformance/ledger-storage.ts"
+import { testLedgerStorage } from "../../src/conformance.ts"
 import { idbRaceOneExecution } from "./indexeddb-shared.ts"
 
 let n = 0

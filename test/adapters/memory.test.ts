@@ -1,5 +1,5 @@
+import { testLedgerStorage } from "../../src/conformance.ts"
 import { type LedgerStorage, MemoryLedgerStorage } from "../../src/core/index.ts"
-import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 
 testLedgerStorage("memory", () => ({ storage: new MemoryLedgerStorage() }))
 

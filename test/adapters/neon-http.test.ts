@@ -3,7 +3,7 @@
 import { neon, neonConfig } from "@neondatabase/serverless"
 import { afterAll, beforeAll } from "vitest"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
-import { testLedgerStorage } from "../conformance/ledger-storage.ts"
+import { testLedgerStorage } from "../../src/conformance.ts"
 import { DATABASE_URL, dropLedgerTable, runTag } from "./servers/env.ts"
 import { type NeonHttpEmulation, startNeonHttpEmulation } from "./servers/neon-http.ts"
 

@@ -1,8 +1,8 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { InvalidTableNameError, NeonLedgerStorage, NeonSchemaMissingError } from "../../src/adapters/neon.ts"
+import { testLedgerStorage } from "../../src/conformance.ts"
 import { ActionLedger, LedgerStaleFenceError, LedgerStorageUnavailableError } from "../../src/core/index.ts"
-import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 import { dropLedgerTable, runTag } from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
 

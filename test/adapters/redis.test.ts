@@ -3,8 +3,8 @@
 import { describe, expect, it } from "vitest"
 import { RedisLedgerStorage } from "../../src/adapters/redis.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
+import { testLedgerStorage } from "../../src/conformance.ts"
 import { ActionLedger, LedgerStorageUnavailableError } from "../../src/core/index.ts"
-import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"

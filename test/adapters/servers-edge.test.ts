@@ -6,8 +6,8 @@ import { Redis } from "@upstash/redis"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
+import { testLedgerStorage } from "../../src/conformance.ts"
 import { ActionLedger } from "../../src/core/index.ts"
-import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 import { dropLedgerTable } from "./servers/env.ts"
 
 // The edge runtime has no `process`; the host's settings come through only where vitest exposes them.

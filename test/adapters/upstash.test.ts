@@ -1,8 +1,8 @@
 import { beforeAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
+import { testLedgerStorage } from "../../src/conformance.ts"
 import { ActionLedger, LedgerStaleFenceError } from "../../src/core/index.ts"
-import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 
 const prefix = `mycelium-test:${runTag("conf")}:action:`

@@ -1,8 +1,8 @@
 // The IndexedDB adapter against Chromium's real IndexedDB (vitest browser mode, headless Debian chromium).
 import { describe, expect, it } from "vitest"
 import { IndexedDbLedgerStorage } from "../../src/adapters/indexeddb.ts"
+import { testLedgerStorage } from "../../src/conformance.ts"
 import { idbRaceOneExecution } from "../adapters/indexeddb-shared.ts"
-import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 
 let n = 0
 const fresh = () => `mycelium-browser-${Date.now()}-${n++}`

@@ -1,9 +1,9 @@
 import { SignJWT } from "jose"
 import { describe, expect, it } from "vitest"
 import { HttpLedgerStorage, LedgerHttpError } from "../../src/adapters/http.ts"
+import { testLedgerStorage } from "../../src/conformance.ts"
 import { ActionLedger, type LedgerStorage, MemoryLedgerStorage } from "../../src/core/index.ts"
 import { createLedgerApp, jwtAuth } from "../../src/edge/index.ts"
-import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 
 const SECRET = "test-secret-with-enough-entropy-0123456789"
 const sign = (claims: Record<string, unknown>) =>

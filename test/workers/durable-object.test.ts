@@ -5,7 +5,7 @@ import { env } from "cloudflare:workers"
 import { describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../../src/adapters/durable-object.ts"
-import { testLedgerStorage } from "../conformance/ledger-storage.ts"
+import { testLedgerStorage } from "../../src/conformance.ts"
 
 const LEDGER = (env as unknown as { LEDGER: LedgerObjectNamespace }).LEDGER
 let n = 0

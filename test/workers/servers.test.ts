@@ -8,8 +8,8 @@ import { Redis } from "@upstash/redis/cloudflare"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
+import { testLedgerStorage } from "../../src/conformance.ts"
 import { ActionLedger } from "../../src/core/index.ts"
-import { testLedgerStorage } from "../conformance/ledger-storage.ts"
 
 const setting = (name: string, fallback: string): string => {
   const v = (env as Record<string, unknown>)[name]

@@ -1,6 +1,8 @@
-// The one suite every LedgerStorage must pass. Runs in Node, workerd and Chromium: vitest APIs only.
+// The one suite every LedgerStorage must pass, the project's own adapters and third-party ones alike
+// (`mycelium-runtime/conformance`, docs/adapter-kit.md). Runs in Node, workerd, Chromium, Deno and Bun: vitest APIs
+// only (Deno maps them onto Deno.test, Bun onto bun:test).
 import { afterAll, beforeEach, describe, expect, it } from "vitest"
-import { entryFromRow, type LedgerEntryInit, newEntry } from "../../src/adapter-kit.ts"
+import { entryFromRow, type LedgerEntryInit, newEntry } from "../adapter-kit.ts"
 import {
   ActionLedger,
   type LedgerEntry,
@@ -8,32 +10,20 @@ import {
   type LedgerStorage,
   type TerminalOutcome,
   type TransitionExpectation,
-} from "../../src/core/index.ts"
+} from "../core/index.ts"
+import type { StorageFactory } from "./factory.ts"
+import { PY_NOW, PYTHON_ROWS, pythonJson } from "./python-rows.ts"
 
 /**
  * Skips a capability case with its reason: vitest's (and the Deno shim's) `ctx.skip`. Bun passes a `done`
  * callback instead of a context and has no runtime skip, so there the case logs the same "skipped:" line and the
- * caller returns (scripts/runtime-suites.mjs counts those lines as skipped, not passed).
+ * caller returns (this repository's scripts/runtime-suites.mjs counts those lines as skipped, not passed).
  */
 function skipCase(ctx: unknown, reason: string): void {
   const skip = (ctx as { skip?: unknown } | null)?.skip
   if (typeof skip === "function") return void skip.call(ctx, reason)
   console.log(`skipped: ${reason}`)
 }
-
-export interface StorageFactoryResult {
-  storage: LedgerStorage
-  /** A second, independent handle on the same store (another connection / client), if the backend has one. */
-  peer?: LedgerStorage
-  cleanup?: () => Promise<void> | void
-  /**
-   * Stores the JSON text as the row at this id, bypassing the adapter (as another process, or the Python
-   * original, would write it). Without one, the suite's Python rows go in through `set(entryFromRow(row))`.
-   */
-  writeRaw?: (requestId: string, json: string) => Promise<void>
-}
-
-export type StorageFactory = () => Promise<StorageFactoryResult> | StorageFactoryResult
 
 const T0 = 1_800_000_000.25
 
@@ -598,156 +588,3 @@ const NO_FIND_BY_DISPATCH =
 const NO_SIBLINGS =
   "capability lacking: this store neither returns dispatchSiblings from a claim nor has findByDispatchId, " +
   "so the ledger's cross-row args-drift gate cannot run on it"
-
-/** "Now" for the Python rows: after their claims, before their leases end (except where a case says so). */
-const PY_NOW = 1_780_000_010.5
-
-/** A row as the Python original writes it (`LedgerEntry.to_dict()`, schema 2), from test/fixtures/python-ledger.json. */
-const PY_V2: Record<string, unknown> = {
-  request_id: "sp:completed",
-  tool: "send_payment",
-  args: [],
-  kwargs: { amount: 100, recipient: "acct_\u00e9", tool_call_id: "call_py_1" },
-  status: "completed",
-  terminal_outcome: "COMPLETED",
-  fence: 1,
-  result: { id: "pi_1", amount: 100.5, tiny: 1e-7 },
-  error: null,
-  started_at: 1780000000.125,
-  finished_at: 1780000001.5,
-  lease_until: 1780003600.125,
-  owner: "host-a:4242",
-  idempotency_key: "sp:completed",
-  receipt_ref: null,
-  side_effect_boundary: "crossed",
-  external_operation_ref: "pi_1",
-  provider_idempotency_key: null,
-  provider_key_first_attempt_at: null,
-  last_heartbeat_at: 1780000000.125,
-  worker_dead_asserted_by: null,
-  worker_dead_asserted_at: null,
-  operator_resolution: null,
-  resolved_by: null,
-  resolution_reason: null,
-  resolved_at: null,
-  released_from_outcome: null,
-  decision_id: null,
-  state_ref: null,
-  decision: {
-    allowed: true,
-    verdicts: [{ name: "amount_cap", allowed: true, reason: null }],
-    denied_reasons: [],
-  },
-  effect_phase: "COMMITTED",
-  effect_protocol_required: true,
-  effect_id: "sp:completed",
-  schema_version: 2,
-  parent_request_id: null,
-  handoff_id: null,
-}
-
-/** A schema-1 row (before terminal outcomes and fences): only what the first versions wrote. */
-const PY_LEGACY: Record<string, unknown> = {
-  request_id: "legacy:1",
-  tool: "send_payment",
-  args: [],
-  kwargs: { amount: 100, recipient: "acct_\u00e9", tool_call_id: "call_py_1" },
-  status: "completed",
-  result: "ok",
-  error: null,
-  started_at: 1700000000.5,
-  finished_at: 1700000001.25,
-}
-
-interface PythonRowCase {
-  label: string
-  row: Record<string, unknown> & { status: string; result: unknown; terminal_outcome?: string }
-  legacy: boolean
-  claim: "claimed" | "completed" | "in_flight"
-}
-
-const v2 = (terminal: string, status: string, extra: Record<string, unknown> = {}) =>
-  ({ ...PY_V2, terminal_outcome: terminal, status, ...extra }) as PythonRowCase["row"]
-const legacy = (status: string, extra: Record<string, unknown> = {}) =>
-  ({ ...PY_LEGACY, status, ...extra }) as PythonRowCase["row"]
-
-const PYTHON_ROWS: PythonRowCase[] = [
-  { label: "COMPLETED", row: v2("COMPLETED", "completed"), legacy: false, claim: "completed" },
-  {
-    label: "IN_FLIGHT, lease held",
-    row: v2("IN_FLIGHT", "in-flight", { result: null, finished_at: null, effect_phase: "INTENDED" }),
-    legacy: false,
-    claim: "in_flight",
-  },
-  {
-    label: "IN_FLIGHT, lease lapsed (reads as EXPIRED)",
-    row: v2("IN_FLIGHT", "in-flight", { result: null, finished_at: null, lease_until: PY_NOW - 1 }),
-    legacy: false,
-    claim: "claimed",
-  },
-  {
-    label: "EXPIRED",
-    row: v2("EXPIRED", "in-flight", { result: null, lease_until: PY_NOW - 5 }),
-    legacy: false,
-    claim: "claimed",
-  },
-  {
-    label: "FAILED_BEFORE_EFFECT",
-    row: v2("FAILED_BEFORE_EFFECT", "failed", {
-      result: null,
-      error: "ValueError: bad",
-      effect_phase: "ABORTED",
-    }),
-    legacy: false,
-    claim: "claimed",
-  },
-  {
-    label: "FAILED_AFTER_EFFECT",
-    row: v2("FAILED_AFTER_EFFECT", "failed", {
-      result: null,
-      error: "RuntimeError: after",
-      effect_phase: "UNKNOWN",
-    }),
-    legacy: false,
-    claim: "claimed",
-  },
-  {
-    label: "BLOCKED",
-    row: v2("BLOCKED", "failed", { result: null, error: "blocked" }),
-    legacy: false,
-    claim: "in_flight",
-  },
-  {
-    label: "UNKNOWN",
-    row: v2("UNKNOWN", "failed", {
-      result: null,
-      error: "TimeoutError: gateway timeout",
-      effect_phase: "UNKNOWN",
-    }),
-    legacy: false,
-    claim: "in_flight",
-  },
-  // Schema 1: a missing terminal_outcome reads as IN_FLIGHT with no lease, so no store ever claims such a row;
-  // the ledger's repair gate then settles it from `status` (the replay test below).
-  { label: "legacy completed", row: legacy("completed"), legacy: true, claim: "in_flight" },
-  {
-    label: "legacy failed",
-    row: legacy("failed", { result: null, error: "ValueError: x" }),
-    legacy: true,
-    claim: "in_flight",
-  },
-  {
-    label: "legacy in-flight, lease lapsed",
-    row: legacy("in-flight", { result: null, finished_at: null, lease_until: PY_NOW - 1 }),
-    legacy: true,
-    claim: "claimed",
-  },
-]
-
-/** `json.dumps(row)` as Python writes it, non-ASCII escaped (its spacing does not change what parses). */
-function pythonJson(row: Record<string, unknown>): string {
-  return JSON.stringify(row).replace(
-    /[\u0080-\uffff]/g,
-    (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, "0")}`,
-  )
-}
