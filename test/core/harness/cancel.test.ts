@@ -214,8 +214,12 @@ describe("timers", () => {
     expect(r.status).toBe("succeeded")
   })
   it("a bad drain timeout is refused up front", () => {
-    expect(() => runPlan(plan, { model: new ScriptedModel() }, { drain_timeout_seconds: 0 })).toThrow(
-      RangeError,
-    )
+    let thrown: unknown
+    try {
+      runPlan(plan, { model: new ScriptedModel() }, { drain_timeout_seconds: 0 })
+    } catch (e) {
+      thrown = e
+    }
+    expect((thrown as { code?: string }).code).toBe("invalid_option")
   })
 })
