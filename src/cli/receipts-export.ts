@@ -96,7 +96,12 @@ export async function exportReceipts(options: ReceiptExportOptions): Promise<num
     try {
       res = await fetch(url, { headers, redirect: "error" })
     } catch (e) {
-      throw new CliError(`cannot reach ${url.origin}: ${e instanceof Error ? e.message : String(e)}`)
+      // Node's fetch says only "fetch failed"; the reason (ECONNREFUSED, a certificate, DNS) is its cause.
+      const cause = (e as { cause?: { code?: unknown; message?: unknown } }).cause
+      const why = cause ? String(cause.code ?? cause.message) : ""
+      throw new CliError(
+        `cannot reach ${url.origin}: ${e instanceof Error ? e.message : String(e)}${why ? ` (${why})` : ""}`,
+      )
     }
     if (!res.ok) {
       const hint =

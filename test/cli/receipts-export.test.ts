@@ -124,6 +124,14 @@ describe("mycelium receipts export", () => {
     expect(r.out.trim().split("\n")).toHaveLength(601)
   })
 
+  it("an unreachable API is exit 1 naming why (the socket's error, not only 'fetch failed')", async () => {
+    const closed = await listen(createServer())
+    servers.pop()?.close()
+    await new Promise((r) => setTimeout(r, 50))
+    const r = await run(["receipts", "export", "--url", closed])
+    expect([r.code, r.err]).toEqual([1, expect.stringContaining("(ECONNREFUSED)")])
+  })
+
   it("a refused token is exit 1 with the API's error code, and no file", async () => {
     const r = await run(["receipts", "export", "--url", api, "-o", "denied.jsonl"], {
       MYCELIUM_TOKEN: "wrong",
