@@ -68,18 +68,28 @@ function check(req: IncomingMessage, port: number): void {
     throw new Refusal(415, "unsupported_media_type", "send the body as 'Content-Type: application/json'")
 }
 
-async function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
+// Read with listeners, not `for await`: leaving a for-await loop destroys the socket, and a client still sending
+// then loses the 413 it was answered with.
+function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   const declared = req.headers["content-length"]
   if (declared !== undefined && Number(declared) > max)
-    throw new Refusal(413, "payload_too_large", `request body over ${max} bytes`)
-  const chunks: Buffer[] = []
-  let total = 0
-  for await (const c of req) {
-    total += (c as Buffer).length
-    if (total > max) throw new Refusal(413, "payload_too_large", `request body over ${max} bytes`)
-    chunks.push(c as Buffer)
-  }
-  return Buffer.concat(chunks)
+    return Promise.reject(new Refusal(413, "payload_too_large", `request body over ${max} bytes`))
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = []
+    let total = 0
+    let over = false
+    req.on("data", (c: Buffer) => {
+      if (over) return
+      total += c.length
+      if (total > max) {
+        over = true
+        chunks.length = 0
+        reject(new Refusal(413, "payload_too_large", `request body over ${max} bytes`))
+      } else chunks.push(c)
+    })
+    req.once("end", () => resolve(Buffer.concat(chunks)))
+    req.once("error", reject)
+  })
 }
 
 async function toRequest(req: IncomingMessage, origin: string, max: number): Promise<Request> {
@@ -97,10 +107,27 @@ async function toRequest(req: IncomingMessage, origin: string, max: number): Pro
   })
 }
 
-function refuse(res: ServerResponse, status: number, code: string, message: string): void {
-  // The connection may still be sending a body we refused to read: close it rather than drain it.
-  res.writeHead(status, { "content-type": "application/json", connection: "close" })
+/** How long a refused client may go on sending before its connection is cut. */
+const LINGER_MS = 1000
+
+function refuse(
+  req: IncomingMessage,
+  res: ServerResponse,
+  status: number,
+  code: string,
+  message: string,
+): void {
+  // A client still sending its body must be able to read this answer. Closing the socket with unread data resets
+  // it, and the client can lose the answer before reading it (why nginx lingers on close); so the connection stays
+  // up while Node reads and drops the rest of the body, for a second at most, then it is cut.
+  const sending = !req.complete
+  res.writeHead(status, { "content-type": "application/json", ...(sending ? {} : { connection: "close" }) })
   res.end(JSON.stringify({ error: { code, message } }))
+  if (!sending) return
+  req.resume()
+  const cut = setTimeout(() => req.socket.destroy(), LINGER_MS)
+  cut.unref()
+  req.socket.once("close", () => clearTimeout(cut))
 }
 
 /** Serves `handler` on host:port; resolves with the server once it listens. */
@@ -123,9 +150,8 @@ export function serve(handler: FetchHandler, port: number, options: LocalServeOp
       res.writeHead(response.status, Object.fromEntries(response.headers))
       res.end(Buffer.from(await response.arrayBuffer()))
     } catch (e) {
-      if (e instanceof Refusal) refuse(res, e.status, e.code, e.message)
-      else refuse(res, 500, "internal_error", "internal error")
-      if (e instanceof Refusal && e.code === "payload_too_large") req.destroy()
+      if (e instanceof Refusal) refuse(req, res, e.status, e.code, e.message)
+      else refuse(req, res, 500, "internal_error", "internal error")
     }
   })
   return new Promise((resolve, reject) => {
