@@ -11,6 +11,7 @@ import {
   hmacReceiptSigner,
   MemoryReceiptStore,
   ReceiptEmitter,
+  type ReceiptStore,
   verifyReceipts,
 } from "../core/receipts/index.ts"
 import { bold, CLI, dim, green, red } from "./style.ts"
@@ -22,6 +23,8 @@ export interface DemoOptions {
   /** Suffix for tool call ids, so repeated runs on a durable store never collide. */
   readonly runTag?: string
   readonly log?: (line: string) => void
+  /** Where the tour's receipts go and the HMAC key that signs them. Default: memory, a key of its own. */
+  readonly receipts?: { readonly store: ReceiptStore; readonly key: string }
 }
 
 export interface DemoReport {
@@ -36,6 +39,9 @@ export interface DemoReport {
   readonly receiptsVerified: number
 }
 
+/** The agent the tour's tools and receipts belong to. */
+export const DEMO_AGENT = "research-agent"
+
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const WORK_MS = 300
 const REDISPATCH_AFTER_MS = 60
@@ -45,7 +51,7 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   const tag = options.runTag ?? Date.now().toString(36)
   const section = (n: number, title: string) => log(`\n${bold(`[${n}/5] ${title}`)}`)
   const binding = {
-    agentId: "research-agent",
+    agentId: DEMO_AGENT,
     policyVersion: "2026.12.1",
     sideEffectClass: "non_idempotent_mutate",
   } as const
@@ -72,12 +78,12 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   // 2. The fix: the redispatch finds the live claim and waits for its result.
   section(2, "With the action ledger: the redispatch waits for the first call")
   // Every outcome and release is signed (HMAC, the Python original's format) and chained; section 5 verifies them.
-  const demoKey = `demo-key-${tag}`
-  const receiptStore = new MemoryReceiptStore()
+  const demoKey = options.receipts?.key ?? `demo-key-${tag}`
+  const receiptStore = options.receipts?.store ?? new MemoryReceiptStore()
   const receipts = new ReceiptEmitter({
     signer: hmacReceiptSigner(demoKey),
     store: receiptStore,
-    agentId: "research-agent",
+    agentId: DEMO_AGENT,
   })
   const ledger = new ActionLedger({
     storage: options.storage,

@@ -4,6 +4,8 @@ import { mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
+import { parseReceiptJson } from "../../src/adapter-kit.ts"
+import { type Receipt, verifyReceipts } from "../../src/receipts.ts"
 
 describe("mycelium demo --serve", () => {
   it("shows the duplicate, the fix and the hard block, then serves the demo ledger over HTTP", async () => {
@@ -59,6 +61,21 @@ describe("mycelium demo --serve", () => {
       // The file is the Python original's layout: one JSON object keyed by request id.
       const file = JSON.parse(readFileSync(ledgerPath, "utf8")) as Record<string, { request_id: string }>
       for (const [k, v] of Object.entries(file)) expect(v.request_id).toBe(k)
+
+      // The tour's receipts are served too, and verify offline with the demo key the banner prints.
+      const key = /MYCELIUM_SIGNING_KEY=(demo-[0-9a-f]{8}) /.exec(out)?.[1]
+      expect(key, out).toBeDefined()
+      expect(out).toContain(`receipts export --url ${base} -o audit.jsonl`)
+      const exported = await fetch(`${base}/v1/receipts?format=jsonl`)
+      const lines = (await exported.text()).trim().split("\n")
+      const receipts = lines.map((l) => parseReceiptJson(l) as Receipt)
+      expect(receipts.map((r) => [r.action, r.status])).toEqual([
+        ["subagent_task", "completed"],
+        ["send_payment", "failed"],
+        ["send_payment", "completed"],
+      ])
+      const report = await verifyReceipts(receipts, { hmac: key as string }, { requireChain: true })
+      expect(report).toMatchObject({ ok: true, valid: 3 })
     } finally {
       child.kill("SIGTERM")
     }

@@ -1,11 +1,13 @@
 // `mycelium demo`: the duplicate-payment bug and the fix; --serve then serves the demo's ledger file.
 import { mkdirSync, rmSync } from "node:fs"
-import { dirname } from "node:path"
+import { dirname, join } from "node:path"
 import { parseArgs } from "node:util"
-import { runDemo } from "../demo-scenario.ts"
+import type { ReceiptStore } from "../../core/receipts/store.ts"
+import { DEMO_AGENT, runDemo } from "../demo-scenario.ts"
 import { UsageError } from "../errors.ts"
 import { openLedger } from "../ledger-access.ts"
 import { parseOrUsage, parsePort } from "../options.ts"
+import { CLI, dim } from "../style.ts"
 
 // Under .mycelium/, which .gitignore and biome ignore: the demo must never leave a file that lint or git sees.
 export const DEMO_LEDGER = ".mycelium/demo-ledger.json"
@@ -44,6 +46,8 @@ export async function run(args: string[]): Promise<number> {
     throw new UsageError("demo: --serve serves the demo's ledger file (--store file)")
   const ledgerPath = values.ledger ?? DEMO_LEDGER
   let report: Awaited<ReturnType<typeof runDemo>>
+  // With a ledger file the receipts go to a file too, so `receipts verify` and the served API can show them.
+  let receipts: DemoReceipts | undefined
   if (store === "memory") {
     const { MemoryLedgerStorage } = await import("../../core/ledger/index.ts")
     report = await runDemo({ storage: new MemoryLedgerStorage(), where: "memory (this process only)" })
@@ -51,12 +55,17 @@ export async function run(args: string[]): Promise<number> {
     if (store === "file") {
       mkdirSync(dirname(ledgerPath), { recursive: true })
       rmSync(ledgerPath, { force: true })
+      receipts = await demoReceipts(join(dirname(ledgerPath), "demo-receipts.jsonl"))
     }
     const access = await openLedger(
       store === "file" ? { file: ledgerPath } : { config: values.config ?? "mycelium.yaml" },
     )
     try {
-      report = await runDemo({ storage: access.ledger.storage, where: access.where })
+      report = await runDemo({
+        storage: access.ledger.storage,
+        where: access.where,
+        ...(receipts && { receipts }),
+      })
     } finally {
       await access.close()
     }
@@ -69,9 +78,37 @@ export async function run(args: string[]): Promise<number> {
     report.rerunsAfterRelease === 1 &&
     report.receipts > 0 &&
     report.receiptsVerified === report.receipts
+  if (receipts) {
+    console.log(dim(`receipts: ${receipts.path}, signed with a demo key of this run`))
+    console.log(
+      dim(
+        `  (verify: MYCELIUM_SIGNING_KEY=${receipts.key} ${CLI} receipts verify ${receipts.path} --require-chain)`,
+      ),
+    )
+  }
   if (values.serve) {
     const { startApi } = await import("./serve.ts")
-    await startApi("demo --serve", ledgerPath, port, values.token ?? process.env.MYCELIUM_TOKEN)
+    await startApi("demo --serve", ledgerPath, port, values.token ?? process.env.MYCELIUM_TOKEN, receipts)
   }
   return ok ? 0 : 1
+}
+
+interface DemoReceipts {
+  readonly path: string
+  readonly store: ReceiptStore
+  readonly agentId: string
+  /** A key of this run's own: the demo's receipts are for looking at, not for trusting. */
+  readonly key: string
+}
+
+async function demoReceipts(path: string): Promise<DemoReceipts> {
+  rmSync(path, { force: true })
+  rmSync(`${path}.chain.jsonl`, { force: true })
+  const { FileReceiptStore } = await import("../../adapters/file-receipts.ts")
+  return {
+    path,
+    store: new FileReceiptStore(path),
+    agentId: DEMO_AGENT,
+    key: `demo-${globalThis.crypto.randomUUID().slice(0, 8)}`,
+  }
 }

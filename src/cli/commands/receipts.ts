@@ -3,7 +3,7 @@ import { existsSync } from "node:fs"
 import { parseArgs } from "node:util"
 import { CliError, UsageError } from "../errors.ts"
 import { parseOrUsage, requireRegularFile } from "../options.ts"
-import { clean, green, printJson, red } from "../style.ts"
+import { CLI, clean, green, printJson, red } from "../style.ts"
 
 export const HELP = `mycelium receipts verify [FILE] [--key-env NAME | --jwks FILE] [--require-chain] [--json] [-c PATH]
 mycelium receipts export --url URL [-o FILE] [--token-env NAME] [--agent-id ID] [--ledger NAME]
@@ -127,7 +127,7 @@ async function exportCommand(args: string[]): Promise<number> {
     closeSync(fd)
     renameSync(partial, out)
     console.log(green(`${n} receipts exported to ${clean(out)}`))
-    console.log(`  verify them offline: mycelium receipts verify ${clean(out)}`)
+    console.log(`  verify them offline: ${CLI} receipts verify ${clean(out)}`)
     return 0
   } catch (e) {
     try {

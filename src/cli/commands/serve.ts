@@ -2,9 +2,12 @@
 // are optional peers, so they are loaded only here.
 import { parseArgs } from "node:util"
 import { FileLedgerStorage } from "../../adapters/file.ts"
+import { hmacReceiptSigner, ReceiptEmitter } from "../../core/receipts/index.ts"
+import type { ReceiptStore } from "../../core/receipts/store.ts"
 import { CliError, importNeeding } from "../errors.ts"
 import { serve } from "../http-bridge.ts"
 import { DEFAULT_LEDGER, parseOrUsage, parsePort, requireRegularFile } from "../options.ts"
+import { CLI } from "../style.ts"
 
 export const HELP = `mycelium serve [--port N] [--ledger PATH] [--token T]
 
@@ -23,13 +26,23 @@ export async function startApi(
   ledgerPath: string,
   port: number,
   token: string | undefined,
+  receipts?: { readonly store: ReceiptStore; readonly key: string; readonly agentId: string },
 ): Promise<void> {
   const [{ createLedgerApp }, { tokenAuth }] = await importNeeding(command, SERVE_PACKAGES, () =>
     Promise.all([import("../../edge/app.ts"), import("../token-auth.ts")]),
   )
+  // One emitter for the one local tenant; the demo passes its own store and agent, so the chain continues.
+  const emitter = receipts
+    ? new ReceiptEmitter({
+        signer: hmacReceiptSigner(receipts.key),
+        store: receipts.store,
+        agentId: receipts.agentId,
+      })
+    : null
   const app = createLedgerApp({
     storage: new FileLedgerStorage(ledgerPath),
     ...(token ? { authenticate: tokenAuth(token) } : {}),
+    ...(emitter && receipts ? { receipts: () => ({ emitter, keys: { hmac: receipts.key } }) } : {}),
   })
   const server = await serve(app.fetch, port).catch((e: unknown) => {
     if ((e as { code?: unknown }).code !== "EADDRINUSE") throw e
@@ -44,6 +57,7 @@ export async function startApi(
   const h = token ? ` -H "authorization: Bearer $MYCELIUM_TOKEN"` : ""
   console.log(`  curl${h} ${base}/v1/transitions`)
   console.log(`  curl${h} '${base}/v1/transitions?stuck=true'`)
+  if (receipts) console.log(`  ${CLI} receipts export --url ${base} -o audit.jsonl`)
 }
 
 export async function run(args: string[]): Promise<number> {
