@@ -3,14 +3,15 @@
 // below were written and HMAC-signed by CPython 3's json.dumps (the original's writer) with the key PY_KEY: 100.0,
 // -0.0, 1e+16, integers beyond 2^64, non-ASCII, lone surrogates, U+2028, a text holding a newline and a whole
 // receipt line, a '__proto__' key, and a 'chain' member inside outputs.
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import type { Server } from "node:http"
+import { existsSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { exportJWK, generateKeyPair } from "jose"
 import { afterAll, describe, expect, it } from "vitest"
 import { FileReceiptStore } from "../../src/adapters/file-receipts.ts"
+import { run as receiptsCommand } from "../../src/cli/commands/receipts.ts"
 import { serve } from "../../src/cli/http-bridge.ts"
 import { exportReceipts } from "../../src/cli/receipts-export.ts"
 import { tokenAuth } from "../../src/cli/token-auth.ts"
@@ -97,5 +98,54 @@ describe("receipts export round trip (adversarial)", () => {
     // The Python lines go out byte for byte as the original wrote them.
     expect(text.split("\n").slice(0, 4)).toEqual(PYTHON_LINES)
     expect(readFileSync(file, "utf8").startsWith(PYTHON_LINES.join("\n"))).toBe(true)
+  })
+})
+
+/** A hostile API: every request gets `body` as one export page. */
+async function hostile(body: string): Promise<string> {
+  const server = createServer((_req, res) => {
+    res.writeHead(200, { "content-type": "application/x-ndjson" })
+    res.end(body)
+  })
+  servers.push(server)
+  await new Promise<void>((ready) => server.listen(0, "127.0.0.1", ready))
+  return `http://127.0.0.1:${(server.address() as AddressInfo).port}`
+}
+
+describe("receipts export against a hostile server (adversarial)", () => {
+  it("what it writes is ASCII in the writers' own form: raw C1 controls or bidi overrides in a string go out escaped", async () => {
+    // Valid JSON (only characters below U+0020 must be escaped), so a receipt's shape check passes it; printed raw,
+    // U+009B is a terminal's CSI and U+202E reorders what the auditor reads.
+    const line = PYTHON_LINES[1]?.replace("caf\\u00e9", "\u009b31m\u202e") as string
+    const raw = line.replace("\\u009b", "\u009b").replace("\\u202e", "\u202e")
+    expect(raw).toContain("\u009b")
+    let text = ""
+    const n = await exportReceipts({
+      url: await hostile(`${raw}\n`),
+      write: (t) => {
+        text += t
+      },
+    })
+    expect(n).toBe(1)
+    expect(/^[\x20-\x7e\n]*$/.test(text)).toBe(true)
+    expect(text).toContain("\\u009b31m\\u202e")
+  })
+
+  it("-o never writes through a file planted at its partial path (a symlink to another file)", async () => {
+    const victim = join(dir, "victim.txt")
+    writeFileSync(victim, "precious\n")
+    const out = join(dir, "planted.jsonl")
+    symlinkSync(victim, `${out}.partial-${process.pid}`)
+    const url = await hostile(`${PYTHON_LINES[0]}\n`)
+    const saved = process.env.MYCELIUM_TOKEN
+    delete process.env.MYCELIUM_TOKEN
+    const outcome = await receiptsCommand(["export", "--url", url, "-o", out]).then(
+      (code) => code,
+      (e: Error) => e.message,
+    )
+    if (saved !== undefined) process.env.MYCELIUM_TOKEN = saved
+    expect(readFileSync(victim, "utf8")).toBe("precious\n")
+    expect(String(outcome)).toContain("partial")
+    expect(existsSync(out)).toBe(false)
   })
 })
