@@ -1,7 +1,8 @@
 // Ledger on a plain Redis server (redis:// or rediss://) for Node, Deno and Bun: the Upstash adapter's layout and
 // Lua scripts over a small RESP2 connection, so a Python worker on the same Redis shares the ledger and both
 // adapters stay one implementation. Commands are pipelined on one socket; a broken socket fails every pending
-// command (the ledger turns that into LedgerStorageUnavailableError) and the next command reconnects.
+// command (the ledger turns that into LedgerStorageUnavailableError) and the next command reconnects, unless close()
+// ended the connection for good.
 import { createHash } from "node:crypto"
 import { connect as netConnect, type Socket } from "node:net"
 import { connect as tlsConnect } from "node:tls"
@@ -96,6 +97,7 @@ export class RespConnection {
   readonly #url: URL
   readonly #timeoutMs: number
   #socket: Promise<Socket> | null = null
+  #closed = false
   #pending: Pending[] = []
   #buffer: Buffer = Buffer.alloc(0)
 
@@ -107,36 +109,44 @@ export class RespConnection {
   }
 
   command(...args: (string | number)[]): Promise<Reply> {
-    return this.#open().then(
-      (socket) =>
-        new Promise<Reply>((resolve, reject) => {
-          const timer = setTimeout(
-            () => this.#fail(new RedisConnectionError("Redis reply timed out")),
-            this.#timeoutMs,
-          )
-          this.#pending.push({
-            resolve: (v) => {
-              clearTimeout(timer)
-              resolve(v)
-            },
-            reject: (e) => {
-              clearTimeout(timer)
-              reject(e)
-            },
-          })
-          socket.write(encode(args))
-        }),
-    )
+    // Closed for good: a reconnect after close() would hold a socket nobody closes, so the process never exits.
+    if (this.#closed)
+      return Promise.reject(new RedisConnectionError("the connection was closed (close()): open a new store"))
+    return this.#open().then((socket) => {
+      if (this.#closed) throw new RedisConnectionError("the connection was closed (close()) while it opened")
+      return new Promise<Reply>((resolve, reject) => {
+        const timer = setTimeout(
+          () => this.#fail(new RedisConnectionError("Redis reply timed out")),
+          this.#timeoutMs,
+        )
+        this.#pending.push({
+          resolve: (v) => {
+            clearTimeout(timer)
+            resolve(v)
+          },
+          reject: (e) => {
+            clearTimeout(timer)
+            reject(e)
+          },
+        })
+        socket.write(encode(args))
+      })
+    })
   }
 
+  /** Ends the socket and fails what is pending; later commands fail too (no reconnect). */
   close(): void {
-    const s = this.#socket
-    this.#socket = null
-    void s?.then((socket) => socket.destroy()).catch(() => {})
+    this.#closed = true
+    this.#fail(new RedisConnectionError("the connection was closed (close()) before Redis answered"))
   }
 
   #open(): Promise<Socket> {
-    this.#socket ??= new Promise<Socket>((resolve, reject) => {
+    if (this.#socket) return this.#socket
+    // A socket ends after it was replaced (its close event comes late): failing then would kill its successor.
+    const failIfCurrent = (error: Error) => {
+      if (this.#socket === opened) this.#fail(error)
+    }
+    const opened: Promise<Socket> = new Promise<Socket>((resolve, reject) => {
       const u = this.#url
       const port = Number(u.port || 6379)
       const host = u.hostname.replace(/^\[|\]$/g, "")
@@ -155,10 +165,10 @@ export class RespConnection {
       socket.on("error", (e) => {
         clearTimeout(timer)
         reject(new RedisConnectionError(`Redis at ${host}:${port}: ${e.message}`))
-        this.#fail(new RedisConnectionError(`Redis at ${host}:${port}: ${e.message}`))
+        failIfCurrent(new RedisConnectionError(`Redis at ${host}:${port}: ${e.message}`))
       })
       socket.on("close", () =>
-        this.#fail(new RedisConnectionError(`Redis at ${host}:${port} closed the connection`)),
+        failIfCurrent(new RedisConnectionError(`Redis at ${host}:${port} closed the connection`)),
       )
     }).then(async (socket) => {
       // AUTH and SELECT go first on the socket, so every later command runs authenticated on the right db.
@@ -176,7 +186,8 @@ export class RespConnection {
       }
       return socket
     })
-    return this.#socket
+    this.#socket = opened
+    return opened
   }
 
   #onData(chunk: Buffer): void {
@@ -247,7 +258,7 @@ export class RedisLedgerStorage extends UpstashLedgerStorage {
     this.connection = connection
   }
 
-  /** Closes the socket; a later call reconnects. */
+  /** Closes the socket for good: later calls fail closed (LedgerStorageUnavailableError), they do not reconnect. */
   async close(): Promise<void> {
     this.connection.close()
   }

@@ -1,7 +1,12 @@
 // `mycelium receipts export`: a tenant's receipts from the ledger HTTP API as one JSONL file that `mycelium receipts
 // verify` checks offline. It asks for `format=jsonl`, which keeps each value in the form its signature covers (plain
 // JSON turns the original's `100.0` into `100`), and follows the API's `Link: rel="next"` pages.
-import { parseReceiptJson, receiptShapeProblem } from "../core/receipts/record.ts"
+import {
+  parseReceiptJson,
+  type Receipt,
+  receiptExportLine,
+  receiptShapeProblem,
+} from "../core/receipts/record.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 import { CliError, UsageError } from "./errors.ts"
 
@@ -117,17 +122,23 @@ export async function exportReceipts(options: ReceiptExportOptions): Promise<num
     const lines = decode(bytes, url)
       .split("\n")
       .filter((l) => l.trim() !== "")
-    for (const [i, line] of lines.entries()) {
+    // Written again from what was read, not as sent: the writers' own form is ASCII (ensure_ascii), so a raw C1
+    // control or bidi override a hostile server put inside a string reaches the file or terminal escaped. The
+    // values keep their exact forms (parseReceiptJson), so the text every signature covers is unchanged.
+    const { origin } = url
+    const out = lines.map((line, i) => {
+      let receipt: unknown
       let problem: string | null
       try {
-        problem = receiptShapeProblem(parseReceiptJson(line))
+        receipt = parseReceiptJson(line)
+        problem = receiptShapeProblem(receipt)
       } catch {
         problem = "not JSON"
       }
-      if (problem)
-        throw new CliError(`receipt ${count + i + 1} from ${url.origin} is not a receipt (${problem})`)
-    }
-    if (lines.length) options.write(`${lines.join("\n")}\n`)
+      if (problem) throw new CliError(`receipt ${count + i + 1} from ${origin} is not a receipt (${problem})`)
+      return receiptExportLine(receipt as Receipt)
+    })
+    if (out.length) options.write(`${out.join("\n")}\n`)
     count += lines.length
     url = nextOf(res.headers.get("link"), url)
   }

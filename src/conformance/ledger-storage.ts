@@ -75,8 +75,18 @@ export function testLedgerStorage(name: string, factory: StorageFactory): void {
       if (made.cleanup) cleanups.push(made.cleanup)
     })
 
+    // Every cleanup runs even when one throws (the others close connections and drop tables); then the first
+    // error fails the suite.
     afterAll(async () => {
-      for (const c of cleanups) await c()
+      const errors: unknown[] = []
+      for (const c of cleanups) {
+        try {
+          await c()
+        } catch (e) {
+          errors.push(e)
+        }
+      }
+      if (errors.length) throw errors[0]
     })
 
     it("returns null for an unknown id", async () => {
@@ -115,6 +125,19 @@ export function testLedgerStorage(name: string, factory: StorageFactory): void {
       })
       await s.set(e)
       expect(await peer.get(e.requestId)).toEqual(e)
+      // The fields the row above leaves null, set: a store that drops one of them must not pass.
+      const failed = entry({
+        requestId: rid("rt-failed"),
+        tool: "send_payment",
+        terminalOutcome: "FAILED_AFTER_EFFECT",
+        status: "failed",
+        fence: 2,
+        error: "RuntimeError: gateway timeout\nretry é",
+        leaseUntil: T0 + 60,
+        result: null,
+      })
+      await s.set(failed)
+      expect(await peer.get(failed.requestId)).toEqual(failed)
     })
 
     it("claims a new row: fence 1, lease, heartbeat, IN_FLIGHT", async () => {
@@ -362,6 +385,8 @@ export function testLedgerStorage(name: string, factory: StorageFactory): void {
         const ids = Array.from({ length: 7 }, (_, i) => `${prefix}${String(i).padStart(2, "0")}`)
         for (const id of [...ids].reverse()) await s.set(entry({ requestId: id, tool: "t" }))
         await s.set(entry({ requestId: `${prefix.slice(0, -1)}x-other`, tool: "t" }))
+        // Holds the prefix, but not at its start: "starts with", not "contains".
+        await s.set(entry({ requestId: `a${prefix}00`, tool: "t" }))
         const all = await collect(s.list({ prefix }))
         expect(all.map((e) => e.requestId)).toEqual(ids)
         const page1 = await collect(s.list({ prefix, limit: 3 }))

@@ -38,10 +38,16 @@ export function workerReceipts(namespace: GuardObjectNamespace, secret: string):
   if (!alg || (jwk.alg !== undefined && jwk.alg !== alg))
     return refuse("must be an Ed25519 (EdDSA) or P-256 (ES256) key")
   const signer: ReceiptSigner = jwsReceiptSigner({ privateKey: jwk, alg, kid: jwk.kid })
-  const { d: _private, ...publicJwk } = jwk
-  const keys = { jws: jwksVerifier({ keys: [{ ...publicJwk, alg }] }) }
+  // The public members only: a key as Web Crypto exports it carries key_ops ["sign"] (and ext), and a verifying
+  // key with those usages fails to import, so every receipt would read bad_signature on /v1/receipts/verify.
+  const { kty, crv, x, y, kid } = jwk
+  const publicJwk: JWK = { kty, crv, x, kid, alg, ...(y !== undefined ? { y } : {}) }
+  const keys = { jws: jwksVerifier({ keys: [publicJwk] }) }
+  // Signs and verifies once: a key whose public half is not its own would sign receipts nobody could verify.
   const ready = signer.sign("{}").then(
-    () => undefined,
+    async (jws) => {
+      if (!(await keys.jws(jws, "{}"))) refuse("has a public half (x, y) that does not match its 'd'")
+    },
     () => refuse("does not import as a signing key"),
   )
   return {

@@ -120,7 +120,15 @@ async function exportCommand(args: string[]): Promise<number> {
   // A partial export would verify as a shorter chain, so the file appears only once every page has arrived.
   const { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } = await import("node:fs")
   const partial = `${out}.partial-${process.pid}`
-  const fd = openSync(partial, "w", 0o600)
+  let fd: number
+  try {
+    // "wx": a file or symlink already at this predictable name is never written through.
+    fd = openSync(partial, "wx", 0o600)
+  } catch (e) {
+    throw new CliError(
+      `cannot create ${clean(partial)} (${(e as { code?: string }).code ?? "error"}): remove it or pick another -o`,
+    )
+  }
   try {
     const n = await exportReceipts({ ...base, write: (text) => writeSync(fd, text) })
     fsyncSync(fd)

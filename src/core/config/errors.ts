@@ -40,3 +40,9 @@ export function formatPath(path: readonly (string | number)[]): string {
   for (const p of path) out += typeof p === "number" ? `[${p}]` : out ? `.${p}` : p
   return out
 }
+
+/** `MyceliumConfig.close()` ran: the config opens no store any more (one would hold a connection nobody closes). */
+export class ConfigClosedError extends MyceliumError {
+  override readonly name: string = "ConfigClosedError"
+  override readonly code: string = "config_closed"
+}

@@ -1,5 +1,5 @@
 export { type ConfigEnv, expandEnv } from "./env.ts"
-export { ConfigError, type ConfigLocation } from "./errors.ts"
+export { ConfigClosedError, ConfigError, type ConfigLocation } from "./errors.ts"
 export { type LoadConfigOptions, loadConfigFromString } from "./load.ts"
 export {
   type ConfigRun,

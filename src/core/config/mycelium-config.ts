@@ -28,7 +28,7 @@ import { ToolRegistry } from "../tools/registry.ts"
 import { ToolRunner } from "../tools/runner.ts"
 import { HistoryGuard } from "../transcript/history-guard.ts"
 import { MessageValidator } from "../transcript/message-validator.ts"
-import { ConfigError } from "./errors.ts"
+import { ConfigClosedError, ConfigError } from "./errors.ts"
 import type {
   ResolvedConfig,
   ResolvedStorage,
@@ -183,6 +183,7 @@ export class MyceliumConfig {
     const key = JSON.stringify(choice)
     let store = this.#stores.get(key)
     if (!store) {
+      if (this.#closing) return this.#closedError("storage")
       const factory = this.#options.storageFactory
       if (choice.kind === "memory" && !factory) store = Promise.resolve(new MemoryLedgerStorage())
       else if (!factory)
@@ -322,6 +323,7 @@ export class MyceliumConfig {
     const key = JSON.stringify(choice)
     let store = this.#taskStores.get(key)
     if (!store) {
+      if (this.#closing) return this.#closedError("task store")
       const factory = this.#options.taskStoreFactory
       if (choice.kind === "memory" && !factory) store = Promise.resolve(new MemoryTaskStore())
       else if (!factory)
@@ -344,7 +346,9 @@ export class MyceliumConfig {
    * `transition.agent_id`, as the original), one per config; rejects with a `ConfigError` without that section.
    */
   receipts(): Promise<ReceiptEmitter> {
-    this.#receipts ??= (async () => {
+    if (this.#receipts) return this.#receipts
+    if (this.#closing) return this.#closedError("receipt store")
+    this.#receipts = (async () => {
       const ar = this.resolved.raw.audit_receipt
       if (!ar) throw new ConfigError("no 'audit_receipt:' section: add one to sign receipts")
       const problem = this.#receiptProblem()
@@ -364,7 +368,6 @@ export class MyceliumConfig {
           ["audit_receipt", "storage"],
         )
       else store = await factory(choice)
-      this.#opened.push(Promise.resolve(store))
       return new ReceiptEmitter({
         signer: hmacReceiptSigner(this.resolved.signingKey as string),
         store,
@@ -372,6 +375,8 @@ export class MyceliumConfig {
         ...(this.#options.clock && { now: () => (this.#options.clock as { now(): number }).now() }),
       })
     })()
+    // Listed now, not once the factory answers: a close() in between still closes the store it opens.
+    this.#opened.push(this.#receipts.then((emitter) => emitter.store))
     return this.#receipts
   }
 
@@ -465,7 +470,9 @@ export class MyceliumConfig {
 
   /** The `state_flush:` section as a `StateFlush`, or null without one. One instance per config. */
   stateFlush(): Promise<StateFlush | null> {
-    this.#stateFlush ??= (async () => {
+    if (this.#stateFlush) return this.#stateFlush
+    if (this.#closing) return this.#closedError("state store")
+    this.#stateFlush = (async () => {
       const sf = this.resolved.raw.state_flush
       if (!sf) return null
       const choice: StateStoreChoice = {
@@ -483,18 +490,20 @@ export class MyceliumConfig {
             `'mycelium-runtime/node/config', or pass { stateStoreFactory }`,
         )
       else storage = await factory(choice)
-      this.#opened.push(Promise.resolve(storage))
       return new StateFlush({ storage, flushOn: sf.flush_on, flushOnComplete: sf.flush_on_complete })
     })()
+    this.#opened.push(this.#stateFlush.then((flush) => flush?.storage))
     return this.#stateFlush
   }
 
   /**
    * Closes what the stores this config opened hold open (Redis sockets, Postgres pools), so a script can exit: a
    * Node process with an open connection never does. Stores without connections are left as they are; a tool
-   * called afterwards fails closed with its store's error. Safe to call more than once.
+   * called afterwards fails closed: with its store's error, or `ConfigClosedError` when its store was never opened.
+   * Safe to call more than once.
    */
   close(): Promise<void> {
+    // Once closing, no store opens any more (#closedError): one opened now would hold a socket nobody closes.
     this.#closing ??= (async () => {
       const results = await Promise.allSettled(
         this.#opened.map((p) =>
@@ -508,6 +517,14 @@ export class MyceliumConfig {
       if (failed) throw failed.reason
     })()
     return this.#closing
+  }
+
+  #closedError(what: string): Promise<never> {
+    return Promise.reject(
+      new ConfigClosedError(
+        `this config was closed (close()), so it opens no ${what}: load the config again`,
+      ),
+    )
   }
 
   /** The state a run flushed last (`state_flush:`), to start the next attempt from; null when there is none. */

@@ -1,0 +1,81 @@
+// Stores with one contract bug each, for adversarial-conformance.test.ts: the conformance suite must fail every one.
+// Each wraps the in-memory store and breaks one method.
+import { appendFileSync } from "node:fs"
+import { testLedgerStorage } from "../../../src/conformance.ts"
+import { type LedgerStorage, MemoryLedgerStorage } from "../../../src/core/index.ts"
+
+type M = (base: MemoryLedgerStorage) => LedgerStorage
+const wrap =
+  (over: (b: MemoryLedgerStorage) => Partial<LedgerStorage>): M =>
+  (b) =>
+    new Proxy(b, {
+      get(t, k) {
+        const o = over(t) as Record<string | symbol, unknown>
+        if (k in o) return o[k]
+        const v = (t as unknown as Record<string | symbol, unknown>)[k]
+        return typeof v === "function" ? v.bind(t) : v
+      },
+    }) as LedgerStorage
+
+const mutants: Record<string, M> = {
+  prefixIncludes: wrap((b) => ({
+    async *list(o = {}) {
+      const { prefix, ...rest } = o
+      for await (const e of b.list(rest)) if (!prefix || e.requestId.includes(prefix)) yield e
+    },
+  })),
+  transitionIgnoresOwner: wrap((b) => ({
+    tryTransition: (n, e) => b.tryTransition(n, { ...e, owner: undefined }),
+  })),
+  transitionIgnoresLease: wrap((b) => ({
+    tryTransition: (n, e) => b.tryTransition(n, { ...e, leaseHeldAt: undefined }),
+  })),
+  transitionIgnoresPhase: wrap((b) => ({
+    tryTransition: (n, e) => b.tryTransition(n, { ...e, effectPhase: undefined }),
+  })),
+  claimIgnoresReclaimFence: wrap((b) => ({
+    tryClaimInflight: (e, ttl, now, o) =>
+      b.tryClaimInflight(e, ttl, now, o?.dispatchId ? { dispatchId: o.dispatchId } : {}),
+  })),
+  nonAtomicClaim: wrap((b) => ({
+    async tryClaimInflight(e, ttl, now, o) {
+      const cur = await b.get(e.requestId)
+      await new Promise((r) => setTimeout(r, 1))
+      if (cur === null) {
+        await b.set({ ...e, outcome: "IN_FLIGHT", fence: 1 } as never)
+        return { outcome: "claimed", entry: (await b.get(e.requestId)) as never }
+      }
+      return b.tryClaimInflight(e, ttl, now, o)
+    },
+  })),
+  getDropsError: wrap((b) => ({
+    async get(id) {
+      const r = await b.get(id)
+      return r && ({ ...r, error: null } as never)
+    },
+  })),
+  findReturnsAll: wrap((b) => ({
+    async findByDispatchId() {
+      const out = []
+      for await (const e of b.list()) out.push(e)
+      return out
+    },
+  })),
+}
+for (const [name, mutant] of Object.entries(mutants))
+  testLedgerStorage(`mutant ${name}`, () => ({ storage: mutant(new MemoryLedgerStorage()) }))
+// The control: the unbroken store passes.
+testLedgerStorage("control", () => ({ storage: new MemoryLedgerStorage() }))
+
+// A factory whose first result's cleanup throws: the other results' cleanups still run (logged to CLEANUP_LOG).
+let made = 0
+testLedgerStorage("cleanup throws", () => {
+  const n = made++
+  return {
+    storage: new MemoryLedgerStorage(),
+    cleanup: () => {
+      if (n === 0) throw new Error("first cleanup failed")
+      appendFileSync(process.env.CLEANUP_LOG as string, `${n}\n`)
+    },
+  }
+})
