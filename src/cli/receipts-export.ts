@@ -7,6 +7,7 @@ import {
   receiptExportLine,
   receiptShapeProblem,
 } from "../core/receipts/record.ts"
+import { RECEIPT_CURSOR } from "../core/receipts/store.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 import { CliError, UsageError } from "./errors.ts"
 
@@ -64,6 +65,23 @@ function nextOf(link: string | null, page: URL): URL | null {
     throw new CliError(
       `the API's next-page link leaves ${page.origin}${page.pathname}: refusing to follow it`,
     )
+  // Only the position may change: a link that drops a filter would export another agent's receipts under this
+  // one's name, and a position that does not move forward would page in circles.
+  const cursor = next.searchParams.get("cursor") ?? ""
+  const was = page.searchParams.get("cursor")
+  const rest = (u: URL) =>
+    [...u.searchParams]
+      .filter(([k]) => k !== "cursor")
+      .map(([k, v]) => `${k}=${v}`)
+      .sort()
+      .join("&")
+  if (
+    rest(next) !== rest(page) ||
+    next.searchParams.getAll("cursor").length !== 1 ||
+    !RECEIPT_CURSOR.test(cursor) ||
+    (was !== null && Number(cursor) <= Number(was))
+  )
+    throw new CliError(`the API's next-page link (${m[1]}) changes more than a forward position: stopping`)
   return next
 }
 
@@ -91,12 +109,8 @@ export async function exportReceipts(options: ReceiptExportOptions): Promise<num
   let url: URL | null = exportUrl(options)
   const headers: Record<string, string> = { accept: "application/x-ndjson" }
   if (options.token) headers.authorization = `Bearer ${options.token}`
-  const seen = new Set<string>()
   let count = 0
   while (url) {
-    // A server that hands back a page it already sent would loop forever.
-    if (seen.has(url.href)) throw new CliError(`the API sent ${url.href} as the next page twice: stopping`)
-    seen.add(url.href)
     let res: Response
     try {
       res = await fetch(url, { headers, redirect: "error" })

@@ -168,7 +168,38 @@ describe("mycelium receipts export", () => {
       body: "",
     }))
     const loop = await run(["receipts", "export", "--url", await looping.url, "-o", "loop.jsonl"])
-    expect([loop.code, loop.err]).toEqual([1, expect.stringContaining("as the next page twice")])
+    expect([loop.code, loop.err]).toEqual([
+      1,
+      expect.stringContaining("changes more than a forward position"),
+    ])
+    // A link may move the position forward only: not back, not in place, and never drop or change a filter.
+    for (const link of [
+      "<?format=jsonl&limit=500&cursor=5>; rel=next",
+      "<?format=jsonl&limit=500&agent_id=agent-a&cursor=5>; rel=next",
+      "<?format=jsonl&limit=500&agent_id=agent-b&cursor=5&cursor=6>; rel=next",
+      "<?format=jsonl&limit=500&agent_id=agent-b&cursor=05>; rel=next",
+    ]) {
+      const swapping = fake((req) => ({
+        headers: {
+          "content-type": "application/x-ndjson",
+          ...(req.url?.includes("cursor") ? {} : { link }),
+        },
+        body: "",
+      }))
+      const r = await run(["receipts", "export", "--url", await swapping.url, "--agent-id", "agent-b"])
+      expect([link, r.code, r.err]).toEqual([link, 1, expect.stringContaining("forward position")])
+    }
+    const backwards = fake((req) => ({
+      headers: {
+        "content-type": "application/x-ndjson",
+        link: req.url?.includes("cursor=9")
+          ? '<?format=jsonl&limit=500&cursor=3>; rel="next"'
+          : '<?format=jsonl&limit=500&cursor=9>; rel="next"',
+      },
+      body: "",
+    }))
+    const back = await run(["receipts", "export", "--url", await backwards.url])
+    expect([back.code, back.err]).toEqual([1, expect.stringContaining("forward position")])
     const junk = fake(() => ({ body: '{"receipt_id": "rcpt-1", "approved_by": "me"}\n' }))
     const bad = await run(["receipts", "export", "--url", await junk.url, "-o", "junk.jsonl"])
     expect([bad.code, bad.err]).toEqual([1, expect.stringContaining("receipt 1 from")])
