@@ -141,6 +141,9 @@ const runScope = (): AsyncLocalStorageLike<RunScope> | undefined => {
   return scopeStore
 }
 
+/** A store that failed to open holds nothing to close. */
+const noStore = (): undefined => undefined
+
 const isTransitionContext = (v: unknown): v is TransitionContext =>
   typeof v === "object" && v !== null && "sideEffect" in v && "requestId" in v
 
@@ -375,8 +378,9 @@ export class MyceliumConfig {
         ...(this.#options.clock && { now: () => (this.#options.clock as { now(): number }).now() }),
       })
     })()
-    // Listed now, not once the factory answers: a close() in between still closes the store it opens.
-    this.#opened.push(this.#receipts.then((emitter) => emitter.store))
+    // Listed now, not once the factory answers: a close() in between still closes the store it opens. The caller
+    // sees a failure through #receipts; this derived promise must not report it a second time, unhandled.
+    this.#opened.push(this.#receipts.then((emitter) => emitter.store, noStore))
     return this.#receipts
   }
 
@@ -492,7 +496,7 @@ export class MyceliumConfig {
       else storage = await factory(choice)
       return new StateFlush({ storage, flushOn: sf.flush_on, flushOnComplete: sf.flush_on_complete })
     })()
-    this.#opened.push(this.#stateFlush.then((flush) => flush?.storage))
+    this.#opened.push(this.#stateFlush.then((flush) => flush?.storage, noStore))
     return this.#stateFlush
   }
 
