@@ -5,7 +5,7 @@ import { throwIfAborted } from "../ledger/clock.ts"
 import { appendReceipt } from "../ledger/engine/receipts.ts"
 import { type Clock, type JsonValue, type ReceiptHook, systemClock } from "../ledger/index.ts"
 import { errorText } from "../ledger/machine/transitions.ts"
-import { toJsonValue } from "../ledger/model/canonical.ts"
+import { argumentsStoredAndKeyed, toJsonValue } from "../ledger/model/canonical.ts"
 import { safeString } from "../repr.ts"
 import { secondsProblem } from "../seconds.ts"
 import {
@@ -144,7 +144,7 @@ export class TaskLedger {
       seconds("pollTimeout", opts.pollTimeout, 0)
     const call = async (args: A, meta: TaskCallMeta = {}): Promise<R> => {
       throwIfAborted(meta.signal)
-      const kwargs = toJsonValue(args ?? {}) as Record<string, JsonValue>
+      const kwargs = argumentsStoredAndKeyed(args ?? {}).stored as Record<string, JsonValue>
       if (meta.taskId !== undefined) kwargs.task_id = meta.taskId
       if (meta.runId !== undefined) kwargs.run_id = meta.runId
       const requestId = deriveTaskRequestId({ task: opts.name, kwargs, idFrom: opts.idFrom ?? null })

@@ -2,6 +2,7 @@
 // call is refused with the ledger's typed error before anything is claimed, instead of a bare RangeError.
 import { describe, expect, it } from "vitest"
 import { ActionLedger, LedgerConfigError, MemoryLedgerStorage } from "../../../src/core/index.ts"
+import { MemoryTaskStore, TaskLedger } from "../../../src/core/tasks/index.ts"
 
 async function attempt(args: Record<string, unknown>) {
   const storage = new MemoryLedgerStorage()
@@ -40,5 +41,21 @@ describe("arguments that cannot be hashed", () => {
     expect(r.error).toBeInstanceOf(LedgerConfigError)
     expect((r.error as Error).cause).toBeInstanceOf(RangeError)
     expect([r.ran, r.rows]).toEqual([0, 0])
+  })
+
+  it("a task's cyclic arguments are refused the same way; its body does not run", async () => {
+    let ran = 0
+    const nightly = new TaskLedger({ storage: new MemoryTaskStore() }).task({ name: "nightly" }, async () => {
+      ran++
+      return "done"
+    })
+    const args: Record<string, unknown> = { day: "d" }
+    args.self = args
+    const error = await nightly(args).then(
+      () => null,
+      (e: unknown) => e,
+    )
+    expect(error).toBeInstanceOf(LedgerConfigError)
+    expect(ran).toBe(0)
   })
 })

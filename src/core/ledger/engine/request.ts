@@ -1,9 +1,9 @@
 // What a call asks of the claim loop, derived once per call before anything touches storage.
 import type { LedgerCore } from "../core.ts"
-import { LedgerConfigError, MissingRequestIdentityError } from "../errors.ts"
+import { MissingRequestIdentityError } from "../errors.ts"
 import { freshRow } from "../machine/transitions.ts"
 import { ToolTransitionBinding } from "../model/binding.ts"
-import { type JsonValue, toStoredAndKeyed } from "../model/canonical.ts"
+import { argumentsStoredAndKeyed, type JsonValue } from "../model/canonical.ts"
 import type { Decision, LedgerEntry } from "../model/entry.ts"
 import { isConsequential } from "../model/enums.ts"
 import {
@@ -61,20 +61,6 @@ const UNCLASSIFIED_STRICT = ToolTransitionBinding.forTool({
   sideEffectClass: "non_idempotent_mutate",
 })
 
-// A cycle or nesting deeper than the stack gives a bare RangeError from the recursive walk; the caller (often a
-// model's arguments) gets the ledger's typed refusal instead, before anything is claimed.
-function storedAndKeyed(args: Readonly<Record<string, unknown>>): ReturnType<typeof toStoredAndKeyed> {
-  try {
-    return toStoredAndKeyed(args)
-  } catch (e) {
-    if (!(e instanceof RangeError)) throw e
-    throw new LedgerConfigError(
-      "arguments with a cycle or too deep to hash: pass plain JSON (nothing was claimed)",
-      { cause: e },
-    )
-  }
-}
-
 /** Everything a call needs before it touches storage. Pure but for the one-time no-identity warning. */
 export function prepareCall(
   core: LedgerCore,
@@ -86,7 +72,7 @@ export function prepareCall(
   opts: CallTiming = {},
 ): { request: ClaimRequest; mode: ClaimMode } {
   const { policy } = core
-  const { stored, keyed } = storedAndKeyed(args)
+  const { stored, keyed } = argumentsStoredAndKeyed(args)
   const jsonArgs = stored as Record<string, JsonValue>
   const binding = declared ?? (policy.unclassifiedPolicy === "strict" ? UNCLASSIFIED_STRICT : null)
   const keyParam = binding?.providerIdempotencyKeyParam ?? null

@@ -1,6 +1,7 @@
 // Python's `json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)`, byte for byte, so that
 // transition keys, args fingerprints and receipt HMACs match the Python original's.
 import { defineOwn } from "../../own.ts"
+import { LedgerConfigError } from "../errors.ts"
 
 /** A value that survives `canonicalJson` unchanged in meaning. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
@@ -189,6 +190,25 @@ export function toStoredAndKeyed(value: unknown): { stored: JsonValue; keyed: un
   inexact = false
   const stored = convert(value, false) as JsonValue
   return { stored, keyed: inexact ? convert(value, true) : stored }
+}
+
+/**
+ * `toStoredAndKeyed` for a call's arguments (a tool's or a task's). A cycle or nesting deeper than the stack gives a
+ * bare RangeError from the recursive walk; the caller (often a model) gets the ledger's typed refusal instead, before
+ * anything is claimed.
+ */
+export function argumentsStoredAndKeyed(args: unknown): { stored: JsonValue; keyed: unknown } {
+  try {
+    return toStoredAndKeyed(args)
+  } catch (e) {
+    if (!(e instanceof RangeError)) throw e
+    throw new LedgerConfigError(
+      "arguments with a cycle or too deep to hash: pass plain JSON (nothing was claimed)",
+      {
+        cause: e,
+      },
+    )
+  }
 }
 
 // Set by `convert` when the stored form loses what the key needs. Module state is safe: `convert` is synchronous
