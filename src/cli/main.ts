@@ -11,7 +11,7 @@ commands:
   init [-o PATH] [--minimal | --full] [--force]   write a mycelium.yaml that loads as written
   demo [--store file|memory] [--serve]            the duplicate-payment bug and the fix, end to end
   transitions list|show|release|mark-dead          operate the action ledger (file, Redis, Postgres, or -c config)
-  tasks list|show|release                          operate the task ledger (a task-ledger file)
+  tasks list|show|release                          operate the task ledger (file, Redis, Postgres, or -c config)
   receipts verify [FILE]                          check a receipt file's signatures and hash chain
   receipts export --url URL [-o FILE]             download the ledger API's receipts as a file verify checks
   doctor [-c PATH] [--json] [--strict]            read-only checks of mycelium.yaml and its stores

@@ -94,6 +94,16 @@ describe("store selection", () => {
     expect(r.code, r.err).toBe(0)
     expect(r.out).toContain("in redis redis://")
   })
+  it("tasks: a --redis-url flag beats MYCELIUM_TASK_FILE, and the variable applies without a flag", () => {
+    const fromEnvFile = join(cwd, "tasks-from-env.json")
+    const r = run(["tasks", "list", "--redis-url", REDIS_URL, "--prefix", `tsel-${runTag("s")}:`], {
+      MYCELIUM_TASK_FILE: fromEnvFile,
+    })
+    expect(r.code, r.err).toBe(0)
+    expect(r.out).toContain("in redis redis://")
+    const fromEnv = run(["tasks", "list"], { MYCELIUM_TASK_FILE: fromEnvFile })
+    expect(fromEnv.out).toContain(`in file ${fromEnvFile}`)
+  })
 })
 
 describe("mycelium doctor", () => {

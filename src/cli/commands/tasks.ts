@@ -66,16 +66,18 @@ async function taskStoreChoice(values: TaskStoreFlags): Promise<Choice> {
   return { store: configuredStore(config, path), config }
 }
 
+// As for `transitions`: any store flag beats the environment, so an exported MYCELIUM_TASK_FILE cannot redirect an
+// explicit --redis-url or --postgres-dsn to a file.
 function directChoice(values: TaskStoreFlags): ResolvedStorage | null {
-  const file = values.file ?? process.env.MYCELIUM_TASK_FILE
-  if (file) return { kind: "file", path: file }
   const redis = values["redis-url"]
+  const dsn = values["postgres-dsn"]
+  const file = values.file ?? (redis || dsn ? undefined : process.env.MYCELIUM_TASK_FILE)
+  if (file) return { kind: "file", path: file }
   if (redis) {
     if (!/^rediss?:\/\//.test(redis))
       throw new UsageError("--redis-url must start with redis:// or rediss://")
     return { kind: "redis", url: redis, ...(values.prefix !== undefined && { prefix: values.prefix }) }
   }
-  const dsn = values["postgres-dsn"]
   if (dsn) return { kind: "postgres", dsn, ...(values.table !== undefined && { table: values.table }) }
   return null
 }

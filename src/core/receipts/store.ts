@@ -35,7 +35,7 @@ export interface ReceiptStore {
   /**
    * One page in append order. A page scans at most `PAGE_SCAN_FACTOR` x `limit` receipts, so a filter that matches
    * little returns a short page with a cursor; concatenated pages equal `list()` with the same filters. A cursor
-   * this store did not hand out is refused (`invalid_option`).
+   * not in the stores' form (a canonical decimal) is refused (`invalid_option`).
    */
   listPage(options?: ReceiptListOptions): Promise<ReceiptPage>
 }
