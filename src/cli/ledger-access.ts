@@ -95,11 +95,15 @@ export async function openLedger(
   options: OpenLedgerOptions = {},
 ): Promise<LedgerAccess> {
   const { nodeStorageFactory } = await import("../node/config.ts")
-  // A flag on the command line beats any environment variable; among the variables, file, then Redis, then Postgres.
+  // A flag on the command line (-c included) beats any environment variable: an exported MYCELIUM_LEDGER_FILE must
+  // not point an operator's release at another store than the one named. Among the variables, file, then Redis,
+  // then Postgres.
   const fromFlags = storeOf(flags.file ?? flags.ledger, flags["redis-url"], flags["postgres-dsn"], flags)
   const direct =
     fromFlags ??
-    storeOf(env("MYCELIUM_LEDGER_FILE"), env("MYCELIUM_REDIS_URL"), env("MYCELIUM_POSTGRES_DSN"), flags)
+    (flags.config !== undefined
+      ? null
+      : storeOf(env("MYCELIUM_LEDGER_FILE"), env("MYCELIUM_REDIS_URL"), env("MYCELIUM_POSTGRES_DSN"), flags))
   const configPath =
     flags.config ?? (direct === null && existsSync("mycelium.yaml") ? "mycelium.yaml" : undefined)
   let config: MyceliumConfig | null = null

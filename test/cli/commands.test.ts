@@ -104,6 +104,26 @@ describe("store selection", () => {
     const fromEnv = run(["tasks", "list"], { MYCELIUM_TASK_FILE: fromEnvFile })
     expect(fromEnv.out).toContain(`in file ${fromEnvFile}`)
   })
+  it("an explicit -c beats the variables too: an exported file cannot redirect an operator to another store", () => {
+    const dir = mkdtempSync(join(cwd, "explicit-c-"))
+    const configured = join(dir, "configured.json")
+    const tasksConfigured = join(dir, "tasks-configured.json")
+    const config = join(dir, "mycelium.yaml")
+    writeFileSync(
+      config,
+      `transition:\n  agent_id: a\n  policy_version: v1\naction_ledger:\n  storage: file\n  path: ${configured}\n` +
+        `  tools: [t]\ntools:\n  t:\n    side_effect_class: read\ntask_ledger:\n  storage: file\n  path: ${tasksConfigured}\n` +
+        "tasks:\n  nightly:\n    ledger: true\n",
+    )
+    const env = {
+      MYCELIUM_LEDGER_FILE: join(dir, "env.json"),
+      MYCELIUM_TASK_FILE: join(dir, "tasks-env.json"),
+    }
+    const t = run(["transitions", "list", "-c", config], env)
+    expect([t.code, t.out]).toEqual([0, expect.stringContaining(`in file ${configured}`)])
+    const k = run(["tasks", "list", "-c", config], env)
+    expect([k.code, k.out]).toEqual([0, expect.stringContaining(`in file ${tasksConfigured}`)])
+  })
 })
 
 describe("mycelium doctor", () => {

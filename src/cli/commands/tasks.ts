@@ -66,12 +66,13 @@ async function taskStoreChoice(values: TaskStoreFlags): Promise<Choice> {
   return { store: configuredStore(config, path), config }
 }
 
-// As for `transitions`: any store flag beats the environment, so an exported MYCELIUM_TASK_FILE cannot redirect an
-// explicit --redis-url or --postgres-dsn to a file.
+// As for `transitions`: any store flag (-c included) beats the environment, so an exported MYCELIUM_TASK_FILE cannot
+// redirect an explicit --redis-url, --postgres-dsn or -c to a file.
 function directChoice(values: TaskStoreFlags): ResolvedStorage | null {
   const redis = values["redis-url"]
   const dsn = values["postgres-dsn"]
-  const file = values.file ?? (redis || dsn ? undefined : process.env.MYCELIUM_TASK_FILE)
+  const file =
+    values.file ?? (redis || dsn || values.config !== undefined ? undefined : process.env.MYCELIUM_TASK_FILE)
   if (file) return { kind: "file", path: file }
   if (redis) {
     if (!/^rediss?:\/\//.test(redis))
