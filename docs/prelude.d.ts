@@ -1,6 +1,9 @@
 // Placeholders the code blocks in README.md and docs/ may use without declaring them: the reader's own
 // services and bindings. Anything from this package or a real library must be imported in the block itself.
 import type { LedgerStorage } from "../src/core/ledger/index.ts"
+import type { ReceiptStore } from "../src/receipts.ts"
+import type { StateFlushStore } from "../src/state.ts"
+import type { TaskStore } from "../src/tasks.ts"
 
 declare global {
   /** A payment provider's client. */
@@ -29,6 +32,10 @@ declare global {
   const MyStorage: new (
     url: string,
   ) => LedgerStorage & { close(): Promise<void>; putRaw(key: string, json: string): Promise<void> }
+  /** The same author's task, receipt and state stores (docs/adapter-kit.md's other suites). */
+  const MyTaskStore: new (url: string) => TaskStore
+  const MyReceiptStore: new (table: string) => ReceiptStore
+  const MyStateStore: new (path: string) => StateFlushStore
   /** A Worker's environment. */
   const env: { LEDGER_JWT_SECRET: string; LEDGER: DurableObjectNamespace }
   /** A Durable Object namespace binding (`@cloudflare/workers-types` in a real Worker). */

@@ -1,8 +1,8 @@
 // The package as a user gets it (`npm test` runs this): pack the tarball (prepack builds), lint it with publint
 // (strict) and @arethetypeswrong/cli (ESM-only profile), check the bundle sizes, then install it into a scratch
 // project with NO optional peer dependency and use it there: the bin, an ESM import of every entry, and a
-// `tsc --strict` check of a consumer file with skipLibCheck off; last, vitest linked in, the storage conformance
-// suite run from the tarball as an adapter author runs it.
+// `tsc --strict` check of a consumer file with skipLibCheck off; last, vitest linked in, the conformance suites
+// (storage, task, receipt and state-flush stores) run from the tarball as an adapter author runs them.
 import { spawnSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -28,7 +28,16 @@ import { boundedNode } from "mycelium-runtime/node/paths"
 import { runPlan, ScriptedModel, type RunResult, type RunEvent } from "mycelium-runtime/harness"
 import { createWorkspace, CmdRunAction, workspaceTools } from "mycelium-runtime/harness/workspace"
 import { RemoteLedger, type RemoteTransitionContext } from "mycelium-runtime/client"
-import { type StorageFactory, testLedgerStorage } from "mycelium-runtime/conformance"
+import {
+  type ReceiptStoreFactory,
+  type StateFlushStoreFactory,
+  type StorageFactory,
+  type TaskStoreFactory,
+  testLedgerStorage,
+  testReceiptStore,
+  testStateFlush,
+  testTaskStore,
+} from "mycelium-runtime/conformance"
 
 const receipts = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store: new MemoryReceiptStore(), agentId: "a" })
 const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), leaseTtl: 60, receipts })
@@ -66,15 +75,23 @@ const charge = remote.tool(
 )
 const charged: Promise<{ charged: number }> = charge({ cents: 1 }, { toolCallId: "call_2" })
 void charged
-// The conformance suite's types need no vitest (only its JS imports it).
+// The conformance suites' types need no vitest (only their JS imports it).
 const factory: StorageFactory = () => ({ storage: new MemoryLedgerStorage(), cleanup: () => {} })
-void [testLedgerStorage, factory]
+const taskFactory: TaskStoreFactory = () => ({ storage: new MemoryTaskStore(), cleanup: () => {} })
+const receiptFactory: ReceiptStoreFactory = async () => ({ storage: new MemoryReceiptStore() })
+const stateFactory: StateFlushStoreFactory = () => ({ storage: new MemoryStateFlushStore() })
+void [testLedgerStorage, factory, testTaskStore, taskFactory, testReceiptStore, receiptFactory]
+void [testStateFlush, stateFactory]
 `
 
-// The adapter author's test file: the conformance suite against the tarball's memory store, and against one without
-// the optional dispatch index (as a third-party store might be), whose capability cases must skip, not pass.
+// The adapter author's test file: the storage conformance suite against the tarball's memory store, and against one
+// without the optional dispatch index (as a third-party store might be), whose capability cases must skip, not pass;
+// then the task, receipt and state-flush store suites against the tarball's memory stores.
 const CONFORMANCE = `import { type LedgerStorage, MemoryLedgerStorage } from "mycelium-runtime"
-import { testLedgerStorage } from "mycelium-runtime/conformance"
+import { testLedgerStorage, testReceiptStore, testStateFlush, testTaskStore } from "mycelium-runtime/conformance"
+import { MemoryReceiptStore } from "mycelium-runtime/receipts"
+import { MemoryStateFlushStore } from "mycelium-runtime/state"
+import { MemoryTaskStore } from "mycelium-runtime/tasks"
 
 testLedgerStorage("memory", () => ({ storage: new MemoryLedgerStorage() }))
 testLedgerStorage("no dispatch index", () => {
@@ -91,7 +108,17 @@ testLedgerStorage("no dispatch index", () => {
   }
   return { storage }
 })
+testTaskStore("memory", () => ({ storage: new MemoryTaskStore() }))
+testReceiptStore("memory", () => ({ storage: new MemoryReceiptStore() }))
+testStateFlush("memory", () => ({ storage: new MemoryStateFlushStore() }))
 `
+// Each store suite's cases, all of which must pass against the memory store (the describe title the suite gives
+// "memory"). A case added to or dropped from a suite changes its count here.
+const STORE_SUITES = [
+  ["testTaskStore", "TaskStore conformance: memory", 5],
+  ["testReceiptStore", "ReceiptStore conformance: memory", 6],
+  ["testStateFlush", "StateFlush on memory", 5],
+]
 
 const root = resolve(".")
 const pkg = JSON.parse(readFileSync("package.json", "utf8"))
@@ -262,19 +289,28 @@ console.log(JSON.stringify(results))`,
   const cases = existsSync(report)
     ? JSON.parse(readFileSync(report, "utf8")).testResults.flatMap((f) => f.assertionResults)
     : []
-  const of = (store, status) =>
-    cases.filter((c) => c.ancestorTitles[0]?.endsWith(store) && (!status || c.status === status)).length
+  // Cases by the suite's top describe title, exactly (every suite's title ends in the store's name).
+  const of = (title, status) =>
+    cases.filter((c) => c.ancestorTitles[0] === title && (!status || c.status === status)).length
+  const memory = "LedgerStorage conformance: memory"
+  const bare = "LedgerStorage conformance: no dispatch index"
   check(
     'testLedgerStorage from "mycelium-runtime/conformance" under vitest: every case passes for the memory store, ' +
       "the three dispatch-id cases skip for a store without a dispatch index",
     conf.code === 0 &&
-      of(": memory") > 40 &&
-      of(": memory", "passed") === of(": memory") &&
-      of(": no dispatch index", "skipped") === 3 &&
-      of(": no dispatch index", "passed") === of(": memory") - 3,
-    `${conf.out}\nmemory: ${of(": memory", "passed")}/${of(": memory")} passed; no dispatch index: ` +
-      `${of(": no dispatch index", "passed")} passed, ${of(": no dispatch index", "skipped")} skipped`,
+      of(memory) > 40 &&
+      of(memory, "passed") === of(memory) &&
+      of(bare, "skipped") === 3 &&
+      of(bare, "passed") === of(memory) - 3,
+    `${conf.out}\nmemory: ${of(memory, "passed")}/${of(memory)} passed; no dispatch index: ` +
+      `${of(bare, "passed")} passed, ${of(bare, "skipped")} skipped`,
   )
+  for (const [suite, title, count] of STORE_SUITES)
+    check(
+      `${suite} from "mycelium-runtime/conformance" under vitest: all ${count} cases pass for the memory store`,
+      conf.code === 0 && of(title) === count && of(title, "passed") === count,
+      `${conf.code === 0 ? "" : conf.out}\n${title}: ${of(title, "passed")}/${of(title)} passed, ${count} expected`,
+    )
 } catch (e) {
   check("package check", false, e instanceof Error ? e.message : String(e))
 } finally {

@@ -1,6 +1,20 @@
-// `mycelium-runtime/conformance`: the storage conformance suite, for authors of LedgerStorage adapters. It defines
-// vitest cases (describe/it/expect), so it needs `vitest` (an optional peer) and runs inside a test file:
-// `testLedgerStorage("my store", () => ({ storage: new MyStorage() }))`. Documented in docs/adapter-kit.md.
+// `mycelium-runtime/conformance`: the conformance suites, for authors of storage adapters: LedgerStorage
+// (`testLedgerStorage`), TaskStore (`testTaskStore`), ReceiptStore (`testReceiptStore`) and StateFlushStore
+// (`testStateFlush`). They define vitest cases (describe/it/expect), so they need `vitest` (an optional peer) and run
+// inside a test file: `testLedgerStorage("my store", () => ({ storage: new MyStorage() }))`. Documented in
+// docs/adapter-kit.md.
 
-export type { StorageFactory, StorageFactoryResult } from "./conformance/factory.ts"
+export type {
+  ReceiptStoreFactory,
+  ReceiptStoreFactoryResult,
+  StateFlushStoreFactory,
+  StateFlushStoreFactoryResult,
+  StorageFactory,
+  StorageFactoryResult,
+  TaskStoreFactory,
+  TaskStoreFactoryResult,
+} from "./conformance/factory.ts"
 export { testLedgerStorage } from "./conformance/ledger-storage.ts"
+export { testReceiptStore } from "./conformance/receipt-store.ts"
+export { testStateFlush } from "./conformance/state-flush.ts"
+export { testTaskStore } from "./conformance/task-store.ts"

@@ -1,5 +1,8 @@
-// What a caller of testLedgerStorage hands the suite: a factory the suite calls before every case.
+// What a caller of a conformance suite hands it: a factory the suite calls before every case, one per kind of store.
 import type { LedgerStorage } from "../core/index.ts"
+import type { ReceiptStore } from "../receipts.ts"
+import type { StateFlushStore } from "../state.ts"
+import type { TaskStore } from "../tasks.ts"
 
 /** One store for one case of the conformance suite. */
 export interface StorageFactoryResult {
@@ -25,3 +28,46 @@ export interface StorageFactoryResult {
  * factory may return a fresh store each time or the same one.
  */
 export type StorageFactory = () => Promise<StorageFactoryResult> | StorageFactoryResult
+
+/** One store for one case of `testTaskStore`. */
+export interface TaskStoreFactoryResult {
+  /** The task store under test. */
+  storage: TaskStore
+  /**
+   * A second handle on the same store (another connection, another file object), if the backend has one: the
+   * races and lease takeovers run one ledger on each. Defaults to `storage`.
+   */
+  peer?: TaskStore
+  /** Called once after all of the suite's cases, for every result the factory returned. */
+  cleanup?: () => Promise<void> | void
+}
+
+/** Called before every case of `testTaskStore`; task ids are unique per case, so a shared store needs no wipe. */
+export type TaskStoreFactory = () => Promise<TaskStoreFactoryResult> | TaskStoreFactoryResult
+
+/** One store for one case of `testReceiptStore`. */
+export interface ReceiptStoreFactoryResult {
+  /**
+   * The receipt store under test. Most cases count every receipt in it (`list()` with no filter), so each call
+   * must give a new, empty store (a fresh database, table or key prefix).
+   */
+  storage: ReceiptStore
+  /** A second handle on the same store (another connection, client or tab). Defaults to `storage`. */
+  peer?: ReceiptStore
+}
+
+/** Called before every case of `testReceiptStore`, and once more inside one case for a second, empty store. */
+export type ReceiptStoreFactory = () => Promise<ReceiptStoreFactoryResult> | ReceiptStoreFactoryResult
+
+/** One store for one case of `testStateFlush`. */
+export interface StateFlushStoreFactoryResult {
+  /** The state store under test. */
+  storage: StateFlushStore
+  /** Another handle on the same store (another process would use one): the cancel case loads through it. */
+  peer?: StateFlushStore
+}
+
+/** Called before every case of `testStateFlush`; run ids are unique per case, so a shared store needs no wipe. */
+export type StateFlushStoreFactory = () =>
+  | Promise<StateFlushStoreFactoryResult>
+  | StateFlushStoreFactoryResult

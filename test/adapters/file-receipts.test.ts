@@ -4,6 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { FileReceiptStore } from "../../src/adapters/file-receipts.ts"
+import { testReceiptStore } from "../../src/conformance.ts"
 import {
   type AuditReceiptRecord,
   hmacReceiptSigner,
@@ -13,7 +14,6 @@ import {
   receiptJsonLine,
   verifyReceipts,
 } from "../../src/core/receipts/index.ts"
-import { testReceiptStore } from "../conformance/receipt-store.ts"
 
 const vectors = JSON.parse(readFileSync(new URL("../fixtures/python-vectors.json", import.meta.url), "utf8"))
 const KEY: string = vectors.receipts_hmac.signing_key

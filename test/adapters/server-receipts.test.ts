@@ -2,8 +2,8 @@
 import { afterAll } from "vitest"
 import { NeonReceiptStore } from "../../src/adapters/neon-receipts.ts"
 import { UpstashReceiptStore } from "../../src/adapters/upstash-receipts.ts"
+import { testReceiptStore } from "../../src/conformance.ts"
 import type { ReceiptStore } from "../../src/receipts.ts"
-import { testReceiptStore } from "../conformance/receipt-store.ts"
 import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
 

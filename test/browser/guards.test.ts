@@ -4,9 +4,7 @@ import {
   IndexedDbStateFlushStore,
   IndexedDbTaskStore,
 } from "../../src/adapters/indexeddb-guards.ts"
-import { testReceiptStore } from "../conformance/receipt-store.ts"
-import { testStateFlush } from "../conformance/state-flush.ts"
-import { testTaskStore } from "../conformance/task-store.ts"
+import { testReceiptStore, testStateFlush, testTaskStore } from "../../src/conformance.ts"
 
 let n = 0
 const fresh = () => `mycelium-guards-browser-${Date.now()}-${n++}`

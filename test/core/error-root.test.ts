@@ -18,6 +18,11 @@ const WRAPPED: Record<string, string> = {
   "src/cli/demo-scenario.ts": "the demo's simulated crash",
   // Caught by the tool wrapper and returned to the model as an error observation.
   "src/harness/workspace/tools.ts": "a model's bad argument, returned as an observation",
+  // The conformance suites are test code: a body that throws on purpose (the suite asserts the stored
+  // "RangeError: ..." or "Error: ..." text), or a case failing in the test runner.
+  "src/conformance/receipt-store.ts": "a walk that never ends fails the case",
+  "src/conformance/state-flush.ts": "a run body's deliberate failure, stored as its text",
+  "src/conformance/task-store.ts": "a task body's deliberate failure, stored as its text",
 }
 
 const files = (dir: string): string[] =>

@@ -6,12 +6,10 @@ import {
   DurableObjectTaskStore,
   type GuardObjectNamespace,
 } from "../../src/adapters/durable-object-guards.ts"
+import { testReceiptStore, testStateFlush, testTaskStore } from "../../src/conformance.ts"
 import { MemoryReceiptStore } from "../../src/receipts.ts"
 import { MemoryStateFlushStore } from "../../src/state.ts"
 import { MemoryTaskStore } from "../../src/tasks.ts"
-import { testReceiptStore } from "../conformance/receipt-store.ts"
-import { testStateFlush } from "../conformance/state-flush.ts"
-import { testTaskStore } from "../conformance/task-store.ts"
 
 const LEDGER = (env as unknown as { LEDGER: GuardObjectNamespace }).LEDGER
 let n = 0

@@ -4,6 +4,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { exportJWK, generateKeyPair } from "jose"
 import { describe, expect, it } from "vitest"
+import { testReceiptStore } from "../../../src/conformance.ts"
 import {
   type AuditReceiptRecord,
   hmacReceiptSigner,
@@ -17,7 +18,6 @@ import {
   verifyReceipts,
 } from "../../../src/core/receipts/index.ts"
 import { jwksVerifier, jwsReceiptSigner } from "../../../src/core/receipts/jws.ts"
-import { testReceiptStore } from "../../conformance/receipt-store.ts"
 
 const vectors = JSON.parse(
   readFileSync(new URL("../../fixtures/python-vectors.json", import.meta.url), "utf8"),

@@ -3,8 +3,8 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { expect, it } from "vitest"
 import { FileStateFlushStore } from "../../../src/adapters/file-state.ts"
+import { testStateFlush } from "../../../src/conformance.ts"
 import { MemoryStateFlushStore, StateFlush } from "../../../src/state.ts"
-import { testStateFlush } from "../../conformance/state-flush.ts"
 
 testStateFlush("memory", () => ({ storage: new MemoryStateFlushStore() }))
 

@@ -1,5 +1,6 @@
 import { readFileSync } from "node:fs"
 import { describe, expect, it } from "vitest"
+import { testTaskStore } from "../../../src/conformance.ts"
 import {
   hmacReceiptSigner,
   MemoryReceiptStore,
@@ -7,7 +8,6 @@ import {
   verifyReceipts,
 } from "../../../src/receipts.ts"
 import { deriveTaskRequestId, MemoryTaskStore, TaskLedger } from "../../../src/tasks.ts"
-import { testTaskStore } from "../../conformance/task-store.ts"
 
 const vectors = JSON.parse(
   readFileSync(new URL("../../fixtures/python-vectors.json", import.meta.url), "utf8"),

@@ -1,4 +1,5 @@
-// The suite every ReceiptStore must pass. Runs in Node, workerd and Chromium: vitest APIs only.
+// The suite every ReceiptStore must pass (`mycelium-runtime/conformance`, docs/adapter-kit.md). Runs in Node, workerd
+// and Chromium: vitest APIs only.
 import { describe, expect, it } from "vitest"
 import {
   hmacReceiptSigner,
@@ -7,7 +8,8 @@ import {
   type ReceiptListOptions,
   type ReceiptStore,
   verifyReceipts,
-} from "../../src/receipts.ts"
+} from "../receipts.ts"
+import type { ReceiptStoreFactory } from "./factory.ts"
 
 /** Every page from the start, concatenated; fails on a page over `limit` or a walk that does not end. */
 async function walk(store: ReceiptStore, options: ReceiptListOptions, from?: string) {
@@ -28,16 +30,7 @@ async function walk(store: ReceiptStore, options: ReceiptListOptions, from?: str
   return { ids: out.map((r) => r.receipt_id), pages, receipts: out, from: last }
 }
 
-export interface ReceiptStoreFactoryResult {
-  storage: ReceiptStore
-  /** A second handle on the same store (another connection, client or tab). */
-  peer?: ReceiptStore
-}
-
-export function testReceiptStore(
-  name: string,
-  factory: () => Promise<ReceiptStoreFactoryResult> | ReceiptStoreFactoryResult,
-) {
+export function testReceiptStore(name: string, factory: ReceiptStoreFactory) {
   describe(`ReceiptStore conformance: ${name}`, () => {
     it("two handles appending concurrently keep one unforked chain per agent; delicate values still verify", async () => {
       const { storage, peer } = await factory()

@@ -1,21 +1,14 @@
-// The suite every StateFlushStore must pass, driven through StateFlush. Runs in Node and in workerd.
+// The suite every StateFlushStore must pass, driven through StateFlush (`mycelium-runtime/conformance`,
+// docs/adapter-kit.md). Runs in Node, workerd and Chromium: vitest APIs only.
 import { describe, expect, it } from "vitest"
-import { StateFlush, StateFlushError, type StateFlushStore } from "../../src/state.ts"
-
-export interface StateStoreFactoryResult {
-  storage: StateFlushStore
-  /** Another handle on the same store (another process would use one). */
-  peer?: StateFlushStore
-}
+import { StateFlush, StateFlushError } from "../state.ts"
+import type { StateFlushStoreFactory } from "./factory.ts"
 
 let seq = 0
 const uid = (label: string) => `run-${Date.now().toString(36)}-${++seq}-${label}`
 const never = () => new Promise<never>(() => {})
 
-export function testStateFlush(
-  name: string,
-  factory: () => Promise<StateStoreFactoryResult> | StateStoreFactoryResult,
-) {
+export function testStateFlush(name: string, factory: StateFlushStoreFactory) {
   describe(`StateFlush on ${name}`, () => {
     it("cancel: the AbortSignal flushes aborted/cancel at once, even if the body never settles", async () => {
       const { storage, peer } = await factory()

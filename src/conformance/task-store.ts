@@ -1,28 +1,20 @@
-// The suite every TaskStore must pass, driven through TaskLedger. Runs in Node, workerd and Chromium.
+// The suite every TaskStore must pass, driven through TaskLedger (`mycelium-runtime/conformance`, docs/adapter-kit.md).
+// Runs in Node, workerd and Chromium: vitest APIs only.
 import { afterAll, describe, expect, it } from "vitest"
-import { ManualClock } from "../../src/core/index.ts"
+import { ManualClock } from "../core/index.ts"
 import {
   TaskLeaseLostError,
   TaskLedger,
   type TaskLedgerOptions,
   TaskLedgerPendingError,
   type TaskStore,
-} from "../../src/tasks.ts"
-
-export interface TaskStoreFactoryResult {
-  storage: TaskStore
-  /** A second handle on the same store (another connection, another file object), if the backend has one. */
-  peer?: TaskStore
-  cleanup?: () => Promise<void> | void
-}
+} from "../tasks.ts"
+import type { TaskStoreFactory } from "./factory.ts"
 
 let seq = 0
 const uid = (label: string) => `tc-${Date.now().toString(36)}-${++seq}-${label}`
 
-export function testTaskStore(
-  name: string,
-  factory: () => Promise<TaskStoreFactoryResult> | TaskStoreFactoryResult,
-) {
+export function testTaskStore(name: string, factory: TaskStoreFactory) {
   describe(`TaskStore conformance: ${name}`, () => {
     const cleanups: Array<() => Promise<void> | void> = []
     afterAll(async () => {
