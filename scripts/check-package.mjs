@@ -29,10 +29,10 @@ import { runPlan, ScriptedModel, type RunResult, type RunEvent } from "mycelium-
 import { createWorkspace, CmdRunAction, workspaceTools } from "mycelium-runtime/harness/workspace"
 import { RemoteLedger, type RemoteTransitionContext } from "mycelium-runtime/client"
 import {
-  type ReceiptStoreFactory,
-  type StateFlushStoreFactory,
-  type StorageFactory,
-  type TaskStoreFactory,
+  type ReceiptStoreFixtureFactory,
+  type StateFlushStoreFixtureFactory,
+  type LedgerStorageFixtureFactory,
+  type TaskStoreFixtureFactory,
   testLedgerStorage,
   testReceiptStore,
   testStateFlush,
@@ -76,10 +76,10 @@ const charge = remote.tool(
 const charged: Promise<{ charged: number }> = charge({ cents: 1 }, { toolCallId: "call_2" })
 void charged
 // The conformance suites' types need no vitest (only their JS imports it).
-const factory: StorageFactory = () => ({ storage: new MemoryLedgerStorage(), cleanup: () => {} })
-const taskFactory: TaskStoreFactory = () => ({ storage: new MemoryTaskStore(), cleanup: () => {} })
-const receiptFactory: ReceiptStoreFactory = async () => ({ storage: new MemoryReceiptStore() })
-const stateFactory: StateFlushStoreFactory = () => ({ storage: new MemoryStateFlushStore() })
+const factory: LedgerStorageFixtureFactory = () => ({ storage: new MemoryLedgerStorage(), cleanup: () => {} })
+const taskFactory: TaskStoreFixtureFactory = () => ({ storage: new MemoryTaskStore(), cleanup: () => {} })
+const receiptFactory: ReceiptStoreFixtureFactory = async () => ({ storage: new MemoryReceiptStore() })
+const stateFactory: StateFlushStoreFixtureFactory = () => ({ storage: new MemoryStateFlushStore() })
 void [testLedgerStorage, factory, testTaskStore, taskFactory, testReceiptStore, receiptFactory]
 void [testStateFlush, stateFactory]
 `

@@ -5,14 +5,14 @@
 // docs/adapter-kit.md.
 
 export type {
-  ReceiptStoreFactory,
-  ReceiptStoreFactoryResult,
-  StateFlushStoreFactory,
-  StateFlushStoreFactoryResult,
-  StorageFactory,
-  StorageFactoryResult,
-  TaskStoreFactory,
-  TaskStoreFactoryResult,
+  LedgerStorageFixture,
+  LedgerStorageFixtureFactory,
+  ReceiptStoreFixture,
+  ReceiptStoreFixtureFactory,
+  StateFlushStoreFixture,
+  StateFlushStoreFixtureFactory,
+  TaskStoreFixture,
+  TaskStoreFixtureFactory,
 } from "./conformance/factory.ts"
 export { testLedgerStorage } from "./conformance/ledger-storage.ts"
 export { testReceiptStore } from "./conformance/receipt-store.ts"

@@ -5,7 +5,7 @@ import type { StateFlushStore } from "../state.ts"
 import type { TaskStore } from "../tasks.ts"
 
 /** One store for one case of the conformance suite. */
-export interface StorageFactoryResult {
+export interface LedgerStorageFixture {
   /** The store under test. */
   storage: LedgerStorage
   /**
@@ -27,10 +27,10 @@ export interface StorageFactoryResult {
  * Called before every case. Request ids are unique per case, so a shared server needs no wipe between cases; a
  * factory may return a fresh store each time or the same one.
  */
-export type StorageFactory = () => Promise<StorageFactoryResult> | StorageFactoryResult
+export type LedgerStorageFixtureFactory = () => Promise<LedgerStorageFixture> | LedgerStorageFixture
 
 /** One store for one case of `testTaskStore`. */
-export interface TaskStoreFactoryResult {
+export interface TaskStoreFixture {
   /** The task store under test. */
   storage: TaskStore
   /**
@@ -43,10 +43,10 @@ export interface TaskStoreFactoryResult {
 }
 
 /** Called before every case of `testTaskStore`; task ids are unique per case, so a shared store needs no wipe. */
-export type TaskStoreFactory = () => Promise<TaskStoreFactoryResult> | TaskStoreFactoryResult
+export type TaskStoreFixtureFactory = () => Promise<TaskStoreFixture> | TaskStoreFixture
 
 /** One store for one case of `testReceiptStore`. */
-export interface ReceiptStoreFactoryResult {
+export interface ReceiptStoreFixture {
   /**
    * The receipt store under test. Most cases count every receipt in it (`list()` with no filter), so each call
    * must give a new, empty store (a fresh database, table or key prefix).
@@ -57,10 +57,10 @@ export interface ReceiptStoreFactoryResult {
 }
 
 /** Called before every case of `testReceiptStore`, and once more inside one case for a second, empty store. */
-export type ReceiptStoreFactory = () => Promise<ReceiptStoreFactoryResult> | ReceiptStoreFactoryResult
+export type ReceiptStoreFixtureFactory = () => Promise<ReceiptStoreFixture> | ReceiptStoreFixture
 
 /** One store for one case of `testStateFlush`. */
-export interface StateFlushStoreFactoryResult {
+export interface StateFlushStoreFixture {
   /** The state store under test. */
   storage: StateFlushStore
   /** Another handle on the same store (another process would use one): the cancel case loads through it. */
@@ -68,6 +68,4 @@ export interface StateFlushStoreFactoryResult {
 }
 
 /** Called before every case of `testStateFlush`; run ids are unique per case, so a shared store needs no wipe. */
-export type StateFlushStoreFactory = () =>
-  | Promise<StateFlushStoreFactoryResult>
-  | StateFlushStoreFactoryResult
+export type StateFlushStoreFixtureFactory = () => Promise<StateFlushStoreFixture> | StateFlushStoreFixture

@@ -11,7 +11,7 @@ import {
   type TerminalOutcome,
   type TransitionExpectation,
 } from "../core/index.ts"
-import type { StorageFactory } from "./factory.ts"
+import type { LedgerStorageFixtureFactory } from "./factory.ts"
 import { PY_NOW, PYTHON_ROWS, pythonJson } from "./python-rows.ts"
 
 /**
@@ -60,7 +60,7 @@ async function collect(it: AsyncIterable<LedgerEntry>): Promise<LedgerEntry[]> {
   return out
 }
 
-export function testLedgerStorage(name: string, factory: StorageFactory): void {
+export function testLedgerStorage(name: string, factory: LedgerStorageFixtureFactory): void {
   describe(`LedgerStorage conformance: ${name}`, () => {
     let s: LedgerStorage
     let peer: LedgerStorage

@@ -9,7 +9,7 @@ import {
   type ReceiptStore,
   verifyReceipts,
 } from "../receipts.ts"
-import type { ReceiptStoreFactory } from "./factory.ts"
+import type { ReceiptStoreFixtureFactory } from "./factory.ts"
 
 /** Every page from the start, concatenated; fails on a page over `limit` or a walk that does not end. */
 async function walk(store: ReceiptStore, options: ReceiptListOptions, from?: string) {
@@ -30,7 +30,7 @@ async function walk(store: ReceiptStore, options: ReceiptListOptions, from?: str
   return { ids: out.map((r) => r.receipt_id), pages, receipts: out, from: last }
 }
 
-export function testReceiptStore(name: string, factory: ReceiptStoreFactory) {
+export function testReceiptStore(name: string, factory: ReceiptStoreFixtureFactory) {
   describe(`ReceiptStore conformance: ${name}`, () => {
     it("two handles appending concurrently keep one unforked chain per agent; delicate values still verify", async () => {
       const { storage, peer } = await factory()

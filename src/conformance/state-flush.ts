@@ -2,13 +2,13 @@
 // docs/adapter-kit.md). Runs in Node, workerd and Chromium: vitest APIs only.
 import { describe, expect, it } from "vitest"
 import { StateFlush, StateFlushError } from "../state.ts"
-import type { StateFlushStoreFactory } from "./factory.ts"
+import type { StateFlushStoreFixtureFactory } from "./factory.ts"
 
 let seq = 0
 const uid = (label: string) => `run-${Date.now().toString(36)}-${++seq}-${label}`
 const never = () => new Promise<never>(() => {})
 
-export function testStateFlush(name: string, factory: StateFlushStoreFactory) {
+export function testStateFlush(name: string, factory: StateFlushStoreFixtureFactory) {
   describe(`StateFlush on ${name}`, () => {
     it("cancel: the AbortSignal flushes aborted/cancel at once, even if the body never settles", async () => {
       const { storage, peer } = await factory()

@@ -9,12 +9,12 @@ import {
   TaskLedgerPendingError,
   type TaskStore,
 } from "../tasks.ts"
-import type { TaskStoreFactory } from "./factory.ts"
+import type { TaskStoreFixtureFactory } from "./factory.ts"
 
 let seq = 0
 const uid = (label: string) => `tc-${Date.now().toString(36)}-${++seq}-${label}`
 
-export function testTaskStore(name: string, factory: TaskStoreFactory) {
+export function testTaskStore(name: string, factory: TaskStoreFixtureFactory) {
   describe(`TaskStore conformance: ${name}`, () => {
     const cleanups: Array<() => Promise<void> | void> = []
     afterAll(async () => {
