@@ -141,9 +141,6 @@ const runScope = (): AsyncLocalStorageLike<RunScope> | undefined => {
   return scopeStore
 }
 
-/** A store that failed to open holds nothing to close. */
-const noStore = (): undefined => undefined
-
 const isTransitionContext = (v: unknown): v is TransitionContext =>
   typeof v === "object" && v !== null && "sideEffect" in v && "requestId" in v
 
@@ -186,19 +183,17 @@ export class MyceliumConfig {
     const key = JSON.stringify(choice)
     let store = this.#stores.get(key)
     if (!store) {
-      if (this.#closing) return this.#closedError("storage")
       const factory = this.#options.storageFactory
-      if (choice.kind === "memory" && !factory) store = Promise.resolve(new MemoryLedgerStorage())
-      else if (!factory)
-        store = Promise.reject(
-          new ConfigError(
+      store = this.#open("storage", async () => {
+        if (choice.kind === "memory" && !factory) return new MemoryLedgerStorage()
+        if (!factory)
+          throw new ConfigError(
             `storage '${choice.kind}' needs a store factory: load the file with loadConfig() from ` +
               `'mycelium-runtime/node/config' (Node, Deno, Bun) or pass { storageFactory } to loadConfigFromString()`,
-          ),
-        )
-      else store = Promise.resolve(factory(choice))
+          )
+        return factory(choice)
+      })
       this.#stores.set(key, store)
-      this.#opened.push(store)
     }
     return store
   }
@@ -326,20 +321,18 @@ export class MyceliumConfig {
     const key = JSON.stringify(choice)
     let store = this.#taskStores.get(key)
     if (!store) {
-      if (this.#closing) return this.#closedError("task store")
       const factory = this.#options.taskStoreFactory
-      if (choice.kind === "memory" && !factory) store = Promise.resolve(new MemoryTaskStore())
-      else if (!factory)
-        store = Promise.reject(
-          this.#error(
+      store = this.#open("task store", async () => {
+        if (choice.kind === "memory" && !factory) return new MemoryTaskStore()
+        if (!factory)
+          throw this.#error(
             `task_ledger storage '${choice.kind}' needs a task store factory: load the file with loadConfig() from ` +
               `'mycelium-runtime/node/config' (Node, Deno, Bun) or pass { taskStoreFactory } to loadConfigFromString()`,
             ["task_ledger", "storage"],
-          ),
-        )
-      else store = Promise.resolve(factory(choice))
+          )
+        return factory(choice)
+      })
       this.#taskStores.set(key, store)
-      this.#opened.push(store)
     }
     return store
   }
@@ -349,38 +342,37 @@ export class MyceliumConfig {
    * `transition.agent_id`, as the original), one per config; rejects with a `ConfigError` without that section.
    */
   receipts(): Promise<ReceiptEmitter> {
-    if (this.#receipts) return this.#receipts
-    if (this.#closing) return this.#closedError("receipt store")
-    this.#receipts = (async () => {
-      const ar = this.resolved.raw.audit_receipt
-      if (!ar) throw new ConfigError("no 'audit_receipt:' section: add one to sign receipts")
-      const problem = this.#receiptProblem()
-      if (problem) throw problem
-      const choice: ReceiptStoreChoice = {
-        kind: ar.storage,
-        ...(ar.path !== undefined && { path: ar.path }),
-        ...(ar.database !== undefined && { database: ar.database }),
-      }
-      const factory = this.#options.receiptStoreFactory
-      let store: ReceiptStore
-      if (choice.kind === "memory" && !factory) store = new MemoryReceiptStore()
-      else if (!factory)
-        throw this.#error(
-          `audit_receipt storage '${choice.kind}' needs a receipt store factory: load the file with loadConfig() ` +
-            `from 'mycelium-runtime/node/config', or pass { receiptStoreFactory }`,
-          ["audit_receipt", "storage"],
-        )
-      else store = await factory(choice)
-      return new ReceiptEmitter({
-        signer: hmacReceiptSigner(this.resolved.signingKey as string),
-        store,
-        agentId: (this.transition as ResolvedTransition).agentId,
-        ...(this.#options.clock && { now: () => (this.#options.clock as { now(): number }).now() }),
-      })
-    })()
-    // Listed now, not once the factory answers: a close() in between still closes the store it opens. The caller
-    // sees a failure through #receipts; this derived promise must not report it a second time, unhandled.
-    this.#opened.push(this.#receipts.then((emitter) => emitter.store, noStore))
+    this.#receipts ??= this.#open(
+      "receipt store",
+      async () => {
+        const ar = this.resolved.raw.audit_receipt
+        if (!ar) throw new ConfigError("no 'audit_receipt:' section: add one to sign receipts")
+        const problem = this.#receiptProblem()
+        if (problem) throw problem
+        const choice: ReceiptStoreChoice = {
+          kind: ar.storage,
+          ...(ar.path !== undefined && { path: ar.path }),
+          ...(ar.database !== undefined && { database: ar.database }),
+        }
+        const factory = this.#options.receiptStoreFactory
+        let store: ReceiptStore
+        if (choice.kind === "memory" && !factory) store = new MemoryReceiptStore()
+        else if (!factory)
+          throw this.#error(
+            `audit_receipt storage '${choice.kind}' needs a receipt store factory: load the file with loadConfig() ` +
+              `from 'mycelium-runtime/node/config', or pass { receiptStoreFactory }`,
+            ["audit_receipt", "storage"],
+          )
+        else store = await factory(choice)
+        return new ReceiptEmitter({
+          signer: hmacReceiptSigner(this.resolved.signingKey as string),
+          store,
+          agentId: (this.transition as ResolvedTransition).agentId,
+          ...(this.#options.clock && { now: () => (this.#options.clock as { now(): number }).now() }),
+        })
+      },
+      (emitter) => emitter.store,
+    )
     return this.#receipts
   }
 
@@ -474,29 +466,30 @@ export class MyceliumConfig {
 
   /** The `state_flush:` section as a `StateFlush`, or null without one. One instance per config. */
   stateFlush(): Promise<StateFlush | null> {
-    if (this.#stateFlush) return this.#stateFlush
-    if (this.#closing) return this.#closedError("state store")
-    this.#stateFlush = (async () => {
-      const sf = this.resolved.raw.state_flush
-      if (!sf) return null
-      const choice: StateStoreChoice = {
-        kind: sf.storage,
-        ...(sf.path !== undefined && { path: sf.path }),
-        ...(sf.database !== undefined && { database: sf.database }),
-        ...(sf.binding !== undefined && { binding: sf.binding }),
-      }
-      const factory = this.#options.stateStoreFactory
-      let storage: StateFlushStore
-      if (choice.kind === "memory" && !factory) storage = new MemoryStateFlushStore()
-      else if (!factory)
-        throw new ConfigError(
-          `state_flush storage '${choice.kind}' needs a store factory: load the file with loadConfig() from ` +
-            `'mycelium-runtime/node/config', or pass { stateStoreFactory }`,
-        )
-      else storage = await factory(choice)
-      return new StateFlush({ storage, flushOn: sf.flush_on, flushOnComplete: sf.flush_on_complete })
-    })()
-    this.#opened.push(this.#stateFlush.then((flush) => flush?.storage, noStore))
+    this.#stateFlush ??= this.#open(
+      "state store",
+      async () => {
+        const sf = this.resolved.raw.state_flush
+        if (!sf) return null
+        const choice: StateStoreChoice = {
+          kind: sf.storage,
+          ...(sf.path !== undefined && { path: sf.path }),
+          ...(sf.database !== undefined && { database: sf.database }),
+          ...(sf.binding !== undefined && { binding: sf.binding }),
+        }
+        const factory = this.#options.stateStoreFactory
+        let storage: StateFlushStore
+        if (choice.kind === "memory" && !factory) storage = new MemoryStateFlushStore()
+        else if (!factory)
+          throw new ConfigError(
+            `state_flush storage '${choice.kind}' needs a store factory: load the file with loadConfig() from ` +
+              `'mycelium-runtime/node/config', or pass { stateStoreFactory }`,
+          )
+        else storage = await factory(choice)
+        return new StateFlush({ storage, flushOn: sf.flush_on, flushOnComplete: sf.flush_on_complete })
+      },
+      (flush) => flush?.storage,
+    )
     return this.#stateFlush
   }
 
@@ -507,14 +500,11 @@ export class MyceliumConfig {
    * Safe to call more than once.
    */
   close(): Promise<void> {
-    // Once closing, no store opens any more (#closedError): one opened now would hold a socket nobody closes.
+    // Once closing, no store opens any more (#open): one opened now would hold a socket nobody closes.
     this.#closing ??= (async () => {
       const results = await Promise.allSettled(
         this.#opened.map((p) =>
-          p.then(
-            (store) => (store as { close?: () => Promise<void> | void }).close?.(),
-            () => undefined, // a store that never opened holds nothing
-          ),
+          p.then((store) => (store as { close?: () => Promise<void> | void }).close?.()),
         ),
       )
       const failed = results.find((r) => r.status === "rejected")
@@ -523,12 +513,22 @@ export class MyceliumConfig {
     return this.#closing
   }
 
-  #closedError(what: string): Promise<never> {
-    return Promise.reject(
-      new ConfigClosedError(
-        `this config was closed (close()), so it opens no ${what}: load the config again`,
-      ),
-    )
+  /**
+   * Opens a store through `open`, unless this config is closed, and lists it for close() at once rather than when
+   * the factory answers, so a close() in between still closes it. The caller sees a failure through the returned
+   * promise; the listed copy must not report it a second time, unhandled.
+   */
+  #open<T>(what: string, open: () => Promise<T>, storeOf: (opened: T) => unknown = (s) => s): Promise<T> {
+    if (this.#closing)
+      return Promise.reject(
+        new ConfigClosedError(
+          `this config was closed (close()), so it opens no ${what}: load the config again`,
+        ),
+      )
+    const opening = open()
+    // A store that failed to open holds nothing to close.
+    this.#opened.push(opening.then(storeOf, () => undefined))
+    return opening
   }
 
   /** The state a run flushed last (`state_flush:`), to start the next attempt from; null when there is none. */
