@@ -12,19 +12,19 @@ import type { TenantReceipts } from "./context.ts"
 
 const ALG_OF: Readonly<Record<string, ReceiptJwsAlgorithm>> = { Ed25519: "EdDSA", "P-256": "ES256" }
 
-/** What the worker's app needs: each tenant's emitter and verifier, once the key is known to sign. */
-export interface WorkerReceipts {
-  readonly receipts: (tenant: string) => TenantReceipts
-  /** Signs once, so a key that parses but cannot sign is a misconfiguration before any call, not during one. */
-  readonly ready: Promise<void>
-}
-
 const refuse = (why: string): never => {
   // Never the value: it is a private key, and this message is an HTTP answer.
   throw new InvalidOptionError(`LEDGER_RECEIPT_JWK ${why} (docs/http-api.md, "The Cloudflare worker")`)
 }
 
-export function workerReceipts(namespace: GuardObjectNamespace, secret: string): WorkerReceipts {
+/**
+ * Each tenant's emitter and verifier, once the key has signed and verified one text: a key that parses but cannot
+ * sign is a misconfiguration before any call, not during one.
+ */
+export async function workerReceipts(
+  namespace: GuardObjectNamespace,
+  secret: string,
+): Promise<(tenant: string) => TenantReceipts> {
   let jwk: JWK
   try {
     jwk = JSON.parse(secret) as JWK
@@ -43,23 +43,16 @@ export function workerReceipts(namespace: GuardObjectNamespace, secret: string):
   const { kty, crv, x, y, kid } = jwk
   const publicJwk: JWK = { kty, crv, x, kid, alg, ...(y !== undefined ? { y } : {}) }
   const keys = { jws: jwksVerifier({ keys: [publicJwk] }) }
-  // Signs and verifies once: a key whose public half is not its own would sign receipts nobody could verify.
-  const ready = signer.sign("{}").then(
-    async (jws) => {
-      if (!(await keys.jws(jws, "{}"))) refuse("has a public half (x, y) that does not match its 'd'")
-    },
-    () => refuse("does not import as a signing key"),
-  )
-  return {
-    ready,
-    receipts: (tenant) => ({
-      emitter: new ReceiptEmitter({
-        signer,
-        store: new DurableObjectReceiptStore(namespace, { name: `tenant:${tenant}` }),
-        // The tenant is the agent identity this API knows for certain (from its token); also the chain's name.
-        agentId: tenant,
-      }),
-      keys,
+  const jws = await signer.sign("{}").catch(() => refuse("does not import as a signing key"))
+  // A key whose public half is not its own would sign receipts nobody could verify.
+  if (!(await keys.jws(jws, "{}"))) refuse("has a public half (x, y) that does not match its 'd'")
+  return (tenant) => ({
+    emitter: new ReceiptEmitter({
+      signer,
+      store: new DurableObjectReceiptStore(namespace, { name: `tenant:${tenant}` }),
+      // The tenant is the agent identity this API knows for certain (from its token); also the chain's name.
+      agentId: tenant,
     }),
-  }
+    keys,
+  })
 }

@@ -47,12 +47,11 @@ async function build(env: LedgerWorkerEnv): Promise<Hono> {
     .split(",")
     .map((o) => o.trim())
     .filter(Boolean)
-  const signed = env.LEDGER_RECEIPT_JWK ? workerReceipts(env.LEDGER, env.LEDGER_RECEIPT_JWK) : null
-  await signed?.ready
+  const receipts = env.LEDGER_RECEIPT_JWK ? await workerReceipts(env.LEDGER, env.LEDGER_RECEIPT_JWK) : null
   const common = {
     storage,
     ...(origins.length ? { corsOrigins: origins } : {}),
-    ...(signed ? { receipts: signed.receipts } : {}),
+    ...(receipts ? { receipts } : {}),
   }
   if (env.LEDGER_JWT_SECRET)
     return createLedgerApp({
