@@ -2,6 +2,7 @@
 // only loopback Host values (no DNS rebinding), no cross-origin writes, JSON bodies only, a body limit.
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import { MyceliumError } from "../core/errors.ts"
+import { LOOPBACK_HOSTS } from "./options.ts"
 
 export type FetchHandler = (request: Request) => Response | Promise<Response>
 
@@ -31,8 +32,6 @@ class Refusal extends MyceliumError {
   }
 }
 
-const LOOPBACK_NAMES = new Set(["127.0.0.1", "localhost", "[::1]"])
-
 /** `host[:port]` → host, lowercased; IPv6 keeps its brackets. */
 function hostName(hostHeader: string): string {
   const h = hostHeader.toLowerCase()
@@ -44,7 +43,7 @@ function check(req: IncomingMessage, port: number): void {
   const host = req.headers.host?.trim() ?? ""
   const name = hostName(host)
   const portPart = host.slice(name.length)
-  if (!LOOPBACK_NAMES.has(name) || (portPart !== "" && portPart !== `:${port}`))
+  if (!LOOPBACK_HOSTS.has(name) || (portPart !== "" && portPart !== `:${port}`))
     throw new Refusal(
       403,
       "forbidden_host",
@@ -57,7 +56,7 @@ function check(req: IncomingMessage, port: number): void {
     let ok = false
     try {
       const u = new URL(origin)
-      ok = u.protocol === "http:" && LOOPBACK_NAMES.has(u.hostname) && u.port === String(port)
+      ok = u.protocol === "http:" && LOOPBACK_HOSTS.has(u.hostname) && u.port === String(port)
     } catch {
       ok = false
     }

@@ -4,6 +4,9 @@ import { UsageError } from "./errors.ts"
 
 export const DEFAULT_LEDGER = ".mycelium/ledger.json"
 
+/** Host names that stay on this machine: the local server answers only these, and a token may go there over http. */
+export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(["127.0.0.1", "localhost", "[::1]"])
+
 /** Runs a `parseArgs` call; an unknown or malformed flag becomes a usage error (exit 2), not a TypeError stack. */
 export function parseOrUsage<T>(command: string, parse: () => T): T {
   try {

@@ -10,6 +10,7 @@ import {
 import { RECEIPT_CURSOR } from "../core/receipts/store.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 import { CliError, UsageError } from "./errors.ts"
+import { LOOPBACK_HOSTS } from "./options.ts"
 
 export interface ReceiptExportOptions {
   /** The API's base URL (`https://ledger.example.com/ledger`), or its `/v1/receipts` URL. */
@@ -23,7 +24,6 @@ export interface ReceiptExportOptions {
 }
 
 const PAGE = 500
-const LOOPBACK = new Set(["127.0.0.1", "localhost", "[::1]"])
 
 /** The first URL of the export; refuses what would send the token in clear text to another machine. */
 export function exportUrl(options: Pick<ReceiptExportOptions, "url" | "token" | "agentId" | "ledger">): URL {
@@ -35,7 +35,7 @@ export function exportUrl(options: Pick<ReceiptExportOptions, "url" | "token" | 
   }
   if (url.protocol !== "https:" && url.protocol !== "http:")
     throw new UsageError(`--url ${options.url}: use an http(s) URL`)
-  if (url.protocol === "http:" && options.token && !LOOPBACK.has(url.hostname))
+  if (url.protocol === "http:" && options.token && !LOOPBACK_HOSTS.has(url.hostname))
     throw new UsageError(
       `--url ${options.url}: use https for a remote API, the token would travel in clear text`,
     )
