@@ -32,17 +32,18 @@ export async function startApi(
     Promise.all([import("../../edge/app.ts"), import("../token-auth.ts")]),
   )
   // One emitter for the one local tenant; the demo passes its own store and agent, so the chain continues.
-  const emitter = receipts
-    ? new ReceiptEmitter({
-        signer: hmacReceiptSigner(receipts.key),
-        store: receipts.store,
-        agentId: receipts.agentId,
-      })
-    : null
+  const tenantReceipts = receipts && {
+    emitter: new ReceiptEmitter({
+      signer: hmacReceiptSigner(receipts.key),
+      store: receipts.store,
+      agentId: receipts.agentId,
+    }),
+    keys: { hmac: receipts.key },
+  }
   const app = createLedgerApp({
     storage: new FileLedgerStorage(ledgerPath),
     ...(token ? { authenticate: tokenAuth(token) } : {}),
-    ...(emitter && receipts ? { receipts: () => ({ emitter, keys: { hmac: receipts.key } }) } : {}),
+    ...(tenantReceipts ? { receipts: () => tenantReceipts } : {}),
   })
   const server = await serve(app.fetch, port).catch((e: unknown) => {
     if ((e as { code?: unknown }).code !== "EADDRINUSE") throw e
