@@ -1,5 +1,7 @@
-// A script that loads mycelium.yaml with Redis stores (a RESP socket for the action ledger, another for the task
-// ledger) exits once it calls config.close(); without it the sockets keep Node alive. Real Redis, real processes.
+// MyceliumConfig.close() on real Redis in real processes (an open socket shows as a process that never exits): it
+// lets a script end, and misused as application code misuses it (a tool called after close(), a store first opened
+// after close(), close() racing a call's first use, close() before anything opened, a store whose close() throws)
+// every script still ends by itself; what each call did is printed and checked.
 import { spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -9,11 +11,12 @@ import { runTag } from "../adapters/servers/env.ts"
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const dir = mkdtempSync(join(tmpdir(), "mycelium-close-"))
-const tag = runTag("close")
+const tag = runTag("advclose")
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 
+const yaml = join(dir, "mycelium.yaml")
 writeFileSync(
-  join(dir, "mycelium.yaml"),
+  yaml,
   `transition:
   agent_id: billing
   policy_version: v1
@@ -35,27 +38,17 @@ tasks:
 `,
 )
 
-const script = (close: boolean) => `
-import { loadConfig } from ${JSON.stringify(resolve("src/node/config.ts"))}
-const config = await loadConfig(${JSON.stringify(join(dir, "mycelium.yaml"))}, { onWarning: () => {} })
-const { charge, report } = config.instrument({
-  charge: async (args) => ({ charged: args.amount }),
-  report: async (args) => ({ day: args.day }),
-})
-console.log(JSON.stringify([await charge({ amount: 5 }, { toolCallId: "${tag}-c" }), await report({ day: "d" })]))
-${close ? "await config.close()\nawait config.close()" : ""}
+const prelude = `
+import { loadConfig, nodeStorageFactory } from ${JSON.stringify(resolve("src/node/config.ts"))}
+const outcome = (p) => p.then((v) => ({ ok: v ?? null }), (e) => ({ code: e?.code ?? String(e) }))
+const bodies = { charge: async (args) => ({ charged: args.amount }), report: async (args) => ({ day: args.day }) }
 `
 
-/** Runs the script; resolves with its exit code and output, or "running" if it is still alive after `ms`. */
-function runScript(
-  close: boolean,
-  ms: number,
-): Promise<{ state: number | "running"; out: string; err: string }> {
-  const file = join(dir, `script-${close}.mts`)
-  writeFileSync(file, script(close))
-  const child = spawn(process.execPath, ["--import", "tsx", file], {
-    env: { ...process.env, REDIS_URL },
-  })
+/** Runs a script body; resolves with its exit state and its last printed line, parsed. */
+function runScript(name: string, body: string, ms = 20_000) {
+  const file = join(dir, `${name}.mts`)
+  writeFileSync(file, `${prelude}\n${body}`)
+  const child = spawn(process.execPath, ["--import", "tsx", file], { env: { ...process.env, REDIS_URL } })
   let out = ""
   let err = ""
   child.stdout.on("data", (d) => {
@@ -64,25 +57,116 @@ function runScript(
   child.stderr.on("data", (d) => {
     err += d
   })
-  return new Promise((done) => {
+  return new Promise<{ state: number | "running"; printed: unknown; err: string }>((done) => {
+    const finish = (state: number | "running") => {
+      const last = out.trim().split("\n").at(-1)
+      done({ state, printed: last ? JSON.parse(last) : null, err })
+    }
     const timer = setTimeout(() => {
       child.kill("SIGKILL")
-      done({ state: "running", out, err })
+      finish("running")
     }, ms)
     child.on("exit", (code) => {
       clearTimeout(timer)
-      done({ state: code ?? -1, out, err })
+      finish(code ?? -1)
     })
   })
 }
 
+const load = `await loadConfig(${JSON.stringify(yaml)}, { onWarning: () => {} })`
+
 describe("MyceliumConfig.close()", () => {
   it("lets a script on Redis stores exit; without it the open sockets keep the process alive", async () => {
-    const [closed, open] = await Promise.all([runScript(true, 20_000), runScript(false, 8_000)])
+    const body = (close: boolean) => `const config = ${load}
+const { charge, report } = config.instrument(bodies)
+console.log(JSON.stringify([await charge({ amount: 5 }, { toolCallId: "${tag}-c-${close}" }), await report({ day: "d" })]))
+${close ? "await config.close()\nawait config.close()" : ""}`
+    const [closed, open] = await Promise.all([
+      runScript("closed", body(true)),
+      runScript("open", body(false), 8_000),
+    ])
     expect([closed.state, closed.err]).toEqual([0, ""])
-    expect(JSON.parse(closed.out)).toEqual([{ charged: 5 }, { day: "d" }])
+    expect(closed.printed).toEqual([{ charged: 5 }, { day: "d" }])
     // The same calls without close(): their results are printed, and then the process does not end.
     expect(open.state).toBe("running")
-    expect(JSON.parse(open.out)).toEqual([{ charged: 5 }, { day: "d" }])
+    expect(open.printed).toEqual([{ charged: 5 }, { day: "d" }])
+  }, 30_000)
+})
+
+describe("MyceliumConfig.close() misused", () => {
+  it("a tool called after close() fails with a typed error instead of reconnecting and keeping the process alive", async () => {
+    const r = await runScript(
+      "after",
+      `const config = ${load}
+const { charge } = config.instrument(bodies)
+const first = await outcome(charge({ amount: 1 }, { toolCallId: "${tag}-a1" }))
+await config.close()
+const second = await outcome(charge({ amount: 2 }, { toolCallId: "${tag}-a2" }))
+console.log(JSON.stringify([first, second]))`,
+    )
+    expect(r.printed).toEqual([{ ok: { charged: 1 } }, { code: "ledger_storage_unavailable" }])
+    expect([r.state, r.err]).toEqual([0, ""])
+  }, 30_000)
+
+  it("a store first opened after close() is refused, not opened and left open", async () => {
+    const r = await runScript(
+      "opened-after",
+      `const config = ${load}
+await config.close()
+const { charge, report } = config.instrument(bodies)
+console.log(JSON.stringify([
+  await outcome(charge({ amount: 1 }, { toolCallId: "${tag}-b1" })),
+  await outcome(report({ day: "d" })),
+]))`,
+    )
+    expect([r.state, r.err]).toEqual([0, ""])
+    expect(r.printed).toEqual([{ code: "config_closed" }, { code: "config_closed" }])
+  }, 30_000)
+
+  it("close() racing a call's first use ends the process; the call completes or fails typed", async () => {
+    const r = await runScript(
+      "race",
+      `const config = ${load}
+const { charge } = config.instrument(bodies)
+const call = outcome(charge({ amount: 3 }, { toolCallId: "${tag}-c1" }))
+const closed = outcome(config.close())
+console.log(JSON.stringify([await call, await closed]))`,
+    )
+    expect([r.state, r.err]).toEqual([0, ""])
+    const [call, closed] = r.printed as [{ ok?: unknown; code?: string }, unknown]
+    expect(closed).toEqual({ ok: null })
+    expect(call.ok === undefined ? call.code : call.ok).toSatisfy(
+      (v: unknown) => v === "ledger_storage_unavailable" || JSON.stringify(v) === '{"charged":3}',
+    )
+  }, 30_000)
+
+  it("close() before any store opened, twice, resolves; a store whose close() throws does not keep the others open", async () => {
+    const r = await runScript(
+      "throwing",
+      `const early = ${load}
+const e1 = await outcome(early.close())
+const e2 = await outcome(early.close())
+const config = await loadConfig(${JSON.stringify(yaml)}, {
+  onWarning: () => {},
+  storageFactory: async (choice) => {
+    const s = await nodeStorageFactory(choice)
+    const close = s.close.bind(s)
+    return Object.assign(s, { close: () => { close(); throw new Error("close failed") } })
+  },
+})
+const { charge, report } = config.instrument(bodies)
+await charge({ amount: 4 }, { toolCallId: "${tag}-d1" })
+await report({ day: "d" })
+const c1 = await outcome(config.close())
+const c2 = await outcome(config.close())
+console.log(JSON.stringify([e1, e2, c1, c2]))`,
+    )
+    expect([r.state, r.err]).toEqual([0, ""])
+    expect(r.printed).toEqual([
+      { ok: null },
+      { ok: null },
+      { code: "Error: close failed" },
+      { code: "Error: close failed" },
+    ])
   }, 30_000)
 })
