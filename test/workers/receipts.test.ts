@@ -1,6 +1,8 @@
 // The worker entry with LEDGER_RECEIPT_JWK, in workerd: a tenant's calls are signed into its own Durable Object,
-// its auditor exports them (format=jsonl) and verifies them with the public key alone; another tenant sees none;
-// a bad key is a 503 `misconfigured` that never echoes the secret.
+// its auditor exports them (format=jsonl) and verifies them with the public key alone; another tenant sees none, even
+// asking by filter; a bad key is a 503 `misconfigured` that never echoes the secret. Under attack too: a key in the
+// form Web Crypto exports it (`key_ops: ["sign"]`, `ext`) once signed receipts the worker's own verify called
+// bad_signature, and a private key whose public half belongs to another key would sign receipts nobody can verify.
 import { env } from "cloudflare:workers"
 import { exportJWK, generateKeyPair, SignJWT } from "jose"
 import { describe, expect, it } from "vitest"
@@ -139,5 +141,56 @@ describe("worker receipts (LEDGER_RECEIPT_JWK)", () => {
       404,
       "receipts_not_configured",
     ])
+  })
+})
+
+// A P-256 private key exactly as `crypto.subtle.exportKey("jwk", privateKey)` writes it, plus a kid.
+async function webCryptoP256() {
+  const pair = (await crypto.subtle.generateKey({ name: "ECDSA", namedCurve: "P-256" }, true, [
+    "sign",
+    "verify",
+  ])) as CryptoKeyPair
+  return { ...((await crypto.subtle.exportKey("jwk", pair.privateKey)) as JsonWebKey), kid: `wc-${run}` }
+}
+
+describe("worker receipts under attack", () => {
+  it("a key as Web Crypto exports it (key_ops, ext) signs receipts the worker's own verify accepts", async () => {
+    const jwk = await webCryptoP256()
+    expect(jwk.key_ops).toEqual(["sign"])
+    const api = served(JSON.stringify(jwk))
+    const tenant = `wc-${run}`
+    await pay(api, tenant, "c1", 1)
+    await pay(api, tenant, "c2", 2)
+    const r = await api(tenant, "ledger:reader", "POST", "/v1/receipts/verify", { require_chain: true })
+    expect(r.status).toBe(200)
+    expect(await r.json()).toMatchObject({ ok: true, valid: 2 })
+  })
+
+  it("a private key whose public half is another key's is 503 misconfigured, not receipts nobody can verify", async () => {
+    const a = await webCryptoP256()
+    const b = await webCryptoP256()
+    const mixed = { ...a, x: b.x, y: b.y }
+    const r = await served(JSON.stringify(mixed))(`mx-${run}`, "ledger:reader", "GET", "/v1/receipts")
+    const body = await r.text()
+    expect([r.status, JSON.parse(body).error.code]).toEqual([503, "misconfigured"])
+    expect(body).toContain("LEDGER_RECEIPT_JWK")
+    expect(body).not.toContain(a.d as string)
+  })
+
+  it("a reader asking for another tenant's agent or chain by filter gets none of its receipts", async () => {
+    const api = served(JSON.stringify(await webCryptoP256()))
+    const victim = `victim-${run}`
+    const reader = `reader-${run}`
+    await pay(api, victim, "v1", 1)
+    for (const q of [`agent_id=${victim}`, `ledger=${victim}`, "cursor=0", "format=jsonl"]) {
+      const r = await api(reader, "ledger:reader", "GET", `/v1/receipts?${q}`)
+      expect(r.status).toBe(200)
+      expect(new TextDecoder().decode(await r.arrayBuffer())).not.toContain(victim)
+    }
+    const v = await api(reader, "ledger:reader", "POST", `/v1/receipts/verify?agent_id=${victim}`, {})
+    expect(await v.json()).toMatchObject({ ok: true, valid: 0 })
+    // The victim's own reader still sees its one receipt.
+    const own = await api(victim, "ledger:reader", "GET", `/v1/receipts?agent_id=${victim}`)
+    expect(((await own.json()) as { receipts: unknown[] }).receipts).toHaveLength(1)
   })
 })
