@@ -13,41 +13,7 @@ import {
   MemoryLedgerStorage,
 } from "../../src/core/index.ts"
 import { guardTool, guardTools } from "../../src/integrations/ai-sdk.ts"
-
-type Call = { id: string; tool: string; input: Record<string, unknown> }
-
-const usage = {
-  inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
-  outputTokens: { total: 1, text: 1, reasoning: undefined },
-}
-
-function scriptedModel(steps: Call[][]) {
-  let step = 0
-  return new MockLanguageModelV3({
-    doGenerate: async () => {
-      const calls = steps[step++]
-      if (!calls) {
-        return {
-          content: [{ type: "text" as const, text: "done" }],
-          finishReason: { unified: "stop" as const, raw: "stop" },
-          usage,
-          warnings: [],
-        }
-      }
-      return {
-        content: calls.map((c) => ({
-          type: "tool-call" as const,
-          toolCallId: c.id,
-          toolName: c.tool,
-          input: JSON.stringify(c.input),
-        })),
-        finishReason: { unified: "tool-calls" as const, raw: "tool_calls" },
-        usage,
-        warnings: [],
-      }
-    },
-  })
-}
+import { scriptedModel } from "./scripted/ai-sdk.ts"
 
 function toolOutputs(result: { steps: Array<{ content: Array<{ type: string }> }> }) {
   return result.steps.flatMap((s) =>

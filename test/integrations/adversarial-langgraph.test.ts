@@ -1,68 +1,10 @@
 // Adversarial review of the LangGraph integration in a real StateGraph (agent → ToolNode, MemorySaver).
-import { BaseChatModel } from "@langchain/core/language_models/chat_models"
-import { AIMessage, type BaseMessage, ToolMessage } from "@langchain/core/messages"
-import type { ChatResult } from "@langchain/core/outputs"
-import { type StructuredToolInterface, tool } from "@langchain/core/tools"
-import {
-  Command,
-  END,
-  interrupt,
-  MemorySaver,
-  MessagesAnnotation,
-  START,
-  StateGraph,
-} from "@langchain/langgraph"
-import { ToolNode, toolsCondition } from "@langchain/langgraph/prebuilt"
+import { tool } from "@langchain/core/tools"
+import { Command, interrupt } from "@langchain/langgraph"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
-import { ActionLedger, MemoryLedgerStorage } from "../../src/core/index.ts"
 import { guardTools, transitionOf } from "../../src/integrations/langgraph.ts"
-
-type ToolCall = { id: string; name: string; args: Record<string, unknown> }
-
-/** Asks for the scripted tool calls until a tool result is in the history, then answers. */
-class ScriptedChatModel extends BaseChatModel {
-  constructor(readonly calls: ToolCall[]) {
-    super({})
-  }
-  _llmType(): string {
-    return "scripted"
-  }
-  async _generate(messages: BaseMessage[]): Promise<ChatResult> {
-    const last = messages.at(-1)
-    const message =
-      last instanceof ToolMessage
-        ? new AIMessage("done")
-        : new AIMessage({ content: "", tool_calls: this.calls })
-    return { generations: [{ text: String(message.content), message }] }
-  }
-}
-
-function buildGraph(tools: StructuredToolInterface[], calls: ToolCall[], checkpointer = new MemorySaver()) {
-  const model = new ScriptedChatModel(calls)
-  return new StateGraph(MessagesAnnotation)
-    .addNode("agent", async (state) => ({ messages: [await model.invoke(state.messages)] }))
-    .addNode("tools", new ToolNode(tools))
-    .addEdge(START, "agent")
-    .addConditionalEdges("agent", toolsCondition, ["tools", END])
-    .addEdge("tools", "agent")
-    .compile({ checkpointer })
-}
-
-type Graph = ReturnType<typeof buildGraph>
-
-async function checkpointBeforeTools(graph: Graph, threadId: string): Promise<string> {
-  for await (const snapshot of graph.getStateHistory({ configurable: { thread_id: threadId } })) {
-    if (snapshot.next.includes("tools")) return snapshot.config.configurable?.checkpoint_id as string
-  }
-  throw new Error("no checkpoint before the tools node")
-}
-
-const toolMessages = (state: { messages: BaseMessage[] }) =>
-  state.messages.filter((m): m is ToolMessage => m instanceof ToolMessage)
-
-const newLedger = (storage = new MemoryLedgerStorage()) =>
-  new ActionLedger({ storage, pollInterval: 0.005, onWarning: () => {} })
+import { checkpointBeforeTools, newLedger, scriptedGraph, toolMessages } from "./scripted/langgraph.ts"
 
 const payment = { agentId: "billing", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" as const }
 
@@ -81,7 +23,7 @@ describe("LangGraph integration, adversarial", () => {
     const counter = { n: 0 }
     const ledger = newLedger()
     const calls = [{ id: "call_pay", name: "pay", args: { to: "acct_1" } }]
-    const graph = buildGraph(guardTools(ledger, [payTool(counter)], { pay: { binding: payment } }), calls)
+    const graph = scriptedGraph(guardTools(ledger, [payTool(counter)], { pay: { binding: payment } }), calls)
     const first = await graph.invoke(
       { messages: [{ role: "user", content: "pay" }] },
       { configurable: { thread_id: "t-run", run_id: "run-1" } },
@@ -109,7 +51,7 @@ describe("LangGraph integration, adversarial", () => {
       { name: "pay", description: "pay", schema: z.object({ to: z.string() }) },
     )
     const call = { id: "call_dup", name: "pay", args: { to: "acct_2" } }
-    const graph = buildGraph(guardTools(ledger, [slow], { pay: { binding: payment } }), [call, call, call])
+    const graph = scriptedGraph(guardTools(ledger, [slow], { pay: { binding: payment } }), [call, call, call])
     const out = await graph.invoke(
       { messages: [{ role: "user", content: "pay" }] },
       { configurable: { thread_id: "t-dup" } },
@@ -137,7 +79,7 @@ describe("LangGraph integration, adversarial", () => {
       { name: "pay", description: "pay", schema: z.object({ to: z.string() }) },
     )
     const calls = [{ id: "call_hitl", name: "pay", args: { to: "acct_3" } }]
-    const graph = buildGraph(
+    const graph = scriptedGraph(
       guardTools(ledger, [approvedPay], {
         pay: { binding: { ...payment, sideEffectClass: "keyed_mutate" }, boundary: "manual" },
       }),
@@ -158,7 +100,7 @@ describe("LangGraph integration, adversarial", () => {
   it("the hashed arguments are the tool's own: no config, runtime or tool-call fields reach the fingerprint", async () => {
     const ledger = newLedger()
     const calls = [{ id: "call_args", name: "pay", args: { to: "acct_4", injected: "x" } }]
-    const graph = buildGraph(guardTools(ledger, [payTool({ n: 0 })], { pay: { binding: payment } }), calls)
+    const graph = scriptedGraph(guardTools(ledger, [payTool({ n: 0 })], { pay: { binding: payment } }), calls)
     await graph.invoke(
       { messages: [{ role: "user", content: "pay" }] },
       { configurable: { thread_id: "t-args" } },
@@ -185,7 +127,7 @@ describe("LangGraph integration, adversarial", () => {
       },
     )
     const calls = [{ id: "call_cents", name: "pay", args: { dollars: 5 } }]
-    const graph = buildGraph(guardTools(ledger, [pay], { pay: { binding: payment } }), calls)
+    const graph = scriptedGraph(guardTools(ledger, [pay], { pay: { binding: payment } }), calls)
     const out = await graph.invoke(
       { messages: [{ role: "user", content: "pay" }] },
       { configurable: { thread_id: "t-cents" } },

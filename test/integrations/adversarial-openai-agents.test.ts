@@ -1,16 +1,6 @@
 // Adversarial review of the OpenAI Agents integration in the SDK's real Runner (a scripted Model plays a hostile
 // model: it writes the call ids, and after an error it calls again under a new id, as real models do).
-import {
-  Agent,
-  type AgentOutputItem,
-  type Model,
-  type ModelProvider,
-  type ModelRequest,
-  type ModelResponse,
-  Runner,
-  tool,
-  Usage,
-} from "@openai/agents"
+import { Agent, Runner, tool } from "@openai/agents"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
 import {
@@ -20,47 +10,7 @@ import {
   MemoryLedgerStorage,
 } from "../../src/core/index.ts"
 import { guardToolOptions } from "../../src/integrations/openai-agents.ts"
-
-type Call = { callId: string; name: string; args: Record<string, unknown> }
-
-class ScriptedModel implements Model {
-  #turn = 0
-  constructor(
-    readonly turns: Call[][],
-    readonly onTurn: (turn: number) => void = () => {},
-  ) {}
-  async getResponse(_request: ModelRequest): Promise<ModelResponse> {
-    this.onTurn(this.#turn)
-    const calls = this.turns[this.#turn++]
-    const output: AgentOutputItem[] = calls
-      ? calls.map((c) => ({
-          type: "function_call" as const,
-          callId: c.callId,
-          name: c.name,
-          arguments: JSON.stringify(c.args),
-          status: "completed" as const,
-        }))
-      : [
-          {
-            type: "message" as const,
-            role: "assistant" as const,
-            status: "completed" as const,
-            content: [{ type: "output_text" as const, text: "done" }],
-          },
-        ]
-    return { usage: new Usage(), output, responseId: `resp_${this.#turn}` }
-  }
-  getStreamedResponse(): AsyncIterable<never> {
-    throw new Error("the scripted model does not stream")
-  }
-}
-
-class ScriptedProvider implements ModelProvider {
-  constructor(readonly model: ScriptedModel) {}
-  getModel(): Model {
-    return this.model
-  }
-}
+import { ScriptedModel, ScriptedProvider } from "./scripted/openai-agents.ts"
 
 async function runAgent(model: ScriptedModel, tools: ReturnType<typeof tool>[]) {
   const runner = new Runner({ modelProvider: new ScriptedProvider(model), tracingDisabled: true })

@@ -1,6 +1,5 @@
 // The AI SDK integration in a real `generateText` tool loop (ai's MockLanguageModelV3 plays the model).
 import { generateText, type ModelMessage, stepCountIs, tool } from "ai"
-import { MockLanguageModelV3 } from "ai/test"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
 import { ActionLedger, LedgerHardBlockError, MemoryLedgerStorage } from "../../src/core/index.ts"
@@ -17,42 +16,7 @@ import {
   MessageValidator,
   type RepairReport,
 } from "../../src/transcript.ts"
-
-type Call = { id: string; tool: string; input: Record<string, unknown> }
-
-const usage = {
-  inputTokens: { total: 1, noCache: 1, cacheRead: undefined, cacheWrite: undefined },
-  outputTokens: { total: 1, text: 1, reasoning: undefined },
-}
-
-/** A scripted model: each step answers with the given tool calls, or with text when the script is done. */
-function scriptedModel(steps: Call[][]) {
-  let step = 0
-  return new MockLanguageModelV3({
-    doGenerate: async () => {
-      const calls = steps[step++]
-      if (!calls) {
-        return {
-          content: [{ type: "text" as const, text: "done" }],
-          finishReason: { unified: "stop" as const, raw: "stop" },
-          usage,
-          warnings: [],
-        }
-      }
-      return {
-        content: calls.map((c) => ({
-          type: "tool-call" as const,
-          toolCallId: c.id,
-          toolName: c.tool,
-          input: JSON.stringify(c.input),
-        })),
-        finishReason: { unified: "tool-calls" as const, raw: "tool_calls" },
-        usage,
-        warnings: [],
-      }
-    },
-  })
-}
+import { scriptedModel } from "./scripted/ai-sdk.ts"
 
 const payment = {
   agentId: "payment-agent",

@@ -1,35 +1,14 @@
 // The LangGraph integration in a real StateGraph (agent node → ToolNode, MemorySaver checkpoints) with a
-// scripted chat model built on LangChain's BaseChatModel.
-import { BaseChatModel } from "@langchain/core/language_models/chat_models"
-import { AIMessage, type BaseMessage, ToolMessage } from "@langchain/core/messages"
-import type { ChatResult } from "@langchain/core/outputs"
+// scripted chat model built on LangChain's BaseChatModel (test/integrations/scripted/langgraph.ts).
 import { type StructuredToolInterface, tool } from "@langchain/core/tools"
-import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph"
-import { ToolNode, toolsCondition } from "@langchain/langgraph/prebuilt"
+import { MemorySaver } from "@langchain/langgraph"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
-import { ActionLedger, MemoryLedgerStorage } from "../../src/core/index.ts"
+import { ActionLedger } from "../../src/core/index.ts"
 import { guardTool, guardTools, langGraphCallMeta, transitionOf } from "../../src/integrations/langgraph.ts"
 import { requireUpstash, runTag, upstashClient } from "../adapters/servers/env.ts"
-
-/** Calls `subagent_task` with a fixed tool-call id until a tool result is in the history, then answers. */
-class ScriptedChatModel extends BaseChatModel {
-  _llmType(): string {
-    return "scripted"
-  }
-  async _generate(messages: BaseMessage[]): Promise<ChatResult> {
-    const last = messages.at(-1)
-    const message =
-      last instanceof ToolMessage
-        ? new AIMessage(`done: ${String(last.content)}`)
-        : new AIMessage({
-            content: "",
-            tool_calls: [{ id: "call_7417", name: "subagent_task", args: { task: "analyze_market" } }],
-          })
-    return { generations: [{ text: String(message.content), message }] }
-  }
-}
+import { checkpointBeforeTools, newLedger, scriptedGraph, toolMessages } from "./scripted/langgraph.ts"
 
 const subagent = {
   agentId: "research",
@@ -37,32 +16,10 @@ const subagent = {
   sideEffectClass: "non_idempotent_mutate" as const,
 }
 
-function buildGraph(tools: StructuredToolInterface[], checkpointer = new MemorySaver()) {
-  const model = new ScriptedChatModel({})
-  return new StateGraph(MessagesAnnotation)
-    .addNode("agent", async (state) => ({ messages: [await model.invoke(state.messages)] }))
-    .addNode("tools", new ToolNode(tools))
-    .addEdge(START, "agent")
-    .addConditionalEdges("agent", toolsCondition, ["tools", END])
-    .addEdge("tools", "agent")
-    .compile({ checkpointer })
-}
-
-type Graph = ReturnType<typeof buildGraph>
-
-/** The checkpoint taken after the agent asked for the tool, i.e. the one LangGraph resumes the ToolNode from. */
-async function checkpointBeforeTools(graph: Graph, threadId: string): Promise<string> {
-  for await (const snapshot of graph.getStateHistory({ configurable: { thread_id: threadId } })) {
-    if (snapshot.next.includes("tools")) return snapshot.config.configurable?.checkpoint_id as string
-  }
-  throw new Error("no checkpoint before the tools node")
-}
-
-const toolMessages = (state: { messages: BaseMessage[] }) =>
-  state.messages.filter((m): m is ToolMessage => m instanceof ToolMessage)
-
-const newLedger = (storage = new MemoryLedgerStorage()) =>
-  new ActionLedger({ storage, pollInterval: 0.005, onWarning: () => {} })
+/** langgraph#7417's model: it calls `subagent_task` under one fixed tool-call id until a tool result is in. */
+const CALL_7417 = [{ id: "call_7417", name: "subagent_task", args: { task: "analyze_market" } }]
+const buildGraph = (tools: StructuredToolInterface[], checkpointer?: MemorySaver) =>
+  scriptedGraph(tools, CALL_7417, checkpointer)
 
 describe("LangGraph integration", () => {
   it("langgraph#7417: a tool call replayed from its checkpoint runs once; thread, node and call id reach the ledger", async () => {

@@ -1,62 +1,10 @@
 // The OpenAI Agents integration in the SDK's real Runner, with a scripted Model behind a ModelProvider.
-import {
-  Agent,
-  type AgentOutputItem,
-  type Model,
-  type ModelProvider,
-  type ModelRequest,
-  type ModelResponse,
-  type RunContext,
-  Runner,
-  tool,
-  Usage,
-} from "@openai/agents"
+import { Agent, type RunContext, Runner, tool } from "@openai/agents"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
 import { ActionLedger, MemoryLedgerStorage } from "../../src/core/index.ts"
 import { agentsCallMeta, guardToolOptions, transitionOf } from "../../src/integrations/openai-agents.ts"
-
-type Call = { callId: string; name: string; args: Record<string, unknown> }
-
-/** Each turn answers with the scripted function calls; when the script is done, with a final message. */
-class ScriptedModel implements Model {
-  readonly requests: ModelRequest[] = []
-  #turn = 0
-  constructor(readonly turns: Call[][]) {}
-
-  async getResponse(request: ModelRequest): Promise<ModelResponse> {
-    this.requests.push(request)
-    const calls = this.turns[this.#turn++]
-    const output: AgentOutputItem[] = calls
-      ? calls.map((c) => ({
-          type: "function_call" as const,
-          callId: c.callId,
-          name: c.name,
-          arguments: JSON.stringify(c.args),
-          status: "completed" as const,
-        }))
-      : [
-          {
-            type: "message" as const,
-            role: "assistant" as const,
-            status: "completed" as const,
-            content: [{ type: "output_text" as const, text: "done" }],
-          },
-        ]
-    return { usage: new Usage(), output, responseId: `resp_${this.#turn}` }
-  }
-
-  getStreamedResponse(): AsyncIterable<never> {
-    throw new Error("the scripted model does not stream")
-  }
-}
-
-class ScriptedProvider implements ModelProvider {
-  constructor(readonly model: ScriptedModel) {}
-  getModel(): Model {
-    return this.model
-  }
-}
+import { type Call, ScriptedModel, ScriptedProvider } from "./scripted/openai-agents.ts"
 
 const payment = {
   agentId: "payment-agent",
