@@ -5,8 +5,8 @@ export class GuardedToolError extends MyceliumError {
   override readonly name = "GuardedToolError"
   override readonly code: string
 
-  constructor(code: string, message: string) {
-    super(message)
+  constructor(code: string, message: string, options?: ErrorOptions) {
+    super(message, options)
     this.code = code
   }
 }

@@ -40,13 +40,13 @@ export function runWithBoundary<R>(
   tx: GuardContext,
   body: () => Promise<R> | R,
 ): Promise<R> {
-  if (mode === "manual" || isRead(options)) return Promise.resolve().then(body)
-  return tx.sideEffect(body)
+  return bodyIsEffect(mode, options) ? tx.sideEffect(body) : Promise.resolve().then(body)
 }
 
-function isRead(options: GuardLedgerOptions): boolean {
+/** Whether {@link runWithBoundary} runs the whole body as the side effect. */
+export function bodyIsEffect(mode: BoundaryMode, options: GuardLedgerOptions): boolean {
   const binding = options.binding as { sideEffectClass?: string } | undefined
-  return binding?.sideEffectClass === "read"
+  return mode === "whole" && binding?.sideEffectClass !== "read"
 }
 
 /** Drops empty fields of a metadata patch, so a framework's `undefined` or `""` never shadows a real value. */

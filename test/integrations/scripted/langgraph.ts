@@ -31,11 +31,12 @@ export function scriptedGraph(
   tools: StructuredToolInterface[],
   calls: ToolCall[],
   checkpointer = new MemorySaver(),
+  handleToolErrors = true,
 ) {
   const model = new ScriptedChatModel(calls)
   return new StateGraph(MessagesAnnotation)
     .addNode("agent", async (state) => ({ messages: [await model.invoke(state.messages)] }))
-    .addNode("tools", new ToolNode(tools))
+    .addNode("tools", new ToolNode(tools, { handleToolErrors }))
     .addEdge(START, "agent")
     .addConditionalEdges("agent", toolsCondition, ["tools", END])
     .addEdge("tools", "agent")
