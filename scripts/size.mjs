@@ -15,6 +15,9 @@ const clients = [
   "cloudflare:workers",
   "node:*",
   "vitest",
+  // The LangGraph integration imports the framework only to revive a replayed Command or message, from the
+  // application's own copy.
+  "@langchain/*",
 ]
 const budgets = [
   {
@@ -61,7 +64,8 @@ const budgets = [
   ...["ai-sdk", "langgraph", "openai-agents"].map((i) => ({
     name: `integrations/${i}`,
     code: `export * from "./dist/integrations/${i}.js"`,
-    max: (i === "ai-sdk" ? 12 : 6) * KB,
+    // LangGraph's also settles interrupt() and revives a replayed Command or message: 6.0 KB with both, budget 7.
+    max: (i === "ai-sdk" ? 12 : i === "langgraph" ? 7 : 6) * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.
   { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 12 * KB },

@@ -1,5 +1,5 @@
-// LangGraph.js / LangChain tools. Only types are imported from @langchain/core: this entry never loads the
-// framework at run time. A guarded tool is the caller's tool with its `_call` (the documented extension point
+// LangGraph.js / LangChain tools. Only types are imported from @langchain/core: this entry loads the framework
+// only to revive a replayed Command or message (langgraph-replay.ts). A guarded tool is the caller's tool with its `_call` (the documented extension point
 // of StructuredTool) running through the ledger, so schema, name, ToolNode and streaming behave as before.
 import type { CallbackManagerForToolRun } from "@langchain/core/callbacks/manager"
 import type { StructuredToolInterface, ToolRunnableConfig } from "@langchain/core/tools"
@@ -7,6 +7,8 @@ import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
+import { isGraphInterrupt, settleInterrupt } from "./langgraph-interrupt.ts"
+import { isCommandJson, reviveReplayed, storableResult } from "./langgraph-replay.ts"
 import {
   type BoundaryMode,
   bindTransition,
@@ -103,10 +105,13 @@ export function guardTool<T extends StructuredToolInterface>(
       const out = await runWithBoundary(boundary, ledgerOptions, tx, () =>
         inner.call(tool, boxed ? checked.input : checked, runManager, config),
       )
-      return limits.output(out)
+      return storableResult(await limits.output(out))
     })
     try {
-      return await run(args, callMeta)
+      const out = await run(args, callMeta)
+      // A replay returns the stored JSON of the first run's result: a Command or a message gets its class back.
+      // A Command is stored as JSON on the first run too (see storableResult), so both runs return the same.
+      return attempt && !isCommandJson(out) ? out : await reviveReplayed(out)
     } catch (err) {
       if (attempt && isGraphInterrupt(err)) {
         await settleInterrupt(ledger, attempt, name, bodyIsEffect(boundary, ledgerOptions), err)
@@ -131,73 +136,6 @@ export function guardTools<T extends StructuredToolInterface>(
 /** The transition of the running call: pass the `config` your tool function received. */
 export function transitionOf(config: ToolRunnableConfig | undefined): GuardContext {
   return lookupTransition(config?.configurable, "tool config")
-}
-
-/** What recording a pause needs beyond `tool()`: an `ActionLedger` has both; a `RemoteLedger` (agent scope) has neither. */
-interface PausableLedger {
-  get(requestId: string): Promise<{
-    readonly terminalOutcome: string
-    readonly sideEffectBoundary: string
-    readonly fence: number
-  } | null>
-  release(
-    requestId: string,
-    options: { verified: "not_executed"; by: string; reason: string; expectedFence: number },
-  ): Promise<unknown>
-}
-
-/** LangGraph's own test (`isGraphInterrupt`), by name: this entry never loads @langchain/langgraph. */
-function isGraphInterrupt(err: unknown): boolean {
-  const name = (err as { name?: unknown } | null)?.name
-  return name === "GraphInterrupt" || name === "NodeInterrupt"
-}
-
-/**
- * `interrupt()` throws to pause the graph for human input, and the resume runs the tool again from its start. The
- * ledger has already recorded the throw as a failure.
- * - Before the side effect (`boundary: "manual"`, interrupt() before `sideEffect()`) that is FAILED_BEFORE_EFFECT,
- *   which blocks a non_idempotent_mutate call for good. Nothing ran, so the pause is released as `not_executed`
- *   (a receipted release, good for one redispatch) and the resume runs the tool once.
- * - Inside or after the side effect (`"whole"`, or after `sideEffect()` began) the call is UNKNOWN or failed after
- *   its effect: what ran before the interrupt is not known, so a resume could only hard-block, after a human had
- *   already answered. The interrupt becomes an error now, while the developer can still move it.
- */
-async function settleInterrupt(
-  ledger: ToolLedger,
-  tx: GuardContext,
-  tool: string,
-  wholeBody: boolean,
-  interrupt: unknown,
-): Promise<void> {
-  const pausable = ledger as Partial<PausableLedger>
-  const fence = (tx as { readonly fence?: unknown }).fence
-  const readable = typeof pausable.get === "function" && typeof fence === "number"
-  const row = readable ? await pausable.get?.(tx.requestId) : null
-  const ours = row?.fence === fence
-  const began = ours ? row?.sideEffectBoundary !== "not_crossed" : !readable && wholeBody
-  if (began) {
-    throw new GuardedToolError(
-      "interrupt_inside_side_effect",
-      `Tool '${tool}' called interrupt() inside its side effect, so the resume could not know what ran before it ` +
-        `and would be hard-blocked (the call is recorded as ${row?.terminalOutcome ?? "UNKNOWN"}). Pass boundary: ` +
-        "'manual' and call interrupt() before transitionOf(config).sideEffect(), or ask in a graph node before the tool.",
-      { cause: interrupt },
-    )
-  }
-  if (!ours || typeof fence !== "number" || row?.terminalOutcome !== "FAILED_BEFORE_EFFECT") return
-  if (typeof pausable.release !== "function") return
-  try {
-    await pausable.release(tx.requestId, {
-      verified: "not_executed",
-      by: "langgraph interrupt()",
-      reason: `tool '${tool}' paused for input before its side effect; the resume runs it`,
-      expectedFence: fence,
-    })
-  } catch (e) {
-    // Another dispatch moved the row after we read it (a keyed call may be re-run at once): it is theirs now.
-    const code = (e as { code?: unknown } | null)?.code
-    if (code !== "ledger_release_refused" && code !== "ledger_already_resolved") throw e
-  }
 }
 
 function str(v: unknown): string | undefined {
