@@ -65,7 +65,7 @@ describe("mycelium demo --serve", () => {
       // The tour's receipts are served too, and verify offline with the demo key the banner prints.
       const key = /MYCELIUM_SIGNING_KEY=(demo-[0-9a-f]{8}) /.exec(out)?.[1]
       expect(key, out).toBeDefined()
-      expect(out).toContain(`receipts export --url ${base} -o audit.jsonl`)
+      expect(out).toContain(`receipts export --url ${base} -o .mycelium/audit.jsonl`)
       const exported = await fetch(`${base}/v1/receipts?format=jsonl`)
       const lines = (await exported.text()).trim().split("\n")
       const receipts = lines.map((l) => parseReceiptJson(l) as Receipt)

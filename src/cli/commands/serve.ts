@@ -58,7 +58,7 @@ export async function startApi(
   const h = token ? ` -H "authorization: Bearer $MYCELIUM_TOKEN"` : ""
   console.log(`  curl${h} ${base}/v1/transitions`)
   console.log(`  curl${h} '${base}/v1/transitions?stuck=true'`)
-  if (receipts) console.log(`  ${CLI} receipts export --url ${base} -o audit.jsonl`)
+  if (receipts) console.log(`  ${CLI} receipts export --url ${base} -o .mycelium/audit.jsonl`)
 }
 
 export async function run(args: string[]): Promise<number> {
