@@ -9,6 +9,7 @@ interface PausableLedger {
     readonly terminalOutcome: string
     readonly sideEffectBoundary: string
     readonly fence: number
+    readonly externalOperationRef?: string | null
   } | null>
   release(
     requestId: string,
@@ -28,9 +29,9 @@ export function isGraphInterrupt(err: unknown): boolean {
  * - Before the side effect (`boundary: "manual"`, interrupt() before `sideEffect()`) that is FAILED_BEFORE_EFFECT,
  *   which blocks a non_idempotent_mutate call for good. Nothing ran, so the pause is released as `not_executed`
  *   (a receipted release, good for one redispatch) and the resume runs the tool once.
- * - Inside or after the side effect (`"whole"`, or after `sideEffect()` began) the call is UNKNOWN or failed after
- *   its effect: what ran before the interrupt is not known, so a resume could only hard-block, after a human had
- *   already answered. The interrupt becomes an error now, while the developer can still move it.
+ * - Inside or after the side effect (`"whole"`, after `sideEffect()` began, or after `recordExternalOperation()`:
+ *   the provider was called) the call is UNKNOWN, failed after its effect, or holds a provider handle: what ran
+ *   before the interrupt is not known, so a resume could only hard-block, after a human had already answered. The interrupt becomes an error now, while the developer can still move it.
  */
 export async function settleInterrupt(
   ledger: ToolLedger,
@@ -44,11 +45,16 @@ export async function settleInterrupt(
   const readable = typeof pausable.get === "function" && typeof fence === "number"
   const row = readable ? await pausable.get?.(tx.requestId) : null
   const ours = row?.fence === fence
-  const began = ours ? row?.sideEffectBoundary !== "not_crossed" : !readable && wholeBody
+  // A recorded external operation means the provider was already called (an intent created, a key sent): a
+  // release would let the resume call it again, so it counts as the side effect having begun.
+  const ref = ours ? row?.externalOperationRef : null
+  const began = ours ? row?.sideEffectBoundary !== "not_crossed" || ref != null : !readable && wholeBody
   if (began) {
+    const where =
+      ref != null ? `after recording external operation '${String(ref)}'` : "inside its side effect"
     throw new GuardedToolError(
       "interrupt_inside_side_effect",
-      `Tool '${tool}' called interrupt() inside its side effect, so the resume could not know what ran before it ` +
+      `Tool '${tool}' called interrupt() ${where}, so the resume could not know what ran before it ` +
         `and would be hard-blocked (the call is recorded as ${row?.terminalOutcome ?? "UNKNOWN"}). Pass boundary: ` +
         "'manual' and call interrupt() before transitionOf(config).sideEffect(), or ask in a graph node before the tool.",
       { cause: interrupt },
