@@ -8,7 +8,7 @@ import { type BoundarySchema, isStandardSchema } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
 import { isGraphInterrupt, settleInterrupt } from "./langgraph-interrupt.ts"
-import { isCommandJson, reviveReplayed, storableResult } from "./langgraph-replay.ts"
+import { reviveReplayed, storableResult, storedAsJson } from "./langgraph-replay.ts"
 import {
   type BoundaryMode,
   bindTransition,
@@ -110,8 +110,9 @@ export function guardTool<T extends StructuredToolInterface>(
     try {
       const out = await run(args, callMeta)
       // A replay returns the stored JSON of the first run's result: a Command or a message gets its class back.
-      // A Command is stored as JSON on the first run too (see storableResult), so both runs return the same.
-      return attempt && !isCommandJson(out) ? out : await reviveReplayed(out)
+      // A Command (and escaped data) is stored as JSON on the first run too (see storableResult): both runs
+      // return the same.
+      return attempt && !storedAsJson(out) ? out : await reviveReplayed(out)
     } catch (err) {
       if (attempt && isGraphInterrupt(err)) {
         await settleInterrupt(ledger, attempt, name, bodyIsEffect(boundary, ledgerOptions), err)
