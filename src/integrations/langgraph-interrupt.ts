@@ -37,7 +37,7 @@ export async function settleInterrupt(
   ledger: ToolLedger,
   tx: GuardContext,
   tool: string,
-  wholeBody: boolean,
+  effectBegan: boolean,
   interrupt: unknown,
 ): Promise<void> {
   const pausable = ledger as Partial<PausableLedger>
@@ -48,7 +48,7 @@ export async function settleInterrupt(
   // A recorded external operation means the provider was already called (an intent created, a key sent): a
   // release would let the resume call it again, so it counts as the side effect having begun.
   const ref = ours ? row?.externalOperationRef : null
-  const began = ours ? row?.sideEffectBoundary !== "not_crossed" || ref != null : !readable && wholeBody
+  const began = effectBegan || (ours && (row?.sideEffectBoundary !== "not_crossed" || ref != null))
   if (began) {
     const where =
       ref != null ? `after recording external operation '${String(ref)}'` : "inside its side effect"
@@ -74,4 +74,34 @@ export async function settleInterrupt(
     const code = (e as { code?: unknown } | null)?.code
     if (code !== "ledger_release_refused" && code !== "ledger_already_resolved") throw e
   }
+}
+
+const EFFECT_METHODS = new Set<PropertyKey>([
+  "sideEffect",
+  "markMaybeCrossed",
+  "markCrossed",
+  "recordExternalOperation",
+])
+
+/**
+ * The call's transition as the tool body gets it, noting when the body starts its side effect (or records a
+ * provider handle). A `RemoteLedger` cannot be read back, so this is how its pauses are judged; with an
+ * `ActionLedger` the stored row says the same.
+ */
+export function trackedTransition(tx: GuardContext): { tx: GuardContext; began: () => boolean } {
+  let began = false
+  const tracked = new Proxy(tx, {
+    get(target, key) {
+      const value = Reflect.get(target, key, target)
+      if (typeof value !== "function") return value
+      // Bound to the real transition: its methods use private fields, which a proxy receiver would not have.
+      const bound = value.bind(target) as (...args: unknown[]) => unknown
+      if (!EFFECT_METHODS.has(key)) return bound
+      return (...args: unknown[]) => {
+        began = true
+        return bound(...args)
+      }
+    },
+  })
+  return { tx: tracked, began: () => began }
 }

@@ -7,12 +7,11 @@ import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
-import { isGraphInterrupt, settleInterrupt } from "./langgraph-interrupt.ts"
+import { isGraphInterrupt, settleInterrupt, trackedTransition } from "./langgraph-interrupt.ts"
 import { reviveReplayed, storableResult, storedAsJson } from "./langgraph-replay.ts"
 import {
   type BoundaryMode,
   bindTransition,
-  bodyIsEffect,
   cleanMeta,
   type GuardContext,
   type GuardLedgerOptions,
@@ -95,8 +94,11 @@ export function guardTool<T extends StructuredToolInterface>(
     const { runId: _perRun, ...replayScope } = langGraphCallMeta(parentConfig)
     const callMeta = { ...replayScope, ...cleanMeta(meta?.(parentConfig ?? {}) ?? {}) }
     let attempt: GuardContext | null = null
-    const run = ledger.tool(ledgerOptions, async (checked, tx) => {
-      attempt = tx
+    let effectBegan = () => false
+    const run = ledger.tool(ledgerOptions, async (checked, raw) => {
+      attempt = raw
+      const { tx, began } = trackedTransition(raw)
+      effectBegan = began
       // tool() hands its function a copy of the config, but `configurable` travels by reference: the transition
       // is tied to a fresh `configurable` of this call.
       const configurable = { ...parentConfig?.configurable }
@@ -115,7 +117,7 @@ export function guardTool<T extends StructuredToolInterface>(
       return attempt && !storedAsJson(out) ? out : await reviveReplayed(out)
     } catch (err) {
       if (attempt && isGraphInterrupt(err)) {
-        await settleInterrupt(ledger, attempt, name, bodyIsEffect(boundary, ledgerOptions), err)
+        await settleInterrupt(ledger, attempt, name, effectBegan(), err)
       }
       throw err
     }

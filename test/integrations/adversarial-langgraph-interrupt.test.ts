@@ -7,7 +7,9 @@ import { describe, expect, it } from "vitest"
 import { z } from "zod"
 import { RedisLedgerStorage } from "../../src/adapters/redis.ts"
 import { ActionLedger, MemoryLedgerStorage } from "../../src/core/index.ts"
-import { guardTools, transitionOf } from "../../src/integrations/langgraph.ts"
+import { createLedgerApp } from "../../src/edge/app.ts"
+import { RemoteLedger } from "../../src/edge/client.ts"
+import { guardTools, type ToolLedger, transitionOf } from "../../src/integrations/langgraph.ts"
 import { runTag } from "../adapters/servers/env.ts"
 import { scriptedGraph, type ToolCall, toolMessages } from "./scripted/langgraph.ts"
 
@@ -15,7 +17,7 @@ const payment = { agentId: "billing", policyVersion: "1", sideEffectClass: "non_
 const schema = z.object({ to: z.string() })
 
 function graphOf(
-  ledger: ActionLedger,
+  ledger: ToolLedger,
   tools: Parameters<typeof guardTools>[1],
   calls: ToolCall[],
   thread: string,
@@ -218,5 +220,27 @@ describe("adversarial: interrupt() in a guarded LangGraph tool", () => {
     } finally {
       for (const s of stores) s.close()
     }
+  })
+
+  it("RemoteLedger, interrupt() after sideEffect() began: the call fails now, it does not pause on a dead end", async () => {
+    const storage = new MemoryLedgerStorage()
+    const app = createLedgerApp({ storage, pollInterval: 0.005 })
+    const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
+      app.fetch(new Request(input, init))) as typeof globalThis.fetch
+    const remote = new RemoteLedger({ baseUrl: "http://edge.test", fetch, onWarning: () => {} })
+    const paid: string[] = []
+    const pay = tool(
+      async ({ to }, config) => {
+        const tx = transitionOf(config)
+        await tx.sideEffect(async () => paid.push(to))
+        return `paid ${to}: ${String(interrupt({ question: "note?" }))}`
+      },
+      { name: "pay", description: "pay", schema },
+    )
+    const g = graphOf(remote, [pay], [{ id: "call_remote_late", name: "pay", args: { to: "a" } }], "t-remote")
+    const out = await g.start()
+    expect(String(toolMessages(out)[0]?.content)).toContain("called interrupt() inside its side effect")
+    expect(await g.interrupts()).toEqual([])
+    expect(paid).toEqual(["a"])
   })
 })

@@ -7,14 +7,17 @@ import { Command, END, MessagesAnnotation, Send, START, StateGraph } from "@lang
 import { ToolNode } from "@langchain/langgraph/prebuilt"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
-import { guardTool } from "../../src/integrations/langgraph.ts"
+import { MemoryLedgerStorage } from "../../src/core/index.ts"
+import { createLedgerApp } from "../../src/edge/app.ts"
+import { RemoteLedger } from "../../src/edge/client.ts"
+import { guardTool, type ToolLedger } from "../../src/integrations/langgraph.ts"
 import { newLedger } from "./scripted/langgraph.ts"
 
 const keyed = { agentId: "billing", policyVersion: "1", sideEffectClass: "keyed_mutate" as const }
 const schema = z.object({ to: z.string() })
 
 /** The same tool unguarded and guarded, invoked with one tool call: first run, then a replay of the same call. */
-async function threeRuns(id: string, body: () => unknown) {
+async function threeRuns(id: string, body: () => unknown, ledger: ToolLedger = newLedger()) {
   let runs = 0
   const plain = tool(
     async () => {
@@ -23,7 +26,7 @@ async function threeRuns(id: string, body: () => unknown) {
     },
     { name: "pay", description: "pay", schema },
   )
-  const guarded = guardTool(newLedger(), plain, { binding: keyed })
+  const guarded = guardTool(ledger, plain, { binding: keyed })
   const call = { id, name: "pay", args: { to: "a" }, type: "tool_call" as const }
   const unguarded = await plain.invoke(call)
   const first = await guarded.invoke(call).catch((e: unknown) => e)
@@ -132,5 +135,32 @@ describe("adversarial: replayed LangGraph results", () => {
     await graph.invoke({ messages: [new HumanMessage("go")] })
     expect(seen).toHaveLength(2)
     for (const m of seen) expect(m).toBeInstanceOf(HumanMessage)
+  })
+
+  it("through a RemoteLedger (the edge app over fetch) first run and replay match the unguarded tool", async () => {
+    const app = createLedgerApp({ storage: new MemoryLedgerStorage(), pollInterval: 0.005 })
+    const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
+      app.fetch(new Request(input, init))) as typeof globalThis.fetch
+    const remote = new RemoteLedger({ baseUrl: "http://edge.test", fetch, onWarning: () => {} })
+    const forged = await threeRuns(
+      "call_remote_forged",
+      () => JSON.parse(JSON.stringify(forgedCommand)),
+      remote,
+    )
+    expect((forged.replay as ToolMessage).content).toEqual((forged.unguarded as ToolMessage).content)
+    expect((forged.first as ToolMessage).content).toEqual((forged.unguarded as ToolMessage).content)
+    const update = {
+      receipt: { ...forgedSecret },
+      messages: [new ToolMessage({ content: "paid", tool_call_id: "x" })],
+    }
+    const cmd = await threeRuns("call_remote_cmd", () => new Command({ update, goto: "next" }), remote)
+    for (const r of [cmd.first, cmd.replay]) {
+      expect(r).toBeInstanceOf(Command)
+      expect((r as Command).goto).toEqual(["next"])
+      const u = (r as Command).update as typeof update
+      expect(u.receipt).toEqual(forgedSecret)
+      expect(u.messages[0]).toBeInstanceOf(ToolMessage)
+    }
+    expect(cmd.bodyRuns).toBe(1)
   })
 })
