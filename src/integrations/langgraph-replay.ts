@@ -9,6 +9,8 @@
 // escaped when stored (LangChain's own `{ __lc_escaped__: ... }`, which `load()` unwraps without reviving), and only
 // what a class instance serialized itself is revived.
 
+import { GuardedToolError } from "./errors.ts"
+
 const ESCAPED = "__lc_escaped__"
 
 /** A `Command` as stored: `{ lg_name: "Command", update, goto, resume, graph }`, its data escaped. */
@@ -90,10 +92,9 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 export async function reviveReplayed(stored: unknown): Promise<unknown> {
   if (isEscaped(stored)) return stored[ESCAPED]
   if (isCommandJson(stored)) {
-    const [{ Command }, { load }] = await Promise.all([
-      import("@langchain/langgraph"),
-      import("@langchain/core/load"),
-    ])
+    const [{ Command }, { load }] = await framework(() =>
+      Promise.all([import("@langchain/langgraph"), import("@langchain/core/load")]),
+    )
     // load()'s default depth cap (50) guards against hostile input; this is the ledger's own, escaped, and the
     // store already held it: a deep state update must not fail a call whose effect ran.
     const revive = (v: unknown) =>
@@ -104,10 +105,28 @@ export async function reviveReplayed(stored: unknown): Promise<unknown> {
     return new Command(args as ConstructorParameters<typeof Command>[0])
   }
   if (isSerializedJson(stored)) {
-    const { load } = await import("@langchain/core/load")
+    const { load } = await framework(() => import("@langchain/core/load"))
     return load(JSON.stringify(stored))
   }
   return stored
+}
+
+/**
+ * The application's LangGraph / LangChain, or a typed error: the ledger holds a Command or a message for this call
+ * (a first run in a process that had them), and this process, without them, cannot hand it back as one.
+ */
+async function framework<T>(load: () => Promise<T>): Promise<T> {
+  try {
+    return await load()
+  } catch (cause) {
+    throw new GuardedToolError(
+      "langgraph_not_installed",
+      "The ledger holds a LangGraph Command or LangChain message as this call's result, and @langchain/langgraph or " +
+        "@langchain/core/load cannot be imported here: install @langchain/langgraph and @langchain/core in the " +
+        "application that replays LangGraph tool calls.",
+      { cause },
+    )
+  }
 }
 
 /** On the first run the tool's own value is returned, except what was stored as JSON: a Command, escaped data. */

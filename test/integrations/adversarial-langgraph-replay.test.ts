@@ -1,6 +1,8 @@
 // Adversarial review of the revival of a replayed Command or message. A guarded tool must hand LangGraph what the
 // unguarded tool would have, on its first run and on a replay: data a tool returns (model text, a provider's JSON)
 // is data, never a Command or a LangChain class, and never a reason to fail a call whose effect already ran.
+import { execFile } from "node:child_process"
+import { resolve } from "node:path"
 import { AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages"
 import { tool } from "@langchain/core/tools"
 import { Command, END, MessagesAnnotation, Send, START, StateGraph } from "@langchain/langgraph"
@@ -162,5 +164,25 @@ describe("adversarial: replayed LangGraph results", () => {
       expect(u.messages[0]).toBeInstanceOf(ToolMessage)
     }
     expect(cmd.bodyRuns).toBe(1)
+  })
+
+  it("a stored Command replayed where @langchain/langgraph is not installed: a typed error that says what to do", async () => {
+    const printed = await new Promise<string>((done, fail) =>
+      execFile(
+        process.execPath,
+        [
+          "--import",
+          "tsx",
+          "--import",
+          resolve("test/integrations/scripted/hide-langgraph.mjs"),
+          resolve("test/integrations/scripted/replay-without-langgraph.mts"),
+        ],
+        { env: { ...process.env, NO_COLOR: "1" } },
+        (error, out, err) => (error ? fail(new Error(`${out}${err}`)) : done(out)),
+      ),
+    )
+    const out = JSON.parse(printed.trim().split("\n").at(-1) ?? "{}") as Record<string, unknown>
+    expect(out).toMatchObject({ name: "GuardedToolError", code: "langgraph_not_installed", runs: 0 })
+    expect(String(out.message)).toContain("install @langchain/langgraph")
   })
 })
