@@ -23,6 +23,22 @@ export function isGraphInterrupt(err: unknown): boolean {
   return name === "GraphInterrupt" || name === "NodeInterrupt"
 }
 
+const INVALID_RESUME = Symbol.for("langgraph.invalid_resume")
+
+/**
+ * LangGraph's own test (`isInvalidResume`): interrupt() refused the answer (its `responseSchema`), and the question
+ * stays open to be answered again. That is a pause too, not a failure of the call.
+ */
+export function isInvalidResume(err: unknown): boolean {
+  let current = err
+  for (let depth = 0; depth < 10; depth++) {
+    if (typeof current !== "object" || current === null) return false
+    if ((current as Record<symbol, unknown>)[INVALID_RESUME] === true) return true
+    current = (current as { cause?: unknown }).cause
+  }
+  return false
+}
+
 /**
  * `interrupt()` throws to pause the graph for human input, and the resume runs the tool again from its start. The
  * ledger has already recorded the throw as a failure.

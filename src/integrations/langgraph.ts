@@ -7,7 +7,12 @@ import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
-import { isGraphInterrupt, settleInterrupt, trackedTransition } from "./langgraph-interrupt.ts"
+import {
+  isGraphInterrupt,
+  isInvalidResume,
+  settleInterrupt,
+  trackedTransition,
+} from "./langgraph-interrupt.ts"
 import { reviveReplayed, storableResult, storedAsJson } from "./langgraph-replay.ts"
 import {
   type BoundaryMode,
@@ -116,7 +121,7 @@ export function guardTool<T extends StructuredToolInterface>(
       // return the same.
       return attempt && !storedAsJson(out) ? out : await reviveReplayed(out)
     } catch (err) {
-      if (attempt && isGraphInterrupt(err)) {
+      if (attempt && (isGraphInterrupt(err) || isInvalidResume(err))) {
         await settleInterrupt(ledger, attempt, name, effectBegan(), err)
       }
       throw err

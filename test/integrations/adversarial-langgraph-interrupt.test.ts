@@ -243,4 +243,38 @@ describe("adversarial: interrupt() in a guarded LangGraph tool", () => {
     expect(await g.interrupts()).toEqual([])
     expect(paid).toEqual(["a"])
   })
+
+  it("an answer that fails interrupt()'s responseSchema can be given again, and then pays once", async () => {
+    const paid: string[] = []
+    const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), onWarning: () => {} })
+    const pay = tool(
+      async ({ to }, config) => {
+        const ok = interrupt({ question: `pay ${to}?` }, { responseSchema: z.enum(["yes", "no"]) })
+        if (ok !== "yes") return "no"
+        return transitionOf(config).sideEffect(async () => {
+          paid.push(to)
+          return `paid ${to}`
+        })
+      },
+      { name: "pay", description: "pay", schema },
+    )
+    // handleToolErrors: false, so the refused answer fails the run and LangGraph keeps the question open.
+    const tools = guardTools(ledger, [pay], { pay: { binding: payment, boundary: "manual" } })
+    const graph = scriptedGraph(
+      tools,
+      [{ id: "call_schema", name: "pay", args: { to: "a" } }],
+      undefined,
+      false,
+    )
+    const config = { configurable: { thread_id: "t-schema" } }
+    await graph.invoke({ messages: [{ role: "user", content: "go" }] }, config)
+    await expect(graph.invoke(new Command({ resume: "maybe" }), config)).rejects.toThrow("Invalid option")
+    expect(paid).toEqual([])
+    const pending = (await graph.getState(config)).tasks.flatMap((t) => t.interrupts)
+    expect(pending.map((i) => i.value)).toEqual([{ question: "pay a?" }])
+    const out = await graph.invoke(new Command({ resume: "yes" }), config)
+    expect(toolMessages(out).map((m) => m.content)).toEqual(["paid a"])
+    await graph.invoke(new Command({ resume: "yes" }), config)
+    expect(paid).toEqual(["a"])
+  })
 })
