@@ -64,7 +64,8 @@ const budgets = [
   ...["ai-sdk", "langgraph", "openai-agents"].map((i) => ({
     name: `integrations/${i}`,
     code: `export * from "./dist/integrations/${i}.js"`,
-    // LangGraph's also settles interrupt() and revives a replayed Command or message: 6.0 KB with both, budget 7.
+    // LangGraph's also settles interrupt() and revives a replayed Command or message: 6.0 KB with both, 6.7 KB once
+    // replays escaped plain data and interrupts were judged by a tracked transition (adversarial review); budget 7.
     max: (i === "ai-sdk" ? 12 : i === "langgraph" ? 7 : 6) * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.

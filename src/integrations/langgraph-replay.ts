@@ -2,28 +2,81 @@
 // run's `Command` or message as a plain object: ToolNode would send its JSON text to the model as the tool's answer
 // and drop the state update. Both get their class back here. The framework is imported only when a replayed result
 // needs it; a graph that returned one has it installed.
+//
+// What a tool returns is often data it did not write (model text, a provider's JSON). Data shaped like a Command
+// or like LangChain's serialization must stay data: the unguarded tool would hand it to ToolNode as text, and
+// `load()` must never instantiate a class or look up a secret from it. So everything plain that a result carries is
+// escaped when stored (LangChain's own `{ __lc_escaped__: ... }`, which `load()` unwraps without reviving), and only
+// what a class instance serialized itself is revived.
 
-/** A `Command` as JSON: `{ lg_name: "Command", update, goto, resume, graph }`. */
+import { GuardedToolError } from "./errors.ts"
+
+const ESCAPED = "__lc_escaped__"
+
+/** A `Command` as stored: `{ lg_name: "Command", update, goto, resume, graph }`, its data escaped. */
 export function isCommandJson(v: unknown): v is Record<string, unknown> {
   return isPlainObject(v) && v.lg_name === "Command"
 }
 
 /**
- * What the ledger stores for a tool's result. `Command.toJSON()` leaves out `graph`, so a handoff to the parent
- * graph (`graph: Command.PARENT`, as handoff tools return) would replay as a jump inside the tool's own graph:
- * a Command is stored as its JSON plus `graph`. (LangGraph's own test: a class instance named Command.)
+ * What the ledger stores for a tool's result. A `Command` is stored as its JSON plus `graph` (`Command.toJSON()`
+ * leaves it out, so a handoff to the parent graph would replay as a jump inside the tool's own graph), with the
+ * plain data of its `update`, `resume` and sends escaped. Plain data that could pass for a Command or a serialized
+ * LangChain object is escaped as a whole. (LangGraph's own test for a Command: a class instance named Command.)
  */
 export function storableResult(v: unknown): unknown {
-  if (typeof v !== "object" || v === null || isPlainObject(v)) return v
-  const cmd = v as { lg_name?: unknown; graph?: unknown }
+  if (typeof v !== "object" || v === null) return v
+  if (isPlainObject(v)) return needsEscape(v) || v.lg_name === "Command" ? { [ESCAPED]: v } : v
+  const cmd = v as { lg_name?: unknown; graph?: unknown; update?: unknown; resume?: unknown; goto?: unknown }
   if (cmd.lg_name !== "Command") return v
-  const json = JSON.parse(JSON.stringify(v)) as Record<string, unknown>
-  return cmd.graph === undefined ? json : { ...json, graph: cmd.graph }
+  const json: Record<string, unknown> = {
+    lg_name: "Command",
+    update: escapeData(cmd.update),
+    resume: escapeData(cmd.resume),
+    goto: escapeData(cmd.goto),
+  }
+  if (cmd.graph !== undefined) json.graph = cmd.graph
+  return JSON.parse(JSON.stringify(json))
+}
+
+/** `load()`'s rule: an object with an `lc` key, or one that is only the escape key, would be read as LangChain's. */
+function needsEscape(o: Record<string, unknown>): boolean {
+  const keys = Object.keys(o)
+  return "lc" in o || (keys.length === 1 && keys[0] === ESCAPED)
+}
+
+/**
+ * Escapes the plain objects of `v` that `load()` would take for LangChain's; class instances are left to their own
+ * `toJSON()` (a message escapes its own fields), except a `Send`, whose `args` are data.
+ */
+function escapeData(v: unknown, path = new WeakSet<object>()): unknown {
+  if (typeof v !== "object" || v === null) return v
+  // A cycle: left as it is, JSON.stringify reports it the way the ledger reports any result it cannot store.
+  if (path.has(v)) return v
+  path.add(v)
+  let out: unknown = v
+  if (Array.isArray(v)) out = v.map((x) => escapeData(x, path))
+  else if (isPlainObject(v)) {
+    out = needsEscape(v)
+      ? { [ESCAPED]: v }
+      : Object.fromEntries(Object.entries(v).map(([k, x]) => [k, escapeData(x, path)]))
+  } else {
+    const send = v as { lg_name?: unknown; node?: unknown; args?: unknown; timeout?: unknown }
+    if (send.lg_name === "Send") {
+      out = { lg_name: "Send", node: send.node, args: escapeData(send.args, path), timeout: send.timeout }
+    }
+  }
+  path.delete(v)
+  return out
 }
 
 /** A LangChain serializable (a message, a document) as JSON: `{ lc: 1, type: "constructor", id, kwargs }`. */
 function isSerializedJson(v: unknown): boolean {
   return isPlainObject(v) && v.lc === 1 && v.type === "constructor" && Array.isArray(v.id)
+}
+
+function isEscaped(v: unknown): v is Record<typeof ESCAPED, unknown> {
+  return isPlainObject(v) && Object.keys(v).length === 1 && ESCAPED in v
 }
 
 function isPlainObject(v: unknown): v is Record<string, unknown> {
@@ -33,22 +86,50 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 }
 
 /**
- * The replayed result as the first run returned it: a `Command` (its `update` revived by LangChain's `load()`, its
- * `goto` sends by the `Command` constructor) or a serialized message; anything else as stored.
+ * The result as the first run returned it: a `Command` (its `update`, `resume` and sends revived by LangChain's
+ * `load()`, which unwraps escaped data), a serialized message, or escaped data unwrapped; anything else as stored.
  */
 export async function reviveReplayed(stored: unknown): Promise<unknown> {
+  if (isEscaped(stored)) return stored[ESCAPED]
   if (isCommandJson(stored)) {
-    const [{ Command }, { load }] = await Promise.all([
-      import("@langchain/langgraph"),
-      import("@langchain/core/load"),
-    ])
-    const { lg_name: _name, update, ...rest } = stored
-    const revived = update === undefined ? update : await load(JSON.stringify(update))
-    return new Command({ ...rest, update: revived } as ConstructorParameters<typeof Command>[0])
+    const [{ Command }, { load }] = await framework(() =>
+      Promise.all([import("@langchain/langgraph"), import("@langchain/core/load")]),
+    )
+    // load()'s default depth cap (50) guards against hostile input; this is the ledger's own, escaped, and the
+    // store already held it: a deep state update must not fail a call whose effect ran.
+    const revive = (v: unknown) =>
+      v === undefined ? v : load(JSON.stringify(v), { maxDepth: Number.POSITIVE_INFINITY })
+    const { lg_name: _name, update, resume, goto, ...rest } = stored
+    const [u, r, g] = await Promise.all([revive(update), revive(resume), revive(goto)])
+    const args = { ...rest, update: u, resume: r, ...(g === undefined ? {} : { goto: g }) }
+    return new Command(args as ConstructorParameters<typeof Command>[0])
   }
   if (isSerializedJson(stored)) {
-    const { load } = await import("@langchain/core/load")
+    const { load } = await framework(() => import("@langchain/core/load"))
     return load(JSON.stringify(stored))
   }
   return stored
+}
+
+/**
+ * The application's LangGraph / LangChain, or a typed error: the ledger holds a Command or a message for this call
+ * (a first run in a process that had them), and this process, without them, cannot hand it back as one.
+ */
+async function framework<T>(load: () => Promise<T>): Promise<T> {
+  try {
+    return await load()
+  } catch (cause) {
+    throw new GuardedToolError(
+      "langgraph_not_installed",
+      "The ledger holds a LangGraph Command or LangChain message as this call's result, and @langchain/langgraph or " +
+        "@langchain/core/load cannot be imported here: install @langchain/langgraph and @langchain/core in the " +
+        "application that replays LangGraph tool calls.",
+      { cause },
+    )
+  }
+}
+
+/** On the first run the tool's own value is returned, except what was stored as JSON: a Command, escaped data. */
+export function storedAsJson(out: unknown): boolean {
+  return isCommandJson(out) || isEscaped(out)
 }

@@ -7,12 +7,16 @@ import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
-import { isGraphInterrupt, settleInterrupt } from "./langgraph-interrupt.ts"
-import { isCommandJson, reviveReplayed, storableResult } from "./langgraph-replay.ts"
+import {
+  isGraphInterrupt,
+  isInvalidResume,
+  settleInterrupt,
+  trackedTransition,
+} from "./langgraph-interrupt.ts"
+import { reviveReplayed, storableResult, storedAsJson } from "./langgraph-replay.ts"
 import {
   type BoundaryMode,
   bindTransition,
-  bodyIsEffect,
   cleanMeta,
   type GuardContext,
   type GuardLedgerOptions,
@@ -95,8 +99,11 @@ export function guardTool<T extends StructuredToolInterface>(
     const { runId: _perRun, ...replayScope } = langGraphCallMeta(parentConfig)
     const callMeta = { ...replayScope, ...cleanMeta(meta?.(parentConfig ?? {}) ?? {}) }
     let attempt: GuardContext | null = null
-    const run = ledger.tool(ledgerOptions, async (checked, tx) => {
-      attempt = tx
+    let effectBegan = () => false
+    const run = ledger.tool(ledgerOptions, async (checked, raw) => {
+      attempt = raw
+      const { tx, began } = trackedTransition(raw)
+      effectBegan = began
       // tool() hands its function a copy of the config, but `configurable` travels by reference: the transition
       // is tied to a fresh `configurable` of this call.
       const configurable = { ...parentConfig?.configurable }
@@ -110,11 +117,12 @@ export function guardTool<T extends StructuredToolInterface>(
     try {
       const out = await run(args, callMeta)
       // A replay returns the stored JSON of the first run's result: a Command or a message gets its class back.
-      // A Command is stored as JSON on the first run too (see storableResult), so both runs return the same.
-      return attempt && !isCommandJson(out) ? out : await reviveReplayed(out)
+      // A Command (and escaped data) is stored as JSON on the first run too (see storableResult): both runs
+      // return the same.
+      return attempt && !storedAsJson(out) ? out : await reviveReplayed(out)
     } catch (err) {
-      if (attempt && isGraphInterrupt(err)) {
-        await settleInterrupt(ledger, attempt, name, bodyIsEffect(boundary, ledgerOptions), err)
+      if (attempt && (isGraphInterrupt(err) || isInvalidResume(err))) {
+        await settleInterrupt(ledger, attempt, name, effectBegan(), err)
       }
       throw err
     }
