@@ -65,8 +65,9 @@ const budgets = [
     name: `integrations/${i}`,
     code: `export * from "./dist/integrations/${i}.js"`,
     // LangGraph's also settles interrupt() and revives a replayed Command or message: 6.0 KB with both, 6.7 KB once
-    // replays escaped plain data and interrupts were judged by a tracked transition (adversarial review); budget 7.
-    max: (i === "ai-sdk" ? 12 : i === "langgraph" ? 7 : 6) * KB,
+    // replays escaped plain data and interrupts were judged by a tracked transition (adversarial review), 7.4 KB
+    // with the memory of failed calls that holds a model's retry (langgraph-retry.ts); budget 8.
+    max: (i === "ai-sdk" ? 12 : i === "langgraph" ? 8 : 6) * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.
   { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 12 * KB },

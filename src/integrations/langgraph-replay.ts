@@ -97,8 +97,13 @@ export async function reviveReplayed(stored: unknown): Promise<unknown> {
     )
     // load()'s default depth cap (50) guards against hostile input; this is the ledger's own, escaped, and the
     // store already held it: a deep state update must not fail a call whose effect ran.
-    const revive = (v: unknown) =>
-      v === undefined ? v : load(JSON.stringify(v), { maxDepth: Number.POSITIVE_INFINITY })
+    // Plain JSON with no LangChain object and nothing escaped is already what load() would return (load() walks a
+    // 5 MB update for over a second).
+    const revive = (v: unknown) => {
+      const text = v === undefined ? undefined : JSON.stringify(v)
+      if (text === undefined || (!text.includes('"lc"') && !text.includes(ESCAPED))) return v
+      return load(text, { maxDepth: Number.POSITIVE_INFINITY })
+    }
     const { lg_name: _name, update, resume, goto, ...rest } = stored
     const [u, r, g] = await Promise.all([revive(update), revive(resume), revive(goto)])
     const args = { ...rest, update: u, resume: r, ...(g === undefined ? {} : { goto: g }) }

@@ -14,6 +14,7 @@ import {
   trackedTransition,
 } from "./langgraph-interrupt.ts"
 import { reviveReplayed, storableResult, storedAsJson } from "./langgraph-replay.ts"
+import { FailedCalls } from "./langgraph-retry.ts"
 import {
   type BoundaryMode,
   bindTransition,
@@ -89,6 +90,8 @@ export function guardTool<T extends StructuredToolInterface>(
   // A string-schema tool (DynamicTool style) is hashed as `{ input }`; its own schema already checked the string.
   const stringBounds = compileBounds(name, undefined, boundsOptions)
 
+  const failed = new FailedCalls(name)
+
   const guarded: ToolCallFn = async (arg, runManager, parentConfig) => {
     const boxed = typeof arg === "string"
     const limits = boxed ? stringBounds : bounds
@@ -114,13 +117,22 @@ export function guardTool<T extends StructuredToolInterface>(
       )
       return storableResult(await limits.output(out))
     })
+    // A model told that a call failed calls again under a new id: while the failed call may have taken effect,
+    // that is the same intent (langgraph-retry.ts).
+    const held = failed.held(callMeta, args, classOf(run))
+    if (held) {
+      const earlier = await failed.check(ledger, held)
+      if (earlier.kind === "return") return reviveReplayed(earlier.result)
+    }
     try {
       const out = await run(args, callMeta)
+      if (held) failed.forget(held)
       // A replay returns the stored JSON of the first run's result: a Command or a message gets its class back.
       // A Command (and escaped data) is stored as JSON on the first run too (see storableResult): both runs
       // return the same.
       return attempt && !storedAsJson(out) ? out : await reviveReplayed(out)
     } catch (err) {
+      if (attempt && held) failed.remember(held, (attempt as GuardContext).requestId)
       if (attempt && (isGraphInterrupt(err) || isInvalidResume(err))) {
         await settleInterrupt(ledger, attempt, name, effectBegan(), err)
       }
@@ -144,6 +156,11 @@ export function guardTools<T extends StructuredToolInterface>(
 /** The transition of the running call: pass the `config` your tool function received. */
 export function transitionOf(config: ToolRunnableConfig | undefined): GuardContext {
   return lookupTransition(config?.configurable, "tool config")
+}
+
+/** The normalized side-effect class of a ledgered call (`ActionLedger` and `RemoteLedger` both expose it). */
+function classOf(call: unknown): string | undefined {
+  return (call as { binding?: { sideEffectClass?: string } | null }).binding?.sideEffectClass
 }
 
 function str(v: unknown): string | undefined {
