@@ -6,6 +6,7 @@ import { type BoundarySchema, isStandardSchema, type StandardSchemaV1 } from "..
 import { type HistoryGuard, MessageValidator, type RepairReport } from "../core/transcript/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
+import { FailedCalls, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   type BoundaryMode,
   bindTransition,
@@ -61,6 +62,8 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
   const ledgerOptions = { ...rest, name }
   const bounds = compileBounds(name, toBoundarySchema(tool.inputSchema), boundsOptions)
 
+  const failed = new FailedCalls(name)
+
   const guarded = async (input: unknown, callOptions: ToolExecutionOptions): Promise<unknown> => {
     const args = await bounds.input(asArgs(name, input))
     // Cleaned apart, as the other integrations do: an empty field of `meta` must not shadow the SDK's call id (no
@@ -70,7 +73,9 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
       ...cleanMeta(meta?.(callOptions) ?? {}),
     }
     // One ledgered function per call: the body needs this call's options, which the ledger does not carry.
+    let started: string | null = null
     const run = ledger.tool(ledgerOptions, async (checked, tx) => {
+      started = tx.requestId
       const forBody: ToolExecutionOptions = { ...callOptions }
       bindTransition(forBody, tx)
       const out = await runWithBoundary(boundary, ledgerOptions, tx, () =>
@@ -78,7 +83,17 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
       )
       return bounds.output(out)
     })
-    return run(args, callMeta)
+    // A model told that a call failed calls again under a new id (failed-calls.ts). The conversation: the thread
+    // `meta` names, else the `experimental_context` object the application passed for the run.
+    const held = failed.held(callMeta, args, sideEffectClassOf(run), callOptions.experimental_context)
+    return runHeld(
+      failed,
+      held,
+      ledger,
+      () => started,
+      () => run(args, callMeta),
+      (stored) => stored,
+    )
   }
   return { ...tool, execute: guarded }
 }

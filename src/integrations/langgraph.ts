@@ -7,6 +7,7 @@ import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
+import { FailedCalls, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   isGraphInterrupt,
   isInvalidResume,
@@ -14,7 +15,6 @@ import {
   trackedTransition,
 } from "./langgraph-interrupt.ts"
 import { reviveReplayed, storableResult, storedAsJson } from "./langgraph-replay.ts"
-import { FailedCalls } from "./langgraph-retry.ts"
 import {
   type BoundaryMode,
   bindTransition,
@@ -118,26 +118,30 @@ export function guardTool<T extends StructuredToolInterface>(
       return storableResult(await limits.output(out))
     })
     // A model told that a call failed calls again under a new id: while the failed call may have taken effect,
-    // that is the same intent (langgraph-retry.ts).
-    const held = failed.held(callMeta, args, classOf(run))
-    if (held) {
-      const earlier = await failed.check(ledger, held)
-      if (earlier.kind === "return") return reviveReplayed(earlier.result)
-    }
-    try {
-      const out = await run(args, callMeta)
-      if (held) failed.forget(held)
-      // A replay returns the stored JSON of the first run's result: a Command or a message gets its class back.
-      // A Command (and escaped data) is stored as JSON on the first run too (see storableResult): both runs
-      // return the same.
-      return attempt && !storedAsJson(out) ? out : await reviveReplayed(out)
-    } catch (err) {
-      if (attempt && held) failed.remember(held, (attempt as GuardContext).requestId)
-      if (attempt && (isGraphInterrupt(err) || isInvalidResume(err))) {
-        await settleInterrupt(ledger, attempt, name, effectBegan(), err)
-      }
-      throw err
-    }
+    // that is the same intent (failed-calls.ts).
+    const held = failed.held(callMeta, args, sideEffectClassOf(run))
+    const started = () => (attempt as GuardContext | null)?.requestId ?? null
+    return runHeld(
+      failed,
+      held,
+      ledger,
+      started,
+      async () => {
+        try {
+          const out = await run(args, callMeta)
+          // A replay returns the stored JSON of the first run's result: a Command or a message gets its class back.
+          // A Command (and escaped data) is stored as JSON on the first run too (see storableResult): both runs
+          // return the same.
+          return attempt && !storedAsJson(out) ? out : await reviveReplayed(out)
+        } catch (err) {
+          if (attempt && (isGraphInterrupt(err) || isInvalidResume(err))) {
+            await settleInterrupt(ledger, attempt, name, effectBegan(), err)
+          }
+          throw err
+        }
+      },
+      reviveReplayed,
+    )
   }
   const wrapped = Object.create(tool) as T
   Object.defineProperty(wrapped, "_call", { value: guarded, writable: true, configurable: true })
@@ -156,11 +160,6 @@ export function guardTools<T extends StructuredToolInterface>(
 /** The transition of the running call: pass the `config` your tool function received. */
 export function transitionOf(config: ToolRunnableConfig | undefined): GuardContext {
   return lookupTransition(config?.configurable, "tool config")
-}
-
-/** The normalized side-effect class of a ledgered call (`ActionLedger` and `RemoteLedger` both expose it). */
-function classOf(call: unknown): string | undefined {
-  return (call as { binding?: { sideEffectClass?: string } | null }).binding?.sideEffectClass
 }
 
 function str(v: unknown): string | undefined {

@@ -44,7 +44,7 @@ export function runWithBoundary<R>(
 }
 
 /** Whether {@link runWithBoundary} runs the whole body as the side effect. */
-export function bodyIsEffect(mode: BoundaryMode, options: GuardLedgerOptions): boolean {
+function bodyIsEffect(mode: BoundaryMode, options: GuardLedgerOptions): boolean {
   const binding = options.binding as { sideEffectClass?: string } | undefined
   return mode === "whole" && binding?.sideEffectClass !== "read"
 }

@@ -7,6 +7,7 @@ import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema, type StandardSchemaV1 } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
+import { FailedCalls, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   type BoundaryMode,
   bindTransition,
@@ -73,6 +74,8 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
   const schema = isStandardSchema(options.parameters) ? (options.parameters as BoundarySchema) : undefined
   const bounds = compileBounds(name, schema, boundsOptions)
 
+  const failed = new FailedCalls(name)
+
   const guarded = async (
     input: unknown,
     runContext?: RunContext<unknown>,
@@ -84,7 +87,9 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
       ...agentsCallMeta(details),
       ...cleanMeta(meta?.(runContext, details) ?? {}),
     }
+    let started: string | null = null
     const run = ledger.tool(ledgerOptions, async (checked, tx) => {
+      started = tx.requestId
       const forBody: ToolCallDetails = { ...details }
       bindTransition(forBody, tx)
       const out = await runWithBoundary(boundary, ledgerOptions, tx, () =>
@@ -92,7 +97,17 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
       )
       return bounds.output(out)
     })
-    return run(args, callMeta)
+    // A model told that a call failed ("Please try again") calls again under a new call id (failed-calls.ts). The
+    // conversation: the thread `meta` names, else the run's RunContext, the one object every call of a run gets.
+    const held = failed.held(callMeta, args, sideEffectClassOf(run), runContext)
+    return runHeld(
+      failed,
+      held,
+      ledger,
+      () => started,
+      () => run(args, callMeta),
+      (stored) => stored as R,
+    )
   }
   const { errorFunction: own, outputSchema } = options as {
     errorFunction?: ToolErrorText | null

@@ -1,8 +1,9 @@
 // A model's retry of a failed tool call is a new tool call: a new id, so a new ledger key. When the failed call may
-// have taken effect (the gateway timed out after charging, the completion write hit an outage), ToolNode shows the
-// model "Error: … Please fix your mistakes", the model calls again with the same arguments, and the ledger runs the
-// payment a second time. Within one thread, a call with the same tool and arguments as an earlier call that failed
-// after its body started is therefore the same intent until that call is settled.
+// have taken effect (the gateway timed out after charging, the completion write hit an outage), the framework shows
+// the model the error (LangGraph's ToolNode, the AI SDK, OpenAI Agents' errorFunction), the model calls again with
+// the same arguments, and the ledger runs the payment a second time. Within one conversation (a thread, or the one
+// run the framework hands every call), a call with the same tool and arguments as an earlier call that failed after
+// its body started is therefore the same intent until that call is settled.
 import { LedgerHardBlockError } from "../core/ledger/errors.ts"
 import type { CallMeta } from "../core/ledger/index.ts"
 
@@ -44,12 +45,16 @@ export class FailedCalls {
     this.#tool = tool
   }
 
-  /** The call as held, or null when it is not: no thread or tool-call id, a repeatable class, odd arguments. */
-  held(meta: CallMeta, args: unknown, sideEffectClass: string | undefined): HeldCall | null {
-    const { threadId, toolCallId } = meta
-    if (!threadId || !toolCallId || !sideEffectClass || REPEATABLE.has(sideEffectClass)) return null
+  /**
+   * The call as held, or null when it is not: no conversation or tool-call id, a repeatable class, odd arguments.
+   * The conversation is the call's thread id, else `run`: an object the framework hands every call of one run.
+   */
+  held(meta: CallMeta, args: unknown, sideEffectClass: string | undefined, run?: unknown): HeldCall | null {
+    const { toolCallId } = meta
+    const scope = meta.threadId ? `thread:${meta.threadId}` : runScope(run)
+    if (!scope || !toolCallId || !sideEffectClass || REPEATABLE.has(sideEffectClass)) return null
     const text = stableJson(args)
-    return text === undefined ? null : { key: JSON.stringify([threadId, meta.node ?? "", text]), toolCallId }
+    return text === undefined ? null : { key: JSON.stringify([scope, meta.node ?? "", text]), toolCallId }
   }
 
   /** A call whose body started has failed: a later call with a new id and the same key is checked against it. */
@@ -96,6 +101,52 @@ export class FailedCalls {
         "(mycelium transitions release).",
     )
   }
+}
+
+/**
+ * Runs one guarded call under the memory: checks it first, forgets the key when it succeeds, remembers it when it
+ * fails after its body started (`started()` gives the request id then). `replayed` turns an earlier call's stored
+ * result into what the framework expects.
+ */
+export async function runHeld<R>(
+  failed: FailedCalls,
+  held: HeldCall | null,
+  ledger: unknown,
+  started: () => string | null,
+  call: () => Promise<R>,
+  replayed: (stored: unknown) => R | Promise<R>,
+): Promise<R> {
+  if (!held) return call()
+  const earlier = await failed.check(ledger, held)
+  if (earlier.kind === "return") return replayed(earlier.result)
+  try {
+    const out = await call()
+    failed.forget(held)
+    return out
+  } catch (err) {
+    const requestId = started()
+    if (requestId !== null) failed.remember(held, requestId)
+    throw err
+  }
+}
+
+/** The normalized side-effect class of a ledgered call (`ActionLedger` and `RemoteLedger` both expose it). */
+export function sideEffectClassOf(call: unknown): string | undefined {
+  return (call as { binding?: { sideEffectClass?: string } | null }).binding?.sideEffectClass
+}
+
+const runIds = new WeakMap<object, number>()
+let nextRunId = 0
+
+/** A run object's id in this process (held weakly: a finished run's memory goes with it). */
+function runScope(run: unknown): string | null {
+  if (typeof run !== "object" || run === null) return null
+  let id = runIds.get(run)
+  if (id === undefined) {
+    id = ++nextRunId
+    runIds.set(run, id)
+  }
+  return `run:${id}`
 }
 
 /** JSON with sorted keys, or undefined for what JSON cannot hold (a cycle, a BigInt). */
