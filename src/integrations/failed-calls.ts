@@ -155,7 +155,7 @@ export class FailedCalls {
       `Tool '${this.#tool}' already ran with these arguments in this conversation (tool call ${earlier.toolCallId}) ` +
         `and failed with its outcome unknown (${row.terminalOutcome}, boundary ${row.sideEffectBoundary}): it may ` +
         `have taken effect. Do not call it again. An operator must settle request '${earlier.requestId}' first ` +
-        "(mycelium transitions release).",
+        "(mycelium transitions release ID --verified completed|not-executed).",
     )
   }
 }
