@@ -68,10 +68,16 @@ export function failedCallsOf(ledger: unknown, tool: string): FailedCalls {
   return failed
 }
 
+/** One conversation's failed calls: by node and arguments, each key with its calls in the order they failed. */
+interface Scope {
+  readonly calls: Map<string, Earlier[]>
+  size: number
+}
+
 /** The failed calls of one guarded tool, by conversation, then node and arguments. */
 export class FailedCalls {
-  // Conversations in the order of their last failure, each with its calls in the order they failed.
-  readonly #scopes = new Map<string, Map<string, Earlier>>()
+  // Conversations in the order of their last failure.
+  readonly #scopes = new Map<string, Scope>()
   #size = 0
   readonly #tool: string
 
@@ -101,28 +107,31 @@ export class FailedCalls {
 
   /** A call whose body started has failed: a later call with a new id and the same key is checked against it. */
   remember(call: HeldCall, requestId: string): void {
-    const calls = this.#scopes.get(call.scope) ?? new Map<string, Earlier>()
+    const scope = this.#scopes.get(call.scope) ?? { calls: new Map<string, Earlier[]>(), size: 0 }
     this.#scopes.delete(call.scope)
-    this.#scopes.set(call.scope, calls)
-    this.#size -= calls.size
-    calls.delete(call.key)
-    calls.set(call.key, { requestId, toolCallId: call.toolCallId })
-    if (calls.size > PER_SCOPE) calls.delete(calls.keys().next().value as string)
-    this.#size += calls.size
+    this.#scopes.set(call.scope, scope)
+    // Several per key: one `experimental_context` may be shared by runs that each fail with the same arguments.
+    const earlier = scope.calls.get(call.key) ?? []
+    scope.calls.delete(call.key)
+    const now = [
+      ...earlier.filter((e) => e.toolCallId !== call.toolCallId),
+      { requestId, toolCallId: call.toolCallId },
+    ]
+    scope.calls.set(call.key, now)
+    this.#adjust(call.scope, scope, now.length - earlier.length)
+    if (scope.size > PER_SCOPE) this.#dropOldest(call.scope, scope)
     if (this.#size > MAX_REMEMBERED) {
-      const [oldest, first] = this.#scopes.entries().next().value as [string, Map<string, Earlier>]
-      first.delete(first.keys().next().value as string)
-      this.#size--
-      if (first.size === 0) this.#scopes.delete(oldest)
+      const [name, oldest] = this.#scopes.entries().next().value as [string, Scope]
+      this.#dropOldest(name, oldest)
     }
   }
 
-  /** A call of this key succeeded (a retry that ran, a resumed call): the next one is a new intent. */
+  /**
+   * A call of this key succeeded (a retry that ran, a resumed call): the next one is a new intent. With `saw`, only
+   * the failed calls its model saw (and its own) are settled by it.
+   */
   forget(call: HeldCall): void {
-    const calls = this.#scopes.get(call.scope)
-    if (!calls?.delete(call.key)) return
-    this.#size--
-    if (calls.size === 0) this.#scopes.delete(call.scope)
+    this.#remove(call, (e) => e.toolCallId === call.toolCallId || !call.saw || call.saw(e.toolCallId))
   }
 
   /**
@@ -131,32 +140,60 @@ export class FailedCalls {
    * earlier call's outcome is unknown. A ledger outage here propagates: nothing runs blind.
    */
   async check(ledger: unknown, call: HeldCall): Promise<RetryVerdict> {
-    const { toolCallId } = call
-    const earlier = this.#scopes.get(call.scope)?.get(call.key)
+    const { toolCallId, saw } = call
     const reader = ledger as Partial<RowReader>
-    if (!earlier || earlier.toolCallId === toolCallId || typeof reader.get !== "function")
-      return { kind: "run" }
-    if (call.saw && !call.saw(earlier.toolCallId)) return { kind: "run" }
-    const row = await reader.get(earlier.requestId)
-    // The retry gets the outcome it asked for; a call after it is a new intent.
-    if (row?.terminalOutcome === "COMPLETED") {
-      this.forget(call)
-      return { kind: "return", result: row.result }
+    const all = this.#scopes.get(call.scope)?.calls.get(call.key) ?? []
+    const earlier = all.filter((e) => e.toolCallId !== toolCallId && (!saw || saw(e.toolCallId))).reverse()
+    for (const e of earlier) {
+      const row = await reader.get?.(e.requestId)
+      const settled = (x: Earlier) => x.requestId === e.requestId
+      // The retry gets the outcome it asked for; a call after it is a new intent.
+      if (row?.terminalOutcome === "COMPLETED") {
+        this.#remove(call, settled)
+        return { kind: "return", result: row.result }
+      }
+      const settledNotRun =
+        !row ||
+        row.operatorResolution === "not_executed" ||
+        (row.terminalOutcome === "FAILED_BEFORE_EFFECT" && row.sideEffectBoundary === "not_crossed")
+      if (settledNotRun) {
+        this.#remove(call, settled)
+        continue
+      }
+      throw new LedgerHardBlockError(
+        `Tool '${this.#tool}' already ran with these arguments in this conversation (tool call ${e.toolCallId}) ` +
+          `and failed with its outcome unknown (${row.terminalOutcome}, boundary ${row.sideEffectBoundary}): it may ` +
+          `have taken effect. Do not call it again. An operator must settle request '${e.requestId}' first ` +
+          "(mycelium transitions release ID --verified completed|not-executed).",
+      )
     }
-    const settledNotRun =
-      !row ||
-      row.operatorResolution === "not_executed" ||
-      (row.terminalOutcome === "FAILED_BEFORE_EFFECT" && row.sideEffectBoundary === "not_crossed")
-    if (settledNotRun) {
-      this.forget(call)
-      return { kind: "run" }
-    }
-    throw new LedgerHardBlockError(
-      `Tool '${this.#tool}' already ran with these arguments in this conversation (tool call ${earlier.toolCallId}) ` +
-        `and failed with its outcome unknown (${row.terminalOutcome}, boundary ${row.sideEffectBoundary}): it may ` +
-        `have taken effect. Do not call it again. An operator must settle request '${earlier.requestId}' first ` +
-        "(mycelium transitions release ID --verified completed|not-executed).",
-    )
+    return { kind: "run" }
+  }
+
+  /** Removes the failed calls of `call`'s key that `which` selects. */
+  #remove(call: HeldCall, which: (e: Earlier) => boolean): void {
+    const scope = this.#scopes.get(call.scope)
+    const earlier = scope?.calls.get(call.key)
+    if (!scope || !earlier) return
+    const kept = earlier.filter((e) => !which(e))
+    if (kept.length) scope.calls.set(call.key, kept)
+    else scope.calls.delete(call.key)
+    this.#adjust(call.scope, scope, kept.length - earlier.length)
+  }
+
+  /** The oldest failed call of a conversation goes. */
+  #dropOldest(name: string, scope: Scope): void {
+    const [key, earlier] = scope.calls.entries().next().value as [string, Earlier[]]
+    if (earlier.length > 1) scope.calls.set(key, earlier.slice(1))
+    else scope.calls.delete(key)
+    this.#adjust(name, scope, -1)
+  }
+
+  /** Counts `delta` more (or fewer) failed calls in conversation `name`; an empty conversation goes. */
+  #adjust(name: string, scope: Scope, delta: number): void {
+    scope.size += delta
+    this.#size += delta
+    if (scope.size === 0) this.#scopes.delete(name)
   }
 }
 
@@ -173,7 +210,8 @@ export async function runHeld<R>(
   call: () => Promise<R>,
   replayed: (stored: unknown) => R | Promise<R>,
 ): Promise<R> {
-  if (!held) return call()
+  // Without the ledger's get() (a RemoteLedger) the earlier row cannot be read: nothing is held or remembered.
+  if (!held || typeof (ledger as Partial<RowReader>).get !== "function") return call()
   const earlier = await failed.check(ledger, held)
   if (earlier.kind === "return") return replayed(earlier.result)
   try {

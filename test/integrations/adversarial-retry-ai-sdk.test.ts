@@ -281,3 +281,68 @@ describe("AI SDK held retry: what must still run", () => {
     expect(charges).toHaveLength(4)
   })
 })
+
+describe("AI SDK held retry: two users in one shared experimental_context, interleaved", () => {
+  /** A scripted model that runs `between` before its step `at` (another user's run, mid-way through this one). */
+  function interleaved(
+    steps: Parameters<typeof scriptedModel>[0],
+    at: number,
+    between: () => Promise<unknown>,
+  ) {
+    const model = scriptedModel(steps)
+    const answer = model.doGenerate.bind(model)
+    let step = 0
+    model.doGenerate = async (options) => {
+      if (step++ === at) await between()
+      return answer(options)
+    }
+    return model
+  }
+
+  it.each([
+    ["succeeds", 0],
+    ["fails too", 1],
+  ])("Alice's retry is held though Bob's identical payment in between %s", async (_, bobFailures) => {
+    const charges: string[] = []
+    let failing = new Set(["alice_1"])
+    const ledger = newLedger()
+    const deps = { gateway: "shared" }
+    const pay = guardTool(
+      ledger,
+      tool({
+        description: "pay",
+        inputSchema: z.object({ to: z.string(), cents: z.number() }),
+        execute: async ({ to, cents }: { to: string; cents: number }, { toolCallId }) => {
+          charges.push(`${toolCallId}:${to}:${cents}`)
+          if (failing.has(toolCallId)) throw new Error("gateway timed out")
+          return `paid ${cents} to ${to}`
+        },
+      }),
+      { name: "pay", binding },
+    )
+    const input = { to: "acct_1", cents: 500 }
+    const bob = () => {
+      if (bobFailures) failing = new Set([...failing, "bob_1"])
+      return generateText({
+        model: scriptedModel([[{ id: "bob_1", tool: "pay", input }]]),
+        tools: { pay },
+        prompt: "pay",
+        stopWhen: stepCountIs(3),
+        experimental_context: deps,
+      })
+    }
+    const alice = await generateText({
+      model: interleaved(
+        [[{ id: "alice_1", tool: "pay", input }], [{ id: "alice_2", tool: "pay", input }]],
+        1,
+        bob,
+      ),
+      tools: { pay },
+      prompt: "pay",
+      stopWhen: stepCountIs(4),
+      experimental_context: deps,
+    })
+    expect(charges).toEqual(["alice_1:acct_1:500", "bob_1:acct_1:500"])
+    expect(hardBlocks(alice.steps)).toEqual(["ledger_hard_block"])
+  })
+})
