@@ -67,7 +67,9 @@ const budgets = [
     // Each holds a model's retry of a failed call (failed-calls.ts, about 0.7 KB): ai-sdk 11.4 -> 12.1 KB, budget
     // 13; openai-agents 5.3 -> 6.1, budget 7. LangGraph's also settles interrupt() and revives a replayed Command or
     // message: 6.0 KB with both, 6.7 KB once replays escaped plain data and interrupts were judged by a tracked
-    // transition (adversarial review), 7.5 KB with the retry memory; budget 8.
+    // transition (adversarial review), 7.5 KB with the retry memory; budget 8. The retry memory's review (shared by
+    // the tool's copies, bounded per conversation, several failed calls per key, the AI SDK's shared-context check)
+    // added 0.4 KB to each: ai-sdk 12.6, langgraph 7.9, openai-agents 6.6 (esbuild of the sources, 2026-12-04).
     max: { "ai-sdk": 13, langgraph: 8, "openai-agents": 7 }[i] * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.

@@ -6,7 +6,7 @@ import { type BoundarySchema, isStandardSchema, type StandardSchemaV1 } from "..
 import { type HistoryGuard, MessageValidator, type RepairReport } from "../core/transcript/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
-import { FailedCalls, runHeld, sideEffectClassOf } from "./failed-calls.ts"
+import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   type BoundaryMode,
   bindTransition,
@@ -62,7 +62,7 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
   const ledgerOptions = { ...rest, name }
   const bounds = compileBounds(name, toBoundarySchema(tool.inputSchema), boundsOptions)
 
-  const failed = new FailedCalls(name)
+  const failed = failedCallsOf(ledger, name)
 
   const guarded = async (input: unknown, callOptions: ToolExecutionOptions): Promise<unknown> => {
     const args = await bounds.input(asArgs(name, input))
@@ -84,8 +84,11 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
       return bounds.output(out)
     })
     // A model told that a call failed calls again under a new id (failed-calls.ts). The conversation: the thread
-    // `meta` names, else the `experimental_context` object the application passed for the run.
-    const held = failed.held(callMeta, args, sideEffectClassOf(run), callOptions.experimental_context)
+    // `meta` names, else the `experimental_context` object the application passed for the run; one object may
+    // serve every run (shared dependencies), so then only a failed call this step's messages show is held.
+    const held = failed.held(callMeta, args, sideEffectClassOf(run), callOptions.experimental_context, (id) =>
+      shown(callOptions.messages, id),
+    )
     return runHeld(
       failed,
       held,
@@ -96,6 +99,16 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
     )
   }
   return { ...tool, execute: guarded }
+}
+
+/** Whether the model's messages hold the tool call `toolCallId`. */
+function shown(messages: readonly ModelMessage[] | undefined, toolCallId: string): boolean {
+  return (messages ?? []).some(
+    (m) =>
+      m.role === "assistant" &&
+      typeof m.content !== "string" &&
+      m.content.some((p) => p.type === "tool-call" && p.toolCallId === toolCallId),
+  )
 }
 
 /** {@link guardTool} for every tool of a tool set that has an `execute`; tools without one are kept as they are. */

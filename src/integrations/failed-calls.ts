@@ -22,23 +22,63 @@ interface Earlier {
   readonly toolCallId: string
 }
 
-/** Kept per guarded tool in this process; the oldest go first past this many. */
-const MAX_REMEMBERED = 1000
+/**
+ * Kept per tool and ledger in this process: the oldest of one conversation go first past `PER_SCOPE` (a model that
+ * sprays failing calls pushes out only its own), the oldest conversation's first past `MAX_REMEMBERED` in all.
+ */
+const PER_SCOPE = 1000
+const MAX_REMEMBERED = 10_000
 
 /** Classes whose repeat is harmless are not held: a read, or an idempotent mutation. */
 const REPEATABLE = new Set(["read", "idempotent_mutate"])
 
 export type RetryVerdict = { readonly kind: "run" } | { readonly kind: "return"; readonly result: unknown }
 
-/** One call as the memory sees it: its thread, node and arguments, and its own tool-call id. */
+/** One call as the memory sees it: its conversation, node and arguments, and its own tool-call id. */
 export interface HeldCall {
+  readonly scope: string
   readonly key: string
   readonly toolCallId: string
+  /**
+   * Whether the model that made this call was shown the call `toolCallId` (it is in the call's messages). Given
+   * when the conversation is an object the application may share between runs (the AI SDK's
+   * `experimental_context`): an earlier call this model never saw is another conversation's.
+   */
+  readonly saw?: (toolCallId: string) => boolean
 }
 
-/** The failed calls of one guarded tool, by thread, node and arguments. */
+const memories = new WeakMap<object, Map<string, FailedCalls>>()
+
+/**
+ * The memory of one tool's failed calls on one ledger: shared by every guarded copy of the tool (a tool set built
+ * per request, two ToolNodes), since they are all one ledger key space.
+ */
+export function failedCallsOf(ledger: unknown, tool: string): FailedCalls {
+  if (typeof ledger !== "object" || ledger === null) return new FailedCalls(tool)
+  let tools = memories.get(ledger)
+  if (!tools) {
+    tools = new Map()
+    memories.set(ledger, tools)
+  }
+  let failed = tools.get(tool)
+  if (!failed) {
+    failed = new FailedCalls(tool)
+    tools.set(tool, failed)
+  }
+  return failed
+}
+
+/** One conversation's failed calls: by node and arguments, each key with its calls in the order they failed. */
+interface Scope {
+  readonly calls: Map<string, Earlier[]>
+  size: number
+}
+
+/** The failed calls of one guarded tool, by conversation, then node and arguments. */
 export class FailedCalls {
-  readonly #earlier = new Map<string, Earlier>()
+  // Conversations in the order of their last failure.
+  readonly #scopes = new Map<string, Scope>()
+  #size = 0
   readonly #tool: string
 
   constructor(tool: string) {
@@ -49,24 +89,49 @@ export class FailedCalls {
    * The call as held, or null when it is not: no conversation or tool-call id, a repeatable class, odd arguments.
    * The conversation is the call's thread id, else `run`: an object the framework hands every call of one run.
    */
-  held(meta: CallMeta, args: unknown, sideEffectClass: string | undefined, run?: unknown): HeldCall | null {
+  held(
+    meta: CallMeta,
+    args: unknown,
+    sideEffectClass: string | undefined,
+    run?: unknown,
+    saw?: (toolCallId: string) => boolean,
+  ): HeldCall | null {
     const { toolCallId } = meta
     const scope = meta.threadId ? `thread:${meta.threadId}` : runScope(run)
     if (!scope || !toolCallId || !sideEffectClass || REPEATABLE.has(sideEffectClass)) return null
-    const text = stableJson(args)
-    return text === undefined ? null : { key: JSON.stringify([scope, meta.node ?? "", text]), toolCallId }
+    const text = keyOf(args)
+    if (text === undefined) return null
+    const key = JSON.stringify([meta.node ?? "", text])
+    return meta.threadId || !saw ? { scope, key, toolCallId } : { scope, key, toolCallId, saw }
   }
 
   /** A call whose body started has failed: a later call with a new id and the same key is checked against it. */
   remember(call: HeldCall, requestId: string): void {
-    this.#earlier.delete(call.key)
-    this.#earlier.set(call.key, { requestId, toolCallId: call.toolCallId })
-    if (this.#earlier.size > MAX_REMEMBERED) this.#earlier.delete(this.#earlier.keys().next().value as string)
+    const scope = this.#scopes.get(call.scope) ?? { calls: new Map<string, Earlier[]>(), size: 0 }
+    this.#scopes.delete(call.scope)
+    this.#scopes.set(call.scope, scope)
+    // Several per key: one `experimental_context` may be shared by runs that each fail with the same arguments.
+    const earlier = scope.calls.get(call.key) ?? []
+    scope.calls.delete(call.key)
+    const now = [
+      ...earlier.filter((e) => e.toolCallId !== call.toolCallId),
+      { requestId, toolCallId: call.toolCallId },
+    ]
+    scope.calls.set(call.key, now)
+    this.#adjust(call.scope, scope, now.length - earlier.length)
+    if (scope.size > PER_SCOPE) this.#dropOldest(call.scope, scope)
+    if (this.#size > MAX_REMEMBERED) {
+      const [name, oldest] = this.#scopes.entries().next().value as [string, Scope]
+      this.#dropOldest(name, oldest)
+    }
   }
 
-  /** A call of this key succeeded (a retry that ran, a resumed call): the next one is a new intent. */
+  /**
+   * A call of this key succeeded (a retry that ran, a resumed call): the next one is a new intent. With `saw`, only
+   * the failed calls its model saw (and its own) are settled by it.
+   */
   forget(call: HeldCall): void {
-    this.#earlier.delete(call.key)
+    this.#remove(call, (e) => e.toolCallId === call.toolCallId || !call.saw || call.saw(e.toolCallId))
   }
 
   /**
@@ -75,31 +140,60 @@ export class FailedCalls {
    * earlier call's outcome is unknown. A ledger outage here propagates: nothing runs blind.
    */
   async check(ledger: unknown, call: HeldCall): Promise<RetryVerdict> {
-    const { key, toolCallId } = call
-    const earlier = this.#earlier.get(key)
+    const { toolCallId, saw } = call
     const reader = ledger as Partial<RowReader>
-    if (!earlier || earlier.toolCallId === toolCallId || typeof reader.get !== "function")
-      return { kind: "run" }
-    const row = await reader.get(earlier.requestId)
-    // The retry gets the outcome it asked for; a call after it is a new intent.
-    if (row?.terminalOutcome === "COMPLETED") {
-      this.#earlier.delete(key)
-      return { kind: "return", result: row.result }
+    const all = this.#scopes.get(call.scope)?.calls.get(call.key) ?? []
+    const earlier = all.filter((e) => e.toolCallId !== toolCallId && (!saw || saw(e.toolCallId))).reverse()
+    for (const e of earlier) {
+      const row = await reader.get?.(e.requestId)
+      const settled = (x: Earlier) => x.requestId === e.requestId
+      // The retry gets the outcome it asked for; a call after it is a new intent.
+      if (row?.terminalOutcome === "COMPLETED") {
+        this.#remove(call, settled)
+        return { kind: "return", result: row.result }
+      }
+      const settledNotRun =
+        !row ||
+        row.operatorResolution === "not_executed" ||
+        (row.terminalOutcome === "FAILED_BEFORE_EFFECT" && row.sideEffectBoundary === "not_crossed")
+      if (settledNotRun) {
+        this.#remove(call, settled)
+        continue
+      }
+      throw new LedgerHardBlockError(
+        `Tool '${this.#tool}' already ran with these arguments in this conversation (tool call ${e.toolCallId}) ` +
+          `and failed with its outcome unknown (${row.terminalOutcome}, boundary ${row.sideEffectBoundary}): it may ` +
+          `have taken effect. Do not call it again. An operator must settle request '${e.requestId}' first ` +
+          "(mycelium transitions release ID --verified completed|not-executed).",
+      )
     }
-    const settledNotRun =
-      !row ||
-      row.operatorResolution === "not_executed" ||
-      (row.terminalOutcome === "FAILED_BEFORE_EFFECT" && row.sideEffectBoundary === "not_crossed")
-    if (settledNotRun) {
-      this.#earlier.delete(key)
-      return { kind: "run" }
-    }
-    throw new LedgerHardBlockError(
-      `Tool '${this.#tool}' already ran with these arguments in this thread (tool call ${earlier.toolCallId}) and ` +
-        `failed with its outcome unknown (${row.terminalOutcome}, boundary ${row.sideEffectBoundary}): it may have ` +
-        `taken effect. Do not call it again. An operator must settle request '${earlier.requestId}' first ` +
-        "(mycelium transitions release).",
-    )
+    return { kind: "run" }
+  }
+
+  /** Removes the failed calls of `call`'s key that `which` selects. */
+  #remove(call: HeldCall, which: (e: Earlier) => boolean): void {
+    const scope = this.#scopes.get(call.scope)
+    const earlier = scope?.calls.get(call.key)
+    if (!scope || !earlier) return
+    const kept = earlier.filter((e) => !which(e))
+    if (kept.length) scope.calls.set(call.key, kept)
+    else scope.calls.delete(call.key)
+    this.#adjust(call.scope, scope, kept.length - earlier.length)
+  }
+
+  /** The oldest failed call of a conversation goes. */
+  #dropOldest(name: string, scope: Scope): void {
+    const [key, earlier] = scope.calls.entries().next().value as [string, Earlier[]]
+    if (earlier.length > 1) scope.calls.set(key, earlier.slice(1))
+    else scope.calls.delete(key)
+    this.#adjust(name, scope, -1)
+  }
+
+  /** Counts `delta` more (or fewer) failed calls in conversation `name`; an empty conversation goes. */
+  #adjust(name: string, scope: Scope, delta: number): void {
+    scope.size += delta
+    this.#size += delta
+    if (scope.size === 0) this.#scopes.delete(name)
   }
 }
 
@@ -116,7 +210,8 @@ export async function runHeld<R>(
   call: () => Promise<R>,
   replayed: (stored: unknown) => R | Promise<R>,
 ): Promise<R> {
-  if (!held) return call()
+  // Without the ledger's get() (a RemoteLedger) the earlier row cannot be read: nothing is held or remembered.
+  if (!held || typeof (ledger as Partial<RowReader>).get !== "function") return call()
   const earlier = await failed.check(ledger, held)
   if (earlier.kind === "return") return replayed(earlier.result)
   try {
@@ -149,14 +244,19 @@ function runScope(run: unknown): string | null {
   return `run:${id}`
 }
 
-/** JSON with sorted keys, or undefined for what JSON cannot hold (a cycle, a BigInt). */
-function stableJson(v: unknown): string | undefined {
+/**
+ * JSON with sorted keys, or undefined for what JSON cannot hold (a cycle). A bigint is written as the ledger's
+ * fingerprint reads it (a number within 2^53): a retry the ledger would key alike is held alike. (The ledger's own
+ * canonical JSON would do, at 1 KB more in each integration's bundle.)
+ */
+function keyOf(v: unknown): string | undefined {
   try {
-    return JSON.stringify(v, (_k, value: unknown) =>
-      value && typeof value === "object" && !Array.isArray(value)
+    return JSON.stringify(v, (_k, value: unknown) => {
+      if (typeof value === "bigint") return Number.isSafeInteger(Number(value)) ? Number(value) : `${value}n`
+      return value && typeof value === "object" && !Array.isArray(value)
         ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
-        : value,
-    )
+        : value
+    })
   } catch {
     return undefined
   }

@@ -7,7 +7,7 @@ import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
-import { FailedCalls, runHeld, sideEffectClassOf } from "./failed-calls.ts"
+import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   isGraphInterrupt,
   isInvalidResume,
@@ -90,7 +90,7 @@ export function guardTool<T extends StructuredToolInterface>(
   // A string-schema tool (DynamicTool style) is hashed as `{ input }`; its own schema already checked the string.
   const stringBounds = compileBounds(name, undefined, boundsOptions)
 
-  const failed = new FailedCalls(name)
+  const failed = failedCallsOf(ledger, name)
 
   const guarded: ToolCallFn = async (arg, runManager, parentConfig) => {
     const boxed = typeof arg === "string"

@@ -7,7 +7,7 @@ import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema, type StandardSchemaV1 } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
-import { FailedCalls, runHeld, sideEffectClassOf } from "./failed-calls.ts"
+import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   type BoundaryMode,
   bindTransition,
@@ -74,7 +74,7 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
   const schema = isStandardSchema(options.parameters) ? (options.parameters as BoundarySchema) : undefined
   const bounds = compileBounds(name, schema, boundsOptions)
 
-  const failed = new FailedCalls(name)
+  const failed = failedCallsOf(ledger, name)
 
   const guarded = async (
     input: unknown,

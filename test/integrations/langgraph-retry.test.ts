@@ -110,7 +110,7 @@ describe("LangGraph: a model's retry of a call that may have taken effect", () =
     expect(first).toContain("gateway timed out")
     expect(retries).toHaveLength(2)
     for (const r of retries)
-      expect(r).toMatch(/already ran with these arguments in this thread .*Do not call it again/)
+      expect(r).toMatch(/already ran with these arguments in this conversation .*Do not call it again/)
     expect((await onlyRow(ledger)).terminalOutcome).toBe("UNKNOWN")
   })
 
