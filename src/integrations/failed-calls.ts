@@ -233,7 +233,7 @@ export function sideEffectClassOf(call: unknown): string | undefined {
 const runIds = new WeakMap<object, number>()
 let nextRunId = 0
 
-/** A run object's id in this process (held weakly: a finished run's memory goes with it). */
+/** A run object's id in this process (held weakly: the memory never keeps a finished run's object alive). */
 function runScope(run: unknown): string | null {
   if (typeof run !== "object" || run === null) return null
   let id = runIds.get(run)
