@@ -95,7 +95,6 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
       ledger,
       () => started,
       () => run(args, callMeta),
-      (stored) => stored,
     )
   }
   return { ...tool, execute: guarded }

@@ -200,7 +200,7 @@ export class FailedCalls {
 /**
  * Runs one guarded call under the memory: checks it first, forgets the key when it succeeds, remembers it when it
  * fails after its body started (`started()` gives the request id then). `replayed` turns an earlier call's stored
- * result into what the framework expects.
+ * result into what the framework expects (as stored, by default).
  */
 export async function runHeld<R>(
   failed: FailedCalls,
@@ -208,7 +208,7 @@ export async function runHeld<R>(
   ledger: unknown,
   started: () => string | null,
   call: () => Promise<R>,
-  replayed: (stored: unknown) => R | Promise<R>,
+  replayed: (stored: unknown) => R | Promise<R> = (stored) => stored as R,
 ): Promise<R> {
   // Without the ledger's get() (a RemoteLedger) the earlier row cannot be read: nothing is held or remembered.
   if (!held || typeof (ledger as Partial<RowReader>).get !== "function") return call()

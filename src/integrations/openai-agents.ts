@@ -106,7 +106,6 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
       ledger,
       () => started,
       () => run(args, callMeta),
-      (stored) => stored as R,
     )
   }
   const { errorFunction: own, outputSchema } = options as {

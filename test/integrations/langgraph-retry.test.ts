@@ -101,6 +101,19 @@ const onlyRow = async (ledger: ActionLedger) => {
   return rows[0] as NonNullable<(typeof rows)[0]>
 }
 
+/** An operator's verdict on the thread's one (ambiguous) row. */
+async function settle(
+  ledger: ActionLedger,
+  verdict: { verified: "completed" | "not_executed"; reason: string; result?: unknown },
+) {
+  const row = await onlyRow(ledger)
+  await ledger.release(row.requestId, {
+    ...verdict,
+    by: "ops",
+    overrideDeathSignal: "the worker is this test",
+  })
+}
+
 describe("LangGraph: a model's retry of a call that may have taken effect", () => {
   it("the gateway timed out after charging: the model's two retries (new ids) are refused, one charge", async () => {
     const { ledger, charges, tools } = setup()
@@ -118,13 +131,10 @@ describe("LangGraph: a model's retry of a call that may have taken effect", () =
     const { ledger, charges, tools } = setup()
     const graph = graphOf(tools, { to: "acct_2", cents: 700 }, 1)
     await ask(graph, "t-settled")
-    const row = await onlyRow(ledger)
-    await ledger.release(row.requestId, {
+    await settle(ledger, {
       verified: "completed",
-      by: "ops",
       reason: "gateway shows the charge",
       result: "paid 700 to acct_2",
-      overrideDeathSignal: "the worker is this test",
     })
     const out = await ask(graph, "t-settled")
     expect(contents(out).at(-1)).toBe("paid 700 to acct_2")
@@ -166,13 +176,7 @@ describe("LangGraph: a model's retry of a call that may have taken effect", () =
     const { ledger, charges, tools } = setup()
     const graph = graphOf(tools, { to: "acct_3", cents: 100 }, 1)
     await ask(graph, "t-released")
-    const row = await onlyRow(ledger)
-    await ledger.release(row.requestId, {
-      verified: "not_executed",
-      by: "ops",
-      reason: "gateway has no such charge",
-      overrideDeathSignal: "the worker is this test",
-    })
+    await settle(ledger, { verified: "not_executed", reason: "gateway has no such charge" })
     const out = await ask(graph, "t-released")
     expect(contents(out).at(-1)).toBe("paid 100 to acct_3")
     expect(charges).toEqual(["acct_3:100", "acct_3:100"])

@@ -41,18 +41,23 @@ describe("package exports", () => {
     }
   })
 
-  /** The files a bundle of `entry` reads (esbuild, every import followed, nothing written). */
-  const bundledInputs = async (entry: string): Promise<string[]> => {
-    const out = await build({
-      entryPoints: [entry],
-      bundle: true,
-      write: false,
-      metafile: true,
-      platform: "neutral",
-      logLevel: "silent",
-    })
-    return Object.keys(out.metafile.inputs)
-  }
+  /** What a bundle of `entry` reads (esbuild, every import but `external` followed, nothing written). */
+  const metafileOf = async (entry: string, external: string[] = []) =>
+    (
+      await build({
+        entryPoints: [entry],
+        bundle: true,
+        write: false,
+        metafile: true,
+        platform: "neutral",
+        logLevel: "silent",
+        external,
+      })
+    ).metafile
+
+  /** The files a bundle of `entry` reads. */
+  const bundledInputs = async (entry: string): Promise<string[]> =>
+    Object.keys((await metafileOf(entry)).inputs)
 
   it("the core entry and each guard family's entry bundle without any storage client or Node built-in", async () => {
     for (const entry of ["dist/index.js", ...familyEntries()]) {
@@ -76,16 +81,8 @@ describe("package exports", () => {
 
   /** Every import of a framework that a bundle of `entry` makes, as `kind path (from file)`. */
   const frameworkImports = async (entry: string): Promise<string[]> => {
-    const out = await build({
-      entryPoints: [entry],
-      bundle: true,
-      write: false,
-      metafile: true,
-      platform: "neutral",
-      logLevel: "silent",
-      external: frameworks,
-    })
-    return Object.entries(out.metafile.inputs).flatMap(([file, input]) =>
+    const { inputs } = await metafileOf(entry, frameworks)
+    return Object.entries(inputs).flatMap(([file, input]) =>
       input.imports.filter((i) => isFramework(i.path)).map((i) => `${i.kind} ${i.path} (from ${file})`),
     )
   }
