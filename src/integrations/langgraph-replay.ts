@@ -133,8 +133,3 @@ async function framework<T>(load: () => Promise<T>): Promise<T> {
     )
   }
 }
-
-/** On the first run the tool's own value is returned, except what was stored as JSON: a Command, escaped data. */
-export function storedAsJson(out: unknown): boolean {
-  return isCommandJson(out) || isEscaped(out)
-}

@@ -14,7 +14,7 @@ import {
   settleInterrupt,
   trackedTransition,
 } from "./langgraph-interrupt.ts"
-import { reviveReplayed, storableResult, storedAsJson } from "./langgraph-replay.ts"
+import { reviveReplayed, storableResult } from "./langgraph-replay.ts"
 import {
   type BoundaryMode,
   bindTransition,
@@ -103,6 +103,9 @@ export function guardTool<T extends StructuredToolInterface>(
     const callMeta = { ...replayScope, ...cleanMeta(meta?.(parentConfig ?? {}) ?? {}) }
     let attempt: GuardContext | null = null
     let effectBegan = () => false
+    // What this run's body returned, as it returned it: the ledger keeps a JSON form (storableResult), and the first
+    // run hands ToolNode the tool's own value, as the unguarded tool would (a Date stays a Date).
+    let live: { readonly value: unknown } | null = null
     const run = ledger.tool(ledgerOptions, async (checked, raw) => {
       attempt = raw
       const { tx, began } = trackedTransition(raw)
@@ -115,7 +118,9 @@ export function guardTool<T extends StructuredToolInterface>(
       const out = await runWithBoundary(boundary, ledgerOptions, tx, () =>
         inner.call(tool, boxed ? checked.input : checked, runManager, config),
       )
-      return storableResult(await limits.output(out))
+      const value = await limits.output(out)
+      live = { value }
+      return storableResult(value)
     })
     // A model told that a call failed calls again under a new id: while the failed call may have taken effect,
     // that is the same intent (failed-calls.ts).
@@ -130,9 +135,8 @@ export function guardTool<T extends StructuredToolInterface>(
         try {
           const out = await run(args, callMeta)
           // A replay returns the stored JSON of the first run's result: a Command or a message gets its class back.
-          // A Command (and escaped data) is stored as JSON on the first run too (see storableResult): both runs
-          // return the same.
-          return attempt && !storedAsJson(out) ? out : await reviveReplayed(out)
+          const first = live as { readonly value: unknown } | null
+          return first ? first.value : await reviveReplayed(out)
         } catch (err) {
           if (attempt && (isGraphInterrupt(err) || isInvalidResume(err))) {
             await settleInterrupt(ledger, attempt, name, effectBegan(), err)

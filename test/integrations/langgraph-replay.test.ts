@@ -127,4 +127,22 @@ describe("LangGraph replay of a stored Command or message", () => {
     expect(runs).toBe(1)
     expect(visits).toEqual(["billing", "billing"])
   })
+
+  it("the first run returns the tool's own Command (a Date stays a Date); the replay gets the stored form", async () => {
+    const when = new Date("2026-12-04T00:00:00Z")
+    const pay = tool(async () => new Command({ update: { paidAt: when } }), {
+      name: "pay",
+      description: "pay",
+      schema: z.object({ to: z.string() }),
+    })
+    const [guarded] = guardTools(newLedger(), [pay], { pay: { binding: keyed } })
+    const call = { id: "call_date", name: "pay", args: { to: "acct_1" }, type: "tool_call" as const }
+    const config = { configurable: { thread_id: "t-date" } }
+    const first = (await guarded?.invoke(call, config)) as unknown as Command
+    expect(first).toBeInstanceOf(Command)
+    expect((first.update as { paidAt: unknown }).paidAt).toBe(when)
+    const replay = (await guarded?.invoke(call, config)) as unknown as Command
+    expect(replay).toBeInstanceOf(Command)
+    expect((replay.update as { paidAt: unknown }).paidAt).toBe("2026-12-04T00:00:00.000Z")
+  })
 })
