@@ -5,6 +5,12 @@ export type SecondsClock = () => number
 
 const monotonicSeconds: SecondsClock = () => performance.now() / 1000
 
+/** A load in progress: its promise, and when it began (on the clock of the call that began it). */
+interface Flight {
+  run?: Promise<unknown>
+  at: number
+}
+
 interface Entry {
   value: unknown
   expiresAt: number
@@ -27,7 +33,7 @@ export interface ToolCacheOptions {
  */
 export class ToolCache {
   readonly #entries = new Map<string, Entry>()
-  readonly #inflight = new Map<string, Promise<unknown>>()
+  readonly #inflight = new Map<string, Flight>()
   readonly #clock: SecondsClock
   #sweepAt = FIRST_SWEEP_AT
 
@@ -63,24 +69,30 @@ export class ToolCache {
     assertTtl(ttl)
     const hit = this.#lookup(key, clock)
     if (hit) return hit.value as T
-    const pending = this.#inflight.get(key)
-    if (pending) return pending as Promise<T>
     const now = clock ?? this.#clock
-    const run = (async () => {
+    const pending = this.#inflight.get(key)
+    // A load older than the ttl is not joined: an upstream call that hangs holds its key for at most ttl, and
+    // only the newest load writes the key.
+    if (pending && now() - pending.at <= ttl) return pending.run as Promise<T>
+    // Registered before `load` runs: a load that throws at once must clear its own flight, not leave a rejected
+    // promise that every later caller would get without a call.
+    const flight: Flight = { at: now() }
+    this.#inflight.set(key, flight)
+    const mine = () => this.#inflight.get(key) === flight
+    flight.run = (async () => {
       try {
         const value = await load()
-        this.#entries.set(key, { value, expiresAt: now() + ttl, clock: now })
+        if (mine()) this.#entries.set(key, { value, expiresAt: now() + ttl, clock: now })
         if (this.#entries.size >= this.#sweepAt) this.#sweep()
         return value
       } catch (error) {
-        this.#entries.delete(key)
+        if (mine()) this.#entries.delete(key)
         throw error
       } finally {
-        this.#inflight.delete(key)
+        if (mine()) this.#inflight.delete(key)
       }
     })()
-    this.#inflight.set(key, run)
-    return run
+    return flight.run as Promise<T>
   }
 
   // An expired entry used to leave only when its own key was asked for again: a model cycling through ids grew

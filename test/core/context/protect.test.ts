@@ -126,3 +126,78 @@ describe("protect", () => {
     expect(await cache.getOrLoad("k", 0, load)).toBe(2)
   })
 })
+
+describe("protect: loads that throw at once, hang or finish late", () => {
+  it("a tool that throws synchronously is called again next time (its error is not cached)", async () => {
+    let calls = 0
+    const lookup = protect(
+      ({ id }: { id: string }) => {
+        calls++
+        if (calls === 1) throw new Error("upstream refused")
+        return `row ${id}`
+      },
+      { name: "lookup", entityParam: "id", ttl: 60 },
+    )
+    const cache = new ToolCache()
+    await expect(lookup.withCache(cache, { id: "a" })).rejects.toThrow("upstream refused")
+    expect(await lookup.withCache(cache, { id: "a" })).toBe("row a")
+    expect(calls).toBe(2)
+  })
+
+  it("a load that hangs holds its key for at most ttl: a later caller starts its own", async () => {
+    const clock = fakeClock()
+    const calls: string[] = []
+    let hangs = true
+    const lookup = protect(
+      async ({ id }: { id: string }) => {
+        calls.push(id)
+        if (hangs) return new Promise<string>(() => {})
+        return `row ${id}`
+      },
+      { name: "lookup", entityParam: "id", ttl: 30, clock: clock.now },
+    )
+    const cache = new ToolCache()
+    void lookup.withCache(cache, { id: "a" })
+    clock.advance(30)
+    void lookup.withCache(cache, { id: "a" }) // still within ttl: joins the hung load
+    expect(calls).toEqual(["a"])
+    clock.advance(1)
+    hangs = false
+    expect(await lookup.withCache(cache, { id: "a" })).toBe("row a")
+    expect(calls).toEqual(["a", "a"])
+  })
+
+  it("an outdated load that finishes or fails after a newer one neither overwrites nor clears its value", async () => {
+    const clock = fakeClock()
+    const pending: Array<{ resolve: (v: string) => void; reject: (e: Error) => void }> = []
+    const lookup = protect(
+      () =>
+        new Promise<string>((resolve, reject) => {
+          pending.push({ resolve, reject })
+        }),
+      { name: "lookup", ttl: 10, clock: clock.now },
+    )
+    const cache = new ToolCache()
+    const old = lookup.withCache(cache, {})
+    const older = lookup.withCache(cache, {})
+    clock.advance(11)
+    const fresh = lookup.withCache(cache, {})
+    pending[1]?.resolve("new")
+    expect(await fresh).toBe("new")
+    pending[0]?.resolve("old")
+    expect(await old).toBe("old")
+    expect(await older).toBe("old")
+    expect(await lookup.withCache(cache, {})).toBe("new")
+    // A second generation: the outdated load fails after the newer one stored its value.
+    clock.advance(11)
+    const stale = lookup.withCache(cache, {})
+    clock.advance(11)
+    const newer = lookup.withCache(cache, {})
+    pending[3]?.resolve("newest")
+    expect(await newer).toBe("newest")
+    pending[2]?.reject(new Error("late failure"))
+    await expect(stale).rejects.toThrow("late failure")
+    expect(await lookup.withCache(cache, {})).toBe("newest")
+    expect(pending).toHaveLength(4)
+  })
+})
