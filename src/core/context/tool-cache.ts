@@ -92,6 +92,9 @@ export class ToolCache {
         if (mine()) this.#inflight.delete(key)
       }
     })()
+    // Each caller gets (and must handle) this method's own promise; a load that threw at once is already rejected
+    // before the return adopts it, which workerd reports as unhandled.
+    flight.run.catch(() => {})
     return flight.run as Promise<T>
   }
 
