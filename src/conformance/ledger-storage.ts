@@ -8,7 +8,7 @@ import {
   type LedgerEntry,
   LedgerStaleFenceError,
   type LedgerStorage,
-  type TerminalOutcome,
+  TerminalOutcome,
   type TransitionExpectation,
 } from "../core/index.ts"
 import type { LedgerStorageFixtureFactory } from "./factory.ts"
@@ -44,15 +44,7 @@ async function seeded(s: LedgerStorage, init: LedgerEntryInit): Promise<LedgerEn
   return e
 }
 
-const ALL: TerminalOutcome[] = [
-  "IN_FLIGHT",
-  "COMPLETED",
-  "FAILED_BEFORE_EFFECT",
-  "FAILED_AFTER_EFFECT",
-  "EXPIRED",
-  "BLOCKED",
-  "UNKNOWN",
-]
+const ALL: TerminalOutcome[] = Object.values(TerminalOutcome)
 
 async function collect(it: AsyncIterable<LedgerEntry>): Promise<LedgerEntry[]> {
   const out: LedgerEntry[] = []
