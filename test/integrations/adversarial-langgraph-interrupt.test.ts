@@ -34,6 +34,22 @@ function graphOf(
   }
 }
 
+/** The approval pattern done right: ask, then pay inside sideEffect() (after `delayMs`); `paid` records each payment. */
+function askThenPay(paid: string[], delayMs = 0) {
+  return tool(
+    async ({ to }, config) => {
+      const ok = interrupt({ question: `pay ${to}?` })
+      if (ok !== "yes") return "no"
+      return transitionOf(config).sideEffect(async () => {
+        paid.push(to)
+        if (delayMs) await new Promise((r) => setTimeout(r, delayMs))
+        return `paid ${to}`
+      })
+    },
+    { name: "pay", description: "pay", schema },
+  )
+}
+
 /** The approval pattern done wrong: the provider call happens, its handle is recorded, then the human is asked. */
 function intentThenAsk(provider: string[]) {
   return tool(
@@ -99,18 +115,7 @@ describe("adversarial: interrupt() in a guarded LangGraph tool", () => {
       pollInterval: 0.005,
       onWarning: () => {},
     })
-    const pay = tool(
-      async ({ to }, config) => {
-        const ok = interrupt({ question: `pay ${to}?` })
-        if (ok !== "yes") return "no"
-        return transitionOf(config).sideEffect(async () => {
-          paid.push(to)
-          await new Promise((r) => setTimeout(r, 20))
-          return `paid ${to}`
-        })
-      },
-      { name: "pay", description: "pay", schema },
-    )
+    const pay = askThenPay(paid, 20)
     const call = { id: "call_dup", name: "pay", args: { to: "a" } }
     const g = graphOf(ledger, [pay], [call, call], "t-dup")
     await g.start()
@@ -167,18 +172,7 @@ describe("adversarial: interrupt() in a guarded LangGraph tool", () => {
       reconciler: { reconcile: () => ({ status: "NOT_EXECUTED" as const }) },
       onWarning: () => {},
     })
-    const pay = tool(
-      async ({ to }, config) => {
-        const ok = interrupt({ question: `pay ${to}?` })
-        return ok === "yes"
-          ? transitionOf(config).sideEffect(async () => {
-              paid.push(to)
-              return `paid ${to}`
-            })
-          : "no"
-      },
-      { name: "pay", description: "pay", schema },
-    )
+    const pay = askThenPay(paid)
     const g = graphOf(ledger, [pay], [{ id: "call_pol", name: "pay", args: { to: "a" } }], "t-policy")
     await g.start()
     const out = await g.resume("yes")
@@ -193,18 +187,7 @@ describe("adversarial: interrupt() in a guarded LangGraph tool", () => {
     const stores = [new RedisLedgerStorage({ url, prefix }), new RedisLedgerStorage({ url, prefix })]
     try {
       const paid: string[] = []
-      const pay = tool(
-        async ({ to }, config) => {
-          const ok = interrupt({ question: `pay ${to}?` })
-          if (ok !== "yes") return "no"
-          return transitionOf(config).sideEffect(async () => {
-            paid.push(to)
-            await new Promise((r) => setTimeout(r, 30))
-            return `paid ${to}`
-          })
-        },
-        { name: "pay", description: "pay", schema },
-      )
+      const pay = askThenPay(paid, 30)
       const ledgers = stores.map(
         (storage) => new ActionLedger({ storage, pollInterval: 0.01, onWarning: () => {} }),
       )
