@@ -79,17 +79,19 @@ describe("MyceliumConfig.close()", () => {
   it("lets a script on Redis stores exit; without it the open sockets keep the process alive", async () => {
     const body = (close: boolean) => `const config = ${load}
 const { charge, report } = config.instrument(bodies)
-console.log(JSON.stringify([await charge({ amount: 5 }, { toolCallId: "${tag}-c-${close}" }), await report({ day: "d" })]))
+console.log(JSON.stringify([await charge({ amount: 5 }, { toolCallId: "${tag}-c-${close}" }), await report({ day: "d-${close}" })]))
 ${close ? "await config.close()\nawait config.close()" : ""}`
+    // Each script its own task arguments: a task is keyed by them, and the two run at once (one would find the
+    // other's claim in flight).
     const [closed, open] = await Promise.all([
       runScript("closed", body(true)),
       runScript("open", body(false), 8_000),
     ])
     expect([closed.state, closed.err]).toEqual([0, ""])
-    expect(closed.printed).toEqual([{ charged: 5 }, { day: "d" }])
+    expect(closed.printed).toEqual([{ charged: 5 }, { day: "d-true" }])
     // The same calls without close(): their results are printed, and then the process does not end.
     expect(open.state).toBe("running")
-    expect(open.printed).toEqual([{ charged: 5 }, { day: "d" }])
+    expect(open.printed).toEqual([{ charged: 5 }, { day: "d-false" }])
   }, 30_000)
 })
 
