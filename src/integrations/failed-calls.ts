@@ -3,23 +3,41 @@
 // the model the error (LangGraph's ToolNode, the AI SDK, OpenAI Agents' errorFunction), the model calls again with
 // the same arguments, and the ledger runs the payment a second time. Within one conversation (a thread, or the one
 // run the framework hands every call), a call with the same tool and arguments as an earlier call that failed after
-// its body started is therefore the same intent until that call is settled.
+// its body started is therefore the same intent until that call is settled. So is a call the framework gave up on
+// while its body still ran (OpenAI Agents' `timeoutMs`, an aborted run): the model was told it timed out, and the
+// body may still charge.
 import { LedgerHardBlockError } from "../core/ledger/errors.ts"
 import type { CallMeta } from "../core/ledger/index.ts"
 
 /** What the check reads from the ledger (an `ActionLedger`; a `RemoteLedger` has no `get`, and is not checked). */
+interface Row {
+  readonly terminalOutcome: string
+  readonly sideEffectBoundary: string
+  readonly operatorResolution: string | null
+  readonly result: unknown
+}
 interface RowReader {
-  get(requestId: string): Promise<{
-    readonly terminalOutcome: string
-    readonly sideEffectBoundary: string
-    readonly operatorResolution: string | null
-    readonly result: unknown
-  } | null>
+  get(requestId: string): Promise<Row | null>
+  waitForTransition?(requestId: string, options: { readonly signal?: AbortSignal }): Promise<Row>
 }
 
 interface Earlier {
   readonly requestId: string
   readonly toolCallId: string
+  /** Set while a call its framework gave up on still runs in this process. */
+  readonly running?: true
+}
+
+/** Where a guarded call's body reports that it began, under which request (the integrations call {@link began}). */
+export interface CallStart {
+  requestId: string | null
+  onStart?: () => void
+}
+
+/** Records that the body of the call behind `start` began, as request `requestId`. */
+export function began(start: CallStart, requestId: string): void {
+  start.requestId = requestId
+  start.onStart?.()
 }
 
 /**
@@ -105,8 +123,11 @@ export class FailedCalls {
     return meta.threadId || !saw ? { scope, key, toolCallId } : { scope, key, toolCallId, saw }
   }
 
-  /** A call whose body started has failed: a later call with a new id and the same key is checked against it. */
-  remember(call: HeldCall, requestId: string): void {
+  /**
+   * A call whose body started has failed, or was given up on while it still runs (`running`): a later call with a
+   * new id and the same key is checked against it.
+   */
+  remember(call: HeldCall, requestId: string, running = false): void {
     const scope = this.#scopes.get(call.scope) ?? { calls: new Map<string, Earlier[]>(), size: 0 }
     this.#scopes.delete(call.scope)
     this.#scopes.set(call.scope, scope)
@@ -115,7 +136,9 @@ export class FailedCalls {
     scope.calls.delete(call.key)
     const now = [
       ...earlier.filter((e) => e.toolCallId !== call.toolCallId),
-      { requestId, toolCallId: call.toolCallId },
+      running
+        ? { requestId, toolCallId: call.toolCallId, running: true as const }
+        : { requestId, toolCallId: call.toolCallId },
     ]
     scope.calls.set(call.key, now)
     this.#adjust(call.scope, scope, now.length - earlier.length)
@@ -137,15 +160,21 @@ export class FailedCalls {
   /**
    * Before a call runs: `run` when no earlier call of the same key may have taken effect; `return` with the earlier
    * call's result once it completed (an operator said so, or its late completion landed); a hard block while the
-   * earlier call's outcome is unknown. A ledger outage here propagates: nothing runs blind.
+   * earlier call's outcome is unknown. An earlier call still running here is waited for (until `signal` aborts or
+   * the ledger's poll timeout). A ledger outage here propagates: nothing runs blind.
    */
-  async check(ledger: unknown, call: HeldCall): Promise<RetryVerdict> {
+  async check(ledger: unknown, call: HeldCall, signal?: AbortSignal): Promise<RetryVerdict> {
     const { toolCallId, saw } = call
     const reader = ledger as Partial<RowReader>
     const all = this.#scopes.get(call.scope)?.calls.get(call.key) ?? []
     const earlier = all.filter((e) => e.toolCallId !== toolCallId && (!saw || saw(e.toolCallId))).reverse()
     for (const e of earlier) {
-      const row = await reader.get?.(e.requestId)
+      // The body still runs (its framework timed it out): wait for its outcome as a redispatch waits for the call
+      // in flight, rather than running the effect beside it.
+      const row =
+        e.running && reader.waitForTransition
+          ? await reader.waitForTransition(e.requestId, signal ? { signal } : {})
+          : await reader.get?.(e.requestId)
       const settled = (x: Earlier) => x.requestId === e.requestId
       // The retry gets the outcome it asked for; a call after it is a new intent.
       if (row?.terminalOutcome === "COMPLETED") {
@@ -199,29 +228,46 @@ export class FailedCalls {
 
 /**
  * Runs one guarded call under the memory: checks it first, forgets the key when it succeeds, remembers it when it
- * fails after its body started (`started()` gives the request id then). `replayed` turns an earlier call's stored
- * result into what the framework expects (as stored, by default).
+ * fails after its body started (the body reports that through `start`, see {@link began}). A call whose `signal`
+ * aborts while its body runs is remembered at once, and stays remembered when it then succeeds: the framework has
+ * told the model it failed, so a retry gets this call's result instead of a second run. `replayed` turns an
+ * earlier call's stored result into what the framework expects (as stored, by default).
  */
 export async function runHeld<R>(
   failed: FailedCalls,
   held: HeldCall | null,
   ledger: unknown,
-  started: () => string | null,
+  start: CallStart,
   call: () => Promise<R>,
   replayed: (stored: unknown) => R | Promise<R> = (stored) => stored as R,
+  signal?: AbortSignal,
 ): Promise<R> {
   // Without the ledger's get() (a RemoteLedger) the earlier row cannot be read: nothing is held or remembered.
   if (!held || typeof (ledger as Partial<RowReader>).get !== "function") return call()
-  const earlier = await failed.check(ledger, held)
+  const earlier = await failed.check(ledger, held, signal)
   if (earlier.kind === "return") return replayed(earlier.result)
+  let abandoned = false
+  // The abort may come before the body begins (during the claim): the ledger still runs the body then.
+  const abandon = () => {
+    if (abandoned || start.requestId === null || !signal?.aborted) return
+    abandoned = true
+    failed.remember(held, start.requestId, true)
+  }
+  if (signal) {
+    start.onStart = abandon
+    signal.addEventListener("abort", abandon, { once: true })
+  }
   try {
     const out = await call()
-    failed.forget(held)
+    // Given up on, the call stays remembered (a retry reads its completed row); re-adding it here could bring back
+    // an entry a retry has already settled.
+    if (!abandoned) failed.forget(held)
     return out
   } catch (err) {
-    const requestId = started()
-    if (requestId !== null) failed.remember(held, requestId)
+    if (start.requestId !== null) failed.remember(held, start.requestId)
     throw err
+  } finally {
+    signal?.removeEventListener("abort", abandon)
   }
 }
 

@@ -7,7 +7,13 @@ import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
-import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
+import {
+  type CallStart,
+  began as callBegan,
+  failedCallsOf,
+  runHeld,
+  sideEffectClassOf,
+} from "./failed-calls.ts"
 import {
   isGraphInterrupt,
   isInvalidResume,
@@ -102,12 +108,14 @@ export function guardTool<T extends StructuredToolInterface>(
     const { runId: _perRun, ...replayScope } = langGraphCallMeta(parentConfig)
     const callMeta = { ...replayScope, ...cleanMeta(meta?.(parentConfig ?? {}) ?? {}) }
     let attempt: GuardContext | null = null
+    const start: CallStart = { requestId: null }
     let effectBegan = () => false
     // What this run's body returned, as it returned it: the ledger keeps a JSON form (storableResult), and the first
     // run hands ToolNode the tool's own value, as the unguarded tool would (a Date stays a Date).
     let live: { readonly value: unknown } | null = null
     const run = ledger.tool(ledgerOptions, async (checked, raw) => {
       attempt = raw
+      callBegan(start, raw.requestId)
       const { tx, began } = trackedTransition(raw)
       effectBegan = began
       // tool() hands its function a copy of the config, but `configurable` travels by reference: the transition
@@ -125,12 +133,11 @@ export function guardTool<T extends StructuredToolInterface>(
     // A model told that a call failed calls again under a new id: while the failed call may have taken effect,
     // that is the same intent (failed-calls.ts).
     const held = failed.held(callMeta, args, sideEffectClassOf(run))
-    const started = () => (attempt as GuardContext | null)?.requestId ?? null
     return runHeld(
       failed,
       held,
       ledger,
-      started,
+      start,
       async () => {
         try {
           const out = await run(args, callMeta)
@@ -145,6 +152,7 @@ export function guardTool<T extends StructuredToolInterface>(
         }
       },
       reviveReplayed,
+      callMeta.signal,
     )
   }
   const wrapped = Object.create(tool) as T

@@ -7,7 +7,7 @@ import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema, type StandardSchemaV1 } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
-import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
+import { began, type CallStart, failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   type BoundaryMode,
   bindTransition,
@@ -87,9 +87,9 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
       ...agentsCallMeta(details),
       ...cleanMeta(meta?.(runContext, details) ?? {}),
     }
-    let started: string | null = null
+    const start: CallStart = { requestId: null }
     const run = ledger.tool(ledgerOptions, async (checked, tx) => {
-      started = tx.requestId
+      began(start, tx.requestId)
       const forBody: ToolCallDetails = { ...details }
       bindTransition(forBody, tx)
       const out = await runWithBoundary(boundary, ledgerOptions, tx, () =>
@@ -99,14 +99,10 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
     })
     // A model told that a call failed ("Please try again") calls again under a new call id (failed-calls.ts). The
     // conversation: the thread `meta` names, else the run's RunContext, the one object every call of a run gets.
+    // A `timeoutMs` the SDK enforces aborts `details.signal` and tells the model the call timed out while the body
+    // may still charge: the signal marks the call as given up on.
     const held = failed.held(callMeta, args, sideEffectClassOf(run), runContext)
-    return runHeld(
-      failed,
-      held,
-      ledger,
-      () => started,
-      () => run(args, callMeta),
-    )
+    return runHeld(failed, held, ledger, start, () => run(args, callMeta), undefined, callMeta.signal)
   }
   const { errorFunction: own, outputSchema } = options as {
     errorFunction?: ToolErrorText | null
