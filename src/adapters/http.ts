@@ -14,6 +14,7 @@ import {
 } from "../adapter-kit.ts"
 import { MyceliumError } from "../core/errors.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
+import { requestFailure, requestSignal, requestTimeoutOption } from "../core/storage/request-timeout.ts"
 
 export interface HttpLedgerStorageOptions {
   /** Base URL of the API, e.g. `https://ledger.example.com` (the app's basePath included). */
@@ -23,6 +24,11 @@ export interface HttpLedgerStorageOptions {
   readonly fetch?: typeof fetch
   /** Largest answer read from the API, in bytes (a page of rows). Default 64 MiB. */
   readonly maxResponseBytes?: number
+  /**
+   * Seconds to wait for each whole answer of the API (headers and body); then the operation fails, and the ledger
+   * reports `LedgerStorageUnavailableError`. Default 30; `null` waits forever.
+   */
+  readonly requestTimeout?: number | null
 }
 
 /** The server answered with an error: `code` is the API's stable error code. */
@@ -32,8 +38,9 @@ export class LedgerHttpError extends MyceliumError {
     readonly status: number,
     override readonly code: string,
     message: string,
+    options?: ErrorOptions,
   ) {
-    super(message)
+    super(message, options)
   }
 }
 
@@ -64,12 +71,14 @@ export class HttpLedgerStorage implements LedgerStorage {
   readonly #token: HttpLedgerStorageOptions["token"]
   readonly #fetch: typeof fetch
   readonly #maxResponseBytes: number
+  readonly #requestTimeout: number | null
 
   constructor(options: HttpLedgerStorageOptions) {
     this.#base = options.url.replace(/\/+$/, "")
     this.#token = options.token
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
     this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
+    this.#requestTimeout = requestTimeoutOption(options.requestTimeout)
   }
 
   async #call<T>(method: string, path: string, body?: unknown, allow404 = false): Promise<T | null> {
@@ -77,14 +86,32 @@ export class HttpLedgerStorage implements LedgerStorage {
     const token = typeof this.#token === "function" ? await this.#token() : this.#token
     if (token) headers.authorization = `Bearer ${token}`
     if (body !== undefined) headers["content-type"] = "application/json"
-    const res = await this.#fetch(`${this.#base}${path}`, {
-      method,
-      headers,
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    })
-    if (allow404 && res.status === 404) return null
-    // A broken or hostile server must not fill this process's memory.
-    const bytes = await readLimited(res, this.#maxResponseBytes)
+    const signal = requestSignal(this.#requestTimeout)
+    let res: Response
+    let bytes: Uint8Array | null
+    try {
+      res = await this.#fetch(`${this.#base}${path}`, {
+        method,
+        headers,
+        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+        ...(signal ? { signal } : {}),
+      })
+      if (allow404 && res.status === 404) {
+        await res.body?.cancel().catch(() => undefined)
+        return null
+      }
+      // A broken or hostile server must not fill this process's memory.
+      bytes = await readLimited(res, this.#maxResponseBytes)
+    } catch (e) {
+      throw new LedgerHttpError(
+        0,
+        "unreachable",
+        `ledger API at ${this.#base}: ${requestFailure(e, this.#requestTimeout)}`,
+        {
+          cause: e,
+        },
+      )
+    }
     if (bytes === null)
       throw new LedgerHttpError(
         res.status,

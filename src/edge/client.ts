@@ -22,6 +22,7 @@ import type { SideEffectBoundary } from "../core/ledger/model/enums.ts"
 import type { CallMeta } from "../core/ledger/model/identity.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
+import { requestFailure, requestSignal, requestTimeoutOption } from "../core/storage/request-timeout.ts"
 import { checkBeginAnswer, type RunAnswer } from "./begin-answer.ts"
 
 export interface RemoteLedgerOptions {
@@ -40,6 +41,11 @@ export interface RemoteLedgerOptions {
   readonly onWarning?: (message: string) => void
   /** Largest answer read from the API, in bytes (a replay carries the stored result). Default 64 MiB. */
   readonly maxResponseBytes?: number
+  /**
+   * Seconds to wait for each whole answer of the API (headers and body); then the call fails closed with
+   * `LedgerStorageUnavailableError`. Default 30; `null` waits forever.
+   */
+  readonly requestTimeout?: number | null
 }
 
 /** The ledger API refused a request with a code this client has no class for. */
@@ -142,6 +148,7 @@ export class RemoteLedger {
   readonly pollTimeout: number | null
   readonly #onWarning: (message: string) => void
   readonly #maxResponseBytes: number
+  readonly #requestTimeout: number | null
   readonly #transport: Transport = {
     post: (path, body, tool) => this.#post(path, body, tool),
     warn: (message) => this.#onWarning(message),
@@ -156,6 +163,7 @@ export class RemoteLedger {
     this.pollTimeout = options.pollTimeout === undefined ? 300 : options.pollTimeout
     this.#onWarning = options.onWarning ?? ((m) => console.warn(`[mycelium] ${m}`))
     this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
+    this.#requestTimeout = requestTimeoutOption(options.requestTimeout)
   }
 
   /** One JSON round trip; any transport failure fails closed as a storage outage. */
@@ -166,14 +174,20 @@ export class RemoteLedger {
     let res: Response
     let json: unknown
     try {
-      res = await this.#fetch(`${this.#base}${path}`, { method: "POST", headers, body })
+      const signal = requestSignal(this.#requestTimeout)
+      res = await this.#fetch(`${this.#base}${path}`, {
+        method: "POST",
+        headers,
+        body,
+        ...(signal ? { signal } : {}),
+      })
       const bytes = await readLimited(res, this.#maxResponseBytes)
       if (bytes === null)
         throw new Error(`its answer is over ${this.#maxResponseBytes} bytes (maxResponseBytes)`)
       json = JSON.parse(responseDecoder.decode(bytes))
     } catch (e) {
       throw new LedgerStorageUnavailableError(
-        `ledger API unreachable at ${this.#base}: ${e instanceof Error ? e.message : String(e)}`,
+        `ledger API unreachable at ${this.#base}: ${requestFailure(e, this.#requestTimeout)}`,
         { cause: e },
       )
     }

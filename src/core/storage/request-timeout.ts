@@ -1,0 +1,30 @@
+// How long the HTTP clients (RemoteLedger, HttpLedgerStorage) wait for one answer of the ledger API. A server that
+// accepts the connection and never answers, or trickles its body, would otherwise hold the agent's call forever:
+// a hung server is an outage, and an outage fails closed with a typed error.
+import { InvalidOptionError } from "../errors.ts"
+import { secondsProblem } from "../seconds.ts"
+
+/** Seconds a client waits for a whole answer (headers and body) unless told otherwise. */
+export const DEFAULT_REQUEST_TIMEOUT = 30
+
+/** The checked `requestTimeout` option: positive seconds, or null for no limit. */
+export function requestTimeoutOption(value: number | null | undefined): number | null {
+  if (value === undefined) return DEFAULT_REQUEST_TIMEOUT
+  if (value === null) return null
+  const problem = secondsProblem("requestTimeout", value) ?? (value > 0 ? null : "requestTimeout must be > 0")
+  if (problem)
+    throw new InvalidOptionError(`${problem}. Pass e.g. { requestTimeout: 30 }, or null for no limit.`)
+  return value
+}
+
+/** The signal for one request, covering its body read too; none without a limit. */
+export function requestSignal(seconds: number | null): AbortSignal | undefined {
+  return seconds === null ? undefined : AbortSignal.timeout(Math.ceil(seconds * 1000))
+}
+
+/** Why a request failed, saying which limit cut it off when it was the timeout. */
+export function requestFailure(e: unknown, seconds: number | null): string {
+  if ((e as { name?: unknown } | null)?.name === "TimeoutError")
+    return `no whole answer within ${seconds} s (requestTimeout)`
+  return e instanceof Error ? e.message : String(e)
+}
