@@ -71,7 +71,8 @@ const budgets = [
     // the tool's copies, bounded per conversation, several failed calls per key, the AI SDK's shared-context check)
     // added 0.4 KB to each: ai-sdk 12.6, langgraph 7.9, openai-agents 6.6 (esbuild of the sources, 2026-12-04).
     // Holding the retry of a call the framework gave up on while it ran (a timeout, an abort) added 0.2 KB to each:
-    // ai-sdk 12.8, langgraph 8.1 (budget 8 -> 8.5), openai-agents 6.7.
+    // ai-sdk 12.8, langgraph 8.1 (budget 8 -> 8.5), openai-agents 6.7. Its review (an abort before the body began
+    // stops it there; a retry given up on while it read settles nothing) added 40 bytes to each: openai-agents 6.8.
     max: { "ai-sdk": 13, langgraph: 8.5, "openai-agents": 7 }[i] * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.

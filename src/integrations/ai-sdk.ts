@@ -75,7 +75,7 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
     // One ledgered function per call: the body needs this call's options, which the ledger does not carry.
     const start: CallStart = { requestId: null }
     const run = ledger.tool(ledgerOptions, async (checked, tx) => {
-      began(start, tx.requestId)
+      began(start, tx)
       const forBody: ToolExecutionOptions = { ...callOptions }
       bindTransition(forBody, tx)
       const out = await runWithBoundary(boundary, ledgerOptions, tx, () =>

@@ -6,6 +6,7 @@
 // its body started is therefore the same intent until that call is settled. So is a call the framework gave up on
 // while its body still ran (OpenAI Agents' `timeoutMs`, an aborted run): the model was told it timed out, and the
 // body may still charge.
+import { throwIfAborted } from "../core/ledger/clock.ts"
 import { LedgerHardBlockError } from "../core/ledger/errors.ts"
 import type { CallMeta } from "../core/ledger/index.ts"
 
@@ -31,13 +32,19 @@ interface Earlier {
 /** Where a guarded call's body reports that it began, under which request (the integrations call {@link began}). */
 export interface CallStart {
   requestId: string | null
-  onStart?: () => void
 }
 
-/** Records that the body of the call behind `start` began, as request `requestId`. */
-export function began(start: CallStart, requestId: string): void {
-  start.requestId = requestId
-  start.onStart?.()
+/**
+ * The body of the call behind `start` begins, under the transition `tx`. A call its framework gave up on before
+ * then (aborted during the claim) fails here, before any effect: the model was told it failed, and its retry in
+ * that window found nothing to wait for, so a body starting now would be a second payment.
+ */
+export function began(
+  start: CallStart,
+  tx: { readonly requestId: string; readonly signal: AbortSignal },
+): void {
+  throwIfAborted(tx.signal)
+  start.requestId = tx.requestId
 }
 
 /**
@@ -175,6 +182,9 @@ export class FailedCalls {
         e.running && reader.waitForTransition
           ? await reader.waitForTransition(e.requestId, signal ? { signal } : {})
           : await reader.get?.(e.requestId)
+      // This retry's framework gave up on it while it read (the model was told it failed): it settles nothing, or
+      // the earlier call's next retry would find nothing held and run.
+      throwIfAborted(signal)
       const settled = (x: Earlier) => x.requestId === e.requestId
       // The retry gets the outcome it asked for; a call after it is a new intent.
       if (row?.terminalOutcome === "COMPLETED") {
@@ -247,16 +257,13 @@ export async function runHeld<R>(
   const earlier = await failed.check(ledger, held, signal)
   if (earlier.kind === "return") return replayed(earlier.result)
   let abandoned = false
-  // The abort may come before the body begins (during the claim): the ledger still runs the body then.
+  // Before the body began, an abort stops it there (began()); after, the body runs on and a retry waits for it.
   const abandon = () => {
-    if (abandoned || start.requestId === null || !signal?.aborted) return
+    if (start.requestId === null) return
     abandoned = true
     failed.remember(held, start.requestId, true)
   }
-  if (signal) {
-    start.onStart = abandon
-    signal.addEventListener("abort", abandon, { once: true })
-  }
+  signal?.addEventListener("abort", abandon, { once: true })
   try {
     const out = await call()
     // Given up on, the call stays remembered (a retry reads its completed row); re-adding it here could bring back

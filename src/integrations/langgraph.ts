@@ -115,7 +115,7 @@ export function guardTool<T extends StructuredToolInterface>(
     let live: { readonly value: unknown } | null = null
     const run = ledger.tool(ledgerOptions, async (checked, raw) => {
       attempt = raw
-      callBegan(start, raw.requestId)
+      callBegan(start, raw)
       const { tx, began } = trackedTransition(raw)
       effectBegan = began
       // tool() hands its function a copy of the config, but `configurable` travels by reference: the transition

@@ -89,7 +89,7 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
     }
     const start: CallStart = { requestId: null }
     const run = ledger.tool(ledgerOptions, async (checked, tx) => {
-      began(start, tx.requestId)
+      began(start, tx)
       const forBody: ToolCallDetails = { ...details }
       bindTransition(forBody, tx)
       const out = await runWithBoundary(boundary, ledgerOptions, tx, () =>
