@@ -19,11 +19,43 @@ export interface ReceiptExportOptions {
   readonly token?: string | undefined
   readonly agentId?: string | undefined
   readonly ledger?: string | undefined
+  /** More receipts than this stop the export (default DEFAULT_MAX_RECEIPTS): a server can page forever. */
+  readonly maxReceipts?: number | undefined
+  /** Seconds each page may take, headers and body together (default DEFAULT_REQUEST_TIMEOUT). */
+  readonly requestTimeout?: number | undefined
   /** Called with each page's lines, in order; the export is complete when the promise resolves. */
   readonly write: (text: string) => void
 }
 
 const PAGE = 500
+export const DEFAULT_MAX_RECEIPTS = 1_000_000
+export const DEFAULT_REQUEST_TIMEOUT = 30
+// Node's timers hold 32-bit milliseconds (about 24.8 days); a day is already more than any page needs.
+const MAX_REQUEST_TIMEOUT = 86_400
+// A filtered page scans a window of PAGE * PAGE_SCAN_FACTOR receipts and may match none of them: the API then
+// answers an empty page that points further on, which a server could do forever. This many in all cover 100 million
+// receipts of other agents or chains.
+const MAX_EMPTY_PAGES = 10_000
+
+/** `--max-receipts` and `--timeout` as numbers; a value that is not one is a UsageError. */
+export function exportLimits(raw: { maxReceipts?: string | undefined; timeout?: string | undefined }): {
+  maxReceipts: number
+  requestTimeout: number
+} {
+  const maxReceipts = raw.maxReceipts === undefined ? DEFAULT_MAX_RECEIPTS : Number(raw.maxReceipts)
+  if (!(Number.isSafeInteger(maxReceipts) && maxReceipts >= 1 && /^\d+$/.test(raw.maxReceipts ?? "1")))
+    throw new UsageError(`--max-receipts ${raw.maxReceipts}: use a whole number of receipts, 1 or more`)
+  const requestTimeout = raw.timeout === undefined ? DEFAULT_REQUEST_TIMEOUT : Number(raw.timeout)
+  // Number("") is 0 and Number(" 5") or Number("0x1e") a number too: only a plain decimal is taken here.
+  if (
+    !/^\d*\.?\d+$/.test(raw.timeout ?? "1") ||
+    !(Math.round(requestTimeout * 1000) >= 1 && requestTimeout <= MAX_REQUEST_TIMEOUT)
+  )
+    throw new UsageError(
+      `--timeout ${raw.timeout}: use a number of seconds above 0, at most ${MAX_REQUEST_TIMEOUT}`,
+    )
+  return { maxReceipts, requestTimeout }
+}
 
 /** The first URL of the export; refuses what would send the token in clear text to another machine. */
 export function exportUrl(options: Pick<ReceiptExportOptions, "url" | "token" | "agentId" | "ledger">): URL {
@@ -104,38 +136,68 @@ function decode(bytes: Uint8Array, url: URL): string {
   }
 }
 
+/** One page's text and Link header; `signal` (a timeout) cuts off the body read as well as the wait for headers. */
+async function fetchPage(
+  url: URL,
+  headers: Record<string, string>,
+  signal: AbortSignal,
+): Promise<{ text: string; link: string | null }> {
+  let res: Response
+  try {
+    res = await fetch(url, { headers, redirect: "error", signal })
+  } catch (e) {
+    if (signal.aborted) throw e
+    // Node's fetch says only "fetch failed"; the reason (ECONNREFUSED, a certificate, DNS) is its cause.
+    const cause = (e as { cause?: { code?: unknown; message?: unknown } }).cause
+    const why = cause ? String(cause.code ?? cause.message) : ""
+    throw new CliError(
+      `cannot reach ${url.origin}: ${e instanceof Error ? e.message : String(e)}${why ? ` (${why})` : ""}`,
+    )
+  }
+  if (!res.ok) {
+    const hint =
+      res.status === 401 || res.status === 403 ? " (check the token and its ledger:reader scope)" : ""
+    throw new CliError(`${url.origin} answered ${res.status}, ${await errorOf(res)}${hint}`)
+  }
+  if (!(res.headers.get("content-type") ?? "").startsWith("application/x-ndjson")) {
+    await res.body?.cancel().catch(() => undefined)
+    throw new CliError(`${url.href} did not answer a receipt export: is --url the ledger API's base URL?`)
+  }
+  const bytes = await readLimited(res, DEFAULT_MAX_RESPONSE_BYTES)
+  if (!bytes) throw new CliError(`a page from ${url.origin} is over ${DEFAULT_MAX_RESPONSE_BYTES} bytes`)
+  return { text: decode(bytes, url), link: res.headers.get("link") }
+}
+
 /** Fetches every page; returns how many receipts were written. */
 export async function exportReceipts(options: ReceiptExportOptions): Promise<number> {
   let url: URL | null = exportUrl(options)
+  const filtered = url.searchParams.has("agent_id") || url.searchParams.has("ledger")
+  const max = options.maxReceipts ?? DEFAULT_MAX_RECEIPTS
+  const seconds = options.requestTimeout ?? DEFAULT_REQUEST_TIMEOUT
   const headers: Record<string, string> = { accept: "application/x-ndjson" }
   if (options.token) headers.authorization = `Bearer ${options.token}`
   let count = 0
+  let empty = 0
   while (url) {
-    let res: Response
+    const signal = AbortSignal.timeout(Math.max(1, Math.round(seconds * 1000)))
+    let page: { text: string; link: string | null }
     try {
-      res = await fetch(url, { headers, redirect: "error" })
+      page = await fetchPage(url, headers, signal)
     } catch (e) {
-      // Node's fetch says only "fetch failed"; the reason (ECONNREFUSED, a certificate, DNS) is its cause.
-      const cause = (e as { cause?: { code?: unknown; message?: unknown } }).cause
-      const why = cause ? String(cause.code ?? cause.message) : ""
+      if (!signal.aborted) throw e
+      throw new CliError(`${url.href} did not answer within ${seconds} s (--timeout): stopping`)
+    }
+    const lines = page.text.split("\n").filter((l) => l.trim() !== "")
+    // Checked before any of the page is written: standard output gets no more than the cap, and -o no file.
+    if (lines.length > PAGE)
       throw new CliError(
-        `cannot reach ${url.origin}: ${e instanceof Error ? e.message : String(e)}${why ? ` (${why})` : ""}`,
+        `a page from ${url.origin} holds ${lines.length} lines, more than the ${PAGE} it was asked for: stopping`,
       )
-    }
-    if (!res.ok) {
-      const hint =
-        res.status === 401 || res.status === 403 ? " (check the token and its ledger:reader scope)" : ""
-      throw new CliError(`${url.origin} answered ${res.status}, ${await errorOf(res)}${hint}`)
-    }
-    if (!(res.headers.get("content-type") ?? "").startsWith("application/x-ndjson")) {
-      await res.body?.cancel().catch(() => undefined)
-      throw new CliError(`${url.href} did not answer a receipt export: is --url the ledger API's base URL?`)
-    }
-    const bytes = await readLimited(res, DEFAULT_MAX_RESPONSE_BYTES)
-    if (!bytes) throw new CliError(`a page from ${url.origin} is over ${DEFAULT_MAX_RESPONSE_BYTES} bytes`)
-    const lines = decode(bytes, url)
-      .split("\n")
-      .filter((l) => l.trim() !== "")
+    if (count + lines.length > max)
+      throw new CliError(
+        `the API has more than ${max} receipts to export (--max-receipts): stopping; raise --max-receipts or ` +
+          "narrow the export with --agent-id or --ledger",
+      )
     // Written again from what was read, not as sent: the writers' own form is ASCII (ensure_ascii), so a raw C1
     // control or bidi override a hostile server put inside a string reaches the file or terminal escaped. The
     // values keep their exact forms (parseReceiptJson), so the text every signature covers is unchanged.
@@ -154,7 +216,16 @@ export async function exportReceipts(options: ReceiptExportOptions): Promise<num
     })
     if (out.length) options.write(`${out.join("\n")}\n`)
     count += lines.length
-    url = nextOf(res.headers.get("link"), url)
+    const next = nextOf(page.link, url)
+    // Unfiltered, the API scans exactly `limit` receipts a page, so an empty page that points on is a server paging
+    // in place; filtered, a scan window without a match is empty and points on, up to MAX_EMPTY_PAGES in all.
+    if (next && !lines.length && (!filtered || ++empty > MAX_EMPTY_PAGES))
+      throw new CliError(
+        filtered
+          ? `the API answered over ${MAX_EMPTY_PAGES} empty pages that point to another: stopping`
+          : "the API answered an empty page that points to another (without a filter it is the last): stopping",
+      )
+    url = next
   }
   return count
 }

@@ -189,16 +189,17 @@ describe("mycelium receipts export", () => {
       const r = await run(["receipts", "export", "--url", await swapping.url, "--agent-id", "agent-b"])
       expect([link, r.code, r.err]).toEqual([link, 1, expect.stringContaining("forward position")])
     }
+    // Filtered, so its empty pages are windows without a match (unfiltered, an empty page is the last).
     const backwards = fake((req) => ({
       headers: {
         "content-type": "application/x-ndjson",
         link: req.url?.includes("cursor=9")
-          ? '<?format=jsonl&limit=500&cursor=3>; rel="next"'
-          : '<?format=jsonl&limit=500&cursor=9>; rel="next"',
+          ? '<?format=jsonl&limit=500&agent_id=agent-b&cursor=3>; rel="next"'
+          : '<?format=jsonl&limit=500&agent_id=agent-b&cursor=9>; rel="next"',
       },
       body: "",
     }))
-    const back = await run(["receipts", "export", "--url", await backwards.url])
+    const back = await run(["receipts", "export", "--url", await backwards.url, "--agent-id", "agent-b"])
     expect([back.code, back.err]).toEqual([1, expect.stringContaining("forward position")])
     const junk = fake(() => ({ body: '{"receipt_id": "rcpt-1", "approved_by": "me"}\n' }))
     const bad = await run(["receipts", "export", "--url", await junk.url, "-o", "junk.jsonl"])

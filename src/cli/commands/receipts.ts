@@ -7,6 +7,7 @@ import { CLI, clean, green, printJson, red } from "../style.ts"
 
 export const HELP = `mycelium receipts verify [FILE] [--key-env NAME | --jwks FILE] [--require-chain] [--json] [-c PATH]
 mycelium receipts export --url URL [-o FILE] [--token-env NAME] [--agent-id ID] [--ledger NAME]
+                         [--max-receipts N] [--timeout SECONDS]
 
   verify: checks every receipt of a JSONL receipt file (the Python original's format, with this port's chain
   sidecar, or a file written by export): signatures, and the hash chain (a deleted, reordered, inserted or forged
@@ -21,6 +22,8 @@ mycelium receipts export --url URL [-o FILE] [--token-env NAME] [--agent-id ID] 
   -o FILE      written whole or not at all (default: standard output)
   --token-env  the variable holding a bearer token with the ledger:reader scope (default MYCELIUM_TOKEN)
   --agent-id, --ledger   only that agent's receipts, or that chain's
+  --max-receipts  more receipts than N fail the export, no file kept (default 1000000)
+  --timeout    seconds each page may take, headers and body (default 30)
 exit codes: 0 every receipt verifies (export: written), 1 some do not (export: failed), 2 usage or config error`
 
 export async function run(args: string[]): Promise<number> {
@@ -100,16 +103,19 @@ async function exportCommand(args: string[]): Promise<number> {
         "token-env": { type: "string" },
         "agent-id": { type: "string" },
         ledger: { type: "string" },
+        "max-receipts": { type: "string" },
+        timeout: { type: "string" },
       },
     }),
   )
   if (positionals.length) throw new UsageError("receipts export takes no file argument: pass -o FILE")
+  const { exportLimits, exportReceipts } = await import("../receipts-export.ts")
+  const limits = exportLimits({ maxReceipts: values["max-receipts"], timeout: values.timeout })
   if (!values.url) throw new UsageError("receipts export needs --url (the ledger API's base URL)")
   const tokenEnv = values["token-env"] ?? "MYCELIUM_TOKEN"
   const token = process.env[tokenEnv] || undefined
   if (values["token-env"] && !token) throw new UsageError(`receipts export: ${tokenEnv} is not set`)
-  const { exportReceipts } = await import("../receipts-export.ts")
-  const base = { url: values.url, token, agentId: values["agent-id"], ledger: values.ledger }
+  const base = { url: values.url, token, agentId: values["agent-id"], ledger: values.ledger, ...limits }
   const out = values.output
   if (out === undefined) {
     const n = await exportReceipts({ ...base, write: (text) => process.stdout.write(text) })
