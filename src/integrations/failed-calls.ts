@@ -157,11 +157,12 @@ export class FailedCalls {
   }
 
   /**
-   * A call of this key succeeded (a retry that ran, a resumed call): the next one is a new intent. With `saw`, only
-   * the failed calls its model saw (and its own) are settled by it.
+   * A call succeeded (a retry that ran, a resumed call): its own failure, if any, is settled. The others of its key
+   * stay: its check settled those it ran after, so the ones left failed beside it (a twin in the same step, another
+   * run on the thread) while their model was told they failed, and their retry is still their intent.
    */
   forget(call: HeldCall): void {
-    this.#remove(call, (e) => e.toolCallId === call.toolCallId || !call.saw || call.saw(e.toolCallId))
+    this.#remove(call, (e) => e.toolCallId === call.toolCallId)
   }
 
   /**
@@ -237,11 +238,11 @@ export class FailedCalls {
 }
 
 /**
- * Runs one guarded call under the memory: checks it first, forgets the key when it succeeds, remembers it when it
- * fails after its body started (the body reports that through `start`, see {@link began}). A call whose `signal`
- * aborts while its body runs is remembered at once, and stays remembered when it then succeeds: the framework has
- * told the model it failed, so a retry gets this call's result instead of a second run. `replayed` turns an
- * earlier call's stored result into what the framework expects (as stored, by default).
+ * Runs one guarded call under the memory: checks it first, forgets its own failure when it succeeds, remembers it
+ * when it fails after its body started (the body reports that through `start`, see {@link began}). A call whose
+ * `signal` aborts while its body runs is remembered at once, and stays remembered when it then succeeds: the
+ * framework has told the model it failed, so a retry gets this call's result instead of a second run. `replayed`
+ * turns an earlier call's stored result into what the framework expects (as stored, by default).
  */
 export async function runHeld<R>(
   failed: FailedCalls,

@@ -161,3 +161,81 @@ describe("AI SDK: a run aborted during the claim, retried on the same thread mea
     expect(rows.map((r) => r.terminalOutcome).sort()).toEqual(["COMPLETED", "FAILED_BEFORE_EFFECT"])
   })
 })
+
+// Two identical calls made side by side (one step, or two runs on one thread) are two intents. When one fails with
+// its effect unknown, or is given up on while it runs, and the other then succeeds, the model was still told the
+// first failed: its retry is that first call's intent, not a new one.
+describe("AI SDK: a twin's success does not end the hold on the call that failed beside it", () => {
+  /** A guarded `pay` on thread t-1: call `id` charges after `ms[id]`, and fails after charging when `failAfter[id]`. */
+  const payOn = (ms: Record<string, number>, failAfter: Record<string, true> = {}) => {
+    const charges: string[] = []
+    const pay = guardTool(
+      new ActionLedger({ storage: new MemoryLedgerStorage(), onWarning: () => {} }),
+      tool({
+        description: "pay",
+        inputSchema: z.object({ to: z.string(), cents: z.number() }),
+        execute: async ({ to, cents }, { toolCallId }) => {
+          await sleep(ms[toolCallId] ?? 0)
+          charges.push(toolCallId)
+          if (failAfter[toolCallId]) throw new Error("gateway connection reset after the charge")
+          return `paid ${cents} to ${to} (${toolCallId})`
+        },
+      }),
+      { name: "pay", binding, meta: () => ({ threadId: "t-1" }) },
+    )
+    const attempt = (steps: { id: string }[][], abortSignal?: AbortSignal) =>
+      generateText({
+        model: scriptedModel(steps.map((calls) => calls.map(({ id }) => ({ id, tool: "pay", input: args })))),
+        tools: { pay },
+        prompt: "pay",
+        stopWhen: stepCountIs(5),
+        ...(abortSignal ? { abortSignal } : {}),
+      })
+    return { charges, attempt }
+  }
+  type Part = {
+    readonly type: string
+    readonly toolCallId?: string
+    readonly output?: unknown
+    readonly error?: unknown
+  }
+  /** Each tool call's result, or its error's code (else message), in order. */
+  const outcomes = (r: { readonly steps: readonly { readonly content: readonly Part[] }[] }) =>
+    r.steps.flatMap((s) =>
+      s.content.flatMap((p) =>
+        p.type === "tool-result"
+          ? [`${p.toolCallId}: ${String(p.output)}`]
+          : p.type === "tool-error"
+            ? [`${p.toolCallId}: ${(p.error as { code?: string }).code ?? (p.error as Error).message}`]
+            : [],
+      ),
+    )
+
+  it("one step, two payments: the one that failed after charging stays held when its twin succeeds", async () => {
+    // c1 fails at ~10 ms with its charge made, c2 succeeds at ~250 ms; the model then retries c1 as c3.
+    const { charges, attempt } = payOn({ c1: 10, c2: 250 }, { c1: true })
+    const r = await attempt([[{ id: "c1" }, { id: "c2" }], [{ id: "c3" }]])
+    expect(outcomes(r)).toEqual([
+      "c1: gateway connection reset after the charge",
+      "c2: paid 500 to acct_1 (c2)",
+      "c3: ledger_hard_block",
+    ])
+    expect(charges).toEqual(["c1", "c2"])
+  })
+
+  it("two runs on one thread, one aborted mid-payment: its retry waits for it after the other succeeds", async () => {
+    // Run A's call charges at ~500 ms and its run is aborted at 100; run B's charges at ~250. Run C (the retry of
+    // A's call) starts once B is done and waits for A's body: 150 ms and more of slack on either side.
+    const { charges, attempt } = payOn({ call_a: 500, call_b: 250 })
+    const a = attempt([[{ id: "call_a" }]], AbortSignal.timeout(100)).then(
+      () => "finished",
+      (e: unknown) => (e as Error).name,
+    )
+    const b = await attempt([[{ id: "call_b" }]])
+    expect(await a).not.toBe("finished")
+    expect(outcomes(b)).toEqual(["call_b: paid 500 to acct_1 (call_b)"])
+    const c = await attempt([[{ id: "call_c" }]])
+    expect(outcomes(c)).toEqual(["call_c: paid 500 to acct_1 (call_a)"])
+    expect(charges).toEqual(["call_b", "call_a"])
+  })
+})
