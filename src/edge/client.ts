@@ -248,6 +248,8 @@ export class RemoteLedger {
         tx.startAutoRenew(this.leaseRenewInterval)
         let result: R
         try {
+          // As ActionLedger: a caller that gave up during the claim gets no body started behind its back.
+          throwIfAborted(meta.signal)
           result = await fn(args, tx)
         } catch (err) {
           await tx.stop()

@@ -6,7 +6,7 @@ import { type BoundarySchema, isStandardSchema, type StandardSchemaV1 } from "..
 import { type HistoryGuard, MessageValidator, type RepairReport } from "../core/transcript/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
-import { began, type CallStart, failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
+import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   type BoundaryMode,
   bindTransition,
@@ -73,9 +73,9 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
       ...cleanMeta(meta?.(callOptions) ?? {}),
     }
     // One ledgered function per call: the body needs this call's options, which the ledger does not carry.
-    const start: CallStart = { requestId: null }
+    let started: string | null = null
     const run = ledger.tool(ledgerOptions, async (checked, tx) => {
-      began(start, tx)
+      started = tx.requestId
       const forBody: ToolExecutionOptions = { ...callOptions }
       bindTransition(forBody, tx)
       const out = await runWithBoundary(boundary, ledgerOptions, tx, () =>
@@ -89,7 +89,14 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
     const held = failed.held(callMeta, args, sideEffectClassOf(run), callOptions.experimental_context, (id) =>
       shown(callOptions.messages, id),
     )
-    return runHeld(failed, held, ledger, start, () => run(args, callMeta), undefined, callMeta.signal)
+    return runHeld(
+      failed,
+      held,
+      ledger,
+      () => started,
+      () => run(args, callMeta),
+      callMeta.signal,
+    )
   }
   return { ...tool, execute: guarded }
 }

@@ -29,24 +29,6 @@ interface Earlier {
   readonly running?: true
 }
 
-/** Where a guarded call's body reports that it began, under which request (the integrations call {@link began}). */
-export interface CallStart {
-  requestId: string | null
-}
-
-/**
- * The body of the call behind `start` begins, under the transition `tx`. A call its framework gave up on before
- * then (aborted during the claim) fails here, before any effect: the model was told it failed, and its retry in
- * that window found nothing to wait for, so a body starting now would be a second payment.
- */
-export function began(
-  start: CallStart,
-  tx: { readonly requestId: string; readonly signal: AbortSignal },
-): void {
-  throwIfAborted(tx.signal)
-  start.requestId = tx.requestId
-}
-
 /**
  * Kept per tool and ledger in this process: the oldest of one conversation go first past `PER_SCOPE` (a model that
  * sprays failing calls pushes out only its own), the oldest conversation's first past `MAX_REMEMBERED` in all.
@@ -239,7 +221,7 @@ export class FailedCalls {
 
 /**
  * Runs one guarded call under the memory: checks it first, forgets its own failure when it succeeds, remembers it
- * when it fails after its body started (the body reports that through `start`, see {@link began}). A call whose
+ * when it fails after its body started (`started()` gives the request id then). A call whose
  * `signal` aborts while its body runs is remembered at once, and stays remembered when it then succeeds: the
  * framework has told the model it failed, so a retry gets this call's result instead of a second run. `replayed`
  * turns an earlier call's stored result into what the framework expects (as stored, by default).
@@ -248,21 +230,23 @@ export async function runHeld<R>(
   failed: FailedCalls,
   held: HeldCall | null,
   ledger: unknown,
-  start: CallStart,
+  started: () => string | null,
   call: () => Promise<R>,
+  signal: AbortSignal | undefined,
   replayed: (stored: unknown) => R | Promise<R> = (stored) => stored as R,
-  signal?: AbortSignal,
 ): Promise<R> {
   // Without the ledger's get() (a RemoteLedger) the earlier row cannot be read: nothing is held or remembered.
   if (!held || typeof (ledger as Partial<RowReader>).get !== "function") return call()
   const earlier = await failed.check(ledger, held, signal)
   if (earlier.kind === "return") return replayed(earlier.result)
   let abandoned = false
-  // Before the body began, an abort stops it there (began()); after, the body runs on and a retry waits for it.
+  // Before the body began, an abort keeps it from starting (the ledger checks the signal once it has claimed);
+  // after, the body runs on and a retry waits for it.
   const abandon = () => {
-    if (start.requestId === null) return
+    const requestId = started()
+    if (requestId === null) return
     abandoned = true
-    failed.remember(held, start.requestId, true)
+    failed.remember(held, requestId, true)
   }
   signal?.addEventListener("abort", abandon, { once: true })
   try {
@@ -272,7 +256,8 @@ export async function runHeld<R>(
     if (!abandoned) failed.forget(held)
     return out
   } catch (err) {
-    if (start.requestId !== null) failed.remember(held, start.requestId)
+    const requestId = started()
+    if (requestId !== null) failed.remember(held, requestId)
     throw err
   } finally {
     signal?.removeEventListener("abort", abandon)

@@ -7,13 +7,7 @@ import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
-import {
-  type CallStart,
-  began as callBegan,
-  failedCallsOf,
-  runHeld,
-  sideEffectClassOf,
-} from "./failed-calls.ts"
+import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   isGraphInterrupt,
   isInvalidResume,
@@ -108,14 +102,12 @@ export function guardTool<T extends StructuredToolInterface>(
     const { runId: _perRun, ...replayScope } = langGraphCallMeta(parentConfig)
     const callMeta = { ...replayScope, ...cleanMeta(meta?.(parentConfig ?? {}) ?? {}) }
     let attempt: GuardContext | null = null
-    const start: CallStart = { requestId: null }
     let effectBegan = () => false
     // What this run's body returned, as it returned it: the ledger keeps a JSON form (storableResult), and the first
     // run hands ToolNode the tool's own value, as the unguarded tool would (a Date stays a Date).
     let live: { readonly value: unknown } | null = null
     const run = ledger.tool(ledgerOptions, async (checked, raw) => {
       attempt = raw
-      callBegan(start, raw)
       const { tx, began } = trackedTransition(raw)
       effectBegan = began
       // tool() hands its function a copy of the config, but `configurable` travels by reference: the transition
@@ -133,11 +125,12 @@ export function guardTool<T extends StructuredToolInterface>(
     // A model told that a call failed calls again under a new id: while the failed call may have taken effect,
     // that is the same intent (failed-calls.ts).
     const held = failed.held(callMeta, args, sideEffectClassOf(run))
+    const started = () => (attempt as GuardContext | null)?.requestId ?? null
     return runHeld(
       failed,
       held,
       ledger,
-      start,
+      started,
       async () => {
         try {
           const out = await run(args, callMeta)
@@ -151,8 +144,8 @@ export function guardTool<T extends StructuredToolInterface>(
           throw err
         }
       },
-      reviveReplayed,
       callMeta.signal,
+      reviveReplayed,
     )
   }
   const wrapped = Object.create(tool) as T

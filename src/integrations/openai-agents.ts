@@ -7,7 +7,7 @@ import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema, type StandardSchemaV1 } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
 import { GuardedToolError } from "./errors.ts"
-import { began, type CallStart, failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
+import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   type BoundaryMode,
   bindTransition,
@@ -87,9 +87,9 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
       ...agentsCallMeta(details),
       ...cleanMeta(meta?.(runContext, details) ?? {}),
     }
-    const start: CallStart = { requestId: null }
+    let started: string | null = null
     const run = ledger.tool(ledgerOptions, async (checked, tx) => {
-      began(start, tx)
+      started = tx.requestId
       const forBody: ToolCallDetails = { ...details }
       bindTransition(forBody, tx)
       const out = await runWithBoundary(boundary, ledgerOptions, tx, () =>
@@ -102,7 +102,14 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
     // A `timeoutMs` the SDK enforces aborts `details.signal` and tells the model the call timed out while the body
     // may still charge: the signal marks the call as given up on.
     const held = failed.held(callMeta, args, sideEffectClassOf(run), runContext)
-    return runHeld(failed, held, ledger, start, () => run(args, callMeta), undefined, callMeta.signal)
+    return runHeld(
+      failed,
+      held,
+      ledger,
+      () => started,
+      () => run(args, callMeta),
+      callMeta.signal,
+    )
   }
   const { errorFunction: own, outputSchema } = options as {
     errorFunction?: ToolErrorText | null

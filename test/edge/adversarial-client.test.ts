@@ -93,6 +93,31 @@ describe("RemoteLedger against a broken or hostile server", () => {
   })
 })
 
+describe("a caller that gives up while the server claims its call", () => {
+  it("the body never starts: the call fails before its effect, and the row says so", async () => {
+    const app = createLedgerApp({ storage: new MemoryLedgerStorage() })
+    const ac = new AbortController()
+    // A slow network: the caller (a framework's tool timeout) gives up while the claim is on its way back.
+    const fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      const res = await app.fetch(new Request(input, init))
+      if (String(input).endsWith("/v1/calls")) ac.abort(new Error("timed out"))
+      return res
+    }) as typeof globalThis.fetch
+    const ledger = new RemoteLedger({ baseUrl: "http://x", fetch, onWarning: () => {} })
+    let runs = 0
+    const call = ledger.tool({ name: "pay", binding: pay }, async () => ++runs)
+    const outcome = await call({ amount: 1 }, { requestId: "order-1", signal: ac.signal }).catch(
+      (e: unknown) => e,
+    )
+    expect(String(outcome)).toContain("timed out")
+    expect(runs).toBe(0)
+    const row = (await (await app.fetch(new Request("http://x/v1/transitions/order-1"))).json()) as {
+      transition: { terminal_outcome: string }
+    }
+    expect(row.transition.terminal_outcome).toBe("FAILED_BEFORE_EFFECT")
+  })
+})
+
 describe("answers too large to read", () => {
   /** An answer that streams up to 50 MB of spaces; counts what was pulled. */
   const endless = () => {

@@ -357,6 +357,37 @@ describe("polling", () => {
     expect(await first).toBe(1)
   })
 
+  it("a signal aborted during the claim keeps the body from starting: the call fails before its effect", async () => {
+    const inner = new MemoryLedgerStorage()
+    const claiming = gate()
+    const release = gate()
+    const storage: LedgerStorage = {
+      get: (id) => inner.get(id),
+      set: (e) => inner.set(e),
+      // A slow store: the claim lands after the caller gave up (a framework's tool timeout).
+      tryClaimInflight: async (e, ttl, now, o) => {
+        claiming.open()
+        await release.opened
+        return inner.tryClaimInflight(e, ttl, now, o)
+      },
+      tryTransition: (n, e) => inner.tryTransition(n, e),
+      list: (o) => inner.list(o),
+      findByDispatchId: (d) => inner.findByDispatchId(d),
+    }
+    const ledger = new ActionLedger({ storage, ...quiet })
+    let runs = 0
+    const pay = ledger.tool({ name: "pay", binding: bind("non_idempotent_mutate") }, async () => ++runs)
+    const ac = new AbortController()
+    const call = pay({ amount: 1 }, { toolCallId: "c1", signal: ac.signal }).catch((e: unknown) => e)
+    await claiming.opened
+    ac.abort(new Error("timed out"))
+    release.open()
+    expect(String(await call)).toContain("timed out")
+    expect(runs).toBe(0)
+    const [row] = await ledger.listTransitions()
+    expect(row).toMatchObject({ terminalOutcome: "FAILED_BEFORE_EFFECT", sideEffectBoundary: "not_crossed" })
+  })
+
   it("waitForTransition waits without writing", async () => {
     const ledger = new ActionLedger({ pollInterval: 0.001, ...quiet })
     const hold = gate()

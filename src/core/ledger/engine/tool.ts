@@ -118,6 +118,9 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
     tx.startAutoRenew(options.leaseTtl ?? core.policy.leaseTtl)
     let result: R
     try {
+      // A caller that gave up during the claim (a framework's timeout) is gone: a body started now would be an
+      // effect nobody waits for, beside the retry the caller was free to make. It fails before its effect.
+      throwIfAborted(meta.signal)
       result = await fn(args, tx)
     } catch (err) {
       await tx.stop()
