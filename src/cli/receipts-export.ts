@@ -9,6 +9,11 @@ import {
 } from "../core/receipts/record.ts"
 import { RECEIPT_CURSOR } from "../core/receipts/store.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
+import {
+  DEFAULT_REQUEST_TIMEOUT,
+  MAX_REQUEST_TIMEOUT,
+  requestSignal,
+} from "../core/storage/request-timeout.ts"
 import { CliError, UsageError } from "./errors.ts"
 import { LOOPBACK_HOSTS } from "./options.ts"
 
@@ -28,10 +33,7 @@ export interface ReceiptExportOptions {
 }
 
 const PAGE = 500
-export const DEFAULT_MAX_RECEIPTS = 1_000_000
-export const DEFAULT_REQUEST_TIMEOUT = 30
-// Node's timers hold 32-bit milliseconds (about 24.8 days); a day is already more than any page needs.
-const MAX_REQUEST_TIMEOUT = 86_400
+const DEFAULT_MAX_RECEIPTS = 1_000_000
 // A filtered page scans a window of PAGE * PAGE_SCAN_FACTOR receipts and may match none of them: the API then
 // answers an empty page that points further on, which a server could do forever. This many in all cover 100 million
 // receipts of other agents or chains.
@@ -179,7 +181,7 @@ export async function exportReceipts(options: ReceiptExportOptions): Promise<num
   let count = 0
   let empty = 0
   while (url) {
-    const signal = AbortSignal.timeout(Math.max(1, Math.round(seconds * 1000)))
+    const signal = requestSignal(seconds)
     let page: { text: string; link: string | null }
     try {
       page = await fetchPage(url, headers, signal)

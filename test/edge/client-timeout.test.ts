@@ -77,7 +77,8 @@ describe("HttpLedgerStorage against a server that hangs", () => {
 })
 
 describe("requestTimeout is checked when the client is made", () => {
-  for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, "5" as unknown as number]) {
+  // 86,401 s and 35 days: a timer past 2^31 ms fires at once, so such a limit would fail every request.
+  for (const bad of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, "5" as unknown as number, 86_401, 3e6]) {
     it(`${String(bad)} is refused`, () => {
       expect(() => new RemoteLedger({ baseUrl: base, requestTimeout: bad })).toThrow(InvalidOptionError)
       expect(() => new HttpLedgerStorage({ url: base, requestTimeout: bad })).toThrow(InvalidOptionError)

@@ -6,20 +6,31 @@ import { secondsProblem } from "../seconds.ts"
 
 /** Seconds a client waits for a whole answer (headers and body) unless told otherwise. */
 export const DEFAULT_REQUEST_TIMEOUT = 30
+/**
+ * The longest limit taken: timers hold 32-bit milliseconds (about 24.8 days), and a longer one fires at once, so
+ * every request would fail. A day is more than any answer needs; `null` is the way to wait without a limit.
+ */
+export const MAX_REQUEST_TIMEOUT = 86_400
 
-/** The checked `requestTimeout` option: positive seconds, or null for no limit. */
+/** The checked `requestTimeout` option: seconds above 0 up to a day, or null for no limit. */
 export function requestTimeoutOption(value: number | null | undefined): number | null {
   if (value === undefined) return DEFAULT_REQUEST_TIMEOUT
   if (value === null) return null
-  const problem = secondsProblem("requestTimeout", value) ?? (value > 0 ? null : "requestTimeout must be > 0")
+  const problem =
+    secondsProblem("requestTimeout", value) ??
+    (value > 0 && value <= MAX_REQUEST_TIMEOUT
+      ? null
+      : `requestTimeout must be > 0 and <= ${MAX_REQUEST_TIMEOUT}`)
   if (problem)
     throw new InvalidOptionError(`${problem}. Pass e.g. { requestTimeout: 30 }, or null for no limit.`)
   return value
 }
 
 /** The signal for one request, covering its body read too; none without a limit. */
+export function requestSignal(seconds: number): AbortSignal
+export function requestSignal(seconds: number | null): AbortSignal | undefined
 export function requestSignal(seconds: number | null): AbortSignal | undefined {
-  return seconds === null ? undefined : AbortSignal.timeout(Math.ceil(seconds * 1000))
+  return seconds === null ? undefined : AbortSignal.timeout(Math.max(1, Math.ceil(seconds * 1000)))
 }
 
 /** Why a request failed, saying which limit cut it off when it was the timeout. */
