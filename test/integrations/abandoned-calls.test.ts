@@ -2,86 +2,32 @@
 // the model the call failed while its body still runs. The model calls again under a new call id: a new ledger key.
 // The payment must run once: the retry waits for the call still running and gets its result.
 import { tool as lcTool } from "@langchain/core/tools"
-import { Agent, tool as agentsTool, type ModelRequest, type ModelResponse, Runner } from "@openai/agents"
-import { generateText, stepCountIs, tool } from "ai"
+import { tool as agentsTool } from "@openai/agents"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
 import { ActionLedger, MemoryLedgerStorage } from "../../src/core/index.ts"
-import { guardTool } from "../../src/integrations/ai-sdk.ts"
 import { guardTool as guardLangGraphTool } from "../../src/integrations/langgraph.ts"
 import { guardToolOptions, transitionOf } from "../../src/integrations/openai-agents.ts"
-import { scriptedModel } from "./scripted/ai-sdk.ts"
-import { type Call, ScriptedModel, ScriptedProvider } from "./scripted/openai-agents.ts"
+import { ScriptedModel } from "./scripted/openai-agents.ts"
+import {
+  agentsPay,
+  aiSdkPayer,
+  args,
+  binding,
+  PausingModel,
+  payTurns,
+  runPayer,
+  sleep,
+  slowGateway,
+} from "./scripted/payments.ts"
 
-const binding = { agentId: "billing", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" as const }
 const newLedger = () => new ActionLedger({ storage: new MemoryLedgerStorage(), onWarning: () => {} })
-const args = { to: "acct_1", cents: 500 }
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-/** A gateway that takes `ms` to answer; `fail` decides whether (and where) the n-th call fails. */
-function slowGateway(ms: number, fail: (n: number) => "before" | "after" | null = () => null) {
-  const charges: string[] = []
-  let n = 0
-  const charge = async ({ to, cents }: { to: string; cents: number }) => {
-    const mine = ++n
-    await sleep(ms)
-    if (fail(mine) === "before") throw new Error("gateway refused the charge")
-    charges.push(`${to}:${cents}`)
-    if (fail(mine) === "after") throw new Error("gateway connection reset after the charge")
-    return `paid ${cents} to ${to}`
-  }
-  return { charges, charge }
-}
-
-/** A scripted model that waits `pause[turn]` ms before answering that turn (a slow model, or a human in the loop). */
-class PausingModel extends ScriptedModel {
-  constructor(
-    turns: Call[][],
-    readonly pause: Record<number, number>,
-  ) {
-    super(turns)
-  }
-  override async getResponse(request: ModelRequest): Promise<ModelResponse> {
-    await sleep(this.pause[this.requests.length] ?? 0)
-    return super.getResponse(request)
-  }
-}
 
 describe("OpenAI Agents `timeoutMs`: the retry of a call the SDK timed out while it still ran", () => {
-  const payTool = (
-    ledger: ActionLedger,
-    charge: (a: { to: string; cents: number }) => Promise<string>,
-    timeoutMs: number,
-  ) =>
-    agentsTool({
-      ...guardToolOptions(
-        ledger,
-        {
-          name: "pay",
-          description: "pay",
-          parameters: z.object({ to: z.string(), cents: z.number() }),
-          execute: charge,
-        },
-        { binding },
-      ),
-      timeoutMs,
-    })
-  const turns = (n: number) =>
-    Array.from({ length: n }, (_, i) => [{ callId: `fc_${i + 1}`, name: "pay", args }])
-  const run = async (model: ScriptedModel, pay: ReturnType<typeof payTool>) => {
-    const runner = new Runner({ modelProvider: new ScriptedProvider(model), tracingDisabled: true })
-    const result = await runner.run(new Agent({ name: "payer", model: "scripted", tools: [pay] }), "pay", {
-      maxTurns: 8,
-    })
-    return result.newItems
-      .filter((i) => i.type === "tool_call_output_item")
-      .map((i) => JSON.stringify((i as { output: unknown }).output))
-  }
-
   it("a retry that comes while the first call still runs waits for it and answers its result: one charge", async () => {
     // Timed out at 200 ms of 300, the retry's own 200 ms outlast the first call: 100 ms of slack either way.
     const { charges, charge } = slowGateway(300)
-    const outputs = await run(new ScriptedModel(turns(2)), payTool(newLedger(), charge, 200))
+    const outputs = await runPayer(new ScriptedModel(payTurns(2)), agentsPay(newLedger(), charge, 200))
     expect(charges).toEqual(["acct_1:500"])
     expect(outputs).toHaveLength(2)
     expect(outputs[0]).toContain("timed out after 200ms")
@@ -90,8 +36,8 @@ describe("OpenAI Agents `timeoutMs`: the retry of a call the SDK timed out while
 
   it("a retry that times out while it waits runs nothing; a later retry answers the first call's result", async () => {
     const { charges, charge } = slowGateway(150)
-    const model = new PausingModel(turns(3), { 2: 250 })
-    const outputs = await run(model, payTool(newLedger(), charge, 30))
+    const model = new PausingModel(payTurns(3), { 2: 250 })
+    const outputs = await runPayer(model, agentsPay(newLedger(), charge, 30))
     expect(charges).toEqual(["acct_1:500"])
     expect(outputs.slice(0, 2).map((o) => o.includes("timed out after 30ms"))).toEqual([true, true])
     expect(outputs[2]).toContain("paid 500 to acct_1")
@@ -101,7 +47,7 @@ describe("OpenAI Agents `timeoutMs`: the retry of a call the SDK timed out while
     const { charges, charge } = slowGateway(200, (n) => (n === 1 ? "after" : null))
     const ledger = newLedger()
     // The second call times out while it waits; the model calls a third time once the first has failed.
-    const outputs = await run(new PausingModel(turns(3), { 2: 300 }), payTool(ledger, charge, 40))
+    const outputs = await runPayer(new PausingModel(payTurns(3), { 2: 300 }), agentsPay(ledger, charge, 40))
     expect(charges).toEqual(["acct_1:500"])
     expect(outputs.slice(0, 2).map((o) => o.includes("timed out after 40ms"))).toEqual([true, true])
     expect(outputs[2]).toContain("Do not call the tool again")
@@ -131,7 +77,7 @@ describe("OpenAI Agents `timeoutMs`: the retry of a call the SDK timed out while
       ),
       timeoutMs: 40,
     })
-    const outputs = await run(new PausingModel(turns(3), { 2: 300 }), pay)
+    const outputs = await runPayer(new PausingModel(payTurns(3), { 2: 300 }), pay)
     expect(charged).toBe(1)
     expect(attempts).toBe(2)
     expect(outputs.slice(0, 2).map((o) => o.includes("timed out after 40ms"))).toEqual([true, true])
@@ -146,7 +92,7 @@ describe("OpenAI Agents `timeoutMs`: the retry of a call the SDK timed out while
         { callId: "fc_b", name: "pay", args },
       ],
     ]
-    const outputs = await run(new ScriptedModel(both), payTool(newLedger(), charge, 1000))
+    const outputs = await runPayer(new ScriptedModel(both), agentsPay(newLedger(), charge, 1000))
     expect(charges).toEqual(["acct_1:500", "acct_1:500"])
     expect(outputs).toHaveLength(2)
   })
@@ -155,23 +101,7 @@ describe("OpenAI Agents `timeoutMs`: the retry of a call the SDK timed out while
 describe("AI SDK: a run aborted while a payment runs, then retried in the same thread", () => {
   it("the retry under a new call id answers the aborted call's result: one charge", async () => {
     const { charges, charge } = slowGateway(200)
-    const pay = guardTool(
-      newLedger(),
-      tool({
-        description: "pay",
-        inputSchema: z.object({ to: z.string(), cents: z.number() }),
-        execute: charge,
-      }),
-      { name: "pay", binding, meta: () => ({ threadId: "t-1" }) },
-    )
-    const attempt = (id: string, abortSignal?: AbortSignal) =>
-      generateText({
-        model: scriptedModel([[{ id, tool: "pay", input: args }]]),
-        tools: { pay },
-        prompt: "pay",
-        stopWhen: stepCountIs(3),
-        ...(abortSignal ? { abortSignal } : {}),
-      })
+    const attempt = aiSdkPayer(newLedger(), charge)
     const aborted = await attempt("call_a", AbortSignal.timeout(30)).then(
       () => "finished",
       (e: unknown) => (e as Error).name,

@@ -1,19 +1,24 @@
 // Adversarial review of holding the retry of a call its framework gave up on (abandoned-calls.test.ts has the
 // cases it was built for). A slow ledger store widens the two windows where a retry slipped past the hold: the
 // abort coming during the first call's claim, and the retry's own abort coming while it read the first call's row.
-import { Agent, tool as agentsTool, type ModelRequest, type ModelResponse, Runner } from "@openai/agents"
 import { generateText, stepCountIs, tool } from "ai"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
 import { ActionLedger, type LedgerEntry, MemoryLedgerStorage } from "../../src/core/index.ts"
 import { guardTool } from "../../src/integrations/ai-sdk.ts"
-import { guardToolOptions } from "../../src/integrations/openai-agents.ts"
 import { scriptedModel } from "./scripted/ai-sdk.ts"
-import { type Call, ScriptedModel, ScriptedProvider } from "./scripted/openai-agents.ts"
-
-const binding = { agentId: "billing", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" as const }
-const args = { to: "acct_1", cents: 500 }
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+import { ScriptedModel } from "./scripted/openai-agents.ts"
+import {
+  agentsPay,
+  aiSdkPayer,
+  args,
+  binding,
+  PausingModel,
+  payTurns,
+  runPayer,
+  sleep,
+  slowGateway,
+} from "./scripted/payments.ts"
 
 /** A store whose next claim, or next read, is slow once armed (a remote store under load). */
 class SlowStore extends MemoryLedgerStorage {
@@ -33,67 +38,15 @@ class SlowStore extends MemoryLedgerStorage {
   }
 }
 
-/** A gateway that answers after `ms`, and the charges it made. */
-function gateway(ms: number) {
-  const charges: string[] = []
-  const charge = async ({ to, cents }: { to: string; cents: number }) => {
-    await sleep(ms)
-    charges.push(`${to}:${cents}`)
-    return `paid ${cents} to ${to}`
-  }
-  return { charges, charge }
-}
-
-/** A scripted model that waits `pause[turn]` ms before that turn and calls `onTurn` as it answers it. */
-class PausingModel extends ScriptedModel {
-  constructor(
-    turns: Call[][],
-    readonly pause: Record<number, number>,
-    onTurn?: (turn: number) => void,
-  ) {
-    super(turns, onTurn)
-  }
-  override async getResponse(request: ModelRequest): Promise<ModelResponse> {
-    await sleep(this.pause[this.requests.length] ?? 0)
-    return super.getResponse(request)
-  }
-}
-
 describe("OpenAI Agents `timeoutMs`: windows where a retry slipped past the hold", () => {
-  const payTool = (ledger: ActionLedger, charge: (a: typeof args) => Promise<string>, timeoutMs: number) =>
-    agentsTool({
-      ...guardToolOptions(
-        ledger,
-        {
-          name: "pay",
-          description: "pay",
-          parameters: z.object({ to: z.string(), cents: z.number() }),
-          execute: charge,
-        },
-        { binding },
-      ),
-      timeoutMs,
-    })
-  const turns = (n: number) =>
-    Array.from({ length: n }, (_, i) => [{ callId: `fc_${i + 1}`, name: "pay", args }])
-  const run = async (model: ScriptedModel, pay: ReturnType<typeof payTool>) => {
-    const runner = new Runner({ modelProvider: new ScriptedProvider(model), tracingDisabled: true })
-    const result = await runner.run(new Agent({ name: "payer", model: "scripted", tools: [pay] }), "pay", {
-      maxTurns: 8,
-    })
-    return result.newItems
-      .filter((i) => i.type === "tool_call_output_item")
-      .map((i) => JSON.stringify((i as { output: unknown }).output))
-  }
-
   it("timed out during its claim, the first call never starts its body; the retry made meanwhile pays once", async () => {
     const storage = new SlowStore()
     const ledger = new ActionLedger({ storage, onWarning: () => {} })
-    const { charges, charge } = gateway(50)
+    const { charges, charge } = slowGateway(50)
     // The first claim takes 500 ms, the SDK gives up at 200: the retry claims and pays at once (done by ~250 ms,
     // its own timeout at ~400), while the first call's claim lands at 500.
     storage.slowClaim = 500
-    const outputs = await run(new ScriptedModel(turns(2)), payTool(ledger, charge, 200))
+    const outputs = await runPayer(new ScriptedModel(payTurns(2)), agentsPay(ledger, charge, 200))
     await sleep(500)
     expect(charges).toEqual(["acct_1:500"])
     expect(outputs).toHaveLength(2)
@@ -106,13 +59,13 @@ describe("OpenAI Agents `timeoutMs`: windows where a retry slipped past the hold
   it("a retry timed out while it read the first call's completed row settles nothing: the next retry answers", async () => {
     const storage = new SlowStore()
     const ledger = new ActionLedger({ storage, onWarning: () => {} })
-    const { charges, charge } = gateway(300)
+    const { charges, charge } = slowGateway(300)
     // fc_1 times out at 200 and pays at 300. fc_2 (from ~200) reads fc_1's row for 400 ms (the read lands at ~600,
     // COMPLETED), but the SDK gave up on fc_2 at ~400. The model answers its third turn 400 ms later (~800).
-    const model = new PausingModel(turns(3), { 2: 400 }, (t) => {
+    const model = new PausingModel(payTurns(3), { 2: 400 }, (t) => {
       if (t === 1) storage.slowGet = 400
     })
-    const outputs = await run(model, payTool(ledger, charge, 200))
+    const outputs = await runPayer(model, agentsPay(ledger, charge, 200))
     await sleep(400)
     expect(charges).toEqual(["acct_1:500"])
     expect(outputs).toHaveLength(3)
@@ -126,24 +79,8 @@ describe("AI SDK: a run aborted during the claim, retried on the same thread mea
   it("the aborted call never starts its body; the retry pays once", async () => {
     const storage = new SlowStore()
     const ledger = new ActionLedger({ storage, onWarning: () => {} })
-    const { charges, charge } = gateway(50)
-    const pay = guardTool(
-      ledger,
-      tool({
-        description: "pay",
-        inputSchema: z.object({ to: z.string(), cents: z.number() }),
-        execute: charge,
-      }),
-      { name: "pay", binding, meta: () => ({ threadId: "t-1" }) },
-    )
-    const attempt = (id: string, abortSignal?: AbortSignal) =>
-      generateText({
-        model: scriptedModel([[{ id, tool: "pay", input: args }]]),
-        tools: { pay },
-        prompt: "pay",
-        stopWhen: stepCountIs(3),
-        ...(abortSignal ? { abortSignal } : {}),
-      })
+    const { charges, charge } = slowGateway(50)
+    const attempt = aiSdkPayer(ledger, charge)
     // The first claim takes 500 ms; the run is aborted at 100 and retried at 250, while that claim still waits.
     storage.slowClaim = 500
     const aborted = attempt("call_a", AbortSignal.timeout(100)).then(
