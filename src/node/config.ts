@@ -28,6 +28,31 @@ async function optional<T>(pkg: string, load: () => Promise<T>, storage: string)
   }
 }
 
+/** The storage's `timeout` in milliseconds, or undefined for no limit. */
+function limitMs(choice: ResolvedStorage): number | undefined {
+  return typeof choice.timeout === "number" ? Math.max(1, Math.ceil(choice.timeout * 1000)) : undefined
+}
+
+/**
+ * An Upstash client whose every command (its own retries and the answer's body included) ends by `timeout`. The
+ * signal is a function: the client throws when such a signal aborts, where a plain signal gets a fake answer.
+ */
+async function upstashClient(choice: ResolvedStorage): Promise<import("@upstash/redis").Redis> {
+  const { Redis } = await optional("@upstash/redis", () => import("@upstash/redis"), "upstash")
+  const ms = limitMs(choice)
+  return new Redis({
+    url: choice.url as string,
+    token: choice.token as string,
+    ...(ms !== undefined && { signal: () => AbortSignal.timeout(ms) }),
+  })
+}
+
+/** node-postgres / Neon pool options for `timeout`: the connect and each query, cut off client-side. */
+function poolLimits(choice: ResolvedStorage): { connectionTimeoutMillis?: number; query_timeout?: number } {
+  const ms = limitMs(choice)
+  return ms === undefined ? {} : { connectionTimeoutMillis: ms, query_timeout: ms }
+}
+
 /** Builds the stores a Node, Deno or Bun process can reach. */
 export async function nodeStorageFactory(choice: ResolvedStorage): Promise<LedgerStorage> {
   switch (choice.kind) {
@@ -40,10 +65,10 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
       return new FileLedgerStorage(choice.path as string)
     }
     case "upstash": {
-      const { Redis } = await optional("@upstash/redis", () => import("@upstash/redis"), "upstash")
+      const redis = await upstashClient(choice)
       const { UpstashLedgerStorage } = await import("../adapters/upstash.ts")
       return new UpstashLedgerStorage({
-        redis: new Redis({ url: choice.url as string, token: choice.token as string }),
+        redis,
         ...(choice.prefix !== undefined && { prefix: choice.prefix }),
         ...(typeof choice.inFlightTtl === "number" && { inFlightTtl: choice.inFlightTtl }),
       })
@@ -52,6 +77,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
       const { RedisLedgerStorage } = await import("../adapters/redis.ts")
       return new RedisLedgerStorage({
         url: choice.url as string,
+        ...(limitMs(choice) !== undefined && { timeoutMs: limitMs(choice) }),
         ...(choice.prefix !== undefined && { prefix: choice.prefix }),
         ...(typeof choice.inFlightTtl === "number" && { inFlightTtl: choice.inFlightTtl }),
       })
@@ -60,7 +86,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
       const pg = await optional("pg", () => import("pg"), "postgres")
       const { NeonLedgerStorage } = await import("../adapters/neon.ts")
       const Pool = (pg as { default?: { Pool: typeof import("pg").Pool } }).default?.Pool ?? pg.Pool
-      const pool = new Pool({ connectionString: choice.dsn as string, max: 4 })
+      const pool = new Pool({ connectionString: choice.dsn as string, max: 4, ...poolLimits(choice) })
       const storage = new NeonLedgerStorage({
         pool,
         ...(choice.table !== undefined && { table: choice.table }),
@@ -75,7 +101,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
         "neon",
       )
       const { NeonLedgerStorage } = await import("../adapters/neon.ts")
-      const pool = new neon.Pool({ connectionString: choice.dsn as string })
+      const pool = new neon.Pool({ connectionString: choice.dsn as string, ...poolLimits(choice) })
       const storage = new NeonLedgerStorage({
         pool,
         ...(choice.table !== undefined && { table: choice.table }),
@@ -107,10 +133,10 @@ export async function nodeTaskStoreFactory(choice: ResolvedStorage): Promise<Clo
       return new FileTaskStore(choice.path as string)
     }
     case "upstash": {
-      const { Redis } = await optional("@upstash/redis", () => import("@upstash/redis"), "upstash")
+      const redis = await upstashClient(choice)
       const { UpstashTaskStore } = await import("../adapters/upstash-tasks.ts")
       return new UpstashTaskStore({
-        redis: new Redis({ url: choice.url as string, token: choice.token as string }),
+        redis,
         ...prefix,
       })
     }
@@ -118,7 +144,7 @@ export async function nodeTaskStoreFactory(choice: ResolvedStorage): Promise<Clo
       // The task store's Lua scripts over the RESP connection the Redis ledger uses: one implementation for both.
       const { RespConnection, upstashShape } = await import("../adapters/redis.ts")
       const { UpstashTaskStore } = await import("../adapters/upstash-tasks.ts")
-      const connection = new RespConnection(choice.url as string)
+      const connection = new RespConnection(choice.url as string, limitMs(choice))
       const store = new UpstashTaskStore({ redis: upstashShape(connection), ...prefix })
       return Object.assign(store, { close: async () => connection.close() })
     }
@@ -126,7 +152,7 @@ export async function nodeTaskStoreFactory(choice: ResolvedStorage): Promise<Clo
       const pg = await optional("pg", () => import("pg"), "postgres")
       const { NeonTaskStore } = await import("../adapters/neon-tasks.ts")
       const Pool = (pg as { default?: { Pool: typeof import("pg").Pool } }).default?.Pool ?? pg.Pool
-      const pool = new Pool({ connectionString: choice.dsn as string, max: 4 })
+      const pool = new Pool({ connectionString: choice.dsn as string, max: 4, ...poolLimits(choice) })
       return Object.assign(new NeonTaskStore({ pool, ...table }), { close: () => pool.end() })
     }
     case "neon": {
@@ -136,7 +162,7 @@ export async function nodeTaskStoreFactory(choice: ResolvedStorage): Promise<Clo
         "neon",
       )
       const { NeonTaskStore } = await import("../adapters/neon-tasks.ts")
-      const pool = new neon.Pool({ connectionString: choice.dsn as string })
+      const pool = new neon.Pool({ connectionString: choice.dsn as string, ...poolLimits(choice) })
       return Object.assign(new NeonTaskStore({ pool, ...table }), { close: () => pool.end() })
     }
     default:

@@ -5,6 +5,7 @@ import type {
   UnclassifiedPolicy,
 } from "../ledger/index.ts"
 import { parseSideEffectClass } from "../ledger/model/enums.ts"
+import { DEFAULT_REQUEST_TIMEOUT } from "../storage/request-timeout.ts"
 import { type ConfigEnv, readEnvKey } from "./env.ts"
 import {
   type RawConfig,
@@ -27,6 +28,19 @@ export interface ResolvedStorage {
   readonly table?: string
   readonly prefix?: string
   readonly inFlightTtl?: number | null
+  /**
+   * Seconds one request to a networked store (upstash, redis, postgres, neon) may take, or null for no limit; set
+   * for those kinds only, with the default filled in.
+   */
+  readonly timeout?: number | null
+}
+
+/** A networked store's request limit when `timeout` is not set: redis keeps its adapter's, the others 30 s. */
+const DEFAULT_TIMEOUT: Partial<Record<StorageKind, number>> = {
+  upstash: DEFAULT_REQUEST_TIMEOUT,
+  redis: 5,
+  postgres: DEFAULT_REQUEST_TIMEOUT,
+  neon: DEFAULT_REQUEST_TIMEOUT,
 }
 
 /** Ledger settings for one tool after inheritance (§6.4). */
@@ -133,6 +147,13 @@ function resolveStorage(
   if (kind === "redis") need("url", url, "'url' or 'url_env', e.g. url_env: REDIS_URL")
   if (kind === "postgres" || kind === "neon")
     need("dsn", dsn, "'dsn' or 'dsn_env', e.g. dsn_env: DATABASE_URL")
+  // The TCP connection's reply timer is its only guard against a server that stops answering.
+  if (kind === "redis" && cfg.timeout === null)
+    throw source.error(
+      `storage 'redis' always has a reply timeout: set 'timeout' to seconds (default 5), not null`,
+      [...path, "timeout"],
+    )
+  const timeout = cfg.timeout !== undefined ? cfg.timeout : DEFAULT_TIMEOUT[kind]
   if (kind === "redis" && url !== undefined && !/^rediss?:\/\//.test(url))
     throw source.error(`redis url must start with redis:// or rediss://`, [
       ...path,
@@ -143,6 +164,7 @@ function resolveStorage(
     ...(url !== undefined && { url }),
     ...(token !== undefined && { token }),
     ...(dsn !== undefined && { dsn }),
+    ...(timeout !== undefined && { timeout }),
   }
 }
 
@@ -159,6 +181,7 @@ const storageOnlyKeys = {
   table: 1,
   prefix: 1,
   in_flight_ttl: 1,
+  timeout: 1,
 }
 
 const productionMessage = (field: string, value: string, required: string): string =>

@@ -1,5 +1,6 @@
 import * as z from "zod/mini"
 import { RetryPermission, SideEffectBoundary, Spendability, ToolCapability } from "../ledger/index.ts"
+import { MAX_REQUEST_TIMEOUT } from "../storage/request-timeout.ts"
 
 // The zod schema of mycelium.yaml. Every object is strict: a misspelt key is an error with its line and column,
 // never silently ignored as in the Python original (reference §9). Keys stay snake_case, as in the original.
@@ -62,6 +63,8 @@ const storageFields = {
   ),
   prefix: z.optional(z.string()),
   in_flight_ttl: z.optional(z.nullable(positive)),
+  /** Seconds one store request may take before it fails as an outage; null for no limit (not for redis). */
+  timeout: z.optional(z.nullable(z.number().check(z.positive(), z.lte(MAX_REQUEST_TIMEOUT)))),
 }
 
 /** The storage keys each kind accepts; anything else is an error naming the key. */
@@ -70,10 +73,10 @@ export const STORAGE_KEYS: Readonly<Record<StorageKind, readonly string[]>> = {
   file: ["path"],
   indexeddb: ["database"],
   durable_object: ["binding"],
-  upstash: ["url", "url_env", "token", "token_env", "prefix", "in_flight_ttl"],
-  redis: ["url", "url_env", "prefix", "in_flight_ttl"],
-  postgres: ["dsn", "dsn_env", "table"],
-  neon: ["dsn", "dsn_env", "table"],
+  upstash: ["url", "url_env", "token", "token_env", "prefix", "in_flight_ttl", "timeout"],
+  redis: ["url", "url_env", "prefix", "in_flight_ttl", "timeout"],
+  postgres: ["dsn", "dsn_env", "table", "timeout"],
+  neon: ["dsn", "dsn_env", "table", "timeout"],
 }
 
 export const storageSchema = z.strictObject(storageFields)

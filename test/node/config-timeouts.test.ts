@@ -1,0 +1,258 @@
+// mycelium.yaml's storage `timeout`: a networked store that stops answering is an outage, and an outage fails
+// closed with a typed error instead of holding the agent's call forever. Each store is built by loadConfig from disk
+// and pointed at a real server that stalls: one that accepts connections and never answers, or a proxy in front of
+// the real Postgres that stops passing the server's bytes once the connection is up.
+import { mkdtempSync, writeFileSync } from "node:fs"
+import { createServer as createHttpServer } from "node:http"
+import net from "node:net"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { neonConfig } from "@neondatabase/serverless"
+import pg from "pg"
+import { afterAll, describe, expect, it } from "vitest"
+import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
+import { ConfigError, loadConfigFromString } from "../../src/core/config/index.ts"
+import { LedgerStorageUnavailableError } from "../../src/core/ledger/index.ts"
+import { loadConfig } from "../../src/node/config.ts"
+import { DATABASE_URL, dropLedgerTable, NEON_WS_PROXY, runTag } from "../adapters/servers/env.ts"
+import "../adapters/servers/neon.ts"
+
+const dir = mkdtempSync(join(tmpdir(), "mycelium-timeouts-"))
+const tag = runTag("cfgto").replaceAll("-", "_")
+const closers: (() => Promise<unknown> | unknown)[] = []
+afterAll(async () => {
+  for (const close of closers.reverse()) await close()
+})
+
+const yaml = (storage: string): string => `
+transition:
+  agent_id: billing
+  policy_version: v1
+action_ledger:
+${storage}
+  tools: [charge]
+tools:
+  charge:
+    side_effect_class: keyed_mutate
+`
+
+/** A TCP server that accepts every connection and never sends a byte. */
+async function silentTcp(): Promise<number> {
+  const sockets = new Set<net.Socket>()
+  const server = net.createServer((s) => {
+    sockets.add(s)
+    s.on("error", () => {})
+  })
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+  closers.push(() => {
+    for (const s of sockets) s.destroy()
+    return new Promise((r) => server.close(r))
+  })
+  return (server.address() as net.AddressInfo).port
+}
+
+/** An HTTP server that reads every request and never answers it. */
+async function silentHttp(): Promise<{ port: number; requests: () => number }> {
+  let requests = 0
+  const server = createHttpServer(() => {
+    requests++
+  })
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+  closers.push(() => {
+    server.closeAllConnections()
+    return new Promise((r) => server.close(r))
+  })
+  return { port: (server.address() as net.AddressInfo).port, requests: () => requests }
+}
+
+/** A TCP proxy to `target` that, once `stall()` is called, keeps reading both sides and passes nothing on. */
+async function stallingProxy(target: { host: string; port: number }) {
+  let stalled = false
+  const sockets = new Set<net.Socket>()
+  const server = net.createServer((client) => {
+    const upstream = net.connect(target.port, target.host)
+    for (const s of [client, upstream]) {
+      sockets.add(s)
+      s.on("error", () => {})
+      s.on("close", () => {
+        client.destroy()
+        upstream.destroy()
+      })
+    }
+    client.on("data", (b) => stalled || upstream.write(b))
+    upstream.on("data", (b) => stalled || client.write(b))
+  })
+  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+  closers.push(() => {
+    for (const s of sockets) s.destroy()
+    return new Promise((r) => server.close(r))
+  })
+  return {
+    port: (server.address() as net.AddressInfo).port,
+    stall: () => {
+      stalled = true
+    },
+  }
+}
+
+/** One charge through the config-built ledger: how it ended, how long it took, and how often the body ran. */
+async function chargeOnce(storage: string, env: Record<string, string> = {}) {
+  const path = join(dir, `${Math.random().toString(36).slice(2)}.yaml`)
+  writeFileSync(path, yaml(storage))
+  const config = await loadConfig(path, { env, onWarning: () => {} })
+  closers.push(() => config.close())
+  let runs = 0
+  const charge = config.apply("charge", async (args: { amount: number }) => {
+    runs++
+    return { charged: args.amount }
+  })
+  const started = Date.now()
+  const outcome = await charge({ amount: 7 }, { toolCallId: `call-${tag}` }).then(
+    (value) => ({ value }),
+    (error: unknown) => ({ error }),
+  )
+  return { outcome, ms: Date.now() - started, runs: () => runs, config }
+}
+
+function expectOutage(r: Awaited<ReturnType<typeof chargeOnce>>, budgetMs = 5000): void {
+  expect("error" in r.outcome ? r.outcome.error : r.outcome).toBeInstanceOf(LedgerStorageUnavailableError)
+  expect(r.ms).toBeGreaterThanOrEqual(400)
+  expect(r.ms).toBeLessThan(budgetMs)
+  expect(r.runs()).toBe(0)
+}
+
+describe("storage timeout resolves per kind", () => {
+  const resolve = (storage: string, env: Record<string, string> = {}) =>
+    loadConfigFromString(yaml(storage), {
+      env,
+      onWarning: () => {},
+      storageFactory: async () => {
+        throw new Error("not built")
+      },
+    })
+  const storageOf = async (storage: string) =>
+    (await resolve(storage)).resolved.tools.get("charge")?.ledger?.storage
+
+  it("defaults: 30 s for upstash, postgres and neon, the adapter's 5 s for redis, none for the embedded stores", async () => {
+    expect((await storageOf("  storage: upstash\n  url: http://x\n  token: t"))?.timeout).toBe(30)
+    expect((await storageOf("  storage: postgres\n  dsn: postgres://x"))?.timeout).toBe(30)
+    expect((await storageOf("  storage: neon\n  dsn: postgres://x"))?.timeout).toBe(30)
+    expect((await storageOf("  storage: redis\n  url: redis://x"))?.timeout).toBe(5)
+    expect((await storageOf("  storage: memory"))?.timeout).toBeUndefined()
+    expect((await storageOf("  storage: file\n  path: ./x.json"))?.timeout).toBeUndefined()
+  })
+
+  it("takes seconds up to a day, and null for no limit where the client allows it", async () => {
+    expect(
+      (await storageOf("  storage: upstash\n  url: http://x\n  token: t\n  timeout: 2.5"))?.timeout,
+    ).toBe(2.5)
+    expect((await storageOf("  storage: neon\n  dsn: postgres://x\n  timeout: 86400"))?.timeout).toBe(86400)
+    expect((await storageOf("  storage: postgres\n  dsn: postgres://x\n  timeout: null"))?.timeout).toBeNull()
+  })
+
+  it.each([
+    ["0", "  storage: upstash\n  url: http://x\n  token: t\n  timeout: 0"],
+    ["negative", "  storage: neon\n  dsn: postgres://x\n  timeout: -1"],
+    ["past a day (a timer's range)", "  storage: postgres\n  dsn: postgres://x\n  timeout: 86401"],
+    ["a string", "  storage: redis\n  url: redis://x\n  timeout: '5'"],
+    ["null for redis", "  storage: redis\n  url: redis://x\n  timeout: null"],
+    ["on a memory store", "  storage: memory\n  timeout: 5"],
+    ["on a file store", "  storage: file\n  path: ./x.json\n  timeout: 5"],
+  ])("refuses %s, naming the key, line and column", async (_, storage) => {
+    const error = await Promise.resolve()
+      .then(() => resolve(storage))
+      .catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(ConfigError)
+    const line =
+      yaml(storage)
+        .split("\n")
+        .findIndex((l) => l.includes("timeout")) + 1
+    expect((error as Error).message).toMatch(
+      new RegExp(`^mycelium\\.yaml:${line}:\\d+ at 'action_ledger\\.timeout'`),
+    )
+  })
+})
+
+describe("a store that stops answering fails the call closed within its timeout", () => {
+  it("upstash: a REST server that never answers", async () => {
+    const server = await silentHttp()
+    const r = await chargeOnce(
+      `  storage: upstash\n  url: http://127.0.0.1:${server.port}\n  token: t\n  timeout: 0.5`,
+    )
+    expectOutage(r)
+    // One command, one request: the limit covers the client's own retries instead of restarting with each.
+    expect(server.requests()).toBe(1)
+  })
+
+  it("redis: a TCP server that accepts and never replies", async () => {
+    const port = await silentTcp()
+    expectOutage(await chargeOnce(`  storage: redis\n  url: redis://127.0.0.1:${port}\n  timeout: 0.5`))
+  })
+
+  it("postgres: a server that never finishes the connection's start-up", async () => {
+    const port = await silentTcp()
+    expectOutage(
+      await chargeOnce(
+        `  storage: postgres\n  dsn: postgres://app:app@127.0.0.1:${port}/app\n  timeout: 0.5`,
+      ),
+    )
+  })
+
+  /** A first call completes through `proxy`, then the server goes quiet: the second call fails, its body unrun. */
+  async function stallAfterFirstCall(
+    kind: "postgres" | "neon",
+    dsn: string,
+    table: string,
+    stall: () => void,
+  ) {
+    const direct = new pg.Pool({ connectionString: DATABASE_URL })
+    closers.push(async () => {
+      await dropLedgerTable(direct, table)
+      await direct.end()
+    })
+    await new NeonLedgerStorage({ pool: direct, table }).migrate()
+    const path = join(dir, `${kind}-stall.yaml`)
+    writeFileSync(path, yaml(`  storage: ${kind}\n  dsn: ${dsn}\n  table: ${table}\n  timeout: 0.5`))
+    const config = await loadConfig(path, { onWarning: () => {} })
+    closers.push(() => config.close())
+    let runs = 0
+    const charge = config.apply("charge", async () => ++runs)
+    expect(await charge({ amount: 1 }, { toolCallId: `first-${tag}` })).toBe(1)
+    stall()
+    const started = Date.now()
+    const error = await charge({ amount: 2 }, { toolCallId: `second-${tag}` }).catch((e: unknown) => e)
+    expect(error).toBeInstanceOf(LedgerStorageUnavailableError)
+    expect(Date.now() - started).toBeLessThan(5000)
+    expect(runs).toBe(1)
+  }
+
+  it("postgres: the real server stalls after the connection is up", async () => {
+    const url = new URL(DATABASE_URL)
+    const proxy = await stallingProxy({ host: url.hostname, port: Number(url.port) })
+    url.port = String(proxy.port)
+    await stallAfterFirstCall("postgres", String(url), `cfgto_pg_${tag}`, proxy.stall)
+  })
+
+  it("neon: the WebSocket proxy stalls after the connection is up", async () => {
+    const [host, port] = NEON_WS_PROXY.split(":")
+    const proxy = await stallingProxy({ host: host as string, port: Number(port) })
+    const before = neonConfig.wsProxy
+    neonConfig.wsProxy = (h, p) => `127.0.0.1:${proxy.port}/v1?address=${h}:${p}`
+    try {
+      await stallAfterFirstCall("neon", DATABASE_URL, `cfgto_neon_${tag}`, proxy.stall)
+    } finally {
+      neonConfig.wsProxy = before
+    }
+  })
+
+  it("neon: a WebSocket proxy that never completes the handshake", async () => {
+    const port = await silentTcp()
+    const before = neonConfig.wsProxy
+    neonConfig.wsProxy = (h, p) => `127.0.0.1:${port}/v1?address=${h}:${p}`
+    try {
+      expectOutage(await chargeOnce(`  storage: neon\n  dsn: ${DATABASE_URL}\n  timeout: 0.5`))
+    } finally {
+      neonConfig.wsProxy = before
+    }
+  })
+})
