@@ -9,7 +9,7 @@ const HELP = `mycelium <command> [options]        (mycelium <command> --help for
 
 commands:
   init [-o PATH] [--minimal | --full] [--force]   write a mycelium.yaml that loads as written
-  demo [--store file|memory] [--serve]            the duplicate-payment bug and the fix, end to end
+  demo [--store file|memory|config] [--serve]     the duplicate-payment bug and the fix, end to end
   transitions list|show|release|mark-dead          operate the action ledger (file, Redis, Postgres, or -c config)
   tasks list|show|release                          operate the task ledger (file, Redis, Postgres, or -c config)
   receipts verify [FILE]                          check a receipt file's signatures and hash chain

@@ -22,6 +22,17 @@ describe("mycelium CLI", () => {
     expect(r.stdout).toMatch(/\bdemo\b[\s\S]*\bserve\b[\s\S]*\btransitions\b[\s\S]*\brelease\b/)
   })
 
+  it("help names every --store the demo accepts", () => {
+    const demoLine =
+      mycelium("--help")
+        .stdout.split("\n")
+        .find((l) => l.trimStart().startsWith("demo ")) ?? ""
+    const stores = /--store ([a-z|]+)/.exec(demoLine)?.[1]?.split("|") ?? []
+    expect(stores).toEqual(["file", "memory", "config"])
+    const demoHelp = mycelium("demo", "--help").stdout
+    for (const store of stores) expect(demoHelp, store).toContain(`--store ${store}`)
+  })
+
   it("usage errors exit 2 with one line saying what is wrong, never a stack", () => {
     const cases: Array<[string[], RegExp]> = [
       [["nope"], /unknown command 'nope'/],
