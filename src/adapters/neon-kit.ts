@@ -1,6 +1,7 @@
 // The Neon family's shared pieces, package-internal (not an entry): the driver shapes the ledger, task and receipt
 // stores accept, one query function over either driver, and the table-name rule (names are spliced into SQL).
 import { InvalidOptionError, MyceliumError } from "../core/errors.ts"
+import { requestTimeoutOption } from "../core/storage/request-timeout.ts"
 
 /** What the adapter needs of a `Pool`, `Client` or `PoolClient` (neon's or node-postgres'). */
 export interface NeonQueryable {
@@ -23,6 +24,13 @@ export type NeonStoreOptions = (
 ) & {
   /** Table name; each store has its own default (the original's table names). */
   readonly table?: string
+  /**
+   * Seconds one statement may take, a wait for a pooled connection included, before it fails with
+   * `NeonTimeoutError`: a database that stops answering is an outage, and the ledger fails the call closed. Default
+   * 30; null for no limit. The statement may still complete; the driver's own limits (a Pool's
+   * `connectionTimeoutMillis`, `query_timeout`) also free its connection.
+   */
+  readonly timeout?: number | null
 }
 
 /** The table name is not `^[a-z][a-z0-9_]*$`; it is spliced into SQL, so nothing else is accepted. */
@@ -35,6 +43,12 @@ export class InvalidTableNameError extends InvalidOptionError {
 export class NeonDriverError extends MyceliumError {
   override readonly name = "NeonDriverError"
   override readonly code = "neon_driver_reply"
+}
+
+/** Postgres did not answer one statement within the store's `timeout`. */
+export class NeonTimeoutError extends MyceliumError {
+  override readonly name = "NeonTimeoutError"
+  override readonly code = "neon_timeout"
 }
 
 const TABLE_RE = /^[a-z][a-z0-9_]*$/
@@ -51,6 +65,10 @@ export function tableName(table: string | undefined, fallback: string): string {
 export type Run = (text: string, params: unknown[]) => Promise<Record<string, unknown>[]>
 
 export function driverRun(options: NeonStoreOptions): Run {
+  return bounded(unbounded(options), requestTimeoutOption(options.timeout, "timeout"))
+}
+
+function unbounded(options: NeonStoreOptions): Run {
   if (options.pool) {
     const pool = options.pool
     return async (text, params) => (await pool.query(text, params)).rows as Record<string, unknown>[]
@@ -67,4 +85,33 @@ export function driverRun(options: NeonStoreOptions): Run {
   throw new InvalidOptionError(
     "a Neon store needs { pool } or { sql }: pass a Pool or a neon() query function",
   )
+}
+
+/** `run`, failing each statement that has not answered within `seconds`. */
+function bounded(run: Run, seconds: number | null): Run {
+  if (seconds === null) return run
+  const ms = Math.max(1, Math.ceil(seconds * 1000))
+  return (text, params) =>
+    new Promise((resolve, reject) => {
+      const timer = setTimeout(
+        () =>
+          reject(
+            new NeonTimeoutError(
+              `Postgres did not answer within ${seconds} s (timeout): treated as an outage, though the statement ` +
+                "may still complete. Check the database, or raise the store's timeout for slow statements.",
+            ),
+          ),
+        ms,
+      )
+      run(text, params).then(
+        (rows) => {
+          clearTimeout(timer)
+          resolve(rows)
+        },
+        (e: unknown) => {
+          clearTimeout(timer)
+          reject(e)
+        },
+      )
+    })
 }

@@ -28,6 +28,7 @@ export {
   type NeonHttpQuery,
   type NeonQueryable,
   type NeonStoreOptions,
+  NeonTimeoutError,
 } from "./neon-kit.ts"
 
 /** A Pool/Client or a neon() function, and the table name (the original's default `mycelium_action_ledger`). */

@@ -90,6 +90,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
       const storage = new NeonLedgerStorage({
         pool,
         ...(choice.table !== undefined && { table: choice.table }),
+        ...(choice.timeout !== undefined && { timeout: choice.timeout }),
       })
       // The pool's idle sockets would keep a short-lived process (the CLI) alive; close() ends them.
       return Object.assign(storage, { close: () => pool.end() })
@@ -105,6 +106,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
       const storage = new NeonLedgerStorage({
         pool,
         ...(choice.table !== undefined && { table: choice.table }),
+        ...(choice.timeout !== undefined && { timeout: choice.timeout }),
       })
       return Object.assign(storage, { close: () => pool.end() })
     }
@@ -125,6 +127,7 @@ export type ClosableTaskStore = TaskStore & { close?(): Promise<void> }
 export async function nodeTaskStoreFactory(choice: ResolvedStorage): Promise<ClosableTaskStore> {
   const prefix = choice.prefix !== undefined ? { prefix: choice.prefix } : {}
   const table = choice.table !== undefined ? { table: choice.table } : {}
+  const timeout = choice.timeout !== undefined ? { timeout: choice.timeout } : {}
   switch (choice.kind) {
     case "memory":
       return new MemoryTaskStore()
@@ -153,7 +156,7 @@ export async function nodeTaskStoreFactory(choice: ResolvedStorage): Promise<Clo
       const { NeonTaskStore } = await import("../adapters/neon-tasks.ts")
       const Pool = (pg as { default?: { Pool: typeof import("pg").Pool } }).default?.Pool ?? pg.Pool
       const pool = new Pool({ connectionString: choice.dsn as string, max: 4, ...poolLimits(choice) })
-      return Object.assign(new NeonTaskStore({ pool, ...table }), { close: () => pool.end() })
+      return Object.assign(new NeonTaskStore({ pool, ...table, ...timeout }), { close: () => pool.end() })
     }
     case "neon": {
       const neon = await optional(
@@ -163,7 +166,7 @@ export async function nodeTaskStoreFactory(choice: ResolvedStorage): Promise<Clo
       )
       const { NeonTaskStore } = await import("../adapters/neon-tasks.ts")
       const pool = new neon.Pool({ connectionString: choice.dsn as string, ...poolLimits(choice) })
-      return Object.assign(new NeonTaskStore({ pool, ...table }), { close: () => pool.end() })
+      return Object.assign(new NeonTaskStore({ pool, ...table, ...timeout }), { close: () => pool.end() })
     }
     default:
       throw new ConfigError(

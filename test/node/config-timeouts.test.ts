@@ -3,8 +3,6 @@
 // and pointed at a real server that stalls: one that accepts connections and never answers, or a proxy in front of
 // the real Postgres that stops passing the server's bytes once the connection is up.
 import { mkdtempSync, writeFileSync } from "node:fs"
-import { createServer as createHttpServer } from "node:http"
-import net from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { neonConfig } from "@neondatabase/serverless"
@@ -15,6 +13,7 @@ import { ConfigError, loadConfigFromString } from "../../src/core/config/index.t
 import { LedgerStorageUnavailableError } from "../../src/core/ledger/index.ts"
 import { loadConfig } from "../../src/node/config.ts"
 import { DATABASE_URL, dropLedgerTable, NEON_WS_PROXY, runTag } from "../adapters/servers/env.ts"
+import { silentHttp, silentTcp, stallingProxy } from "../adapters/servers/stall.ts"
 import "../adapters/servers/neon.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "mycelium-timeouts-"))
@@ -35,65 +34,6 @@ tools:
   charge:
     side_effect_class: keyed_mutate
 `
-
-/** A TCP server that accepts every connection and never sends a byte. */
-async function silentTcp(): Promise<number> {
-  const sockets = new Set<net.Socket>()
-  const server = net.createServer((s) => {
-    sockets.add(s)
-    s.on("error", () => {})
-  })
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
-  closers.push(() => {
-    for (const s of sockets) s.destroy()
-    return new Promise((r) => server.close(r))
-  })
-  return (server.address() as net.AddressInfo).port
-}
-
-/** An HTTP server that reads every request and never answers it. */
-async function silentHttp(): Promise<{ port: number; requests: () => number }> {
-  let requests = 0
-  const server = createHttpServer(() => {
-    requests++
-  })
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
-  closers.push(() => {
-    server.closeAllConnections()
-    return new Promise((r) => server.close(r))
-  })
-  return { port: (server.address() as net.AddressInfo).port, requests: () => requests }
-}
-
-/** A TCP proxy to `target` that, once `stall()` is called, keeps reading both sides and passes nothing on. */
-async function stallingProxy(target: { host: string; port: number }) {
-  let stalled = false
-  const sockets = new Set<net.Socket>()
-  const server = net.createServer((client) => {
-    const upstream = net.connect(target.port, target.host)
-    for (const s of [client, upstream]) {
-      sockets.add(s)
-      s.on("error", () => {})
-      s.on("close", () => {
-        client.destroy()
-        upstream.destroy()
-      })
-    }
-    client.on("data", (b) => stalled || upstream.write(b))
-    upstream.on("data", (b) => stalled || client.write(b))
-  })
-  await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
-  closers.push(() => {
-    for (const s of sockets) s.destroy()
-    return new Promise((r) => server.close(r))
-  })
-  return {
-    port: (server.address() as net.AddressInfo).port,
-    stall: () => {
-      stalled = true
-    },
-  }
-}
 
 /** One charge through the config-built ledger: how it ended, how long it took, and how often the body ran. */
 async function chargeOnce(storage: string, env: Record<string, string> = {}) {
@@ -175,7 +115,7 @@ describe("storage timeout resolves per kind", () => {
 
 describe("a store that stops answering fails the call closed within its timeout", () => {
   it("upstash: a REST server that never answers", async () => {
-    const server = await silentHttp()
+    const server = await silentHttp(closers)
     const r = await chargeOnce(
       `  storage: upstash\n  url: http://127.0.0.1:${server.port}\n  token: t\n  timeout: 0.5`,
     )
@@ -185,12 +125,12 @@ describe("a store that stops answering fails the call closed within its timeout"
   })
 
   it("redis: a TCP server that accepts and never replies", async () => {
-    const port = await silentTcp()
+    const port = await silentTcp(closers)
     expectOutage(await chargeOnce(`  storage: redis\n  url: redis://127.0.0.1:${port}\n  timeout: 0.5`))
   })
 
   it("postgres: a server that never finishes the connection's start-up", async () => {
-    const port = await silentTcp()
+    const port = await silentTcp(closers)
     expectOutage(
       await chargeOnce(
         `  storage: postgres\n  dsn: postgres://app:app@127.0.0.1:${port}/app\n  timeout: 0.5`,
@@ -228,14 +168,14 @@ describe("a store that stops answering fails the call closed within its timeout"
 
   it("postgres: the real server stalls after the connection is up", async () => {
     const url = new URL(DATABASE_URL)
-    const proxy = await stallingProxy({ host: url.hostname, port: Number(url.port) })
+    const proxy = await stallingProxy(closers, { host: url.hostname, port: Number(url.port) })
     url.port = String(proxy.port)
     await stallAfterFirstCall("postgres", String(url), `cfgto_pg_${tag}`, proxy.stall)
   })
 
   it("neon: the WebSocket proxy stalls after the connection is up", async () => {
     const [host, port] = NEON_WS_PROXY.split(":")
-    const proxy = await stallingProxy({ host: host as string, port: Number(port) })
+    const proxy = await stallingProxy(closers, { host: host as string, port: Number(port) })
     const before = neonConfig.wsProxy
     neonConfig.wsProxy = (h, p) => `127.0.0.1:${proxy.port}/v1?address=${h}:${p}`
     try {
@@ -246,7 +186,7 @@ describe("a store that stops answering fails the call closed within its timeout"
   })
 
   it("neon: a WebSocket proxy that never completes the handshake", async () => {
-    const port = await silentTcp()
+    const port = await silentTcp(closers)
     const before = neonConfig.wsProxy
     neonConfig.wsProxy = (h, p) => `127.0.0.1:${port}/v1?address=${h}:${p}`
     try {

@@ -58,8 +58,16 @@ const storageFields = {
   token_env: z.optional(name),
   dsn: z.optional(name),
   dsn_env: z.optional(name),
+  // The stores' own rule (tableName in the Neon adapters): a name they would refuse is refused here, with its line.
   table: z.optional(
-    z.string().check(z.regex(/^[A-Za-z_][A-Za-z0-9_]*$/, "a SQL identifier (letters, digits, underscore)")),
+    z
+      .string()
+      .check(
+        z.regex(
+          /^[a-z][a-z0-9_]*$/,
+          "a table name: lower-case letters, digits and underscores, starting with a letter",
+        ),
+      ),
   ),
   prefix: z.optional(z.string()),
   in_flight_ttl: z.optional(z.nullable(positive)),

@@ -12,17 +12,20 @@ export const DEFAULT_REQUEST_TIMEOUT = 30
  */
 export const MAX_REQUEST_TIMEOUT = 86_400
 
-/** The checked `requestTimeout` option: seconds above 0 up to a day, or null for no limit. */
-export function requestTimeoutOption(value: number | null | undefined): number | null {
+/**
+ * The checked `requestTimeout` option (or a store's `timeout`: `name`): seconds above 0 up to a day, or null for no
+ * limit.
+ */
+export function requestTimeoutOption(
+  value: number | null | undefined,
+  name = "requestTimeout",
+): number | null {
   if (value === undefined) return DEFAULT_REQUEST_TIMEOUT
   if (value === null) return null
   const problem =
-    secondsProblem("requestTimeout", value) ??
-    (value > 0 && value <= MAX_REQUEST_TIMEOUT
-      ? null
-      : `requestTimeout must be > 0 and <= ${MAX_REQUEST_TIMEOUT}`)
-  if (problem)
-    throw new InvalidOptionError(`${problem}. Pass e.g. { requestTimeout: 30 }, or null for no limit.`)
+    secondsProblem(name, value) ??
+    (value > 0 && value <= MAX_REQUEST_TIMEOUT ? null : `${name} must be > 0 and <= ${MAX_REQUEST_TIMEOUT}`)
+  if (problem) throw new InvalidOptionError(`${problem}. Pass e.g. { ${name}: 30 }, or null for no limit.`)
   return value
 }
 

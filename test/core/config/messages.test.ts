@@ -62,7 +62,14 @@ const cases: Case[] = [
     "action_ledger:\n  storage: postgres\n  dsn: postgres://x\n  table: drop table;\n",
     "4:10",
     "action_ledger.table",
-    "a SQL identifier (letters, digits, underscore)",
+    "a table name: lower-case letters, digits and underscores, starting with a letter",
+  ],
+  [
+    // The stores refuse an upper-case name when they open: the config refuses it at load, with its line.
+    "action_ledger:\n  storage: neon\n  dsn: postgres://x\n  table: Ledger\n",
+    "4:10",
+    "action_ledger.table",
+    "a table name: lower-case letters, digits and underscores, starting with a letter",
   ],
   ["action_ledger:\n  tools: some\n", "2:10", "action_ledger.tools", "Invalid input"],
   [
