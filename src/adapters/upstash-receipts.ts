@@ -20,7 +20,7 @@ import {
   type ReceiptPage,
   type ReceiptStore,
 } from "../core/receipts/store.ts"
-import { UpstashReplyError } from "./upstash.ts"
+import { sentKey, UpstashReplyError } from "./upstash.ts"
 
 export interface UpstashReceiptStoreOptions {
   readonly redis: Redis
@@ -28,8 +28,10 @@ export interface UpstashReceiptStoreOptions {
   readonly prefix?: string
 }
 
-// KEYS: log, tail ('' when unchained). ARGV: expected tail digest ('' = none), receipt JSON, new tail JSON.
+// KEYS: log, tail ('' when unchained), this call's sent key. ARGV: expected tail digest ('' = none), receipt JSON,
+// new tail JSON. A request the client resent after its answer was lost finds its sent key: 'ok', never a second copy.
 const APPEND_LUA = `
+if KEYS[3] ~= '' and redis.call('EXISTS', KEYS[3]) == 1 then return 'ok' end
 if KEYS[2] ~= '' then
   local raw = redis.call('GET', KEYS[2])
   local digest = ''
@@ -38,6 +40,7 @@ if KEYS[2] ~= '' then
   redis.call('SET', KEYS[2], ARGV[3])
 end
 redis.call('RPUSH', KEYS[1], ARGV[2])
+if KEYS[3] ~= '' then redis.call('SET', KEYS[3], '1', 'EX', 300) end
 return 'ok'
 `
 
@@ -61,11 +64,11 @@ export class UpstashReceiptStore implements ReceiptStore {
     for (let round = 0; round < APPEND_ROUNDS; round++) {
       const tailKey = chain ? `${this.#prefix}tail:${chain.ledger}` : ""
       const raw = chain ? await this.#redis.get<unknown>(tailKey) : null
-      const tail = (typeof raw === "string" ? JSON.parse(raw) : raw) as ChainTail | null
+      const tail = chainTail(raw)
       const link = chain ? await chain.seal(tail) : null
       const receipt: Receipt = link ? { ...record, chain: link } : { ...record }
       const reply = await this.#append(
-        [log, tailKey],
+        [log, tailKey, sentKey(this.#prefix)],
         [
           tail?.digest ?? "",
           pythonDumps(receipt),
@@ -81,14 +84,16 @@ export class UpstashReceiptStore implements ReceiptStore {
   }
 
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
-    const items = await this.#redis.lrange<unknown>(`${this.#prefix}log`, 0, -1)
+    const items = logItems(await this.#redis.lrange<unknown>(`${this.#prefix}log`, 0, -1))
     return items.map((v) => this.#receipt(v)).filter((r) => matchesList(r, options))
   }
 
   /** Cursors are list indexes (the log is append-only): one LRANGE over the page's window. */
   async listPage(options: ReceiptListOptions = {}): Promise<ReceiptPage> {
     const b = pageBounds(options)
-    const items = await this.#redis.lrange<unknown>(`${this.#prefix}log`, b.start, b.start + b.window - 1)
+    const items = logItems(
+      await this.#redis.lrange<unknown>(`${this.#prefix}log`, b.start, b.start + b.window - 1),
+    )
     const page = cutPage(
       items.map((v) => this.#receipt(v)),
       b,
@@ -104,4 +109,25 @@ export class UpstashReceiptStore implements ReceiptStore {
     if (problem) throw new ReceiptStoreCorruptError(`${this.#prefix}log holds a non-receipt (${problem})`)
     return r
   }
+}
+
+// A client given a plain `signal` answers an aborted request with a fake success holding the abort reason: a reply
+// that is not what the command returns is an outage, never an empty log or a chain without a tail.
+function logItems(items: unknown): unknown[] {
+  if (!Array.isArray(items)) throw new UpstashReplyError("receipt list", items)
+  return items
+}
+
+function chainTail(raw: unknown): ChainTail | null {
+  let tail: unknown = raw
+  try {
+    if (typeof raw === "string") tail = JSON.parse(raw)
+  } catch {
+    // Reported below with the reply.
+  }
+  if (tail === null) return null
+  const t = tail as Partial<ChainTail> | undefined
+  if (typeof t?.digest !== "string" || typeof t.seq !== "number")
+    throw new UpstashReplyError("chain tail read", raw)
+  return t as ChainTail
 }

@@ -5,7 +5,7 @@
 import type { Redis } from "@upstash/redis"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import type { TaskStore } from "../core/tasks/store.ts"
-import { UpstashReplyError } from "./upstash.ts"
+import { scanKeys, sentKey, UpstashReplyError } from "./upstash.ts"
 
 export interface UpstashTaskStoreOptions {
   readonly redis: Redis
@@ -29,18 +29,32 @@ if not raw then return {'none'} end
 return {version(), raw, lease or ''}
 `
 
-// ARGV: expected version ('' = absent), new row, new lease ('' = none). Returns the new version or 'lost'.
+// KEYS[4]: this call's sent key. ARGV: expected version ('' = absent), new row, new lease ('' = none). Returns the
+// new version or 'lost'. A request the client resent after its answer was lost finds its sent key and answers
+// the version it wrote, instead of 'lost' (its own write read as a rival's).
 const SWAP_LUA = `${READ}
+local sent = KEYS[4] ~= '' and redis.call('GET', KEYS[4])
+if sent then return sent end
 if version() ~= ARGV[1] then return 'lost' end
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('SET', KEYS[2], ARGV[2])
 if ARGV[3] == '' then redis.call('DEL', KEYS[3]) else redis.call('SET', KEYS[3], ARGV[3]) end
-return 'v' .. redis.sha1hex(ARGV[2] .. '\\n' .. ARGV[3])
+local v = 'v' .. redis.sha1hex(ARGV[2] .. '\\n' .. ARGV[3])
+if KEYS[4] ~= '' then redis.call('SET', KEYS[4], v, 'EX', 300) end
+return v
 `
 
 /** @upstash/redis parses JSON replies; accept the parsed value or the raw string. */
-const parsed = (v: unknown): unknown =>
-  typeof v === "string" && v !== "" ? JSON.parse(v) : v === "" ? null : v
+const parsed = (v: unknown): unknown => {
+  try {
+    return typeof v === "string" && v !== "" ? JSON.parse(v) : v === "" ? null : v
+  } catch {
+    throw new UpstashReplyError("task get", v)
+  }
+}
+
+/** The version a script answers: 'v' and a SHA-1 (never a number, so the client leaves it a string). */
+const isVersion = (v: unknown): v is string => typeof v === "string" && /^v[0-9a-f]{40}$/.test(v)
 
 export class UpstashTaskStore implements TaskStore {
   readonly kind = "upstash"
@@ -69,7 +83,9 @@ export class UpstashTaskStore implements TaskStore {
   async get(requestId: string): Promise<StoredTask | null> {
     const reply = await this.#get(this.#keys(requestId), [])
     if (!Array.isArray(reply)) throw new UpstashReplyError("task get", reply)
-    if (reply[0] === "none") return null
+    if (reply[0] === "none" && reply.length === 1) return null
+    // A client given a plain `signal` answers an aborted request with a fake success: check the script's shape.
+    if (!isVersion(reply[0]) || reply.length !== 3) throw new UpstashReplyError("task get", reply)
     const row = parseTaskRow(parsed(reply[1]))
     if (!row)
       throw new UpstashReplyError(`task get (row '${requestId}' is not a task ledger entry)`, reply[1])
@@ -78,26 +94,21 @@ export class UpstashTaskStore implements TaskStore {
   }
 
   async swap(requestId: string, expected: string | null, next: TaskRecord): Promise<string | null> {
-    const reply = await this.#swap(this.#keys(requestId), [
-      expected ?? "",
-      JSON.stringify(next.row),
-      next.lease ? JSON.stringify(next.lease) : "",
-    ])
+    const sent = sentKey(this.#prefix)
+    const reply = await this.#swap(
+      [...this.#keys(requestId), sent],
+      [expected ?? "", JSON.stringify(next.row), next.lease ? JSON.stringify(next.lease) : ""],
+    )
     if (reply === "lost") return null
-    if (typeof reply !== "string" || !reply.startsWith("v")) throw new UpstashReplyError("task swap", reply)
+    if (!isVersion(reply)) throw new UpstashReplyError("task swap", reply)
     return reply
   }
 
   async *list(): AsyncIterable<StoredTask> {
-    let cursor: string | number = "0"
     const match = `${this.#prefix.replace(/[*?[\]\\]/g, "\\$&")}*`
-    do {
-      const [next, keys]: [string | number, string[]] = await this.#redis.scan(cursor, { match, count: 500 })
-      for (const k of keys) {
-        const t = await this.get(String(k).slice(this.#prefix.length))
-        if (t) yield t
-      }
-      cursor = next
-    } while (String(cursor) !== "0")
+    for await (const k of scanKeys(this.#redis, match, 500)) {
+      const t = await this.get(k.slice(this.#prefix.length))
+      if (t) yield t
+    }
   }
 }

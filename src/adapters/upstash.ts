@@ -123,12 +123,19 @@ local function write(key, tomb, raw, ttl)
   end
   redis.call('SET', tomb, raw)
 end
+-- The client resends a request whose answer was lost (a reset after the write). Each write call carries its own
+-- key: a resent one finds it and answers what the first run did, instead of judging its own write a rival's.
+-- '' for the empty prefix, where any key would lie among the rows.
+local function sent(key, value) if key ~= '' then redis.call('SET', key, value, 'EX', 300) end end
+local function was_sent(key) return key ~= '' and redis.call('GET', key) end
 `
 
-// KEYS: row, tomb, legacy tomb or '', dispatch index of the new row or '', dispatch set to read siblings from or ''.
-// ARGV: row head, row tail (the new row is head .. fence .. tail), now, mode (any|none|fence), reclaim fence, ttl,
-// request id, row prefix, tomb prefix. A claim returns {'claimed', fence, 0, sibling id, row, tomb, …}.
+// KEYS: row, tomb, legacy tomb or '', dispatch index of the new row or '', dispatch set to read siblings from or '',
+// this call's sent key. ARGV: row head, row tail (the new row is head .. fence .. tail), now, mode (any|none|fence),
+// reclaim fence, ttl, request id, row prefix, tomb prefix. A claim returns {'claimed', fence, 0, sibling id, row,
+// tomb, …}.
 const CLAIM_LUA = `${LUA_PRELUDE}
+local function claim()
 local now = tonumber(ARGV[3])
 local row, raw, ghost = load(KEYS[1], KEYS[2], KEYS[3])
 local fence = 0
@@ -149,6 +156,11 @@ end
 local nf = string.format('%d', fence + 1)
 write(KEYS[1], KEYS[2], ARGV[1] .. nf .. ARGV[2], tonumber(ARGV[6]))
 if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[7]) end
+sent(KEYS[6], nf)
+return nf
+end
+local nf = was_sent(KEYS[6]) or claim()
+if type(nf) == 'table' then return nf end
 local out = {'claimed', nf, 0}
 -- Siblings are read in the same atomic step as the insert: of two racing claims under one dispatch id, the
 -- later script always sees the earlier one.
@@ -164,9 +176,10 @@ end
 return out
 `
 
-// KEYS: row, tomb, legacy tomb or ''[, dispatch]. ARGV: new row, ttl, request id, outcomes (comma-separated), owner flag, owner,
-// fence, phase flag, phase, lease flag, lease-held-at.
+// KEYS: row, tomb, legacy tomb or '', dispatch or '', this call's sent key. ARGV: new row, ttl, request id, outcomes
+// (comma-separated), owner flag, owner, fence, phase flag, phase, lease flag, lease-held-at.
 const CAS_LUA = `${LUA_PRELUDE}
+if was_sent(KEYS[5]) then return 1 end
 local row, raw, ghost = load(KEYS[1], KEYS[2], KEYS[3])
 if row == nil then return 0 end
 local t = term_of(row)
@@ -189,12 +202,13 @@ if ARGV[10] == '1' then
   if lease ~= nil and not (lease > tonumber(ARGV[11])) then return 0 end
 end
 write(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
-if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[3]) end
+if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[3]) end
+sent(KEYS[5], '1')
 return 1
 `
 
-// KEYS: row, tomb, legacy tomb or ''[, dispatch]. ARGV: new row, ttl, request id, incoming fence.
-// Returns -1 or the newer stored fence.
+// KEYS: row, tomb, legacy tomb or '', dispatch or ''. ARGV: new row, ttl, request id, incoming fence.
+// Returns -1 or the newer stored fence. A resent set writes the same row again: no sent key needed.
 const SET_LUA = `${LUA_PRELUDE}
 local stored = -1
 for _, k in ipairs({KEYS[1], KEYS[2], KEYS[3]}) do
@@ -206,7 +220,7 @@ for _, k in ipairs({KEYS[1], KEYS[2], KEYS[3]}) do
 end
 if stored > tonumber(ARGV[4]) then return stored end
 write(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
-if KEYS[4] then redis.call('SADD', KEYS[4], ARGV[3]) end
+if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[3]) end
 return -1
 `
 
@@ -270,7 +284,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
     const legacy = this.#legacyTomb(requestId)
     const keys = [this.#key(requestId), this.#tomb(requestId)]
     if (legacy) keys.push(legacy)
-    const [raw, tomb, old] = await this.#redis.mget<unknown[]>(...keys)
+    const [raw, tomb, old] = await this.#mget(keys)
     return this.#fromStored(raw, tomb ?? old, this.#now())
   }
 
@@ -282,7 +296,8 @@ export class UpstashLedgerStorage implements LedgerStorage {
       entry.requestId,
       String(entry.fence),
     ])
-    if (Number(stored) >= 0) {
+    if (!Number.isSafeInteger(stored) || (stored as number) < -1) throw new UpstashReplyError("set", stored)
+    if ((stored as number) >= 0) {
       throw new LedgerStaleFenceError(entry.requestId, Number(stored), entry.fence)
     }
   }
@@ -311,6 +326,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
         this.#legacyTomb(entry.requestId) ?? "",
         indexKey && this.#dispatchPrefix ? this.#dispatchPrefix + indexKey : "",
         siblingsOf && this.#dispatchPrefix ? this.#dispatchPrefix + siblingsOf : "",
+        sentKey(this.#prefix),
       ],
       [
         head,
@@ -324,10 +340,16 @@ export class UpstashLedgerStorage implements LedgerStorage {
         this.#tombPrefix,
       ],
     )
-    if (!Array.isArray(reply) || reply.length < 3) throw new UpstashReplyError("claim", reply)
+    // A client given a plain `signal` answers an aborted request with a fake success holding the abort reason:
+    // every reply is checked for the shape its script returns, so that (or a broken endpoint) is an outage.
+    if (!Array.isArray(reply) || reply.length < 3 || (reply.length - 3) % 3 !== 0 || !isFlag(reply[2]))
+      throw new UpstashReplyError("claim", reply)
     const [outcome, value, ghost] = reply as [unknown, unknown, unknown]
     if (outcome === "claimed") {
-      const claimed = { ...stamped, fence: Number(value) }
+      const fence = Number(value)
+      if (!Number.isSafeInteger(fence) || fence < 1 || typeof value === "boolean")
+        throw new UpstashReplyError("claim", reply)
+      const claimed = { ...stamped, fence }
       // Without an index the ledger asks findByDispatchId after this insert: still one of two racers sees the other.
       if (!siblingsOf || !this.#dispatchPrefix) return { outcome, entry: claimed }
       return { outcome, entry: claimed, dispatchSiblings: this.#triples(reply.slice(3), siblingsOf, now) }
@@ -343,19 +365,24 @@ export class UpstashLedgerStorage implements LedgerStorage {
   }
 
   async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
-    const reply = await this.#cas(this.#keys(next), [
-      JSON.stringify(entryToRow(next)),
-      String(this.#ttlFor(next)),
-      next.requestId,
-      expect.outcomes.join(","),
-      expect.owner != null ? "1" : "0",
-      expect.owner ?? "",
-      String(expect.fence),
-      expect.effectPhase !== undefined ? "1" : "0",
-      expect.effectPhase ?? "",
-      expect.leaseHeldAt !== undefined ? "1" : "0",
-      expect.leaseHeldAt !== undefined ? String(expect.leaseHeldAt) : "",
-    ])
+    const reply = await this.#cas(
+      [...this.#keys(next), sentKey(this.#prefix)],
+      [
+        JSON.stringify(entryToRow(next)),
+        String(this.#ttlFor(next)),
+        next.requestId,
+        expect.outcomes.join(","),
+        expect.owner != null ? "1" : "0",
+        expect.owner ?? "",
+        String(expect.fence),
+        expect.effectPhase !== undefined ? "1" : "0",
+        expect.effectPhase ?? "",
+        expect.leaseHeldAt !== undefined ? "1" : "0",
+        expect.leaseHeldAt !== undefined ? String(expect.leaseHeldAt) : "",
+      ],
+    )
+    // Never `false` for an answer that is not the script's: the ledger would read a lost race into it.
+    if (!isFlag(reply)) throw new UpstashReplyError("compare-and-set", reply)
     return Number(reply) === 1
   }
 
@@ -366,7 +393,8 @@ export class UpstashLedgerStorage implements LedgerStorage {
     // A key under the row prefix may be no row of ours (an older or a Python tombstone, another app's key with
     // the empty prefix): #fromStored keeps only rows whose request id is the key's.
     for (const base of [this.#prefix, this.#tombPrefix]) {
-      for await (const key of this.#scan(`${globEscape(base + userPrefix)}*`)) ids.add(key.slice(base.length))
+      for await (const key of scanKeys(this.#redis, `${globEscape(base + userPrefix)}*`))
+        ids.add(key.slice(base.length))
     }
     let sorted = [...ids].sort()
     if (options.cursor !== undefined) {
@@ -377,7 +405,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
     for (let i = 0; i < sorted.length; i += MGET_BATCH) {
       const batch = sorted.slice(i, i + MGET_BATCH)
       const keys = batch.flatMap((id) => [this.#key(id), this.#tomb(id)])
-      const values = await this.#redis.mget<unknown[]>(...keys)
+      const values = await this.#mget(keys)
       const now = this.#now()
       for (let j = 0; j < batch.length; j++) {
         const e = this.#fromStored(values[2 * j], values[2 * j + 1], now, batch[j])
@@ -396,7 +424,8 @@ export class UpstashLedgerStorage implements LedgerStorage {
       [this.#dispatchPrefix + dispatchId],
       [this.#prefix, this.#tombPrefix],
     )
-    if (!Array.isArray(reply)) throw new UpstashReplyError("findByDispatchId", reply)
+    if (!Array.isArray(reply) || reply.length % 3 !== 0)
+      throw new UpstashReplyError("findByDispatchId", reply)
     return this.#triples(reply, dispatchId, this.#now())
   }
 
@@ -409,6 +438,12 @@ export class UpstashLedgerStorage implements LedgerStorage {
       if (e && dispatchIdOf(e) === dispatchId) out.push(e)
     }
     return out.sort((a, b) => (a.requestId < b.requestId ? -1 : a.requestId > b.requestId ? 1 : 0))
+  }
+
+  async #mget(keys: string[]): Promise<unknown[]> {
+    const values: unknown = await this.#redis.mget<unknown[]>(...keys)
+    if (!Array.isArray(values) || values.length !== keys.length) throw new UpstashReplyError("get", values)
+    return values
   }
 
   #key(id: string): string {
@@ -430,7 +465,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
       this.#legacyTomb(entry.requestId) ?? "",
     ]
     const d = dispatchIdOf(entry)
-    if (d && this.#dispatchPrefix) keys.push(this.#dispatchPrefix + d)
+    keys.push(d && this.#dispatchPrefix ? this.#dispatchPrefix + d : "")
     return keys
   }
 
@@ -456,18 +491,6 @@ export class UpstashLedgerStorage implements LedgerStorage {
     if (!t) return null
     return entryFromRow(isNonTerminal(t) ? ghostRow(t, now) : t)
   }
-
-  async *#scan(match: string): AsyncIterable<string> {
-    let cursor: string | number = "0"
-    do {
-      const [next, keys]: [string | number, string[]] = await this.#redis.scan(cursor, {
-        match,
-        count: SCAN_COUNT,
-      })
-      for (const k of keys) yield String(k)
-      cursor = next
-    } while (String(cursor) !== "0")
-  }
 }
 
 /** The script answered something it never returns: a protocol or version mismatch, never a ledger decision. */
@@ -481,16 +504,47 @@ export class UpstashReplyError extends MyceliumError {
   }
 }
 
+/**
+ * A fresh key for one write call, outside the row prefix (see `sent` in the Lua prelude): ours alone, so a script
+ * that finds it set knows this very call already ran. '' (not marked) for the empty prefix, which every key is under.
+ */
+export function sentKey(prefix: string): string {
+  const base = derivedBase(prefix)
+  return base === null ? "" : `${base}sent:${crypto.randomUUID()}`
+}
+
+/** A script's 0/1 answer: Redis integers arrive as JSON numbers whatever the client's options. */
+const isFlag = (v: unknown): boolean => v === 0 || v === 1
+
+/**
+ * Keys matching `match`, every page. A page that is not `[cursor, keys]` is an outage, never "no more keys" nor
+ * a cursor to follow: a fake answer to an aborted request would otherwise loop forever.
+ */
+export async function* scanKeys(redis: Redis, match: string, count = SCAN_COUNT): AsyncIterable<string> {
+  let cursor = "0"
+  do {
+    const page: unknown = await redis.scan(cursor, { match, count })
+    const [next, keys] = Array.isArray(page) ? page : []
+    if (!/^\d+$/.test(String(next)) || !Array.isArray(keys)) throw new UpstashReplyError("scan", page)
+    for (const k of keys) yield String(k)
+    cursor = String(next)
+  } while (cursor !== "0")
+}
+
 /** @upstash/redis parses JSON replies by default; accept both the parsed object and the raw string. */
 function toRow(v: unknown): Row | null {
   if (v === null || v === undefined || v === "" || v === false) return null
+  let parsed: unknown = v
   if (typeof v === "string") {
     // A row the original wrote holding float("nan") has a bare NaN: read as json.loads reads it, not as an outage.
-    const parsed: unknown = parsePythonRow(v)
-    return parsed && typeof parsed === "object" && !Array.isArray(parsed) ? (parsed as Row) : null
+    try {
+      parsed = parsePythonRow(v)
+    } catch {
+      throw new UpstashReplyError("a row read", v)
+    }
   }
-  if (typeof v === "object" && !Array.isArray(v)) return v as Row
-  return null
+  if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as Row
+  throw new UpstashReplyError("a row read", v)
 }
 
 /** A scanned value that may be someone else's key: anything but a ledger row reads as absent. */
