@@ -1,4 +1,4 @@
-import { LedgerError, LedgerStorageUnavailableError } from "../ledger/errors.ts"
+import { LedgerStorageUnavailableError } from "../ledger/errors.ts"
 import type { LedgerEntry } from "../ledger/model/entry.ts"
 import type {
   ClaimOptions,
@@ -8,6 +8,7 @@ import type {
   TransitionExpectation,
 } from "./contract.ts"
 import { CLAIM_BUILT_ON_WRITE, MemoryLedgerStorage } from "./memory.ts"
+import { storeFailure } from "./store-failure.ts"
 
 /**
  * Fail-closed view of a backend: any failure that is not already a ledger decision becomes
@@ -74,12 +75,7 @@ export class SafeStorage {
 }
 
 function wrap(op: string, e: unknown): Error {
-  if (e instanceof LedgerError) return e
-  const name = e instanceof Error ? e.name : typeof e
-  const msg = e instanceof Error ? e.message : String(e)
-  return new LedgerStorageUnavailableError(`ledger storage unavailable during ${op}: ${name}: ${msg}`, {
-    cause: e,
-  })
+  return storeFailure("ledger storage", op, e, LedgerStorageUnavailableError)
 }
 
 function guard<T>(op: string, fn: () => Promise<T>): Promise<T> {

@@ -7,6 +7,15 @@ export class TaskLedgerError extends LedgerError {
   override readonly code: string = "task_ledger_error"
 }
 
+/**
+ * The task store could not be reached or answered wrongly (the cause is the driver's error). Nothing ran that was
+ * not recorded: a claim that failed ran no body. Retry when the store is back.
+ */
+export class TaskStoreUnavailableError extends TaskLedgerError {
+  override readonly name = "TaskStoreUnavailableError"
+  override readonly code = "task_store_unavailable"
+}
+
 /** Another worker holds a live lease on this task. Retry later, pass `wait: true`, or release it as an operator. */
 export class TaskLedgerPendingError extends TaskLedgerError {
   override readonly name = "TaskLedgerPendingError"

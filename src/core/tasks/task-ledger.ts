@@ -15,6 +15,7 @@ import {
   TaskReleaseRefusedError,
   TaskResultUnstorableError,
 } from "./errors.ts"
+import { guardedTaskStore } from "./guarded-store.ts"
 import { deriveTaskRequestId } from "./identity.ts"
 import {
   leaseOf,
@@ -116,9 +117,12 @@ export class TaskLedger {
   readonly clock: Clock
   readonly receipts: ReceiptHook | null
   readonly #onWarning: (message: string) => void
+  // Every read and write goes through this: a driver's failure reaches callers as TaskStoreUnavailableError.
+  readonly #store: TaskStore
 
   constructor(options: TaskLedgerOptions = {}) {
     this.storage = options.storage ?? new MemoryTaskStore()
+    this.#store = guardedTaskStore(this.storage)
     this.leaseTtl = seconds("leaseTtl", options.leaseTtl ?? 3600)
     const renew = options.leaseRenewInterval ?? null
     this.leaseRenewInterval = renew === null ? this.leaseTtl / 3 : seconds("leaseRenewInterval", renew)
@@ -157,12 +161,12 @@ export class TaskLedger {
   }
 
   get(requestId: string): Promise<StoredTask | null> {
-    return this.storage.get(requestId)
+    return this.#store.get(requestId)
   }
 
   async list(): Promise<StoredTask[]> {
     const out: StoredTask[] = []
-    for await (const t of this.storage.list()) out.push(t)
+    for await (const t of this.#store.list()) out.push(t)
     return out.sort((a, b) => a.row.started_at - b.row.started_at)
   }
 
@@ -178,7 +182,7 @@ export class TaskLedger {
     const ttl = opts.leaseTtl ?? this.leaseTtl
     for (;;) {
       throwIfAborted(meta.signal)
-      const current = await this.storage.get(requestId)
+      const current = await this.#store.get(requestId)
       const now = this.clock.now()
       const state = current ? taskState(current, now) : null
       if (state === "completed") return { kind: "completed", result: current?.row.result ?? null }
@@ -215,7 +219,7 @@ export class TaskLedger {
         heartbeat_at: now,
         started_at: now,
       }
-      const version = await this.storage.swap(requestId, current?.version ?? null, { row, lease })
+      const version = await this.#store.swap(requestId, current?.version ?? null, { row, lease })
       if (version !== null) return { kind: "claimed", held: { requestId, row, lease, version } }
       // Another worker changed the task between our read and our write: decide again on what it wrote.
     }
@@ -244,7 +248,7 @@ export class TaskLedger {
         const lease: TaskLease = { ...held.lease, lease_until: now + ttl, heartbeat_at: now }
         let version: string | null
         try {
-          version = await this.storage.swap(held.requestId, held.version, { row: held.row, lease })
+          version = await this.#store.swap(held.requestId, held.version, { row: held.row, lease })
         } catch (e) {
           // The store is unreachable. If the lease lapses before the next renewal could prove it, another worker
           // may take the task over meanwhile: stop the body now rather than let two run at once.
@@ -362,7 +366,7 @@ export class TaskLedger {
       }
     }
     const lease: TaskLease = { ...held.lease, lease_until: null, receipt_ref: receipt?.receipt_id ?? null }
-    const version = await this.storage.swap(held.requestId, held.version, { row, lease })
+    const version = await this.#store.swap(held.requestId, held.version, { row, lease })
     if (version === null)
       throw new TaskLeaseLostError(
         `Task request '${held.requestId}' was taken over by another worker (its lease lapsed); this worker's ` +
@@ -405,7 +409,7 @@ export class TaskLedger {
         )
       }
     for (;;) {
-      const current = await this.storage.get(requestId)
+      const current = await this.#store.get(requestId)
       if (!current) throw new TaskReleaseRefusedError(`Cannot release unknown task request '${requestId}'`)
       const now = this.clock.now()
       const state = taskState(current, now)
@@ -463,7 +467,7 @@ export class TaskLedger {
           resolved_at: now,
         },
       }
-      if ((await this.storage.swap(requestId, current.version, next)) === null) continue
+      if ((await this.#store.swap(requestId, current.version, next)) === null) continue
       await appendReceipt(this.receipts, receipt, requestId)
       return next
     }
