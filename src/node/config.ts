@@ -9,6 +9,7 @@ import {
   type ResolvedStorage,
 } from "../core/config/index.ts"
 import type { ReceiptStoreChoice, StateStoreChoice } from "../core/config/mycelium-config.ts"
+import { storageTimeout } from "../core/config/normalize.ts"
 import type { LedgerStorage } from "../core/ledger/index.ts"
 import { MemoryReceiptStore, type ReceiptStore } from "../core/receipts/store.ts"
 import { MemoryStateFlushStore, type StateFlushStore } from "../core/state/index.ts"
@@ -28,9 +29,10 @@ async function optional<T>(pkg: string, load: () => Promise<T>, storage: string)
   }
 }
 
-/** The storage's `timeout` in milliseconds, or undefined for no limit. */
+/** The storage's `timeout` (or its kind's default) in milliseconds, or undefined for no limit. */
 function limitMs(choice: ResolvedStorage): number | undefined {
-  return typeof choice.timeout === "number" ? Math.max(1, Math.ceil(choice.timeout * 1000)) : undefined
+  const seconds = storageTimeout(choice)
+  return typeof seconds === "number" ? Math.max(1, Math.ceil(seconds * 1000)) : undefined
 }
 
 /**
@@ -90,7 +92,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
       const storage = new NeonLedgerStorage({
         pool,
         ...(choice.table !== undefined && { table: choice.table }),
-        ...(choice.timeout !== undefined && { timeout: choice.timeout }),
+        timeout: storageTimeout(choice) ?? null,
       })
       // The pool's idle sockets would keep a short-lived process (the CLI) alive; close() ends them.
       return Object.assign(storage, { close: () => pool.end() })
@@ -106,7 +108,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
       const storage = new NeonLedgerStorage({
         pool,
         ...(choice.table !== undefined && { table: choice.table }),
-        ...(choice.timeout !== undefined && { timeout: choice.timeout }),
+        timeout: storageTimeout(choice) ?? null,
       })
       return Object.assign(storage, { close: () => pool.end() })
     }
@@ -127,7 +129,7 @@ export type ClosableTaskStore = TaskStore & { close?(): Promise<void> }
 export async function nodeTaskStoreFactory(choice: ResolvedStorage): Promise<ClosableTaskStore> {
   const prefix = choice.prefix !== undefined ? { prefix: choice.prefix } : {}
   const table = choice.table !== undefined ? { table: choice.table } : {}
-  const timeout = choice.timeout !== undefined ? { timeout: choice.timeout } : {}
+  const timeout = { timeout: storageTimeout(choice) ?? null }
   switch (choice.kind) {
     case "memory":
       return new MemoryTaskStore()

@@ -10,6 +10,7 @@ import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
 import { ConfigError, loadConfigFromString } from "../../src/core/config/index.ts"
+import { storageTimeout } from "../../src/core/config/normalize.ts"
 import { LedgerStorageUnavailableError } from "../../src/core/ledger/index.ts"
 import { loadConfig } from "../../src/node/config.ts"
 import { DATABASE_URL, dropLedgerTable, NEON_WS_PROXY, runTag } from "../adapters/servers/env.ts"
@@ -80,6 +81,15 @@ describe("storage timeout resolves per kind", () => {
     expect((await storageOf("  storage: redis\n  url: redis://x"))?.timeout).toBe(5)
     expect((await storageOf("  storage: memory"))?.timeout).toBeUndefined()
     expect((await storageOf("  storage: file\n  path: ./x.json"))?.timeout).toBeUndefined()
+  })
+
+  it("a choice built by hand (the command line's --postgres-dsn, --redis-url) gets its kind's default", () => {
+    expect(storageTimeout({ kind: "postgres", dsn: "postgres://x" })).toBe(30)
+    expect(storageTimeout({ kind: "neon", dsn: "postgres://x" })).toBe(30)
+    expect(storageTimeout({ kind: "upstash", url: "http://x", token: "t" })).toBe(30)
+    expect(storageTimeout({ kind: "redis", url: "redis://x" })).toBe(5)
+    expect(storageTimeout({ kind: "postgres", dsn: "postgres://x", timeout: null })).toBeNull()
+    expect(storageTimeout({ kind: "file", path: "x.json" })).toBeUndefined()
   })
 
   it("takes seconds up to a day, and null for no limit where the client allows it", async () => {

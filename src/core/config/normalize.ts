@@ -43,6 +43,14 @@ const DEFAULT_TIMEOUT: Partial<Record<StorageKind, number>> = {
   neon: DEFAULT_REQUEST_TIMEOUT,
 }
 
+/**
+ * The request limit a store factory applies: the choice's own, else the kind's default (a choice built by hand, as
+ * the command line's `--postgres-dsn` builds one, gets the same limit as one read from mycelium.yaml).
+ */
+export function storageTimeout(choice: ResolvedStorage): number | null | undefined {
+  return choice.timeout !== undefined ? choice.timeout : DEFAULT_TIMEOUT[choice.kind]
+}
+
 /** Ledger settings for one tool after inheritance (§6.4). */
 export interface ResolvedLedger {
   readonly storage: ResolvedStorage
