@@ -178,11 +178,20 @@ export class RespConnection {
       const setup: (string | number)[][] = []
       if (pass) setup.push(user ? ["AUTH", user, pass] : ["AUTH", pass])
       if (db && db !== "0") setup.push(["SELECT", db])
-      for (const cmd of setup) {
-        await new Promise<Reply>((resolve, reject) => {
-          this.#pending.push({ resolve, reject })
-          socket.write(encode(cmd))
-        })
+      // No command's reply timer runs yet: a server that never answers the set-up would hold every call forever.
+      const timer = setTimeout(
+        () => socket.destroy(new RedisConnectionError("Redis did not answer AUTH/SELECT in time")),
+        this.#timeoutMs,
+      )
+      try {
+        for (const cmd of setup) {
+          await new Promise<Reply>((resolve, reject) => {
+            this.#pending.push({ resolve, reject })
+            socket.write(encode(cmd))
+          })
+        }
+      } finally {
+        clearTimeout(timer)
       }
       return socket
     })
