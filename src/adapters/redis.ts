@@ -190,6 +190,10 @@ export class RespConnection {
             socket.write(encode(cmd))
           })
         }
+      } catch (e) {
+        // Failed or closed mid set-up: the socket never becomes the connection, so nothing else would end it.
+        socket.destroy()
+        throw e
       } finally {
         clearTimeout(timer)
       }

@@ -321,7 +321,7 @@ describe("2. the client resends a request whose answer was lost after Redis ran 
     const e = newEntry({ requestId: uid("lost"), tool: "t", kwargs: { tool_call_id: "c" } }, T0)
     const claimed = await storage.tryClaimInflight(e, 60, T0)
     expect(claimed).toMatchObject({ outcome: "claimed", entry: { fence: 1 } })
-    const done = { ...claimed.entry, terminalOutcome: "COMPLETED" as const, status: "completed" }
+    const done = { ...claimed.entry, terminalOutcome: "COMPLETED" as const, status: "completed" as const }
     let sent = 0
     const cas = rowWith('"terminal_outcome":"COMPLETED"')
     let left = cutOnce(cas)
