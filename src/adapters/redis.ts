@@ -178,11 +178,24 @@ export class RespConnection {
       const setup: (string | number)[][] = []
       if (pass) setup.push(user ? ["AUTH", user, pass] : ["AUTH", pass])
       if (db && db !== "0") setup.push(["SELECT", db])
-      for (const cmd of setup) {
-        await new Promise<Reply>((resolve, reject) => {
-          this.#pending.push({ resolve, reject })
-          socket.write(encode(cmd))
-        })
+      // No command's reply timer runs yet: a server that never answers the set-up would hold every call forever.
+      const timer = setTimeout(
+        () => socket.destroy(new RedisConnectionError("Redis did not answer AUTH/SELECT in time")),
+        this.#timeoutMs,
+      )
+      try {
+        for (const cmd of setup) {
+          await new Promise<Reply>((resolve, reject) => {
+            this.#pending.push({ resolve, reject })
+            socket.write(encode(cmd))
+          })
+        }
+      } catch (e) {
+        // Failed or closed mid set-up: the socket never becomes the connection, so nothing else would end it.
+        socket.destroy()
+        throw e
+      } finally {
+        clearTimeout(timer)
       }
       return socket
     })

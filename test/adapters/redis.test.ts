@@ -1,7 +1,8 @@
 // The ledger on plain Redis over TCP: the same conformance suite, a Python-layout interop check with the Upstash
 // adapter on the same server, a race across connections, and fail-closed behaviour when the server is unreachable.
+import net from "node:net"
 import { describe, expect, it } from "vitest"
-import { RedisLedgerStorage } from "../../src/adapters/redis.ts"
+import { RedisConnectionError, RedisLedgerStorage } from "../../src/adapters/redis.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
 import { testLedgerStorage } from "../../src/conformance.ts"
 import { ActionLedger, LedgerStorageUnavailableError } from "../../src/core/index.ts"
@@ -78,5 +79,59 @@ describe("redis over TCP", () => {
     })
     await expect(storage.get("x")).rejects.toThrow(/AUTH|password/i)
     storage.close()
+  })
+
+  // A socket that never became the connection (AUTH failed, or close() came first) is ended all the same: left
+  // open, it kept the process alive and every later call failed on it without reconnecting.
+  async function authServer(answer: "never" | "refuse") {
+    let open = 0
+    let accepted = 0
+    const server = net.createServer((s) => {
+      open++
+      accepted++
+      s.on("close", () => open--)
+      s.on("error", () => {})
+      // Read (and drop) what arrives, so the client's end of the socket is seen.
+      s.on("data", () => {
+        if (answer === "refuse") s.write("-WRONGPASS invalid username-password pair\r\n")
+      })
+    })
+    await new Promise<void>((r) => server.listen(0, "127.0.0.1", r))
+    const port = (server.address() as net.AddressInfo).port
+    const until = async (what: () => boolean) => {
+      for (let i = 0; i < 100 && !what(); i++) await new Promise((r) => setTimeout(r, 20))
+      return what()
+    }
+    return { port, open: () => open, accepted: () => accepted, until, close: () => server.close() }
+  }
+
+  it("close() while AUTH is unanswered ends the socket", async () => {
+    const srv = await authServer("never")
+    const storage = new RedisLedgerStorage({
+      url: `redis://:pw@127.0.0.1:${srv.port}`,
+      prefix,
+      timeoutMs: 60_000,
+    })
+    const read = storage.get("x").catch((e: unknown) => e)
+    expect(await srv.until(() => srv.open() === 1)).toBe(true)
+    await storage.close()
+    expect(await read).toBeInstanceOf(RedisConnectionError)
+    expect(await srv.until(() => srv.open() === 0)).toBe(true)
+    srv.close()
+  })
+
+  it("a refused AUTH ends its socket, and the next call connects again", async () => {
+    const srv = await authServer("refuse")
+    const storage = new RedisLedgerStorage({
+      url: `redis://:pw@127.0.0.1:${srv.port}`,
+      prefix,
+      timeoutMs: 60_000,
+    })
+    await expect(storage.get("x")).rejects.toThrow(/WRONGPASS/)
+    expect(await srv.until(() => srv.open() === 0)).toBe(true)
+    await expect(storage.get("x")).rejects.toThrow(/WRONGPASS/)
+    expect(srv.accepted()).toBe(2)
+    await storage.close()
+    srv.close()
   })
 })

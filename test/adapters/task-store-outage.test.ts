@@ -7,9 +7,17 @@ import { NeonTimeoutError } from "../../src/adapters/neon.ts"
 import { NeonTaskStore } from "../../src/adapters/neon-tasks.ts"
 import { UpstashTaskStore } from "../../src/adapters/upstash-tasks.ts"
 import { TaskLedger, TaskLedgerError, TaskStoreUnavailableError } from "../../src/core/tasks/index.ts"
-import { DATABASE_URL, NEON_WS_PROXY, runTag } from "./servers/env.ts"
+import {
+  DATABASE_URL,
+  NEON_WS_PROXY,
+  requireUpstash,
+  runTag,
+  UPSTASH_URL,
+  upstashClient,
+} from "./servers/env.ts"
 import { neonPool } from "./servers/neon.ts"
 import { freePorts } from "./servers/private-servers.ts"
+import { startRestFaultProxy } from "./servers/rest-fault-proxy.ts"
 import { type Closers, stallingProxy } from "./servers/stall.ts"
 
 const tag = runTag("taskout").replaceAll("-", "_")
@@ -74,5 +82,129 @@ describe("task ledger over a store that is down", () => {
       expect(e).toBeInstanceOf(TaskStoreUnavailableError)
       expect((e as Error).cause).toBeInstanceOf(NeonTimeoutError)
     }
+  })
+})
+
+// A lease renewal whose answer never came (a timeout, a reset) may still have been written. The next write of the
+// held task then finds a version it never saw: its own write's, not a rival's. Read as a takeover, the worker
+// would drop its finished result and leave the row in flight, so the next worker ran the body again.
+describe("task ledger: a renewal that landed after its error", () => {
+  /** Runs one task whose body renews its lease once through `renewWhere` (which makes the renewal's answer fail
+   * after it was written) and then returns; the stored status, the warnings and how often the body ran. */
+  async function landedRenewal(
+    storage: ConstructorParameters<typeof TaskLedger>[0] & object,
+    renewWhere: {
+      before(requestId: string): Promise<void>
+      after(): Promise<void>
+    },
+  ) {
+    const warnings: string[] = []
+    const ledger = new TaskLedger({
+      ...storage,
+      leaseTtl: 60,
+      leaseRenewInterval: 3600,
+      onWarning: (m) => warnings.push(m),
+    })
+    let runs = 0
+    let renewal: unknown = null
+    const work = ledger.task({ name: "settle" }, async (_args: { day: string }, ctx) => {
+      runs++
+      await renewWhere.before(ctx.requestId)
+      renewal = await ctx.renewLease().then(
+        () => "renewed",
+        (e: unknown) => e,
+      )
+      await renewWhere.after()
+      return `settled-${runs}`
+    })
+    const first = await work({ day: "2026-12-04" })
+    const stored = (await ledger.list())[0]
+    const again = await work({ day: "2026-12-04" })
+    return {
+      first,
+      again,
+      runs,
+      warnings,
+      renewal,
+      status: stored?.row.status,
+      n: (await ledger.list()).length,
+    }
+  }
+
+  it("Postgres: a renewal that times out on a locked row and commits later; the result is kept, run once", async () => {
+    const table = `tasklanded_${tag}`
+    const pool = new pg.Pool({ connectionString: DATABASE_URL })
+    const locker = new pg.Pool({ connectionString: DATABASE_URL })
+    closers.push(async () => {
+      await locker.query(`DROP TABLE IF EXISTS ${table}`)
+      await locker.end()
+      await pool.end()
+    })
+    const storage = new NeonTaskStore({ pool, table, timeout: 0.3 })
+    await storage.migrate()
+    let lock: pg.PoolClient | null = null
+    let heartbeat = 0
+    const out = await landedRenewal(
+      { storage },
+      {
+        // Another transaction holds the row: the renewal's UPDATE waits past the store's timeout, then commits.
+        async before(requestId) {
+          lock = await locker.connect()
+          await lock.query("BEGIN")
+          const r = await lock.query(`SELECT mycelium_lease FROM ${table} WHERE request_id = $1 FOR UPDATE`, [
+            requestId,
+          ])
+          heartbeat = r.rows[0].mycelium_lease.heartbeat_at
+        },
+        async after() {
+          await lock?.query("COMMIT")
+          lock?.release()
+          // Wait until the timed-out UPDATE has committed.
+          for (let i = 0; i < 100; i++) {
+            const r = await locker.query(`SELECT mycelium_lease FROM ${table}`)
+            if (r.rows[0].mycelium_lease.heartbeat_at !== heartbeat) return
+            await new Promise((res) => setTimeout(res, 20))
+          }
+          throw new Error("the renewal never committed")
+        },
+      },
+    )
+    expect(out.renewal).toBeInstanceOf(TaskStoreUnavailableError)
+    expect((out.renewal as Error).cause).toBeInstanceOf(NeonTimeoutError)
+    expect(out).toMatchObject({ first: "settled-1", again: "settled-1", runs: 1, status: "completed", n: 1 })
+    expect(out.warnings).toEqual([])
+  })
+
+  it("Upstash: a renewal whose answer (and its resend's) is cut after Redis ran it; the result is kept, run once", async () => {
+    await requireUpstash()
+    const proxy = await startRestFaultProxy(UPSTASH_URL)
+    closers.push(() => proxy.close())
+    // The client resends a cut request once (its resend mark answers the first run's version): cut both.
+    let cuts = 0
+    proxy.onRequest = (commands) => {
+      const cmd = String(commands[0]?.[0] ?? "").toLowerCase()
+      if (cuts > 0 && (cmd === "evalsha" || cmd === "eval")) {
+        cuts--
+        return "cut"
+      }
+      return "relay"
+    }
+    const storage = new UpstashTaskStore({
+      redis: upstashClient(proxy.url, { retry: false }),
+      prefix: `${tag}:task:`,
+    })
+    const out = await landedRenewal(
+      { storage },
+      {
+        async before() {
+          cuts = 2
+        },
+        async after() {},
+      },
+    )
+    expect(proxy.cuts).toBe(2)
+    expect(out.renewal).toBeInstanceOf(TaskStoreUnavailableError)
+    expect(out).toMatchObject({ first: "settled-1", again: "settled-1", runs: 1, status: "completed", n: 1 })
+    expect(out.warnings).toEqual([])
   })
 })

@@ -314,6 +314,50 @@ describe("2. the client resends a request whose answer was lost after Redis ran 
     })
   })
 
+  // Only a write marks its call: a resend of a call that lost must lose again, never answer "written".
+  it("a compare-and-set and a task swap that lost, cut and resent: each still loses, nothing written", async () => {
+    const redis = client(proxy.url, {}, server.token)
+    const storage = new UpstashLedgerStorage({ redis, prefix: `mycelium-test:${runTag("lost")}:action:` })
+    const e = newEntry({ requestId: uid("lost"), tool: "t", kwargs: { tool_call_id: "c" } }, T0)
+    const claimed = await storage.tryClaimInflight(e, 60, T0)
+    expect(claimed).toMatchObject({ outcome: "claimed", entry: { fence: 1 } })
+    const done = { ...claimed.entry, terminalOutcome: "COMPLETED" as const, status: "completed" as const }
+    let sent = 0
+    const cas = rowWith('"terminal_outcome":"COMPLETED"')
+    let left = cutOnce(cas)
+    const pick = proxy.onRequest
+    proxy.onRequest = (cmds, path) => {
+      if (cas(scriptArgs(cmds))) sent++
+      return pick(cmds, path)
+    }
+    // A stale fence: the first run answers 0 and its answer is cut; the resend must answer 0 too.
+    expect(await storage.tryTransition(done, { outcomes: ["IN_FLIGHT"], fence: 7 })).toBe(false)
+    expect([left(), sent]).toEqual([0, 2])
+    expect(await storage.get(e.requestId)).toMatchObject({ terminalOutcome: "IN_FLIGHT", fence: 1 })
+
+    const tasks = new UpstashTaskStore({ redis, prefix: `mycelium-test:${runTag("lost")}:task:` })
+    const row = {
+      task: "t",
+      request_id: "q",
+      args: [],
+      kwargs: {},
+      status: "in-flight" as const,
+      result: null,
+    }
+    const first = await tasks.swap("q", null, { row: { ...row, started_at: T0 } as never, lease: null })
+    expect(first).toMatch(/^v[0-9a-f]{40}$/)
+    left = cutOnce((a) => a.some((s) => s.includes('"status":"completed"')))
+    const stale = `v${"0".repeat(40)}`
+    expect(
+      await tasks.swap("q", stale, {
+        row: { ...row, status: "completed", started_at: T0 } as never,
+        lease: null,
+      }),
+    ).toBeNull()
+    expect(left()).toBe(0)
+    expect(await tasks.get("q")).toMatchObject({ version: first, row: { status: "in-flight" } })
+  })
+
   it("set(): a resent upsert writes the same row again (harmless without a marker)", async () => {
     const prefix = `mycelium-test:${runTag("resend")}:action:`
     const storage = new UpstashLedgerStorage({ redis: client(proxy.url, {}, server.token), prefix })

@@ -9,6 +9,7 @@ import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
 import { loadConfigFromString } from "../../src/core/config/index.ts"
 import { nodeStorageFactory } from "../../src/node/config.ts"
 import { DATABASE_URL, dropLedgerTable, runTag } from "../adapters/servers/env.ts"
+import { type Closers, silentTcp } from "../adapters/servers/stall.ts"
 import { cliRunner } from "./run-cli.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-cmd-"))
@@ -146,6 +147,36 @@ describe("mycelium doctor", () => {
     const checks = JSON.parse(r.out) as Array<{ id: string; status: string; message: string }>
     expect(checks.find((c) => c.id.startsWith("ledger.connectivity"))).toMatchObject({ status: "FAIL" })
   })
+  // The probe gives up after --timeout; the store it opened must not keep the process alive past it (its own limit,
+  // 30 s for postgres and 5 s for redis by default, would).
+  it.each([
+    ["postgres", (port: number) => `{storage: postgres, dsn: 'postgres://app:app@127.0.0.1:${port}/app'`],
+    ["redis (with a password)", (port: number) => `{storage: redis, url: 'redis://:pw@127.0.0.1:${port}'`],
+  ])(
+    "%s that never answers: FAIL within --timeout, and the process exits then",
+    async (_, store) => {
+      const closers: Closers = []
+      try {
+        const path = join(cwd, `silent-${Math.random().toString(36).slice(2)}.yaml`)
+        writeFileSync(
+          path,
+          `transition: {agent_id: a, policy_version: v}\naction_ledger: ${store(await silentTcp(closers))}, tools: [t]}\ntools: {t: {side_effect_class: read}}\n`,
+        )
+        const started = Date.now()
+        const r = run(["doctor", "-c", path, "--json", "--timeout", "1"])
+        const ms = Date.now() - started
+        expect(r.code, r.err).toBe(1)
+        const checks = JSON.parse(r.out) as Array<{ id: string; status: string; message: string }>
+        expect(checks.filter((c) => c.id.startsWith("ledger.connectivity"))).toMatchObject([
+          { status: "FAIL" },
+        ])
+        expect(ms).toBeLessThan(4500)
+      } finally {
+        for (const close of closers) await close()
+      }
+    },
+    60_000,
+  )
   it("--strict turns warnings into a failure", () => {
     const path = join(cwd, "warn.yaml")
     writeFileSync(

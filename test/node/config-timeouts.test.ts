@@ -139,6 +139,16 @@ describe("a store that stops answering fails the call closed within its timeout"
     expectOutage(await chargeOnce(`  storage: redis\n  url: redis://127.0.0.1:${port}\n  timeout: 0.5`))
   })
 
+  // AUTH and SELECT go first on a new connection, before any command's own reply timer starts.
+  it.each([
+    ["a password (AUTH)", "redis://:secret@127.0.0.1"],
+    ["a database (SELECT)", "redis://127.0.0.1"],
+  ])("redis with %s: a server that accepts and never answers the connection's set-up", async (_, base) => {
+    const port = await silentTcp(closers)
+    const url = base.includes("secret") ? `${base}:${port}` : `${base}:${port}/2`
+    expectOutage(await chargeOnce(`  storage: redis\n  url: ${url}\n  timeout: 0.5`))
+  })
+
   it("postgres: a server that never finishes the connection's start-up", async () => {
     const port = await silentTcp(closers)
     expectOutage(

@@ -25,20 +25,30 @@ async function probe(config: MyceliumConfig, s: ResolvedStorage, timeoutMs: numb
   const id = `ledger.connectivity(${describeStore(s)})`
   if (s.kind === "memory") return { id, status: "PASS", message: "in-process memory (nothing to reach)" }
   let timer: ReturnType<typeof setTimeout> | undefined
+  let store: Awaited<ReturnType<MyceliumConfig["storage"]>> | undefined
   try {
-    const store = await config.storage(s)
+    store = await config.storage(probeLimit(s, timeoutMs / 1000))
     const read = store.get("mycelium-doctor-probe")
     const timeout = new Promise<never>((_, reject) => {
       timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
     })
     await Promise.race([read, timeout])
-    await store.close?.()
     return { id, status: "PASS", message: "answered a read" }
   } catch (e) {
     return { id, status: "FAIL", message: e instanceof Error ? e.message : String(e) }
   } finally {
     clearTimeout(timer)
+    await store?.close?.().catch(() => {})
   }
+}
+
+/**
+ * The store as configured, its request limit cut to the probe's: a store left waiting on its own limit (30 s by
+ * default) would hold the process that long after the probe gave up, and a failed probe must still close it.
+ */
+function probeLimit(s: ResolvedStorage, seconds: number): ResolvedStorage {
+  if (s.timeout === undefined) return s
+  return { ...s, timeout: s.timeout === null ? seconds : Math.min(s.timeout, seconds) }
 }
 
 export async function run(args: string[]): Promise<number> {

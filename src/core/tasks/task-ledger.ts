@@ -248,7 +248,7 @@ export class TaskLedger {
         const lease: TaskLease = { ...held.lease, lease_until: now + ttl, heartbeat_at: now }
         let version: string | null
         try {
-          version = await this.#store.swap(held.requestId, held.version, { row: held.row, lease })
+          version = await this.#swapHeld(held, { row: held.row, lease })
         } catch (e) {
           // The store is unreachable. If the lease lapses before the next renewal could prove it, another worker
           // may take the task over meanwhile: stop the body now rather than let two run at once.
@@ -322,6 +322,22 @@ export class TaskLedger {
     return result
   }
 
+  /**
+   * `next` over the held task. A version this worker never saw may be its own: a renewal whose answer was lost (a
+   * timeout, a reset) can still have been written. Read as a takeover, a finished result would be dropped and the
+   * body run again. Nobody else writes a row still in flight under this claim's fence and owner (a takeover raises
+   * the fence, a release ends the row), so that version is adopted.
+   */
+  async #swapHeld(held: Held, next: TaskRecord): Promise<string | null> {
+    const version = await this.#store.swap(held.requestId, held.version, next)
+    if (version !== null) return version
+    const now = await this.#store.get(held.requestId)
+    const l = now?.lease
+    if (now?.row.status !== "in-flight" || l?.fence !== held.lease.fence || l.owner !== held.lease.owner)
+      return null
+    return this.#store.swap(held.requestId, now.version, next)
+  }
+
   #warnFailureNotRecorded(held: Held, e: unknown): void {
     this.#onWarning(
       e instanceof TaskReceiptUnsignedError
@@ -366,7 +382,7 @@ export class TaskLedger {
       }
     }
     const lease: TaskLease = { ...held.lease, lease_until: null, receipt_ref: receipt?.receipt_id ?? null }
-    const version = await this.#store.swap(held.requestId, held.version, { row, lease })
+    const version = await this.#swapHeld(held, { row, lease })
     if (version === null)
       throw new TaskLeaseLostError(
         `Task request '${held.requestId}' was taken over by another worker (its lease lapsed); this worker's ` +
