@@ -111,6 +111,7 @@ action_ledger:
   path: ./.mycelium/ledger.json
   # url_env: REDIS_URL            # redis / upstash (upstash also token_env)
   # dsn_env: DATABASE_URL         # postgres / neon (table: mycelium_action_ledger)
+  # timeout: 30                   # redis / upstash / postgres / neon: seconds per request (redis: 5)
   unclassified_policy: strict     # warn keeps legacy dedupe for tools without a class
   on_args_drift: soft             # soft | hard | off
   memory_storage_policy: warn     # error refuses side-effecting tools on a memory ledger
