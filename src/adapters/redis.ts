@@ -146,6 +146,9 @@ export class RespConnection {
     const failIfCurrent = (error: Error) => {
       if (this.#socket === opened) this.#fail(error)
     }
+    // One deadline for connecting and the AUTH/SELECT set-up: no command's reply timer runs before both are done,
+    // so a server that accepts and never answers would otherwise hold every call forever.
+    let timer: ReturnType<typeof setTimeout> | undefined
     const opened: Promise<Socket> = new Promise<Socket>((resolve, reject) => {
       const u = this.#url
       const port = Number(u.port || 6379)
@@ -153,14 +156,12 @@ export class RespConnection {
       const socket =
         u.protocol === "rediss:" ? tlsConnect({ host, port, servername: host }) : netConnect({ host, port })
       socket.setNoDelay(true)
-      const timer = setTimeout(
-        () => socket.destroy(new RedisConnectionError("Redis connect timed out")),
+      timer = setTimeout(
+        () =>
+          socket.destroy(new RedisConnectionError("Redis did not connect and answer AUTH/SELECT in time")),
         this.#timeoutMs,
       )
-      socket.once(u.protocol === "rediss:" ? "secureConnect" : "connect", () => {
-        clearTimeout(timer)
-        resolve(socket)
-      })
+      socket.once(u.protocol === "rediss:" ? "secureConnect" : "connect", () => resolve(socket))
       socket.on("data", (chunk: Buffer) => this.#onData(chunk))
       socket.on("error", (e) => {
         clearTimeout(timer)
@@ -178,11 +179,6 @@ export class RespConnection {
       const setup: (string | number)[][] = []
       if (pass) setup.push(user ? ["AUTH", user, pass] : ["AUTH", pass])
       if (db && db !== "0") setup.push(["SELECT", db])
-      // No command's reply timer runs yet: a server that never answers the set-up would hold every call forever.
-      const timer = setTimeout(
-        () => socket.destroy(new RedisConnectionError("Redis did not answer AUTH/SELECT in time")),
-        this.#timeoutMs,
-      )
       try {
         for (const cmd of setup) {
           await new Promise<Reply>((resolve, reject) => {
