@@ -77,9 +77,10 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
     }
     case "redis": {
       const { RedisLedgerStorage } = await import("../adapters/redis.ts")
+      const ms = limitMs(choice)
       return new RedisLedgerStorage({
         url: choice.url as string,
-        ...(limitMs(choice) !== undefined && { timeoutMs: limitMs(choice) }),
+        ...(ms !== undefined && { timeoutMs: ms }),
         ...(choice.prefix !== undefined && { prefix: choice.prefix }),
         ...(typeof choice.inFlightTtl === "number" && { inFlightTtl: choice.inFlightTtl }),
       })

@@ -1,6 +1,7 @@
 // `mycelium doctor`: read-only checks of mycelium.yaml and the stores it names. It never writes a row.
 import { parseArgs } from "node:util"
 import type { MyceliumConfig, ResolvedStorage } from "../../core/config/index.ts"
+import { storageTimeout } from "../../core/config/normalize.ts"
 import { UsageError } from "../errors.ts"
 import { describeStore } from "../ledger-access.ts"
 import { parseOrUsage } from "../options.ts"
@@ -47,8 +48,9 @@ async function probe(config: MyceliumConfig, s: ResolvedStorage, timeoutMs: numb
  * default) would hold the process that long after the probe gave up, and a failed probe must still close it.
  */
 function probeLimit(s: ResolvedStorage, seconds: number): ResolvedStorage {
-  if (s.timeout === undefined) return s
-  return { ...s, timeout: s.timeout === null ? seconds : Math.min(s.timeout, seconds) }
+  const own = storageTimeout(s)
+  if (own === undefined) return s
+  return { ...s, timeout: own === null ? seconds : Math.min(own, seconds) }
 }
 
 export async function run(args: string[]): Promise<number> {

@@ -8,7 +8,7 @@ import type {
   TransitionExpectation,
 } from "./contract.ts"
 import { CLAIM_BUILT_ON_WRITE, MemoryLedgerStorage } from "./memory.ts"
-import { storeFailure } from "./store-failure.ts"
+import { guardStoreCall, storeFailure } from "./store-failure.ts"
 
 /**
  * Fail-closed view of a backend: any failure that is not already a ledger decision becomes
@@ -69,23 +69,13 @@ export class SafeStorage {
     try {
       yield* this.inner.list(options)
     } catch (e) {
-      throw wrap("list_all", e)
+      throw storeFailure(STORE, "list_all", e, LedgerStorageUnavailableError)
     }
   }
 }
 
-function wrap(op: string, e: unknown): Error {
-  return storeFailure("ledger storage", op, e, LedgerStorageUnavailableError)
-}
+const STORE = "ledger storage"
 
 function guard<T>(op: string, fn: () => Promise<T>): Promise<T> {
-  let p: Promise<T>
-  try {
-    p = fn()
-  } catch (e) {
-    return Promise.reject(wrap(op, e))
-  }
-  return p.then(undefined, (e: unknown) => {
-    throw wrap(op, e)
-  })
+  return guardStoreCall(STORE, op, fn, LedgerStorageUnavailableError)
 }
