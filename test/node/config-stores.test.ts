@@ -15,22 +15,13 @@ import {
   UPSTASH_TOKEN,
   UPSTASH_URL,
 } from "../adapters/servers/env.ts"
+import { chargeYaml } from "./charge-yaml.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "mycelium-config-"))
 const tag = runTag("cfg").replaceAll("-", "_")
 const table = `cfg_ledger_${tag}`
 
-const yaml = (storage: string): string => `
-transition:
-  agent_id: billing
-  policy_version: v1
-action_ledger:
-${storage}
-  tools: [charge]
-tools:
-  charge:
-    side_effect_class: keyed_mutate
-`
+const yaml = chargeYaml
 
 async function chargeTwice(path: string, env: Record<string, string>): Promise<number> {
   let runs = 0

@@ -16,6 +16,7 @@ import { loadConfig } from "../../src/node/config.ts"
 import { DATABASE_URL, dropLedgerTable, NEON_WS_PROXY, runTag } from "../adapters/servers/env.ts"
 import { silentHttp, silentTcp, stallingProxy } from "../adapters/servers/stall.ts"
 import "../adapters/servers/neon.ts"
+import { chargeYaml } from "./charge-yaml.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "mycelium-timeouts-"))
 const tag = runTag("cfgto").replaceAll("-", "_")
@@ -24,17 +25,7 @@ afterAll(async () => {
   for (const close of closers.reverse()) await close()
 })
 
-const yaml = (storage: string): string => `
-transition:
-  agent_id: billing
-  policy_version: v1
-action_ledger:
-${storage}
-  tools: [charge]
-tools:
-  charge:
-    side_effect_class: keyed_mutate
-`
+const yaml = chargeYaml
 
 /** One charge through the config-built ledger: how it ended, how long it took, and how often the body ran. */
 async function chargeOnce(storage: string, env: Record<string, string> = {}) {
