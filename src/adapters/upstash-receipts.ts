@@ -20,7 +20,7 @@ import {
   type ReceiptPage,
   type ReceiptStore,
 } from "../core/receipts/store.ts"
-import { sentKey, UpstashReplyError } from "./upstash.ts"
+import { SENT_LUA, sentKey, UpstashReplyError } from "./upstash.ts"
 
 export interface UpstashReceiptStoreOptions {
   readonly redis: Redis
@@ -30,8 +30,8 @@ export interface UpstashReceiptStoreOptions {
 
 // KEYS: log, tail ('' when unchained), this call's sent key. ARGV: expected tail digest ('' = none), receipt JSON,
 // new tail JSON. A request the client resent after its answer was lost finds its sent key: 'ok', never a second copy.
-const APPEND_LUA = `
-if KEYS[3] ~= '' and redis.call('EXISTS', KEYS[3]) == 1 then return 'ok' end
+const APPEND_LUA = `${SENT_LUA}
+if was_sent(KEYS[3]) then return 'ok' end
 if KEYS[2] ~= '' then
   local raw = redis.call('GET', KEYS[2])
   local digest = ''
@@ -40,7 +40,7 @@ if KEYS[2] ~= '' then
   redis.call('SET', KEYS[2], ARGV[3])
 end
 redis.call('RPUSH', KEYS[1], ARGV[2])
-if KEYS[3] ~= '' then redis.call('SET', KEYS[3], '1', 'EX', 300) end
+sent(KEYS[3], '1')
 return 'ok'
 `
 

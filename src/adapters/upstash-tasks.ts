@@ -5,7 +5,7 @@
 import type { Redis } from "@upstash/redis"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import type { TaskStore } from "../core/tasks/store.ts"
-import { scanKeys, sentKey, UpstashReplyError } from "./upstash.ts"
+import { globEscape, SENT_LUA, scanKeys, sentKey, UpstashReplyError } from "./upstash.ts"
 
 export interface UpstashTaskStoreOptions {
   readonly redis: Redis
@@ -32,15 +32,15 @@ return {version(), raw, lease or ''}
 // KEYS[4]: this call's sent key. ARGV: expected version ('' = absent), new row, new lease ('' = none). Returns the
 // new version or 'lost'. A request the client resent after its answer was lost finds its sent key and answers
 // the version it wrote, instead of 'lost' (its own write read as a rival's).
-const SWAP_LUA = `${READ}
-local sent = KEYS[4] ~= '' and redis.call('GET', KEYS[4])
-if sent then return sent end
+const SWAP_LUA = `${READ}${SENT_LUA}
+local first = was_sent(KEYS[4])
+if first then return first end
 if version() ~= ARGV[1] then return 'lost' end
 redis.call('SET', KEYS[1], ARGV[2])
 redis.call('SET', KEYS[2], ARGV[2])
 if ARGV[3] == '' then redis.call('DEL', KEYS[3]) else redis.call('SET', KEYS[3], ARGV[3]) end
 local v = 'v' .. redis.sha1hex(ARGV[2] .. '\\n' .. ARGV[3])
-if KEYS[4] ~= '' then redis.call('SET', KEYS[4], v, 'EX', 300) end
+sent(KEYS[4], v)
 return v
 `
 
@@ -105,7 +105,7 @@ export class UpstashTaskStore implements TaskStore {
   }
 
   async *list(): AsyncIterable<StoredTask> {
-    const match = `${this.#prefix.replace(/[*?[\]\\]/g, "\\$&")}*`
+    const match = `${globEscape(this.#prefix)}*`
     for await (const k of scanKeys(this.#redis, match, 500)) {
       const t = await this.get(k.slice(this.#prefix.length))
       if (t) yield t

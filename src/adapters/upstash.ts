@@ -42,6 +42,17 @@ type Row = Record<string, unknown>
 // Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/model/entry.ts do, so the
 // script classifies the same way `classifyClaim` does. Missing `terminal_outcome` reads as IN_FLIGHT, a JSON null or
 // unknown value falls back to `status`, unparseable numbers behave like JavaScript's NaN (never equal, never greater).
+/**
+ * The resend marks every Upstash write script shares (ledger, tasks, receipts). The client resends a request whose
+ * answer was lost (a reset after the write). Each write call carries its own key (`sentKey`): a resent one finds it
+ * and answers what the first run did, instead of judging its own write a rival's. '' for the empty prefix, where
+ * any key would lie among the rows.
+ */
+export const SENT_LUA = `
+local function sent(key, value) if key ~= '' then redis.call('SET', key, value, 'EX', 300) end end
+local function was_sent(key) return key ~= '' and redis.call('GET', key) end
+`
+
 const LUA_PRELUDE = `
 local NULL = cjson.null
 local VALID = {IN_FLIGHT=true, COMPLETED=true, FAILED_BEFORE_EFFECT=true, FAILED_AFTER_EFFECT=true,
@@ -123,12 +134,7 @@ local function write(key, tomb, raw, ttl)
   end
   redis.call('SET', tomb, raw)
 end
--- The client resends a request whose answer was lost (a reset after the write). Each write call carries its own
--- key: a resent one finds it and answers what the first run did, instead of judging its own write a rival's.
--- '' for the empty prefix, where any key would lie among the rows.
-local function sent(key, value) if key ~= '' then redis.call('SET', key, value, 'EX', 300) end end
-local function was_sent(key) return key ~= '' and redis.call('GET', key) end
-`
+${SENT_LUA}`
 
 // KEYS: row, tomb, legacy tomb or '', dispatch index of the new row or '', dispatch set to read siblings from or '',
 // this call's sent key. ARGV: row head, row tail (the new row is head .. fence .. tail), now, mode (any|none|fence),
@@ -596,6 +602,6 @@ function splitAtFence(entry: LedgerEntry): [string, string] {
   return [`${head.slice(0, -1)},"fence":`, `,${tail.slice(1)}`]
 }
 
-function globEscape(s: string): string {
+export function globEscape(s: string): string {
   return s.replace(/[*?[\]\\]/g, "\\$&")
 }
