@@ -163,7 +163,8 @@ describe("a store that stops answering fails the call closed within its timeout"
     })
     await new NeonLedgerStorage({ pool: direct, table }).migrate()
     const path = join(dir, `${kind}-stall.yaml`)
-    writeFileSync(path, yaml(`  storage: ${kind}\n  dsn: ${dsn}\n  table: ${table}\n  timeout: 0.5`))
+    // Room for a loaded machine: the first call (the pool's connect included) must answer in time.
+    writeFileSync(path, yaml(`  storage: ${kind}\n  dsn: ${dsn}\n  table: ${table}\n  timeout: 2`))
     const config = await loadConfig(path, { onWarning: () => {} })
     closers.push(() => config.close())
     let runs = 0
@@ -173,7 +174,7 @@ describe("a store that stops answering fails the call closed within its timeout"
     const started = Date.now()
     const error = await charge({ amount: 2 }, { toolCallId: `second-${tag}` }).catch((e: unknown) => e)
     expect(error).toBeInstanceOf(LedgerStorageUnavailableError)
-    expect(Date.now() - started).toBeLessThan(5000)
+    expect(Date.now() - started).toBeLessThan(8000)
     expect(runs).toBe(1)
   }
 
