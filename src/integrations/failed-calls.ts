@@ -30,11 +30,16 @@ interface Earlier {
 }
 
 /**
- * Kept per tool and ledger in this process: the oldest of one conversation go first past `PER_SCOPE` (a model that
- * sprays failing calls pushes out only its own), the oldest conversation's first past `MAX_REMEMBERED` in all.
+ * Kept per tool and ledger in this process. A conversation holding `PER_SCOPE` calls takes no new call of the tool:
+ * dropping its oldest would let a model that sprays failing calls push out the hold on its own ambiguous payment and
+ * have the retry run; calls made side by side as it filled are kept all the same. A context shared by runs blocks
+ * only the runs that saw its calls, and keeps its newest `PER_SCOPE` (another run there is another conversation).
+ * Past `MAX_REMEMBERED` in all, the oldest conversation's go first, so memory stays bounded.
  */
 const PER_SCOPE = 1000
 const MAX_REMEMBERED = 10_000
+/** A full conversation re-reads this many of its oldest calls per new call: an operator's settlement frees room. */
+const REREAD = 8
 
 /** Classes whose repeat is harmless are not held: a read, or an idempotent mutation. */
 const REPEATABLE = new Set(["read", "idempotent_mutate"])
@@ -131,7 +136,9 @@ export class FailedCalls {
     ]
     scope.calls.set(call.key, now)
     this.#adjust(call.scope, scope, now.length - earlier.length)
-    if (scope.size > PER_SCOPE) this.#dropOldest(call.scope, scope)
+    // A full context shared by runs takes the call of a run that saw none of it: the oldest makes room, or one user
+    // sending many short runs would push the tool's memory to its bound and every other conversation out of it.
+    if (call.saw && scope.size > PER_SCOPE) this.#dropOldest(call.scope, scope)
     if (this.#size > MAX_REMEMBERED) {
       const [name, oldest] = this.#scopes.entries().next().value as [string, Scope]
       this.#dropOldest(name, oldest)
@@ -174,11 +181,7 @@ export class FailedCalls {
         this.#remove(call, settled)
         return { kind: "return", result: row.result }
       }
-      const settledNotRun =
-        !row ||
-        row.operatorResolution === "not_executed" ||
-        (row.terminalOutcome === "FAILED_BEFORE_EFFECT" && row.sideEffectBoundary === "not_crossed")
-      if (settledNotRun) {
+      if (!row || notRun(row)) {
         this.#remove(call, settled)
         continue
       }
@@ -189,7 +192,33 @@ export class FailedCalls {
           "(mycelium transitions release ID --verified completed|not-executed).",
       )
     }
+    if (await this.#full(reader, call)) {
+      throw new LedgerHardBlockError(
+        `Tool '${this.#tool}' takes no new call in this conversation: ${PER_SCOPE} of its calls here may have taken ` +
+          "effect. Settle them (mycelium transitions list --stuck) or start a new conversation.",
+      )
+    }
     return { kind: "run" }
+  }
+
+  /**
+   * Whether `call`'s conversation is full once its oldest calls settled as not run (by an operator) are gone. In a
+   * context shared by runs, only for a run that saw some of them.
+   */
+  async #full(reader: Partial<RowReader>, call: HeldCall): Promise<boolean> {
+    const { scope: name, saw } = call
+    const scope = this.#scopes.get(name)
+    if (!scope || scope.size < PER_SCOPE) return false
+    if (saw && ![...scope.calls.values()].some((all) => all.some((e) => saw(e.toolCallId)))) return false
+    let left = REREAD
+    for (const [key, all] of [...scope.calls].slice(0, REREAD)) {
+      for (const e of all) {
+        if (left-- > 0 && !e.running && notRun(await reader.get?.(e.requestId))) {
+          this.#remove({ scope: name, key, toolCallId: "" }, (x) => x === e)
+        }
+      }
+    }
+    return scope.size >= PER_SCOPE
   }
 
   /** Removes the failed calls of `call`'s key that `which` selects. */
@@ -257,11 +286,25 @@ export async function runHeld<R>(
     return out
   } catch (err) {
     const requestId = started()
-    if (requestId !== null) failed.remember(held, requestId)
+    if (requestId !== null) {
+      // A failure before the side effect is settled: keeping it would only fill the conversation's room. A row that
+      // cannot be read (an outage) may have taken effect.
+      const row = await (ledger as RowReader).get(requestId).catch(() => null)
+      if (!row || !notRun(row)) failed.remember(held, requestId)
+    }
     throw err
   } finally {
     signal?.removeEventListener("abort", abandon)
   }
+}
+
+/** Whether an earlier call's row says it never ran its effect: none, released as not run, or failed before. */
+function notRun(row: Row | null | undefined): boolean {
+  return (
+    !row ||
+    row.operatorResolution === "not_executed" ||
+    (row.terminalOutcome === "FAILED_BEFORE_EFFECT" && row.sideEffectBoundary === "not_crossed")
+  )
 }
 
 /** The normalized side-effect class of a ledgered call (`ActionLedger` and `RemoteLedger` both expose it). */

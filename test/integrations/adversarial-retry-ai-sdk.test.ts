@@ -6,7 +6,7 @@ import { MockLanguageModelV3 } from "ai/test"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
 import { ActionLedger, MemoryLedgerStorage } from "../../src/core/index.ts"
-import { guardTool, guardTools } from "../../src/integrations/ai-sdk.ts"
+import { guardTool, guardTools, transitionOf } from "../../src/integrations/ai-sdk.ts"
 import { scriptedModel } from "./scripted/ai-sdk.ts"
 
 const binding = { agentId: "billing", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" as const }
@@ -220,6 +220,104 @@ describe("AI SDK held retry: the memory bound", () => {
       expect(charges.filter((c) => c === "acct_v:500")).toHaveLength(1)
     },
   )
+})
+
+describe("AI SDK held retry: a conversation that fills its memory", () => {
+  const ROOM = 1000
+  /**
+   * A payment tool whose gateway always times out after charging. With `manual`, a card to `decl_*` is declined
+   * before the side effect (a failure that is settled), and the charge runs in `sideEffect()`.
+   */
+  function flakyPay(ledger: ActionLedger, options: { threadId?: string; manual?: true } = {}) {
+    const charges: string[] = []
+    const pay = guardTool(
+      ledger,
+      tool({
+        description: "pay",
+        inputSchema: z.object({ to: z.string(), cents: z.number() }),
+        execute: async ({ to, cents }: { to: string; cents: number }, callOptions): Promise<string> => {
+          const charge = async (): Promise<string> => {
+            charges.push(`${to}:${cents}`)
+            throw new Error("gateway timed out")
+          }
+          if (!options.manual) return charge()
+          if (to.startsWith("decl_")) throw new Error("card declined")
+          return transitionOf(callOptions).sideEffect(charge)
+        },
+      }),
+      {
+        name: "pay",
+        binding,
+        ...(options.manual ? { boundary: "manual" as const } : {}),
+        ...(options.threadId ? { meta: () => ({ threadId: options.threadId }) } : {}),
+      },
+    )
+    return { pay, charges }
+  }
+  const outcome = (p: unknown) =>
+    Promise.resolve(p).then(
+      () => "ok",
+      (e: { code?: string; message?: string }) =>
+        e.code === "ledger_hard_block"
+          ? e.message?.includes("takes no new call")
+            ? "full"
+            : "held"
+          : "failed",
+    )
+
+  it.each([
+    { by: "a thread (meta)", threadId: "t-1" },
+    { by: "its experimental_context", threadId: undefined },
+  ])(
+    "scoped by $by: a model that sprays failing calls cannot push out the hold on its own ambiguous payment",
+    async ({ threadId }) => {
+      const { pay, charges } = flakyPay(newLedger(), threadId ? { threadId } : {})
+      const context = { conversation: "c-1" }
+      const call = (id: string, to: string, earlier: string[]) =>
+        outcome(pay.execute?.({ to, cents: 500 }, optionsAfter(id, context, earlier)))
+      expect(await call("v_1", "acct_v", [])).toBe("failed")
+      const sprayed: string[] = []
+      for (let i = 0; i < ROOM + 100; i++) sprayed.push(await call(`h_${i}`, `acct_${i}`, ["v_1"]))
+      // The room holds the payment and 999 other failed calls; the model's next 101 calls are refused unrun.
+      expect(sprayed.filter((o) => o === "failed")).toHaveLength(ROOM - 1)
+      expect(sprayed.slice(ROOM - 1).every((o) => o === "full")).toBe(true)
+      expect(await call("v_2", "acct_v", ["v_1"])).toBe("held")
+      expect(charges.filter((c) => c === "acct_v:500")).toHaveLength(1)
+      expect(charges).toHaveLength(ROOM)
+    },
+  )
+
+  it("an operator's not-executed settlement of its oldest calls frees room; another run on a shared context is not blocked", async () => {
+    const ledger = newLedger()
+    const { pay, charges } = flakyPay(ledger)
+    const shared = { deps: "shared" }
+    const call = (id: string, to: string, earlier: string[]) =>
+      outcome(pay.execute?.({ to, cents: 1 }, optionsAfter(id, shared, earlier)))
+    for (let i = 0; i < ROOM; i++) await call(`h_${i}`, `acct_${i}`, i ? ["h_0", "h_1"] : [])
+    expect(await call("h_next", "acct_next", ["h_0", "h_1"])).toBe("full")
+    // The conversation's oldest call (rows made in one millisecond list in any order).
+    const stuck = await ledger.listTransitions({ stuck: true })
+    const oldest = stuck.find((row) => row.kwargs.tool_call_id === "h_0")
+    if (!oldest) throw new Error("no stuck row for h_0")
+    await ledger.release(oldest.requestId, { verified: "not_executed", by: "ops", reason: "no charge seen" })
+    expect(await call("h_next", "acct_next", ["h_0", "h_1"])).toBe("failed")
+    expect(await call("h_next2", "acct_next2", ["h_0", "h_1"])).toBe("full")
+    // A run that was never shown these calls is another conversation on the same object.
+    expect(await call("u_1", "acct_u", [])).toBe("failed")
+    expect(charges.filter((c) => c === "acct_next:1" || c === "acct_u:1")).toHaveLength(2)
+  })
+
+  it("failures before the side effect are settled, and do not fill the room", async () => {
+    const { pay, charges } = flakyPay(newLedger(), { manual: true, threadId: "t-2" })
+    const call = (id: string, to: string) => outcome(pay.execute?.({ to, cents: 1 }, optionsAfter(id, {})))
+    // More calls that may have taken effect than a full conversation re-reads, then a card declined again and again.
+    for (let i = 0; i < 10; i++) expect(await call(`a_${i}`, `acct_${i}`)).toBe("failed")
+    const declined: string[] = []
+    for (let i = 0; i < ROOM + 10; i++) declined.push(await call(`d_${i}`, `decl_${i}`))
+    expect(declined.filter((o) => o === "failed")).toHaveLength(ROOM + 10)
+    expect(await call("a_next", "acct_next")).toBe("failed")
+    expect(charges).toHaveLength(11)
+  })
 })
 
 describe("AI SDK held retry: what must still run", () => {
