@@ -1,7 +1,7 @@
 // IndexedDB ledger store for browsers (and Node with fake-indexeddb). Rows are the Python original's payload,
 // keyed by request_id, so an export of the store reads like the file backend's JSON.
 
-import { type IDBPDatabase, unwrap, wrap } from "idb"
+import { type IDBPDatabase, wrap } from "idb"
 import {
   type ClaimOptions,
   type ClaimResult,
@@ -18,6 +18,7 @@ import {
   staleSetFence,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
+import { requestTimeoutOption } from "../core/storage/request-timeout.ts"
 
 export interface IndexedDbLedgerStorageOptions {
   /** Database name. Default `mycelium-ledger`. */
@@ -32,6 +33,13 @@ export interface IndexedDbLedgerStorageOptions {
    * survives tab and browser crashes, not power loss.
    */
   readonly durability?: IDBTransactionDurability
+  /**
+   * Seconds an open of the database may wait for another connection that holds it against a version change (the
+   * upgrade that adds this store, or one queued before this open), before the call fails with
+   * `LedgerStorageUnavailableError`. Default 3: time for a connection that closes on `versionchange` to finish
+   * its transaction. `null` waits as long as the other connection stays open.
+   */
+  readonly blockedTimeout?: number | null
 }
 
 /** Index on the dispatch id (`kwargs.tool_call_id`): the ledger's cross-row drift gate looks rows up by it. */
@@ -53,6 +61,7 @@ export class IndexedDbLedgerStorage implements LedgerStorage {
   readonly storeName: string
   readonly #factory: IDBFactory | undefined
   readonly #txOptions: IDBTransactionOptions
+  readonly #blockedTimeout: number | null
   #db: Promise<IDBPDatabase> | null = null
 
   constructor(options: IndexedDbLedgerStorageOptions = {}) {
@@ -60,6 +69,8 @@ export class IndexedDbLedgerStorage implements LedgerStorage {
     this.storeName = options.storeName ?? "ledger"
     this.#factory = options.indexedDB ?? (globalThis as { indexedDB?: IDBFactory }).indexedDB
     this.#txOptions = { durability: options.durability ?? "strict" }
+    const wait = options.blockedTimeout
+    this.#blockedTimeout = wait === undefined ? 3 : requestTimeoutOption(wait, "blockedTimeout")
   }
 
   async get(requestId: string): Promise<LedgerEntry | null> {
@@ -161,7 +172,7 @@ export class IndexedDbLedgerStorage implements LedgerStorage {
 
   #open(): Promise<IDBPDatabase> {
     if (!this.#db) {
-      this.#db = openWithStore(this.#factory, this.dbName, this.storeName, () => {
+      this.#db = openWithStore(this.#factory, this.dbName, this.storeName, this.#blockedTimeout, () => {
         this.#db = null
       })
       // A failed open is retried on the next call rather than cached forever.
@@ -201,6 +212,7 @@ async function openWithStore(
   factory: IDBFactory | undefined,
   dbName: string,
   storeName: string,
+  wait: number | null,
   onGone: () => void,
 ): Promise<IDBPDatabase> {
   if (!factory) {
@@ -221,9 +233,12 @@ async function openWithStore(
         store.createIndex(DISPATCH_INDEX, "kwargs.tool_call_id", { unique: false })
       }
     })
-    const db = (await wrap(req)) as IDBPDatabase | undefined
-    if (!db) throw new LedgerStorageUnavailableError(`IndexedDB open of '${dbName}' returned no database`)
-    const raw = unwrap(db)
+    const raw = await opened(
+      req,
+      wait,
+      () =>
+        `IndexedDB database '${dbName}' ${version ? `needs version ${version} to add store '${storeName}', but` : "did not open:"} another connection to it stayed open for ${wait} s (blockedTimeout)${version ? "" : ", holding an upgrade queued before this open"}. Close that connection, or have it close on versionchange (db.onversionchange = () => db.close()); the next call retries`,
+    )
     if (hasSchema(raw, storeName)) {
       // Another tab upgrading the database must not be blocked by this connection; the next call reopens.
       raw.addEventListener("versionchange", () => {
@@ -231,10 +246,38 @@ async function openWithStore(
         onGone()
       })
       raw.addEventListener("close", onGone)
-      return db
+      return wrap(raw)
     }
     version = raw.version + 1
     raw.close()
   }
   throw new LedgerStorageUnavailableError(`could not create object store '${storeName}' in '${dbName}'`)
+}
+
+/**
+ * The connection `req` opens. An open waits while another connection holds the database against a version change
+ * (`blocked`), or behind an upgrade or deletion queued before it that waits so: forever if that connection never
+ * closes. Past `wait` seconds that is an outage. The request cannot be cancelled, so a connection it opens later is
+ * closed at once: left open, with no versionchange handler, it would block every later upgrade.
+ */
+function opened(req: IDBOpenDBRequest, wait: number | null, why: () => string): Promise<IDBDatabase> {
+  return new Promise((resolve, reject) => {
+    let late = false
+    const timer =
+      wait === null
+        ? undefined
+        : setTimeout(() => {
+            late = true
+            reject(new LedgerStorageUnavailableError(why()))
+          }, wait * 1000)
+    req.addEventListener("success", () => {
+      clearTimeout(timer)
+      if (late) req.result.close()
+      else resolve(req.result)
+    })
+    req.addEventListener("error", () => {
+      clearTimeout(timer)
+      reject(req.error)
+    })
+  })
 }

@@ -1,6 +1,6 @@
 // IndexedDB race checks shared by the Node (fake-indexeddb) and Chromium runs.
 import { expect, it } from "vitest"
-import { newEntry } from "../../src/adapter-kit.ts"
+import { LedgerStorageUnavailableError, newEntry } from "../../src/adapter-kit.ts"
 import { IndexedDbLedgerStorage } from "../../src/adapters/indexeddb.ts"
 import { ActionLedger, type LedgerStorage } from "../../src/core/index.ts"
 
@@ -68,5 +68,114 @@ export function idbRaceOneExecution(freshName: () => string): void {
     expect(executions).toBe(1)
     for (const r of results) expect(r).toEqual({ id: "pi_1", amount: 100 })
     for (const c of connections) await c.close()
+  })
+}
+
+/** Opens `dbName` at `version` with no `versionchange` handler: the connection other code of the page may hold. */
+function openForeign(dbName: string, version: number, onVersionChange?: (db: IDBDatabase) => void) {
+  return new Promise<IDBDatabase>((resolve, reject) => {
+    const req = indexedDB.open(dbName, version)
+    req.onupgradeneeded = () => req.result.createObjectStore(`other-${version}`)
+    req.onsuccess = () => {
+      if (onVersionChange) req.result.onversionchange = () => onVersionChange(req.result)
+      resolve(req.result)
+    }
+    req.onerror = () => reject(req.error)
+  })
+}
+
+/** `p`'s outcome, or a rejection naming `what` once `ms` passed: the old adapter hung here. */
+function within<T>(p: Promise<T>, ms: number, what: string): Promise<T> {
+  return Promise.race([
+    p,
+    new Promise<never>((_, reject) =>
+      setTimeout(() => reject(new Error(`${what}: no answer in ${ms} ms`)), ms),
+    ),
+  ])
+}
+
+function sendTool(storage: LedgerStorage, runs: { n: number }) {
+  return new ActionLedger({ storage, leaseTtl: 60, onWarning: () => {} }).tool(
+    { name: "send_payment", binding: { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } },
+    async (args: { amount: number }, tx) =>
+      tx.sideEffect(async () => {
+        runs.n++
+        return { id: `pi_${runs.n}`, amount: args.amount }
+      }),
+  )
+}
+
+export function idbBlockedUpgrade(freshName: () => string): void {
+  it("an upgrade blocked by a connection that never closes fails closed; the call after it closes runs once", async () => {
+    const dbName = freshName()
+    const foreign = await openForeign(dbName, 1)
+    const storage = new IndexedDbLedgerStorage({ dbName, blockedTimeout: 0.2 })
+    const runs = { n: 0 }
+    const send = sendTool(storage, runs)
+    const call = () => send({ amount: 100 }, { toolCallId: "call_blocked" })
+
+    const t0 = Date.now()
+    const err = await within(call(), 5000, "blocked call").catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(LedgerStorageUnavailableError)
+    expect((err as Error).message).toContain(`'${dbName}'`)
+    expect((err as Error).message).toContain("version 2")
+    expect(Date.now() - t0).toBeLessThan(4000)
+    expect(runs.n).toBe(0)
+    // The blocked upgrade request cannot be cancelled; a call while it waits is queued behind it and must fail
+    // closed too, not hang.
+    const again = await within(call(), 5000, "call queued behind the blocked upgrade").catch(
+      (e: unknown) => e,
+    )
+    expect(again).toBeInstanceOf(LedgerStorageUnavailableError)
+    expect(runs.n).toBe(0)
+
+    foreign.close()
+    expect(await within(call(), 5000, "call after the foreign connection closed")).toEqual({
+      id: "pi_1",
+      amount: 100,
+    })
+    expect(runs.n).toBe(1)
+    const rows = []
+    for await (const e of storage.list()) rows.push(e)
+    expect(rows).toHaveLength(1)
+    expect(rows[0]?.terminalOutcome).toBe("COMPLETED")
+
+    // Nothing of the adapter's is left holding the database: the late upgrade connection was closed, the live one
+    // closes on versionchange, so a further upgrade is never blocked.
+    let blocked = 0
+    const next = await within(
+      new Promise<IDBDatabase>((resolve, reject) => {
+        const req = indexedDB.open(dbName, 3)
+        req.onblocked = () => blocked++
+        req.onsuccess = () => resolve(req.result)
+        req.onerror = () => reject(req.error)
+      }),
+      5000,
+      "a further versioned open",
+    )
+    expect(blocked).toBe(0)
+    expect(next.version).toBe(3)
+    next.close()
+    await storage.close()
+  })
+
+  it("a connection that closes on versionchange within the grace does not fail the call", async () => {
+    const dbName = freshName()
+    let asked = 0
+    await openForeign(dbName, 1, (db) => {
+      asked++
+      setTimeout(() => db.close(), 100)
+    })
+    const storage = new IndexedDbLedgerStorage({ dbName, blockedTimeout: 3 })
+    const runs = { n: 0 }
+    const result = await within(
+      sendTool(storage, runs)({ amount: 7 }, { toolCallId: "call_grace" }),
+      5000,
+      "call",
+    )
+    expect(result).toEqual({ id: "pi_1", amount: 7 })
+    expect(runs.n).toBe(1)
+    expect(asked).toBe(1)
+    await storage.close()
   })
 }

@@ -4,7 +4,8 @@ import { describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { IndexedDbLedgerStorage } from "../../src/adapters/indexeddb.ts"
 import { testLedgerStorage } from "../../src/conformance.ts"
-import { idbRaceOneExecution } from "./indexeddb-shared.ts"
+import { InvalidOptionError } from "../../src/core/errors.ts"
+import { idbBlockedUpgrade, idbRaceOneExecution } from "./indexeddb-shared.ts"
 
 let n = 0
 const fresh = () => `mycelium-test-${Date.now()}-${n++}`
@@ -18,6 +19,7 @@ testLedgerStorage("indexeddb (fake-indexeddb)", () => {
 
 describe("IndexedDbLedgerStorage (Node)", () => {
   idbRaceOneExecution(fresh)
+  idbBlockedUpgrade(fresh)
 
   it("keeps several stores in one database, each with its own rows", async () => {
     const dbName = fresh()
@@ -51,6 +53,24 @@ describe("IndexedDbLedgerStorage (Node)", () => {
     })
     expect(raw).toMatchObject({ request_id: "py", terminal_outcome: "IN_FLIGHT", started_at: 5 })
     expect(Object.keys(raw)).toContain("side_effect_boundary")
+  })
+
+  it("refuses a blockedTimeout that is not seconds above 0 up to a day; null waits without a limit", () => {
+    for (const blockedTimeout of [
+      0,
+      -1,
+      Number.NaN,
+      Number.POSITIVE_INFINITY,
+      86_401,
+      "3" as unknown as number,
+    ]) {
+      expect(() => new IndexedDbLedgerStorage({ dbName: fresh(), blockedTimeout })).toThrow(
+        InvalidOptionError,
+      )
+    }
+    for (const blockedTimeout of [0.05, 3, 86_400, null, undefined]) {
+      expect(new IndexedDbLedgerStorage({ dbName: fresh(), blockedTimeout }).kind).toBe("indexeddb")
+    }
   })
 
   it("rejects with LedgerStorageUnavailableError when the runtime has no IndexedDB", async () => {

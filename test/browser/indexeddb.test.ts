@@ -2,7 +2,7 @@
 import { describe, expect, it } from "vitest"
 import { IndexedDbLedgerStorage } from "../../src/adapters/indexeddb.ts"
 import { testLedgerStorage } from "../../src/conformance.ts"
-import { idbRaceOneExecution } from "../adapters/indexeddb-shared.ts"
+import { idbBlockedUpgrade, idbRaceOneExecution } from "../adapters/indexeddb-shared.ts"
 
 let n = 0
 const fresh = () => `mycelium-browser-${Date.now()}-${n++}`
@@ -31,4 +31,5 @@ testLedgerStorage("indexeddb (Chromium)", () => {
 
 describe("IndexedDbLedgerStorage (Chromium)", () => {
   idbRaceOneExecution(fresh)
+  idbBlockedUpgrade(fresh)
 })
