@@ -36,8 +36,9 @@ export interface IndexedDbLedgerStorageOptions {
   /**
    * Seconds an open of the database may wait for another connection that holds it against a version change (the
    * upgrade that adds this store, or one queued before this open), before the call fails with
-   * `LedgerStorageUnavailableError`. Default 3: time for a connection that closes on `versionchange` to finish
-   * its transaction. `null` waits as long as the other connection stays open.
+   * `LedgerStorageUnavailableError`. Default 10: time for a connection that closes on `versionchange` to finish
+   * its transaction, and for a first open on a slow device (the limit covers every open). `null` waits as long as
+   * the other connection stays open.
    */
   readonly blockedTimeout?: number | null
 }
@@ -70,7 +71,7 @@ export class IndexedDbLedgerStorage implements LedgerStorage {
     this.#factory = options.indexedDB ?? (globalThis as { indexedDB?: IDBFactory }).indexedDB
     this.#txOptions = { durability: options.durability ?? "strict" }
     const wait = options.blockedTimeout
-    this.#blockedTimeout = wait === undefined ? 3 : requestTimeoutOption(wait, "blockedTimeout")
+    this.#blockedTimeout = wait === undefined ? 10 : requestTimeoutOption(wait, "blockedTimeout")
   }
 
   async get(requestId: string): Promise<LedgerEntry | null> {
