@@ -18,6 +18,7 @@ import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core
 import { TaskRowError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import { recordVersion, type TaskStore } from "../core/tasks/store.ts"
+import { blockedTimeoutOption, opened } from "./indexeddb-open.ts"
 
 export interface IndexedDbGuardStoreOptions {
   /** Database name. Default `mycelium-guards`. */
@@ -26,6 +27,12 @@ export interface IndexedDbGuardStoreOptions {
   readonly indexedDB?: IDBFactory
   /** Default `"strict"`: on disk before the call proceeds. */
   readonly durability?: IDBTransactionDurability
+  /**
+   * Seconds the open of the database may take (default 10; `null`: no limit). It waits behind an upgrade or deletion
+   * of the database that another connection blocks, forever if that connection never closes; past the limit the
+   * call fails with `LedgerStorageUnavailableError`.
+   */
+  readonly blockedTimeout?: number | null
 }
 
 const TASKS = "tasks"
@@ -50,6 +57,7 @@ const done = (tx: IDBTransaction): Promise<void> =>
 class GuardDb {
   readonly #name: string
   readonly #factory: IDBFactory | undefined
+  readonly #wait: number | null
   readonly durability: IDBTransactionDurability
   #db: Promise<IDBDatabase> | null = null
 
@@ -57,6 +65,7 @@ class GuardDb {
     this.#name = options.dbName ?? "mycelium-guards"
     this.#factory = options.indexedDB ?? (globalThis as { indexedDB?: IDBFactory }).indexedDB
     this.durability = options.durability ?? "strict"
+    this.#wait = blockedTimeoutOption(options.blockedTimeout)
   }
 
   open(): Promise<IDBDatabase> {
@@ -76,7 +85,11 @@ class GuardDb {
       if (!db.objectStoreNames.contains(RECEIPTS)) db.createObjectStore(RECEIPTS, { autoIncrement: true })
       if (!db.objectStoreNames.contains(TAILS)) db.createObjectStore(TAILS, { keyPath: "ledger" })
     }
-    const db = request(req).then((d) => {
+    const why = () =>
+      `IndexedDB database '${this.#name}' did not open within ${this.#wait} s (blockedTimeout): another connection ` +
+      "holds it against an upgrade or deletion. Close that connection, or have it close on versionchange; the next " +
+      "call retries"
+    const db = opened(req, this.#wait, why).then((d) => {
       d.onversionchange = () => {
         d.close()
         this.#db = null

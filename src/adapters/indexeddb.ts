@@ -18,7 +18,7 @@ import {
   staleSetFence,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
-import { requestTimeoutOption } from "../core/storage/request-timeout.ts"
+import { blockedTimeoutOption, opened } from "./indexeddb-open.ts"
 
 export interface IndexedDbLedgerStorageOptions {
   /** Database name. Default `mycelium-ledger`. */
@@ -70,8 +70,7 @@ export class IndexedDbLedgerStorage implements LedgerStorage {
     this.storeName = options.storeName ?? "ledger"
     this.#factory = options.indexedDB ?? (globalThis as { indexedDB?: IDBFactory }).indexedDB
     this.#txOptions = { durability: options.durability ?? "strict" }
-    const wait = options.blockedTimeout
-    this.#blockedTimeout = wait === undefined ? 10 : requestTimeoutOption(wait, "blockedTimeout")
+    this.#blockedTimeout = blockedTimeoutOption(options.blockedTimeout)
   }
 
   async get(requestId: string): Promise<LedgerEntry | null> {
@@ -253,32 +252,4 @@ async function openWithStore(
     raw.close()
   }
   throw new LedgerStorageUnavailableError(`could not create object store '${storeName}' in '${dbName}'`)
-}
-
-/**
- * The connection `req` opens. An open waits while another connection holds the database against a version change
- * (`blocked`), or behind an upgrade or deletion queued before it that waits so: forever if that connection never
- * closes. Past `wait` seconds that is an outage. The request cannot be cancelled, so a connection it opens later is
- * closed at once: left open, with no versionchange handler, it would block every later upgrade.
- */
-function opened(req: IDBOpenDBRequest, wait: number | null, why: () => string): Promise<IDBDatabase> {
-  return new Promise((resolve, reject) => {
-    let late = false
-    const timer =
-      wait === null
-        ? undefined
-        : setTimeout(() => {
-            late = true
-            reject(new LedgerStorageUnavailableError(why()))
-          }, wait * 1000)
-    req.addEventListener("success", () => {
-      clearTimeout(timer)
-      if (late) req.result.close()
-      else resolve(req.result)
-    })
-    req.addEventListener("error", () => {
-      clearTimeout(timer)
-      reject(req.error)
-    })
-  })
 }

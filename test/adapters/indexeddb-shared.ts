@@ -2,6 +2,7 @@
 import { expect, it } from "vitest"
 import { LedgerStorageUnavailableError, newEntry } from "../../src/adapter-kit.ts"
 import { IndexedDbLedgerStorage } from "../../src/adapters/indexeddb.ts"
+import { IndexedDbTaskStore } from "../../src/adapters/indexeddb-guards.ts"
 import { ActionLedger, type LedgerStorage } from "../../src/core/index.ts"
 
 /** One redispatch: claim, and only the winner "executes" and completes. */
@@ -177,5 +178,26 @@ export function idbBlockedUpgrade(freshName: () => string): void {
     expect(runs.n).toBe(1)
     expect(asked).toBe(1)
     await storage.close()
+  })
+
+  it("the guard stores' open queued behind a blocked deletion fails closed, and opens once it is done", async () => {
+    const dbName = freshName()
+    const foreign = await openForeign(dbName, 1)
+    // A deletion the foreign connection blocks: every open queued after it waits for it.
+    let deleted = false
+    const deletion = indexedDB.deleteDatabase(dbName)
+    deletion.onsuccess = () => {
+      deleted = true
+    }
+    const tasks = new IndexedDbTaskStore({ dbName, blockedTimeout: 0.2 })
+    const t0 = Date.now()
+    const err = await within(tasks.get("t-1"), 5000, "task store open").catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(LedgerStorageUnavailableError)
+    expect((err as Error).message).toContain(`'${dbName}'`)
+    expect(Date.now() - t0).toBeLessThan(4000)
+    expect(deleted).toBe(false)
+    foreign.close()
+    expect(await within(tasks.get("t-1"), 5000, "task store after the deletion")).toBeNull()
+    expect(deleted).toBe(true)
   })
 }

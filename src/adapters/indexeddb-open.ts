@@ -1,0 +1,40 @@
+// Opening an IndexedDB database with a limit, for the ledger store and the guard stores. An open waits while another
+// connection holds the database against a version change, and forever if that connection never closes.
+import { LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
+import { requestTimeoutOption } from "../core/storage/request-timeout.ts"
+
+/**
+ * The checked `blockedTimeout` option: seconds, default 10 (time for a connection that closes on `versionchange` to
+ * finish its transaction, and for a first open on a slow device), or null for no limit.
+ */
+export function blockedTimeoutOption(value: number | null | undefined): number | null {
+  return value === undefined ? 10 : requestTimeoutOption(value, "blockedTimeout")
+}
+
+/**
+ * The connection `req` opens. An open waits while another connection holds the database against a version change
+ * (`blocked`), or behind an upgrade or deletion queued before it that waits so: forever if that connection never
+ * closes. Past `wait` seconds that is an outage. The request cannot be cancelled, so a connection it opens later is
+ * closed at once: left open, with no versionchange handler, it would block every later upgrade.
+ */
+export function opened(req: IDBOpenDBRequest, wait: number | null, why: () => string): Promise<IDBDatabase> {
+  return new Promise((resolve, reject) => {
+    let late = false
+    const timer =
+      wait === null
+        ? undefined
+        : setTimeout(() => {
+            late = true
+            reject(new LedgerStorageUnavailableError(why()))
+          }, wait * 1000)
+    req.addEventListener("success", () => {
+      clearTimeout(timer)
+      if (late) req.result.close()
+      else resolve(req.result)
+    })
+    req.addEventListener("error", () => {
+      clearTimeout(timer)
+      reject(req.error)
+    })
+  })
+}
