@@ -104,10 +104,13 @@ export class UpstashTaskStore implements TaskStore {
     return reply
   }
 
+  // By tombstone, which every write of this store and the original's leaves: a task whose row key expired (the
+  // original's in-flight TTL) is still listed, and a prefix without ':' (whose tombstone and lease keys start with
+  // it) does not list a tombstone or a lease as a task.
   async *list(): AsyncIterable<StoredTask> {
-    const match = `${globEscape(this.#prefix)}*`
-    for await (const k of scanKeys(this.#redis, match, 500)) {
-      const t = await this.get(k.slice(this.#prefix.length))
+    const tomb = `${this.#base}-tomb:`
+    for await (const k of scanKeys(this.#redis, `${globEscape(tomb)}*`, 500)) {
+      const t = await this.get(k.slice(tomb.length))
       if (t) yield t
     }
   }

@@ -133,6 +133,34 @@ export function testTaskStore(name: string, factory: TaskStoreFixtureFactory) {
       expect(runs).toBe(2)
     })
 
+    it("list() yields each task once, finished or in flight, whatever the store keeps beside its rows", async () => {
+      const { storage } = await open()
+      const ledger = ledgerOn(storage)
+      const ids = [uid("l1"), uid("l2"), uid("l3")]
+      const done = ledger.task({ name: "listed" }, async () => "ok")
+      const failing = ledger.task({ name: "listed-failing" }, async () => {
+        throw new Error("no")
+      })
+      await done({}, { taskId: ids[0] })
+      await expect(failing({}, { taskId: ids[1] })).rejects.toThrow("no")
+      let started = false
+      const live = ledger.task({ name: "listed-live" }, () => {
+        started = true
+        return new Promise<never>(() => {})
+      })
+      void live({}, { taskId: ids[2] })
+      while (!started) await new Promise((r) => setTimeout(r, 2))
+      // Stores shared by the suite's other cases hold their tasks too: only this case's ids are counted.
+      const mine = (await ledger.list()).filter((t) => ids.includes(t.row.request_id))
+      expect(mine.map((t) => t.row.request_id).sort()).toEqual([...ids].sort())
+      const status = Object.fromEntries(mine.map((t) => [t.row.request_id, t.row.status]))
+      expect(status).toEqual({
+        [ids[0] as string]: "completed",
+        [ids[1] as string]: "failed",
+        [ids[2] as string]: "in-flight",
+      })
+    })
+
     it("release: a task stuck in flight is released by an operator and runs once more", async () => {
       const { storage } = await open()
       const clock = new ManualClock()

@@ -48,6 +48,44 @@ testTaskStore("upstash", async () => {
   }
 })
 
+// A prefix without the trailing ':': the original's tombstone and lease keys (`{prefix}-tomb:{id}`) then start with
+// the prefix, so a scan of `{prefix}*` meets them beside the rows.
+testTaskStore("upstash (prefix without ':')", async () => {
+  await requireUpstash()
+  const prefix = `mycelium-test-${runTag("tasks")}-task`
+  return {
+    storage: new UpstashTaskStore({ redis: upstashClient(), prefix }),
+    peer: new UpstashTaskStore({ redis: upstashClient(), prefix }),
+  }
+})
+
+describe("upstash task list", () => {
+  it("lists a task whose row key expired (the original's in-flight TTL) from its tombstone, still in flight", async () => {
+    await requireUpstash()
+    const redis = upstashClient()
+    const prefix = `mycelium-test:${runTag("tasks-ttl")}:task:`
+    const ledger = new TaskLedger({
+      storage: new UpstashTaskStore({ redis, prefix }),
+      leaseRenewInterval: 0,
+      onWarning: () => {},
+    })
+    let started = false
+    const stuck = ledger.task({ name: "stuck" }, () => {
+      started = true
+      return new Promise<never>(() => {})
+    })
+    void stuck({}, { taskId: "t-ttl" })
+    await ledger.task({ name: "done" }, async () => 1)({}, { taskId: "t-done" })
+    while (!started) await new Promise((r) => setTimeout(r, 2))
+    expect(await redis.del(`${prefix}t-ttl`)).toBe(1)
+    const listed = await ledger.list()
+    expect(listed.map((t) => [t.row.request_id, t.row.status]).sort()).toEqual([
+      ["t-done", "completed"],
+      ["t-ttl", "in-flight"],
+    ])
+  })
+})
+
 testTaskStore("neon", async () => {
   const a = neonPool(undefined, 4)
   const b = neonPool(undefined, 4)
