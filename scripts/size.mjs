@@ -73,6 +73,9 @@ const budgets = [
     // Holding the retry of a call the framework gave up on while it ran (a timeout, an abort) added 0.2 KB to each:
     // ai-sdk 12.8, langgraph 8.1 (budget 8 -> 8.5), openai-agents 6.7. Its review (an abort before the body began
     // stops it there; a retry given up on while it read settles nothing) added 40 bytes to each: openai-agents 6.8.
+    // The review of its bound (calls still running count toward a conversation's room, a call settled as completed
+    // is not re-read) was paid for by compacting failed-calls.ts: ai-sdk 13.0 (at its budget), langgraph 8.3,
+    // openai-agents 7.0 (2026-12-04). The next byte here needs a budget or a saving.
     max: { "ai-sdk": 13, langgraph: 8.5, "openai-agents": 7 }[i] * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.

@@ -19,22 +19,26 @@ interface Row {
 }
 interface RowReader {
   get(requestId: string): Promise<Row | null>
-  waitForTransition?(requestId: string, options: { readonly signal?: AbortSignal }): Promise<Row>
+  waitForTransition?(requestId: string, options: { readonly signal?: AbortSignal | undefined }): Promise<Row>
 }
 
 interface Earlier {
+  /** Its node and arguments (its key in the conversation). */
+  readonly key: string
   readonly requestId: string
   readonly toolCallId: string
   /** Set while a call its framework gave up on still runs in this process. */
   readonly running?: true
+  /** Set once its row reads completed: no settlement can change it, so a full conversation reads it no more. */
+  completed?: true
 }
 
 /**
- * Kept per tool and ledger in this process. A conversation holding `PER_SCOPE` calls takes no new call of the tool:
- * dropping its oldest would let a model that sprays failing calls push out the hold on its own ambiguous payment and
- * have the retry run; calls made side by side as it filled are kept all the same. A context shared by runs blocks
- * only the runs that saw its calls, and keeps its newest `PER_SCOPE` (another run there is another conversation).
- * Past `MAX_REMEMBERED` in all, the oldest conversation's go first, so memory stays bounded.
+ * Kept per tool and ledger in this process. A conversation holding `PER_SCOPE` calls, those it remembers and those
+ * running, takes no new call of the tool: dropping its oldest would let a model that sprays failing calls push out
+ * the hold on its own ambiguous payment and have the retry run. A context shared by runs blocks only the runs that
+ * saw its calls, and keeps its newest `PER_SCOPE` (another run there is another conversation). Past
+ * `MAX_REMEMBERED` in all, the oldest conversation's go first, so memory stays bounded.
  */
 const PER_SCOPE = 1000
 const MAX_REMEMBERED = 10_000
@@ -67,16 +71,9 @@ const memories = new WeakMap<object, Map<string, FailedCalls>>()
  */
 export function failedCallsOf(ledger: unknown, tool: string): FailedCalls {
   if (typeof ledger !== "object" || ledger === null) return new FailedCalls(tool)
-  let tools = memories.get(ledger)
-  if (!tools) {
-    tools = new Map()
-    memories.set(ledger, tools)
-  }
-  let failed = tools.get(tool)
-  if (!failed) {
-    failed = new FailedCalls(tool)
-    tools.set(tool, failed)
-  }
+  const tools = memories.get(ledger) ?? new Map<string, FailedCalls>()
+  const failed = tools.get(tool) ?? new FailedCalls(tool)
+  memories.set(ledger, tools.set(tool, failed))
   return failed
 }
 
@@ -90,6 +87,9 @@ interface Scope {
 export class FailedCalls {
   // Conversations in the order of their last failure.
   readonly #scopes = new Map<string, Scope>()
+  // Calls that passed their check and have not ended, by conversation: a step's parallel calls all pass the check
+  // before any fails, and uncounted they would fill a conversation, then the tool's whole memory, past its bound.
+  readonly #inFlight = new Map<string, number>()
   #size = 0
   readonly #tool: string
 
@@ -111,10 +111,9 @@ export class FailedCalls {
     const { toolCallId } = meta
     const scope = meta.threadId ? `thread:${meta.threadId}` : runScope(run)
     if (!scope || !toolCallId || !sideEffectClass || REPEATABLE.has(sideEffectClass)) return null
-    const text = keyOf(args)
-    if (text === undefined) return null
-    const key = JSON.stringify([meta.node ?? "", text])
-    return meta.threadId || !saw ? { scope, key, toolCallId } : { scope, key, toolCallId, saw }
+    const key = keyOf([meta.node ?? "", args])
+    if (key === undefined) return null
+    return { scope, key, toolCallId, ...(!meta.threadId && saw && { saw }) }
   }
 
   /**
@@ -130,9 +129,7 @@ export class FailedCalls {
     scope.calls.delete(call.key)
     const now = [
       ...earlier.filter((e) => e.toolCallId !== call.toolCallId),
-      running
-        ? { requestId, toolCallId: call.toolCallId, running: true as const }
-        : { requestId, toolCallId: call.toolCallId },
+      { key: call.key, requestId, toolCallId: call.toolCallId, ...(running && { running: true as const }) },
     ]
     scope.calls.set(call.key, now)
     this.#adjust(call.scope, scope, now.length - earlier.length)
@@ -151,14 +148,15 @@ export class FailedCalls {
    * run on the thread) while their model was told they failed, and their retry is still their intent.
    */
   forget(call: HeldCall): void {
-    this.#remove(call, (e) => e.toolCallId === call.toolCallId)
+    this.#remove(call.scope, call.key, (e) => e.toolCallId === call.toolCallId)
   }
 
   /**
    * Before a call runs: `run` when no earlier call of the same key may have taken effect; `return` with the earlier
    * call's result once it completed (an operator said so, or its late completion landed); a hard block while the
    * earlier call's outcome is unknown. An earlier call still running here is waited for (until `signal` aborts or
-   * the ledger's poll timeout). A ledger outage here propagates: nothing runs blind.
+   * the ledger's poll timeout). A ledger outage here propagates: nothing runs blind. A call let `run` counts as
+   * running in its conversation until its caller says otherwise (`running(call, -1)`, as `runHeld` does).
    */
   async check(ledger: unknown, call: HeldCall, signal?: AbortSignal): Promise<RetryVerdict> {
     const { toolCallId, saw } = call
@@ -170,74 +168,80 @@ export class FailedCalls {
       // in flight, rather than running the effect beside it.
       const row =
         e.running && reader.waitForTransition
-          ? await reader.waitForTransition(e.requestId, signal ? { signal } : {})
+          ? await reader.waitForTransition(e.requestId, { signal })
           : await reader.get?.(e.requestId)
       // This retry's framework gave up on it while it read (the model was told it failed): it settles nothing, or
       // the earlier call's next retry would find nothing held and run.
       throwIfAborted(signal)
-      const settled = (x: Earlier) => x.requestId === e.requestId
-      // The retry gets the outcome it asked for; a call after it is a new intent.
-      if (row?.terminalOutcome === "COMPLETED") {
-        this.#remove(call, settled)
-        return { kind: "return", result: row.result }
-      }
-      if (!row || notRun(row)) {
-        this.#remove(call, settled)
+      const completed = row?.terminalOutcome === "COMPLETED"
+      if (completed || notRun(row)) {
+        this.#remove(call.scope, call.key, (x) => x.requestId === e.requestId)
+        // The retry gets the outcome it asked for; a call after it is a new intent.
+        if (completed) return { kind: "return", result: row?.result }
         continue
       }
       throw new LedgerHardBlockError(
         `Tool '${this.#tool}' already ran with these arguments in this conversation (tool call ${e.toolCallId}) ` +
-          `and failed with its outcome unknown (${row.terminalOutcome}, boundary ${row.sideEffectBoundary}): it may ` +
-          `have taken effect. Do not call it again. An operator must settle request '${e.requestId}' first ` +
-          "(mycelium transitions release ID --verified completed|not-executed).",
+          `and may have taken effect (${row?.terminalOutcome}, boundary ${row?.sideEffectBoundary}). Do not call ` +
+          `it again. An operator must settle request '${e.requestId}' first (mycelium transitions release ID ` +
+          "--verified completed|not-executed).",
       )
     }
-    if (await this.#full(reader, call)) {
+    // A full conversation re-reads its `REREAD` oldest calls that a settlement could still free, and drops those
+    // settled as not run. One settled as completed stays (its retry gets its result) and is passed over from then
+    // on: else a full conversation whose oldest calls had all run could never make room.
+    const scope = this.#scopes.get(call.scope)
+    if (scope && this.#full(call)) {
+      const open = [...scope.calls.values()].flat().filter((e) => !e.running && !e.completed)
+      for (const e of open.slice(0, REREAD)) {
+        const row = await reader.get?.(e.requestId)
+        if (notRun(row)) this.#remove(call.scope, e.key, (x) => x === e)
+        else if (row?.terminalOutcome === "COMPLETED") e.completed = true
+      }
+    }
+    // Decided and counted in one synchronous step, so calls made side by side each see the others.
+    if (this.#full(call)) {
       throw new LedgerHardBlockError(
-        `Tool '${this.#tool}' takes no new call in this conversation: ${PER_SCOPE} of its calls here may have taken ` +
-          "effect. Settle them (mycelium transitions list --stuck) or start a new conversation.",
+        `Tool '${this.#tool}' takes no new call in this conversation: ${PER_SCOPE} of its calls may have taken ` +
+          "effect. Release those that did not run (mycelium transitions list --stuck) or start a new conversation.",
       )
     }
+    this.running(call, 1)
     return { kind: "run" }
   }
 
-  /**
-   * Whether `call`'s conversation is full once its oldest calls settled as not run (by an operator) are gone. In a
-   * context shared by runs, only for a run that saw some of them.
-   */
-  async #full(reader: Partial<RowReader>, call: HeldCall): Promise<boolean> {
-    const { scope: name, saw } = call
-    const scope = this.#scopes.get(name)
-    if (!scope || scope.size < PER_SCOPE) return false
-    if (saw && ![...scope.calls.values()].some((all) => all.some((e) => saw(e.toolCallId)))) return false
-    let left = REREAD
-    for (const [key, all] of [...scope.calls].slice(0, REREAD)) {
-      for (const e of all) {
-        if (left-- > 0 && !e.running && notRun(await reader.get?.(e.requestId))) {
-          this.#remove({ scope: name, key, toolCallId: "" }, (x) => x === e)
-        }
-      }
-    }
-    return scope.size >= PER_SCOPE
+  /** Counts a call `check` let run (`1`), and no more (`-1`) once it ended or was given up on and remembered. */
+  running({ scope }: HeldCall, n: 1 | -1): void {
+    const now = n + (this.#inFlight.get(scope) ?? 0)
+    if (now) this.#inFlight.set(scope, now)
+    else this.#inFlight.delete(scope)
   }
 
-  /** Removes the failed calls of `call`'s key that `which` selects. */
-  #remove(call: HeldCall, which: (e: Earlier) => boolean): void {
-    const scope = this.#scopes.get(call.scope)
-    const earlier = scope?.calls.get(call.key)
+  /**
+   * Whether `call`'s conversation has no room: its remembered and running calls. In a context shared by runs, only
+   * for a run that saw some of them.
+   */
+  #full({ scope: name, saw }: HeldCall): boolean {
+    const scope = this.#scopes.get(name)
+    if ((scope?.size ?? 0) + (this.#inFlight.get(name) ?? 0) < PER_SCOPE) return false
+    return !saw || [...(scope?.calls.values() ?? [])].flat().some((e) => saw(e.toolCallId))
+  }
+
+  /** Removes the failed calls of conversation `name` and `key` that `which` selects. */
+  #remove(name: string, key: string, which: (e: Earlier) => boolean): void {
+    const scope = this.#scopes.get(name)
+    const earlier = scope?.calls.get(key)
     if (!scope || !earlier) return
     const kept = earlier.filter((e) => !which(e))
-    if (kept.length) scope.calls.set(call.key, kept)
-    else scope.calls.delete(call.key)
-    this.#adjust(call.scope, scope, kept.length - earlier.length)
+    if (kept.length) scope.calls.set(key, kept)
+    else scope.calls.delete(key)
+    this.#adjust(name, scope, kept.length - earlier.length)
   }
 
   /** The oldest failed call of a conversation goes. */
   #dropOldest(name: string, scope: Scope): void {
-    const [key, earlier] = scope.calls.entries().next().value as [string, Earlier[]]
-    if (earlier.length > 1) scope.calls.set(key, earlier.slice(1))
-    else scope.calls.delete(key)
-    this.#adjust(name, scope, -1)
+    const [first] = scope.calls.values().next().value as [Earlier]
+    this.#remove(name, first.key, (e) => e === first)
   }
 
   /** Counts `delta` more (or fewer) failed calls in conversation `name`; an empty conversation goes. */
@@ -276,9 +280,10 @@ export async function runHeld<R>(
     if (requestId === null) return
     abandoned = true
     failed.remember(held, requestId, true)
+    failed.running(held, -1)
   }
-  signal?.addEventListener("abort", abandon, { once: true })
   try {
+    signal?.addEventListener("abort", abandon, { once: true })
     const out = await call()
     // Given up on, the call stays remembered (a retry reads its completed row); re-adding it here could bring back
     // an entry a retry has already settled.
@@ -287,14 +292,16 @@ export async function runHeld<R>(
   } catch (err) {
     const requestId = started()
     if (requestId !== null) {
-      // A failure before the side effect is settled: keeping it would only fill the conversation's room. A row that
-      // cannot be read (an outage) may have taken effect.
+      // A failure before the side effect is settled, given up on or not: keeping it would only fill the
+      // conversation's room. A row that cannot be read (an outage) may have taken effect.
       const row = await (ledger as RowReader).get(requestId).catch(() => null)
-      if (!row || !notRun(row)) failed.remember(held, requestId)
+      if (row && notRun(row)) failed.forget(held)
+      else failed.remember(held, requestId)
     }
     throw err
   } finally {
     signal?.removeEventListener("abort", abandon)
+    if (!abandoned) failed.running(held, -1)
   }
 }
 
@@ -318,11 +325,8 @@ let nextRunId = 0
 /** A run object's id in this process (held weakly: the memory never keeps a finished run's object alive). */
 function runScope(run: unknown): string | null {
   if (typeof run !== "object" || run === null) return null
-  let id = runIds.get(run)
-  if (id === undefined) {
-    id = ++nextRunId
-    runIds.set(run, id)
-  }
+  const id = runIds.get(run) ?? ++nextRunId
+  runIds.set(run, id)
   return `run:${id}`
 }
 
@@ -336,7 +340,11 @@ function keyOf(v: unknown): string | undefined {
     return JSON.stringify(v, (_k, value: unknown) => {
       if (typeof value === "bigint") return Number.isSafeInteger(Number(value)) ? Number(value) : `${value}n`
       return value && typeof value === "object" && !Array.isArray(value)
-        ? Object.fromEntries(Object.entries(value).sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0)))
+        ? Object.fromEntries(
+            Object.keys(value)
+              .sort()
+              .map((k) => [k, (value as Record<string, unknown>)[k]]),
+          )
         : value
     })
   } catch {
