@@ -135,26 +135,38 @@ export function it(name: string, body: (ctx: TestContext) => unknown, _timeout?:
 }
 export const test = it
 
-/** vitest's printf subset used by `it.each` titles: %s %d %i %j %o %%. */
-function title(template: string, args: readonly unknown[]): string {
+/**
+ * vitest's `it.each` titles: its printf subset (%s %d %i %j %o %%) for array rows, `$key` (and `$a.b`) for an
+ * object row.
+ */
+function title(template: string, row: unknown): string {
+  if (!Array.isArray(row)) {
+    return template.replace(/\$([\w.]+)/g, (_m, path: string) => {
+      const v = path.split(".").reduce<unknown>((o, k) => (o as Record<string, unknown> | null)?.[k], row)
+      return typeof v === "string" ? v : (JSON.stringify(v) ?? String(v))
+    })
+  }
   let i = 0
   return template.replace(/%[sdijo%]/g, (m) => {
     if (m === "%%") return "%"
-    const v = args[i++]
+    const v = row[i++]
     return m === "%j" || m === "%o" ? JSON.stringify(v) : String(v)
   })
 }
 
+/** vitest spreads an array row into the body's arguments and passes any other row as the one argument. */
+const argsOf = (row: unknown): unknown[] => (Array.isArray(row) ? row : [row])
+
 it.each =
-  <T extends readonly unknown[]>(rows: readonly T[]) =>
-  (name: string, body: (...args: T) => unknown, timeout?: number) => {
-    for (const r of rows) it(title(name, r), () => body(...r), timeout)
+  <T>(rows: readonly T[]) =>
+  (name: string, body: (...args: never[]) => unknown, timeout?: number) => {
+    for (const r of rows) it(title(name, r), () => body(...(argsOf(r) as never[])), timeout)
   }
 
 describe.each =
-  <T extends readonly unknown[]>(rows: readonly T[]) =>
-  (name: string, body: (...args: T) => void) => {
-    for (const r of rows) describe(title(name, r), () => body(...r))
+  <T>(rows: readonly T[]) =>
+  (name: string, body: (...args: never[]) => void) => {
+    for (const r of rows) describe(title(name, r), () => body(...(argsOf(r) as never[])))
   }
 
 export const beforeAll = (h: Hook) => void scope().beforeAll.push(h)
