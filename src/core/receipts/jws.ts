@@ -7,6 +7,7 @@ import {
   type CryptoKey,
   compactVerify,
   createLocalJWKSet,
+  decodeProtectedHeader,
   importJWK,
   type JSONWebKeySet,
   type JWK,
@@ -16,6 +17,7 @@ import type { ReceiptSigner } from "./signer.ts"
 import type { JwsVerifier } from "./verify.ts"
 
 export type ReceiptJwsAlgorithm = "EdDSA" | "ES256"
+const ALGS: ReceiptJwsAlgorithm[] = ["EdDSA", "ES256"]
 
 export interface JwsReceiptSignerOptions {
   /** The private key: a Web Crypto `CryptoKey` or a private JWK. */
@@ -59,6 +61,7 @@ export function jwsReceiptSigner(options: JwsReceiptSignerOptions): ReceiptSigne
  */
 export function jwksVerifier(jwks: JSONWebKeySet): JwsVerifier {
   const keys = createLocalJWKSet(jwks)
+  const kids = new Set(jwks.keys.map((k) => k.kid))
   return async (jws, text) => {
     try {
       // base64url decoders ignore the unused low bits of the last character, so up to 3 other spellings of one
@@ -66,7 +69,13 @@ export function jwksVerifier(jwks: JSONWebKeySet): JwsVerifier {
       // only the canonical spelling does. (ES256's s and n - s both stay valid: Web Crypto signs either.)
       const sig = jws.slice(jws.lastIndexOf(".") + 1)
       if (base64url.encode(base64url.decode(sig)) !== sig) return false
-      const { payload, protectedHeader } = await compactVerify(jws, keys, { algorithms: ["EdDSA", "ES256"] })
+      // Refused here, synchronously: jose refuses another alg or a `crit` in a promise rejected before its handler
+      // is attached, which workerd reports as an unhandled rejection (a log error per hostile receipt).
+      const h = decodeProtectedHeader(jws)
+      if (!ALGS.includes(h.alg as ReceiptJwsAlgorithm) || h.crit !== undefined || h.b64 !== undefined)
+        return false
+      if (typeof h.kid !== "string" || !kids.has(h.kid)) return false
+      const { payload, protectedHeader } = await compactVerify(jws, keys, { algorithms: ALGS })
       // Only what a receipt signer signed: a JWT or other JWS made with the same key is not a receipt.
       return protectedHeader.typ === RECEIPT_TYP && decoder.decode(payload) === text
     } catch {
