@@ -206,7 +206,12 @@ describe("ToolRunner retry budgets cannot be escaped", () => {
       const tool = bounded(
         async (_: object) => {
           runs++
-          if (fail === "reject") return Promise.reject(new Error("later"))
+          // Rejects after an await (not `return Promise.reject(...)`, which workerd reports as unhandled before the
+          // async function adopts it).
+          if (fail === "reject") {
+            await null
+            throw new Error("later")
+          }
           return { id: 5 } as unknown
         },
         { name: "flaky", outputSchema: { id: { type: "string" } } },
