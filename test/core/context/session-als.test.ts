@@ -2,7 +2,7 @@ import { describe, expect, it, vi } from "vitest"
 import "../../../src/async-context.ts"
 import { defaultCache, hasAsyncContext, protect, Session } from "../../../src/core/context/index.ts"
 
-describe("Session with AsyncLocalStorage (Node, Deno, Bun, Workers+nodejs_compat)", () => {
+describe("Session with AsyncLocalStorage (Node, Deno, Bun, Workers+nodejs_compat, the edge runtime)", () => {
   it("propagates across await and isolates concurrent runs", async () => {
     expect(hasAsyncContext()).toBe(true)
     const fn = vi.fn(async ({ id }: { id: string }) => id)
