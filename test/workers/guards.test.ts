@@ -7,15 +7,10 @@ import {
   type GuardObjectNamespace,
 } from "../../src/adapters/durable-object-guards.ts"
 import { testReceiptStore, testStateFlush, testTaskStore } from "../../src/conformance.ts"
-import { MemoryReceiptStore } from "../../src/receipts.ts"
-import { MemoryStateFlushStore } from "../../src/state.ts"
-import { MemoryTaskStore } from "../../src/tasks.ts"
 
 const LEDGER = (env as unknown as { LEDGER: GuardObjectNamespace }).LEDGER
 let n = 0
 const fresh = (label: string) => `${label}-${Date.now().toString(36)}-${n++}`
-
-testStateFlush("memory (in workerd)", () => ({ storage: new MemoryStateFlushStore() }))
 
 testStateFlush("durable-object", () => {
   const name = fresh("state")
@@ -25,8 +20,6 @@ testStateFlush("durable-object", () => {
   }
 })
 
-testTaskStore("memory (in workerd)", () => ({ storage: new MemoryTaskStore() }))
-
 testTaskStore("durable-object", () => {
   const name = fresh("tasks")
   return {
@@ -34,8 +27,6 @@ testTaskStore("durable-object", () => {
     peer: new DurableObjectTaskStore(LEDGER, { name }),
   }
 })
-
-testReceiptStore("memory (in workerd)", () => ({ storage: new MemoryReceiptStore() }))
 
 testReceiptStore("durable-object", () => {
   const name = fresh("receipts")

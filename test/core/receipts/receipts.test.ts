@@ -4,7 +4,6 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { exportJWK, generateKeyPair } from "jose"
 import { describe, expect, it } from "vitest"
-import { testReceiptStore } from "../../../src/conformance.ts"
 import {
   type AuditReceiptRecord,
   hmacReceiptSigner,
@@ -253,5 +252,3 @@ describe("HMAC-SHA256 on the synchronous digest", () => {
     }
   })
 })
-
-testReceiptStore("memory", () => ({ storage: new MemoryReceiptStore() }))

@@ -4,9 +4,7 @@ import { join } from "node:path"
 import { expect, it } from "vitest"
 import { FileStateFlushStore } from "../../../src/adapters/file-state.ts"
 import { testStateFlush } from "../../../src/conformance.ts"
-import { MemoryStateFlushStore, StateFlush } from "../../../src/state.ts"
-
-testStateFlush("memory", () => ({ storage: new MemoryStateFlushStore() }))
+import { StateFlush } from "../../../src/state.ts"
 
 const tmpFile = () => join(mkdtempSync(join(tmpdir(), "mycelium-state-")), "state.json")
 
