@@ -85,11 +85,7 @@ class GuardDb {
       if (!db.objectStoreNames.contains(RECEIPTS)) db.createObjectStore(RECEIPTS, { autoIncrement: true })
       if (!db.objectStoreNames.contains(TAILS)) db.createObjectStore(TAILS, { keyPath: "ledger" })
     }
-    const why = () =>
-      `IndexedDB database '${this.#name}' did not open within ${this.#wait} s (blockedTimeout): another connection ` +
-      "holds it against an upgrade or deletion. Close that connection, or have it close on versionchange; the next " +
-      "call retries"
-    const db = opened(req, this.#wait, why).then((d) => {
+    const db = opened(req, this.#wait, `'${this.#name}'`).then((d) => {
       d.onversionchange = () => {
         d.close()
         this.#db = null

@@ -14,10 +14,10 @@ export function blockedTimeoutOption(value: number | null | undefined): number |
 /**
  * The connection `req` opens. An open waits while another connection holds the database against a version change
  * (`blocked`), or behind an upgrade or deletion queued before it that waits so: forever if that connection never
- * closes. Past `wait` seconds that is an outage. The request cannot be cancelled, so a connection it opens later is
+ * closes. Past `wait` seconds that is an outage, named by `what` (the database, and why it opens). The request cannot be cancelled, so a connection it opens later is
  * closed at once: left open, with no versionchange handler, it would block every later upgrade.
  */
-export function opened(req: IDBOpenDBRequest, wait: number | null, why: () => string): Promise<IDBDatabase> {
+export function opened(req: IDBOpenDBRequest, wait: number | null, what: string): Promise<IDBDatabase> {
   return new Promise((resolve, reject) => {
     let late = false
     const timer =
@@ -25,7 +25,13 @@ export function opened(req: IDBOpenDBRequest, wait: number | null, why: () => st
         ? undefined
         : setTimeout(() => {
             late = true
-            reject(new LedgerStorageUnavailableError(why()))
+            reject(
+              new LedgerStorageUnavailableError(
+                `IndexedDB database ${what} did not open within ${wait} s (blockedTimeout): another connection holds ` +
+                  "it against an upgrade or deletion. Close that connection, or have it close on versionchange " +
+                  "(db.onversionchange = () => db.close()); the next call retries",
+              ),
+            )
           }, wait * 1000)
     req.addEventListener("success", () => {
       clearTimeout(timer)

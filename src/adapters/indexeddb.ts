@@ -233,12 +233,8 @@ async function openWithStore(
         store.createIndex(DISPATCH_INDEX, "kwargs.tool_call_id", { unique: false })
       }
     })
-    const raw = await opened(
-      req,
-      wait,
-      () =>
-        `IndexedDB database '${dbName}' ${version ? `needs version ${version} to add store '${storeName}', but` : "did not open:"} another connection to it stayed open for ${wait} s (blockedTimeout)${version ? "" : ", holding an upgrade queued before this open"}. Close that connection, or have it close on versionchange (db.onversionchange = () => db.close()); the next call retries`,
-    )
+    const why = version === undefined ? "" : ` (version ${version}, to add store '${storeName}')`
+    const raw = await opened(req, wait, `'${dbName}'${why}`)
     if (hasSchema(raw, storeName)) {
       // Another tab upgrading the database must not be blocked by this connection; the next call reopens.
       raw.addEventListener("versionchange", () => {
