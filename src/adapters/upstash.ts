@@ -39,9 +39,6 @@ export interface UpstashLedgerStorageOptions {
 
 type Row = Record<string, unknown>
 
-// Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/model/entry.ts do, so the
-// script classifies the same way `classifyClaim` does. Missing `terminal_outcome` reads as IN_FLIGHT, a JSON null or
-// unknown value falls back to `status`, unparseable numbers behave like JavaScript's NaN (never equal, never greater).
 /**
  * The resend marks every Upstash write script shares (ledger, tasks, receipts). The client resends a request whose
  * answer was lost (a reset after the write). Each write call carries its own key (`sentKey`): a resent one finds it
@@ -53,6 +50,9 @@ local function sent(key, value) if key ~= '' then redis.call('SET', key, value, 
 local function was_sent(key) return key ~= '' and redis.call('GET', key) end
 `
 
+// Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/model/entry.ts do, so the
+// script classifies the same way `classifyClaim` does. Missing `terminal_outcome` reads as IN_FLIGHT, a JSON null or
+// unknown value falls back to `status`, unparseable numbers behave like JavaScript's NaN (never equal, never greater).
 const LUA_PRELUDE = `
 local NULL = cjson.null
 local VALID = {IN_FLIGHT=true, COMPLETED=true, FAILED_BEFORE_EFFECT=true, FAILED_AFTER_EFFECT=true,
