@@ -48,8 +48,11 @@ const DEFAULT_TIMEOUT: Partial<Record<StorageKind, number>> = {
  * the command line's `--postgres-dsn` builds one, gets the same limit as one read from mycelium.yaml).
  */
 export function storageTimeout(choice: ResolvedStorage): number | null | undefined {
-  return choice.timeout !== undefined ? choice.timeout : DEFAULT_TIMEOUT[choice.kind]
+  return timeoutOf(choice.kind, choice.timeout)
 }
+
+const timeoutOf = (kind: StorageKind, timeout: number | null | undefined) =>
+  timeout !== undefined ? timeout : DEFAULT_TIMEOUT[kind]
 
 /** Ledger settings for one tool after inheritance (§6.4). */
 export interface ResolvedLedger {
@@ -161,7 +164,7 @@ function resolveStorage(
       `storage 'redis' always has a reply timeout: set 'timeout' to seconds (default 5), not null`,
       [...path, "timeout"],
     )
-  const timeout = cfg.timeout !== undefined ? cfg.timeout : DEFAULT_TIMEOUT[kind]
+  const timeout = timeoutOf(kind, cfg.timeout)
   if (kind === "redis" && url !== undefined && !/^rediss?:\/\//.test(url))
     throw source.error(`redis url must start with redis:// or rediss://`, [
       ...path,
