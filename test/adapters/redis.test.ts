@@ -105,13 +105,13 @@ describe("redis over TCP", () => {
     return { port, open: () => open, accepted: () => accepted, until, close: () => server.close() }
   }
 
+  /** A store that sends AUTH on connect, with a reply timer long enough that only the server's answer matters. */
+  const storageWithPassword = (port: number) =>
+    new RedisLedgerStorage({ url: `redis://:pw@127.0.0.1:${port}`, prefix, timeoutMs: 60_000 })
+
   it("close() while AUTH is unanswered ends the socket", async () => {
     const srv = await authServer("never")
-    const storage = new RedisLedgerStorage({
-      url: `redis://:pw@127.0.0.1:${srv.port}`,
-      prefix,
-      timeoutMs: 60_000,
-    })
+    const storage = storageWithPassword(srv.port)
     const read = storage.get("x").catch((e: unknown) => e)
     expect(await srv.until(() => srv.open() === 1)).toBe(true)
     await storage.close()
@@ -122,11 +122,7 @@ describe("redis over TCP", () => {
 
   it("a refused AUTH ends its socket, and the next call connects again", async () => {
     const srv = await authServer("refuse")
-    const storage = new RedisLedgerStorage({
-      url: `redis://:pw@127.0.0.1:${srv.port}`,
-      prefix,
-      timeoutMs: 60_000,
-    })
+    const storage = storageWithPassword(srv.port)
     await expect(storage.get("x")).rejects.toThrow(/WRONGPASS/)
     expect(await srv.until(() => srv.open() === 0)).toBe(true)
     await expect(storage.get("x")).rejects.toThrow(/WRONGPASS/)
