@@ -55,6 +55,9 @@ function poolLimits(choice: ResolvedStorage): { connectionTimeoutMillis?: number
   return ms === undefined ? {} : { connectionTimeoutMillis: ms, query_timeout: ms }
 }
 
+/** `in_flight_ttl: null` is the original's "no TTL", which the Redis stores spell 0 (absent keeps their 7 days). */
+const inFlightTtl = (ttl: number | null): number => ttl ?? 0
+
 /** Builds the stores a Node, Deno or Bun process can reach. */
 export async function nodeStorageFactory(choice: ResolvedStorage): Promise<LedgerStorage> {
   switch (choice.kind) {
@@ -72,7 +75,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
       return new UpstashLedgerStorage({
         redis,
         ...(choice.prefix !== undefined && { prefix: choice.prefix }),
-        ...(typeof choice.inFlightTtl === "number" && { inFlightTtl: choice.inFlightTtl }),
+        ...(choice.inFlightTtl !== undefined && { inFlightTtl: inFlightTtl(choice.inFlightTtl) }),
       })
     }
     case "redis": {
@@ -82,7 +85,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
         url: choice.url as string,
         ...(ms !== undefined && { timeoutMs: ms }),
         ...(choice.prefix !== undefined && { prefix: choice.prefix }),
-        ...(typeof choice.inFlightTtl === "number" && { inFlightTtl: choice.inFlightTtl }),
+        ...(choice.inFlightTtl !== undefined && { inFlightTtl: inFlightTtl(choice.inFlightTtl) }),
       })
     }
     case "postgres": {

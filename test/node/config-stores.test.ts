@@ -14,6 +14,7 @@ import {
   runTag,
   UPSTASH_TOKEN,
   UPSTASH_URL,
+  upstashClient,
 } from "../adapters/servers/env.ts"
 import { chargeYaml } from "./charge-yaml.ts"
 
@@ -74,6 +75,36 @@ describe("loadConfig with real stores", () => {
     const path = join(dir, "pg.yaml")
     writeFileSync(path, yaml(`  storage: postgres\n  dsn_env: PG_DSN\n  table: ${table}`))
     expect(await chargeTwice(path, { PG_DSN: DATABASE_URL })).toBe(1)
+  })
+
+  it("in_flight_ttl: null keeps an in-flight row without a TTL, as in the original; absent keeps 7 days", async () => {
+    await requireUpstash()
+    const redis = upstashClient()
+    const env = {
+      U_URL: UPSTASH_URL,
+      U_TOKEN: UPSTASH_TOKEN,
+      R_URL: process.env.REDIS_URL ?? "redis://127.0.0.1:6379",
+    }
+    const ttls: number[] = []
+    for (const [i, [store, ttl]] of [
+      ["storage: upstash\n  url_env: U_URL\n  token_env: U_TOKEN", "\n  in_flight_ttl: null"],
+      ["storage: redis\n  url_env: R_URL", "\n  in_flight_ttl: null"],
+      ["storage: upstash\n  url_env: U_URL\n  token_env: U_TOKEN", ""],
+    ].entries()) {
+      const prefix = `cfg-${tag}-ttl${i}:`
+      const path = join(dir, `ttl-${i}.yaml`)
+      writeFileSync(path, yaml(`  ${store}\n  prefix: "${prefix}"${ttl}`))
+      const config = await loadConfig(path, { env, onWarning: () => {} })
+      const charge = config.apply("charge", async (_args: { amount: number }, tx) => {
+        ttls.push(await redis.ttl(prefix + tx.requestId))
+        return 1
+      })
+      await charge({ amount: 1 }, { toolCallId: `ttl-${tag}` })
+      await config.close()
+    }
+    expect(ttls.length).toBe(3)
+    expect(ttls.slice(0, 2)).toEqual([-1, -1])
+    expect(ttls[2]).toBeGreaterThan(604_000)
   })
 
   it("a missing file is a ConfigError that says how to create one", async () => {

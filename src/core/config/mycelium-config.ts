@@ -141,6 +141,33 @@ const runScope = (): AsyncLocalStorageLike<RunScope> | undefined => {
   return scopeStore
 }
 
+/**
+ * A call's metadata inside `config.run(runId)`. The original enters `TransitionScope(thread_id=run_id, run_id=run_id)`
+ * as the ambient scope, which both fields of the transition key hash: a binding's `scope_from` argument and an
+ * explicit `threadId` / `runId` override it, so it fills only the fields neither sets. Anything else keys the same
+ * call differently from a Python worker.
+ */
+function inRun(
+  meta: CallMeta,
+  runId: string,
+  scopeFrom: Readonly<Partial<Record<"thread_id" | "run_id" | "node", string>>>,
+  args: unknown,
+): CallMeta {
+  const fromArgs = (field: "thread_id" | "run_id"): boolean => {
+    const src = scopeFrom[field]
+    return (
+      src !== undefined &&
+      typeof args === "object" &&
+      args !== null &&
+      (args as Record<string, unknown>)[src] != null
+    )
+  }
+  const threadId = meta.threadId === undefined && !fromArgs("thread_id")
+  const run = meta.runId === undefined && !fromArgs("run_id")
+  if (!threadId && !run) return meta
+  return { ...meta, ...(threadId && { threadId: runId }), ...(run && { runId }) }
+}
+
 const isTransitionContext = (v: unknown): v is TransitionContext =>
   typeof v === "object" && v !== null && "sideEffect" in v && "requestId" in v
 
@@ -277,11 +304,11 @@ export class MyceliumConfig {
     } else {
       call = async (args) => body(args, undefined)
     }
+    const scopeFrom = tool?.binding?.scopeFrom ?? {}
     const configured = async (args: A, meta: CallMeta = {}) => {
       if (isTransitionContext(meta)) meta = {}
       const scope = runScope()?.getStore()
-      const withScope = scope && meta.runId === undefined ? { ...meta, runId: scope.runId } : meta
-      return call(args, withScope)
+      return call(args, scope ? inRun(meta, scope.runId, scopeFrom, args) : meta)
     }
     Object.defineProperty(configured, "toolName", { value: name })
     return configured as ConfiguredTool<A, R>
@@ -583,10 +610,14 @@ export class MyceliumConfig {
     )
   }
 
-  /** The allowlist `registry:` configures (`auto` or no `allowed` list: every configured tool). */
+  /**
+   * The allowlist `registry:` configures: `allowed`, else every configured tool, unless `auto: false` says not to
+   * (then none, as the original).
+   */
   registry(): ToolRegistry {
     const r = this.resolved.raw.registry
-    const allowed = r?.allowed?.length ? r.allowed : [...this.tools.keys()]
+    // An explicit `auto: false` without `allowed` is the original's empty registry, which refuses every tool.
+    const allowed = r?.allowed?.length ? r.allowed : r?.auto === false ? [] : [...this.tools.keys()]
     return new ToolRegistry({ allowed })
   }
 

@@ -288,6 +288,23 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
     } else if (tc.ledger && typeof tc.ledger === "object") {
       ledgerCfg = { ...globalLedger(al), ...tc.ledger }
       ledgerPath = [...path, "ledger"]
+      // A tool's own mapping must not weaken what the production profile refuses in action_ledger.
+      check("unclassified_policy", tc.ledger.unclassified_policy, "warn", "strict", [
+        ...ledgerPath,
+        "unclassified_policy",
+      ])
+      check("request_identity_policy", tc.ledger.request_identity_policy, "derived", "require_explicit", [
+        ...ledgerPath,
+        "request_identity_policy",
+      ])
+    } else if (tc.ledger === false && listed(al?.tools, name)) {
+      // The original ledgers a listed tool whatever its own `ledger:` says: with one file, a Python worker would
+      // ledger what this one runs bare.
+      throw source.error(
+        `tool '${name}' has ledger: false but action_ledger.tools ${al?.tools === "all" ? "is 'all'" : "lists it"}; ` +
+          `the Python original ledgers it anyway. Remove it from action_ledger.tools or drop 'ledger: false'`,
+        [...path, "ledger"],
+      )
     }
     if (ledgerCfg && transition && tc.side_effect_class === undefined) {
       throw source.error(

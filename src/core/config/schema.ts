@@ -134,7 +134,10 @@ export const boundedSchema = z.strictObject({
 })
 
 export const toolSchema = z.strictObject({
-  ledger: z.optional(z.union([z.boolean(), z.omit(actionLedgerSchema, { tools: true })])),
+  // memory_storage_policy is read from action_ledger only, as in the original: here it would be silently ignored.
+  ledger: z.optional(
+    z.union([z.boolean(), z.omit(actionLedgerSchema, { tools: true, memory_storage_policy: true })]),
+  ),
   audit_receipt: z.optional(z.boolean()),
   side_effect_class: z.optional(z.enum(SIDE_EFFECT_CLASS_NAMES)),
   retry_permission: z.optional(z.enum(RetryPermission)),

@@ -3,7 +3,12 @@ import { describe, expect, it } from "vitest"
 // Node: sessions and run scopes follow await (browsers use explicit session.run / bind).
 import "../../../src/async-context.ts"
 import { loadConfigFromString } from "../../../src/core/config/index.ts"
-import { LedgerHardBlockError, ManualClock } from "../../../src/core/ledger/index.ts"
+import {
+  argsFingerprint,
+  LedgerHardBlockError,
+  ManualClock,
+  transitionKey,
+} from "../../../src/core/ledger/index.ts"
 import { ToolBoundaryError } from "../../../src/core/tools/index.ts"
 
 // The seed's own "minimum integration" example, with file stores swapped for memory (the core has no file system).
@@ -130,6 +135,35 @@ describe("MyceliumConfig from the seed's example", () => {
     expect([r1, r2, r3]).toEqual([1, 2, 1])
   })
 
+  it("run(runId) keys calls as the original's TransitionScope(thread_id=runId, run_id=runId); scope_from and explicit ids win", async () => {
+    const config = loadConfigFromString(
+      `${SEED.replace("  lease_ttl: 3600", "  lease_ttl: 3600\n  scope_from: {run_id: session}")}`,
+      quiet,
+    )
+    const search = config.apply("search_docs", async (args: { q: string; session?: string }) => args.q)
+    const ledger = await config.ledgerFor("search_docs")
+    const keyOf = (args: Record<string, unknown>, threadId: string, runId: string) =>
+      transitionKey({
+        tool: "search_docs",
+        binding: { agentId: "payment-agent", policyVersion: "2026.07.1", sideEffectClass: "read" },
+        argsFingerprint: argsFingerprint(args),
+        scope: { threadId, runId, node: "" },
+        dispatchId: "tc-1",
+      })
+    const rows = async () => (await ledger?.listTransitions())?.map((e) => e.requestId).sort()
+    await config.run("r-1", () => search({ q: "a" }, { toolCallId: "tc-1" }))
+    expect(await rows()).toEqual([keyOf({ q: "a" }, "r-1", "r-1")])
+    await config.run("r-1", () => search({ q: "b", session: "s-9" }, { toolCallId: "tc-1" }))
+    await config.run("r-1", () => search({ q: "c" }, { toolCallId: "tc-1", threadId: "t-2", runId: "r-2" }))
+    expect(await rows()).toEqual(
+      [
+        keyOf({ q: "a" }, "r-1", "r-1"),
+        keyOf({ q: "b", session: "s-9" }, "r-1", "s-9"),
+        keyOf({ q: "c" }, "t-2", "r-2"),
+      ].sort(),
+    )
+  })
+
   it("prepareMessages repairs the transcript and enforces history limits", () => {
     const config = loadConfigFromString(`${SEED.replace("max_tokens: 100000", "max_messages: 4")}`, quiet)
     const broken = [
@@ -190,6 +224,45 @@ describe("config edge cases", () => {
     )
     const t = config.apply("t", async () => 1)
     await expect(t({})).rejects.toThrow(/mycelium-runtime\/node/)
+  })
+
+  it("a tool listed in action_ledger.tools keeps every binding key of its own entry (the original dropped capability)", async () => {
+    const config = loadConfigFromString(
+      "transition: {agent_id: a, policy_version: v, scope_from: {thread_id: conv}}\n" +
+        "action_ledger: {storage: memory, tools: all}\ntools:\n  refund:\n    side_effect_class: payment\n" +
+        "    capability: queryable\n    retry_permission: manual_reconciliation_required\n" +
+        "    side_effect_boundary: maybe_crossed\n    spendability: single_use\n" +
+        "    provider_idempotency_key_param: idem\n    provider_idempotency_key_ttl: 86400\n" +
+        "    request_id_from: refund_id\n",
+      quiet,
+    )
+    expect(config.tools.get("refund")?.binding).toEqual({
+      agentId: "a",
+      policyVersion: "v",
+      sideEffectClass: "non_idempotent_mutate",
+      scopeFrom: { thread_id: "conv" },
+      capability: "queryable",
+      retryPermission: "manual_reconciliation_required",
+      sideEffectBoundaryDefault: "maybe_crossed",
+      spendability: "single_use",
+      providerIdempotencyKeyParam: "idem",
+      providerIdempotencyKeyTtl: 86400,
+      requestIdFrom: "refund_id",
+    })
+    const refund = config.apply("refund", async (args: { refund_id: string; idem: string }) => args.refund_id)
+    expect(await refund({ refund_id: "rf-1", idem: "k" })).toBe("rf-1")
+    expect((await (await config.ledgerFor("refund"))?.listTransitions())?.map((e) => e.requestId)).toEqual([
+      "refund:refund_id:rf-1",
+    ])
+  })
+
+  it("registry: allowed wins; auto: false without allowed refuses every tool, as the original's empty registry", () => {
+    const reg = (section: string) =>
+      loadConfigFromString(`tools:\n  a: {}\n  b: {}\n${section}`, quiet).registry()
+    expect(["a", "b", "c"].map((n) => reg("").isAllowed(n))).toEqual([true, true, false])
+    expect(["a", "b"].map((n) => reg("registry:\n  auto: true\n").isAllowed(n))).toEqual([true, true])
+    expect(["a", "b"].map((n) => reg("registry:\n  allowed: [b]\n").isAllowed(n))).toEqual([false, true])
+    expect(["a", "b"].map((n) => reg("registry:\n  auto: false\n").isAllowed(n))).toEqual([false, false])
   })
 
   it("production defaults to the strict policies", () => {
