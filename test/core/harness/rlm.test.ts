@@ -1,12 +1,14 @@
 // RLM-01..03: sub-queries are child agents at depth + 1 on the run's one budget, request cap and samples.
 import { describe, expect, it } from "vitest"
 import {
+  type HarnessTool,
   type ModelRequest,
   rlmParallelTool,
   rlmQueryTool,
   runPlan,
   ScriptedModel,
   type ScriptStep,
+  sleep,
 } from "../../../src/core/harness/index.ts"
 import { failed, task } from "./helpers.ts"
 
@@ -84,6 +86,44 @@ describe("RLM sub-queries", () => {
       budget: { max_concurrent_requests: 2 },
     })
     expect(two.peakInFlight).toBe(2)
+  })
+
+  it("RLM-02: rlm_parallel runs at most max_concurrent_requests sub-queries at once, by default and with maxFanOut", async () => {
+    // Each sub-query calls a slow tool between its two requests, holding no permit meanwhile: only the fan-out
+    // bound keeps more sub-queries from being under way than the run allows requests. It used to be a fixed 4.
+    const peakSubQueries = async (max_concurrent_requests: number, maxFanOut?: number) => {
+      let running = 0
+      let peak = 0
+      const work: HarnessTool = {
+        name: "work",
+        parameters: {},
+        async execute() {
+          peak = Math.max(peak, ++running)
+          await sleep(20)
+          running--
+          return "done"
+        },
+      }
+      const queries = Array.from({ length: 6 }, (_, n) => ({ prompt: `q${n}` }))
+      const model = new ScriptedModel({
+        byTask: {
+          t: [{ tool_calls: [{ name: "rlm_parallel", args: { queries } }] }, { text: "joined" }],
+          "t@1": (_req, call) => (call === 0 ? { tool_calls: [{ name: "work" }] } : { text: "sub" }),
+        },
+      })
+      const result = await runPlan(single, {
+        model,
+        tools: [rlmParallelTool(maxFanOut === undefined ? {} : { maxFanOut }), work],
+        budget: { max_concurrent_requests },
+      })
+      expect(result.output).toBe("joined")
+      expect(result.usage.tool_calls).toBe(7)
+      return peak
+    }
+    expect(await peakSubQueries(2)).toBe(2)
+    expect(await peakSubQueries(8)).toBe(6)
+    expect(await peakSubQueries(2, 5)).toBe(2)
+    expect(await peakSubQueries(8, 3)).toBe(3)
   })
 
   it("RLM-02: sub-queries draw on the run's request limit, and a trip stops the whole run", async () => {
