@@ -34,6 +34,13 @@ describe("RLM sub-queries", () => {
     expect(child.context.run_id).not.toBe(model.requests[0]?.context.run_id)
     expect(result.usage.requests).toBe(4)
     expect(result.usage.tool_calls).toBe(2)
+    // Unset, max_depth is 3: sub-queries reach depth 3, and depth 3's own sub-query is the tool error.
+    const byDefault = new ScriptedModel({ fallback: recurse })
+    const deep = await runPlan(single, { model: byDefault, tools: [rlmQueryTool()] })
+    expect(byDefault.requests.map((r) => r.context.depth)).toEqual([0, 1, 2, 3, 3, 2, 1, 0])
+    expect(deep.output).toBe(
+      "depth 0 saw: depth 1 saw: depth 2 saw: depth 3 saw: recursion depth exceeded (max 3)",
+    )
   })
 
   it("RLM-02: sub-queries share the request cap, and a parent holds no permit while it waits (capacity 1)", async () => {
@@ -204,5 +211,10 @@ describe("RLM sub-queries", () => {
     const result = await runPlan(single, { model, tools: [rlmQueryTool()], rlm: { max_turns: 3 } })
     expect(result.output).toContain("without a final answer")
     expect(model.requests.filter((r) => r.context.depth === 1)).toHaveLength(3)
+    const again = new ScriptedModel(model.options)
+    expect((await runPlan(single, { model: again, tools: [rlmQueryTool()] })).output).toBe(
+      "sub-query made 5 requests without a final answer (max_turns)",
+    )
+    expect(again.requests.filter((r) => r.context.depth === 1)).toHaveLength(5) // max_turns defaults to 5
   })
 })
