@@ -153,6 +153,10 @@ describe("workspace", () => {
       exit_code: 1,
       report: "1 passed, 1 failed, 0 errors (exit 1)",
     })
+    // An empty custom selector runs `make test` (here: no Makefile, or no make), never an empty, passing command.
+    const empty = as(await w.act(TestRunAction({ framework: "custom", selector: "" })), "test_result")
+    expect(empty.exit_code).not.toBe(0)
+    expect(empty.raw).toMatch(/make/)
     expect(parseTestSummary("==== 3 passed, 2 errors in 1.2s ====")).toEqual({
       passed: 3,
       failed: 0,

@@ -308,6 +308,7 @@ async function invokeTool(
     task_id: ctx.task.task_id,
     depth: ctx.depth,
     call_id: call.id,
+    max_concurrent_requests: ctx.shared.requestPermits.permits,
     spawn: (sub) => spawnSubQuery({ ...ctx, signal }, sub, `${key}/q${spawned++}`),
   }
   const args = call.args as Record<string, unknown>

@@ -50,7 +50,7 @@ export type SubQueryOutcome =
 /**
  * `rlm_parallel(queries)`: runs several sub-queries and returns one outcome per query, in input order, with an
  * error object where one failed. Fan-out is bounded: at most `max_concurrent_requests` sub-queries run at once
- * (their requests share the run's permits anyway), so a 1,000-item list never becomes a 1,000-way gather.
+ * (`maxFanOut` can lower it, never raise it), so a 1,000-item list never becomes a 1,000-way gather.
  */
 export function rlmParallelTool(options: RlmToolOptions & { readonly maxFanOut?: number } = {}): HarnessTool {
   return {
@@ -75,7 +75,11 @@ export function rlmParallelTool(options: RlmToolOptions & { readonly maxFanOut?:
     async execute(args, ctx: ToolContext): Promise<SubQueryOutcome[]> {
       const queries = args.queries
       if (!Array.isArray(queries)) throw new ToolReportedError("rlm_parallel needs an array `queries`.")
-      const gate = new Semaphore(options.maxFanOut ?? 4)
+      // A sub-query holds no permit while its tools run, so a wider fan-out than the request cap would have more
+      // sub-queries under way at once than the run allows requests.
+      const gate = new Semaphore(
+        Math.min(options.maxFanOut ?? ctx.max_concurrent_requests, ctx.max_concurrent_requests),
+      )
       let stop: unknown = null
       const outcomes = await Promise.all(
         queries.map(async (q): Promise<SubQueryOutcome> => {

@@ -14,6 +14,8 @@ export interface ToolContext {
   readonly task_id: string
   readonly depth: number
   readonly call_id: string
+  /** The run's request permits: `rlm_parallel` runs no more sub-queries at once than there are permits. */
+  readonly max_concurrent_requests: number
   /**
    * Runs a sub-query as a child agent at depth + 1 on the same budget, request cap and measurements.
    * Throws `RecursionLimitError` past `max_depth`. Used by `rlmQueryTool`.

@@ -244,6 +244,7 @@ export class DevWorkspace {
 
   async #test(a: TestRun, signal: AbortSignal | undefined): Promise<ObservationBody> {
     const sel = a.selector ? ` ${a.selector.split(/\s+/).filter(Boolean).map(shellQuote).join(" ")}` : ""
+    // An empty custom selector means `make test`, as in the original: running "" would report an empty, green run.
     const command =
       a.framework === "pytest"
         ? `python -m pytest${sel} -q --no-header -p no:cacheprovider`
@@ -251,7 +252,7 @@ export class DevWorkspace {
           ? `npx vitest run${sel}`
           : a.framework === "node"
             ? `node --test${sel}`
-            : (a.selector ?? "make test")
+            : a.selector || "make test"
     const r = await this.#cmd(command, a.cwd, a.timeout, "tail", signal)
     const raw = `${r.stdout}\n${r.stderr}`.trim()
     const c = parseTestSummary(raw)

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest"
 import {
   BudgetValidationError,
   type HarnessTool,
+  resolveBudget,
   runPlan,
   ScriptedModel,
   type ScriptStep,
@@ -224,6 +225,17 @@ describe("shared budget", () => {
     expect(() => runPlan(fanIn(1), { model, concurrency_defaults: { max_concurrent_requests: 0 } })).toThrow(
       BudgetValidationError,
     )
+  })
+
+  it("BUD-07: an explicit null cap falls back to 4 and 50, while a null limit means no limit", () => {
+    // A host passing null for "unset" must not get an unbounded fan-out; only the limits read null as pydantic-ai's None.
+    expect(
+      resolveBudget({ max_concurrent_requests: null, max_parallel_tool_calls: null, request_limit: null }),
+    ).toMatchObject({ max_concurrent_requests: 4, max_parallel_tool_calls: 50, request_limit: null })
+    expect(resolveBudget({ max_concurrent_requests: null }, { max_concurrent_requests: 3 })).toMatchObject({
+      max_concurrent_requests: 3,
+      request_limit: 50,
+    })
   })
 
   it("BUD-07: a task waiting for a request permit keeps its slot", async () => {

@@ -1,6 +1,6 @@
 // CAN-01..04: abort and deadline drain every task before the promise settles; the first stop cause wins;
 // RunFailed carries a deeply frozen result.
-import { describe, expect, it } from "vitest"
+import { describe, expect, it, vi } from "vitest"
 import {
   type ModelClient,
   RunFailed,
@@ -208,6 +208,34 @@ describe("cancellation and deadline", () => {
 })
 
 describe("timers", () => {
+  it("a stopping run waits 30 s by default for a task that ignores its abort, then finishes without it", async () => {
+    vi.useFakeTimers({ toFake: ["setTimeout", "clearTimeout"] })
+    try {
+      const deaf: ModelClient = {
+        request: () =>
+          new Promise((resolve) =>
+            setTimeout(() => resolve({ parts: [{ type: "text", text: "x" }] }), 120_000),
+          ),
+      }
+      const controller = new AbortController()
+      let settled = false
+      const running = failed(
+        runPlan({ tasks: [task("a")], output_task_id: "a" }, { model: deaf }, { signal: controller.signal }),
+      ).finally(() => {
+        settled = true
+      })
+      await vi.advanceTimersByTimeAsync(10)
+      controller.abort()
+      await vi.advanceTimersByTimeAsync(29_990)
+      expect(settled).toBe(false)
+      await vi.advanceTimersByTimeAsync(20)
+      const err = await running
+      expect(err.result).toMatchObject({ reason: "cancelled", drain_incomplete: true })
+    } finally {
+      vi.useRealTimers()
+    }
+  })
+
   it("a deadline beyond setTimeout's 24.8-day cap does not fire at once, and no timer outlives the run", async () => {
     const model = new ScriptedModel({ fallback: [{ text: "x", delay_ms: 20 }] })
     const r = await runPlan(plan, { model, budget: { deadline_seconds: 40 * 24 * 3600 } })

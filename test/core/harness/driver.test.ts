@@ -32,6 +32,8 @@ describe("DAG driver", () => {
     expect(d.content).not.toContain("alpha-output")
     expect(d.content.indexOf("### C")).toBeGreaterThan(0)
     expect(d.content.indexOf("### C")).toBeLessThan(d.content.indexOf("### B")) // depends_on order, empty C kept
+    // The documented layout: prompt, blank line, header, then one `### <id>` block per dependency, blank-line separated.
+    expect(d.content).toBe("combine\n\nDependency outputs:\n\n### C\n\n\n### B\nbravo-output")
     const b = firstRequest(model, "B").messages[0] as { content: string }
     expect(b.content).toContain("alpha-output")
     expect(firstRequest(model, "A").messages[0]).toEqual({ role: "user", content: "do A" })
@@ -55,6 +57,14 @@ describe("DAG driver", () => {
     const started = (id: string) => result.tasks.find((t) => t.task_id === id)?.started_ms as number
     const aDone = started("A") + (result.tasks[0]?.elapsed_ms as number)
     expect(started("C")).toBeLessThan(aDone - 200)
+    // Slots are 0-based, and C takes the slot B just freed.
+    const slots = events.flatMap((e) => (e.type === "task_started" ? [[e.task_id, e.slot]] : []))
+    expect(slots).toEqual([
+      ["A", 0],
+      ["B", 1],
+      ["C", 1],
+      ["OUT", 0],
+    ])
     checkInvariants(events, result, 2)
   })
 

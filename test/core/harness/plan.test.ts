@@ -41,12 +41,14 @@ describe("plan validation (DAG-01)", () => {
     expect(rejects({ tasks: [], output_task_id: "x" }).problems("empty_plan")).toHaveLength(1)
   })
 
-  it("invalid_task_id: empty, padded, too long", () => {
+  it("invalid_task_id: empty, padded, longer than 128 (128 is accepted)", () => {
     const e = rejects({
       tasks: [task("a"), task(" b"), task(""), task("x".repeat(129))],
       output_task_id: "a",
     })
     expect(e.problems("invalid_task_id")).toHaveLength(3)
+    const longest = "x".repeat(128)
+    expect(validatePlan({ tasks: [task(longest)], output_task_id: longest }).tasks[0]?.task_id).toBe(longest)
   })
 
   it("empty_prompt", () => {

@@ -1,12 +1,14 @@
 // RLM-01..03: sub-queries are child agents at depth + 1 on the run's one budget, request cap and samples.
 import { describe, expect, it } from "vitest"
 import {
+  type HarnessTool,
   type ModelRequest,
   rlmParallelTool,
   rlmQueryTool,
   runPlan,
   ScriptedModel,
   type ScriptStep,
+  sleep,
 } from "../../../src/core/harness/index.ts"
 import { failed, task } from "./helpers.ts"
 
@@ -32,6 +34,13 @@ describe("RLM sub-queries", () => {
     expect(child.context.run_id).not.toBe(model.requests[0]?.context.run_id)
     expect(result.usage.requests).toBe(4)
     expect(result.usage.tool_calls).toBe(2)
+    // Unset, max_depth is 3: sub-queries reach depth 3, and depth 3's own sub-query is the tool error.
+    const byDefault = new ScriptedModel({ fallback: recurse })
+    const deep = await runPlan(single, { model: byDefault, tools: [rlmQueryTool()] })
+    expect(byDefault.requests.map((r) => r.context.depth)).toEqual([0, 1, 2, 3, 3, 2, 1, 0])
+    expect(deep.output).toBe(
+      "depth 0 saw: depth 1 saw: depth 2 saw: depth 3 saw: recursion depth exceeded (max 3)",
+    )
   })
 
   it("RLM-02: sub-queries share the request cap, and a parent holds no permit while it waits (capacity 1)", async () => {
@@ -84,6 +93,44 @@ describe("RLM sub-queries", () => {
       budget: { max_concurrent_requests: 2 },
     })
     expect(two.peakInFlight).toBe(2)
+  })
+
+  it("RLM-02: rlm_parallel runs at most max_concurrent_requests sub-queries at once, by default and with maxFanOut", async () => {
+    // Each sub-query calls a slow tool between its two requests, holding no permit meanwhile: only the fan-out
+    // bound keeps more sub-queries from being under way than the run allows requests. It used to be a fixed 4.
+    const peakSubQueries = async (max_concurrent_requests: number, maxFanOut?: number) => {
+      let running = 0
+      let peak = 0
+      const work: HarnessTool = {
+        name: "work",
+        parameters: {},
+        async execute() {
+          peak = Math.max(peak, ++running)
+          await sleep(20)
+          running--
+          return "done"
+        },
+      }
+      const queries = Array.from({ length: 6 }, (_, n) => ({ prompt: `q${n}` }))
+      const model = new ScriptedModel({
+        byTask: {
+          t: [{ tool_calls: [{ name: "rlm_parallel", args: { queries } }] }, { text: "joined" }],
+          "t@1": (_req, call) => (call === 0 ? { tool_calls: [{ name: "work" }] } : { text: "sub" }),
+        },
+      })
+      const result = await runPlan(single, {
+        model,
+        tools: [rlmParallelTool(maxFanOut === undefined ? {} : { maxFanOut }), work],
+        budget: { max_concurrent_requests },
+      })
+      expect(result.output).toBe("joined")
+      expect(result.usage.tool_calls).toBe(7)
+      return peak
+    }
+    expect(await peakSubQueries(2)).toBe(2)
+    expect(await peakSubQueries(8)).toBe(6)
+    expect(await peakSubQueries(2, 5)).toBe(2)
+    expect(await peakSubQueries(8, 3)).toBe(3)
   })
 
   it("RLM-02: sub-queries draw on the run's request limit, and a trip stops the whole run", async () => {
@@ -164,5 +211,10 @@ describe("RLM sub-queries", () => {
     const result = await runPlan(single, { model, tools: [rlmQueryTool()], rlm: { max_turns: 3 } })
     expect(result.output).toContain("without a final answer")
     expect(model.requests.filter((r) => r.context.depth === 1)).toHaveLength(3)
+    const again = new ScriptedModel(model.options)
+    expect((await runPlan(single, { model: again, tools: [rlmQueryTool()] })).output).toBe(
+      "sub-query made 5 requests without a final answer (max_turns)",
+    )
+    expect(again.requests.filter((r) => r.context.depth === 1)).toHaveLength(5) // max_turns defaults to 5
   })
 })
