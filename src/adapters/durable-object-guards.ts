@@ -23,12 +23,15 @@ import { TaskRowError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import { recordVersion, type TaskStore } from "../core/tasks/store.ts"
 
+// Structural types of the workerd SQL API (no @cloudflare/workers-types dependency); the ledger's object uses them too.
 type SqlValue = string | number | null | ArrayBuffer
-interface GuardSql {
-  exec(
-    query: string,
-    ...bindings: Array<string | number | null>
-  ): { toArray(): Array<Record<string, SqlValue>> }
+/** What `sql.exec()` returns, as far as the stores read it. */
+export interface SqlCursorLike {
+  toArray(): Array<Record<string, SqlValue>>
+}
+/** The part of a Durable Object's `ctx.storage.sql` the stores use. */
+export interface SqlStorageLike {
+  exec(query: string, ...bindings: Array<string | number | null>): SqlCursorLike
 }
 
 // The original's task table plus a lease column; snapshots keyed by run id, as its StateFlush file is.
@@ -44,10 +47,10 @@ export interface ReceiptPageRow {
 
 /** The object's side: plain synchronous SQL, no await between read and write. */
 export class GuardTables {
-  readonly #sql: GuardSql
+  readonly #sql: SqlStorageLike
   #ready = false
 
-  constructor(sql: GuardSql) {
+  constructor(sql: SqlStorageLike) {
     this.#sql = sql
   }
 

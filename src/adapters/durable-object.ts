@@ -24,18 +24,10 @@ import type { ChainTail } from "../core/receipts/chain.ts"
 import type { ReceiptLink } from "../core/receipts/record.ts"
 import type { StateSnapshot } from "../core/state/snapshot.ts"
 import type { StoredTask, TaskRecord } from "../core/tasks/record.ts"
-import type { ReceiptPageRow } from "./durable-object-guards.ts"
-import { GuardTables } from "./durable-object-guards.ts"
+import { GuardTables, type ReceiptPageRow, type SqlStorageLike } from "./durable-object-guards.ts"
 
 // ---- minimal structural types of the workerd APIs used (no @cloudflare/workers-types dependency) ----------
 
-type SqlValue = string | number | null | ArrayBuffer
-interface SqlCursorLike {
-  toArray(): Array<Record<string, SqlValue>>
-}
-interface SqlStorageLike {
-  exec(query: string, ...bindings: Array<string | number | null>): SqlCursorLike
-}
 /** The part of `DurableObjectState` the ledger object needs. */
 export interface LedgerObjectState {
   readonly storage: { readonly sql: SqlStorageLike }

@@ -108,6 +108,7 @@ export {
   type TransitionContext,
   type TransitionExpectation,
   TransitionGate,
+  type TransitionPreimageInput,
   type TransitionScope,
   transitionKey,
   type UnclassifiedPolicy,

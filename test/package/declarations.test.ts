@@ -1,10 +1,12 @@
-// The published .d.ts files: nothing marked @internal, no engine members on the public classes, and the main
-// entry exports no adapter-author helpers (those are in `mycelium-runtime/adapter-kit`).
+// The published .d.ts files: nothing marked @internal, no engine members on the public classes, the main entry
+// exports no adapter-author helpers (those are in `mycelium-runtime/adapter-kit`), and the types every entry
+// publishes have no `any` and name only types a consumer can import (type-surface.ts walks them).
 import { execFileSync } from "node:child_process"
 import { mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { entryFiles, type Surface, typeSurface } from "./type-surface.ts"
 
 const out = mkdtempSync(join(tmpdir(), "mycelium-dts-"))
 const dts = (dir: string): string[] =>
@@ -108,4 +110,33 @@ describe("published declarations", () => {
     expect(owner.get("ActionLedger")).toBe("core/index.ts")
     expect(owner.get("bounded")).toBe("tools.ts")
   })
+
+  // One program over every entry's declarations, shared by the two checks below.
+  let surface: Surface | undefined
+  const walked = (): Surface => {
+    if (!surface) {
+      const pkg = JSON.parse(readFileSync("package.json", "utf8")) as {
+        exports: Record<string, string | { types: string }>
+      }
+      const entries = entryFiles(pkg.exports, out)
+      expect(entries.length).toBeGreaterThan(30)
+      surface = typeSurface(entries, out)
+      console.log(
+        `type surface: ${entries.length} entries, ${surface.symbols} declarations walked, ${surface.parameters} parameters checked`,
+      )
+    }
+    return surface
+  }
+
+  it("no public signature of any entry, nor a package type it reaches, has an explicit `any`", () => {
+    const { symbols, anys } = walked()
+    expect(symbols).toBeGreaterThan(500)
+    expect(anys).toEqual([])
+  }, 60_000)
+
+  it("every package type an option, parameter, property or return names can be imported under its name", () => {
+    const { parameters, unnamed } = walked()
+    expect(parameters).toBeGreaterThan(700)
+    expect(unnamed).toEqual([])
+  }, 60_000)
 })

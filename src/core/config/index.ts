@@ -25,3 +25,4 @@ export type {
   ResolvedTransition,
 } from "./normalize.ts"
 export { configSchema, type RawConfig, STORAGE_KINDS, type StorageKind } from "./schema.ts"
+export type { ConfigSource } from "./source.ts"

@@ -107,7 +107,8 @@ export const taskLedgerSchema = z.strictObject({ ...storageFields, tasks: z.opti
 export const transitionSchema = z.strictObject({
   agent_id: name,
   // YAML numbers are stringified, as in the original (`policy_version: 2026.07` is a version, not a float).
-  policy_version: z.union([name, z.pipe(z.number(), z.transform(String))]),
+  // Typed explicitly: inferred from String, the published declaration would carry an `any`.
+  policy_version: z.union([name, z.pipe(z.number(), z.transform<number, string>(String))]),
   scope_from: z.optional(
     z.strictObject({ thread_id: z.optional(name), run_id: z.optional(name), node: z.optional(name) }),
   ),

@@ -1,14 +1,15 @@
 import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml"
 import { ConfigError, type ConfigLocation } from "./errors.ts"
 
-type Path = readonly (string | number)[]
+type Path = ConfigLocation["path"]
 
-/** A parsed YAML document that can say where any key path sits in the text. */
+// Its methods spell out the path type: `Path` is local, and a consumer could not name it.
+/** A parsed YAML document that can say where any key path sits in the text (what `expandEnv` reports against). */
 export interface ConfigSource {
   readonly value: unknown
   readonly name: string
-  locate(path: Path, key?: boolean): ConfigLocation
-  error(detail: string, path: Path, key?: boolean): ConfigError
+  locate(path: ConfigLocation["path"], key?: boolean): ConfigLocation
+  error(detail: string, path: ConfigLocation["path"], key?: boolean): ConfigError
 }
 
 /** Parses YAML (1.2 core schema, no custom tags); a syntax error names its line and column. */

@@ -1,6 +1,6 @@
 // The in-run agent harness (`mycelium-runtime/harness`): runtime-neutral, like the rest of src/core, but not part
 // of the core entry.
-export { type AgentContext, InvalidModelResponseError, type RlmOptions, type TaskInfo } from "./agent.ts"
+export { InvalidModelResponseError, type RlmOptions, type TaskInfo } from "./agent.ts"
 export {
   type AiSdkCallOptions,
   type AiSdkGenerateResult,
@@ -95,4 +95,4 @@ export type {
   TaskRecord,
   TaskStatus,
 } from "./types.ts"
-export { addUsage, emptyUsage, USAGE_COUNTERS, UsageAccumulator } from "./usage.ts"
+export { addUsage, emptyUsage, USAGE_COUNTERS, UsageAccumulator, type UsageCounter } from "./usage.ts"

@@ -76,7 +76,13 @@ export {
   TransitionGate,
   type UnclassifiedPolicy,
 } from "./model/enums.ts"
-export { argsFingerprint, type CallMeta, type TransitionScope, transitionKey } from "./model/identity.ts"
+export {
+  argsFingerprint,
+  type CallMeta,
+  type TransitionPreimageInput,
+  type TransitionScope,
+  transitionKey,
+} from "./model/identity.ts"
 export type { ReceiptDraft, ReceiptHook, SignedReceipt } from "./model/receipt-hook.ts"
 export {
   type DecisionIntent,

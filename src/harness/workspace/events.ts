@@ -75,18 +75,20 @@ export type WorkspaceAction =
 
 const UNSTAMPED: Stamp = { run_id: "", step: 0, ts: 0, actor: null }
 
-type Init<T extends WorkspaceAction, Req extends keyof T> = Pick<T, Req> & Partial<Omit<T, "kind" | Req>>
+/** What an action constructor takes: the fields `Req` it needs, and any other field but `kind` (which it sets). */
+export type ActionInit<T extends WorkspaceAction, Req extends keyof T> = Pick<T, Req> &
+  Partial<Omit<T, "kind" | Req>>
 
-export function CmdRunAction(init: Init<CmdRun, "command">): CmdRun {
+export function CmdRunAction(init: ActionInit<CmdRun, "command">): CmdRun {
   return Object.freeze({ ...UNSTAMPED, cwd: null, timeout: 120, ...init, kind: "cmd_run" })
 }
-export function FileReadAction(init: Init<FileRead, "path">): FileRead {
+export function FileReadAction(init: ActionInit<FileRead, "path">): FileRead {
   return Object.freeze({ ...UNSTAMPED, start: null, end: null, ...init, kind: "file_read" })
 }
-export function FileWriteAction(init: Init<FileWrite, "path" | "content">): FileWrite {
+export function FileWriteAction(init: ActionInit<FileWrite, "path" | "content">): FileWrite {
   return Object.freeze({ ...UNSTAMPED, ...init, kind: "file_write" })
 }
-export function FileEditAction(init: Init<FileEdit, "path" | "old" | "new">): FileEdit {
+export function FileEditAction(init: ActionInit<FileEdit, "path" | "old" | "new">): FileEdit {
   return Object.freeze({ ...UNSTAMPED, replace_all: false, ...init, kind: "file_edit" })
 }
 export function TestRunAction(init: Partial<Omit<TestRun, "kind">> = {}): TestRun {
@@ -100,7 +102,7 @@ export function TestRunAction(init: Partial<Omit<TestRun, "kind">> = {}): TestRu
     kind: "test_run",
   })
 }
-export function PortExposeAction(init: Init<PortExpose, "port">): PortExpose {
+export function PortExposeAction(init: ActionInit<PortExpose, "port">): PortExpose {
   return Object.freeze({ ...UNSTAMPED, ...init, kind: "port_expose" })
 }
 export function BrowseAction(init: Partial<Omit<Browse, "kind">> = {}): Browse {
