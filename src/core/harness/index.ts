@@ -70,7 +70,13 @@ export {
   validatePlan,
 } from "./plan.ts"
 export { type PlanningFailure, type PlanningFailureOptions, planningFailed } from "./planning.ts"
-export { type RlmToolOptions, rlmParallelTool, rlmQueryTool, type SubQueryOutcome } from "./rlm.ts"
+export {
+  type RlmParallelToolOptions,
+  type RlmToolOptions,
+  rlmParallelTool,
+  rlmQueryTool,
+  type SubQueryOutcome,
+} from "./rlm.ts"
 export {
   type Script,
   ScriptedModel,

@@ -2,6 +2,7 @@
 // run's one budget, request cap and measurements. Running model-written code is a host `Sandbox` concern: there is
 // no eval here.
 
+import { InvalidOptionError } from "../errors.ts"
 import { safeString } from "../repr.ts"
 import { BudgetExceededError } from "./errors.ts"
 import { Semaphore } from "./semaphore.ts"
@@ -52,7 +53,18 @@ export type SubQueryOutcome =
  * error object where one failed. Fan-out is bounded: at most `max_concurrent_requests` sub-queries run at once
  * (`maxFanOut` can lower it, never raise it), so a 1,000-item list never becomes a 1,000-way gather.
  */
-export function rlmParallelTool(options: RlmToolOptions & { readonly maxFanOut?: number } = {}): HarnessTool {
+export interface RlmParallelToolOptions extends RlmToolOptions {
+  /** At most this many sub-queries at once (a whole number >= 1); never more than the run's request cap. */
+  readonly maxFanOut?: number
+}
+
+export function rlmParallelTool(options: RlmParallelToolOptions = {}): HarnessTool {
+  const { maxFanOut } = options
+  // Checked here, not at the first call: a fan-out of 0 would wait forever for a slot that never frees.
+  if (maxFanOut !== undefined && (!Number.isSafeInteger(maxFanOut) || maxFanOut < 1))
+    throw new InvalidOptionError(
+      `maxFanOut must be a whole number >= 1, got ${String(maxFanOut)}. Leave it out to follow max_concurrent_requests.`,
+    )
   return {
     name: options.name ?? "rlm_parallel",
     description:
@@ -78,7 +90,7 @@ export function rlmParallelTool(options: RlmToolOptions & { readonly maxFanOut?:
       // A sub-query holds no permit while its tools run, so a wider fan-out than the request cap would have more
       // sub-queries under way at once than the run allows requests.
       const gate = new Semaphore(
-        Math.min(options.maxFanOut ?? ctx.max_concurrent_requests, ctx.max_concurrent_requests),
+        Math.min(maxFanOut ?? ctx.max_concurrent_requests, ctx.max_concurrent_requests),
       )
       let stop: unknown = null
       const outcomes = await Promise.all(

@@ -133,6 +133,14 @@ describe("RLM sub-queries", () => {
     expect(await peakSubQueries(8, 3)).toBe(3)
   })
 
+  it("rlm_parallel refuses a fan-out that could never start a sub-query, when it is built", () => {
+    for (const maxFanOut of [0, -1, 1.5, Number.NaN, Number.POSITIVE_INFINITY])
+      expect(() => rlmParallelTool({ maxFanOut }), String(maxFanOut)).toThrow(
+        expect.objectContaining({ code: "invalid_option", message: expect.stringContaining("maxFanOut") }),
+      )
+    expect(rlmParallelTool({ maxFanOut: 1 }).name).toBe("rlm_parallel")
+  })
+
   it("RLM-02: sub-queries draw on the run's request limit, and a trip stops the whole run", async () => {
     const model = new ScriptedModel({
       byTask: {
