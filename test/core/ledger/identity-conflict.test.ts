@@ -124,3 +124,46 @@ describe.each(stores)("identity conflicts fail closed (%s)", (_name, make) => {
     expect(err.requestId).toMatch(/^[0-9a-f]{64}$/)
   })
 })
+
+describe("a Python row of a scopeFrom tool under an explicit request id", () => {
+  // The original stores thread_id / run_id / node only when they were passed; a scopeFrom tool's scope lives in the
+  // named arguments, and its identity check reads it from there (_scope_from_stored_kwargs).
+  const scoped = { ...binding, scopeFrom: { thread_id: "conversation" } } as const
+  async function replay(conversation: string) {
+    const storage = new MemoryLedgerStorage()
+    await storage.set(
+      newEntry(
+        {
+          requestId: "pay:order-1",
+          tool: "send_payment",
+          kwargs: { amount: 10, conversation: "c1", request_id: "pay:order-1" },
+          terminalOutcome: "COMPLETED",
+          status: "completed",
+          fence: 1,
+          owner: "python-host:1",
+          sideEffectBoundary: "crossed",
+          result: { id: "pi_py" },
+        },
+        1_800_000_000,
+      ),
+    )
+    const ledger = new ActionLedger({ storage, onWarning: () => {} })
+    let runs = 0
+    const pay = ledger.tool({ name: "send_payment", binding: scoped }, async () => {
+      runs++
+      return { id: "pi_ts" }
+    })
+    const out = await pay({ amount: 10, conversation }, { requestId: "pay:order-1" }).catch((e: unknown) => e)
+    return { out, runs }
+  }
+
+  it("the same call in the same scope replays the stored result; the body does not run", async () => {
+    expect(await replay("c1")).toEqual({ out: { id: "pi_py" }, runs: 0 })
+  })
+
+  it("another scope is still an identity conflict", async () => {
+    const { out, runs } = await replay("c2")
+    expect(out).toBeInstanceOf(LedgerIdentityConflictError)
+    expect(runs).toBe(0)
+  })
+})

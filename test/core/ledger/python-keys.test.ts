@@ -115,6 +115,43 @@ describe("keys in the shared reference (python-vectors.json, computed by myceliu
   }
 })
 
+describe("scopeFrom: the scope is Python's str() of the named argument (resolve_scope)", () => {
+  // Computed by the original (v1.34.0, dd64a35): derive_transition_key_for_call("charge", (), kwargs, binding) with
+  // agent "a", policy "p", keyed_mutate, scope_from {thread_id: "conversation", run_id: "run"}, kwargs
+  // {amount: 10, conversation: <value>, run: "r1", tool_call_id: "tc-1"} (conversation left out for "absent").
+  const cases: Array<[string, Record<string, unknown>, string]> = [
+    [
+      "null is the text None",
+      { conversation: null },
+      "54c1cc984aabbc382699f4a98b8915b49e0197408175d08f6dc81eb3e027d0a5",
+    ],
+    [
+      'the string "None"',
+      { conversation: "None" },
+      "c27af9b96abcfa22bfa96a7c75b3b4d101b5a28043e19c6bb1a2059eb7bd41cf",
+    ],
+    ["a number", { conversation: 7 }, "e9f2a94dc6ee8dbbea39f27f3c9f8f23a9f4ec855892b49ab03067e1ac8c9a04"],
+    ["absent: the ambient scope", {}, "b30cce563c08e42e18d24c767ed5037de32fee1f4a5f7960f8e0e017911f557f"],
+  ]
+  for (const [name, extra, key] of cases) {
+    it(name, async () => {
+      const storage = new MemoryLedgerStorage()
+      const ledger = new ActionLedger({ storage, onWarning: () => {} })
+      const binding = {
+        agentId: "a",
+        policyVersion: "p",
+        sideEffectClass: "keyed_mutate",
+        scopeFrom: { thread_id: "conversation", run_id: "run" },
+      } as const
+      const t = ledger.tool({ name: "charge", binding }, async () => "ok")
+      await t({ amount: 10, ...extra, run: "r1" }, { toolCallId: "tc-1" })
+      const ids: string[] = []
+      for await (const e of storage.list()) ids.push(e.requestId)
+      expect(ids).toEqual([key])
+    })
+  }
+})
+
 describe("canonical numbers", () => {
   it("-0 is -0.0, integral numbers are ints until 1e21, beyond that Python's float repr", () => {
     expect(canonicalJson(-0)).toBe("-0.0")

@@ -98,11 +98,12 @@ describe("rules the old inline rows disagreed on", () => {
     expect(runs).toBe(1)
     expect(row?.terminalOutcome).toBe("BLOCKED")
     expect(row?.finishedAt).toBe(1011)
+    expect(row?.leaseUntil).toBeNull()
     const expected = blockedRow(held as never, row?.error as string, 1011)
     expect(row).toEqual(expected)
   })
 
-  it("an identity-conflict give-up is failRow's row (the lease is kept, as the original's fail() keeps it)", async () => {
+  it("an identity-conflict give-up is failRow's row (the lease ends, as the original's fail() ends it)", async () => {
     const storage = new MemoryLedgerStorage()
     const clock = new ManualClock(1000)
     const ledger = new ActionLedger({ storage, clock, leaseTtl: 10, ...quiet })
@@ -119,7 +120,25 @@ describe("rules the old inline rows disagreed on", () => {
       finishedAt: null,
       error: null,
     }
-    expect(failed.leaseUntil).toBe(1010)
+    expect(failed.leaseUntil).toBeNull()
     expect(failed).toEqual(failedRow(claimed as never, failed.error as string, 1000, false))
+  })
+
+  it("a body's failure ends the lease in the row, as the original's fail() / mark_unknown() write it", async () => {
+    const storage = new MemoryLedgerStorage()
+    const clock = new ManualClock(1000)
+    const ledger = new ActionLedger({ storage, clock, leaseTtl: 10, ...quiet })
+    const tool = ledger.tool({ name: "pay", binding }, async (a: { n: number }, tx) => {
+      if (a.n > 0) await tx.markMaybeCrossed()
+      if (a.n > 1) await tx.markCrossed()
+      throw new Error("boom")
+    })
+    for (const n of [0, 1, 2]) await expect(tool({ n }, { toolCallId: `c${n}` })).rejects.toThrow("boom")
+    const rows = await ledger.listTransitions()
+    expect(rows.map((r) => [r.terminalOutcome, r.leaseUntil, r.finishedAt]).sort()).toEqual([
+      ["FAILED_AFTER_EFFECT", null, 1000],
+      ["FAILED_BEFORE_EFFECT", null, 1000],
+      ["UNKNOWN", null, 1000],
+    ])
   })
 })

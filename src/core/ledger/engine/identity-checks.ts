@@ -6,13 +6,26 @@ import { driftMessage, identityConflictMessage } from "../machine/messages.ts"
 import { failedRow } from "../machine/transitions.ts"
 import type { ToolTransitionBinding } from "../model/binding.ts"
 import type { LedgerEntry } from "../model/entry.ts"
-import { argsFingerprint, type TransitionScope } from "../model/identity.ts"
+import { argsFingerprint, type CallMeta, resolveScope, type TransitionScope } from "../model/identity.ts"
 import type { ClaimRequest } from "./request.ts"
 
-function scopeOf(entry: LedgerEntry): TransitionScope {
-  const k = entry.kwargs
-  const s = (v: unknown): string => (typeof v === "string" ? v : "")
-  return { threadId: s(k.thread_id), runId: s(k.run_id), node: s(k.node) }
+/**
+ * A stored row's scope as the original reads it: the binding's `scopeFrom` arguments, overridden by a stored
+ * thread_id / run_id / node. The original stores those only when they were passed, so its rows of a `scopeFrom`
+ * tool hold the scope in the named arguments alone.
+ */
+/**
+ * A stored row's scope as the original reads it: the binding's `scopeFrom` arguments, overridden by a stored
+ * thread_id / run_id / node. The original stores those only when they were passed, so its rows of a `scopeFrom`
+ * tool hold the scope in the named arguments alone. (The stored values are read as the metadata they were.)
+ */
+function scopeOf(entry: LedgerEntry, req: ClaimRequest): TransitionScope {
+  const k = entry.kwargs as CallMeta & Record<string, string>
+  return resolveScope(req.binding?.scopeFrom ?? {}, k, {
+    threadId: k.thread_id,
+    runId: k.run_id,
+    node: k.node,
+  })
 }
 
 const storedFingerprint = (entry: LedgerEntry, binding: ToolTransitionBinding | null): string =>
@@ -27,8 +40,8 @@ function drift(core: LedgerCore, req: ClaimRequest, prior: LedgerEntry): never {
   })
 }
 
-function sameScope(entry: LedgerEntry, scope: TransitionScope): boolean {
-  const s = scopeOf(entry)
+function sameScope(entry: LedgerEntry, req: ClaimRequest, scope = req.scope): boolean {
+  const s = scopeOf(entry, req)
   return s.threadId === scope.threadId && s.runId === scope.runId && s.node === scope.node
 }
 
@@ -37,7 +50,7 @@ export function checkSameRowIdentity(core: LedgerCore, req: ClaimRequest, observ
   if (req.explicitId) {
     if (
       observed.tool !== req.tool ||
-      !sameScope(observed, req.scope) ||
+      !sameScope(observed, req) ||
       storedFingerprint(observed, req.binding) !== req.fingerprint
     ) {
       drift(core, req, observed)
@@ -49,7 +62,7 @@ export function checkSameRowIdentity(core: LedgerCore, req: ClaimRequest, observ
   // their calls "call_0", "call_1"... per turn): the same id for another tool or in another thread is another
   // call, and replaying the stored row would hand it another tool's or another user's result. Whatever the drift
   // policy. (A business key from requestIdFrom names its tool and is meant to span scopes.)
-  if (observed.tool !== req.tool || (req.requestId === req.dispatchId && !sameScope(observed, req.scope))) {
+  if (observed.tool !== req.tool || (req.requestId === req.dispatchId && !sameScope(observed, req))) {
     drift(core, req, observed)
   }
   if (core.policy.onArgsDrift === "off") return
@@ -77,7 +90,7 @@ export async function checkDispatchSiblings(
     siblings ?? (core.store.canFindByDispatchId ? await core.store.findByDispatchId(req.dispatchId) : [])
   for (const prior of found) {
     if (prior.requestId === req.requestId || prior.tool !== req.tool) continue
-    if (driftScope(scopeOf(prior)) !== driftScope(req.scope)) continue
+    if (driftScope(scopeOf(prior, req)) !== driftScope(req.scope)) continue
     const drifted = storedFingerprint(prior, req.binding) !== req.fingerprint
     if (drifted && core.policy.onArgsDrift === "off") continue
     await giveUp(core, claimed, drifted ? "args drift on a reused dispatch ticket" : "identity conflict")

@@ -153,7 +153,10 @@ function phaseAfterFailure(e: LedgerEntry, attempted: boolean): EffectState {
     : "ABORTED"
 }
 
-/** As the original's `fail()`: the lease stays as it was (a FAILED row reads FAILED whatever its lease says). */
+/**
+ * The owner's lease ends with the outcome (`lease_until` null), as the original's `fail()`, `mark_unknown()` and
+ * `mark_blocked()` write their rows, so both sides show a FAILED, UNKNOWN or BLOCKED row alike.
+ */
 export function failedRow(e: LedgerEntry, error: string, now: number, afterEffect: boolean): LedgerEntry {
   return {
     ...e,
@@ -161,6 +164,7 @@ export function failedRow(e: LedgerEntry, error: string, now: number, afterEffec
     status: "failed",
     error,
     sideEffectBoundary: afterEffect ? "crossed" : e.sideEffectBoundary,
+    leaseUntil: null,
     finishedAt: now,
     effectPhase: phaseAfterFailure(e, afterEffect),
   }
@@ -172,6 +176,7 @@ export function unknownRow(e: LedgerEntry, error: string, now: number): LedgerEn
     terminalOutcome: "UNKNOWN",
     status: "failed",
     error,
+    leaseUntil: null,
     finishedAt: now,
     effectPhase: phaseAfterFailure(e, true),
   }
@@ -183,6 +188,7 @@ export function blockedRow(e: LedgerEntry, error: string, now: number): LedgerEn
     terminalOutcome: "BLOCKED",
     status: "failed",
     error,
+    leaseUntil: null,
     finishedAt: now,
     effectPhase: phaseAfterFailure(e, true),
   }

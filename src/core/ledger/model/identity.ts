@@ -143,10 +143,11 @@ export function resolveScope(
   let threadId = ambient.threadId
   let runId = ambient.runId
   let node = ambient.node
+  // Python's `str()` of a present argument: null keys as "None" (the original's text), not as absent.
   const from = (field: ScopeField): string | undefined => {
     const src = scopeFrom[field]
-    if (src === undefined || !(src in args) || args[src] == null) return undefined
-    return String(args[src])
+    const v = src === undefined ? src : args[src]
+    return v === undefined ? v : v === null ? "None" : String(v)
   }
   threadId = meta.threadId ?? from("thread_id") ?? threadId
   runId = meta.runId ?? from("run_id") ?? runId
