@@ -152,6 +152,27 @@ describe("scopeFrom: the scope is Python's str() of the named argument (resolve_
   }
 })
 
+describe("scopeFrom reads only the call's own arguments, as a Python kwargs dict", () => {
+  it("a source named like an Object member (constructor, toString, __proto__) that the call lacks is absent", async () => {
+    for (const source of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
+      const storage = new MemoryLedgerStorage()
+      const ledger = new ActionLedger({ storage, onWarning: () => {} })
+      const binding = {
+        agentId: "a",
+        policyVersion: "p",
+        sideEffectClass: "keyed_mutate",
+        scopeFrom: { thread_id: source, run_id: "run" },
+      } as const
+      const t = ledger.tool({ name: "charge", binding }, async () => "ok")
+      await t({ amount: 10, run: "r1" }, { toolCallId: "tc-1" })
+      const ids: string[] = []
+      for await (const e of storage.list()) ids.push(e.requestId)
+      // The original's key for the same call with the argument absent (the "absent" case above).
+      expect(ids, source).toEqual(["b30cce563c08e42e18d24c767ed5037de32fee1f4a5f7960f8e0e017911f557f"])
+    }
+  })
+})
+
 describe("canonical numbers", () => {
   it("-0 is -0.0, integral numbers are ints until 1e21, beyond that Python's float repr", () => {
     expect(canonicalJson(-0)).toBe("-0.0")

@@ -12,11 +12,6 @@ import type { ClaimRequest } from "./request.ts"
 /**
  * A stored row's scope as the original reads it: the binding's `scopeFrom` arguments, overridden by a stored
  * thread_id / run_id / node. The original stores those only when they were passed, so its rows of a `scopeFrom`
- * tool hold the scope in the named arguments alone.
- */
-/**
- * A stored row's scope as the original reads it: the binding's `scopeFrom` arguments, overridden by a stored
- * thread_id / run_id / node. The original stores those only when they were passed, so its rows of a `scopeFrom`
  * tool hold the scope in the named arguments alone. (The stored values are read as the metadata they were.)
  */
 function scopeOf(entry: LedgerEntry, req: ClaimRequest): TransitionScope {

@@ -146,7 +146,8 @@ export function resolveScope(
   // Python's `str()` of a present argument: null keys as "None" (the original's text), not as absent.
   const from = (field: ScopeField): string | undefined => {
     const src = scopeFrom[field]
-    const v = src === undefined ? src : args[src]
+    // Own members only, as a Python kwargs dict: `scopeFrom: { thread_id: "constructor" }` must not read Object.
+    const v = src === undefined || !Object.hasOwn(args, src) ? undefined : args[src]
     return v === undefined ? v : v === null ? "None" : String(v)
   }
   threadId = meta.threadId ?? from("thread_id") ?? threadId
