@@ -213,7 +213,8 @@ function arrayCheck(spec: FieldSpec, path: string): Check {
 
 function objectCheck(spec: FieldSpec, path: string): Check {
   const ap = spec.additional_properties
-  if (ap !== undefined && typeof ap !== "boolean" && (typeof ap !== "object" || ap === null)) {
+  // `false` would read as "no other keys" but nothing enforces it (the original refuses every non-mapping).
+  if (ap !== undefined && ap !== true && (typeof ap !== "object" || ap === null)) {
     throw new SchemaBuildError(`${path}: additional_properties must be a field spec mapping.`)
   }
   const value = typeof ap === "object" ? compileField(ap, `${path}.*`) : undefined
