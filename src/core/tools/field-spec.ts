@@ -92,26 +92,14 @@ function compileField(spec: FieldSpec, path: string): Check {
   ) {
     throw new SchemaBuildError(`${path}: min_length/max_length apply to string or array fields only.`)
   }
-  let base: Check
-  switch (type) {
-    case "string":
-      base = stringCheck(spec, path)
-      break
-    case "integer":
-      base = integerCheck
-      break
-    case "number":
-      base = numberCheck
-      break
-    case "boolean":
-      base = booleanCheck
-      break
-    case "array":
-      base = arrayCheck(spec, path)
-      break
-    default:
-      base = objectCheck(spec, path)
-  }
+  const base: Check =
+    type === "string"
+      ? stringCheck(spec, path)
+      : type === "array"
+        ? arrayCheck(spec, path)
+        : type === "object"
+          ? objectCheck(spec, path)
+          : (SCALARS[type] as Check)
   return type === "array" ? withLength(base, spec, "too_short", "too_long") : base
 }
 
@@ -162,8 +150,9 @@ const integerCheck: Check = (v, p) => {
   }
   if (typeof v === "string") {
     const t = v.trim()
-    if (!/^[+-]?\d+(\.0*)?$/.test(t)) return fail("int_parsing", p, v, "integer")
-    const n = Number.parseInt(t, 10)
+    // "5.0" is an integer to pydantic, "5." is not.
+    if (!/^[+-]?\d+(\.0+)?$/.test(t)) return fail("int_parsing", p, v, "integer")
+    const n = Number(t)
     // "9007199254740993" would become 9007199254740992: another id. Python's int is exact; a double is not.
     if (!Number.isSafeInteger(n)) return fail("int_parsing_size", p, v, "integer within ±9007199254740991")
     return { ok: true, value: n }
@@ -171,14 +160,16 @@ const integerCheck: Check = (v, p) => {
   return fail("int_type", p, v, "integer")
 }
 
+// Decimal text only: Number() also reads "0x10", "0b101" and "0o7", which pydantic refuses (float_parsing),
+// so a model's "0x10" reached the tool as 16.
+const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i
+
 const numberCheck: Check = (v, p) => {
   if (typeof v === "boolean") return { ok: true, value: v ? 1 : 0 }
   if (typeof v === "number") return { ok: true, value: v }
   if (typeof v === "string") {
     const t = v.trim()
-    const n = Number(t)
-    if (t !== "" && !Number.isNaN(n)) return { ok: true, value: n }
-    return fail("float_parsing", p, v, "number")
+    return DECIMAL.test(t) ? { ok: true, value: Number(t) } : fail("float_parsing", p, v, "number")
   }
   return fail("float_type", p, v, "number")
 }
@@ -187,7 +178,7 @@ const booleanCheck: Check = (v, p) => {
   if (typeof v === "boolean") return { ok: true, value: v }
   if (typeof v === "number") {
     if (v === 0 || v === 1) return { ok: true, value: v === 1 }
-    return fail("bool_parsing", p, v, "boolean")
+    return fail(Number.isInteger(v) ? "bool_parsing" : "bool_type", p, v, "boolean")
   }
   if (typeof v === "string") {
     const t = v.toLowerCase()
@@ -197,6 +188,8 @@ const booleanCheck: Check = (v, p) => {
   }
   return fail("bool_type", p, v, "boolean")
 }
+
+const SCALARS: Record<string, Check> = { integer: integerCheck, number: numberCheck, boolean: booleanCheck }
 
 function arrayCheck(spec: FieldSpec, path: string): Check {
   if (typeof spec.items !== "object" || spec.items === null) {
@@ -220,7 +213,8 @@ function arrayCheck(spec: FieldSpec, path: string): Check {
 
 function objectCheck(spec: FieldSpec, path: string): Check {
   const ap = spec.additional_properties
-  if (ap !== undefined && typeof ap !== "boolean" && (typeof ap !== "object" || ap === null)) {
+  // `false` would read as "no other keys" but nothing enforces it (the original refuses every non-mapping).
+  if (ap !== undefined && ap !== true && (typeof ap !== "object" || ap === null)) {
     throw new SchemaBuildError(`${path}: additional_properties must be a field spec mapping.`)
   }
   const value = typeof ap === "object" ? compileField(ap, `${path}.*`) : undefined

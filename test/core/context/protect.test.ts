@@ -43,6 +43,18 @@ describe("protect", () => {
     expect(fn).toHaveBeenCalledTimes(2)
   })
 
+  it('defaults to the original\'s ttl of 300 s, and an entity id keys by its text (42 and "42" are one entity)', async () => {
+    const clock = fakeClock()
+    const fn = vi.fn(async ({ id }: { id: unknown }) => `v${fn.mock.calls.length}:${String(id)}`)
+    const call = new Session().bind(protect(fn, { entityParam: "id", clock: clock.now, name: "d" }))
+    expect(await call({ id: 42 })).toBe("v1:42")
+    clock.advance(299.999)
+    expect(await call({ id: "42" })).toBe("v1:42")
+    clock.advance(0.001)
+    expect(await call({ id: 42 })).toBe("v2:42")
+    expect(fn).toHaveBeenCalledTimes(2)
+  })
+
   it("keys by entity, ignoring other arguments, and separates entities", async () => {
     const fn = vi.fn(async (a: { id: number; verbose: boolean }) => a.id * 10)
     const tool = protect(fn, { entityParam: "id", name: "e" })

@@ -59,6 +59,40 @@ describe("field spec: what the tool receives is what was checked", () => {
     expect(await t({ n: "5.0" as unknown as number })).toBe(5)
   })
 
+  // Expected results come from pydantic 2.13's lax mode (the original's validator), run on the same inputs.
+  it("number and integer text is read as pydantic reads it: decimal only, never hex, octal or binary", async () => {
+    const seen: unknown[] = []
+    const t = bounded(
+      async (a: { x?: unknown; n?: unknown; b?: unknown }) => {
+        seen.push(a.x ?? a.n ?? a.b)
+        return "ok"
+      },
+      {
+        name: "amounts",
+        schema: {
+          x: { type: "number", required: false },
+          n: { type: "integer", required: false },
+          b: { type: "boolean", required: false },
+        },
+      },
+    )
+    const refused: [object, string][] = [
+      [{ x: "0x10" }, "float_parsing"],
+      [{ x: "0b101" }, "float_parsing"],
+      [{ x: "0o7" }, "float_parsing"],
+      [{ x: " 0X1A " }, "float_parsing"],
+      [{ x: "Infinity" }, "float_parsing"],
+      [{ n: "5." }, "int_parsing"],
+      [{ b: 0.5 }, "bool_type"],
+      [{ b: 2 }, "bool_parsing"],
+    ]
+    for (const [args, violation] of refused) expect((await failure(t(args))).violation).toBe(violation)
+    expect(seen).toEqual([])
+    for (const args of [{ x: " 1.5 " }, { x: "1." }, { x: ".5" }, { x: "+1" }, { x: "1E3" }, { n: "5.00" }])
+      await t(args)
+    expect(seen).toEqual([1.5, 1, 0.5, 1, 1000, 5])
+  })
+
   it("strings with NUL or lone surrogates are strings: a pattern decides, and anchors hold", async () => {
     const t = bounded(async (a: { s: string }) => a.s, {
       name: "s",

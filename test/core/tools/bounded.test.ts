@@ -153,6 +153,13 @@ describe("bounded() with the YAML field spec", () => {
       /pattern/,
     )
     expect(() => bounded(f, { name: "f", schema: { a: { pattern: "(" } } })).toThrow(SchemaBuildError)
+    // `false` promises a closed object that nothing enforces; the original refuses any non-mapping here.
+    expect(() =>
+      bounded(f, { name: "f", schema: { a: { type: "object", additional_properties: false } } }),
+    ).toThrow(/additional_properties must be a field spec mapping/)
+    expect(() =>
+      bounded(f, { name: "f", schema: { a: { type: "object", additional_properties: true } } }),
+    ).not.toThrow()
     expect(() => bounded(f, { name: "f", allowedPaths: ["relative/dir"] })).toThrow(/absolute/)
   })
 })

@@ -42,6 +42,39 @@ describe("HistoryGuard", () => {
     )
   })
 
+  it("keeps the original's check order, boundaries and message openings", () => {
+    const msgs = convo(4) // 4 messages of 16-17 characters: 3 + 4 × (4 + 4) = 35 tokens
+    expect(new HistoryGuard().estimateTokens(msgs)).toBe(35)
+    const thrown = (guard: HistoryGuard, m: readonly unknown[]) => {
+      try {
+        guard.validate(m)
+      } catch (e) {
+        return e as HistoryTruncatedError
+      }
+      throw new Error("validate() passed")
+    }
+    // Both limits broken: the token limit is reported first, with the original's wording.
+    const both = thrown(new HistoryGuard({ maxTokens: 34, maxMessages: 3 }), msgs)
+    expect(both.reason).toBe("token_limit")
+    expect(both.message).toMatch(/^Message history would exceed token limit: ~35 estimated tokens > 34 max\./)
+    expect(thrown(new HistoryGuard({ maxMessages: 3 }), msgs).message).toMatch(
+      /^Message history exceeds max_messages: 4 > 3\./,
+    )
+    // Near the limit is estimate >= maxTokens × warnAt: 35 >= 50 × 0.7 warns, 35 < 50 × 0.71 does not.
+    const onEvent = vi.fn()
+    new HistoryGuard({ maxTokens: 50, warnAt: 0.7, onEvent }).validate(msgs)
+    new HistoryGuard({ maxTokens: 50, warnAt: 0.71, onEvent }).validate(msgs)
+    expect(onEvent).toHaveBeenCalledTimes(1)
+    const dup = thrown(new HistoryGuard({ detectDuplicates: "anywhere" }), [...msgs, msgs[0], msgs[2]])
+    expect(dup.message).toMatch(/^Duplicate turns detected at index\(s\) \[4, 5\]\./)
+    const guard = new HistoryGuard()
+    guard.validate(msgs)
+    const drop = thrown(guard, msgs.slice(1))
+    expect(drop.message).toMatch(
+      /^1 message\(s\) were silently dropped from the history\. Had 4 messages, now have 3\./,
+    )
+  })
+
   it("flags consecutive duplicate turns only, unless asked for the original's global rule", () => {
     const repeatOk = [
       { role: "user", content: "ok" },
