@@ -219,6 +219,14 @@ describe("request ids a caller can forge through id_from values", () => {
     ).toBe("t:region=a=b:day=2026-12-01T10:00:00")
   })
 
+  it("a null task_id or run_id is no id (the original's 'None' would be one id for every such call)", () => {
+    const kw = { task_id: null, run_id: null, region: "eu" }
+    expect(deriveTaskRequestId({ task: "t", kwargs: kw, idFrom })).toBe("t:region=eu")
+    const hashed = deriveTaskRequestId({ task: "t", kwargs: kw })
+    expect(hashed).toMatch(/^t:[0-9a-f]{16}$/)
+    expect(hashed).not.toBe(deriveTaskRequestId({ task: "t", kwargs: { ...kw, region: "us" } }))
+  })
+
   it("an id_from field named like an Object.prototype member counts only when the caller passed it", () => {
     const id = deriveTaskRequestId({ task: "t", kwargs: { day: "d" }, idFrom: ["constructor", "day"] })
     expect(id).toBe("t:day=d")
