@@ -413,7 +413,7 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
         true,
       )
     if (ar.signing_key_env !== undefined)
-      signingKey = readEnvKey(env, ar.signing_key_env, source, ["audit_receipt", "signing_key_env"])
+      signingKey = readEnvKey(env, ar.signing_key_env, source, ["audit_receipt", "signing_key_env"], true)
     else signingKey = ar.signing_key ?? null
     if (ar.storage === "file" && !ar.path)
       throw source.error(`storage 'file' needs 'path'`, ["audit_receipt"])
