@@ -126,6 +126,23 @@ const cases: Case[] = [
     "does not apply",
   ],
   [
+    // The original's Postgres ledger takes dsn / dsn_env only.
+    "postgres with url",
+    "action_ledger:\n  storage: postgres\n  url: postgres://x\n",
+    "action_ledger.url",
+    3,
+    3,
+    "does not apply",
+  ],
+  [
+    "signing_key and signing_key_env",
+    "audit_receipt:\n  signing_key: abc\n  signing_key_env: K\n",
+    "audit_receipt.signing_key_env",
+    3,
+    3,
+    "not both",
+  ],
+  [
     "upstash without token",
     "action_ledger:\n  storage: upstash\n  url: https://x\n",
     "action_ledger",
