@@ -344,6 +344,12 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
         ...path,
         "audit_receipt",
       ])
+    // Receipts are emitted by the ledger: without one the tool would sign nothing, silently (the original refuses it).
+    if (tc.audit_receipt && ledger === null)
+      throw source.error(`audit_receipt on tool '${name}' needs its ledger (ledger: true)`, [
+        ...path,
+        "audit_receipt",
+      ])
     tools.set(name, {
       name,
       ledger,

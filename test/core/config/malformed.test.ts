@@ -312,6 +312,14 @@ const cases: Case[] = [
   ["invalid YAML", "tools: [\n", "", 2, 1, "invalid YAML"],
   ["duplicate key", "profile: development\nprofile: production\n", "", 2, 1, "invalid YAML"],
   [
+    "receipt on tool without ledger",
+    "audit_receipt: {}\ntools:\n  t:\n    ledger: false\n    audit_receipt: true\n",
+    "tools.t.audit_receipt",
+    5,
+    20,
+    "ledger",
+  ],
+  [
     "receipt on task without ledger",
     "audit_receipt: {}\ntasks:\n  p:\n    ledger: false\n    audit_receipt: true\n",
     "tasks.p.audit_receipt",
