@@ -3,6 +3,7 @@
 // `{prefix without ':'}-lease:{id}`. `swap` is one Lua script: it compares a digest of the stored row and lease
 // with the version the caller read and writes all three keys, so it is atomic without WATCH/MULTI.
 import type { Redis } from "@upstash/redis"
+import { parsePythonRow } from "../core/python-nan.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import type { TaskStore } from "../core/tasks/store.ts"
 import { globEscape, SENT_LUA, scanKeys, sentKey, UpstashReplyError } from "./upstash.ts"
@@ -44,10 +45,13 @@ sent(KEYS[4], v)
 return v
 `
 
-/** @upstash/redis parses JSON replies; accept the parsed value or the raw string. */
+/**
+ * @upstash/redis parses JSON replies; accept the parsed value or the raw string. A row the original wrote holding
+ * float("nan") has a bare NaN, which the client leaves as text: read it as json.loads does, not as an outage.
+ */
 const parsed = (v: unknown): unknown => {
   try {
-    return typeof v === "string" && v !== "" ? JSON.parse(v) : v === "" ? null : v
+    return typeof v === "string" && v !== "" ? parsePythonRow(v) : v === "" ? null : v
   } catch {
     throw new UpstashReplyError("task get", v)
   }

@@ -4,11 +4,14 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { RedisLedgerStorage } from "../../src/adapters/redis.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
+import { UpstashTaskStore } from "../../src/adapters/upstash-tasks.ts"
 import { ActionLedger, type LedgerStorage } from "../../src/core/index.ts"
+import { TaskLedger } from "../../src/tasks.ts"
 import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
-const prefix = `mycelium-test:${runTag("py-nan")}:action:`
+const base = `mycelium-test:${runTag("py-nan")}`
+const prefix = `${base}:action:`
 const raw = upstashClient()
 
 const pythonRow = (id: string) =>
@@ -19,7 +22,7 @@ const pythonRow = (id: string) =>
 
 beforeAll(requireUpstash)
 afterAll(async () => {
-  const keys = await raw.keys(`${prefix}*`)
+  const keys = await raw.keys(`${base}:*`)
   if (keys.length) await raw.del(...keys)
 })
 
@@ -57,4 +60,23 @@ describe("Python rows holding NaN and Infinity on Redis", () => {
       }
     })
   }
+})
+
+describe("Python task rows holding NaN on Redis", () => {
+  it("the task store reads them as json.loads does and replays the task without running it", async () => {
+    // The original's RedisTaskLedgerStorage: json.dumps(entry.to_dict(), default=str) at {prefix}{id} and its tomb.
+    const row =
+      '{"request_id": "T-nan", "task": "measure", "args": [], "kwargs": {}, "status": "completed", ' +
+      '"result": {"mean": NaN, "max": Infinity}, "error": null, "started_at": 1767225600.5, "finished_at": null}'
+    await raw.set(`${base}:task:T-nan`, row)
+    await raw.set(`${base}:task-tomb:T-nan`, row)
+    const storage = new UpstashTaskStore({ redis: upstashClient(), prefix: `${base}:task:` })
+    let runs = 0
+    const measure = new TaskLedger({ storage, onWarning: () => {} }).task("measure", async () => ++runs)
+    expect(await measure({}, { taskId: "T-nan" })).toEqual({
+      mean: Number.NaN,
+      max: Number.POSITIVE_INFINITY,
+    })
+    expect(runs).toBe(0)
+  })
 })

@@ -222,6 +222,7 @@ describe("rows shared with the Python original (file layout)", () => {
       [{ day: "2026-12-01", n: 1.5, big: 1e16, tiny: 2.5e-8, neg: -0.0 }, null],
       [{ note: "café ☕ 𝄞", nested: { z: [1, { b: true, a: null }], y: "" } }, null],
       [{ region: "eu", flag: true, none: null, n: 2 }, ["flag", "none", "n", "missing"]],
+      [{ region: { a: [1, "x", true, null, -0.0], "it's": "é\n" }, day: ["d", 2.5] }, ["region", "day"]],
       [{ run_id: 7, x: 1 }, null],
       [{ task_id: 42 }, null],
       [{}, null],

@@ -310,6 +310,9 @@ describe("mycelium receipts verify and tasks", () => {
     const ok = run(["receipts", "verify", file, "--require-chain"], { MYCELIUM_SIGNING_KEY: "k1" })
     expect(ok.code, ok.err).toBe(0)
     expect(ok.out).toContain("3 receipts verified")
+    // The key is read stripped, as the original and mycelium.yaml's signing_key_env read it.
+    expect(run(["receipts", "verify", file], { MYCELIUM_SIGNING_KEY: "k1\n" }).code).toBe(0)
+    expect(run(["receipts", "verify", file], { MYCELIUM_SIGNING_KEY: " \n" }).code).toBe(2)
     expect(run(["receipts", "verify", file]).code).toBe(2)
     const wrongKey = run(["receipts", "verify", file, "--json"], { MYCELIUM_SIGNING_KEY: "k2" })
     expect(wrongKey.code).toBe(1)

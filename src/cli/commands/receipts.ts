@@ -1,6 +1,7 @@
 // `mycelium receipts verify [FILE]`: checks a receipt file's signatures and hash chain, offline.
 import { existsSync } from "node:fs"
 import { parseArgs } from "node:util"
+import { pythonStrip } from "../../core/config/env.ts"
 import { CliError, UsageError } from "../errors.ts"
 import { parseOrUsage, requireRegularFile } from "../options.ts"
 import { CLI, clean, green, printJson, red } from "../style.ts"
@@ -71,7 +72,8 @@ export async function run(args: string[]): Promise<number> {
     }
   } else {
     const name = values["key-env"] ?? "MYCELIUM_SIGNING_KEY"
-    const key = process.env[name]
+    // Stripped as the original (and mycelium.yaml's signing_key_env) reads the key.
+    const key = pythonStrip(process.env[name] ?? "")
     if (!key) throw new UsageError(`receipts verify: set ${name} to the signing key (or pass --jwks FILE)`)
     keys = { hmac: key }
   }

@@ -35,14 +35,27 @@ export function expandEnv(
   return value
 }
 
-/** A `*_env` key: the name of a variable that must be set. */
+// What Python's str.strip() removes (str.isspace()): JavaScript's trim() also drops U+FEFF and keeps \x1c-\x1f, \x85.
+const PY_SPACE_CLASS =
+  "[\\t-\\r\\x1c-\\x20\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000]+"
+const PY_SPACE = /* @__PURE__ */ new RegExp(`^${PY_SPACE_CLASS}|${PY_SPACE_CLASS}$`, "g")
+
+/** Python's `s.strip()`. */
+export const pythonStrip = (s: string): string => s.replace(PY_SPACE, "")
+
+/**
+ * A `*_env` key: the name of a variable that must be set. `strip`: read it as the original reads a signing key
+ * (`os.environ[name].strip()`), so a value with a trailing newline signs with the same key on both sides.
+ */
 export function readEnvKey(
   env: ConfigEnv,
   name: string,
   source: ConfigSource,
   path: (string | number)[],
+  strip = false,
 ): string {
-  const v = env[name]
+  const raw = env[name]
+  const v = strip && raw !== undefined ? pythonStrip(raw) : raw
   if (v === undefined || v === "") throw source.error(`environment variable '${name}' is not set`, path)
   return v
 }

@@ -361,6 +361,12 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
         ...path,
         "audit_receipt",
       ])
+    // Receipts are emitted by the ledger: without one the tool would sign nothing, silently (the original refuses it).
+    if (tc.audit_receipt && ledger === null)
+      throw source.error(`audit_receipt on tool '${name}' needs its ledger (ledger: true)`, [
+        ...path,
+        "audit_receipt",
+      ])
     tools.set(name, {
       name,
       ledger,
@@ -430,7 +436,7 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
         true,
       )
     if (ar.signing_key_env !== undefined)
-      signingKey = readEnvKey(env, ar.signing_key_env, source, ["audit_receipt", "signing_key_env"])
+      signingKey = readEnvKey(env, ar.signing_key_env, source, ["audit_receipt", "signing_key_env"], true)
     else signingKey = ar.signing_key ?? null
     if (ar.storage === "file" && !ar.path)
       throw source.error(`storage 'file' needs 'path'`, ["audit_receipt"])

@@ -1,7 +1,8 @@
 // The original's request-id precedence for tasks (reference §3.1), so a Python and a TypeScript worker dedupe
 // the same task under the same id.
 import { type JsonValue, sha256Hex } from "../ledger/index.ts"
-import { pythonDumps, pythonNumber } from "../python-json.ts"
+import { pythonDumps } from "../python-json.ts"
+import { pyStrRepr } from "../repr.ts"
 import { TaskIdAmbiguousError } from "./errors.ts"
 
 export interface TaskIdentityInput {
@@ -13,10 +14,23 @@ export interface TaskIdentityInput {
 
 /** Python's `str(v)` for the JSON values an id can be built from. */
 function pyStr(v: JsonValue): string {
-  if (typeof v === "string") return v
-  if (typeof v === "number") return pythonNumber(v)
+  return typeof v === "string" ? v : pyRepr(v)
+}
+
+/**
+ * Python's `repr(v)`, which `str()` of a list or dict uses for its items: `{'a': [True, None]}`, not JSON, so an
+ * `id_from` field holding one gives the original's id.
+ */
+function pyRepr(v: JsonValue): string {
+  if (typeof v === "string") return pyStrRepr(v)
   if (typeof v === "boolean") return v ? "True" : "False"
   if (v === null) return "None"
+  if (Array.isArray(v)) return `[${v.map(pyRepr).join(", ")}]`
+  if (typeof v === "object" && !(v instanceof Number))
+    return `{${Object.entries(v)
+      .map(([k, x]) => `${pyStrRepr(k)}: ${pyRepr(x)}`)
+      .join(", ")}}`
+  // Numbers (an int, a float kept as one, a bigint) print as in JSON.
   return pythonDumps(v)
 }
 

@@ -152,7 +152,10 @@ export class TaskLedger {
       if (meta.taskId !== undefined) kwargs.task_id = meta.taskId
       if (meta.runId !== undefined) kwargs.run_id = meta.runId
       const requestId = deriveTaskRequestId({ task: opts.name, kwargs, idFrom: opts.idFrom ?? null })
-      const claimed = await this.#claim(opts, requestId, kwargs, meta)
+      // The row (and its receipt's inputs) holds the arguments the body gets, as the original's claim stores its
+      // clean kwargs: task_id and run_id only name the request.
+      const { task_id: _tid, run_id: _rid, ...clean } = kwargs
+      const claimed = await this.#claim(opts, requestId, clean, meta)
       if (claimed.kind === "completed") return claimed.result as R
       const { task_id: _t, run_id: _r, ...body } = args as Record<string, unknown>
       return this.#run(claimed.held, opts.leaseTtl ?? this.leaseTtl, body as A, fn, meta.signal)

@@ -126,6 +126,23 @@ const cases: Case[] = [
     "does not apply",
   ],
   [
+    // The original's Postgres ledger takes dsn / dsn_env only.
+    "postgres with url",
+    "action_ledger:\n  storage: postgres\n  url: postgres://x\n",
+    "action_ledger.url",
+    3,
+    3,
+    "does not apply",
+  ],
+  [
+    "signing_key and signing_key_env",
+    "audit_receipt:\n  signing_key: abc\n  signing_key_env: K\n",
+    "audit_receipt.signing_key_env",
+    3,
+    3,
+    "not both",
+  ],
+  [
     "upstash without token",
     "action_ledger:\n  storage: upstash\n  url: https://x\n",
     "action_ledger",
@@ -327,6 +344,14 @@ const cases: Case[] = [
   ["root not a mapping", "- a\n- b\n", "", 1, 1, "mapping"],
   ["invalid YAML", "tools: [\n", "", 2, 1, "invalid YAML"],
   ["duplicate key", "profile: development\nprofile: production\n", "", 2, 1, "invalid YAML"],
+  [
+    "receipt on tool without ledger",
+    "audit_receipt: {}\ntools:\n  t:\n    ledger: false\n    audit_receipt: true\n",
+    "tools.t.audit_receipt",
+    5,
+    20,
+    "ledger",
+  ],
   [
     "receipt on task without ledger",
     "audit_receipt: {}\ntasks:\n  p:\n    ledger: false\n    audit_receipt: true\n",

@@ -197,6 +197,26 @@ describe("applyTask with audit_receipt", () => {
     }
   })
 
+  it("signing_key_env is read stripped, as the original reads it: a trailing newline signs with the same key", async () => {
+    const section = "audit_receipt:\n  signing_key_env: RECEIPT_KEY\n"
+    const store = new MemoryReceiptStore()
+    const env = { RECEIPT_KEY: ` \t${KEY}\n` }
+    const config = loadConfigFromString(yaml("    ledger: true\n", section), {
+      ...quiet,
+      env,
+      receiptStoreFactory: () => store,
+    })
+    expect(config.resolved.signingKey).toBe(KEY)
+    await config.applyTask("report", async () => 1)({})
+    expect(await verifyReceipts(await store.list(), { hmac: KEY })).toMatchObject({ ok: true, valid: 1 })
+    // Only whitespace is not a key: "Environment variable ... is not set", as in the original.
+    const e = catchError(() =>
+      loadConfigFromString(yaml("    ledger: true\n", section), { env: { RECEIPT_KEY: " \n" } }),
+    )
+    expect(e).toBeInstanceOf(ConfigError)
+    expect(String(e)).toContain("environment variable 'RECEIPT_KEY' is not set")
+  })
+
   it("audit_receipt: true on a task without a ledger is a ConfigError naming the key", () => {
     const e = catchError(() =>
       loadConfigFromString(

@@ -27,6 +27,9 @@ describe("drafts that could never verify are refused before signing", () => {
   const hostile: Array<[string, Record<string, unknown>]> = [
     ["action a number", { action: 5 }],
     ["actionKind not tool or task", { actionKind: "evil" }],
+    // The original's _emit: "Cannot emit receipt for in-flight status".
+    ["status in-flight", { status: "in-flight" }],
+    ["status IN_FLIGHT", { status: "IN_FLIGHT" }],
     ["requestId missing", { requestId: undefined }],
     ["error an Error object", { status: "failed", error: new Error("x") }],
     ["args not an array", { args: "abc" }],
@@ -61,6 +64,12 @@ describe("emitter options", () => {
     const options = { signer: hmacReceiptSigner(KEY), store: new MemoryReceiptStore(), agentId: "a" }
     expect(() => new ReceiptEmitter({ ...options, chain: "" })).toThrow(AuditReceiptError)
     expect(new ReceiptEmitter({ ...options, chain: false }).chain).toBeNull()
+  })
+
+  it("an empty agentId or a missing signing key is refused, as the original's AuditReceiptEmitter refuses them", () => {
+    const options = { signer: hmacReceiptSigner(KEY), store: new MemoryReceiptStore(), agentId: "a" }
+    expect(() => new ReceiptEmitter({ ...options, agentId: "" })).toThrow(AuditReceiptError)
+    expect(() => hmacReceiptSigner("")).toThrow(AuditReceiptError)
   })
 })
 

@@ -4,7 +4,7 @@ import { join } from "node:path"
 import { expect, it } from "vitest"
 import { FileStateFlushStore } from "../../../src/adapters/file-state.ts"
 import { testStateFlush } from "../../../src/conformance.ts"
-import { StateFlush } from "../../../src/state.ts"
+import { StateFlush, StateFlushError } from "../../../src/state.ts"
 
 const tmpFile = () => join(mkdtempSync(join(tmpdir(), "mycelium-state-")), "state.json")
 
@@ -28,4 +28,11 @@ it("the file is the original's layout: {run_id: snapshot} with its snake_case fi
     },
   })
   expect(readFileSync(path, "utf8")).toContain("caf\\u00e9")
+})
+
+it("resume of a run with no snapshot is StateFlushError with the original's message", async () => {
+  const flush = new StateFlush({ storage: new FileStateFlushStore(tmpFile()) })
+  const err = await flush.resume("r-404").catch((e: unknown) => e)
+  expect(err).toBeInstanceOf(StateFlushError)
+  expect(err).toMatchObject({ code: "state_flush_error", message: "No flushed state found for run 'r-404'" })
 })

@@ -11,6 +11,7 @@ import {
   TaskLedger,
   TaskLedgerError,
   type TaskLedgerOptions,
+  TaskLedgerPendingError,
   TaskReceiptUnsignedError,
   TaskReleaseRefusedError,
   type TaskStore,
@@ -217,6 +218,30 @@ describe("request ids a caller can forge through id_from values", () => {
     expect(
       deriveTaskRequestId({ task: "t", kwargs: { region: "a=b", day: "2026-12-01T10:00:00" }, idFrom }),
     ).toBe("t:region=a=b:day=2026-12-01T10:00:00")
+  })
+
+  it("a null task_id or run_id is no id (the original's 'None' would be one id for every such call)", () => {
+    const kw = { task_id: null, run_id: null, region: "eu" }
+    expect(deriveTaskRequestId({ task: "t", kwargs: kw, idFrom })).toBe("t:region=eu")
+    const hashed = deriveTaskRequestId({ task: "t", kwargs: kw })
+    expect(hashed).toMatch(/^t:[0-9a-f]{16}$/)
+    expect(hashed).not.toBe(deriveTaskRequestId({ task: "t", kwargs: { ...kw, region: "us" } }))
+  })
+
+  it("a live task answers the original's pending message, naming the task and the request id", async () => {
+    const ledger = ledgerOn()
+    let release!: () => void
+    const t = ledger.task("nightly", () => new Promise<number>((r) => (release = () => r(1))))
+    const first = t({}, { taskId: "T-1" })
+    await new Promise((r) => setTimeout(r, 5))
+    const err = await t({}, { taskId: "T-1" }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(TaskLedgerPendingError)
+    expect((err as TaskLedgerPendingError).message).toMatch(
+      /^Task 'nightly' request 'T-1' is already in-flight /,
+    )
+    expect(err).toMatchObject({ code: "task_ledger_pending", requestId: "T-1" })
+    release()
+    expect(await first).toBe(1)
   })
 
   it("an id_from field named like an Object.prototype member counts only when the caller passed it", () => {

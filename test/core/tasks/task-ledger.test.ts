@@ -39,6 +39,14 @@ describe("task request ids match the Python original", () => {
     )
   })
 
+  it("an id_from value that is a list or a dict is written as Python's str() writes it (repr, not JSON)", () => {
+    // f"{field}={kwargs[field]}" in the original, run on 2026-12-03.
+    const kwargs = { region: { a: [1, "x", true, null, 2.5], "it's": "café ☕", n: -0 }, day: ["d", 7] }
+    expect(deriveTaskRequestId({ task: "t", kwargs, idFrom: ["region", "day"] })).toBe(
+      `t:region={'a': [1, 'x', True, None, 2.5], "it's": 'café ☕', 'n': -0.0}:day=['d', 7]`,
+    )
+  })
+
   it("the wrapper derives the same ids and strips task_id / run_id before the body", async () => {
     const ledger = new TaskLedger()
     const seen: unknown[] = []
@@ -58,6 +66,13 @@ describe("task request ids match the Python original", () => {
       (vectors.task_request_ids as Array<{ request_id: string }>).map((v) => v.request_id),
     )
     expect(seen).toEqual([{ day: "2026-12-01" }, { day: "2026-12-01" }, { day: "2026-12-01", region: "eu" }])
+    // The original's claim stores the clean kwargs: the rows hold what the body got, never task_id / run_id.
+    expect((await ledger.list()).map((t) => t.row.kwargs)).toEqual([
+      { day: "2026-12-01" },
+      { day: "2026-12-01" },
+      { day: "2026-12-01", region: "eu" },
+      { day: "2026-12-01", region: "eu", n: 1.5 },
+    ])
   })
 })
 
@@ -80,6 +95,10 @@ describe("task receipts", () => {
       ["task", "t2", "completed", null],
     ])
     expect(list[2]?.outputs).toMatchObject({ operator_release: true, verified: "completed", result: 7 })
+    // inputs are the row's clean kwargs, as the original's emit_from_task_entry signs them (no task_id)
+    expect(list.map((r) => r.inputs)).toEqual(Array(3).fill({ args: [], kwargs: {} }))
+    // the original's receipt id: "rcpt-" + 16 hex of a uuid4
+    for (const r of list) expect(r.receipt_id).toMatch(/^rcpt-[0-9a-f]{16}$/)
     expect((await ledger.get("t1"))?.lease?.receipt_ref).toBe(list[0]?.receipt_id)
     expect((await ledger.get("t2"))?.lease?.receipt_ref).toBe(list[2]?.receipt_id)
     expect(await verifyReceipts(list, { hmac: "k" }, { requireChain: true })).toMatchObject({
