@@ -1,6 +1,9 @@
 // mycelium.yaml from disk, for Node, Deno and Bun: environment from the process, stores built from the file's
 // storage choices. Client libraries load only when a store needs them, so a file-only config installs nothing else.
 import { readFile, stat } from "node:fs/promises"
+// Node, Deno and Bun all have AsyncLocalStorage: without it config.run() could not key the calls inside it by the
+// run as the original does, and a Python worker sharing the ledger would key the same call differently.
+import "../async-context.ts"
 import {
   ConfigError,
   type LoadConfigOptions,

@@ -172,3 +172,28 @@ console.log(JSON.stringify([e1, e2, c1, c2]))`,
     ])
   }, 30_000)
 })
+
+describe("config.run() in a script that imports only loadConfig", () => {
+  it("keys its calls by the run as the original does, and close() after it resolves", async () => {
+    // The same file, call and run as a Python worker's: cfg.apply(send_payment) inside `with cfg.run("r1")`, called
+    // with amount=1, recipient="x", tool_call_id="tc-py". Its key, from the original (v1.34.0, dd64a35):
+    const PYTHON_KEY = "9b85c60253c637aa8bc7613d0bb982ee53053a200a4c5b3c4169f029ff6fcdf3"
+    const runYaml = join(dir, "run.yaml")
+    writeFileSync(
+      runYaml,
+      `transition:\n  agent_id: a\n  policy_version: v1\naction_ledger:\n  storage: file\n  path: ${join(dir, "run-ledger.json")}\n  tools: [send_payment]\ntools:\n  send_payment:\n    side_effect_class: keyed_mutate\n`,
+    )
+    const r = await runScript(
+      "run-scope",
+      `const config = await loadConfig(${JSON.stringify(runYaml)})
+const { send_payment } = config.instrument({ send_payment: async (a) => ({ paid: a.amount }) })
+await config.run("r1", () => send_payment({ amount: 1, recipient: "x" }, { toolCallId: "tc-py" }))
+const rows = await (await config.ledgerFor("send_payment")).listTransitions()
+const closed = await outcome(config.close())
+console.log(JSON.stringify([rows.map((e) => [e.requestId, e.kwargs.thread_id, e.kwargs.run_id]), closed]))`,
+    )
+    // No warning on stderr either: Node has AsyncLocalStorage, and loading the config registers it.
+    expect([r.state, r.err]).toEqual([0, ""])
+    expect(r.printed).toEqual([[[PYTHON_KEY, "r1", "r1"]], { ok: null }])
+  }, 30_000)
+})

@@ -192,6 +192,7 @@ export class MyceliumConfig {
   #stateFlush: Promise<StateFlush | null> | undefined
   /** Every store this config opened (pending or built), for `close()`. */
   readonly #opened: Promise<unknown>[] = []
+  #warnedNoScope = false
   #closing: Promise<void> | undefined
 
   constructor(resolved: ResolvedConfig, options: MyceliumConfigOptions = {}) {
@@ -531,7 +532,8 @@ export class MyceliumConfig {
     this.#closing ??= (async () => {
       const results = await Promise.allSettled(
         this.#opened.map((p) =>
-          p.then((store) => (store as { close?: () => Promise<void> | void }).close?.()),
+          // undefined: a store that failed to open, or no state_flush: section (run() asks for it).
+          p.then((store) => (store as { close?: () => Promise<void> | void } | undefined)?.close?.()),
         ),
       )
       const failed = results.find((r) => r.status === "rejected")
@@ -577,10 +579,20 @@ export class MyceliumConfig {
   ): Promise<R> {
     const session = new Session()
     const flush = await this.stateFlush()
-    const enter = <T>(scope: RunScope, body: () => T): T => {
-      const als = runScope()
-      return als ? als.run(scope, () => session.run(body)) : session.run(body)
+    const als = runScope()
+    if (!als && !this.#warnedNoScope) {
+      // Not an error: the session and the state flush still work. But the calls' keys leave out the run, so the
+      // same call is another transition for a Python worker (and for this process inside and outside a run).
+      this.#warnedNoScope = true
+      ;(this.#options.onWarning ?? console.warn)(
+        `config.run('${runId}'): this runtime has no AsyncLocalStorage, so tools called inside are not scoped by ` +
+          "the run (the original keys them with thread_id and run_id = the run id). Import " +
+          "'mycelium-runtime/async-context' where node:async_hooks exists (Workers: the nodejs_compat flag), or " +
+          "pass { threadId, runId } in each call's metadata.",
+      )
     }
+    const enter = <T>(scope: RunScope, body: () => T): T =>
+      als ? als.run(scope, () => session.run(body)) : session.run(body)
     if (!flush) {
       const never = new AbortController()
       const signal = options.signal ?? never.signal

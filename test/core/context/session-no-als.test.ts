@@ -1,4 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
+import { loadConfigFromString } from "../../../src/core/config/index.ts"
 import {
   configureAsyncContext,
   defaultCache,
@@ -38,5 +39,28 @@ describe("Session without AsyncLocalStorage (browser behaviour)", () => {
     await bound({ id: "x" })
     expect(session.cache.has(tool.cacheKey({ id: "x" }))).toBe(true)
     expect(defaultCache.has(tool.cacheKey({ id: "x" }))).toBe(false)
+  })
+})
+
+describe("config.run without AsyncLocalStorage", () => {
+  beforeAll(() => configureAsyncContext(undefined))
+
+  it("says once that its calls are not scoped by the run, and they are not", async () => {
+    const warnings: string[] = []
+    const yaml =
+      "transition:\n  agent_id: a\n  policy_version: v1\naction_ledger:\n  tools: [pay]\n" +
+      "tools:\n  pay:\n    side_effect_class: keyed_mutate\n"
+    const config = loadConfigFromString(yaml, { env: {}, onWarning: (m) => warnings.push(m) })
+    const { pay } = config.instrument({ pay: async (args: { n: number }) => args.n })
+    for (const id of ["r1", "r2"]) await config.run(id, () => pay({ n: 1 }, { toolCallId: `tc-${id}` }))
+    expect(warnings.filter((w) => w.startsWith("config.run('r1')"))).toHaveLength(1)
+    expect(warnings.join("\n")).toContain("mycelium-runtime/async-context")
+    expect(warnings.join("\n")).not.toContain("config.run('r2')")
+    const rows = await (await config.ledgerFor("pay"))?.listTransitions()
+    expect(rows?.map((r) => [r.kwargs.tool_call_id, r.kwargs.run_id ?? null])).toEqual([
+      ["tc-r1", null],
+      ["tc-r2", null],
+    ])
+    await config.close()
   })
 })
