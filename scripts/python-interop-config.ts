@@ -178,11 +178,13 @@ export async function configChecks(src: string, dir: string, check: Check): Prom
    * `writer` runs the step once (one new row), then `replayer` runs the same step: the stored result, no body, no
    * new row. Returns the new row's key (the task ledger's request id; the action ledger's row id).
    */
+  let writes = 0
   const pair = async (label: string, writer: Side, s: Step): Promise<string | undefined> => {
     const file = s.op === "task" ? files.task : files.tool
     const before = new Set(rowKeys(file))
     const w = await step(writer, s)
     const added = rowKeys(file).filter((k) => !before.has(k))
+    writes += w.executed
     const r = await step(other(writer), s)
     const after = rowKeys(file).filter((k) => !before.has(k))
     check(
@@ -317,6 +319,7 @@ export async function configChecks(src: string, dir: string, check: Check): Prom
     const f = await step(writer, { ...failed, fail: true })
     const g = await step(other(writer), failed)
     const h = await step(writer, failed)
+    writes += f.executed + g.executed
     check(
       `task failed by ${writer} runs again on ${other(writer)}, then replays on ${writer}`,
       f.executed === 1 &&
@@ -342,6 +345,27 @@ export async function configChecks(src: string, dir: string, check: Check): Prom
     }
   }
 
+  // Both sides write the same snapshot row for the same ending; only the error's class name is their own.
+  const snapshots = JSON.parse(readFileSync(join(dir, "cfg-state.json"), "utf8")) as Record<
+    string,
+    Record<string, unknown>
+  >
+  const shape = (row: Record<string, unknown> | undefined) =>
+    row && {
+      ...row,
+      updated_at: typeof row.updated_at,
+      error: String(row.error).replace(/^\w+: /, "<Name>: "),
+    }
+  for (const end of ["done", "error"]) {
+    const [t, p] = [shape(snapshots[`s-ts-${end}`]), shape(snapshots[`s-py-${end}`])]
+    check(
+      `state_flush: a ${end === "done" ? "completed" : "failed"} run's snapshot row has the same fields and values on both`,
+      t !== undefined && same({ ...t, run_id: 0, state: 0 }, { ...p, run_id: 0, state: 0 }),
+      { t, p },
+    )
+  }
+
+  // Each side signs what it ran (completed and failed), and neither signs a replay.
   // Every receipt in the shared JSONL file (each side signed its own writes) verifies on both sides, with the
   // key read from a variable that ends in a newline.
   const listed = await new FileReceiptStore(join(dir, "cfg-receipts.jsonl")).list()
@@ -350,8 +374,8 @@ export async function configChecks(src: string, dir: string, check: Check): Prom
   const pyList = (py.result ?? []) as [string, string, boolean][]
   check(
     `audit_receipt (signing_key_env with a trailing newline): typescript verifies all ${listed.length} receipts`,
-    listed.length > 20 && verdict.ok && verdict.valid === listed.length,
-    verdict,
+    listed.length === writes && verdict.ok && verdict.valid === listed.length,
+    { writes, verdict },
   )
   check(
     `audit_receipt: the original verifies all ${pyList.length} receipts`,
