@@ -12,6 +12,7 @@ import { FileLedgerStorage } from "../src/adapters/file.ts"
 import { FileReceiptStore } from "../src/adapters/file-receipts.ts"
 import { ActionLedger, type SideEffectClass } from "../src/core/index.ts"
 import { hmacReceiptSigner, ReceiptEmitter, verifyReceipts } from "../src/core/receipts/index.ts"
+import { configChecks } from "./python-interop-config.ts"
 
 type Outcome = { executed: number; result: unknown; error: string | null; message: string | null }
 
@@ -199,6 +200,9 @@ try {
     verified.status === 0 && verified.stdout.trim() === "True True",
     { stdout: verified.stdout, stderr: verified.stderr },
   )
+
+  // One mycelium.yaml loaded by both: configured tools, tasks, receipts and state flush on shared files.
+  await configChecks(src, dir, check)
 } finally {
   rmSync(dir, { recursive: true, force: true })
 }

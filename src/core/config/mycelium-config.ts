@@ -153,13 +153,16 @@ function inRun(
   scopeFrom: Readonly<Partial<Record<"thread_id" | "run_id" | "node", string>>>,
   args: unknown,
 ): CallMeta {
+  // Present as resolveScope reads it (an own argument, null included: the original keys str(None), "None"), so
+  // the run fills only what the argument does not: `constructor` is not an argument, and null is not absent.
   const fromArgs = (field: "thread_id" | "run_id"): boolean => {
     const src = scopeFrom[field]
     return (
       src !== undefined &&
       typeof args === "object" &&
       args !== null &&
-      (args as Record<string, unknown>)[src] != null
+      Object.hasOwn(args, src) &&
+      (args as Record<string, unknown>)[src] !== undefined
     )
   }
   const threadId = meta.threadId === undefined && !fromArgs("thread_id")

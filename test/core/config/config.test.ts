@@ -164,6 +164,34 @@ describe("MyceliumConfig from the seed's example", () => {
     )
   })
 
+  it("run(runId) leaves a null scope_from argument as the thread 'None' and ignores Object members, as the original", async () => {
+    const yaml =
+      "transition:\n  agent_id: a\n  policy_version: v1\n  scope_from: {thread_id: conversation, run_id: constructor}\n" +
+      "action_ledger:\n  storage: memory\ntools:\n  post_message:\n    ledger: true\n    side_effect_class: keyed_mutate\n"
+    const config = loadConfigFromString(yaml, quiet)
+    const { post_message } = config.instrument({
+      post_message: async (_args: Record<string, unknown>) => "ok",
+    })
+    await config.run("r1", async () => {
+      await post_message({ text: "hi", conversation: null }, { toolCallId: "tc-null" })
+      await post_message({ text: "hi" }, { toolCallId: "tc-run" })
+      await post_message({ text: "hi", conversation: "conv" }, { toolCallId: "tc-conv" })
+      await post_message({ text: "hi", conversation: "conv" }, { toolCallId: "tc-th", threadId: "t9" })
+    })
+    const rows = (await (await config.ledgerFor("post_message"))?.listTransitions()) ?? []
+    // The same file and calls through the original (v1.34.0, dd64a35): cfg.apply(post_message) called inside
+    // `with cfg.run("r1")` with text="hi" plus conversation=None / nothing / "conv" / "conv" and thread_id="t9",
+    // tool_call_id as above, on a FileLedgerStorage; these are its rows' keys. Its scope is thread "None" for the
+    // null argument, and run "r1" wherever no `constructor` argument was passed.
+    expect(Object.fromEntries(rows.map((e) => [e.kwargs.tool_call_id, e.requestId]))).toEqual({
+      "tc-null": "1ac3130369c08cf2ea1d11a35b7cde9bb76c24ad729a5fd5dfbd428bb6b745f5",
+      "tc-run": "f5e314d0288f06d72d25f95fe4503d83f6ed6788868fb6259f9bb5e1b9484ef7",
+      "tc-conv": "4bb7b6dad2c862d1d32e1f0332422a5c26f4c07fbfdef2d30999ddc8df427050",
+      "tc-th": "7c95cc966329c065a7032312dcf85c6637da16a90bd72a4e324d36c11f88f606",
+    })
+    expect(rows).toHaveLength(4)
+  })
+
   it("prepareMessages repairs the transcript and enforces history limits", () => {
     const config = loadConfigFromString(`${SEED.replace("max_tokens: 100000", "max_messages: 4")}`, quiet)
     const broken = [
