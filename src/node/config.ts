@@ -17,6 +17,7 @@ import type { LedgerStorage } from "../core/ledger/index.ts"
 import { MemoryReceiptStore, type ReceiptStore } from "../core/receipts/store.ts"
 import { MemoryStateFlushStore, type StateFlushStore } from "../core/state/index.ts"
 import { MemoryTaskStore, type TaskStore } from "../core/tasks/store.ts"
+import { realpathResolver } from "./paths.ts"
 
 /** Options for {@link loadConfig}: as `loadConfigFromString`, with `env` defaulting to `process.env`. */
 export type LoadConfigFileOptions = LoadConfigOptions
@@ -246,6 +247,9 @@ export async function loadConfig(
     stateStoreFactory: nodeStateStoreFactory,
     taskStoreFactory: nodeTaskStoreFactory,
     receiptStoreFactory: nodeReceiptStoreFactory,
+    // The original resolves `allowed_paths` and the called path with Path.resolve(): relative to the working
+    // directory, through symlinks. Without this a symlink inside a root reached the tool here, refused there.
+    paths: { baseDir: process.cwd(), pathResolver: realpathResolver },
     ...options,
   })
 }

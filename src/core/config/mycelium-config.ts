@@ -22,7 +22,7 @@ import {
 import { deriveTaskRequestId } from "../tasks/identity.ts"
 import { MemoryTaskStore, type TaskStore } from "../tasks/store.ts"
 import { type TaskCallMeta, type TaskContext, TaskLedger } from "../tasks/task-ledger.ts"
-import { bounded } from "../tools/bounded.ts"
+import { bounded, type PathResolver } from "../tools/bounded.ts"
 import type { FieldSpecSchema } from "../tools/field-spec.ts"
 import { ToolRegistry } from "../tools/registry.ts"
 import { ToolRunner } from "../tools/runner.ts"
@@ -67,6 +67,11 @@ export interface MyceliumConfigOptions {
   onWarning?: (message: string) => void
   /** Builds the `state_flush:` store for `file`, `indexeddb` and `durable_object` (Node: `loadConfig` passes one). */
   stateStoreFactory?: (choice: StateStoreChoice) => StateFlushStore | Promise<StateFlushStore>
+  /**
+   * For `bounded.allowed_paths`: the directory relative paths resolve against, and a symlink resolver (Node:
+   * `loadConfig` passes the working directory and `realpath`, as the original resolves both).
+   */
+  paths?: { baseDir?: string; pathResolver?: PathResolver }
 }
 
 /** The `state_flush:` storage choice. */
@@ -287,7 +292,7 @@ export class MyceliumConfig {
         ...(b.output_schema && { outputSchema: b.output_schema as FieldSpecSchema }),
         ...(b.entity_param && { entityParam: b.entity_param }),
         ...(b.entity_pattern && { entityPattern: b.entity_pattern }),
-        ...(b.allowed_paths && { allowedPaths: b.allowed_paths }),
+        ...(b.allowed_paths && { allowedPaths: b.allowed_paths, ...this.#options.paths }),
         ...(b.path_param && { pathParam: b.path_param }),
       }) as typeof body
     }

@@ -451,5 +451,12 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
   if (sf?.storage === "file" && !sf.path) throw source.error(`storage 'file' needs 'path'`, ["state_flush"])
   if (sf?.storage === "durable_object" && !sf.binding)
     throw source.error(`storage 'durable_object' needs 'binding'`, ["state_flush"])
+  // The original reads an empty list as unset (`flush_on or [...]`): it flushes on all three. One file must not flush
+  // every ending in Python and none here.
+  if (sf?.flush_on.length === 0)
+    throw source.error(
+      `an empty flush_on means all three endings to the Python original; list the endings to flush on (cancel, disconnect, error), or remove the key for all three`,
+      ["state_flush", "flush_on"],
+    )
   return { profile: raw.profile, transition, tools, tasks, taskLedger, raw, warnings, signingKey }
 }

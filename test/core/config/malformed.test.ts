@@ -257,6 +257,9 @@ const cases: Case[] = [
     "instrument",
   ],
   ["bad flush reason", "state_flush:\n  flush_on: [crash]\n", "state_flush.flush_on[0]", 2, 14, ""],
+  // The original's StateFlush(flush_on=[]) flushes on cancel, disconnect and error (`flush_on or [...]`; run with
+  // PYTHONPATH=<sdk> python3 -c "from mycelium import StateFlush; print(sorted(StateFlush(flush_on=[])._flush_on))").
+  ["empty flush_on", "state_flush:\n  flush_on: []\n", "state_flush.flush_on", 2, 13, "all three"],
   ["history warn_at above 1", "history_guard:\n  warn_at: 2\n", "history_guard.warn_at", 2, 12, ""],
   ["runner retries negative", "runner:\n  max_llm_retries: -1\n", "runner.max_llm_retries", 2, 20, ""],
   [
