@@ -79,6 +79,48 @@ describe("rules the old inline rows disagreed on", () => {
     expect(JSON.parse(JSON.stringify(row?.result))).toEqual(row?.result)
   })
 
+  // The original's complete() and release() replace the outcome fields and leave `error` as it was (checked by
+  // running its code: a reconciler's COMPLETED and a release "completed" of an UNKNOWN row both keep
+  // 'RuntimeError: provider timeout'). This package used to write null there.
+  it("a row a reconciler or an operator settles as COMPLETED keeps its failure's error, as the original's does", async () => {
+    const storage = new MemoryLedgerStorage()
+    const clock = new ManualClock(1000)
+    let verdict = ReconcileResult.unknown()
+    const ledger = new ActionLedger({ storage, clock, reconciler: { reconcile: () => verdict }, ...quiet })
+    let runs = 0
+    const tool = ledger.tool({ name: "pay", binding }, async (a: { n: number }, tx) =>
+      tx.sideEffect(async () => {
+        runs++
+        await tx.recordExternalOperation(`op_${a.n}`)
+        // A failure text that names the unstorable error must not read as this package's unstorable marker.
+        throw Object.assign(new Error(`provider timeout ${a.n}`), {
+          name: a.n === 1 ? "Error" : "LedgerResultUnstorableError",
+        })
+      }),
+    )
+    for (const n of [1, 2, 3])
+      await expect(tool({ n }, { toolCallId: `c${n}` })).rejects.toThrow("provider timeout")
+    verdict = ReconcileResult.completed({ paid: true })
+    expect(await tool({ n: 1 }, { toolCallId: "c1" })).toEqual({ paid: true })
+    expect(await tool({ n: 2 }, { toolCallId: "c2" })).toEqual({ paid: true })
+    const [third] = await ledger.listTransitions({ outcome: "UNKNOWN" })
+    const released = await ledger.release(third?.requestId as string, {
+      verified: "completed",
+      result: { paid: "ch_3" },
+      by: "ops",
+      reason: "seen at the provider",
+    })
+    expect(released.error).toBe("LedgerResultUnstorableError: provider timeout 3")
+    const rows = await ledger.listTransitions()
+    expect(rows.map((r) => [r.terminalOutcome, r.error, r.result]).sort()).toEqual([
+      ["COMPLETED", "Error: provider timeout 1", { paid: true }],
+      ["COMPLETED", "LedgerResultUnstorableError: provider timeout 2", { paid: true }],
+      ["COMPLETED", "LedgerResultUnstorableError: provider timeout 3", { paid: "ch_3" }],
+    ])
+    expect(await tool({ n: 3 }, { toolCallId: "c3" })).toEqual({ paid: "ch_3" })
+    expect(runs).toBe(3)
+  })
+
   it("a lapsed lease converted to BLOCKED is mark_blocked's row: finished_at set, blockedRow's phase rule", async () => {
     const storage = new MemoryLedgerStorage()
     const clock = new ManualClock(1000)

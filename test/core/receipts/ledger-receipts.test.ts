@@ -149,8 +149,12 @@ describe("receipts emitted by the action ledger", () => {
     const receipts = await memory.list()
     expect(receipts).toHaveLength(1)
     expect(released.receiptRef).toBe(receipts[0]?.receipt_id)
+    // The original's release receipt carries the row's error, which its release keeps (checked by running it:
+    // error 'RuntimeError: ambiguous' on both the row and the receipt); this package used to sign null.
+    expect(released.error).toBe("Error: ambiguous")
     expect(receipts[0]).toMatchObject({
       status: "completed",
+      error: "Error: ambiguous",
       outputs: {
         operator_release: true,
         verified: "completed",

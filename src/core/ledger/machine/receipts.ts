@@ -45,7 +45,7 @@ export function releaseReceiptDraft(
       result: verified === "completed" ? next.result : null,
     },
     status: verified === "completed" ? "completed" : "failed",
-    error: verified === "completed" ? null : row.error,
+    error: row.error,
     timestamp: now,
   }
 }

@@ -102,14 +102,17 @@ export function repairedRow(e: LedgerEntry, now: number): LedgerEntry {
 
 // ---- the owner's writes -------------------------------------------------------------------------------------
 
-/** Results are stored as JSON (Dates as ISO text, undefined dropped), whoever supplies them: body, reconciler, operator. */
+/**
+ * Results are stored as JSON (Dates as ISO text, undefined dropped), whoever supplies them: body, reconciler, operator.
+ * `error` is kept, as the original's `complete()` and `release()` keep it: a row a reconciler or an operator settles
+ * still says which failure made it ambiguous (a fresh claim has none).
+ */
 export function completedRow(e: LedgerEntry, result: unknown, now: number): LedgerEntry {
   return {
     ...e,
     terminalOutcome: "COMPLETED",
     status: "completed",
     result: toJsonValue(result),
-    error: null,
     sideEffectBoundary: "crossed",
     leaseUntil: null,
     finishedAt: now,
@@ -137,8 +140,10 @@ export function unstorableRow(
 export function throwIfUnstorable(row: LedgerEntry): void {
   if (row.terminalOutcome !== "COMPLETED" || !row.error?.startsWith(UNSTORABLE_MARKER)) return
   const detail = row.error.slice(UNSTORABLE_MARKER.length)
+  // Only our marker has the bracketed limit: a settled row keeps its failure's text, which may name this error.
   const m = /^\[(\w+)\] /.exec(detail)
-  const reason = (m?.[1] ?? "not_serializable") as UnstorableReason
+  if (!m) return
+  const reason = m[1] as UnstorableReason
   throw new LedgerResultUnstorableError(
     `request '${row.requestId}' completed but its result was not stored (${detail}); it will not run again. ` +
       "Return less from the tool (e.g. an id to fetch the rest).",
