@@ -10,6 +10,7 @@ import {
   type TransitionContext,
 } from "../ledger/index.ts"
 import { toJsonValue } from "../ledger/model/canonical.ts"
+import { scopeArg } from "../ledger/model/identity.ts"
 import { ReceiptEmitter } from "../receipts/emitter.ts"
 import { hmacReceiptSigner } from "../receipts/signer.ts"
 import { MemoryReceiptStore, type ReceiptStore } from "../receipts/store.ts"
@@ -158,18 +159,11 @@ function inRun(
   scopeFrom: Readonly<Partial<Record<"thread_id" | "run_id" | "node", string>>>,
   args: unknown,
 ): CallMeta {
-  // Present as resolveScope reads it (an own argument, null included: the original keys str(None), "None"), so
-  // the run fills only what the argument does not: `constructor` is not an argument, and null is not absent.
-  const fromArgs = (field: "thread_id" | "run_id"): boolean => {
-    const src = scopeFrom[field]
-    return (
-      src !== undefined &&
-      typeof args === "object" &&
-      args !== null &&
-      Object.hasOwn(args, src) &&
-      (args as Record<string, unknown>)[src] !== undefined
-    )
-  }
+  // The run fills only what the argument does not, read as the ledger reads it (null is "None", not absent).
+  const fromArgs = (field: "thread_id" | "run_id"): boolean =>
+    typeof args === "object" &&
+    args !== null &&
+    scopeArg(scopeFrom, args as Record<string, unknown>, field) !== undefined
   const threadId = meta.threadId === undefined && !fromArgs("thread_id")
   const run = meta.runId === undefined && !fromArgs("run_id")
   if (!threadId && !run) return meta

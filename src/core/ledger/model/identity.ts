@@ -133,6 +133,21 @@ export function withMetaKwargs<T extends Record<string, unknown>>(
   return kwargs
 }
 
+/**
+ * The scope a call's `scopeFrom` argument gives `field`, as the original reads it: Python's `str()` of an own
+ * argument (null is "None"), undefined when the call has none. Own members only, as a Python kwargs dict:
+ * `scopeFrom: { thread_id: "constructor" }` must not read Object.
+ */
+export function scopeArg(
+  scopeFrom: Readonly<Partial<Record<ScopeField, string>>>,
+  args: Readonly<Record<string, unknown>>,
+  field: ScopeField,
+): string | undefined {
+  const src = scopeFrom[field]
+  const v = src === undefined || !Object.hasOwn(args, src) ? undefined : args[src]
+  return v === undefined ? v : v === null ? "None" : String(v)
+}
+
 /** Scope: binding `scopeFrom` arguments, then explicit metadata, over an ambient scope. */
 export function resolveScope(
   scopeFrom: Readonly<Partial<Record<ScopeField, string>>>,
@@ -140,20 +155,11 @@ export function resolveScope(
   meta: CallMeta,
   ambient: TransitionScope = EMPTY_SCOPE,
 ): TransitionScope {
-  let threadId = ambient.threadId
-  let runId = ambient.runId
-  let node = ambient.node
-  // Python's `str()` of a present argument: null keys as "None" (the original's text), not as absent.
-  const from = (field: ScopeField): string | undefined => {
-    const src = scopeFrom[field]
-    // Own members only, as a Python kwargs dict: `scopeFrom: { thread_id: "constructor" }` must not read Object.
-    const v = src === undefined || !Object.hasOwn(args, src) ? undefined : args[src]
-    return v === undefined ? v : v === null ? "None" : String(v)
+  return {
+    threadId: meta.threadId ?? scopeArg(scopeFrom, args, "thread_id") ?? ambient.threadId,
+    runId: meta.runId ?? scopeArg(scopeFrom, args, "run_id") ?? ambient.runId,
+    node: meta.node ?? scopeArg(scopeFrom, args, "node") ?? ambient.node,
   }
-  threadId = meta.threadId ?? from("thread_id") ?? threadId
-  runId = meta.runId ?? from("run_id") ?? runId
-  node = meta.node ?? from("node") ?? node
-  return { threadId, runId, node }
 }
 
 /** `toolCallId`, else an explicit request id, else none. A null tool-call id is no id (not "None"). */
