@@ -115,6 +115,22 @@ describe("keys in the shared reference (python-vectors.json, computed by myceliu
   }
 })
 
+/** The request ids stored by one `charge` call ("tc-1") whose binding takes the thread from `threadFrom`. */
+async function storedIds(threadFrom: string, args: Record<string, unknown>): Promise<string[]> {
+  const storage = new MemoryLedgerStorage()
+  const ledger = new ActionLedger({ storage, onWarning: () => {} })
+  const binding = {
+    agentId: "a",
+    policyVersion: "p",
+    sideEffectClass: "keyed_mutate",
+    scopeFrom: { thread_id: threadFrom, run_id: "run" },
+  } as const
+  await ledger.tool({ name: "charge", binding }, async () => "ok")(args, { toolCallId: "tc-1" })
+  const ids: string[] = []
+  for await (const e of storage.list()) ids.push(e.requestId)
+  return ids
+}
+
 describe("scopeFrom: the scope is Python's str() of the named argument (resolve_scope)", () => {
   // Computed by the original (v1.34.0, dd64a35): derive_transition_key_for_call("charge", (), kwargs, binding) with
   // agent "a", policy "p", keyed_mutate, scope_from {thread_id: "conversation", run_id: "run"}, kwargs
@@ -135,19 +151,7 @@ describe("scopeFrom: the scope is Python's str() of the named argument (resolve_
   ]
   for (const [name, extra, key] of cases) {
     it(name, async () => {
-      const storage = new MemoryLedgerStorage()
-      const ledger = new ActionLedger({ storage, onWarning: () => {} })
-      const binding = {
-        agentId: "a",
-        policyVersion: "p",
-        sideEffectClass: "keyed_mutate",
-        scopeFrom: { thread_id: "conversation", run_id: "run" },
-      } as const
-      const t = ledger.tool({ name: "charge", binding }, async () => "ok")
-      await t({ amount: 10, ...extra, run: "r1" }, { toolCallId: "tc-1" })
-      const ids: string[] = []
-      for await (const e of storage.list()) ids.push(e.requestId)
-      expect(ids).toEqual([key])
+      expect(await storedIds("conversation", { amount: 10, ...extra, run: "r1" })).toEqual([key])
     })
   }
 })
@@ -155,20 +159,10 @@ describe("scopeFrom: the scope is Python's str() of the named argument (resolve_
 describe("scopeFrom reads only the call's own arguments, as a Python kwargs dict", () => {
   it("a source named like an Object member (constructor, toString, __proto__) that the call lacks is absent", async () => {
     for (const source of ["constructor", "toString", "__proto__", "hasOwnProperty"]) {
-      const storage = new MemoryLedgerStorage()
-      const ledger = new ActionLedger({ storage, onWarning: () => {} })
-      const binding = {
-        agentId: "a",
-        policyVersion: "p",
-        sideEffectClass: "keyed_mutate",
-        scopeFrom: { thread_id: source, run_id: "run" },
-      } as const
-      const t = ledger.tool({ name: "charge", binding }, async () => "ok")
-      await t({ amount: 10, run: "r1" }, { toolCallId: "tc-1" })
-      const ids: string[] = []
-      for await (const e of storage.list()) ids.push(e.requestId)
       // The original's key for the same call with the argument absent (the "absent" case above).
-      expect(ids, source).toEqual(["b30cce563c08e42e18d24c767ed5037de32fee1f4a5f7960f8e0e017911f557f"])
+      expect(await storedIds(source, { amount: 10, run: "r1" }), source).toEqual([
+        "b30cce563c08e42e18d24c767ed5037de32fee1f4a5f7960f8e0e017911f557f",
+      ])
     }
   })
 })
