@@ -14,21 +14,22 @@ export interface TaskIdentityInput {
 
 /** Python's `str(v)` for the JSON values an id can be built from. */
 function pyStr(v: JsonValue): string {
-  return typeof v === "string" ? v : pyRepr(v)
+  return typeof v === "string" ? v : idRepr(v)
 }
 
 /**
  * Python's `repr(v)`, which `str()` of a list or dict uses for its items: `{'a': [True, None]}`, not JSON, so an
- * `id_from` field holding one gives the original's id.
+ * `id_from` field holding one gives the original's id. Not repr.ts's `pyRepr`, which renders messages: it shows
+ * null as `null`, numbers as JavaScript prints them and cuts nesting at depth 4; an id must be exact.
  */
-function pyRepr(v: JsonValue): string {
+function idRepr(v: JsonValue): string {
   if (typeof v === "string") return pyStrRepr(v)
   if (typeof v === "boolean") return v ? "True" : "False"
   if (v === null) return "None"
-  if (Array.isArray(v)) return `[${v.map(pyRepr).join(", ")}]`
+  if (Array.isArray(v)) return `[${v.map(idRepr).join(", ")}]`
   if (typeof v === "object" && !(v instanceof Number))
     return `{${Object.entries(v)
-      .map(([k, x]) => `${pyStrRepr(k)}: ${pyRepr(x)}`)
+      .map(([k, x]) => `${pyStrRepr(k)}: ${idRepr(x)}`)
       .join(", ")}}`
   // Numbers (an int, a float kept as one, a bigint) print as in JSON.
   return pythonDumps(v)
