@@ -89,9 +89,7 @@ export function rlmParallelTool(options: RlmParallelToolOptions = {}): HarnessTo
       if (!Array.isArray(queries)) throw new ToolReportedError("rlm_parallel needs an array `queries`.")
       // A sub-query holds no permit while its tools run, so a wider fan-out than the request cap would have more
       // sub-queries under way at once than the run allows requests.
-      const gate = new Semaphore(
-        Math.min(maxFanOut ?? ctx.max_concurrent_requests, ctx.max_concurrent_requests),
-      )
+      const gate = new Semaphore(Math.min(maxFanOut ?? Number.POSITIVE_INFINITY, ctx.max_concurrent_requests))
       let stop: unknown = null
       const outcomes = await Promise.all(
         queries.map(async (q): Promise<SubQueryOutcome> => {
