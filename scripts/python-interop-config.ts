@@ -1,8 +1,9 @@
 // One mycelium.yaml, two implementations: the original's `load_config` (`cfg.apply_tool`, `apply_named_task`,
-// `cfg.run`) and this package's `loadConfig` (`config.instrument`, `config.run`) take turns on the same file stores,
+// `cfg.run`) and this package's `loadConfig` (`config.instrument`, `config.run`) take turns on the same stores (the
+// action and task ledgers on the file, Redis or Postgres store under test; receipts and state snapshots in files),
 // each replaying what the other wrote. Part of `npm run interop:python` (scripts/python-interop.ts).
 import { spawnSync } from "node:child_process"
-import { existsSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, writeFileSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { FileReceiptStore } from "../src/adapters/file-receipts.ts"
@@ -10,6 +11,7 @@ import type { CallMeta, TransitionContext } from "../src/core/index.ts"
 import { verifyReceipts } from "../src/core/receipts/index.ts"
 import type { TaskCallMeta, TaskContext } from "../src/core/tasks/task-ledger.ts"
 import { loadConfig } from "../src/node/config.ts"
+import { pythonEnv, type SharedStore } from "./python-interop-stores.ts"
 
 type Side = "python" | "typescript"
 type Meta = Partial<Record<"tool_call_id" | "request_id" | "thread_id" | "run_id" | "task_id", string>>
@@ -36,6 +38,7 @@ const KEY_VALUE = "interop-receipt-key\n"
 
 const yamlFor = (
   dir: string,
+  store: SharedStore,
 ): string => `# shared by the original and this package (scripts/python-interop-config.ts)
 transition:
   agent_id: interop
@@ -46,11 +49,9 @@ transition:
     thread_id: conversation
     run_id: constructor
 action_ledger:
-  storage: file
-  path: ${join(dir, "cfg-ledger.json")}
+${store.yaml.ledger}
 task_ledger:
-  storage: file
-  path: ${join(dir, "cfg-tasks.json")}
+${store.yaml.tasks}
 audit_receipt:
   signing_key_env: ${KEY_ENV}
   storage: file
@@ -141,15 +142,15 @@ function pyStep(src: string, yaml: string, step: Step): Outcome {
   const script = join(dirname(fileURLToPath(import.meta.url)), "python", "original-config.py")
   const r = spawnSync("python3", [script, yaml, JSON.stringify(step)], {
     encoding: "utf8",
-    env: { ...process.env, PYTHONPATH: src, [KEY_ENV]: KEY_VALUE },
+    env: pythonEnv(src, { [KEY_ENV]: KEY_VALUE }),
   })
   const line = r.stdout.trim().split("\n").at(-1)
   if (!line) throw new Error(`python printed nothing: ${r.stderr}`)
   return JSON.parse(line) as Outcome
 }
 
-/** Key-sorted JSON, so results that differ only in key order compare equal. */
-const same = (a: unknown, b: unknown): boolean => {
+/** Key-sorted JSON, so results that differ only in key order (Postgres JSONB reorders keys) compare equal. */
+export const same = (a: unknown, b: unknown): boolean => {
   const sort = (v: unknown): unknown =>
     Array.isArray(v)
       ? v.map(sort)
@@ -163,14 +164,17 @@ const same = (a: unknown, b: unknown): boolean => {
   return JSON.stringify(sort(a)) === JSON.stringify(sort(b))
 }
 
-const rowKeys = (file: string): string[] =>
-  existsSync(file) ? Object.keys(JSON.parse(readFileSync(file, "utf8")) as object) : []
-
-export async function configChecks(src: string, dir: string, check: Check): Promise<void> {
+export async function configChecks(
+  src: string,
+  dir: string,
+  store: SharedStore,
+  report: Check,
+): Promise<void> {
+  const check: Check = (name, ok, detail) => report(`${store.kind} config: ${name}`, ok, detail)
+  mkdirSync(dir, { recursive: true })
   const yaml = join(dir, "mycelium.yaml")
-  writeFileSync(yaml, yamlFor(dir))
+  writeFileSync(yaml, yamlFor(dir, store))
   process.env[KEY_ENV] = KEY_VALUE
-  const files = { tool: join(dir, "cfg-ledger.json"), task: join(dir, "cfg-tasks.json") }
   const step = (side: Side, s: Step) => (side === "python" ? pyStep(src, yaml, s) : tsStep(yaml, s))
   const other = (side: Side): Side => (side === "python" ? "typescript" : "python")
 
@@ -180,13 +184,13 @@ export async function configChecks(src: string, dir: string, check: Check): Prom
    */
   let writes = 0
   const pair = async (label: string, writer: Side, s: Step): Promise<string | undefined> => {
-    const file = s.op === "task" ? files.task : files.tool
-    const before = new Set(rowKeys(file))
+    const of = s.op === "task" ? "tasks" : "ledger"
+    const before = new Set(await store.keys(of))
     const w = await step(writer, s)
-    const added = rowKeys(file).filter((k) => !before.has(k))
+    const added = (await store.keys(of)).filter((k) => !before.has(k))
     writes += w.executed
     const r = await step(other(writer), s)
-    const after = rowKeys(file).filter((k) => !before.has(k))
+    const after = (await store.keys(of)).filter((k) => !before.has(k))
     check(
       `${label}: ${writer} runs it once, ${other(writer)} replays it`,
       w.executed === 1 &&

@@ -1,24 +1,34 @@
-// One ledger file, two implementations: this package and the real Python original take turns on the same
-// `FileLedgerStorage` file and must agree on every call (run it with `npm run interop:python`).
+// One ledger, two implementations: this package and the real Python original take turns on the same store (the
+// original's file layout, and its Redis keys and Postgres tables when REDIS_URL / DATABASE_URL are set) and must agree
+// on every call (run it with `npm run interop:python`).
 // The original's source is not part of this repository (nor installable here: no PyPI), so this is a script, not a
 // test: MYCELIUM_PY_SRC must name the folder that holds its `mycelium` package (`sdk/` in its repository), and
-// python3 needs pydantic 2 and PyYAML. Exit code: 0 when every check holds, 1 when one fails, 2 when it cannot run.
+// python3 needs pydantic 2 and PyYAML, plus redis-py and psycopg 3 for those stores (docs/development.md).
+// Exit code: 0 when every check holds, 1 when one fails, 2 when it cannot run.
 import { spawnSync } from "node:child_process"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { FileLedgerStorage } from "../src/adapters/file.ts"
 import { FileReceiptStore } from "../src/adapters/file-receipts.ts"
 import { ActionLedger, type SideEffectClass } from "../src/core/index.ts"
 import { hmacReceiptSigner, ReceiptEmitter, verifyReceipts } from "../src/core/receipts/index.ts"
-import { configChecks } from "./python-interop-config.ts"
+import { configChecks, same } from "./python-interop-config.ts"
+import {
+  fileStore,
+  ledgerOf,
+  postgresStore,
+  preparePostgres,
+  pythonEnv,
+  redisStore,
+  type SharedStore,
+} from "./python-interop-stores.ts"
 
 type Outcome = { executed: number; result: unknown; error: string | null; message: string | null }
 
 // A child run of this script: one call through this package, optionally killed inside its side effect.
 if (process.argv[2] === "--ts-call") {
-  const [path, cls, callId, amount, crash] = process.argv.slice(3) as [
+  const [spec, cls, callId, amount, crash] = process.argv.slice(3) as [
     string,
     SideEffectClass,
     string,
@@ -26,7 +36,8 @@ if (process.argv[2] === "--ts-call") {
     string?,
   ]
   let executed = 0
-  const ledger = new ActionLedger({ storage: new FileLedgerStorage(path), leaseTtl: 1 })
+  const storage = ledgerOf(JSON.parse(spec) as Record<string, string>)
+  const ledger = new ActionLedger({ storage, leaseTtl: 1 })
   const pay = ledger.tool(
     { name: "send_payment", binding: { agentId: "interop", policyVersion: "1", sideEffectClass: cls } },
     async (args: { amount: number; recipient: string }, tx) => {
@@ -45,6 +56,7 @@ if (process.argv[2] === "--ts-call") {
     out.message = (e as Error).message
   }
   out.executed = executed
+  await storage.close?.()
   console.log(JSON.stringify(out))
   process.exit(0)
 }
@@ -58,30 +70,12 @@ if (!src || !existsSync(join(src, "mycelium", "action_ledger.py"))) {
 }
 const here = fileURLToPath(import.meta.url)
 const dir = mkdtempSync(join(tmpdir(), "mycelium-interop-"))
-const file = join(dir, "ledger.json")
+const run = `${process.pid}_${Date.now().toString(36)}`
 
 const last = (stdout: string, stderr: string, who: string): Outcome => {
   const line = stdout.trim().split("\n").at(-1)
   if (!line) throw new Error(`${who} printed nothing: ${stderr}`)
   return JSON.parse(line) as Outcome
-}
-const py = (
-  cls: string,
-  callId: string,
-  amount: number,
-  mode: "" | "crash" | "float" = "",
-): Outcome | null => {
-  const args = [join(dirname(here), "python", "original-interop.py"), file, cls, callId, String(amount)]
-  const r = spawnSync("python3", mode ? [...args, mode] : args, {
-    encoding: "utf8",
-    env: { ...process.env, PYTHONPATH: src },
-  })
-  return mode === "crash" ? null : last(r.stdout, r.stderr, "python")
-}
-const ts = (cls: string, callId: string, amount: number, crash = false): Outcome | null => {
-  const args = ["--import", "tsx", here, "--ts-call", file, cls, callId, String(amount)]
-  const r = spawnSync(process.execPath, crash ? [...args, "crash"] : args, { encoding: "utf8" })
-  return crash ? null : last(r.stdout, r.stderr, "typescript")
 }
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -106,14 +100,34 @@ const check = (name: string, ok: boolean, detail: unknown) => {
   console.log(`${ok ? "ok  " : "FAIL"} ${name}${ok ? "" : `: ${JSON.stringify(detail)}`}`)
 }
 
-try {
+/** Calls through both implementations on one shared action ledger, each replaying or refusing the other's. */
+async function ledgerChecks(store: SharedStore): Promise<void> {
+  const spec = JSON.stringify(store.spec)
+  const py = (
+    cls: string,
+    callId: string,
+    amount: number,
+    mode: "" | "crash" | "float" = "",
+  ): Outcome | null => {
+    const args = [join(dirname(here), "python", "original-interop.py"), spec, cls, callId, String(amount)]
+    const r = spawnSync("python3", mode ? [...args, mode] : args, {
+      encoding: "utf8",
+      env: pythonEnv(src as string),
+    })
+    return mode === "crash" ? null : last(r.stdout, r.stderr, "python")
+  }
+  const ts = (cls: string, callId: string, amount: number, crash = false): Outcome | null => {
+    const args = ["--import", "tsx", here, "--ts-call", spec, cls, callId, String(amount)]
+    const r = spawnSync(process.execPath, crash ? [...args, "crash"] : args, { encoding: "utf8" })
+    return crash ? null : last(r.stdout, r.stderr, "typescript")
+  }
   // A completed call is replayed by the other side: the stored result comes back and the body does not run.
   const a = ts("keyed_mutate", "call_ts", 100)
   const b = py("keyed_mutate", "call_ts", 100)
   check("typescript pays once", a?.executed === 1 && a.error === null, a)
   check(
     "python replays the typescript call without running it",
-    b?.executed === 0 && JSON.stringify(b.result) === JSON.stringify(a?.result),
+    b?.executed === 0 && same(b.result, a?.result),
     b,
   )
   const c = py("keyed_mutate", "call_py", 250)
@@ -121,7 +135,7 @@ try {
   check("python pays once", c?.executed === 1 && c.error === null, c)
   check(
     "typescript replays the python call without running it",
-    d?.executed === 0 && JSON.stringify(d.result) === JSON.stringify(c?.result),
+    d?.executed === 0 && same(d.result, c?.result),
     d,
   )
   // The same tool-call id with other arguments is an identity conflict on both sides.
@@ -156,7 +170,7 @@ try {
     i?.executed === 1 && j?.executed === 0 && j.error === null,
     { i, j },
   )
-  const rows = new FileLedgerStorage(file)
+  const rows = ledgerOf(store.spec)
   let n = 0
   for await (const r of rows.list()) {
     n++
@@ -166,8 +180,36 @@ try {
   }
   // Six calls paid or blocked, plus the row this package leaves when it gives up a drifted claim (the original
   // refuses before claiming: docs/python-differences.md).
-  check("one file, seven rows, read by both", n === 7, n)
+  await rows.close?.()
+  check(`one ${store.kind} ledger, seven rows, read by both`, n === 7, n)
+}
 
+/** The stores to share: the file always; Redis and Postgres when their servers are configured. */
+function sharedStores(): SharedStore[] {
+  const stores = [fileStore(dir, "shared")]
+  if (process.env.REDIS_URL) stores.push(redisStore(process.env.REDIS_URL, run))
+  else console.log("skip Redis: REDIS_URL is not set (bash scripts/services.sh start; eval its env)")
+  if (process.env.DATABASE_URL) stores.push(postgresStore(process.env.DATABASE_URL, run))
+  else console.log("skip Postgres: DATABASE_URL is not set")
+  return stores
+}
+
+const stores = sharedStores()
+try {
+  for (const store of stores) {
+    console.log(`# ${store.kind}`)
+    const unready = await preparePostgres(store, src)
+    if (unready) {
+      check(`${store.kind}: the original and this package set up the tables`, false, unready)
+      continue
+    }
+    await ledgerChecks(store)
+    // One mycelium.yaml loaded by both: configured tools and tasks on this store, receipts and state flush on
+    // shared files (the original keeps those in files or memory only).
+    await configChecks(src, join(dir, store.kind), store, check)
+  }
+
+  console.log("# receipts")
   // Receipts: one JSONL file, signed by both. The original signs floats as floats (`100.0`) and ints exactly,
   // which JSON.parse alone would lose; each must verify the other's.
   const receipts = join(dir, "receipts.jsonl")
@@ -175,7 +217,7 @@ try {
   const pyReceipts = (mode: "emit" | "verify") =>
     spawnSync("python3", ["-c", PY_RECEIPTS, receipts, key, mode], {
       encoding: "utf8",
-      env: { ...process.env, PYTHONPATH: src },
+      env: pythonEnv(src),
     })
   const emitted = pyReceipts("emit")
   const store = new FileReceiptStore(receipts)
@@ -200,10 +242,8 @@ try {
     verified.status === 0 && verified.stdout.trim() === "True True",
     { stdout: verified.stdout, stderr: verified.stderr },
   )
-
-  // One mycelium.yaml loaded by both: configured tools, tasks, receipts and state flush on shared files.
-  await configChecks(src, dir, check)
 } finally {
+  for (const store of stores) await store.close().catch((e) => console.log(`cleanup: ${e}`))
   rmSync(dir, { recursive: true, force: true })
 }
 console.log(failed === 0 ? "python-interop: every check holds" : `python-interop: ${failed} failed`)

@@ -1,7 +1,9 @@
 """One call through the real Python original (PYTHONPATH = the folder holding its `mycelium` package), for
 scripts/python-interop.ts. Prints one JSON line: {"executed": n, "result": ..., "error": name|null, "message": ...}.
 
-Usage: python3 original-interop.py <ledger.json> <side_effect_class> <tool_call_id> <amount> [crash|float]
+Usage: python3 original-interop.py <store> <side_effect_class> <tool_call_id> <amount> [crash|float]
+  store: JSON, {"kind": "file", "path"} | {"kind": "redis", "url", "prefix"} | {"kind": "postgres", "dsn", "table"},
+      the original's FileLedgerStorage, RedisLedgerStorage or PostgresLedgerStorage.
   crash: enter side_effect() and exit the process inside it (a worker killed mid-effect).
   float: pass the amount as a float (`100.0`), not an int.
 """
@@ -10,20 +12,26 @@ import os
 import sys
 import warnings
 
-from mycelium import FileLedgerStorage, ledger_sync, side_effect
+from mycelium import FileLedgerStorage, PostgresLedgerStorage, RedisLedgerStorage, ledger_sync, side_effect
 from mycelium.transition import SideEffectClass, ToolTransitionBinding
 
 warnings.simplefilter("ignore")
-path, cls, call_id, amount = sys.argv[1], sys.argv[2], sys.argv[3], float(sys.argv[4])
+spec, cls, call_id, amount = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3], float(sys.argv[4])
 mode = sys.argv[5] if len(sys.argv) > 5 else ""
 crash = mode == "crash"
 binding = ToolTransitionBinding.for_tool(
     agent_id="interop", policy_version="1", side_effect_class=SideEffectClass(cls)
 )
 executed = 0
+if spec["kind"] == "redis":
+    storage = RedisLedgerStorage(spec["url"], prefix=spec["prefix"])
+elif spec["kind"] == "postgres":
+    storage = PostgresLedgerStorage(spec["dsn"], table=spec["table"])
+else:
+    storage = FileLedgerStorage(spec["path"])
 
 
-@ledger_sync(storage=FileLedgerStorage(path), transition_binding=binding, lease_ttl=1.0)
+@ledger_sync(storage=storage, transition_binding=binding, lease_ttl=1.0)
 def send_payment(amount: float, recipient: str) -> dict:
     global executed
     executed += 1

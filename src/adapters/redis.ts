@@ -8,7 +8,7 @@ import { connect as netConnect, type Socket } from "node:net"
 import { connect as tlsConnect } from "node:tls"
 import type { Redis } from "@upstash/redis"
 import { MyceliumError } from "../core/errors.ts"
-import { UpstashLedgerStorage } from "./upstash.ts"
+import { type DispatchLookup, UpstashLedgerStorage, type UpstashLedgerStorageOptions } from "./upstash.ts"
 
 /** Options for {@link RedisLedgerStorage}. */
 export interface RedisLedgerStorageOptions {
@@ -20,6 +20,8 @@ export interface RedisLedgerStorageOptions {
   readonly inFlightTtl?: number
   /** Milliseconds to wait for the connection and for each reply. Default 5000. */
   readonly timeoutMs?: number
+  /** `scan` when Python workers share this Redis; see {@link UpstashLedgerStorageOptions.dispatchLookup}. */
+  readonly dispatchLookup?: DispatchLookup
 }
 
 /** A Redis reply or a server error; errors reject the command's promise. */
@@ -263,6 +265,7 @@ export class RedisLedgerStorage extends UpstashLedgerStorage {
       redis: upstashShape(connection),
       ...(options.prefix !== undefined && { prefix: options.prefix }),
       ...(options.inFlightTtl !== undefined && { inFlightTtl: options.inFlightTtl }),
+      ...(options.dispatchLookup !== undefined && { dispatchLookup: options.dispatchLookup }),
     })
     this.connection = connection
   }

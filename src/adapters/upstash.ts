@@ -35,7 +35,17 @@ export interface UpstashLedgerStorageOptions {
   readonly inFlightTtl?: number
   /** Clock in epoch seconds, used only to age a row rebuilt from its tombstone on `get`/`list`. */
   readonly now?: () => number
+  /**
+   * How the args-drift check finds the rows claimed under one tool-call id. `index` (default): this adapter's
+   * dispatch sets, one round trip, but they hold only rows TypeScript workers claimed. `scan`: every row under the
+   * prefix, as the original looks, so rows a Python worker claimed count too; a fresh call with a tool-call id then
+   * costs a scan of the ledger (the original's own cost). Use `scan` when Python workers share this Redis.
+   */
+  readonly dispatchLookup?: DispatchLookup
 }
+
+/** See {@link UpstashLedgerStorageOptions.dispatchLookup}. */
+export type DispatchLookup = "index" | "scan"
 
 type Row = Record<string, unknown>
 
@@ -258,6 +268,8 @@ export class UpstashLedgerStorage implements LedgerStorage {
   readonly #legacyTombPrefix: string | null
   /** Null for the empty prefix: every key lies under it, so there is no index and siblings come from a scan. */
   readonly #dispatchPrefix: string | null
+  /** Siblings come from a scan of the rows (no index, or `dispatchLookup: "scan"`); the index is still written. */
+  readonly #scanDispatch: boolean
   readonly #inFlightTtl: number
   readonly #now: () => number
   readonly #claim: ScriptRunner
@@ -273,6 +285,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
     this.#tombPrefix = base === null ? pythonTomb : `${base}tomb:`
     this.#legacyTombPrefix = this.#tombPrefix === pythonTomb ? null : pythonTomb
     this.#dispatchPrefix = base === null ? null : `${base}dispatch:`
+    this.#scanDispatch = base === null || options.dispatchLookup === "scan"
     this.#inFlightTtl = options.inFlightTtl ?? DEFAULT_IN_FLIGHT_TTL
     this.#now = options.now ?? (() => Date.now() / 1000)
     const script = (src: string): ScriptRunner => {
@@ -331,7 +344,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
         this.#tomb(entry.requestId),
         this.#legacyTomb(entry.requestId) ?? "",
         indexKey && this.#dispatchPrefix ? this.#dispatchPrefix + indexKey : "",
-        siblingsOf && this.#dispatchPrefix ? this.#dispatchPrefix + siblingsOf : "",
+        siblingsOf && !this.#scanDispatch ? this.#dispatchPrefix + siblingsOf : "",
         sentKey(this.#prefix),
       ],
       [
@@ -356,8 +369,8 @@ export class UpstashLedgerStorage implements LedgerStorage {
       if (!Number.isSafeInteger(fence) || fence < 1 || typeof value === "boolean")
         throw new UpstashReplyError("claim", reply)
       const claimed = { ...stamped, fence }
-      // Without an index the ledger asks findByDispatchId after this insert: still one of two racers sees the other.
-      if (!siblingsOf || !this.#dispatchPrefix) return { outcome, entry: claimed }
+      // Without siblings the ledger asks findByDispatchId after this insert: still one of two racers sees the other.
+      if (!siblingsOf || this.#scanDispatch) return { outcome, entry: claimed }
       return { outcome, entry: claimed, dispatchSiblings: this.#triples(reply.slice(3), siblingsOf, now) }
     }
     if (outcome !== "completed" && outcome !== "in_flight") throw new UpstashReplyError("claim", reply)
@@ -421,7 +434,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
   }
 
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
-    if (!this.#dispatchPrefix) {
+    if (this.#scanDispatch || !this.#dispatchPrefix) {
       const out: LedgerEntry[] = []
       for await (const e of this.list()) if (dispatchIdOf(e) === dispatchId) out.push(e)
       return out

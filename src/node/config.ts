@@ -80,6 +80,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
         redis,
         ...(choice.prefix !== undefined && { prefix: choice.prefix }),
         ...(choice.inFlightTtl !== undefined && { inFlightTtl: inFlightTtl(choice.inFlightTtl) }),
+        ...(choice.dispatchLookup !== undefined && { dispatchLookup: choice.dispatchLookup }),
       })
     }
     case "redis": {
@@ -90,6 +91,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
         ...(ms !== undefined && { timeoutMs: ms }),
         ...(choice.prefix !== undefined && { prefix: choice.prefix }),
         ...(choice.inFlightTtl !== undefined && { inFlightTtl: inFlightTtl(choice.inFlightTtl) }),
+        ...(choice.dispatchLookup !== undefined && { dispatchLookup: choice.dispatchLookup }),
       })
     }
     case "postgres": {

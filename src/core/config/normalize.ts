@@ -28,6 +28,8 @@ export interface ResolvedStorage {
   readonly table?: string
   readonly prefix?: string
   readonly inFlightTtl?: number | null
+  /** `dispatch_lookup` (redis, upstash): `scan` when Python workers share the store. */
+  readonly dispatchLookup?: "index" | "scan"
   /**
    * Seconds one request to a networked store (upstash, redis, postgres, neon) may take, or null for no limit; set
    * for those kinds only, with the default filled in.
@@ -145,6 +147,7 @@ function resolveStorage(
     ...(cfg.table !== undefined && { table: cfg.table }),
     ...(cfg.prefix !== undefined && { prefix: cfg.prefix }),
     ...(cfg.in_flight_ttl !== undefined && { inFlightTtl: cfg.in_flight_ttl }),
+    ...(cfg.dispatch_lookup !== undefined && { dispatchLookup: cfg.dispatch_lookup }),
   }
   const url = kind === "upstash" || kind === "redis" ? pick("url") : undefined
   const token = kind === "upstash" ? pick("token") : undefined
@@ -179,6 +182,21 @@ function resolveStorage(
   }
 }
 
+/** Keys of the action ledger's stores a task store has no use for: silently ignoring one would mislead. */
+function refuseLedgerOnlyKeys(storage: ResolvedStorage | null, source: ConfigSource, path: Path): void {
+  // Task stores keep no TTL (a task row outlives its lease) and run no args-drift check.
+  if (storage?.inFlightTtl !== undefined)
+    throw source.error(`'in_flight_ttl' does not apply to the task ledger (task rows never expire)`, [
+      ...path,
+      "in_flight_ttl",
+    ])
+  if (storage?.dispatchLookup !== undefined)
+    throw source.error(`'dispatch_lookup' does not apply to the task ledger (it has no args-drift check)`, [
+      ...path,
+      "dispatch_lookup",
+    ])
+}
+
 const storageOnlyKeys = {
   path: 1,
   database: 1,
@@ -192,6 +210,7 @@ const storageOnlyKeys = {
   table: 1,
   prefix: 1,
   in_flight_ttl: 1,
+  dispatch_lookup: 1,
   timeout: 1,
 }
 
@@ -270,12 +289,7 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
   const taskLedger = raw.task_ledger
     ? resolveStorage(globalLedger(raw.task_ledger) as StorageConfig, env, source, ["task_ledger"])
     : null
-  // Task stores keep no TTL (a task row outlives its lease): the key would be silently ignored.
-  if (taskLedger?.inFlightTtl !== undefined)
-    throw source.error(`'in_flight_ttl' does not apply to the task ledger (task rows never expire)`, [
-      "task_ledger",
-      "in_flight_ttl",
-    ])
+  refuseLedgerOnlyKeys(taskLedger, source, ["task_ledger"])
   const tools = new Map<string, ResolvedTool>()
   const memoryMutating: string[] = []
   for (const [name, tc] of toolEntries) {
@@ -413,11 +427,7 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
         "audit_receipt",
       ])
     const storage = cfg ? resolveStorage(cfg as StorageConfig, env, source, p) : null
-    if (storage?.inFlightTtl !== undefined)
-      throw source.error(`'in_flight_ttl' does not apply to the task ledger (task rows never expire)`, [
-        ...p,
-        "in_flight_ttl",
-      ])
+    refuseLedgerOnlyKeys(storage, source, p)
     tasks.set(name, {
       name,
       ledger: storage,

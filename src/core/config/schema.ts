@@ -71,6 +71,8 @@ const storageFields = {
   ),
   prefix: z.optional(z.string()),
   in_flight_ttl: z.optional(z.nullable(positive)),
+  /** How the args-drift check finds a tool-call id's rows on Redis: `scan` sees rows Python workers claimed too. */
+  dispatch_lookup: z.optional(z.enum(["index", "scan"])),
   /** Seconds one store request may take before it fails as an outage; null for no limit (not for redis). */
   timeout: z.optional(z.nullable(z.number().check(z.positive(), z.lte(MAX_REQUEST_TIMEOUT)))),
 }
@@ -81,8 +83,8 @@ export const STORAGE_KEYS: Readonly<Record<StorageKind, readonly string[]>> = {
   file: ["path"],
   indexeddb: ["database"],
   durable_object: ["binding"],
-  upstash: ["url", "url_env", "token", "token_env", "prefix", "in_flight_ttl", "timeout"],
-  redis: ["url", "url_env", "prefix", "in_flight_ttl", "timeout"],
+  upstash: ["url", "url_env", "token", "token_env", "prefix", "in_flight_ttl", "dispatch_lookup", "timeout"],
+  redis: ["url", "url_env", "prefix", "in_flight_ttl", "dispatch_lookup", "timeout"],
   postgres: ["dsn", "dsn_env", "table", "timeout"],
   neon: ["dsn", "dsn_env", "table", "timeout"],
 }

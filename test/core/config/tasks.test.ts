@@ -277,6 +277,36 @@ describe("task config errors", () => {
     )
     expect(e2).toMatchObject({ path: ["tasks", "t", "ledger", "in_flight_ttl"] })
   })
+
+  it("dispatch_lookup is the action ledger's, on Redis stores only: elsewhere a ConfigError, not ignored", () => {
+    const e = catchError(() =>
+      loadConfigFromString(
+        "task_ledger:\n  storage: redis\n  url: redis://x\n  dispatch_lookup: scan\n",
+        quiet,
+      ),
+    )
+    expect(e).toMatchObject({ path: ["task_ledger", "dispatch_lookup"], line: 4 })
+    const e2 = catchError(() =>
+      loadConfigFromString(
+        "action_ledger:\n  storage: file\n  path: l.json\n  dispatch_lookup: scan\n",
+        quiet,
+      ),
+    )
+    expect(e2).toMatchObject({ path: ["action_ledger", "dispatch_lookup"], line: 4 })
+    const e3 = catchError(() =>
+      loadConfigFromString(
+        "action_ledger:\n  storage: redis\n  url: redis://x\n  dispatch_lookup: all\n",
+        quiet,
+      ),
+    )
+    expect(e3).toMatchObject({ path: ["action_ledger", "dispatch_lookup"], line: 4 })
+    expect(() =>
+      loadConfigFromString(
+        "action_ledger:\n  storage: redis\n  url: redis://x\n  dispatch_lookup: scan\n",
+        quiet,
+      ),
+    ).not.toThrow()
+  })
 })
 
 describe("instrument with tasks", () => {

@@ -1,0 +1,156 @@
+// The shared stores `npm run interop:python` runs its checks on: the original's file layout always, and its Redis keys
+// and Postgres tables when REDIS_URL / DATABASE_URL name a server (`bash scripts/services.sh start` starts both).
+// Each run uses its own prefix and tables, so a rerun never reads an earlier run's rows.
+import { spawnSync } from "node:child_process"
+import { existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import pg from "pg"
+import { FileLedgerStorage } from "../src/adapters/file.ts"
+import { NeonLedgerStorage } from "../src/adapters/neon.ts"
+import { NeonTaskStore } from "../src/adapters/neon-tasks.ts"
+import { RedisLedgerStorage, RespConnection } from "../src/adapters/redis.ts"
+import type { LedgerStorage } from "../src/core/index.ts"
+
+/**
+ * The child environment for the original: its source first, then any PYTHONPATH already set (where Debian's
+ * python3-redis and python3-psycopg are, for the Redis and Postgres stores; docs/development.md).
+ */
+export const pythonEnv = (src: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
+  ...process.env,
+  ...extra,
+  PYTHONPATH: [src, process.env.PYTHONPATH].filter(Boolean).join(":"),
+})
+
+export type StoreKind = "file" | "redis" | "postgres"
+
+/** One shared store, as both implementations open it. */
+export interface SharedStore {
+  readonly kind: StoreKind
+  /** The action ledger, as `original-interop.py` takes it (JSON). */
+  readonly spec: Record<string, string>
+  /** The `storage:` keys of `action_ledger` and `task_ledger` in a mycelium.yaml. */
+  readonly yaml: { ledger: string; tasks: string }
+  /** The row keys as the backend lists them (file keys, Redis keys without the prefix, the tables' request_id). */
+  keys(of: "ledger" | "tasks"): Promise<string[]>
+  close(): Promise<void>
+}
+
+/** This package's ledger on a store `spec` names (in the child worker and for the row count). */
+export function ledgerOf(spec: Record<string, string>): LedgerStorage & { close?(): Promise<void> } {
+  if (spec.kind === "redis")
+    // The original keeps no dispatch index: only a scan sees the rows it claimed (docs/stores.md).
+    return new RedisLedgerStorage({
+      url: spec.url as string,
+      prefix: spec.prefix as string,
+      dispatchLookup: "scan",
+    })
+  if (spec.kind === "postgres") {
+    const pool = new pg.Pool({ connectionString: spec.dsn, max: 2 })
+    return Object.assign(new NeonLedgerStorage({ pool, table: spec.table as string }), {
+      close: () => pool.end(),
+    })
+  }
+  return new FileLedgerStorage(spec.path as string)
+}
+
+const indent = (lines: string[]) => lines.map((l) => `  ${l}`).join("\n")
+
+export function fileStore(dir: string, name: string): SharedStore {
+  const paths = { ledger: join(dir, `${name}-ledger.json`), tasks: join(dir, `${name}-tasks.json`) }
+  return {
+    kind: "file",
+    spec: { kind: "file", path: paths.ledger },
+    yaml: {
+      ledger: indent(["storage: file", `path: ${paths.ledger}`]),
+      tasks: indent(["storage: file", `path: ${paths.tasks}`]),
+    },
+    keys: async (of) =>
+      existsSync(paths[of]) ? Object.keys(JSON.parse(readFileSync(paths[of], "utf8")) as object) : [],
+    close: async () => {},
+  }
+}
+
+export function redisStore(url: string, run: string): SharedStore {
+  const prefix = { ledger: `interop-${run}:action:`, tasks: `interop-${run}:task:` }
+  const conn = new RespConnection(url)
+  return {
+    kind: "redis",
+    spec: { kind: "redis", url, prefix: prefix.ledger },
+    yaml: {
+      ledger: indent([
+        "storage: redis",
+        `url: ${url}`,
+        `prefix: "${prefix.ledger}"`,
+        "dispatch_lookup: scan",
+      ]),
+      tasks: indent(["storage: redis", `url: ${url}`, `prefix: "${prefix.tasks}"`]),
+    },
+    keys: async (of) => {
+      const keys = (await conn.command("KEYS", `${prefix[of]}*`)) as string[]
+      return keys.map((k) => k.slice(prefix[of].length))
+    },
+    close: async () => {
+      // Tombstones live beside the prefix (`interop-<run>:action-tomb:`), so one pattern takes the run's keys.
+      const keys = (await conn.command("KEYS", `interop-${run}:*`)) as string[]
+      if (keys.length) await conn.command("DEL", ...keys)
+      conn.close()
+    },
+  }
+}
+
+/**
+ * The original creates its tables on first use (`CREATE TABLE IF NOT EXISTS`); this package's migrate() adds its
+ * claim function and index to them. Here the original goes first, as in a Python deployment that adds TypeScript
+ * workers: `prepare()` has it create both tables, then runs this package's migrations over them.
+ */
+export function postgresStore(dsn: string, run: string): SharedStore {
+  const table = { ledger: `interop_${run}_action`, tasks: `interop_${run}_task` }
+  const pool = new pg.Pool({ connectionString: dsn, max: 2 })
+  return {
+    kind: "postgres",
+    spec: { kind: "postgres", dsn, table: table.ledger },
+    yaml: {
+      ledger: indent(["storage: postgres", `dsn: ${dsn}`, `table: ${table.ledger}`]),
+      tasks: indent(["storage: postgres", `dsn: ${dsn}`, `table: ${table.tasks}`]),
+    },
+    keys: async (of) =>
+      (await pool.query<{ request_id: string }>(`SELECT request_id FROM ${table[of]}`)).rows.map(
+        (r) => r.request_id,
+      ),
+    close: async () => {
+      await pool.query(`DROP TABLE IF EXISTS ${table.ledger}, ${table.tasks}`)
+      await pool.query(`DROP FUNCTION IF EXISTS ${table.ledger}_claim`).catch(() => {})
+      await pool.end()
+    },
+  }
+}
+
+/** Has the original create the Postgres tables, then migrates them as this package's docs say. */
+export async function preparePostgres(store: SharedStore, src: string): Promise<string | null> {
+  if (store.kind !== "postgres") return null
+  const { dsn, table } = store.spec as { dsn: string; table: string }
+  const tasks = table.replace(/_action$/, "_task")
+  const py = spawnSync(
+    "python3",
+    [
+      "-c",
+      "import sys\nfrom mycelium import PostgresLedgerStorage, PostgresTaskLedgerStorage\n" +
+        "PostgresLedgerStorage(sys.argv[1], table=sys.argv[2]).get('none')\n" +
+        "PostgresTaskLedgerStorage(sys.argv[1], table=sys.argv[3]).get('none')\n",
+      dsn,
+      table,
+      tasks,
+    ],
+    { encoding: "utf8", env: pythonEnv(src) },
+  )
+  if (py.status !== 0)
+    return `the original could not create its tables: ${py.stderr.trim().split("\n").at(-1)}`
+  const pool = new pg.Pool({ connectionString: dsn, max: 1 })
+  try {
+    await new NeonLedgerStorage({ pool, table }).migrate()
+    await new NeonTaskStore({ pool, table: tasks }).migrate()
+  } finally {
+    await pool.end()
+  }
+  return null
+}
