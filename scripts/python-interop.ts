@@ -14,6 +14,7 @@ import { FileReceiptStore } from "../src/adapters/file-receipts.ts"
 import { ActionLedger, type SideEffectClass } from "../src/core/index.ts"
 import { hmacReceiptSigner, ReceiptEmitter, verifyReceipts } from "../src/core/receipts/index.ts"
 import { configChecks, same } from "./python-interop-config.ts"
+import { type Call, operatorChecks } from "./python-interop-operators.ts"
 import {
   fileStore,
   ledgerOf,
@@ -100,27 +101,41 @@ const check = (name: string, ok: boolean, detail: unknown) => {
   console.log(`${ok ? "ok  " : "FAIL"} ${name}${ok ? "" : `: ${JSON.stringify(detail)}`}`)
 }
 
+/** One call of `send_payment` through the original on a shared store (`crash`: killed inside its side effect). */
+function pyCall(
+  spec: string,
+  cls: string,
+  callId: string,
+  amount: number,
+  mode: "" | "crash" | "float" = "",
+) {
+  const args = [join(dirname(here), "python", "original-interop.py"), spec, cls, callId, String(amount)]
+  const r = spawnSync("python3", mode ? [...args, mode] : args, {
+    encoding: "utf8",
+    env: pythonEnv(src as string),
+  })
+  return mode === "crash" ? null : last(r.stdout, r.stderr, "python")
+}
+/** The same call through this package, in a child process of this script. */
+function tsCall(spec: string, cls: string, callId: string, amount: number, crash = false) {
+  const args = ["--import", "tsx", here, "--ts-call", spec, cls, callId, String(amount)]
+  const r = spawnSync(process.execPath, crash ? [...args, "crash"] : args, { encoding: "utf8" })
+  return crash ? null : last(r.stdout, r.stderr, "typescript")
+}
+const callOn =
+  (store: SharedStore): Call =>
+  (side, cls, callId, amount, crash = false) =>
+    side === "python"
+      ? pyCall(JSON.stringify(store.spec), cls, callId, amount, crash ? "crash" : "")
+      : tsCall(JSON.stringify(store.spec), cls, callId, amount, crash)
+
 /** Calls through both implementations on one shared action ledger, each replaying or refusing the other's. */
 async function ledgerChecks(store: SharedStore): Promise<void> {
   const spec = JSON.stringify(store.spec)
-  const py = (
-    cls: string,
-    callId: string,
-    amount: number,
-    mode: "" | "crash" | "float" = "",
-  ): Outcome | null => {
-    const args = [join(dirname(here), "python", "original-interop.py"), spec, cls, callId, String(amount)]
-    const r = spawnSync("python3", mode ? [...args, mode] : args, {
-      encoding: "utf8",
-      env: pythonEnv(src as string),
-    })
-    return mode === "crash" ? null : last(r.stdout, r.stderr, "python")
-  }
-  const ts = (cls: string, callId: string, amount: number, crash = false): Outcome | null => {
-    const args = ["--import", "tsx", here, "--ts-call", spec, cls, callId, String(amount)]
-    const r = spawnSync(process.execPath, crash ? [...args, "crash"] : args, { encoding: "utf8" })
-    return crash ? null : last(r.stdout, r.stderr, "typescript")
-  }
+  const py = (cls: string, callId: string, amount: number, mode: "" | "crash" | "float" = "") =>
+    pyCall(spec, cls, callId, amount, mode)
+  const ts = (cls: string, callId: string, amount: number, crash = false) =>
+    tsCall(spec, cls, callId, amount, crash)
   // A completed call is replayed by the other side: the stored result comes back and the body does not run.
   const a = ts("keyed_mutate", "call_ts", 100)
   const b = py("keyed_mutate", "call_ts", 100)
@@ -204,6 +219,7 @@ try {
       continue
     }
     await ledgerChecks(store)
+    await operatorChecks(src, store, callOn(store), check)
     // One mycelium.yaml loaded by both: configured tools and tasks on this store, receipts and state flush on
     // shared files (the original keeps those in files or memory only).
     await configChecks(src, join(dir, store.kind), store, check)
