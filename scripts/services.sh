@@ -27,6 +27,7 @@ install_packages() {
   command -v chromium >/dev/null || need+=(chromium)
   command -v curl >/dev/null || need+=(curl)
   command -v python3 >/dev/null || need+=(python3)
+  command -v flock >/dev/null || need+=(util-linux)
   if [ ${#need[@]} -gt 0 ]; then
     echo "installing: ${need[*]}"
     export DEBIAN_FRONTEND=noninteractive

@@ -2,6 +2,7 @@
 // queue the ledger file store (file.ts) and the file task, receipt and state stores take around a whole-file
 // read-modify-write, Python-style ASCII JSON, atomic replace (temp file, fsync, rename, fsync dir), durable append,
 // and the two errors every file store throws.
+import { spawn } from "node:child_process"
 import {
   appendFileSync,
   closeSync,
@@ -43,12 +44,62 @@ export class LedgerFileLockTimeoutError extends LedgerError {
   override readonly code = "ledger_file_lock_timeout"
   readonly lockPath: string
   constructor(lockPath: string, timeout: number) {
+    // One text for both locks: a flock (`pythonLock`) is never left over, and deleting its file changes nothing.
     super(
-      `Timed out after ${timeout}s waiting for the ledger file lock ${lockPath}. If no process is using the ` +
-        "ledger, the lock is left over from a crash on another host: delete it and retry.",
+      `Timed out after ${timeout}s waiting for the ledger file lock ${lockPath}: another process holds it. Retry; if ` +
+        "no process is using the ledger, the lock file is left over from a crash on another host: delete it.",
     )
     this.lockPath = lockPath
   }
+}
+
+/** `pythonLock` needs the `flock` command (util-linux), which is not on PATH. Nothing was written. */
+export class FlockUnavailableError extends LedgerError {
+  override readonly name = "FlockUnavailableError"
+  override readonly code = "flock_unavailable"
+}
+
+/**
+ * The original locks its file stores with flock(2) on `<path>.lock`. Node has no flock, so a store that shares its
+ * file with running Python workers (`pythonLock`) holds that lock through util-linux's `flock` command: a child that
+ * takes the lock and runs `cat` until this process kills it. If this process dies first, its pipe to `cat` closes,
+ * `cat` and then flock exit, and the lock is released: never left behind for anyone to clean up. Resolves to the
+ * function that releases it.
+ */
+function holdFlock(path: string, timeoutMs: number): Promise<() => void> {
+  mkdirSync(dirname(path), { recursive: true })
+  const child = spawn("flock", ["-xow", String(timeoutMs / 1000), path, "cat"], {
+    stdio: ["pipe", "pipe", "ignore"],
+  })
+  // A promise settles once: an exit or error after the lock was held (our own kill) rejects nothing.
+  return new Promise((resolve, reject) => {
+    child.once("error", (e: NodeJS.ErrnoException) =>
+      reject(
+        e.code === "ENOENT"
+          ? new FlockUnavailableError("pythonLock needs the flock command on PATH (util-linux)", { cause: e })
+          : e,
+      ),
+    )
+    // `cat` echoes the byte written below only once flock holds the lock and has started it.
+    child.stdout.once("data", () => {
+      // Released at once, not when this process's event loop next runs: closing stdin only takes effect then, and a
+      // caller that blocks right after (a synchronous spawn of a Python worker that wants this very lock) would
+      // deadlock. With -o the lock is flock's own, so killing flock frees it; closing stdin ends `cat`.
+      resolve(() => {
+        child.kill("SIGKILL")
+        child.stdin.destroy()
+      })
+    })
+    child.once("exit", (code) =>
+      reject(
+        code === 1
+          ? new LedgerFileLockTimeoutError(path, timeoutMs / 1000)
+          : new LedgerError(`flock ${path}: exit ${code}`),
+      ),
+    )
+    child.stdin.on("error", () => {})
+    child.stdin.write("\n")
+  })
 }
 
 let tmpSeq = 0
@@ -218,15 +269,36 @@ export class FileLock {
   /** A dead writer may have left things behind since the owner of this lock last looked. */
   #recovered = true
 
-  constructor(path: string, timeoutMs: number, staleMs: number) {
+  /** The original's flock sidecar (`<data path>.lock`) to hold first, when Python workers share the file. */
+  readonly #flockPath: string | null
+  #unflock: (() => void) | null = null
+
+  constructor(path: string, timeoutMs: number, staleMs: number, flockPath: string | null = null) {
     this.path = path
     this.#dir = dirname(path)
     this.#base = basename(path)
     this.#timeoutMs = timeoutMs
     this.#staleMs = staleMs
+    this.#flockPath = flockPath
   }
 
+  /**
+   * With a flock path: the original's flock first (a Python writer holds only that one), then this lock, in that
+   * order in every process, so two of ours never wait on each other crosswise.
+   */
   async acquire(): Promise<void> {
+    if (!this.#flockPath) return this.#acquireOwn()
+    const unflock = await holdFlock(this.#flockPath, this.#timeoutMs)
+    try {
+      await this.#acquireOwn()
+    } catch (e) {
+      unflock()
+      throw e
+    }
+    this.#unflock = unflock
+  }
+
+  async #acquireOwn(): Promise<void> {
     if (!this.#swept) {
       this.#swept = true
       this.#sweep()
@@ -255,6 +327,16 @@ export class FileLock {
   }
 
   release(): void {
+    const unflock = this.#unflock
+    this.#unflock = null
+    try {
+      this.#releaseOwn()
+    } finally {
+      unflock?.()
+    }
+  }
+
+  #releaseOwn(): void {
     const token = this.#token
     this.#token = null
     if (!token) return
@@ -380,6 +462,8 @@ export interface LockedFileOptions {
   readonly staleLockAfter?: number
   /** fsync every write (default true). */
   readonly fsync?: boolean
+  /** Also hold the original's flock on `<path>.lock`: see {@link FileLedgerStorageOptions.pythonLock}. */
+  readonly pythonLock?: boolean
 }
 
 /** What readDict() read for each dict it returned, so writeDict() can tell untouched entries from changed ones. */
@@ -398,6 +482,7 @@ export class LockedFile {
       `${this.path}.lock.ts`,
       (options.lockTimeout ?? 10) * 1000,
       (options.staleLockAfter ?? 30) * 1000,
+      options.pythonLock ? `${this.path}.lock` : null,
     )
   }
 

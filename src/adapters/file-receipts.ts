@@ -22,7 +22,8 @@ import {
 } from "../core/receipts/store.ts"
 import { asciiJson, LockedFile, type LockedFileOptions } from "./file-kit.ts"
 
-export type FileReceiptStoreOptions = LockedFileOptions
+// The original appends its receipt file without a lock, so there is no Python lock to share.
+export type FileReceiptStoreOptions = Omit<LockedFileOptions, "pythonLock">
 
 type LinkLine = ReceiptLink & { readonly receipt_id: string }
 

@@ -23,7 +23,8 @@ export class FileTaskStore implements TaskStore {
 
   constructor(path: string, options: FileTaskStoreOptions = {}) {
     this.#rows = new LockedFile(path, options)
-    this.#leases = new LockedFile(`${this.#rows.path}.leases.json`, options)
+    // The sidecar is this package's alone: the original's flock guards only the rows file.
+    this.#leases = new LockedFile(`${this.#rows.path}.leases.json`, { ...options, pythonLock: false })
   }
 
   get path(): string {

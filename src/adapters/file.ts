@@ -46,7 +46,7 @@ import {
 } from "./file-kit.ts"
 
 // The file family's errors live with its shared lock and I/O (file-kit.ts); this entry is where users import them.
-export { LedgerFileCorruptError, LedgerFileLockTimeoutError } from "./file-kit.ts"
+export { FlockUnavailableError, LedgerFileCorruptError, LedgerFileLockTimeoutError } from "./file-kit.ts"
 
 export interface FileLedgerStorageOptions {
   /** Seconds to wait for the cross-process lock before failing. Default 10. */
@@ -58,6 +58,13 @@ export interface FileLedgerStorageOptions {
   readonly staleLockAfter?: number
   /** fsync the file and its directory on every write (default true). Off trades crash safety for speed. */
   readonly fsync?: boolean
+  /**
+   * Also hold the original's lock, `flock` on `<path>.lock`, around every write (default false). Set it when Python
+   * workers use the same file while this process runs: without it the two lock different files and a write of one
+   * can undo the other's. Takes the `flock` command (util-linux, on every Debian and most Linux systems; macOS:
+   * `brew install flock`; Deno: `--allow-run`), a child process per locked write.
+   */
+  readonly pythonLock?: boolean
 }
 
 interface Slot {
@@ -82,8 +89,8 @@ function signature(st: BigIntStats): string {
 }
 
 /**
- * A ledger in one local JSON file. Writes hold a cross-process lock file (`<path>.lock.ts`, not the original's
- * flock sidecar: Node has no flock), re-read the file only if another process replaced it, rewrite it whole
+ * A ledger in one local JSON file. Writes hold a cross-process lock file (`<path>.lock.ts`; the original's flock
+ * sidecar too with `pythonLock`, through the flock command: Node has no flock), re-read the file only if another process replaced it, rewrite it whole
  * (temp file, fsync, rename, fsync dir), and serialize only the rows that changed. Reads take no lock: a
  * rename is atomic, so a reader sees the old or the new file, never half of one.
  */
@@ -109,6 +116,7 @@ export class FileLedgerStorage implements LedgerStorage {
       `${this.path}.lock.ts`,
       (options.lockTimeout ?? 10) * 1000,
       (options.staleLockAfter ?? 30) * 1000,
+      options.pythonLock ? `${this.path}.lock` : null,
     )
     this.#fsync = options.fsync ?? true
   }

@@ -15,10 +15,11 @@ export const STORE_OPTIONS = {
   "postgres-dsn": { type: "string" },
   table: { type: "string" },
   prefix: { type: "string" },
+  "python-lock": { type: "boolean" },
 } as const
 
 export const STORE_HELP = `store (first that applies):
-  --file PATH           a ledger file (env MYCELIUM_LEDGER_FILE)
+  --file PATH           a ledger file (env MYCELIUM_LEDGER_FILE) [--python-lock: Python workers use it now]
   --redis-url URL       redis:// or rediss:// (env MYCELIUM_REDIS_URL) [--prefix P]
   --postgres-dsn DSN    PostgreSQL (env MYCELIUM_POSTGRES_DSN) [--table T]
   -c, --config PATH     the action_ledger of mycelium.yaml (default ./mycelium.yaml when it exists)
@@ -32,6 +33,7 @@ export interface StoreFlags {
   "postgres-dsn"?: string | undefined
   table?: string | undefined
   prefix?: string | undefined
+  "python-lock"?: boolean | undefined
 }
 
 export interface LedgerAccess {
@@ -73,7 +75,7 @@ function storeOf(
   dsn: string | undefined,
   flags: StoreFlags,
 ): ResolvedStorage | null {
-  if (file) return { kind: "file", path: file }
+  if (file) return { kind: "file", path: file, ...(flags["python-lock"] && { pythonLock: true }) }
   if (redis) return { kind: "redis", url: redis, ...(flags.prefix !== undefined && { prefix: flags.prefix }) }
   if (dsn) return { kind: "postgres", dsn, ...(flags.table !== undefined && { table: flags.table }) }
   return null
@@ -104,6 +106,11 @@ export async function openLedger(
     (flags.config !== undefined
       ? null
       : storeOf(env("MYCELIUM_LEDGER_FILE"), env("MYCELIUM_REDIS_URL"), env("MYCELIUM_POSTGRES_DSN"), flags))
+  // A lock that would silently not be taken is worse than none asked for.
+  if (flags["python-lock"] && direct?.kind !== "file")
+    throw new UsageError(
+      "--python-lock applies to a ledger file (--file); in mycelium.yaml set python_lock: true",
+    )
   const configPath =
     flags.config ?? (direct === null && existsSync("mycelium.yaml") ? "mycelium.yaml" : undefined)
   let config: MyceliumConfig | null = null

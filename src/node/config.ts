@@ -61,6 +61,9 @@ function poolLimits(choice: ResolvedStorage): { connectionTimeoutMillis?: number
 
 /** `in_flight_ttl: null` is the original's "no TTL", which the Redis stores spell 0 (absent keeps their 7 days). */
 const inFlightTtl = (ttl: number | null): number => ttl ?? 0
+/** A file store's `python_lock`, as its constructor options. */
+const pythonLockOf = (choice: { pythonLock?: boolean }) =>
+  choice.pythonLock !== undefined ? { pythonLock: choice.pythonLock } : {}
 
 /** Builds the stores a Node, Deno or Bun process can reach. */
 export async function nodeStorageFactory(choice: ResolvedStorage): Promise<LedgerStorage> {
@@ -71,7 +74,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
     }
     case "file": {
       const { FileLedgerStorage } = await import("../adapters/file.ts")
-      return new FileLedgerStorage(choice.path as string)
+      return new FileLedgerStorage(choice.path as string, pythonLockOf(choice))
     }
     case "upstash": {
       const redis = await upstashClient(choice)
@@ -145,7 +148,7 @@ export async function nodeTaskStoreFactory(choice: ResolvedStorage): Promise<Clo
       return new MemoryTaskStore()
     case "file": {
       const { FileTaskStore } = await import("../adapters/file-tasks.ts")
-      return new FileTaskStore(choice.path as string)
+      return new FileTaskStore(choice.path as string, pythonLockOf(choice))
     }
     case "upstash": {
       const redis = await upstashClient(choice)
@@ -205,7 +208,7 @@ export async function nodeStateStoreFactory(choice: StateStoreChoice): Promise<S
   if (choice.kind === "memory") return new MemoryStateFlushStore()
   if (choice.kind === "file") {
     const { FileStateFlushStore } = await import("../adapters/file-state.ts")
-    return new FileStateFlushStore(choice.path as string)
+    return new FileStateFlushStore(choice.path as string, pythonLockOf(choice))
   }
   throw new ConfigError(
     `state_flush storage '${choice.kind}' lives in a browser or a Worker, not in this process`,

@@ -21,7 +21,7 @@ export const HELP = `mycelium tasks <list|show|release> [store] [options]
                                                      settle a stuck task (refused while a live lease holds it,
                                                      unless --force)
 store (first that applies):
-  --file PATH           a task-ledger file (env MYCELIUM_TASK_FILE)
+  --file PATH           a task-ledger file (env MYCELIUM_TASK_FILE) [--python-lock: Python workers use it now]
   --redis-url URL       redis:// or rediss:// [--prefix P, default mycelium:task:]
   --postgres-dsn DSN    PostgreSQL [--table T, default mycelium_task_ledger]
   -c, --config PATH     the task_ledger of mycelium.yaml, any storage but memory (default ./mycelium.yaml when it
@@ -36,6 +36,7 @@ const OPTIONS = {
   "postgres-dsn": { type: "string" },
   prefix: { type: "string" },
   table: { type: "string" },
+  "python-lock": { type: "boolean" },
   json: { type: "boolean", default: false },
   verified: { type: "string" },
   by: { type: "string" },
@@ -51,6 +52,7 @@ interface TaskStoreFlags {
   "postgres-dsn"?: string | undefined
   prefix?: string | undefined
   table?: string | undefined
+  "python-lock"?: boolean | undefined
 }
 
 type Choice = { store: ResolvedStorage; config: MyceliumConfig | null }
@@ -58,6 +60,10 @@ type Choice = { store: ResolvedStorage; config: MyceliumConfig | null }
 /** The task store the flags, the environment or mycelium.yaml name (and the config, when it was read). */
 async function taskStoreChoice(values: TaskStoreFlags): Promise<Choice> {
   const direct = directChoice(values)
+  if (values["python-lock"] && direct?.kind !== "file")
+    throw new UsageError(
+      "--python-lock applies to a task file (--file); in mycelium.yaml set python_lock: true",
+    )
   if (direct) return { store: direct, config: null }
   const path = values.config ?? (existsSync("mycelium.yaml") ? "mycelium.yaml" : undefined)
   if (!path) return { store: { kind: "file", path: DEFAULT_TASKS }, config: null }
@@ -73,7 +79,7 @@ function directChoice(values: TaskStoreFlags): ResolvedStorage | null {
   const dsn = values["postgres-dsn"]
   const file =
     values.file ?? (redis || dsn || values.config !== undefined ? undefined : process.env.MYCELIUM_TASK_FILE)
-  if (file) return { kind: "file", path: file }
+  if (file) return { kind: "file", path: file, ...(values["python-lock"] && { pythonLock: true }) }
   if (redis) {
     if (!/^rediss?:\/\//.test(redis))
       throw new UsageError("--redis-url must start with redis:// or rediss://")

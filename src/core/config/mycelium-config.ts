@@ -81,6 +81,8 @@ export interface StateStoreChoice {
   readonly path?: string
   readonly database?: string
   readonly binding?: string
+  /** `python_lock` (file): also hold the original's flock on `<path>.lock`. */
+  readonly pythonLock?: boolean
 }
 
 /** What `config.run()` hands its body: the run's id, its Session, and the flushed state (no-ops without a section). */
@@ -506,6 +508,7 @@ export class MyceliumConfig {
           ...(sf.path !== undefined && { path: sf.path }),
           ...(sf.database !== undefined && { database: sf.database }),
           ...(sf.binding !== undefined && { binding: sf.binding }),
+          ...(sf.python_lock !== undefined && { pythonLock: sf.python_lock }),
         }
         const factory = this.#options.stateStoreFactory
         let storage: StateFlushStore

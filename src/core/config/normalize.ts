@@ -28,6 +28,8 @@ export interface ResolvedStorage {
   readonly table?: string
   readonly prefix?: string
   readonly inFlightTtl?: number | null
+  /** `python_lock` (file): also hold the original's flock on `<path>.lock`. */
+  readonly pythonLock?: boolean
   /** `dispatch_lookup` (redis, upstash): `scan` when Python workers share the store. */
   readonly dispatchLookup?: "index" | "scan"
   /**
@@ -148,6 +150,7 @@ function resolveStorage(
     ...(cfg.prefix !== undefined && { prefix: cfg.prefix }),
     ...(cfg.in_flight_ttl !== undefined && { inFlightTtl: cfg.in_flight_ttl }),
     ...(cfg.dispatch_lookup !== undefined && { dispatchLookup: cfg.dispatch_lookup }),
+    ...(cfg.python_lock !== undefined && { pythonLock: cfg.python_lock }),
   }
   const url = kind === "upstash" || kind === "redis" ? pick("url") : undefined
   const token = kind === "upstash" ? pick("token") : undefined
@@ -211,6 +214,7 @@ const storageOnlyKeys = {
   prefix: 1,
   in_flight_ttl: 1,
   dispatch_lookup: 1,
+  python_lock: 1,
   timeout: 1,
 }
 
@@ -461,6 +465,8 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
   if (sf?.storage === "file" && !sf.path) throw source.error(`storage 'file' needs 'path'`, ["state_flush"])
   if (sf?.storage === "durable_object" && !sf.binding)
     throw source.error(`storage 'durable_object' needs 'binding'`, ["state_flush"])
+  if (sf?.python_lock !== undefined && sf.storage !== "file")
+    throw source.error(`'python_lock' applies to storage 'file' only`, ["state_flush", "python_lock"])
   // The original reads an empty list as unset (`flush_on or [...]`): it flushes on all three. One file must not flush
   // every ending in Python and none here.
   if (sf?.flush_on.length === 0)

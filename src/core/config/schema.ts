@@ -71,6 +71,8 @@ const storageFields = {
   ),
   prefix: z.optional(z.string()),
   in_flight_ttl: z.optional(z.nullable(positive)),
+  /** file: also hold the original's flock on `<path>.lock`, for a file Python workers write at the same time. */
+  python_lock: z.optional(z.boolean()),
   /** How the args-drift check finds a tool-call id's rows on Redis: `scan` sees rows Python workers claimed too. */
   dispatch_lookup: z.optional(z.enum(["index", "scan"])),
   /** Seconds one store request may take before it fails as an outage; null for no limit (not for redis). */
@@ -80,7 +82,7 @@ const storageFields = {
 /** The storage keys each kind accepts; anything else is an error naming the key. */
 export const STORAGE_KEYS: Readonly<Record<StorageKind, readonly string[]>> = {
   memory: [],
-  file: ["path"],
+  file: ["path", "python_lock"],
   indexeddb: ["database"],
   durable_object: ["binding"],
   upstash: ["url", "url_env", "token", "token_env", "prefix", "in_flight_ttl", "dispatch_lookup", "timeout"],
@@ -176,6 +178,7 @@ export const configSchema = z.strictObject({
       path: z.optional(name),
       database: z.optional(name),
       binding: z.optional(name),
+      python_lock: z.optional(z.boolean()),
       flush_on: z._default(z.array(flushReasons), ["cancel", "disconnect", "error"]),
       flush_on_complete: z._default(z.boolean(), true),
     }),
