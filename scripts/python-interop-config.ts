@@ -59,6 +59,7 @@ audit_receipt:
 state_flush:
   storage: file
   path: ${join(dir, "cfg-state.json")}
+  python_lock: true
 tools:
   send_payment:
     ledger: true

@@ -32,7 +32,7 @@ const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 function cliStoreFlags(spec: Record<string, string>): string[] {
   if (spec.kind === "redis") return ["--redis-url", spec.url as string, "--prefix", spec.prefix as string]
   if (spec.kind === "postgres") return ["--postgres-dsn", spec.dsn as string, "--table", spec.table as string]
-  return ["--file", spec.path as string]
+  return ["--file", spec.path as string, "--python-lock"]
 }
 
 function tsRelease(

@@ -50,7 +50,8 @@ export function ledgerOf(spec: Record<string, string>): LedgerStorage & { close?
       close: () => pool.end(),
     })
   }
-  return new FileLedgerStorage(spec.path as string)
+  // Python workers write the file while this one runs (the race checks): hold the original's flock too.
+  return new FileLedgerStorage(spec.path as string, { pythonLock: true })
 }
 
 const indent = (lines: string[]) => lines.map((l) => `  ${l}`).join("\n")
@@ -61,8 +62,8 @@ export function fileStore(dir: string, name: string): SharedStore {
     kind: "file",
     spec: { kind: "file", path: paths.ledger },
     yaml: {
-      ledger: indent(["storage: file", `path: ${paths.ledger}`]),
-      tasks: indent(["storage: file", `path: ${paths.tasks}`]),
+      ledger: indent(["storage: file", `path: ${paths.ledger}`, "python_lock: true"]),
+      tasks: indent(["storage: file", `path: ${paths.tasks}`, "python_lock: true"]),
     },
     keys: async (of) =>
       existsSync(paths[of]) ? Object.keys(JSON.parse(readFileSync(paths[of], "utf8")) as object) : [],

@@ -15,6 +15,7 @@ import { ActionLedger, type SideEffectClass } from "../src/core/index.ts"
 import { hmacReceiptSigner, ReceiptEmitter, verifyReceipts } from "../src/core/receipts/index.ts"
 import { configChecks, same } from "./python-interop-config.ts"
 import { type Call, operatorChecks } from "./python-interop-operators.ts"
+import { raceChecks } from "./python-interop-races.ts"
 import {
   fileStore,
   ledgerOf,
@@ -26,6 +27,7 @@ import {
 } from "./python-interop-stores.ts"
 
 type Outcome = { executed: number; result: unknown; error: string | null; message: string | null }
+const pause = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve())
 
 // A child run of this script: one call through this package, optionally killed inside its side effect.
 if (process.argv[2] === "--ts-call") {
@@ -43,13 +45,17 @@ if (process.argv[2] === "--ts-call") {
     { name: "send_payment", binding: { agentId: "interop", policyVersion: "1", sideEffectClass: cls } },
     async (args: { amount: number; recipient: string }, tx) => {
       executed++
-      return tx.sideEffect(() => {
+      return tx.sideEffect(async () => {
         if (crash === "crash") process.exit(9)
+        // A slow effect (the race checks), so the other side's call finds it in flight and must wait for it.
+        await pause(Number(process.env.INTEROP_BODY_MS ?? 0))
         return { paid: args.amount, by: "typescript" }
       })
     },
   )
   const out: Outcome = { executed: 0, result: null, error: null, message: null }
+  // The race checks start both sides' calls at one instant, after both processes are up.
+  await pause(Number(process.env.INTEROP_START_AT ?? 0) - Date.now())
   try {
     out.result = await pay({ amount: Number(amount), recipient: "acct_1" }, { toolCallId: callId })
   } catch (e) {
@@ -220,6 +226,7 @@ try {
     }
     await ledgerChecks(store)
     await operatorChecks(src, store, callOn(store), check)
+    await raceChecks(src, store, here, check)
     // One mycelium.yaml loaded by both: configured tools and tasks on this store, receipts and state flush on
     // shared files (the original keeps those in files or memory only).
     await configChecks(src, join(dir, store.kind), store, check)

@@ -6,10 +6,12 @@ Usage: python3 original-interop.py <store> <side_effect_class> <tool_call_id> <a
       the original's FileLedgerStorage, RedisLedgerStorage or PostgresLedgerStorage.
   crash: enter side_effect() and exit the process inside it (a worker killed mid-effect).
   float: pass the amount as a float (`100.0`), not an int.
+Environment: INTEROP_START_AT (epoch ms) waits until then to call; INTEROP_BODY_MS makes the side effect that slow.
 """
 import json
 import os
 import sys
+import time
 import warnings
 
 from mycelium import FileLedgerStorage, PostgresLedgerStorage, RedisLedgerStorage, ledger_sync, side_effect
@@ -38,9 +40,13 @@ def send_payment(amount: float, recipient: str) -> dict:
     with side_effect():
         if crash:
             os._exit(9)
+        # A slow effect (the race checks), so the other side's call finds it in flight and must wait for it.
+        time.sleep(float(os.environ.get("INTEROP_BODY_MS", "0")) / 1000)
         return {"paid": amount, "by": "python"}
 
 
+# The race checks start both sides' calls at one instant, after both processes are up.
+time.sleep(max(0.0, float(os.environ.get("INTEROP_START_AT", "0")) / 1000 - time.time()))
 try:
     out = send_payment(amount=amount if mode == "float" else int(amount), recipient="acct_1", tool_call_id=call_id)
     print(json.dumps({"executed": executed, "result": out, "error": None, "message": None}))
