@@ -90,9 +90,9 @@ function signature(st: BigIntStats): string {
 
 /**
  * A ledger in one local JSON file. Writes hold a cross-process lock file (`<path>.lock.ts`; the original's flock
- * sidecar too with `pythonLock`, through the flock command: Node has no flock), re-read the file only if another process replaced it, rewrite it whole
- * (temp file, fsync, rename, fsync dir), and serialize only the rows that changed. Reads take no lock: a
- * rename is atomic, so a reader sees the old or the new file, never half of one.
+ * sidecar too with `pythonLock`, through the flock command: Node has no flock), re-read the file only if another
+ * process replaced it, rewrite it whole (temp file, fsync, rename, fsync dir), and serialize only the rows that
+ * changed. Reads take no lock: a rename is atomic, so a reader sees the old or the new file, never half of one.
  */
 export class FileLedgerStorage implements LedgerStorage {
   readonly kind = "file"
