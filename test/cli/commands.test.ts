@@ -177,6 +177,28 @@ describe("mycelium doctor", () => {
     },
     60_000,
   )
+  it("warns when a Python worker has written a file store (its <path>.lock) that lacks python_lock", () => {
+    const path = join(cwd, "py-shared.yaml")
+    const ledger = join(cwd, "py-shared.json")
+    const yaml = (lock: string) =>
+      `transition: {agent_id: a, policy_version: v, reclaim_requires_death_signal: true}\n` +
+      `action_ledger: {storage: file, path: ${ledger}${lock}, tools: [t]}\ntools: {t: {side_effect_class: read}}\n`
+    writeFileSync(path, yaml(""))
+    const id = `file.python_lock(${ledger})`
+    const before = JSON.parse(run(["doctor", "-c", path, "--json"]).out) as Array<{ id: string }>
+    expect(before.map((c) => c.id)).not.toContain(id)
+    writeFileSync(`${ledger}.lock`, "") // what the original's flock leaves beside the file
+    const r = run(["doctor", "-c", path, "--json"])
+    const checks = JSON.parse(r.out) as Array<{ id: string; status: string; message: string }>
+    expect(checks.find((c) => c.id === id)).toMatchObject({
+      status: "WARN",
+      message: expect.stringContaining("set python_lock: true"),
+    })
+    expect(run(["doctor", "-c", path, "--strict"]).code).toBe(1)
+    writeFileSync(path, yaml(", python_lock: true"))
+    const after = JSON.parse(run(["doctor", "-c", path, "--json"]).out) as Array<{ id: string }>
+    expect(after.map((c) => c.id)).not.toContain(id)
+  })
   it("--strict turns warnings into a failure", () => {
     const path = join(cwd, "warn.yaml")
     writeFileSync(

@@ -1,4 +1,5 @@
 // `mycelium doctor`: read-only checks of mycelium.yaml and the stores it names. It never writes a row.
+import { existsSync } from "node:fs"
 import { parseArgs } from "node:util"
 import type { MyceliumConfig, ResolvedStorage } from "../../core/config/index.ts"
 import { storageTimeout } from "../../core/config/normalize.ts"
@@ -51,6 +52,23 @@ function probeLimit(s: ResolvedStorage, seconds: number): ResolvedStorage {
   const own = storageTimeout(s)
   if (own === undefined) return s
   return { ...s, timeout: own === null ? seconds : Math.min(own, seconds) }
+}
+
+/**
+ * The original creates `<path>.lock` beside every file it writes (its flock) and never removes it; this package
+ * creates it only with `python_lock`. So a file store without `python_lock` that has one was written by a Python
+ * worker, and if those still run at the same time, each side can undo the other's writes.
+ */
+function pythonLockChecks(stores: (ResolvedStorage | null)[]): Check[] {
+  return stores
+    .filter((s): s is ResolvedStorage => s?.kind === "file" && !s.pythonLock && existsSync(`${s.path}.lock`))
+    .map((s) => ({
+      id: `file.python_lock(${s.path})`,
+      status: "WARN",
+      message:
+        `a Python worker has written ${s.path} (its ${s.path}.lock exists): if Python workers use it while this ` +
+        "package does, set python_lock: true on that storage, or the two can undo each other's writes",
+    }))
 }
 
 export async function run(args: string[]): Promise<number> {
@@ -112,6 +130,7 @@ export async function run(args: string[]): Promise<number> {
   const stores = new Map(
     ledgered.map((t) => [JSON.stringify(t.ledger?.storage), t.ledger?.storage as ResolvedStorage]),
   )
+  checks.push(...pythonLockChecks([...stores.values(), config.resolved.taskLedger]))
   if (!values["no-connectivity"])
     for (const s of stores.values()) checks.push(await probe(config, s, timeoutMs))
   if (values.json) printJson(checks)
