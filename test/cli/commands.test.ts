@@ -6,6 +6,7 @@ import { join } from "node:path"
 import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
+import { RespConnection } from "../../src/adapters/redis.ts"
 import { loadConfigFromString } from "../../src/core/config/index.ts"
 import { nodeStorageFactory } from "../../src/node/config.ts"
 import { DATABASE_URL, dropLedgerTable, runTag } from "../adapters/servers/env.ts"
@@ -198,6 +199,50 @@ describe("mycelium doctor", () => {
     writeFileSync(path, yaml(", python_lock: true"))
     const after = JSON.parse(run(["doctor", "-c", path, "--json"]).out) as Array<{ id: string }>
     expect(after.map((c) => c.id)).not.toContain(id)
+  })
+  it("warns when a Python worker claimed rows on a Redis ledger without dispatch_lookup: scan", async () => {
+    const prefix = `doctor-${runTag("py")}:action:`
+    const conn = new RespConnection(REDIS_URL)
+    // A row as the original's RedisLedgerStorage writes it: its owner is `{hostname}:{pid}`.
+    await conn.command(
+      "SET",
+      `${prefix}py-row`,
+      JSON.stringify({
+        request_id: "py-row",
+        tool: "t",
+        args: [],
+        kwargs: { tool_call_id: "c" },
+        status: "completed",
+        terminal_outcome: "COMPLETED",
+        fence: 1,
+        result: 1,
+        error: null,
+        started_at: 1767225600.5,
+        finished_at: 1767225601.5,
+        lease_until: null,
+        owner: "worker-7:4242",
+      }),
+    )
+    try {
+      const path = join(cwd, "py-redis.yaml")
+      const yaml = (extra: string) =>
+        `transition: {agent_id: a, policy_version: v, reclaim_requires_death_signal: true}\n` +
+        `action_ledger: {storage: redis, url: '${REDIS_URL}', prefix: '${prefix}'${extra}, tools: [t]}\n` +
+        `tools: {t: {side_effect_class: read}}\n`
+      writeFileSync(path, yaml(""))
+      const checks = JSON.parse(run(["doctor", "-c", path, "--json"]).out) as Array<Record<string, string>>
+      expect(checks.find((c) => c.id?.startsWith("ledger.dispatch_lookup"))).toMatchObject({
+        status: "WARN",
+        message: expect.stringContaining("owner worker-7:4242"),
+      })
+      writeFileSync(path, yaml(", dispatch_lookup: scan"))
+      const after = JSON.parse(run(["doctor", "-c", path, "--json"]).out) as Array<Record<string, string>>
+      expect(after.filter((c) => c.id?.startsWith("ledger.dispatch_lookup"))).toEqual([])
+      expect(after.find((c) => c.id?.startsWith("ledger.connectivity"))).toMatchObject({ status: "PASS" })
+    } finally {
+      await conn.command("DEL", `${prefix}py-row`)
+      conn.close()
+    }
   })
   it("--strict turns warnings into a failure", () => {
     const path = join(cwd, "warn.yaml")

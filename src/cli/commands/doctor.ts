@@ -23,21 +23,45 @@ interface Check {
 
 const label = (s: Status): string => (s === "PASS" ? green(s) : s === "WARN" ? yellow(s) : red(s))
 
-async function probe(config: MyceliumConfig, s: ResolvedStorage, timeoutMs: number): Promise<Check> {
+/** The owner the Python original writes (`{hostname}:{pid}`); this package's default is `ts-<random>`. */
+const PYTHON_OWNER = /^[^:\s]+:\d+$/
+/** Rows read to look for a Python worker's: enough to see a mixed fleet, few enough for a quick check. */
+const SAMPLE = 200
+
+async function probe(config: MyceliumConfig, s: ResolvedStorage, timeoutMs: number): Promise<Check[]> {
   const id = `ledger.connectivity(${describeStore(s)})`
-  if (s.kind === "memory") return { id, status: "PASS", message: "in-process memory (nothing to reach)" }
+  if (s.kind === "memory") return [{ id, status: "PASS", message: "in-process memory (nothing to reach)" }]
   let timer: ReturnType<typeof setTimeout> | undefined
   let store: Awaited<ReturnType<MyceliumConfig["storage"]>> | undefined
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
+  })
+  // Handled here too: it may fire while the store is still being built, before anything races it.
+  timeout.catch(() => {})
   try {
     store = await config.storage(probeLimit(s, timeoutMs / 1000))
-    const read = store.get("mycelium-doctor-probe")
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
-    })
-    await Promise.race([read, timeout])
-    return { id, status: "PASS", message: "answered a read" }
+    await Promise.race([store.get("mycelium-doctor-probe"), timeout])
+    const checks: Check[] = [{ id, status: "PASS", message: "answered a read" }]
+    // The args-drift check reads this package's dispatch index, which Python workers never write (docs/stores.md).
+    if ((s.kind === "redis" || s.kind === "upstash") && s.dispatchLookup !== "scan") {
+      const sample = async () => {
+        for await (const row of (store as NonNullable<typeof store>).list({ limit: SAMPLE }))
+          if (row.owner && PYTHON_OWNER.test(row.owner)) return row.owner
+        return null
+      }
+      const owner = await Promise.race([sample(), timeout]).catch(() => null)
+      if (owner)
+        checks.push({
+          id: `ledger.dispatch_lookup(${describeStore(s)})`,
+          status: "WARN",
+          message:
+            `a Python worker claimed rows here (owner ${owner}): set dispatch_lookup: scan on this storage, or a ` +
+            "tool-call id a Python worker ran is not refused when it comes back with other arguments",
+        })
+    }
+    return checks
   } catch (e) {
-    return { id, status: "FAIL", message: e instanceof Error ? e.message : String(e) }
+    return [{ id, status: "FAIL", message: e instanceof Error ? e.message : String(e) }]
   } finally {
     clearTimeout(timer)
     await store?.close?.().catch(() => {})
@@ -132,7 +156,7 @@ export async function run(args: string[]): Promise<number> {
   )
   checks.push(...pythonLockChecks([...stores.values(), config.resolved.taskLedger]))
   if (!values["no-connectivity"])
-    for (const s of stores.values()) checks.push(await probe(config, s, timeoutMs))
+    for (const s of stores.values()) checks.push(...(await probe(config, s, timeoutMs)))
   if (values.json) printJson(checks)
   else for (const c of checks) console.log(`${label(c.status).padEnd(4)}  ${c.id}  ${c.message}`)
   const failed = checks.some((c) => c.status === "FAIL")
