@@ -13,7 +13,7 @@ import type { LedgerStorage } from "../src/core/index.ts"
 
 /**
  * The child environment for the original: its source first, then any PYTHONPATH already set (where Debian's
- * python3-redis and python3-psycopg are, for the Redis and Postgres stores; docs/development.md).
+ * python3-redis and python3-psycopg are, for the Redis and Postgres stores; docs/python-differences.md).
  */
 export const pythonEnv = (src: string, extra: Record<string, string> = {}): NodeJS.ProcessEnv => ({
   ...process.env,
@@ -99,11 +99,7 @@ export function redisStore(url: string, run: string): SharedStore {
   }
 }
 
-/**
- * The original creates its tables on first use (`CREATE TABLE IF NOT EXISTS`); this package's migrate() adds its
- * claim function and index to them. Here the original goes first, as in a Python deployment that adds TypeScript
- * workers: `prepare()` has it create both tables, then runs this package's migrations over them.
- */
+/** The original's ledger and task tables, named for this run (preparePostgres creates them). */
 export function postgresStore(dsn: string, run: string): SharedStore {
   const table = { ledger: `interop_${run}_action`, tasks: `interop_${run}_task` }
   const pool = new pg.Pool({ connectionString: dsn, max: 2 })
@@ -126,7 +122,11 @@ export function postgresStore(dsn: string, run: string): SharedStore {
   }
 }
 
-/** Has the original create the Postgres tables, then migrates them as this package's docs say. */
+/**
+ * The original creates its tables on first use (`CREATE TABLE IF NOT EXISTS`); this package's migrate() adds its
+ * claim function and index to them. Here the original goes first, as in a Python deployment that adds TypeScript
+ * workers: it creates both tables, then this package's migrations run over them, as its docs say.
+ */
 export async function preparePostgres(store: SharedStore, src: string): Promise<string | null> {
   if (store.kind !== "postgres") return null
   const { dsn, table } = store.spec as { dsn: string; table: string }
