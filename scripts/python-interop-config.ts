@@ -11,7 +11,7 @@ import type { CallMeta, TransitionContext } from "../src/core/index.ts"
 import { verifyReceipts } from "../src/core/receipts/index.ts"
 import type { TaskCallMeta, TaskContext } from "../src/core/tasks/task-ledger.ts"
 import { loadConfig } from "../src/node/config.ts"
-import { pythonEnv, type SharedStore } from "./python-interop-stores.ts"
+import { type Outcome, outcomeOf, pythonEnv, type SharedStore } from "./python-interop-stores.ts"
 
 type Side = "python" | "typescript"
 type Meta = Partial<Record<"tool_call_id" | "request_id" | "thread_id" | "run_id" | "task_id", string>>
@@ -23,12 +23,6 @@ export interface Step {
   run?: string
   state?: Record<string, unknown>
   fail?: boolean
-}
-interface Outcome {
-  executed: number
-  result: unknown
-  error: string | null
-  message: string | null
 }
 export type Check = (name: string, ok: boolean, detail: unknown) => void
 
@@ -145,9 +139,7 @@ function pyStep(src: string, yaml: string, step: Step): Outcome {
     encoding: "utf8",
     env: pythonEnv(src, { [KEY_ENV]: KEY_VALUE }),
   })
-  const line = r.stdout.trim().split("\n").at(-1)
-  if (!line) throw new Error(`python printed nothing: ${r.stderr}`)
-  return JSON.parse(line) as Outcome
+  return outcomeOf(r.stdout, r.stderr, "python")
 }
 
 /** Key-sorted JSON, so results that differ only in key order (Postgres JSONB reorders keys) compare equal. */

@@ -7,14 +7,8 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import type { Check } from "./python-interop-config.ts"
 import { same } from "./python-interop-config.ts"
-import { ledgerOf, pythonEnv, type SharedStore } from "./python-interop-stores.ts"
+import { ledgerOf, type Outcome, pythonEnv, type SharedStore } from "./python-interop-stores.ts"
 
-export interface Outcome {
-  executed: number
-  result: unknown
-  error: string | null
-  message: string | null
-}
 type Side = "python" | "typescript"
 /** One call of `send_payment` through one side (`crash`: killed inside its side effect; returns null then). */
 export type Call = (

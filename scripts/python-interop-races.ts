@@ -7,8 +7,7 @@ import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import type { Check } from "./python-interop-config.ts"
 import { same } from "./python-interop-config.ts"
-import type { Outcome } from "./python-interop-operators.ts"
-import { pythonEnv, type SharedStore } from "./python-interop-stores.ts"
+import { type Outcome, outcomeOf, pythonEnv, type SharedStore } from "./python-interop-stores.ts"
 
 const here = dirname(fileURLToPath(import.meta.url))
 const BODY_MS = "300"
@@ -27,12 +26,12 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<Outco
     child.stderr.on("data", (d) => {
       err += d
     })
+    // A child that printed no outcome is reported as text, so the other races still run.
     child.on("close", () => {
-      const line = out.trim().split("\n").at(-1)
       try {
-        resolve(JSON.parse(line ?? "") as Outcome)
-      } catch {
-        resolve(`no answer: ${err.trim().split("\n").slice(-3).join(" ")}`)
+        resolve(outcomeOf(out, err, cmd))
+      } catch (e) {
+        resolve(String(e))
       }
     })
   })
@@ -55,9 +54,11 @@ export async function raceChecks(
     const env = { INTEROP_START_AT: startAt, INTEROP_BODY_MS: BODY_MS }
     const answers = await Promise.all(
       batch.flatMap(([cls, callId], j) => [
-        run("python3", [join(here, "python", "original-interop.py"), spec, cls, callId, String(40 + i + j)], {
-          ...pythonEnv(src, env),
-        }),
+        run(
+          "python3",
+          [join(here, "python", "original-interop.py"), spec, cls, callId, String(40 + i + j)],
+          pythonEnv(src, env),
+        ),
         run(
           process.execPath,
           ["--import", "tsx", tsScript, "--ts-call", spec, cls, callId, String(40 + i + j)],

@@ -21,6 +21,21 @@ export const pythonEnv = (src: string, extra: Record<string, string> = {}): Node
   PYTHONPATH: [src, process.env.PYTHONPATH].filter(Boolean).join(":"),
 })
 
+/** What one call or step printed as its last line, on either side. */
+export interface Outcome {
+  executed: number
+  result: unknown
+  error: string | null
+  message: string | null
+}
+
+/** The outcome a child printed last; throws with its stderr when it printed none. */
+export function outcomeOf(stdout: string, stderr: string, who: string): Outcome {
+  const line = stdout.trim().split("\n").at(-1)
+  if (!line) throw new Error(`${who} printed nothing: ${stderr.trim().split("\n").slice(-3).join(" ")}`)
+  return JSON.parse(line) as Outcome
+}
+
 export type StoreKind = "file" | "redis" | "postgres"
 
 /** One shared store, as both implementations open it. */
@@ -32,6 +47,8 @@ export interface SharedStore {
   readonly yaml: { ledger: string; tasks: string }
   /** The row keys as the backend lists them (file keys, Redis keys without the prefix, the tables' request_id). */
   keys(of: "ledger" | "tasks"): Promise<string[]>
+  /** Sets the store up before the checks; an error text when it cannot be. */
+  prepare?(src: string): Promise<string | null>
   close(): Promise<void>
 }
 
@@ -99,7 +116,7 @@ export function redisStore(url: string, run: string): SharedStore {
   }
 }
 
-/** The original's ledger and task tables, named for this run (preparePostgres creates them). */
+/** The original's ledger and task tables, named for this run. */
 export function postgresStore(dsn: string, run: string): SharedStore {
   const table = { ledger: `interop_${run}_action`, tasks: `interop_${run}_task` }
   const pool = new pg.Pool({ connectionString: dsn, max: 2 })
@@ -114,6 +131,7 @@ export function postgresStore(dsn: string, run: string): SharedStore {
       (await pool.query<{ request_id: string }>(`SELECT request_id FROM ${table[of]}`)).rows.map(
         (r) => r.request_id,
       ),
+    prepare: (src) => createTables(src, dsn, table.ledger, table.tasks),
     close: async () => {
       await pool.query(`DROP TABLE IF EXISTS ${table.ledger}, ${table.tasks}`)
       await pool.query(`DROP FUNCTION IF EXISTS ${table.ledger}_claim`).catch(() => {})
@@ -127,10 +145,7 @@ export function postgresStore(dsn: string, run: string): SharedStore {
  * claim function and index to them. Here the original goes first, as in a Python deployment that adds TypeScript
  * workers: it creates both tables, then this package's migrations run over them, as its docs say.
  */
-export async function preparePostgres(store: SharedStore, src: string): Promise<string | null> {
-  if (store.kind !== "postgres") return null
-  const { dsn, table } = store.spec as { dsn: string; table: string }
-  const tasks = table.replace(/_action$/, "_task")
+async function createTables(src: string, dsn: string, table: string, tasks: string): Promise<string | null> {
   const py = spawnSync(
     "python3",
     [

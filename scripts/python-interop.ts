@@ -19,14 +19,14 @@ import { raceChecks } from "./python-interop-races.ts"
 import {
   fileStore,
   ledgerOf,
+  type Outcome,
+  outcomeOf,
   postgresStore,
-  preparePostgres,
   pythonEnv,
   redisStore,
   type SharedStore,
 } from "./python-interop-stores.ts"
 
-type Outcome = { executed: number; result: unknown; error: string | null; message: string | null }
 const pause = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve())
 
 // A child run of this script: one call through this package, optionally killed inside its side effect.
@@ -79,11 +79,6 @@ const here = fileURLToPath(import.meta.url)
 const dir = mkdtempSync(join(tmpdir(), "mycelium-interop-"))
 const run = `${process.pid}_${Date.now().toString(36)}`
 
-const last = (stdout: string, stderr: string, who: string): Outcome => {
-  const line = stdout.trim().split("\n").at(-1)
-  if (!line) throw new Error(`${who} printed nothing: ${stderr}`)
-  return JSON.parse(line) as Outcome
-}
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
 // The original's own emitter and verifier on its FileAuditReceiptStorage.
@@ -120,13 +115,13 @@ function pyCall(
     encoding: "utf8",
     env: pythonEnv(src as string),
   })
-  return mode === "crash" ? null : last(r.stdout, r.stderr, "python")
+  return mode === "crash" ? null : outcomeOf(r.stdout, r.stderr, "python")
 }
 /** The same call through this package, in a child process of this script. */
 function tsCall(spec: string, cls: string, callId: string, amount: number, crash = false) {
   const args = ["--import", "tsx", here, "--ts-call", spec, cls, callId, String(amount)]
   const r = spawnSync(process.execPath, crash ? [...args, "crash"] : args, { encoding: "utf8" })
-  return crash ? null : last(r.stdout, r.stderr, "typescript")
+  return crash ? null : outcomeOf(r.stdout, r.stderr, "typescript")
 }
 const callOn =
   (store: SharedStore): Call =>
@@ -219,7 +214,7 @@ const stores = sharedStores()
 try {
   for (const store of stores) {
     console.log(`# ${store.kind}`)
-    const unready = await preparePostgres(store, src)
+    const unready = (await store.prepare?.(src)) ?? null
     if (unready) {
       check(`${store.kind}: the original and this package set up the tables`, false, unready)
       continue

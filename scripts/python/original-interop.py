@@ -3,7 +3,7 @@ scripts/python-interop.ts. Prints one JSON line: {"executed": n, "result": ..., 
 
 Usage: python3 original-interop.py <store> <side_effect_class> <tool_call_id> <amount> [crash|float]
   store: JSON, {"kind": "file", "path"} | {"kind": "redis", "url", "prefix"} | {"kind": "postgres", "dsn", "table"},
-      the original's FileLedgerStorage, RedisLedgerStorage or PostgresLedgerStorage.
+      the original's FileLedgerStorage, RedisLedgerStorage or PostgresLedgerStorage (interop_store.py).
   crash: enter side_effect() and exit the process inside it (a worker killed mid-effect).
   float: pass the amount as a float (`100.0`), not an int.
 Environment: INTEROP_START_AT (epoch ms) waits until then to call; INTEROP_BODY_MS makes the side effect that slow.
@@ -14,7 +14,8 @@ import sys
 import time
 import warnings
 
-from mycelium import FileLedgerStorage, PostgresLedgerStorage, RedisLedgerStorage, ledger_sync, side_effect
+from interop_store import storage_from_spec
+from mycelium import ledger_sync, side_effect
 from mycelium.transition import SideEffectClass, ToolTransitionBinding
 
 warnings.simplefilter("ignore")
@@ -25,12 +26,7 @@ binding = ToolTransitionBinding.for_tool(
     agent_id="interop", policy_version="1", side_effect_class=SideEffectClass(cls)
 )
 executed = 0
-if spec["kind"] == "redis":
-    storage = RedisLedgerStorage(spec["url"], prefix=spec["prefix"])
-elif spec["kind"] == "postgres":
-    storage = PostgresLedgerStorage(spec["dsn"], table=spec["table"])
-else:
-    storage = FileLedgerStorage(spec["path"])
+storage = storage_from_spec(spec)
 
 
 @ledger_sync(storage=storage, transition_binding=binding, lease_ttl=1.0)

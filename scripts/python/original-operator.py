@@ -9,17 +9,13 @@ import json
 import sys
 import warnings
 
-from mycelium import ActionLedger, FileLedgerStorage, PostgresLedgerStorage, RedisLedgerStorage
+from interop_store import storage_from_spec
+from mycelium import ActionLedger
 
 warnings.simplefilter("ignore")
 spec, request_id, verified = json.loads(sys.argv[1]), sys.argv[2], sys.argv[3]
 result = json.loads(sys.argv[4]) if len(sys.argv) > 4 else None
-if spec["kind"] == "redis":
-    storage = RedisLedgerStorage(spec["url"], prefix=spec["prefix"])
-elif spec["kind"] == "postgres":
-    storage = PostgresLedgerStorage(spec["dsn"], table=spec["table"])
-else:
-    storage = FileLedgerStorage(spec["path"])
+storage = storage_from_spec(spec)
 
 try:
     entry = ActionLedger(storage, lease_ttl=1.0).release(
