@@ -434,7 +434,8 @@ export class UpstashLedgerStorage implements LedgerStorage {
   }
 
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
-    if (this.#scanDispatch || !this.#dispatchPrefix) {
+    // Also the empty prefix's case: it has no index, so #scanDispatch is set for it.
+    if (this.#scanDispatch) {
       const out: LedgerEntry[] = []
       for await (const e of this.list()) if (dispatchIdOf(e) === dispatchId) out.push(e)
       return out
