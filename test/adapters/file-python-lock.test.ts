@@ -22,10 +22,11 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const CHILD = fileURLToPath(new URL("./file-lock-child.ts", import.meta.url))
 const run = cliRunner(process.cwd())
 
+// `n` rows, one flock each. `hold` seconds between reading the file and writing it back (under the flock): anyone
+// writing meanwhile without the flock is undone. Prints "ready" once it holds the first lock and has read the file.
 const PY_WRITER = `
-import fcntl, json, os, sys
-path, n, prefix = sys.argv[1], int(sys.argv[2]), sys.argv[3]
-print("ready", flush=True)
+import fcntl, json, os, sys, time
+path, n, prefix, hold = sys.argv[1], int(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 for i in range(n):
     with open(path + ".lock", "a+", encoding="utf-8") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
@@ -34,6 +35,9 @@ for i in range(n):
             if os.path.exists(path):
                 with open(path, "r", encoding="utf-8") as f:
                     data = json.load(f)
+            if i == 0:
+                print("ready", flush=True)
+            time.sleep(hold)
             rid = f"{prefix}{i}"
             data[rid] = {"request_id": rid, "tool": "t", "args": [], "kwargs": {}, "status": "completed",
                          "terminal_outcome": "COMPLETED", "fence": 1, "result": i, "error": None,
@@ -47,7 +51,6 @@ for i in range(n):
             os.replace(tmp, path)
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-print("done")
 `
 
 const exited = (child: ChildProcess) =>
@@ -67,13 +70,13 @@ describe("FileLedgerStorage with pythonLock", () => {
     const path = join(dir, "race.json")
     const storage = new FileLedgerStorage(path, { pythonLock: true })
     const n = 150
-    const py = spawn("python3", ["-c", PY_WRITER, path, String(n), "py-"])
+    const py = spawn("python3", ["-c", PY_WRITER, path, String(n), "py-", "0"])
     let pyErr = ""
     py.stderr.on("data", (d) => {
       pyErr += d
     })
     const pyDone = exited(py)
-    // Both write at once: this store starts when the Python writer starts its loop.
+    // Both write at once: this store starts once the Python writer holds its first lock.
     await new Promise<void>((r) => py.stdout.once("data", () => r()))
     for (let i = 0; i < n; i++) await storage.set(newEntry({ requestId: `ts-${i}`, tool: "t" }, 1))
     expect(await pyDone, pyErr).toBe(0)
@@ -178,25 +181,6 @@ describe("FileTaskStore with pythonLock", () => {
   })
 })
 
-// The original's writer holding its flock across a read-modify-write that takes a while: it reads the file, waits,
-// then writes back what it read plus one row. Anyone writing the file meanwhile without the flock is undone.
-const PY_SLOW_WRITER = `
-import fcntl, json, os, sys, time
-path, row = sys.argv[1], sys.argv[2]
-with open(path + ".lock", "a+", encoding="utf-8") as handle:
-    fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-    with open(path, "r", encoding="utf-8") as f:
-        data = json.load(f)
-    print("held", flush=True)
-    time.sleep(2.5)
-    data[row] = {"request_id": row, "tool": "t", "args": [], "kwargs": {}, "status": "completed",
-                 "terminal_outcome": "COMPLETED", "fence": 1, "result": 1, "error": None,
-                 "started_at": 1767225600.5, "finished_at": 1767225601.5, "lease_until": None, "owner": "py:1"}
-    with open(path + ".tmp", "w", encoding="utf-8") as f:
-        json.dump(data, f, indent=2)
-    os.replace(path + ".tmp", path)
-`
-
 describe("mycelium.yaml python_lock and the CLI's --python-lock", () => {
   it("config: python_lock: true makes a configured tool wait for the original's flock", async () => {
     const path = join(dir, "cfg-ledger.json")
@@ -255,7 +239,7 @@ describe("mycelium.yaml python_lock and the CLI's --python-lock", () => {
     )
     await pay({ n: 1 }, { toolCallId: "stuck" }).catch(() => {})
     const id = ((await storage.findByDispatchId("stuck"))[0] as { requestId: string }).requestId
-    const py = spawn("python3", ["-c", PY_SLOW_WRITER, path, "py-row"])
+    const py = spawn("python3", ["-c", PY_WRITER, path, "1", "py-row-", "2.5"])
     await new Promise<void>((r) => py.stdout.once("data", () => r()))
     const pyDone = exited(py)
     const rel = run([
@@ -277,7 +261,7 @@ describe("mycelium.yaml python_lock and the CLI's --python-lock", () => {
     expect(rel.code, rel.err).toBe(0)
     expect(await pyDone).toBe(0)
     const rows = JSON.parse(readFileSync(path, "utf8")) as Record<string, Record<string, unknown>>
-    expect(rows["py-row"]).toBeDefined()
+    expect(rows["py-row-0"]).toBeDefined()
     expect(rows[id]).toMatchObject({ operator_resolution: "completed", result: { ok: true } })
   })
 
