@@ -1,7 +1,8 @@
-// A Python worker and a TypeScript worker redispatched the same call at the same instant, on one shared store: the
-// effect runs exactly once, and the loser waits for the winner's result instead of running or failing. Both
-// processes start first and call at one agreed instant (INTEROP_START_AT), and the effect takes 300 ms, so the loser
-// finds the row in flight. Part of `npm run interop:python` (scripts/python-interop.ts).
+// A Python worker and a TypeScript worker reach the same call or task at the same instant, on one shared store: the
+// effect runs exactly once. A redispatched tool call's loser waits for the winner's result; a task's loser is told
+// it is in flight (the original's task ledger never waits), or with `wait` waits for it. Both processes start
+// first and act at one agreed instant (INTEROP_START_AT), and the work takes 300 ms, so the loser finds it in
+// flight. Part of `npm run interop:python` (scripts/python-interop.ts).
 import { spawn } from "node:child_process"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -37,6 +38,69 @@ function run(cmd: string, args: string[], env: NodeJS.ProcessEnv): Promise<Outco
   })
 }
 
+/** One race: the two children's arguments and environment, and what must hold of their outcomes. */
+interface Race {
+  name: string
+  py: string[]
+  ts: string[]
+  tsEnv?: Record<string, string>
+  /** Starts this side that much after the other (ms), so the other side surely holds the work first. */
+  late?: { side: "python" | "typescript"; ms: number }
+  /** Both outcomes are objects here; null when they hold, else what went wrong. */
+  judge(py: Outcome, ts: Outcome): string | null
+}
+
+async function runRaces(src: string, tsScript: string, races: Race[], check: Check): Promise<void> {
+  for (let i = 0; i < races.length; i += PAIRS_AT_ONCE) {
+    const batch = races.slice(i, i + PAIRS_AT_ONCE)
+    const at = Date.now() + START_DELAY_MS
+    const answers = await Promise.all(
+      batch.flatMap((r) => {
+        const env = (side: "python" | "typescript") => ({
+          INTEROP_START_AT: String(at + (r.late?.side === side ? r.late.ms : 0)),
+          INTEROP_BODY_MS: BODY_MS,
+        })
+        return [
+          run("python3", r.py, pythonEnv(src, env("python"))),
+          run(process.execPath, ["--import", "tsx", tsScript, ...r.ts], {
+            ...process.env,
+            ...env("typescript"),
+            ...r.tsEnv,
+          }),
+        ]
+      }),
+    )
+    batch.forEach((r, j) => {
+      const [py, ts] = [answers[2 * j], answers[2 * j + 1]]
+      const wrong =
+        typeof py === "object" && typeof ts === "object" ? r.judge(py, ts) : "a side printed no outcome"
+      check(r.name, wrong === null, { wrong, py, ts })
+    })
+  }
+}
+
+/** The effect ran once, and the side that did not run it returned the same result. */
+const onceSameResult = (py: Outcome, ts: Outcome): string | null =>
+  py.executed + ts.executed !== 1
+    ? `ran ${py.executed + ts.executed} times`
+    : py.error !== null || ts.error !== null
+      ? "a side failed"
+      : same(py.result, ts.result)
+        ? null
+        : "the results differ"
+
+/** The task ran once; the loser was told it is in flight, or (waiting) returned the winner's result. */
+const taskOnce =
+  (tsWaits: boolean) =>
+  (py: Outcome, ts: Outcome): string | null => {
+    if (py.executed + ts.executed !== 1) return `ran ${py.executed + ts.executed} times`
+    const [won, lost] = py.executed === 1 ? [py, ts] : [ts, py]
+    if (won.error !== null) return `the winner failed: ${won.message}`
+    if (lost.error === "TaskLedgerPendingError") return lost === ts && tsWaits ? "did not wait" : null
+    if (lost === ts && tsWaits && lost.error === null && same(lost.result, won.result)) return null
+    return `the loser answered ${lost.error ?? JSON.stringify(lost.result)}`
+  }
+
 export async function raceChecks(
   src: string,
   store: SharedStore,
@@ -45,44 +109,55 @@ export async function raceChecks(
 ): Promise<void> {
   const check: Check = (name, ok, detail) => report(`${store.kind} race: ${name}`, ok, detail)
   const spec = JSON.stringify(store.spec)
-  const cases: [string, string][] = []
+  const races: Race[] = []
   for (const cls of ["keyed_mutate", "non_idempotent_mutate"])
-    for (let i = 0; i < 3; i++) cases.push([cls, `race-${cls.slice(0, 5)}-${i}`])
-  for (let i = 0; i < cases.length; i += PAIRS_AT_ONCE) {
-    const startAt = String(Date.now() + START_DELAY_MS)
-    const batch = cases.slice(i, i + PAIRS_AT_ONCE)
-    const env = { INTEROP_START_AT: startAt, INTEROP_BODY_MS: BODY_MS }
-    const answers = await Promise.all(
-      batch.flatMap(([cls, callId], j) => [
-        run(
-          "python3",
-          [join(here, "python", "original-interop.py"), spec, cls, callId, String(40 + i + j)],
-          pythonEnv(src, env),
-        ),
-        run(
-          process.execPath,
-          ["--import", "tsx", tsScript, "--ts-call", spec, cls, callId, String(40 + i + j)],
-          {
-            ...process.env,
-            ...env,
-          },
-        ),
-      ]),
-    )
-    batch.forEach(([cls, callId], j) => {
-      const [py, ts] = [answers[2 * j], answers[2 * j + 1]]
-      const ok =
-        typeof py === "object" &&
-        typeof ts === "object" &&
-        py.executed + ts.executed === 1 &&
-        py.error === null &&
-        ts.error === null &&
-        same(py.result, ts.result)
-      const winner = typeof py === "object" && py.executed === 1 ? "python" : "typescript"
-      check(`${cls} ${callId}: the effect ran once (${winner}), the other side returned its result`, ok, {
-        py,
-        ts,
+    for (let i = 0; i < 3; i++) {
+      const callId = `race-${cls.slice(0, 5)}-${i}`
+      const amount = String(40 + races.length)
+      races.push({
+        name: `${cls} ${callId}: the effect ran once, the other side returned its result`,
+        py: [join(here, "python", "original-interop.py"), spec, cls, callId, amount],
+        ts: ["--ts-call", spec, cls, callId, amount],
+        judge: onceSameResult,
       })
+    }
+  const tasks = JSON.stringify(store.taskSpec)
+  for (let i = 0; i < 4; i++) {
+    const taskId = `race-task-${i}`
+    const tsWaits = i >= 2
+    races.push({
+      name: `task ${taskId}: ran once, the other side ${tsWaits ? "(typescript waiting) " : ""}was told or waited`,
+      py: [join(here, "python", "original-task.py"), tasks, taskId],
+      ts: ["--ts-task", tasks, taskId],
+      tsEnv: tsWaits ? { INTEROP_WAIT: "1" } : {},
+      judge: taskOnce(tsWaits),
     })
   }
+  // A task one side ran and failed is run again by the other, and the first side calls while it runs: it must see
+  // the new claim in flight, not its own old lease (which this package keeps beside the row; the original has none).
+  for (const first of ["typescript", "python"] as const) {
+    const taskId = `retry-after-${first}-failed`
+    const failed = await (first === "typescript"
+      ? run(process.execPath, ["--import", "tsx", tsScript, "--ts-task", tasks, taskId, "fail"], process.env)
+      : run("python3", [join(here, "python", "original-task.py"), tasks, taskId, "fail"], pythonEnv(src)))
+    if (typeof failed !== "object" || failed.error === null) {
+      check(`task ${taskId}: set up`, false, failed)
+      continue
+    }
+    const rerun = first === "typescript" ? "python" : "typescript"
+    races.push({
+      name: `task ${taskId}: ${rerun} runs it again, ${first} calling meanwhile is told it is in flight`,
+      py: [join(here, "python", "original-task.py"), tasks, taskId],
+      ts: ["--ts-task", tasks, taskId],
+      late: { side: first, ms: 150 },
+      judge: (py, ts) => {
+        const [again, meanwhile] = rerun === "python" ? [py, ts] : [ts, py]
+        if (again.executed !== 1 || again.error !== null) return `the re-run answered ${again.error}`
+        if (meanwhile.executed !== 0 || meanwhile.error !== "TaskLedgerPendingError")
+          return `the call meanwhile ran ${meanwhile.executed} times, answered ${meanwhile.error}`
+        return null
+      },
+    })
+  }
+  await runRaces(src, tsScript, races, check)
 }

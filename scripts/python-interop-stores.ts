@@ -6,10 +6,13 @@ import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import pg from "pg"
 import { FileLedgerStorage } from "../src/adapters/file.ts"
+import { FileTaskStore } from "../src/adapters/file-tasks.ts"
 import { NeonLedgerStorage } from "../src/adapters/neon.ts"
 import { NeonTaskStore } from "../src/adapters/neon-tasks.ts"
-import { RedisLedgerStorage, RespConnection } from "../src/adapters/redis.ts"
+import { RedisLedgerStorage, RespConnection, upstashShape } from "../src/adapters/redis.ts"
+import { UpstashTaskStore } from "../src/adapters/upstash-tasks.ts"
 import type { LedgerStorage } from "../src/core/index.ts"
+import type { TaskStore } from "../src/core/tasks/store.ts"
 
 /**
  * The child environment for the original: its source first, then any PYTHONPATH already set (where Debian's
@@ -43,6 +46,8 @@ export interface SharedStore {
   readonly kind: StoreKind
   /** The action ledger, as `original-interop.py` takes it (JSON). */
   readonly spec: Record<string, string>
+  /** The task ledger, as `original-task.py` takes it (JSON). */
+  readonly taskSpec: Record<string, string>
   /** The `storage:` keys of `action_ledger` and `task_ledger` in a mycelium.yaml. */
   readonly yaml: { ledger: string; tasks: string }
   /** The row keys as the backend lists them (file keys, Redis keys without the prefix, the tables' request_id). */
@@ -71,6 +76,20 @@ export function ledgerOf(spec: Record<string, string>): LedgerStorage & { close?
   return new FileLedgerStorage(spec.path as string, { pythonLock: true })
 }
 
+/** This package's task store on a store `taskSpec` names, and how to let go of its connection. */
+export function taskStoreOf(spec: Record<string, string>): { store: TaskStore; close(): Promise<void> } {
+  if (spec.kind === "redis") {
+    const conn = new RespConnection(spec.url as string)
+    const store = new UpstashTaskStore({ redis: upstashShape(conn), prefix: spec.prefix as string })
+    return { store, close: async () => conn.close() }
+  }
+  if (spec.kind === "postgres") {
+    const pool = new pg.Pool({ connectionString: spec.dsn, max: 2 })
+    return { store: new NeonTaskStore({ pool, table: spec.table as string }), close: () => pool.end() }
+  }
+  return { store: new FileTaskStore(spec.path as string, { pythonLock: true }), close: async () => {} }
+}
+
 const indent = (lines: string[]) => lines.map((l) => `  ${l}`).join("\n")
 
 export function fileStore(dir: string, name: string): SharedStore {
@@ -78,6 +97,7 @@ export function fileStore(dir: string, name: string): SharedStore {
   return {
     kind: "file",
     spec: { kind: "file", path: paths.ledger },
+    taskSpec: { kind: "file", path: paths.tasks },
     yaml: {
       ledger: indent(["storage: file", `path: ${paths.ledger}`, "python_lock: true"]),
       tasks: indent(["storage: file", `path: ${paths.tasks}`, "python_lock: true"]),
@@ -94,6 +114,7 @@ export function redisStore(url: string, run: string): SharedStore {
   return {
     kind: "redis",
     spec: { kind: "redis", url, prefix: prefix.ledger },
+    taskSpec: { kind: "redis", url, prefix: prefix.tasks },
     yaml: {
       ledger: indent([
         "storage: redis",
@@ -123,6 +144,7 @@ export function postgresStore(dsn: string, run: string): SharedStore {
   return {
     kind: "postgres",
     spec: { kind: "postgres", dsn, table: table.ledger },
+    taskSpec: { kind: "postgres", dsn, table: table.tasks },
     yaml: {
       ledger: indent(["storage: postgres", `dsn: ${dsn}`, `table: ${table.ledger}`]),
       tasks: indent(["storage: postgres", `dsn: ${dsn}`, `table: ${table.tasks}`]),

@@ -13,6 +13,7 @@ import { fileURLToPath } from "node:url"
 import { FileReceiptStore } from "../src/adapters/file-receipts.ts"
 import { ActionLedger, type SideEffectClass } from "../src/core/index.ts"
 import { hmacReceiptSigner, ReceiptEmitter, verifyReceipts } from "../src/core/receipts/index.ts"
+import { TaskLedger } from "../src/core/tasks/task-ledger.ts"
 import { configChecks, same } from "./python-interop-config.ts"
 import { type Call, operatorChecks } from "./python-interop-operators.ts"
 import { raceChecks } from "./python-interop-races.ts"
@@ -25,6 +26,7 @@ import {
   pythonEnv,
   redisStore,
   type SharedStore,
+  taskStoreOf,
 } from "./python-interop-stores.ts"
 
 const pause = (ms: number) => (ms > 0 ? new Promise((r) => setTimeout(r, ms)) : Promise.resolve())
@@ -64,6 +66,36 @@ if (process.argv[2] === "--ts-call") {
   }
   out.executed = executed
   await storage.close?.()
+  console.log(JSON.stringify(out))
+  process.exit(0)
+}
+
+// A child run of this script: one task run through this package's task ledger (INTEROP_WAIT=1: wait for a task in
+// flight elsewhere instead of failing).
+if (process.argv[2] === "--ts-task") {
+  const [spec, taskId, mode] = process.argv.slice(3) as [string, string, string?]
+  let executed = 0
+  const { store, close } = taskStoreOf(JSON.parse(spec) as Record<string, string>)
+  const tasks = new TaskLedger({ storage: store, pollInterval: 0.05, pollTimeout: 10 })
+  const report = tasks.task(
+    { name: "nightly_report", wait: process.env.INTEROP_WAIT === "1" },
+    async (args: { region: string }) => {
+      executed++
+      await pause(Number(process.env.INTEROP_BODY_MS ?? 0))
+      if (mode === "fail") throw new Error("task failed on purpose")
+      return { region: args.region, by: "typescript" }
+    },
+  )
+  const out: Outcome = { executed: 0, result: null, error: null, message: null }
+  await pause(Number(process.env.INTEROP_START_AT ?? 0) - Date.now())
+  try {
+    out.result = await report({ region: "eu" }, { taskId })
+  } catch (e) {
+    out.error = (e as Error).name
+    out.message = (e as Error).message
+  }
+  out.executed = executed
+  await close()
   console.log(JSON.stringify(out))
   process.exit(0)
 }
