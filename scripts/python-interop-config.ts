@@ -230,6 +230,17 @@ export async function configChecks(
       meta: { tool_call_id: `c-scope-null-${x}` },
       run: `r-${x}`,
     })
+    // Booleans and small floats key as Python's str() writes them (True, 1e-05), on both sides.
+    for (const [label, value] of [
+      ["true", true],
+      ["0.00001", 0.00001],
+    ] as const)
+      await pair(`scope_from argument ${label} outside a run`, writer, {
+        op: "tool",
+        name: "post_message",
+        args: { text: "hi", conversation: value },
+        meta: { tool_call_id: `c-scope-${label}-${x}` },
+      })
     await pair("scope_from argument named 'constructor' inside config.run", writer, {
       op: "tool",
       name: "post_message",

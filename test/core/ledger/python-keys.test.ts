@@ -147,6 +147,39 @@ describe("scopeFrom: the scope is Python's str() of the named argument (resolve_
       "c27af9b96abcfa22bfa96a7c75b3b4d101b5a28043e19c6bb1a2059eb7bd41cf",
     ],
     ["a number", { conversation: 7 }, "e9f2a94dc6ee8dbbea39f27f3c9f8f23a9f4ec855892b49ab03067e1ac8c9a04"],
+    // Booleans and floats as Python writes them (True, 1e-07), not as JavaScript does (true, 1e-7).
+    [
+      "true is True",
+      { conversation: true },
+      "217cd7e61f64d43a869cdd54a1e967f39d527cc432a44690f18d5c5f88cd9c43",
+    ],
+    [
+      "false is False",
+      { conversation: false },
+      "7843fb87628aecd83638f1fae97ca52fc30cab7ccdf8ce22095ae900509e3f24",
+    ],
+    [
+      'the string "True" (its own key)',
+      { conversation: "True" },
+      "0a2fc3a9c2e9333b08df41d77a8cc42ee3cbf7b2d04b89e45804e29885c45cf0",
+    ],
+    [
+      "1e-7 is 1e-07",
+      { conversation: 1e-7 },
+      "118ead62af03f45ea61fd3fc89cc54f7338676d928e4c21839fa64d1bc0c65ba",
+    ],
+    [
+      "0.000001 is 1e-06",
+      { conversation: 1e-6 },
+      "b59aa65d65f4613faa9d0ac8f4fc971a3121ecf223c5eb215844606999175874",
+    ],
+    ["0.5", { conversation: 0.5 }, "6f089ddd4842a031c85774e6f4eae052bd18bd05d061b448dccbf9a861ed4850"],
+    [
+      "2**60, every digit",
+      { conversation: 2 ** 60 },
+      "b4061b8b0aaa03d5a4a4c8dc2a4893f7e2386d5dc66089e63e8a9923c33c6ef3",
+    ],
+    ["-0 is -0.0", { conversation: -0 }, "b603277dfc272563776a75d85a99dee722c740438ad1d3e3876cda7bd0a7fe83"],
     ["absent: the ambient scope", {}, "b30cce563c08e42e18d24c767ed5037de32fee1f4a5f7960f8e0e017911f557f"],
   ]
   for (const [name, extra, key] of cases) {

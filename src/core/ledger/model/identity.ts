@@ -2,7 +2,7 @@
 
 import { LedgerConfigError, MissingRequestIdentityError } from "../errors.ts"
 import type { ScopeField, ToolTransitionBinding } from "./binding.ts"
-import { canonicalArgsJson, canonicalJson, canonicalString } from "./canonical.ts"
+import { canonicalArgsJson, canonicalJson, canonicalNumber, canonicalString } from "./canonical.ts"
 import { TRANSITION_SCHEMA } from "./enums.ts"
 import { sha256Hex } from "./sha256.ts"
 
@@ -135,8 +135,8 @@ export function withMetaKwargs<T extends Record<string, unknown>>(
 
 /**
  * The scope a call's `scopeFrom` argument gives `field`, as the original reads it: Python's `str()` of an own
- * argument (null is "None"), undefined when the call has none. Own members only, as a Python kwargs dict:
- * `scopeFrom: { thread_id: "constructor" }` must not read Object.
+ * argument (null is "None", true "True", 1e-7 "1e-07", as for a JSON value Python parsed), undefined when the call has
+ * none. Own members only, as a Python kwargs dict: `scopeFrom: { thread_id: "constructor" }` must not read Object.
  */
 export function scopeArg(
   scopeFrom: Readonly<Partial<Record<ScopeField, string>>>,
@@ -145,7 +145,9 @@ export function scopeArg(
 ): string | undefined {
   const src = scopeFrom[field]
   const v = src === undefined || !Object.hasOwn(args, src) ? undefined : args[src]
-  return v === undefined ? v : v === null ? "None" : String(v)
+  if (v === undefined || typeof v === "string") return v
+  if (typeof v === "number") return canonicalNumber(v)
+  return v === null ? "None" : v === true ? "True" : v === false ? "False" : String(v)
 }
 
 /** Scope: binding `scopeFrom` arguments, then explicit metadata, over an ambient scope. */
