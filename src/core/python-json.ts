@@ -1,10 +1,15 @@
 // Python's json.dumps with its default separators (", " and ": "), ASCII escapes and float repr. The original
 // writes its receipt lines this way and hashes task arguments this way (with sort_keys).
 import { type ExactJsonValue, parseExactJson } from "./exact-json.ts"
-import { canonicalNumber, canonicalString, pythonFloatRepr } from "./ledger/model/canonical.ts"
+import {
+  canonicalNumber,
+  canonicalString,
+  compareCodePoints,
+  pythonFloatRepr,
+} from "./ledger/model/canonical.ts"
 
 export interface PythonDumpsOptions {
-  /** `sort_keys=True` (code-unit order, as canonicalJson sorts ASCII keys). */
+  /** `sort_keys=True`: by code point, as canonicalJson sorts. */
   readonly sortKeys?: boolean
 }
 
@@ -36,7 +41,7 @@ export function pythonDumps(value: unknown, options: PythonDumpsOptions = {}): s
         const withJson = v as { toJSON?: () => unknown }
         if (typeof withJson.toJSON === "function") return write(withJson.toJSON())
         const entries = Object.entries(v).filter(([, x]) => x !== undefined)
-        if (options.sortKeys) entries.sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0))
+        if (options.sortKeys) entries.sort(([a], [b]) => compareCodePoints(a, b))
         return `{${entries.map(([k, x]) => `${canonicalString(k)}: ${write(x)}`).join(", ")}}`
       }
       default:

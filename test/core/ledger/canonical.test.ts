@@ -67,6 +67,22 @@ describe("canonicalJson", () => {
     )
   })
 
+  // Expected: CPython's json.dumps(json.loads(text), sort_keys=True), as the original keys a model's arguments.
+  // A lone surrogate is its own code point, below U+E000; a pair is one astral code point, above U+FFFF.
+  const lone: Array<[Record<string, number>, string]> = [
+    [{ "\ufeff": 1, "\ud800": 2 }, '{"\\ud800":2,"\\ufeff":1}'],
+    [{ "\ue000": 1, "\udfff": 2 }, '{"\\udfff":2,"\\ue000":1}'],
+    [{ "\ue000": 1, "\ud83dx": 2 }, '{"\\ud83dx":2,"\\ue000":1}'],
+    [
+      { "\ud83d\ude00": 1, "\ud83d": 2, "\ud83d\ue000": 3, "\ue000": 4, "\udc00": 5 },
+      '{"\\ud83d":2,"\\ud83d\\ue000":3,"\\udc00":5,"\\ue000":4,"\\ud83d\\ude00":1}',
+    ],
+  ]
+  for (const [v, expected] of lone)
+    it(`sorts keys with lone surrogates as Python does: ${expected}`, () => {
+      expect(canonicalJson(v)).toBe(expected)
+    })
+
   it("escapes DEL and control characters", () => {
     expect(canonicalJson("\x7f\x00\x1f\b\f\r")).toBe('"\\u007f\\u0000\\u001f\\b\\f\\r"')
   })

@@ -39,6 +39,17 @@ describe("task request ids match the Python original", () => {
     )
   })
 
+  it("the arguments' hash sorts keys by code point: astral after U+E000, a lone surrogate before it", () => {
+    // TaskLedger().derive_request_id("nightly_report", (), json.loads(text)) in the original, run on 2026-12-04.
+    expect(deriveTaskRequestId({ task: "nightly_report", kwargs: { "\ue000": 1, "\u{1F600}": 2 } })).toBe(
+      "nightly_report:06ce458658d39574",
+    )
+    const lone = { "\ufeff": 1, "\ud800": 2, a: [1.5, null] }
+    expect(deriveTaskRequestId({ task: "nightly_report", kwargs: lone })).toBe(
+      "nightly_report:dc950e252ca24482",
+    )
+  })
+
   it("an id_from value that is a list or a dict is written as Python's str() writes it (repr, not JSON)", () => {
     // f"{field}={kwargs[field]}" in the original, run on 2026-12-03.
     const kwargs = { region: { a: [1, "x", true, null, 2.5], "it's": "café ☕", n: -0 }, day: ["d", 7] }

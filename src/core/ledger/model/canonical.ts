@@ -78,19 +78,17 @@ export function canonicalNumber(x: number): string {
   return pythonFloatRepr(x)
 }
 
-// Python sorts keys by code point; JS compares UTF-16 units, which differs only for astral vs U+E000..U+FFFF.
-function compareCodePoints(a: string, b: string): number {
-  const n = Math.min(a.length, b.length)
-  for (let i = 0; i < n; i++) {
-    const x = a.charCodeAt(i)
-    const y = b.charCodeAt(i)
-    if (x === y) continue
-    const xs = x >= 0xd800 && x <= 0xdfff
-    const ys = y >= 0xd800 && y <= 0xdfff
-    if (xs !== ys) return xs ? 1 : -1
-    return x - y
+// Python sorts keys by code point; JS compares UTF-16 units, which differs for a surrogate pair (one astral code
+// point) against U+E000..U+FFFF, and a lone surrogate (its own code point, below U+E000) against a pair. Spreading
+// a string yields its code points that way, as Python's json.loads decodes them. Only keys with surrogates come here.
+export function compareCodePoints(a: string, b: string): number {
+  const x = [...a]
+  const y = [...b]
+  for (let i = 0; i < x.length && i < y.length; i++) {
+    const d = (x[i]?.codePointAt(0) as number) - (y[i]?.codePointAt(0) as number)
+    if (d) return d
   }
-  return a.length - b.length
+  return x.length - y.length
 }
 
 function hasSurrogate(keys: readonly string[]): boolean {
