@@ -15,6 +15,7 @@ import { ActionLedger, type SideEffectClass } from "../src/core/index.ts"
 import { hmacReceiptSigner, ReceiptEmitter, verifyReceipts } from "../src/core/receipts/index.ts"
 import { TaskLedger } from "../src/core/tasks/task-ledger.ts"
 import { configChecks, same } from "./python-interop-config.ts"
+import { keyChecks } from "./python-interop-keys.ts"
 import { type Call, operatorChecks } from "./python-interop-operators.ts"
 import { raceChecks } from "./python-interop-races.ts"
 import {
@@ -244,6 +245,8 @@ function sharedStores(): SharedStore[] {
 
 const stores = sharedStores()
 try {
+  console.log("# keys")
+  await keyChecks(src, check)
   for (const store of stores) {
     console.log(`# ${store.kind}`)
     const unready = (await store.prepare?.(src)) ?? null

@@ -1,0 +1,273 @@
+// Differential check of the transition key: random arguments, scopes, bindings and tool-call ids, keyed by this
+// package's ledger and by the real original's derive_transition_key_for_call. A key that differs is a call a
+// redispatch from the other implementation would not find: it would run again. Part of `npm run interop:python`
+// (scripts/python-interop.ts); INTEROP_KEY_SEED repeats a run, INTEROP_KEY_CASES sets its size (default 3,000).
+import { spawnSync } from "node:child_process"
+import { dirname, join } from "node:path"
+import { fileURLToPath } from "node:url"
+import { ActionLedger, type JsonValue, MemoryLedgerStorage, type SideEffectClass } from "../src/core/index.ts"
+import { TaskIdAmbiguousError } from "../src/core/tasks/errors.ts"
+import { deriveTaskRequestId } from "../src/core/tasks/identity.ts"
+import type { Check } from "./python-interop-config.ts"
+import { pythonEnv } from "./python-interop-stores.ts"
+
+const here = dirname(fileURLToPath(import.meta.url))
+
+/** mulberry32: a small seeded generator, so a failing run can be repeated from its seed. */
+function generator(seed: number): () => number {
+  let a = seed >>> 0
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0
+    let t = a
+    t = Math.imul(t ^ (t >>> 15), t | 1)
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
+  }
+}
+
+// Characters where implementations part ways: escapes, non-ASCII, astral (sorted by code point, not UTF-16 unit),
+// the U+E000..U+FFFF block, lone surrogates, line separators, NUL.
+const ALPHABET = [
+  ..."abcXYZ019 _-:./\\\"'",
+  "\n",
+  "\t",
+  "\u0000",
+  "\u007f",
+  "é",
+  "ß",
+  "\u2028",
+  "\u2029",
+  "\ufeff",
+  "\uffff",
+  "\ue000",
+  "漢",
+  "😀",
+  "𝄞",
+  "\ud800",
+  "\udfff",
+]
+
+function values(rand: () => number) {
+  const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T
+  const text = (): string => {
+    let s = ""
+    for (let n = Math.floor(rand() * 8); n > 0; n--) s += pick(ALPHABET)
+    return s
+  }
+  // Numbers JSON carries the same to both sides: JavaScript cannot tell 1 from 1.0, so an integral value is an int
+  // on both (docs/keys.md); fractions, exponents both ways, and integers past 2^53 that a double holds exactly.
+  const num = (): number =>
+    pick([
+      () => Math.floor(rand() * 2000) - 1000,
+      () => (rand() - 0.5) * 10 ** Math.floor(rand() * 40 - 20),
+      () => 2 ** (53 + Math.floor(rand() * 20)) * (rand() < 0.5 ? 1 : -1),
+      () => Number((rand() * 100).toFixed(Math.floor(rand() * 4) + 1)),
+      () => pick([0.1, 1e-7, 1e-5, 1e21, 1e16 + 2, 123456789.125, Number.MAX_SAFE_INTEGER, 5e-324]),
+    ])()
+  const scalar = (): unknown => pick([text, num, () => rand() < 0.5, () => null, () => 0])()
+  const value = (depth: number): unknown => {
+    const r = rand()
+    if (depth > 2 || r < 0.6) return scalar()
+    if (r < 0.8) return Array.from({ length: Math.floor(rand() * 4) }, () => value(depth + 1))
+    return object(depth + 1)
+  }
+  const object = (depth: number): Record<string, unknown> => {
+    const o: Record<string, unknown> = {}
+    for (let n = Math.floor(rand() * 4); n > 0; n--) o[text() || "k"] = value(depth)
+    return o
+  }
+  return { pick, text, num, scalar, object }
+}
+
+interface Case {
+  tool: string
+  binding: {
+    agent_id: string
+    policy_version: string
+    side_effect_class: SideEffectClass
+    scope_from?: { thread_id?: string; run_id?: string; node?: string }
+    key_param?: string
+  }
+  /** The arguments the tool gets (this package), and the original's kwargs: those plus tool_call_id. */
+  args: Record<string, unknown>
+  toolCallId: string
+}
+
+function cases(seed: number, count: number): Case[] {
+  const rand = generator(seed)
+  const v = values(rand)
+  const out: Case[] = []
+  for (let i = 0; i < count; i++) {
+    const args = v.object(0)
+    const binding: Case["binding"] = {
+      agent_id: v.pick(["agent", "a-é", "😀"]),
+      policy_version: v.pick(["1", "v2.0"]),
+      side_effect_class: v.pick([
+        "keyed_mutate",
+        "non_idempotent_mutate",
+        "idempotent_mutate",
+        "irreversible",
+        "read",
+      ] as const),
+    }
+    if (rand() < 0.4) {
+      binding.scope_from = { thread_id: "conversation" }
+      if (rand() < 0.8) args.conversation = v.scalar()
+    }
+    if (rand() < 0.2) {
+      binding.key_param = "idem"
+      args.idem = v.text() || "k"
+    }
+    out.push({ tool: v.pick(["charge", "send_email", "t"]), binding, args, toolCallId: `call_${v.text()}` })
+  }
+  return out
+}
+
+/**
+ * JSON text that gives Python the value this side keys: an integer past 2^53 with every digit (JSON.stringify writes
+ * the shortest digits, which Python reads as another int) and -0 as a float (JSON.stringify writes 0, an int).
+ */
+function exactJson(v: unknown): string {
+  if (typeof v === "number") {
+    if (Object.is(v, -0)) return "-0.0"
+    // From 1e21 both write an exponent, and Python reads it as the float this side keys it as.
+    const digits = Number.isInteger(v) && !Number.isSafeInteger(v) && Math.abs(v) < 1e21
+    return digits ? BigInt(v).toString() : JSON.stringify(v)
+  }
+  if (Array.isArray(v)) return `[${v.map(exactJson).join(",")}]`
+  if (v && typeof v === "object")
+    return `{${Object.entries(v)
+      .map(([k, x]) => `${JSON.stringify(k)}:${exactJson(x)}`)
+      .join(",")}}`
+  return JSON.stringify(v)
+}
+
+interface TaskCase {
+  task: string
+  kwargs: Record<string, unknown>
+  id_from: string[]
+}
+
+function taskCases(seed: number, count: number): TaskCase[] {
+  const rand = generator(seed)
+  const v = values(rand)
+  const out: TaskCase[] = []
+  for (let i = 0; i < count; i++) {
+    const kwargs = v.object(0)
+    const r = rand()
+    // task_id and run_id take precedence; their values are written with Python's str(). A null one is no id here
+    // (the original derives "None" for all of them: docs/tasks.md), so it is left out.
+    const id = () => v.pick([v.text, v.num, () => rand() < 0.5])()
+    if (r < 0.15) kwargs.task_id = id()
+    else if (r < 0.3) kwargs.run_id = id()
+    const names = Object.keys(kwargs)
+    const id_from = rand() < 0.5 ? [] : [v.pick([...names, "absent"]), v.pick([...names, "absent"])]
+    out.push({ task: v.pick(["nightly_report", "t"]), kwargs, id_from: [...new Set(id_from)] })
+  }
+  return out
+}
+
+async function tsKey(c: Case): Promise<string> {
+  const storage = new MemoryLedgerStorage()
+  const ledger = new ActionLedger({ storage, onWarning: () => {} })
+  const b = c.binding
+  const tool = ledger.tool(
+    {
+      name: c.tool,
+      binding: {
+        agentId: b.agent_id,
+        policyVersion: b.policy_version,
+        sideEffectClass: b.side_effect_class,
+        ...(b.scope_from && { scopeFrom: b.scope_from }),
+        ...(b.key_param && { providerIdempotencyKeyParam: b.key_param }),
+      },
+    },
+    async () => "ok",
+  )
+  await tool(c.args, { toolCallId: c.toolCallId })
+  for await (const e of storage.list()) return e.requestId
+  throw new Error("no row")
+}
+
+export async function keyChecks(src: string, check: Check): Promise<void> {
+  const seed = Number(process.env.INTEROP_KEY_SEED ?? Date.now() % 2 ** 31)
+  const all = cases(seed, Number(process.env.INTEROP_KEY_CASES ?? 3000))
+  const input = all
+    .map((c) =>
+      exactJson({ tool: c.tool, binding: c.binding, kwargs: { ...c.args, tool_call_id: c.toolCallId } }),
+    )
+    .join("\n")
+  const py = spawnSync("python3", [join(here, "python", "original-keys.py")], {
+    input,
+    encoding: "utf8",
+    env: pythonEnv(src),
+    maxBuffer: 64 * 1024 * 1024,
+  })
+  const pyKeys = py.stdout.trim().split("\n")
+  if (py.status !== 0 || pyKeys.length !== all.length) {
+    check(
+      `keys: the original keyed ${all.length} random calls`,
+      false,
+      py.stderr.trim().split("\n").slice(-3),
+    )
+    return
+  }
+  const differ: unknown[] = []
+  for (const [i, c] of all.entries()) {
+    let key: string
+    try {
+      key = await tsKey(c)
+    } catch (e) {
+      key = `error: ${(e as Error).message}`
+    }
+    if (key !== pyKeys[i]) differ.push({ case: i, ts: key, py: pyKeys[i], call: c })
+  }
+  check(`keys: ${all.length} random calls (seed ${seed}) keyed alike by both`, differ.length === 0, {
+    differ: differ.length,
+    first: differ.slice(0, 3),
+  })
+
+  // Task request ids: task_id, run_id, id_from values and the arguments' hash.
+  const tasks = taskCases(seed, all.length)
+  const pyTasks = spawnSync("python3", [join(here, "python", "original-keys.py")], {
+    input: tasks.map(exactJson).join("\n"),
+    encoding: "utf8",
+    env: pythonEnv(src),
+    maxBuffer: 64 * 1024 * 1024,
+  })
+  const lines = pyTasks.stdout.trim().split("\n")
+  if (pyTasks.status !== 0 || lines.length !== tasks.length) {
+    check(
+      `task ids: the original derived ${tasks.length}`,
+      false,
+      pyTasks.stderr.trim().split("\n").slice(-3),
+    )
+    return
+  }
+  const pyIds = lines.map((l) => JSON.parse(l) as string)
+  const idsDiffer: unknown[] = []
+  let refused = 0
+  for (const [i, t] of tasks.entries()) {
+    let id: string
+    try {
+      id = deriveTaskRequestId({
+        task: t.task,
+        kwargs: t.kwargs as Record<string, JsonValue>,
+        idFrom: t.id_from,
+      })
+    } catch (e) {
+      // A value that would forge another argument set's id is refused here (docs/python-differences.md).
+      if (e instanceof TaskIdAmbiguousError) {
+        refused++
+        continue
+      }
+      id = `error: ${(e as Error).message}`
+    }
+    if (id !== pyIds[i]) idsDiffer.push({ case: i, ts: id, py: pyIds[i], task: t })
+  }
+  check(
+    `task ids: ${tasks.length} random tasks (seed ${seed}) given the same id by both (${refused} refused here)`,
+    idsDiffer.length === 0,
+    { differ: idsDiffer.length, first: idsDiffer.slice(0, 3) },
+  )
+}
