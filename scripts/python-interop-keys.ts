@@ -14,7 +14,7 @@ import { pythonEnv } from "./python-interop-stores.ts"
 const here = dirname(fileURLToPath(import.meta.url))
 
 /** mulberry32: a small seeded generator, so a failing run can be repeated from its seed. */
-function generator(seed: number): () => number {
+export function generator(seed: number): () => number {
   let a = seed >>> 0
   return () => {
     a = (a + 0x6d2b79f5) >>> 0
@@ -47,7 +47,7 @@ const ALPHABET = [
   "\udfff",
 ]
 
-function values(rand: () => number) {
+export function values(rand: () => number) {
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(rand() * xs.length)] as T
   const text = (): string => {
     let s = ""
@@ -127,7 +127,7 @@ function cases(seed: number, count: number): Case[] {
  * JSON text that gives Python the value this side keys: an integer past 2^53 with every digit (JSON.stringify writes
  * the shortest digits, which Python reads as another int) and -0 as a float (JSON.stringify writes 0, an int).
  */
-function exactJson(v: unknown): string {
+export function exactJson(v: unknown): string {
   if (typeof v === "number") {
     if (Object.is(v, -0)) return "-0.0"
     // From 1e21 both write an exponent, and Python reads it as the float this side keys it as.
@@ -189,8 +189,10 @@ async function tsKey(c: Case): Promise<string> {
   throw new Error("no row")
 }
 
-export async function keyChecks(src: string, check: Check): Promise<void> {
-  const seed = Number(process.env.INTEROP_KEY_SEED ?? Date.now() % 2 ** 31)
+/** The run's seed: INTEROP_KEY_SEED, else a new one (printed with each check, to repeat a failure). */
+export const keySeed = (): number => Number(process.env.INTEROP_KEY_SEED ?? Date.now() % 2 ** 31)
+
+export async function keyChecks(src: string, seed: number, check: Check): Promise<void> {
   const all = cases(seed, Number(process.env.INTEROP_KEY_CASES ?? 3000))
   const input = all
     .map((c) =>

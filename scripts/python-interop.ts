@@ -15,9 +15,10 @@ import { ActionLedger, type SideEffectClass } from "../src/core/index.ts"
 import { hmacReceiptSigner, ReceiptEmitter, verifyReceipts } from "../src/core/receipts/index.ts"
 import { TaskLedger } from "../src/core/tasks/task-ledger.ts"
 import { configChecks, same } from "./python-interop-config.ts"
-import { keyChecks } from "./python-interop-keys.ts"
+import { keyChecks, keySeed } from "./python-interop-keys.ts"
 import { type Call, operatorChecks } from "./python-interop-operators.ts"
 import { raceChecks } from "./python-interop-races.ts"
+import { receiptChecks } from "./python-interop-receipts.ts"
 import {
   fileStore,
   ledgerOf,
@@ -245,8 +246,10 @@ function sharedStores(): SharedStore[] {
 
 const stores = sharedStores()
 try {
-  console.log("# keys")
-  await keyChecks(src, check)
+  console.log("# keys and receipts of random calls")
+  const seed = keySeed()
+  await keyChecks(src, seed, check)
+  await receiptChecks(src, dir, seed, check)
   for (const store of stores) {
     console.log(`# ${store.kind}`)
     const unready = (await store.prepare?.(src)) ?? null

@@ -81,6 +81,24 @@ describe("HMAC receipts match the Python original", () => {
     expect(v).toEqual({ ok: true, valid: 3, failures: [] })
   })
 
+  it("a receipt whose keys hold astral characters and lone surrogates verifies (keys sorted by code point)", async () => {
+    // sign_payload(record.payload(), key) in the original, run on 2026-12-04, on this record as json.loads reads it.
+    const record = {
+      receipt_id: "rcpt-keys",
+      agent_id: "interop",
+      action: "send_payment",
+      action_kind: "tool",
+      request_id: "r1",
+      inputs: { args: [], kwargs: { "\ufeff": 1, "\ud800": 2, "\ue000": 3, "\u{1F600}": 4 } },
+      outputs: { "\ue000": 1.5, "\u{1F600}": [true, null] },
+      status: "completed",
+      timestamp: 1767225600.5,
+      error: null,
+      signature: "e6ae8641f5d94172ece7d0fda7e5a38e4d51db6ff74fe70014b0f45dfb3b7b8d",
+    } as AuditReceiptRecord
+    expect(await verifyReceipt(record, { hmac: "interop-receipt-key" })).toBe(true)
+  })
+
   it("receipts signed here verify with the original's verify_receipt (python3)", async () => {
     const receipts = await chainOf(3)
     const e = emitter()
