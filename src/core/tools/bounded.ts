@@ -138,6 +138,8 @@ function compileEntity(
   if (entityParam === undefined || entityPattern === undefined) return undefined
   let re: RegExp
   try {
+    // Alone first: "a)|(b" compiles once wrapped, as ^(?:a)|(b)$, which takes any id that starts with "a".
+    new RegExp(entityPattern)
     re = new RegExp(`^(?:${entityPattern})$`)
   } catch (e) {
     throw new SchemaBuildError(`entity_pattern '${entityPattern}' is invalid: ${(e as Error).message}`)

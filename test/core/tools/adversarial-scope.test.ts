@@ -1,7 +1,7 @@
 // Adversarial review of bounded()'s scope checks: the model writes the arguments, so every value here is one
 // it could send (JSON.parse output), plus the getter case an integration's own argument objects can carry.
 import { describe, expect, it } from "vitest"
-import { bounded, ToolBoundaryError } from "../../../src/core/tools/index.ts"
+import { bounded, SchemaBuildError, ToolBoundaryError } from "../../../src/core/tools/index.ts"
 
 async function outcome(p: Promise<unknown>): Promise<{ ok: unknown } | { violation: string }> {
   return p.then(
@@ -71,6 +71,13 @@ describe("entity scope: only one string or number id reaches the tool", () => {
     })
     expect(await outcome(alt({ k: "ab" }))).toEqual({ violation: "scope_entity_pattern" })
     expect(await outcome(alt({ k: "xa" }))).toEqual({ violation: "scope_entity_pattern" })
+  })
+
+  it("a pattern that only compiles once wrapped (unbalanced parentheses) is refused, not read as ^(?:a)|(b)$", () => {
+    // Python's re.fullmatch refuses "a)|(b" too; wrapped, it would take any id starting with "a".
+    expect(() =>
+      bounded(async (a: { k: unknown }) => a.k, { name: "k", entityParam: "k", entityPattern: "a)|(b" }),
+    ).toThrow(SchemaBuildError)
   })
 
   it("the tool receives the value that was checked, even from a getter that changes its answer", async () => {
