@@ -5,7 +5,13 @@
 import { spawnSync } from "node:child_process"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { ActionLedger, type JsonValue, MemoryLedgerStorage, type SideEffectClass } from "../src/core/index.ts"
+import {
+  ActionLedger,
+  type JsonValue,
+  MemoryLedgerStorage,
+  MissingRequestIdentityError,
+  type SideEffectClass,
+} from "../src/core/index.ts"
 import { TaskIdAmbiguousError } from "../src/core/tasks/errors.ts"
 import { deriveTaskRequestId } from "../src/core/tasks/identity.ts"
 import type { Check } from "./python-interop-config.ts"
@@ -87,6 +93,7 @@ interface Case {
     side_effect_class: SideEffectClass
     scope_from?: { thread_id?: string; run_id?: string; node?: string }
     key_param?: string
+    request_id_from?: string
   }
   /** The arguments the tool gets (this package), and the original's kwargs: those plus tool_call_id. */
   args: Record<string, unknown>
@@ -117,6 +124,12 @@ function cases(seed: number, count: number): Case[] {
     if (rand() < 0.2) {
       binding.key_param = "idem"
       args.idem = v.text() || "k"
+    }
+    // A business key, with whitespace of either language around it (U+001F and U+0085 are Python's, U+FEFF JS's).
+    if (rand() < 0.15) {
+      binding.request_id_from = "order_id"
+      const pad = () => v.pick(["", " ", "\x1f", "\x85", "\ufeff", "\u3000", "\t"])
+      args.order_id = rand() < 0.9 ? pad() + v.text() + pad() : v.scalar()
     }
     out.push({ tool: v.pick(["charge", "send_email", "t"]), binding, args, toolCallId: `call_${v.text()}` })
   }
@@ -180,11 +193,17 @@ async function tsKey(c: Case): Promise<string> {
         sideEffectClass: b.side_effect_class,
         ...(b.scope_from && { scopeFrom: b.scope_from }),
         ...(b.key_param && { providerIdempotencyKeyParam: b.key_param }),
+        ...(b.request_id_from && { requestIdFrom: b.request_id_from }),
       },
     },
     async () => "ok",
   )
-  await tool(c.args, { toolCallId: c.toolCallId })
+  try {
+    await tool(c.args, { toolCallId: c.toolCallId })
+  } catch (e) {
+    if (e instanceof MissingRequestIdentityError) return "MISSING"
+    throw e
+  }
   for await (const e of storage.list()) return e.requestId
   throw new Error("no row")
 }
@@ -205,8 +224,8 @@ export async function keyChecks(src: string, seed: number, check: Check): Promis
     env: pythonEnv(src),
     maxBuffer: 64 * 1024 * 1024,
   })
-  const pyKeys = py.stdout.trim().split("\n")
-  if (py.status !== 0 || pyKeys.length !== all.length) {
+  const keyLines = py.stdout.trim().split("\n")
+  if (py.status !== 0 || keyLines.length !== all.length) {
     check(
       `keys: the original keyed ${all.length} random calls`,
       false,
@@ -214,6 +233,7 @@ export async function keyChecks(src: string, seed: number, check: Check): Promis
     )
     return
   }
+  const pyKeys = keyLines.map((l) => JSON.parse(l) as string)
   const differ: unknown[] = []
   for (const [i, c] of all.entries()) {
     let key: string

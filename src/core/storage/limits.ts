@@ -7,7 +7,7 @@ import type { LedgerEntry } from "../ledger/model/entry.ts"
 import type { StorageLimits } from "./contract.ts"
 
 /** Nesting depth of a JSON-like value, iteratively (a recursive walk would overflow on hostile input). */
-export function jsonDepth(value: unknown, stopAfter = Number.POSITIVE_INFINITY): number {
+export function jsonDepth(value: unknown, stopAfter = Infinity): number {
   let max = 0
   const stack: Array<[unknown, number]> = [[value, 0]]
   while (stack.length > 0) {

@@ -181,7 +181,7 @@ export class TaskLedger {
   ): Promise<{ kind: "completed"; result: JsonValue } | { kind: "claimed"; held: Held }> {
     const wait = meta.wait ?? opts.wait ?? false
     const timeout = opts.pollTimeout === undefined ? this.pollTimeout : opts.pollTimeout
-    const deadline = timeout === null ? Number.POSITIVE_INFINITY : this.clock.now() + timeout
+    const deadline = timeout === null ? Infinity : this.clock.now() + timeout
     const ttl = opts.leaseTtl ?? this.leaseTtl
     for (;;) {
       throwIfAborted(meta.signal)

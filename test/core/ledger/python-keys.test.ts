@@ -200,6 +200,44 @@ describe("scopeFrom reads only the call's own arguments, as a Python kwargs dict
   })
 })
 
+describe("requestIdFrom strips the value as Python's str.strip() does (request_id_from_argument)", () => {
+  // request_id_from_argument("charge_order", "order_id", {"order_id": value}) in the original v1.34.0, run on
+  // 2026-12-04: its whitespace has U+001C..U+001F and U+0085 and not U+FEFF, unlike String.prototype.trim().
+  const cases: Array<[string, string]> = [
+    ["o-1\x1f", "charge_order:order_id:o-1"],
+    ["\x85o-1\x1c", "charge_order:order_id:o-1"],
+    [" o-1\u3000", "charge_order:order_id:o-1"],
+    ["\ufeffo-1\ufeff", "charge_order:order_id:\ufeffo-1\ufeff"],
+    ["\ufeff", "charge_order:order_id:\ufeff"],
+  ]
+  const charge = () => {
+    const storage = new MemoryLedgerStorage()
+    const ledger = new ActionLedger({ storage, onWarning: () => {} })
+    const binding = {
+      agentId: "a",
+      policyVersion: "p",
+      sideEffectClass: "keyed_mutate",
+      requestIdFrom: "order_id",
+    }
+    const tool = ledger.tool({ name: "charge_order", binding } as const, async () => "ok")
+    return { storage, tool }
+  }
+  for (const [value, id] of cases)
+    it(JSON.stringify(value), async () => {
+      const { storage, tool } = charge()
+      await tool({ order_id: value })
+      const ids: string[] = []
+      for await (const e of storage.list()) ids.push(e.requestId)
+      expect(ids).toEqual([id])
+    })
+
+  it("a value of Python whitespace only (U+001F U+0085) is missing, as in the original", async () => {
+    const { storage, tool } = charge()
+    await expect(tool({ order_id: "\x1f\x85" })).rejects.toMatchObject({ code: "missing_request_identity" })
+    expect(storage.size).toBe(0)
+  })
+})
+
 describe("canonical numbers", () => {
   it("-0 is -0.0, integral numbers are ints until 1e21, beyond that Python's float repr", () => {
     expect(canonicalJson(-0)).toBe("-0.0")

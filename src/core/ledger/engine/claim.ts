@@ -80,7 +80,7 @@ async function claimLoop(
   firstSeen: LedgerEntry,
 ): Promise<ClaimOutcome> {
   const { clock, store, policy } = core
-  const deadline = req.pollTimeout === null ? Number.POSITIVE_INFINITY : clock.now() + req.pollTimeout
+  const deadline = req.pollTimeout === null ? Infinity : clock.now() + req.pollTimeout
   // Siblings under the tool-call id are checked whenever there is one: a row there with another key must never
   // become a licence to run (engine/identity-checks.ts).
   const dispatch = req.dispatchId ? { dispatchId: req.dispatchId } : {}

@@ -235,7 +235,7 @@ export async function waitForTransition(
 ): Promise<LedgerEntry> {
   const interval = options.pollInterval ?? core.policy.pollInterval
   const timeout = options.pollTimeout === undefined ? core.policy.pollTimeout : options.pollTimeout
-  const deadline = timeout === null ? Number.POSITIVE_INFINITY : core.clock.now() + timeout
+  const deadline = timeout === null ? Infinity : core.clock.now() + timeout
   for (;;) {
     const row = await core.store.get(requestId)
     if (!row) throw new LedgerUnknownRequestError(`Cannot wait for unknown request '${requestId}'`)

@@ -91,22 +91,14 @@ export function compareCodePoints(a: string, b: string): number {
   return x.length - y.length
 }
 
-function hasSurrogate(keys: readonly string[]): boolean {
-  for (const k of keys) {
-    for (let i = 0; i < k.length; i++) {
-      const c = k.charCodeAt(i)
-      if (c >= 0xd800 && c <= 0xdfff) return true
-    }
-  }
-  return false
-}
+const SURROGATE = /[\ud800-\udfff]/
 
 /** An object's members as canonical JSON: defined values only, keys sorted by code point. */
 function writeMembers(obj: Readonly<Record<string, unknown>>, keys: string[]): string {
   const defined: string[] = []
   for (const k of keys) if (obj[k] !== undefined) defined.push(k)
   if (defined.length > 1) {
-    if (hasSurrogate(defined)) defined.sort(compareCodePoints)
+    if (defined.some((k) => SURROGATE.test(k))) defined.sort(compareCodePoints)
     else defined.sort()
   }
   let out = "{"

@@ -171,6 +171,12 @@ export function deriveDispatchId(meta: CallMeta): string | null {
   return null
 }
 
+// Python's str.strip(): its whitespace (str.isspace) has U+001C..U+001F and U+0085, which JavaScript's trim() keeps,
+// and not U+FEFF, which trim() strips. A business key with one at an end keys as the original keys it.
+const pyStrip = (s: string): string =>
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: U+001C..U+001F are Python whitespace, the point here
+  s.replace(/^(?:[^\S\ufeff]|[\x1c-\x1f\x85])+|(?:[^\S\ufeff]|[\x1c-\x1f\x85])+$/g, "")
+
 export function parseExplicitRequestId(value: unknown): string {
   if (typeof value !== "string" || !value.trim()) {
     throw new LedgerConfigError(`request_id must be a non-empty string, got ${JSON.stringify(value)}`)
@@ -185,6 +191,7 @@ export function requestIdFromArgument(
   args: Readonly<Record<string, unknown>>,
 ): string {
   const v = args[field]
-  if (typeof v !== "string" || !v.trim()) throw new MissingRequestIdentityError(tool, field)
-  return `${tool}:${field}:${v.trim()}`
+  const id = typeof v === "string" ? pyStrip(v) : ""
+  if (!id) throw new MissingRequestIdentityError(tool, field)
+  return `${tool}:${field}:${id}`
 }
