@@ -98,6 +98,8 @@ interface Case {
   /** The arguments the tool gets (this package), and the original's kwargs: those plus tool_call_id. */
   args: Record<string, unknown>
   toolCallId: string
+  /** Explicit scope ids (this package's call metadata; the original's kwargs of the same names). */
+  meta: { thread_id?: string; run_id?: string; node?: string }
 }
 
 function cases(seed: number, count: number): Case[] {
@@ -131,7 +133,15 @@ function cases(seed: number, count: number): Case[] {
       const pad = () => v.pick(["", " ", "\x1f", "\x85", "\ufeff", "\u3000", "\t"])
       args.order_id = rand() < 0.9 ? pad() + v.text() + pad() : v.scalar()
     }
-    out.push({ tool: v.pick(["charge", "send_email", "t"]), binding, args, toolCallId: `call_${v.text()}` })
+    const meta: Case["meta"] = {}
+    for (const f of ["thread_id", "run_id", "node"] as const) if (rand() < 0.2) meta[f] = v.text()
+    out.push({
+      tool: v.pick(["charge", "send_email", "t"]),
+      binding,
+      args,
+      toolCallId: `call_${v.text()}`,
+      meta,
+    })
   }
   return out
 }
@@ -199,7 +209,12 @@ async function tsKey(c: Case): Promise<string> {
     async () => "ok",
   )
   try {
-    await tool(c.args, { toolCallId: c.toolCallId })
+    await tool(c.args, {
+      toolCallId: c.toolCallId,
+      ...(c.meta.thread_id !== undefined && { threadId: c.meta.thread_id }),
+      ...(c.meta.run_id !== undefined && { runId: c.meta.run_id }),
+      ...(c.meta.node !== undefined && { node: c.meta.node }),
+    })
   } catch (e) {
     if (e instanceof MissingRequestIdentityError) return "MISSING"
     throw e
@@ -215,7 +230,11 @@ export async function keyChecks(src: string, seed: number, check: Check): Promis
   const all = cases(seed, Number(process.env.INTEROP_KEY_CASES ?? 3000))
   const input = all
     .map((c) =>
-      exactJson({ tool: c.tool, binding: c.binding, kwargs: { ...c.args, tool_call_id: c.toolCallId } }),
+      exactJson({
+        tool: c.tool,
+        binding: c.binding,
+        kwargs: { ...c.args, ...c.meta, tool_call_id: c.toolCallId },
+      }),
     )
     .join("\n")
   const py = spawnSync("python3", [join(here, "python", "original-keys.py")], {
