@@ -15,6 +15,7 @@ import { ActionLedger, type SideEffectClass } from "../src/core/index.ts"
 import { hmacReceiptSigner, ReceiptEmitter, verifyReceipts } from "../src/core/receipts/index.ts"
 import { TaskLedger } from "../src/core/tasks/task-ledger.ts"
 import { configChecks, same } from "./python-interop-config.ts"
+import { gateChecks } from "./python-interop-gates.ts"
 import { keyChecks, keySeed } from "./python-interop-keys.ts"
 import { type Call, operatorChecks } from "./python-interop-operators.ts"
 import { raceChecks } from "./python-interop-races.ts"
@@ -246,9 +247,10 @@ function sharedStores(): SharedStore[] {
 
 const stores = sharedStores()
 try {
-  console.log("# keys and receipts of random calls")
+  console.log("# keys, gates and receipts of random calls and rows")
   const seed = keySeed()
   await keyChecks(src, seed, check)
+  await gateChecks(src, seed, check)
   await receiptChecks(src, dir, seed, check)
   for (const store of stores) {
     console.log(`# ${store.kind}`)
