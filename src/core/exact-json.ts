@@ -74,7 +74,7 @@ class ExactParser {
     if (c === "n") return this.#literal("null", null)
     if (c === "N") return this.#literal("NaN", Number.NaN)
     if (c === "I") return this.#literal("Infinity", Infinity)
-    if (c === "-" && this.#s[this.#i + 1] === "I") return this.#literal("-Infinity", Number.NEGATIVE_INFINITY)
+    if (c === "-" && this.#s[this.#i + 1] === "I") return this.#literal("-Infinity", -Infinity)
     return this.#number()
   }
 
