@@ -238,6 +238,34 @@ describe("requestIdFrom strips the value as Python's str.strip() does (request_i
   })
 })
 
+describe("a provider idempotency key is stored as Python's str() of the argument", () => {
+  // extract_provider_idempotency_key({"idem": json.loads(text)}, binding) in the original v1.34.0, run on 2026-12-04.
+  it.each([
+    [true, "True"],
+    [1e-7, "1e-07"],
+    [0.00001, "1e-05"],
+    [2 ** 60, "1152921504606846976"],
+    [7, "7"],
+    ["k-1", "k-1"],
+  ])("%s is %s", async (idem, stored) => {
+    const storage = new MemoryLedgerStorage()
+    const ledger = new ActionLedger({ storage, onWarning: () => {} })
+    const binding = {
+      agentId: "a",
+      policyVersion: "p",
+      sideEffectClass: "keyed_mutate",
+      providerIdempotencyKeyParam: "idem",
+    }
+    await ledger.tool({ name: "charge", binding } as const, async () => "ok")(
+      { idem },
+      { toolCallId: "tc-1" },
+    )
+    const rows = []
+    for await (const e of storage.list()) rows.push(e.providerIdempotencyKey)
+    expect(rows).toEqual([stored])
+  })
+})
+
 describe("canonical numbers", () => {
   it("-0 is -0.0, integral numbers are ints until 1e21, beyond that Python's float repr", () => {
     expect(canonicalJson(-0)).toBe("-0.0")

@@ -11,6 +11,7 @@ import {
   type CallMeta,
   deriveDispatchId,
   parseExplicitRequestId,
+  pyStr,
   requestIdFromArgument,
   resolveScope,
   type TransitionScope,
@@ -119,7 +120,8 @@ export function prepareCall(
   }
   const effectId = declared ? (keyedByArgs ? requestId : derivedKey()) : requestId
   const rawKey = keyParam !== null ? args[keyParam] : undefined
-  const providerKey = rawKey == null ? null : String(rawKey)
+  // As the original's extract_provider_idempotency_key writes it (str()), so either side's row matches the other's key.
+  const providerKey = rawKey == null ? null : pyStr(rawKey)
   const mode = !binding ? "unclassified" : binding.sideEffectClass === "read" ? "read" : "side_effect"
 
   const request: ClaimRequest = {

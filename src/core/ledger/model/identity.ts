@@ -134,9 +134,9 @@ export function withMetaKwargs<T extends Record<string, unknown>>(
 }
 
 /**
- * The scope a call's `scopeFrom` argument gives `field`, as the original reads it: Python's `str()` of an own
- * argument (null is "None", true "True", 1e-7 "1e-07", as for a JSON value Python parsed), undefined when the call has
- * none. Own members only, as a Python kwargs dict: `scopeFrom: { thread_id: "constructor" }` must not read Object.
+ * The scope a call's `scopeFrom` argument gives `field`, as the original reads it: `pyStr()` of an own argument,
+ * undefined when the call has none. Own members only, as a Python kwargs dict: `scopeFrom: { thread_id:
+ * "constructor" }` must not read Object.
  */
 export function scopeArg(
   scopeFrom: Readonly<Partial<Record<ScopeField, string>>>,
@@ -145,7 +145,15 @@ export function scopeArg(
 ): string | undefined {
   const src = scopeFrom[field]
   const v = src === undefined || !Object.hasOwn(args, src) ? undefined : args[src]
-  if (v === undefined || typeof v === "string") return v
+  return v === undefined ? v : pyStr(v)
+}
+
+/**
+ * Python's `str()` of an argument as json.loads gave it to the original: null is "None", true "True", 1e-7 "1e-07".
+ * A list or object is JavaScript's String() of it, not the original's repr (docs/python-differences.md).
+ */
+export function pyStr(v: unknown): string {
+  if (typeof v === "string") return v
   if (typeof v === "number") return canonicalNumber(v)
   return v === null ? "None" : v === true ? "True" : v === false ? "False" : String(v)
 }
