@@ -1,9 +1,10 @@
 // One ledger, two implementations: this package and the real Python original take turns on the same store (the
 // original's file layout, and its Redis keys and Postgres tables when REDIS_URL / DATABASE_URL are set) and must agree
-// on every call (run it with `npm run interop:python`).
+// on every call (run it with `npm run interop:python`). First, without a store, both key random calls and tasks, judge
+// random stored rows and sign random receipts (INTEROP_KEY_SEED repeats a run, INTEROP_KEY_CASES sizes it).
 // The original's source is not part of this repository (nor installable here: no PyPI), so this is a script, not a
 // test: MYCELIUM_PY_SRC must name the folder that holds its `mycelium` package (`sdk/` in its repository), and
-// python3 needs pydantic 2 and PyYAML, plus redis-py and psycopg 3 for those stores (docs/development.md).
+// python3 needs pydantic 2 and PyYAML, plus redis-py and psycopg 3 for those stores (docs/python-differences.md).
 // Exit code: 0 when every check holds, 1 when one fails, 2 when it cannot run.
 import { spawnSync } from "node:child_process"
 import { existsSync, mkdtempSync, rmSync } from "node:fs"
