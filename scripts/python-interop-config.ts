@@ -36,7 +36,8 @@ const yamlFor = (
 ): string => `# shared by the original and this package (scripts/python-interop-config.ts)
 transition:
   agent_id: interop
-  policy_version: "1"
+  # Unquoted: PyYAML reads the float 1.0 ("1.0"), a YAML 1.2 parser the number 1; keys hold it.
+  policy_version: 1.0
   lease_ttl: 60
   # run_id from an argument named like an Object member: inside config.run a call without it is the run's.
   scope_from:

@@ -1,5 +1,6 @@
 import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml"
 import { ConfigError, type ConfigLocation } from "./errors.ts"
+import { pythonYamlStr } from "./python-yaml.ts"
 
 type Path = ConfigLocation["path"]
 
@@ -47,6 +48,10 @@ export function parseConfigSource(text: string, name = "mycelium.yaml"): ConfigS
     const target = key && keyNode ? keyNode : ((node as Node | null) ?? keyNode)
     return at(target?.range?.[0] ?? keyNode?.range?.[0], path)
   }
+  // The one scalar whose YAML 1.1 reading enters the ledger's keys (python-yaml.ts).
+  const version = doc.getIn(["transition", "policy_version"], true)
+  if (isScalar(version) && version.type === "PLAIN" && typeof version.source === "string")
+    version.value = pythonYamlStr(version.source)
   let value: unknown
   try {
     value = doc.toJS({ maxAliasCount: 50 }) ?? {}

@@ -245,6 +245,36 @@ describe("config edge cases", () => {
     expect(config.transition?.policyVersion).toBe("2026.07")
   })
 
+  // str(yaml.safe_load(...)) of each plain scalar in PyYAML 6.0.3, as the original reads the version. Quoted, every
+  // one is its text on both sides.
+  it.each([
+    ["1.0", "1.0"],
+    ["2.50", "2.5"],
+    ["010", "8"],
+    ["1e3", "1e3"],
+    ["1.5e-7", "1.5e-07"],
+    ["0o17", "0o17"],
+    ["12:30", "750"],
+    ["1_000", "1000"],
+    ["yes", "True"],
+    [".inf", "inf"],
+    ["9007199254740993", "9007199254740993"],
+  ])("policy_version: %s reads as the original's str() of it, %s (YAML 1.1)", (text, version) => {
+    const plain = loadConfigFromString(`transition:\n  agent_id: a\n  policy_version: ${text}\n`, quiet)
+    expect(plain.transition?.policyVersion).toBe(version)
+    const quoted = loadConfigFromString(`transition:\n  agent_id: a\n  policy_version: "${text}"\n`, quiet)
+    expect(quoted.transition?.policyVersion).toBe(text)
+  })
+
+  it.each(["0", "0.0", "no", "off", "~"])(
+    "policy_version: %s is no version, as the original's `if not policy_version` finds",
+    (text) => {
+      expect(() =>
+        loadConfigFromString(`transition:\n  agent_id: a\n  policy_version: ${text}\n`, quiet),
+      ).toThrow(/policy_version/)
+    },
+  )
+
   it("a store other than memory needs a factory, and says where to get one", async () => {
     const config = loadConfigFromString(
       "transition: {agent_id: a, policy_version: v}\naction_ledger: {storage: file, path: l.json, tools: [t]}\ntools: {t: {side_effect_class: read}}\n",

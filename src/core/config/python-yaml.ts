@@ -1,0 +1,51 @@
+// The original reads mycelium.yaml with PyYAML (YAML 1.1) and str()s `transition.policy_version`, which enters every
+// transition key. YAML 1.2 (this package's parser) reads some plain scalars otherwise: `1.0` is the float 1.0 there
+// ("1.0") and the number 1 here ("1"); `010` is octal there (8), `1e3` and `0o17` are strings there, `yes` is True.
+// A version spelled that way must give the original's text, or a shared ledger keys every call twice.
+import { pythonFloatRepr } from "../ledger/model/canonical.ts"
+
+// PyYAML's implicit resolvers (yaml/resolver.py), in its order of precedence.
+const BOOL = /^(?:yes|Yes|YES|no|No|NO|true|True|TRUE|false|False|FALSE|on|On|ON|off|Off|OFF)$/
+const FLOAT =
+  /^(?:[-+]?[0-9][0-9_]*\.[0-9_]*(?:[eE][-+][0-9]+)?|\.[0-9][0-9_]*(?:[eE][-+][0-9]+)?|[-+]?[0-9][0-9_]*(?::[0-5]?[0-9])+\.[0-9_]*|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$/
+const INT =
+  /^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$/
+const NULL = /^(?:~|null|Null|NULL|)$/
+
+/** Base-60 digits (`1:30` is 90), as PyYAML's int and float constructors read them. */
+const sexagesimal = (parts: string[]): number => parts.reduce((acc, p) => acc * 60 + Number(p), 0)
+
+/**
+ * Python's `str()` of what PyYAML's safe_load makes of a plain (unquoted) scalar, or null where the original finds
+ * no value (null, False, 0, 0.0: its `if not policy_version` refuses them). Other text is a string on both sides.
+ */
+export function pythonYamlStr(text: string): string | null {
+  if (NULL.test(text)) return null
+  if (BOOL.test(text)) return /^[yto]/i.test(text) && !/^off$/i.test(text) ? "True" : null
+  if (FLOAT.test(text)) {
+    const v = text.replace(/_/g, "").toLowerCase()
+    const sign = v.startsWith("-") ? -1 : 1
+    const body = v.replace(/^[-+]/, "")
+    if (body === ".nan") return "nan"
+    if (body === ".inf") return sign > 0 ? "inf" : "-inf"
+    const x = sign * (body.includes(":") ? sexagesimal(body.split(":")) : Number(body))
+    if (!Number.isFinite(x)) return x > 0 ? "inf" : "-inf"
+    return x === 0 ? null : pythonFloatRepr(x)
+  }
+  if (INT.test(text)) {
+    const v = text.replace(/_/g, "")
+    const negative = v.startsWith("-")
+    const body = v.replace(/^[-+]/, "")
+    const n = body.startsWith("0b")
+      ? BigInt(body)
+      : body.startsWith("0x")
+        ? BigInt(body)
+        : body.includes(":")
+          ? BigInt(sexagesimal(body.split(":")))
+          : body.length > 1 && body.startsWith("0")
+            ? BigInt(`0o${body.slice(1)}`)
+            : BigInt(body)
+    return n === 0n ? null : `${negative ? "-" : ""}${n}`
+  }
+  return text
+}
