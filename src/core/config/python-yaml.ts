@@ -1,5 +1,5 @@
-// The original reads mycelium.yaml with PyYAML (YAML 1.1) and str()s `transition.policy_version`, which enters every
-// transition key. YAML 1.2 (this package's parser) reads some plain scalars otherwise: `1.0` is the float 1.0 there
+// The original reads mycelium.yaml with PyYAML (YAML 1.1) and str()s `transition.agent_id` and `policy_version`,
+// which enter every transition key. YAML 1.2 (this package's parser) reads some plain scalars otherwise: `1.0` is the float 1.0 there
 // ("1.0") and the number 1 here ("1"); `010` is octal there (8), `1e3` and `0o17` are strings there, `yes` is True.
 // A version spelled that way must give the original's text, or a shared ledger keys every call twice.
 import { pythonFloatRepr } from "../ledger/model/canonical.ts"
@@ -17,7 +17,7 @@ const sexagesimal = (parts: string[]): number => parts.reduce((acc, p) => acc * 
 
 /**
  * Python's `str()` of what PyYAML's safe_load makes of a plain (unquoted) scalar, or null where the original finds
- * no value (null, False, 0, 0.0: its `if not policy_version` refuses them). Other text is a string on both sides.
+ * no value (null, False, 0, 0.0: its `if not agent_id` / `if not policy_version` refuses them). Other text is a string on both sides.
  */
 export function pythonYamlStr(text: string): string | null {
   if (NULL.test(text)) return null

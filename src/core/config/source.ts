@@ -48,10 +48,12 @@ export function parseConfigSource(text: string, name = "mycelium.yaml"): ConfigS
     const target = key && keyNode ? keyNode : ((node as Node | null) ?? keyNode)
     return at(target?.range?.[0] ?? keyNode?.range?.[0], path)
   }
-  // The one scalar whose YAML 1.1 reading enters the ledger's keys (python-yaml.ts).
-  const version = doc.getIn(["transition", "policy_version"], true)
-  if (isScalar(version) && version.type === "PLAIN" && typeof version.source === "string")
-    version.value = pythonYamlStr(version.source)
+  // The scalars whose YAML 1.1 reading enters the ledger's keys, as the original str()s them (python-yaml.ts).
+  for (const key of ["agent_id", "policy_version"]) {
+    const node = doc.getIn(["transition", key], true)
+    if (isScalar(node) && node.type === "PLAIN" && typeof node.source === "string")
+      node.value = pythonYamlStr(node.source)
+  }
   let value: unknown
   try {
     value = doc.toJS({ maxAliasCount: 50 }) ?? {}

@@ -266,6 +266,16 @@ describe("config edge cases", () => {
     expect(quoted.transition?.policyVersion).toBe(text)
   })
 
+  it.each([
+    ["7", "7"],
+    ["yes", "True"],
+    ["12:30", "750"],
+    ["agent-1", "agent-1"],
+  ])("agent_id: %s reads as the original's str() of it, %s", (text, agent) => {
+    const config = loadConfigFromString(`transition:\n  agent_id: ${text}\n  policy_version: v\n`, quiet)
+    expect(config.transition?.agentId).toBe(agent)
+  })
+
   it.each(["0", "0.0", "no", "off", "~"])(
     "policy_version: %s is no version, as the original's `if not policy_version` finds",
     (text) => {
