@@ -8,10 +8,12 @@ import {
   ActionLedger,
   argsFingerprint,
   canonicalJson,
+  type LedgerEntry,
   MemoryLedgerStorage,
   parseToolArguments,
   type ToolArguments,
   ToolArgumentsError,
+  type ToolTransitionBindingInit,
 } from "../../../src/core/index.ts"
 
 interface KeyCase {
@@ -115,20 +117,29 @@ describe("keys in the shared reference (python-vectors.json, computed by myceliu
   }
 })
 
-/** The request ids stored by one `charge` call ("tc-1") whose binding takes the thread from `threadFrom`. */
-async function storedIds(threadFrom: string, args: Record<string, unknown>): Promise<string[]> {
+/**
+ * The rows one call of tool `name` stores, on a fresh memory ledger: the binding is agent "a", policy "p",
+ * keyed_mutate plus `extra`.
+ */
+async function storedRows(
+  extra: Partial<ToolTransitionBindingInit>,
+  args: Record<string, unknown>,
+  meta: { toolCallId?: string } = { toolCallId: "tc-1" },
+  name = "charge",
+): Promise<LedgerEntry[]> {
   const storage = new MemoryLedgerStorage()
   const ledger = new ActionLedger({ storage, onWarning: () => {} })
-  const binding = {
-    agentId: "a",
-    policyVersion: "p",
-    sideEffectClass: "keyed_mutate",
-    scopeFrom: { thread_id: threadFrom, run_id: "run" },
-  } as const
-  await ledger.tool({ name: "charge", binding }, async () => "ok")(args, { toolCallId: "tc-1" })
-  const ids: string[] = []
-  for await (const e of storage.list()) ids.push(e.requestId)
-  return ids
+  const binding = { agentId: "a", policyVersion: "p", sideEffectClass: "keyed_mutate", ...extra }
+  await ledger.tool({ name, binding }, async () => "ok")(args, meta)
+  const rows: LedgerEntry[] = []
+  for await (const e of storage.list()) rows.push(e)
+  return rows
+}
+
+/** The request ids stored by one `charge` call ("tc-1") whose binding takes the thread from `threadFrom`. */
+async function storedIds(threadFrom: string, args: Record<string, unknown>): Promise<string[]> {
+  const rows = await storedRows({ scopeFrom: { thread_id: threadFrom, run_id: "run" } }, args)
+  return rows.map((e) => e.requestId)
 }
 
 describe("scopeFrom: the scope is Python's str() of the named argument (resolve_scope)", () => {
@@ -210,31 +221,15 @@ describe("requestIdFrom strips the value as Python's str.strip() does (request_i
     ["\ufeffo-1\ufeff", "charge_order:order_id:\ufeffo-1\ufeff"],
     ["\ufeff", "charge_order:order_id:\ufeff"],
   ]
-  const charge = () => {
-    const storage = new MemoryLedgerStorage()
-    const ledger = new ActionLedger({ storage, onWarning: () => {} })
-    const binding = {
-      agentId: "a",
-      policyVersion: "p",
-      sideEffectClass: "keyed_mutate",
-      requestIdFrom: "order_id",
-    }
-    const tool = ledger.tool({ name: "charge_order", binding } as const, async () => "ok")
-    return { storage, tool }
-  }
+  const charge = (order_id: string) =>
+    storedRows({ requestIdFrom: "order_id" }, { order_id }, {}, "charge_order")
   for (const [value, id] of cases)
     it(JSON.stringify(value), async () => {
-      const { storage, tool } = charge()
-      await tool({ order_id: value })
-      const ids: string[] = []
-      for await (const e of storage.list()) ids.push(e.requestId)
-      expect(ids).toEqual([id])
+      expect((await charge(value)).map((e) => e.requestId)).toEqual([id])
     })
 
   it("a value of Python whitespace only (U+001F U+0085) is missing, as in the original", async () => {
-    const { storage, tool } = charge()
-    await expect(tool({ order_id: "\x1f\x85" })).rejects.toMatchObject({ code: "missing_request_identity" })
-    expect(storage.size).toBe(0)
+    await expect(charge("\x1f\x85")).rejects.toMatchObject({ code: "missing_request_identity" })
   })
 })
 
@@ -248,21 +243,8 @@ describe("a provider idempotency key is stored as Python's str() of the argument
     [7, "7"],
     ["k-1", "k-1"],
   ])("%s is %s", async (idem, stored) => {
-    const storage = new MemoryLedgerStorage()
-    const ledger = new ActionLedger({ storage, onWarning: () => {} })
-    const binding = {
-      agentId: "a",
-      policyVersion: "p",
-      sideEffectClass: "keyed_mutate",
-      providerIdempotencyKeyParam: "idem",
-    }
-    await ledger.tool({ name: "charge", binding } as const, async () => "ok")(
-      { idem },
-      { toolCallId: "tc-1" },
-    )
-    const rows = []
-    for await (const e of storage.list()) rows.push(e.providerIdempotencyKey)
-    expect(rows).toEqual([stored])
+    const rows = await storedRows({ providerIdempotencyKeyParam: "idem" }, { idem })
+    expect(rows.map((e) => e.providerIdempotencyKey)).toEqual([stored])
   })
 })
 
