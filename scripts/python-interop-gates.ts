@@ -2,19 +2,14 @@
 // random bindings and provider keys, judged by the original's resolve_side_effect_gate / resolve_read_only_gate and
 // by this package's, before and after each one's field repair. A gate that allows where the other blocks is a
 // redispatch one implementation runs again. Part of `npm run interop:python` (scripts/python-interop.ts).
-import { spawnSync } from "node:child_process"
-import { dirname, join } from "node:path"
-import { fileURLToPath } from "node:url"
 import { ToolTransitionBinding } from "../src/core/index.ts"
 import { resolveReadOnlyGate, resolveSideEffectGate } from "../src/core/ledger/machine/gates.ts"
 import { repairedRow } from "../src/core/ledger/machine/transitions.ts"
 import type { ToolTransitionBinding as Binding } from "../src/core/ledger/model/binding.ts"
 import { entryFromRow, type LedgerEntry } from "../src/core/ledger/model/entry.ts"
 import type { Check } from "./python-interop-config.ts"
-import { exactJson, generator } from "./python-interop-keys.ts"
-import { pythonEnv } from "./python-interop-stores.ts"
+import { generator, originalAnswers } from "./python-interop-keys.ts"
 
-const here = dirname(fileURLToPath(import.meta.url))
 // Absent, as the original's from_dict reads a missing key.
 const ABSENT = Symbol("absent")
 
@@ -115,24 +110,17 @@ function tsGates(c: GateCase, now: number): [string, string | null] | ["unreadab
 export async function gateChecks(src: string, seed: number, check: Check): Promise<void> {
   const now = Date.now() / 1000
   const cases = gateCases(seed, Number(process.env.INTEROP_KEY_CASES ?? 3000), now)
-  const py = spawnSync("python3", [join(here, "python", "original-gates.py")], {
-    input: cases.map((c) => exactJson(c)).join("\n"),
-    encoding: "utf8",
-    env: pythonEnv(src),
-    maxBuffer: 64 * 1024 * 1024,
-  })
-  const lines = py.stdout.trim().split("\n")
-  if (py.status !== 0 || lines.length !== cases.length) {
-    check(
-      `gates: the original judged ${cases.length} random rows`,
-      false,
-      py.stderr.trim().split("\n").slice(-3),
-    )
-    return
-  }
+  const answers = originalAnswers(
+    src,
+    "original-gates.py",
+    cases,
+    `gates: the original judged ${cases.length} rows`,
+    check,
+  )
+  if (!answers) return
   const differ: unknown[] = []
   for (const [i, c] of cases.entries()) {
-    const theirs = JSON.parse(lines[i] as string) as [string, string | null]
+    const theirs = answers[i] as [string, string | null]
     const ours = tsGates(c, now)
     // The decision that acts: the gate after repair where one was needed.
     const acts = (g: readonly [string, string | null]) => (g[0] === "REPAIR" ? g[1] : g[0])

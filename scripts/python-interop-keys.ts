@@ -190,6 +190,29 @@ function taskCases(seed: number, count: number): TaskCase[] {
   return out
 }
 
+/**
+ * Each input through `script` (beside this file) in one python3 run: its JSON answer per input, or null after
+ * reporting, as the check `label`, that the original could not answer them all.
+ */
+export function originalAnswers(
+  src: string,
+  script: string,
+  inputs: readonly unknown[],
+  label: string,
+  check: Check,
+): unknown[] | null {
+  const py = spawnSync("python3", [join(here, "python", script)], {
+    input: inputs.map(exactJson).join("\n"),
+    encoding: "utf8",
+    env: pythonEnv(src),
+    maxBuffer: 64 * 1024 * 1024,
+  })
+  const lines = py.stdout.trim().split("\n")
+  if (py.status === 0 && lines.length === inputs.length) return lines.map((l) => JSON.parse(l) as unknown)
+  check(label, false, py.stderr.trim().split("\n").slice(-3))
+  return null
+}
+
 async function tsKey(c: Case): Promise<string> {
   const storage = new MemoryLedgerStorage()
   const ledger = new ActionLedger({ storage, onWarning: () => {} })
@@ -228,31 +251,19 @@ export const keySeed = (): number => Number(process.env.INTEROP_KEY_SEED ?? Date
 
 export async function keyChecks(src: string, seed: number, check: Check): Promise<void> {
   const all = cases(seed, Number(process.env.INTEROP_KEY_CASES ?? 3000))
-  const input = all
-    .map((c) =>
-      exactJson({
-        tool: c.tool,
-        binding: c.binding,
-        kwargs: { ...c.args, ...c.meta, tool_call_id: c.toolCallId },
-      }),
-    )
-    .join("\n")
-  const py = spawnSync("python3", [join(here, "python", "original-keys.py")], {
-    input,
-    encoding: "utf8",
-    env: pythonEnv(src),
-    maxBuffer: 64 * 1024 * 1024,
-  })
-  const keyLines = py.stdout.trim().split("\n")
-  if (py.status !== 0 || keyLines.length !== all.length) {
-    check(
-      `keys: the original keyed ${all.length} random calls`,
-      false,
-      py.stderr.trim().split("\n").slice(-3),
-    )
-    return
-  }
-  const pyKeys = keyLines.map((l) => JSON.parse(l) as string)
+  const calls = all.map((c) => ({
+    tool: c.tool,
+    binding: c.binding,
+    kwargs: { ...c.args, ...c.meta, tool_call_id: c.toolCallId },
+  }))
+  const pyKeys = originalAnswers(
+    src,
+    "original-keys.py",
+    calls,
+    `keys: the original keyed ${all.length} calls`,
+    check,
+  )
+  if (!pyKeys) return
   const differ: unknown[] = []
   for (const [i, c] of all.entries()) {
     let key: string
@@ -270,22 +281,14 @@ export async function keyChecks(src: string, seed: number, check: Check): Promis
 
   // Task request ids: task_id, run_id, id_from values and the arguments' hash.
   const tasks = taskCases(seed, all.length)
-  const pyTasks = spawnSync("python3", [join(here, "python", "original-keys.py")], {
-    input: tasks.map(exactJson).join("\n"),
-    encoding: "utf8",
-    env: pythonEnv(src),
-    maxBuffer: 64 * 1024 * 1024,
-  })
-  const lines = pyTasks.stdout.trim().split("\n")
-  if (pyTasks.status !== 0 || lines.length !== tasks.length) {
-    check(
-      `task ids: the original derived ${tasks.length}`,
-      false,
-      pyTasks.stderr.trim().split("\n").slice(-3),
-    )
-    return
-  }
-  const pyIds = lines.map((l) => JSON.parse(l) as string)
+  const pyIds = originalAnswers(
+    src,
+    "original-keys.py",
+    tasks,
+    `task ids: the original derived ${tasks.length}`,
+    check,
+  )
+  if (!pyIds) return
   const idsDiffer: unknown[] = []
   let refused = 0
   for (const [i, t] of tasks.entries()) {
