@@ -8,7 +8,7 @@ import { repairedRow } from "../src/core/ledger/machine/transitions.ts"
 import type { ToolTransitionBinding as Binding } from "../src/core/ledger/model/binding.ts"
 import { entryFromRow, type LedgerEntry } from "../src/core/ledger/model/entry.ts"
 import type { Check } from "./python-interop-config.ts"
-import { generator, originalAnswers } from "./python-interop-keys.ts"
+import { agreement, generator } from "./python-interop-keys.ts"
 
 // Absent, as the original's from_dict reads a missing key.
 const ABSENT = Symbol("absent")
@@ -107,28 +107,22 @@ function tsGates(c: GateCase, now: number): [string, string | null] | ["unreadab
   return [first, first === "REPAIR" ? gate(repairedRow(entry, now)) : null]
 }
 
+// The decision that acts: the gate after repair where one was needed.
+const acts = (g: readonly [string, string | null]) => (g[0] === "REPAIR" ? g[1] : g[0])
+
 export async function gateChecks(src: string, seed: number, check: Check): Promise<void> {
   const now = Date.now() / 1000
-  const cases = gateCases(seed, Number(process.env.INTEROP_KEY_CASES ?? 3000), now)
-  const answers = originalAnswers(
+  const count = Number(process.env.INTEROP_KEY_CASES ?? 3000)
+  await agreement(
     src,
-    "original-gates.py",
-    cases,
-    `gates: the original judged ${cases.length} rows`,
+    {
+      script: "original-gates.py",
+      cases: gateCases(seed, count, now),
+      ours: (c) => tsGates(c, now),
+      same: (theirs, ours) =>
+        acts(theirs as [string, string | null]) === acts(ours as [string, string | null]),
+      label: () => `gates: ${count} random rows (seed ${seed}) judged alike by both`,
+    },
     check,
   )
-  if (!answers) return
-  const differ: unknown[] = []
-  for (const [i, c] of cases.entries()) {
-    const theirs = answers[i] as [string, string | null]
-    const ours = tsGates(c, now)
-    // The decision that acts: the gate after repair where one was needed.
-    const acts = (g: readonly [string, string | null]) => (g[0] === "REPAIR" ? g[1] : g[0])
-    if (acts(theirs) !== acts(ours))
-      differ.push({ case: i, py: theirs, ts: ours, row: c.row, binding: c.binding, incoming: c.incoming })
-  }
-  check(`gates: ${cases.length} random rows (seed ${seed}) judged alike by both`, differ.length === 0, {
-    differ: differ.length,
-    first: differ.slice(0, 4),
-  })
 }

@@ -190,27 +190,52 @@ function taskCases(seed: number, count: number): TaskCase[] {
   return out
 }
 
+/** What `agreement` compares for one case. */
+export interface Agreement<C> {
+  /** Its script beside this file: one JSON line in per case, one JSON answer out. */
+  script: string
+  cases: readonly C[]
+  /** What the script reads for a case (default: the case itself). */
+  input?: (c: C) => unknown
+  /** This package's answer, or undefined for a case it refuses on purpose (counted, not compared). */
+  ours: (c: C) => unknown
+  /** Default: equal answers. */
+  same?: (theirs: unknown, ours: unknown) => boolean
+  /** The check's name, given how many cases were refused here. */
+  label: (refused: number) => string
+}
+
 /**
- * Each input through `script` (beside this file) in one python3 run: its JSON answer per input, or null after
- * reporting, as the check `label`, that the original could not answer them all.
+ * Every case through the original (one python3 run of `script`) and through this package: one check that holds
+ * when every answer agrees, with the first differences as its detail.
  */
-export function originalAnswers(
-  src: string,
-  script: string,
-  inputs: readonly unknown[],
-  label: string,
-  check: Check,
-): unknown[] | null {
-  const py = spawnSync("python3", [join(here, "python", script)], {
-    input: inputs.map(exactJson).join("\n"),
+export async function agreement<C>(src: string, a: Agreement<C>, check: Check): Promise<void> {
+  const py = spawnSync("python3", [join(here, "python", a.script)], {
+    input: a.cases.map((c) => exactJson(a.input ? a.input(c) : c)).join("\n"),
     encoding: "utf8",
     env: pythonEnv(src),
     maxBuffer: 64 * 1024 * 1024,
   })
   const lines = py.stdout.trim().split("\n")
-  if (py.status === 0 && lines.length === inputs.length) return lines.map((l) => JSON.parse(l) as unknown)
-  check(label, false, py.stderr.trim().split("\n").slice(-3))
-  return null
+  if (py.status !== 0 || lines.length !== a.cases.length) {
+    check(a.label(0), false, { original: py.stderr.trim().split("\n").slice(-3) })
+    return
+  }
+  const same = a.same ?? ((x, y) => x === y)
+  const differ: unknown[] = []
+  let refused = 0
+  for (const [i, c] of a.cases.entries()) {
+    const theirs = JSON.parse(lines[i] as string) as unknown
+    let ours: unknown
+    try {
+      ours = await a.ours(c)
+    } catch (e) {
+      ours = `error: ${(e as Error).message}`
+    }
+    if (ours === undefined) refused++
+    else if (!same(theirs, ours)) differ.push({ case: i, py: theirs, ts: ours, input: c })
+  }
+  check(a.label(refused), differ.length === 0, { differ: differ.length, first: differ.slice(0, 3) })
 }
 
 async function tsKey(c: Case): Promise<string> {
@@ -250,68 +275,44 @@ async function tsKey(c: Case): Promise<string> {
 export const keySeed = (): number => Number(process.env.INTEROP_KEY_SEED ?? Date.now() % 2 ** 31)
 
 export async function keyChecks(src: string, seed: number, check: Check): Promise<void> {
-  const all = cases(seed, Number(process.env.INTEROP_KEY_CASES ?? 3000))
-  const calls = all.map((c) => ({
-    tool: c.tool,
-    binding: c.binding,
-    kwargs: { ...c.args, ...c.meta, tool_call_id: c.toolCallId },
-  }))
-  const pyKeys = originalAnswers(
+  const count = Number(process.env.INTEROP_KEY_CASES ?? 3000)
+  await agreement(
     src,
-    "original-keys.py",
-    calls,
-    `keys: the original keyed ${all.length} calls`,
+    {
+      script: "original-keys.py",
+      cases: cases(seed, count),
+      input: (c) => ({
+        tool: c.tool,
+        binding: c.binding,
+        kwargs: { ...c.args, ...c.meta, tool_call_id: c.toolCallId },
+      }),
+      ours: tsKey,
+      label: () => `keys: ${count} random calls (seed ${seed}) keyed alike by both`,
+    },
     check,
   )
-  if (!pyKeys) return
-  const differ: unknown[] = []
-  for (const [i, c] of all.entries()) {
-    let key: string
-    try {
-      key = await tsKey(c)
-    } catch (e) {
-      key = `error: ${(e as Error).message}`
-    }
-    if (key !== pyKeys[i]) differ.push({ case: i, ts: key, py: pyKeys[i], call: c })
-  }
-  check(`keys: ${all.length} random calls (seed ${seed}) keyed alike by both`, differ.length === 0, {
-    differ: differ.length,
-    first: differ.slice(0, 3),
-  })
-
   // Task request ids: task_id, run_id, id_from values and the arguments' hash.
-  const tasks = taskCases(seed, all.length)
-  const pyIds = originalAnswers(
+  await agreement(
     src,
-    "original-keys.py",
-    tasks,
-    `task ids: the original derived ${tasks.length}`,
+    {
+      script: "original-keys.py",
+      cases: taskCases(seed, count),
+      ours: (t) => {
+        try {
+          return deriveTaskRequestId({
+            task: t.task,
+            kwargs: t.kwargs as Record<string, JsonValue>,
+            idFrom: t.id_from,
+          })
+        } catch (e) {
+          // A value that would forge another argument set's id is refused here (docs/python-differences.md).
+          if (e instanceof TaskIdAmbiguousError) return undefined
+          throw e
+        }
+      },
+      label: (refused) =>
+        `task ids: ${count} random tasks (seed ${seed}) given the same id by both (${refused} refused here)`,
+    },
     check,
-  )
-  if (!pyIds) return
-  const idsDiffer: unknown[] = []
-  let refused = 0
-  for (const [i, t] of tasks.entries()) {
-    let id: string
-    try {
-      id = deriveTaskRequestId({
-        task: t.task,
-        kwargs: t.kwargs as Record<string, JsonValue>,
-        idFrom: t.id_from,
-      })
-    } catch (e) {
-      // A value that would forge another argument set's id is refused here (docs/python-differences.md).
-      if (e instanceof TaskIdAmbiguousError) {
-        refused++
-        continue
-      }
-      id = `error: ${(e as Error).message}`
-    }
-    if (id !== pyIds[i]) idsDiffer.push({ case: i, ts: id, py: pyIds[i], task: t })
-  }
-  check(
-    `task ids: ${tasks.length} random tasks (seed ${seed}) given the same id by both (${refused} refused here)`,
-    idsDiffer.length === 0,
-    { differ: idsDiffer.length, first: idsDiffer.slice(0, 3) },
   )
 }
