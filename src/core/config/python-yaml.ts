@@ -36,15 +36,14 @@ export function pythonYamlStr(text: string): string | null {
     const v = text.replace(/_/g, "")
     const negative = v.startsWith("-")
     const body = v.replace(/^[-+]/, "")
-    const n = body.startsWith("0b")
+    // 0b and 0x read as BigInt reads them; a leading 0 alone is octal; a colon base 60.
+    const n = /^0[bx]/.test(body)
       ? BigInt(body)
-      : body.startsWith("0x")
-        ? BigInt(body)
-        : body.includes(":")
-          ? BigInt(sexagesimal(body.split(":")))
-          : body.length > 1 && body.startsWith("0")
-            ? BigInt(`0o${body.slice(1)}`)
-            : BigInt(body)
+      : body.includes(":")
+        ? BigInt(sexagesimal(body.split(":")))
+        : body.length > 1 && body.startsWith("0")
+          ? BigInt(`0o${body.slice(1)}`)
+          : BigInt(body)
     return n === 0n ? null : `${negative ? "-" : ""}${n}`
   }
   return text
