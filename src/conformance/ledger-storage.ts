@@ -12,6 +12,7 @@ import {
   type TransitionExpectation,
 } from "../core/index.ts"
 import type { LedgerStorageFixtureFactory } from "./factory.ts"
+import { runModelSequence } from "./ledger-model.ts"
 import { PY_NOW, PYTHON_ROWS, pythonJson } from "./python-rows.ts"
 
 /**
@@ -369,6 +370,16 @@ export function testLedgerStorage(name: string, factory: LedgerStorageFixtureFac
           expect(await peer.get(prior.requestId)).toEqual(prior)
         }
       })
+    })
+
+    describe("random sequences of claims, compare-and-sets, set() and time agree with the contract", () => {
+      // Four seeds of 40 steps over three rows: about 700 store calls, a second or less on a local server.
+      for (const seed of [1, 2, 3, 4]) {
+        it(`seed ${seed}`, async () => {
+          const ids = ["a", "b", "c"].map((x) => rid(`model-${seed}-${x}`))
+          await runModelSequence(s, peer, ids, seed, 40, T0)
+        })
+      }
     })
 
     describe("list", () => {

@@ -48,6 +48,18 @@ const mutants: Record<string, M> = {
       return b.tryClaimInflight(e, ttl, now, o)
     },
   })),
+  // Takes over a row but keeps the old heartbeat: only the random sequences see it (no table case reads a taken-over
+  // row's heartbeat), so it shows they can fail.
+  takeoverKeepsHeartbeat: wrap((b) => ({
+    async tryClaimInflight(e, ttl, now, o) {
+      const before = await b.get(e.requestId)
+      const r = await b.tryClaimInflight(e, ttl, now, o)
+      if (!before || r.outcome !== "claimed") return r
+      const kept = { ...r.entry, lastHeartbeatAt: before.lastHeartbeatAt }
+      await b.set(kept)
+      return { outcome: "claimed", entry: kept }
+    },
+  })),
   getDropsError: wrap((b) => ({
     async get(id) {
       const r = await b.get(id)
