@@ -27,7 +27,15 @@ const OWNERS = ["w1", "w2"] as const
 
 /** One step of a sequence, as the failure message shows it. */
 export type ModelStep =
-  | { op: "claim"; id: string; owner: string; ttl: number; now: number; options?: ClaimOptions }
+  | {
+      op: "claim"
+      id: string
+      owner: string
+      dispatch: string
+      ttl: number
+      now: number
+      options?: ClaimOptions
+    }
   | { op: "cas"; id: string; next: LedgerEntry; expect: TransitionExpectation }
   | { op: "set"; id: string; entry: LedgerEntry }
   | { op: "tick"; seconds: number }
@@ -35,6 +43,25 @@ export type ModelStep =
 /** The contract, stated directly: which stored rows a claim takes over, what a CAS requires, what set() refuses. */
 class ContractModel {
   readonly rows = new Map<string, LedgerEntry>()
+  /** The rows written under each dispatch id (`kwargs.tool_call_id`), then or now. */
+  readonly dispatched = new Map<string, Set<string>>()
+
+  #write(row: LedgerEntry): void {
+    this.rows.set(row.requestId, row)
+    const d = row.kwargs.tool_call_id
+    if (typeof d === "string" && d)
+      this.dispatched.set(d, (this.dispatched.get(d) ?? new Set()).add(row.requestId))
+  }
+
+  /**
+   * `findByDispatchId(d)` must find every row now under `d` (the drift gate's evidence) and nothing never written
+   * under it. A row re-claimed under another call id may still be found under its first: the stores' indexes only
+   * add, which makes a later reuse of that first id fail closed (the original scans the rows as they are now).
+   */
+  dispatchBounds(d: string): { must: string[]; may: string[] } {
+    const may = [...(this.dispatched.get(d) ?? [])].sort()
+    return { must: may.filter((id) => this.rows.get(id)?.kwargs.tool_call_id === d), may }
+  }
 
   claim(
     entry: LedgerEntry,
@@ -51,7 +78,7 @@ class ContractModel {
       if ((o === "IN_FLIGHT" && !lapsed) || o === "BLOCKED" || o === "UNKNOWN") return "in_flight"
       if (options && "reclaimFence" in options && options.reclaimFence !== prior.fence) return "in_flight"
     }
-    this.rows.set(entry.requestId, {
+    this.#write({
       ...entry,
       terminalOutcome: "IN_FLIGHT",
       status: "in-flight",
@@ -71,7 +98,7 @@ class ContractModel {
       x.fence === row.fence &&
       (x.effectPhase === undefined || x.effectPhase === (row.effectPhase ?? "INTENDED")) &&
       (x.leaseHeldAt === undefined || row.leaseUntil === null || row.leaseUntil > x.leaseHeldAt)
-    if (ok) this.rows.set(next.requestId, next)
+    if (ok) this.#write(next)
     return ok
   }
 
@@ -79,7 +106,7 @@ class ContractModel {
   set(entry: LedgerEntry): boolean {
     const row = this.rows.get(entry.requestId)
     if (row && row.fence > entry.fence) return false
-    this.rows.set(entry.requestId, entry)
+    this.#write(entry)
     return true
   }
 }
@@ -123,7 +150,16 @@ function* steps(seed: number, ids: readonly string[], count: number, t0: number,
         { reclaimFence: fence },
         { reclaimFence: fence + 1 },
       ])
-      yield { op: "claim", id, owner: pick(OWNERS), ttl: pick([0, 30, 30, 300]), now, options } as ModelStep
+      const dispatch = `${ids[0]}-call-${pick([1, 2, 3])}`
+      yield {
+        op: "claim",
+        id,
+        owner: pick(OWNERS),
+        dispatch,
+        ttl: pick([0, 30, 30, 300]),
+        now,
+        options,
+      } as ModelStep
     } else if (roll < 0.85) {
       const outcome = pick(OUTCOMES)
       const next: LedgerEntry = {
@@ -198,10 +234,8 @@ export async function runModelSequence(
   for (const step of steps(seed, ids, count, t0, model)) {
     const handle = i % 2 ? peer : store
     if (step.op === "claim") {
-      const entry = newEntry(
-        { requestId: step.id, tool: "pay", owner: step.owner, kwargs: { n: i } },
-        step.now,
-      )
+      const kwargs = { n: i, tool_call_id: step.dispatch }
+      const entry = newEntry({ requestId: step.id, tool: "pay", owner: step.owner, kwargs }, step.now)
       const want = model.claim(entry, step.ttl, step.now, step.options)
       const got = await handle.tryClaimInflight(entry, step.ttl, step.now, step.options)
       if (got.outcome !== want) fail(step, "the claim", got.outcome, want)
@@ -224,6 +258,14 @@ export async function runModelSequence(
       const got = await reader.get(id)
       const want = model.rows.get(id) ?? null
       if (!sameRow(got, want)) fail(step, `the row '${id}'`, got, want)
+    }
+    // The drift gate's index, where the store has one.
+    for (const d of [1, 2, 3].map((n) => `${ids[0]}-call-${n}`)) {
+      if (!reader.findByDispatchId) break
+      const got = (await reader.findByDispatchId(d)).map((e) => e.requestId).sort()
+      const { must, may } = model.dispatchBounds(d)
+      if (must.some((id) => !got.includes(id)) || got.some((id) => !may.includes(id)))
+        fail(step, `findByDispatchId('${d}')`, got, { atLeast: must, atMost: may })
     }
     i++
   }

@@ -78,7 +78,11 @@ export interface LedgerStorage {
   /** Replace the row with `next` if it still matches `expect`. */
   tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean>
   list(options?: ListOptions): AsyncIterable<LedgerEntry>
-  /** Rows claimed under this dispatch id (`tool_call_id`), from an index. Enables the cross-row drift gate. */
+  /**
+   * Rows claimed under this dispatch id (`tool_call_id`), from an index. Enables the cross-row drift gate. Every row
+   * now under the id must be found; a row since re-claimed under another id may be found too (an index that only
+   * adds), never a row that was not written under it.
+   */
   findByDispatchId?(dispatchId: string): Promise<LedgerEntry[]>
   close?(): Promise<void>
 }
