@@ -10,6 +10,7 @@ import {
   type TaskStore,
 } from "../tasks.ts"
 import type { TaskStoreFixtureFactory } from "./factory.ts"
+import { runTaskSwapSequence } from "./task-model.ts"
 
 let seq = 0
 const uid = (label: string) => `tc-${Date.now().toString(36)}-${++seq}-${label}`
@@ -207,6 +208,16 @@ export function testTaskStore(name: string, factory: TaskStoreFixtureFactory) {
       expect(await p).toBe(true)
       expect(seen).toBeInstanceOf(TaskLeaseLostError)
       expect((await a.get(taskId))?.row.result).toBe("b")
+    })
+
+    describe("random sequences of swaps, with current, stale and unknown versions, agree with the contract", () => {
+      for (const seed of [1, 2, 3]) {
+        it(`seed ${seed}`, async () => {
+          const { storage, peer } = await open()
+          const ids = ["a", "b"].map((x) => uid(`model-${seed}-${x}`))
+          await runTaskSwapSequence(storage, peer ?? storage, ids, seed, 30, 1_800_000_000.25)
+        })
+      }
     })
   })
 }

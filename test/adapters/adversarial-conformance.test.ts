@@ -81,6 +81,15 @@ describe("the conformance suite against broken stores", () => {
       ]),
     )
     expect(failedSequences.has("control")).toBe(false)
+    // Likewise the task stores' swap sequences: each task mutant fails only there, the control nowhere.
+    const taskFailures = (suite: string) =>
+      report.testResults
+        .flatMap((f) => f.assertionResults)
+        .filter((a) => a.ancestorTitles[0] === `TaskStore conformance: ${suite}` && a.status === "failed")
+        .map((a) => (a.title.startsWith("seed ") ? "sequence" : a.title))
+    for (const m of ["insertOverwrites", "acceptsPreviousVersion"])
+      expect(new Set(taskFailures(`mutant ${m}`)), m).toEqual(new Set(["sequence"]))
+    expect(taskFailures("control")).toEqual([])
     expect([total.get("control"), failed.get("control") ?? 0]).toEqual([total.get("cleanup throws"), 0])
     // Every case made one result; all but the throwing first one cleaned up, and the throw failed the run.
     const cases = total.get("cleanup throws") as number

@@ -1,8 +1,9 @@
 // Stores with one contract bug each, for adversarial-conformance.test.ts: the conformance suite must fail every one.
 // Each wraps the in-memory store and breaks one method.
 import { appendFileSync } from "node:fs"
-import { testLedgerStorage } from "../../../src/conformance.ts"
+import { testLedgerStorage, testTaskStore } from "../../../src/conformance.ts"
 import { type LedgerStorage, MemoryLedgerStorage } from "../../../src/core/index.ts"
+import { MemoryTaskStore, type TaskStore } from "../../../src/tasks.ts"
 
 type M = (base: MemoryLedgerStorage) => LedgerStorage
 const wrap =
@@ -78,6 +79,42 @@ for (const [name, mutant] of Object.entries(mutants))
   testLedgerStorage(`mutant ${name}`, () => ({ storage: mutant(new MemoryLedgerStorage()) }))
 // The control: the unbroken store passes.
 testLedgerStorage("control", () => ({ storage: new MemoryLedgerStorage() }))
+
+// Task stores with one swap bug each: both pass every TaskLedger case of the suite and fail its swap sequences.
+const taskMutants: Record<string, () => TaskStore> = {
+  // An insert (expected null) that overwrites a task someone else already wrote.
+  insertOverwrites: () => {
+    const b = new MemoryTaskStore()
+    return {
+      get: (id) => b.get(id),
+      list: () => b.list(),
+      swap: async (id, expected, next) =>
+        b.swap(id, expected === null ? ((await b.get(id))?.version ?? null) : expected, next),
+    }
+  },
+  // Also accepts the version before the current one (a writer that lost one race still writes).
+  acceptsPreviousVersion: () => {
+    const b = new MemoryTaskStore()
+    const previous = new Map<string, string>()
+    return {
+      get: (id) => b.get(id),
+      list: () => b.list(),
+      async swap(id, expected, next) {
+        const current = (await b.get(id))?.version ?? null
+        const written = await b.swap(
+          id,
+          expected !== null && expected === previous.get(id) ? current : expected,
+          next,
+        )
+        if (written && current) previous.set(id, current)
+        return written
+      },
+    }
+  },
+}
+for (const [name, mutant] of Object.entries(taskMutants))
+  testTaskStore(`mutant ${name}`, () => ({ storage: mutant() }))
+testTaskStore("control", () => ({ storage: new MemoryTaskStore() }))
 
 // A factory whose first result's cleanup throws: the other results' cleanups still run (logged to CLEANUP_LOG).
 let made = 0
