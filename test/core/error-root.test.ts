@@ -23,6 +23,8 @@ const WRAPPED: Record<string, string> = {
   "src/conformance/receipt-store.ts": "a walk that never ends fails the case",
   "src/conformance/state-flush.ts": "a run body's deliberate failure, stored as its text",
   "src/conformance/task-store.ts": "a task body's deliberate failure, stored as its text",
+  "src/conformance/ledger-model.ts": "a store that departs from the contract's model fails the case",
+  "src/conformance/task-model.ts": "a task store that departs from the swap contract fails the case",
 }
 
 const files = (dir: string): string[] =>
