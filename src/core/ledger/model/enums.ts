@@ -2,86 +2,86 @@
 // rows that Python workers read too.
 import { LedgerConfigError } from "../errors.ts"
 
-export const SideEffectClass = {
-  READ: "read",
-  IDEMPOTENT_MUTATE: "idempotent_mutate",
-  KEYED_MUTATE: "keyed_mutate",
-  NON_IDEMPOTENT_MUTATE: "non_idempotent_mutate",
-  IRREVERSIBLE: "irreversible",
-} as const
+/**
+ * The enum object of a value list: each value under its upper-cased self (`{ KEYED_MUTATE: "keyed_mutate" }`), as
+ * every enum here is keyed. Marked pure at each use, so an application that never reads an enum object drops it.
+ */
+const enumOf = <const T extends string>(values: readonly T[]): { readonly [V in T as Uppercase<V>]: V } =>
+  Object.fromEntries(values.map((v) => [v.toUpperCase(), v])) as never
+
+// Value lists spelled out, and the objects built from them, rather than `Object.values(...)` of literal objects: a
+// top-level call keeps every object in an application's bundle even when nothing reads it.
+const CLASSES = [
+  "read",
+  "idempotent_mutate",
+  "keyed_mutate",
+  "non_idempotent_mutate",
+  "irreversible",
+] as const
+const RETRIES = [
+  "safe_retry",
+  "retry_only_with_same_provider_idempotency_key",
+  "manual_reconciliation_required",
+  "never_retry_automatically",
+] as const
+const SPENDABILITIES = ["multi_use", "single_use", "non_replayable"] as const
+const CAPABILITIES = ["idempotent", "queryable", "blind"] as const
+const OUTCOMES = [
+  "IN_FLIGHT",
+  "COMPLETED",
+  "FAILED_BEFORE_EFFECT",
+  "FAILED_AFTER_EFFECT",
+  "EXPIRED",
+  "BLOCKED",
+  "UNKNOWN",
+] as const
+const BOUNDARIES = ["not_crossed", "maybe_crossed", "crossed"] as const
+
+export const SideEffectClass = /* @__PURE__ */ enumOf(CLASSES)
 export type SideEffectClass = (typeof SideEffectClass)[keyof typeof SideEffectClass]
 
-export const RetryPermission = {
-  SAFE_RETRY: "safe_retry",
-  RETRY_ONLY_WITH_SAME_PROVIDER_IDEMPOTENCY_KEY: "retry_only_with_same_provider_idempotency_key",
-  MANUAL_RECONCILIATION_REQUIRED: "manual_reconciliation_required",
-  NEVER_RETRY_AUTOMATICALLY: "never_retry_automatically",
-} as const
+export const RetryPermission = /* @__PURE__ */ enumOf(RETRIES)
 export type RetryPermission = (typeof RetryPermission)[keyof typeof RetryPermission]
 
-export const Spendability = {
-  MULTI_USE: "multi_use",
-  SINGLE_USE: "single_use",
-  NON_REPLAYABLE: "non_replayable",
-} as const
+export const Spendability = /* @__PURE__ */ enumOf(SPENDABILITIES)
 export type Spendability = (typeof Spendability)[keyof typeof Spendability]
 
-export const ToolCapability = {
-  IDEMPOTENT: "idempotent",
-  QUERYABLE: "queryable",
-  BLIND: "blind",
-} as const
+export const ToolCapability = /* @__PURE__ */ enumOf(CAPABILITIES)
 export type ToolCapability = (typeof ToolCapability)[keyof typeof ToolCapability]
 
-export const TerminalOutcome = {
-  IN_FLIGHT: "IN_FLIGHT",
-  COMPLETED: "COMPLETED",
-  FAILED_BEFORE_EFFECT: "FAILED_BEFORE_EFFECT",
-  FAILED_AFTER_EFFECT: "FAILED_AFTER_EFFECT",
-  EXPIRED: "EXPIRED",
-  BLOCKED: "BLOCKED",
-  UNKNOWN: "UNKNOWN",
-} as const
+export const TerminalOutcome = /* @__PURE__ */ enumOf(OUTCOMES)
 export type TerminalOutcome = (typeof TerminalOutcome)[keyof typeof TerminalOutcome]
 
-export const EffectState = {
-  INTENDED: "INTENDED",
-  ATTEMPTING: "ATTEMPTING",
-  COMMITTED: "COMMITTED",
-  ABORTED: "ABORTED",
-  UNKNOWN: "UNKNOWN",
-} as const
+export const EffectState = /* @__PURE__ */ enumOf([
+  "INTENDED",
+  "ATTEMPTING",
+  "COMMITTED",
+  "ABORTED",
+  "UNKNOWN",
+])
 export type EffectState = (typeof EffectState)[keyof typeof EffectState]
 
-export const SideEffectBoundary = {
-  NOT_CROSSED: "not_crossed",
-  MAYBE_CROSSED: "maybe_crossed",
-  CROSSED: "crossed",
-} as const
+export const SideEffectBoundary = /* @__PURE__ */ enumOf(BOUNDARIES)
 export type SideEffectBoundary = (typeof SideEffectBoundary)[keyof typeof SideEffectBoundary]
 
-export const LeaseValidity = { HELD: "HELD", EXPIRED: "EXPIRED", UNBOUNDED: "UNBOUNDED" } as const
+export const LeaseValidity = /* @__PURE__ */ enumOf(["HELD", "EXPIRED", "UNBOUNDED"])
 export type LeaseValidity = (typeof LeaseValidity)[keyof typeof LeaseValidity]
 
-export const ProviderKeyValidity = { VALID: "VALID", EXPIRED: "EXPIRED", UNTRACKED: "UNTRACKED" } as const
+export const ProviderKeyValidity = /* @__PURE__ */ enumOf(["VALID", "EXPIRED", "UNTRACKED"])
 export type ProviderKeyValidity = (typeof ProviderKeyValidity)[keyof typeof ProviderKeyValidity]
 
-export const TransitionGate = {
-  ALLOW: "ALLOW",
-  RETURN: "RETURN",
-  POLL: "POLL",
-  RECLAIM: "RECLAIM",
-  REPAIR: "REPAIR",
-  SOFT_BLOCK: "SOFT_BLOCK",
-  HARD_BLOCK: "HARD_BLOCK",
-} as const
+export const TransitionGate = /* @__PURE__ */ enumOf([
+  "ALLOW",
+  "RETURN",
+  "POLL",
+  "RECLAIM",
+  "REPAIR",
+  "SOFT_BLOCK",
+  "HARD_BLOCK",
+])
 export type TransitionGate = (typeof TransitionGate)[keyof typeof TransitionGate]
 
-export const ReconcileStatus = {
-  COMPLETED: "COMPLETED",
-  NOT_EXECUTED: "NOT_EXECUTED",
-  UNKNOWN: "UNKNOWN",
-} as const
+export const ReconcileStatus = /* @__PURE__ */ enumOf(["COMPLETED", "NOT_EXECUTED", "UNKNOWN"])
 export type ReconcileStatus = (typeof ReconcileStatus)[keyof typeof ReconcileStatus]
 
 /** Legacy `status` column, kept for Python readers. */
@@ -106,17 +106,6 @@ const SIDE_EFFECT_ALIASES: Readonly<Record<string, SideEffectClass>> = {
   onchain_action: "irreversible",
 }
 
-// Value lists spelled out rather than `Object.values(...)` of the objects above: a top-level call keeps every
-// object in an application's bundle even when nothing reads it.
-const CLASSES: readonly SideEffectClass[] = [
-  "read",
-  "idempotent_mutate",
-  "keyed_mutate",
-  "non_idempotent_mutate",
-  "irreversible",
-]
-const BOUNDARIES: readonly SideEffectBoundary[] = ["not_crossed", "maybe_crossed", "crossed"]
-
 function isOneOf<T extends string>(values: readonly T[], v: unknown): v is T {
   return typeof v === "string" && (values as readonly string[]).includes(v)
 }
@@ -139,34 +128,13 @@ function parser<T extends string>(label: string, values: readonly T[]): (v: unkn
 
 // Marked pure so a bundle that never parses a binding (an adapter, say) drops the parsers and their lists.
 const parseClass = /* @__PURE__ */ parser("side_effect_class", CLASSES)
-export const parseRetryPermission = /* @__PURE__ */ parser<RetryPermission>("retry_permission", [
-  "safe_retry",
-  "retry_only_with_same_provider_idempotency_key",
-  "manual_reconciliation_required",
-  "never_retry_automatically",
-])
-export const parseSpendability = /* @__PURE__ */ parser<Spendability>("spendability", [
-  "multi_use",
-  "single_use",
-  "non_replayable",
-])
-export const parseToolCapability = /* @__PURE__ */ parser<ToolCapability>("capability", [
-  "idempotent",
-  "queryable",
-  "blind",
-])
+export const parseRetryPermission = /* @__PURE__ */ parser("retry_permission", RETRIES)
+export const parseSpendability = /* @__PURE__ */ parser("spendability", SPENDABILITIES)
+export const parseToolCapability = /* @__PURE__ */ parser("capability", CAPABILITIES)
 export const parseSideEffectBoundary = /* @__PURE__ */ parser("side_effect_boundary", BOUNDARIES)
 
 // Sets, not arrays: these run several times on every ledgered call.
-const OUTCOME_SET: ReadonlySet<unknown> = new Set<TerminalOutcome>([
-  "IN_FLIGHT",
-  "COMPLETED",
-  "FAILED_BEFORE_EFFECT",
-  "FAILED_AFTER_EFFECT",
-  "EXPIRED",
-  "BLOCKED",
-  "UNKNOWN",
-])
+const OUTCOME_SET: ReadonlySet<unknown> = new Set(OUTCOMES)
 const BOUNDARY_SET: ReadonlySet<unknown> = /* @__PURE__ */ new Set(BOUNDARIES)
 export const isTerminalOutcome = (v: unknown): v is TerminalOutcome => OUTCOME_SET.has(v)
 export const isSideEffectBoundary = (v: unknown): v is SideEffectBoundary => BOUNDARY_SET.has(v)
