@@ -31,8 +31,8 @@ export class LedgerFileCorruptError extends LedgerError {
   readonly path: string
   constructor(path: string, detail: string) {
     super(
-      `Ledger file ${path} is corrupt: ${detail}. It was not treated as empty (that would forget which ` +
-        "actions already ran). Restore it from a backup or repair the JSON, then retry.",
+      `Ledger file ${path} is corrupt: ${detail}. It was not read as empty (that would forget what already ran). ` +
+        "Restore it from a backup or repair the JSON, then retry.",
     )
     this.path = path
   }
@@ -47,7 +47,7 @@ export class LedgerFileLockTimeoutError extends LedgerError {
     // One text for both locks: a flock (`pythonLock`) is never left over, and deleting its file changes nothing.
     super(
       `Timed out after ${timeout}s waiting for the ledger file lock ${lockPath}: another process holds it. Retry; if ` +
-        "no process is using the ledger, the lock file is left over from a crash on another host: delete it.",
+        "no process uses the ledger, the lock file is left from a crash on another host: delete it.",
     )
     this.lockPath = lockPath
   }
