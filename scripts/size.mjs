@@ -32,7 +32,11 @@ const budgets = [
     // holds 16.5 KB so it cannot grow unnoticed, and the table prints the target beside it. What 15 KB would take
     // (measured 2026-12-03 on this bundle, 16.2 KB): blanking every string literal over 80 characters, i.e. nearly
     // every error message that says what to do next, gives 14.98 KB; over 120 characters, 15.46 KB.
-    max: 16.5 * KB,
+    // 16.5 -> 16.6 KB (2026-12-05): every holder's compare-and-set carries the boundary it was built on, and a write
+    // the same holder's boundary move overtook is made again over that boundary (a renewal racing sideEffect() put a
+    // crossed boundary back, and a failure then read as before the effect: a second payment). 85 B; the core entry
+    // paid for its share by building the enum objects from their value lists.
+    max: 16.6 * KB,
     target: 15 * KB,
   },
   // #11's budget for the whole core entry: the ledger, the context guards and the error root, for bundlers that do not
@@ -97,11 +101,12 @@ const budgets = [
   // so its size matters little; it carries the whole ledger (its replay case runs an ActionLedger), the row codec and
   // the Python original's rows. 21.6 KB when it was added. The task, receipt and state-flush store suites joined it
   // (they run a TaskLedger, a ReceiptEmitter with its signer and verifier, and StateFlush): 32.7 KB; budget that +10%,
-  // so it cannot grow unnoticed.
+  // so it cannot grow unnoticed. The seeded sequences against models of the ledger and task store contracts
+  // (2026-12-05) took it from 34.7 to 36.2 KB: 37 KB.
   {
     name: "conformance (test suites, without vitest)",
     code: 'export * from "./dist/conformance.js"',
-    max: 36 * KB,
+    max: 37 * KB,
   },
   // The agent client (`mycelium-runtime/client`, fetch only: no hono, zod or jose): 4.8 KB when it was added.
   { name: "client (RemoteLedger)", code: 'export * from "./dist/edge/client.js"', max: 6 * KB },

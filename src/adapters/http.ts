@@ -192,6 +192,9 @@ export class HttpLedgerStorage implements LedgerStorage {
         fence: expect.fence,
         ...(expect.owner !== undefined ? { owner: expect.owner } : {}),
         ...(expect.effectPhase !== undefined ? { effect_phase: expect.effectPhase } : {}),
+        ...(expect.sideEffectBoundary !== undefined
+          ? { side_effect_boundary: expect.sideEffectBoundary }
+          : {}),
         ...(expect.leaseHeldAt !== undefined ? { lease_held_at: expect.leaseHeldAt } : {}),
       },
     })) as { ok: boolean }

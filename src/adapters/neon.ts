@@ -203,6 +203,10 @@ export class NeonLedgerStorage implements LedgerStorage {
       params.push(expect.effectPhase)
       where.push(`COALESCE(${p}->>'effect_phase', 'INTENDED') = $${params.length}`)
     }
+    if (expect.sideEffectBoundary !== undefined) {
+      params.push(expect.sideEffectBoundary)
+      where.push(`COALESCE(${p}->>'side_effect_boundary', 'not_crossed') = $${params.length}`)
+    }
     if (expect.leaseHeldAt !== undefined) {
       params.push(expect.leaseHeldAt)
       const lease = leaseOf(p)

@@ -193,7 +193,7 @@ return out
 `
 
 // KEYS: row, tomb, legacy tomb or '', dispatch or '', this call's sent key. ARGV: new row, ttl, request id, outcomes
-// (comma-separated), owner flag, owner, fence, phase flag, phase, lease flag, lease-held-at.
+// (comma-separated), owner flag, owner, fence, phase flag, phase, lease flag, lease-held-at, boundary flag, boundary.
 const CAS_LUA = `${LUA_PRELUDE}
 if was_sent(KEYS[5]) then return 1 end
 local row, raw, ghost = load(KEYS[1], KEYS[2], KEYS[3])
@@ -216,6 +216,11 @@ end
 if ARGV[10] == '1' then
   local lease = lease_of(row, ghost)
   if lease ~= nil and not (lease > tonumber(ARGV[11])) then return 0 end
+end
+if ARGV[12] == '1' then
+  local b = row.side_effect_boundary
+  if b == nil or b == NULL then b = 'not_crossed' end
+  if b ~= ARGV[13] then return 0 end
 end
 write(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
 if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[3]) end
@@ -398,6 +403,8 @@ export class UpstashLedgerStorage implements LedgerStorage {
         expect.effectPhase ?? "",
         expect.leaseHeldAt !== undefined ? "1" : "0",
         expect.leaseHeldAt !== undefined ? String(expect.leaseHeldAt) : "",
+        expect.sideEffectBoundary !== undefined ? "1" : "0",
+        expect.sideEffectBoundary ?? "",
       ],
     )
     // Never `false` for an answer that is not the script's: the ledger would read a lost race into it.

@@ -9,6 +9,7 @@ import {
   type LedgerEntry,
   LedgerStaleFenceError,
   type LedgerStorage,
+  type SideEffectBoundary,
   type TerminalOutcome,
   type TransitionExpectation,
 } from "../core/index.ts"
@@ -23,6 +24,7 @@ const OUTCOMES: readonly TerminalOutcome[] = [
   "UNKNOWN",
 ]
 const PHASES: readonly EffectState[] = ["INTENDED", "ATTEMPTING", "COMMITTED", "ABORTED", "UNKNOWN"]
+const BOUNDARIES: readonly SideEffectBoundary[] = ["not_crossed", "maybe_crossed", "crossed"]
 const OWNERS = ["w1", "w2"] as const
 
 /** One step of a sequence, as the failure message shows it. */
@@ -97,6 +99,8 @@ class ContractModel {
       (x.owner == null || x.owner === row.owner) &&
       x.fence === row.fence &&
       (x.effectPhase === undefined || x.effectPhase === (row.effectPhase ?? "INTENDED")) &&
+      (x.sideEffectBoundary === undefined ||
+        x.sideEffectBoundary === (row.sideEffectBoundary ?? "not_crossed")) &&
       (x.leaseHeldAt === undefined || row.leaseUntil === null || row.leaseUntil > x.leaseHeldAt)
     if (ok) this.#write(next)
     return ok
@@ -168,6 +172,7 @@ function* steps(seed: number, ids: readonly string[], count: number, t0: number,
         status: statusOf(outcome),
         owner: pick(OWNERS),
         effectPhase: pick(PHASES),
+        sideEffectBoundary: pick(BOUNDARIES),
         result: { step: i },
         finishedAt: outcome === "IN_FLIGHT" ? null : now,
       }
@@ -179,15 +184,18 @@ function* steps(seed: number, ids: readonly string[], count: number, t0: number,
         fence,
         ...pick([{}, { owner: null }, { owner: row?.owner ?? "w1" }]),
         ...pick([{}, { effectPhase: row?.effectPhase ?? "INTENDED" }]),
+        ...pick([{}, { sideEffectBoundary: row?.sideEffectBoundary ?? "not_crossed" }]),
         ...pick([{}, { leaseHeldAt: held }]),
       }
       if (r() < 0.5) {
-        const miss = pick(["outcomes", "owner", "fence", "effectPhase", "leaseHeldAt"] as const)
+        const miss = pick(["outcomes", "owner", "fence", "effectPhase", "boundary", "leaseHeldAt"] as const)
         if (miss === "outcomes")
           expect.outcomes = OUTCOMES.filter((o) => o !== row?.terminalOutcome && r() < 0.5)
         if (miss === "owner") expect.owner = row?.owner === "w1" ? "w2" : "w1"
         if (miss === "fence") expect.fence = fence + pick([1, -1])
         if (miss === "effectPhase") expect.effectPhase = pick(PHASES.filter((p) => p !== row?.effectPhase))
+        if (miss === "boundary")
+          expect.sideEffectBoundary = pick(BOUNDARIES.filter((b) => b !== row?.sideEffectBoundary))
         // A lease is held while `leaseUntil > leaseHeldAt`: asking at the instant it ends misses.
         if (miss === "leaseHeldAt") expect.leaseHeldAt = row?.leaseUntil ?? now
       }
@@ -204,6 +212,7 @@ function* steps(seed: number, ids: readonly string[], count: number, t0: number,
         fence: Math.max(0, fence + pick([-1, 0, 1])),
         leaseUntil: pick([null, now + 30, now - 1]),
         effectPhase: pick(PHASES),
+        sideEffectBoundary: pick(BOUNDARIES),
         result: { set: i },
       }
       yield { op: "set", id, entry } as ModelStep

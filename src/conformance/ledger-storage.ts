@@ -2,7 +2,7 @@
 // (`mycelium-runtime/conformance`, docs/adapter-kit.md). Runs in Node, workerd, Chromium, Deno and Bun: vitest APIs
 // only (Deno maps them onto Deno.test, Bun onto bun:test).
 import { afterAll, beforeEach, describe, expect, it } from "vitest"
-import { entryFromRow, type LedgerEntryInit, newEntry } from "../adapter-kit.ts"
+import { entryFromRow, entryToRow, type LedgerEntryInit, newEntry } from "../adapter-kit.ts"
 import {
   ActionLedger,
   type LedgerEntry,
@@ -256,11 +256,12 @@ export function testLedgerStorage(name: string, factory: LedgerStorageFixtureFac
         fence: 3,
         owner: "w1",
         effectPhase: "ATTEMPTING",
+        sideEffectBoundary: "maybe_crossed",
         leaseUntil: T0 + 60,
       })
 
       for (const stored of ALL) {
-        it(`stored ${stored}: succeeds only when outcome, owner and fence match`, async () => {
+        it(`stored ${stored}: succeeds only when outcome, owner, fence, phase, boundary and lease match`, async () => {
           const prior = await seeded(s, base(rid(`cas-${stored}`), stored))
           const next = {
             ...prior,
@@ -274,6 +275,8 @@ export function testLedgerStorage(name: string, factory: LedgerStorageFixtureFac
             { outcomes: [stored], fence: 4 },
             { outcomes: [stored], fence: 3, owner: "w2" },
             { outcomes: [stored], fence: 3, effectPhase: "INTENDED" },
+            { outcomes: [stored], fence: 3, sideEffectBoundary: "not_crossed" },
+            { outcomes: [stored], fence: 3, sideEffectBoundary: "crossed" },
             { outcomes: [stored], fence: 3, leaseHeldAt: T0 + 60 },
           ]
           for (const m of miss) expect(await s.tryTransition(next, m), JSON.stringify(m)).toBe(false)
@@ -283,12 +286,29 @@ export function testLedgerStorage(name: string, factory: LedgerStorageFixtureFac
             fence: 3,
             owner: "w1",
             effectPhase: "ATTEMPTING" as const,
+            sideEffectBoundary: "maybe_crossed" as const,
             leaseHeldAt: T0 + 59,
           }
           expect(await s.tryTransition(next, hit)).toBe(true)
           expect(await peer.get(prior.requestId)).toEqual(next)
         })
       }
+
+      it("a row the Python original wrote without a boundary matches not_crossed", async () => {
+        const id = rid("cas-noboundary")
+        const row = { ...entryToRow(entry({ requestId: id, tool: "t", fence: 2, owner: "w1" })) } as Record<
+          string,
+          unknown
+        >
+        delete row.side_effect_boundary
+        if (writeRaw) await writeRaw(id, JSON.stringify(row))
+        else await s.set(entryFromRow(row))
+        const prior = (await s.get(id)) as LedgerEntry
+        const next = { ...prior, result: 1 }
+        const x = { outcomes: ["IN_FLIGHT" as const], fence: 2 }
+        expect(await s.tryTransition(next, { ...x, sideEffectBoundary: "maybe_crossed" })).toBe(false)
+        expect(await s.tryTransition(next, { ...x, sideEffectBoundary: "not_crossed" })).toBe(true)
+      })
 
       it("a missing row never matches", async () => {
         const e = entry({ requestId: rid("nomatch"), tool: "t" })

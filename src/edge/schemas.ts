@@ -174,6 +174,7 @@ export const TransitionRowBody = z.strictObject({
     owner: z.optional(z.nullable(z.string().check(z.maxLength(512)))),
     fence: z.int(),
     effect_phase: z.optional(z.enum(EffectState)),
+    side_effect_boundary: z.optional(z.enum(SideEffectBoundary)),
     lease_held_at: z.optional(z.number()),
   }),
 })

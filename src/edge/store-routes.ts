@@ -97,6 +97,7 @@ export function storeRoutes(api: Api, ctx: RouteContext): void {
       fence: e.fence,
       ...(e.owner !== undefined ? { owner: e.owner } : {}),
       ...(e.effect_phase ? { effectPhase: e.effect_phase } : {}),
+      ...(e.side_effect_boundary ? { sideEffectBoundary: e.side_effect_boundary } : {}),
       // A lease check uses the server's clock, never the client's.
       ...(e.lease_held_at !== undefined ? { leaseHeldAt: ctx.now() } : {}),
     }

@@ -65,6 +65,7 @@ describe("the conformance suite against broken stores", () => {
         "transitionIgnoresLease",
         "transitionIgnoresOwner",
         "transitionIgnoresPhase",
+        "transitionIgnoresBoundary",
         "claimIgnoresReclaimFence",
         "takeoverKeepsHeartbeat",
       ]

@@ -1,5 +1,5 @@
 import type { LedgerEntry } from "../ledger/model/entry.ts"
-import type { EffectState, TerminalOutcome } from "../ledger/model/enums.ts"
+import type { EffectState, SideEffectBoundary, TerminalOutcome } from "../ledger/model/enums.ts"
 
 /** Limits a backend declares (`LedgerStorage.limits`). Omitted fields are unlimited. */
 export interface StorageLimits {
@@ -40,6 +40,12 @@ export interface TransitionExpectation {
   readonly owner?: string | null
   readonly fence: number
   readonly effectPhase?: EffectState
+  /**
+   * The stored row's side-effect boundary must be this one (a row without one reads as `not_crossed`). A holder's
+   * writes carry the boundary they were built on, so a concurrent write of the same holder (a renewal racing a
+   * boundary move) cannot put the boundary back.
+   */
+  readonly sideEffectBoundary?: SideEffectBoundary
   /** The lease must be held (or unbounded) at this instant. */
   readonly leaseHeldAt?: number
 }

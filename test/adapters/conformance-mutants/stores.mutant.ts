@@ -31,6 +31,9 @@ const mutants: Record<string, M> = {
   transitionIgnoresLease: wrap((b) => ({
     tryTransition: (n, e) => b.tryTransition(n, { ...e, leaseHeldAt: undefined }),
   })),
+  transitionIgnoresBoundary: wrap((b) => ({
+    tryTransition: (n, e) => b.tryTransition(n, { ...e, sideEffectBoundary: undefined }),
+  })),
   transitionIgnoresPhase: wrap((b) => ({
     tryTransition: (n, e) => b.tryTransition(n, { ...e, effectPhase: undefined }),
   })),

@@ -48,7 +48,11 @@ export async function heldRow(
   return { ...row, fence: guard.fence, owner: guard.owner ?? row.owner }
 }
 
-/** Compare-and-set `next` over the row the writer holds; a lost race throws with the reason. */
+/**
+ * Compare-and-set `next` over the row the writer holds; a lost race throws with the reason. When only the boundary
+ * moved under the write (the same holder's boundary move landed between its read and this write, as a renewal or
+ * an HTTP request racing `sideEffect()` does), the write is made again over the moved boundary, never back below it.
+ */
 export async function casFrom(
   core: LedgerCore,
   current: LedgerEntry,
@@ -56,9 +60,17 @@ export async function casFrom(
   expect: TransitionExpectation,
   op: string,
 ): Promise<LedgerEntry> {
-  if (await core.store.tryTransition(next, expect)) return next
+  let row: LedgerEntry | null
+  for (let tries = 3; ; ) {
+    if (await core.store.tryTransition(next, expect)) return next
+    row = await core.store.get(current.requestId)
+    const b = row?.sideEffectBoundary
+    // Whatever else differs (a takeover, another outcome) fails the next attempt too, and is reported below.
+    if (!--tries || !b || !expect.sideEffectBoundary || b === expect.sideEffectBoundary) break
+    next = boundaryRow(next, b)
+    expect = { ...expect, sideEffectBoundary: b }
+  }
   const now = core.clock.now()
-  const row = await core.store.get(current.requestId)
   const hints: string[] = []
   if (row && expect.owner != null && row.owner !== expect.owner)
     hints.push(`owner is ${row.owner}, expected ${expect.owner}`)
@@ -71,11 +83,12 @@ export async function casFrom(
   )
 }
 
-/** The holder's expectation: still IN_FLIGHT under its fence (and owner). */
+/** The holder's expectation: still IN_FLIGHT under its fence (and owner), at the boundary its write was built on. */
 const held = (c: LedgerEntry, extra: Partial<TransitionExpectation> = {}): TransitionExpectation => ({
   outcomes: ["IN_FLIGHT"],
   fence: c.fence,
   owner: c.owner ?? null,
+  sideEffectBoundary: c.sideEffectBoundary,
   ...extra,
 })
 

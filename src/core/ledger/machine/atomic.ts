@@ -61,6 +61,11 @@ export function matchesExpectation(stored: LedgerEntry | null, expect: Transitio
   if (expect.effectPhase !== undefined && (stored.effectPhase ?? "INTENDED") !== expect.effectPhase)
     return false
   if (
+    expect.sideEffectBoundary !== undefined &&
+    (stored.sideEffectBoundary ?? "not_crossed") !== expect.sideEffectBoundary
+  )
+    return false
+  if (
     expect.leaseHeldAt !== undefined &&
     stored.leaseUntil !== null &&
     !(stored.leaseUntil > expect.leaseHeldAt)
