@@ -32,11 +32,13 @@ const budgets = [
     // holds 16.5 KB so it cannot grow unnoticed, and the table prints the target beside it. What 15 KB would take
     // (measured 2026-12-03 on this bundle, 16.2 KB): blanking every string literal over 80 characters, i.e. nearly
     // every error message that says what to do next, gives 14.98 KB; over 120 characters, 15.46 KB.
-    // 16.5 -> 16.6 KB (2026-12-05): every holder's compare-and-set carries the boundary it was built on, and a write
-    // the same holder's boundary move overtook is made again over that boundary (a renewal racing sideEffect() put a
-    // crossed boundary back, and a failure then read as before the effect: a second payment). 85 B; the core entry
-    // paid for its share by building the enum objects from their value lists.
-    max: 16.6 * KB,
+    // 16.5 -> 16.7 KB (2026-12-05), two exactly-once fixes, 125 B: every holder's compare-and-set carries the boundary
+    // it was built on, and a write the same holder's boundary move overtook is made again over that boundary (a
+    // renewal racing sideEffect() put a crossed boundary back, and a failure then read as before the effect: a second
+    // payment); and a late owner (its lease lapsed) may not leave not_crossed, while a redispatch's verdict on the row
+    // it saw carries that row's boundary. The core entry paid for its share by building the enum objects from their
+    // value lists.
+    max: 16.7 * KB,
     target: 15 * KB,
   },
   // #11's budget for the whole core entry: the ledger, the context guards and the error root, for bundlers that do not

@@ -6,7 +6,9 @@ import {
   ActionLedger,
   type LedgerEntry,
   type LedgerStorage,
+  ManualClock,
   MemoryLedgerStorage,
+  type TransitionExpectation,
 } from "../../../src/core/index.ts"
 
 const binding = {
@@ -98,5 +100,161 @@ describe("a holder's concurrent writes never put the boundary back", () => {
     release()
     await expect(write).rejects.toMatchObject({ code: "ledger_outcome_already_set" })
     expect((await rows.get("r1"))?.fence).toBe(row.fence + 1)
+  })
+})
+
+describe("a late owner (its lease lapsed) never starts an effect", () => {
+  const permissive = { ...binding, spendability: "multi_use" } as const
+
+  it("sideEffect() after the lease lapsed is refused and the effect never runs", async () => {
+    const clock = new ManualClock()
+    const ledger = new ActionLedger({
+      storage: new MemoryLedgerStorage(),
+      clock,
+      leaseTtl: 10,
+      leaseRenewInterval: 0,
+      onWarning: () => {},
+    })
+    let effects = 0
+    const pay = ledger.tool({ name: "pay", binding: permissive }, async (_a: { amount: number }, tx) => {
+      clock.advance(11)
+      return tx.sideEffect(() => ++effects)
+    })
+    await expect(pay({ amount: 1 }, { requestId: "late" })).rejects.toMatchObject({
+      code: "ledger_outcome_already_set",
+    })
+    expect(effects).toBe(0)
+  })
+
+  it("a redispatch that judged the lapsed row not crossed and a late owner's effect: one effect", async () => {
+    const clock = new ManualClock()
+    const rows = new MemoryLedgerStorage()
+    let redispatchAtClaim!: () => void
+    const atClaim = new Promise<void>((r) => {
+      redispatchAtClaim = r
+    })
+    let letClaim!: () => void
+    const claimMayGo = new Promise<void>((r) => {
+      letClaim = r
+    })
+    // The redispatcher's store: its takeover waits until the late owner has tried to start its effect.
+    const held: LedgerStorage = new Proxy(rows, {
+      get(t, k) {
+        if (k === "tryClaimInflight" || k === "tryTransition") {
+          return async (...a: unknown[]) => {
+            // Only a takeover (a reclaim at the fence the gate judged, or a fenced reset to a new claim) waits.
+            const takeover =
+              k === "tryClaimInflight"
+                ? typeof (a[3] as { reclaimFence?: unknown } | undefined)?.reclaimFence === "number"
+                : (a[0] as LedgerEntry).fence > (a[1] as { fence: number }).fence
+            if (takeover) {
+              redispatchAtClaim()
+              await claimMayGo
+            }
+            return (t[k] as (...x: unknown[]) => unknown).apply(t, a)
+          }
+        }
+        const v = (t as unknown as Record<string | symbol, unknown>)[k]
+        return typeof v === "function" ? v.bind(t) : v
+      },
+    })
+    const options = { clock, leaseTtl: 10, leaseRenewInterval: 0, onWarning: () => {} }
+    const late = new ActionLedger({ ...options, storage: rows })
+    const redispatcher = new ActionLedger({ ...options, storage: held })
+    let effects = 0
+    let wake!: () => void
+    const woken = new Promise<void>((r) => {
+      wake = r
+    })
+    let settled!: () => void
+    const redispatchSettled = new Promise<void>((r) => {
+      settled = r
+    })
+    const stalled = late
+      .tool({ name: "pay", binding: permissive }, async (_a: { amount: number }, tx) => {
+        await woken
+        return tx.sideEffect(async () => {
+          effects++
+          // Inside its effect, the late owner lets the redispatch's takeover land, and finishes after it.
+          letClaim()
+          await redispatchSettled
+          return effects
+        })
+      })({ amount: 1 }, { requestId: "r2" })
+      .catch((e: unknown) => e)
+    while (!(await rows.get("r2"))) await new Promise((r) => setTimeout(r, 1))
+    clock.advance(11)
+    const redispatched = redispatcher
+      .tool({ name: "pay", binding: permissive }, async (_a: { amount: number }, tx) =>
+        tx.sideEffect(() => ++effects),
+      )({ amount: 1 }, { requestId: "r2" })
+      .catch((e: unknown) => e)
+      .finally(settled)
+    await atClaim
+    wake()
+    // Refused, the late owner never reaches its effect: the takeover goes ahead alone.
+    await Promise.race([stalled, new Promise((r) => setTimeout(r, 50))])
+    letClaim()
+    await Promise.all([stalled, redispatched])
+    expect(effects).toBe(1)
+  })
+
+  it("a redispatch blocking a lapsed row never writes not_crossed over a late owner's boundary move", async () => {
+    // The late owner's clock runs behind: in its view the lease still holds, so it may start its effect.
+    const lateClock = new ManualClock()
+    const clock = new ManualClock()
+    const rows = new MemoryLedgerStorage()
+    let atBlock!: () => void
+    const blocking = new Promise<void>((r) => {
+      atBlock = r
+    })
+    let letBlock!: () => void
+    const blockMayGo = new Promise<void>((r) => {
+      letBlock = r
+    })
+    const held: LedgerStorage = new Proxy(rows, {
+      get(t, k) {
+        if (k === "tryTransition")
+          return async (next: LedgerEntry, x: TransitionExpectation) => {
+            if (next.terminalOutcome === "BLOCKED") {
+              atBlock()
+              await blockMayGo
+            }
+            return t.tryTransition(next, x)
+          }
+        const v = (t as unknown as Record<string | symbol, unknown>)[k]
+        return typeof v === "function" ? v.bind(t) : v
+      },
+    })
+    const options = { leaseTtl: 10, leaseRenewInterval: 0, onWarning: () => {} }
+    const late = new ActionLedger({ ...options, clock: lateClock, storage: rows })
+    const redispatcher = new ActionLedger({ ...options, clock, storage: held })
+    const strict = { agentId: "a", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" } as const
+    let wake!: () => void
+    const woken = new Promise<void>((r) => {
+      wake = r
+    })
+    const stalled = late
+      .tool({ name: "pay", binding: strict }, async (_a: { amount: number }, tx) => {
+        await woken
+        return tx.sideEffect(async () => {
+          letBlock()
+          return 1
+        })
+      })({ amount: 1 }, { requestId: "r3" })
+      .catch((e: unknown) => e)
+    while (!(await rows.get("r3"))) await new Promise((r) => setTimeout(r, 1))
+    clock.advance(11)
+    const redispatched = redispatcher
+      .tool({ name: "pay", binding: strict }, async () => 2)({ amount: 1 }, { requestId: "r3" })
+      .catch((e: unknown) => e)
+    await blocking
+    wake()
+    // The block lost to the boundary move and the redispatch looked again: it blocks on the row as it now is, or
+    // replays the late owner's result if that landed first. Its own body never runs.
+    const answer = await redispatched
+    if (answer !== 1) expect(answer).toMatchObject({ code: "ledger_hard_block" })
+    await stalled
+    expect((await rows.get("r3"))?.sideEffectBoundary).not.toBe("not_crossed")
   })
 })

@@ -33,6 +33,8 @@ const exactly = (row: LedgerEntry): TransitionExpectation => ({
   outcomes: [row.terminalOutcome],
   owner: row.owner,
   fence: row.fence,
+  // A late owner may still move the boundary of a lapsed lease: a verdict on the row as it was must not land after.
+  sideEffectBoundary: row.sideEffectBoundary,
 })
 
 export async function claimTransition(
@@ -290,11 +292,7 @@ async function reexecute(
 
 async function markExpiredBlocked(core: LedgerCore, observed: LedgerEntry): Promise<LedgerEntry | null> {
   const blocked = lapsedBlockedRow(observed, core.clock.now())
-  const ok = await core.store.tryTransition(blocked, {
-    outcomes: ["IN_FLIGHT"],
-    owner: observed.owner,
-    fence: observed.fence,
-  })
+  const ok = await core.store.tryTransition(blocked, { ...exactly(observed), outcomes: ["IN_FLIGHT"] })
   return ok ? blocked : null
 }
 

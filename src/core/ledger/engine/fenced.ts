@@ -93,13 +93,17 @@ const held = (c: LedgerEntry, extra: Partial<TransitionExpectation> = {}): Trans
 })
 
 /** Effect writes under the effect-commit protocol need an allowed decision and phase ATTEMPTING. */
-function effectExpect(c: LedgerEntry, op: string): TransitionExpectation {
+function effectExpect(
+  c: LedgerEntry,
+  op: string,
+  extra?: Partial<TransitionExpectation>,
+): TransitionExpectation {
   if (c.effectProtocolRequired && !hasAllowedDecision(c)) {
     throw new LedgerOutcomeAlreadySetError(
       `Cannot ${op} request '${c.requestId}': record an allowed decision first (effect-commit protocol)`,
     )
   }
-  return held(c, c.effectProtocolRequired ? { effectPhase: "ATTEMPTING" } : {})
+  return held(c, { ...extra, ...(c.effectProtocolRequired && { effectPhase: "ATTEMPTING" }) })
 }
 
 /** An outcome write; with receipts on, the row carries the receipt id and the receipt is appended after it. */
@@ -182,7 +186,13 @@ export function advanceBoundaryHeld(
   c: LedgerEntry,
   boundary: SideEffectBoundary,
 ): Promise<LedgerEntry> {
-  const expect = effectExpect(c, "advance boundary")
+  // Leaving not_crossed starts the effect, and the lease is the permission to: once it has lapsed, a redispatch may
+  // have judged the row not crossed and taken it over, so a late owner must not begin an effect.
+  const expect = effectExpect(
+    c,
+    "advance boundary",
+    c.sideEffectBoundary === "not_crossed" ? { leaseHeldAt: core.clock.now() } : {},
+  )
   return casFrom(core, c, boundaryRow(c, boundary), expect, "advance boundary")
 }
 
