@@ -257,4 +257,55 @@ describe("a late owner (its lease lapsed) never starts an effect", () => {
     await stalled
     expect((await rows.get("r3"))?.sideEffectBoundary).not.toBe("not_crossed")
   })
+
+  it("an operator's not_executed release, judged on a not_crossed row, is refused once the late owner crossed", async () => {
+    const lateClock = new ManualClock()
+    const clock = new ManualClock()
+    const rows = new MemoryLedgerStorage()
+    let atRelease!: () => void
+    const releasing = new Promise<void>((r) => {
+      atRelease = r
+    })
+    let letRelease!: () => void
+    const releaseMayGo = new Promise<void>((r) => {
+      letRelease = r
+    })
+    const held: LedgerStorage = new Proxy(rows, {
+      get(t, k) {
+        if (k === "tryTransition")
+          return async (next: LedgerEntry, x: TransitionExpectation) => {
+            atRelease()
+            await releaseMayGo
+            return t.tryTransition(next, x)
+          }
+        const v = (t as unknown as Record<string | symbol, unknown>)[k]
+        return typeof v === "function" ? v.bind(t) : v
+      },
+    })
+    const options = { leaseTtl: 10, leaseRenewInterval: 0, onWarning: () => {} }
+    const late = new ActionLedger({ ...options, clock: lateClock, storage: rows })
+    const operator = new ActionLedger({ ...options, clock, storage: held })
+    const c = await late.claim({
+      tool: "pay",
+      args: { amount: 1 },
+      binding,
+      decision: allowed,
+      meta: { requestId: "r4" },
+    })
+    clock.advance(11)
+    const release = operator
+      .release("r4", {
+        verified: "not_executed",
+        by: "ops",
+        reason: "no charge found",
+        overrideDeathSignal: "host gone",
+      })
+      .catch((e: unknown) => e)
+    await releasing
+    await late.advanceBoundary("r4", "maybe_crossed", { fence: c.entry.fence, owner: c.entry.owner })
+    letRelease()
+    expect(await release).toMatchObject({ code: "ledger_already_resolved" })
+    expect((await rows.get("r4"))?.sideEffectBoundary).toBe("maybe_crossed")
+    expect((await rows.get("r4"))?.operatorResolution).toBeNull()
+  })
 })

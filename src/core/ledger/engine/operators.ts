@@ -131,10 +131,12 @@ export async function release(
   const { row: next, receipt } = await sealRow(core, released, (n) =>
     releaseReceiptDraft(row, n, verified, by, why, resolved, now),
   )
+  // The verdict is on the row as read: a late owner's boundary move since then supersedes it.
   const ok = await core.store.tryTransition(next, {
     outcomes: RELEASABLE_OUTCOMES,
     owner: row.owner,
     fence: row.fence,
+    sideEffectBoundary: row.sideEffectBoundary,
   })
   if (!ok) throw new LedgerAlreadyResolvedError(`${cannot}transition superseded`)
   await appendReceipt(core.receipts, receipt, requestId)
@@ -195,6 +197,8 @@ export async function markWorkerDeadFor(
       outcomes: [row.terminalOutcome === "BLOCKED" ? "BLOCKED" : "IN_FLIGHT"],
       owner: row.owner,
       fence: row.fence,
+      // Made again over a boundary move that lands first, never back below it.
+      sideEffectBoundary: row.sideEffectBoundary,
     },
     "mark worker dead",
   )
