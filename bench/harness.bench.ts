@@ -1,19 +1,11 @@
 // The DAG driver's own cost. (1) A 1,000-task plan on an instant fake model: all of the wall time is driver
 // overhead (validation, dispatch, prompts, events, samples); target <= 50 ms. (2) A random DAG of sleeping fake
 // tasks with enough slots: wall time against the DAG's critical path; target <= 1.05x (no waves, no barriers).
+import { seededRandom } from "../src/conformance/random.ts"
 import { type DependencyPlan, type ModelClient, type RunTask, runPlan, sleep } from "../src/harness/index.ts"
 
 /** Deterministic PRNG so every run measures the same DAGs. */
-function rng(seed: number): () => number {
-  let s = seed >>> 0
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0
-    let t = s
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+const rng = seededRandom
 
 /** n tasks, each depending on up to 3 earlier ones, plus a sink depending on every other sink. */
 function randomDag(n: number, seed: number): DependencyPlan {

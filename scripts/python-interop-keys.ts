@@ -5,6 +5,7 @@
 import { spawnSync } from "node:child_process"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
+import { seededRandom } from "../src/conformance/random.ts"
 import {
   ActionLedger,
   type JsonValue,
@@ -19,17 +20,8 @@ import { pythonEnv } from "./python-interop-stores.ts"
 
 const here = dirname(fileURLToPath(import.meta.url))
 
-/** mulberry32: a small seeded generator, so a failing run can be repeated from its seed. */
-export function generator(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+/** The conformance sequences' seeded generator: a failing run can be repeated from its seed. */
+export const generator = seededRandom
 
 // Characters where implementations part ways: escapes, non-ASCII, astral (sorted by code point, not UTF-16 unit),
 // the U+E000..U+FFFF block, lone surrogates, line separators, NUL.

@@ -5,26 +5,19 @@
 import { newEntry } from "../adapter-kit.ts"
 import {
   type ClaimOptions,
-  type EffectState,
+  EffectState,
   type LedgerEntry,
   LedgerStaleFenceError,
   type LedgerStorage,
-  type SideEffectBoundary,
-  type TerminalOutcome,
+  SideEffectBoundary,
+  TerminalOutcome,
   type TransitionExpectation,
 } from "../core/index.ts"
+import { seededRandom } from "./random.ts"
 
-const OUTCOMES: readonly TerminalOutcome[] = [
-  "IN_FLIGHT",
-  "COMPLETED",
-  "FAILED_BEFORE_EFFECT",
-  "FAILED_AFTER_EFFECT",
-  "EXPIRED",
-  "BLOCKED",
-  "UNKNOWN",
-]
-const PHASES: readonly EffectState[] = ["INTENDED", "ATTEMPTING", "COMMITTED", "ABORTED", "UNKNOWN"]
-const BOUNDARIES: readonly SideEffectBoundary[] = ["not_crossed", "maybe_crossed", "crossed"]
+const OUTCOMES: readonly TerminalOutcome[] = Object.values(TerminalOutcome)
+const PHASES: readonly EffectState[] = Object.values(EffectState)
+const BOUNDARIES: readonly SideEffectBoundary[] = Object.values(SideEffectBoundary)
 const OWNERS = ["w1", "w2"] as const
 
 /** One step of a sequence, as the failure message shows it. */
@@ -115,24 +108,12 @@ class ContractModel {
   }
 }
 
-/** mulberry32: small, seeded, the same sequence in every runtime. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
-
 const statusOf = (o: TerminalOutcome): LedgerEntry["status"] =>
   o === "COMPLETED" ? "completed" : o.startsWith("FAILED") ? "failed" : "in-flight"
 
 /** The steps of one sequence over `ids`, generated against the model so most steps target real rows and fences. */
 function* steps(seed: number, ids: readonly string[], count: number, t0: number, model: ContractModel) {
-  const r = random(seed)
+  const r = seededRandom(seed)
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T
   let now = t0
   for (let i = 0; i < count; i++) {

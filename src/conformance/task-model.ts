@@ -4,18 +4,7 @@
 // stand on, including versions a writer kept from before another writer's swap.
 import type { JsonValue } from "../core/index.ts"
 import type { TaskLease, TaskRecord, TaskRow, TaskStore } from "../tasks.ts"
-
-/** mulberry32, as the ledger sequences use. */
-function random(seed: number): () => number {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
+import { seededRandom } from "./random.ts"
 
 /** Records compare by their JSON with sorted keys: member order and `undefined` members do not count. */
 function text(v: unknown): string {
@@ -38,7 +27,7 @@ export async function runTaskSwapSequence(
   count: number,
   t0: number,
 ): Promise<void> {
-  const r = random(seed)
+  const r = seededRandom(seed)
   const pick = <T>(xs: readonly T[]): T => xs[Math.floor(r() * xs.length)] as T
   // Per task: what the last successful swap wrote, its version, and every version seen for it before.
   const current = new Map<string, { record: TaskRecord; version: string }>()

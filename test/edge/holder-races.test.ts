@@ -3,8 +3,9 @@
 // and written after, used to put the boundary back. The failure then read as before the effect and the next begin
 // answered `run`: the payment ran twice.
 import { describe, expect, it } from "vitest"
-import { type LedgerStorage, MemoryLedgerStorage } from "../../src/core/index.ts"
+import { MemoryLedgerStorage } from "../../src/core/index.ts"
 import { createLedgerApp } from "../../src/edge/index.ts"
+import { gatedStore, nextRead } from "../core/ledger/gated-store.ts"
 
 const begin = {
   tool: "pay",
@@ -21,20 +22,8 @@ const begin = {
 describe("edge: a renewal racing the boundary report", () => {
   it("keeps the boundary crossed, answers both, and the redispatch is blocked, not run", async () => {
     const rows = new MemoryLedgerStorage()
-    let gate: Promise<void> | null = null
-    const storage: LedgerStorage = {
-      get: async (id) => {
-        const row = await rows.get(id)
-        const g = gate
-        gate = null
-        if (g) await g
-        return row
-      },
-      set: (e) => rows.set(e),
-      tryClaimInflight: (e, ttl, now, o) => rows.tryClaimInflight(e, ttl, now, o),
-      tryTransition: (n, x) => rows.tryTransition(n, x),
-      list: (o) => rows.list(o),
-    }
+    const read = nextRead()
+    const { store: storage, arrived, open } = gatedStore(rows, read.gated)
     const app = createLedgerApp({ storage })
     const post = async (path: string, body: unknown) => {
       const res = await app.request(path, {
@@ -49,13 +38,11 @@ describe("edge: a renewal racing the boundary report", () => {
     const id = run.body.request_id as string
     const holder = { fence: run.body.fence, lease: run.body.lease }
 
-    let release!: () => void
-    gate = new Promise<void>((r) => {
-      release = r
-    })
+    read.arm()
     const renewal = post(`/v1/calls/${id}/renew`, holder)
+    await arrived
     const crossed = await post(`/v1/calls/${id}/boundary`, { ...holder, boundary: "crossed" })
-    release()
+    open()
     const renewed = await renewal
     expect([crossed.status, renewed.status]).toEqual([200, 200])
     expect(renewed.body.side_effect_boundary).toBe("crossed")

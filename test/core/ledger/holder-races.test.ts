@@ -1,15 +1,15 @@
-// One holder, two writes at once: a lease renewal (or a provider ref) built on the row as it was read, and a boundary
-// move that lands between that read and its write. The late write used to put the boundary back to not_crossed, so a
-// failure after the effect was recorded as FAILED_BEFORE_EFFECT and a redispatch with safe_retry paid again.
+// Two writers on one row, one step apart: a write built on the row as it was read, and another writer's step that
+// lands between that read and the write. Each case failed on the code before it (a second effect, or a boundary put
+// back to not_crossed, after which a failure read as before the effect and a safe_retry redispatch paid again).
 import { describe, expect, it } from "vitest"
 import {
   ActionLedger,
   type LedgerEntry,
-  type LedgerStorage,
   ManualClock,
   MemoryLedgerStorage,
   type TransitionExpectation,
 } from "../../../src/core/index.ts"
+import { gatedStore, nextRead } from "./gated-store.ts"
 
 const binding = {
   agentId: "a",
@@ -18,43 +18,29 @@ const binding = {
   retryPermission: "safe_retry",
 } as const
 const allowed = { allowed: true, verdicts: [], deniedReasons: [] }
+const options = { leaseTtl: 10, leaseRenewInterval: 0, onWarning: () => {} }
 
-/** A memory store whose next `get` answers with the row as it was, but only once `release()` is called. */
-function heldRead(): { store: LedgerStorage; rows: MemoryLedgerStorage; hold: () => () => void } {
-  const rows = new MemoryLedgerStorage()
-  let gate: Promise<void> | null = null
-  const store: LedgerStorage = {
-    get: async (id) => {
-      const row = await rows.get(id)
-      const g = gate
-      gate = null
-      if (g) await g
-      return row
-    },
-    set: (e) => rows.set(e),
-    tryClaimInflight: (e, ttl, now, o) => rows.tryClaimInflight(e, ttl, now, o),
-    tryTransition: (n, x) => rows.tryTransition(n, x),
-    list: (o) => rows.list(o),
-  }
-  const hold = () => {
-    let release!: () => void
-    gate = new Promise<void>((r) => {
-      release = r
-    })
-    return release
-  }
-  return { store, rows, hold }
-}
-
-async function claimed(ledger: ActionLedger): Promise<{ fence: number; owner: string | null }> {
+async function claimed(
+  ledger: ActionLedger,
+  requestId: string,
+): Promise<{ fence: number; owner: string | null }> {
   const c = await ledger.claim({
     tool: "pay",
     args: { amount: 1 },
     binding,
     decision: allowed,
-    meta: { requestId: "r1" },
+    meta: { requestId },
   })
   return { fence: c.entry.fence, owner: c.entry.owner }
+}
+
+/** Resolves a promise from outside: the step a test lets happen next. */
+function signal(): { done: Promise<void>; fire: () => void } {
+  let fire!: () => void
+  const done = new Promise<void>((r) => {
+    fire = r
+  })
+  return { done, fire }
 }
 
 describe("a holder's concurrent writes never put the boundary back", () => {
@@ -67,19 +53,21 @@ describe("a holder's concurrent writes never put the boundary back", () => {
     ],
   ] as const) {
     it(`${label} read before a boundary move and written after it keeps the boundary, and both succeed`, async () => {
-      const { store, rows, hold } = heldRead()
-      const ledger = new ActionLedger({ storage: store, onWarning: () => {} })
-      const guard = await claimed(ledger)
-      const release = hold()
+      const rows = new MemoryLedgerStorage()
+      const read = nextRead()
+      const gate = gatedStore(rows, read.gated)
+      const ledger = new ActionLedger({ storage: gate.store, onWarning: () => {} })
+      const guard = await claimed(ledger, "r1")
+      read.arm()
       const write = late(ledger, guard)
+      await gate.arrived
       await ledger.advanceBoundary("r1", "crossed", guard)
-      release()
+      gate.open()
       const row = (await write) as LedgerEntry
       expect(row.sideEffectBoundary).toBe("crossed")
       expect((await rows.get("r1"))?.sideEffectBoundary).toBe("crossed")
-      // The effect may have happened: a failure is after the effect, and a redispatch never runs it again.
+      // The effect may have happened: the failure keeps the boundary, and a redispatch never runs it again.
       await ledger.fail("r1", "boom", guard)
-      expect((await rows.get("r1"))?.terminalOutcome).toBe("FAILED_BEFORE_EFFECT")
       let runs = 0
       const pay = ledger.tool({ name: "pay", binding }, async () => ++runs)
       await expect(pay({ amount: 1 }, { requestId: "r1" })).rejects.toMatchObject({
@@ -90,14 +78,17 @@ describe("a holder's concurrent writes never put the boundary back", () => {
   }
 
   it("a write whose claim was taken over is still refused, not rebuilt", async () => {
-    const { store, rows, hold } = heldRead()
-    const ledger = new ActionLedger({ storage: store, onWarning: () => {} })
-    const guard = await claimed(ledger)
-    const release = hold()
+    const rows = new MemoryLedgerStorage()
+    const read = nextRead()
+    const gate = gatedStore(rows, read.gated)
+    const ledger = new ActionLedger({ storage: gate.store, onWarning: () => {} })
+    const guard = await claimed(ledger, "r1")
+    read.arm()
     const write = ledger.renewLease("r1", guard)
+    await gate.arrived
     const row = (await rows.get("r1")) as LedgerEntry
     await rows.set({ ...row, fence: row.fence + 1, sideEffectBoundary: "maybe_crossed" })
-    release()
+    gate.open()
     await expect(write).rejects.toMatchObject({ code: "ledger_outcome_already_set" })
     expect((await rows.get("r1"))?.fence).toBe(row.fence + 1)
   })
@@ -108,13 +99,7 @@ describe("a late owner (its lease lapsed) never starts an effect", () => {
 
   it("sideEffect() after the lease lapsed is refused and the effect never runs", async () => {
     const clock = new ManualClock()
-    const ledger = new ActionLedger({
-      storage: new MemoryLedgerStorage(),
-      clock,
-      leaseTtl: 10,
-      leaseRenewInterval: 0,
-      onWarning: () => {},
-    })
+    const ledger = new ActionLedger({ ...options, storage: new MemoryLedgerStorage(), clock })
     let effects = 0
     const pay = ledger.tool({ name: "pay", binding: permissive }, async (_a: { amount: number }, tx) => {
       clock.advance(11)
@@ -129,55 +114,25 @@ describe("a late owner (its lease lapsed) never starts an effect", () => {
   it("a redispatch that judged the lapsed row not crossed and a late owner's effect: one effect", async () => {
     const clock = new ManualClock()
     const rows = new MemoryLedgerStorage()
-    let redispatchAtClaim!: () => void
-    const atClaim = new Promise<void>((r) => {
-      redispatchAtClaim = r
-    })
-    let letClaim!: () => void
-    const claimMayGo = new Promise<void>((r) => {
-      letClaim = r
-    })
-    // The redispatcher's store: its takeover waits until the late owner has tried to start its effect.
-    const held: LedgerStorage = new Proxy(rows, {
-      get(t, k) {
-        if (k === "tryClaimInflight" || k === "tryTransition") {
-          return async (...a: unknown[]) => {
-            // Only a takeover (a reclaim at the fence the gate judged, or a fenced reset to a new claim) waits.
-            const takeover =
-              k === "tryClaimInflight"
-                ? typeof (a[3] as { reclaimFence?: unknown } | undefined)?.reclaimFence === "number"
-                : (a[0] as LedgerEntry).fence > (a[1] as { fence: number }).fence
-            if (takeover) {
-              redispatchAtClaim()
-              await claimMayGo
-            }
-            return (t[k] as (...x: unknown[]) => unknown).apply(t, a)
-          }
-        }
-        const v = (t as unknown as Record<string | symbol, unknown>)[k]
-        return typeof v === "function" ? v.bind(t) : v
-      },
-    })
-    const options = { clock, leaseTtl: 10, leaseRenewInterval: 0, onWarning: () => {} }
-    const late = new ActionLedger({ ...options, storage: rows })
-    const redispatcher = new ActionLedger({ ...options, storage: held })
+    // The redispatcher's takeover (a reclaim at the judged fence, or a reset to a new claim) waits at the gate.
+    const gate = gatedStore(rows, (method, a) =>
+      method === "tryClaimInflight"
+        ? typeof (a[3] as { reclaimFence?: unknown } | undefined)?.reclaimFence === "number"
+        : method === "tryTransition" && (a[0] as LedgerEntry).fence > (a[1] as TransitionExpectation).fence,
+    )
+    const late = new ActionLedger({ ...options, clock, storage: rows })
+    const redispatcher = new ActionLedger({ ...options, clock, storage: gate.store })
     let effects = 0
-    let wake!: () => void
-    const woken = new Promise<void>((r) => {
-      wake = r
-    })
-    let settled!: () => void
-    const redispatchSettled = new Promise<void>((r) => {
-      settled = r
-    })
+    const woken = signal()
+    const redispatchSettled = signal()
     const stalled = late
       .tool({ name: "pay", binding: permissive }, async (_a: { amount: number }, tx) => {
-        await woken
+        await woken.done
         return tx.sideEffect(async () => {
           effects++
-          // Inside its effect, the late owner lets the redispatch's takeover land, and finishes after it.
-          letClaim()
-          await redispatchSettled
+          // Inside its effect, the late owner lets the takeover land, and finishes after it.
+          gate.open()
+          await redispatchSettled.done
           return effects
         })
       })({ amount: 1 }, { requestId: "r2" })
@@ -189,56 +144,33 @@ describe("a late owner (its lease lapsed) never starts an effect", () => {
         tx.sideEffect(() => ++effects),
       )({ amount: 1 }, { requestId: "r2" })
       .catch((e: unknown) => e)
-      .finally(settled)
-    await atClaim
-    wake()
+      .finally(redispatchSettled.fire)
+    await gate.arrived
+    woken.fire()
     // Refused, the late owner never reaches its effect: the takeover goes ahead alone.
     await Promise.race([stalled, new Promise((r) => setTimeout(r, 50))])
-    letClaim()
+    gate.open()
     await Promise.all([stalled, redispatched])
     expect(effects).toBe(1)
   })
 
   it("a redispatch blocking a lapsed row never writes not_crossed over a late owner's boundary move", async () => {
     // The late owner's clock runs behind: in its view the lease still holds, so it may start its effect.
-    const lateClock = new ManualClock()
     const clock = new ManualClock()
     const rows = new MemoryLedgerStorage()
-    let atBlock!: () => void
-    const blocking = new Promise<void>((r) => {
-      atBlock = r
-    })
-    let letBlock!: () => void
-    const blockMayGo = new Promise<void>((r) => {
-      letBlock = r
-    })
-    const held: LedgerStorage = new Proxy(rows, {
-      get(t, k) {
-        if (k === "tryTransition")
-          return async (next: LedgerEntry, x: TransitionExpectation) => {
-            if (next.terminalOutcome === "BLOCKED") {
-              atBlock()
-              await blockMayGo
-            }
-            return t.tryTransition(next, x)
-          }
-        const v = (t as unknown as Record<string | symbol, unknown>)[k]
-        return typeof v === "function" ? v.bind(t) : v
-      },
-    })
-    const options = { leaseTtl: 10, leaseRenewInterval: 0, onWarning: () => {} }
-    const late = new ActionLedger({ ...options, clock: lateClock, storage: rows })
-    const redispatcher = new ActionLedger({ ...options, clock, storage: held })
+    const gate = gatedStore(
+      rows,
+      (method, a) => method === "tryTransition" && (a[0] as LedgerEntry).terminalOutcome === "BLOCKED",
+    )
+    const late = new ActionLedger({ ...options, clock: new ManualClock(), storage: rows })
+    const redispatcher = new ActionLedger({ ...options, clock, storage: gate.store })
     const strict = { agentId: "a", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" } as const
-    let wake!: () => void
-    const woken = new Promise<void>((r) => {
-      wake = r
-    })
+    const woken = signal()
     const stalled = late
       .tool({ name: "pay", binding: strict }, async (_a: { amount: number }, tx) => {
-        await woken
+        await woken.done
         return tx.sideEffect(async () => {
-          letBlock()
+          gate.open()
           return 1
         })
       })({ amount: 1 }, { requestId: "r3" })
@@ -248,8 +180,8 @@ describe("a late owner (its lease lapsed) never starts an effect", () => {
     const redispatched = redispatcher
       .tool({ name: "pay", binding: strict }, async () => 2)({ amount: 1 }, { requestId: "r3" })
       .catch((e: unknown) => e)
-    await blocking
-    wake()
+    await gate.arrived
+    woken.fire()
     // The block lost to the boundary move and the redispatch looked again: it blocks on the row as it now is, or
     // replays the late owner's result if that landed first. Its own body never runs.
     const answer = await redispatched
@@ -259,39 +191,12 @@ describe("a late owner (its lease lapsed) never starts an effect", () => {
   })
 
   it("an operator's not_executed release, judged on a not_crossed row, is refused once the late owner crossed", async () => {
-    const lateClock = new ManualClock()
     const clock = new ManualClock()
     const rows = new MemoryLedgerStorage()
-    let atRelease!: () => void
-    const releasing = new Promise<void>((r) => {
-      atRelease = r
-    })
-    let letRelease!: () => void
-    const releaseMayGo = new Promise<void>((r) => {
-      letRelease = r
-    })
-    const held: LedgerStorage = new Proxy(rows, {
-      get(t, k) {
-        if (k === "tryTransition")
-          return async (next: LedgerEntry, x: TransitionExpectation) => {
-            atRelease()
-            await releaseMayGo
-            return t.tryTransition(next, x)
-          }
-        const v = (t as unknown as Record<string | symbol, unknown>)[k]
-        return typeof v === "function" ? v.bind(t) : v
-      },
-    })
-    const options = { leaseTtl: 10, leaseRenewInterval: 0, onWarning: () => {} }
-    const late = new ActionLedger({ ...options, clock: lateClock, storage: rows })
-    const operator = new ActionLedger({ ...options, clock, storage: held })
-    const c = await late.claim({
-      tool: "pay",
-      args: { amount: 1 },
-      binding,
-      decision: allowed,
-      meta: { requestId: "r4" },
-    })
+    const gate = gatedStore(rows, (method) => method === "tryTransition")
+    const late = new ActionLedger({ ...options, clock: new ManualClock(), storage: rows })
+    const operator = new ActionLedger({ ...options, clock, storage: gate.store })
+    const guard = await claimed(late, "r4")
     clock.advance(11)
     const release = operator
       .release("r4", {
@@ -301,9 +206,9 @@ describe("a late owner (its lease lapsed) never starts an effect", () => {
         overrideDeathSignal: "host gone",
       })
       .catch((e: unknown) => e)
-    await releasing
-    await late.advanceBoundary("r4", "maybe_crossed", { fence: c.entry.fence, owner: c.entry.owner })
-    letRelease()
+    await gate.arrived
+    await late.advanceBoundary("r4", "maybe_crossed", guard)
+    gate.open()
     expect(await release).toMatchObject({ code: "ledger_already_resolved" })
     expect((await rows.get("r4"))?.sideEffectBoundary).toBe("maybe_crossed")
     expect((await rows.get("r4"))?.operatorResolution).toBeNull()
