@@ -1,7 +1,7 @@
 // The claim loop: turn "this call wants to run" into own-it, return-the-stored-result, wait, or refuse.
 // The first attempt is an insert-only claim, so a fresh call costs one storage round trip; existing rows are
 // judged by the gates (machine/gates.ts) and taken over only through a fenced reclaim of exactly the row judged.
-import type { ClaimResult, TransitionExpectation } from "../../storage/contract.ts"
+import type { ClaimResult } from "../../storage/contract.ts"
 import type { LedgerCore } from "../core.ts"
 import { LedgerHardBlockError, LedgerPollTimeoutError, LedgerSoftBlockError } from "../errors.ts"
 import {
@@ -25,17 +25,9 @@ import {
 import { effectiveCapability, type ToolTransitionBinding } from "../model/binding.ts"
 import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
 import type { TransitionGate } from "../model/enums.ts"
+import { asRead } from "./fenced.ts"
 import { checkDispatchSiblings, checkSameRowIdentity } from "./identity-checks.ts"
 import type { ClaimMode, ClaimOutcome, ClaimRequest } from "./request.ts"
-
-/** The expectation that pins exactly the row a gate judged. */
-const exactly = (row: LedgerEntry): TransitionExpectation => ({
-  outcomes: [row.terminalOutcome],
-  owner: row.owner,
-  fence: row.fence,
-  // A late owner may still move the boundary of a lapsed lease: a verdict on the row as it was must not land after.
-  sideEffectBoundary: row.sideEffectBoundary,
-})
 
 export async function claimTransition(
   core: LedgerCore,
@@ -149,7 +141,7 @@ async function claimLoop(
     let done: ClaimOutcome | null = null
     switch (gate) {
       case "REPAIR":
-        await store.tryTransition(repairedRow(row, now), exactly(row))
+        await store.tryTransition(repairedRow(row, now), asRead(row))
         observed = await store.get(req.requestId)
         continue
       case "RETURN":
@@ -231,7 +223,7 @@ async function resetTo(
 ): Promise<LedgerEntry | null> {
   const claimed = stampClaim(req.fresh(observed), observed, req.leaseTtl, core.clock.now())
   const next = stamps ? { ...claimed, ...stamps } : claimed
-  return (await core.store.tryTransition(next, exactly(observed))) ? next : null
+  return (await core.store.tryTransition(next, asRead(observed))) ? next : null
 }
 
 type Settled =
@@ -258,11 +250,7 @@ async function settle(core: LedgerCore, req: ClaimRequest, observed: LedgerEntry
   if (verdict.status === "COMPLETED") {
     if (observed.effectProtocolRequired && !observed.decision?.allowed) return null
     const done = completedRow(observed, verdict.result ?? null, clock.now())
-    const ok = await store.tryTransition(done, {
-      outcomes: RELEASABLE_OUTCOMES,
-      owner: observed.owner,
-      fence: observed.fence,
-    })
+    const ok = await store.tryTransition(done, asRead(observed, RELEASABLE_OUTCOMES))
     return ok ? { kind: "return", entry: done } : { kind: "reread", entry: await store.get(req.requestId) }
   }
   if (verdict.status === "NOT_EXECUTED") {
@@ -292,7 +280,7 @@ async function reexecute(
 
 async function markExpiredBlocked(core: LedgerCore, observed: LedgerEntry): Promise<LedgerEntry | null> {
   const blocked = lapsedBlockedRow(observed, core.clock.now())
-  const ok = await core.store.tryTransition(blocked, { ...exactly(observed), outcomes: ["IN_FLIGHT"] })
+  const ok = await core.store.tryTransition(blocked, asRead(observed, ["IN_FLIGHT"]))
   return ok ? blocked : null
 }
 

@@ -24,7 +24,7 @@ import {
   unstorableRow,
 } from "../machine/transitions.ts"
 import { type Decision, hasAllowedDecision, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
-import type { SideEffectBoundary } from "../model/enums.ts"
+import type { SideEffectBoundary, TerminalOutcome } from "../model/enums.ts"
 import { appendReceipt, sealRow } from "./receipts.ts"
 
 /** Who holds a claim: every post-claim mutation must present the claim's fence. */
@@ -83,12 +83,24 @@ export async function casFrom(
   )
 }
 
+/**
+ * A write decided on `row` as it was read: the stored row must still have one of `outcomes`, its owner, fence and
+ * side-effect boundary. A late owner may move the boundary of a row others are judging; a verdict must not land
+ * after that move.
+ */
+export const asRead = (
+  row: LedgerEntry,
+  outcomes: readonly TerminalOutcome[] = [row.terminalOutcome],
+): TransitionExpectation => ({
+  outcomes,
+  owner: row.owner,
+  fence: row.fence,
+  sideEffectBoundary: row.sideEffectBoundary,
+})
+
 /** The holder's expectation: still IN_FLIGHT under its fence (and owner), at the boundary its write was built on. */
 const held = (c: LedgerEntry, extra: Partial<TransitionExpectation> = {}): TransitionExpectation => ({
-  outcomes: ["IN_FLIGHT"],
-  fence: c.fence,
-  owner: c.owner ?? null,
-  sideEffectBoundary: c.sideEffectBoundary,
+  ...asRead(c, ["IN_FLIGHT"]),
   ...extra,
 })
 

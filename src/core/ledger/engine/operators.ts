@@ -14,7 +14,7 @@ import { releaseReceiptDraft } from "../machine/receipts.ts"
 import { RELEASABLE_OUTCOMES, releasedRow, workerDeadRow } from "../machine/transitions.ts"
 import { hasWorkerDeathEvidence, type LedgerEntry, leaseLapsed, resolvedOutcome } from "../model/entry.ts"
 import type { TerminalOutcome } from "../model/enums.ts"
-import { casFrom } from "./fenced.ts"
+import { asRead, casFrom } from "./fenced.ts"
 import { appendReceipt, sealRow } from "./receipts.ts"
 
 export interface ReleaseOptions {
@@ -132,12 +132,7 @@ export async function release(
     releaseReceiptDraft(row, n, verified, by, why, resolved, now),
   )
   // The verdict is on the row as read: a late owner's boundary move since then supersedes it.
-  const ok = await core.store.tryTransition(next, {
-    outcomes: RELEASABLE_OUTCOMES,
-    owner: row.owner,
-    fence: row.fence,
-    sideEffectBoundary: row.sideEffectBoundary,
-  })
+  const ok = await core.store.tryTransition(next, asRead(row, RELEASABLE_OUTCOMES))
   if (!ok) throw new LedgerAlreadyResolvedError(`${cannot}transition superseded`)
   await appendReceipt(core.receipts, receipt, requestId)
   return next
@@ -193,13 +188,8 @@ export async function markWorkerDeadFor(
     core,
     row,
     next,
-    {
-      outcomes: [row.terminalOutcome === "BLOCKED" ? "BLOCKED" : "IN_FLIGHT"],
-      owner: row.owner,
-      fence: row.fence,
-      // Made again over a boundary move that lands first, never back below it.
-      sideEffectBoundary: row.sideEffectBoundary,
-    },
+    // Made again over a boundary move that lands first (casFrom), never back below it.
+    asRead(row, [row.terminalOutcome === "BLOCKED" ? "BLOCKED" : "IN_FLIGHT"]),
     "mark worker dead",
   )
 }
