@@ -2,7 +2,7 @@
 // random bindings and provider keys, judged by the original's resolve_side_effect_gate / resolve_read_only_gate and
 // by this package's, before and after each one's field repair. A gate that allows where the other blocks is a
 // redispatch one implementation runs again. Part of `npm run interop:python` (scripts/python-interop.ts).
-import { ToolTransitionBinding } from "../src/core/index.ts"
+import { TerminalOutcome, ToolTransitionBinding } from "../src/core/index.ts"
 import { resolveReadOnlyGate, resolveSideEffectGate } from "../src/core/ledger/machine/gates.ts"
 import { repairedRow } from "../src/core/ledger/machine/transitions.ts"
 import type { ToolTransitionBinding as Binding } from "../src/core/ledger/model/binding.ts"
@@ -32,19 +32,8 @@ function gateCases(seed: number, count: number, now: number): GateCase[] {
   for (let i = 0; i < count; i++) {
     const fields: Record<string, unknown> = {
       status: pick(["in-flight", "completed", "failed", "in-flight", "weird"]),
-      terminal_outcome: pick([
-        ABSENT,
-        null,
-        "",
-        "completed",
-        "IN_FLIGHT",
-        "COMPLETED",
-        "FAILED_BEFORE_EFFECT",
-        "FAILED_AFTER_EFFECT",
-        "EXPIRED",
-        "BLOCKED",
-        "UNKNOWN",
-      ]),
+      // Every outcome, and the damaged values a row can hold instead.
+      terminal_outcome: pick([ABSENT, null, "", "completed", ...Object.values(TerminalOutcome)]),
       lease_until: pick([ABSENT, null, now - 1000, now + 1000]),
       side_effect_boundary: pick([ABSENT, null, "", "sideways", "not_crossed", "maybe_crossed", "crossed"]),
       idempotency_key: pick([ABSENT, null, "", "k"]),

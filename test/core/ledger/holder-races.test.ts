@@ -34,6 +34,16 @@ async function claimed(
   return { fence: c.entry.fence, owner: c.entry.owner }
 }
 
+/** A holder on a store whose next read, once armed, answers with the row as it was only after the gate opens. */
+async function holderWithGatedRead() {
+  const rows = new MemoryLedgerStorage()
+  const read = nextRead()
+  const gate = gatedStore(rows, read.gated)
+  const ledger = new ActionLedger({ storage: gate.store, onWarning: () => {} })
+  const guard = await claimed(ledger, "r1")
+  return { rows, arm: read.arm, gate, ledger, guard }
+}
+
 /** Resolves a promise from outside: the step a test lets happen next. */
 function signal(): { done: Promise<void>; fire: () => void } {
   let fire!: () => void
@@ -53,12 +63,8 @@ describe("a holder's concurrent writes never put the boundary back", () => {
     ],
   ] as const) {
     it(`${label} read before a boundary move and written after it keeps the boundary, and both succeed`, async () => {
-      const rows = new MemoryLedgerStorage()
-      const read = nextRead()
-      const gate = gatedStore(rows, read.gated)
-      const ledger = new ActionLedger({ storage: gate.store, onWarning: () => {} })
-      const guard = await claimed(ledger, "r1")
-      read.arm()
+      const { rows, arm, gate, ledger, guard } = await holderWithGatedRead()
+      arm()
       const write = late(ledger, guard)
       await gate.arrived
       await ledger.advanceBoundary("r1", "crossed", guard)
@@ -78,12 +84,8 @@ describe("a holder's concurrent writes never put the boundary back", () => {
   }
 
   it("a write whose claim was taken over is still refused, not rebuilt", async () => {
-    const rows = new MemoryLedgerStorage()
-    const read = nextRead()
-    const gate = gatedStore(rows, read.gated)
-    const ledger = new ActionLedger({ storage: gate.store, onWarning: () => {} })
-    const guard = await claimed(ledger, "r1")
-    read.arm()
+    const { rows, arm, gate, ledger, guard } = await holderWithGatedRead()
+    arm()
     const write = ledger.renewLease("r1", guard)
     await gate.arrived
     const row = (await rows.get("r1")) as LedgerEntry
