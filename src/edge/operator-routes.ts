@@ -1,24 +1,13 @@
 // `ledger:reader` lists and shows transitions; `ledger:operator` releases them and marks workers dead.
+import { isStuck } from "../core/ledger/engine/operators.ts"
 import { LedgerError } from "../core/ledger/errors.ts"
-import { entryToRow, type LedgerEntry, resolvedOutcome } from "../core/ledger/model/entry.ts"
+import { entryToRow, resolvedOutcome } from "../core/ledger/model/entry.ts"
 import type { Api, RouteContext } from "./context.ts"
 import { HttpError } from "./errors.ts"
 import { MarkDeadBody, ReleaseBody, TransitionsQuery } from "./schemas.ts"
 
 // A page scans at most this many rows per returned row, so a filter that matches nothing still ends quickly.
 const SCAN_FACTOR = 20
-const STUCK_AFTER = 3600
-
-function isStuck(e: LedgerEntry, now: number): boolean {
-  const t = resolvedOutcome(e, now)
-  return (
-    t === "BLOCKED" ||
-    t === "UNKNOWN" ||
-    t === "FAILED_AFTER_EFFECT" ||
-    t === "EXPIRED" ||
-    (t === "IN_FLIGHT" && now - e.startedAt >= STUCK_AFTER)
-  )
-}
 
 export function operatorRoutes(api: Api, ctx: RouteContext): void {
   api.get("/v1/transitions", async (c) => {

@@ -165,6 +165,32 @@ describe("edge ledger API", () => {
     expect(runs).toBe(2)
   })
 
+  it("stuck=true shows a failure 'before the effect' whose boundary moved, which the gate hard-blocks", async () => {
+    const { app, fetch } = served()
+    const ledger = new ActionLedger({
+      storage: new HttpLedgerStorage({ url: "http://x", fetch }),
+      leaseRenewInterval: 0,
+      onWarning: () => {},
+    })
+    const binding = { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } as const
+    const allowed = { allowed: true, verdicts: [], deniedReasons: [] }
+    for (const [requestId, moved] of [
+      ["plain", false],
+      ["moved", true],
+    ] as const) {
+      const c = await ledger.claim({ tool: "pay", binding, args: {}, decision: allowed, meta: { requestId } })
+      const guard = { fence: c.entry.fence, owner: c.entry.owner }
+      if (moved) await ledger.advanceBoundary(requestId, "maybe_crossed", guard)
+      await ledger.fail(requestId, "gateway down", guard)
+    }
+    const stuck = (await (await app.request("/v1/transitions?stuck=true")).json()) as {
+      transitions: Array<{ request_id: string; terminal_outcome: string; side_effect_boundary: string }>
+    }
+    expect(stuck.transitions.map((r) => [r.request_id, r.terminal_outcome, r.side_effect_boundary])).toEqual([
+      ["moved", "FAILED_BEFORE_EFFECT", "maybe_crossed"],
+    ])
+  })
+
   it("JWT auth: tenants are isolated and scopes are enforced", async () => {
     const { fetch } = served(true)
     const agentA = await sign({ tenant: "acme", scope: "ledger:store" })

@@ -110,6 +110,36 @@ describe("redispatch of one keyed_mutate call", () => {
 })
 
 describe("crash inside sideEffect(), hard block, operator release", () => {
+  it("lists a failure 'before the effect' on a crossed-over row as stuck, as the gate hard-blocks it", async () => {
+    const ledger = new ActionLedger({ ...quiet, leaseRenewInterval: 0 })
+    const binding = bind("keyed_mutate")
+    const allowed = { allowed: true, verdicts: [], deniedReasons: [] }
+    const fail = async (requestId: string, boundary: "not_crossed" | "maybe_crossed" | "crossed") => {
+      const c = await ledger.claim({ tool: "pay", binding, args: {}, decision: allowed, meta: { requestId } })
+      const guard = { fence: c.entry.fence, owner: c.entry.owner }
+      if (boundary !== "not_crossed") await ledger.advanceBoundary(requestId, boundary, guard)
+      await ledger.fail(requestId, "gateway down", guard)
+    }
+    await fail("before", "not_crossed")
+    await fail("maybe", "maybe_crossed")
+    await fail("after", "crossed")
+    const stuck = await ledger.listTransitions({ stuck: true })
+    // Rows started in one clock tick list in store order: compare as a set.
+    expect(stuck.map((r) => [r.requestId, r.terminalOutcome, r.sideEffectBoundary]).sort()).toEqual([
+      ["after", "FAILED_BEFORE_EFFECT", "crossed"],
+      ["maybe", "FAILED_BEFORE_EFFECT", "maybe_crossed"],
+    ])
+    const runs = { n: 0 }
+    const pay = ledger.tool({ name: "pay", binding }, async () => ++runs.n)
+    for (const id of ["maybe", "after"]) {
+      await expect(pay({}, { requestId: id })).rejects.toBeInstanceOf(LedgerHardBlockError)
+    }
+    expect(await pay({}, { requestId: "before" })).toBe(1)
+    await ledger.release("maybe", { verified: "not_executed", by: "ops", reason: "no charge at the gateway" })
+    expect(await pay({}, { requestId: "maybe" })).toBe(2)
+    expect((await ledger.listTransitions({ stuck: true })).map((r) => r.requestId)).toEqual(["after"])
+  })
+
   it("UNKNOWN → hard block → release not_executed → exactly one re-execution → RETURN", async () => {
     const ledger = new ActionLedger(quiet)
     let runs = 0

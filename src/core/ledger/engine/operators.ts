@@ -56,7 +56,7 @@ function checkFence(row: LedgerEntry, expected: number | undefined, action: stri
 }
 
 export interface ListTransitionsOptions {
-  /** BLOCKED, UNKNOWN, FAILED_AFTER_EFFECT, EXPIRED, or IN_FLIGHT older than `inFlightStuckAfter`. */
+  /** What `isStuck` selects, with IN_FLIGHT rows older than `inFlightStuckAfter` seconds (default 3600). */
   readonly stuck?: boolean
   readonly tool?: string
   readonly outcome?: TerminalOutcome
@@ -194,28 +194,32 @@ export async function markWorkerDeadFor(
   )
 }
 
+/**
+ * What waits for a human or a reconciler: BLOCKED, UNKNOWN, FAILED_AFTER_EFFECT, EXPIRED, IN_FLIGHT older than
+ * `stuckAfter`, and (unlike the original's list) a failure "before the effect" recorded on a row whose effect may have
+ * started: the gate hard-blocks it just as it blocks UNKNOWN, so an operator has to see it to release it.
+ */
+export function isStuck(e: LedgerEntry, now: number, stuckAfter = 3600): boolean {
+  const t = resolvedOutcome(e, now)
+  return t === "FAILED_BEFORE_EFFECT"
+    ? e.sideEffectBoundary !== "not_crossed"
+    : t === "IN_FLIGHT"
+      ? now - e.startedAt >= stuckAfter
+      : t !== "COMPLETED"
+}
+
 /** Transitions for operators, oldest first. `stuck` selects what needs a human or a reconciler. */
 export async function listTransitions(
   core: LedgerCore,
   options: ListTransitionsOptions = {},
 ): Promise<LedgerEntry[]> {
   const now = core.clock.now()
-  const stuckAfter = options.inFlightStuckAfter ?? 3600
   const out: LedgerEntry[] = []
   for await (const e of core.store.list()) {
-    const t = resolvedOutcome(e, now)
     if (options.tool !== undefined && e.tool !== options.tool) continue
-    if (options.outcome !== undefined && t !== options.outcome) continue
+    if (options.outcome !== undefined && resolvedOutcome(e, now) !== options.outcome) continue
     if (options.parentRequestId !== undefined && e.parentRequestId !== options.parentRequestId) continue
-    if (options.stuck) {
-      const stuck =
-        t === "BLOCKED" ||
-        t === "UNKNOWN" ||
-        t === "FAILED_AFTER_EFFECT" ||
-        t === "EXPIRED" ||
-        (t === "IN_FLIGHT" && now - e.startedAt >= stuckAfter)
-      if (!stuck) continue
-    }
+    if (options.stuck && !isStuck(e, now, options.inFlightStuckAfter)) continue
     out.push(e)
   }
   return out.sort((a, b) => a.startedAt - b.startedAt)
