@@ -10,7 +10,6 @@ import {
   LedgerHardBlockError,
   LedgerPollTimeoutError,
   LedgerSoftBlockError,
-  type SideEffectBoundary,
   ToolTransitionBinding,
   type ToolTransitionBindingInit,
 } from "../core/ledger/index.ts"
@@ -21,7 +20,6 @@ import { mintLease, ownerForLease } from "./lease.ts"
 import { BeginCallBody, BoundaryBody, CompleteBody, FailBody, RenewBody } from "./schemas.ts"
 
 const ALLOWED: Decision = Object.freeze({ allowed: true, verdicts: [], deniedReasons: [] })
-const RANK: Record<SideEffectBoundary, number> = { not_crossed: 0, maybe_crossed: 1, crossed: 2 }
 
 type BindingWire = NonNullable<ReturnType<typeof BeginCallBody.parse>["binding"]>
 type MetaWire = NonNullable<ReturnType<typeof BeginCallBody.parse>["meta"]>
@@ -155,15 +153,12 @@ export function agentRoutes(api: Api, ctx: RouteContext): void {
     const id = ctx.id(c)
     const b = await ctx.body(c, FailBody)
     const guard = { fence: b.fence, owner: ownerForLease(b.lease) }
-    const stored = await ledger.get(id)
-    if (!stored) throw new HttpError("not_found", `no call '${id}'`)
-    // The stored boundary decides; the caller can only raise it, never talk an ambiguous row down to FAILED.
-    const told = b.boundary ?? "not_crossed"
-    const boundary = RANK[told] > RANK[stored.sideEffectBoundary] ? told : stored.sideEffectBoundary
+    // The stored boundary decides (fail() classifies by the row it writes over); the caller can only raise it,
+    // never talk an ambiguous row down to FAILED_BEFORE_EFFECT.
     const row =
-      boundary === "maybe_crossed"
+      b.boundary === "maybe_crossed" && (await ledger.get(id))?.sideEffectBoundary !== "crossed"
         ? await ledger.markUnknown(id, b.error, guard)
-        : await ledger.fail(id, b.error, { ...guard, failedAfterEffect: boundary === "crossed" })
+        : await ledger.fail(id, b.error, { ...guard, failedAfterEffect: b.boundary === "crossed" })
     return c.json(callState(row))
   })
 

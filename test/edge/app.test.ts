@@ -165,23 +165,26 @@ describe("edge ledger API", () => {
     expect(runs).toBe(2)
   })
 
-  it("stuck=true shows a failure 'before the effect' whose boundary moved, which the gate hard-blocks", async () => {
-    const { app, fetch } = served()
-    const ledger = new ActionLedger({
-      storage: new HttpLedgerStorage({ url: "http://x", fetch }),
-      leaseRenewInterval: 0,
-      onWarning: () => {},
-    })
+  it("stuck=true shows a failure 'before the effect' on a crossed-over row, which the gate hard-blocks", async () => {
+    const { app, stores } = served()
+    // As the Python original's fail() leaves it (it labels a failure by the caller's word, not the boundary).
+    const storage = stores.get("default") ?? new MemoryLedgerStorage()
+    stores.set("default", storage)
+    const ledger = new ActionLedger({ storage, leaseRenewInterval: 0, onWarning: () => {} })
     const binding = { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } as const
     const allowed = { allowed: true, verdicts: [], deniedReasons: [] }
-    for (const [requestId, moved] of [
-      ["plain", false],
-      ["moved", true],
+    for (const [requestId, boundary] of [
+      ["plain", "not_crossed"],
+      ["moved", "maybe_crossed"],
     ] as const) {
       const c = await ledger.claim({ tool: "pay", binding, args: {}, decision: allowed, meta: { requestId } })
-      const guard = { fence: c.entry.fence, owner: c.entry.owner }
-      if (moved) await ledger.advanceBoundary(requestId, "maybe_crossed", guard)
-      await ledger.fail(requestId, "gateway down", guard)
+      await storage.set({
+        ...c.entry,
+        terminalOutcome: "FAILED_BEFORE_EFFECT",
+        status: "failed",
+        sideEffectBoundary: boundary,
+        leaseUntil: null,
+      })
     }
     const stuck = (await (await app.request("/v1/transitions?stuck=true")).json()) as {
       transitions: Array<{ request_id: string; terminal_outcome: string; side_effect_boundary: string }>

@@ -53,4 +53,58 @@ describe("edge: a renewal racing the boundary report", () => {
     const again = await post("/v1/calls", begin)
     expect(again.body.status).toBe("blocked")
   })
+
+  it("a failure report racing the boundary report records the outcome of the boundary it lands on", async () => {
+    const rows = new MemoryLedgerStorage()
+    const read = nextRead()
+    const { store: storage, arrived, open } = gatedStore(rows, read.gated)
+    const app = createLedgerApp({ storage })
+    const post = async (path: string, body: unknown) => {
+      const res = await app.request(path, {
+        method: "POST",
+        body: JSON.stringify(body),
+        headers: { "content-type": "application/json" },
+      })
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> }
+    }
+    const run = await post("/v1/calls", begin)
+    const id = run.body.request_id as string
+    const holder = { fence: run.body.fence, lease: run.body.lease }
+    // The client believes it never crossed (its boundary request timed out on its side), but the server got it.
+    read.arm()
+    const failure = post(`/v1/calls/${id}/fail`, { ...holder, error: "gave up" })
+    await arrived
+    expect((await post(`/v1/calls/${id}/boundary`, { ...holder, boundary: "crossed" })).status).toBe(200)
+    open()
+    const failed = await failure
+    expect(failed.status).toBe(200)
+    expect(failed.body.terminal_outcome).toBe("FAILED_AFTER_EFFECT")
+    expect(await rows.get(id)).toMatchObject({
+      terminalOutcome: "FAILED_AFTER_EFFECT",
+      sideEffectBoundary: "crossed",
+    })
+  })
+
+  it("an unknown call answers 404 ledger_unknown_request on every holder route", async () => {
+    const app = createLedgerApp({ storage: new MemoryLedgerStorage() })
+    const holder = { fence: 1, lease: "x".repeat(43) }
+    for (const [route, extra] of [
+      ["fail", { error: "e" }],
+      ["fail", { error: "e", boundary: "maybe_crossed" }],
+      ["complete", { result: 1 }],
+      ["renew", {}],
+      ["boundary", { boundary: "crossed" }],
+    ] as const) {
+      const res = await app.request(`/v1/calls/nope/${route}`, {
+        method: "POST",
+        body: JSON.stringify({ ...holder, ...extra }),
+        headers: { "content-type": "application/json" },
+      })
+      expect([route, res.status, ((await res.json()) as { error: { code: string } }).error.code]).toEqual([
+        route,
+        404,
+        "ledger_unknown_request",
+      ])
+    }
+  })
 })

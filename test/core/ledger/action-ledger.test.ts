@@ -111,18 +111,27 @@ describe("redispatch of one keyed_mutate call", () => {
 
 describe("crash inside sideEffect(), hard block, operator release", () => {
   it("lists a failure 'before the effect' on a crossed-over row as stuck, as the gate hard-blocks it", async () => {
-    const ledger = new ActionLedger({ ...quiet, leaseRenewInterval: 0 })
+    // The original's fail() writes FAILED_BEFORE_EFFECT whatever the boundary: a Python worker sharing the ledger
+    // leaves such rows behind. Written here as it writes them.
+    const storage = new MemoryLedgerStorage()
+    const ledger = new ActionLedger({ ...quiet, storage, leaseRenewInterval: 0 })
     const binding = bind("keyed_mutate")
     const allowed = { allowed: true, verdicts: [], deniedReasons: [] }
-    const fail = async (requestId: string, boundary: "not_crossed" | "maybe_crossed" | "crossed") => {
+    for (const [requestId, boundary] of [
+      ["before", "not_crossed"],
+      ["maybe", "maybe_crossed"],
+      ["after", "crossed"],
+    ] as const) {
       const c = await ledger.claim({ tool: "pay", binding, args: {}, decision: allowed, meta: { requestId } })
-      const guard = { fence: c.entry.fence, owner: c.entry.owner }
-      if (boundary !== "not_crossed") await ledger.advanceBoundary(requestId, boundary, guard)
-      await ledger.fail(requestId, "gateway down", guard)
+      await storage.set({
+        ...c.entry,
+        terminalOutcome: "FAILED_BEFORE_EFFECT",
+        status: "failed",
+        error: "gateway down",
+        sideEffectBoundary: boundary,
+        leaseUntil: null,
+      })
     }
-    await fail("before", "not_crossed")
-    await fail("maybe", "maybe_crossed")
-    await fail("after", "crossed")
     const stuck = await ledger.listTransitions({ stuck: true })
     // Rows started in one clock tick list in store order: compare as a set.
     expect(stuck.map((r) => [r.requestId, r.terminalOutcome, r.sideEffectBoundary]).sort()).toEqual([

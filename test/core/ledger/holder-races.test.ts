@@ -9,6 +9,7 @@ import {
   MemoryLedgerStorage,
   type TransitionExpectation,
 } from "../../../src/core/index.ts"
+import { hmacReceiptSigner, MemoryReceiptStore, ReceiptEmitter } from "../../../src/core/receipts/index.ts"
 import { gatedStore, nextRead } from "./gated-store.ts"
 
 const binding = {
@@ -93,6 +94,47 @@ describe("a holder's concurrent writes never put the boundary back", () => {
     gate.open()
     await expect(write).rejects.toMatchObject({ code: "ledger_outcome_already_set" })
     expect((await rows.get("r1"))?.fence).toBe(row.fence + 1)
+  })
+})
+
+describe("a failure is classified by the boundary it is written over", () => {
+  for (const [moved, outcome, receipts] of [
+    ["maybe_crossed", "UNKNOWN", 0],
+    ["crossed", "FAILED_AFTER_EFFECT", 1],
+  ] as const) {
+    it(`a failure read before a move to ${moved} and written after it records ${outcome}`, async () => {
+      const rows = new MemoryLedgerStorage()
+      const read = nextRead()
+      const gate = gatedStore(rows, read.gated)
+      const store = new MemoryReceiptStore()
+      const emitter = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId: "a" })
+      const ledger = new ActionLedger({ ...options, storage: gate.store, receipts: emitter })
+      const guard = await claimed(ledger, "r1")
+      read.arm()
+      const failed = ledger.fail("r1", "boom", guard)
+      await gate.arrived
+      await ledger.advanceBoundary("r1", moved, guard)
+      gate.open()
+      expect(await failed).toMatchObject({ terminalOutcome: outcome, sideEffectBoundary: moved })
+      expect(await rows.get("r1")).toMatchObject({ terminalOutcome: outcome, sideEffectBoundary: moved })
+      // The original issues no receipt for UNKNOWN; a redone write appends its own receipt, not the first one's.
+      const signed = await store.list()
+      expect(signed).toHaveLength(receipts)
+      expect(signed.map((r) => r.receipt_id)).toEqual(receipts ? [(await rows.get("r1"))?.receiptRef] : [])
+    })
+  }
+
+  it("fail() on a row already past not_crossed records UNKNOWN or FAILED_AFTER_EFFECT, never 'before the effect'", async () => {
+    const ledger = new ActionLedger(options)
+    for (const [id, boundary, outcome] of [
+      ["n", null, "FAILED_BEFORE_EFFECT"],
+      ["m", "maybe_crossed", "UNKNOWN"],
+      ["c", "crossed", "FAILED_AFTER_EFFECT"],
+    ] as const) {
+      const guard = await claimed(ledger, id)
+      if (boundary) await ledger.advanceBoundary(id, boundary, guard)
+      expect(await ledger.fail(id, "boom", guard)).toMatchObject({ terminalOutcome: outcome })
+    }
   })
 })
 

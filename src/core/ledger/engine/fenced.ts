@@ -59,6 +59,8 @@ export async function casFrom(
   next: LedgerEntry,
   expect: TransitionExpectation,
   op: string,
+  /** Decides the write again on the row with the moved boundary (a failure is classified by it). */
+  redo?: (moved: LedgerEntry) => Promise<LedgerEntry>,
 ): Promise<LedgerEntry> {
   let row: LedgerEntry | null
   for (let tries = 3; ; ) {
@@ -67,6 +69,7 @@ export async function casFrom(
     const b = row?.sideEffectBoundary
     // Whatever else differs (a takeover, another outcome) fails the next attempt too, and is reported below.
     if (!--tries || !b || !expect.sideEffectBoundary || b === expect.sideEffectBoundary) break
+    if (redo) return redo(boundaryRow(current, b))
     next = boundaryRow(next, b)
     expect = { ...expect, sideEffectBoundary: b }
   }
@@ -125,11 +128,14 @@ async function outcomeCas(
   next: LedgerEntry,
   expect: TransitionExpectation,
   op: string,
+  redo?: (moved: LedgerEntry) => Promise<LedgerEntry>,
 ): Promise<LedgerEntry> {
-  if (!core.receipts) return casFrom(core, c, next, expect, op)
+  if (!core.receipts) return casFrom(core, c, next, expect, op, redo)
   const sealed = await sealRow(core, next, toolReceiptDraft)
-  const row = await casFrom(core, c, sealed.row, expect, op)
-  await appendReceipt(core.receipts, sealed.receipt, row.requestId)
+  const row = await casFrom(core, c, sealed.row, expect, op, redo)
+  // A redone write stored (and appended) its own receipt, or none.
+  if (row.receiptRef === sealed.row.receiptRef)
+    await appendReceipt(core.receipts, sealed.receipt, row.requestId)
   return row
 }
 
@@ -175,13 +181,29 @@ function completedOrUnstorable(core: LedgerCore, c: LedgerEntry, result: unknown
   return unstorableRow(c, bad.reason, bad.message, now)
 }
 
+/**
+ * A failure, classified by the boundary: crossed (stored, or `afterEffect`) is FAILED_AFTER_EFFECT, maybe_crossed
+ * UNKNOWN, not_crossed FAILED_BEFORE_EFFECT. The original wrote FAILED_BEFORE_EFFECT on any boundary, a label that
+ * says no effect happened on a row whose effect may have. A boundary that moves under the write classifies it again.
+ */
 export function failHeld(
   core: LedgerCore,
   c: LedgerEntry,
   error: string,
   afterEffect: boolean,
 ): Promise<LedgerEntry> {
-  return outcomeCas(core, c, failedRow(c, error, core.clock.now(), afterEffect), held(c), "fail")
+  const now = core.clock.now()
+  const redo = (moved: LedgerEntry) => failHeld(core, moved, error, afterEffect)
+  return !afterEffect && c.sideEffectBoundary === "maybe_crossed"
+    ? casFrom(core, c, unknownRow(c, error, now), held(c), "fail", redo)
+    : outcomeCas(
+        core,
+        c,
+        failedRow(c, error, now, afterEffect || c.sideEffectBoundary === "crossed"),
+        held(c),
+        "fail",
+        redo,
+      )
 }
 
 export function markUnknownHeld(core: LedgerCore, c: LedgerEntry, error: string): Promise<LedgerEntry> {

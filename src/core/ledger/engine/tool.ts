@@ -17,14 +17,7 @@ import { isConsequential, type SideEffectBoundary } from "../model/enums.ts"
 import type { CallMeta } from "../model/identity.ts"
 import type { DecisionIntent } from "../model/reconcile.ts"
 import { claimTransition } from "./claim.ts"
-import {
-  advanceBoundaryHeld,
-  attachRefHeld,
-  completeHeld,
-  failHeld,
-  markUnknownHeld,
-  renewHeld,
-} from "./fenced.ts"
+import { advanceBoundaryHeld, attachRefHeld, completeHeld, failHeld, renewHeld } from "./fenced.ts"
 import { prepareCall } from "./request.ts"
 
 export interface LedgeredToolOptions {
@@ -302,10 +295,8 @@ class OwnedTransition implements TransitionContext {
   async recordFailure(err: unknown): Promise<void> {
     const text = errorText(err)
     try {
-      if (this.#boundary === "not_crossed") await this.#write((c) => failHeld(this.#core, c, text, false))
-      else if (this.#boundary === "maybe_crossed")
-        await this.#write((c) => markUnknownHeld(this.#core, c, text))
-      else await this.#write((c) => failHeld(this.#core, c, text, true))
+      // sideEffect() returned: its effect happened, though the row still says maybe_crossed.
+      await this.#write((c) => failHeld(this.#core, c, text, this.#boundary === "crossed"))
     } catch (e) {
       this.#core.warn(
         `could not record the failure of '${this.#current.tool}' request '${this.requestId}': ${errorText(e)}`,
