@@ -13,6 +13,7 @@ import {
   type TransitionExpectation,
 } from "../adapter-kit.ts"
 import { MyceliumError } from "../core/errors.ts"
+import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 import { requestFailure, requestSignal, requestTimeoutOption } from "../core/storage/request-timeout.ts"
 
@@ -137,6 +138,12 @@ export class HttpLedgerStorage implements LedgerStorage {
   }
 
   #id(requestId: string): string {
+    // URLs take "." and ".." (even as %2E) as path steps: such a row would be read and written at another route.
+    if (requestId === "." || requestId === "..") {
+      throw new LedgerConfigError(
+        `request id '${requestId}' cannot be sent over HTTP (URLs treat it as a path step); use another id`,
+      )
+    }
     return encodeURIComponent(requestId)
   }
 

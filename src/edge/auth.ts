@@ -71,8 +71,9 @@ function scopesOf(payload: JWTPayload): Set<LedgerScope> {
 /** The key source could not answer (network, timeout, a non-JWKS response): not the token's fault. */
 function isKeySourceFailure(e: unknown): boolean {
   if (e instanceof joseErrors.JWKSTimeout || e instanceof joseErrors.JWKSInvalid) return true
-  // fetch failures surface as plain errors (TypeError), never as a JOSEError.
-  return !(e instanceof joseErrors.JOSEError)
+  // fetch failures surface as plain errors (TypeError), never as a JOSEError. jose throws its generic JOSEError
+  // (every token fault has a subclass) only for a key set answer that is not 200 or not JSON.
+  return !(e instanceof joseErrors.JOSEError) || e.code === "ERR_JOSE_GENERIC"
 }
 
 const HMAC_ALGS = ["HS256", "HS384", "HS512"]

@@ -42,14 +42,17 @@ export function isUnstorableText(s: string): boolean {
   return s.includes("\u0000") || UNPAIRED.test(s)
 }
 
-/** The first string or key of `value` (already depth-checked) that holds unstorable text, as a path. */
+const BAD_TEXT = "text holds U+0000 or an unpaired surrogate; send valid Unicode"
+
+/** The first string or key of `value` (already depth-checked) that no store keeps as sent: where, and why. */
 function unstorableAt(value: unknown, path: string): string | null {
-  if (typeof value === "string") return isUnstorableText(value) ? path || "body" : null
+  if (typeof value === "string") return isUnstorableText(value) ? `${path || "body"}: ${BAD_TEXT}` : null
   if (typeof value !== "object" || value === null) return null
   for (const [k, v] of Object.entries(value)) {
     const here = path ? `${path}.${k}` : k
+    if (isUnstorableText(k)) return `${path || "body"}: a key ${BAD_TEXT}`
     // Rebuilding an object (validation, spreads) drops a `__proto__` key: args {"__proto__": x} would be args {}.
-    if (isUnstorableText(k) || k === "__proto__") return path || "body"
+    if (k === "__proto__") return `${path || "body"}: a "__proto__" key cannot be stored; rename it`
     const bad = unstorableAt(v, here)
     if (bad) return bad
   }
@@ -72,10 +75,6 @@ export async function readJsonBody(req: Request, limits: BodyLimits): Promise<un
   if (jsonDepth(value, limits.maxDepth) > limits.maxDepth)
     throw new HttpError("too_deep", `request body nests deeper than ${limits.maxDepth} levels`)
   const bad = unstorableAt(value, "")
-  if (bad)
-    throw new HttpError(
-      "invalid_body",
-      `${bad}: text holds U+0000 or an unpaired surrogate; send valid Unicode`,
-    )
+  if (bad) throw new HttpError("invalid_body", bad)
   return value
 }

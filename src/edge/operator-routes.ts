@@ -61,6 +61,9 @@ export function operatorRoutes(api: Api, ctx: RouteContext): void {
     const { ledger } = ctx.need(c, "operator")
     const id = ctx.id(c)
     const b = await ctx.body(c, ReleaseBody)
+    // Dropping it silently would let an operator believe the result was stored.
+    if (b.verified === "not_executed" && b.result !== undefined)
+      throw new HttpError("invalid_body", "result: send a result with verified 'completed' only")
     if (!(await ledger.get(id))) throw new HttpError("not_found", `no transition '${id}'`)
     const row = await ledger.release(id, {
       verified: b.verified,

@@ -12,6 +12,13 @@ import {
 import { RECEIPT_CURSOR } from "../core/receipts/store.ts"
 
 const Id = z.string().check(z.minLength(1), z.maxLength(512))
+// A call's id goes into its URLs, where "." and ".." are path steps (even as %2E): a call under one could never be
+// reported, failed or released.
+const CallId = Id.check(
+  z.refine((v) => v !== "." && v !== "..", {
+    error: 'a call id cannot be "." or "..": URLs treat them as path steps',
+  }),
+)
 const Text = (max: number) => z.string().check(z.maxLength(max))
 // Bodies are parsed JSON already (depth-checked), so any value is JSON; z.json() would also emit a recursive
 // $defs reference that does not resolve once embedded in an OpenAPI document.
@@ -40,8 +47,8 @@ export const BindingBody = z.strictObject({
 })
 
 export const MetaBody = z.strictObject({
-  request_id: z.optional(Id),
-  tool_call_id: z.optional(Id),
+  request_id: z.optional(CallId),
+  tool_call_id: z.optional(CallId),
   thread_id: z.optional(Text(512)),
   run_id: z.optional(Text(512)),
   node: z.optional(Text(512)),
@@ -120,20 +127,28 @@ export const CallStateResponse = z.object({
 
 // ---- operators and readers ----------------------------------------------------------------------------------
 
+// What an operator says (who, why): blank text says nothing, and the ledger refuses it.
+const Said = (max: number) =>
+  z.string().check(
+    z.maxLength(max),
+    z.refine((v) => v.trim() !== "", { error: "must say something (not empty or only spaces)" }),
+  )
+
 export const ReleaseBody = z.strictObject({
   verified: z.enum(["completed", "not_executed"]),
-  reason: z.string().check(z.minLength(1), z.maxLength(2000)),
-  by: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+  reason: Said(2000),
+  by: z.optional(Said(200)),
+  /** With `completed` only: what redispatches return. */
   result: z.optional(Json),
   /** Why a lapsed lease's owner cannot act, when no death signal exists (see docs/kill-safety.md). */
-  override_death_signal: z.optional(z.string().check(z.minLength(1), z.maxLength(2000))),
+  override_death_signal: z.optional(Said(2000)),
   /** The fence the operator saw: refused (409) if another attempt claimed the transition since. */
   expected_fence: z.optional(z.int().check(z.gte(0))),
 })
 
 export const MarkDeadBody = z.strictObject({
-  reason: z.string().check(z.minLength(1), z.maxLength(2000)),
-  by: z.optional(z.string().check(z.minLength(1), z.maxLength(200))),
+  reason: Said(2000),
+  by: z.optional(Said(200)),
   override_heartbeat: z.optional(z.boolean()),
   expected_fence: z.optional(z.int().check(z.gte(0))),
 })

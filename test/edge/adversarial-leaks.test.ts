@@ -116,10 +116,10 @@ describe("keys a JavaScript object cannot hold", () => {
         body: `{"tool":"pay","args":${args},${binding}}`,
       })
     const proto = await begin('{"__proto__":{"amount":100}}')
-    expect([proto.status, ((await proto.json()) as { error: { code: string } }).error.code]).toEqual([
-      400,
-      "invalid_body",
-    ])
+    const refused = (await proto.json()) as { error: { code: string; message: string } }
+    expect([proto.status, refused.error.code]).toEqual([400, "invalid_body"])
+    // It says what is wrong (not the Unicode message the text check shares the path with).
+    expect(refused.error.message).toBe('args: a "__proto__" key cannot be stored; rename it')
     expect(storage.size).toBe(0)
     // The empty call is its own call, not "held" by the refused one.
     const empty = await begin("{}")

@@ -3,6 +3,7 @@ import { Validator } from "@seriousme/openapi-schema-validator"
 import { SignJWT } from "jose"
 import { describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
+import { HttpLedgerStorage } from "../../src/adapters/http.ts"
 import { MemoryLedgerStorage } from "../../src/core/index.ts"
 import { createLedgerApp, DOCUMENTED_ROUTES, jwtAuth } from "../../src/edge/index.ts"
 
@@ -281,5 +282,69 @@ describe("/openapi.json", () => {
       expect(doc.paths[r.path]?.[r.method], `${r.method} ${r.path}`).toBeDefined()
     const docs = await app.request("/docs")
     expect(docs.headers.get("content-type")).toContain("text/html")
+  })
+})
+
+describe("call ids every URL can reach", () => {
+  it('refuses "." and ".." as a call id at begin, before any row is written, and the HTTP store never sends one', async () => {
+    const rows = new MemoryLedgerStorage()
+    const app = createLedgerApp({ storage: rows })
+    for (const meta of [{ request_id: ".." }, { request_id: "." }, { tool_call_id: ".." }]) {
+      const r = await app.request("/v1/calls", {
+        method: "POST",
+        headers: JSON_HEADERS,
+        body: JSON.stringify({ tool: "t", args: {}, meta }),
+      })
+      expect([r.status, await errorCode(r)]).toEqual([400, "invalid_body"])
+    }
+    const ok = await app.request("/v1/calls", {
+      method: "POST",
+      headers: JSON_HEADERS,
+      body: JSON.stringify({ tool: "t", args: {}, meta: { request_id: "a..b" } }),
+    })
+    expect(ok.status).toBe(200)
+    const listed: string[] = []
+    for await (const e of rows.list()) listed.push(e.requestId)
+    expect(listed).toEqual(["a..b"])
+    let sent = 0
+    const http = new HttpLedgerStorage({
+      url: "http://x",
+      fetch: ((input: RequestInfo | URL, init?: RequestInit) => {
+        sent++
+        return app.fetch(new Request(input, init))
+      }) as typeof fetch,
+    })
+    for (const id of [".", ".."]) await expect(http.get(id)).rejects.toMatchObject({ code: "invalid_option" })
+    expect(sent).toBe(0)
+  })
+})
+
+describe("an operator's verdict says what it means", () => {
+  it("blank text and a result with not_executed are 400 invalid_body, and nothing is released", async () => {
+    const rows = new MemoryLedgerStorage()
+    const app = createLedgerApp({ storage: rows })
+    await rows.set(newEntry({ requestId: "r1", tool: "pay", terminalOutcome: "UNKNOWN", status: "failed" }))
+    const release = (body: unknown) =>
+      app.request("/v1/transitions/r1/release", {
+        method: "POST",
+        headers: JSON_HEADERS,
+        body: JSON.stringify(body),
+      })
+    for (const body of [
+      { verified: "not_executed", reason: "   " },
+      { verified: "not_executed", reason: "checked", by: " \t" },
+      { verified: "not_executed", reason: "checked", result: { id: "pi_1" } },
+    ]) {
+      const r = await release(body)
+      expect([r.status, await errorCode(r)]).toEqual([400, "invalid_body"])
+    }
+    const dead = await app.request("/v1/transitions/r1/mark-worker-dead", {
+      method: "POST",
+      headers: JSON_HEADERS,
+      body: JSON.stringify({ reason: " " }),
+    })
+    expect([dead.status, await errorCode(dead)]).toEqual([400, "invalid_body"])
+    expect((await rows.get("r1"))?.operatorResolution ?? null).toBeNull()
+    expect((await release({ verified: "not_executed", reason: "no charge at the gateway" })).status).toBe(200)
   })
 })
