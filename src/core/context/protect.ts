@@ -1,3 +1,4 @@
+import { InvalidOptionError } from "../errors.ts"
 import { ContextGuardConfigError } from "./errors.ts"
 import { activeCache, type SessionBindable } from "./session.ts"
 import { assertTtl, type SecondsClock, type ToolCache } from "./tool-cache.ts"
@@ -57,7 +58,8 @@ export function protect<A extends object, R>(
   }
   // Extra arguments (a ledger's TransitionContext, when mycelium.yaml stacks guards) reach fn on a miss.
   const inner = fn as (args: A, ...rest: unknown[]) => R | Promise<R>
-  const withCache = (cache: ToolCache, args: A, ...rest: unknown[]): Promise<R> =>
+  // async: arguments that cannot be keyed reject the call's promise, as any other failure of the call does.
+  const withCache = async (cache: ToolCache, args: A, ...rest: unknown[]): Promise<R> =>
     cache.getOrLoad(cacheKey(args), ttl, () => inner(args, ...rest), clock)
   const wrapped = ((args: A, ...rest: unknown[]) => withCache(activeCache(), args, ...rest)) as ProtectedTool<
     A,
@@ -92,6 +94,8 @@ interface Frame {
   sep: string
   /** Maps and Sets: order by text, not insertion. */
   sort?: boolean
+  /** The caller's object the frame spells out (not for a Map's entries), to find a cycle. */
+  src?: object
 }
 
 // A Date has no own keys: every date would be "{}" and share one entry. Use what JSON would send (toJSON),
@@ -106,8 +110,8 @@ function leafOrFrame(value: unknown): string | Frame {
   if (v === undefined) return "undefined"
   if (typeof v === "bigint") return `${v}n`
   if (v === null || typeof v !== "object") return JSON.stringify(v) ?? String(v)
-  const frame = (items: unknown[], open: string, close: string, sep = ","): Frame => {
-    const f: Frame = { items, parts: [], open, close, sep }
+  const frame = (items: unknown[], open: string, close: string, sep = ",", src: object | null = v): Frame => {
+    const f: Frame = { items, parts: [], open, close, sep, ...(src && { src }) }
     frames.add(f)
     return f
   }
@@ -115,7 +119,7 @@ function leafOrFrame(value: unknown): string | Frame {
   if (v instanceof Map)
     return Object.assign(
       frame(
-        [...v].map((e) => frame(e, "", "", "=>")),
+        [...v].map((e) => frame(e, "", "", "=>", null)),
         "Map(",
         ")",
       ),
@@ -138,6 +142,8 @@ function stableStringify(value: unknown): string {
   const first = leafOrFrame(value)
   if (typeof first === "string") return first
   const stack: Frame[] = [first]
+  // The objects being spelled out: one met again inside itself is a cycle, which would never end (JSON throws).
+  const open = new Set<object>(first.src ? [first.src] : [])
   for (;;) {
     const top = stack[stack.length - 1] as Frame
     if (top.parts.length < top.items.length) {
@@ -145,13 +151,25 @@ function stableStringify(value: unknown): string {
       // An entry frame of a Map is already a frame; anything else is classified now.
       const next = isFrame(child) ? child : leafOrFrame(child)
       if (typeof next === "string") top.parts.push(next)
-      else stack.push(next)
+      else {
+        if (next.src) {
+          if (open.has(next.src)) {
+            throw new InvalidOptionError(
+              "protect(): the arguments contain a cycle (an object inside itself), which has no cache key; pass " +
+                "plain JSON-like arguments or an entityParam.",
+            )
+          }
+          open.add(next.src)
+        }
+        stack.push(next)
+      }
       continue
     }
     const parts = top.keys ? top.parts.map((p, i) => `${JSON.stringify(top.keys?.[i])}:${p}`) : top.parts
     if (top.sort) parts.sort()
     const text = `${top.open}${parts.join(top.sep)}${top.close}`
     stack.pop()
+    if (top.src) open.delete(top.src)
     const parent = stack[stack.length - 1]
     if (!parent) return text
     parent.parts.push(text)

@@ -53,12 +53,18 @@ export class ToolCache {
     return this.#lookup(key) !== undefined
   }
 
+  /**
+   * Drops the entry and forgets a load in progress for it: that load's callers still get its value, but it is not
+   * stored and later calls do not join it (it may have read the data before the change that led to this call).
+   */
   delete(key: string): void {
     this.#entries.delete(key)
+    this.#inflight.delete(key)
   }
 
   clear(): void {
     this.#entries.clear()
+    this.#inflight.clear()
   }
 
   /**

@@ -122,3 +122,60 @@ describe("protect() keys: different requests get different entries", () => {
     expect(calls).toHaveLength(4)
   })
 })
+
+describe("protect(): arguments that cannot be keyed, and a change made while a read is in flight", () => {
+  it("a cycle in the arguments is refused with invalid_option (it hung, growing memory without bound)", async () => {
+    let calls = 0
+    const tool = protect(async (_a: { id: string; ctx: Record<string, unknown> }) => ++calls, {
+      name: "lookup",
+    })
+    const ctx: Record<string, unknown> = { page: 1 }
+    ctx.self = ctx
+    const viaMap: Record<string, unknown> = {}
+    viaMap.m = new Map([["back", viaMap]])
+    for (const args of [
+      { id: "a", ctx },
+      { id: "a", ctx: { list: [viaMap] } },
+    ]) {
+      expect(() => tool.cacheKey(args)).toThrow(expect.objectContaining({ code: "invalid_option" }))
+      await expect(new Session().run(() => tool(args))).rejects.toMatchObject({ code: "invalid_option" })
+    }
+    expect(calls).toBe(0)
+    // The same object twice side by side is no cycle.
+    const shared = { x: 1 }
+    expect(tool.cacheKey({ id: "a", ctx: { a: shared, b: shared, c: [shared, shared] } })).toContain(
+      '{\\"x\\":1}',
+    )
+  })
+
+  it("invalidate() during a read: later reads do not join it or get its value, which may predate the change", async () => {
+    let db = "old"
+    let calls = 0
+    let release!: () => void
+    const held = new Promise<void>((r) => {
+      release = r
+    })
+    const tool = protect(
+      async ({ id }: { id: string }) => {
+        calls++
+        const seen = db
+        if (calls === 1) await held
+        return `${id}:${seen}`
+      },
+      { name: "customer", entityParam: "id", ttl: 60 },
+    )
+    const session = new Session()
+    await session.run(async () => {
+      const first = tool({ id: "c1" })
+      await Promise.resolve()
+      db = "new"
+      tool.invalidate({ id: "c1" })
+      const after = tool({ id: "c1" })
+      release()
+      expect(await first).toBe("c1:old")
+      expect(await after).toBe("c1:new")
+      expect(await tool({ id: "c1" })).toBe("c1:new")
+    })
+    expect(calls).toBe(2)
+  })
+})
