@@ -235,10 +235,12 @@ function ledgeredFor(
 async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step: number): Promise<Message[]> {
   const s = ctx.shared
   if (ctx.signal.aborted) throw ctx.signal.reason
-  s.budget.reserveToolCalls(calls.length)
+  const byName = new Map(ctx.tools.map((t) => [t.name, t]))
+  // A call to an unknown tool is answered with an error and never counts, so it reserves nothing.
+  const known = calls.filter((c) => byName.has(c.name)).length
+  s.budget.reserveToolCalls(known)
   let started = 0
   const gate = new Semaphore(s.maxParallelToolCalls)
-  const byName = new Map(ctx.tools.map((t) => [t.name, t]))
   // The batch's own signal: the task's abort reaches every call, and so does a sibling's fatal error, so a failing
   // batch does not wait for its slow calls before the task fails.
   const batch = new AbortController()
@@ -283,7 +285,7 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
   // The batch is over: work a tool left running (a sub-query it spawned without awaiting, a fetch) is cancelled,
   // or it would keep paying for model requests after the task, or the whole run, has finished.
   if (!batch.signal.aborted) batch.abort(new TaskCancelledError("the tool batch finished"))
-  s.budget.releaseToolCalls(calls.length - started)
+  s.budget.releaseToolCalls(known - started)
   if (fatal) throw (fatal as { error: unknown }).error
   const messages: Message[] = []
   for (const r of settled) {

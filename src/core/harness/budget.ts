@@ -78,7 +78,8 @@ export class BudgetLedger {
     const c = this.committed.counts
     if (b.request_limit !== null && c.requests >= b.request_limit)
       return { reason: "request_limit", message: this.requestMessage() }
-    const tokens = this.tokenRefusal(false)
+    // Every token limit, output included: prior usage over any of them must stop the run before its first request.
+    const tokens = this.tokenRefusal(true)
     if (tokens) return tokens
     if (b.tool_calls_limit !== null && c.tool_calls > b.tool_calls_limit)
       return {

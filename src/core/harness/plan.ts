@@ -51,7 +51,8 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
   if (!isRecord(plan) || !Array.isArray(plan.tasks)) {
     throw new PlanValidationError([{ code: "invalid_plan", message: "a plan needs a `tasks` array" }])
   }
-  const tasks = plan.tasks
+  // Holes become undefined (an invalid task) instead of being skipped by forEach/map and crashing later.
+  const tasks = Array.from(plan.tasks)
   if (tasks.length === 0) problems.push({ code: "empty_plan", message: "the plan has no tasks" })
 
   const indexOf = new Map<string, number>()

@@ -1,11 +1,17 @@
 // One command in a fresh `bash -c`, with the workspace's stateful cwd: the script cds to the remembered cwd,
 // runs the command, then writes `pwd` to a marker the workspace reads back. A command that calls `exit` leaves
-// the cwd unchanged. On timeout or abort the whole process group is killed.
+// the cwd unchanged. On timeout or abort the whole process group is killed. The result comes when the shell exits,
+// not when every background job it started has closed the pipes.
 import { spawn } from "node:child_process"
+import type { Readable } from "node:stream"
+import { startTimer } from "../../core/harness/timer.ts"
 
 export const MAX_STREAM_CHARS = 16_384
 // Bytes kept per stream while reading: enough for 16,384 chars of any UTF-8, without buffering unbounded output.
 const KEEP_BYTES = MAX_STREAM_CHARS * 4
+// How long output may still arrive after the shell exits. A background job that inherited the pipes can hold them
+// open for as long as it runs; the command is over when the shell is, so that job is not waited for.
+const EXIT_GRACE_MS = 100
 
 export interface ShellResult {
   readonly exitCode: number
@@ -53,9 +59,13 @@ export interface RunShellOptions {
 }
 
 export function runShell(o: RunShellOptions): Promise<ShellResult> {
+  // The command arrives in a variable and runs through `eval`, so nothing it ends with (`\`, `&&`, an open
+  // quote) can join the lines after it: its status is always the one recorded.
   const script = [
+    "__mycelium_cmd=$__MYCELIUM_CMD",
+    "unset __MYCELIUM_CMD",
     `cd -- ${shellQuote(o.startDir)} 2>/dev/null`,
-    o.command,
+    'eval "$__mycelium_cmd"',
     "__mycelium_rc=$?",
     `pwd > ${shellQuote(o.markerFile)}`,
     "exit $__mycelium_rc",
@@ -63,36 +73,49 @@ export function runShell(o: RunShellOptions): Promise<ShellResult> {
   return new Promise((resolve, reject) => {
     const child = spawn("bash", ["-c", script], {
       cwd: o.cwd,
-      env: { ...process.env, ...o.env },
+      env: { ...process.env, ...o.env, __MYCELIUM_CMD: o.command },
       stdio: ["ignore", "pipe", "pipe"],
       detached: true, // its own process group, so a timeout kills what it started too
     })
     const out = new Capture(o.keep)
     const err = new Capture(o.keep)
+    const streams: Readable[] = [child.stdout, child.stderr]
     child.stdout.on("data", (b: Buffer) => out.push(b))
     child.stderr.on("data", (b: Buffer) => err.push(b))
     let timedOut = false
+    let done = false
+    let grace: ReturnType<typeof setTimeout> | undefined
     const kill = () => {
       try {
         if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL")
       } catch {
         child.kill("SIGKILL")
       }
+      // A process that left the group (setsid) survives the kill and may hold the pipes: stop reading them.
+      for (const s of streams) s.destroy()
     }
-    const timer = setTimeout(() => {
+    const timer = startTimer(o.timeoutSeconds * 1000, () => {
       timedOut = true
       kill()
-    }, o.timeoutSeconds * 1000)
+    })
     const onAbort = () => kill()
     o.signal?.addEventListener("abort", onAbort, { once: true })
-    child.on("error", (e) => {
-      clearTimeout(timer)
+    const settle = () => {
+      done = true
+      timer.clear()
+      clearTimeout(grace)
       o.signal?.removeEventListener("abort", onAbort)
-      reject(e)
-    })
-    child.on("close", (code, signal) => {
-      clearTimeout(timer)
-      o.signal?.removeEventListener("abort", onAbort)
+    }
+    let status = 1
+    const finish = () => {
+      if (done) return
+      settle()
+      // Background jobs keep running: drain what they write instead of closing the pipe (which would SIGPIPE them).
+      for (const s of streams) {
+        s.removeAllListeners("data")
+        s.resume()
+        ;(s as { unref?: () => void }).unref?.()
+      }
       if (timedOut)
         resolve({
           exitCode: 124,
@@ -100,7 +123,18 @@ export function runShell(o: RunShellOptions): Promise<ShellResult> {
           stderr: `command timed out after ${o.timeoutSeconds}s`,
           timedOut,
         })
-      else resolve({ exitCode: code ?? (signal ? 128 : 1), stdout: out.text(), stderr: err.text(), timedOut })
+      else resolve({ exitCode: status, stdout: out.text(), stderr: err.text(), timedOut })
+    }
+    child.on("error", (e) => {
+      if (done) return
+      settle()
+      reject(e)
     })
+    child.on("exit", (code, signal) => {
+      status = code ?? (signal ? 128 : 1)
+      timer.clear() // the command has finished: a timeout during the grace must not turn it into a 124
+      grace = setTimeout(finish, EXIT_GRACE_MS)
+    })
+    child.on("close", finish)
   })
 }

@@ -18,12 +18,12 @@ import { pathComponents, safeRead, safeWrite, WorkspacePathError } from "./safe-
 import { MAX_STREAM_CHARS, runShell, shellQuote } from "./shell.ts"
 import { parseTestSummary } from "./test-report.ts"
 
-/** `root` or `state` read before `start()` (`createWorkspace` and `withWorkspace` start it for you). */
+/** `root` or `state` read before `start()` (`withWorkspace` and the first `act()` start it for you). */
 export class WorkspaceNotStartedError extends MyceliumError {
   override readonly name = "WorkspaceNotStartedError"
   override readonly code = "workspace_not_started"
   constructor() {
-    super("workspace not started: call start() first (createWorkspace() and withWorkspace() start it)")
+    super("workspace not started: await start() first (act() and withWorkspace() start it for you)")
   }
 }
 
@@ -58,18 +58,19 @@ export class DevWorkspace {
   readonly runId: string
   readonly actor: string | null
   step = 0
-  #root: string | null
-  readonly #ownsRoot: boolean
+  #root: string | null = null
+  readonly #given: string | undefined
   readonly #gate: PolicyGate | undefined
   readonly #env: Readonly<Record<string, string>>
   #state: ShellState | null = null
   #private: string | null = null
+  #starting: Promise<void> | null = null
+  #stopped = false
 
   constructor(options: WorkspaceOptions = {}) {
     this.runId = options.runId ?? randomUUID().replaceAll("-", "")
     this.actor = options.actor ?? null
-    this.#root = options.root ?? null
-    this.#ownsRoot = options.root === undefined
+    this.#given = options.root
     this.#gate = options.policyGate
     this.#env = options.env ?? {}
   }
@@ -85,26 +86,39 @@ export class DevWorkspace {
     return this.#state
   }
 
-  /** Idempotent. */
-  async start(): Promise<void> {
-    if (this.#state) return
-    const root = this.#root ?? (await mkdtemp(join(tmpdir(), "mycelium-ws-")))
+  /** Idempotent; concurrent calls share one start. After `stop()` it starts afresh (a new temp root). */
+  start(): Promise<void> {
+    this.#stopped = false
+    if (this.#state) return Promise.resolve()
+    this.#starting ??= this.#start().finally(() => {
+      this.#starting = null
+    })
+    return this.#starting
+  }
+
+  async #start(): Promise<void> {
+    const root = this.#given ?? (await mkdtemp(join(tmpdir(), "mycelium-ws-")))
     if (!(await stat(root)).isDirectory())
       throw new InvalidOptionError(
         `workspace root ${root} is not a directory: pass a directory, or no root for a temporary one`,
       )
-    this.#root = await realpath(root)
+    const real = await realpath(root)
     // The cwd marker lives outside the workspace so it never shows up in the agent's files or `git status`.
     this.#private = await mkdtemp(join(tmpdir(), "mycelium-ws-state-"))
-    this.#state = { cwd: this.#root, env: { ...this.#env } }
+    this.#root = real
+    this.#state = { cwd: real, env: { ...this.#env } }
   }
 
-  /** Idempotent. Deletes the root only if the workspace created it. */
+  /** Idempotent. Deletes the root only if the workspace created it. Later `act()` calls are refused. */
   async stop(): Promise<void> {
-    if (this.#private) await rm(this.#private, { recursive: true, force: true })
-    if (this.#ownsRoot && this.#root) await rm(this.#root, { recursive: true, force: true })
+    this.#stopped = true
+    await this.#starting?.catch(() => {})
+    const [priv, root] = [this.#private, this.#given === undefined ? this.#root : null]
     this.#private = null
+    this.#root = null
     this.#state = null
+    if (priv) await rm(priv, { recursive: true, force: true })
+    if (root) await rm(root, { recursive: true, force: true })
   }
 
   /** Sets a variable for later commands. */
@@ -115,7 +129,6 @@ export class DevWorkspace {
 
   /** Runs one action. Every failure inside the workspace comes back as an `ErrorObservation`. */
   async act(action: WorkspaceAction, options: { signal?: AbortSignal } = {}): Promise<WorkspaceObservation> {
-    await this.start()
     this.step += 1
     const step = this.step
     const stamped = Object.freeze({
@@ -127,12 +140,19 @@ export class DevWorkspace {
     })
     const kind = String((action as { kind?: unknown } | null)?.kind)
     let body: ObservationBody
+    const refuse = (message: string): ObservationBody => ({ kind: "error", message, action_kind: kind })
     try {
-      const policy = policyName(stamped)
-      const verdict = policy && this.#gate ? normalize(await this.#gate(policy, stamped)) : null
-      if (verdict && !verdict.allowed)
-        body = { kind: "error", message: `action denied by policy: ${verdict.reason}`, action_kind: kind }
-      else body = await this.#dispatch(stamped, options.signal)
+      // A stopped workspace stays stopped: a late call must not recreate a root that nobody would delete.
+      if (this.#stopped) body = refuse("the workspace is stopped: start() it again to use it")
+      else {
+        await this.start()
+        const policy = policyName(stamped)
+        const verdict = policy && this.#gate ? normalize(await this.#gate(policy, stamped)) : null
+        body =
+          verdict?.allowed === false
+            ? refuse(`action denied by policy: ${verdict.reason}`)
+            : await this.#dispatch(stamped, options.signal)
+      }
     } catch (e) {
       body = {
         kind: "error",
@@ -152,6 +172,14 @@ export class DevWorkspace {
 
   async #dispatch(a: WorkspaceAction, signal: AbortSignal | undefined): Promise<ObservationBody> {
     const root = this.root
+    const t = (a as { timeout?: unknown }).timeout
+    // setTimeout would fire at once for these; refused before anything runs, so the model can retry with a number.
+    if ((a.kind === "cmd_run" || a.kind === "test_run") && !(typeof t === "number" && t > 0 && t < Infinity))
+      return {
+        kind: "error",
+        message: `timeout must be a number of seconds > 0, got ${String(t)}`,
+        action_kind: a.kind,
+      }
     switch (a.kind) {
       case "cmd_run":
         return this.#cmd(a.command, a.cwd, a.timeout, "head", signal)

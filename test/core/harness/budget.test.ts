@@ -97,6 +97,7 @@ describe("shared budget", () => {
       [{ requests: 5 }, { request_limit: 5 }, "request_limit"],
       [{ input_tokens: 11 }, { input_tokens_limit: 10 }, "input_tokens_limit"],
       [{ input_tokens: 6, output_tokens: 6 }, { total_tokens_limit: 10 }, "total_tokens_limit"],
+      [{ output_tokens: 11 }, { output_tokens_limit: 10 }, "output_tokens_limit"],
       [{ tool_calls: 4 }, { tool_calls_limit: 3 }, "tool_calls_limit"],
     ] as const) {
       const model = new ScriptedModel()
@@ -110,6 +111,23 @@ describe("shared budget", () => {
       expect(events.map((e) => e.type)).toEqual(["run_started", "run_finished"])
       expect(err.result.tasks.every((t) => t.status === "not_started")).toBe(true)
     }
+  })
+
+  it("calls to unknown tools reserve nothing: they do not count against tool_calls_limit", async () => {
+    const tool = probeTool(0)
+    const model = new ScriptedModel({
+      byTask: {
+        t: [{ tool_calls: [{ name: "probe" }, { name: "nope1" }, { name: "nope2" }] }, { text: "answer" }],
+      },
+    })
+    const result = await runPlan(
+      { tasks: [task("t")], output_task_id: "t" },
+      { model, tools: [tool], budget: { tool_calls_limit: 1 } },
+    )
+    expect(result.output).toBe("answer")
+    expect(result.usage.tool_calls).toBe(1)
+    const replies = model.requests[1]?.messages.filter((m) => m.role === "tool") ?? []
+    expect(replies.map((m) => m.is_error === true)).toEqual([false, true, true])
   })
 
   it("BUD-04: landing exactly on tool_calls_limit still lets the task answer", async () => {

@@ -147,6 +147,12 @@ describe("plan validation (DAG-01)", () => {
     expect(() => validatePlan({ tasks: [null], output_task_id: "a" } as unknown as DependencyPlan)).toThrow(
       PlanValidationError,
     )
+    // A hole is not skipped: it is reported as a task without a valid id, with the plan's own error.
+    const sparse: DependencyPlan["tasks"][number][] = []
+    sparse[1] = task("a")
+    const e = rejects({ tasks: sparse, output_task_id: "a" })
+    expect(e.code).toBe("invalid_task_id")
+    expect(e.problems("invalid_task_id")[0]?.message).toContain("task #0")
   })
 })
 

@@ -1,0 +1,115 @@
+// The workspace shell: a command's own exit status whatever it ends with, background jobs that do not hold act()
+// open, and timeouts that are honoured when long and refused when invalid.
+import { spawnSync } from "node:child_process"
+import { existsSync, readFileSync } from "node:fs"
+import { join } from "node:path"
+import { afterEach, describe, expect, it } from "vitest"
+import {
+  CmdRunAction,
+  createWorkspace,
+  type DevWorkspace,
+  TestRunAction,
+  type WorkspaceObservation,
+} from "../../src/harness/workspace/index.ts"
+
+const cleanup: Array<() => Promise<void> | void> = []
+afterEach(async () => {
+  for (const f of cleanup.splice(0)) await f()
+})
+
+async function ws(): Promise<DevWorkspace> {
+  const w = createWorkspace()
+  await w.start()
+  cleanup.push(() => w.stop())
+  return w
+}
+
+function cmdOutput(o: WorkspaceObservation) {
+  expect(o.kind, JSON.stringify(o)).toBe("cmd_output")
+  return o as Extract<WorkspaceObservation, { kind: "cmd_output" }>
+}
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+describe("the command's exit status", () => {
+  it("is bash's own, even when the command ends with a backslash, && or an open quote", async () => {
+    const w = await ws()
+    for (const command of ["false \\", "false &&", "exit 3 \\", 'echo "open', "mkdir d && cd d \\"]) {
+      const expected = spawnSync("bash", ["-c", command], { cwd: w.root }).status
+      expect(expected).not.toBe(0)
+      const o = cmdOutput(await w.act(CmdRunAction({ command })))
+      expect({ command, exit: o.exit_code }).toEqual({ command, exit: expected })
+    }
+  })
+
+  it("keeps cd persisting, exit keeping the old cwd, heredocs, and no wrapper variable in the environment", async () => {
+    const w = await ws()
+    expect(cmdOutput(await w.act(CmdRunAction({ command: "mkdir -p pkg && cd pkg" }))).cwd).toBe(
+      join(w.root, "pkg"),
+    )
+    const exited = cmdOutput(await w.act(CmdRunAction({ command: "cd / && exit 4" })))
+    expect([exited.exit_code, exited.cwd]).toEqual([4, join(w.root, "pkg")])
+    const heredoc = cmdOutput(await w.act(CmdRunAction({ command: "cat <<'EOF'\na \\\nb\nEOF" })))
+    expect([heredoc.exit_code, heredoc.stdout]).toEqual([0, "a \\\nb\n"])
+    const env = cmdOutput(await w.act(CmdRunAction({ command: "env | grep -ci mycelium_cmd" })))
+    expect(env.stdout.trim()).toBe("0")
+  })
+})
+
+describe("background jobs and timeouts", () => {
+  it("act() returns when the shell exits, with its output, while a background job still holds the pipes", async () => {
+    const w = await ws()
+    const t0 = Date.now()
+    const o = cmdOutput(await w.act(CmdRunAction({ command: "sleep 3 & echo started", timeout: 2 })))
+    expect([o.exit_code, o.stdout]).toEqual([0, "started\n"])
+    expect(Date.now() - t0).toBeLessThan(1_500)
+  })
+
+  it("a background job that writes after the command returned keeps running (its output is drained)", async () => {
+    const w = await ws()
+    const o = cmdOutput(
+      await w.act(CmdRunAction({ command: "(sleep 0.3; echo late; echo late >&2; touch done) & echo now" })),
+    )
+    expect(o.stdout).toBe("now\n")
+    await sleep(1_000)
+    expect(existsSync(join(w.root, "done"))).toBe(true)
+  })
+
+  it("a timeout returns 124 on time even when a setsid child outside the group holds the pipes", async () => {
+    const w = await ws()
+    const t0 = Date.now()
+    const o = cmdOutput(
+      await w.act(CmdRunAction({ command: "setsid sleep 6 & echo $! > pid; sleep 10", timeout: 0.5 })),
+    )
+    const pid = Number(readFileSync(join(w.root, "pid"), "utf8"))
+    cleanup.push(() => {
+      try {
+        process.kill(pid, "SIGKILL")
+      } catch {}
+    })
+    expect(o.exit_code).toBe(124)
+    expect(Date.now() - t0).toBeLessThan(2_500)
+  })
+
+  it("a timeout beyond setTimeout's 24.8-day range is honoured, not fired at once", async () => {
+    const w = await ws()
+    const o = cmdOutput(await w.act(CmdRunAction({ command: "sleep 0.2; echo hi", timeout: 3_000_000 })))
+    expect([o.exit_code, o.stdout]).toEqual([0, "hi\n"])
+  })
+
+  it("an invalid timeout is refused before the command starts, as an error observation", async () => {
+    const w = await ws()
+    for (const timeout of [0, -5, Number.NaN, Number.POSITIVE_INFINITY, "5" as unknown as number]) {
+      const o = await w.act(CmdRunAction({ command: "touch ran", timeout }))
+      expect(o).toMatchObject({ kind: "error", action_kind: "cmd_run" })
+      expect((o as { message: string }).message).toContain("timeout must be")
+    }
+    expect(
+      await w.act(TestRunAction({ framework: "custom", selector: "touch ran", timeout: 0 })),
+    ).toMatchObject({
+      kind: "error",
+      action_kind: "test_run",
+    })
+    expect(existsSync(join(w.root, "ran"))).toBe(false)
+  })
+})
