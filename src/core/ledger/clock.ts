@@ -9,6 +9,12 @@ function abortError(signal: AbortSignal): unknown {
   return signal.reason ?? new DOMException("The operation was aborted.", "AbortError")
 }
 
+/**
+ * Timers take at most 2^31 - 1 ms (about 24.8 days) and fire at once beyond it: a 90-day lease renewed every third
+ * of it renewed every millisecond. Waking early is harmless here (a renewal or a poll comes sooner), so clamp.
+ */
+const timerMs = (seconds: number): number => Math.min(Math.max(0, seconds * 1000), 2 ** 31 - 1)
+
 export const systemClock: Clock = {
   now: () => Date.now() / 1000,
   sleep(seconds, signal) {
@@ -18,13 +24,10 @@ export const systemClock: Clock = {
         clearTimeout(timer)
         reject(abortError(signal as AbortSignal))
       }
-      const timer = setTimeout(
-        () => {
-          signal?.removeEventListener("abort", onAbort)
-          resolve()
-        },
-        Math.max(0, seconds * 1000),
-      )
+      const timer = setTimeout(() => {
+        signal?.removeEventListener("abort", onAbort)
+        resolve()
+      }, timerMs(seconds))
       signal?.addEventListener("abort", onAbort, { once: true })
     })
   },
@@ -78,18 +81,15 @@ export function renewEvery(
     })
   }
   const every = () => {
-    timer = setInterval(tick, seconds * 1000)
+    timer = setInterval(tick, timerMs(seconds))
     ;(timer as { unref?: () => void }).unref?.()
   }
   if (firstAfter >= seconds) every()
   else {
-    timer = setTimeout(
-      () => {
-        tick()
-        if (!stopped) every()
-      },
-      Math.max(0, firstAfter * 1000),
-    )
+    timer = setTimeout(() => {
+      tick()
+      if (!stopped) every()
+    }, timerMs(firstAfter))
     ;(timer as { unref?: () => void }).unref?.()
   }
   return stop

@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest"
-import { renewEvery } from "../../../src/core/ledger/clock.ts"
+import { renewEvery, systemClock } from "../../../src/core/ledger/clock.ts"
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -37,5 +37,41 @@ describe("renewEvery", () => {
     )
     await sleep(150)
     expect(calls).toBe(1)
+  })
+
+  it("a 90-day lease's interval (past the 24.8 days a timer can wait) does not renew every millisecond", async () => {
+    let calls = 0
+    const day = 86_400
+    const stops = [
+      renewEvery(
+        30 * day,
+        async () => void calls++,
+        () => true,
+      ),
+      renewEvery(
+        30 * day,
+        async () => void calls++,
+        () => true,
+        25 * day,
+      ),
+    ]
+    await sleep(60)
+    for (const stop of stops) stop()
+    expect(calls).toBe(0)
+  })
+
+  it("systemClock.sleep() past 24.8 days waits instead of returning at once", async () => {
+    const aborter = new AbortController()
+    let woke = false
+    const slept = systemClock.sleep(30 * 86_400, aborter.signal).then(
+      () => {
+        woke = true
+      },
+      () => {},
+    )
+    await sleep(30)
+    expect(woke).toBe(false)
+    aborter.abort()
+    await slept
   })
 })
