@@ -24,11 +24,21 @@ export function isAbsolutePath(path: string): boolean {
 // Windows drops trailing dots and spaces (".. " opens ".."). The tool may hand its path to either.
 const DISGUISED_DOTS = /^(?:\.|%2e|%252e)(?:\.|%2e|%252e|\s)*$/i
 
+// A separator the same decoding turns "..%2f.." into: the dot segments between them are not collapsed here.
+const ENCODED_SEPARATOR = /%(?:25)?(?:2f|5c)/i
+
+/** A segment that becomes "." or ".." (or several) once a URL parser or Windows reads it. */
+const hidesDots = (seg: string): boolean => {
+  const parts = seg.split(ENCODED_SEPARATOR)
+  return parts.length > 1
+    ? parts.some((p) => DISGUISED_DOTS.test(p))
+    : seg !== "." && seg !== ".." && DISGUISED_DOTS.test(seg)
+}
+
 /** Resolves `path` against `baseDir` when relative; undefined when it cannot be made absolute or hides a dot segment. */
 export function resolvePath(path: string, baseDir?: string): string | undefined {
   if (path.includes("\0")) return undefined
-  if (path.split(/[\\/]/).some((seg) => seg !== "." && seg !== ".." && DISGUISED_DOTS.test(seg)))
-    return undefined
+  if (path.split(/[\\/]/).some(hidesDots)) return undefined
   if (isAbsolutePath(path)) return normalizePath(path)
   if (baseDir === undefined || !isAbsolutePath(baseDir)) return undefined
   return normalizePath(`${baseDir}/${path}`)

@@ -182,6 +182,13 @@ describe("path scope: lexical containment holds against the model's path tricks"
     "/data/x/..",
     "/data/... /x",
     "/data/x/. . /y",
+    // Encoded separators: decoded once, "..%2f.." is "../..", which nothing collapsed here.
+    "/data/..%2f..%2fetc%2fpasswd",
+    "/data/%2e%2e%2f%2e%2e%2fetc",
+    "/data/%2e%2e%5c%2e%2e%5cetc",
+    "/data/..%5Cetc",
+    "/data/x%2f..%2f..%2fetc",
+    "/data/..%252f..%252fetc",
   ])("refuses the disguised dot segment in %j", async (path) => {
     const outcomeOf = await outcome(read({ path }))
     // "/data/x/.." is plain ".." and normalizes to /data, which is allowed: it is the control.
@@ -189,7 +196,17 @@ describe("path scope: lexical containment holds against the model's path tricks"
   })
 
   it("keeps names that merely contain dots", async () => {
-    for (const name of [".hidden", "a..b", "..a", "a.", "v1.2.3", "%2ea"]) {
+    for (const name of [
+      ".hidden",
+      "a..b",
+      "..a",
+      "a.",
+      "v1.2.3",
+      "%2ea",
+      "a%2fb",
+      "..a%2fb",
+      "x%5c.hidden",
+    ]) {
       expect(await outcome(read({ path: `/data/${name}` }))).toEqual({ ok: `/data/${name}` })
     }
   })
