@@ -323,7 +323,12 @@ describe("an operator's verdict says what it means", () => {
   it("blank text and a result with not_executed are 400 invalid_body, and nothing is released", async () => {
     const rows = new MemoryLedgerStorage()
     const app = createLedgerApp({ storage: rows })
-    await rows.set(newEntry({ requestId: "r1", tool: "pay", terminalOutcome: "UNKNOWN", status: "failed" }))
+    await rows.set(
+      newEntry(
+        { requestId: "r1", tool: "pay", terminalOutcome: "UNKNOWN", status: "failed" },
+        Date.now() / 1000,
+      ),
+    )
     const release = (body: unknown) =>
       app.request("/v1/transitions/r1/release", {
         method: "POST",
