@@ -19,29 +19,44 @@ const begin = {
   meta: { tool_call_id: "call_1" },
 }
 
+type App = ReturnType<typeof createLedgerApp>
+const poster = (app: App) => async (path: string, body: unknown) => {
+  const res = await app.request(path, {
+    method: "POST",
+    body: JSON.stringify(body),
+    headers: { "content-type": "application/json" },
+  })
+  return { status: res.status, body: (await res.json()) as Record<string, unknown> }
+}
+
+// One app queues a holder's writes to a row, so two requests can race only on two isolates (or servers) over one
+// store: `post` goes to the isolate whose next read waits at the gate, `other` to a second one.
+function twoIsolates() {
+  const rows = new MemoryLedgerStorage()
+  const read = nextRead()
+  const { store: storage, arrived, open } = gatedStore(rows, read.gated)
+  return {
+    rows,
+    arm: read.arm,
+    arrived,
+    open,
+    post: poster(createLedgerApp({ storage })),
+    other: poster(createLedgerApp({ storage: rows })),
+  }
+}
+
 describe("edge: a renewal racing the boundary report", () => {
   it("keeps the boundary crossed, answers both, and the redispatch is blocked, not run", async () => {
-    const rows = new MemoryLedgerStorage()
-    const read = nextRead()
-    const { store: storage, arrived, open } = gatedStore(rows, read.gated)
-    const app = createLedgerApp({ storage })
-    const post = async (path: string, body: unknown) => {
-      const res = await app.request(path, {
-        method: "POST",
-        body: JSON.stringify(body),
-        headers: { "content-type": "application/json" },
-      })
-      return { status: res.status, body: (await res.json()) as Record<string, unknown> }
-    }
+    const { rows, arm, arrived, open, post, other } = twoIsolates()
     const run = await post("/v1/calls", begin)
     expect(run.body.status).toBe("run")
     const id = run.body.request_id as string
     const holder = { fence: run.body.fence, lease: run.body.lease }
 
-    read.arm()
+    arm()
     const renewal = post(`/v1/calls/${id}/renew`, holder)
     await arrived
-    const crossed = await post(`/v1/calls/${id}/boundary`, { ...holder, boundary: "crossed" })
+    const crossed = await other(`/v1/calls/${id}/boundary`, { ...holder, boundary: "crossed" })
     open()
     const renewed = await renewal
     expect([crossed.status, renewed.status]).toEqual([200, 200])
@@ -55,26 +70,15 @@ describe("edge: a renewal racing the boundary report", () => {
   })
 
   it("a failure report racing the boundary report records the outcome of the boundary it lands on", async () => {
-    const rows = new MemoryLedgerStorage()
-    const read = nextRead()
-    const { store: storage, arrived, open } = gatedStore(rows, read.gated)
-    const app = createLedgerApp({ storage })
-    const post = async (path: string, body: unknown) => {
-      const res = await app.request(path, {
-        method: "POST",
-        body: JSON.stringify(body),
-        headers: { "content-type": "application/json" },
-      })
-      return { status: res.status, body: (await res.json()) as Record<string, unknown> }
-    }
+    const { rows, arm, arrived, open, post, other } = twoIsolates()
     const run = await post("/v1/calls", begin)
     const id = run.body.request_id as string
     const holder = { fence: run.body.fence, lease: run.body.lease }
     // The client believes it never crossed (its boundary request timed out on its side), but the server got it.
-    read.arm()
+    arm()
     const failure = post(`/v1/calls/${id}/fail`, { ...holder, error: "gave up" })
     await arrived
-    expect((await post(`/v1/calls/${id}/boundary`, { ...holder, boundary: "crossed" })).status).toBe(200)
+    expect((await other(`/v1/calls/${id}/boundary`, { ...holder, boundary: "crossed" })).status).toBe(200)
     open()
     const failed = await failure
     expect(failed.status).toBe(200)
@@ -83,6 +87,25 @@ describe("edge: a renewal racing the boundary report", () => {
       terminalOutcome: "FAILED_AFTER_EFFECT",
       sideEffectBoundary: "crossed",
     })
+  })
+
+  it("one isolate: a renewal and a provider ref sent together both land (the later write dropped the ref)", async () => {
+    const rows = new MemoryLedgerStorage()
+    // Every read waits a little, so both requests read the row before either writes, unless they are queued.
+    const slow = gatedStore(rows, (method) => method === "get")
+    setTimeout(slow.open, 20)
+    const post = poster(createLedgerApp({ storage: slow.store }))
+    const run = await post("/v1/calls", begin)
+    const id = run.body.request_id as string
+    const holder = { fence: run.body.fence, lease: run.body.lease }
+    const [renewed, ref] = await Promise.all([
+      post(`/v1/calls/${id}/renew`, { ...holder, lease_ttl: 600 }),
+      post(`/v1/calls/${id}/boundary`, { ...holder, external_operation_ref: "pi_123" }),
+    ])
+    expect([renewed.status, ref.status]).toEqual([200, 200])
+    const stored = await rows.get(id)
+    expect(stored?.externalOperationRef).toBe("pi_123")
+    expect(stored?.leaseUntil).toBe(renewed.body.lease_until)
   })
 
   it("an unknown call answers 404 ledger_unknown_request on every holder route", async () => {

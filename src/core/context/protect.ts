@@ -94,8 +94,8 @@ interface Frame {
   sep: string
   /** Maps and Sets: order by text, not insertion. */
   sort?: boolean
-  /** The caller's object the frame spells out (not for a Map's entries), to find a cycle. */
-  src?: object
+  /** The object the frame spells out (a Map entry's own pair), to find a cycle. */
+  src: object
 }
 
 // A Date has no own keys: every date would be "{}" and share one entry. Use what JSON would send (toJSON),
@@ -110,8 +110,8 @@ function leafOrFrame(value: unknown): string | Frame {
   if (v === undefined) return "undefined"
   if (typeof v === "bigint") return `${v}n`
   if (v === null || typeof v !== "object") return JSON.stringify(v) ?? String(v)
-  const frame = (items: unknown[], open: string, close: string, sep = ",", src: object | null = v): Frame => {
-    const f: Frame = { items, parts: [], open, close, sep, ...(src && { src }) }
+  const frame = (items: unknown[], open: string, close: string, sep = ",", src: object = v): Frame => {
+    const f: Frame = { items, parts: [], open, close, sep, src }
     frames.add(f)
     return f
   }
@@ -119,7 +119,7 @@ function leafOrFrame(value: unknown): string | Frame {
   if (v instanceof Map)
     return Object.assign(
       frame(
-        [...v].map((e) => frame(e, "", "", "=>", null)),
+        [...v].map((e) => frame(e, "", "", "=>", e)),
         "Map(",
         ")",
       ),
@@ -143,7 +143,7 @@ function stableStringify(value: unknown): string {
   if (typeof first === "string") return first
   const stack: Frame[] = [first]
   // The objects being spelled out: one met again inside itself is a cycle, which would never end (JSON throws).
-  const open = new Set<object>(first.src ? [first.src] : [])
+  const open = new Set([first.src])
   for (;;) {
     const top = stack[stack.length - 1] as Frame
     if (top.parts.length < top.items.length) {
@@ -152,15 +152,11 @@ function stableStringify(value: unknown): string {
       const next = isFrame(child) ? child : leafOrFrame(child)
       if (typeof next === "string") top.parts.push(next)
       else {
-        if (next.src) {
-          if (open.has(next.src)) {
-            throw new InvalidOptionError(
-              "protect(): the arguments contain a cycle (an object inside itself), which has no cache key; pass " +
-                "plain JSON-like arguments or an entityParam.",
-            )
-          }
-          open.add(next.src)
-        }
+        if (open.has(next.src))
+          throw new InvalidOptionError(
+            "protect(): arguments with a cycle have no cache key; pass JSON-like ones",
+          )
+        open.add(next.src)
         stack.push(next)
       }
       continue
@@ -169,7 +165,7 @@ function stableStringify(value: unknown): string {
     if (top.sort) parts.sort()
     const text = `${top.open}${parts.join(top.sep)}${top.close}`
     stack.pop()
-    if (top.src) open.delete(top.src)
+    open.delete(top.src)
     const parent = stack[stack.length - 1]
     if (!parent) return text
     parent.parts.push(text)

@@ -27,7 +27,7 @@ import {
   waitForTransition,
 } from "./engine/operators.ts"
 import { type ClaimOutcome, prepareCall } from "./engine/request.ts"
-import { createLedgeredTool, type LedgeredToolOptions, type ToolBody } from "./engine/tool.ts"
+import { createLedgeredTool, ignore, type LedgeredToolOptions, type ToolBody } from "./engine/tool.ts"
 import type { UnstorableReason } from "./errors.ts"
 import { ToolTransitionBinding, type ToolTransitionBindingInit } from "./model/binding.ts"
 import type { Decision, LedgerEntry } from "./model/entry.ts"
@@ -67,6 +67,8 @@ export interface LedgeredTool<A, R> {
  */
 export class ActionLedger {
   readonly #core: LedgerCore
+  // Each row's last queued holder write (see #held); removed once it settles, so the map holds only rows in use.
+  readonly #writing = new Map<string, Promise<void>>()
 
   constructor(options: ActionLedgerOptions = {}) {
     this.#core = createLedgerCore(options)
@@ -148,63 +150,82 @@ export class ActionLedger {
 
   // ---- fenced mutations (engine/fenced.ts): the guard's holder moves the row, by one compare-and-set ----------
 
-  async complete(requestId: string, result: unknown, guard: FenceGuard): Promise<LedgerEntry> {
-    return completeHeld(this.#core, await heldRow(this.#core, requestId, guard, "complete"), result)
+  complete(requestId: string, result: unknown, guard: FenceGuard): Promise<LedgerEntry> {
+    return this.#held(requestId, guard, "complete", (c) => completeHeld(this.#core, c, result))
   }
 
   /**
    * Completes without the result, which the caller found too big, too deep or not JSON for the backend's limits
    * (a remote client checks before sending it). Replays raise `LedgerResultUnstorableError` naming `limit`.
    */
-  async completeUnstorable(
+  completeUnstorable(
     requestId: string,
     limit: UnstorableReason,
     message: string,
     guard: FenceGuard,
   ): Promise<LedgerEntry> {
-    const row = await heldRow(this.#core, requestId, guard, "complete")
-    return completeUnstorableHeld(this.#core, row, limit, message)
+    return this.#held(requestId, guard, "complete", (c) =>
+      completeUnstorableHeld(this.#core, c, limit, message),
+    )
   }
 
-  async fail(
+  fail(
     requestId: string,
     error: string,
     guard: FenceGuard & { failedAfterEffect?: boolean },
   ): Promise<LedgerEntry> {
-    const row = await heldRow(this.#core, requestId, guard, "fail")
-    return failHeld(this.#core, row, error, guard.failedAfterEffect ?? false)
+    return this.#held(requestId, guard, "fail", (c) =>
+      failHeld(this.#core, c, error, !!guard.failedAfterEffect),
+    )
   }
 
-  async markUnknown(requestId: string, error: string, guard: FenceGuard): Promise<LedgerEntry> {
-    return markUnknownHeld(this.#core, await heldRow(this.#core, requestId, guard, "mark unknown"), error)
+  markUnknown(requestId: string, error: string, guard: FenceGuard): Promise<LedgerEntry> {
+    return this.#held(requestId, guard, "mark unknown", (c) => markUnknownHeld(this.#core, c, error))
   }
 
-  async markBlocked(requestId: string, error: string, guard: FenceGuard): Promise<LedgerEntry> {
-    return markBlockedHeld(this.#core, await heldRow(this.#core, requestId, guard, "mark blocked"), error)
+  markBlocked(requestId: string, error: string, guard: FenceGuard): Promise<LedgerEntry> {
+    return this.#held(requestId, guard, "mark blocked", (c) => markBlockedHeld(this.#core, c, error))
   }
 
-  async advanceBoundary(
-    requestId: string,
-    boundary: SideEffectBoundary,
-    guard: FenceGuard,
-  ): Promise<LedgerEntry> {
-    const row = await heldRow(this.#core, requestId, guard, "advance boundary")
-    return advanceBoundaryHeld(this.#core, row, boundary)
+  advanceBoundary(requestId: string, boundary: SideEffectBoundary, guard: FenceGuard): Promise<LedgerEntry> {
+    return this.#held(requestId, guard, "advance boundary", (c) =>
+      advanceBoundaryHeld(this.#core, c, boundary),
+    )
   }
 
-  async attachExternalOperationRef(requestId: string, ref: string, guard: FenceGuard): Promise<LedgerEntry> {
-    const row = await heldRow(this.#core, requestId, guard, "attach external operation ref")
-    return attachRefHeld(this.#core, row, ref)
+  attachExternalOperationRef(requestId: string, ref: string, guard: FenceGuard): Promise<LedgerEntry> {
+    return this.#held(requestId, guard, "attach external operation ref", (c) =>
+      attachRefHeld(this.#core, c, ref),
+    )
   }
 
-  async renewLease(requestId: string, guard: FenceGuard & { leaseTtl?: number }): Promise<LedgerEntry> {
-    return renewHeld(this.#core, await heldRow(this.#core, requestId, guard, "renew lease"), guard.leaseTtl)
+  renewLease(requestId: string, guard: FenceGuard & { leaseTtl?: number }): Promise<LedgerEntry> {
+    return this.#held(requestId, guard, "renew lease", (c) => renewHeld(this.#core, c, guard.leaseTtl))
   }
 
   /** Records the decision before the effect (moves phase INTENDED → ATTEMPTING, or ABORTED if denied). */
-  async recordDecision(requestId: string, decision: Decision, guard: FenceGuard): Promise<LedgerEntry> {
-    const row = await heldRow(this.#core, requestId, guard, "record decision")
-    return recordDecisionHeld(this.#core, row, decision)
+  recordDecision(requestId: string, decision: Decision, guard: FenceGuard): Promise<LedgerEntry> {
+    return this.#held(requestId, guard, "record decision", (c) => recordDecisionHeld(this.#core, c, decision))
+  }
+
+  /**
+   * A holder's write, built on the row as read now and made after this ledger's earlier writes to the same row.
+   * Each write sets the whole row: two built on one read (a renewal timer beside a provider ref, an HTTP client's
+   * overlapping requests to the edge API) kept only the later one's fields.
+   */
+  #held(
+    requestId: string,
+    guard: FenceGuard,
+    op: string,
+    write: (row: LedgerEntry) => Promise<LedgerEntry>,
+  ): Promise<LedgerEntry> {
+    const run = (this.#writing.get(requestId) ?? Promise.resolve()).then(async () =>
+      write(await heldRow(this.#core, requestId, guard, op)),
+    )
+    const done = run.then(ignore, ignore)
+    this.#writing.set(requestId, done)
+    done.then(() => this.#writing.get(requestId) === done && this.#writing.delete(requestId))
+    return run
   }
 
   // ---- operators (engine/operators.ts) ----------------------------------------------------------------------

@@ -12,8 +12,9 @@ function abortError(signal: AbortSignal): unknown {
 /**
  * Timers take at most 2^31 - 1 ms (about 24.8 days) and fire at once beyond it: a 90-day lease renewed every third
  * of it renewed every millisecond. Waking early is harmless here (a renewal or a poll comes sooner), so clamp.
+ * (A negative delay is 0 to every timer.)
  */
-const timerMs = (seconds: number): number => Math.min(Math.max(0, seconds * 1000), 2 ** 31 - 1)
+const timerMs = (seconds: number): number => Math.min(seconds * 1000, 2 ** 31 - 1)
 
 export const systemClock: Clock = {
   now: () => Date.now() / 1000,

@@ -172,8 +172,7 @@ export class ReceiptAppendError extends LedgerError {
   constructor(requestId: string, receiptId: string, cause: unknown) {
     super(
       `Request '${requestId}' is recorded (receipt_ref ${receiptId}) but its receipt was not stored: ` +
-        `${cause instanceof Error ? cause.message : String(cause)}. Restore the receipt store and re-sign it from ` +
-        "the row (retries replay the row).",
+        `${cause instanceof Error ? cause.message : String(cause)}. Restore the receipt store (docs/receipts.md).`,
       { cause },
     )
     this.receiptId = receiptId

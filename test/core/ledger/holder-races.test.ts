@@ -35,14 +35,19 @@ async function claimed(
   return { fence: c.entry.fence, owner: c.entry.owner }
 }
 
-/** A holder on a store whose next read, once armed, answers with the row as it was only after the gate opens. */
+/**
+ * A holder on a store whose next read, once armed, answers with the row as it was only after the gate opens, and
+ * the same holder's second handle (`twin`: another process or isolate serving it, as an edge API with several
+ * isolates does). One ActionLedger queues its own writes to a row, so the race needs two.
+ */
 async function holderWithGatedRead() {
   const rows = new MemoryLedgerStorage()
   const read = nextRead()
   const gate = gatedStore(rows, read.gated)
   const ledger = new ActionLedger({ storage: gate.store, onWarning: () => {} })
+  const twin = new ActionLedger({ storage: rows, onWarning: () => {} })
   const guard = await claimed(ledger, "r1")
-  return { rows, arm: read.arm, gate, ledger, guard }
+  return { rows, arm: read.arm, gate, ledger, twin, guard }
 }
 
 /** Resolves a promise from outside: the step a test lets happen next. */
@@ -64,11 +69,11 @@ describe("a holder's concurrent writes never put the boundary back", () => {
     ],
   ] as const) {
     it(`${label} read before a boundary move and written after it keeps the boundary, and both succeed`, async () => {
-      const { rows, arm, gate, ledger, guard } = await holderWithGatedRead()
+      const { rows, arm, gate, ledger, twin, guard } = await holderWithGatedRead()
       arm()
       const write = late(ledger, guard)
       await gate.arrived
-      await ledger.advanceBoundary("r1", "crossed", guard)
+      await twin.advanceBoundary("r1", "crossed", guard)
       gate.open()
       const row = (await write) as LedgerEntry
       expect(row.sideEffectBoundary).toBe("crossed")
@@ -97,6 +102,38 @@ describe("a holder's concurrent writes never put the boundary back", () => {
   })
 })
 
+describe("one ledger's writes to a row run in call order", () => {
+  it("a renewal and a provider ref sent together both land (each set the whole row: the later one won)", async () => {
+    const rows = new MemoryLedgerStorage()
+    // Every read takes a while, so without a queue both writes are built on the row before either landed.
+    const slow = gatedStore(rows, (method) => method === "get")
+    slow.open()
+    const ledger = new ActionLedger({ ...options, storage: slow.store })
+    const guard = await claimed(ledger, "r1")
+    // Renewed to 100 s on a clock 5 s before the claim's lease (10 s) ends.
+    const until = ((await rows.get("r1"))?.leaseUntil as number) + 95
+    const later = new ActionLedger({ ...options, storage: slow.store, clock: new ManualClock(until - 100) })
+    const [renewed, ref] = await Promise.all([
+      later.renewLease("r1", { ...guard, leaseTtl: 100 }),
+      later.attachExternalOperationRef("r1", "pi_1", guard),
+    ])
+    expect(renewed.leaseUntil).toBe(until)
+    expect(ref).toMatchObject({ externalOperationRef: "pi_1", leaseUntil: until })
+    expect(await rows.get("r1")).toMatchObject({ externalOperationRef: "pi_1", leaseUntil: until })
+  })
+
+  it("a refused write does not stop the next one", async () => {
+    const ledger = new ActionLedger(options)
+    const guard = await claimed(ledger, "r1")
+    const [stale, ref] = await Promise.allSettled([
+      ledger.renewLease("r1", { ...guard, fence: guard.fence + 1 }),
+      ledger.attachExternalOperationRef("r1", "pi_2", guard),
+    ])
+    expect(stale).toMatchObject({ status: "rejected", reason: { code: "ledger_outcome_already_set" } })
+    expect(ref).toMatchObject({ status: "fulfilled", value: { externalOperationRef: "pi_2" } })
+  })
+})
+
 describe("a failure is classified by the boundary it is written over", () => {
   for (const [moved, outcome, receipts] of [
     ["maybe_crossed", "UNKNOWN", 0],
@@ -109,11 +146,12 @@ describe("a failure is classified by the boundary it is written over", () => {
       const store = new MemoryReceiptStore()
       const emitter = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId: "a" })
       const ledger = new ActionLedger({ ...options, storage: gate.store, receipts: emitter })
+      const twin = new ActionLedger({ ...options, storage: rows })
       const guard = await claimed(ledger, "r1")
       read.arm()
       const failed = ledger.fail("r1", "boom", guard)
       await gate.arrived
-      await ledger.advanceBoundary("r1", moved, guard)
+      await twin.advanceBoundary("r1", moved, guard)
       gate.open()
       expect(await failed).toMatchObject({ terminalOutcome: outcome, sideEffectBoundary: moved })
       expect(await rows.get("r1")).toMatchObject({ terminalOutcome: outcome, sideEffectBoundary: moved })

@@ -2,7 +2,7 @@
 // write itself, no extra round trip), append the receipt. A receipt is never stored for an outcome whose write lost
 // its compare-and-set (a stale worker cannot leave evidence of a completion that did not happen). If the append
 // fails after the row was written, the row names a receipt the store lacks: every record field is derived from the
-// row (timestamp = finished_at), so the gap is visible to an audit and the same receipt can be re-signed from it.
+// row (timestamp = finished_at), so the gap is visible to an audit and a new receipt can be emitted from the row.
 import type { LedgerCore } from "../core.ts"
 import { ReceiptAppendError } from "../errors.ts"
 import { receiptRefRow } from "../machine/transitions.ts"

@@ -133,7 +133,7 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
   return Object.assign(call, { toolName: tool, binding })
 }
 
-const ignore = (): void => {}
+export const ignore = (): void => {}
 
 /**
  * Microtask turns before a body's renewal timer is made: enough for an async body that returns at once, or after
