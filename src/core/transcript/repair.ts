@@ -4,7 +4,7 @@ import { MessageValidationError } from "./errors.ts"
 import type { FormatAdapter, Part } from "./formats/adapter.ts"
 import { interruptedResultText } from "./interrupted.ts"
 import { invalidArgumentsResultText } from "./invalid-arguments.ts"
-import { blockOwners, hasCalls, type Node, toNodes } from "./nodes.ts"
+import { blockOf, blockOwners, hasCalls, type Node, toNodes } from "./nodes.ts"
 import type { Message, RepairAction } from "./types.ts"
 import { findIssues } from "./validate.ts"
 
@@ -228,6 +228,7 @@ function rebuild(
   const othersDone = new Set<number>()
   const consumed = new Set<number>()
   const renamed = (c: CallRec): Part => ({ ...c.part, raw: adapter.withId(c.part, c.id) })
+  const byClient = adapter.answeredByClient?.(nodes)
   const recOf = new Map<Part, CallRec>()
   for (const recs of byNode.values()) for (const c of recs) recOf.set(c.source, c)
   const closing = (c: CallRec): Part => {
@@ -263,41 +264,45 @@ function rebuild(
         part: { ...(c.result as ResultRec).part, raw: adapter.withId((c.result as ResultRec).part, c.id) },
       }))
       .sort((a, b) => a.r.node - b.r.node || a.r.pos - b.r.pos)
-    const synth = recs.filter((c) => !c.result).map(closing)
+    const block = blockOf(nodes, node.index, adapter)
+    // The client answers these from the last message (see answeredByClient), so no result is added for them, and
+    // that message stays last, the only one the client reads. The results we do add go into it: there the client
+    // sees those calls answered (one with invalid arguments may carry an approval) and leaves them alone.
+    const tail = byClient?.size && block.at(-1) === nodes.length - 1 ? block.at(-1) : undefined
+    const synth = recs.filter((c) => !c.result && !(tail && !c.invalid && byClient?.has(c.id))).map(closing)
 
     if (adapter.blockShape === "per-result") {
       for (const p of [...real.map((x) => x.part), ...synth])
         push(adapter.compose({ role: adapter.carrierRole }, [p]))
     } else if (adapter.blockShape === "grouped") {
-      for (let g = 0; g < real.length; ) {
-        const src = (real[g] as (typeof real)[number]).r.node
-        const mine = new Map<number, Part>()
-        while (g < real.length && (real[g] as (typeof real)[number]).r.node === src) {
-          const x = real[g++] as (typeof real)[number]
-          mine.set(x.r.pos, x.part)
-        }
+      const mine = new Map<number, Map<number, Part>>()
+      for (const x of real) mine.set(x.r.node, (mine.get(x.r.node) ?? new Map()).set(x.r.pos, x.part))
+      const emit = (src: number, extra: Part[]) => {
         const origin = nodes[src] as Node
+        const own = mine.get(src) ?? new Map<number, Part>()
         // Results moved out of another role get a message of their own; that message keeps its content.
-        if (origin.role !== adapter.carrierRole) {
-          push(adapter.compose({ role: adapter.carrierRole }, [...mine.values()]))
-          continue
-        }
-        const parts = origin.parts.flatMap((p, pos): Part[] => {
-          if (mine.has(pos)) return [mine.get(pos) as Part]
-          return p.kind === "other" && !othersDone.has(src) ? [p] : []
-        })
+        if (origin.role !== adapter.carrierRole)
+          return push(adapter.compose({ role: adapter.carrierRole }, [...own.values()]))
+        const parts = origin.parts.flatMap((p, pos): Part[] =>
+          own.has(pos) ? [own.get(pos) as Part] : p.kind === "other" && !othersDone.has(src) ? [p] : [],
+        )
         othersDone.add(src)
-        push(adapter.compose(origin.shell, parts))
+        push(adapter.compose(origin.shell, [...parts, ...extra]))
       }
-      if (synth.length > 0) push(adapter.compose({ role: adapter.carrierRole }, synth))
+      // The block's messages keep their order, those without results too (an AI SDK approval response).
+      // Sorted, the transcript's last message comes last.
+      for (const src of [...new Set([...mine.keys(), ...block])].sort((a, b) => a - b))
+        emit(src, src === tail ? synth : [])
+      if (!tail && synth.length > 0) push(adapter.compose({ role: adapter.carrierRole }, synth))
     } else {
       const next = nodes[node.index + 1]
       const base = next && next.role === adapter.carrierRole && !consumed.has(next.index) ? next : undefined
       let others: Part[] = []
       if (base) {
         others = othersDone.has(base.index) ? [] : base.parts.filter((p) => p.kind === "other")
-        const firstResult = base.parts.findIndex((p) => p.kind === "result")
-        if (firstResult > 0 && base.parts.slice(0, firstResult).some((p) => p.kind === "other")) {
+        // Any result kept from this message that sat after other content moves ahead of it.
+        const firstOther = base.parts.findIndex((p) => p.kind === "other")
+        if (others.length > 0 && real.some((x) => x.r.node === base.index && x.r.pos > firstOther)) {
           actions.push({
             kind: "moved_tool_result",
             messageIndex: at(base.index),

@@ -76,6 +76,7 @@ export function findIssues(
         else resultsAt.set(p.id, [n.index])
       }
   const seen = new Set<string>()
+  const byClient = adapter.answeredByClient?.(nodes)
   const inBlock = new Set<number>()
   const stray = (i: number, id: string): TranscriptIssue =>
     allCallIds.has(id)
@@ -143,8 +144,9 @@ export function findIssues(
     }
     const pending = options.allowPendingToolCalls && block.length === 0 && i === nodes.length - 1
     if (pending) continue
+    const toEnd = block.at(-1) === nodes.length - 1
     for (const id of ids) {
-      if (answered.has(id)) continue
+      if (answered.has(id) || (toEnd && byClient?.has(id))) continue
       const elsewhere = resultsAt.get(id)?.find((j) => j >= i)
       issues.push({
         violation: "missing_tool_result",

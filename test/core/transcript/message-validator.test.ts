@@ -101,6 +101,36 @@ describe("MessageValidator (OpenAI artifacts)", () => {
     expect(v.repair(msgs).messages).toEqual([{ role: "assistant", content: "hi" }])
   })
 
+  it("a tool_calls entry that is not an object is reported and dropped (the API refuses it)", () => {
+    const msgs = [
+      { role: "user", content: "go" },
+      { role: "assistant", content: null, tool_calls: [null, call("c1")] },
+      { role: "tool", tool_call_id: "c1", content: "ok" },
+    ]
+    expect(v.check(msgs)).toEqual([
+      {
+        violation: "invalid_tool_call",
+        messageIndex: 1,
+        reason: "Message 1 has a tool_calls entry that is not an object.",
+      },
+    ])
+    const { messages, report } = v.repair(msgs)
+    expect(report.actions).toEqual([{ kind: "dropped_invalid_tool_call", messageIndex: 1 }])
+    expect(messages[1]).toEqual({ role: "assistant", content: null, tool_calls: [call("c1")] })
+    expect(v.check(messages)).toEqual([])
+    // Nothing left: the list goes, and so does the turn, which then says nothing.
+    const only = v.repair([
+      { role: "user", content: "go" },
+      { role: "assistant", content: null, tool_calls: [7] },
+    ])
+    expect(only.messages).toEqual([{ role: "user", content: "go" }])
+    expect(only.report.actions.map((a) => a.kind)).toEqual([
+      "dropped_invalid_tool_call",
+      "removed_empty_tool_calls",
+      "dropped_empty_message",
+    ])
+  })
+
   it("allowPendingToolCalls accepts unanswered calls in the last message only", () => {
     const pending = [
       { role: "user", content: "go" },
@@ -177,6 +207,38 @@ describe("MessageValidator (format specifics)", () => {
         { type: "text", text: "here" },
       ],
     })
+  })
+
+  it("Anthropic: a result after other content is moved, and the move is reported, even when another comes first", () => {
+    const msgs = [
+      { role: "user", content: "x" },
+      {
+        role: "assistant",
+        content: [
+          { type: "tool_use", id: "a", name: "f", input: {} },
+          { type: "tool_use", id: "b", name: "f", input: {} },
+        ],
+      },
+      {
+        role: "user",
+        content: [
+          { type: "tool_result", tool_use_id: "a", content: "A" },
+          { type: "text", text: "hm" },
+          { type: "tool_result", tool_use_id: "b", content: "B" },
+        ],
+      },
+    ]
+    const { messages, report } = v.repair(msgs)
+    expect(messages[2]?.content).toEqual([
+      { type: "tool_result", tool_use_id: "a", content: "A" },
+      { type: "tool_result", tool_use_id: "b", content: "B" },
+      { type: "text", text: "hm" },
+    ])
+    expect(report.actions).toEqual([
+      { kind: "moved_tool_result", messageIndex: 2, detail: "tool results moved before other content" },
+    ])
+    // Results first already: nothing moves, nothing is reported.
+    expect(v.repair(messages).report).toMatchObject({ changed: false, actions: [] })
   })
 
   it("detects the format from its markers and can be told explicitly", () => {

@@ -217,10 +217,16 @@ describe("misplaced_tool_result: a result in a role the format does not allow it
     ])
   })
 
-  it("OpenAI: a user message with a blank tool_call_id is still the user's message", () => {
-    const x = [openai.user("hi"), { role: "user", tool_call_id: null, content: "still me" }]
-    expect(v.check(x)).toEqual([])
-    expect(v.repair(x).messages).toEqual(x)
+  it("OpenAI: a user message with a blank tool_call_id is still the user's message, without the field", () => {
+    for (const blank of [null, ""]) {
+      const x = [openai.user("hi"), { role: "user", tool_call_id: blank, content: "still me" }]
+      // The API refuses tool_call_id on a user message, so a clean check must not let it through.
+      expect(v.check(x).map((i) => [i.violation, i.messageIndex])).toEqual([["blank_tool_call_id", 1]])
+      const { messages, report } = v.repair(x)
+      expect(messages).toEqual([openai.user("hi"), { role: "user", content: "still me" }])
+      expect(report.actions).toEqual([{ kind: "removed_blank_tool_call_id", messageIndex: 1 }])
+      expect(repairClean("openai", x)).toEqual(messages)
+    }
   })
 
   for (const b of builders) {

@@ -57,6 +57,12 @@ export interface FormatAdapter {
   rawArguments(part: Part): unknown
   /** The call with its arguments replaced by an empty JSON object. */
   withEmptyArguments(part: Part): unknown
+  /**
+   * Calls the client library answers itself before the provider sees the prompt, when the carrier message
+   * that ends the transcript is in their block: the AI SDK runs each approved call, and reports each denied
+   * one, whose tool-approval-response is in that last message.
+   */
+  answeredByClient?(nodes: readonly Decomposed[]): ReadonlySet<unknown>
   /** A message the provider refuses for having no content (`last`: it ends the transcript). */
   isEmpty(message: Message, last: boolean): boolean
   /** Format-specific per-message problems (checked by validate). */

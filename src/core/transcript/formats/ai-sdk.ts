@@ -14,7 +14,8 @@ import {
 // Vercel AI SDK ModelMessage: tool-call parts in assistant messages, tool-result parts in the tool
 // messages right after. User content allows text, image and file parts only. Provider-executed calls carry
 // their result inside the assistant message, so an assistant tool-result is misplaced only when it answers
-// a call the client executes.
+// a call the client executes. An approval request is answered by a tool-approval-response, which the SDK
+// turns into the call's result (see answeredByClient).
 function resultIsError(b: Record<string, unknown>): boolean {
   if (b.isError === true) return true
   const output = isRecord(b.output) ? b.output : undefined
@@ -113,6 +114,20 @@ export const aiSdkAdapter: FormatAdapter = {
   withEmptyArguments(part) {
     const raw = part.raw as Record<string, unknown>
     return { ...raw, [argsField(raw)]: {} }
+  },
+
+  // generateText and streamText resolve approvals from the last message alone, when it is a tool message: each
+  // approved call runs, each denied one gets an execution-denied result, and a call answered there is skipped.
+  answeredByClient(nodes) {
+    const asked = new Map<unknown, unknown>()
+    const ids = new Set<unknown>()
+    for (const d of nodes)
+      for (const { raw: b } of d.parts)
+        if (isRecord(b))
+          if (b.type === "tool-approval-request") asked.set(b.approvalId, b.toolCallId)
+          else if (b.type === "tool-approval-response" && d === nodes.at(-1) && d.role === "tool")
+            ids.add(asked.get(b.approvalId))
+    return ids
   },
 
   // AI SDK providers differ on empty turns, so none is flagged here.

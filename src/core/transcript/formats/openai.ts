@@ -2,7 +2,7 @@ import { safeString } from "../../repr.ts"
 import { isRecord } from "../clone.ts"
 import { isSyntheticResultText } from "../interrupted.ts"
 import { jsonArgumentsProblem } from "../invalid-arguments.ts"
-import type { Message, TranscriptIssue } from "../types.ts"
+import type { Message, RepairAction, Violation } from "../types.ts"
 import { type FormatAdapter, type Part, stringOrUndefined } from "./adapter.ts"
 
 // OpenAI Chat Completions: results are whole `tool` messages that must follow the assistant directly.
@@ -46,6 +46,68 @@ const badIndex = (m: Message): boolean =>
   calls(m)
     .filter((c) => typeof c.index === "number")
     .some((c, i) => c.index !== i)
+
+// Serialization artifacts: what check() reports, and how fix() removes it, in the order fix() applies them.
+const RULES: [Violation, (m: Message) => boolean, string, RepairAction["kind"], (m: Message) => void][] = [
+  [
+    "parsed_artifact",
+    (m) => "parsed" in m,
+    "carries a 'parsed' field",
+    "removed_parsed_artifact",
+    (m) => {
+      delete m.parsed
+      if (m.refusal == null) delete m.refusal
+    },
+  ],
+  // A serializer's blank column on a user message: not a result, and a key the API refuses there.
+  [
+    "blank_tool_call_id",
+    (m) => m.role === "user" && "tool_call_id" in m && !stringOrUndefined(m.tool_call_id),
+    "has a blank tool_call_id, which a user message may not carry",
+    "removed_blank_tool_call_id",
+    (m) => delete m.tool_call_id,
+  ],
+  // A null entry (a streamed call that never arrived) is opaque content to us, but the API refuses it.
+  [
+    "invalid_tool_call",
+    (m) => Array.isArray(m.tool_calls) && m.tool_calls.length > calls(m).length,
+    "has a tool_calls entry that is not an object",
+    "dropped_invalid_tool_call",
+    (m) => {
+      m.tool_calls = calls(m)
+    },
+  ],
+  [
+    "empty_tool_calls",
+    (m) => Array.isArray(m.tool_calls) && m.tool_calls.length === 0,
+    "has an empty tool_calls list",
+    "removed_empty_tool_calls",
+    (m) => delete m.tool_calls,
+  ],
+  [
+    "duplicate_tool_call_blocks",
+    mixedBlocks,
+    "mixes fc_* and call_* tool calls (the same calls serialized twice)",
+    "dropped_duplicate_call_blocks",
+    (m) => {
+      m.tool_calls = (m.tool_calls as unknown[]).filter(
+        (c) => !safeString(isRecord(c) ? c.id : "").startsWith("fc_"),
+      )
+    },
+  ],
+  [
+    "nonzero_tool_call_index",
+    badIndex,
+    "has tool_calls whose index does not start at 0 and count up",
+    "reindexed_tool_calls",
+    (m) => {
+      let n = 0
+      m.tool_calls = (m.tool_calls as unknown[]).map((c) =>
+        isRecord(c) && typeof c.index === "number" ? { ...c, index: n++ } : c,
+      )
+    },
+  ],
+]
 
 export const openaiAdapter: FormatAdapter = {
   format: "openai",
@@ -125,67 +187,20 @@ export const openaiAdapter: FormatAdapter = {
     return none && (m.role === "user" || m.role === "system" || m.role === "developer")
   },
 
-  check(m, i) {
-    const out: TranscriptIssue[] = []
-    if (Array.isArray(m.tool_calls) && m.tool_calls.length === 0) {
-      out.push({
-        violation: "empty_tool_calls",
-        messageIndex: i,
-        reason: `Message ${i} has an empty tool_calls list.`,
-      })
-    }
-    if (mixedBlocks(m)) {
-      out.push({
-        violation: "duplicate_tool_call_blocks",
-        messageIndex: i,
-        reason: `Message ${i} mixes fc_* and call_* tool calls (the same calls serialized twice).`,
-      })
-    }
-    if (badIndex(m)) {
-      out.push({
-        violation: "nonzero_tool_call_index",
-        messageIndex: i,
-        reason: `Message ${i} has tool_calls whose index does not start at 0 and count up.`,
-      })
-    }
-    if ("parsed" in m) {
-      out.push({
-        violation: "parsed_artifact",
-        messageIndex: i,
-        reason: `Message ${i} carries a 'parsed' field.`,
-      })
-    }
-    return out
-  },
+  check: (m, i) =>
+    RULES.filter((r) => r[1](m)).map(([violation, , reason]) => ({
+      violation,
+      messageIndex: i,
+      reason: `Message ${i} ${reason}.`,
+    })),
 
+  // The message is repair()'s own copy.
   fix(m, i, actions) {
-    let out = m
-    if ("parsed" in out) {
-      const { parsed: _parsed, ...rest } = out
-      if (rest.refusal === null || rest.refusal === undefined) delete rest.refusal
-      out = rest
-      actions.push({ kind: "removed_parsed_artifact", messageIndex: i })
-    }
-    if (Array.isArray(out.tool_calls) && out.tool_calls.length === 0) {
-      const { tool_calls: _empty, ...rest } = out
-      out = rest
-      actions.push({ kind: "removed_empty_tool_calls", messageIndex: i })
-    }
-    if (mixedBlocks(out)) {
-      const kept = (out.tool_calls as unknown[]).filter(
-        (c) => !safeString(isRecord(c) ? c.id : "").startsWith("fc_"),
-      )
-      out = { ...out, tool_calls: kept }
-      actions.push({ kind: "dropped_duplicate_call_blocks", messageIndex: i })
-    }
-    if (badIndex(out)) {
-      let n = 0
-      const tc = (out.tool_calls as unknown[]).map((c) =>
-        isRecord(c) && typeof c.index === "number" ? { ...c, index: n++ } : c,
-      )
-      out = { ...out, tool_calls: tc }
-      actions.push({ kind: "reindexed_tool_calls", messageIndex: i })
-    }
-    return out
+    for (const [, applies, , kind, fix] of RULES)
+      if (applies(m)) {
+        fix(m)
+        actions.push({ kind, messageIndex: i })
+      }
+    return m
   },
 }
