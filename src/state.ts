@@ -11,7 +11,9 @@ export {
   type StateFlushOptions,
   StateFlushRun,
   type StateFlushStore,
+  type StateRunEnding,
   type StateRunOptions,
   type StateSnapshot,
   StateSnapshotError,
+  StateSnapshotUnstoredError,
 } from "./core/state/index.ts"

@@ -1,4 +1,5 @@
 import { LedgerError } from "../ledger/index.ts"
+import type { SnapshotStatus } from "./snapshot.ts"
 
 /** No flushed state for a run, or a run handle used wrongly. The message names the run. */
 export class StateFlushError extends LedgerError {
@@ -10,4 +11,35 @@ export class StateFlushError extends LedgerError {
 export class StateSnapshotError extends StateFlushError {
   override readonly name = "StateSnapshotError"
   override readonly code = "state_snapshot_invalid"
+}
+
+/** How a run ended whose final snapshot was not stored (StateSnapshotUnstoredError's fields). */
+export interface StateRunEnding {
+  readonly runId: string
+  /** The status of the snapshot that was not stored. */
+  readonly status: SnapshotStatus
+  /** True when the body returned: its work is done, `result` is what it returned. */
+  readonly returned: boolean
+  readonly result?: unknown
+  /** The cancel or disconnect signal's reason, when one ended the run. */
+  readonly abortReason?: unknown
+}
+
+/**
+ * The run ended (it returned, or was cancelled or disconnected) but its final snapshot could not be stored; the
+ * store's error is the cause, and the store still holds the snapshot before it, if any.
+ */
+export class StateSnapshotUnstoredError extends StateFlushError implements StateRunEnding {
+  override readonly name = "StateSnapshotUnstoredError"
+  override readonly code = "state_snapshot_unstored"
+  declare readonly runId: string
+  declare readonly status: SnapshotStatus
+  declare readonly returned: boolean
+  declare readonly result: unknown
+  declare readonly abortReason: unknown
+
+  constructor(message: string, ending: StateRunEnding, cause: unknown) {
+    super(message, { cause })
+    Object.assign(this, ending)
+  }
 }

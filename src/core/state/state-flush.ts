@@ -5,7 +5,7 @@ import { InvalidOptionError } from "../errors.ts"
 import { cloneJson, type JsonValue, toJsonValue } from "../ledger/model/canonical.ts"
 import { defineOwn } from "../own.ts"
 import { safeString } from "../repr.ts"
-import { StateFlushError } from "./errors.ts"
+import { StateFlushError, type StateRunEnding, StateSnapshotUnstoredError } from "./errors.ts"
 import {
   type FlushTrigger,
   MemoryStateFlushStore,
@@ -57,12 +57,16 @@ const STATUSES: ReadonlySet<string> = new Set(["in-progress", "completed", "abor
 const text = (v: unknown): string | null =>
   v === undefined || v === null ? null : typeof v === "string" ? v : safeString(v)
 
-// How a run ends (the ending's snapshot unless one was already written): module-private, so the handle's public
-// surface is only what a run body may call.
-type Ending = (status: SnapshotStatus, args: FlushArgs) => Promise<StateSnapshot>
+// How a run ends (the ending's snapshot unless one was already written), and the status of the final snapshot that
+// stands: module-private, so the handle's public surface is only what a run body may call.
+type Ending = (status: SnapshotStatus, args: FlushArgs) => [SnapshotStatus, Promise<StateSnapshot>]
 const endings = new WeakMap<StateFlushRun, Ending>()
 
-function endRun(run: StateFlushRun, status: SnapshotStatus, args: FlushArgs): Promise<StateSnapshot> {
+function endRun(
+  run: StateFlushRun,
+  status: SnapshotStatus,
+  args: FlushArgs,
+): [SnapshotStatus, Promise<StateSnapshot>] {
   const end = endings.get(run)
   if (!end) throw new StateFlushError(`run '${run.runId}' was not started by StateFlush.run()`)
   return end(status, args)
@@ -76,6 +80,9 @@ export class StateFlushRun {
   readonly #flush: StateFlush
   #state: Record<string, JsonValue>
   #flushed: Promise<StateSnapshot> | null = null
+  #flushedStatus: SnapshotStatus = "in-progress"
+  /** The last save asked for: each save waits for it, so a slow earlier one never lands over a later one. */
+  #saving: Promise<unknown> = Promise.resolve()
   /** Set once the run has ended (returned, threw, cancelled, disconnected): its snapshot is then final. */
   #ended = false
 
@@ -91,8 +98,8 @@ export class StateFlushRun {
     this.#state = jsonState(initial, "the initial state")
     endings.set(this, (status, args) => {
       this.#ended = true
-      this.#flushed ??= this.#write(status, args)
-      return this.#flushed
+      const flushed = this.#flushed ?? this.flush(status, args)
+      return [this.#flushedStatus, flushed]
     })
   }
 
@@ -128,6 +135,7 @@ export class StateFlushRun {
         ),
       )
     if (this.#ended && this.#flushed) return this.#flushed
+    this.#flushedStatus = status
     this.#flushed = this.#write(status, args)
     return this.#flushed
   }
@@ -149,7 +157,8 @@ export class StateFlushRun {
       : this.flush("completed")
   }
 
-  async #write(status: SnapshotStatus, args: FlushArgs): Promise<StateSnapshot> {
+  /** Saves the state as of this call, after every save asked for before it (stores need not keep call order). */
+  #write(status: SnapshotStatus, args: FlushArgs): Promise<StateSnapshot> {
     const snapshot: StateSnapshot = {
       run_id: this.runId,
       status,
@@ -158,8 +167,9 @@ export class StateFlushRun {
       reason: text(args.reason),
       error: text(args.error),
     }
-    await this.#flush.storage.save(snapshot)
-    return snapshot
+    const saved = this.#saving.then(() => this.#flush.storage.save(snapshot)).then(() => snapshot)
+    this.#saving = saved.catch(() => {})
+    return saved
   }
 }
 
@@ -210,20 +220,44 @@ export class StateFlush {
     const signal = signals.length ? AbortSignal.any([...signals, stop.signal]) : stop.signal
     const run = new StateFlushRun(this, runId, signal, options.initial ?? {})
 
+    // The run's final snapshot; a failed save is StateSnapshotUnstoredError, which keeps how the run ended (an abort's
+    // reason, the body's result) beside the store's error instead of the store's error alone.
+    const unstored = (how: string, status: SnapshotStatus, e: unknown) =>
+      `Run '${runId}' ${how}, but its final snapshot (${status}) was not stored (${errorText(e)}); restore the store`
+    const end = async (
+      status: SnapshotStatus,
+      args: FlushArgs,
+      ended: Omit<StateRunEnding, "runId" | "status">,
+    ) => {
+      const [stood, saved] = endRun(run, status, args)
+      try {
+        await saved
+      } catch (e) {
+        throw new StateSnapshotUnstoredError(
+          ended.returned
+            ? `${unstored("returned", stood, e)}. The body finished: its result is this error's result`
+            : unstored(`was aborted (${errorText(ended.abortReason)})`, stood, e),
+          { runId, status: stood, ...ended },
+          e,
+        )
+      }
+    }
+
     let onAbort: (() => void) | null = null
     const aborted = new Promise<never>((_, reject) => {
       const fire = (source: AbortSignal, trigger: "cancel" | "disconnect") => {
         const reason: unknown = source.reason
+        const ended = { returned: false, abortReason: reason }
         const done =
           trigger === "cancel"
             ? this.flushOn.has("cancel")
-              ? endRun(run, "aborted", { reason: "cancel", error: errorText(reason) })
-              : Promise.resolve(null)
+              ? end("aborted", { reason: "cancel", error: errorText(reason) }, ended)
+              : Promise.resolve()
             : // Through endRun: a disconnect after the body's own final snapshot, or after a cancel, writes nothing.
-              endRun(
-                run,
+              end(
                 this.flushOn.has("disconnect") ? "aborted" : "completed",
                 this.flushOn.has("disconnect") ? { reason: "disconnect" } : {},
+                ended,
               )
         done.then(
           () => reject(reason),
@@ -251,34 +285,37 @@ export class StateFlush {
     aborted.catch(() => {})
 
     try {
-      // A signal aborted before the run starts: the body never runs (it used to run, and run() resolved as if the
-      // cancelled run had completed).
-      const body = signal.aborted ? aborted : Promise.resolve().then(() => fn(run))
-      const result = await Promise.race([body, aborted])
-      // Aborted while the body was finishing: the abort's ending (already written) decides, and run() rejects.
-      if (signal.aborted) await aborted
-      if (this.flushOnComplete) await endRun(run, "completed", {})
-      return result
-    } catch (err) {
-      if (signal.aborted) {
-        // The abort path already wrote (or deliberately skipped) its snapshot; surface what ended the run.
-        await aborted.catch(() => {})
+      let result: R
+      try {
+        // A signal aborted before the run starts: the body never runs (it used to run, and run() resolved as if the
+        // cancelled run had completed).
+        const body = signal.aborted ? aborted : Promise.resolve().then(() => fn(run))
+        result = await Promise.race([body, aborted])
+        // Aborted while the body was finishing: the abort's ending (already written) decides, and run() rejects.
+        if (signal.aborted) await aborted
+      } catch (err) {
+        if (signal.aborted) {
+          // The abort path already wrote (or deliberately skipped) its snapshot; surface what ended the run.
+          await aborted.catch(() => {})
+          throw err
+        }
+        if (this.flushOn.has("error")) {
+          try {
+            await endRun(run, "error", { reason: "error", error: errorText(err) })[1]
+          } catch (storeErr) {
+            // The store's error alone would hide why the run failed; the body's error stays reachable as the cause.
+            throw new StateFlushError(
+              `${unstored(`failed (${errorText(err)})`, "error", storeErr)}. The state recorded since the last ` +
+                "stored snapshot is lost; the run's error is this error's cause",
+              { cause: err },
+            )
+          }
+        }
         throw err
       }
-      if (this.flushOn.has("error")) {
-        try {
-          await endRun(run, "error", { reason: "error", error: errorText(err) })
-        } catch (storeErr) {
-          // The store's error alone would hide why the run failed; the body's error stays reachable as the cause.
-          throw new StateFlushError(
-            `Run '${runId}' failed (${errorText(err)}) and its error snapshot could not be stored ` +
-              `(${errorText(storeErr)}); the state recorded since the last stored snapshot is lost. ` +
-              "The run's error is this error's cause.",
-            { cause: err },
-          )
-        }
-      }
-      throw err
+      // Outside the body's try: a store that fails here did not fail the run, which returned.
+      if (this.flushOnComplete) await end("completed", {}, { returned: true, result })
+      return result
     } finally {
       ;(onAbort as (() => void) | null)?.()
       stop.abort()

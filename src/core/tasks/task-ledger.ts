@@ -3,7 +3,13 @@
 import { InvalidOptionError } from "../errors.ts"
 import { throwIfAborted } from "../ledger/clock.ts"
 import { appendReceipt } from "../ledger/engine/receipts.ts"
-import { type Clock, type JsonValue, type ReceiptHook, systemClock } from "../ledger/index.ts"
+import {
+  type Clock,
+  type JsonValue,
+  ReceiptAppendError,
+  type ReceiptHook,
+  systemClock,
+} from "../ledger/index.ts"
 import { errorText } from "../ledger/machine/transitions.ts"
 import { argumentsStoredAndKeyed, toJsonValue } from "../ledger/model/canonical.ts"
 import { safeString } from "../repr.ts"
@@ -32,7 +38,10 @@ export interface TaskLedgerOptions {
   readonly storage?: TaskStore
   /** Seconds a claim is leased; `<= 0` means unbounded (the original's behaviour: a crash needs a release). Default 3600. */
   readonly leaseTtl?: number
-  /** Seconds between lease renewals while a task runs; default `leaseTtl / 3`. `<= 0` disables. */
+  /**
+   * Seconds between lease renewals while a task runs; default a third of each task's own lease. `<= 0` disables.
+   * One not shorter than a lease (the ledger's, or a task's `leaseTtl`) is `InvalidOptionError`.
+   */
   readonly leaseRenewInterval?: number | null
   /** Seconds between polls when waiting for another worker's task. Default 0.5. */
   readonly pollInterval?: number
@@ -50,6 +59,7 @@ export interface TaskOptions {
   readonly name: string
   /** Argument names the request id is built from (the original's `id_from`). */
   readonly idFrom?: readonly string[]
+  /** This task's lease in seconds (default the ledger's); renewed every third of it unless `leaseRenewInterval` is set. */
   readonly leaseTtl?: number
   /** Wait for a live task held by another worker instead of failing with `TaskLedgerPendingError`. */
   readonly wait?: boolean
@@ -117,6 +127,8 @@ export class TaskLedger {
   readonly clock: Clock
   readonly receipts: ReceiptHook | null
   readonly #onWarning: (message: string) => void
+  /** The explicit `leaseRenewInterval`, or null: a third of each task's lease. */
+  readonly #renew: number | null
   // Every read and write goes through this: a driver's failure reaches callers as TaskStoreUnavailableError.
   readonly #store: TaskStore
 
@@ -125,7 +137,8 @@ export class TaskLedger {
     this.#store = guardedTaskStore(this.storage)
     this.leaseTtl = seconds("leaseTtl", options.leaseTtl ?? 3600)
     const renew = options.leaseRenewInterval ?? null
-    this.leaseRenewInterval = renew === null ? this.leaseTtl / 3 : seconds("leaseRenewInterval", renew)
+    this.#renew = renew === null ? null : seconds("leaseRenewInterval", renew)
+    this.leaseRenewInterval = this.#renewEvery(this.leaseTtl)
     this.pollInterval = seconds("pollInterval", options.pollInterval ?? 0.5, 0)
     const pollTimeout = options.pollTimeout === undefined ? 300 : options.pollTimeout
     this.pollTimeout = pollTimeout === null ? null : seconds("pollTimeout", pollTimeout, 0)
@@ -143,24 +156,38 @@ export class TaskLedger {
   ): TaskFunction<A, R> {
     const opts: TaskOptions = typeof options === "string" ? { name: options } : options
     if (!opts.name) throw new InvalidOptionError("taskLedger.task() needs a name: pass { name }")
-    if (opts.leaseTtl !== undefined) seconds("leaseTtl", opts.leaseTtl)
+    const ttl = opts.leaseTtl === undefined ? this.leaseTtl : seconds("leaseTtl", opts.leaseTtl)
+    const every = this.#renewEvery(ttl)
     if (opts.pollTimeout !== undefined && opts.pollTimeout !== null)
       seconds("pollTimeout", opts.pollTimeout, 0)
     const call = async (args: A, meta: TaskCallMeta = {}): Promise<R> => {
       throwIfAborted(meta.signal)
-      const kwargs = argumentsStoredAndKeyed(args ?? {}).stored as Record<string, JsonValue>
+      // Normalised before anything is claimed: a claim followed by a throw would hold the task for a whole lease.
+      const given = (args ?? {}) as Record<string, unknown>
+      const kwargs = argumentsStoredAndKeyed(given).stored as Record<string, JsonValue>
       if (meta.taskId !== undefined) kwargs.task_id = meta.taskId
       if (meta.runId !== undefined) kwargs.run_id = meta.runId
       const requestId = deriveTaskRequestId({ task: opts.name, kwargs, idFrom: opts.idFrom ?? null })
       // The row (and its receipt's inputs) holds the arguments the body gets, as the original's claim stores its
       // clean kwargs: task_id and run_id only name the request.
       const { task_id: _tid, run_id: _rid, ...clean } = kwargs
-      const claimed = await this.#claim(opts, requestId, clean, meta)
+      const claimed = await this.#claim(opts, ttl, requestId, clean, meta)
       if (claimed.kind === "completed") return claimed.result as R
-      const { task_id: _t, run_id: _r, ...body } = args as Record<string, unknown>
-      return this.#run(claimed.held, opts.leaseTtl ?? this.leaseTtl, body as A, fn, meta.signal)
+      const { task_id: _t, run_id: _r, ...body } = given
+      return this.#run(claimed.held, ttl, every, body as A, fn, meta.signal)
     }
     return Object.assign(call, { taskName: opts.name })
+  }
+
+  /** Seconds between renewals of a `ttl`-second lease. */
+  #renewEvery(ttl: number): number {
+    const every = this.#renew ?? ttl / 3
+    // A renewal due no sooner than the lease lapses cannot keep it: another worker could take the task over mid-run.
+    if (ttl > 0 && every >= ttl)
+      throw new InvalidOptionError(
+        `leaseRenewInterval ${every} must be shorter than the leaseTtl it renews (${ttl}), or unset`,
+      )
+    return every
   }
 
   get(requestId: string): Promise<StoredTask | null> {
@@ -175,6 +202,7 @@ export class TaskLedger {
 
   async #claim(
     opts: TaskOptions,
+    ttl: number,
     requestId: string,
     kwargs: Record<string, JsonValue>,
     meta: TaskCallMeta,
@@ -182,7 +210,6 @@ export class TaskLedger {
     const wait = meta.wait ?? opts.wait ?? false
     const timeout = opts.pollTimeout === undefined ? this.pollTimeout : opts.pollTimeout
     const deadline = timeout === null ? Infinity : this.clock.now() + timeout
-    const ttl = opts.leaseTtl ?? this.leaseTtl
     for (;;) {
       throwIfAborted(meta.signal)
       const current = await this.#store.get(requestId)
@@ -231,6 +258,7 @@ export class TaskLedger {
   async #run<A, R>(
     held: Held,
     ttl: number,
+    every: number,
     args: A,
     fn: TaskBody<A, R>,
     callerSignal: AbortSignal | undefined,
@@ -243,7 +271,6 @@ export class TaskLedger {
       chain = run.catch(() => undefined)
       return run
     }
-    const every = this.leaseRenewInterval
     const renew = (): Promise<void> =>
       serial(async () => {
         if (!(ttl > 0)) return
@@ -345,7 +372,10 @@ export class TaskLedger {
     this.#onWarning(
       e instanceof TaskReceiptUnsignedError
         ? e.message
-        : `could not record the failure of task request '${held.requestId}': ${errorText(e)}`,
+        : e instanceof ReceiptAppendError
+          ? `Task request '${held.requestId}' is recorded as failed, but its receipt ${e.receiptId} was not stored ` +
+            `(${errorText(e.cause)}). Restore the receipt store.`
+          : `could not record the failure of task request '${held.requestId}': ${errorText(e)}`,
     )
   }
 
@@ -455,8 +485,11 @@ export class TaskLedger {
               error: current.row.error ?? `released as not executed by ${by}: ${reason}`,
               finished_at: now,
             }
-      const receipt = this.receipts
-        ? await this.receipts.sign({
+      // Signed before the write: a signer outage refuses the release and changes nothing.
+      let receipt: Awaited<ReturnType<ReceiptHook["sign"]>> | null = null
+      if (this.receipts)
+        try {
+          receipt = await this.receipts.sign({
             action: row.task,
             actionKind: "task",
             requestId,
@@ -474,7 +507,13 @@ export class TaskLedger {
             error: verified === "completed" ? null : row.error,
             timestamp: now,
           })
-        : null
+        } catch (e) {
+          throw new TaskReleaseRefusedError(
+            `Task request '${requestId}' was not released: its receipt could not be signed (${errorText(e)}). ` +
+              "Restore the signer and release it again.",
+            { cause: e },
+          )
+        }
       const next: TaskRecord = {
         row,
         lease: {
