@@ -6,8 +6,18 @@ export type ConfigEnv = Readonly<Record<string, string | undefined>>
 const REF = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g
 
 /**
+ * A variable's text, or undefined: a name such as `constructor` or `__proto__` reads the object's prototype, and a
+ * Worker's `env` also holds bindings (KV, Durable Objects) that are no text.
+ */
+export function envValue(env: ConfigEnv, name: string): string | undefined {
+  const v = env[name]
+  return typeof v === "string" ? v : undefined
+}
+
+/**
  * Expands `$VAR`, `${VAR}` and `${VAR:-default}` in every string value (`$$` is a literal `$`). Keys are never
- * expanded. A variable that is not set and has no default is an error at that value's line.
+ * expanded. A variable that is not set and has no default is an error at that value's line. The loader applies it
+ * to `url`, `dsn` and `token` only (load.ts says why).
  */
 export function expandEnv(
   value: unknown,
@@ -20,19 +30,34 @@ export function expandEnv(
     return value.replace(REF, (whole, braced?: string, fallback?: string, bare?: string) => {
       if (whole === "$$") return "$"
       const key = (braced ?? bare) as string
-      const v = env[key]
+      const v = envValue(env, key)
       if (v !== undefined && v !== "") return v
       if (fallback !== undefined) return fallback
       throw source.error(`environment variable '${key}' is not set (referenced as '${whole}')`, path)
     })
   }
   if (Array.isArray(value)) return value.map((v, i) => expandEnv(v, env, source, [...path, i]))
-  if (value !== null && typeof value === "object") {
-    const out: Record<string, unknown> = {}
-    for (const [k, v] of Object.entries(value)) out[k] = expandEnv(v, env, source, [...path, k])
-    return out
-  }
+  if (value !== null && typeof value === "object")
+    // fromEntries defines each key: an assignment `out["__proto__"] = v` would set the prototype instead.
+    return Object.fromEntries(
+      Object.entries(value).map(([k, v]) => [k, expandEnv(v, env, source, [...path, k])]),
+    )
   return value
+}
+
+// posixpath.expandvars' pattern (re.ASCII, as JavaScript's \w).
+const PY_REF = /\$(\w+|\{[^}]*\})/g
+
+/**
+ * Python's `os.path.expandvars`, which the original applies to the value of a `url_env` / `dsn_env` variable:
+ * `$NAME` and `${NAME}` of a set variable (empty included) are replaced, anything else stays as written.
+ */
+export function pythonExpandVars(value: string, env: ConfigEnv): string {
+  if (!value.includes("$")) return value
+  return value.replace(PY_REF, (whole, name: string) => {
+    const v = envValue(env, name.startsWith("{") ? name.slice(1, -1) : name)
+    return v ?? whole
+  })
 }
 
 // What Python's str.strip() removes (str.isspace()): JavaScript's trim() also drops U+FEFF and keeps \x1c-\x1f, \x85.
@@ -54,7 +79,7 @@ export function readEnvKey(
   path: (string | number)[],
   strip = false,
 ): string {
-  const raw = env[name]
+  const raw = envValue(env, name)
   const v = strip && raw !== undefined ? pythonStrip(raw) : raw
   if (v === undefined || v === "") throw source.error(`environment variable '${name}' is not set`, path)
   return v

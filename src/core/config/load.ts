@@ -1,6 +1,6 @@
 import { en } from "zod/locales"
 import type * as z from "zod/mini"
-import { type ConfigEnv, expandEnv } from "./env.ts"
+import type { ConfigEnv } from "./env.ts"
 import type { ConfigError } from "./errors.ts"
 import { MyceliumConfig, type MyceliumConfigOptions } from "./mycelium-config.ts"
 import { resolveConfig } from "./normalize.ts"
@@ -20,7 +20,7 @@ const isRecord = (v: unknown): v is Record<string, unknown> =>
 
 function rejectUnimplemented(doc: Record<string, unknown>, source: ConfigSource): void {
   for (const section of UNIMPLEMENTED_SECTIONS) {
-    if (section in doc)
+    if (Object.hasOwn(doc, section))
       throw source.error(
         `section '${section}' is a guard of the Python original that mycelium-runtime does not implement; remove it ` +
           `(see docs/config.md for the sections this package reads)`,
@@ -44,7 +44,8 @@ function rejectUnimplemented(doc: Record<string, unknown>, source: ConfigSource)
   for (const [name, tc] of Object.entries(tools)) {
     if (!isRecord(tc)) continue
     for (const key of Object.keys(tc)) {
-      const why = UNIMPLEMENTED_TOOL_KEYS[key]
+      // Own keys only: `constructor` or `toString` would read Object.prototype's function, and is an unknown key.
+      const why = Object.hasOwn(UNIMPLEMENTED_TOOL_KEYS, key) ? UNIMPLEMENTED_TOOL_KEYS[key] : undefined
       if (why) throw source.error(`'${key}': ${why}`, ["tools", name, key], true)
     }
   }
@@ -85,8 +86,10 @@ export function loadConfigFromString(text: string, options: LoadConfigOptions = 
   if (doc === null || doc === undefined) doc = {}
   if (!isRecord(doc)) throw source.error("the document must be a mapping of sections (key: value)", [])
   rejectUnimplemented(doc, source)
-  const expanded = expandEnv(doc, options.env ?? {}, source)
-  const parsed = configSchema.safeParse(expanded, parseParams)
+  // Variables expand in `url`, `dsn` and `token` only (normalize.ts), where the original expands them: expanded
+  // anywhere else (agent_id, policy_version, a tool's name or request_id_from), a value would differ from what a
+  // Python worker reads in the same file, and the two would key one call differently.
+  const parsed = configSchema.safeParse(doc, parseParams)
   if (!parsed.success) {
     const first = parsed.error.issues[0] as z.core.$ZodIssue
     throw issueToError(first, source)

@@ -6,7 +6,7 @@ import type {
 } from "../ledger/index.ts"
 import { parseSideEffectClass } from "../ledger/model/enums.ts"
 import { DEFAULT_REQUEST_TIMEOUT } from "../storage/request-timeout.ts"
-import { type ConfigEnv, readEnvKey } from "./env.ts"
+import { type ConfigEnv, expandEnv, pythonExpandVars, readEnvKey } from "./env.ts"
 import {
   type RawConfig,
   STORAGE_KEYS,
@@ -123,7 +123,11 @@ function resolveStorage(
   const kind = cfg.storage
   const allowed = new Set(["storage", ...STORAGE_KEYS[kind]])
   for (const key of Object.keys(cfg)) {
-    if (key in storageOnlyKeys && !allowed.has(key) && cfg[key as keyof StorageConfig] !== undefined) {
+    if (
+      Object.hasOwn(storageOnlyKeys, key) &&
+      !allowed.has(key) &&
+      cfg[key as keyof StorageConfig] !== undefined
+    ) {
       throw source.error(
         `'${key}' does not apply to storage '${kind}' (it takes: ${STORAGE_KEYS[kind].join(", ") || "no keys"})`,
         [...path, key],
@@ -135,8 +139,18 @@ function resolveStorage(
     const envKey = `${direct}_env` as const
     if (cfg[direct] !== undefined && cfg[envKey] !== undefined)
       throw source.error(`set '${direct}' or '${envKey}', not both`, [...path, envKey], true)
-    if (cfg[envKey] !== undefined) return readEnvKey(env, cfg[envKey], source, [...path, envKey])
-    return cfg[direct]
+    // Where the original expands (storage/_helpers.py resolve_storage_url): url and dsn, and the value of their
+    // `*_env` variable with os.path.expandvars. `token` (upstash, which the original lacks) expands as url does.
+    if (cfg[envKey] !== undefined) {
+      const v = readEnvKey(env, cfg[envKey], source, [...path, envKey])
+      return direct === "token" ? v : pythonExpandVars(v, env)
+    }
+    const raw = cfg[direct]
+    if (raw === undefined) return undefined
+    const v = expandEnv(raw, env, source, [...path, direct]) as string
+    if (v === "")
+      throw source.error(`'${direct}' is empty once its variables are expanded`, [...path, direct])
+    return v
   }
   const need = (key: string, value: unknown, hint: string): void => {
     if (value === undefined) throw source.error(`storage '${kind}' needs '${key}' (${hint})`, path)
@@ -276,8 +290,11 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
     for (const [k, v] of Object.entries(section ?? {})) if (!LEDGER_KEYS_NOT_INHERITED.has(k)) out[k] = v
     return out
   }
-  const listed = (list: "all" | string[] | undefined, name: string): boolean =>
-    list === "all" || (Array.isArray(list) && list.includes(name))
+  // A Set per list: `includes` for every tool was quadratic in a file that lists thousands.
+  const listOf = (list: "all" | string[] | undefined) => (list === "all" ? list : new Set(list))
+  const toolList = listOf(al?.tools)
+  const taskList = listOf(raw.task_ledger?.tasks)
+  const listed = (list: "all" | Set<string>, name: string): boolean => list === "all" || list.has(name)
 
   // Names listed in action_ledger.tools but absent from tools: get an implicit bare tool config (§6.4).
   const toolEntries = new Map<string, ToolConfig>(Object.entries(raw.tools).map(([k, v]) => [k, v ?? {}]))
@@ -300,7 +317,7 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
     const path = ["tools", name]
     let ledgerCfg: Record<string, unknown> | null = null
     let ledgerPath: Path = ["action_ledger"]
-    if (tc.ledger === true || (tc.ledger === undefined && listed(al?.tools, name))) {
+    if (tc.ledger === true || (tc.ledger === undefined && listed(toolList, name))) {
       ledgerCfg = al ? globalLedger(al) : { storage: "memory" }
       ledgerPath = al ? ["action_ledger"] : [...path, "ledger"]
     } else if (tc.ledger && typeof tc.ledger === "object") {
@@ -315,7 +332,7 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
         ...ledgerPath,
         "request_identity_policy",
       ])
-    } else if (tc.ledger === false && listed(al?.tools, name)) {
+    } else if (tc.ledger === false && listed(toolList, name)) {
       // The original ledgers a listed tool whatever its own `ledger:` says: with one file, a Python worker would
       // ledger what this one runs bare.
       throw source.error(
@@ -419,7 +436,7 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
     const path = ["tasks", name]
     let cfg: Record<string, unknown> | null = null
     let p: Path = ["task_ledger"]
-    if (tc.ledger === true || (tc.ledger === undefined && (listed(tl?.tasks, name) || tc.id_from)))
+    if (tc.ledger === true || (tc.ledger === undefined && (listed(taskList, name) || tc.id_from)))
       cfg = tl ? globalLedger(tl) : { storage: "memory" }
     else if (tc.ledger && typeof tc.ledger === "object") {
       cfg = { ...globalLedger(tl), ...tc.ledger }

@@ -38,6 +38,12 @@ export const STORAGE_KINDS = [
 export type StorageKind = (typeof STORAGE_KINDS)[number]
 
 const positive = z.number().check(z.positive())
+/**
+ * The lease and poll timers' bound, in seconds. Past 2^31-1 ms (24.8 days) a JavaScript timer fires at once, so a
+ * renew interval of years would renew in a loop; a lease longer than a year is a typo, not a setting.
+ */
+const MAX_TRANSITION_SECONDS = 31_536_000
+const atMostAYear = z.lte(MAX_TRANSITION_SECONDS, "must be at most 31536000 seconds (a year)")
 const name = z.string().check(z.minLength(1))
 const names = z.array(name)
 const toolList = z.union([z.literal("all"), names])
@@ -116,9 +122,9 @@ export const transitionSchema = z.strictObject({
   scope_from: z.optional(
     z.strictObject({ thread_id: z.optional(name), run_id: z.optional(name), node: z.optional(name) }),
   ),
-  lease_ttl: z.optional(positive),
-  lease_renew_interval: z.optional(z.number().check(z.gte(0))),
-  poll_interval: z.optional(positive),
+  lease_ttl: z.optional(z.number().check(z.positive(), atMostAYear)),
+  lease_renew_interval: z.optional(z.number().check(z.gte(0), atMostAYear)),
+  poll_interval: z.optional(z.number().check(z.positive(), atMostAYear)),
   poll_timeout: z.optional(positive),
   reclaim_requires_death_signal: z._default(z.boolean(), true),
   presumed_dead_after: z.optional(positive),

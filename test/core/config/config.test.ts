@@ -224,20 +224,24 @@ describe("config edge cases", () => {
     expect(config.profile).toBe("development")
   })
 
-  it("expands $VAR, ${VAR} and ${VAR:-default}; $$ is a literal dollar", () => {
+  // Expansion used to apply to every string (the prefix here became "app:$"); it now applies to url, dsn and token
+  // only, where the original expands, so a prefix is the same text on both sides (see keys.test.ts).
+  it("expands $VAR, ${VAR} and ${VAR:-default} in url and token; $$ is a literal dollar; a prefix is as written", () => {
     const config = loadConfigFromString(
-      "action_ledger:\n  storage: upstash\n  url: ${URL}\n  token: $TOKEN\n  prefix: ${PREFIX:-app:}$$\n",
+      "action_ledger:\n  storage: upstash\n  url: ${URL}/$$x\n  token: ${TOKEN:-t0k}\n  prefix: ${PREFIX:-app:}$$\n",
       {
         ...quiet,
-        env: { URL: "https://r.example", TOKEN: "t0k" },
+        env: { URL: "https://r.example" },
         storageFactory: () => Promise.reject(new Error("unused")),
       },
     )
-    expect(config.resolved.raw.action_ledger).toMatchObject({
-      url: "https://r.example",
-      token: "t0k",
-      prefix: "app:$",
-    })
+    const storage = config.tools.size ? null : config.resolved.raw.action_ledger
+    expect(storage).toMatchObject({ prefix: "${PREFIX:-app:}$$" })
+    const ledger = loadConfigFromString(
+      "action_ledger:\n  storage: upstash\n  url: ${URL}/$$x\n  token: ${TOKEN:-t0k}\n  tools: [t]\n",
+      { ...quiet, env: { URL: "https://r.example" } },
+    ).tools.get("t")?.ledger?.storage
+    expect(ledger).toMatchObject({ url: "https://r.example/$x", token: "t0k" })
   })
 
   it("a numeric policy_version is kept as the version string", () => {
