@@ -4,7 +4,7 @@ import { existsSync } from "node:fs"
 import type { MyceliumConfig, ResolvedStorage } from "../core/config/index.ts"
 import { ActionLedger, type ActionLedgerOptions, type LedgerStorage } from "../core/ledger/index.ts"
 import { UsageError } from "./errors.ts"
-import { DEFAULT_LEDGER, requireRegularFile } from "./options.ts"
+import { DEFAULT_LEDGER, redisUrl, requireRegularFile } from "./options.ts"
 
 /** Flags every operator command accepts (parseArgs option specs). */
 export const STORE_OPTIONS = {
@@ -74,9 +74,15 @@ function storeOf(
   redis: string | undefined,
   dsn: string | undefined,
   flags: StoreFlags,
+  redisFrom: string,
 ): ResolvedStorage | null {
   if (file) return { kind: "file", path: file, ...(flags["python-lock"] && { pythonLock: true }) }
-  if (redis) return { kind: "redis", url: redis, ...(flags.prefix !== undefined && { prefix: flags.prefix }) }
+  if (redis)
+    return {
+      kind: "redis",
+      url: redisUrl(redis, redisFrom),
+      ...(flags.prefix !== undefined && { prefix: flags.prefix }),
+    }
   if (dsn) return { kind: "postgres", dsn, ...(flags.table !== undefined && { table: flags.table }) }
   return null
 }
@@ -100,12 +106,24 @@ export async function openLedger(
   // A flag on the command line (-c included) beats any environment variable: an exported MYCELIUM_LEDGER_FILE must
   // not point an operator's release at another store than the one named. Among the variables, file, then Redis,
   // then Postgres.
-  const fromFlags = storeOf(flags.file ?? flags.ledger, flags["redis-url"], flags["postgres-dsn"], flags)
+  const fromFlags = storeOf(
+    flags.file ?? flags.ledger,
+    flags["redis-url"],
+    flags["postgres-dsn"],
+    flags,
+    "--redis-url",
+  )
   const direct =
     fromFlags ??
     (flags.config !== undefined
       ? null
-      : storeOf(env("MYCELIUM_LEDGER_FILE"), env("MYCELIUM_REDIS_URL"), env("MYCELIUM_POSTGRES_DSN"), flags))
+      : storeOf(
+          env("MYCELIUM_LEDGER_FILE"),
+          env("MYCELIUM_REDIS_URL"),
+          env("MYCELIUM_POSTGRES_DSN"),
+          flags,
+          "MYCELIUM_REDIS_URL",
+        ))
   // A lock that would silently not be taken is worse than none asked for.
   if (flags["python-lock"] && direct?.kind !== "file")
     throw new UsageError(

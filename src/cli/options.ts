@@ -40,3 +40,58 @@ export function parsePort(value: string | undefined): number {
     throw new UsageError(`--port must be 0..65535, got ${value}`)
   return port
 }
+
+/** A Redis URL from a flag or variable (`what`): another scheme is the caller's typo, not an outage (exit 2). */
+export function redisUrl(url: string, what: string): string {
+  // Not echoed: a mistyped URL may still carry a password.
+  if (!/^rediss?:\/\//i.test(url)) throw new UsageError(`${what} must start with redis:// or rediss://`)
+  return url
+}
+
+/**
+ * `--token T` for the local API. An empty or blank value (`--token "$UNSET_VAR"` in a script) would otherwise read as
+ * "no token" and open every scope, operator included, to any local process: refused. An empty MYCELIUM_TOKEN is
+ * unset, as `receipts export` reads it; a blank one is refused too.
+ */
+export function serveToken(command: string, flag: string | undefined): string | undefined {
+  if (flag !== undefined && !flag.trim())
+    throw new UsageError(
+      `${command}: --token is empty or blank: pass the token clients must send, or leave --token out`,
+    )
+  const env = process.env.MYCELIUM_TOKEN
+  if (flag === undefined && env && !env.trim())
+    throw new UsageError(
+      `${command}: MYCELIUM_TOKEN is blank: set it to the token clients must send, or unset it`,
+    )
+  return flag ?? (env || undefined)
+}
+
+// JSON.parse turns 1e400 into Infinity (stored as null), 1e-400 into 0 and an integer past 2^53 into a rounded one:
+// the result an operator records would silently differ from the one typed. Valid JSON only (parsed first), so a
+// number outside a string is the only token here with digits.
+const JSON_TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(\.\d+)?([eE][+-]?\d+)?/g
+
+/** `--result-json`: JSON whose numbers are all stored as typed; anything else is a usage error naming the value. */
+export function parseResultJson(command: string, text: string): unknown {
+  let value: unknown
+  try {
+    value = JSON.parse(text)
+  } catch (e) {
+    throw new UsageError(`${command}: --result-json is not JSON (${(e as Error).message})`)
+  }
+  for (const [token, fraction, exponent] of text.matchAll(JSON_TOKEN)) {
+    if (token.startsWith('"')) continue
+    const n = Number(token)
+    const lost =
+      !Number.isFinite(n) ||
+      // Compared as written: 2^53 + 1 reads as 2^53, and 2^60 is exact but written back as 1152921504606847000.
+      (fraction === undefined && exponent === undefined && BigInt(token.replace("-", "")) > 2n ** 53n) ||
+      (n === 0 && /[1-9]/.test(token.replace(/[eE].*/, "")))
+    if (lost)
+      throw new UsageError(
+        `${command}: --result-json number ${token.length > 40 ? `${token.slice(0, 37)}...` : token} cannot be ` +
+          "stored as typed (out of range, or an integer past 2^53): pass it as a string",
+      )
+  }
+  return value
+}

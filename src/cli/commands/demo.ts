@@ -6,7 +6,7 @@ import type { ReceiptStore } from "../../core/receipts/store.ts"
 import { DEMO_AGENT, runDemo } from "../demo-scenario.ts"
 import { UsageError } from "../errors.ts"
 import { openLedger } from "../ledger-access.ts"
-import { parseOrUsage, parsePort } from "../options.ts"
+import { parseOrUsage, parsePort, requireRegularFile, serveToken } from "../options.ts"
 import { CLI, dim } from "../style.ts"
 
 // Under .mycelium/, which .gitignore and biome ignore: the demo must never leave a file that lint or git sees.
@@ -44,6 +44,8 @@ export async function run(args: string[]): Promise<number> {
     throw new UsageError(`demo: --store must be file, memory or config, got '${store}'`)
   if (values.serve && store !== "file")
     throw new UsageError("demo: --serve serves the demo's ledger file (--store file)")
+  // Before anything runs: a blank token found only at --serve time would leave a demo ledger written for nothing.
+  const token = values.serve ? serveToken("demo --serve", values.token) : undefined
   const ledgerPath = values.ledger ?? DEMO_LEDGER
   let report: Awaited<ReturnType<typeof runDemo>>
   // With a ledger file the receipts go to a file too, so `receipts verify` and the served API can show them.
@@ -53,6 +55,9 @@ export async function run(args: string[]): Promise<number> {
     report = await runDemo({ storage: new MemoryLedgerStorage(), where: "memory (this process only)" })
   } else {
     if (store === "file") {
+      // A directory here would fail rmSync with a raw EISDIR: a usage error instead, before anything is removed.
+      requireRegularFile(ledgerPath, "demo: --ledger")
+      requireRegularFile(join(dirname(ledgerPath), "demo-receipts.jsonl"), "demo: the receipt file")
       mkdirSync(dirname(ledgerPath), { recursive: true })
       rmSync(ledgerPath, { force: true })
       receipts = await demoReceipts(join(dirname(ledgerPath), "demo-receipts.jsonl"))
@@ -88,7 +93,7 @@ export async function run(args: string[]): Promise<number> {
   }
   if (values.serve) {
     const { startApi } = await import("./serve.ts")
-    await startApi("demo --serve", ledgerPath, port, values.token ?? process.env.MYCELIUM_TOKEN, receipts)
+    await startApi("demo --serve", ledgerPath, port, token, receipts)
   }
   return ok ? 0 : 1
 }

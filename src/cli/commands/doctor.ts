@@ -1,17 +1,20 @@
 // `mycelium doctor`: read-only checks of mycelium.yaml and the stores it names. It never writes a row.
 import { existsSync } from "node:fs"
 import { parseArgs } from "node:util"
-import type { MyceliumConfig, ResolvedStorage } from "../../core/config/index.ts"
+import type { ResolvedStorage } from "../../core/config/index.ts"
 import { storageTimeout } from "../../core/config/normalize.ts"
+import type { LedgerStorage } from "../../core/ledger/index.ts"
+import type { TaskStore } from "../../core/tasks/store.ts"
 import { UsageError } from "../errors.ts"
 import { describeStore } from "../ledger-access.ts"
 import { parseOrUsage } from "../options.ts"
-import { green, printJson, red, yellow } from "../style.ts"
+import { clean, green, printJson, red, yellow } from "../style.ts"
 
 export const HELP = `mycelium doctor [-c PATH] [--json] [--strict] [--no-connectivity] [--timeout SECONDS]
 
   loads mycelium.yaml (or PATH) and checks it: ledgered tools have a class, durable stores for side effects,
-  identity and death-signal policies, and that each store answers a read (nothing is written).
+  identity and death-signal policies, and that each action- and task-ledger store answers a read (nothing is
+  written; --timeout at most 3600).
 exit codes: 0 healthy, 1 a check failed (or warned, with --strict), 2 the config does not load`
 
 type Status = "PASS" | "WARN" | "FAIL"
@@ -23,48 +26,70 @@ interface Check {
 
 const label = (s: Status): string => (s === "PASS" ? green(s) : s === "WARN" ? yellow(s) : red(s))
 
-/** The owner the Python original writes (`{hostname}:{pid}`); this package's default is `ts-<random>`. */
-const PYTHON_OWNER = /^[^:\s]+:\d+$/
+/**
+ * The owner the Python original writes (`{hostname}:{pid}`); this package's default is `ts-<random>`. No control
+ * character: a hostname has none, and the owner is printed.
+ */
+const PYTHON_OWNER = /^[^:\s\p{Cc}]+:\d+$/u
 /** Rows read to look for a Python worker's: enough to see a mixed fleet, few enough for a quick check. */
 const SAMPLE = 200
+/** `--timeout` at most an hour: setTimeout fires at once past about 24.8 days, and a doctor run is a quick check. */
+const MAX_TIMEOUT_S = 3600
 
-async function probe(config: MyceliumConfig, s: ResolvedStorage, timeoutMs: number): Promise<Check[]> {
-  const id = `ledger.connectivity(${describeStore(s)})`
+/** A store opened for one read: an action ledger's storage or a task ledger's store. */
+interface Probed {
+  get(id: string): Promise<unknown>
+  close?: () => unknown
+}
+
+/** `after`: more checks on an answering store, racing the same deadline (it rejects when that passes). */
+async function probe<T extends Probed>(
+  id: string,
+  s: ResolvedStorage,
+  timeoutMs: number,
+  open: (s: ResolvedStorage) => Promise<T>,
+  after?: (store: T, deadline: Promise<never>) => Promise<Check[]>,
+): Promise<Check[]> {
   if (s.kind === "memory") return [{ id, status: "PASS", message: "in-process memory (nothing to reach)" }]
   let timer: ReturnType<typeof setTimeout> | undefined
-  let store: Awaited<ReturnType<MyceliumConfig["storage"]>> | undefined
+  let store: T | undefined
   const timeout = new Promise<never>((_, reject) => {
     timer = setTimeout(() => reject(new Error(`no answer within ${timeoutMs} ms`)), timeoutMs)
   })
   // Handled here too: it may fire while the store is still being built, before anything races it.
   timeout.catch(() => {})
   try {
-    store = await config.storage(probeLimit(s, timeoutMs / 1000))
+    store = await open(probeLimit(s, timeoutMs / 1000))
     await Promise.race([store.get("mycelium-doctor-probe"), timeout])
-    const checks: Check[] = [{ id, status: "PASS", message: "answered a read" }]
-    // The args-drift check reads this package's dispatch index, which Python workers never write (docs/stores.md).
-    if ((s.kind === "redis" || s.kind === "upstash") && s.dispatchLookup !== "scan") {
-      const sample = async () => {
-        for await (const row of (store as NonNullable<typeof store>).list({ limit: SAMPLE }))
-          if (row.owner && PYTHON_OWNER.test(row.owner)) return row.owner
-        return null
-      }
-      const owner = await Promise.race([sample(), timeout]).catch(() => null)
-      if (owner)
-        checks.push({
-          id: `ledger.dispatch_lookup(${describeStore(s)})`,
-          status: "WARN",
-          message:
-            `a Python worker claimed rows here (owner ${owner}): set dispatch_lookup: scan on this storage, or a ` +
-            "tool-call id a Python worker ran is not refused when it comes back with other arguments",
-        })
-    }
-    return checks
+    return [{ id, status: "PASS", message: "answered a read" }, ...((await after?.(store, timeout)) ?? [])]
   } catch (e) {
     return [{ id, status: "FAIL", message: e instanceof Error ? e.message : String(e) }]
   } finally {
     clearTimeout(timer)
-    await store?.close?.().catch(() => {})
+    await (async () => store?.close?.())().catch(() => {})
+  }
+}
+
+/** The args-drift check reads this package's dispatch index, which Python workers never write (docs/stores.md). */
+function pythonRows(s: ResolvedStorage) {
+  return async (store: LedgerStorage, deadline: Promise<never>): Promise<Check[]> => {
+    if ((s.kind !== "redis" && s.kind !== "upstash") || s.dispatchLookup === "scan") return []
+    const sample = async () => {
+      for await (const row of store.list({ limit: SAMPLE }))
+        if (row.owner && PYTHON_OWNER.test(row.owner)) return row.owner
+      return null
+    }
+    const owner = await Promise.race([sample(), deadline]).catch(() => null)
+    if (!owner) return []
+    return [
+      {
+        id: `ledger.dispatch_lookup(${describeStore(s)})`,
+        status: "WARN",
+        message:
+          `a Python worker claimed rows here (owner ${owner}): set dispatch_lookup: scan on this storage, or a ` +
+          "tool-call id a Python worker ran is not refused when it comes back with other arguments",
+      },
+    ]
   }
 }
 
@@ -95,6 +120,11 @@ function pythonLockChecks(stores: (ResolvedStorage | null)[]): Check[] {
     }))
 }
 
+/** The distinct store choices among `stores` (by value: two tools on one file are one store). */
+function distinct(stores: (ResolvedStorage | null | undefined)[]): ResolvedStorage[] {
+  return [...new Map(stores.filter((x) => x != null).map((x) => [JSON.stringify(x), x])).values()]
+}
+
 export async function run(args: string[]): Promise<number> {
   const { values, positionals } = parseOrUsage("doctor", () =>
     parseArgs({
@@ -111,7 +141,8 @@ export async function run(args: string[]): Promise<number> {
   )
   if (positionals.length) throw new UsageError(`doctor takes no arguments, got '${positionals[0]}'`)
   const timeoutMs = Math.round(Number(values.timeout ?? "2") * 1000)
-  if (!(timeoutMs > 0)) throw new UsageError("--timeout must be a positive number of seconds")
+  if (!(timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_S * 1000))
+    throw new UsageError(`--timeout must be a positive number of seconds, at most ${MAX_TIMEOUT_S}`)
   const { loadConfig } = await import("../../node/config.ts")
   const path = values.config ?? "mycelium.yaml"
   // A config that does not load is a ConfigError: exit 2 with its key, line and column (main.ts prints it).
@@ -151,14 +182,38 @@ export async function run(args: string[]): Promise<number> {
       message:
         "reclaim_requires_death_signal is false: a lapsed lease is reclaimed without evidence the worker died",
     })
-  const stores = new Map(
-    ledgered.map((t) => [JSON.stringify(t.ledger?.storage), t.ledger?.storage as ResolvedStorage]),
-  )
-  checks.push(...pythonLockChecks([...stores.values(), config.resolved.taskLedger]))
-  if (!values["no-connectivity"])
-    for (const s of stores.values()) checks.push(...(await probe(config, s, timeoutMs)))
+  const stores = distinct(ledgered.map((t) => t.ledger?.storage))
+  // The task ledger too: tasks on a store that is down fail at run time as surely as tools do.
+  const taskStores = distinct([
+    config.resolved.taskLedger,
+    ...[...config.tasks.values()].map((t) => t.ledger),
+  ])
+  checks.push(...pythonLockChecks([...stores, ...taskStores]))
+  if (!values["no-connectivity"]) {
+    for (const s of stores)
+      checks.push(
+        ...(await probe(
+          `ledger.connectivity(${describeStore(s)})`,
+          s,
+          timeoutMs,
+          (c) => config.storage(c),
+          pythonRows(s),
+        )),
+      )
+    for (const s of taskStores)
+      checks.push(
+        ...(await probe(
+          `ledger.connectivity(task_ledger ${describeStore(s, "mycelium_task_ledger")})`,
+          s,
+          timeoutMs,
+          (c) => config.taskStore(c) as Promise<TaskStore & { close?: () => unknown }>,
+        )),
+      )
+  }
   if (values.json) printJson(checks)
-  else for (const c of checks) console.log(`${label(c.status).padEnd(4)}  ${c.id}  ${c.message}`)
+  // Ids and messages quote the config and stored rows (an owner, a path): printed inert like every row elsewhere.
+  else
+    for (const c of checks) console.log(`${label(c.status).padEnd(4)}  ${clean(c.id)}  ${clean(c.message)}`)
   const failed = checks.some((c) => c.status === "FAIL")
   const warned = checks.some((c) => c.status === "WARN")
   return failed || (values.strict && warned) ? 1 : 0

@@ -1,9 +1,9 @@
 // `mycelium init`: writes a mycelium.yaml that loads as written.
-import { existsSync, mkdirSync, writeFileSync } from "node:fs"
+import { lstatSync, mkdirSync, writeFileSync } from "node:fs"
 import { dirname } from "node:path"
 import { parseArgs } from "node:util"
 import { CliError, UsageError } from "../errors.ts"
-import { parseOrUsage } from "../options.ts"
+import { parseOrUsage, requireRegularFile } from "../options.ts"
 import { CLI, dim } from "../style.ts"
 import { TEMPLATES, type TemplateName } from "../templates.ts"
 
@@ -33,7 +33,10 @@ export async function run(args: string[]): Promise<number> {
   const path = values.output ?? "mycelium.yaml"
   // --full wins over --minimal, as in the original.
   const name: TemplateName = values.full ? "full" : values.minimal ? "minimal" : "quickstart"
-  if (existsSync(path) && !values.force)
+  // A directory or a device is never overwritten, --force or not (a raw EISDIR, or a write into a FIFO that blocks).
+  requireRegularFile(path, "init: -o")
+  // lstat, not exists: a dangling symlink is something there too, and writing would create the file it points to.
+  if (lstatSync(path, { throwIfNoEntry: false }) && !values.force)
     throw new CliError(`${path} already exists (use --force to overwrite)`)
   mkdirSync(dirname(path), { recursive: true })
   writeFileSync(path, TEMPLATES[name])

@@ -4,9 +4,9 @@ import { parseArgs } from "node:util"
 import { FileLedgerStorage } from "../../adapters/file.ts"
 import { hmacReceiptSigner, ReceiptEmitter } from "../../core/receipts/index.ts"
 import type { ReceiptStore } from "../../core/receipts/store.ts"
-import { CliError, importNeeding } from "../errors.ts"
+import { CliError, importNeeding, UsageError } from "../errors.ts"
 import { serve } from "../http-bridge.ts"
-import { DEFAULT_LEDGER, parseOrUsage, parsePort, requireRegularFile } from "../options.ts"
+import { DEFAULT_LEDGER, parseOrUsage, parsePort, requireRegularFile, serveToken } from "../options.ts"
 import { CLI } from "../style.ts"
 
 export const HELP = `mycelium serve [--port N] [--ledger PATH] [--token T]
@@ -15,7 +15,8 @@ export const HELP = `mycelium serve [--port N] [--ledger PATH] [--token T]
   no cross-origin or non-JSON writes, bodies up to 1 MiB.
   --port N        default 8787; 0 picks a free port
   --ledger PATH   default .mycelium/ledger.json
-  --token T       every /v1 request must send 'Authorization: Bearer T' (default: $MYCELIUM_TOKEN, else no auth)`
+  --token T       every /v1 request must send 'Authorization: Bearer T' (default: $MYCELIUM_TOKEN, else no auth;
+                  an empty or blank value is refused)`
 
 /** What the edge app needs at run time (its optional peer dependencies). */
 export const SERVE_PACKAGES = ["hono", "jose"] as const
@@ -28,6 +29,8 @@ export async function startApi(
   token: string | undefined,
   receipts?: { readonly store: ReceiptStore; readonly key: string; readonly agentId: string },
 ): Promise<void> {
+  // serveToken() refuses these from the command line; a caller of its own must not get an open API from "" either.
+  if (token !== undefined && !token.trim()) throw new UsageError(`${command}: the token is empty`)
   const [{ createLedgerApp }, { tokenAuth }] = await importNeeding(command, SERVE_PACKAGES, () =>
     Promise.all([import("../../edge/app.ts"), import("../token-auth.ts")]),
   )
@@ -68,7 +71,7 @@ export async function run(args: string[]): Promise<number> {
       options: { port: { type: "string" }, ledger: { type: "string" }, token: { type: "string" } },
     }),
   )
-  const token = values.token ?? process.env.MYCELIUM_TOKEN
+  const token = serveToken("serve", values.token)
   const ledger = requireRegularFile(values.ledger ?? DEFAULT_LEDGER, "--ledger")
   await startApi("serve", ledger, parsePort(values.port), token)
   return 0

@@ -8,7 +8,7 @@ import { taskState } from "../../core/tasks/record.ts"
 import type { TaskLedger } from "../../core/tasks/task-ledger.ts"
 import { CliError, UsageError } from "../errors.ts"
 import { describeStore } from "../ledger-access.ts"
-import { parseOrUsage, requireRegularFile } from "../options.ts"
+import { parseOrUsage, parseResultJson, redisUrl, requireRegularFile } from "../options.ts"
 import { bold, clean, dim, printJson } from "../style.ts"
 
 export const DEFAULT_TASKS = ".mycelium/tasks.json"
@@ -80,11 +80,12 @@ function directChoice(values: TaskStoreFlags): ResolvedStorage | null {
   const file =
     values.file ?? (redis || dsn || values.config !== undefined ? undefined : process.env.MYCELIUM_TASK_FILE)
   if (file) return { kind: "file", path: file, ...(values["python-lock"] && { pythonLock: true }) }
-  if (redis) {
-    if (!/^rediss?:\/\//.test(redis))
-      throw new UsageError("--redis-url must start with redis:// or rediss://")
-    return { kind: "redis", url: redis, ...(values.prefix !== undefined && { prefix: values.prefix }) }
-  }
+  if (redis)
+    return {
+      kind: "redis",
+      url: redisUrl(redis, "--redis-url"),
+      ...(values.prefix !== undefined && { prefix: values.prefix }),
+    }
   if (dsn) return { kind: "postgres", dsn, ...(values.table !== undefined && { table: values.table }) }
   return null
 }
@@ -186,11 +187,7 @@ async function command(
   if (values["result-json"] !== undefined) {
     if (verified !== "completed")
       throw new UsageError("tasks release: --result-json goes with --verified completed")
-    try {
-      result = JSON.parse(values["result-json"])
-    } catch (e) {
-      throw new UsageError(`tasks release: --result-json is not JSON (${(e as Error).message})`)
-    }
+    result = parseResultJson("tasks release", values["result-json"])
   }
   try {
     await ledger.release(id, { verified, by: values.by, reason: values.reason, result, force: values.force })

@@ -10,7 +10,7 @@ import {
   STORE_HELP,
   STORE_OPTIONS,
 } from "../ledger-access.ts"
-import { DEFAULT_LEDGER, parseOrUsage } from "../options.ts"
+import { DEFAULT_LEDGER, parseOrUsage, parseResultJson } from "../options.ts"
 import { bold, clean, dim, green, printJson, red, yellow } from "../style.ts"
 
 export const HELP = `mycelium transitions <list|show|release|mark-dead> [options]
@@ -219,11 +219,7 @@ export async function release(args: string[], command = "transitions release"): 
   if (values["result-json"] !== undefined) {
     if (verified !== "completed")
       throw new UsageError(`${command}: --result-json goes with --verified completed only`)
-    try {
-      result = JSON.parse(values["result-json"])
-    } catch (e) {
-      throw new UsageError(`${command}: --result-json is not JSON (${(e as Error).message})`)
-    }
+    result = parseResultJson(command, values["result-json"])
   }
   return withLedger(
     values,
