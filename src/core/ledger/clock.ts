@@ -14,7 +14,7 @@ function abortError(signal: AbortSignal): unknown {
  * of it renewed every millisecond. Waking early is harmless here (a renewal or a poll comes sooner), so clamp.
  * (A negative delay is 0 to every timer.)
  */
-const timerMs = (seconds: number): number => Math.min(seconds * 1000, 2 ** 31 - 1)
+export const timerMs = (seconds: number): number => Math.min(seconds * 1000, 2 ** 31 - 1)
 
 export const systemClock: Clock = {
   now: () => Date.now() / 1000,

@@ -1,7 +1,7 @@
 // TaskLedger: once-only whole tasks, row-compatible with the original's task ledger, plus a lease and a fence.
 
 import { InvalidOptionError } from "../errors.ts"
-import { throwIfAborted } from "../ledger/clock.ts"
+import { throwIfAborted, timerMs } from "../ledger/clock.ts"
 import { appendReceipt } from "../ledger/engine/receipts.ts"
 import {
   type Clock,
@@ -305,7 +305,7 @@ export class TaskLedger {
       ttl > 0 && every > 0
         ? setInterval(() => {
             renew().catch(() => {})
-          }, every * 1000)
+          }, timerMs(every))
         : null
     ;(timer as { unref?: () => void } | null)?.unref?.()
     const ctx: TaskContext = { requestId: held.requestId, fence: held.lease.fence, signal, renewLease: renew }

@@ -62,3 +62,21 @@ describe("an explicit leaseRenewInterval not shorter than a lease is refused", (
     expect(() => ledger.task({ name: "t", leaseTtl: 11 }, async () => 1)).not.toThrow()
   })
 })
+
+describe("a lease longer than a timer can wait", () => {
+  it("a 90-day task lease is not renewed every millisecond (a third of it overflowed the timer)", async () => {
+    const storage = new MemoryTaskStore()
+    let writes = 0
+    const swap = storage.swap.bind(storage)
+    storage.swap = (...args: Parameters<typeof swap>) => {
+      writes++
+      return swap(...args)
+    }
+    const ledger = new TaskLedger({ storage, leaseTtl: 90 * 86_400 })
+    expect(
+      await ledger.task({ name: "slow" }, async () => sleep(60).then(() => "done"))({}, { taskId: "L" }),
+    ).toBe("done")
+    // The claim and the completion; a millisecond timer would have renewed dozens of times in 60 ms.
+    expect(writes).toBeLessThanOrEqual(3)
+  })
+})
