@@ -30,9 +30,14 @@ export const red = wrap(31, 39)
 export const green = wrap(32, 39)
 export const yellow = wrap(33, 39)
 
-/** Prints a value as JSON for scripts (`--json`): a bigint becomes its exact decimal digits as a string, never a crash. */
+/**
+ * Prints a value as JSON for scripts (`--json`): a bigint becomes its exact decimal digits as a string, never a crash.
+ * JSON escapes C0 controls but not DEL or C1 (U+0080..U+009F, where 0x9B starts a sequence on some terminals): they
+ * are escaped too, which any JSON reader reads back as the same text.
+ */
 export function printJson(value: unknown): void {
-  console.log(JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v), 2))
+  const text = JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v), 2)
+  console.log(text.replace(/[\u007f-\u009f]/g, (c) => `\\u00${c.charCodeAt(0).toString(16)}`))
 }
 
 /**
