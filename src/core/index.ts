@@ -37,6 +37,7 @@ export {
   type DecisionIntent,
   type DecisionPredicate,
   EffectState,
+  type FailGuard,
   type FenceGuard,
   type JsonValue,
   LEASE_LAPSED_ERROR,

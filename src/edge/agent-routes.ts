@@ -153,12 +153,9 @@ export function agentRoutes(api: Api, ctx: RouteContext): void {
     const id = ctx.id(c)
     const b = await ctx.body(c, FailBody)
     const guard = { fence: b.fence, owner: ownerForLease(b.lease) }
-    // The stored boundary decides (fail() classifies by the row it writes over); the caller can only raise it,
-    // never talk an ambiguous row down to FAILED_BEFORE_EFFECT.
-    const row =
-      b.boundary === "maybe_crossed" && (await ledger.get(id))?.sideEffectBoundary !== "crossed"
-        ? await ledger.markUnknown(id, b.error, guard)
-        : await ledger.fail(id, b.error, { ...guard, failedAfterEffect: b.boundary === "crossed" })
+    // The stored boundary decides (fail() classifies by the row it writes over, in this ledger's queue for the row);
+    // the caller can only raise it, never talk an ambiguous row down to FAILED_BEFORE_EFFECT.
+    const row = await ledger.fail(id, b.error, { ...guard, ...(b.boundary && { boundary: b.boundary }) })
     return c.json(callState(row))
   })
 

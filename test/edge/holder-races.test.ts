@@ -108,6 +108,26 @@ describe("edge: a renewal racing the boundary report", () => {
     expect(stored?.leaseUntil).toBe(renewed.body.lease_until)
   })
 
+  it("one isolate: a failure told maybe_crossed sent with the crossing records FAILED_AFTER_EFFECT", async () => {
+    const rows = new MemoryLedgerStorage()
+    const slow = gatedStore(rows, (method) => method === "get")
+    setTimeout(slow.open, 20)
+    const post = poster(createLedgerApp({ storage: slow.store }))
+    const run = await post("/v1/calls", begin)
+    const id = run.body.request_id as string
+    const holder = { fence: run.body.fence, lease: run.body.lease }
+    const [crossed, failed] = await Promise.all([
+      post(`/v1/calls/${id}/boundary`, { ...holder, boundary: "crossed" }),
+      post(`/v1/calls/${id}/fail`, { ...holder, error: "lost the answer", boundary: "maybe_crossed" }),
+    ])
+    expect([crossed.status, failed.status]).toEqual([200, 200])
+    expect(failed.body.terminal_outcome).toBe("FAILED_AFTER_EFFECT")
+    expect(await rows.get(id)).toMatchObject({
+      terminalOutcome: "FAILED_AFTER_EFFECT",
+      sideEffectBoundary: "crossed",
+    })
+  })
+
   it("an unknown call answers 404 ledger_unknown_request on every holder route", async () => {
     const app = createLedgerApp({ storage: new MemoryLedgerStorage() })
     const holder = { fence: 1, lease: "x".repeat(43) }

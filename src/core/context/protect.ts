@@ -110,7 +110,8 @@ function leafOrFrame(value: unknown): string | Frame {
   if (v === undefined) return "undefined"
   if (typeof v === "bigint") return `${v}n`
   if (v === null || typeof v !== "object") return JSON.stringify(v) ?? String(v)
-  const frame = (items: unknown[], open: string, close: string, sep = ",", src: object = v): Frame => {
+  // src is the caller's object, not what its toJSON made: a fresh wrapper each time would hide a cycle through it.
+  const frame = (items: unknown[], open: string, close: string, sep = ",", src = value as object): Frame => {
     const f: Frame = { items, parts: [], open, close, sep, src }
     frames.add(f)
     return f

@@ -8,6 +8,7 @@ import {
   attachRefHeld,
   completeHeld,
   completeUnstorableHeld,
+  type FailGuard,
   type FenceGuard,
   failHeld,
   heldRow,
@@ -37,7 +38,7 @@ import type { ReceiptHook } from "./model/receipt-hook.ts"
 import type { DecisionPredicate, Reconciler } from "./model/reconcile.ts"
 
 export type { ActionLedgerOptions } from "./core.ts"
-export type { FenceGuard } from "./engine/fenced.ts"
+export type { FailGuard, FenceGuard } from "./engine/fenced.ts"
 
 /** A manual claim: for integrations that drive the ledger themselves instead of `ledger.tool()`. */
 export interface ManualClaimRequest {
@@ -169,13 +170,10 @@ export class ActionLedger {
     )
   }
 
-  fail(
-    requestId: string,
-    error: string,
-    guard: FenceGuard & { failedAfterEffect?: boolean },
-  ): Promise<LedgerEntry> {
+  /** Records a failure by the boundary: not_crossed FAILED_BEFORE_EFFECT, maybe_crossed UNKNOWN, crossed FAILED_AFTER_EFFECT. */
+  fail(requestId: string, error: string, guard: FailGuard): Promise<LedgerEntry> {
     return this.#held(requestId, guard, "fail", (c) =>
-      failHeld(this.#core, c, error, !!guard.failedAfterEffect),
+      failHeld(this.#core, c, error, guard.failedAfterEffect ? "crossed" : guard.boundary),
     )
   }
 

@@ -172,7 +172,7 @@ export class ReceiptAppendError extends LedgerError {
   constructor(requestId: string, receiptId: string, cause: unknown) {
     super(
       `Request '${requestId}' is recorded (receipt_ref ${receiptId}) but its receipt was not stored: ` +
-        `${cause instanceof Error ? cause.message : String(cause)}. Restore the receipt store (docs/receipts.md).`,
+        `${cause instanceof Error ? cause.message : String(cause)}. Restore the receipt store.`,
       { cause },
     )
     this.receiptId = receiptId

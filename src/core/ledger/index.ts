@@ -12,6 +12,7 @@ export { MemoryLedgerStorage } from "../storage/memory.ts"
 export {
   ActionLedger,
   type ActionLedgerOptions,
+  type FailGuard,
   type FenceGuard,
   type LedgeredTool,
   type ManualClaimRequest,

@@ -141,6 +141,14 @@ describe("protect(): arguments that cannot be keyed, and a change made while a r
       await expect(new Session().run(() => tool(args))).rejects.toMatchObject({ code: "invalid_option" })
     }
     expect(calls).toBe(0)
+    // Through toJSON: each call makes a fresh wrapper holding the object again (JSON.stringify overflows its stack).
+    const node: { id: number; toJSON?: () => unknown } = { id: 1 }
+    node.toJSON = function (this: { id: number }) {
+      return { id: this.id, parent: this }
+    }
+    await expect(new Session().run(() => tool({ id: "a", ctx: { node } }))).rejects.toMatchObject({
+      code: "invalid_option",
+    })
     // The same object twice side by side is no cycle.
     const shared = { x: 1 }
     expect(tool.cacheKey({ id: "a", ctx: { a: shared, b: shared, c: [shared, shared] } })).toContain(

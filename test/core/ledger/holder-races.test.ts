@@ -162,6 +162,23 @@ describe("a failure is classified by the boundary it is written over", () => {
     })
   }
 
+  it("fail({ boundary }) raises the stored boundary, never lowers it", async () => {
+    const ledger = new ActionLedger(options)
+    for (const [id, stored, told, outcome, boundary] of [
+      ["a", null, "maybe_crossed", "UNKNOWN", "maybe_crossed"],
+      ["b", "crossed", "maybe_crossed", "FAILED_AFTER_EFFECT", "crossed"],
+      ["c", "maybe_crossed", "not_crossed", "UNKNOWN", "maybe_crossed"],
+      ["d", null, "crossed", "FAILED_AFTER_EFFECT", "crossed"],
+    ] as const) {
+      const guard = await claimed(ledger, id)
+      if (stored) await ledger.advanceBoundary(id, stored, guard)
+      expect(await ledger.fail(id, "boom", { ...guard, boundary: told })).toMatchObject({
+        terminalOutcome: outcome,
+        sideEffectBoundary: boundary,
+      })
+    }
+  })
+
   it("fail() on a row already past not_crossed records UNKNOWN or FAILED_AFTER_EFFECT, never 'before the effect'", async () => {
     const ledger = new ActionLedger(options)
     for (const [id, boundary, outcome] of [

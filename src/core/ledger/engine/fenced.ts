@@ -33,6 +33,14 @@ export interface FenceGuard {
   readonly owner?: string | null
 }
 
+/** `fail()`'s guard, and what the holder knows of the effect. */
+export interface FailGuard extends FenceGuard {
+  /** The effect happened: recorded as FAILED_AFTER_EFFECT (as `boundary: "crossed"`). */
+  readonly failedAfterEffect?: boolean
+  /** How far the holder knows it got; the stored boundary counts when higher. */
+  readonly boundary?: SideEffectBoundary
+}
+
 /** The stored row as the guard's holder sees it: the guard's fence and owner are what the write must match. */
 export async function heldRow(
   core: LedgerCore,
@@ -182,24 +190,27 @@ function completedOrUnstorable(core: LedgerCore, c: LedgerEntry, result: unknown
 }
 
 /**
- * A failure, classified by the boundary: crossed (stored, or `afterEffect`) is FAILED_AFTER_EFFECT, maybe_crossed
- * UNKNOWN, not_crossed FAILED_BEFORE_EFFECT. The original wrote FAILED_BEFORE_EFFECT on any boundary, a label that
- * says no effect happened on a row whose effect may have. A boundary that moves under the write classifies it again.
+ * A failure, classified by the boundary, the stored one or `floor` (what the writer knows) if higher: crossed is
+ * FAILED_AFTER_EFFECT, maybe_crossed UNKNOWN, not_crossed FAILED_BEFORE_EFFECT. The original wrote
+ * FAILED_BEFORE_EFFECT on any boundary, a label that says no effect happened on a row whose effect may have. A
+ * boundary that moves under the write classifies it again.
  */
 export function failHeld(
   core: LedgerCore,
   c: LedgerEntry,
   error: string,
-  afterEffect: boolean,
+  floor?: SideEffectBoundary,
 ): Promise<LedgerEntry> {
   const now = core.clock.now()
-  const redo = (moved: LedgerEntry) => failHeld(core, moved, error, afterEffect)
-  return !afterEffect && c.sideEffectBoundary === "maybe_crossed"
-    ? casFrom(core, c, unknownRow(c, error, now), held(c), "fail", redo)
+  // An absent floor ranks below every boundary (boundaryRow's `?? 0`), so the stored one decides.
+  const at = boundaryRow(c, floor as SideEffectBoundary)
+  const redo = (moved: LedgerEntry) => failHeld(core, moved, error, floor)
+  return at.sideEffectBoundary === "maybe_crossed"
+    ? casFrom(core, c, unknownRow(at, error, now), held(c), "fail", redo)
     : outcomeCas(
         core,
         c,
-        failedRow(c, error, now, afterEffect || c.sideEffectBoundary === "crossed"),
+        failedRow(at, error, now, at.sideEffectBoundary === "crossed"),
         held(c),
         "fail",
         redo,

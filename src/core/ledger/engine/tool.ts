@@ -295,8 +295,8 @@ class OwnedTransition implements TransitionContext {
   async recordFailure(err: unknown): Promise<void> {
     const text = errorText(err)
     try {
-      // sideEffect() returned: its effect happened, though the row still says maybe_crossed.
-      await this.#write((c) => failHeld(this.#core, c, text, this.#boundary === "crossed"))
+      // After sideEffect() returned, this worker knows the effect happened; the row still says maybe_crossed.
+      await this.#write((c) => failHeld(this.#core, c, text, this.#boundary))
     } catch (e) {
       this.#core.warn(
         `could not record the failure of '${this.#current.tool}' request '${this.requestId}': ${errorText(e)}`,
