@@ -66,12 +66,27 @@ export function serveToken(command: string, flag: string | undefined): string | 
   return flag ?? (env || undefined)
 }
 
-// JSON.parse turns 1e400 into Infinity (stored as null), 1e-400 into 0 and an integer past 2^53 into a rounded one:
-// the result an operator records would silently differ from the one typed. Valid JSON only (parsed first), so a
-// number outside a string is the only token here with digits.
-const JSON_TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(\.\d+)?([eE][+-]?\d+)?/g
+// JSON.parse turns 1e400 into Infinity (stored as null), 1e-400 into 0 and 9007199254740993 (with or without `.0`)
+// into 9007199254740992: the result an operator records would silently differ from the one typed. Valid JSON only
+// (parsed first), so a number outside a string is the only token here with digits.
+const JSON_TOKEN = /"(?:[^"\\]|\\.)*"|-?\d+(?:\.\d+)?(?:[eE][+-]?\d+)?/g
 
-/** `--result-json`: JSON whose numbers are all stored as typed; anything else is a usage error naming the value. */
+// A decimal's value as significant digits and the power of ten before them, so `100.0`, `1e2` and `1E+2` compare
+// equal. The sign is left out: a double keeps it, and -0 is 0 here.
+function decimalValue(text: string): string {
+  const [, int = "", frac = "", exp = "0"] = /^-?(\d+)(?:\.(\d+))?(?:[eE]([+-]?\d+))?$/.exec(text) ?? []
+  const digits = int + frac
+  const lead = digits.search(/[1-9]/)
+  if (lead < 0) return "0"
+  return `${digits.slice(lead).replace(/0+$/, "")}e${Number(exp) + int.length - lead}`
+}
+
+/**
+ * `--result-json`: JSON whose numbers are all stored as typed; anything else is a usage error naming the value. A
+ * number is kept when the double it parses to writes back (shortest form) as the same decimal value: `0.1` is kept,
+ * `0.10000000000000001`, `9007199254740993.0` and `1e400` are not, nor is an exact `1152921504606846976` (2^60),
+ * which would be written back as 1152921504606847000.
+ */
 export function parseResultJson(command: string, text: string): unknown {
   let value: unknown
   try {
@@ -79,18 +94,13 @@ export function parseResultJson(command: string, text: string): unknown {
   } catch (e) {
     throw new UsageError(`${command}: --result-json is not JSON (${(e as Error).message})`)
   }
-  for (const [token, fraction, exponent] of text.matchAll(JSON_TOKEN)) {
+  for (const [token] of text.matchAll(JSON_TOKEN)) {
     if (token.startsWith('"')) continue
     const n = Number(token)
-    const lost =
-      !Number.isFinite(n) ||
-      // Compared as written: 2^53 + 1 reads as 2^53, and 2^60 is exact but written back as 1152921504606847000.
-      (fraction === undefined && exponent === undefined && BigInt(token.replace("-", "")) > 2n ** 53n) ||
-      (n === 0 && /[1-9]/.test(token.replace(/[eE].*/, "")))
-    if (lost)
+    if (!Number.isFinite(n) || decimalValue(String(n)) !== decimalValue(token))
       throw new UsageError(
         `${command}: --result-json number ${token.length > 40 ? `${token.slice(0, 37)}...` : token} cannot be ` +
-          "stored as typed (out of range, or an integer past 2^53): pass it as a string",
+          "stored as typed (out of range, or more digits than a double keeps): pass it as a string",
       )
   }
   return value

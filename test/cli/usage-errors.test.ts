@@ -54,6 +54,7 @@ describe("--result-json keeps the numbers as typed or refuses them", () => {
     ["12345678901234567890", '{"b":12345678901234567890}'],
     ["9007199254740993", "[9007199254740993]"],
     ["1e-400", "[1e-400]"],
+    ["9007199254740993.0", '{"amount":9007199254740993.0}'],
   ])("%s: exit 2 naming the value, for transitions and tasks", (value, json) => {
     const common = ["--verified", "completed", "--by", "ops", "--reason", "r", "--result-json", json]
     for (const args of [
@@ -67,6 +68,25 @@ describe("--result-json keeps the numbers as typed or refuses them", () => {
       '{"s":"1e400 12345678901234567890","n":[-9007199254740992,9007199254740992,1.5e300,0e5,0.0,-0]}'
     expect(parseResultJson("x", text)).toEqual(JSON.parse(text))
     expect(() => parseResultJson("x", "{")).toThrow(/--result-json is not JSON/)
+  })
+  // A fraction or exponent once skipped the precision check: 9007199254740993.0 was stored as 9007199254740992.
+  it.each([
+    "9007199254740993.0",
+    "12345678901234567891.5",
+    "-12345678901234567891.5",
+    "9007199254740993e0",
+    "90071992547409930e-1",
+    "0.10000000000000001",
+    "1152921504606846976",
+    "2e-324",
+  ])("refuses %s, which a double does not keep as typed", (token) => {
+    expect(() => parseResultJson("x", `{"amount":${token}}`)).toThrow(
+      `--result-json number ${token} cannot be stored as typed`,
+    )
+  })
+  it("keeps fractions and exponents a double writes back as typed", () => {
+    const text = "[1.5,0.1,1e3,100.0,-0.25,1e-7,1E+2,5e-324,1.7976931348623157e308,12345678901234567000.0]"
+    expect(parseResultJson("x", text)).toEqual(JSON.parse(text))
   })
 })
 
