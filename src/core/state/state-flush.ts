@@ -294,11 +294,10 @@ export class StateFlush {
         // Aborted while the body was finishing: the abort's ending (already written) decides, and run() rejects.
         if (signal.aborted) await aborted
       } catch (err) {
-        if (signal.aborted) {
-          // The abort path already wrote (or deliberately skipped) its snapshot; surface what ended the run.
-          await aborted.catch(() => {})
-          throw err
-        }
+        // The abort path already wrote (or deliberately skipped) its snapshot; surface what ended the run. A body that
+        // rejects on run.signal (as fetch does) gets here first, but a snapshot the store refused outranks its error.
+        if (signal.aborted)
+          throw await aborted.then(null, (e) => (e instanceof StateSnapshotUnstoredError ? e : err))
         if (this.flushOn.has("error")) {
           try {
             await endRun(run, "error", { reason: "error", error: errorText(err) })[1]

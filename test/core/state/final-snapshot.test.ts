@@ -81,6 +81,28 @@ describe("a final snapshot the store refuses", () => {
     expect(((err as Error).cause as Error).message).toContain("ECONNREFUSED")
   })
 
+  it("a cancel the body answers by rejecting on run.signal (as fetch does): the save failure still wins", async () => {
+    const storage = flakyStore()
+    storage.down = true
+    const flush = new StateFlush({ storage })
+    const stop = new AbortController()
+    const reason = new Error("user cancelled")
+    setTimeout(() => stop.abort(reason), 10)
+    const err = await flush
+      .run(
+        "r4",
+        (run) =>
+          new Promise((_, reject) =>
+            run.signal.addEventListener("abort", () => reject(new DOMException("aborted", "AbortError"))),
+          ),
+        { signal: stop.signal },
+      )
+      .catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(StateSnapshotUnstoredError)
+    expect(err).toMatchObject({ status: "aborted", returned: false, abortReason: reason })
+    expect(((err as Error).cause as Error).message).toContain("ECONNREFUSED")
+  })
+
   it("a disconnect while the store is down: likewise, with the disconnect's reason", async () => {
     const storage = flakyStore()
     storage.down = true
