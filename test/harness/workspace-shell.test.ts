@@ -10,6 +10,7 @@ import {
   type DevWorkspace,
   TestRunAction,
   type WorkspaceObservation,
+  withWorkspace,
 } from "../../src/harness/workspace/index.ts"
 
 const cleanup: Array<() => Promise<void> | void> = []
@@ -30,6 +31,34 @@ function cmdOutput(o: WorkspaceObservation) {
 }
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+function alive(pid: number): boolean {
+  try {
+    process.kill(pid, 0)
+    // A killed job is a zombie until whoever adopted it reaps it: that counts as gone.
+    return !/^\d+ \(.*\) Z/s.test(readFileSync(`/proc/${pid}/stat`, "utf8"))
+  } catch {
+    return false
+  }
+}
+
+/** Starts `sleep` in the background and returns its pid, killed after the test whatever happens. */
+async function backgroundSleep(w: DevWorkspace): Promise<number> {
+  const o = cmdOutput(await w.act(CmdRunAction({ command: "sleep 4242 & echo $!", timeout: 5 })))
+  const pid = Number(o.stdout.trim())
+  expect(pid).toBeGreaterThan(0)
+  cleanup.push(() => {
+    try {
+      process.kill(pid, "SIGKILL")
+    } catch {}
+  })
+  return pid
+}
+
+async function gone(pid: number): Promise<boolean> {
+  for (let i = 0; i < 40 && alive(pid); i++) await sleep(50)
+  return !alive(pid)
+}
 
 describe("the command's exit status", () => {
   it("is bash's own, even when the command ends with a backslash, && or an open quote", async () => {
@@ -63,6 +92,50 @@ describe("background jobs and timeouts", () => {
     const o = cmdOutput(await w.act(CmdRunAction({ command: "sleep 3 & echo started", timeout: 2 })))
     expect([o.exit_code, o.stdout]).toEqual([0, "started\n"])
     expect(Date.now() - t0).toBeLessThan(1_500)
+  })
+
+  it("a background job runs until stop(), which kills it", async () => {
+    const w = await ws()
+    const pid = await backgroundSleep(w)
+    cmdOutput(await w.act(CmdRunAction({ command: "true" })))
+    expect(alive(pid)).toBe(true)
+    await w.stop()
+    expect(await gone(pid)).toBe(true)
+  })
+
+  it("stop() also ends a command still running, and its act() then returns", async () => {
+    const w = await ws()
+    const running = w.act(CmdRunAction({ command: "sleep 4242 & echo $! > pid; wait", timeout: 60 }))
+    const file = join(w.root, "pid")
+    const read = () => (existsSync(file) ? Number(readFileSync(file, "utf8")) : 0)
+    for (let i = 0; i < 100 && !(read() > 0); i++) await sleep(20)
+    const pid = read()
+    expect(pid).toBeGreaterThan(0) // never kill(0): that is the test's own process group
+    cleanup.push(() => {
+      try {
+        process.kill(pid, "SIGKILL")
+      } catch {}
+    })
+    const t0 = Date.now()
+    await w.stop()
+    expect(await gone(pid)).toBe(true)
+    await running
+    expect(Date.now() - t0).toBeLessThan(2_000)
+  })
+
+  it("withWorkspace() kills the background jobs when it ends, also when fn throws", async () => {
+    let pid = 0
+    await withWorkspace({}, async (w) => {
+      pid = await backgroundSleep(w)
+    })
+    expect(await gone(pid)).toBe(true)
+    await expect(
+      withWorkspace({}, async (w) => {
+        pid = await backgroundSleep(w)
+        throw new Error("boom")
+      }),
+    ).rejects.toThrow("boom")
+    expect(await gone(pid)).toBe(true)
   })
 
   it("a background job that writes after the command returned keeps running (its output is drained)", async () => {

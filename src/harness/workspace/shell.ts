@@ -1,7 +1,8 @@
 // One command in a fresh `bash -c`, with the workspace's stateful cwd: the script cds to the remembered cwd,
 // runs the command, then writes `pwd` to a marker the workspace reads back. A command that calls `exit` leaves
 // the cwd unchanged. On timeout or abort the whole process group is killed. The result comes when the shell exits,
-// not when every background job it started has closed the pipes.
+// not when every background job it started has closed the pipes; those jobs live on in the group, which the caller
+// kills with `killGroup` when it is done with them (the workspace does on stop()).
 import { spawn } from "node:child_process"
 import type { Readable } from "node:stream"
 import { startTimer } from "../../core/harness/timer.ts"
@@ -56,6 +57,18 @@ export interface RunShellOptions {
   readonly timeoutSeconds: number
   readonly keep: "head" | "tail"
   readonly signal?: AbortSignal
+  /** The command's process group is added while it may still have members, and removed once this kills it. */
+  readonly groups?: Set<number>
+}
+
+/** Signals a process group (SIGKILL, or 0 to probe it); one already gone is false, not an error. */
+export function killGroup(pgid: number, signal: NodeJS.Signals | 0 = "SIGKILL"): boolean {
+  try {
+    process.kill(-pgid, signal)
+    return true
+  } catch {
+    return false
+  }
 }
 
 export function runShell(o: RunShellOptions): Promise<ShellResult> {
@@ -77,6 +90,8 @@ export function runShell(o: RunShellOptions): Promise<ShellResult> {
       stdio: ["ignore", "pipe", "pipe"],
       detached: true, // its own process group, so a timeout kills what it started too
     })
+    const pgid = child.pid
+    if (pgid !== undefined) o.groups?.add(pgid)
     const out = new Capture(o.keep)
     const err = new Capture(o.keep)
     const streams: Readable[] = [child.stdout, child.stderr]
@@ -86,11 +101,9 @@ export function runShell(o: RunShellOptions): Promise<ShellResult> {
     let done = false
     let grace: ReturnType<typeof setTimeout> | undefined
     const kill = () => {
-      try {
-        if (child.pid !== undefined) process.kill(-child.pid, "SIGKILL")
-      } catch {
-        child.kill("SIGKILL")
-      }
+      if (pgid === undefined || !killGroup(pgid)) child.kill("SIGKILL")
+      // Gone now: a stale id must not be signalled later, when the system may have reused it.
+      if (pgid !== undefined) o.groups?.delete(pgid)
       // A process that left the group (setsid) survives the kill and may hold the pipes: stop reading them.
       for (const s of streams) s.destroy()
     }

@@ -15,7 +15,7 @@ import {
   type WorkspaceObservation,
 } from "./events.ts"
 import { pathComponents, safeRead, safeWrite, WorkspacePathError } from "./safe-fs.ts"
-import { MAX_STREAM_CHARS, runShell, shellQuote } from "./shell.ts"
+import { killGroup, MAX_STREAM_CHARS, runShell, shellQuote } from "./shell.ts"
 import { parseTestSummary } from "./test-report.ts"
 
 /** `root` or `state` read before `start()` (`withWorkspace` and the first `act()` start it for you). */
@@ -66,6 +66,8 @@ export class DevWorkspace {
   #private: string | null = null
   #starting: Promise<void> | null = null
   #stopped = false
+  // The process groups of the commands it started, running or holding background jobs (`server &`); stop() kills them.
+  readonly #groups = new Set<number>()
 
   constructor(options: WorkspaceOptions = {}) {
     this.runId = options.runId ?? randomUUID().replaceAll("-", "")
@@ -109,10 +111,15 @@ export class DevWorkspace {
     this.#state = { cwd: real, env: { ...this.#env } }
   }
 
-  /** Idempotent. Deletes the root only if the workspace created it. Later `act()` calls are refused. */
+  /**
+   * Idempotent. Kills the process groups of the commands it ran (background jobs included), then deletes the root
+   * if the workspace created it. Later `act()` calls are refused.
+   */
   async stop(): Promise<void> {
     this.#stopped = true
     await this.#starting?.catch(() => {})
+    for (const g of this.#groups) killGroup(g)
+    this.#groups.clear()
     const [priv, root] = [this.#private, this.#given === undefined ? this.#root : null]
     this.#private = null
     this.#root = null
@@ -226,6 +233,8 @@ export class DevWorkspace {
     const state = this.state
     const marker = join(this.#private as string, "cwd")
     await rm(marker, { force: true })
+    // Forget groups whose jobs have all ended: fewer stale ids for stop() to signal after the system reused them.
+    for (const g of this.#groups) if (!killGroup(g, 0)) this.#groups.delete(g)
     const r = await runShell({
       command,
       cwd: this.root,
@@ -234,6 +243,7 @@ export class DevWorkspace {
       env: state.env,
       timeoutSeconds: timeout,
       keep,
+      groups: this.#groups,
       ...(signal ? { signal } : {}),
     })
     const after = await readFile(marker, "utf8").then(
