@@ -2,6 +2,7 @@ import { en } from "zod/locales"
 import type * as z from "zod/mini"
 import type { ConfigEnv } from "./env.ts"
 import type { ConfigError } from "./errors.ts"
+import { refuseLiteralRefs } from "./literal-refs.ts"
 import { MyceliumConfig, type MyceliumConfigOptions } from "./mycelium-config.ts"
 import { resolveConfig } from "./normalize.ts"
 import { configSchema, UNIMPLEMENTED_SECTIONS, UNIMPLEMENTED_TOOL_KEYS } from "./schema.ts"
@@ -88,12 +89,14 @@ export function loadConfigFromString(text: string, options: LoadConfigOptions = 
   rejectUnimplemented(doc, source)
   // Variables expand in `url`, `dsn` and `token` only (normalize.ts), where the original expands them: expanded
   // anywhere else (agent_id, policy_version, a tool's name or request_id_from), a value would differ from what a
-  // Python worker reads in the same file, and the two would key one call differently.
+  // Python worker reads in the same file, and the two would key one call differently. A `${VAR}` in a store or
+  // receipt setting is refused instead of read as text (literal-refs.ts).
   const parsed = configSchema.safeParse(doc, parseParams)
   if (!parsed.success) {
     const first = parsed.error.issues[0] as z.core.$ZodIssue
     throw issueToError(first, source)
   }
+  refuseLiteralRefs(parsed.data, source)
   const resolved = resolveConfig(parsed.data, options.env ?? {}, source)
   return new MyceliumConfig(resolved, options)
 }

@@ -225,10 +225,11 @@ describe("config edge cases", () => {
   })
 
   // Expansion used to apply to every string (the prefix here became "app:$"); it now applies to url, dsn and token
-  // only, where the original expands, so a prefix is the same text on both sides (see keys.test.ts).
+  // only, where the original expands, so a prefix is the same text on both sides (see keys.test.ts) and a
+  // `${PREFIX:-app:}` in it is an error (literal-refs.test.ts).
   it("expands $VAR, ${VAR} and ${VAR:-default} in url and token; $$ is a literal dollar; a prefix is as written", () => {
     const config = loadConfigFromString(
-      "action_ledger:\n  storage: upstash\n  url: ${URL}/$$x\n  token: ${TOKEN:-t0k}\n  prefix: ${PREFIX:-app:}$$\n",
+      "action_ledger:\n  storage: upstash\n  url: ${URL}/$$x\n  token: ${TOKEN:-t0k}\n  prefix: $PREFIX:$$\n",
       {
         ...quiet,
         env: { URL: "https://r.example" },
@@ -236,7 +237,7 @@ describe("config edge cases", () => {
       },
     )
     const storage = config.tools.size ? null : config.resolved.raw.action_ledger
-    expect(storage).toMatchObject({ prefix: "${PREFIX:-app:}$$" })
+    expect(storage).toMatchObject({ prefix: "$PREFIX:$$" })
     const ledger = loadConfigFromString(
       "action_ledger:\n  storage: upstash\n  url: ${URL}/$$x\n  token: ${TOKEN:-t0k}\n  tools: [t]\n",
       { ...quiet, env: { URL: "https://r.example" } },

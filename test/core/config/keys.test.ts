@@ -26,20 +26,21 @@ describe("$VAR expands where the Python original expands it", () => {
     expect(config.transition?.policyVersion).toBe("2026.12$$")
   })
 
-  it("tool names, request_id_from, scope_from, paths, prefixes and signing keys are used as written", () => {
+  // A path or signing key holding $X is refused instead (literal-refs.test.ts); a prefix's bare $X is text.
+  it("tool names, request_id_from, scope_from and a prefix's bare $NAME are used as written", () => {
     const env = { X: "expanded" }
     const config = loadConfigFromString(
       `transition:\n  agent_id: a\n  policy_version: v\n  scope_from: {thread_id: $X}\n` +
-        `action_ledger:\n  storage: file\n  path: ./$X/ledger.json\n` +
-        `audit_receipt:\n  signing_key: k-$X\n` +
+        `action_ledger:\n  storage: redis\n  url: redis://h\n  prefix: app-$X\n` +
+        `audit_receipt:\n  signing_key: k-$1\n` +
         `tools:\n  pay_$X:\n    ledger: true\n    side_effect_class: payment\n    request_id_from: \${X}\n`,
       { ...quiet, env },
     )
     const tool = config.tools.get("pay_$X")
     expect(tool?.binding?.requestIdFrom).toBe("${X}")
     expect(tool?.binding?.scopeFrom).toEqual({ thread_id: "$X" })
-    expect(tool?.ledger?.storage.path).toBe("./$X/ledger.json")
-    expect(config.resolved.signingKey).toBe("k-$X")
+    expect(tool?.ledger?.storage.prefix).toBe("app-$X")
+    expect(config.resolved.signingKey).toBe("k-$1")
   })
 
   it("url, dsn and token expand, with this package's syntax (unset without a default is an error)", () => {
