@@ -204,8 +204,10 @@ export class HttpLedgerStorage implements LedgerStorage {
           : {}),
         ...(expect.leaseHeldAt !== undefined ? { lease_held_at: expect.leaseHeldAt } : {}),
       },
-    })) as { ok: boolean }
-    return r.ok === true
+    })) as { ok: unknown }
+    // Never "lost the race" for an answer that is not the route's: the ledger would drop the result it was storing.
+    if (typeof r?.ok !== "boolean") throw malformed("a transition answer without a boolean 'ok'")
+    return r.ok
   }
 
   async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {

@@ -90,4 +90,17 @@ describe("HttpLedgerStorage against a broken or hostile server", () => {
     for await (const e of s.storage.list({ limit: 10 })) ids.push(e.requestId)
     expect([ids, s.runs()]).toEqual([["x"], 1])
   })
+
+  it("a transition answered 200 with another shape fails closed, not 'lost the race' (which dropped the result)", async () => {
+    const s = behind()
+    s.server.tamper = (path, real) => (path.endsWith("/transition") ? { status: "ok" } : real)
+    await expect(s.payTool({ amount: 1 }, { requestId: "t1" })).rejects.toBeInstanceOf(
+      LedgerStorageUnavailableError,
+    )
+    expect(s.runs()).toBe(1)
+    s.server.tamper = (_path, real) => real
+    // The write reached the server (only its answer was replaced): a redispatch replays it, never runs it again.
+    expect(await s.payTool({ amount: 1 }, { requestId: "t1" })).toBe("receipt 1")
+    expect(s.runs()).toBe(1)
+  })
 })
