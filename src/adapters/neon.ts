@@ -226,9 +226,9 @@ export class NeonLedgerStorage implements LedgerStorage {
       const n = Math.min(PAGE, left)
       const rows = await this.#run(this.#q.list, [options.prefix ?? "", cursor, n])
       for (const r of rows) {
-        const e = fromPayload(r.payload)
-        cursor = e.requestId
-        yield e
+        // The page walks the column: a payload naming another id (a row copied by hand) must not move it back.
+        cursor = r.request_id as string
+        yield fromPayload(r.payload)
       }
       left -= rows.length
       if (rows.length < n) return
@@ -284,7 +284,7 @@ function queries(table: string) {
       `INSERT INTO ${table} AS t (request_id, payload) VALUES ($1, $2::jsonb) ON CONFLICT (request_id)` +
       ` DO UPDATE SET payload = EXCLUDED.payload WHERE ${fenceOf(p)} <= $3::float8 RETURNING 1 AS ok`,
     list:
-      `SELECT payload::text AS payload FROM ${table} WHERE starts_with(request_id, $1)` +
+      `SELECT request_id, payload::text AS payload FROM ${table} WHERE starts_with(request_id, $1)` +
       ` AND ($2::text IS NULL OR request_id COLLATE "C" > $2::text) ORDER BY request_id COLLATE "C" LIMIT $3`,
     byDispatch: `SELECT t.payload::text AS payload ${fromDispatch("$1")} ORDER BY t.request_id COLLATE "C"`,
   }

@@ -27,6 +27,28 @@ testLedgerStorage("neon (real Postgres via WebSocket Pool)", () => ({
   },
 }))
 
+describe("neon: list() pages by the stored key", () => {
+  it("ends when a payload names another id than its key (a row copied by hand used to restart the page forever)", async () => {
+    const t = `${table}_copied`
+    const s = new NeonLedgerStorage({ pool, table: t })
+    await s.migrate()
+    try {
+      // A full page (500 rows) whose last payload names an id that sorts first: the next page started over.
+      await s.set(newEntry({ requestId: "r000", tool: "t" }, 1))
+      await pool.query(
+        `INSERT INTO ${t} (request_id, payload) SELECT 'r' || lpad(i::text, 3, '0'),
+           jsonb_set(payload, '{request_id}', to_jsonb(CASE WHEN i = 499 THEN 'a-copied' ELSE 'r' || lpad(i::text, 3, '0') END))
+         FROM ${t}, generate_series(1, 600) AS i WHERE request_id = 'r000'`,
+      )
+      let n = 0
+      for await (const _ of s.list({})) if (++n > 1000) break
+      expect(n).toBe(601)
+    } finally {
+      await dropLedgerTable(pool, t)
+    }
+  })
+})
+
 describe("neon: schema and writes", () => {
   const T0 = 1_800_000_000.5
 
