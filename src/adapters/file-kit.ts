@@ -31,8 +31,7 @@ export class LedgerFileCorruptError extends LedgerError {
   readonly path: string
   constructor(path: string, detail: string) {
     super(
-      `Ledger file ${path} is corrupt: ${detail}. It was not read as empty (that would forget what already ran). ` +
-        "Restore it from a backup or repair the JSON, then retry.",
+      `Ledger file ${path} is corrupt: ${detail}. Restore it from a backup or repair the JSON (never read as empty).`,
     )
     this.path = path
   }
@@ -46,8 +45,8 @@ export class LedgerFileLockTimeoutError extends LedgerError {
   constructor(lockPath: string, timeout: number) {
     // One text for both locks: a flock (`pythonLock`) is never left over, and deleting its file changes nothing.
     super(
-      `Timed out after ${timeout}s waiting for the ledger file lock ${lockPath}: another process holds it. Retry; if ` +
-        "no process uses the ledger, the lock file is left from a crash on another host: delete it.",
+      `Timed out after ${timeout}s waiting for the ledger file lock ${lockPath}, held by another process. Retry; ` +
+        "if none uses the ledger, a crash on another host left it: delete it.",
     )
     this.lockPath = lockPath
   }
@@ -336,18 +335,18 @@ export class FileLock {
     }
   }
 
+  /**
+   * Whether the lock file is still this holder's. A process paused past `staleLockAfter` (SIGSTOP, a frozen VM)
+   * is presumed dead and replaced; it must not then write over what its successor wrote.
+   */
+  held(): boolean {
+    return this.#token !== null && this.#read(this.path)?.holder.token === this.#token
+  }
+
   #releaseOwn(): void {
-    const token = this.#token
-    this.#token = null
-    if (!token) return
     // Only remove our own lock: if we were presumed dead and replaced, the file is someone else's now.
-    if (this.#read(this.path)?.holder.token === token) {
-      try {
-        unlinkSync(this.path)
-      } catch {
-        // already gone
-      }
-    }
+    if (this.held()) rmQuiet(this.path)
+    this.#token = null
   }
 
   /** Publishes a complete holder record at `target`; false if the file exists. */

@@ -11,7 +11,6 @@ import {
   readFileSync,
   renameSync,
   statSync,
-  unlinkSync,
   writeSync,
   writevSync,
 } from "node:fs"
@@ -25,6 +24,7 @@ import {
   entryFromRow,
   entryToRow,
   type LedgerEntry,
+  LedgerError,
   type LedgerStorage,
   type ListOptions,
   matchesExpectation,
@@ -353,14 +353,11 @@ export class FileLedgerStorage implements LedgerStorage {
       writeAll(fd, chunks)
       parkIn("flush-tmp")
       if (this.#fsync) fsyncSync(fd)
+      if (!this.#lock.held()) throw new LedgerError(`lost ${this.#lock.path} (paused too long): retry`)
       renameSync(tmp, this.path)
     } catch (e) {
       closeSync(fd)
-      try {
-        unlinkSync(tmp)
-      } catch {
-        // never created or already renamed
-      }
+      rmQuiet(tmp) // never created or already renamed
       throw e
     }
     if (this.#fsync) fsyncDir(dirname(this.path))
@@ -440,7 +437,10 @@ function parseLedgerFile(path: string, text: string): Map<string, Slot> {
     }
     const r = raw as Record<string, unknown>
     if (typeof r.request_id !== "string" || typeof r.tool !== "string" || typeof r.status !== "string") {
-      throw new LedgerFileCorruptError(path, `row '${id}' lacks a string request_id, tool or status`)
+      throw new LedgerFileCorruptError(
+        path,
+        `row '${id}': ledger row needs string request_id, tool and status`,
+      )
     }
     rows.set(id, { frag: null, bytes: null, raw: r, entry: null })
   }
