@@ -62,7 +62,7 @@ export interface RunShellOptions {
 }
 
 /** Signals a process group (SIGKILL, or 0 to probe it); one already gone is false, not an error. */
-export function killGroup(pgid: number, signal: NodeJS.Signals | 0 = "SIGKILL"): boolean {
+export function killGroup(pgid: number, signal: "SIGKILL" | 0 = "SIGKILL"): boolean {
   try {
     process.kill(-pgid, signal)
     return true
