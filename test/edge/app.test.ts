@@ -4,6 +4,7 @@ import { HttpLedgerStorage, LedgerHttpError } from "../../src/adapters/http.ts"
 import { testLedgerStorage } from "../../src/conformance.ts"
 import { ActionLedger, type LedgerStorage, MemoryLedgerStorage } from "../../src/core/index.ts"
 import { createLedgerApp, jwtAuth } from "../../src/edge/index.ts"
+import { writePythonFailures } from "../core/ledger/python-failures.ts"
 
 const SECRET = "test-secret-with-enough-entropy-0123456789"
 const sign = (claims: Record<string, unknown>) =>
@@ -167,25 +168,12 @@ describe("edge ledger API", () => {
 
   it("stuck=true shows a failure 'before the effect' on a crossed-over row, which the gate hard-blocks", async () => {
     const { app, stores } = served()
-    // As the Python original's fail() leaves it (it labels a failure by the caller's word, not the boundary).
     const storage = stores.get("default") ?? new MemoryLedgerStorage()
     stores.set("default", storage)
-    const ledger = new ActionLedger({ storage, leaseRenewInterval: 0, onWarning: () => {} })
-    const binding = { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } as const
-    const allowed = { allowed: true, verdicts: [], deniedReasons: [] }
-    for (const [requestId, boundary] of [
+    await writePythonFailures(storage, [
       ["plain", "not_crossed"],
       ["moved", "maybe_crossed"],
-    ] as const) {
-      const c = await ledger.claim({ tool: "pay", binding, args: {}, decision: allowed, meta: { requestId } })
-      await storage.set({
-        ...c.entry,
-        terminalOutcome: "FAILED_BEFORE_EFFECT",
-        status: "failed",
-        sideEffectBoundary: boundary,
-        leaseUntil: null,
-      })
-    }
+    ])
     const stuck = (await (await app.request("/v1/transitions?stuck=true")).json()) as {
       transitions: Array<{ request_id: string; terminal_outcome: string; side_effect_boundary: string }>
     }

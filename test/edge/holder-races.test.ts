@@ -45,6 +45,24 @@ function twoIsolates() {
   }
 }
 
+/**
+ * One isolate over a store whose first reads wait until 20 ms have passed, and a call begun on it: requests sent
+ * together then all read the row before any writes, unless the isolate queues them.
+ */
+async function oneIsolateBegun() {
+  const rows = new MemoryLedgerStorage()
+  const slow = gatedStore(rows, (method) => method === "get")
+  setTimeout(slow.open, 20)
+  const post = poster(createLedgerApp({ storage: slow.store }))
+  const run = await post("/v1/calls", begin)
+  return {
+    rows,
+    post,
+    id: run.body.request_id as string,
+    holder: { fence: run.body.fence, lease: run.body.lease },
+  }
+}
+
 describe("edge: a renewal racing the boundary report", () => {
   it("keeps the boundary crossed, answers both, and the redispatch is blocked, not run", async () => {
     const { rows, arm, arrived, open, post, other } = twoIsolates()
@@ -90,14 +108,7 @@ describe("edge: a renewal racing the boundary report", () => {
   })
 
   it("one isolate: a renewal and a provider ref sent together both land (the later write dropped the ref)", async () => {
-    const rows = new MemoryLedgerStorage()
-    // Every read waits a little, so both requests read the row before either writes, unless they are queued.
-    const slow = gatedStore(rows, (method) => method === "get")
-    setTimeout(slow.open, 20)
-    const post = poster(createLedgerApp({ storage: slow.store }))
-    const run = await post("/v1/calls", begin)
-    const id = run.body.request_id as string
-    const holder = { fence: run.body.fence, lease: run.body.lease }
+    const { rows, post, id, holder } = await oneIsolateBegun()
     const [renewed, ref] = await Promise.all([
       post(`/v1/calls/${id}/renew`, { ...holder, lease_ttl: 600 }),
       post(`/v1/calls/${id}/boundary`, { ...holder, external_operation_ref: "pi_123" }),
@@ -109,13 +120,7 @@ describe("edge: a renewal racing the boundary report", () => {
   })
 
   it("one isolate: a failure told maybe_crossed sent with the crossing records FAILED_AFTER_EFFECT", async () => {
-    const rows = new MemoryLedgerStorage()
-    const slow = gatedStore(rows, (method) => method === "get")
-    setTimeout(slow.open, 20)
-    const post = poster(createLedgerApp({ storage: slow.store }))
-    const run = await post("/v1/calls", begin)
-    const id = run.body.request_id as string
-    const holder = { fence: run.body.fence, lease: run.body.lease }
+    const { rows, post, id, holder } = await oneIsolateBegun()
     const [crossed, failed] = await Promise.all([
       post(`/v1/calls/${id}/boundary`, { ...holder, boundary: "crossed" }),
       post(`/v1/calls/${id}/fail`, { ...holder, error: "lost the answer", boundary: "maybe_crossed" }),

@@ -7,7 +7,7 @@ type Path = (string | number)[]
 const BRACED = /\$\{[A-Za-z_]\w*(?:\}|:?[-=?+][^}]*\}?)/
 // Bare `$NAME` too, where a `$` before a name is no plausible text: a file path, a signing key (this one is for
 // development only, and signing_key_env takes any key).
-const ANY = /\$\{[A-Za-z_]\w*(?:\}|:?[-=?+][^}]*\}?)|\$[A-Za-z_]\w*/
+const ANY = new RegExp(`${BRACED.source}|\\$[A-Za-z_]\\w*`)
 const WHOLE = /^\$(?:\{([A-Za-z_]\w*)\}|([A-Za-z_]\w*))$/
 
 // Store and receipt settings, which the loader does not expand (the original reads them as written either). Before

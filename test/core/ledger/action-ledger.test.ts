@@ -21,6 +21,7 @@ import {
   ReconcileResult,
   type SideEffectClass,
 } from "../../../src/core/index.ts"
+import { writePythonFailures } from "./python-failures.ts"
 
 const quiet = { onWarning: () => {} }
 const bind = (sideEffectClass: SideEffectClass) => ({
@@ -111,27 +112,18 @@ describe("redispatch of one keyed_mutate call", () => {
 
 describe("crash inside sideEffect(), hard block, operator release", () => {
   it("lists a failure 'before the effect' on a crossed-over row as stuck, as the gate hard-blocks it", async () => {
-    // The original's fail() writes FAILED_BEFORE_EFFECT whatever the boundary: a Python worker sharing the ledger
-    // leaves such rows behind. Written here as it writes them.
     const storage = new MemoryLedgerStorage()
     const ledger = new ActionLedger({ ...quiet, storage, leaseRenewInterval: 0 })
     const binding = bind("keyed_mutate")
-    const allowed = { allowed: true, verdicts: [], deniedReasons: [] }
-    for (const [requestId, boundary] of [
-      ["before", "not_crossed"],
-      ["maybe", "maybe_crossed"],
-      ["after", "crossed"],
-    ] as const) {
-      const c = await ledger.claim({ tool: "pay", binding, args: {}, decision: allowed, meta: { requestId } })
-      await storage.set({
-        ...c.entry,
-        terminalOutcome: "FAILED_BEFORE_EFFECT",
-        status: "failed",
-        error: "gateway down",
-        sideEffectBoundary: boundary,
-        leaseUntil: null,
-      })
-    }
+    await writePythonFailures(
+      storage,
+      [
+        ["before", "not_crossed"],
+        ["maybe", "maybe_crossed"],
+        ["after", "crossed"],
+      ],
+      binding,
+    )
     const stuck = await ledger.listTransitions({ stuck: true })
     // Rows started in one clock tick list in store order: compare as a set.
     expect(stuck.map((r) => [r.requestId, r.terminalOutcome, r.sideEffectBoundary]).sort()).toEqual([
