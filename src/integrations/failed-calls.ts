@@ -6,7 +6,7 @@
 // its body started is therefore the same intent until that call is settled. So is a call the framework gave up on
 // while its body still ran (OpenAI Agents' `timeoutMs`, an aborted run): the model was told it timed out, and the
 // body may still charge.
-import { throwIfAborted } from "../core/ledger/clock.ts"
+import { onAbort, throwIfAborted } from "../core/ledger/clock.ts"
 import { LedgerHardBlockError } from "../core/ledger/errors.ts"
 import type { CallMeta } from "../core/ledger/index.ts"
 
@@ -282,8 +282,8 @@ export async function runHeld<R>(
     failed.remember(held, requestId, true)
     failed.running(held, -1)
   }
+  const off = signal && onAbort(signal, abandon)
   try {
-    signal?.addEventListener("abort", abandon, { once: true })
     const out = await call()
     // Given up on, the call stays remembered (a retry reads its completed row); re-adding it here could bring back
     // an entry a retry has already settled.
@@ -300,7 +300,7 @@ export async function runHeld<R>(
     }
     throw err
   } finally {
-    signal?.removeEventListener("abort", abandon)
+    off?.()
     if (!abandoned) failed.running(held, -1)
   }
 }

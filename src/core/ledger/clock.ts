@@ -5,9 +5,9 @@ export interface Clock {
   sleep(seconds: number, signal?: AbortSignal): Promise<void>
 }
 
-function abortError(signal: AbortSignal): unknown {
-  return signal.reason ?? new DOMException("The operation was aborted.", "AbortError")
-}
+// Every runtime this package supports (Node 20.19+, browsers since 2022, workerd, Deno, Bun) gives an aborted
+// signal a reason: an AbortError DOMException when abort() was given none.
+const abortError = (signal: AbortSignal): unknown => signal.reason
 
 /**
  * Timers take at most 2^31 - 1 ms (about 24.8 days) and fire at once beyond it: a 90-day lease renewed every third
@@ -21,15 +21,16 @@ export const systemClock: Clock = {
   sleep(seconds, signal) {
     return new Promise((resolve, reject) => {
       if (signal?.aborted) return reject(abortError(signal))
-      const onAbort = () => {
-        clearTimeout(timer)
-        reject(abortError(signal as AbortSignal))
-      }
+      const off =
+        signal &&
+        onAbort(signal, () => {
+          clearTimeout(timer)
+          reject(abortError(signal))
+        })
       const timer = setTimeout(() => {
-        signal?.removeEventListener("abort", onAbort)
+        off?.()
         resolve()
       }, timerMs(seconds))
-      signal?.addEventListener("abort", onAbort, { once: true })
     })
   },
 }
@@ -53,6 +54,25 @@ export class ManualClock implements Clock {
     await new Promise((r) => setTimeout(r, 0))
     if (signal?.aborted) throw abortError(signal)
   }
+}
+
+// A framework hands every call of a step one signal, and Node warns of a leak past ten listeners on it (twenty
+// redispatches polling one call printed MaxListenersExceededWarning in the application's log). One listener per signal.
+// The listener stays on the signal, with an empty set once its calls are done: one per signal, not one per call.
+const fans = new WeakMap<AbortSignal, Set<() => void>>()
+
+/** Runs `fn` once when `signal` aborts; returns what takes it off again. */
+export function onAbort(signal: AbortSignal, fn: () => void): () => void {
+  let fns = fans.get(signal)
+  if (!fns) {
+    const all = new Set<() => void>()
+    signal.addEventListener("abort", () => all.forEach((g) => void g()), { once: true })
+    fans.set(signal, all)
+    fns = all
+  }
+  const own = fns
+  own.add(fn)
+  return () => own.delete(fn)
 }
 
 export function throwIfAborted(signal: AbortSignal | undefined): void {

@@ -1,5 +1,7 @@
 import { describe, expect, it } from "vitest"
+import { ActionLedger, MemoryLedgerStorage } from "../../../src/core/index.ts"
 import { renewEvery, systemClock } from "../../../src/core/ledger/clock.ts"
+import { countedSignal } from "../counted-signal.ts"
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -73,5 +75,46 @@ describe("renewEvery", () => {
     expect(woke).toBe(false)
     aborter.abort()
     await slept
+  })
+})
+
+describe("one abort listener per signal", () => {
+  it("twenty sleeps on one signal add one listener, all wake on abort, and later sleeps reuse it", async () => {
+    const s = countedSignal()
+    const sleeps = Array.from({ length: 20 }, () => systemClock.sleep(3600, s.signal))
+    expect(s.most()).toBe(1)
+    const reason = new Error("stop")
+    s.aborter.abort(reason)
+    const settled = await Promise.allSettled(sleeps)
+    expect(settled.map((r) => (r.status === "rejected" ? r.reason : "woke"))).toEqual(Array(20).fill(reason))
+
+    const t = countedSignal()
+    await Promise.all(Array.from({ length: 20 }, (_, i) => systemClock.sleep(0.001 * (i % 3), t.signal)))
+    await Promise.all(Array.from({ length: 20 }, () => systemClock.sleep(0.001, t.signal)))
+    // One listener stays on the signal for the next sleeps (its set is empty meanwhile), never one per sleep.
+    expect(t.most()).toBe(1)
+    expect(t.listening()).toBe(1)
+  })
+
+  it("twenty redispatches polling one call in flight share one signal's listener and all replay its result", async () => {
+    const s = countedSignal()
+    const ledger = new ActionLedger({
+      storage: new MemoryLedgerStorage(),
+      pollInterval: 0.005,
+      onWarning: () => {},
+    })
+    let runs = 0
+    const t = ledger.tool(
+      { name: "pay", binding: { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } },
+      async () => {
+        runs++
+        await sleep(60)
+        return "paid"
+      },
+    )
+    const calls = Array.from({ length: 20 }, () => t({}, { toolCallId: "c1", signal: s.signal }))
+    expect(await Promise.all(calls)).toEqual(Array(20).fill("paid"))
+    expect(runs).toBe(1)
+    expect(s.most()).toBe(1)
   })
 })
