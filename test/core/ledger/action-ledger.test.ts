@@ -15,12 +15,12 @@ import {
   type LedgerStorage,
   LedgerStorageUnavailableError,
   LedgerWorkerAliveError,
-  ManualClock,
   MemoryLedgerStorage,
   MissingRequestIdentityError,
   ReconcileResult,
   type SideEffectClass,
 } from "../../../src/core/index.ts"
+import { ManualClock } from "../../../src/testing.ts"
 import { writePythonFailures } from "./python-failures.ts"
 
 const quiet = { onWarning: () => {} }
@@ -481,6 +481,45 @@ describe("leases", () => {
     const after = counts.cas
     await new Promise((r) => setTimeout(r, 100))
     expect(counts.cas).toBe(after)
+  })
+
+  it("a tool's own lease, shorter than the ledger's renewal interval, is renewed every third of it", async () => {
+    // The ledger renews every 1,200 s (a third of its default 3,600 s lease); the tool's lease is 0.03 s. Its
+    // renewals used to follow the ledger's interval, so the lease lapsed mid-body and a redispatch took it over.
+    const clock = new ManualClock()
+    const storage = new MemoryLedgerStorage()
+    const ledger = new ActionLedger({ storage, clock, pollInterval: 0.01, ...quiet })
+    expect(ledger.leaseRenewInterval).toBe(1200)
+    let runs = 0
+    const hold = gate()
+    const t = ledger.tool(
+      { name: "slow", binding: bind("non_idempotent_mutate"), leaseTtl: 0.03 },
+      async () => {
+        runs++
+        await hold.opened
+        return "done"
+      },
+    )
+    const first = t({}, { requestId: "short-1" })
+    const renewedAt = async (at: number) => {
+      for (let i = 0; i < 500; i++) {
+        if ((await storage.get("short-1"))?.lastHeartbeatAt === at) return
+        await new Promise((r) => setTimeout(r, 5))
+      }
+      throw new Error(`no renewal at ${at}`)
+    }
+    for (let step = 0; step < 5; step++) {
+      clock.advance(0.02)
+      await renewedAt(clock.now())
+    }
+    const row = await storage.get("short-1")
+    expect(row).toMatchObject({ terminalOutcome: "IN_FLIGHT", fence: 1 })
+    expect((row?.leaseUntil ?? 0) - clock.now()).toBeCloseTo(0.03, 6)
+    const second = t({}, { requestId: "short-1" })
+    hold.open()
+    expect(await first).toBe("done")
+    expect(await second).toBe("done")
+    expect(runs).toBe(1)
   })
 
   it("with the death-signal gate an EXPIRED row waits for evidence; a FAILED retry does not (defect #1)", async () => {

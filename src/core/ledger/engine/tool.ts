@@ -249,12 +249,14 @@ class OwnedTransition implements TransitionContext {
   }
 
   /**
-   * Renews the lease every `leaseRenewInterval` while the body runs. The timer is made a few microtasks later, still
-   * before any timer or I/O callback can run, so a body that settles at once (a cached or in-memory answer) costs
-   * none; the first renewal still falls `leaseRenewInterval` after the claim.
+   * Renews the lease every `leaseRenewInterval`, or every third of the tool's own shorter lease, while the body runs.
+   * The timer is made a few microtasks later, still before any timer or I/O callback can run, so a body that settles
+   * at once (a cached or in-memory answer) costs none; the first renewal still falls one interval after the claim.
    */
   startAutoRenew(leaseTtl: number): void {
-    const every = this.#core.policy.leaseRenewInterval
+    // A tool's lease shorter than the ledger's renewal interval lapsed mid-body: another worker could take the call
+    // over and run it beside this one.
+    const every = Math.min(this.#core.policy.leaseRenewInterval, Math.max(leaseTtl / 3, 0.01))
     if (!(leaseTtl > 0) || !(every > 0)) return
     const claimedAt = Date.now()
     let hops = RENEW_TIMER_HOPS
