@@ -1,7 +1,7 @@
 // The suite every TaskStore must pass, driven through TaskLedger (`mycelium-runtime/conformance`, docs/adapter-kit.md).
 // Runs in Node, workerd and Chromium: vitest APIs only.
 import { afterAll, describe, expect, it } from "vitest"
-import { ManualClock } from "../core/index.ts"
+import { ManualClock } from "../core/ledger/clock.ts"
 import {
   TaskLeaseLostError,
   TaskLedger,

@@ -68,7 +68,6 @@ export {
   leaseLapsed,
   leaseValidity,
   type ManualClaimRequest,
-  ManualClock,
   type MarkWorkerDeadOptions,
   MemoryLedgerStorage,
   MissingRequestIdentityError,

@@ -17,7 +17,7 @@ export {
   type LedgeredTool,
   type ManualClaimRequest,
 } from "./action-ledger.ts"
-export { type Clock, ManualClock, systemClock } from "./clock.ts"
+export { type Clock, systemClock } from "./clock.ts"
 export type {
   ListTransitionsOptions,
   MarkWorkerDeadOptions,

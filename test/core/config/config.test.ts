@@ -1,14 +1,11 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: YAML text that references ${VAR}
+
 import { describe, expect, it } from "vitest"
+import { ManualClock } from "../../../src/testing.ts"
 // Node: sessions and run scopes follow await (browsers use explicit session.run / bind).
 import "../../../src/async-context.ts"
 import { loadConfigFromString } from "../../../src/core/config/index.ts"
-import {
-  argsFingerprint,
-  LedgerHardBlockError,
-  ManualClock,
-  transitionKey,
-} from "../../../src/core/ledger/index.ts"
+import { argsFingerprint, LedgerHardBlockError, transitionKey } from "../../../src/core/ledger/index.ts"
 import { ToolBoundaryError } from "../../../src/core/tools/index.ts"
 
 // The seed's own "minimum integration" example, with file stores swapped for memory (the core has no file system).

@@ -1,12 +1,13 @@
 // mycelium.yaml's `task_ledger:` and `tasks:` wired to the TaskLedger: applyTask, instrument, id_from, receipts,
 // and the ConfigErrors. Memory stores here; test/node/config-tasks.test.ts runs file, Redis and Postgres.
+
 import { readFileSync } from "node:fs"
 import { describe, expect, expectTypeOf, it } from "vitest"
 import { ConfigError, loadConfigFromString } from "../../../src/core/config/index.ts"
 import type { ConfiguredTask, ConfiguredTool } from "../../../src/core/config/mycelium-config.ts"
-import { ManualClock } from "../../../src/core/ledger/index.ts"
 import { MemoryReceiptStore, verifyReceipts } from "../../../src/core/receipts/index.ts"
 import type { TaskContext } from "../../../src/core/tasks/index.ts"
+import { ManualClock } from "../../../src/testing.ts"
 
 const vectors = JSON.parse(
   readFileSync(new URL("../../fixtures/python-vectors.json", import.meta.url), "utf8"),

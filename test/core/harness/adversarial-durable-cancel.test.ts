@@ -1,5 +1,6 @@
 // Cancellation of a durable run: what an abort leaves in the action ledger must let a rerun of the same run id
 // finish without repeating a side effect, and without waiting for a lease to lapse.
+
 import { describe, expect, it } from "vitest"
 import {
   type HarnessTool,
@@ -9,7 +10,8 @@ import {
   RunFailed,
   runPlan,
 } from "../../../src/core/harness/index.ts"
-import { ActionLedger, ManualClock, MemoryLedgerStorage } from "../../../src/core/index.ts"
+import { ActionLedger, MemoryLedgerStorage } from "../../../src/core/index.ts"
+import { ManualClock } from "../../../src/testing.ts"
 import { task } from "./helpers.ts"
 
 const text = (t: string): ModelResponse => ({ parts: [{ type: "text", text: t }] })

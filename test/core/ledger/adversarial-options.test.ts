@@ -1,8 +1,10 @@
 // Seconds options that are not numbers a lease can hold. NaN is what `Number(process.env.LEASE_TTL)` gives for an
 // unset variable; it compares false with everything, so it used to pass every check and turn into an unbounded
 // lease (a crashed worker's row stranded until an operator released it), a poll that never timed out, or a busy poll.
+
 import { describe, expect, it } from "vitest"
-import { ActionLedger, LedgerConfigError, ManualClock, MemoryLedgerStorage } from "../../../src/core/index.ts"
+import { ActionLedger, LedgerConfigError, MemoryLedgerStorage } from "../../../src/core/index.ts"
+import { ManualClock } from "../../../src/testing.ts"
 
 const binding = { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } as const
 const quiet = { onWarning: () => {} }

@@ -1,7 +1,9 @@
 // A ledgered tool that throws a value String() cannot convert: the failure must still be recorded, and the caller
 // must get the tool's own throw, not a TypeError from the ledger's bookkeeping.
+
 import { describe, expect, it } from "vitest"
-import { ActionLedger, ManualClock, MemoryLedgerStorage } from "../../../src/core/index.ts"
+import { ActionLedger, MemoryLedgerStorage } from "../../../src/core/index.ts"
+import { ManualClock } from "../../../src/testing.ts"
 
 const binding = { agentId: "a", policyVersion: "1", sideEffectClass: "read" } as const
 

@@ -1,5 +1,6 @@
 // Every cell of the reference's combined "state × class" table, observed through ledger.tool(): does the body run,
 // does the caller get the stored result, does it wait, or is it refused?
+
 import { describe, expect, it } from "vitest"
 import { newEntry } from "../../../src/adapter-kit.ts"
 import {
@@ -7,10 +8,10 @@ import {
   type LedgerEntry,
   LedgerHardBlockError,
   LedgerPollTimeoutError,
-  ManualClock,
   MemoryLedgerStorage,
   type SideEffectClass,
 } from "../../../src/core/index.ts"
+import { ManualClock } from "../../../src/testing.ts"
 
 type Effect = "run" | "return" | "poll" | "block"
 const NOW = 1_800_000_000

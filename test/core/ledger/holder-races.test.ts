@@ -1,15 +1,16 @@
 // Two writers on one row, one step apart: a write built on the row as it was read, and another writer's step that
 // lands between that read and the write. Each case failed on the code before it (a second effect, or a boundary put
 // back to not_crossed, after which a failure read as before the effect and a safe_retry redispatch paid again).
+
 import { describe, expect, it } from "vitest"
 import {
   ActionLedger,
   type LedgerEntry,
-  ManualClock,
   MemoryLedgerStorage,
   type TransitionExpectation,
 } from "../../../src/core/index.ts"
 import { hmacReceiptSigner, MemoryReceiptStore, ReceiptEmitter } from "../../../src/core/receipts/index.ts"
+import { ManualClock } from "../../../src/testing.ts"
 import { gatedStore, nextRead } from "./gated-store.ts"
 
 const binding = {

@@ -1,6 +1,7 @@
 // A live owner that stalls past its lease (no renewals) must never perform its effect after an operator said
 // "not executed": the release waits for the owner's death signal, and the fence check at sideEffect() entry
 // refuses the woken owner before its effect function runs.
+
 import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -14,10 +15,10 @@ import {
   type LedgerStorage,
   LedgerWorkerAliveError,
   leaseLapsed,
-  ManualClock,
   MemoryLedgerStorage,
   ReconcileResult,
 } from "../../../src/core/index.ts"
+import { ManualClock } from "../../../src/testing.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "mycelium-late-owner-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))

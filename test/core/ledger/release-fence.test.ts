@@ -1,13 +1,10 @@
 // An operator's verdict is about the attempt they looked at. With `expectedFence`, a release or a worker-death
 // assertion is refused once another attempt has claimed the transition (its fence moved), and the row is untouched.
+
 import { describe, expect, it } from "vitest"
 import { newEntry } from "../../../src/adapter-kit.ts"
-import {
-  ActionLedger,
-  LedgerReleaseRefusedError,
-  ManualClock,
-  MemoryLedgerStorage,
-} from "../../../src/core/index.ts"
+import { ActionLedger, LedgerReleaseRefusedError, MemoryLedgerStorage } from "../../../src/core/index.ts"
+import { ManualClock } from "../../../src/testing.ts"
 
 const T0 = 1_767_225_600
 

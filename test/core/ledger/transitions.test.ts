@@ -1,5 +1,6 @@
 // Rows the ledger writes come from machine/transitions.ts. These pin the rules where the inline copies used to differ,
 // and the one field list the codec reads and writes.
+
 import { readFileSync } from "node:fs"
 import { describe, expect, it } from "vitest"
 import { ENTRY_FIELDS, entryFromRow, entryToRow, newEntry } from "../../../src/adapter-kit.ts"
@@ -7,12 +8,12 @@ import {
   ActionLedger,
   LedgerHardBlockError,
   LedgerIdentityConflictError,
-  ManualClock,
   MemoryLedgerStorage,
   ReconcileResult,
 } from "../../../src/core/index.ts"
 import { blockedRow, failedRow, RELEASABLE_OUTCOMES } from "../../../src/core/ledger/machine/transitions.ts"
 import { ENTRY_DEFAULTS } from "../../../src/core/ledger/model/entry.ts"
+import { ManualClock } from "../../../src/testing.ts"
 
 const quiet = { onWarning: () => {} }
 const binding = {

@@ -2,7 +2,6 @@ import { describe, expect, it } from "vitest"
 import {
   ActionLedger,
   type LedgerStorage,
-  ManualClock,
   MemoryLedgerStorage,
   ReceiptAppendError,
 } from "../../../src/core/index.ts"
@@ -15,6 +14,7 @@ import {
   type ReceiptStore,
   verifyReceipts,
 } from "../../../src/receipts.ts"
+import { ManualClock } from "../../../src/testing.ts"
 
 const KEY = "ledger-receipts-key"
 const binding = { agentId: "payment-agent", policyVersion: "v1", sideEffectClass: "keyed_mutate" } as const

@@ -1,7 +1,8 @@
 // A hostile review of the task ledger: bodies that throw garbage or return what JSON cannot hold, operators who send
 // wrong fields, callers who craft arguments so two different tasks share one request id, and cancellation.
+
 import { describe, expect, it } from "vitest"
-import { ManualClock, type ReceiptHook } from "../../../src/core/index.ts"
+import type { ReceiptHook } from "../../../src/core/index.ts"
 import {
   deriveTaskRequestId,
   MemoryTaskStore,
@@ -16,6 +17,7 @@ import {
   TaskReleaseRefusedError,
   type TaskStore,
 } from "../../../src/tasks.ts"
+import { ManualClock } from "../../../src/testing.ts"
 
 const ledgerOn = (extra: TaskLedgerOptions = {}) =>
   new TaskLedger({ storage: new MemoryTaskStore(), leaseRenewInterval: 0, onWarning: () => {}, ...extra })
