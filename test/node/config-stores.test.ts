@@ -77,7 +77,7 @@ describe("loadConfig with real stores", () => {
     expect(await chargeTwice(path, { PG_DSN: DATABASE_URL })).toBe(1)
   })
 
-  it("in_flight_ttl: null keeps an in-flight row without a TTL, as in the original; absent keeps 7 days", async () => {
+  it("in_flight_ttl: null or 0 keeps an in-flight row without a TTL, as in the original; absent keeps 7 days", async () => {
     await requireUpstash()
     const redis = upstashClient()
     const env = {
@@ -90,6 +90,8 @@ describe("loadConfig with real stores", () => {
       ["storage: upstash\n  url_env: U_URL\n  token_env: U_TOKEN", "\n  in_flight_ttl: null"],
       ["storage: redis\n  url_env: R_URL", "\n  in_flight_ttl: null"],
       ["storage: upstash\n  url_env: U_URL\n  token_env: U_TOKEN", ""],
+      // The original accepts 0 (its store reads it as no TTL); a file shared with it used to be refused here.
+      ["storage: redis\n  url_env: R_URL", "\n  in_flight_ttl: 0"],
     ].entries()) {
       const prefix = `cfg-${tag}-ttl${i}:`
       const path = join(dir, `ttl-${i}.yaml`)
@@ -102,9 +104,10 @@ describe("loadConfig with real stores", () => {
       await charge({ amount: 1 }, { toolCallId: `ttl-${tag}` })
       await config.close()
     }
-    expect(ttls.length).toBe(3)
+    expect(ttls.length).toBe(4)
     expect(ttls.slice(0, 2)).toEqual([-1, -1])
     expect(ttls[2]).toBeGreaterThan(604_000)
+    expect(ttls[3]).toBe(-1)
   })
 
   it("a missing file is a ConfigError that says how to create one", async () => {

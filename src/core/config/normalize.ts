@@ -114,6 +114,21 @@ type Path = (string | number)[]
 
 const LEDGER_KEYS_NOT_INHERITED = new Set(["tools", "tasks", "memory_storage_policy"])
 
+/**
+ * A tool's or task's `ledger: {…}`: the global settings with the mapping's keys over them, as the original merges
+ * them. Inherited store keys that the mapping's own `storage:` does not take are dropped (the original ignores
+ * them); the mapping's own keys are still checked against its store.
+ */
+function mergeLedger(global: Record<string, unknown>, own: Record<string, unknown>): Record<string, unknown> {
+  const merged: Record<string, unknown> = { ...global, ...own }
+  merged.storage ??= "memory"
+  const kind = merged.storage as StorageKind
+  for (const key of Object.keys(global))
+    if (!Object.hasOwn(own, key) && Object.hasOwn(storageOnlyKeys, key) && !STORAGE_KEYS[kind].includes(key))
+      delete merged[key]
+  return merged
+}
+
 function resolveStorage(
   cfg: StorageConfig,
   env: ConfigEnv,
@@ -321,7 +336,7 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
       ledgerCfg = al ? globalLedger(al) : { storage: "memory" }
       ledgerPath = al ? ["action_ledger"] : [...path, "ledger"]
     } else if (tc.ledger && typeof tc.ledger === "object") {
-      ledgerCfg = { ...globalLedger(al), ...tc.ledger }
+      ledgerCfg = mergeLedger(globalLedger(al), tc.ledger)
       ledgerPath = [...path, "ledger"]
       // A tool's own mapping must not weaken what the production profile refuses in action_ledger.
       check("unclassified_policy", tc.ledger.unclassified_policy, "warn", "strict", [
@@ -439,7 +454,7 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
     if (tc.ledger === true || (tc.ledger === undefined && (listed(taskList, name) || tc.id_from)))
       cfg = tl ? globalLedger(tl) : { storage: "memory" }
     else if (tc.ledger && typeof tc.ledger === "object") {
-      cfg = { ...globalLedger(tl), ...tc.ledger }
+      cfg = mergeLedger(globalLedger(tl), tc.ledger)
       p = [...path, "ledger"]
     }
     if (tc.audit_receipt && !cfg)

@@ -76,7 +76,8 @@ const storageFields = {
       ),
   ),
   prefix: z.optional(z.string()),
-  in_flight_ttl: z.optional(z.nullable(positive)),
+  // 0 and null both keep in-flight rows without a TTL, as in the original (its Redis store reads 0 as none).
+  in_flight_ttl: z.optional(z.nullable(z.number().check(z.gte(0)))),
   /** file: also hold the original's flock on `<path>.lock`, for a file Python workers write at the same time. */
   python_lock: z.optional(z.boolean()),
   /** How the args-drift check finds a tool-call id's rows on Redis: `scan` sees rows Python workers claimed too. */
@@ -144,10 +145,17 @@ export const boundedSchema = z.strictObject({
   path_param: z.optional(name),
 })
 
+// A tool's or task's own `ledger:` mapping is merged over the global section, as the original merges it, so its
+// `storage` has no default: a mapping that does not name one keeps the global store (it used to become memory).
+const ownStorage = { storage: z.optional(z.enum(STORAGE_KINDS)) }
+
 export const toolSchema = z.strictObject({
   // memory_storage_policy is read from action_ledger only, as in the original: here it would be silently ignored.
   ledger: z.optional(
-    z.union([z.boolean(), z.omit(actionLedgerSchema, { tools: true, memory_storage_policy: true })]),
+    z.union([
+      z.boolean(),
+      z.extend(z.omit(actionLedgerSchema, { tools: true, memory_storage_policy: true }), ownStorage),
+    ]),
   ),
   audit_receipt: z.optional(z.boolean()),
   side_effect_class: z.optional(z.enum(SIDE_EFFECT_CLASS_NAMES)),
@@ -164,7 +172,7 @@ export const toolSchema = z.strictObject({
 export type ToolConfig = z.infer<typeof toolSchema>
 
 export const taskSchema = z.strictObject({
-  ledger: z.optional(z.union([z.boolean(), z.omit(taskLedgerSchema, { tasks: true })])),
+  ledger: z.optional(z.union([z.boolean(), z.extend(z.omit(taskLedgerSchema, { tasks: true }), ownStorage)])),
   id_from: z.optional(names),
   audit_receipt: z.optional(z.boolean()),
 })

@@ -242,6 +242,38 @@ describe("config edge cases", () => {
     expect(ledger).toMatchObject({ url: "https://r.example/$x", token: "t0k" })
   })
 
+  it("a tool's or task's own ledger mapping keeps the global store unless it names one, as the original merges it", () => {
+    const config = loadConfigFromString(
+      "action_ledger: {storage: file, path: l.json, on_args_drift: soft}\n" +
+        "task_ledger: {storage: file, path: t.json}\n" +
+        "tools:\n" +
+        "  pay: {ledger: {on_args_drift: hard}}\n" +
+        "  log: {ledger: {path: other.json}}\n" +
+        "  scratch: {ledger: {storage: memory}}\n" +
+        "  cache: {ledger: {storage: redis, url: 'redis://h:6379'}}\n" +
+        "tasks:\n" +
+        "  nightly: {ledger: {}}\n" +
+        "  quick: {ledger: {storage: memory}}\n",
+      quiet,
+    )
+    const tool = (n: string) => config.tools.get(n)?.ledger
+    // Before, a mapping without `storage:` became a memory ledger (or refused the inherited path).
+    expect(tool("pay")).toMatchObject({ storage: { kind: "file", path: "l.json" }, onArgsDrift: "hard" })
+    expect(tool("log")?.storage).toEqual({ kind: "file", path: "other.json" })
+    // Naming another store drops the inherited keys it does not take.
+    expect(tool("scratch")?.storage).toEqual({ kind: "memory" })
+    expect(tool("cache")?.storage).toMatchObject({ kind: "redis", url: "redis://h:6379" })
+    expect(config.resolved.tasks.get("nightly")?.ledger).toEqual({ kind: "file", path: "t.json" })
+    expect(config.resolved.tasks.get("quick")?.ledger).toEqual({ kind: "memory" })
+    // The mapping's own keys are still checked against its store.
+    expect(() =>
+      loadConfigFromString(
+        "action_ledger: {storage: file, path: l.json}\ntools:\n  t: {ledger: {storage: memory, path: x.json}}\n",
+        quiet,
+      ),
+    ).toThrow(/3:33 at 'tools.t.ledger.path': 'path' does not apply to storage 'memory'/)
+  })
+
   it("a numeric policy_version is kept as the version string", () => {
     const config = loadConfigFromString("transition:\n  agent_id: a\n  policy_version: 2026.07\n", quiet)
     expect(config.transition?.policyVersion).toBe("2026.07")

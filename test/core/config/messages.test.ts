@@ -171,7 +171,8 @@ describe("defaults", () => {
       transition: { agent_id: "a", policy_version: "2026.07", reclaim_requires_death_signal: true },
       action_ledger: { storage: "memory" },
       task_ledger: { storage: "memory" },
-      tools: { t: { ledger: { storage: "memory" } } },
+      // A tool's own mapping has no store default: it keeps action_ledger's unless it names one.
+      tools: { t: { ledger: {} } },
       tasks: {},
       state_flush: {
         storage: "memory",
