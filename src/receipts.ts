@@ -26,6 +26,7 @@ export {
   type ReceiptStore,
   ReceiptStoreCorruptError,
   type ReceiptVerification,
+  receiptPayloadText,
   type VerifyReceiptsOptions,
   verifyReceipt,
   verifyReceipts,

@@ -28,4 +28,5 @@ export {
   type TaskState,
   type TaskStatus,
   type TaskStore,
+  TaskStoreUnavailableError,
 } from "./core/tasks/index.ts"

@@ -40,6 +40,12 @@ function construct(C: new (...a: unknown[]) => Error): MyceliumError {
   throw new Error(`${C.name}: no minimal arguments construct it`)
 }
 
+const sourceFiles = (dir: string): string[] =>
+  readdirSync(dir).flatMap((n) => {
+    const p = join(dir, n)
+    return statSync(p).isDirectory() ? sourceFiles(p) : p.endsWith(".ts") ? [p] : []
+  })
+
 describe("error classes", () => {
   it("every exported error class extends MyceliumError and has a snake_case code", async () => {
     const seen = new Set<string>()
@@ -74,13 +80,30 @@ describe("error classes", () => {
       expect(seen, cls).toContain(cls)
   })
 
+  it("every error class the library declares is exported by an entry, so callers can catch it by class", async () => {
+    // The CLI's own errors end in an exit code and a message; they are not part of the library.
+    const declared = sourceFiles("src")
+      .filter((f) => !f.startsWith(join("src", "cli")))
+      .flatMap((f) =>
+        [...readFileSync(f, "utf8").matchAll(/export class (\w+Error) extends/g)].map((m) => m[1]),
+      )
+    const exported = new Set<string>()
+    for (const [, file] of entries) {
+      const mod = (await import(/* @vite-ignore */ `../../${file}`)) as Record<string, unknown>
+      for (const k of Object.keys(mod)) exported.add(k)
+    }
+    // Durable Object entries load only in workerd: their export lists are read from source.
+    for (const [name, t] of Object.entries(pkg.exports)) {
+      if (typeof t === "string" || !name.includes("durable-object")) continue
+      const file = t.default.replace(/^\.\/dist\//, "src/").replace(/\.js$/, ".ts")
+      for (const m of readFileSync(file, "utf8").matchAll(/\b(\w+Error)\b/g)) exported.add(m[1] as string)
+    }
+    expect(declared.length).toBeGreaterThan(40)
+    expect(declared.filter((c) => !exported.has(c as string))).toEqual([])
+  })
+
   it("no class under src/ extends a built-in error except the root", () => {
-    const files = (dir: string): string[] =>
-      readdirSync(dir).flatMap((n) => {
-        const p = join(dir, n)
-        return statSync(p).isDirectory() ? files(p) : p.endsWith(".ts") ? [p] : []
-      })
-    const offenders = files("src").flatMap((f) =>
+    const offenders = sourceFiles("src").flatMap((f) =>
       [...readFileSync(f, "utf8").matchAll(/class (\w+) extends (Error|TypeError|RangeError)\b/g)]
         .filter((m) => m[1] !== "MyceliumError")
         .map((m) => `${f}: ${m[1]}`),

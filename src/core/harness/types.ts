@@ -115,8 +115,6 @@ export interface ModelRequestSample {
   readonly output_tokens: number | null
   readonly cache_read_tokens?: number | null
   readonly finish_reason?: string
-  /** True when the response came from the durable ledger instead of the model. */
-  readonly replayed?: boolean
 }
 
 export type TaskStatus = "succeeded" | "failed" | "cancelled" | "not_started"

@@ -504,7 +504,7 @@ export class TaskLedger {
               result: verified === "completed" ? row.result : null,
             },
             status: verified === "completed" ? "completed" : "failed",
-            error: verified === "completed" ? null : row.error,
+            error: row.error ?? current.row.error,
             timestamp: now,
           })
         } catch (e) {

@@ -103,7 +103,8 @@ describe("task receipts", () => {
     expect(list.map((r) => [r.action_kind, r.request_id, r.status, r.error])).toEqual([
       ["task", "t1", "completed", null],
       ["task", "t2", "failed", "RangeError: no data"],
-      ["task", "t2", "completed", null],
+      // A release keeps the failure that made the task need one, whatever the verdict, as the action ledger's does.
+      ["task", "t2", "completed", "RangeError: no data"],
     ])
     expect(list[2]?.outputs).toMatchObject({ operator_release: true, verified: "completed", result: 7 })
     // inputs are the row's clean kwargs, as the original's emit_from_task_entry signs them (no task_id)
