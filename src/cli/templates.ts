@@ -37,12 +37,12 @@ action_ledger:
   tools: [delete_file]
 
 task_ledger:
-  storage: file
+  storage: file                   # default memory
   path: ./.mycelium/tasks.json
   tasks: [process_invoice]
 
 state_flush:
-  storage: file
+  storage: file                   # default memory
   path: ./.mycelium/state.json
 
 audit_receipt:
@@ -82,15 +82,16 @@ runner:
   max_tool_retries: 3
 
 history_guard:
-  max_tokens: 100000
+  max_tokens: 100000              # no default: set the limit your model takes
   max_messages: 1000
 
 message_validator:
   enabled: true
 `
 
-/** Every section this package reads, with its defaults, commented. */
-export const FULL = `${HEADER}# mycelium.yaml (full reference). Every key below is shown with its default; delete what you do not need.
+/** Every section this package reads, with typical values; a comment names the default where a value is not it. */
+export const FULL = `${HEADER}# mycelium.yaml (full reference). Every section, with typical values (a comment names the default where a
+# value differs from it); delete what you do not need.
 # Unknown keys are errors (a typo never turns a guard off silently).
 
 # profile: production             # rejects weak choices at load (memory ledgers for side effects, derived ids, ...)
@@ -107,24 +108,24 @@ transition:                       # makes ledgered tools class-aware (required f
   # scope_from: {thread_id: thread_id, run_id: run_id}   # tool arguments that carry the scope
 
 action_ledger:
-  storage: file                   # memory | file | redis | upstash | postgres | neon | indexeddb | durable_object
+  storage: file                   # default memory; or redis | upstash | postgres | neon | indexeddb | durable_object
   path: ./.mycelium/ledger.json
   # url_env: REDIS_URL            # redis / upstash (upstash also token_env)
   # dsn_env: DATABASE_URL         # postgres / neon (table: mycelium_action_ledger)
   # timeout: 30                   # redis / upstash / postgres / neon: seconds per request (redis: 5)
-  unclassified_policy: strict     # warn keeps legacy dedupe for tools without a class
+  unclassified_policy: strict     # default warn: legacy dedupe for tools without a class
   on_args_drift: soft             # soft | hard | off
   memory_storage_policy: warn     # error refuses side-effecting tools on a memory ledger
   request_identity_policy: derived  # require_explicit: consequential calls need a tool_call_id / request id
   tools: []                       # or: all
 
 task_ledger:
-  storage: file
+  storage: file                   # default memory
   path: ./.mycelium/tasks.json
   tasks: []
 
 state_flush:
-  storage: file
+  storage: file                   # default memory
   path: ./.mycelium/state.json
   flush_on: [cancel, disconnect, error]
   flush_on_complete: true
@@ -143,7 +144,7 @@ runner:
   max_tool_retries: 3
 
 history_guard:
-  max_tokens: 100000
+  max_tokens: 100000              # no default: set the limit your model takes
   warn_at: 0.9
 
 message_validator:

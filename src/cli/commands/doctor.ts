@@ -173,7 +173,8 @@ export async function run(args: string[]): Promise<number> {
       id: "identity.policy",
       status: "WARN",
       message:
-        "request_identity_policy is derived: a side-effecting call without a tool call id is keyed by its arguments",
+        "request_identity_policy is derived: a side-effecting call without a tool call id is keyed by its arguments " +
+        "(set action_ledger.request_identity_policy: require_explicit to refuse such calls)",
     })
   if (config.transition && !config.transition.reclaimRequiresDeathSignal)
     checks.push({

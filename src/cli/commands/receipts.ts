@@ -19,7 +19,7 @@ mycelium receipts export --url URL [-o FILE] [--token-env NAME] [--agent-id ID] 
 
   export: downloads a tenant's receipts from the ledger HTTP API (GET /v1/receipts?format=jsonl, every page) into
   a JSONL file that verify checks offline.
-  --url        the API's base URL; https unless it is loopback
+  --url        the API's base URL; with a token, https (plain http only to a loopback host)
   -o FILE      written whole or not at all (default: standard output)
   --token-env  the variable holding a bearer token with the ledger:reader scope (default MYCELIUM_TOKEN)
   --agent-id, --ledger   only that agent's receipts, or that chain's
@@ -143,7 +143,10 @@ async function exportCommand(args: string[]): Promise<number> {
     closeSync(fd)
     renameSync(partial, out)
     console.log(green(`${n} receipts exported to ${clean(out)}`))
-    console.log(`  verify them offline: ${CLI} receipts verify ${clean(out)}`)
+    console.log(
+      `  verify them offline: MYCELIUM_SIGNING_KEY=<their signing key> ${CLI} receipts verify ${clean(out)}` +
+        " (or --jwks FILE for JWS receipts)",
+    )
     return 0
   } catch (e) {
     try {

@@ -11,7 +11,7 @@ import { CLI } from "../style.ts"
 
 export const HELP = `mycelium serve [--port N] [--ledger PATH] [--token T]
 
-  the ledger HTTP API (docs/http-api.md) over a local ledger file, on 127.0.0.1 only: loopback Host values only,
+  the ledger HTTP API (its routes: GET /openapi.json, GET /docs) over a local ledger file, on 127.0.0.1 only: loopback Host values only,
   no cross-origin or non-JSON writes, bodies up to 1 MiB.
   --port N        default 8787; 0 picks a free port
   --ledger PATH   default .mycelium/ledger.json
@@ -50,7 +50,9 @@ export async function startApi(
   })
   const server = await serve(app.fetch, port).catch((e: unknown) => {
     if ((e as { code?: unknown }).code !== "EADDRINUSE") throw e
-    throw new CliError(`port ${port} is in use: pass --port N (--port 0 picks a free one)`)
+    throw new CliError(
+      `port ${port} is in use: pass --port N (--port 0 picks a free one; with npm start: npm start -- --port 0)`,
+    )
   })
   const addr = server.address()
   const actual = typeof addr === "object" && addr ? addr.port : port
