@@ -60,7 +60,9 @@ tools:
     ledger: true
     side_effect_class: payment
   post_message:
-    ledger: true
+    # A mapping: the global store with these keys over it, on both sides (this package used to make it memory).
+    ledger:
+      on_args_drift: hard
     side_effect_class: keyed_mutate
   charge_order:
     ledger: true
