@@ -148,6 +148,8 @@ describe("held retry bound: what makes room", () => {
     expect(out).toEqual(Array(20).fill("failed"))
     expect(charges).toHaveLength(20)
     expect(s.most()).toBe(1)
+    // And the last call done takes it off (a signal with a listener is kept alive).
+    expect(s.listening()).toBe(0)
   })
 
   it("an operator who settles the oldest calls as completed and a later one as not executed frees room", async () => {

@@ -5,9 +5,8 @@ export interface Clock {
   sleep(seconds: number, signal?: AbortSignal): Promise<void>
 }
 
-// Every runtime this package supports (Node 20.19+, browsers since 2022, workerd, Deno, Bun) gives an aborted
-// signal a reason: an AbortError DOMException when abort() was given none.
-const abortError = (signal: AbortSignal): unknown => signal.reason
+// An aborted signal's `reason` is what waiting rejects with: every runtime this package supports (Node 20.19+,
+// browsers since 2022, workerd, Deno, Bun) sets one, an AbortError DOMException when abort() was given none.
 
 /**
  * Timers take at most 2^31 - 1 ms (about 24.8 days) and fire at once beyond it: a 90-day lease renewed every third
@@ -20,12 +19,12 @@ export const systemClock: Clock = {
   now: () => Date.now() / 1000,
   sleep(seconds, signal) {
     return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(abortError(signal))
+      if (signal?.aborted) return reject(signal.reason)
       const off =
         signal &&
         onAbort(signal, () => {
           clearTimeout(timer)
-          reject(abortError(signal))
+          reject(signal.reason)
         })
       const timer = setTimeout(() => {
         off?.()
@@ -48,35 +47,45 @@ export class ManualClock implements Clock {
     this.#now += seconds
   }
   async sleep(seconds: number, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) throw abortError(signal)
+    if (signal?.aborted) throw signal.reason
     this.#now += seconds
     // A macrotask, so that other claimants' storage calls and bodies get to run while this one "sleeps".
     await new Promise((r) => setTimeout(r, 0))
-    if (signal?.aborted) throw abortError(signal)
+    if (signal?.aborted) throw signal.reason
   }
 }
 
 // A framework hands every call of a step one signal, and Node warns of a leak past ten listeners on it (twenty
-// redispatches polling one call printed MaxListenersExceededWarning in the application's log). One listener per signal.
-// The listener stays on the signal, with an empty set once its calls are done: one per signal, not one per call.
+// redispatches polling one call printed MaxListenersExceededWarning in the application's log). One listener per
+// signal, taken off when its last call is done: Node keeps an AbortSignal.any() or timeout() signal alive while it
+// has a listener, and frameworks make one per call.
 const fans = new WeakMap<AbortSignal, Set<() => void>>()
+
+/** The one listener, on every signal: an event listener's `this` is the signal it fired on. */
+function fire(this: AbortSignal): void {
+  for (const g of fans.get(this) ?? []) g()
+}
 
 /** Runs `fn` once when `signal` aborts; returns what takes it off again. */
 export function onAbort(signal: AbortSignal, fn: () => void): () => void {
   let fns = fans.get(signal)
   if (!fns) {
-    const all = new Set<() => void>()
-    signal.addEventListener("abort", () => all.forEach((g) => void g()), { once: true })
-    fans.set(signal, all)
-    fns = all
+    fns = new Set()
+    fans.set(signal, fns)
+    signal.addEventListener("abort", fire, { once: true })
   }
   const own = fns
   own.add(fn)
-  return () => own.delete(fn)
+  return () => {
+    if (own.delete(fn) && !own.size && fans.get(signal) === own) {
+      fans.delete(signal)
+      signal.removeEventListener("abort", fire)
+    }
+  }
 }
 
 export function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw abortError(signal)
+  if (signal?.aborted) throw signal.reason
 }
 
 /**

@@ -50,8 +50,8 @@ function checkFence(row: LedgerEntry, expected: number | undefined, action: stri
   if (!Number.isSafeInteger(expected) || expected < 0)
     throw new LedgerReleaseRefusedError(`expectedFence must be a whole number >= 0, got ${String(expected)}`)
   throw new LedgerReleaseRefusedError(
-    `Cannot ${action} request '${row.requestId}': it is at fence ${row.fence}, not ${expected}, so another ` +
-      "attempt claimed it after you looked. Look at it again and decide on the current attempt.",
+    `Cannot ${action} request '${row.requestId}': it is at fence ${row.fence}, not ${expected} (claimed again since ` +
+      "you looked). Look again and decide on the current attempt.",
   )
 }
 

@@ -72,7 +72,7 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
   ) {
     core.warnOnce(
       `memory:${tool}`,
-      `Tool '${tool}' (${binding.sideEffectClass}) is ledgered in memory, which other processes and restarts do not see: use a durable store in production.`,
+      `Tool '${tool}' (${binding.sideEffectClass}) is ledgered in memory, lost on restart and unseen by other processes: use a durable store in production.`,
     )
   }
 
