@@ -344,7 +344,10 @@ class RemoteCall implements RemoteTransitionContext {
   }
 
   startAutoRenew(interval: number | undefined): void {
-    const every = interval ?? this.#claim.lease_ttl / 3
+    // Every third of the lease, sooner if the client asks: a tool's lease shorter than the client's interval lapsed
+    // mid-body and a redispatch took the call over.
+    const third = this.#claim.lease_ttl / 3
+    const every = interval === undefined ? third : Math.min(interval, third)
     if (!(every > 0)) return
     // Refused (the claim is gone): stop. A network hiccup: try again next tick.
     this.#stopRenew = renewEvery(

@@ -9,6 +9,7 @@ import {
 } from "../../src/core/index.ts"
 import { createLedgerApp } from "../../src/edge/app.ts"
 import { RemoteLedger } from "../../src/edge/client.ts"
+import { ManualClock } from "../../src/testing.ts"
 
 const binding = { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } as const
 
@@ -25,6 +26,53 @@ function setup(storage = new MemoryLedgerStorage()) {
 }
 
 describe("RemoteLedger over the edge app", () => {
+  it("a tool's lease shorter than the client's renewal interval is renewed every third of it", async () => {
+    // The server's clock decides leases; renewals are the client's real timers (every 0.01 s for a 0.03 s lease).
+    const clock = new ManualClock()
+    const storage = new MemoryLedgerStorage()
+    const app = createLedgerApp({ storage, clock, pollInterval: 0.005 })
+    const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
+      app.fetch(new Request(input, init))) as typeof globalThis.fetch
+    const client = (o: object = {}) =>
+      new RemoteLedger({ baseUrl: "http://edge.test", fetch, onWarning: () => {}, ...o })
+    const idempotent = { ...binding, sideEffectClass: "idempotent_mutate" } as const
+    let runs = 0
+    let release = () => {}
+    const body = async () => {
+      runs++
+      await new Promise<void>((r) => {
+        release = r
+      })
+      return runs
+    }
+    const a = client({ leaseRenewInterval: 20 }).tool(
+      { name: "pay", binding: idempotent, leaseTtl: 0.03 },
+      body,
+    )
+    const first = a({ x: 1 }, { toolCallId: "c1" })
+    const renewedAt = async (at: number) => {
+      for (let i = 0; i < 500; i++) {
+        for await (const r of storage.list()) if (r.lastHeartbeatAt === at) return
+        await new Promise((r) => setTimeout(r, 5))
+      }
+      throw new Error(`no renewal at ${at}`)
+    }
+    for (let step = 0; step < 5; step++) {
+      clock.advance(0.02)
+      await renewedAt(clock.now())
+    }
+    // Held still: a redispatch waits for the call instead of taking a lapsed lease over and running it again.
+    const second = client().tool({ name: "pay", binding: idempotent, leaseTtl: 0.03 }, body)(
+      { x: 1 },
+      { toolCallId: "c1" },
+    )
+    await new Promise((r) => setTimeout(r, 30))
+    release()
+    expect(await first).toBe(1)
+    expect(await second).toBe(1)
+    expect(runs).toBe(1)
+  })
+
   it("happy path: 2 round trips, 3 with sideEffect(), a replay 1", async () => {
     const { remote, calls, storage } = setup()
     let runs = 0

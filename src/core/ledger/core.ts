@@ -134,7 +134,8 @@ export function createLedgerCore(options: ActionLedgerOptions = {}): LedgerCore 
   const warned = new Set<string>()
   const policy: LedgerPolicy = {
     leaseTtl,
-    leaseRenewInterval: renew === null ? Math.max(leaseTtl / 3, 0.01) : renew,
+    // A lease that never lapses needs no renewal; a tool's own lease is then renewed by its third (engine/tool.ts).
+    leaseRenewInterval: renew ?? (leaseTtl > 0 ? Math.max(leaseTtl / 3, 0.01) : Infinity),
     pollInterval: seconds("pollInterval", options.pollInterval ?? 0.05, 0),
     pollTimeout:
       options.pollTimeout === undefined

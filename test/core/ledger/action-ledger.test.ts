@@ -522,6 +522,23 @@ describe("leases", () => {
     expect(runs).toBe(1)
   })
 
+  it("a ledger whose lease never lapses renews nothing; a tool's own lease there is renewed by its third", async () => {
+    const { storage, counts } = counting(new MemoryLedgerStorage())
+    const ledger = new ActionLedger({ storage, leaseTtl: 0, ...quiet })
+    expect(ledger.leaseRenewInterval).toBe(Infinity)
+    const binding = bind("non_idempotent_mutate")
+    const body = async () => {
+      await new Promise((r) => setTimeout(r, 150))
+      return "done"
+    }
+    // Before, the default interval was 0.01 s for such a ledger: a 60 s tool lease was renewed 100 times a second.
+    const own = ledger.tool({ name: "own", binding, leaseTtl: 60 }, body)
+    const unbounded = ledger.tool({ name: "unbounded", binding }, body)
+    expect(await own({}, { requestId: "own-1" })).toBe("done")
+    expect(await unbounded({}, { requestId: "unbounded-1" })).toBe("done")
+    expect(counts.cas).toBe(2) // the two completions, no renewal
+  })
+
   it("with the death-signal gate an EXPIRED row waits for evidence; a FAILED retry does not (defect #1)", async () => {
     const clock = new ManualClock()
     const storage = new MemoryLedgerStorage()
