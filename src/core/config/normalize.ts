@@ -117,15 +117,22 @@ const LEDGER_KEYS_NOT_INHERITED = new Set(["tools", "tasks", "memory_storage_pol
 /**
  * A tool's or task's `ledger: {…}`: the global settings with the mapping's keys over them, as the original merges
  * them. Inherited store keys that the mapping's own `storage:` does not take are dropped (the original ignores
- * them); the mapping's own keys are still checked against its store.
+ * them), and so is the other spelling of a key the mapping sets; the mapping's own keys are still checked.
  */
 function mergeLedger(global: Record<string, unknown>, own: Record<string, unknown>): Record<string, unknown> {
   const merged: Record<string, unknown> = { ...global, ...own }
   merged.storage ??= "memory"
   const kind = merged.storage as StorageKind
-  for (const key of Object.keys(global))
-    if (!Object.hasOwn(own, key) && Object.hasOwn(storageOnlyKeys, key) && !STORAGE_KEYS[kind].includes(key))
+  for (const key of Object.keys(global)) {
+    // `url` and `url_env` (token, dsn) are one setting written two ways: the mapping's replaces the inherited one.
+    const twin = key.endsWith("_env") ? key.slice(0, -4) : `${key}_env`
+    if (
+      !Object.hasOwn(own, key) &&
+      Object.hasOwn(storageOnlyKeys, key) &&
+      (!STORAGE_KEYS[kind].includes(key) || Object.hasOwn(own, twin))
+    )
       delete merged[key]
+  }
   return merged
 }
 

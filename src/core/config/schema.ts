@@ -76,7 +76,8 @@ const storageFields = {
       ),
   ),
   prefix: z.optional(z.string()),
-  // 0 and null both keep in-flight rows without a TTL, as in the original (its Redis store reads 0 as none).
+  // 0 and null both keep in-flight rows without a TTL. The original loads 0 too (its claim then falls back to 4x the
+  // lease, docs/python-differences.md), so a file it reads must load here.
   in_flight_ttl: z.optional(z.nullable(z.number().check(z.gte(0)))),
   /** file: also hold the original's flock on `<path>.lock`, for a file Python workers write at the same time. */
   python_lock: z.optional(z.boolean()),

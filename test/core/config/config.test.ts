@@ -265,6 +265,22 @@ describe("config edge cases", () => {
     expect(tool("cache")?.storage).toMatchObject({ kind: "redis", url: "redis://h:6379" })
     expect(config.resolved.tasks.get("nightly")?.ledger).toEqual({ kind: "file", path: "t.json" })
     expect(config.resolved.tasks.get("quick")?.ledger).toEqual({ kind: "memory" })
+    // A url (token, dsn) written the other way replaces the inherited one instead of conflicting with it.
+    const twins = loadConfigFromString(
+      "action_ledger: {storage: redis, url_env: R_URL}\n" +
+        "task_ledger: {storage: postgres, dsn_env: PG_DSN}\n" +
+        "tools:\n  pay: {ledger: {url: 'redis://other:6379'}}\n" +
+        "tasks:\n  job: {ledger: {dsn: 'postgres://h/db'}}\n",
+      { ...quiet, env: { R_URL: "redis://h:6379", PG_DSN: "postgres://h/x" } },
+    )
+    expect(twins.tools.get("pay")?.ledger?.storage).toMatchObject({
+      kind: "redis",
+      url: "redis://other:6379",
+    })
+    expect(twins.resolved.tasks.get("job")?.ledger).toMatchObject({
+      kind: "postgres",
+      dsn: "postgres://h/db",
+    })
     // The mapping's own keys are still checked against its store.
     expect(() =>
       loadConfigFromString(
