@@ -22,6 +22,9 @@ import { IndexedDbLedgerStorage } from "mycelium-runtime/adapters/indexeddb"
 import { DurableObjectLedgerStorage, MyceliumLedgerObject } from "mycelium-runtime/adapters/durable-object"
 import { NeonLedgerStorage } from "mycelium-runtime/adapters/neon"
 import { HttpLedgerStorage } from "mycelium-runtime/adapters/http"
+// Plain Redis needs no client package, and neither do its types (they once named @upstash/redis's).
+import { RedisLedgerStorage } from "mycelium-runtime/adapters/redis"
+import { UpstashLedgerStorage, type UpstashClient } from "mycelium-runtime/adapters/upstash"
 import { configureSha256 } from "mycelium-runtime/node"
 import { hasAsyncContext } from "mycelium-runtime/async-context"
 import { boundedNode } from "mycelium-runtime/node/paths"
@@ -54,6 +57,9 @@ const stores = [new Memory2(), new FileLedgerStorage("./ledger.json"), new Index
 void stores
 void new HttpLedgerStorage({ url: "https://ledger.example.com", token: "t" })
 void NeonLedgerStorage
+void new RedisLedgerStorage({ url: "redis://127.0.0.1:6379" })
+declare const upstashClient: UpstashClient
+void new UpstashLedgerStorage({ redis: upstashClient })
 void DurableObjectLedgerStorage
 declare const object: MyceliumLedgerObject
 const row: ReturnType<MyceliumLedgerObject["ledgerGet"]> = object.ledgerGet("id")

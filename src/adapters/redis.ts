@@ -6,9 +6,13 @@
 import { createHash } from "node:crypto"
 import { connect as netConnect, type Socket } from "node:net"
 import { connect as tlsConnect } from "node:tls"
-import type { Redis } from "@upstash/redis"
 import { MyceliumError } from "../core/errors.ts"
-import { type DispatchLookup, UpstashLedgerStorage, type UpstashLedgerStorageOptions } from "./upstash.ts"
+import {
+  type DispatchLookup,
+  type UpstashClient,
+  UpstashLedgerStorage,
+  type UpstashLedgerStorageOptions,
+} from "./upstash.ts"
 
 /** Options for {@link RedisLedgerStorage}. */
 export interface RedisLedgerStorageOptions {
@@ -25,7 +29,7 @@ export interface RedisLedgerStorageOptions {
 }
 
 /** A Redis reply or a server error; errors reject the command's promise. */
-type Reply = string | number | null | Reply[]
+export type Reply = string | number | null | Reply[]
 
 /** The server answered with an error reply (`-ERR ...`). */
 export class RedisReplyError extends MyceliumError {
@@ -230,7 +234,7 @@ export class RespConnection {
  * The calls UpstashLedgerStorage and UpstashTaskStore make (`createScript().exec`, `mget`, `scan`), answered over
  * RESP instead of REST, so both Upstash adapters run on a plain Redis server unchanged.
  */
-export function upstashShape(conn: RespConnection): Redis {
+export function upstashShape(conn: RespConnection): UpstashClient {
   const shape = {
     createScript(src: string) {
       const sha = createHash("sha1").update(src).digest("hex")
@@ -249,7 +253,7 @@ export function upstashShape(conn: RespConnection): Redis {
     scan: async (cursor: string | number, opts: { match: string; count: number }) =>
       conn.command("SCAN", cursor, "MATCH", opts.match, "COUNT", opts.count),
   }
-  return shape as unknown as Redis
+  return shape
 }
 
 /**

@@ -2,7 +2,6 @@
 // `{prefix}log` of receipt JSON in append order and `{prefix}tail:{ledger}` per chain. An append is one Lua
 // script that pushes only if the chain's tail is still the one the receipt was sealed against. Receipts are written
 // with Python's number forms (JSON.stringify would turn -0.0 into 0 and break the signature).
-import type { Redis } from "@upstash/redis"
 import { pythonDumps } from "../core/python-json.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
 import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
@@ -22,8 +21,16 @@ import {
 } from "../core/receipts/store.ts"
 import { SENT_LUA, sentKey, UpstashReplyError } from "./upstash.ts"
 
+/** The calls the receipt store makes: an `@upstash/redis` `Redis` is one (spelled out, as `UpstashClient`). */
+export interface UpstashReceiptClient {
+  createScript(script: string): { exec(keys: string[], args: string[]): Promise<unknown> }
+  get(key: string): Promise<unknown>
+  lrange(key: string, start: number, end: number): Promise<unknown>
+}
+
 export interface UpstashReceiptStoreOptions {
-  readonly redis: Redis
+  /** An `@upstash/redis` client. */
+  readonly redis: UpstashReceiptClient
   /** Key prefix. Default `mycelium:receipts:`. */
   readonly prefix?: string
 }
@@ -48,14 +55,14 @@ const APPEND_ROUNDS = 50
 
 export class UpstashReceiptStore implements ReceiptStore {
   readonly kind = "upstash"
-  readonly #redis: Redis
+  readonly #redis: UpstashReceiptClient
   readonly #prefix: string
   readonly #append: (keys: string[], args: string[]) => Promise<unknown>
 
   constructor(options: UpstashReceiptStoreOptions) {
     this.#redis = options.redis
     this.#prefix = options.prefix ?? "mycelium:receipts:"
-    const s = this.#redis.createScript<unknown>(APPEND_LUA)
+    const s = this.#redis.createScript(APPEND_LUA)
     this.#append = (keys, args) => s.exec(keys, args)
   }
 
@@ -63,7 +70,7 @@ export class UpstashReceiptStore implements ReceiptStore {
     const log = `${this.#prefix}log`
     for (let round = 0; round < APPEND_ROUNDS; round++) {
       const tailKey = chain ? `${this.#prefix}tail:${chain.ledger}` : ""
-      const raw = chain ? await this.#redis.get<unknown>(tailKey) : null
+      const raw = chain ? await this.#redis.get(tailKey) : null
       const tail = chainTail(raw)
       const link = chain ? await chain.seal(tail) : null
       const receipt: Receipt = link ? { ...record, chain: link } : { ...record }
@@ -84,16 +91,14 @@ export class UpstashReceiptStore implements ReceiptStore {
   }
 
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
-    const items = logItems(await this.#redis.lrange<unknown>(`${this.#prefix}log`, 0, -1))
+    const items = logItems(await this.#redis.lrange(`${this.#prefix}log`, 0, -1))
     return items.map((v) => this.#receipt(v)).filter((r) => matchesList(r, options))
   }
 
   /** Cursors are list indexes (the log is append-only): one LRANGE over the page's window. */
   async listPage(options: ReceiptListOptions = {}): Promise<ReceiptPage> {
     const b = pageBounds(options)
-    const items = logItems(
-      await this.#redis.lrange<unknown>(`${this.#prefix}log`, b.start, b.start + b.window - 1),
-    )
+    const items = logItems(await this.#redis.lrange(`${this.#prefix}log`, b.start, b.start + b.window - 1))
     const page = cutPage(
       items.map((v) => this.#receipt(v)),
       b,

@@ -2,14 +2,13 @@
 // (default `mycelium:task:`), a durable tombstone copy at `{prefix without ':'}-tomb:{id}`. The lease lives at
 // `{prefix without ':'}-lease:{id}`. `swap` is one Lua script: it compares a digest of the stored row and lease
 // with the version the caller read and writes all three keys, so it is atomic without WATCH/MULTI.
-import type { Redis } from "@upstash/redis"
 import { parsePythonRow } from "../core/python-nan.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import type { TaskStore } from "../core/tasks/store.ts"
-import { globEscape, SENT_LUA, scanKeys, sentKey, UpstashReplyError } from "./upstash.ts"
+import { globEscape, SENT_LUA, scanKeys, sentKey, type UpstashClient, UpstashReplyError } from "./upstash.ts"
 
 export interface UpstashTaskStoreOptions {
-  readonly redis: Redis
+  readonly redis: UpstashClient
   /** Row key prefix, the original's default `mycelium:task:`. */
   readonly prefix?: string
 }
@@ -62,7 +61,7 @@ const isVersion = (v: unknown): v is string => typeof v === "string" && /^v[0-9a
 
 export class UpstashTaskStore implements TaskStore {
   readonly kind = "upstash"
-  readonly #redis: Redis
+  readonly #redis: UpstashClient
   readonly #prefix: string
   readonly #base: string
   readonly #get: (keys: string[], args: string[]) => Promise<unknown>
@@ -73,7 +72,7 @@ export class UpstashTaskStore implements TaskStore {
     this.#prefix = options.prefix ?? "mycelium:task:"
     this.#base = this.#prefix.endsWith(":") ? this.#prefix.slice(0, -1) : this.#prefix
     const script = (src: string) => {
-      const s = this.#redis.createScript<unknown>(src)
+      const s = this.#redis.createScript(src)
       return (keys: string[], args: string[]) => s.exec(keys, args)
     }
     this.#get = script(GET_LUA)

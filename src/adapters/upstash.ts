@@ -4,7 +4,6 @@
 // `{prefix}*` (ours, or a Python worker's) sees rows only. See derivedBase() and docs/storage-contract.md.
 // Claim and every compare-and-set are one Lua script each: one round trip, no WATCH/MULTI retry loops.
 
-import type { Redis } from "@upstash/redis"
 import {
   type ClaimOptions,
   type ClaimResult,
@@ -23,9 +22,20 @@ import {
 import { MyceliumError } from "../core/errors.ts"
 import { parsePythonRow } from "../core/python-nan.ts"
 
+/**
+ * The calls the Upstash stores make. An `@upstash/redis` `Redis` (`@upstash/redis`, `/cloudflare` or `/fastly`) is
+ * one; spelled out here so that these declarations need no `@upstash/redis` (the plain Redis store, which extends
+ * this one, installs none).
+ */
+export interface UpstashClient {
+  createScript(script: string): { exec(keys: string[], args: string[]): Promise<unknown> }
+  mget(...keys: string[]): Promise<unknown>
+  scan(cursor: string | number, options: { match: string; count: number }): Promise<unknown>
+}
+
 export interface UpstashLedgerStorageOptions {
   /** An `@upstash/redis` client (`@upstash/redis`, `/cloudflare` or `/fastly`). */
-  readonly redis: Redis
+  readonly redis: UpstashClient
   /** Row key prefix, the original's default `mycelium:action:`. Tombstones and the dispatch index derive from it. */
   readonly prefix?: string
   /**
@@ -266,7 +276,7 @@ type ScriptRunner = (keys: string[], args: string[]) => Promise<unknown>
 /** The Redis ledger backend over the Upstash REST API. Works from any runtime with `fetch`. */
 export class UpstashLedgerStorage implements LedgerStorage {
   readonly kind = "upstash"
-  readonly #redis: Redis
+  readonly #redis: UpstashClient
   readonly #prefix: string
   readonly #tombPrefix: string
   /** Where the original (and versions before this one) put tombstones, when that differs: read, never written. */
@@ -295,7 +305,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
     this.#now = options.now ?? (() => Date.now() / 1000)
     const script = (src: string): ScriptRunner => {
       // EVALSHA first, EVAL only when the server has not cached the script yet (NOSCRIPT).
-      const s = this.#redis.createScript<unknown>(src)
+      const s = this.#redis.createScript(src)
       return (keys, args) => s.exec(keys, args)
     }
     this.#claim = script(CLAIM_LUA)
@@ -468,7 +478,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
   }
 
   async #mget(keys: string[]): Promise<unknown[]> {
-    const values: unknown = await this.#redis.mget<unknown[]>(...keys)
+    const values: unknown = await this.#redis.mget(...keys)
     if (!Array.isArray(values) || values.length !== keys.length) throw new UpstashReplyError("get", values)
     return values
   }
@@ -547,7 +557,11 @@ const isFlag = (v: unknown): boolean => v === 0 || v === 1
  * Keys matching `match`, every page. A page that is not `[cursor, keys]` is an outage, never "no more keys" nor
  * a cursor to follow: a fake answer to an aborted request would otherwise loop forever.
  */
-export async function* scanKeys(redis: Redis, match: string, count = SCAN_COUNT): AsyncIterable<string> {
+export async function* scanKeys(
+  redis: UpstashClient,
+  match: string,
+  count = SCAN_COUNT,
+): AsyncIterable<string> {
   let cursor = "0"
   do {
     const page: unknown = await redis.scan(cursor, { match, count })

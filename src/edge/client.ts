@@ -205,10 +205,7 @@ export class RemoteLedger {
     return json as T
   }
 
-  tool<A extends Record<string, unknown>, R>(
-    options: LedgeredToolOptions,
-    fn: RemoteToolBody<A, R>,
-  ): RemoteTool<A, R> {
+  tool<A extends object, R>(options: LedgeredToolOptions, fn: RemoteToolBody<A, R>): RemoteTool<A, R> {
     if (!options.name) throw new InvalidOptionError("ledger.tool() needs a name: pass options.name")
     const binding = options.binding ? ToolTransitionBinding.from(options.binding) : null
     const tool = options.name

@@ -106,7 +106,7 @@ export function guardTool<T extends StructuredToolInterface>(
     // What this run's body returned, as it returned it: the ledger keeps a JSON form (storableResult), and the first
     // run hands ToolNode the tool's own value, as the unguarded tool would (a Date stays a Date).
     let live: { readonly value: unknown } | null = null
-    const run = ledger.tool(ledgerOptions, async (checked, raw) => {
+    const run = ledger.tool(ledgerOptions, async (checked: Record<string, unknown>, raw) => {
       attempt = raw
       const { tx, began } = trackedTransition(raw)
       effectBegan = began

@@ -17,7 +17,7 @@ export interface GuardContext {
 
 /** Anything with the ledger's `tool(options, fn)`: `ActionLedger`, `RemoteLedger`. */
 export interface ToolLedger {
-  tool<A extends Record<string, unknown>, R>(
+  tool<A extends object, R>(
     options: LedgeredToolOptions,
     fn: (args: A, tx: GuardContext) => Promise<R> | R,
   ): (args: A, meta?: CallMeta) => Promise<R>

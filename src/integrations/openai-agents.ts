@@ -88,7 +88,7 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
       ...cleanMeta(meta?.(runContext, details) ?? {}),
     }
     let started: string | null = null
-    const run = ledger.tool(ledgerOptions, async (checked, tx) => {
+    const run = ledger.tool(ledgerOptions, async (checked: Record<string, unknown>, tx) => {
       started = tx.requestId
       const forBody: ToolCallDetails = { ...details }
       bindTransition(forBody, tx)

@@ -67,12 +67,21 @@ export interface MyceliumConfigOptions {
   /** Where one-time warnings go. Default `console.warn`. */
   onWarning?: (message: string) => void
   /** Builds the `state_flush:` store for `file`, `indexeddb` and `durable_object` (Node: `loadConfig` passes one). */
-  stateStoreFactory?: (choice: StateStoreChoice) => StateFlushStore | Promise<StateFlushStore>
+  stateStoreFactory?: StateStoreFactory
   /**
    * For `bounded.allowed_paths`: the directory relative paths resolve against, and a symlink resolver (Node:
    * `loadConfig` passes the working directory and `realpath`, as the original resolves both).
    */
-  paths?: { baseDir?: string; pathResolver?: PathResolver }
+  paths?: ConfigPaths
+}
+
+/** Builds the `state_flush:` store for `file`, `indexeddb` and `durable_object`. */
+export type StateStoreFactory = (choice: StateStoreChoice) => StateFlushStore | Promise<StateFlushStore>
+
+/** Where `bounded.allowed_paths` resolve: a base directory and a symlink resolver. */
+export interface ConfigPaths {
+  baseDir?: string
+  pathResolver?: PathResolver
 }
 
 /** The `state_flush:` storage choice. */
@@ -126,7 +135,8 @@ export type ConfiguredTask<A, R> = ((args: A, meta?: TaskCallMeta) => Promise<Aw
 // A task body's TaskContext is a subset of TransitionContext, so task bodies fit here too.
 type AnyBody = (args: never, tx: TransitionContext) => unknown
 /** What `instrument()` returns per key: a body whose second parameter is a `TaskContext` is typed as a task. */
-type Instrumented<T extends Record<string, AnyBody>> = {
+/** What `instrument()` returns: each body wrapped as its YAML entry (a tool or a task) says. */
+export type Instrumented<T extends Record<string, AnyBody>> = {
   [K in keyof T]: T[K] extends (args: infer A, ctx: infer C) => infer R
     ? unknown extends C
       ? ConfiguredTool<A, R>
@@ -453,10 +463,7 @@ export class MyceliumConfig {
    * (`task_id`, then `run_id`, then the `id_from` fields, then a hash of the arguments) and later calls get its
    * stored result. A name the file does not configure comes back unchanged in behaviour.
    */
-  applyTask<A extends Record<string, unknown>, R>(
-    name: string,
-    fn: ConfiguredTaskBody<A, R>,
-  ): ConfiguredTask<A, R> {
+  applyTask<A extends object, R>(name: string, fn: ConfiguredTaskBody<A, R>): ConfiguredTask<A, R> {
     const task = this.taskConfig(name)
     if (task?.auditReceipt && task.ledger) {
       const problem = this.#receiptProblem()

@@ -113,10 +113,7 @@ export class ActionLedger {
   }
 
   /** Wraps `fn` so every call goes through the ledger. See `LedgeredToolOptions`. */
-  tool<A extends Record<string, unknown>, R>(
-    options: LedgeredToolOptions,
-    fn: ToolBody<A, R>,
-  ): LedgeredTool<A, R> {
+  tool<A extends object, R>(options: LedgeredToolOptions, fn: ToolBody<A, R>): LedgeredTool<A, R> {
     return Object.assign(createLedgeredTool(this.#core, options, fn), { ledger: this })
   }
 

@@ -150,10 +150,7 @@ export class TaskLedger {
   }
 
   /** Wraps `fn` so each distinct task runs once: a completed task returns its stored result, a failed one re-runs. */
-  task<A extends Record<string, unknown>, R>(
-    options: TaskOptions | string,
-    fn: TaskBody<A, R>,
-  ): TaskFunction<A, R> {
+  task<A extends object, R>(options: TaskOptions | string, fn: TaskBody<A, R>): TaskFunction<A, R> {
     const opts: TaskOptions = typeof options === "string" ? { name: options } : options
     if (!opts.name) throw new InvalidOptionError("taskLedger.task() needs a name: pass { name }")
     const ttl = opts.leaseTtl === undefined ? this.leaseTtl : seconds("leaseTtl", opts.leaseTtl)

@@ -2,7 +2,7 @@
 // and come back as the same subtype (`parseAction`, `parseObservation`).
 import { MyceliumError } from "../../core/errors.ts"
 
-interface Stamp {
+export interface Stamp {
   readonly run_id: string
   readonly step: number
   /** Epoch seconds. */

@@ -20,6 +20,8 @@ import {
   ReconcileResult,
   type SideEffectClass,
 } from "../../../src/core/index.ts"
+import { TaskLedger } from "../../../src/core/tasks/index.ts"
+import { RemoteLedger } from "../../../src/edge/client.ts"
 import { ManualClock } from "../../../src/testing.ts"
 import { writePythonFailures } from "./python-failures.ts"
 
@@ -433,6 +435,28 @@ describe("polling", () => {
     expect(await waited).toMatchObject({ terminalOutcome: "COMPLETED", result: 7 })
     await expect(ledger.waitForTransition("nope")).rejects.toThrow("Cannot wait for unknown request 'nope'")
     await p
+  })
+})
+
+describe("argument types", () => {
+  it("a tool, a task and a remote tool may declare their arguments as an interface (npm test type-checks this)", async () => {
+    // An interface has no index signature, so `A extends Record<string, unknown>` refused it (TS2345).
+    interface PaymentArgs {
+      amount: number
+      recipient: string
+    }
+    const ledger = new ActionLedger(quiet)
+    const pay = ledger.tool(
+      { name: "pay", binding: bind("keyed_mutate") },
+      async (a: PaymentArgs) => a.amount,
+    )
+    const tasks = new TaskLedger({ onWarning: () => {} })
+    const report = tasks.task("report", async (a: PaymentArgs) => a.recipient)
+    const remote = new RemoteLedger({ baseUrl: "http://edge.test", fetch: async () => new Response(null) })
+    const remotePay = remote.tool({ name: "pay" }, async (a: PaymentArgs) => a.amount)
+    expect(await pay({ amount: 5, recipient: "acct" }, { toolCallId: "i1" })).toBe(5)
+    expect(await report({ amount: 5, recipient: "acct" }, { taskId: "t1" })).toBe("acct")
+    expect(typeof remotePay).toBe("function")
   })
 })
 

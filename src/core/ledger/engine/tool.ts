@@ -30,6 +30,8 @@ export interface LedgeredToolOptions {
   readonly pollTimeout?: number | null
 }
 
+type Kwargs = Readonly<Record<string, unknown>>
+
 export type ToolBody<A, R> = (args: A, tx: TransitionContext) => Promise<R> | R
 
 /** The wrapped function before the facade attaches itself as `ledger`. */
@@ -56,7 +58,7 @@ async function decide(core: LedgerCore, intent: DecisionIntent): Promise<Decisio
   }
 }
 
-export function createLedgeredTool<A extends Record<string, unknown>, R>(
+export function createLedgeredTool<A extends object, R>(
   core: LedgerCore,
   options: LedgeredToolOptions,
   fn: ToolBody<A, R>,
@@ -76,17 +78,18 @@ export function createLedgeredTool<A extends Record<string, unknown>, R>(
     )
   }
 
+  // `A` is as the tool declares it (an interface has no index signature); the ledger keys the plain object it is.
   const call = async (args: A, meta: CallMeta = {}): Promise<R> => {
     throwIfAborted(meta.signal)
     let decision: Decision | null = null
-    const { request, mode } = prepareCall(core, tool, binding, args, meta, () => decision, options)
+    const { request, mode } = prepareCall(core, tool, binding, args as Kwargs, meta, () => decision, options)
     const verdict =
       core.policy.predicates.length === 0
         ? ALLOWED_DECISION
         : await decide(core, {
             tool,
             requestId: request.requestId,
-            args,
+            args: args as Kwargs,
             sideEffectClass: binding?.sideEffectClass ?? null,
           })
     if (!verdict.allowed) {
