@@ -1,7 +1,6 @@
 // `mycelium-runtime/state`. State flush: snapshots of agent state at checkpoints.
 // Its own entry so the core entry stays small (README.md, the entry-point table); the public names only, listed by hand.
 
-export type { JsonValue } from "./core/ledger/model/canonical.ts"
 export {
   type FlushArgs,
   type FlushTrigger,

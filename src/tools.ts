@@ -1,6 +1,13 @@
-// `mycelium-runtime/tools`. Bounded tools: schema-checked arguments, path guards, the tool registry and runner.
+// `mycelium-runtime/tools`. Bounded tools: schema-checked arguments, path guards, the tool registry and runner, and
+// the parser of a model's tool-call arguments text (keys exact, as Python's json.loads reads them).
 // Its own entry so the core entry stays small (README.md, the entry-point table); the public names only, listed by hand.
 
+export {
+  parseToolArguments,
+  type ToolArguments,
+  ToolArgumentsError,
+  type ToolArgumentValue,
+} from "./core/ledger/model/tool-arguments.ts"
 export {
   type BoundarySchema,
   type BoundaryStage,

@@ -10,11 +10,9 @@ import {
   canonicalJson,
   type LedgerEntry,
   MemoryLedgerStorage,
-  parseToolArguments,
-  type ToolArguments,
-  ToolArgumentsError,
   type ToolTransitionBindingInit,
 } from "../../../src/core/index.ts"
+import { parseToolArguments, type ToolArguments, ToolArgumentsError } from "../../../src/tools.ts"
 
 interface KeyCase {
   name: string
