@@ -17,7 +17,7 @@ import {
   type UnstorableReason,
 } from "../core/ledger/errors.ts"
 import { ToolTransitionBinding } from "../core/ledger/model/binding.ts"
-import { type JsonValue, toJsonValue } from "../core/ledger/model/canonical.ts"
+import { argumentsStoredAndKeyed, type JsonValue, toJsonValue } from "../core/ledger/model/canonical.ts"
 import type { SideEffectBoundary } from "../core/ledger/model/enums.ts"
 import type { CallMeta } from "../core/ledger/model/identity.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
@@ -222,7 +222,7 @@ export class RemoteLedger {
       }
       const begin = JSON.stringify({
         tool,
-        args: toJsonValue(args),
+        args: argumentsStoredAndKeyed(args).stored,
         ...(wireBinding ? { binding: wireBinding } : {}),
         meta: wireMeta,
         ...(leaseTtl !== undefined ? { lease_ttl: leaseTtl } : {}),

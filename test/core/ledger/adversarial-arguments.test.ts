@@ -3,8 +3,9 @@
 import { describe, expect, it } from "vitest"
 import { ActionLedger, LedgerConfigError, MemoryLedgerStorage } from "../../../src/core/index.ts"
 import { MemoryTaskStore, TaskLedger } from "../../../src/core/tasks/index.ts"
+import { RemoteLedger } from "../../../src/edge/client.ts"
 
-async function attempt(args: Record<string, unknown>) {
+async function attempt(args: object) {
   const storage = new MemoryLedgerStorage()
   const ledger = new ActionLedger({ storage, onWarning: () => {} })
   let ran = 0
@@ -57,5 +58,78 @@ describe("arguments that cannot be hashed", () => {
     )
     expect(error).toBeInstanceOf(LedgerConfigError)
     expect(ran).toBe(0)
+  })
+})
+
+describe("arguments a plain object cannot stand for", () => {
+  class Payment {
+    readonly #to: string
+    readonly cents: number
+    constructor(to: string, cents: number) {
+      this.#to = to
+      this.cents = cents
+    }
+    get to() {
+      return this.#to
+    }
+  }
+
+  it("a class instance, a Map, a Set or a list is refused before any claim, not keyed by what it shows", async () => {
+    // Before, a class instance keyed as its public fields (here none of the recipient), a Map or Set as
+    // "[object Map]": a second, different payment replayed the first one's result and was never made.
+    for (const args of [
+      new Payment("acct_1", 5),
+      { order: new Payment("acct_1", 5) },
+      { recipients: new Set(["acct_1"]) },
+      { lines: new Map([["a", 1]]) },
+      [5, "acct_1"],
+    ]) {
+      const r = await attempt(args)
+      expect(r.error, String(args)).toBeInstanceOf(LedgerConfigError)
+      expect(r.error).toMatchObject({
+        code: "invalid_option",
+        message: expect.stringMatching(/pass a plain object/),
+      })
+      expect([r.ran, r.rows]).toEqual([0, 0])
+    }
+    expect(((await attempt({ recipients: new Set() })).error as Error).message).toMatch(
+      /^arguments hold a Set/,
+    )
+    expect(((await attempt([1])).error as Error).message).toMatch(
+      /^arguments hold a list: pass a plain object/,
+    )
+  })
+
+  it("plain objects, null-prototype objects, dates and values with toJSON still key as before", async () => {
+    const bare = Object.assign(Object.create(null) as object, { to: "acct_1" })
+    const money = { toJSON: () => "5.00 EUR" }
+    for (const args of [{ to: "acct_1", at: new Date(0) }, bare, { amount: money }]) {
+      const r = await attempt(args)
+      expect(r.error).toBeNull()
+      expect([r.ran, r.rows]).toEqual([1, 1])
+    }
+  })
+
+  it("a task and a remote tool refuse them too", async () => {
+    let ran = 0
+    const nightly = new TaskLedger({ storage: new MemoryTaskStore() }).task({ name: "nightly" }, async () => {
+      ran++
+      return "done"
+    })
+    await expect(nightly({ days: new Set(["mon"]) })).rejects.toBeInstanceOf(LedgerConfigError)
+    let requests = 0
+    const remote = new RemoteLedger({
+      baseUrl: "http://edge.test",
+      fetch: async () => {
+        requests++
+        return new Response(null, { status: 500 })
+      },
+    })
+    const pay = remote.tool({ name: "pay" }, async () => {
+      ran++
+      return 1
+    })
+    await expect(pay(new Payment("acct_1", 5), { toolCallId: "c" })).rejects.toBeInstanceOf(LedgerConfigError)
+    expect([ran, requests]).toEqual([0, 0])
   })
 })

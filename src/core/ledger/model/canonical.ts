@@ -188,9 +188,12 @@ export function toStoredAndKeyed(value: unknown): { stored: JsonValue; keyed: un
  * anything is claimed.
  */
 export function argumentsStoredAndKeyed(args: unknown): { stored: JsonValue; keyed: unknown } {
+  if (Array.isArray(args)) throw notPlain(args)
+  plainOnly = true
   try {
     return toStoredAndKeyed(args)
   } catch (e) {
+    if (e === refused) throw notPlain(e as object)
     if (!(e instanceof RangeError)) throw e
     throw new LedgerConfigError(
       "arguments with a cycle or too deep to hash: pass plain JSON (nothing was claimed)",
@@ -198,12 +201,26 @@ export function argumentsStoredAndKeyed(args: unknown): { stored: JsonValue; key
         cause: e,
       },
     )
+  } finally {
+    plainOnly = false
+    refused = null
   }
 }
 
 // Set by `convert` when the stored form loses what the key needs. Module state is safe: `convert` is synchronous
 // and reset by its only reader just before; it costs no allocation on the hot path.
 let inexact = false
+// Arguments are keyed by what they hold: a Map, a Set or a class instance has no JSON form that says it (its own
+// keys, or "[object Map]"), so two different ones keyed alike and a second payment replayed the first's result.
+let plainOnly = false
+// What `convert` met that is not plain: thrown as is (the error is made here, so that results and state, which share
+// `convert`, do not carry it).
+let refused: object | null = null
+
+const notPlain = (value: object): LedgerConfigError =>
+  new LedgerConfigError(
+    `arguments hold a ${Array.isArray(value) ? "list" : value.constructor?.name}: pass a plain object of JSON values (nothing was claimed)`,
+  )
 
 /** `exact`: keep bigints and boxed Numbers as they are, for `canonicalJson` to write exactly. */
 function convert(value: unknown, exact: boolean): unknown {
@@ -235,6 +252,13 @@ function convert(value: unknown, exact: boolean): unknown {
       }
       const withJson = value as { toJSON?: () => unknown }
       if (typeof withJson.toJSON === "function") return convert(withJson.toJSON(), exact)
+      if (plainOnly) {
+        const proto = Object.getPrototypeOf(value)
+        if (proto !== Object.prototype && proto !== null) {
+          refused = value
+          throw value
+        }
+      }
       if (value instanceof Map || value instanceof Set) return String(value)
       const out: { [key: string]: unknown } = {}
       const obj = value as Record<string, unknown>
