@@ -5,8 +5,10 @@ export interface Clock {
   sleep(seconds: number, signal?: AbortSignal): Promise<void>
 }
 
-// An aborted signal's `reason` is what waiting rejects with: every runtime this package supports (Node 20.19+,
-// browsers since 2022, workerd, Deno, Bun) sets one, an AbortError DOMException when abort() was given none.
+// What waiting rejects with: the signal's reason, or an AbortError when it has none (abort(null), a polyfill),
+// so that a caller reading `err.name` does not fail on null.
+const abortError = (signal: AbortSignal): unknown =>
+  signal.reason ?? new DOMException("The operation was aborted.", "AbortError")
 
 /**
  * Timers take at most 2^31 - 1 ms (about 24.8 days) and fire at once beyond it: a 90-day lease renewed every third
@@ -19,12 +21,12 @@ export const systemClock: Clock = {
   now: () => Date.now() / 1000,
   sleep(seconds, signal) {
     return new Promise((resolve, reject) => {
-      if (signal?.aborted) return reject(signal.reason)
+      if (signal?.aborted) return reject(abortError(signal))
       const off =
         signal &&
         onAbort(signal, () => {
           clearTimeout(timer)
-          reject(signal.reason)
+          reject(abortError(signal))
         })
       const timer = setTimeout(() => {
         off?.()
@@ -47,11 +49,11 @@ export class ManualClock implements Clock {
     this.#now += seconds
   }
   async sleep(seconds: number, signal?: AbortSignal): Promise<void> {
-    if (signal?.aborted) throw signal.reason
+    if (signal?.aborted) throw abortError(signal)
     this.#now += seconds
     // A macrotask, so that other claimants' storage calls and bodies get to run while this one "sleeps".
     await new Promise((r) => setTimeout(r, 0))
-    if (signal?.aborted) throw signal.reason
+    if (signal?.aborted) throw abortError(signal)
   }
 }
 
@@ -61,9 +63,12 @@ export class ManualClock implements Clock {
 // has a listener, and frameworks make one per call.
 const fans = new WeakMap<AbortSignal, Set<() => void>>()
 
-/** The one listener, on every signal: an event listener's `this` is the signal it fired on. */
-function fire(this: AbortSignal): void {
-  for (const g of fans.get(this) ?? []) g()
+/**
+ * The one listener, on every signal. It finds its signal by the event's `currentTarget`: workerd sets a listener's
+ * `this` to the target only from compatibility date 2025-08-01 (before, aborts were missed and a retry paid twice).
+ */
+function fire(event: Event): void {
+  for (const g of fans.get(event.currentTarget as AbortSignal) ?? []) g()
 }
 
 /** Runs `fn` once when `signal` aborts; returns what takes it off again. */
@@ -85,7 +90,7 @@ export function onAbort(signal: AbortSignal, fn: () => void): () => void {
 }
 
 export function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw signal.reason
+  if (signal?.aborted) throw abortError(signal)
 }
 
 /**

@@ -98,6 +98,29 @@ describe("one abort listener per signal", () => {
     expect(t.listening()).toBe(0)
   })
 
+  it("an abort reaches the waits when the runtime calls listeners without `this` (workerd before 2025-08-01)", async () => {
+    // A signal as such a runtime dispatches it: the listener gets the event, with currentTarget, and no `this`.
+    const listeners = new Set<(e: Event) => void>()
+    const signal = {
+      aborted: false,
+      reason: undefined as unknown,
+      addEventListener: (_: string, fn: (e: Event) => void) => listeners.add(fn),
+      removeEventListener: (_: string, fn: (e: Event) => void) => listeners.delete(fn),
+    }
+    const slept = systemClock.sleep(3600, signal as unknown as AbortSignal)
+    Object.assign(signal, { aborted: true, reason: new Error("timed out") })
+    for (const fn of listeners)
+      fn.call(undefined, { type: "abort", currentTarget: signal } as unknown as Event)
+    await expect(slept).rejects.toThrow("timed out")
+  })
+
+  it("abort(null) rejects a wait with an AbortError, not with null", async () => {
+    const aborter = new AbortController()
+    const slept = systemClock.sleep(3600, aborter.signal)
+    aborter.abort(null)
+    await expect(slept).rejects.toMatchObject({ name: "AbortError" })
+  })
+
   it("twenty redispatches polling one call in flight share one signal's listener and all replay its result", async () => {
     const s = countedSignal()
     const ledger = new ActionLedger({
