@@ -124,12 +124,13 @@ function mergeLedger(global: Record<string, unknown>, own: Record<string, unknow
   merged.storage ??= "memory"
   const kind = merged.storage as StorageKind
   for (const key of Object.keys(global)) {
-    // `url` and `url_env` (token, dsn) are one setting written two ways: the mapping's replaces the inherited one.
-    const twin = key.endsWith("_env") ? key.slice(0, -4) : `${key}_env`
+    // The mapping's `url` (token, dsn) replaces an inherited `url_env`, as in the original, where the merged `url`
+    // wins. Not the other way round: there the original keeps the inherited `url`, so both stay and are refused.
+    const literal = key.endsWith("_env") && Object.hasOwn(own, key.slice(0, -4))
     if (
       !Object.hasOwn(own, key) &&
       Object.hasOwn(storageOnlyKeys, key) &&
-      (!STORAGE_KEYS[kind].includes(key) || Object.hasOwn(own, twin))
+      (literal || !STORAGE_KEYS[kind].includes(key))
     )
       delete merged[key]
   }

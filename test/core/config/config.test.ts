@@ -281,6 +281,14 @@ describe("config edge cases", () => {
       kind: "postgres",
       dsn: "postgres://h/db",
     })
+    // The other way round the original keeps the inherited url (it wins over url_env), so the two would use two
+    // stores: refused, naming the mapping's key.
+    expect(() =>
+      loadConfigFromString(
+        "action_ledger: {storage: redis, url: 'redis://a:6379'}\ntools:\n  pay: {ledger: {url_env: PAY_REDIS}}\n",
+        { ...quiet, env: { PAY_REDIS: "redis://b:6379" } },
+      ),
+    ).toThrow(/'tools.pay.ledger.url_env': set 'url' or 'url_env', not both/)
     // The mapping's own keys are still checked against its store.
     expect(() =>
       loadConfigFromString(

@@ -561,6 +561,28 @@ describe("leases", () => {
     expect(await own({}, { requestId: "own-1" })).toBe("done")
     expect(await unbounded({}, { requestId: "unbounded-1" })).toBe("done")
     expect(counts.cas).toBe(2) // the two completions, no renewal
+
+    // And a short tool lease there is renewed (every 0.01 s of real time), so it never lapses while its body runs.
+    const clock = new ManualClock()
+    const rows = new MemoryLedgerStorage()
+    const short = new ActionLedger({ storage: rows, clock, leaseTtl: 0, ...quiet })
+    const hold = gate()
+    const held = short.tool({ name: "short", binding, leaseTtl: 0.03 }, async () => {
+      await hold.opened
+      return "done"
+    })
+    const running = held({}, { requestId: "short-1" })
+    for (let step = 0; step < 3; step++) {
+      clock.advance(0.02)
+      let renewed = false
+      for (let i = 0; i < 500 && !renewed; i++) {
+        renewed = (await rows.get("short-1"))?.lastHeartbeatAt === clock.now()
+        if (!renewed) await new Promise((r) => setTimeout(r, 5))
+      }
+      expect(renewed, `renewed at step ${step}`).toBe(true)
+    }
+    hold.open()
+    expect(await running).toBe("done")
   })
 
   it("with the death-signal gate an EXPIRED row waits for evidence; a FAILED retry does not (defect #1)", async () => {
