@@ -3,32 +3,17 @@
 import { spawnSync } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import {
   CmdRunAction,
-  createWorkspace,
   type DevWorkspace,
   TestRunAction,
   type WorkspaceObservation,
   withWorkspace,
 } from "../../src/harness/workspace/index.ts"
+import { afterTest, observed, startedWorkspace } from "./started-workspace.ts"
 
-const cleanup: Array<() => Promise<void> | void> = []
-afterEach(async () => {
-  for (const f of cleanup.splice(0)) await f()
-})
-
-async function ws(): Promise<DevWorkspace> {
-  const w = createWorkspace()
-  await w.start()
-  cleanup.push(() => w.stop())
-  return w
-}
-
-function cmdOutput(o: WorkspaceObservation) {
-  expect(o.kind, JSON.stringify(o)).toBe("cmd_output")
-  return o as Extract<WorkspaceObservation, { kind: "cmd_output" }>
-}
+const cmdOutput = (o: WorkspaceObservation) => observed(o, "cmd_output")
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -47,7 +32,7 @@ async function backgroundSleep(w: DevWorkspace): Promise<number> {
   const o = cmdOutput(await w.act(CmdRunAction({ command: "sleep 4242 & echo $!", timeout: 5 })))
   const pid = Number(o.stdout.trim())
   expect(pid).toBeGreaterThan(0)
-  cleanup.push(() => {
+  afterTest(() => {
     try {
       process.kill(pid, "SIGKILL")
     } catch {}
@@ -62,7 +47,7 @@ async function gone(pid: number): Promise<boolean> {
 
 describe("the command's exit status", () => {
   it("is bash's own, even when the command ends with a backslash, && or an open quote", async () => {
-    const w = await ws()
+    const w = await startedWorkspace()
     for (const command of ["false \\", "false &&", "exit 3 \\", 'echo "open', "mkdir d && cd d \\"]) {
       const expected = spawnSync("bash", ["-c", command], { cwd: w.root }).status
       expect(expected).not.toBe(0)
@@ -72,7 +57,7 @@ describe("the command's exit status", () => {
   })
 
   it("keeps cd persisting, exit keeping the old cwd, heredocs, and no wrapper variable in the environment", async () => {
-    const w = await ws()
+    const w = await startedWorkspace()
     expect(cmdOutput(await w.act(CmdRunAction({ command: "mkdir -p pkg && cd pkg" }))).cwd).toBe(
       join(w.root, "pkg"),
     )
@@ -87,7 +72,7 @@ describe("the command's exit status", () => {
 
 describe("background jobs and timeouts", () => {
   it("act() returns when the shell exits, with its output, while a background job still holds the pipes", async () => {
-    const w = await ws()
+    const w = await startedWorkspace()
     const t0 = Date.now()
     const o = cmdOutput(await w.act(CmdRunAction({ command: "sleep 3 & echo started", timeout: 2 })))
     expect([o.exit_code, o.stdout]).toEqual([0, "started\n"])
@@ -95,7 +80,7 @@ describe("background jobs and timeouts", () => {
   })
 
   it("a background job runs until stop(), which kills it", async () => {
-    const w = await ws()
+    const w = await startedWorkspace()
     const pid = await backgroundSleep(w)
     cmdOutput(await w.act(CmdRunAction({ command: "true" })))
     expect(alive(pid)).toBe(true)
@@ -104,14 +89,14 @@ describe("background jobs and timeouts", () => {
   })
 
   it("stop() also ends a command still running, and its act() then returns", async () => {
-    const w = await ws()
+    const w = await startedWorkspace()
     const running = w.act(CmdRunAction({ command: "sleep 4242 & echo $! > pid; wait", timeout: 60 }))
     const file = join(w.root, "pid")
     const read = () => (existsSync(file) ? Number(readFileSync(file, "utf8")) : 0)
     for (let i = 0; i < 100 && !(read() > 0); i++) await sleep(20)
     const pid = read()
     expect(pid).toBeGreaterThan(0) // never kill(0): that is the test's own process group
-    cleanup.push(() => {
+    afterTest(() => {
       try {
         process.kill(pid, "SIGKILL")
       } catch {}
@@ -139,7 +124,7 @@ describe("background jobs and timeouts", () => {
   })
 
   it("a background job that writes after the command returned keeps running (its output is drained)", async () => {
-    const w = await ws()
+    const w = await startedWorkspace()
     const o = cmdOutput(
       await w.act(CmdRunAction({ command: "(sleep 0.3; echo late; echo late >&2; touch done) & echo now" })),
     )
@@ -149,13 +134,13 @@ describe("background jobs and timeouts", () => {
   })
 
   it("a timeout returns 124 on time even when a setsid child outside the group holds the pipes", async () => {
-    const w = await ws()
+    const w = await startedWorkspace()
     const t0 = Date.now()
     const o = cmdOutput(
       await w.act(CmdRunAction({ command: "setsid sleep 6 & echo $! > pid; sleep 10", timeout: 0.5 })),
     )
     const pid = Number(readFileSync(join(w.root, "pid"), "utf8"))
-    cleanup.push(() => {
+    afterTest(() => {
       try {
         process.kill(pid, "SIGKILL")
       } catch {}
@@ -165,13 +150,13 @@ describe("background jobs and timeouts", () => {
   })
 
   it("a timeout beyond setTimeout's 24.8-day range is honoured, not fired at once", async () => {
-    const w = await ws()
+    const w = await startedWorkspace()
     const o = cmdOutput(await w.act(CmdRunAction({ command: "sleep 0.2; echo hi", timeout: 3_000_000 })))
     expect([o.exit_code, o.stdout]).toEqual([0, "hi\n"])
   })
 
   it("an invalid timeout is refused before the command starts, as an error observation", async () => {
-    const w = await ws()
+    const w = await startedWorkspace()
     for (const timeout of [0, -5, Number.NaN, Number.POSITIVE_INFINITY, "5" as unknown as number]) {
       const o = await w.act(CmdRunAction({ command: "touch ran", timeout }))
       expect(o).toMatchObject({ kind: "error", action_kind: "cmd_run" })

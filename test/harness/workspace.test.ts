@@ -2,12 +2,11 @@
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterEach, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import {
   AgentFinishAction,
   CmdRunAction,
   createWorkspace,
-  type DevWorkspace,
   FileEditAction,
   FileReadAction,
   FileWriteAction,
@@ -19,55 +18,38 @@ import {
   TestRunAction,
   type WorkspaceAction,
   WorkspaceNotStartedError,
-  type WorkspaceObservation,
   withWorkspace,
 } from "../../src/harness/workspace/index.ts"
-
-const cleanup: Array<() => Promise<void> | void> = []
-afterEach(async () => {
-  for (const f of cleanup.splice(0)) await f()
-})
-
-async function ws(options: Parameters<typeof createWorkspace>[0] = {}): Promise<DevWorkspace> {
-  const w = createWorkspace(options)
-  await w.start()
-  cleanup.push(() => w.stop())
-  return w
-}
-
-function as<K extends WorkspaceObservation["kind"]>(o: WorkspaceObservation, kind: K) {
-  expect(o.kind, JSON.stringify(o)).toBe(kind)
-  return o as Extract<WorkspaceObservation, { kind: K }>
-}
+import { afterTest, observed, startedWorkspace } from "./started-workspace.ts"
 
 describe("workspace", () => {
   it("WS-01: the cwd persists after mkdir -p pkg && cd pkg; a command that exits keeps the old cwd", async () => {
-    const w = await ws()
-    const first = as(await w.act(CmdRunAction({ command: "mkdir -p pkg && cd pkg" })), "cmd_output")
+    const w = await startedWorkspace()
+    const first = observed(await w.act(CmdRunAction({ command: "mkdir -p pkg && cd pkg" })), "cmd_output")
     expect(first.exit_code).toBe(0)
     expect(first.cwd).toBe(join(w.root, "pkg"))
-    expect(as(await w.act(CmdRunAction({ command: "pwd" })), "cmd_output").stdout.trim()).toBe(
+    expect(observed(await w.act(CmdRunAction({ command: "pwd" })), "cmd_output").stdout.trim()).toBe(
       join(w.root, "pkg"),
     )
-    const exited = as(await w.act(CmdRunAction({ command: "cd / && exit 3" })), "cmd_output")
+    const exited = observed(await w.act(CmdRunAction({ command: "cd / && exit 3" })), "cmd_output")
     expect(exited.exit_code).toBe(3)
     expect(w.state.cwd).toBe(join(w.root, "pkg"))
     // An explicit cwd applies to that command (and the shell ends there).
-    const explicit = as(await w.act(CmdRunAction({ command: "pwd", cwd: w.root })), "cmd_output")
+    const explicit = observed(await w.act(CmdRunAction({ command: "pwd", cwd: w.root })), "cmd_output")
     expect(explicit.stdout.trim()).toBe(w.root)
     expect(existsSync(join(w.root, ".au_workspace_cwd"))).toBe(false) // the marker stays out of the workspace
   })
 
   it("WS-02: env is applied", async () => {
-    const w = await ws({ env: { GREETING: "hello" } })
+    const w = await startedWorkspace({ env: { GREETING: "hello" } })
     w.setEnv("TARGET", "world")
-    const o = as(await w.act(CmdRunAction({ command: 'echo "$GREETING $TARGET"' })), "cmd_output")
+    const o = observed(await w.act(CmdRunAction({ command: 'echo "$GREETING $TARGET"' })), "cmd_output")
     expect(o.stdout).toBe("hello world\n")
   })
 
   it("WS-03: write -> read -> edit, with a unified diff and modes 0600/0700", async () => {
-    const w = await ws()
-    const wrote = as(
+    const w = await startedWorkspace()
+    const wrote = observed(
       await w.act(FileWriteAction({ path: "src/app.py", content: "x = 1\ny = 2\nπ = 3\n" })),
       "file_write_ok",
     )
@@ -76,10 +58,10 @@ describe("workspace", () => {
     const { statSync } = await import("node:fs")
     expect(statSync(join(w.root, "src/app.py")).mode & 0o777).toBe(0o600)
     expect(statSync(join(w.root, "src")).mode & 0o777).toBe(0o700)
-    expect(as(await w.act(FileReadAction({ path: "src/app.py" })), "file_content").content).toBe(
+    expect(observed(await w.act(FileReadAction({ path: "src/app.py" })), "file_content").content).toBe(
       "x = 1\ny = 2\nπ = 3\n",
     )
-    const edit = as(
+    const edit = observed(
       await w.act(FileEditAction({ path: "src/app.py", old: "y = 2", new: "y = 20" })),
       "file_edit_ok",
     )
@@ -92,32 +74,34 @@ describe("workspace", () => {
 
   it("WS-04: a symlinked parent is refused and nothing is written outside", async () => {
     const outside = mkdtempSync(join(tmpdir(), "ws-outside-"))
-    cleanup.push(() => rmSync(outside, { recursive: true, force: true }))
-    const w = await ws()
+    afterTest(() => rmSync(outside, { recursive: true, force: true }))
+    const w = await startedWorkspace()
     symlinkSync(outside, join(w.root, "escape"))
-    const o = as(await w.act(FileWriteAction({ path: "escape/pwned.txt", content: "x" })), "error")
+    const o = observed(await w.act(FileWriteAction({ path: "escape/pwned.txt", content: "x" })), "error")
     expect(o.message).toContain("symlink")
     expect(existsSync(join(outside, "pwned.txt"))).toBe(false)
     // A symlinked file is refused too, for read and write.
     writeFileSync(join(outside, "secret"), "s3cret")
     symlinkSync(join(outside, "secret"), join(w.root, "link"))
-    expect(as(await w.act(FileReadAction({ path: "link" })), "error").message).toContain("symlink")
-    as(await w.act(FileWriteAction({ path: "link", content: "overwrite" })), "error")
+    expect(observed(await w.act(FileReadAction({ path: "link" })), "error").message).toContain("symlink")
+    observed(await w.act(FileWriteAction({ path: "link", content: "overwrite" })), "error")
     expect(readFileSync(join(outside, "secret"), "utf8")).toBe("s3cret")
     for (const path of ["../x", "a/../../x", "./x", "a//b", "", "a\u0001b", "x".repeat(4097)])
-      expect(as(await w.act(FileWriteAction({ path, content: "x" })), "error").action_kind).toBe("file_write")
+      expect(observed(await w.act(FileWriteAction({ path, content: "x" })), "error").action_kind).toBe(
+        "file_write",
+      )
   })
 
   it("WS-05: a non-unique edit errors; replace_all counts; a missing string errors", async () => {
-    const w = await ws()
+    const w = await startedWorkspace()
     await w.act(FileWriteAction({ path: "f.txt", content: "a a a" }))
-    expect(as(await w.act(FileEditAction({ path: "f.txt", old: "a", new: "b" })), "error").message).toBe(
-      "old string is not unique; provide more context",
-    )
-    expect(as(await w.act(FileEditAction({ path: "f.txt", old: "zzz", new: "b" })), "error").message).toBe(
-      "old string not found",
-    )
-    const all = as(
+    expect(
+      observed(await w.act(FileEditAction({ path: "f.txt", old: "a", new: "b" })), "error").message,
+    ).toBe("old string is not unique; provide more context")
+    expect(
+      observed(await w.act(FileEditAction({ path: "f.txt", old: "zzz", new: "b" })), "error").message,
+    ).toBe("old string not found")
+    const all = observed(
       await w.act(FileEditAction({ path: "f.txt", old: "a", new: "$&b", replace_all: true })),
       "file_edit_ok",
     )
@@ -126,7 +110,7 @@ describe("workspace", () => {
   })
 
   it("WS-06: test summaries: a real node:test run, and pytest/vitest output", async () => {
-    const w = await ws()
+    const w = await startedWorkspace()
     await w.act(
       FileWriteAction({
         path: "t.test.mjs",
@@ -135,12 +119,15 @@ describe("workspace", () => {
           "test('ok', () => {})\ntest('ok2', () => {})\ntest('bad', () => assert.equal(1, 2))\n",
       }),
     )
-    const node = as(await w.act(TestRunAction({ framework: "node", selector: "t.test.mjs" })), "test_result")
+    const node = observed(
+      await w.act(TestRunAction({ framework: "node", selector: "t.test.mjs" })),
+      "test_result",
+    )
     expect(node).toMatchObject({ passed: 2, failed: 1, errors: 0 })
     expect(node.exit_code).not.toBe(0)
     expect(node.report).toBe(`2 passed, 1 failed, 0 errors (exit ${node.exit_code})`)
     // pytest's summary, printed by a custom command (pytest itself is not installed here).
-    const py = as(
+    const py = observed(
       await w.act(
         TestRunAction({ framework: "custom", selector: "echo '1 failed, 1 passed in 0.03s'; exit 1" }),
       ),
@@ -154,7 +141,7 @@ describe("workspace", () => {
       report: "1 passed, 1 failed, 0 errors (exit 1)",
     })
     // An empty custom selector runs `make test` (here: no Makefile, or no make), never an empty, passing command.
-    const empty = as(await w.act(TestRunAction({ framework: "custom", selector: "" })), "test_result")
+    const empty = observed(await w.act(TestRunAction({ framework: "custom", selector: "" })), "test_result")
     expect(empty.exit_code).not.toBe(0)
     expect(empty.raw).toMatch(/make/)
     expect(parseTestSummary("==== 3 passed, 2 errors in 1.2s ====")).toEqual({
@@ -171,24 +158,24 @@ describe("workspace", () => {
 
   it("WS-07: the policy gate denies workspace.cmd but allows a write; reads are never gated", async () => {
     const asked: string[] = []
-    const w = await ws({
+    const w = await startedWorkspace({
       policyGate: (policy) => {
         asked.push(policy)
         return policy === "workspace.cmd" ? [false, "no shell for this agent"] : { allowed: true }
       },
     })
-    const denied = as(await w.act(CmdRunAction({ command: "touch should-not-exist" })), "error")
+    const denied = observed(await w.act(CmdRunAction({ command: "touch should-not-exist" })), "error")
     expect(denied.message).toBe("action denied by policy: no shell for this agent")
     expect(existsSync(join(w.root, "should-not-exist"))).toBe(false)
-    as(await w.act(TestRunAction({ framework: "custom", selector: "true" })), "error")
-    as(await w.act(FileWriteAction({ path: "ok.txt", content: "fine" })), "file_write_ok")
-    as(await w.act(FileReadAction({ path: "ok.txt" })), "file_content")
+    observed(await w.act(TestRunAction({ framework: "custom", selector: "true" })), "error")
+    observed(await w.act(FileWriteAction({ path: "ok.txt", content: "fine" })), "file_write_ok")
+    observed(await w.act(FileReadAction({ path: "ok.txt" })), "file_content")
     expect(asked).toEqual(["workspace.cmd", "workspace.cmd", "workspace.write"])
     expect(w.step).toBe(4) // denied actions still take a step
   })
 
   it("WS-08: steps stamp 1, 2 with the run id and actor on both action and observation", async () => {
-    const w = await ws({ runId: "r1", actor: "agent-7" })
+    const w = await startedWorkspace({ runId: "r1", actor: "agent-7" })
     const a = await w.act(AgentFinishAction({ summary: "done" }))
     const b = await w.act(PortExposeAction({ port: 8080 }))
     expect(a).toMatchObject({ kind: "null", run_id: "r1", step: 1, actor: "agent-7" })
@@ -212,7 +199,7 @@ describe("workspace", () => {
     await w.stop()
     expect(existsSync(root)).toBe(false)
     const mine = mkdtempSync(join(tmpdir(), "ws-mine-"))
-    cleanup.push(() => rmSync(mine, { recursive: true, force: true }))
+    afterTest(() => rmSync(mine, { recursive: true, force: true }))
     await withWorkspace({ root: mine }, async (x) => {
       await x.act(FileWriteAction({ path: "kept.txt", content: "k" }))
     })
@@ -220,24 +207,24 @@ describe("workspace", () => {
   })
 
   it("WS-10: absolute paths: under the workdir they work, elsewhere they are an error (no basename quirk)", async () => {
-    const w = await ws()
-    as(await w.act(FileWriteAction({ path: join(w.root, "abs.txt"), content: "in" })), "file_write_ok")
+    const w = await startedWorkspace()
+    observed(await w.act(FileWriteAction({ path: join(w.root, "abs.txt"), content: "in" })), "file_write_ok")
     expect(readFileSync(join(w.root, "abs.txt"), "utf8")).toBe("in")
-    const o = as(await w.act(FileWriteAction({ path: "/etc/x", content: "x" })), "error")
+    const o = observed(await w.act(FileWriteAction({ path: "/etc/x", content: "x" })), "error")
     expect(o.message).toContain("outside the workspace")
     expect(existsSync(join(w.root, "x"))).toBe(false)
   })
 
   it("WS-11: the 1 MiB limit applies to write, read and edit; output is truncated to 16,384 chars", async () => {
-    const w = await ws()
+    const w = await startedWorkspace()
     const big = "x".repeat(1024 * 1024 + 1)
-    expect(as(await w.act(FileWriteAction({ path: "big", content: big })), "error").message).toContain(
+    expect(observed(await w.act(FileWriteAction({ path: "big", content: big })), "error").message).toContain(
       "larger than",
     )
     writeFileSync(join(w.root, "big"), big)
-    expect(as(await w.act(FileReadAction({ path: "big" })), "error").message).toContain("larger than")
-    as(await w.act(FileEditAction({ path: "big", old: "x", new: "y", replace_all: true })), "error")
-    const out = as(
+    expect(observed(await w.act(FileReadAction({ path: "big" })), "error").message).toContain("larger than")
+    observed(await w.act(FileEditAction({ path: "big", old: "x", new: "y", replace_all: true })), "error")
+    const out = observed(
       await w.act(CmdRunAction({ command: "head -c 100000 /dev/zero | tr '\\0' a; echo err >&2" })),
       "cmd_output",
     )
@@ -246,9 +233,9 @@ describe("workspace", () => {
   })
 
   it("WS-12: a timeout returns 124 and kills the command's process group", async () => {
-    const w = await ws()
+    const w = await startedWorkspace()
     const t0 = Date.now()
-    const o = as(
+    const o = observed(
       await w.act(CmdRunAction({ command: "sleep 30 & sleep 30; touch after", timeout: 0.3 })),
       "cmd_output",
     )
@@ -258,38 +245,42 @@ describe("workspace", () => {
   })
 
   it("read line ranges are 1-based inclusive", async () => {
-    const w = await ws()
+    const w = await startedWorkspace()
     await w.act(FileWriteAction({ path: "l.txt", content: "one\ntwo\nthree\nfour\n" }))
-    expect(as(await w.act(FileReadAction({ path: "l.txt", start: 2, end: 3 })), "file_content").content).toBe(
-      "two\nthree",
-    )
-    expect(as(await w.act(FileReadAction({ path: "l.txt", start: 3 })), "file_content").content).toBe(
+    expect(
+      observed(await w.act(FileReadAction({ path: "l.txt", start: 2, end: 3 })), "file_content").content,
+    ).toBe("two\nthree")
+    expect(observed(await w.act(FileReadAction({ path: "l.txt", start: 3 })), "file_content").content).toBe(
       "three\nfour\n",
     )
-    expect(as(await w.act(FileReadAction({ path: "l.txt", end: 1 })), "file_content").content).toBe("one")
-    expect(as(await w.act(FileReadAction({ path: "missing" })), "error").message).toContain("no such file")
+    expect(observed(await w.act(FileReadAction({ path: "l.txt", end: 1 })), "file_content").content).toBe(
+      "one",
+    )
+    expect(observed(await w.act(FileReadAction({ path: "missing" })), "error").message).toContain(
+      "no such file",
+    )
   })
 
   it("act never throws: garbage, unknown kinds and directory targets become ErrorObservation", async () => {
-    const w = await ws()
+    const w = await startedWorkspace()
     mkdirSync(join(w.root, "dir"))
-    expect(as(await w.act({ kind: "rm_rf" } as unknown as WorkspaceAction), "error").message).toBe(
+    expect(observed(await w.act({ kind: "rm_rf" } as unknown as WorkspaceAction), "error").message).toBe(
       "unknown action kind 'rm_rf'",
     )
-    expect(as(await w.act(null as unknown as WorkspaceAction), "error").message).toBe(
+    expect(observed(await w.act(null as unknown as WorkspaceAction), "error").message).toBe(
       "unknown action kind 'undefined'",
     )
     // An unexpected failure is reported generically: no host detail reaches the agent.
-    const leaky = await ws({
+    const leaky = await startedWorkspace({
       policyGate: () => {
         throw new Error("db password is hunter2")
       },
     })
-    expect(as(await leaky.act(CmdRunAction({ command: "true" })), "error").message).toBe(
+    expect(observed(await leaky.act(CmdRunAction({ command: "true" })), "error").message).toBe(
       "workspace action failed",
     )
-    as(await w.act(FileReadAction({ path: "dir" })), "error")
-    as(await w.act(FileWriteAction({ path: "dir", content: "x" })), "error")
+    observed(await w.act(FileReadAction({ path: "dir" })), "error")
+    observed(await w.act(FileWriteAction({ path: "dir", content: "x" })), "error")
   })
 
   it("actions are frozen and round-trip through the wire to the exact subtype", () => {
