@@ -10,6 +10,7 @@ import {
 import { createLedgerApp } from "../../src/edge/app.ts"
 import { RemoteLedger } from "../../src/edge/client.ts"
 import { ManualClock } from "../../src/testing.ts"
+import { expectRenewals } from "../core/ledger/renewals.ts"
 
 const binding = { agentId: "a", policyVersion: "1", sideEffectClass: "keyed_mutate" } as const
 
@@ -50,17 +51,12 @@ describe("RemoteLedger over the edge app", () => {
       body,
     )
     const first = a({ x: 1 }, { toolCallId: "c1" })
-    const renewedAt = async (at: number) => {
-      for (let i = 0; i < 500; i++) {
-        for await (const r of storage.list()) if (r.lastHeartbeatAt === at) return
-        await new Promise((r) => setTimeout(r, 5))
-      }
-      throw new Error(`no renewal at ${at}`)
+    // The one row's heartbeat (its request id is the server's to derive).
+    const heartbeat = async () => {
+      for await (const r of storage.list()) return r.lastHeartbeatAt
+      return null
     }
-    for (let step = 0; step < 5; step++) {
-      clock.advance(0.02)
-      await renewedAt(clock.now())
-    }
+    await expectRenewals(clock, heartbeat, 0.02, 5)
     // Held still: a redispatch waits for the call instead of taking a lapsed lease over and running it again.
     const second = client().tool({ name: "pay", binding: idempotent, leaseTtl: 0.03 }, body)(
       { x: 1 },

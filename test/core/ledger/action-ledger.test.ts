@@ -24,6 +24,7 @@ import { TaskLedger } from "../../../src/core/tasks/index.ts"
 import { RemoteLedger } from "../../../src/edge/client.ts"
 import { ManualClock } from "../../../src/testing.ts"
 import { writePythonFailures } from "./python-failures.ts"
+import { expectRenewals } from "./renewals.ts"
 
 const quiet = { onWarning: () => {} }
 const bind = (sideEffectClass: SideEffectClass) => ({
@@ -482,18 +483,8 @@ describe("leases", () => {
       return "done"
     })
     const first = t({}, { requestId: "slow-1" })
-    const renewedAt = async (at: number) => {
-      for (let i = 0; i < 500; i++) {
-        if ((await storage.get("slow-1"))?.lastHeartbeatAt === at) return
-        await new Promise((r) => setTimeout(r, 5))
-      }
-      throw new Error(`no renewal at ${at}`)
-    }
     const start = clock.now()
-    for (let step = 0; step < 5; step++) {
-      clock.advance(6)
-      await renewedAt(clock.now())
-    }
+    await expectRenewals(clock, async () => (await storage.get("slow-1"))?.lastHeartbeatAt, 6, 5)
     // 30 s after the claim, three leases' worth: a peer sees a live transition and waits instead of blocking.
     expect(clock.now() - start).toBe(30)
     expect(await storage.get("slow-1")).toMatchObject({ terminalOutcome: "IN_FLIGHT", fence: 1 })
@@ -525,17 +516,7 @@ describe("leases", () => {
       },
     )
     const first = t({}, { requestId: "short-1" })
-    const renewedAt = async (at: number) => {
-      for (let i = 0; i < 500; i++) {
-        if ((await storage.get("short-1"))?.lastHeartbeatAt === at) return
-        await new Promise((r) => setTimeout(r, 5))
-      }
-      throw new Error(`no renewal at ${at}`)
-    }
-    for (let step = 0; step < 5; step++) {
-      clock.advance(0.02)
-      await renewedAt(clock.now())
-    }
+    await expectRenewals(clock, async () => (await storage.get("short-1"))?.lastHeartbeatAt, 0.02, 5)
     const row = await storage.get("short-1")
     expect(row).toMatchObject({ terminalOutcome: "IN_FLIGHT", fence: 1 })
     expect((row?.leaseUntil ?? 0) - clock.now()).toBeCloseTo(0.03, 6)
@@ -572,15 +553,7 @@ describe("leases", () => {
       return "done"
     })
     const running = held({}, { requestId: "short-1" })
-    for (let step = 0; step < 3; step++) {
-      clock.advance(0.02)
-      let renewed = false
-      for (let i = 0; i < 500 && !renewed; i++) {
-        renewed = (await rows.get("short-1"))?.lastHeartbeatAt === clock.now()
-        if (!renewed) await new Promise((r) => setTimeout(r, 5))
-      }
-      expect(renewed, `renewed at step ${step}`).toBe(true)
-    }
+    await expectRenewals(clock, async () => (await rows.get("short-1"))?.lastHeartbeatAt, 0.02, 3)
     hold.open()
     expect(await running).toBe("done")
   })
