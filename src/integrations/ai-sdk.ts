@@ -95,7 +95,7 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
       ledger,
       () => started,
       () => run(args, callMeta),
-      callMeta.signal,
+      callMeta,
     )
   }
   return { ...tool, execute: guarded }

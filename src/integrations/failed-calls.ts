@@ -9,6 +9,7 @@
 import { onAbort, throwIfAborted } from "../core/ledger/clock.ts"
 import { LedgerHardBlockError } from "../core/ledger/errors.ts"
 import type { CallMeta } from "../core/ledger/index.ts"
+import { type KeyedMeta, onKeyed } from "../core/ledger/model/on-keyed.ts"
 
 /** What the check reads from the ledger (an `ActionLedger`; a `RemoteLedger` has no `get`, and is not checked). */
 interface Row {
@@ -145,10 +146,12 @@ export class FailedCalls {
   /**
    * A call succeeded (a retry that ran, a resumed call): its own failure, if any, is settled. The others of its key
    * stay: its check settled those it ran after, so the ones left failed beside it (a twin in the same step, another
-   * run on the thread) while their model was told they failed, and their retry is still their intent.
+   * run on the thread) while their model was told they failed, and their retry is still their intent. So does
+   * its own id when another run waited on it and gave up (`running`): that run's model was told it failed. Unless
+   * `settled`: the row says it never ran its effect, which settles it for every run.
    */
-  forget(call: HeldCall): void {
-    this.#remove(call.scope, call.key, (e) => e.toolCallId === call.toolCallId)
+  forget(call: HeldCall, settled = false): void {
+    this.#remove(call.scope, call.key, (e) => e.toolCallId === call.toolCallId && (settled || !e.running))
   }
 
   /**
@@ -254,10 +257,12 @@ export class FailedCalls {
 
 /**
  * Runs one guarded call under the memory: checks it first, forgets its own failure when it succeeds, remembers it
- * when it fails after its body started (`started()` gives the request id then). A call whose
- * `signal` aborts while its body runs is remembered at once, and stays remembered when it then succeeds: the
- * framework has told the model it failed, so a retry gets this call's result instead of a second run. `replayed`
- * turns an earlier call's stored result into what the framework expects (as stored, by default).
+ * when it fails after its body started (`started()` gives the request id then), or after waiting on the same call
+ * running elsewhere (a poll timeout, an abort while it polled) or finding it ambiguous: the model is told this call
+ * failed either way, and its retry must be held by that row too. A call whose `signal` aborts while its body runs is
+ * remembered at once, and stays remembered when it then succeeds: the framework has told the model it failed, so a
+ * retry gets this call's result instead of a second run. `replayed` turns an earlier call's stored result into what
+ * the framework expects (as stored, by default). `meta` is the meta `call` passes to the ledger.
  */
 export async function runHeld<R>(
   failed: FailedCalls,
@@ -265,11 +270,16 @@ export async function runHeld<R>(
   ledger: unknown,
   started: () => string | null,
   call: () => Promise<R>,
-  signal: AbortSignal | undefined,
+  meta: CallMeta,
   replayed: (stored: unknown) => R | Promise<R> = (stored) => stored as R,
 ): Promise<R> {
   // Without the ledger's get() (a RemoteLedger) the earlier row cannot be read: nothing is held or remembered.
   if (!held || typeof (ledger as Partial<RowReader>).get !== "function") return call()
+  const { signal } = meta
+  let keyed: string | null = null
+  ;(meta as KeyedMeta)[onKeyed] = (id) => {
+    keyed = id
+  }
   const earlier = await failed.check(ledger, held, signal)
   if (earlier.kind === "return") return replayed(earlier.result)
   let abandoned = false
@@ -290,13 +300,16 @@ export async function runHeld<R>(
     if (!abandoned) failed.forget(held)
     return out
   } catch (err) {
-    const requestId = started()
+    const ran = started()
+    const requestId = ran ?? keyed
     if (requestId !== null) {
       // A failure before the side effect is settled, given up on or not: keeping it would only fill the
-      // conversation's room. A row that cannot be read (an outage) may have taken effect.
-      const row = await (ledger as RowReader).get(requestId).catch(() => null)
-      if (row && notRun(row)) failed.forget(held)
-      else failed.remember(held, requestId)
+      // conversation's room. A row that cannot be read (an outage) may have taken effect; one this call did not
+      // run and that is not there (a denial) holds nothing.
+      const row = await (ledger as RowReader).get(requestId).catch(() => undefined)
+      if (row === null ? ran === null : row !== undefined && notRun(row)) failed.forget(held, true)
+      // Still running elsewhere (this call only waited for it): a retry waits for it too.
+      else failed.remember(held, requestId, ran === null && row?.terminalOutcome === "IN_FLIGHT")
     }
     throw err
   } finally {

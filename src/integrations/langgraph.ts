@@ -144,7 +144,7 @@ export function guardTool<T extends StructuredToolInterface>(
           throw err
         }
       },
-      callMeta.signal,
+      callMeta,
       reviveReplayed,
     )
   }

@@ -108,7 +108,7 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
       ledger,
       () => started,
       () => run(args, callMeta),
-      callMeta.signal,
+      callMeta,
     )
   }
   const { errorFunction: own, outputSchema } = options as {

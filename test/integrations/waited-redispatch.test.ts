@@ -1,0 +1,220 @@
+// A redispatch of a call still running elsewhere (a resubmitted chat request, a checkpoint replay, a resumed run)
+// waits for it, and may give up first: its poll timeout ends, or its run is aborted. The framework then tells the
+// model this call failed, and the model calls again under a new id with the same arguments. That retry must not run
+// the payment beside the one still running: it waits for it and answers its result. Likewise a redispatch that
+// finds the call ambiguous (hard-blocked) holds the model's retry, in another process too.
+import { BaseChatModel } from "@langchain/core/language_models/chat_models"
+import { AIMessage, type BaseMessage, ToolMessage } from "@langchain/core/messages"
+import type { ChatResult } from "@langchain/core/outputs"
+import { tool as lcTool } from "@langchain/core/tools"
+import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph"
+import { ToolNode, toolsCondition } from "@langchain/langgraph/prebuilt"
+import { Agent, tool as agentsTool, Runner } from "@openai/agents"
+import { generateText, stepCountIs, tool } from "ai"
+import { describe, expect, it } from "vitest"
+import { z } from "zod"
+import { ActionLedger, type LedgerStorage, MemoryLedgerStorage } from "../../src/core/index.ts"
+import { guardTool } from "../../src/integrations/ai-sdk.ts"
+import { guardTool as guardLangGraphTool } from "../../src/integrations/langgraph.ts"
+import { guardToolOptions } from "../../src/integrations/openai-agents.ts"
+import { scriptedModel } from "./scripted/ai-sdk.ts"
+import { checkpointBeforeTools, type Graph } from "./scripted/langgraph.ts"
+import { ScriptedModel, ScriptedProvider } from "./scripted/openai-agents.ts"
+import { args, binding, type Charge, sleep, slowGateway } from "./scripted/payments.ts"
+
+const newLedger = (storage: LedgerStorage = new MemoryLedgerStorage()) =>
+  new ActionLedger({ storage, pollInterval: 0.01, onWarning: () => {} })
+
+/** The AI SDK `pay` tool on thread t-1, whose redispatch gives up polling after `pollTimeout` seconds. */
+function aiSdkPay(ledger: ActionLedger, charge: Charge, pollTimeout = 0.1) {
+  const pay = guardTool(
+    ledger,
+    tool({
+      description: "pay",
+      inputSchema: z.object({ to: z.string(), cents: z.number() }),
+      execute: charge,
+    }),
+    { name: "pay", binding, pollTimeout, meta: () => ({ threadId: "t-1" }) },
+  )
+  return (ids: string[], abortSignal?: AbortSignal) =>
+    generateText({
+      model: scriptedModel(ids.map((id) => [{ id, tool: "pay", input: args }])),
+      tools: { pay },
+      prompt: "pay",
+      stopWhen: stepCountIs(ids.length + 1),
+      ...(abortSignal ? { abortSignal } : {}),
+    })
+}
+
+/** Asks for `subagent_task`; told its call failed, asks again under a new id with the same arguments. */
+class RetryingModel extends BaseChatModel {
+  _llmType(): string {
+    return "scripted"
+  }
+  async _generate(messages: BaseMessage[]): Promise<ChatResult> {
+    const last = messages.at(-1)
+    const call = (id: string) =>
+      new AIMessage({ content: "", tool_calls: [{ id, name: "subagent_task", args: { task: "m" } }] })
+    const message =
+      last instanceof ToolMessage
+        ? last.status === "error"
+          ? call(`retry_${messages.length}`)
+          : new AIMessage("done")
+        : call("call_1")
+    return { generations: [{ text: "", message }] }
+  }
+}
+
+type Steps = ReadonlyArray<{ content: ReadonlyArray<{ type: string }> }>
+/** Each tool outcome of a run: the call id with its output, or with its error's code. */
+const outcomes = (steps: Steps) =>
+  steps
+    .flatMap((s) => s.content)
+    .filter((p) => p.type === "tool-result" || p.type === "tool-error")
+    .map((p) => {
+      const part = p as unknown as { toolCallId: string; output?: unknown; error?: { code?: string } }
+      return [part.toolCallId, p.type === "tool-result" ? part.output : part.error?.code]
+    })
+
+describe("a redispatch that stops waiting for the call still running: the model's retry", () => {
+  it("AI SDK, poll timeout: the retry waits for the first call and answers its result; one charge", async () => {
+    const { charges, charge } = slowGateway(400)
+    const run = aiSdkPay(newLedger(), charge)
+    const first = run(["c1"])
+    await sleep(50)
+    // The same conversation again: c1 redispatched (it times out waiting), then the model's retry c2.
+    const second = await run(["c1", "c2"])
+    await first
+    expect(outcomes(second.steps)).toEqual([
+      ["c1", "ledger_poll_timeout"],
+      ["c2", "paid 500 to acct_1"],
+    ])
+    expect(charges).toEqual(["acct_1:500"])
+  })
+
+  it("AI SDK, the redispatch's run aborted while it waited: a later retry answers the first call's result", async () => {
+    const { charges, charge } = slowGateway(300)
+    const run = aiSdkPay(newLedger(), charge, 60)
+    const first = run(["c1"])
+    await sleep(30)
+    const abort = new AbortController()
+    const redispatch = run(["c1"], abort.signal)
+    await sleep(50)
+    abort.abort(new Error("the user closed the tab"))
+    await expect(redispatch).rejects.toThrow()
+    // The user asks again before the first call ended: the model calls again under a new id.
+    const retry = await run(["c2"])
+    await first
+    expect(outcomes(retry.steps)).toEqual([["c2", "paid 500 to acct_1"]])
+    expect(charges).toEqual(["acct_1:500"])
+  })
+
+  it("AI SDK, two processes on one store: a hard-blocked redispatch holds the model's retry there too", async () => {
+    const storage = new MemoryLedgerStorage()
+    // Process A: the gateway charged, then the connection reset; the row is ambiguous.
+    const a = slowGateway(10, () => "after")
+    await aiSdkPay(newLedger(storage), a.charge)(["c1"])
+    // Process B (its own ledger object and retry memory): the conversation is redispatched there.
+    const b = slowGateway(10)
+    const second = await aiSdkPay(newLedger(storage), b.charge)(["c1", "c2"])
+    expect(outcomes(second.steps)).toEqual([
+      ["c1", "ledger_hard_block"],
+      ["c2", "ledger_hard_block"],
+    ])
+    expect([...a.charges, ...b.charges]).toEqual(["acct_1:500"])
+  })
+
+  it("a call that was never claimed (a policy denial) holds nothing: the retry runs", async () => {
+    const ledger = new ActionLedger({
+      storage: new MemoryLedgerStorage(),
+      onWarning: () => {},
+      predicates: [
+        {
+          name: "first_denied",
+          check: (() => {
+            let n = 0
+            return () => n++ > 0
+          })(),
+        },
+      ],
+    })
+    const { charges, charge } = slowGateway(1)
+    const second = await aiSdkPay(ledger, charge)(["c1", "c2"])
+    expect(outcomes(second.steps)).toEqual([
+      ["c1", "ledger_hard_block"],
+      ["c2", "paid 500 to acct_1"],
+    ])
+    expect(charges).toEqual(["acct_1:500"])
+  })
+
+  it("OpenAI Agents, poll timeout: the retry waits for the first call and answers its result; one charge", async () => {
+    const { charges, charge } = slowGateway(400)
+    const pay = agentsTool(
+      guardToolOptions(
+        newLedger(),
+        {
+          name: "pay",
+          description: "pay",
+          parameters: z.object({ to: z.string(), cents: z.number() }),
+          execute: charge,
+        },
+        { binding, pollTimeout: 0.1, meta: () => ({ threadId: "conv-1" }) },
+      ),
+    )
+    const run = async (ids: string[]) => {
+      const model = new ScriptedModel(ids.map((callId) => [{ callId, name: "pay", args }]))
+      const runner = new Runner({ modelProvider: new ScriptedProvider(model), tracingDisabled: true })
+      const result = await runner.run(new Agent({ name: "payer", model: "scripted", tools: [pay] }), "pay", {
+        maxTurns: 6,
+      })
+      return result.newItems
+        .filter((i) => i.type === "tool_call_output_item")
+        .map((i) => JSON.stringify((i as { output: unknown }).output))
+    }
+    const first = run(["call_1"])
+    await sleep(50)
+    const second = await run(["call_1", "call_2"])
+    await first
+    expect(second).toHaveLength(2)
+    expect(second[0]).toContain("LedgerPollTimeoutError")
+    expect(second[1]).toContain("paid 500 to acct_1")
+    expect(charges).toEqual(["acct_1:500"])
+  })
+
+  it("LangGraph, a checkpoint replay that times out waiting: the model's retry runs nothing", async () => {
+    let executions = 0
+    const task = guardLangGraphTool(
+      newLedger(),
+      lcTool(
+        async ({ task }: { task: string }) => {
+          executions++
+          await sleep(400)
+          return `report for ${task}`
+        },
+        { name: "subagent_task", description: "d", schema: z.object({ task: z.string() }) },
+      ),
+      { binding, pollTimeout: 0.1 },
+    )
+    const graph = new StateGraph(MessagesAnnotation)
+      .addNode("agent", async (state) => ({ messages: [await new RetryingModel({}).invoke(state.messages)] }))
+      .addNode("tools", new ToolNode([task]))
+      .addEdge(START, "agent")
+      .addConditionalEdges("agent", toolsCondition, ["tools", END])
+      .addEdge("tools", "agent")
+      .compile({ checkpointer: new MemorySaver() })
+    const first = graph.invoke(
+      { messages: [{ role: "user", content: "research" }] },
+      { configurable: { thread_id: "t" } },
+    )
+    while (executions === 0) await sleep(5)
+    const checkpoint = await checkpointBeforeTools(graph as unknown as Graph, "t")
+    const replay = await graph.invoke(null, { configurable: { thread_id: "t", checkpoint_id: checkpoint } })
+    await first
+    const results = replay.messages.filter((m): m is ToolMessage => m instanceof ToolMessage)
+    expect(results.map((m) => [m.status ?? "success", String(m.content).includes("report for m")])).toEqual([
+      ["error", false],
+      ["success", true],
+    ])
+    expect(executions).toBe(1)
+  })
+})
