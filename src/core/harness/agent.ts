@@ -7,6 +7,7 @@ import type { EventStream } from "./events.ts"
 import { newRunId } from "./ids.ts"
 import type { Message, ModelClient, ModelRequest, ModelResponse, ModelSettings, ToolCall } from "./model.ts"
 import { Semaphore } from "./semaphore.ts"
+import { startTimer } from "./timer.ts"
 import {
   type HarnessTool,
   modelVisibleMessage,
@@ -47,6 +48,8 @@ export interface SharedRun {
   readonly budget: BudgetLedger
   readonly requestPermits: Semaphore
   readonly maxParallelToolCalls: number
+  /** How long a tool batch waits for the sub-queries it left running to settle once it has aborted them. */
+  readonly drainMs: number
   readonly maxSamples: number
   readonly samples: ModelRequestSample[]
   samplesTotal: number
@@ -124,8 +127,15 @@ function checkResponse(r: unknown): ModelResponse {
         typeof p.args === "object" &&
         p.args !== null &&
         !Array.isArray(p.args))
-    if (!ok)
-      throw new InvalidModelResponseError(`the model client returned an invalid part: ${JSON.stringify(p)}`)
+    if (!ok) {
+      // Its type and size only: the part may hold the model's text, which no failure message may carry.
+      const type =
+        typeof p?.type === "string" ? `'${p.type.slice(0, 40).replace(/[^\w.:-]/g, "?")}'` : typeof p?.type
+      const size = typeof p?.text === "string" ? ` (${p.text.length} text chars)` : ""
+      throw new InvalidModelResponseError(
+        `the model client returned an invalid part of type ${type}${size}; a part must be { type: "text", text } or { type: "tool_call", id, name, args }`,
+      )
+    }
   }
   return r as ModelResponse
 }
@@ -247,6 +257,7 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
   const onTaskAbort = () => batch.abort(ctx.signal.reason)
   ctx.signal.addEventListener("abort", onTaskAbort, { once: true })
   let fatal: { error: unknown } | null = null
+  const spawned: Promise<unknown>[] = []
   const settled = await Promise.allSettled(
     calls.map(async (call, i): Promise<Message> => {
       const tool = byName.get(call.name)
@@ -264,7 +275,7 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
         started++
         s.budget.commitToolCall()
         ctx.usage.inc("tool_calls")
-        const value = await invokeTool(ctx, tool, call, `${ctx.key}/r${step}/c${i}`, batch.signal)
+        const value = await invokeTool(ctx, tool, call, `${ctx.key}/r${step}/c${i}`, batch.signal, spawned)
         return { role: "tool", tool_call_id: call.id, name: call.name, content: toolOutputText(value) }
       } catch (e) {
         const visible = batch.signal.aborted ? null : modelVisibleMessage(e)
@@ -285,6 +296,15 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
   // The batch is over: work a tool left running (a sub-query it spawned without awaiting, a fetch) is cancelled,
   // or it would keep paying for model requests after the task, or the whole run, has finished.
   if (!batch.signal.aborted) batch.abort(new TaskCancelledError("the tool batch finished"))
+  // ...and waited for (within the drain timeout), so its request events and usage land before the task's end.
+  if (spawned.length > 0)
+    await new Promise<void>((done) => {
+      const timer = startTimer(s.drainMs, () => done())
+      void Promise.allSettled(spawned).then(() => {
+        timer.clear()
+        done()
+      })
+    })
   s.budget.releaseToolCalls(known - started)
   if (fatal) throw (fatal as { error: unknown }).error
   const messages: Message[] = []
@@ -301,8 +321,9 @@ async function invokeTool(
   call: ToolCall,
   key: string,
   signal: AbortSignal,
+  spawned: Promise<unknown>[],
 ): Promise<unknown> {
-  let spawned = 0
+  let n = 0
   const toolCtx: ToolContext = {
     signal,
     run_id: ctx.runId,
@@ -311,7 +332,11 @@ async function invokeTool(
     depth: ctx.depth,
     call_id: call.id,
     max_concurrent_requests: ctx.shared.requestPermits.permits,
-    spawn: (sub) => spawnSubQuery({ ...ctx, signal }, sub, `${key}/q${spawned++}`),
+    spawn: (sub) => {
+      const p = spawnSubQuery({ ...ctx, signal }, sub, `${key}/q${n++}`)
+      spawned.push(p)
+      return p
+    },
   }
   const args = call.args as Record<string, unknown>
   // `await`, not a bare return: a tool may hand back an already-rejected promise, and returning it from an async

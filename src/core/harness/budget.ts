@@ -78,8 +78,8 @@ export class BudgetLedger {
     const c = this.committed.counts
     if (b.request_limit !== null && c.requests >= b.request_limit)
       return { reason: "request_limit", message: this.requestMessage() }
-    // Every token limit, output included: prior usage over any of them must stop the run before its first request.
-    const tokens = this.tokenRefusal(true)
+    // Prior usage over any token limit must stop the run before its first request.
+    const tokens = this.tokenRefusal()
     if (tokens) return tokens
     if (b.tool_calls_limit !== null && c.tool_calls > b.tool_calls_limit)
       return {
@@ -94,7 +94,9 @@ export class BudgetLedger {
     const b = this.budget
     if (b.request_limit !== null && this.committed.counts.requests + this.reservedRequests >= b.request_limit)
       throw new BudgetExceededError("request_limit", this.requestMessage())
-    const tokens = this.tokenRefusal(false)
+    // Output included: it is only checked after a response, so a limit another request already crossed must still
+    // refuse this one instead of letting the run pay for it.
+    const tokens = this.tokenRefusal()
     if (tokens) throw new BudgetExceededError(tokens.reason, tokens.message)
     this.reservedRequests++
   }
@@ -108,7 +110,7 @@ export class BudgetLedger {
 
   /** After a response: a token limit the committed usage now exceeds, or null. */
   afterResponse(): { reason: BudgetReason; message: string } | null {
-    return this.tokenRefusal(true)
+    return this.tokenRefusal()
   }
 
   /**
@@ -141,16 +143,12 @@ export class BudgetLedger {
     return `The next request would exceed the request_limit of ${this.budget.request_limit} (requests=${this.committed.counts.requests})`
   }
 
-  private tokenRefusal(afterResponse: boolean): { reason: BudgetReason; message: string } | null {
+  private tokenRefusal(): { reason: BudgetReason; message: string } | null {
     const b = this.budget
     const c = this.committed
     const checks: Array<[BudgetReason, number | null, number]> = [
       ["input_tokens_limit", b.input_tokens_limit, c.counts.input_tokens],
-      ...(afterResponse
-        ? ([["output_tokens_limit", b.output_tokens_limit, c.counts.output_tokens]] as Array<
-            [BudgetReason, number | null, number]
-          >)
-        : []),
+      ["output_tokens_limit", b.output_tokens_limit, c.counts.output_tokens],
       ["total_tokens_limit", b.total_tokens_limit, c.totalTokens],
     ]
     for (const [reason, lim, used] of checks)

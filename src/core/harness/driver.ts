@@ -93,6 +93,7 @@ interface TaskState {
   errorType?: string
   errorMessage?: string
   replayed: boolean
+  started: boolean
 }
 
 interface StopCause {
@@ -144,6 +145,7 @@ export function runPlan(
     budget: ledger,
     requestPermits: new Semaphore(budget.max_concurrent_requests),
     maxParallelToolCalls: budget.max_parallel_tool_calls,
+    drainMs,
     maxSamples,
     samples: [],
     samplesTotal: 0,
@@ -165,6 +167,7 @@ export function runPlan(
     elapsed: null,
     output: null,
     replayed: false,
+    started: false,
   }))
   const byId = new Map(tasks.map((t) => [t.spec.task_id, t]))
   const outputTask = byId.get(checked.output_task_id) as TaskState
@@ -284,6 +287,8 @@ export function runPlan(
     }
 
     function emitStarted(t: TaskState, stream: ReturnType<EventBus["stream"]>): void {
+      if (t.started) return
+      t.started = true
       stream.emitTask(t.spec, runId, {
         type: "task_started",
         slot: t.slot,
@@ -298,6 +303,9 @@ export function runPlan(
       ok: boolean,
       value: unknown,
     ): void {
+      // A durable task's start waits for its ledger row, so a host factory that threw has not sent it yet: every
+      // terminal event follows a start.
+      emitStarted(t, stream)
       running--
       freeSlots.push(t.slot)
       t.elapsed = now() - (t.startedAt as number)

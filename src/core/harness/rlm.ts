@@ -91,25 +91,33 @@ export function rlmParallelTool(options: RlmParallelToolOptions = {}): HarnessTo
       // sub-queries under way at once than the run allows requests.
       const gate = new Semaphore(Math.min(maxFanOut ?? Number.POSITIVE_INFINITY, ctx.max_concurrent_requests))
       let stop: unknown = null
-      const outcomes = await Promise.all(
+      let halt: (e: unknown) => void = () => {}
+      // A budget stop or cancellation ends the tool at once, not after every sibling: its throw aborts the batch,
+      // which cancels the sub-queries still running instead of letting them pay for requests.
+      const halted = new Promise<never>((_, reject) => {
+        halt = reject
+      })
+      const outcomes = Promise.all(
         queries.map(async (q): Promise<SubQueryOutcome> => {
           let release: (() => void) | null = null
           try {
             release = await gate.acquire(ctx.signal)
+            if (stop !== null) throw stop
             const value = await ctx.spawn(readQuery((q ?? {}) as Record<string, unknown>))
             return { ok: true, value }
           } catch (e) {
             // Budget stops and cancellation stop the run as they would in a task; any other failure is a value.
-            if (ctx.signal.aborted || e instanceof BudgetExceededError)
+            if (ctx.signal.aborted || e instanceof BudgetExceededError) {
               stop ??= ctx.signal.aborted ? ctx.signal.reason : e
+              halt(stop)
+            }
             return { ok: false, error: e instanceof Error ? e.message : safeString(e) }
           } finally {
             release?.()
           }
         }),
       )
-      if (stop !== null) throw stop
-      return outcomes
+      return Promise.race([outcomes, halted])
     },
   }
 }

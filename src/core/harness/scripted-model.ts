@@ -75,9 +75,11 @@ export class ScriptedModel implements ModelClient {
 
   async #step(request: ModelRequest, call: number): Promise<ScriptStep> {
     const { task_id, depth } = request.context
-    // Sub-queries are scripted as `<task>@<depth>`; depth 0 is the task itself.
-    const script =
-      this.options.byTask?.[depth === 0 ? task_id : `${task_id}@${depth}`] ?? this.options.fallback
+    const byTask = this.options.byTask ?? {}
+    // Sub-queries are scripted as `<task>@<depth>`; depth 0 is the task itself. Own keys only: a task named
+    // "constructor" or "__proto__" must not find Object.prototype's members.
+    const id = depth === 0 ? task_id : `${task_id}@${depth}`
+    const script = (Object.hasOwn(byTask, id) ? byTask[id] : undefined) ?? this.options.fallback
     if (!script) return { text: `done:${request.context.task_id}` }
     if (typeof script === "function") return script(request, call)
     const step = script[call]

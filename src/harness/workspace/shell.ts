@@ -83,6 +83,9 @@ export function runShell(o: RunShellOptions): Promise<ShellResult> {
     `pwd > ${shellQuote(o.markerFile)}`,
     "exit $__mycelium_rc",
   ].join("\n")
+  // Cancelled before the spawn (during the caller's awaits: start, policy gate): the command never runs, and the
+  // result is the one a kill right after the spawn gives.
+  if (o.signal?.aborted) return Promise.resolve({ exitCode: 128, stdout: "", stderr: "", timedOut: false })
   return new Promise((resolve, reject) => {
     const child = spawn("bash", ["-c", script], {
       cwd: o.cwd,
