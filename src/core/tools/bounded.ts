@@ -62,8 +62,20 @@ export function bounded<A extends object, R>(
     const checked = (input ? await input(args, "input", toolName) : args) as Record<string, unknown>
     // Scope checks read one argument: null arguments threw a TypeError, and "str" or ["/etc/passwd"] had no
     // argument to check and reached the tool unchecked.
-    if ((entity || paths) && (typeof checked !== "object" || checked === null || Array.isArray(checked)))
-      throw notAnObject(checked, toolName)
+    if (entity || paths) {
+      if (typeof checked !== "object" || checked === null || Array.isArray(checked))
+        throw notAnObject(checked, toolName)
+      // JSON.parse makes "__proto__" an own key; a tool that copies its arguments with Object.assign or `o[k] = v`
+      // turns it into the prototype, and reads the checked argument, left out, through it unchecked.
+      if (Object.hasOwn(checked, "__proto__"))
+        throw boundaryError({
+          violation: "scope_proto_key",
+          toolName,
+          stage: "scope",
+          field: "__proto__",
+          recoveryHint: "Remove __proto__.",
+        })
+    }
     const pinned = entity ? entity(checked, toolName) : checked
     const scoped = paths ? await paths(pinned, toolName) : pinned
     const result = await inner(scoped as A, ...rest)

@@ -60,7 +60,8 @@ export function compileFieldSpec(schema: FieldSpecSchema): {
     check(args) {
       const out: Record<string, unknown> = { ...args }
       for (const { name, required, check } of checks) {
-        const value = args[name]
+        // Own keys only: a field named toString or constructor that was left out is missing, not Object's member.
+        const value = Object.hasOwn(args, name) ? args[name] : undefined
         if (value === undefined) {
           if (required) return fail("missing", [name], undefined, "a value for this field")
           continue
@@ -134,7 +135,10 @@ function withLength(check: Check, spec: FieldSpec, short: string, long: string):
   return (v, p) => {
     const r = check(v, p)
     if (!r.ok) return r
-    const len = (r.value as string | unknown[]).length
+    // pydantic counts code points (an emoji is one, two UTF-16 units); iterating a string yields them, and copies
+    // nothing, which [...s] would.
+    let len = 0
+    for (const _ of r.value as string | unknown[]) len++
     if (min !== undefined && len < min) return fail(short, p, v, `length of at least ${min}`)
     if (max !== undefined && len > max) return fail(long, p, v, `length of at most ${max}`)
     return r

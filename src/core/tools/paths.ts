@@ -20,19 +20,28 @@ export function isAbsolutePath(path: string): boolean {
   return /^(?:[A-Za-z]:)?[\\/]/.test(path)
 }
 
-// Segments that are not "." or ".." here but become them elsewhere: a URL parser reads "%2e%2e" as "..", and
-// Windows drops trailing dots and spaces (".. " opens ".."). The tool may hand its path to either.
-const DISGUISED_DOTS = /^(?:\.|%2e|%252e)(?:\.|%2e|%252e|\s)*$/i
+// A dot segment as Windows reads it: trailing dots and spaces are dropped (".. " and "..." open ".."), and C APIs
+// stop at NUL. Separators count because a decoded "%2f" splits a segment.
+const DOTS = /(?:^|[\\/])\.[.\s\0]*(?:[\\/]|$)/
 
-// A separator the same decoding turns "..%2f.." into: the dot segments between them are not collapsed here.
-const ENCODED_SEPARATOR = /%(?:25)?(?:2f|5c)/i
+// One URL decoding. decodeURIComponent throws on a bad escape ("%ff", "%zz"), which would hide "%2e%2e%2f%ff":
+// unescape() then decodes byte by byte, so every ASCII escape (dots, separators, spaces) is still read.
+const decode = (s: string): string => {
+  try {
+    return decodeURIComponent(s)
+  } catch {
+    return unescape(s)
+  }
+}
 
-/** A segment that becomes "." or ".." (or several) once a URL parser or Windows reads it. */
+/**
+ * A segment that is not "." or ".." here but holds one elsewhere: a URL parser decodes "%2e%2e" (once, or twice
+ * for "%252e"), NFKC folds "．．" and "․․" into "..", and a decoded "%2f" splits the segment.
+ */
 const hidesDots = (seg: string): boolean => {
-  const parts = seg.split(ENCODED_SEPARATOR)
-  return parts.length > 1
-    ? parts.some((p) => DISGUISED_DOTS.test(p))
-    : seg !== "." && seg !== ".." && DISGUISED_DOTS.test(seg)
+  const once = decode(seg)
+  // NFKC keeps every dot and whitespace character one, so the folded forms alone are tested.
+  return seg !== "." && seg !== ".." && [seg, once, decode(once)].some((s) => DOTS.test(s.normalize("NFKC")))
 }
 
 /** Resolves `path` against `baseDir` when relative; undefined when it cannot be made absolute or hides a dot segment. */

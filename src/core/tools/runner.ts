@@ -74,7 +74,9 @@ export class ToolRunner {
     args: A,
   ): Promise<R> {
     const name = toolNameOf(tool as RegisteredTool)
-    this.registry?.validateCall(name)
+    const registry = this.registry
+    // register(tool, "alias") allows the tool under the alias only: its own name need not be allowed.
+    registry?.validateCall(registry.allowedTools.find((n) => registry.get(n) === tool) ?? name)
     const attempts = Math.max(1, this.maxToolRetries)
     for (let attempt = 1; ; attempt++) {
       try {
