@@ -14,6 +14,8 @@ import {
   type ToolTransitionBindingInit,
 } from "../core/ledger/index.ts"
 import { throwIfUnstorable } from "../core/ledger/machine/transitions.ts"
+import { requestIdFromArgument } from "../core/ledger/model/identity.ts"
+import { MAX_ID } from "./body.ts"
 import type { Api, RouteContext } from "./context.ts"
 import { HttpError } from "./errors.ts"
 import { mintLease, ownerForLease } from "./lease.ts"
@@ -80,8 +82,16 @@ function callState(e: LedgerEntry) {
 export function agentRoutes(api: Api, ctx: RouteContext): void {
   api.post("/v1/calls", async (c) => {
     const tenant = ctx.need(c, "agent")
-    const b = await ctx.body(c, BeginCallBody)
+    const b = await ctx.body(c, BeginCallBody, true)
     const binding = b.binding ? bindingFrom(b.binding) : undefined
+    const field = b.meta?.request_id === undefined && binding?.requestIdFrom
+    // The one id the body can make longer than a call's routes accept: its row could never be completed or released.
+    const from = field ? requestIdFromArgument(b.tool, field, b.args ?? {}) : ""
+    if (from.length > MAX_ID)
+      throw new HttpError(
+        "invalid_request_id",
+        `request_id_from gives a request id of ${from.length} characters, over the ${MAX_ID} a call's routes accept: shorten the '${field}' argument or pass meta.request_id (nothing was run)`,
+      )
     const ttl = Math.min(b.lease_ttl ?? ctx.defaultLeaseTtl, ctx.maxLeaseTtl)
     const lease = mintLease()
     const ledger = ctx.claimLedger(tenant, ownerForLease(lease), ttl)

@@ -6,13 +6,14 @@ import type * as z from "zod/mini"
 import { ActionLedger, type ArgsDriftPolicy, type Clock, type LedgerStorage } from "../core/ledger/index.ts"
 import { agentRoutes } from "./agent-routes.ts"
 import { AuthError, type LedgerScope, type Principal } from "./auth.ts"
-import { type BodyLimits, DEFAULT_BODY_LIMITS, isUnstorableText, readJsonBody } from "./body.ts"
+import { type BodyLimits, DEFAULT_BODY_LIMITS, MAX_ID, readJsonBody } from "./body.ts"
 import type { Api, AppEnv, Ctx, RouteContext, Tenant, TenantReceipts } from "./context.ts"
 import { HttpError } from "./errors.ts"
 import { DOCS_HTML, openApiDocument } from "./openapi.ts"
 import { operatorRoutes } from "./operator-routes.ts"
 import { receiptRoutes } from "./receipt-routes.ts"
 import { errorResponse, STORE_DETAIL_CODES } from "./status.ts"
+import { isUnstorableText } from "./storable.ts"
 import { storeRoutes } from "./store-routes.ts"
 
 export interface LedgerAppOptions {
@@ -128,8 +129,8 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
         pollTimeout: 0,
       })
     },
-    async body<T extends z.ZodMiniType>(c: Ctx, schema: T): Promise<z.infer<T>> {
-      return validated(schema, await readJsonBody(c.req.raw, limits), "invalid_body")
+    async body<T extends z.ZodMiniType>(c: Ctx, schema: T, exactArgs?: boolean): Promise<z.infer<T>> {
+      return validated(schema, await readJsonBody(c.req.raw, limits, exactArgs), "invalid_body")
     },
     query<T extends z.ZodMiniType>(c: Ctx, schema: T): z.infer<T> {
       const raw = c.req.query()
@@ -140,8 +141,8 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
     },
     id(c: Ctx): string {
       const id = c.req.param("id") ?? ""
-      if (id.length < 1 || id.length > 512)
-        throw new HttpError("invalid_path", "id must be 1..512 characters")
+      if (id.length < 1 || id.length > MAX_ID)
+        throw new HttpError("invalid_path", `id must be 1..${MAX_ID} characters`)
       if (isUnstorableText(id))
         throw new HttpError("invalid_path", "id holds U+0000 or an unpaired surrogate")
       return id

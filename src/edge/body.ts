@@ -1,8 +1,10 @@
 // Request bodies under limits: the size is refused before the body is read, the depth before anything parses it
 // recursively (validation, the store).
+import { parseExactJson } from "../core/exact-json.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
 import { readLimited } from "../core/storage/read-limited.ts"
 import { HttpError } from "./errors.ts"
+import { unstorableAt } from "./storable.ts"
 
 export interface BodyLimits {
   /** Largest request body in bytes. Default 1 MiB. */
@@ -19,6 +21,9 @@ const tooLarge = (max: number) =>
     `request body over ${max} bytes; send less (e.g. an id, not the document)`,
   )
 
+/** Longest id the routes that name a call accept (`/v1/calls/{id}/…`, `/v1/transitions/{id}`). */
+export const MAX_ID = 512
+
 /** Reads at most `max` bytes: Content-Length is checked first, then the stream is counted as it arrives. */
 export async function readBodyText(req: Request, max: number): Promise<string> {
   const bytes = await readLimited(req, max)
@@ -33,34 +38,15 @@ export async function readBodyText(req: Request, max: number): Promise<string> {
 // Fatal: a lenient decoder turns any invalid bytes into U+FFFD, so two different ids would name one row.
 const decoder = /* @__PURE__ */ new TextDecoder("utf-8", { fatal: true })
 
-// NUL and unpaired surrogates: valid JSON escapes, but not text every store can hold (Postgres refuses both, and a
-// refused write would answer 503 as if the store were down). Refused for every store, so the API is the same on all.
-const UNPAIRED = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
+// Where JSON.parse may round a number the key needs (an integer beyond 2^53, an exponent, -0); also in strings,
+// which costs only the exact parse.
+const INEXACT = /\d{16}|\d[eE]|-0(?![.\deE])/
 
-/** Whether `s` holds text no store can be trusted with. */
-export function isUnstorableText(s: string): boolean {
-  return s.includes("\u0000") || UNPAIRED.test(s)
-}
-
-const BAD_TEXT = "text holds U+0000 or an unpaired surrogate; send valid Unicode"
-
-/** The first string or key of `value` (already depth-checked) that no store keeps as sent: where, and why. */
-function unstorableAt(value: unknown, path: string): string | null {
-  if (typeof value === "string") return isUnstorableText(value) ? `${path || "body"}: ${BAD_TEXT}` : null
-  if (typeof value !== "object" || value === null) return null
-  for (const [k, v] of Object.entries(value)) {
-    const here = path ? `${path}.${k}` : k
-    if (isUnstorableText(k)) return `${path || "body"}: a key ${BAD_TEXT}`
-    // Rebuilding an object (validation, spreads) drops a `__proto__` key: args {"__proto__": x} would be args {}.
-    if (k === "__proto__") return `${path || "body"}: a "__proto__" key cannot be stored; rename it`
-    const bad = unstorableAt(v, here)
-    if (bad) return bad
-  }
-  return null
-}
-
-/** A JSON body: application/json, within the size and depth limits. */
-export async function readJsonBody(req: Request, limits: BodyLimits): Promise<unknown> {
+/**
+ * A JSON body: application/json, within the size and depth limits. `exactArgs`: its `args` read exactly, as
+ * `parseToolArguments` reads them, so the server keys a call as `ledger.tool()` does (docs/keys.md).
+ */
+export async function readJsonBody(req: Request, limits: BodyLimits, exactArgs = false): Promise<unknown> {
   const type = req.headers.get("content-type") ?? ""
   // Only JSON: a browser page cannot send it cross-origin without a CORS preflight.
   if (!/^application\/json\s*(;|$)/i.test(type))
@@ -76,5 +62,7 @@ export async function readJsonBody(req: Request, limits: BodyLimits): Promise<un
     throw new HttpError("too_deep", `request body nests deeper than ${limits.maxDepth} levels`)
   const bad = unstorableAt(value, "")
   if (bad) throw new HttpError("invalid_body", bad)
+  if (exactArgs && typeof value === "object" && value !== null && INEXACT.test(text))
+    (value as { args?: unknown }).args = (parseExactJson(text, "beyond-2^53") as { args?: unknown }).args
   return value
 }

@@ -24,6 +24,7 @@ import { jsonDepth } from "../core/storage/limits.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 import { requestFailure, requestSignal, requestTimeoutOption } from "../core/storage/request-timeout.ts"
 import { checkBeginAnswer, type RunAnswer } from "./begin-answer.ts"
+import { storableText, unstorableAt } from "./storable.ts"
 
 export interface RemoteLedgerOptions {
   /** Base URL of the ledger API (its basePath included), e.g. `https://ledger.example.com`. */
@@ -220,19 +221,18 @@ export class RemoteLedger {
         const v = meta[k]
         if (typeof v === "string") wireMeta[w] = v
       }
-      const begin = JSON.stringify({
+      const begin = `{"args":${argsJson(args)},${JSON.stringify({
         tool,
-        args: argumentsStoredAndKeyed(args).stored,
         ...(wireBinding ? { binding: wireBinding } : {}),
         meta: wireMeta,
         ...(leaseTtl !== undefined ? { lease_ttl: leaseTtl } : {}),
-      })
+      }).slice(1)}`
+      // The id the answer must name: the caller's requestId, or an unbound tool's toolCallId. A bound tool's id is
+      // the server's to derive (a SHA-256 this client leaves out to stay small): see docs/http-api.md.
+      const expected = wireMeta.request_id ?? (binding ? undefined : wireMeta.tool_call_id)
       const deadline = pollTimeout === null ? Number.POSITIVE_INFINITY : Date.now() + pollTimeout * 1000
       for (;;) {
-        const a = checkBeginAnswer(
-          await this.#post<unknown>("/v1/calls", begin, tool),
-          typeof meta.requestId === "string" ? meta.requestId : undefined,
-        )
+        const a = checkBeginAnswer(await this.#post<unknown>("/v1/calls", begin, tool), expected)
         if (a.status === "replay") return a.result as R
         if (a.status === "blocked") throw errorFor(409, a.error.code, a.error.message, tool)
         if (a.status === "poll") {
@@ -265,6 +265,26 @@ export class RemoteLedger {
     }
     return Object.assign(call, { toolName: tool, binding, ledger: this })
   }
+}
+
+/**
+ * The arguments as JSON the server reads back exactly (docs/keys.md): an integer beyond 2^53 as its digits, a kept
+ * float and -0 as floats, so the server keys the call as `ledger.tool()` does. JSON.stringify
+ * cannot write them: each goes out as a NUL-marked string, unquoted afterwards unless an argument holds NUL itself
+ * (refused by the server anyway, so no argument is ever taken for a marker).
+ */
+function argsJson(args: unknown): string {
+  let marked = false
+  let nul = false
+  const text = JSON.stringify(argumentsStoredAndKeyed(args).keyed, (k, v: unknown) => {
+    if ((typeof v === "string" && v.includes("\0")) || k.includes("\0")) nul = true
+    let exact = typeof v === "bigint" ? `${v}` : Object.is(v, -0) ? "-0.0" : ""
+    if (v instanceof Number && Number.isFinite(+v)) exact = /[.e]/.test(`${v}`) ? `${v}` : `${v}.0`
+    if (!exact) return v
+    marked = true
+    return `\0${exact}`
+  })
+  return marked && !nul ? text.replace(/"\\u0000([^"]*)"/g, "$1") : text
 }
 
 const encoder = /* @__PURE__ */ new TextEncoder()
@@ -382,6 +402,9 @@ class RemoteCall implements RemoteTransitionContext {
         limit: "max_depth",
         message: `the result nests deeper than the API's limit of ${maxDepth}`,
       }
+    // What the server refuses in any body (NUL, unpaired surrogates, `__proto__` keys) it cannot store either.
+    const bad = unstorable ? null : unstorableAt(json, "result")
+    if (bad) unstorable = { limit: "not_serializable", message: bad }
     if (!unstorable) {
       const body = JSON.stringify({ fence: this.#claim.fence, lease: this.#claim.lease, result: json })
       const bytes = body.length * 3 <= maxBytes ? body.length : encoder.encode(body).length
@@ -399,14 +422,16 @@ class RemoteCall implements RemoteTransitionContext {
     this.#ledger.warn(
       `the result of '${this.#tool}' request '${this.requestId}' was not stored: ${unstorable.message}; replays raise LedgerResultUnstorableError`,
     )
-    await this.#send("complete", { unstorable })
+    await this.#send("complete", {
+      unstorable: { limit: unstorable.limit, message: storableText(unstorable.message, 1000) },
+    })
   }
 
   /** The server classifies by the stored boundary; this worker can only raise it. */
   async recordFailure(err: unknown): Promise<void> {
     const text = err instanceof Error ? `${err.name}: ${err.message}` : `Error: ${String(err)}`
     try {
-      await this.#send("fail", { error: text.slice(0, 4096), boundary: this.#boundary })
+      await this.#send("fail", { error: storableText(text, 4096), boundary: this.#boundary })
     } catch (e) {
       this.#ledger.warn(
         `could not record the failure of '${this.#tool}' request '${this.requestId}': ${String(e)}`,

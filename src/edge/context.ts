@@ -40,7 +40,8 @@ export interface RouteContext {
   need(c: Ctx, scope: LedgerScope): Tenant
   /** A per-claim ledger over the tenant's store, with `owner` and `leaseTtl` set. */
   claimLedger(tenant: Tenant, owner: string, leaseTtl: number): ActionLedger
-  body<T extends z.ZodMiniType>(c: Ctx, schema: T): Promise<z.infer<T>>
+  /** The JSON body, validated; `exactArgs`: its `args` read exactly (integers beyond 2^53 as bigint). */
+  body<T extends z.ZodMiniType>(c: Ctx, schema: T, exactArgs?: boolean): Promise<z.infer<T>>
   query<T extends z.ZodMiniType>(c: Ctx, schema: T): z.infer<T>
   /** The `:id` path parameter, checked. */
   id(c: Ctx): string
