@@ -19,7 +19,10 @@ import {
   type ReceiptPage,
   type ReceiptStore,
 } from "../core/receipts/store.ts"
+import { ReceiptStoreContendedError } from "./neon-receipts.ts"
 import { SENT_LUA, sentKey, UpstashReplyError } from "./upstash.ts"
+
+export { ReceiptStoreContendedError }
 
 /** The calls the receipt store makes: an `@upstash/redis` `Redis` is one (spelled out, as `UpstashClient`). */
 export interface UpstashReceiptClient {
@@ -58,6 +61,9 @@ export class UpstashReceiptStore implements ReceiptStore {
   readonly #redis: UpstashReceiptClient
   readonly #prefix: string
   readonly #append: (keys: string[], args: string[]) => Promise<unknown>
+  // Appends to one chain wait for each other here: writers in one process never race for its tail, which would spend
+  // the rounds meant for other processes. One settled promise is kept per chain name.
+  readonly #chains = new Map<string, Promise<unknown>>()
 
   constructor(options: UpstashReceiptStoreOptions) {
     this.#redis = options.redis
@@ -66,7 +72,19 @@ export class UpstashReceiptStore implements ReceiptStore {
     this.#append = (keys, args) => s.exec(keys, args)
   }
 
-  async append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
+  append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
+    if (!chain) return this.#tryAppend(record)
+    const run = (this.#chains.get(chain.ledger) ?? Promise.resolve()).then(() =>
+      this.#tryAppend(record, chain),
+    )
+    this.#chains.set(
+      chain.ledger,
+      run.catch(() => {}),
+    )
+    return run
+  }
+
+  async #tryAppend(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
     const log = `${this.#prefix}log`
     for (let round = 0; round < APPEND_ROUNDS; round++) {
       const tailKey = chain ? `${this.#prefix}tail:${chain.ledger}` : ""
@@ -85,9 +103,7 @@ export class UpstashReceiptStore implements ReceiptStore {
       if (reply === "ok") return receipt
       if (reply !== "moved") throw new UpstashReplyError("receipt append", reply)
     }
-    throw new ReceiptStoreCorruptError(
-      `could not append receipt ${record.receipt_id}: the chain moved under ${APPEND_ROUNDS} attempts; retry later`,
-    )
+    throw new ReceiptStoreContendedError(record.receipt_id, chain?.ledger ?? "", APPEND_ROUNDS)
   }
 
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {

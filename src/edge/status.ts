@@ -30,6 +30,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, HttpStatus>> = {
   ledger_file_corrupt: 503,
   ledger_file_lock_timeout: 503,
   receipt_store_corrupt: 503,
+  // Other writers kept moving the chain: nothing was appended, and a retry may go through.
+  receipt_store_contended: 503,
   auth_unavailable: 503,
   misconfigured: 503,
 }

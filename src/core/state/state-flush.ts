@@ -57,19 +57,24 @@ const STATUSES: ReadonlySet<string> = new Set(["in-progress", "completed", "abor
 const text = (v: unknown): string | null =>
   v === undefined || v === null ? null : typeof v === "string" ? v : safeString(v)
 
-// How a run ends (the ending's snapshot unless one was already written), and the status of the final snapshot that
-// stands: module-private, so the handle's public surface is only what a run body may call.
-type Ending = (status: SnapshotStatus, args: FlushArgs) => [SnapshotStatus, Promise<StateSnapshot>]
+// How a run ends (the ending's snapshot, if `write` and none was already written), and the status of the final
+// snapshot that stands: module-private, so the handle's public surface is only what a run body may call.
+type Ending = (
+  status: SnapshotStatus,
+  args: FlushArgs,
+  write: boolean,
+) => [SnapshotStatus, Promise<StateSnapshot>]
 const endings = new WeakMap<StateFlushRun, Ending>()
 
 function endRun(
   run: StateFlushRun,
   status: SnapshotStatus,
   args: FlushArgs,
+  write = true,
 ): [SnapshotStatus, Promise<StateSnapshot>] {
   const end = endings.get(run)
   if (!end) throw new StateFlushError(`run '${run.runId}' was not started by StateFlush.run()`)
-  return end(status, args)
+  return end(status, args, write)
 }
 
 /** The handle a run body gets (made by `StateFlush.run()`). */
@@ -83,8 +88,11 @@ export class StateFlushRun {
   #flushedStatus: SnapshotStatus = "in-progress"
   /** The last save asked for: each save waits for it, so a slow earlier one never lands over a later one. */
   #saving: Promise<unknown> = Promise.resolve()
-  /** Set once the run has ended (returned, threw, cancelled, disconnected): its snapshot is then final. */
-  #ended = false
+  /**
+   * Set once the run has ended (returned, threw, cancelled, disconnected), whether or not that ending wrote: what
+   * flush() and checkpoint() then return, writing nothing (an ending not flushed on gives its snapshot unstored).
+   */
+  #final: Promise<StateSnapshot> | null = null
 
   constructor(
     flush: StateFlush,
@@ -96,10 +104,11 @@ export class StateFlushRun {
     this.runId = runId
     this.signal = signal
     this.#state = jsonState(initial, "the initial state")
-    endings.set(this, (status, args) => {
-      this.#ended = true
-      const flushed = this.#flushed ?? this.flush(status, args)
-      return [this.#flushedStatus, flushed]
+    endings.set(this, (status, args, write) => {
+      // An ending that writes nothing answers its snapshot unstored, never an earlier save's failure.
+      const unwritten = write ? null : Promise.resolve(this.#snapshot(status, args))
+      this.#final ??= this.#flushed ?? unwritten ?? this.flush(status, args)
+      return [this.#flushedStatus, unwritten ?? this.#final]
     })
   }
 
@@ -134,7 +143,7 @@ export class StateFlushRun {
           `unknown snapshot status '${safeString(status)}': use in-progress, completed, aborted or error`,
         ),
       )
-    if (this.#ended && this.#flushed) return this.#flushed
+    if (this.#final) return this.#final
     this.#flushedStatus = status
     this.#flushed = this.#write(status, args)
     return this.#flushed
@@ -143,7 +152,7 @@ export class StateFlushRun {
   /** An `in-progress` snapshot that does not end the run: a crash after it still leaves this much to resume. */
   checkpoint(): Promise<StateSnapshot> {
     // After the final snapshot (e.g. a cancel the body ignored) a checkpoint would turn it back to in-progress.
-    return this.#flushed ?? this.#write("in-progress", {})
+    return this.#final ?? this.#flushed ?? this.#write("in-progress", {})
   }
 
   complete(): Promise<StateSnapshot> {
@@ -157,9 +166,8 @@ export class StateFlushRun {
       : this.flush("completed")
   }
 
-  /** Saves the state as of this call, after every save asked for before it (stores need not keep call order). */
-  #write(status: SnapshotStatus, args: FlushArgs): Promise<StateSnapshot> {
-    const snapshot: StateSnapshot = {
+  #snapshot(status: SnapshotStatus, args: FlushArgs): StateSnapshot {
+    return {
       run_id: this.runId,
       status,
       state: cloneJson(this.#state),
@@ -167,6 +175,11 @@ export class StateFlushRun {
       reason: text(args.reason),
       error: text(args.error),
     }
+  }
+
+  /** Saves the state as of this call, after every save asked for before it (stores need not keep call order). */
+  #write(status: SnapshotStatus, args: FlushArgs): Promise<StateSnapshot> {
+    const snapshot = this.#snapshot(status, args)
     const saved = this.#saving.then(() => this.#flush.storage.save(snapshot)).then(() => snapshot)
     this.#saving = saved.catch(() => {})
     return saved
@@ -228,8 +241,9 @@ export class StateFlush {
       status: SnapshotStatus,
       args: FlushArgs,
       ended: Omit<StateRunEnding, "runId" | "status">,
+      write = true,
     ) => {
-      const [stood, saved] = endRun(run, status, args)
+      const [stood, saved] = endRun(run, status, args, write)
       try {
         await saved
       } catch (e) {
@@ -248,11 +262,15 @@ export class StateFlush {
       const fire = (source: AbortSignal, trigger: "cancel" | "disconnect") => {
         const reason: unknown = source.reason
         const ended = { returned: false, abortReason: reason }
+        // Every ending goes through endRun, written or not: a cancel not flushed on still ends the run.
         const done =
           trigger === "cancel"
-            ? this.flushOn.has("cancel")
-              ? end("aborted", { reason: "cancel", error: errorText(reason) }, ended)
-              : Promise.resolve()
+            ? end(
+                "aborted",
+                { reason: "cancel", error: errorText(reason) },
+                ended,
+                this.flushOn.has("cancel"),
+              )
             : // Through endRun: a disconnect after the body's own final snapshot, or after a cancel, writes nothing.
               end(
                 this.flushOn.has("disconnect") ? "aborted" : "completed",
@@ -298,22 +316,20 @@ export class StateFlush {
         // rejects on run.signal (as fetch does) gets here first, but a snapshot the store refused outranks its error.
         if (signal.aborted)
           throw await aborted.then(null, (e) => (e instanceof StateSnapshotUnstoredError ? e : err))
-        if (this.flushOn.has("error")) {
-          try {
-            await endRun(run, "error", { reason: "error", error: errorText(err) })[1]
-          } catch (storeErr) {
-            // The store's error alone would hide why the run failed; the body's error stays reachable as the cause.
-            throw new StateFlushError(
-              `${unstored(`failed (${errorText(err)})`, "error", storeErr)}. The state recorded since the last ` +
-                "stored snapshot is lost; the run's error is this error's cause",
-              { cause: err },
-            )
-          }
+        try {
+          await endRun(run, "error", { reason: "error", error: errorText(err) }, this.flushOn.has("error"))[1]
+        } catch (storeErr) {
+          // The store's error alone would hide why the run failed; the body's error stays reachable as the cause.
+          throw new StateFlushError(
+            `${unstored(`failed (${errorText(err)})`, "error", storeErr)}. The state recorded since the last ` +
+              "stored snapshot is lost; the run's error is this error's cause",
+            { cause: err },
+          )
         }
         throw err
       }
       // Outside the body's try: a store that fails here did not fail the run, which returned.
-      if (this.flushOnComplete) await end("completed", {}, { returned: true, result })
+      await end("completed", {}, { returned: true, result }, this.flushOnComplete)
       return result
     } finally {
       ;(onAbort as (() => void) | null)?.()

@@ -27,7 +27,10 @@ export class TaskLedgerPendingError extends TaskLedgerError {
   }
 }
 
-/** This worker's claim was taken over (its lease lapsed and another worker reclaimed the task). */
+/**
+ * This worker's claim was taken over (its lease lapsed and another worker reclaimed the task, or an operator released
+ * it), or its lease would lapse before a renewal could prove it.
+ */
 export class TaskLeaseLostError extends TaskLedgerError {
   override readonly name = "TaskLeaseLostError"
   override readonly code = "task_lease_lost"

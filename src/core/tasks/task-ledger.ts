@@ -109,6 +109,10 @@ function seconds(name: string, v: number, min?: number): number {
   return v
 }
 
+// An unbounded lease (leaseTtl <= 0) never lapses: only a release ends it.
+const leaseEnd = (l: TaskLease): string =>
+  `lease until ${l.lease_until === null ? "released" : new Date(l.lease_until * 1000).toISOString()}`
+
 /** A claim this worker holds. */
 interface Held {
   readonly requestId: string
@@ -219,7 +223,7 @@ export class TaskLedger {
           throw new TaskLedgerPendingError(
             `Task '${opts.name}' request '${requestId}' is already in-flight` +
               (lease
-                ? ` (worker ${lease.owner}, lease until ${new Date((lease.lease_until ?? 0) * 1000).toISOString()})`
+                ? ` (worker ${lease.owner}, ${leaseEnd(lease)})`
                 : " (claimed without a lease, e.g. by the Python original: release it if its worker is gone)") +
               (wait ? "; gave up waiting." : "; retry later, call with wait: true, or release it."),
             requestId,
@@ -262,6 +266,29 @@ export class TaskLedger {
   ): Promise<R> {
     const lost = new AbortController()
     const signal = callerSignal ? AbortSignal.any([callerSignal, lost.signal]) : lost.signal
+    // Stops the body once the lease could lapse before a renewal proves it (by this worker's clock), since another
+    // worker may then take the task over; else re-arms for that moment. Called by a failed renewal, and by its timer:
+    // a renewal that hangs (no reply, no driver timeout) never fails. The margin is a renewal interval, as long as
+    // that leaves the next renewal time to answer (else half the time it has). A timer that woke early (capped at
+    // ~24.8 days) only re-arms.
+    const margin = Math.max(Math.min(every, (ttl - every) / 2), 0)
+    let lapse: ReturnType<typeof setTimeout> | undefined
+    const watch = (why = "no answer") => {
+      clearTimeout(lapse)
+      const until = held.lease.lease_until
+      if (until === null) return
+      const left = until - margin - this.clock.now()
+      if (left > 0) {
+        lapse = setTimeout(watch, timerMs(left))
+        ;(lapse as { unref?: () => void }).unref?.()
+      } else
+        lost.abort(
+          new TaskLeaseLostError(
+            `Task request '${held.requestId}' could not renew its lease before it lapses (${why}); ` +
+              "stopping so another worker can take it over",
+          ),
+        )
+    }
     let chain: Promise<unknown> = Promise.resolve()
     const serial = (op: () => Promise<void>): Promise<void> => {
       const run = chain.then(op)
@@ -277,16 +304,8 @@ export class TaskLedger {
         try {
           version = await this.#swapHeld(held, { row: held.row, lease })
         } catch (e) {
-          // The store is unreachable. If the lease lapses before the next renewal could prove it, another worker
-          // may take the task over meanwhile: stop the body now rather than let two run at once.
-          const until = held.lease.lease_until
-          if (until !== null && this.clock.now() + Math.max(every, 0) >= until)
-            lost.abort(
-              new TaskLeaseLostError(
-                `Task request '${held.requestId}' could not renew its lease before it lapses (${errorText(e)}); ` +
-                  "stopping so another worker can take it over",
-              ),
-            )
+          // The store is unreachable: stop the body now if the lease could lapse before the next renewal.
+          watch(errorText(e))
           throw e
         }
         if (version === null) {
@@ -297,6 +316,7 @@ export class TaskLedger {
         }
         held.lease = lease
         held.version = version
+        watch()
       })
     const timer =
       ttl > 0 && every > 0
@@ -309,9 +329,13 @@ export class TaskLedger {
     const stop = async () => {
       if (timer !== null) clearInterval(timer)
       await chain
+      clearTimeout(lapse)
     }
+    watch()
     let result: R
     try {
+      // A caller that gave up during the claim is gone: recorded failed before the body's effect, so a retry runs it.
+      throwIfAborted(callerSignal)
       result = await fn(args, ctx)
     } catch (err) {
       await stop()
@@ -360,7 +384,13 @@ export class TaskLedger {
     if (version !== null) return version
     const now = await this.#store.get(held.requestId)
     const l = now?.lease
-    if (now?.row.status !== "in-flight" || l?.fence !== held.lease.fence || l.owner !== held.lease.owner)
+    // A row started after this claim is a re-claim by the original (it writes no lease): leaseOf's test, never ours.
+    if (
+      now?.row.status !== "in-flight" ||
+      now.row.started_at !== held.row.started_at ||
+      l?.fence !== held.lease.fence ||
+      l.owner !== held.lease.owner
+    )
       return null
     return this.#store.swap(held.requestId, now.version, next)
   }
@@ -415,8 +445,7 @@ export class TaskLedger {
     const version = await this.#swapHeld(held, { row, lease })
     if (version === null)
       throw new TaskLeaseLostError(
-        `Task request '${held.requestId}' was taken over by another worker (its lease lapsed); this worker's ` +
-          `${status} outcome was not recorded`,
+        `Task request '${held.requestId}' was taken over or released; this worker's ${status} outcome was not recorded`,
       )
     held.row = row
     held.lease = lease
@@ -462,10 +491,13 @@ export class TaskLedger {
       if (state === "completed")
         throw new TaskReleaseRefusedError(`Task request '${requestId}' is completed; nothing to release`)
       const lease = leaseOf(current)
-      if (state === "live" && lease?.lease_until != null && !options.force)
+      // An unbounded lease is live while its holder runs; a claim of the original's (no lease) is the stuck case.
+      if (state === "live" && lease && !options.force)
         throw new TaskReleaseRefusedError(
-          `Task request '${requestId}' is held by ${lease.owner} until ` +
-            `${new Date(lease.lease_until * 1000).toISOString()}; wait for the lease to lapse or pass force: true`,
+          `Task request '${requestId}' is held by ${lease.owner} under a ${leaseEnd(lease)}; ` +
+            (lease.lease_until === null
+              ? "pass force: true if that worker is gone"
+              : "wait for the lease to lapse or pass force: true"),
         )
       const row: TaskRow =
         verified === "completed"
@@ -501,7 +533,8 @@ export class TaskLedger {
               result: verified === "completed" ? row.result : null,
             },
             status: verified === "completed" ? "completed" : "failed",
-            error: row.error ?? current.row.error,
+            // As the action ledger's: the error the row held before the release (null for one in flight).
+            error: current.row.error,
             timestamp: now,
           })
         } catch (e) {

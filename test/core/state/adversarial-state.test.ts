@@ -135,6 +135,50 @@ describe("endings after the final snapshot", () => {
     }
   })
 
+  it("an ending that writes nothing (not in flushOn, flushOnComplete off) still ends the run: later calls write nothing", async () => {
+    const late: Array<[string, (run: StateFlushRun) => Promise<unknown>]> = [
+      ["checkpoint()", (run) => run.checkpoint()],
+      ["complete()", (run) => run.complete()],
+      ["flush('completed')", (run) => run.flush("completed")],
+      ["disconnect()", (run) => run.disconnect()],
+    ]
+    for (const ending of ["cancel", "error", "return"] as const) {
+      for (const [name, call] of late) {
+        const storage = new MemoryStateFlushStore()
+        const flush = new StateFlush({ storage, flushOn: ["disconnect"], flushOnComplete: false })
+        const cancel = new AbortController()
+        let handle!: StateFlushRun
+        const p = flush.run(
+          "r",
+          async (run) => {
+            handle = run
+            run.record({ page: 1 })
+            if (ending === "cancel") await new Promise((r) => setTimeout(r, 20))
+            if (ending === "error") throw new RangeError("boom")
+          },
+          { signal: cancel.signal },
+        )
+        if (ending === "cancel") {
+          await tick()
+          cancel.abort("stop")
+        }
+        await p.catch(() => {})
+        await call(handle) // e.g. a body that ignored the cancel, or a task it left running
+        await new Promise((r) => setTimeout(r, 30))
+        expect(await flush.load("r"), `${ending}, then ${name}`).toBeNull()
+      }
+    }
+  })
+
+  it("a disconnect writes even with flushOn [] and flushOnComplete false: completed, as the original's disconnect()", async () => {
+    const flush = new StateFlush({ flushOn: [], flushOnComplete: false })
+    const disconnect = new AbortController()
+    const p = flush.run("r", () => new Promise<never>(() => {}), { disconnectSignal: disconnect.signal })
+    disconnect.abort()
+    await expect(p).rejects.toBeDefined()
+    expect(await flush.load("r")).toMatchObject({ status: "completed", reason: null })
+  })
+
   it("before the run ends, the body's own snapshots replace each other (the original's explicit flush)", async () => {
     const flush = new StateFlush()
     await flush.run("r", async (run) => {

@@ -1,0 +1,183 @@
+// Who holds a task while its body runs: a renewal that hangs, a re-claim by the Python original, an unbounded lease
+// an operator would release, a caller that gave up during the claim, and what an operator's release receipt says.
+// Runtime-neutral (memory stores, timers only).
+import { describe, expect, it } from "vitest"
+import { hmacReceiptSigner, MemoryReceiptStore, ReceiptEmitter } from "../../../src/receipts.ts"
+import {
+  MemoryTaskStore,
+  type TaskContext,
+  TaskLeaseLostError,
+  TaskLedger,
+  TaskReleaseRefusedError,
+  type TaskStore,
+} from "../../../src/tasks.ts"
+
+const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+const until = async (ok: () => boolean) => {
+  while (!ok()) await sleep(1)
+}
+
+describe("a lease renewal that never answers", () => {
+  it("aborts ctx.signal before the lease lapses, so a worker taking the task over never runs beside it", async () => {
+    const shared = new MemoryTaskStore()
+    let partitioned = false
+    const hang = new Promise<never>(() => {})
+    // Worker a's connection: once partitioned, every call hangs (no reply, no driver timeout).
+    const viewA: TaskStore = {
+      get: (id) => (partitioned ? hang : shared.get(id)),
+      swap: (id, e, n) => (partitioned ? hang : shared.swap(id, e, n)),
+      list: () => shared.list(),
+    }
+    const quiet = { leaseTtl: 0.3, onWarning: () => {} }
+    const a = new TaskLedger({ storage: viewA, owner: "a", ...quiet })
+    const b = new TaskLedger({ storage: shared, owner: "b", ...quiet })
+    const running = new Set<string>()
+    let overlap = false
+    let ctxA!: TaskContext
+    const body = (who: string) => async (_: object, ctx: TaskContext) => {
+      if (who === "a") ctxA = ctx
+      running.add(who)
+      for (let i = 0; i < 20 && !ctx.signal.aborted; i++) {
+        if (running.size > 1) overlap = true
+        await sleep(25)
+      }
+      running.delete(who)
+      return who
+    }
+    void a
+      .task("charge", body("a"))({}, { taskId: "T" })
+      .catch(() => {})
+    await until(() => !!ctxA)
+    partitioned = true // the first renewal (at 0.1 s) hangs
+    await sleep(450) // a's lease (0.3 s) has lapsed by now
+    expect(ctxA.signal.aborted).toBe(true)
+    expect(ctxA.signal.reason).toBeInstanceOf(TaskLeaseLostError)
+    await expect(b.task("charge", body("b"))({}, { taskId: "T" })).resolves.toBe("b")
+    expect(overlap).toBe(false)
+  })
+})
+
+describe("renewals that answer", () => {
+  it("never abort the body, also with a renewal interval over half the lease", async () => {
+    const ledger = new TaskLedger({ leaseTtl: 0.4, leaseRenewInterval: 0.3, onWarning: () => {} })
+    let aborted: boolean | null = null
+    const t = ledger.task("long", async (_: object, ctx: TaskContext) => {
+      await sleep(900)
+      aborted = ctx.signal.aborted
+      return "done"
+    })
+    await expect(t({}, { taskId: "L" })).resolves.toBe("done")
+    expect(aborted).toBe(false)
+  })
+})
+
+describe("a task the Python original re-claimed after an operator released it", () => {
+  it("is never adopted by the stale worker: its completion is refused and the original's claim stands", async () => {
+    const store = new MemoryTaskStore()
+    const warnings: string[] = []
+    const stale = new TaskLedger({
+      storage: store,
+      owner: "ts-a",
+      leaseTtl: 60,
+      onWarning: (m) => warnings.push(m),
+    })
+    let ctxA!: TaskContext
+    let finish!: () => void
+    const gate = new Promise<void>((r) => {
+      finish = r
+    })
+    const call = stale.task("report", async (_: object, ctx: TaskContext) => {
+      ctxA = ctx
+      await gate
+      return { by: "a" }
+    })({}, { taskId: "T-py" })
+    await until(() => !!ctxA)
+    const ops = new TaskLedger({ storage: store, owner: "ops" })
+    await ops.release("T-py", { verified: "not_executed", by: "ops", reason: "looked dead", force: true })
+    // The original claims the failed row: a new in-flight row; it knows nothing of the lease kept beside it.
+    const released = await store.get("T-py")
+    if (!released) throw new Error("released row missing")
+    const pyRow = {
+      ...released.row,
+      status: "in-flight" as const,
+      error: null,
+      started_at: released.row.started_at + 1,
+      finished_at: null,
+    }
+    expect(await store.swap("T-py", released.version, { row: pyRow, lease: released.lease })).not.toBeNull()
+
+    await expect(ctxA.renewLease()).rejects.toBeInstanceOf(TaskLeaseLostError)
+    expect(ctxA.signal.aborted).toBe(true)
+    finish()
+    await expect(call).resolves.toEqual({ by: "a" })
+    expect(warnings.join("\n")).toContain("was not recorded")
+    expect((await store.get("T-py"))?.row).toEqual(pyRow)
+  })
+})
+
+describe("a task held under an unbounded lease (leaseTtl <= 0)", () => {
+  it("is live while its worker runs it: a release without force is refused, with force it goes through", async () => {
+    const store = new MemoryTaskStore()
+    const warnings: string[] = []
+    const w = new TaskLedger({ storage: store, owner: "w", leaseTtl: 0, onWarning: (m) => warnings.push(m) })
+    const ops = new TaskLedger({ storage: store, owner: "ops" })
+    let runs = 0
+    const job = w.task("import", async () => {
+      runs++
+      await sleep(60)
+      return "done"
+    })
+    const first = job({}, { taskId: "U" })
+    await sleep(10)
+    const why = { verified: "not_executed", by: "ops", reason: "looks stuck" } as const
+    const refused = await ops.release("U", why).catch((e: unknown) => e)
+    expect(refused).toBeInstanceOf(TaskReleaseRefusedError)
+    expect((refused as Error).message).toContain("lease until released; pass force: true")
+    await expect(job({}, { taskId: "U" })).rejects.toThrow("lease until released")
+    await ops.release("U", { ...why, force: true })
+    await expect(first).resolves.toBe("done")
+    expect(runs).toBe(1)
+    // The worker's lease never lapsed: its warning must not say so.
+    expect(warnings.join("\n")).toContain("was taken over or released")
+    expect(warnings.join("\n")).not.toContain("lapsed")
+  })
+})
+
+describe("a caller that aborts while the claim is being written", () => {
+  it("never gets its body run: the task is recorded failed and a retry runs it once", async () => {
+    class SlowStore extends MemoryTaskStore {
+      override async swap(...args: Parameters<MemoryTaskStore["swap"]>) {
+        await sleep(30)
+        return super.swap(...args)
+      }
+    }
+    const tasks = new TaskLedger({ storage: new SlowStore(), onWarning: () => {} })
+    let runs = 0
+    const pay = tasks.task("pay", async () => ++runs)
+    const ac = new AbortController()
+    const p = pay({ amount: 5 }, { taskId: "P", signal: ac.signal })
+    setTimeout(() => ac.abort("caller gave up"), 5)
+    await expect(p).rejects.toBe("caller gave up")
+    expect(runs).toBe(0)
+    expect((await tasks.get("P"))?.row.status).toBe("failed")
+    await expect(pay({ amount: 5 }, { taskId: "P" })).resolves.toBe(1)
+  })
+})
+
+describe("an operator's release receipt", () => {
+  it("carries the error the row held before the release: null for a task released from in flight", async () => {
+    const rs = new MemoryReceiptStore()
+    const receipts = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store: rs, agentId: "a" })
+    const store = new MemoryTaskStore()
+    const w = new TaskLedger({ storage: store, receipts, leaseTtl: 60, leaseRenewInterval: 0 })
+    void w.task("job", () => new Promise(() => {}))({}, { taskId: "J" })
+    await sleep(10)
+    const ops = new TaskLedger({ storage: store, receipts })
+    await ops.release("J", { verified: "not_executed", by: "ops", reason: "host lost", force: true })
+    const r = (await rs.list()).at(-1)
+    expect(r?.outputs).toMatchObject({ operator_release: true, released_from_outcome: "in-flight" })
+    expect(r?.error).toBeNull()
+    // The row itself still says why it failed, for the original's readers.
+    expect((await store.get("J"))?.row.error).toBe("released as not executed by ops: host lost")
+  })
+})
