@@ -24,6 +24,7 @@ export {
   type ReceiptSigner,
   type ReceiptStatus,
   type ReceiptStore,
+  ReceiptStoreContendedError,
   ReceiptStoreCorruptError,
   type ReceiptVerification,
   receiptPayloadText,

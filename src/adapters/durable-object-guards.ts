@@ -3,7 +3,7 @@
 // Import only inside workerd (through durable-object.ts or directly for the clients).
 import { pythonDumps } from "../core/python-json.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
-import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
+import { chainQueue, ReceiptStoreContendedError } from "../core/receipts/errors.ts"
 import {
   type AuditReceiptRecord,
   parseReceiptJson,
@@ -248,7 +248,11 @@ export class DurableObjectStateFlushStore extends GuardObjectClient implements S
  */
 export class DurableObjectReceiptStore extends GuardObjectClient implements ReceiptStore {
   readonly kind = "durable-object"
-  async append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
+  readonly #queue = chainQueue()
+  append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
+    return chain ? this.#queue(chain.ledger, () => this.#tryAppend(record, chain)) : this.#tryAppend(record)
+  }
+  async #tryAppend(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
     for (let attempt = 0; attempt < 50; attempt++) {
       const stub = this.stub()
       const tail = chain ? await stub.receiptTail(chain.ledger) : null
@@ -257,9 +261,7 @@ export class DurableObjectReceiptStore extends GuardObjectClient implements Rece
       if (await stub.receiptAppend(pythonDumps(receipt), record.agent_id, link, tail?.digest ?? null))
         return receipt
     }
-    throw new ReceiptStoreCorruptError(
-      `could not append receipt ${record.receipt_id}: the chain moved under 50 attempts; retry later`,
-    )
+    throw new ReceiptStoreContendedError(record.receipt_id, chain?.ledger ?? "", 50)
   }
   // Page by page: one RPC answer carrying every receipt could outgrow what workerd lets an RPC return.
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {

@@ -5,7 +5,7 @@
 // other re-reads the tail and seals again.
 
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
-import { AuditReceiptError, ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
+import { chainQueue, ReceiptStoreContendedError, ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
 import {
   type AuditReceiptRecord,
   parseReceiptJson,
@@ -28,30 +28,13 @@ export type NeonReceiptStoreOptions = NeonStoreOptions
 
 const APPEND_ROUNDS = 50
 
-/**
- * Other writers (other processes, other store instances) moved the chain's tail under every attempt of an append:
- * nothing was appended and nothing is damaged. Retry; if it persists, fewer writers should share one chain.
- */
-export class ReceiptStoreContendedError extends AuditReceiptError {
-  override readonly name = "ReceiptStoreContendedError"
-  override readonly code = "receipt_store_contended"
-  constructor(receiptId: string, ledger: string, attempts: number) {
-    super(
-      `could not append receipt ${receiptId}: other writers moved chain '${ledger}' under ${attempts} attempts ` +
-        "(contention, not damage); retry the append",
-    )
-  }
-}
-
 const json = (v: unknown): unknown => (typeof v === "string" ? JSON.parse(v) : v)
 
 export class NeonReceiptStore implements ReceiptStore {
   readonly kind = "neon"
   readonly table: string
   readonly #run: Run
-  // Appends to one chain wait for each other here: writers in one process never race for its tail, which would spend
-  // the rounds meant for other processes. One settled promise is kept per chain name.
-  readonly #chains = new Map<string, Promise<unknown>>()
+  readonly #queue = chainQueue()
 
   constructor(options: NeonReceiptStoreOptions) {
     this.table = tableName(options.table, "mycelium_audit_receipts")
@@ -68,14 +51,7 @@ export class NeonReceiptStore implements ReceiptStore {
 
   append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
     if (!chain) return this.#tryAppend(record)
-    const run = (this.#chains.get(chain.ledger) ?? Promise.resolve()).then(() =>
-      this.#tryAppend(record, chain),
-    )
-    this.#chains.set(
-      chain.ledger,
-      run.catch(() => {}),
-    )
-    return run
+    return this.#queue(chain.ledger, () => this.#tryAppend(record, chain))
   }
 
   async #tryAppend(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {

@@ -4,7 +4,7 @@
 // with Python's number forms (JSON.stringify would turn -0.0 into 0 and break the signature).
 import { pythonDumps } from "../core/python-json.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
-import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
+import { chainQueue, ReceiptStoreContendedError, ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
 import {
   type AuditReceiptRecord,
   parseReceiptJson,
@@ -19,10 +19,7 @@ import {
   type ReceiptPage,
   type ReceiptStore,
 } from "../core/receipts/store.ts"
-import { ReceiptStoreContendedError } from "./neon-receipts.ts"
 import { SENT_LUA, sentKey, UpstashReplyError } from "./upstash.ts"
-
-export { ReceiptStoreContendedError }
 
 /** The calls the receipt store makes: an `@upstash/redis` `Redis` is one (spelled out, as `UpstashClient`). */
 export interface UpstashReceiptClient {
@@ -61,9 +58,7 @@ export class UpstashReceiptStore implements ReceiptStore {
   readonly #redis: UpstashReceiptClient
   readonly #prefix: string
   readonly #append: (keys: string[], args: string[]) => Promise<unknown>
-  // Appends to one chain wait for each other here: writers in one process never race for its tail, which would spend
-  // the rounds meant for other processes. One settled promise is kept per chain name.
-  readonly #chains = new Map<string, Promise<unknown>>()
+  readonly #queue = chainQueue()
 
   constructor(options: UpstashReceiptStoreOptions) {
     this.#redis = options.redis
@@ -74,14 +69,7 @@ export class UpstashReceiptStore implements ReceiptStore {
 
   append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
     if (!chain) return this.#tryAppend(record)
-    const run = (this.#chains.get(chain.ledger) ?? Promise.resolve()).then(() =>
-      this.#tryAppend(record, chain),
-    )
-    this.#chains.set(
-      chain.ledger,
-      run.catch(() => {}),
-    )
-    return run
+    return this.#queue(chain.ledger, () => this.#tryAppend(record, chain))
   }
 
   async #tryAppend(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
