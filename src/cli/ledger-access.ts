@@ -58,14 +58,21 @@ export function describeStore(s: ResolvedStorage, defaultTable = "mycelium_actio
   return s.kind
 }
 
-/** Hides a URL's password in anything printed. */
+// Names a secret goes by in a URL's query or a key=value DSN (node-postgres and libpq read `?password=` too).
+const SECRET_KEY = "password|passwd|pass|pwd|sslpassword|token|secret|api_?key"
+const SECRET_PARAM = new RegExp(`^(?:${SECRET_KEY})$`, "i")
+const SECRET_PAIR = new RegExp(`\\b(${SECRET_KEY})(\\s*=\\s*)('(?:[^'\\\\]|\\\\.)*'|[^\\s&]*)`, "gi")
+
+/** Hides a URL's or DSN's password (userinfo, query parameter or `password=` pair) in anything printed. */
 export function redact(url: string): string {
   try {
     const u = new URL(url)
     if (u.password) u.password = "***"
+    for (const k of new Set(u.searchParams.keys())) if (SECRET_PARAM.test(k)) u.searchParams.set(k, "***")
     return u.toString()
   } catch {
-    return url
+    // Not a URL: a key=value DSN (`host=db password=x`), or a URL with a typo that still carries userinfo.
+    return url.replace(SECRET_PAIR, "$1$2***").replace(/(\/\/[^/:@\s]*:)[^@\s]*@/, "$1***@")
   }
 }
 

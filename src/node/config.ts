@@ -243,7 +243,13 @@ export async function loadConfig(
         { path: [] },
         path,
       )
-    throw e
+    if (e instanceof ConfigError) throw e
+    // ENOTDIR, ELOOP, EACCES...: still the config's problem, with the path and the reason.
+    throw new ConfigError(
+      `cannot read the config file: ${e instanceof Error ? e.message : String(e)} (check the path and its permissions)`,
+      { path: [] },
+      path,
+    )
   }
   return loadConfigFromString(text, {
     source: path,

@@ -91,13 +91,13 @@ describe("--result-json keeps the numbers as typed or refuses them", () => {
 })
 
 describe("paths where a file belongs", () => {
-  it("init refuses a dangling symlink as an existing file (exit 1) and writes nothing through it", () => {
+  it("init refuses a dangling symlink (exit 1) and writes nothing through it", () => {
     const target = join(cwd, "elsewhere", "target.yaml")
     mkdirSync(join(cwd, "elsewhere"))
     symlinkSync(target, join(cwd, "dangling.yaml"))
     const r = run(["init", "-o", "dangling.yaml"])
     expect(r.code, r.err).toBe(1)
-    expect(r.err).toContain("already exists")
+    expect(r.err).toContain("dangling.yaml is a symlink")
     expect(existsSync(target)).toBe(false)
   })
   it("init -o DIR --force and demo --ledger DIR are usage errors naming the directory", () => {

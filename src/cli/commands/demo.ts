@@ -1,5 +1,5 @@
 // `mycelium demo`: the duplicate-payment bug and the fix; --serve then serves the demo's ledger file.
-import { mkdirSync, rmSync } from "node:fs"
+import { mkdirSync, readFileSync, rmSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { parseArgs } from "node:util"
 import type { ReceiptStore } from "../../core/receipts/store.ts"
@@ -58,6 +58,7 @@ export async function run(args: string[]): Promise<number> {
       // A directory here would fail rmSync with a raw EISDIR: a usage error instead, before anything is removed.
       requireRegularFile(ledgerPath, "demo: --ledger")
       requireRegularFile(join(dirname(ledgerPath), "demo-receipts.jsonl"), "demo: the receipt file")
+      requireDemoLedger(ledgerPath)
       mkdirSync(dirname(ledgerPath), { recursive: true })
       rmSync(ledgerPath, { force: true })
       receipts = await demoReceipts(join(dirname(ledgerPath), "demo-receipts.jsonl"))
@@ -96,6 +97,31 @@ export async function run(args: string[]): Promise<number> {
     await startApi("demo --serve", ledgerPath, port, token, receipts)
   }
   return ok ? 0 : 1
+}
+
+/**
+ * The demo rewrites its ledger file: only one that holds nothing but the demo's own rows. `--ledger` pointed at a
+ * real ledger would erase an UNKNOWN payment, which its redispatch would then run again.
+ */
+function requireDemoLedger(path: string): void {
+  let rows: unknown
+  try {
+    rows = JSON.parse(readFileSync(path, "utf8"))
+  } catch (e) {
+    if ((e as { code?: string }).code === "ENOENT") return
+  }
+  const demoRow = (r: unknown): boolean => {
+    const row = r as { tool?: unknown; kwargs?: { tool_call_id?: unknown } } | null
+    const id = String(row?.kwargs?.tool_call_id)
+    return (
+      (row?.tool === "subagent_task" && id.startsWith("call_subagent_")) ||
+      (row?.tool === "send_payment" && id.startsWith("call_pay_"))
+    )
+  }
+  if (!rows || typeof rows !== "object" || Array.isArray(rows) || !Object.values(rows).every(demoRow))
+    throw new UsageError(
+      `demo: ${path} is not a demo ledger (it holds rows the demo did not write, or no ledger at all), and the demo would erase it: pass --ledger a new path, e.g. ${DEMO_LEDGER}`,
+    )
 }
 
 interface DemoReceipts {

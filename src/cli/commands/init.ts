@@ -36,8 +36,11 @@ export async function run(args: string[]): Promise<number> {
   // A directory or a device is never overwritten, --force or not (a raw EISDIR, or a write into a FIFO that blocks).
   requireRegularFile(path, "init: -o")
   // lstat, not exists: a dangling symlink is something there too, and writing would create the file it points to.
-  if (lstatSync(path, { throwIfNoEntry: false }) && !values.force)
-    throw new CliError(`${path} already exists (use --force to overwrite)`)
+  const there = lstatSync(path, { throwIfNoEntry: false })
+  // --force replaces a file, never writes through a link: its target may be anywhere, or not exist yet.
+  if (there?.isSymbolicLink())
+    throw new CliError(`${path} is a symlink: remove it, or pass -o with the file it points to`)
+  if (there && !values.force) throw new CliError(`${path} already exists (use --force to overwrite)`)
   mkdirSync(dirname(path), { recursive: true })
   writeFileSync(path, TEMPLATES[name])
   console.log(`Wrote ${path} (${name} template)`)

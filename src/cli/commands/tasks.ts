@@ -64,12 +64,13 @@ async function taskStoreChoice(values: TaskStoreFlags): Promise<Choice> {
     throw new UsageError(
       "--python-lock applies to a task file (--file); in mycelium.yaml set python_lock: true",
     )
-  if (direct) return { store: direct, config: null }
-  const path = values.config ?? (existsSync("mycelium.yaml") ? "mycelium.yaml" : undefined)
-  if (!path) return { store: { kind: "file", path: DEFAULT_TASKS }, config: null }
+  // As for `transitions`: with a store flag and -c, the flag names the store and the config gives the settings
+  // (its receipt signing); the implicit ./mycelium.yaml is read only when no flag names a store.
+  const path = values.config ?? (!direct && existsSync("mycelium.yaml") ? "mycelium.yaml" : undefined)
+  if (!path) return { store: direct ?? { kind: "file", path: DEFAULT_TASKS }, config: null }
   const { loadConfig } = await import("../../node/config.ts")
   const config = await loadConfig(path, { onWarning: () => {} })
-  return { store: configuredStore(config, path), config }
+  return { store: direct ?? configuredStore(config, path), config }
 }
 
 // As for `transitions`: any store flag (-c included) beats the environment, so an exported MYCELIUM_TASK_FILE cannot
@@ -171,7 +172,7 @@ async function command(
       for (const [k, v] of Object.entries(t.row))
         console.log(`${k}: ${clean(typeof v === "string" ? v : JSON.stringify(v))}`)
       console.log(`state: ${taskState(t, now)}`)
-      console.log(`lease: ${t.lease ? JSON.stringify(t.lease) : "-"}`)
+      console.log(`lease: ${t.lease ? clean(JSON.stringify(t.lease)) : "-"}`)
     }
     return 0
   }

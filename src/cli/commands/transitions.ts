@@ -157,7 +157,7 @@ async function show(args: string[]): Promise<number> {
       ["tool", e.tool],
       ["args", JSON.stringify(e.kwargs)],
       ["status", e.status],
-      ["resolved_outcome", paintOutcome(resolvedOutcome(e, now))],
+      ["resolved_outcome", resolvedOutcome(e, now)],
       ["side_effect_boundary", e.sideEffectBoundary],
       ["parent_request_id", e.parentRequestId ?? "-"],
       ["started_at", iso(e.startedAt)],
@@ -180,7 +180,9 @@ async function show(args: string[]): Promise<number> {
       ["worker_dead_asserted_by", e.workerDeadAssertedBy ?? "-"],
       ["worker_dead_asserted_at", iso(e.workerDeadAssertedAt)],
     ]
-    for (const [k, v] of fields) console.log(`${k}: ${clean(v)}`)
+    // The outcome is painted here, after clean(): cleaned again, its colour codes would print as text.
+    for (const [k, v] of fields)
+      console.log(`${k}: ${k === "resolved_outcome" ? paintOutcome(String(v)) : clean(v)}`)
     return 0
   })
 }
@@ -209,7 +211,10 @@ export async function release(args: string[], command = "transitions release"): 
   )
   const id = oneId("release", positionals)
   const expectedFence = fenceOf(command, values.fence)
-  const verified = VERDICTS[values.verified ?? ""]
+  // An own key only: `constructor` or `toString` would find the object's prototype.
+  const verified = Object.hasOwn(VERDICTS, values.verified ?? "")
+    ? VERDICTS[values.verified ?? ""]
+    : undefined
   if (!verified) throw new UsageError(`${command}: --verified must be completed or not-executed`)
   if (!values.by || !values.reason) throw new UsageError(`${command}: --by and --reason are required`)
   const override = values["override-death-signal"]

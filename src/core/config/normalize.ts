@@ -144,20 +144,7 @@ function resolveStorage(
   path: Path,
 ): ResolvedStorage {
   const kind = cfg.storage
-  const allowed = new Set(["storage", ...STORAGE_KEYS[kind]])
-  for (const key of Object.keys(cfg)) {
-    if (
-      Object.hasOwn(storageOnlyKeys, key) &&
-      !allowed.has(key) &&
-      cfg[key as keyof StorageConfig] !== undefined
-    ) {
-      throw source.error(
-        `'${key}' does not apply to storage '${kind}' (it takes: ${STORAGE_KEYS[kind].join(", ") || "no keys"})`,
-        [...path, key],
-        true,
-      )
-    }
-  }
+  refuseForeignKeys(cfg, Object.keys(storageOnlyKeys), source, path)
   const pick = (direct: "url" | "token" | "dsn"): string | undefined => {
     const envKey = `${direct}_env` as const
     if (cfg[direct] !== undefined && cfg[envKey] !== undefined)
@@ -253,6 +240,23 @@ const storageOnlyKeys = {
   dispatch_lookup: 1,
   python_lock: 1,
   timeout: 1,
+}
+
+/**
+ * A store key (of `keys`, those the section has) that its `storage` does not take is an error, in state_flush and
+ * audit_receipt as in the ledgers: a `path:` without `storage: file` kept the rows in memory, lost at exit.
+ */
+function refuseForeignKeys(section: object, keys: string[], source: ConfigSource, path: Path): void {
+  const values = section as Record<string, unknown>
+  const kind = values.storage as StorageKind
+  const takes = STORAGE_KEYS[kind].filter((k) => keys.includes(k))
+  for (const key of Object.keys(values))
+    if (keys.includes(key) && !takes.includes(key) && values[key] !== undefined)
+      throw source.error(
+        `'${key}' does not apply to storage '${kind}' (it takes: ${takes.join(", ") || "no keys"})`,
+        [...path, key],
+        true,
+      )
 }
 
 const productionMessage = (field: string, value: string, required: string): string =>
@@ -365,9 +369,12 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
       )
     }
     if (ledgerCfg && transition && tc.side_effect_class === undefined) {
+      // A name only listed in action_ledger.tools has no entry under tools: point at the list's item.
       throw source.error(
         `tool '${name}' has ledger but no side_effect_class; required when 'transition' is configured`,
-        path,
+        Object.hasOwn(raw.tools, name)
+          ? path
+          : ["action_ledger", "tools", (al as { tools: string[] }).tools.indexOf(name)],
         true,
       )
     }
@@ -483,6 +490,7 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
   let signingKey: string | null = null
   const ar = raw.audit_receipt
   if (ar) {
+    refuseForeignKeys(ar, ["path", "database"], source, ["audit_receipt"])
     if (ar.signing_key !== undefined && ar.signing_key_env !== undefined)
       throw source.error(
         `set 'signing_key' or 'signing_key_env', not both`,
@@ -505,8 +513,7 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
   if (sf?.storage === "file" && !sf.path) throw source.error(`storage 'file' needs 'path'`, ["state_flush"])
   if (sf?.storage === "durable_object" && !sf.binding)
     throw source.error(`storage 'durable_object' needs 'binding'`, ["state_flush"])
-  if (sf?.python_lock !== undefined && sf.storage !== "file")
-    throw source.error(`'python_lock' applies to storage 'file' only`, ["state_flush", "python_lock"])
+  if (sf) refuseForeignKeys(sf, ["path", "database", "binding", "python_lock"], source, ["state_flush"])
   // The original reads an empty list as unset (`flush_on or [...]`): it flushes on all three. One file must not flush
   // every ending in Python and none here.
   if (sf?.flush_on.length === 0)

@@ -11,15 +11,48 @@ const FLOAT =
 const INT =
   /^(?:[-+]?0b[0-1_]+|[-+]?0[0-7_]+|[-+]?(?:0|[1-9][0-9_]*)|[-+]?0x[0-9a-fA-F_]+|[-+]?[1-9][0-9_]*(?::[0-5]?[0-9])+)$/
 const NULL = /^(?:~|null|Null|NULL|)$/
+// The timestamp constructor's pattern. Its resolver also wants a two-digit month and day when there is no time.
+const TIMESTAMP =
+  /^(\d{4})-(\d\d?)-(\d\d?)(?:(?:[Tt]|[ \t]+)(\d\d?):(\d\d):(\d\d)(?:\.(\d*))?(?:[ \t]*(Z|([-+])(\d\d?)(?::(\d\d))?))?)?$/
+
+const pad = (n: unknown): string => `${n}`.padStart(2, "0")
+
+/**
+ * str() of the date or datetime PyYAML (5.3 and later) builds: `2026-07-01T12:00:00Z` is `2026-07-01 12:00:00+00:00`.
+ * undefined where Python's constructor raises (`2026-02-30`, hour 24, an offset of a day or more).
+ */
+function pythonTimestamp(m: RegExpExecArray): string | undefined {
+  const [, y, mo, d, h, mi, s, fraction = "", tz, sign, th, tm = 0] = m
+  const t = new Date(0)
+  t.setUTCFullYear(Number(y), Number(mo) - 1, Number(d))
+  let text = `${y}-${pad(mo)}-${pad(d)}`
+  if (h) {
+    t.setUTCHours(Number(h), Number(mi), Number(s))
+    text += ` ${pad(h)}:${mi}:${s}`
+  }
+  // A field out of range moves the Date (February 30 is March 2), where Python refuses the value.
+  if (!Number(y) || t.toISOString().slice(0, text.length).replace("T", " ") !== text) return undefined
+  if (!h) return text
+  const micro = fraction.slice(0, 6).padEnd(6, "0")
+  const offset = Number(th) * 60 + Number(tm)
+  if (offset > 1439) return undefined
+  const zone = sign
+    ? `${sign === "-" && offset ? "-" : "+"}${pad((offset / 60) | 0)}:${pad(offset % 60)}`
+    : tz
+      ? "+00:00"
+      : ""
+  return `${text}${Number(micro) ? `.${micro}` : ""}${zone}`
+}
 
 /** Base-60 digits (`1:30` is 90), as PyYAML's int and float constructors read them. */
 const sexagesimal = (parts: string[]): number => parts.reduce((acc, p) => acc * 60 + Number(p), 0)
 
 /**
  * Python's `str()` of what PyYAML's safe_load makes of a plain (unquoted) scalar, or null where the original finds
- * no value (null, False, 0, 0.0: its `if not agent_id` / `if not policy_version` refuses them). Other text is a string on both sides.
+ * no value (null, False, 0, 0.0: its `if not agent_id` / `if not policy_version` refuses them), or undefined where
+ * PyYAML itself fails (a timestamp no date can hold). Other text is a string on both sides.
  */
-export function pythonYamlStr(text: string): string | null {
+export function pythonYamlStr(text: string): string | null | undefined {
   if (NULL.test(text)) return null
   if (BOOL.test(text)) return /^[yto]/i.test(text) && !/^off$/i.test(text) ? "True" : null
   if (FLOAT.test(text)) {
@@ -46,5 +79,7 @@ export function pythonYamlStr(text: string): string | null {
           : BigInt(body)
     return n === 0n ? null : `${negative ? "-" : ""}${n}`
   }
+  const ts = TIMESTAMP.exec(text)
+  if (ts && (ts[4] || text.length === 10)) return pythonTimestamp(ts)
   return text
 }

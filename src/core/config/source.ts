@@ -54,8 +54,11 @@ export function parseConfigSource(text: string, name = "mycelium.yaml"): ConfigS
   // The scalars whose YAML 1.1 reading enters the ledger's keys, as the original str()s them (python-yaml.ts).
   for (const key of ["agent_id", "policy_version"]) {
     const node = doc.getIn(["transition", key], true)
-    if (isScalar(node) && node.type === "PLAIN" && typeof node.source === "string")
+    if (isScalar(node) && node.type === "PLAIN" && typeof node.source === "string") {
       node.value = pythonYamlStr(node.source)
+      if (node.value === undefined)
+        throw new ConfigError(`a date PyYAML cannot build: quote it`, locate(["transition", key]), name)
+    }
   }
   let value: unknown
   try {

@@ -242,9 +242,9 @@ const cases: Case[] = [
   [
     "ledgered tool without class",
     `${T}action_ledger:\n  tools: [pay]\n`,
-    "tools.pay",
-    1,
-    1,
+    "action_ledger.tools[0]",
+    5,
+    11,
     "no side_effect_class",
   ],
   [

@@ -1,0 +1,116 @@
+// Config mistakes that loaded as something else than the Python original reads, or than what was written: a
+// timestamp-shaped version keyed as its text (PyYAML keys its datetime's str()), a receipt or state path kept in
+// memory, and an error about a listed tool pointing at line 1.
+import { describe, expect, it } from "vitest"
+import { ConfigError, loadConfigFromString } from "../../../src/core/config/index.ts"
+
+const quiet = { onWarning: () => {}, env: { K: "k" } }
+
+function refusal(yaml: string): ConfigError {
+  try {
+    loadConfigFromString(yaml, quiet)
+  } catch (e) {
+    if (e instanceof ConfigError) return e
+    throw e
+  }
+  throw new Error("loaded")
+}
+
+describe("a timestamp-shaped agent_id or policy_version", () => {
+  // str(yaml.safe_load(...)) in PyYAML 6.0.3 of each plain scalar: a date or a datetime, which the original keys.
+  it.each([
+    ["2026-07-01", "2026-07-01"],
+    ["2026-07-01T12:00:00Z", "2026-07-01 12:00:00+00:00"],
+    ["2026-07-01 12:00:00Z", "2026-07-01 12:00:00+00:00"],
+    ["2026-07-01t12:00:00.5", "2026-07-01 12:00:00.500000"],
+    ["2026-07-01T12:00:00+02:00", "2026-07-01 12:00:00+02:00"],
+    ["2026-7-1 1:02:03", "2026-07-01 01:02:03"],
+    ["2026-07-01T12:00:00.1234567-05:30", "2026-07-01 12:00:00.123456-05:30"],
+    ["2026-07-01T12:00:00+5", "2026-07-01 12:00:00+05:00"],
+    ["2026-07-01T12:00:00-00:00", "2026-07-01 12:00:00+00:00"],
+    ["2026-07-01T12:00:00.000", "2026-07-01 12:00:00"],
+    ["2026-07-01T12:00:00 +05:99", "2026-07-01 12:00:00+06:39"],
+    ["2024-02-29", "2024-02-29"],
+    ["2026-7-01", "2026-7-01"],
+  ])("%s is keyed as the original's str() of it, %s", (text, str) => {
+    const t = loadConfigFromString(`transition:\n  agent_id: ${text}\n  policy_version: ${text}\n`, quiet)
+    expect([t.transition?.agentId, t.transition?.policyVersion]).toEqual([str, str])
+    const quoted = loadConfigFromString(`transition:\n  agent_id: a\n  policy_version: '${text}'\n`, quiet)
+    expect(quoted.transition?.policyVersion).toBe(text)
+  })
+
+  it.each([
+    "2023-02-29",
+    "0000-01-01",
+    "2026-07-01T24:00:00",
+    "2026-07-01T12:00:60",
+    "2026-07-01T12:00:00+24:00",
+  ])("%s, which PyYAML fails on, is a ConfigError at its line and column saying to quote it", (text) => {
+    const e = refusal(`transition:\n  agent_id: a\n  policy_version: ${text}\n`)
+    expect(e).toMatchObject({ path: ["transition", "policy_version"], line: 3, column: 19 })
+    expect(e.message).toMatch(/quote it/)
+  })
+})
+
+describe("state_flush and audit_receipt keys that do not apply to their storage", () => {
+  const T = "transition: {agent_id: a, policy_version: v}\n"
+  it.each([
+    [
+      "audit_receipt path without storage: file",
+      `${T}audit_receipt:\n  signing_key_env: K\n  path: r.jsonl\n`,
+      4,
+      "'path' does not apply to storage 'memory'",
+    ],
+    [
+      "state_flush path without storage: file",
+      "state_flush:\n  path: s.json\n",
+      2,
+      "'path' does not apply to storage 'memory'",
+    ],
+    [
+      "state_flush database beside storage: file",
+      "state_flush:\n  storage: file\n  path: s.json\n  database: x\n",
+      4,
+      "'database' does not apply to storage 'file'",
+    ],
+    [
+      "state_flush binding beside storage: file",
+      "state_flush:\n  storage: file\n  path: s.json\n  binding: y\n",
+      4,
+      "'binding' does not apply to storage 'file'",
+    ],
+    [
+      "audit_receipt database beside storage: file",
+      `${T}audit_receipt:\n  signing_key_env: K\n  storage: file\n  path: r.jsonl\n  database: db\n`,
+      6,
+      "'database' does not apply to storage 'file' (it takes: path)",
+    ],
+    [
+      "state_flush python_lock on indexeddb",
+      "state_flush:\n  storage: indexeddb\n  python_lock: true\n",
+      3,
+      "'python_lock' does not apply to storage 'indexeddb'",
+    ],
+  ])("%s is a ConfigError at the key, as for action_ledger", (_name, yaml, line, message) => {
+    const e = refusal(yaml)
+    expect(e).toMatchObject({ line, column: 3 })
+    expect(e.message).toContain(message)
+  })
+
+  it("each storage's own keys still load", () => {
+    const c = loadConfigFromString(
+      `${T}state_flush: {storage: indexeddb, database: d}\naudit_receipt: {signing_key_env: K, storage: file, path: r.jsonl}\n`,
+      quiet,
+    )
+    expect(c.resolved.raw.audit_receipt?.path).toBe("r.jsonl")
+  })
+})
+
+it("a tool listed only in action_ledger.tools is reported at its list entry, not at line 1", () => {
+  const e = refusal(
+    "transition:\n  agent_id: a\n  policy_version: v\naction_ledger:\n  storage: memory\n  tools: [ok, pay]\n" +
+      "tools:\n  ok: {side_effect_class: read}\n",
+  )
+  expect(e).toMatchObject({ path: ["action_ledger", "tools", 1], line: 6, column: 15 })
+  expect(e.message).toContain("tool 'pay' has ledger but no side_effect_class")
+})
