@@ -21,7 +21,7 @@ import {
 import { hostname } from "node:os"
 import { basename, dirname, join, resolve } from "node:path"
 import process from "node:process"
-import { LedgerError } from "../adapter-kit.ts"
+import { LedgerError, LedgerStorageUnavailableError } from "../adapter-kit.ts"
 import { JSON_STRING, parsePythonRow } from "../core/python-nan.ts"
 
 /** The ledger file exists but is not a JSON object of rows. Nothing was read or written; repair or restore it. */
@@ -522,20 +522,24 @@ export class LockedFile {
   }
 
   /**
-   * A JSON object file (`{key: value}`); absent is empty, anything else that is not an object is corrupt. Python's
-   * bare NaN and Infinity are read as json.loads reads them.
+   * A JSON object file (`{key: value}`); absent is empty, anything else that is not an object is corrupt: an empty
+   * file too (a truncation; every writer, the original's included, writes at least `{}`). Python's bare NaN and
+   * Infinity are read as json.loads reads them.
    */
-  readDict(): Record<string, unknown> {
-    const text = this.read()
-    if (text === null || text.trim() === "") return {}
+  readDict(path = this.path): Record<string, unknown> {
+    const text = this.read(path)
+    if (text === null) return {}
     let parsed: unknown
     try {
       parsed = parsePythonRow(text)
     } catch (e) {
-      throw new LedgerFileCorruptError(this.path, `not JSON (${(e as Error).message})`)
+      throw new LedgerFileCorruptError(
+        path,
+        text.trim() === "" ? "the file is empty" : `not JSON (${(e as Error).message})`,
+      )
     }
     if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
-      throw new LedgerFileCorruptError(this.path, "not a JSON object")
+      throw new LedgerFileCorruptError(path, "not a JSON object")
     loaded.set(parsed, { text, values: { ...parsed } })
     return parsed as Record<string, unknown>
   }
@@ -566,6 +570,15 @@ export class LockedFile {
       if (this.fsync) fsyncSync(fd)
     } finally {
       closeSync(fd)
+    }
+    // A writer paused past staleLockAfter was presumed dead and replaced: its rewrite, built on what it read before,
+    // would erase what its successor wrote since (as the ledger file store checks in its flush).
+    if (!this.#lock.held()) {
+      rmQuiet(tmp)
+      throw new LedgerStorageUnavailableError(
+        `lost the lock ${this.#lock.path} to another writer (this one was paused past staleLockAfter); ` +
+          "nothing was written: retry",
+      )
     }
     renameSync(tmp, path)
     if (this.fsync) fsyncDir(dirname(path))

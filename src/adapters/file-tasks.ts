@@ -19,12 +19,12 @@ export type FileTaskStoreOptions = LockedFileOptions
 export class FileTaskStore implements TaskStore {
   readonly kind = "file"
   readonly #rows: LockedFile
-  readonly #leases: LockedFile
+  /** The sidecar, written under the rows file's lock: a write of either is refused once that lock is lost. */
+  readonly #leases: string
 
   constructor(path: string, options: FileTaskStoreOptions = {}) {
     this.#rows = new LockedFile(path, options)
-    // The sidecar is this package's alone: the original's flock guards only the rows file.
-    this.#leases = new LockedFile(`${this.#rows.path}.leases.json`, { ...options, pythonLock: false })
+    this.#leases = `${this.#rows.path}.leases.json`
   }
 
   get path(): string {
@@ -33,13 +33,13 @@ export class FileTaskStore implements TaskStore {
 
   /** Reads without the lock: both files are replaced by rename, so each read sees a whole file. */
   async get(requestId: string): Promise<StoredTask | null> {
-    return this.#read(requestId, this.#rows.readDict(), this.#leases.readDict())
+    return this.#read(requestId, this.#rows.readDict(), this.#rows.readDict(this.#leases))
   }
 
   swap(requestId: string, expected: string | null, next: TaskRecord): Promise<string | null> {
     return this.#rows.run(() => {
       const rows = this.#rows.readDict()
-      const leases = this.#leases.readDict()
+      const leases = this.#rows.readDict(this.#leases)
       const current = this.#read(requestId, rows, leases)
       if ((current?.version ?? null) !== expected) return null
       defineOwn(rows, requestId, next.row)
@@ -49,11 +49,11 @@ export class FileTaskStore implements TaskStore {
       // reclaimed. A terminal row goes first: a crash before its lease leaves a finished task with a stale lease,
       // which a finished task ignores.
       if (next.row.status === "in-flight") {
-        this.#leases.writeDict(leases)
+        this.#rows.writeDict(leases, this.#leases)
         this.#rows.writeDict(rows)
       } else {
         this.#rows.writeDict(rows)
-        this.#leases.writeDict(leases)
+        this.#rows.writeDict(leases, this.#leases)
       }
       return recordVersion(next)
     })
@@ -61,7 +61,7 @@ export class FileTaskStore implements TaskStore {
 
   async *list(): AsyncIterable<StoredTask> {
     const rows = this.#rows.readDict()
-    const leases = this.#leases.readDict()
+    const leases = this.#rows.readDict(this.#leases)
     for (const id of Object.keys(rows)) {
       const t = this.#read(id, rows, leases)
       if (t) yield t
@@ -79,7 +79,7 @@ export class FileTaskStore implements TaskStore {
     const rawLease = leases[requestId]
     const lease: TaskLease | null = rawLease === undefined ? null : parseTaskLease(rawLease)
     if (rawLease !== undefined && !lease)
-      throw new LedgerFileCorruptError(this.#leases.path, `lease '${requestId}' is not a task lease`)
+      throw new LedgerFileCorruptError(this.#leases, `lease '${requestId}' is not a task lease`)
     const record = { row, lease }
     return { ...record, version: recordVersion(record) }
   }

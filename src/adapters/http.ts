@@ -97,10 +97,6 @@ export class HttpLedgerStorage implements LedgerStorage {
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         ...(signal ? { signal } : {}),
       })
-      if (allow404 && res.status === 404) {
-        await res.body?.cancel().catch(() => undefined)
-        return null
-      }
       // A broken or hostile server must not fill this process's memory.
       bytes = await readLimited(res, this.#maxResponseBytes)
     } catch (e) {
@@ -127,11 +123,20 @@ export class HttpLedgerStorage implements LedgerStorage {
       throw new LedgerHttpError(
         res.status,
         "invalid_response",
-        `ledger API answered ${res.status} with non-JSON`,
+        `ledger API answered ${res.status} with non-JSON; check the API's base URL`,
       )
     }
     if (!res.ok) {
-      const err = (json as { error?: { code?: string; message?: string } }).error
+      const err = (json as { error?: { code?: string; message?: string } } | null)?.error
+      // Only the row route's own answer means "no such row": a proxy's 404 page, or the app's answer for a route it
+      // does not have (a wrong base path, also `not_found`), is an outage, never an empty ledger.
+      if (
+        allow404 &&
+        res.status === 404 &&
+        err?.code === "not_found" &&
+        /^no row '/.test(String(err.message))
+      )
+        return null
       throw new LedgerHttpError(res.status, err?.code ?? "http_error", err?.message ?? `HTTP ${res.status}`)
     }
     return json as T

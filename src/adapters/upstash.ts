@@ -13,6 +13,7 @@ import {
   entryToRow,
   isTerminalOutcome,
   type LedgerEntry,
+  LedgerRowError,
   LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
@@ -70,6 +71,13 @@ local function sent(key, value) if key ~= '' then redis.call('SET', key, value, 
 local function was_sent(key) return key ~= '' and redis.call('GET', key) end
 `
 
+// Comments stay out of the Lua text, which ships in every bundle as written.
+// load(): the stored row of request id: the primary key, else the tombstone (the key was evicted). A non-terminal
+// tombstone stands for an abandoned claim: its lease counts as lapsed, as in the original. legacy: where an older
+// version or a Python worker with this prefix put the tombstone ('' when the same). With a prefix not ending in ':'
+// (or empty) the original's tombstone of X is the row key of '-tomb:X': a row of another id is no tombstone of this
+// one, and under the primary key it is refused. The primary key's TTL: only while in flight with a bounded lease;
+// never shortened by a write.
 // Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/model/entry.ts do, so the
 // script classifies the same way `classifyClaim` does. Missing `terminal_outcome` reads as IN_FLIGHT, a JSON null or
 // unknown value falls back to `status`, unparseable numbers behave like JavaScript's NaN (never equal, never greater).
@@ -109,21 +117,25 @@ local function decode(raw)
   end
   return row
 end
--- The stored row: the primary key, else the tombstone (the key was evicted). A non-terminal tombstone stands for
--- an abandoned claim: its lease counts as lapsed, as in the original.
--- legacy: where an older version or a Python worker with this prefix put the tombstone ('' when the same).
-local function load(key, tomb, legacy)
+local function load(key, tomb, legacy, id)
   local raw = redis.call('GET', key)
-  local ghost = false
-  if not raw then
-    raw = redis.call('GET', tomb)
-    if not raw and legacy ~= '' then raw = redis.call('GET', legacy) end
-    if not raw then return nil, nil, false end
-    ghost = true
+  if raw then
+    local row = decode(raw)
+    if row == nil then return error('mycelium: corrupt ledger row at ' .. key) end
+    if row.request_id ~= id then
+      return error('mycelium: ' .. key .. " holds another request id's row")
+    end
+    return row, raw, false
   end
-  local row = decode(raw)
-  if row == nil then return error('mycelium: corrupt ledger row at ' .. key) end
-  return row, raw, ghost and non_terminal(row)
+  for _, k in ipairs({tomb, legacy}) do
+    raw = k ~= '' and redis.call('GET', k)
+    if raw then
+      local row = decode(raw)
+      if row == nil then return error('mycelium: corrupt ledger row at ' .. k) end
+      if row.request_id == id then return row, raw, non_terminal(row) end
+    end
+  end
+  return nil, nil, false
 end
 local function lease_of(row, ghost)
   if ghost then return -math.huge end
@@ -143,7 +155,6 @@ local function resolved(row, now, ghost)
   if t == 'IN_FLIGHT' and lapsed then return 'EXPIRED' end
   return t
 end
--- Primary key TTL: only while in flight with a bounded lease; never shortened by a write.
 local function write(key, tomb, raw, ttl)
   if ttl > 0 then
     local cur = redis.call('TTL', key)
@@ -159,11 +170,12 @@ ${SENT_LUA}`
 // KEYS: row, tomb, legacy tomb or '', dispatch index of the new row or '', dispatch set to read siblings from or '',
 // this call's sent key. ARGV: row head, row tail (the new row is head .. fence .. tail), now, mode (any|none|fence),
 // reclaim fence, ttl, request id, row prefix, tomb prefix. A claim returns {'claimed', fence, 0, sibling id, row,
-// tomb, …}.
+// tomb, …}. Siblings are read in the same atomic step as the insert: of two racing claims under one dispatch id, the
+// later script always sees the earlier one.
 const CLAIM_LUA = `${LUA_PRELUDE}
 local function claim()
 local now = tonumber(ARGV[3])
-local row, raw, ghost = load(KEYS[1], KEYS[2], KEYS[3])
+local row, raw, ghost = load(KEYS[1], KEYS[2], KEYS[3], ARGV[7])
 local fence = 0
 if row ~= nil then
   local t = resolved(row, now, ghost)
@@ -188,8 +200,6 @@ end
 local nf = was_sent(KEYS[6]) or claim()
 if type(nf) == 'table' then return nf end
 local out = {'claimed', nf, 0}
--- Siblings are read in the same atomic step as the insert: of two racing claims under one dispatch id, the
--- later script always sees the earlier one.
 if KEYS[5] ~= '' then
   for _, id in ipairs(redis.call('SMEMBERS', KEYS[5])) do
     if id ~= ARGV[7] then
@@ -206,7 +216,7 @@ return out
 // (comma-separated), owner flag, owner, fence, phase flag, phase, lease flag, lease-held-at, boundary flag, boundary.
 const CAS_LUA = `${LUA_PRELUDE}
 if was_sent(KEYS[5]) then return 1 end
-local row, raw, ghost = load(KEYS[1], KEYS[2], KEYS[3])
+local row, raw, ghost = load(KEYS[1], KEYS[2], KEYS[3], ARGV[3])
 if row == nil then return 0 end
 local t = term_of(row)
 if type(t) ~= 'string' then return 0 end
@@ -246,7 +256,7 @@ for _, k in ipairs({KEYS[1], KEYS[2], KEYS[3]}) do
   local raw = k ~= '' and redis.call('GET', k)
   if raw then
     local row = decode(raw)
-    if row ~= nil and fence_of(row) > stored then stored = fence_of(row) end
+    if row ~= nil and row.request_id == ARGV[3] and fence_of(row) > stored then stored = fence_of(row) end
   end
 end
 if stored > tonumber(ARGV[4]) then return stored end
@@ -318,8 +328,8 @@ export class UpstashLedgerStorage implements LedgerStorage {
     const legacy = this.#legacyTomb(requestId)
     const keys = [this.#key(requestId), this.#tomb(requestId)]
     if (legacy) keys.push(legacy)
-    const [raw, tomb, old] = await this.#mget(keys)
-    return this.#fromStored(raw, tomb ?? old, this.#now())
+    const [raw, ...tombs] = await this.#mget(keys)
+    return this.#fromStored(raw, tombs, this.#now(), requestId)
   }
 
   /** Upsert, refusing only a write that would move the fence backwards (a stale writer). */
@@ -444,7 +454,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
       const values = await this.#mget(keys)
       const now = this.#now()
       for (let j = 0; j < batch.length; j++) {
-        const e = this.#fromStored(values[2 * j], values[2 * j + 1], now, batch[j])
+        const e = this.#fromStored(values[2 * j], [values[2 * j + 1]], now, batch[j] as string, true)
         if (e) yield e
       }
     }
@@ -470,7 +480,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
   #triples(flat: unknown[], dispatchId: string, now: number): LedgerEntry[] {
     const out: LedgerEntry[] = []
     for (let i = 0; i + 2 < flat.length; i += 3) {
-      const e = this.#fromStored(flat[i + 1], flat[i + 2], now)
+      const e = this.#fromStored(flat[i + 1], [flat[i + 2]], now, String(flat[i]))
       // The set only grows; a row whose dispatch id changed since is filtered here.
       if (e && dispatchIdOf(e) === dispatchId) out.push(e)
     }
@@ -518,15 +528,28 @@ export class UpstashLedgerStorage implements LedgerStorage {
     return this.#ttl(Math.max(0, entry.leaseUntil - since))
   }
 
-  /** `listedId`: the id a scan derived from a key; values that are not that row are not ours, and skipped. */
-  #fromStored(raw: unknown, tomb: unknown, now: number, listedId?: string): LedgerEntry | null {
-    const ours = (r: Row | null): Row | null =>
-      listedId === undefined || (r !== null && r.request_id === listedId) ? r : null
-    const row = ours(listedId === undefined ? toRow(raw) : toRowOrNull(raw))
-    if (row) return entryFromRow(row)
-    const t = ours(listedId === undefined ? toRow(tomb) : toRowOrNull(tomb))
-    if (!t) return null
-    return entryFromRow(isNonTerminal(t) ? ghostRow(t, now) : t)
+  /**
+   * The row of `id` from its primary key, else the first of its tombstones that is its own: with a prefix not ending
+   * in ':' (or empty) the original's tombstone of X is the row key of `-tomb:X`, so a row of another id is no
+   * tombstone, and under the primary key it is refused (the script refuses the same). `listed`: `id` came from a
+   * scanned key, which may be no row of ours: values that are not its row are skipped.
+   */
+  #fromStored(raw: unknown, tombs: unknown[], now: number, id: string, listed = false): LedgerEntry | null {
+    const read = listed ? toRowOrNull : toRow
+    // The row of `id`; outside a scan also a value that is no row at all, which entryFromRow refuses.
+    const mine = (r: Row | null): r is Row =>
+      r !== null && (r.request_id === id || (!listed && typeof r.request_id !== "string"))
+    const row = read(raw)
+    if (mine(row)) return entryFromRow(row)
+    if (row && !listed)
+      throw new LedgerRowError(
+        `the key of '${id}' holds the row of another request id; use a prefix ending in ':' (docs/storage-contract.md)`,
+      )
+    for (const v of tombs) {
+      const t = read(v)
+      if (mine(t)) return entryFromRow(isNonTerminal(t) ? ghostRow(t, now) : t)
+    }
+    return null
   }
 }
 

@@ -7,9 +7,13 @@ type Unavailable = new (message: string, options: { cause: unknown }) => Error
 
 export function storeFailure(what: string, op: string, e: unknown, Unavailable: Unavailable): Error {
   if (e instanceof LedgerError) return e
-  const name = e instanceof Error ? e.name : typeof e
-  const msg = e instanceof Error ? e.message : String(e)
-  return new Unavailable(`${what} unavailable during ${op}: ${name}: ${msg}`, { cause: e })
+  // Not String(e) alone: a rejection that is no Error (the Neon driver's WebSocket event on a socket reset) would
+  // read "[object Object]". Its constructor and message, code or type name it instead.
+  const o = Object(e)
+  return new Unavailable(
+    `${what} unavailable during ${op}: ${o.name ?? o.constructor?.name}: ${o.message ?? o.code ?? o.type ?? e}`,
+    { cause: e },
+  )
 }
 
 /** A store operation whose failure, thrown or rejected, is reported by {@link storeFailure}. */

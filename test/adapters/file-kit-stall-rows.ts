@@ -1,0 +1,20 @@
+// Rows shared by file-kit-stall.test.ts and its writer.
+import type { TaskRecord } from "../../src/core/tasks/record.ts"
+
+export function taskRecord(id: string, owner: string, pad = ""): TaskRecord {
+  const now = Date.now() / 1000
+  return {
+    row: {
+      request_id: id,
+      task: "t",
+      args: pad ? [pad] : [],
+      kwargs: {},
+      status: "in-flight",
+      result: null,
+      error: null,
+      started_at: now,
+      finished_at: null,
+    },
+    lease: { fence: 1, owner, lease_until: now + 600, heartbeat_at: now, started_at: now },
+  }
+}
