@@ -72,7 +72,10 @@ const budgets = [
     // tasks 7.2 -> 7.4 KB (2026-12-05): its polls share one abort listener per signal, taken off by the last
     // (many waits on one signal printed Node's leak warning; a listener left on an AbortSignal.any() keeps it alive),
     // and task arguments that are not plain JSON are refused as the ledger's are: 7,574 B.
-    ["tasks", 7.4],
+    // tasks 7.4 -> 7.6 KB (2026-12-05, the review of stop 34): a local timer aborts the body before its lease can
+    // lapse when a renewal hangs (two bodies ran), a Python re-claim is never adopted, an abort during the claim keeps
+    // the body from starting, an unbounded live lease needs force to release: 7,696 B.
+    ["tasks", 7.6],
     // state 2.4 -> 2.5 KB (2026-12-05): the JSON conversion it shares with the ledger learned to refuse arguments
     // that are not plain (the refusal itself stays with the ledger): 2,496 B.
     ["state", 2.5],
@@ -107,7 +110,11 @@ const budgets = [
     // and "repaired" into a second result for one call: 13.4 KB.
     // openai-agents 7 -> 7.1 KB (2026-12-05): a step's calls share one abort listener per signal (eleven parallel
     // calls printed Node's MaxListenersExceededWarning in the application's log): 7,183 B.
-    max: { "ai-sdk": 13.5, langgraph: 8.5, "openai-agents": 7.1 }[i] * KB,
+    // +0.2 KB each (2026-12-05, the review of stop 34): a redispatch that stops waiting for the call still running
+    // (a poll timeout, an aborted run) or finds it ambiguous holds the model's retry by that row (it ran the payment
+    // beside the first), 80 B; bounded()'s own __proto__ refusal and disguised dot segments, 80 B: ai-sdk 13,938 B,
+    // langgraph 8,812, openai-agents 7,428.
+    max: { "ai-sdk": 13.7, langgraph: 8.7, "openai-agents": 7.3 }[i] * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.
   { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 12 * KB },
@@ -123,7 +130,10 @@ const budgets = [
   // own entry and never part of the core. Loaded once at start-up. Wiring `tasks:` and `audit_receipt:` (the task
   // ledger, the receipt emitter and signer) took it from 93.0 to 97.4 KB; the schema's move from classic zod (which
   // does not tree-shake) to zod/mini with only the English messages brought it to 79.6 KB. Budget: that +10%.
-  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 88 * KB },
+  // 88 -> 88.5 KB (2026-12-05, the review of stop 34): an unquoted timestamp in agent_id or policy_version reads as
+  // PyYAML's str() of its datetime (the two implementations keyed one call differently), 370 B; state_flush and
+  // audit_receipt refuse keys their storage ignores: 90,305 B.
+  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 88.5 * KB },
   // The storage conformance suite for adapter authors: test code, loaded by a test file and never by an application,
   // so its size matters little; it carries the whole ledger (its replay case runs an ActionLedger), the row codec and
   // the Python original's rows. 21.6 KB when it was added. The task, receipt and state-flush store suites joined it
@@ -136,7 +146,10 @@ const budgets = [
     max: 37 * KB,
   },
   // The agent client (`mycelium-runtime/client`, fetch only: no hono, zod or jose): 4.8 KB when it was added.
-  { name: "client (RemoteLedger)", code: 'export * from "./dist/edge/client.js"', max: 6 * KB },
+  // 6 -> 6.5 KB (2026-12-05, the review of stop 34): a result the server would refuse (NUL, an unpaired surrogate, a
+  // __proto__ key) is completed as unstorable by the server's own check instead of left IN_FLIGHT to run again, big
+  // integers go on the wire exactly, a replay for another tool-call id fails closed: 6,594 B.
+  { name: "client (RemoteLedger)", code: 'export * from "./dist/edge/client.js"', max: 6.5 * KB },
   // The Cloudflare worker (edge API + Durable Object + hono, zod, jose): what `wrangler deploy` uploads.
   // #10's budget. The edge schemas use zod/mini with only the English messages: 61 KB here, 66 KB as wrangler builds it
   // (classic zod, which does not tree-shake, had grown it to 80).
