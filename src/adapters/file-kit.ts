@@ -571,20 +571,31 @@ export class LockedFile {
     } finally {
       closeSync(fd)
     }
-    // A writer paused past staleLockAfter was presumed dead and replaced: its rewrite, built on what it read before,
-    // would erase what its successor wrote since (as the ledger file store checks in its flush).
-    if (!this.#lock.held()) {
+    try {
+      this.#stillHeld()
+    } catch (e) {
       rmQuiet(tmp)
-      throw new LedgerStorageUnavailableError(
-        `lost the lock ${this.#lock.path} to another writer (this one was paused past staleLockAfter); ` +
-          "nothing was written: retry",
-      )
+      throw e
     }
     renameSync(tmp, path)
     if (this.fsync) fsyncDir(dirname(path))
   }
 
+  /**
+   * A writer paused past staleLockAfter was presumed dead and replaced: its rewrite, built on what it read before,
+   * would erase what its successor wrote since, and its append would fork a receipt chain its successor extended
+   * (as the ledger file store checks in its flush).
+   */
+  #stillHeld(): void {
+    if (!this.#lock.held())
+      throw new LedgerStorageUnavailableError(
+        `lost the lock ${this.#lock.path} to another writer (this one was paused past staleLockAfter); ` +
+          "nothing was written: retry",
+      )
+  }
+
   append(text: string, path = this.path): void {
+    this.#stillHeld()
     mkdirSync(dirname(path), { recursive: true })
     if (!this.fsync) {
       appendFileSync(path, text)

@@ -8,8 +8,11 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
+import { FileReceiptStore } from "../../src/adapters/file-receipts.ts"
 import { FileStateFlushStore } from "../../src/adapters/file-state.ts"
 import { FileTaskStore } from "../../src/adapters/file-tasks.ts"
+import { LedgerStorageUnavailableError } from "../../src/core/ledger/index.ts"
+import type { ChainSealer } from "../../src/core/receipts/chain.ts"
 import { taskRecord } from "./file-kit-stall-rows.ts"
 
 const WRITER = fileURLToPath(new URL("./file-kit-stall-writer.ts", import.meta.url))
@@ -104,3 +107,38 @@ describe.each(["tasks", "state"] as const)(
     })
   },
 )
+
+describe("receipt file store: an append after its lock was taken over", () => {
+  it("writes nothing: a paused writer's receipt would fork the chain its successor extended", async () => {
+    const dir = mkdtempSync(join(root, "receipts-"))
+    const store = new FileReceiptStore(join(dir, "receipts.jsonl"))
+    const lockPath = `${store.path}.lock.ts`
+    const record = (id: string) => ({
+      receipt_id: id,
+      agent_id: "a",
+      action: "pay",
+      action_kind: "tool" as const,
+      request_id: `r-${id}`,
+      inputs: { args: [], kwargs: {} },
+      outputs: null,
+      status: "completed" as const,
+      timestamp: 1,
+      signature: "00",
+      error: null,
+    })
+    // The seal runs while the store holds its lock: here another process presumes it dead and takes the lock over.
+    const takenOver: ChainSealer = {
+      ledger: "a",
+      seal: async (tail) => {
+        const lock = JSON.parse(readFileSync(lockPath, "utf8")) as { token: string }
+        lock.token = "successor0000000"
+        writeFileSync(lockPath, JSON.stringify(lock))
+        return { ledger: "a", seq: (tail?.seq ?? -1) + 1, prev: tail?.digest ?? null, digest: "d" } as never
+      },
+    }
+    const err = await store.append(record("rc-1"), takenOver).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(LedgerStorageUnavailableError)
+    expect((err as Error).message).toContain("lost the lock")
+    expect(await store.list()).toEqual([])
+  })
+})
