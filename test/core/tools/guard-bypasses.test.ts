@@ -68,12 +68,14 @@ describe("dot segments hidden by another decoding are refused", () => {
     "/data/..\uFF0Fetc", // fullwidth solidus: "../etc" under NFKC
     "/data/%EF%BC%8E%EF%BC%8E/x", // fullwidth full stops, URL-encoded
     "/data/..%00/x",
+    "/data/..::$INDEX_ALLOCATION/etc", // an NTFS stream name: Windows opens the directory ".."
+    "/data/..:$I30:$INDEX_ALLOCATION/etc",
   ])("refuses %j", async (path) => {
     expect(await outcome(read({ path }))).toEqual({ violation: "scope_path" })
   })
 
   it("keeps names that decode to something other than a dot segment", async () => {
-    for (const name of ["%2ea", "a%2fb", "%zz..", "v1.2%20final", "\uFF0Ea", "caf%C3%A9", "%", "%e2%80"]) {
+    for (const name of ["%2ea", "a%2fb", "%zz..", "a:b", ".a:b", "v1.2%20final", "\uFF0Ea", "caf%C3%A9", "%", "%e2%80"]) {
       expect(await outcome(read({ path: `/data/${name}` }))).toEqual({ ok: `/data/${name}` })
     }
   })
