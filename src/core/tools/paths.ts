@@ -21,7 +21,8 @@ export function isAbsolutePath(path: string): boolean {
 }
 
 // A dot segment as Windows reads it: trailing dots and spaces are dropped (".. " and "..." open ".."), a stream
-// name is not part of it ("..::$INDEX_ALLOCATION" opens ".."), and C APIs stop at NUL. Separators count because a decoded "%2f" splits a segment.
+// name is not part of it ("..::$INDEX_ALLOCATION" opens ".."), and C APIs stop at NUL. Separators count because a
+// decoded "%2f" splits a segment.
 const DOTS = /(?:^|[\\/])\.[.\s\0]*(?::[^\\/]*)?(?:[\\/]|$)/
 
 // One URL decoding. decodeURIComponent throws on a bad escape ("%ff", "%zz"), which would hide "%2e%2e%2f%ff":
