@@ -1,4 +1,4 @@
-import { isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml"
+import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml"
 import { ConfigError, type ConfigLocation } from "./errors.ts"
 import { pythonYamlStr } from "./python-yaml.ts"
 
@@ -53,11 +53,21 @@ export function parseConfigSource(text: string, name = "mycelium.yaml"): ConfigS
   }
   // The scalars whose YAML 1.1 reading enters the ledger's keys, as the original str()s them (python-yaml.ts).
   for (const key of ["agent_id", "policy_version"]) {
-    const node = doc.getIn(["transition", key], true)
-    if (isScalar(node) && node.type === "PLAIN" && typeof node.source === "string") {
-      node.value = pythonYamlStr(node.source)
-      if (node.value === undefined)
+    const at = doc.getIn(["transition", key], true)
+    // An alias reads as its anchor's scalar, wherever that is; the anchor itself stays as it is.
+    const node = isAlias(at) ? at.resolve(doc) : at
+    // `!!str` keeps the text, as PyYAML keeps it (a plain scalar still, to the parser).
+    if (
+      isScalar(node) &&
+      node.type === "PLAIN" &&
+      typeof node.source === "string" &&
+      node.tag !== "tag:yaml.org,2002:str"
+    ) {
+      const text = pythonYamlStr(node.source)
+      if (text === undefined)
         throw new ConfigError(`a date PyYAML cannot build: quote it`, locate(["transition", key]), name)
+      if (node === at) node.value = text
+      else doc.setIn(["transition", key], text)
     }
   }
   let value: unknown

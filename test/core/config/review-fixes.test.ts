@@ -3,6 +3,7 @@
 // memory, and an error about a listed tool pointing at line 1.
 import { describe, expect, it } from "vitest"
 import { ConfigError, loadConfigFromString } from "../../../src/core/config/index.ts"
+import { parseConfigSource } from "../../../src/core/config/source.ts"
 
 const quiet = { onWarning: () => {}, env: { K: "k" } }
 
@@ -49,6 +50,28 @@ describe("a timestamp-shaped agent_id or policy_version", () => {
     const e = refusal(`transition:\n  agent_id: a\n  policy_version: ${text}\n`)
     expect(e).toMatchObject({ path: ["transition", "policy_version"], line: 3, column: 19 })
     expect(e.message).toMatch(/quote it/)
+  })
+
+  it("!!str keeps the text and an alias reads as its anchor, as PyYAML reads them", () => {
+    // str(yaml.safe_load(...)) in PyYAML 6.0.3: '2026-07-01T12:00:00Z', '2026-02-30', '8', '2026-07-01 12:00:00+00:00'.
+    const tagged = loadConfigFromString(
+      "transition:\n  agent_id: !!str 2026-07-01T12:00:00Z\n  policy_version: !!str 2026-02-30\n",
+      quiet,
+    )
+    expect([tagged.transition?.agentId, tagged.transition?.policyVersion]).toEqual([
+      "2026-07-01T12:00:00Z",
+      "2026-02-30",
+    ])
+    // An anchor outside `transition` (read at the source level: the schema takes no such key here).
+    const aliased = parseConfigSource(
+      "x-release: &v 2026-07-01T12:00:00Z\nx-agent: &a 010\ntransition:\n  agent_id: *a\n  policy_version: *v\n",
+    ).value as { transition: Record<string, unknown>; "x-release": unknown }
+    expect([aliased.transition.agent_id, aliased.transition.policy_version]).toEqual([
+      "8",
+      "2026-07-01 12:00:00+00:00",
+    ])
+    // The anchor itself is left as written.
+    expect(aliased["x-release"]).toBe("2026-07-01T12:00:00Z")
   })
 })
 
