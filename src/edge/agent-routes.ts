@@ -13,7 +13,7 @@ import {
   ToolTransitionBinding,
   type ToolTransitionBindingInit,
 } from "../core/ledger/index.ts"
-import { throwIfUnstorable } from "../core/ledger/machine/transitions.ts"
+import { throwIfUnstorable } from "../core/ledger/machine/unstorable.ts"
 import { requestIdFromArgument } from "../core/ledger/model/identity.ts"
 import { MAX_ID } from "./body.ts"
 import type { Api, RouteContext } from "./context.ts"

@@ -9,15 +9,12 @@
 import { onAbort, throwIfAborted } from "../core/ledger/clock.ts"
 import { LedgerHardBlockError } from "../core/ledger/errors.ts"
 import type { CallMeta } from "../core/ledger/index.ts"
+import { throwIfUnstorable } from "../core/ledger/machine/unstorable.ts"
+import type { LedgerEntry } from "../core/ledger/model/entry.ts"
 import { type KeyedMeta, onKeyed } from "../core/ledger/model/on-keyed.ts"
 
 /** What the check reads from the ledger (an `ActionLedger`; a `RemoteLedger` has no `get`, and is not checked). */
-interface Row {
-  readonly terminalOutcome: string
-  readonly sideEffectBoundary: string
-  readonly operatorResolution: string | null
-  readonly result: unknown
-}
+type Row = LedgerEntry
 interface RowReader {
   get(requestId: string): Promise<Row | null>
   waitForTransition?(requestId: string, options: { readonly signal?: AbortSignal | undefined }): Promise<Row>
@@ -130,7 +127,12 @@ export class FailedCalls {
     scope.calls.delete(call.key)
     const now = [
       ...earlier.filter((e) => e.toolCallId !== call.toolCallId),
-      { key: call.key, requestId, toolCallId: call.toolCallId, ...(running && { running: true as const }) },
+      {
+        key: call.key,
+        requestId,
+        toolCallId: call.toolCallId,
+        ...(running && { running: true as const }),
+      },
     ]
     scope.calls.set(call.key, now)
     this.#adjust(call.scope, scope, now.length - earlier.length)
@@ -177,6 +179,8 @@ export class FailedCalls {
       // the earlier call's next retry would find nothing held and run.
       throwIfAborted(signal)
       const completed = row?.terminalOutcome === "COMPLETED"
+      // Completed without its result stored: the retry is told so, as the call was, and runs nothing.
+      if (completed) throwIfUnstorable(row as Row)
       if (completed || notRun(row)) {
         this.#remove(call.scope, call.key, (x) => x.requestId === e.requestId)
         // The retry gets the outcome it asked for; a call after it is a new intent.
@@ -276,18 +280,21 @@ export async function runHeld<R>(
   // Without the ledger's get() (a RemoteLedger) the earlier row cannot be read: nothing is held or remembered.
   if (!held || typeof (ledger as Partial<RowReader>).get !== "function") return call()
   const { signal } = meta
-  let keyed: string | null = null
+  // The request id of this call's own row, once the ledger has checked it is (a call whose body did not start).
+  let waited: string | undefined
   ;(meta as KeyedMeta)[onKeyed] = (id) => {
-    keyed = id
+    waited = id
   }
   const earlier = await failed.check(ledger, held, signal)
   if (earlier.kind === "return") return replayed(earlier.result)
   let abandoned = false
   // Before the body began, an abort keeps it from starting (the ledger checks the signal once it has claimed);
-  // after, the body runs on and a retry waits for it.
+  // after, the body runs on and a retry waits for it. A call that only waited on its own row (the body runs
+  // elsewhere) is held by that row from the abort on too: the framework tells the model at once (OpenAI Agents races
+  // its timeout), and the retry may come before this call unwinds.
   const abandon = () => {
-    const requestId = started()
-    if (requestId === null) return
+    const requestId = started() ?? waited
+    if (requestId === undefined) return
     abandoned = true
     failed.remember(held, requestId, true)
     failed.running(held, -1)
@@ -301,13 +308,12 @@ export async function runHeld<R>(
     return out
   } catch (err) {
     const ran = started()
-    const requestId = ran ?? keyed
-    if (requestId !== null) {
+    const requestId = ran ?? waited
+    if (requestId !== undefined) {
       // A failure before the side effect is settled, given up on or not: keeping it would only fill the
-      // conversation's room. A row that cannot be read (an outage) may have taken effect; one this call did not
-      // run and that is not there (a denial) holds nothing.
+      // conversation's room. A row that cannot be read (an outage) may have taken effect.
       const row = await (ledger as RowReader).get(requestId).catch(() => undefined)
-      if (row === null ? ran === null : row !== undefined && notRun(row)) failed.forget(held, true)
+      if (row && notRun(row)) failed.forget(held, true)
       // Still running elsewhere (this call only waited for it): a retry waits for it too.
       else failed.remember(held, requestId, ran === null && row?.terminalOutcome === "IN_FLIGHT")
     }

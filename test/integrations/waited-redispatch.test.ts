@@ -10,10 +10,15 @@ import { tool as lcTool } from "@langchain/core/tools"
 import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph"
 import { ToolNode, toolsCondition } from "@langchain/langgraph/prebuilt"
 import { Agent, tool as agentsTool, Runner } from "@openai/agents"
-import { generateText, stepCountIs, tool } from "ai"
+import { generateText, stepCountIs, type ToolExecutionOptions, tool } from "ai"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
-import { ActionLedger, type LedgerStorage, MemoryLedgerStorage } from "../../src/core/index.ts"
+import {
+  ActionLedger,
+  type LedgerEntry,
+  type LedgerStorage,
+  MemoryLedgerStorage,
+} from "../../src/core/index.ts"
 import { guardTool } from "../../src/integrations/ai-sdk.ts"
 import { guardTool as guardLangGraphTool } from "../../src/integrations/langgraph.ts"
 import { guardToolOptions } from "../../src/integrations/openai-agents.ts"
@@ -216,5 +221,128 @@ describe("a redispatch that stops waiting for the call still running: the model'
       ["success", true],
     ])
     expect(executions).toBe(1)
+  })
+
+  it("OpenAI Agents timeoutMs while the redispatch waits: a retry made at once is held too", async () => {
+    // Two processes on one networked store (50 ms a read). The SDK answers the model "timed out" as soon as
+    // timeoutMs fires (it races the call), before the waiting call unwinds through its store reads: the memory must
+    // hold the retry from that moment.
+    class NetworkedStore extends MemoryLedgerStorage {
+      override async get(id: string) {
+        await sleep(50)
+        return super.get(id)
+      }
+      override async tryClaimInflight(...a: Parameters<MemoryLedgerStorage["tryClaimInflight"]>) {
+        await sleep(50)
+        return super.tryClaimInflight(...a)
+      }
+    }
+    const storage = new NetworkedStore()
+    const { charges, charge } = slowGateway(800)
+    const pay = (ledger: ActionLedger, timeoutMs?: number) =>
+      agentsTool({
+        ...guardToolOptions(
+          ledger,
+          {
+            name: "pay",
+            description: "pay",
+            parameters: z.object({ to: z.string(), cents: z.number() }),
+            execute: charge,
+          },
+          { binding, meta: () => ({ threadId: "conv-1" }) },
+        ),
+        ...(timeoutMs ? { timeoutMs } : {}),
+      })
+    const run = async (ledger: ActionLedger, ids: string[], timeoutMs?: number) => {
+      const model = new ScriptedModel(ids.map((callId) => [{ callId, name: "pay", args }]))
+      const runner = new Runner({ modelProvider: new ScriptedProvider(model), tracingDisabled: true })
+      const agent = new Agent({ name: "payer", model: "scripted", tools: [pay(ledger, timeoutMs)] })
+      const result = await runner.run(agent, "pay", { maxTurns: 6 })
+      return result.newItems
+        .filter((i) => i.type === "tool_call_output_item")
+        .map((i) => JSON.stringify((i as { output: unknown }).output))
+    }
+    const first = run(newLedger(storage), ["call_1"])
+    await sleep(20)
+    const second = await run(newLedger(storage), ["call_1", "call_2"], 300)
+    await first
+    // A retry that ran would charge 800 ms after it began, beside the first call's charge.
+    await sleep(900)
+    expect(second[0]).toContain("timed out")
+    expect(charges).toEqual(["acct_1:500"])
+  })
+
+  it.each(["soft", "hard"] as const)(
+    "a call refused for args drift (onArgsDrift %s) holds nothing: its retry is refused again, not given the other call's result",
+    async (onArgsDrift) => {
+      const ledger = new ActionLedger({
+        storage: new MemoryLedgerStorage(),
+        onArgsDrift,
+        onWarning: () => {},
+      })
+      const charges: string[] = []
+      const pay = guardTool(
+        ledger,
+        tool({
+          description: "pay",
+          inputSchema: z.object({ order_id: z.string(), cents: z.number() }),
+          execute: async ({ order_id, cents }) => {
+            charges.push(`${order_id}:${cents}`)
+            return `paid ${cents} for ${order_id}`
+          },
+        }),
+        {
+          name: "pay",
+          binding: { ...binding, requestIdFrom: "order_id" },
+          meta: () => ({ threadId: "t-1" }),
+        },
+      )
+      const exec = (toolCallId: string, cents: number) =>
+        (pay.execute as (i: unknown, o: ToolExecutionOptions) => Promise<unknown>)(
+          { order_id: "o1", cents },
+          { toolCallId, messages: [] },
+        ).catch((e: { code?: string }) => `error ${e.code}`)
+      const code = onArgsDrift === "soft" ? "error args_drift" : "error ledger_hard_block"
+      // c2 has other arguments under c1's business key; c3 is the model's retry of c2.
+      expect([await exec("c1", 500), await exec("c2", 700), await exec("c3", 700)]).toEqual([
+        "paid 500 for o1",
+        code,
+        code,
+      ])
+      expect(charges).toEqual(["o1:500"])
+    },
+  )
+
+  it("a redispatch of a call completed without its result stored: the retry is told so too, and runs nothing", async () => {
+    const storage = new MemoryLedgerStorage()
+    const ledger = newLedger(storage)
+    const { charges, charge } = slowGateway(1)
+    const pay = guardTool(
+      ledger,
+      tool({
+        description: "pay",
+        inputSchema: z.object({ to: z.string(), cents: z.number() }),
+        execute: charge,
+      }),
+      { name: "pay", binding, meta: () => ({ threadId: "t-1" }) },
+    )
+    const exec = (toolCallId: string) =>
+      (pay.execute as (i: unknown, o: ToolExecutionOptions) => Promise<unknown>)(args, {
+        toolCallId,
+        messages: [],
+      }).catch((e: { code?: string }) => `error ${e.code}`)
+    expect(await exec("c1")).toBe("paid 500 to acct_1")
+    // As another process's ledger records a result it could not store.
+    const [row] = await ledger.listTransitions()
+    await storage.set({
+      ...(row as LedgerEntry),
+      result: null,
+      error: "LedgerResultUnstorableError: [max_bytes] over",
+    })
+    expect([await exec("c1"), await exec("c2")]).toEqual([
+      "error ledger_result_unstorable",
+      "error ledger_result_unstorable",
+    ])
+    expect(charges).toEqual(["acct_1:500"])
   })
 })

@@ -50,18 +50,18 @@ export function checkSameRowIdentity(core: LedgerCore, req: ClaimRequest, observ
     ) {
       drift(core, req, observed)
     }
-    return
+  } else if (!req.keyedByArgs) {
+    // A tool without a binding is keyed by the tool-call id alone, and the model writes that id (many models number
+    // their calls "call_0", "call_1"... per turn): the same id for another tool or in another thread is another
+    // call, and replaying the stored row would hand it another tool's or another user's result. Whatever the drift
+    // policy. (A business key from requestIdFrom names its tool and is meant to span scopes.)
+    if (observed.tool !== req.tool || (req.requestId === req.dispatchId && !sameScope(observed, req))) {
+      drift(core, req, observed)
+    }
+    if (core.policy.onArgsDrift !== "off" && storedFingerprint(observed, req.binding) !== req.fingerprint)
+      drift(core, req, observed)
   }
-  if (req.keyedByArgs) return
-  // A tool without a binding is keyed by the tool-call id alone, and the model writes that id (many models number
-  // their calls "call_0", "call_1"... per turn): the same id for another tool or in another thread is another
-  // call, and replaying the stored row would hand it another tool's or another user's result. Whatever the drift
-  // policy. (A business key from requestIdFrom names its tool and is meant to span scopes.)
-  if (observed.tool !== req.tool || (req.requestId === req.dispatchId && !sameScope(observed, req))) {
-    drift(core, req, observed)
-  }
-  if (core.policy.onArgsDrift === "off") return
-  if (storedFingerprint(observed, req.binding) !== req.fingerprint) drift(core, req, observed)
+  req.ownRow?.(req.requestId)
 }
 
 const driftScope = (s: TransitionScope): string => s.runId || s.threadId

@@ -17,6 +17,7 @@ import {
   type TransitionScope,
   transitionKey,
 } from "../model/identity.ts"
+import { type KeyedMeta, onKeyed } from "../model/on-keyed.ts"
 
 export interface ClaimRequest {
   readonly tool: string
@@ -38,6 +39,8 @@ export interface ClaimRequest {
   readonly pollInterval: number
   readonly pollTimeout: number | null
   readonly signal?: AbortSignal
+  /** Told the request id once the row stored there proved to be this call's (on-keyed.ts). */
+  readonly ownRow?: ((requestId: string) => void) | undefined
   /** A new in-flight row (unstamped) for this call. */
   fresh(prior: LedgerEntry | null): LedgerEntry
 }
@@ -138,6 +141,7 @@ export function prepareCall(
     pollInterval: opts.pollInterval ?? policy.pollInterval,
     pollTimeout: opts.pollTimeout === undefined ? policy.pollTimeout : opts.pollTimeout,
     ...(meta.signal ? { signal: meta.signal } : {}),
+    ownRow: (meta as KeyedMeta)[onKeyed],
     fresh: (prior) =>
       freshRow(core.owner, core.clock.now(), {
         tool,

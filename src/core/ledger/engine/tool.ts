@@ -9,13 +9,13 @@ import {
   LedgerOutcomeAlreadySetError,
   LedgerStorageUnavailableError,
 } from "../errors.ts"
-import { ALLOWED_DECISION, errorText, throwIfUnstorable } from "../machine/transitions.ts"
+import { ALLOWED_DECISION, errorText } from "../machine/transitions.ts"
+import { throwIfUnstorable } from "../machine/unstorable.ts"
 import { ToolTransitionBinding, type ToolTransitionBindingInit } from "../model/binding.ts"
 import { cloneJson } from "../model/canonical.ts"
 import type { Decision, LedgerEntry } from "../model/entry.ts"
 import { isConsequential, type SideEffectBoundary } from "../model/enums.ts"
 import type { CallMeta } from "../model/identity.ts"
-import { type KeyedMeta, onKeyed } from "../model/on-keyed.ts"
 import type { DecisionIntent } from "../model/reconcile.ts"
 import { claimTransition } from "./claim.ts"
 import { advanceBoundaryHeld, attachRefHeld, completeHeld, failHeld, renewHeld } from "./fenced.ts"
@@ -84,7 +84,6 @@ export function createLedgeredTool<A extends object, R>(
     throwIfAborted(meta.signal)
     let decision: Decision | null = null
     const { request, mode } = prepareCall(core, tool, binding, args as Kwargs, meta, () => decision, options)
-    ;(meta as KeyedMeta)[onKeyed]?.(request.requestId)
     const verdict =
       core.policy.predicates.length === 0
         ? ALLOWED_DECISION

@@ -3,7 +3,7 @@
 
 import { defineOwn } from "../../own.ts"
 import { safeString } from "../../repr.ts"
-import { LedgerResultUnstorableError, type UnstorableReason } from "../errors.ts"
+import type { UnstorableReason } from "../errors.ts"
 import type { ToolTransitionBinding } from "../model/binding.ts"
 import { type JsonValue, toJsonValue } from "../model/canonical.ts"
 import {
@@ -20,6 +20,7 @@ import {
   type TerminalOutcome,
 } from "../model/enums.ts"
 import { type CallMeta, type TransitionScope, withMetaKwargs } from "../model/identity.ts"
+import { UNSTORABLE_MARKER } from "./unstorable.ts"
 
 // ---- claims -------------------------------------------------------------------------------------------------
 
@@ -120,9 +121,6 @@ export function completedRow(e: LedgerEntry, result: unknown, now: number): Ledg
   }
 }
 
-/** Marks a COMPLETED row whose result could not be stored: `error` starts with this, `result` is null. */
-const UNSTORABLE_MARKER = "LedgerResultUnstorableError: "
-
 /**
  * The terminal row recorded when the result is too big, too deep or not JSON for the store: COMPLETED (the effect
  * ran), no result, an error naming the limit. Writing the result would fail after the effect and strand the row.
@@ -134,21 +132,6 @@ export function unstorableRow(
   now: number,
 ): LedgerEntry {
   return { ...completedRow(e, null, now), error: `${UNSTORABLE_MARKER}[${reason}] ${message}` }
-}
-
-/** A replay of a row written by `unstorableRow` raises instead of returning a null result. */
-export function throwIfUnstorable(row: LedgerEntry): void {
-  if (row.terminalOutcome !== "COMPLETED" || !row.error?.startsWith(UNSTORABLE_MARKER)) return
-  const detail = row.error.slice(UNSTORABLE_MARKER.length)
-  // Only our marker has the bracketed limit: a settled row keeps its failure's text, which may name this error.
-  const m = /^\[(\w+)\] /.exec(detail)
-  if (!m) return
-  const reason = m[1] as UnstorableReason
-  throw new LedgerResultUnstorableError(
-    `request '${row.requestId}' completed but its result was not stored (${detail}); it will not run again. ` +
-      "Return less from the tool (e.g. an id to fetch the rest).",
-    reason,
-  )
 }
 
 /** After a failure the phase stays ATTEMPTING only where the effect may have been attempted under a decision. */
