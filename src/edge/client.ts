@@ -278,7 +278,15 @@ function argsJson(args: unknown): string {
   let nul = false
   const text = JSON.stringify(argumentsStoredAndKeyed(args).keyed, (k, v: unknown) => {
     if ((typeof v === "string" && v.includes("\0")) || k.includes("\0")) nul = true
-    let exact = typeof v === "bigint" ? `${v}` : Object.is(v, -0) ? "-0.0" : ""
+    // An integral number from 2^53 to 1e21 keys by its exact digits (canonicalNumber), not JSON's shortest form.
+    let exact =
+      typeof v === "bigint"
+        ? `${v}`
+        : Object.is(v, -0)
+          ? "-0.0"
+          : Number.isInteger(v) && !Number.isSafeInteger(v) && Math.abs(v as number) < 1e21
+            ? `${BigInt(v as number)}`
+            : ""
     if (v instanceof Number && Number.isFinite(+v)) exact = /[.e]/.test(`${v}`) ? `${v}` : `${v}.0`
     if (!exact) return v
     marked = true

@@ -166,6 +166,18 @@ describe("integers beyond 2^53", () => {
       expect(id).toBe(await localKey(args, "call_42"))
     })
   }
+
+  // Plain numbers, as a caller writes them: beyond 2^53 the key has the exact integer, not JSON's shortest digits.
+  for (const amount of [2 ** 60, -(2 ** 60), 1.2345678901234567e19, 1e21, 1.5e300]) {
+    it(`RemoteLedger keys the plain number ${amount} as ledger.tool() does`, async () => {
+      const { remote } = setup()
+      let id = ""
+      await remote.tool({ name: "transfer", binding }, async (_a, tx) => {
+        id = tx.requestId
+      })({ amount, to: "acct_1" }, { toolCallId: "call_42" })
+      expect(id).toBe(await localKey({ amount, to: "acct_1" }, "call_42"))
+    })
+  }
 })
 
 describe("another call's answer, for a call keyed by its tool call id", () => {
