@@ -37,12 +37,18 @@ const decode = (s: string): string => {
 
 /**
  * A segment that is not "." or ".." here but holds one elsewhere: a URL parser decodes "%2e%2e" (once, or twice
- * for "%252e"), NFKC folds "．．" and "․․" into "..", and a decoded "%2f" splits the segment.
+ * for "%252e"), NFKC folds "．．" and "․․" into "..", before or after a decoding ("％２ｅ％２ｅ"), a decoded "%2f"
+ * splits the segment, and a C API reads up to a decoded NUL ("..%00.png" opens "..").
  */
 const hidesDots = (seg: string): boolean => {
-  const once = decode(seg)
+  const forms = [seg, seg.normalize("NFKC")]
+  for (const f of [...forms]) forms.push(decode(f), decode(decode(f)))
   // NFKC keeps every dot and whitespace character one, so the folded forms alone are tested.
-  return seg !== "." && seg !== ".." && [seg, once, decode(once)].some((s) => DOTS.test(s.normalize("NFKC")))
+  return (
+    seg !== "." &&
+    seg !== ".." &&
+    forms.some((s) => DOTS.test(s.normalize("NFKC").split("\0", 1)[0] as string))
+  )
 }
 
 /** Resolves `path` against `baseDir` when relative; undefined when it cannot be made absolute or hides a dot segment. */

@@ -68,6 +68,9 @@ describe("dot segments hidden by another decoding are refused", () => {
     "/data/..\uFF0Fetc", // fullwidth solidus: "../etc" under NFKC
     "/data/%EF%BC%8E%EF%BC%8E/x", // fullwidth full stops, URL-encoded
     "/data/..%00/x",
+    "/data/..%00.png/x", // a C API reads up to the decoded NUL: ".."
+    "/data/%2e%2e%00.txt/x",
+    "/data/\uFF05\uFF12\uFF45\uFF05\uFF12\uFF45/x", // fullwidth "%2e%2e": NFKC, then one decoding
     "/data/..::$INDEX_ALLOCATION/etc", // an NTFS stream name: Windows opens the directory ".."
     "/data/..:$I30:$INDEX_ALLOCATION/etc",
   ])("refuses %j", async (path) => {
