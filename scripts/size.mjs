@@ -66,7 +66,10 @@ const budgets = [
   ...[
     // tools 5.6 -> 6.6 KB (2026-12-05): parseToolArguments (a model's arguments text read exactly, with its JSON
     // reader) moved here from the core entry, which the ledger's own fixes needed: 6.5 KB.
-    ["tools", 6.6],
+    // tools 6.6 -> 6.7 KB (2026-12-05, the reviews of stop 34): the path scope refuses an own __proto__ key, reads
+    // each segment URL-decoded once and twice, NFKC-folded before and after, up to a decoded NUL, without an NTFS
+    // stream name: 6,781 B.
+    ["tools", 6.7],
     ["transcript", 9],
     ["receipts", 6.4],
     // tasks 7.2 -> 7.4 KB (2026-12-05): its polls share one abort listener per signal, taken off by the last
@@ -114,7 +117,12 @@ const budgets = [
     // (a poll timeout, an aborted run) or finds it ambiguous holds the model's retry by that row (it ran the payment
     // beside the first), 80 B; bounded()'s own __proto__ refusal and disguised dot segments, 80 B: ai-sdk 13,938 B,
     // langgraph 8,812, openai-agents 7,428.
-    max: { "ai-sdk": 13.7, langgraph: 8.7, "openai-agents": 7.3 }[i] * KB,
+    // +0.2 KB each again (2026-12-05, the review of those fixes): the memory holds a call that only waited from the
+    // abort on (OpenAI Agents tells the model at once: a retry before the call unwound ran beside the first), only
+    // once the ledger found the row to be this call's (a drift refusal held the other call's result), and a retry
+    // of a call completed without its result gets the ledger's unstorable error (it got null): ai-sdk 14,148 B,
+    // langgraph 9,023, openai-agents 7,638.
+    max: { "ai-sdk": 13.9, langgraph: 8.9, "openai-agents": 7.5 }[i] * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.
   { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 12 * KB },
