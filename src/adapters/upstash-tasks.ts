@@ -92,6 +92,12 @@ export class UpstashTaskStore implements TaskStore {
     const row = parseTaskRow(parsed(reply[1]))
     if (!row)
       throw new UpstashReplyError(`task get (row '${requestId}' is not a task ledger entry)`, reply[1])
+    // Under a prefix without ':' the tombstone of X is the row key of '-tomb:X': refused, never read as its row.
+    if (row.request_id !== requestId)
+      throw new UpstashReplyError(
+        `task get (the key of '${requestId}' holds another request id's row)`,
+        reply[1],
+      )
     const rawLease = parsed(reply[2])
     return { row, lease: rawLease === null ? null : parseTaskLease(rawLease), version: String(reply[0]) }
   }

@@ -6,7 +6,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { type LedgerStorage, newEntry } from "../../src/adapter-kit.ts"
 import { RedisLedgerStorage } from "../../src/adapters/redis.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
+import { UpstashTaskStore } from "../../src/adapters/upstash-tasks.ts"
 import { ActionLedger, LedgerStorageUnavailableError } from "../../src/core/index.ts"
+import { taskRecord } from "./file-kit-stall-rows.ts"
 import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
@@ -92,5 +94,15 @@ describe.each(stores)("%s: request X and request '-tomb:X' are two requests", (n
     expect(runs).toEqual(["alice"])
     await expect(storage.get(`-tomb:${X}`)).rejects.toMatchObject({ code: "ledger_row_invalid" })
     expect((await ledger.get(X))?.requestId).toBe(X)
+  })
+})
+
+describe("upstash task store: task X and task '-tomb:X' under a prefix without ':'", () => {
+  it("the tombstone of X is never read as the row of '-tomb:X': refused, and X reads as itself", async () => {
+    const store = new UpstashTaskStore({ redis: upstashClient(), prefix: `${tag}-tasks` })
+    const x = `${tag}-order`
+    expect(await store.swap(x, null, taskRecord(x, "w1"))).toMatch(/^v/)
+    expect((await store.get(x))?.row.request_id).toBe(x)
+    await expect(store.get(`-tomb:${x}`)).rejects.toThrow(/another request id/)
   })
 })
