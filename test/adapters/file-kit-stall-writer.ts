@@ -2,7 +2,7 @@
 // store until killed, printing each id it recorded.
 import { FileStateFlushStore } from "../../src/adapters/file-state.ts"
 import { FileTaskStore } from "../../src/adapters/file-tasks.ts"
-import { taskRecord } from "./file-kit-stall-rows.ts"
+import { snapshot, taskRecord } from "./file-kit-stall-rows.ts"
 
 const [kind, path, tag] = process.argv.slice(2) as [string, string, string]
 const options = { staleLockAfter: 1, lockTimeout: 20, fsync: false }
@@ -14,14 +14,7 @@ for (let i = 0; ; i++) {
     if (kind === "tasks") {
       if ((await tasks.swap(id, null, taskRecord(id, tag))) !== null) process.stdout.write(`${id}\n`)
     } else {
-      await state.save({
-        run_id: id,
-        status: "in-progress",
-        state: {},
-        updated_at: 1,
-        reason: null,
-        error: null,
-      })
+      await state.save(snapshot(id))
       process.stdout.write(`${id}\n`)
     }
   } catch {

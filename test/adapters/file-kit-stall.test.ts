@@ -13,7 +13,8 @@ import { FileStateFlushStore } from "../../src/adapters/file-state.ts"
 import { FileTaskStore } from "../../src/adapters/file-tasks.ts"
 import { LedgerStorageUnavailableError } from "../../src/core/ledger/index.ts"
 import type { ChainSealer } from "../../src/core/receipts/chain.ts"
-import { taskRecord } from "./file-kit-stall-rows.ts"
+import { snapshot, taskRecord } from "./file-kit-stall-rows.ts"
+import { stopHoldingLock } from "./stalled-writer.ts"
 
 const WRITER = fileURLToPath(new URL("./file-kit-stall-writer.ts", import.meta.url))
 const root = mkdtempSync(join(tmpdir(), "mycelium-kit-stall-"))
@@ -57,35 +58,13 @@ describe.each(["tasks", "state"] as const)(
       try {
         while (!out.includes("\n")) await sleep(20)
         // Stop it while it holds the lock and has not begun a temp file.
-        let stopped = false
-        for (let tries = 0; tries < 3000 && !stopped; tries++) {
-          writer.kill("SIGSTOP")
-          await sleep(5)
-          let holder = -1
-          try {
-            holder = JSON.parse(readFileSync(`${path}.lock.ts`, "utf8")).pid
-          } catch {
-            // no lock held right now
-          }
-          const temps = readdirSync(dir).filter((n) => n.endsWith(".tmp"))
-          if (holder === writer.pid && temps.length === 0) stopped = true
-          else {
-            writer.kill("SIGCONT")
-            await sleep(Math.random() * 5)
-          }
-        }
+        const stopped = await stopHoldingLock(writer, `${path}.lock.ts`, () =>
+          readdirSync(dir).some((n) => n.endsWith(".tmp")),
+        )
         expect(stopped).toBe(true)
         for (const id of mine) {
           if (kind === "tasks") expect(await tasks.swap(id, null, taskRecord(id, "B"))).not.toBeNull()
-          else
-            await state.save({
-              run_id: id,
-              status: "in-progress",
-              state: {},
-              updated_at: 1,
-              reason: null,
-              error: null,
-            })
+          else await state.save(snapshot(id))
         }
         writer.kill("SIGCONT")
         await sleep(1500)

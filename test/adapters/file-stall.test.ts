@@ -10,6 +10,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
+import { stopHoldingLock } from "./stalled-writer.ts"
 
 const WRITER = fileURLToPath(new URL("./file-stall-writer.ts", import.meta.url))
 const root = mkdtempSync(join(tmpdir(), "mycelium-stall-"))
@@ -36,23 +37,9 @@ describe("file store: a lock holder stopped past staleLockAfter", () => {
     try {
       while (!out.includes("\n")) await sleep(20)
       // Stop it while it holds the lock and has not begun its temp file.
-      let stopped = false
-      for (let tries = 0; tries < 3000 && !stopped; tries++) {
-        writer.kill("SIGSTOP")
-        await sleep(5)
-        let holder = -1
-        try {
-          holder = JSON.parse(readFileSync(`${path}.lock.ts`, "utf8")).pid
-        } catch {
-          // no lock held right now
-        }
-        const temps = readdirSync(root).filter((n) => n.startsWith("ledger.json.tmp-"))
-        if (holder === writer.pid && temps.length === 0) stopped = true
-        else {
-          writer.kill("SIGCONT")
-          await sleep(Math.random() * 5)
-        }
-      }
+      const stopped = await stopHoldingLock(writer, `${path}.lock.ts`, () =>
+        readdirSync(root).some((n) => n.startsWith("ledger.json.tmp-")),
+      )
       expect(stopped).toBe(true)
       const other = new FileLedgerStorage(path, { staleLockAfter: 1, lockTimeout: 20, fsync: false })
       const mine: string[] = []
