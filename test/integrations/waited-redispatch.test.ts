@@ -9,8 +9,7 @@ import type { ChatResult } from "@langchain/core/outputs"
 import { tool as lcTool } from "@langchain/core/tools"
 import { END, MemorySaver, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph"
 import { ToolNode, toolsCondition } from "@langchain/langgraph/prebuilt"
-import { Agent, tool as agentsTool, Runner } from "@openai/agents"
-import { generateText, stepCountIs, type ToolExecutionOptions, tool } from "ai"
+import { generateText, stepCountIs, type Tool, type ToolExecutionOptions, tool } from "ai"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
 import {
@@ -21,11 +20,10 @@ import {
 } from "../../src/core/index.ts"
 import { guardTool } from "../../src/integrations/ai-sdk.ts"
 import { guardTool as guardLangGraphTool } from "../../src/integrations/langgraph.ts"
-import { guardToolOptions } from "../../src/integrations/openai-agents.ts"
 import { scriptedModel } from "./scripted/ai-sdk.ts"
 import { checkpointBeforeTools, type Graph } from "./scripted/langgraph.ts"
-import { ScriptedModel, ScriptedProvider } from "./scripted/openai-agents.ts"
-import { args, binding, type Charge, sleep, slowGateway } from "./scripted/payments.ts"
+import { ScriptedModel } from "./scripted/openai-agents.ts"
+import { agentsPay, args, binding, type Charge, runPayer, sleep, slowGateway } from "./scripted/payments.ts"
 
 const newLedger = (storage: LedgerStorage = new MemoryLedgerStorage()) =>
   new ActionLedger({ storage, pollInterval: 0.01, onWarning: () => {} })
@@ -69,6 +67,16 @@ class RetryingModel extends BaseChatModel {
     return { generations: [{ text: "", message }] }
   }
 }
+
+/** Calls a guarded AI SDK tool's execute directly, as one step would; a thrown error becomes `error <code>`. */
+const execute = (pay: Tool, toolCallId: string, input: unknown) =>
+  (pay.execute as (i: unknown, o: ToolExecutionOptions) => Promise<unknown>)(input, {
+    toolCallId,
+    messages: [],
+  }).catch((e: { code?: string }) => `error ${e.code}`)
+
+/** A scripted OpenAI Agents model that calls `pay` once per turn under the given call ids. */
+const agentsModel = (ids: string[]) => new ScriptedModel(ids.map((callId) => [{ callId, name: "pay", args }]))
 
 type Steps = ReadonlyArray<{ content: ReadonlyArray<{ type: string }> }>
 /** Each tool outcome of a run: the call id with its output, or with its error's code. */
@@ -154,31 +162,13 @@ describe("a redispatch that stops waiting for the call still running: the model'
 
   it("OpenAI Agents, poll timeout: the retry waits for the first call and answers its result; one charge", async () => {
     const { charges, charge } = slowGateway(400)
-    const pay = agentsTool(
-      guardToolOptions(
-        newLedger(),
-        {
-          name: "pay",
-          description: "pay",
-          parameters: z.object({ to: z.string(), cents: z.number() }),
-          execute: charge,
-        },
-        { binding, pollTimeout: 0.1, meta: () => ({ threadId: "conv-1" }) },
-      ),
-    )
-    const run = async (ids: string[]) => {
-      const model = new ScriptedModel(ids.map((callId) => [{ callId, name: "pay", args }]))
-      const runner = new Runner({ modelProvider: new ScriptedProvider(model), tracingDisabled: true })
-      const result = await runner.run(new Agent({ name: "payer", model: "scripted", tools: [pay] }), "pay", {
-        maxTurns: 6,
-      })
-      return result.newItems
-        .filter((i) => i.type === "tool_call_output_item")
-        .map((i) => JSON.stringify((i as { output: unknown }).output))
-    }
-    const first = run(["call_1"])
+    const pay = agentsPay(newLedger(), charge, undefined, {
+      pollTimeout: 0.1,
+      meta: () => ({ threadId: "conv-1" }),
+    })
+    const first = runPayer(agentsModel(["call_1"]), pay)
     await sleep(50)
-    const second = await run(["call_1", "call_2"])
+    const second = await runPayer(agentsModel(["call_1", "call_2"]), pay)
     await first
     expect(second).toHaveLength(2)
     expect(second[0]).toContain("LedgerPollTimeoutError")
@@ -239,32 +229,16 @@ describe("a redispatch that stops waiting for the call still running: the model'
     }
     const storage = new NetworkedStore()
     const { charges, charge } = slowGateway(800)
-    const pay = (ledger: ActionLedger, timeoutMs?: number) =>
-      agentsTool({
-        ...guardToolOptions(
-          ledger,
-          {
-            name: "pay",
-            description: "pay",
-            parameters: z.object({ to: z.string(), cents: z.number() }),
-            execute: charge,
-          },
-          { binding, meta: () => ({ threadId: "conv-1" }) },
-        ),
-        ...(timeoutMs ? { timeoutMs } : {}),
-      })
-    const run = async (ledger: ActionLedger, ids: string[], timeoutMs?: number) => {
-      const model = new ScriptedModel(ids.map((callId) => [{ callId, name: "pay", args }]))
-      const runner = new Runner({ modelProvider: new ScriptedProvider(model), tracingDisabled: true })
-      const agent = new Agent({ name: "payer", model: "scripted", tools: [pay(ledger, timeoutMs)] })
-      const result = await runner.run(agent, "pay", { maxTurns: 6 })
-      return result.newItems
-        .filter((i) => i.type === "tool_call_output_item")
-        .map((i) => JSON.stringify((i as { output: unknown }).output))
-    }
-    const first = run(newLedger(storage), ["call_1"])
+    const conversation = { meta: () => ({ threadId: "conv-1" }) }
+    const first = runPayer(
+      agentsModel(["call_1"]),
+      agentsPay(newLedger(storage), charge, undefined, conversation),
+    )
     await sleep(20)
-    const second = await run(newLedger(storage), ["call_1", "call_2"], 300)
+    const second = await runPayer(
+      agentsModel(["call_1", "call_2"]),
+      agentsPay(newLedger(storage), charge, 300, conversation),
+    )
     await first
     // A retry that ran would charge 800 ms after it began, beside the first call's charge.
     await sleep(900)
@@ -297,11 +271,7 @@ describe("a redispatch that stops waiting for the call still running: the model'
           meta: () => ({ threadId: "t-1" }),
         },
       )
-      const exec = (toolCallId: string, cents: number) =>
-        (pay.execute as (i: unknown, o: ToolExecutionOptions) => Promise<unknown>)(
-          { order_id: "o1", cents },
-          { toolCallId, messages: [] },
-        ).catch((e: { code?: string }) => `error ${e.code}`)
+      const exec = (toolCallId: string, cents: number) => execute(pay, toolCallId, { order_id: "o1", cents })
       const code = onArgsDrift === "soft" ? "error args_drift" : "error ledger_hard_block"
       // c2 has other arguments under c1's business key; c3 is the model's retry of c2.
       expect([await exec("c1", 500), await exec("c2", 700), await exec("c3", 700)]).toEqual([
@@ -326,11 +296,7 @@ describe("a redispatch that stops waiting for the call still running: the model'
       }),
       { name: "pay", binding, meta: () => ({ threadId: "t-1" }) },
     )
-    const exec = (toolCallId: string) =>
-      (pay.execute as (i: unknown, o: ToolExecutionOptions) => Promise<unknown>)(args, {
-        toolCallId,
-        messages: [],
-      }).catch((e: { code?: string }) => `error ${e.code}`)
+    const exec = (toolCallId: string) => execute(pay, toolCallId, args)
     expect(await exec("c1")).toBe("paid 500 to acct_1")
     // As another process's ledger records a result it could not store.
     const [row] = await ledger.listTransitions()

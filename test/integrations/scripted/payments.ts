@@ -5,7 +5,7 @@ import { generateText, stepCountIs, tool } from "ai"
 import { z } from "zod"
 import type { ActionLedger } from "../../../src/core/index.ts"
 import { guardTool } from "../../../src/integrations/ai-sdk.ts"
-import { guardToolOptions } from "../../../src/integrations/openai-agents.ts"
+import { type GuardAgentsToolOptions, guardToolOptions } from "../../../src/integrations/openai-agents.ts"
 import { scriptedModel } from "./ai-sdk.ts"
 import { type Call, ScriptedModel, ScriptedProvider } from "./openai-agents.ts"
 
@@ -52,8 +52,16 @@ export class PausingModel extends ScriptedModel {
 export const payTurns = (n: number): Call[][] =>
   Array.from({ length: n }, (_, i) => [{ callId: `fc_${i + 1}`, name: "pay", args }])
 
-/** The guarded OpenAI Agents `pay` tool whose `execute` is `charge`, timed out by the SDK after `timeoutMs`. */
-export function agentsPay(ledger: ActionLedger, charge: Charge, timeoutMs: number) {
+/**
+ * The guarded OpenAI Agents `pay` tool whose `execute` is `charge`, timed out by the SDK after `timeoutMs` (when
+ * given); `guard` adds to the guard's options (a thread id, a poll timeout).
+ */
+export function agentsPay(
+  ledger: ActionLedger,
+  charge: Charge,
+  timeoutMs?: number,
+  guard: Omit<GuardAgentsToolOptions, "binding"> = {},
+) {
   return agentsTool({
     ...guardToolOptions(
       ledger,
@@ -63,9 +71,9 @@ export function agentsPay(ledger: ActionLedger, charge: Charge, timeoutMs: numbe
         parameters: z.object({ to: z.string(), cents: z.number() }),
         execute: charge,
       },
-      { binding },
+      { binding, ...guard },
     ),
-    timeoutMs,
+    ...(timeoutMs ? { timeoutMs } : {}),
   })
 }
 
