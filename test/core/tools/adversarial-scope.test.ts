@@ -1,17 +1,8 @@
 // Adversarial review of bounded()'s scope checks: the model writes the arguments, so every value here is one
 // it could send (JSON.parse output), plus the getter case an integration's own argument objects can carry.
 import { describe, expect, it } from "vitest"
-import { bounded, SchemaBuildError, ToolBoundaryError } from "../../../src/core/tools/index.ts"
-
-async function outcome(p: Promise<unknown>): Promise<{ ok: unknown } | { violation: string }> {
-  return p.then(
-    (ok) => ({ ok }),
-    (e: unknown) => {
-      expect(e).toBeInstanceOf(ToolBoundaryError)
-      return { violation: (e as ToolBoundaryError).violation }
-    },
-  )
-}
+import { bounded, SchemaBuildError } from "../../../src/core/tools/index.ts"
+import { outcome } from "./outcome.ts"
 
 describe("entity scope: only one string or number id reaches the tool", () => {
   const seen: unknown[] = []

@@ -2,16 +2,7 @@
 // refused where the original accepts it.
 import { describe, expect, it } from "vitest"
 import { bounded, ToolBoundaryError, ToolRegistry, ToolRunner } from "../../../src/core/tools/index.ts"
-
-async function outcome(p: Promise<unknown>): Promise<{ ok: unknown } | { violation: string }> {
-  return p.then(
-    (ok) => ({ ok }),
-    (e: unknown) => {
-      expect(e).toBeInstanceOf(ToolBoundaryError)
-      return { violation: (e as ToolBoundaryError).violation }
-    },
-  )
-}
+import { outcome } from "./outcome.ts"
 
 describe("an own __proto__ key cannot carry a scoped argument past its check", () => {
   // A common tool body: the model's arguments merged into defaults. Object.assign sets an own "__proto__" as the
