@@ -37,6 +37,7 @@ export default defineConfig({
           exclude: ["test/workers/**", "test/browser/**", "node_modules/**", ...edgeOnly],
           environment: "node",
           testTimeout: 30_000,
+          globalSetup: ["test/cli/build-cli.ts"],
         },
       },
       {

@@ -4,16 +4,16 @@
 import { spawnSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { describe, expect, it } from "vitest"
+import { cliCommand } from "./cli-bin.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-adv-"))
-const main = resolve("src/cli/main.ts")
-const tsx = resolve("node_modules/.bin/tsx")
 
 /** The CLI as a user runs it; killed after 20 s, so an endless read shows as a null exit code, not a hung suite. */
 function mycelium(...args: string[]) {
-  const r = spawnSync(tsx, [main, ...args], {
+  const [cmd, pre] = cliCommand()
+  const r = spawnSync(cmd, [...pre, ...args], {
     cwd,
     encoding: "utf8",
     timeout: 20_000,

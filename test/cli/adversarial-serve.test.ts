@@ -7,6 +7,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { serve } from "../../src/cli/http-bridge.ts"
+import { cliCommand } from "./cli-bin.ts"
 
 const TOKEN = "adversarial-serve-token-6f1e"
 let child: ChildProcess
@@ -15,13 +16,10 @@ let port = 0
 
 beforeAll(async () => {
   const ledger = join(mkdtempSync(join(tmpdir(), "mycelium-adv-serve-")), "ledger.json")
-  child = spawn(
-    process.execPath,
-    ["--import", "tsx", "src/cli/main.ts", "serve", "--port", "0", "--ledger", ledger],
-    {
-      env: { ...process.env, MYCELIUM_TOKEN: TOKEN, NO_COLOR: "1" },
-    },
-  )
+  const [cmd, pre] = cliCommand()
+  child = spawn(cmd, [...pre, "serve", "--port", "0", "--ledger", ledger], {
+    env: { ...process.env, MYCELIUM_TOKEN: TOKEN, NO_COLOR: "1" },
+  })
   port = await new Promise<number>((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no API after 30 s:\n${banner}`)), 30_000)
     const on = (d: unknown) => {

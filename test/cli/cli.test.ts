@@ -3,14 +3,14 @@
 import { spawnSync } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { describe, expect, it } from "vitest"
+import { cliCommand } from "./cli-bin.ts"
 
-const main = resolve("src/cli/main.ts")
-const tsx = resolve("node_modules/.bin/tsx")
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-cli-"))
 const mycelium = (...args: string[]) => {
-  const r = spawnSync(tsx, [main, ...args], { cwd, encoding: "utf8" })
+  const [cmd, pre] = cliCommand()
+  const r = spawnSync(cmd, [...pre, ...args], { cwd, encoding: "utf8" })
   return { code: r.status, stdout: r.stdout, stderr: r.stderr, firstLine: r.stderr.split("\n")[0] ?? "" }
 }
 

@@ -6,7 +6,7 @@ import { mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs"
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { run as receiptsCommand } from "../../src/cli/commands/receipts.ts"
 import { UsageError } from "../../src/cli/errors.ts"
@@ -17,6 +17,7 @@ import { MemoryLedgerStorage } from "../../src/core/index.ts"
 import { receiptExportLine } from "../../src/core/receipts/record.ts"
 import { createLedgerApp } from "../../src/edge/index.ts"
 import { hmacReceiptSigner, MemoryReceiptStore, ReceiptEmitter } from "../../src/receipts.ts"
+import { cliCommand } from "./cli-bin.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-export-limits-"))
 const servers: Server[] = []
@@ -36,8 +37,8 @@ const run = (args: string[], deadlineMs = 15_000): Promise<Run> =>
   new Promise((done) => {
     const start = Date.now()
     execFile(
-      resolve("node_modules/.bin/tsx"),
-      [resolve("src/cli/main.ts"), "receipts", "export", ...args],
+      cliCommand()[0],
+      [...cliCommand()[1], "receipts", "export", ...args],
       {
         cwd,
         env: { ...process.env, NO_COLOR: "1", MYCELIUM_TOKEN: "" },

@@ -6,7 +6,7 @@ import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } 
 import { createServer, type IncomingMessage, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { parseReceiptJson } from "../../src/adapter-kit.ts"
 import { serve } from "../../src/cli/http-bridge.ts"
@@ -20,6 +20,7 @@ import {
   MemoryReceiptStore,
   ReceiptEmitter,
 } from "../../src/receipts.ts"
+import { cliCommand } from "./cli-bin.ts"
 
 const KEY = "export-receipt-key"
 const TOKEN = "export-token-0123456789"
@@ -37,8 +38,8 @@ interface Run {
 const run = (args: string[], env: Record<string, string> = {}): Promise<Run> =>
   new Promise((done) => {
     execFile(
-      resolve("node_modules/.bin/tsx"),
-      [resolve("src/cli/main.ts"), ...args],
+      cliCommand()[0],
+      [...cliCommand()[1], ...args],
       { cwd, env: { ...process.env, NO_COLOR: "1", MYCELIUM_TOKEN: "", ...env } },
       (error, out, err) => done({ code: error ? ((error.code as number | undefined) ?? 1) : 0, out, err }),
     )

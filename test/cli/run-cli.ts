@@ -1,9 +1,6 @@
-// The `mycelium` CLI from source, as a user runs it: a child process under tsx, in `cwd`, without colours.
+// The `mycelium` CLI from source, as a user runs it: a child process (test/cli/cli-bin.ts), in `cwd`, without colours.
 import { spawnSync } from "node:child_process"
-import { resolve } from "node:path"
-
-const main = resolve("src/cli/main.ts")
-const tsx = resolve("node_modules/.bin/tsx")
+import { cliCommand } from "./cli-bin.ts"
 
 export interface CliResult {
   readonly code: number | null
@@ -13,7 +10,8 @@ export interface CliResult {
 
 export function cliRunner(cwd: string): (args: string[], env?: Record<string, string>) => CliResult {
   return (args, env = {}) => {
-    const r = spawnSync(tsx, [main, ...args], {
+    const [cmd, pre] = cliCommand()
+    const r = spawnSync(cmd, [...pre, ...args], {
       cwd,
       encoding: "utf8",
       env: { ...process.env, NO_COLOR: "1", ...env },

@@ -5,6 +5,7 @@ import { request } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { cliCommand } from "./cli-bin.ts"
 
 const children: ChildProcess[] = []
 afterAll(() => {
@@ -13,17 +14,8 @@ afterAll(() => {
 
 async function start(extra: string[] = []): Promise<number> {
   const ledger = join(mkdtempSync(join(tmpdir(), "mycelium-serve-")), "ledger.json")
-  const child = spawn(process.execPath, [
-    "--import",
-    "tsx",
-    "src/cli/main.ts",
-    "serve",
-    "--port",
-    "0",
-    "--ledger",
-    ledger,
-    ...extra,
-  ])
+  const [cmd, pre] = cliCommand()
+  const child = spawn(cmd, [...pre, "serve", "--port", "0", "--ledger", ledger, ...extra])
   children.push(child)
   let out = ""
   return new Promise<number>((resolve, reject) => {

@@ -4,9 +4,10 @@
 import { spawnSync } from "node:child_process"
 import { existsSync, mkdirSync, mkdtempSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
-import { join, resolve } from "node:path"
+import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { parseResultJson } from "../../src/cli/options.ts"
+import { cliCommand } from "./cli-bin.ts"
 import { cliRunner } from "./run-cli.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-usage-"))
@@ -20,7 +21,8 @@ function usage(r: { code: number | null; err: string }, text: string | RegExp): 
 
 // A server that starts would run until killed: the time limit turns the old behaviour into a failed assertion.
 function startBriefly(args: string[], env: Record<string, string> = {}) {
-  const r = spawnSync(resolve("node_modules/.bin/tsx"), [resolve("src/cli/main.ts"), ...args], {
+  const [cmd, pre] = cliCommand()
+  const r = spawnSync(cmd, [...pre, ...args], {
     cwd,
     encoding: "utf8",
     timeout: 15_000,
