@@ -364,8 +364,9 @@ class RemoteCall implements RemoteTransitionContext {
     return this.#send("boundary", { external_operation_ref: String(ref) })
   }
 
-  renewLease(leaseTtl?: number): Promise<void> {
-    return this.#send("renew", leaseTtl !== undefined ? { lease_ttl: leaseTtl } : {})
+  /** Renews by `leaseTtl`, by default the call's own lease (the server's default may be shorter). */
+  renewLease(leaseTtl: number = this.#claim.lease_ttl): Promise<void> {
+    return this.#send("renew", { lease_ttl: leaseTtl })
   }
 
   startAutoRenew(interval: number | undefined): void {

@@ -69,6 +69,30 @@ describe("RemoteLedger over the edge app", () => {
     expect(runs).toBe(1)
   })
 
+  it("renewals keep the call's own lease, not the server's shorter default", async () => {
+    // The server renewed a renewal without lease_ttl to its default: a 0.03 s lease cut to 0.01 s lapsed between
+    // renewals (every 0.01 s) and a redispatch took the call over while its body ran.
+    const clock = new ManualClock()
+    const storage = new MemoryLedgerStorage()
+    const app = createLedgerApp({ storage, clock, defaultLeaseTtl: 0.01 })
+    const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
+      app.fetch(new Request(input, init))) as typeof globalThis.fetch
+    const remote = new RemoteLedger({ baseUrl: "http://edge.test", fetch, onWarning: () => {} })
+    let release = () => {}
+    const call = remote.tool(
+      { name: "pay", binding: { ...binding, sideEffectClass: "idempotent_mutate" }, leaseTtl: 0.03 },
+      () => new Promise<number>((r) => (release = () => r(1))),
+    )({ x: 1 }, { toolCallId: "c1" })
+    const row = async () => {
+      for await (const r of storage.list()) return r
+      return null
+    }
+    await expectRenewals(clock, async () => (await row())?.lastHeartbeatAt, 0.005, 2)
+    expect((await row())?.leaseUntil).toBeCloseTo(clock.now() + 0.03, 6)
+    release()
+    expect(await call).toBe(1)
+  })
+
   it("happy path: 2 round trips, 3 with sideEffect(), a replay 1", async () => {
     const { remote, calls, storage } = setup()
     let runs = 0
