@@ -18,7 +18,7 @@ import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core
 import { TaskRowError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import { recordVersion, type TaskStore } from "../core/tasks/store.ts"
-import { blockedTimeoutOption, opened } from "./indexeddb-open.ts"
+import { blockedTimeoutOption, openWithStores } from "./indexeddb-open.ts"
 
 export interface IndexedDbGuardStoreOptions {
   /** Database name. Default `mycelium-guards`. */
@@ -39,6 +39,13 @@ const TASKS = "tasks"
 const STATES = "state"
 const RECEIPTS = "receipts"
 const TAILS = "receipt_tails"
+/** Each store and its key path (none: auto-increment keys). */
+const ALL_KEYS: [string, string][] = [
+  [TASKS, "request_id"],
+  [STATES, "run_id"],
+  [RECEIPTS, ""],
+  [TAILS, "ledger"],
+]
 
 const request = <T>(r: IDBRequest<T>): Promise<T> =>
   new Promise((resolve, reject) => {
@@ -70,28 +77,21 @@ class GuardDb {
 
   open(): Promise<IDBDatabase> {
     if (this.#db) return this.#db
-    const factory = this.#factory
-    if (!factory)
-      return Promise.reject(
-        new LedgerStorageUnavailableError(
-          "IndexedDB is not available in this runtime: pass `indexedDB` (e.g. from fake-indexeddb) or use another store",
-        ),
-      )
-    const req = factory.open(this.#name, 1)
-    req.onupgradeneeded = () => {
-      const db = req.result
-      if (!db.objectStoreNames.contains(TASKS)) db.createObjectStore(TASKS, { keyPath: "request_id" })
-      if (!db.objectStoreNames.contains(STATES)) db.createObjectStore(STATES, { keyPath: "run_id" })
-      if (!db.objectStoreNames.contains(RECEIPTS)) db.createObjectStore(RECEIPTS, { autoIncrement: true })
-      if (!db.objectStoreNames.contains(TAILS)) db.createObjectStore(TAILS, { keyPath: "ledger" })
-    }
-    const db = opened(req, this.#wait, `'${this.#name}'`).then((d) => {
-      d.onversionchange = () => {
-        d.close()
+    const db = openWithStores(
+      this.#factory,
+      this.#name,
+      this.#wait,
+      "the task, state and receipt stores",
+      (d) => ALL_KEYS.every(([n]) => d.objectStoreNames.contains(n)),
+      (d) => {
+        for (const [n, keyPath] of ALL_KEYS)
+          if (!d.objectStoreNames.contains(n))
+            d.createObjectStore(n, keyPath ? { keyPath } : { autoIncrement: true })
+      },
+      () => {
         this.#db = null
-      }
-      return d
-    })
+      },
+    )
     db.catch(() => {
       this.#db = null
     })

@@ -44,3 +44,51 @@ export function opened(req: IDBOpenDBRequest, wait: number | null, what: string)
     })
   })
 }
+
+/**
+ * Opens `name` at its current version and, when `ready` finds a store of this adapter missing, again one version up
+ * so `upgrade` adds it: several stores (the ledger's, the guard stores') share one database, and a database created
+ * by other code is extended rather than rejected. `adds` names what the upgrade adds. The connection closes itself
+ * when another connection upgrades the database (else it would block that upgrade) and calls `onGone`.
+ */
+export async function openWithStores(
+  factory: IDBFactory | undefined,
+  name: string,
+  wait: number | null,
+  adds: string,
+  ready: (db: IDBDatabase) => boolean,
+  upgrade: (db: IDBDatabase, tx: IDBTransaction | null) => void,
+  onGone: () => void,
+): Promise<IDBDatabase> {
+  if (!factory)
+    throw new LedgerStorageUnavailableError(
+      "IndexedDB is not available in this runtime: pass `indexedDB` (e.g. from fake-indexeddb) or use another store",
+    )
+  let version: number | undefined
+  for (let attempt = 0; attempt < 5; attempt++) {
+    const req = version === undefined ? factory.open(name) : factory.open(name, version)
+    req.addEventListener("upgradeneeded", () => upgrade(req.result, req.transaction))
+    let db: IDBDatabase
+    try {
+      db = await opened(req, wait, `'${name}'${version ? ` (version ${version}, to add ${adds})` : ""}`)
+    } catch (e) {
+      // Another connection upgraded past the version asked for: start again from the current one.
+      if ((e as Error | null)?.name !== "VersionError") throw e
+      version = undefined
+      continue
+    }
+    if (ready(db)) {
+      db.addEventListener("versionchange", () => {
+        db.close()
+        onGone()
+      })
+      db.addEventListener("close", onGone)
+      return db
+    }
+    version = db.version + 1
+    db.close()
+  }
+  throw new LedgerStorageUnavailableError(
+    `could not add ${adds} to IndexedDB database '${name}': other connections keep upgrading it; retry later`,
+  )
+}

@@ -18,7 +18,7 @@ import {
   staleSetFence,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
-import { blockedTimeoutOption, opened } from "./indexeddb-open.ts"
+import { blockedTimeoutOption, openWithStores } from "./indexeddb-open.ts"
 
 export interface IndexedDbLedgerStorageOptions {
   /** Database name. Default `mycelium-ledger`. */
@@ -172,9 +172,24 @@ export class IndexedDbLedgerStorage implements LedgerStorage {
 
   #open(): Promise<IDBPDatabase> {
     if (!this.#db) {
-      this.#db = openWithStore(this.#factory, this.dbName, this.storeName, this.#blockedTimeout, () => {
-        this.#db = null
-      })
+      const store = this.storeName
+      this.#db = openWithStores(
+        this.#factory,
+        this.dbName,
+        this.#blockedTimeout,
+        `store '${store}'`,
+        (db) => hasSchema(db, store),
+        (db, tx) => {
+          const s = db.objectStoreNames.contains(store)
+            ? tx?.objectStore(store)
+            : db.createObjectStore(store, { keyPath: "request_id" })
+          if (s && !s.indexNames.contains(DISPATCH_INDEX))
+            s.createIndex(DISPATCH_INDEX, "kwargs.tool_call_id", { unique: false })
+        },
+        () => {
+          this.#db = null
+        },
+      ).then((db) => wrap(db))
       // A failed open is retried on the next call rather than cached forever.
       this.#db.catch(() => {
         this.#db = null
@@ -202,50 +217,4 @@ function hasSchema(db: IDBDatabase, storeName: string): boolean {
   const tx = db.transaction(storeName, "readonly")
   // No requests are issued, so the transaction simply commits empty.
   return tx.objectStore(storeName).indexNames.contains(DISPATCH_INDEX)
-}
-
-/**
- * Opens the database, adding the store and its index with a version bump when missing, so several stores can
- * live in one database and an existing database created by other code is extended rather than rejected.
- */
-async function openWithStore(
-  factory: IDBFactory | undefined,
-  dbName: string,
-  storeName: string,
-  wait: number | null,
-  onGone: () => void,
-): Promise<IDBPDatabase> {
-  if (!factory) {
-    throw new LedgerStorageUnavailableError(
-      "IndexedDB is not available in this runtime: pass `indexedDB` (e.g. from fake-indexeddb) or use another adapter",
-    )
-  }
-  let version: number | undefined
-  for (let attempt = 0; attempt < 5; attempt++) {
-    const req = version === undefined ? factory.open(dbName) : factory.open(dbName, version)
-    req.addEventListener("upgradeneeded", () => {
-      const db = req.result
-      const tx = req.transaction
-      const store = db.objectStoreNames.contains(storeName)
-        ? tx?.objectStore(storeName)
-        : db.createObjectStore(storeName, { keyPath: "request_id" })
-      if (store && !store.indexNames.contains(DISPATCH_INDEX)) {
-        store.createIndex(DISPATCH_INDEX, "kwargs.tool_call_id", { unique: false })
-      }
-    })
-    const why = version === undefined ? "" : ` (version ${version}, to add store '${storeName}')`
-    const raw = await opened(req, wait, `'${dbName}'${why}`)
-    if (hasSchema(raw, storeName)) {
-      // Another tab upgrading the database must not be blocked by this connection; the next call reopens.
-      raw.addEventListener("versionchange", () => {
-        raw.close()
-        onGone()
-      })
-      raw.addEventListener("close", onGone)
-      return wrap(raw)
-    }
-    version = raw.version + 1
-    raw.close()
-  }
-  throw new LedgerStorageUnavailableError(`could not create object store '${storeName}' in '${dbName}'`)
 }
