@@ -31,17 +31,26 @@ export interface LedgerWorkerEnv {
 let app: Hono | null = null
 let builtFor: LedgerWorkerEnv | null = null
 
+// Decimal digits only, else misconfigured: a shard count read wrong hides the tenant's rows (a finished call runs
+// again), and an age limit read wrong is no limit at all. Number() would also take "0x10", "1e3" or "".
+function positiveInt(env: LedgerWorkerEnv, name: "LEDGER_SHARDS" | "LEDGER_JWT_MAX_AGE"): number | undefined {
+  const value = env[name]
+  if (value === undefined) return undefined
+  if (/^\d{1,15}$/.test(value) && Number(value) > 0) return Number(value)
+  throw new InvalidOptionError(
+    `${name} must be a positive whole number in decimal digits ("4", or "3600" for an hour): correct or unset it`,
+  )
+}
+
 async function build(env: LedgerWorkerEnv): Promise<Hono> {
-  const shards = Number(env.LEDGER_SHARDS ?? "1")
+  const shards = positiveInt(env, "LEDGER_SHARDS") ?? 1
+  const maxTokenAge = positiveInt(env, "LEDGER_JWT_MAX_AGE")
   const storage = (tenant: string) =>
-    new DurableObjectLedgerStorage(env.LEDGER, {
-      name: `tenant:${tenant}`,
-      shards: Number.isInteger(shards) && shards > 0 ? shards : 1,
-    })
+    new DurableObjectLedgerStorage(env.LEDGER, { name: `tenant:${tenant}`, shards })
   const verify = {
     ...(env.LEDGER_JWT_ISSUER ? { issuer: env.LEDGER_JWT_ISSUER } : {}),
     ...(env.LEDGER_JWT_AUDIENCE ? { audience: env.LEDGER_JWT_AUDIENCE } : {}),
-    ...(Number(env.LEDGER_JWT_MAX_AGE) > 0 ? { maxTokenAge: Number(env.LEDGER_JWT_MAX_AGE) } : {}),
+    ...(maxTokenAge ? { maxTokenAge } : {}),
   }
   const origins = (env.LEDGER_CORS_ORIGINS ?? "")
     .split(",")

@@ -1,0 +1,104 @@
+// The worker entry's numeric variables, in workerd. LEDGER_SHARDS and LEDGER_JWT_MAX_AGE once went through Number():
+// "4 shards" became 1 shard (rows written under 4 were not found, so a completed payment was handed out to run again)
+// and "1h" became no token-age limit at all. Anything but a positive whole number is now 503 `misconfigured`.
+import { env } from "cloudflare:workers"
+import { SignJWT } from "jose"
+import { describe, expect, it } from "vitest"
+import worker from "../../src/edge/worker.ts"
+
+const SECRET = "workerd-config-secret-workerd-config-secret"
+const run = `c${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
+const BAD = ["four", "3600s", "1 hour", "0", "00", "-5", "1.5", "0x10", "1e3", " 4", ""]
+
+async function token(scope: string, issuedSecondsAgo = 0): Promise<string> {
+  const now = Math.floor(Date.now() / 1000)
+  return new SignJWT({ tenant: run, scope })
+    .setProtectedHeader({ alg: "HS256" })
+    .setIssuedAt(now - issuedSecondsAgo)
+    .setExpirationTime(now + 300)
+    .sign(new TextEncoder().encode(SECRET))
+}
+
+async function call(
+  vars: Record<string, unknown>,
+  jwt: string,
+  method: string,
+  path: string,
+  body?: unknown,
+) {
+  const r = await worker.fetch(
+    new Request(`http://edge.test${path}`, {
+      method,
+      headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" },
+      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
+    }),
+    { ...(env as object), LEDGER_JWT_SECRET: SECRET, ...vars } as never,
+    {},
+  )
+  const json = (await r.json()) as {
+    status?: string
+    fence?: number
+    lease?: string
+    error?: { code: string; message: string }
+  }
+  return { status: r.status, json }
+}
+
+describe("worker LEDGER_SHARDS", () => {
+  const begin = {
+    tool: "send_payment",
+    args: { amount: 100 },
+    binding: { agent_id: "pay", policy_version: "1", side_effect_class: "keyed_mutate" },
+    meta: { request_id: `pay-${run}` },
+  }
+
+  it("a completed call stays completed: a shard count that is not a positive integer is 503, never 1 shard", async () => {
+    const jwt = await token("ledger:agent")
+    const b = await call({ LEDGER_SHARDS: "4" }, jwt, "POST", "/v1/calls", begin)
+    expect(b.json.status).toBe("run")
+    const done = await call({ LEDGER_SHARDS: "4" }, jwt, "POST", `/v1/calls/pay-${run}/complete`, {
+      fence: b.json.fence,
+      lease: b.json.lease,
+      result: { charge: "ch_1" },
+    })
+    expect(done.status).toBe(200)
+    for (const shards of ["4 shards", "1h", ...BAD]) {
+      const again = await call({ LEDGER_SHARDS: shards }, jwt, "POST", "/v1/calls", begin)
+      const answer = again.json.error?.code ?? again.json.status
+      expect([shards, again.status, answer]).toEqual([shards, 503, "misconfigured"])
+      expect(again.json.error?.message).toContain("LEDGER_SHARDS")
+    }
+    // The same count written another way (a JSON number from wrangler `[vars]`, a leading zero) finds the row.
+    for (const shards of [4, "04"]) {
+      const again = await call({ LEDGER_SHARDS: shards }, jwt, "POST", "/v1/calls", begin)
+      expect([again.status, again.json.status]).toEqual([200, "replay"])
+    }
+  })
+})
+
+describe("worker LEDGER_JWT_MAX_AGE", () => {
+  it("a set value that is not whole seconds is 503 misconfigured, not a dropped limit", async () => {
+    const old = await token("ledger:reader", 30 * 86400)
+    for (const maxAge of ["1h", "4 shards", ...BAD]) {
+      const r = await call({ LEDGER_JWT_MAX_AGE: maxAge }, old, "GET", "/v1/transitions")
+      expect([maxAge, r.status, r.json.error?.code]).toEqual([maxAge, 503, "misconfigured"])
+      expect(r.json.error?.message).toContain("LEDGER_JWT_MAX_AGE")
+    }
+  })
+
+  it("seconds refuse an older token; unset keeps no maximum", async () => {
+    const old = await token("ledger:reader", 30 * 86400)
+    for (const maxAge of ["3600", 3600]) {
+      const r = await call({ LEDGER_JWT_MAX_AGE: maxAge }, old, "GET", "/v1/transitions")
+      expect([r.status, r.json.error?.code]).toEqual([401, "unauthorized"])
+    }
+    const fresh = await call(
+      { LEDGER_JWT_MAX_AGE: "3600" },
+      await token("ledger:reader"),
+      "GET",
+      "/v1/transitions",
+    )
+    expect(fresh.status).toBe(200)
+    expect((await call({}, old, "GET", "/v1/transitions")).status).toBe(200)
+  })
+})
