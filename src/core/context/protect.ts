@@ -11,7 +11,10 @@ export interface ProtectOptions<A> {
   ttl?: number
   /** Clock in seconds used for expiry; defaults to the cache's clock. */
   clock?: SecondsClock
-  /** Cache key namespace; defaults to `fn.name`. Required for anonymous functions. */
+  /**
+   * Cache key namespace, shared by every protect() given the same name. Defaults to `fn.name`, kept apart per
+   * protect() call. Required for anonymous functions.
+   */
   name?: string
 }
 
@@ -43,18 +46,24 @@ export function protect<A extends object, R>(
     )
   }
   const { entityParam, clock } = options
+  // Two modules' `async function get` must not read each other's entries (the original keyed by bare name).
+  const ns = options.name ?? [toolName, ++unnamed]
   const cacheKey = (args: A): string => {
     if (entityParam !== undefined) {
+      if (args == null)
+        throw new InvalidOptionError(
+          `protect(): ${toolName} got ${args}; pass an object with "${entityParam}"`,
+        )
       const entity = (args as Record<string, unknown>)[entityParam]
       if (entity !== undefined && entity !== null) {
         // Ids keep their string form ("42" and 42 are one entity); a structured entity gets its own namespace,
         // so the array ["a"] and the string '["a"]' do not share an entry.
         return typeof entity === "object"
-          ? JSON.stringify([toolName, "entity-json", stableStringify(entity)])
-          : JSON.stringify([toolName, "entity", keyPart(entity)])
+          ? JSON.stringify([ns, "entity-json", stableStringify(entity)])
+          : JSON.stringify([ns, "entity", keyPart(entity)])
       }
     }
-    return JSON.stringify([toolName, "args", keyPart(args)])
+    return JSON.stringify([ns, "args", keyPart(args)])
   }
   // Extra arguments (a ledger's TransitionContext, when mycelium.yaml stacks guards) reach fn on a miss.
   const inner = fn as (args: A, ...rest: unknown[]) => R | Promise<R>
@@ -73,6 +82,9 @@ export function protect<A extends object, R>(
   })
   return wrapped
 }
+
+// Numbers the protect() calls without `name`, so each gets its own namespace.
+let unnamed = 0
 
 // Stable across key order so {a,b} and {b,a} hit the same entry; entity ids keep their string form so
 // "42" and 42 address the same entity.

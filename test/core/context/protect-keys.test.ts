@@ -1,0 +1,99 @@
+import { describe, expect, it } from "vitest"
+import { protect, Session } from "../../../src/core/context/index.ts"
+import { InvalidOptionError, MyceliumError } from "../../../src/core/errors.ts"
+
+// Two modules' tools whose functions happen to share a name.
+function twoGets() {
+  const customers = protect(
+    async function get({ id }: { id: string }) {
+      return `customer ${id}`
+    },
+    { entityParam: "id" },
+  )
+  const invoices = protect(
+    async function get({ id }: { id: string }) {
+      return `invoice ${id}`
+    },
+    { entityParam: "id" },
+  )
+  return { customers, invoices }
+}
+
+describe("protect: cache keys of different tools", () => {
+  it("keeps apart two tools whose functions share a name, in the default cache and in a session", async () => {
+    const { customers, invoices } = twoGets()
+    expect(customers.toolName).toBe(invoices.toolName)
+    expect([await customers({ id: "42" }), await invoices({ id: "42" })]).toEqual([
+      "customer 42",
+      "invoice 42",
+    ])
+    const session = new Session()
+    await session.run(async () => {
+      expect([await customers({ id: "7" }), await invoices({ id: "7" })]).toEqual(["customer 7", "invoice 7"])
+    })
+    const load = (tag: string) => {
+      const load = async (x: { id: string }) => `${tag}:${x.id}`
+      return session.bind(protect(load))
+    }
+    const [a, b] = [load("A"), load("B")]
+    expect([await a({ id: "1" }), await b({ id: "1" })]).toEqual(["A:1", "B:1"])
+  })
+
+  it("still hits and invalidates its own entries; an explicit shared name shares them", async () => {
+    let calls = 0
+    const { customers } = twoGets()
+    const counted = protect(
+      async function get({ id }: { id: string }) {
+        return `${id}#${++calls}`
+      },
+      { entityParam: "id" },
+    )
+    const session = new Session()
+    const call = session.bind(counted)
+    expect([await call({ id: "a" }), await call({ id: "a" })]).toEqual(["a#1", "a#1"])
+    session.run(() => counted.invalidate({ id: "a" }))
+    expect(await call({ id: "a" })).toBe("a#2")
+    expect(await session.bind(customers)({ id: "a" })).toBe("customer a")
+
+    const first = protect(async ({ id }: { id: string }) => `first ${id}`, {
+      name: "lookup",
+      entityParam: "id",
+    })
+    const second = protect(async ({ id }: { id: string }) => `second ${id}`, {
+      name: "lookup",
+      entityParam: "id",
+    })
+    expect(first.cacheKey({ id: "x" })).toBe(second.cacheKey({ id: "x" }))
+    expect(await session.bind(first)({ id: "x" })).toBe("first x")
+    expect(await session.bind(second)({ id: "x" })).toBe("first x")
+  })
+})
+
+describe("protect: null or undefined arguments with entityParam", () => {
+  const fetchCustomer = protect(async ({ customerId }: { customerId: string }) => customerId, {
+    name: "fetch_customer",
+    entityParam: "customerId",
+  })
+
+  it.each([null, undefined])(
+    "rejects a call with %s as InvalidOptionError naming the argument to pass",
+    async (args) => {
+      const error = await fetchCustomer(args as never).catch((e: unknown) => e)
+      expect(error).toBeInstanceOf(InvalidOptionError)
+      expect(error).toBeInstanceOf(MyceliumError)
+      expect(error).toMatchObject({
+        code: "invalid_option",
+        message: expect.stringContaining('"customerId"'),
+      })
+    },
+  )
+
+  it("invalidate(null) throws InvalidOptionError", () => {
+    expect(() => fetchCustomer.invalidate(null as never)).toThrow(InvalidOptionError)
+  })
+
+  it("without entityParam, null arguments are still one key and the tool runs", async () => {
+    const all = protect(async (a: object) => a, { name: "all" })
+    expect(await new Session().bind(all)(null as never)).toBeNull()
+  })
+})
