@@ -100,6 +100,35 @@ describe("arguments a plain object cannot stand for", () => {
     )
   })
 
+  it("null, a number, a string or a boolean is refused before any claim, not keyed as {}", async () => {
+    // Before, a number keyed as {} (charge(5000) replayed charge(100)) and null threw a bare TypeError.
+    for (const args of [null, 5000, "refund", true, { toJSON: () => 100 }]) {
+      const r = await attempt(args as object)
+      expect(r.error, String(args)).toBeInstanceOf(LedgerConfigError)
+      expect(r.error).toMatchObject({
+        code: "invalid_option",
+        message: expect.stringMatching(/pass a plain object/),
+      })
+      expect([r.ran, r.rows]).toEqual([0, 0])
+    }
+    expect(((await attempt(null as unknown as object)).error as Error).message).toMatch(
+      /^arguments hold a null/,
+    )
+  })
+
+  it("a call without arguments is keyed as {}, as the original keys f()", async () => {
+    const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), onWarning: () => {} })
+    let ran = 0
+    const ping = ledger.tool({ name: "ping" }, async () => ++ran) as unknown as (
+      a: object | undefined,
+      m: object,
+    ) => Promise<number>
+    expect(await ping(undefined, { toolCallId: "c1" })).toBe(1)
+    expect(await ping({}, { toolCallId: "c1" })).toBe(1)
+    expect((await ledger.get("c1"))?.kwargs).toEqual({ tool_call_id: "c1" })
+    expect(ran).toBe(1)
+  })
+
   it("plain objects, null-prototype objects, dates and values with toJSON still key as before", async () => {
     const bare = Object.assign(Object.create(null) as object, { to: "acct_1" })
     const money = { toJSON: () => "5.00 EUR" }

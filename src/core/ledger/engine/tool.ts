@@ -13,12 +13,14 @@ import { ALLOWED_DECISION, errorText } from "../machine/transitions.ts"
 import { throwIfUnstorable } from "../machine/unstorable.ts"
 import { ToolTransitionBinding, type ToolTransitionBindingInit } from "../model/binding.ts"
 import { cloneJson } from "../model/canonical.ts"
-import type { Decision, LedgerEntry } from "../model/entry.ts"
+import { type Decision, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
 import { isConsequential, type SideEffectBoundary } from "../model/enums.ts"
 import type { CallMeta } from "../model/identity.ts"
 import type { DecisionIntent } from "../model/reconcile.ts"
 import { claimTransition } from "./claim.ts"
 import { advanceBoundaryHeld, attachRefHeld, completeHeld, failHeld, renewHeld } from "./fenced.ts"
+import { checkSameRowIdentity } from "./identity-checks.ts"
+import { waitForTransition } from "./operators.ts"
 import { prepareCall } from "./request.ts"
 
 export interface LedgeredToolOptions {
@@ -94,10 +96,18 @@ export function createLedgeredTool<A extends object, R>(
             sideEffectClass: binding?.sideEffectClass ?? null,
           })
     if (!verdict.allowed) {
-      const row = await core.store.get(request.requestId)
-      if (row?.terminalOutcome === "COMPLETED") {
-        throwIfUnstorable(row)
-        return cloneJson(row.result) as R
+      // The original decides after its claim, so a denial still answers the call itself: its completed row, or once
+      // it ends, its in-flight one. A row of another call here (another tool, scope or arguments) is refused as the
+      // claim refuses it, never answered.
+      let row = await core.store.get(request.requestId)
+      while (row) {
+        checkSameRowIdentity(core, request, row)
+        if (row.terminalOutcome === "COMPLETED") {
+          throwIfUnstorable(row)
+          return cloneJson(row.result) as R
+        }
+        if (resolvedOutcome(row, core.clock.now()) !== "IN_FLIGHT") break
+        row = await waitForTransition(core, request.requestId, request)
       }
       throw new LedgerHardBlockError(
         `decision denied for '${request.requestId}': ${verdict.deniedReasons.join("; ") || "policy predicate refused"}`,

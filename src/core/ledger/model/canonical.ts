@@ -185,15 +185,19 @@ export function toStoredAndKeyed(value: unknown): { stored: JsonValue; keyed: un
 /**
  * `toStoredAndKeyed` for a call's arguments (a tool's or a task's). A cycle or nesting deeper than the stack gives a
  * bare RangeError from the recursive walk; the caller (often a model) gets the ledger's typed refusal instead, before
- * anything is claimed.
+ * anything is claimed. No arguments are the original's `f()`, keyed as `{}`.
  */
-export function argumentsStoredAndKeyed(args: unknown): { stored: JsonValue; keyed: unknown } {
-  if (Array.isArray(args)) throw notPlain(args)
+export function argumentsStoredAndKeyed(args: unknown = {}): { stored: JsonValue; keyed: unknown } {
   plainOnly = true
   try {
-    return toStoredAndKeyed(args)
+    const out = toStoredAndKeyed(args)
+    // Only an object names its arguments: a number or a string (or a toJSON() giving one) keyed as `{}`, so
+    // charge(5000) replayed charge(100), and null broke the key with a bare TypeError.
+    const s = out.stored
+    if (s === null || typeof s !== "object" || Array.isArray(s)) throw notPlain(args)
+    return out
   } catch (e) {
-    if (e === refused) throw notPlain(e as object)
+    if (e === refused) throw notPlain(e)
     if (!(e instanceof RangeError)) throw e
     throw new LedgerConfigError(
       "arguments with a cycle or too deep to hash: pass plain JSON (nothing was claimed)",
@@ -217,9 +221,9 @@ let plainOnly = false
 // `convert`, do not carry it).
 let refused: object | null = null
 
-const notPlain = (value: object): LedgerConfigError =>
+const notPlain = (value: unknown): LedgerConfigError =>
   new LedgerConfigError(
-    `arguments hold a ${Array.isArray(value) ? "list" : value.constructor?.name}: pass a plain object of JSON values (nothing was claimed)`,
+    `arguments hold a ${Array.isArray(value) ? "list" : ((value as object | null)?.constructor?.name ?? null)}: pass a plain object of JSON values (nothing was claimed)`,
   )
 
 /** `exact`: keep bigints and boxed Numbers as they are, for `canonicalJson` to write exactly. */
