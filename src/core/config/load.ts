@@ -98,5 +98,5 @@ export function loadConfigFromString(text: string, options: LoadConfigOptions = 
   }
   refuseLiteralRefs(parsed.data, source)
   const resolved = resolveConfig(parsed.data, options.env ?? {}, source)
-  return new MyceliumConfig(resolved, options)
+  return new MyceliumConfig(resolved, options, source)
 }

@@ -37,6 +37,7 @@ import type {
   ResolvedTool,
   ResolvedTransition,
 } from "./normalize.ts"
+import type { ConfigSource } from "./source.ts"
 
 /** Builds the store a storage choice names. Node, Deno and Bun get one from `loadConfig`; Workers pass their own. */
 export type StorageFactory = (storage: ResolvedStorage) => LedgerStorage | Promise<LedgerStorage>
@@ -198,6 +199,9 @@ export class MyceliumConfig {
   readonly warnings: readonly string[]
   readonly resolved: ResolvedConfig
   readonly #options: MyceliumConfigOptions
+  readonly #source: ConfigSource | undefined
+  // One guard per conversation scope: its drop check compares a conversation's calls with each other only.
+  readonly #guards = new WeakMap<object, HistoryGuard>()
   readonly #stores = new Map<string, Promise<LedgerStorage>>()
   readonly #ledgers = new Map<string, Promise<ActionLedger>>()
   readonly #taskStores = new Map<string, Promise<TaskStore>>()
@@ -209,7 +213,8 @@ export class MyceliumConfig {
   #warnedNoScope = false
   #closing: Promise<void> | undefined
 
-  constructor(resolved: ResolvedConfig, options: MyceliumConfigOptions = {}) {
+  /** `source` (what `loadConfigFromString` parsed) places errors raised after loading at their key's line. */
+  constructor(resolved: ResolvedConfig, options: MyceliumConfigOptions = {}, source?: ConfigSource) {
     this.resolved = resolved
     this.profile = resolved.profile
     this.transition = resolved.transition
@@ -218,6 +223,7 @@ export class MyceliumConfig {
     this.warnings = resolved.warnings
     // Warnings are listed, not printed: each ledger warns once on first use, and `mycelium doctor` shows the list.
     this.#options = options
+    this.#source = source
   }
 
   /** The store for a storage choice, one instance per distinct choice (tools on one file share it). */
@@ -418,10 +424,10 @@ export class MyceliumConfig {
     return this.#receipts
   }
 
-  /** A ConfigError naming the file the config was loaded from. */
+  /** A ConfigError naming the file the config was loaded from, and the key's line and column there. */
   #error(detail: string, path: (string | number)[]): ConfigError {
     const source = (this.#options as { source?: string }).source
-    return new ConfigError(detail, { path }, source)
+    return this.#source?.error(detail, path, true) ?? new ConfigError(detail, { path }, source)
   }
 
   /** Why receipts cannot be signed (no key, no agent id), or null. */
@@ -655,16 +661,25 @@ export class MyceliumConfig {
     })
   }
 
-  /** The configured HistoryGuard, or null without a `history_guard:` section. */
-  historyGuard(): HistoryGuard | null {
+  /**
+   * The configured HistoryGuard (null without a `history_guard:` section), one per `scope`: an object that stands
+   * for one conversation, by default the current `Session` (each `run()` has its own). Without a scope, a new guard
+   * each call, which has no earlier call to find drops against.
+   */
+  historyGuard(scope: object | undefined = Session.current()): HistoryGuard | null {
     const h = this.resolved.raw.history_guard
     if (!h) return null
-    return new HistoryGuard({
-      ...(h.max_tokens !== undefined && { maxTokens: h.max_tokens }),
-      ...(h.max_messages !== undefined && { maxMessages: h.max_messages }),
-      ...(h.warn_at !== undefined && { warnAt: h.warn_at }),
-      ...(h.detect_duplicates !== undefined && { detectDuplicates: h.detect_duplicates }),
-    })
+    let guard = scope && this.#guards.get(scope)
+    if (!guard) {
+      guard = new HistoryGuard({
+        ...(h.max_tokens !== undefined && { maxTokens: h.max_tokens }),
+        ...(h.max_messages !== undefined && { maxMessages: h.max_messages }),
+        ...(h.warn_at !== undefined && { warnAt: h.warn_at }),
+        ...(h.detect_duplicates !== undefined && { detectDuplicates: h.detect_duplicates }),
+      })
+      if (scope) this.#guards.set(scope, guard)
+    }
+    return guard
   }
 
   /** True when `message_validator:` is on. */
@@ -673,11 +688,14 @@ export class MyceliumConfig {
     return m === true || (typeof m === "object" && m !== null && m.enabled)
   }
 
-  /** Repairs the transcript (when `message_validator` is on), then enforces `history_guard` limits. */
-  prepareMessages<M>(messages: readonly M[]): readonly M[] {
+  /**
+   * Repairs the transcript (when `message_validator` is on), then enforces `history_guard` with the guard of
+   * `scope` (see historyGuard()), so messages dropped since its last call raise `HistoryDropError`.
+   */
+  prepareMessages<M>(messages: readonly M[], scope?: object): readonly M[] {
     let out = messages
     if (this.validatesMessages) out = new MessageValidator().repair(out).messages
-    const guard = this.historyGuard()
+    const guard = this.historyGuard(scope)
     if (guard) out = guard.validate(out)
     // Inside a run with state_flush, the prepared transcript is part of what a cancelled run leaves to resume.
     runScope()?.getStore()?.flush?.record({ messages: out })

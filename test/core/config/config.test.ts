@@ -7,6 +7,7 @@ import "../../../src/async-context.ts"
 import { loadConfigFromString } from "../../../src/core/config/index.ts"
 import { argsFingerprint, LedgerHardBlockError, transitionKey } from "../../../src/core/ledger/index.ts"
 import { ToolBoundaryError } from "../../../src/core/tools/index.ts"
+import { HistoryDropError } from "../../../src/core/transcript/index.ts"
 
 // The seed's own "minimum integration" example, with file stores swapped for memory (the core has no file system).
 const SEED = `
@@ -211,6 +212,56 @@ describe("MyceliumConfig from the seed's example", () => {
     const ledger = await config.ledgerFor("send_payment")
     expect(ledger?.leaseTtl).toBe(3600)
     expect(ledger?.clock.now()).toBe(1000)
+  })
+})
+
+describe("prepareMessages: history_guard per conversation", () => {
+  const HG = "history_guard:\n  max_messages: 100\n"
+  const say = (role: string, content: string) => ({ role, content })
+  const h1 = [say("user", "pay invoice 7"), say("assistant", "done, paid $500"), say("user", "now refund it")]
+  // The assistant's answer is gone: a framework trimmed it silently.
+  const h2 = [h1[0], h1[2], say("assistant", "ok")]
+
+  it("raises HistoryDropError for a message dropped between two calls of one run", async () => {
+    const config = loadConfigFromString(HG, quiet)
+    const guards: unknown[] = []
+    const calls = config.run("r1", async () => {
+      guards.push(config.historyGuard())
+      config.prepareMessages(h1)
+      await new Promise((r) => setTimeout(r, 1))
+      guards.push(config.historyGuard())
+      config.prepareMessages(h2)
+    })
+    await expect(calls).rejects.toBeInstanceOf(HistoryDropError)
+    expect(guards[0]).toBe(guards[1])
+    // A scope object of the caller's own, outside any run, does the same.
+    const thread = {}
+    config.prepareMessages(h1, thread)
+    expect(() => config.prepareMessages(h2, thread)).toThrow(HistoryDropError)
+  })
+
+  it("never compares two conversations, interleaved in runs or by scope", async () => {
+    const config = loadConfigFromString(HG, quiet)
+    const other = [say("user", "hello"), say("assistant", "hi, how can I help?"), say("user", "my order")]
+    const tick = () => new Promise((r) => setTimeout(r, 1))
+    const converse = (runId: string, turns: typeof h1) =>
+      config.run(runId, async () => {
+        for (let n = 1; n <= turns.length; n++) {
+          config.prepareMessages(turns.slice(0, n))
+          await tick()
+        }
+        return config.historyGuard()
+      })
+    const [a, b] = await Promise.all([converse("a", h1), converse("b", other)])
+    expect(a).not.toBe(b)
+    const [x, y] = [{}, {}]
+    for (let n = 1; n <= 3; n++) {
+      config.prepareMessages(h1.slice(0, n), x)
+      config.prepareMessages(other.slice(0, n), y)
+    }
+    // Outside a run and without a scope there is no conversation to compare with: limits only.
+    config.prepareMessages(h1)
+    expect(() => config.prepareMessages(other)).not.toThrow()
   })
 })
 

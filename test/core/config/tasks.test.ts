@@ -340,11 +340,14 @@ describe("instrument with tasks", () => {
     expect(charges).toBe(1)
   })
 
-  it("a name under both tools: and tasks: is a ConfigError (the original leaves the choice unspecified)", () => {
+  it("a name under both tools: and tasks: is a ConfigError at the task's line (the original wraps a tool)", () => {
     const config = loadConfigFromString("tools:\n  both: {}\ntasks:\n  both:\n    ledger: true\n", quiet)
     const e = catchError(() => config.instrument({ both: async () => 1 }))
     expect(e).toBeInstanceOf(ConfigError)
     expect(String(e)).toContain("'tools.both' and 'tasks.both'")
+    // Placed like every other ConfigError: at the key under tasks:.
+    expect(e).toMatchObject({ path: ["tasks", "both"], line: 4, column: 3 })
+    expect(String(e)).toContain("mycelium.yaml:4:3 at 'tasks.both'")
     // Each explicit call still works: the caller said which one it means.
     expect(config.applyTask("both", async () => 1).taskName).toBe("both")
   })
