@@ -1,7 +1,8 @@
 // Ledger on Upstash Redis (REST), laid out as the Python original's RedisLedgerStorage so both can share one
 // ledger: row JSON at `{prefix}{id}`, a durable tombstone copy at `{prefix without ':'}-tomb:{id}`.
-// Derived keys (tombstones, the dispatch index) never lie under the row prefix, whatever it is: a scan of
-// `{prefix}*` (ours, or a Python worker's) sees rows only. See derivedBase() and docs/storage-contract.md.
+// Derived keys (our tombstones, the dispatch index) never lie under the row prefix, whatever it is: a scan of
+// `{prefix}*` (ours, or a Python worker's) sees rows only. The tombstone copy where the original looks is a row
+// too, under a prefix without ':'. See derivedBase() and docs/storage-contract.md.
 // Claim and every compare-and-set are one Lua script each: one round trip, no WATCH/MULTI retry loops.
 
 import {
@@ -77,7 +78,8 @@ local function was_sent(key) return key ~= '' and redis.call('GET', key) end
 // version or a Python worker with this prefix put the tombstone ('' when the same). With a prefix not ending in ':'
 // (or empty) the original's tombstone of X is the row key of '-tomb:X': a row of another id is no tombstone of this
 // one, and under the primary key it is refused. The primary key's TTL: only while in flight with a bounded lease;
-// never shortened by a write.
+// never shortened by a write. write(): KEYS are row, tomb, legacy. The legacy copy is what a Python worker reads
+// once the primary key expired, so it is written too, unless it holds another request's row ('-tomb:X's).
 // Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/model/entry.ts do, so the
 // script classifies the same way `classifyClaim` does. Missing `terminal_outcome` reads as IN_FLIGHT, a JSON null or
 // unknown value falls back to `status`, unparseable numbers behave like JavaScript's NaN (never equal, never greater).
@@ -155,7 +157,8 @@ local function resolved(row, now, ghost)
   if t == 'IN_FLIGHT' and lapsed then return 'EXPIRED' end
   return t
 end
-local function write(key, tomb, raw, ttl)
+local function write(raw, ttl, id)
+  local key, l = KEYS[1], KEYS[3]
   if ttl > 0 then
     local cur = redis.call('TTL', key)
     if cur > ttl then ttl = cur end
@@ -163,7 +166,9 @@ local function write(key, tomb, raw, ttl)
   else
     redis.call('SET', key, raw)
   end
-  redis.call('SET', tomb, raw)
+  redis.call('SET', KEYS[2], raw)
+  local v = l ~= '' and redis.call('GET', l)
+  if l ~= '' and (not v or (decode(v) or {}).request_id == id) then redis.call('SET', l, raw) end
 end
 ${SENT_LUA}`
 
@@ -192,7 +197,7 @@ if row ~= nil then
   end
 end
 local nf = string.format('%d', fence + 1)
-write(KEYS[1], KEYS[2], ARGV[1] .. nf .. ARGV[2], tonumber(ARGV[6]))
+write(ARGV[1] .. nf .. ARGV[2], tonumber(ARGV[6]), ARGV[7])
 if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[7]) end
 sent(KEYS[6], nf)
 return nf
@@ -242,7 +247,7 @@ if ARGV[12] == '1' then
   if b == nil or b == NULL then b = 'not_crossed' end
   if b ~= ARGV[13] then return 0 end
 end
-write(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
+write(ARGV[1], tonumber(ARGV[2]), ARGV[3])
 if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[3]) end
 sent(KEYS[5], '1')
 return 1
@@ -260,7 +265,7 @@ for _, k in ipairs({KEYS[1], KEYS[2], KEYS[3]}) do
   end
 end
 if stored > tonumber(ARGV[4]) then return stored end
-write(KEYS[1], KEYS[2], ARGV[1], tonumber(ARGV[2]))
+write(ARGV[1], tonumber(ARGV[2]), ARGV[3])
 if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[3]) end
 return -1
 `
@@ -289,7 +294,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
   readonly #redis: UpstashClient
   readonly #prefix: string
   readonly #tombPrefix: string
-  /** Where the original (and versions before this one) put tombstones, when that differs: read, never written. */
+  /** Where the original looks for tombstones, when that differs: read, and written where it holds no other row. */
   readonly #legacyTombPrefix: string | null
   /** Null for the empty prefix: every key lies under it, so there is no index and siblings come from a scan. */
   readonly #dispatchPrefix: string | null
@@ -305,7 +310,8 @@ export class UpstashLedgerStorage implements LedgerStorage {
   constructor(options: UpstashLedgerStorageOptions) {
     this.#redis = options.redis
     this.#prefix = options.prefix ?? DEFAULT_PREFIX
-    const pythonTomb = `${this.#prefix.endsWith(":") ? this.#prefix.slice(0, -1) : this.#prefix}-tomb:`
+    // The original's `prefix.rstrip(":")`: every trailing ':' goes.
+    const pythonTomb = `${this.#prefix.replace(/:+$/, "")}-tomb:`
     const base = derivedBase(this.#prefix)
     this.#tombPrefix = base === null ? pythonTomb : `${base}tomb:`
     this.#legacyTombPrefix = this.#tombPrefix === pythonTomb ? null : pythonTomb
