@@ -19,6 +19,26 @@ export function clonePlain<T>(value: T): T {
   return root as T
 }
 
+/**
+ * True when a plain object or array in `value` holds itself, which JSON cannot send and clonePlain would copy
+ * forever. Iterative like clonePlain; an object shared by two branches is no cycle.
+ */
+export function hasCycle(value: unknown): boolean {
+  const open = new Set<unknown>()
+  const todo: [unknown, boolean][] = [[value, false]]
+  for (let top = todo.pop(); top; top = todo.pop()) {
+    const [v, leaving] = top
+    if (leaving) open.delete(v)
+    else if (Array.isArray(v) || isPlainObject(v)) {
+      if (open.has(v)) return true
+      open.add(v)
+      todo.push([v, true])
+      for (const x of Object.values(v as object)) todo.push([x, false])
+    }
+  }
+  return false
+}
+
 function isPlainObject(v: unknown): boolean {
   return v !== null && typeof v === "object" && Object.getPrototypeOf(v) === Object.prototype
 }

@@ -1,3 +1,5 @@
+import { InvalidOptionError } from "../errors.ts"
+import { safeString } from "../repr.ts"
 import { decisiveFormat } from "./detect.ts"
 import { HistoryDropError, HistoryDuplicateTurnsError, HistoryTruncatedError } from "./history-errors.ts"
 import { fingerprint, heuristicTokens, messageText } from "./history-text.ts"
@@ -39,6 +41,14 @@ export class HistoryGuard {
   #baseline: Map<string, number> | undefined
 
   constructor(options: HistoryGuardOptions = {}) {
+    // NaN (Number() of an unset environment variable) compares false with every count: the limit was never enforced.
+    for (const key of ["maxTokens", "maxMessages", "warnAt"] as const) {
+      const v = options[key]
+      if (v !== undefined && !(Number.isFinite(v) && v >= 0))
+        throw new InvalidOptionError(
+          `HistoryGuard ${key} must be a finite number >= 0 or left out, got ${typeof v} ${safeString(v)}`,
+        )
+    }
     this.#o = options
   }
 

@@ -9,8 +9,9 @@ export function messageText(message: unknown): string {
   const parts = [contentText(message.content)]
   if (Array.isArray(message.tool_calls)) {
     for (const c of message.tool_calls) {
-      if (isRecord(c) && isRecord(c.function))
-        parts.push(`${safeString(c.function.name ?? "")} ${safeString(c.function.arguments ?? "")}`)
+      // OpenAI custom tool calls carry { name, input } (free text) instead of function.arguments.
+      const f = isRecord(c) && (c.function ?? c.custom)
+      if (isRecord(f)) parts.push(`${safeString(f.name ?? "")} ${safeString(f.arguments ?? f.input ?? "")}`)
     }
   }
   return parts.filter(Boolean).join(" ")
@@ -30,6 +31,32 @@ function blockText(block: unknown): string {
   const payload = block.input ?? block.args ?? block.output ?? block.result
   if (payload === undefined) return ""
   return typeof payload === "string" ? payload : jsonText(payload)
+}
+
+// An image, audio or file part has no text to count, but two different ones are different turns: its key is its
+// JSON (url, file id, media type, data). Long strings and binary data are sampled, so a history of large images
+// costs the same to check as a short one: the length, the first and last 256 items (headers, checksums) and
+// about 1,000 evenly spaced ones between.
+function mediaKey(block: Record<string, unknown>): string {
+  const sample = (v: ArrayLike<unknown>): string => {
+    const n = v.length
+    const step = Math.ceil(n / 1024)
+    let s = `${n}:`
+    for (let i = 0; i < n; i += i < 256 || i > n - 256 - step ? 1 : step) s += `${v[i]},`
+    return s
+  }
+  try {
+    return JSON.stringify(block, function (this: Record<string, unknown>, key, value: unknown) {
+      const raw = this[key] as Uint8Array // before toJSON, which spells out every byte of a Node Buffer
+      return raw instanceof ArrayBuffer || ArrayBuffer.isView(raw)
+        ? sample(new Uint8Array(raw.buffer ?? raw, raw.byteOffset, raw.byteLength))
+        : typeof value === "string"
+          ? sample(value)
+          : value
+    })
+  } catch {
+    return "" // a cycle, or nesting too deep for JSON: keyed by nothing, as before
+  }
 }
 
 // JSON.stringify recurses: tool input a model nested 5,000 levels deep throws a RangeError out of every
@@ -100,6 +127,10 @@ export function fingerprint(message: unknown): string {
 function idsInContent(message: unknown): string {
   if (!isRecord(message) || !Array.isArray(message.content)) return ""
   return message.content
-    .map((b) => (isRecord(b) ? safeString(b.id ?? b.tool_use_id ?? b.toolCallId ?? "") : ""))
+    .map((b) =>
+      isRecord(b)
+        ? safeString(b.id ?? b.tool_use_id ?? b.toolCallId ?? (blockText(b) ? "" : mediaKey(b)))
+        : "",
+    )
     .join(",")
 }

@@ -79,7 +79,8 @@ export class MessageValidator {
   }
 }
 
-// Iterative for the same reason as clonePlain: tool input can be nested deeper than the stack.
+// Iterative for the same reason as clonePlain: tool input can be nested deeper than the stack. It never meets a
+// cycle: repair() refuses or drops a message holding one first.
 function samePlain(a: unknown, b: unknown): boolean {
   const pairs: [unknown, unknown][] = [[a, b]]
   for (let pair = pairs.pop(); pair; pair = pairs.pop()) {

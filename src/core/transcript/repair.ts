@@ -1,12 +1,12 @@
 import { safeString } from "../repr.ts"
-import { clonePlain, isRecord } from "./clone.ts"
+import { clonePlain, hasCycle, isRecord } from "./clone.ts"
 import { MessageValidationError } from "./errors.ts"
 import type { FormatAdapter, Part } from "./formats/adapter.ts"
 import { interruptedResultText } from "./interrupted.ts"
 import { invalidArgumentsResultText } from "./invalid-arguments.ts"
 import { blockOf, blockOwners, hasCalls, type Node, toNodes } from "./nodes.ts"
-import type { Message, RepairAction } from "./types.ts"
-import { findIssues } from "./validate.ts"
+import type { Message, RepairAction, Violation } from "./types.ts"
+import { CYCLE, findIssues } from "./validate.ts"
 
 export interface RepairOptions {
   strictRoles: boolean
@@ -51,16 +51,20 @@ export function repairTranscript(
   const origin: number[] = []
   for (const [i, m] of input.entries()) {
     const role = isRecord(m) ? m.role : undefined
-    const bad = !isRecord(m)
-      ? "is not an object"
-      : options.strictRoles && !(typeof role === "string" && adapter.roles.has(role))
-        ? `has invalid role '${safeString(role ?? "")}'`
-        : undefined
-    if (bad) {
+    // A cycle is refused before clonePlain, which would copy it forever.
+    const problem: [Violation, string] | undefined = !isRecord(m)
+      ? ["invalid_message", "is not an object"]
+      : hasCycle(m)
+        ? ["invalid_message", CYCLE]
+        : options.strictRoles && !(typeof role === "string" && adapter.roles.has(role))
+          ? ["invalid_role", `has invalid role '${safeString(role ?? "")}'`]
+          : undefined
+    if (problem) {
+      const [violation, bad] = problem
       if (options.invalidMessages === "throw") {
         throw new MessageValidationError(
           `Message ${i} ${bad}; repair() cannot infer what it should be. Fix it or pass { invalidMessages: "drop" }.`,
-          { violation: isRecord(m) ? "invalid_role" : "invalid_message", messageIndex: i },
+          { violation, messageIndex: i },
         )
       }
       actions.push({ kind: "dropped_invalid_message", messageIndex: i, detail: bad })

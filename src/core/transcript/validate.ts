@@ -1,4 +1,4 @@
-import { isRecord } from "./clone.ts"
+import { hasCycle, isRecord } from "./clone.ts"
 import type { FormatAdapter } from "./formats/adapter.ts"
 import { blockOf, hasCalls, type Node, toNodes } from "./nodes.ts"
 import type { TranscriptIssue } from "./types.ts"
@@ -7,6 +7,8 @@ export interface FindIssuesOptions {
   strictRoles: boolean
   allowPendingToolCalls: boolean
 }
+
+export const CYCLE = "holds a cycle (an object inside itself)"
 
 /** Every problem in the transcript, ordered by message index. */
 export function findIssues(
@@ -24,6 +26,8 @@ export function findIssues(
       issues.push({ violation: "invalid_message", messageIndex: i, reason: `Message ${i} is not an object.` })
       continue
     }
+    if (hasCycle(m))
+      issues.push({ violation: "invalid_message", messageIndex: i, reason: `Message ${i} ${CYCLE}.` })
     const role = nodes[i]?.role ?? ""
     if (options.strictRoles && !adapter.roles.has(role)) {
       issues.push({

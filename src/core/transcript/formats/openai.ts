@@ -41,6 +41,9 @@ function misplacedResult(message: Message): { shell: Message; part: Part } {
 
 const fnOf = (raw: unknown): Record<string, unknown> =>
   isRecord(raw) && isRecord(raw.function) ? raw.function : {}
+// A custom tool call ({ type: "custom", custom: { name, input } }) takes free text, not JSON arguments.
+const customOf = (raw: unknown): Record<string, unknown> | undefined =>
+  isRecord(raw) && isRecord(raw.custom) ? raw.custom : undefined
 
 const badIndex = (m: Message): boolean =>
   calls(m)
@@ -137,7 +140,7 @@ export const openaiAdapter: FormatAdapter = {
     const { tool_calls, ...shell } = message
     const parts = (tool_calls as unknown[]).map((c): Part => {
       if (!isRecord(c)) return { kind: "other", raw: c }
-      const fn = isRecord(c.function) ? c.function : {}
+      const fn = customOf(c) ?? fnOf(c)
       return { kind: "call", id: stringOrUndefined(c.id), name: stringOrUndefined(fn.name), raw: c }
     })
     return { role, shell, parts }
@@ -165,7 +168,8 @@ export const openaiAdapter: FormatAdapter = {
     }
   },
 
-  argumentsProblem: (part) => jsonArgumentsProblem(fnOf(part.raw).arguments, "function.arguments"),
+  argumentsProblem: (part) =>
+    customOf(part.raw) ? undefined : jsonArgumentsProblem(fnOf(part.raw).arguments, "function.arguments"),
   rawArguments: (part) => fnOf(part.raw).arguments,
   withEmptyArguments: (part) => ({
     ...(part.raw as Message),
