@@ -98,6 +98,7 @@ describe("mycelium transitions release --override-death-signal", () => {
     expect(staleRelease.code, staleRelease.err).toBe(1)
     const released = run([...release, "--by", "ops", "--reason", "no charge", "--fence", "2"])
     expect(released.code, released.err).toBe(0)
-    expect(await storage.get("pay:2")).toMatchObject({ operatorResolution: "not_executed", fence: 2 })
+    // A release moves the fence (one-shot: a second release with the same --fence is refused).
+    expect(await storage.get("pay:2")).toMatchObject({ operatorResolution: "not_executed", fence: 3 })
   })
 })

@@ -73,7 +73,7 @@ describe("edge release of a lapsed lease", () => {
     expect(ok.status).toBe(200)
     expect(((await ok.json()) as { transition: Record<string, unknown> }).transition).toMatchObject({
       operator_resolution: "not_executed",
-      fence: 2,
+      fence: 3,
     })
   })
 })

@@ -65,7 +65,8 @@ describe("LangGraph interrupt() in a guarded tool", () => {
       terminalOutcome: "COMPLETED",
       resolvedBy: "langgraph interrupt()",
       releasedFromOutcome: "FAILED_BEFORE_EFFECT",
-      fence: 2,
+      // 1 the first attempt, 2 its release (a release moves the fence), 3 the resume.
+      fence: 3,
     })
     // Resuming again (a duplicate resume, a replay) returns the recorded payment and pays nothing.
     await g.resume("yes")
@@ -94,7 +95,8 @@ describe("LangGraph interrupt() in a guarded tool", () => {
     expect(g.paid).toEqual([])
     await g.resume("yes")
     expect(g.paid).toEqual(["acct_9"])
-    expect((await g.row())?.fence).toBe(3)
+    // Three attempts and two releases, each moving the fence.
+    expect((await g.row())?.fence).toBe(5)
   })
 
   // A resume could only hard-block (UNKNOWN), after a human had answered: the interrupt fails the call at once,

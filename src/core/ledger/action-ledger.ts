@@ -29,7 +29,7 @@ import {
 } from "./engine/operators.ts"
 import { type ClaimOutcome, prepareCall } from "./engine/request.ts"
 import { createLedgeredTool, ignore, type LedgeredToolOptions, type ToolBody } from "./engine/tool.ts"
-import type { UnstorableReason } from "./errors.ts"
+import { LedgerConfigError, type UnstorableReason } from "./errors.ts"
 import { ToolTransitionBinding, type ToolTransitionBindingInit } from "./model/binding.ts"
 import type { Decision, LedgerEntry } from "./model/entry.ts"
 import type { RequestIdentityPolicy, SideEffectBoundary, UnclassifiedPolicy } from "./model/enums.ts"
@@ -127,6 +127,9 @@ export class ActionLedger {
    * phase INTENDED: call `recordDecision` before the effect (the effect-commit protocol).
    */
   async claim(request: ManualClaimRequest): Promise<ClaimOutcome> {
+    // Every row needs its tool: a row without one makes every other reader of a file store find the file corrupt.
+    if (typeof request?.tool !== "string" || !request.tool)
+      throw new LedgerConfigError("claim() needs a tool name: pass { tool: 'my_tool', ... }")
     checkCallSeconds(request)
     const binding = request.binding ? ToolTransitionBinding.from(request.binding) : null
     const meta =

@@ -30,7 +30,7 @@ export interface ActionLedgerOptions {
   onArgsDrift?: ArgsDriftPolicy
   /** Reclaim a lapsed lease only once the worker looks dead (operator assertion or silent heartbeat). */
   reclaimRequiresDeathSignal?: boolean
-  /** Seconds without a heartbeat after which a worker counts as dead. Default `2 * leaseTtl`. */
+  /** Seconds without a heartbeat after which a worker counts as dead. Default `2 * leaseTtl` (never if unbounded). */
   presumedDeadAfter?: number | null
   requestIdentityPolicy?: RequestIdentityPolicy
   /** This worker's name in rows it claims. Default: one random id per running program. */
@@ -148,9 +148,13 @@ export function createLedgerCore(options: ActionLedgerOptions = {}): LedgerCore 
     requestIdentityPolicy: oneOf("requestIdentityPolicy", options.requestIdentityPolicy, "derived"),
     deferReadOnlyUnknown: options.deferReadOnlyUnknown ?? false,
     reclaimRequiresDeathSignal: options.reclaimRequiresDeathSignal ?? false,
+    // An unbounded lease has no heartbeat to fall silent (a tool's own lease is renewed, but the ledger cannot say how
+    // long is too long): silence never counts, only an explicit signal. 2 x 0 made any silence a death.
     presumedDeadAfter:
       options.presumedDeadAfter == null
-        ? 2 * Math.max(leaseTtl, 0)
+        ? leaseTtl > 0
+          ? 2 * leaseTtl
+          : Infinity
         : seconds("presumedDeadAfter", options.presumedDeadAfter, 0, true),
     predicates: options.predicates ?? [],
     reconciler: options.reconciler ?? null,

@@ -193,7 +193,8 @@ describe("crash inside sideEffect(), hard block, operator release", () => {
       terminalOutcome: "COMPLETED",
       resolvedBy: "ops@acme",
       operatorResolution: null,
-      fence: 2,
+      // 1 the first claim, 2 the release (one-shot: it moves the fence), 3 the one re-execution.
+      fence: 3,
     })
     expect(await pay({ amount: 5 }, { toolCallId: "c1" })).toEqual({ id: "pi_2" })
     expect(runs).toBe(2)

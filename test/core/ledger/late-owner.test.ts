@@ -110,7 +110,7 @@ for (const [kind, open] of stores) {
       expect(await storage.get(ID)).toMatchObject({
         terminalOutcome: "BLOCKED",
         operatorResolution: "not_executed",
-        fence: 1,
+        fence: 2,
         sideEffectBoundary: "not_crossed",
       })
 

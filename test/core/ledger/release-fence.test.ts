@@ -39,7 +39,7 @@ describe("release and markWorkerDeadFor with expectedFence", () => {
     expect((err as Error).message).toContain("at fence 2, not 1")
     expect(await storage.get("pay:1")).toEqual(before)
     const released = await ledger.release("pay:1", { ...verdict, expectedFence: 2 })
-    expect(released).toMatchObject({ operatorResolution: "not_executed", fence: 2 })
+    expect(released).toMatchObject({ operatorResolution: "not_executed", fence: 3 })
   })
 
   it("the matching fence releases; without expectedFence nothing changes from before", async () => {

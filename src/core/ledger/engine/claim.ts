@@ -14,7 +14,6 @@ import {
 } from "../machine/gates.ts"
 import { hardBlockMessage } from "../machine/messages.ts"
 import {
-  completedRow,
   lapsedBlockedRow,
   RELEASABLE_OUTCOMES,
   type ResolutionStamps,
@@ -25,7 +24,7 @@ import {
 import { effectiveCapability, type ToolTransitionBinding } from "../model/binding.ts"
 import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
 import type { TransitionGate } from "../model/enums.ts"
-import { asRead } from "./fenced.ts"
+import { asRead, completedOrUnstorable } from "./fenced.ts"
 import { checkDispatchSiblings, checkSameRowIdentity } from "./identity-checks.ts"
 import type { ClaimMode, ClaimOutcome, ClaimRequest } from "./request.ts"
 
@@ -249,7 +248,8 @@ async function settle(core: LedgerCore, req: ClaimRequest, observed: LedgerEntry
   }
   if (verdict.status === "COMPLETED") {
     if (observed.effectProtocolRequired && !observed.decision?.allowed) return null
-    const done = completedRow(observed, verdict.result ?? null, clock.now())
+    // A result the store cannot hold is recorded as the tool path records it (replays raise), not thrown bare.
+    const done = completedOrUnstorable(core, observed, verdict.result ?? null)
     const ok = await store.tryTransition(done, asRead(observed, RELEASABLE_OUTCOMES))
     return ok ? { kind: "return", entry: done } : { kind: "reread", entry: await store.get(req.requestId) }
   }

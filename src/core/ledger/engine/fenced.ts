@@ -167,26 +167,41 @@ export function completeUnstorableHeld(
 }
 
 /**
- * The completion row, or (the result is too big, too deep or not JSON for the store) a COMPLETED row that says so:
- * a write the store refuses after the effect ran would strand the row IN_FLIGHT.
+ * `build()`, or (its result is too big, too deep or not JSON for the store) what `unstorable` makes of that: a
+ * write the store refuses after the effect ran would strand the row, and a cycle would throw a bare RangeError.
  */
-function completedOrUnstorable(core: LedgerCore, c: LedgerEntry, result: unknown): LedgerEntry {
-  const now = core.clock.now()
+export function storable(
+  core: LedgerCore,
+  build: () => LedgerEntry,
+  unstorable: (bad: { reason: UnstorableReason; message: string }) => LedgerEntry,
+): LedgerEntry {
   const limits = core.storage.limits
   let bad: { reason: UnstorableReason; message: string } | null
   try {
-    const next = completedRow(c, result, now)
+    const next = build()
     bad = limits ? unstorableReason(next, limits) : null
     if (!bad) return next
   } catch (e) {
-    // A cycle overflows the JSON conversion.
+    // A cycle overflows the JSON conversion; a toJSON() may throw.
     bad = notJson(e)
   }
-  core.warn(
-    `the result of '${c.tool}' request '${c.requestId}' was not stored (${bad.message}); replays raise ` +
-      "LedgerResultUnstorableError. Return less from the tool.",
+  return unstorable(bad)
+}
+
+/** The completion row, or a COMPLETED row that says its result could not be stored (replays raise). */
+export function completedOrUnstorable(core: LedgerCore, c: LedgerEntry, result: unknown): LedgerEntry {
+  const now = core.clock.now()
+  return storable(
+    core,
+    () => completedRow(c, result, now),
+    (bad) => {
+      core.warn(
+        `the result of '${c.tool}' request '${c.requestId}' was not stored (${bad.message}); replays raise ` +
+          "LedgerResultUnstorableError. Return less from the tool.",
+      )
+      return unstorableRow(c, bad.reason, bad.message, now)
+    },
   )
-  return unstorableRow(c, bad.reason, bad.message, now)
 }
 
 /**

@@ -1,6 +1,6 @@
 // Operator actions: verdicts on ambiguous transitions, worker-death assertions, listings. ActionLedger exposes
 // each as a method.
-import type { LedgerCore } from "../core.ts"
+import { checkCallSeconds, type LedgerCore } from "../core.ts"
 import {
   LedgerAlreadyResolvedError,
   LedgerPollTimeoutError,
@@ -14,7 +14,7 @@ import { releaseReceiptDraft } from "../machine/receipts.ts"
 import { RELEASABLE_OUTCOMES, releasedRow, workerDeadRow } from "../machine/transitions.ts"
 import { hasWorkerDeathEvidence, type LedgerEntry, leaseLapsed, resolvedOutcome } from "../model/entry.ts"
 import type { TerminalOutcome } from "../model/enums.ts"
-import { asRead, casFrom } from "./fenced.ts"
+import { asRead, casFrom, storable } from "./fenced.ts"
 import { appendReceipt, sealRow } from "./receipts.ts"
 
 export interface ReleaseOptions {
@@ -79,24 +79,28 @@ export async function release(
   requestId: string,
   options: ReleaseOptions,
 ): Promise<LedgerEntry> {
-  const { verified, by, reason } = options
+  const { verified, by, reason, overrideDeathSignal: override } = options ?? {}
   if (verified !== "completed" && verified !== "not_executed") {
     throw new LedgerReleaseRefusedError(
       `verified must be 'completed' or 'not_executed', got '${String(verified)}'`,
     )
   }
-  if (!by?.trim() || !reason?.trim()) {
+  if (blank(by) || blank(reason)) {
     throw new LedgerReleaseRefusedError("release requires 'by' (who verified it) and 'reason'")
+  }
+  if (override !== undefined && blank(override)) {
+    throw new LedgerReleaseRefusedError("overrideDeathSignal must say why the owner can no longer act")
   }
   const cannot = `Cannot release request '${requestId}': `
   const row = await core.store.get(requestId)
   if (!row) throw new LedgerReleaseRefusedError(`${cannot}no such request`)
-  checkFence(row, options.expectedFence, "release")
+  // Before the fence: a release moves it, so a second one would otherwise read as "claimed again".
   if (row.operatorResolution) {
     throw new LedgerAlreadyResolvedError(
       `${cannot}already released as ${row.operatorResolution} by ${row.resolvedBy}`,
     )
   }
+  checkFence(row, options.expectedFence, "release")
   const now = core.clock.now()
   const resolved = resolvedOutcome(row, now)
   if (resolved === "COMPLETED") throw new LedgerReleaseRefusedError(`${cannot}COMPLETED, nothing to release`)
@@ -104,10 +108,6 @@ export async function release(
     throw new LedgerReleaseRefusedError(`${cannot}IN_FLIGHT with a live lease; release it once EXPIRED`)
   }
   const { policy } = core
-  const override = options.overrideDeathSignal
-  if (override !== undefined && !override.trim()) {
-    throw new LedgerReleaseRefusedError("overrideDeathSignal must say why the owner can no longer act")
-  }
   const gated = releaseNeedsDeathSignal(row, verified, now, policy.reclaimRequiresDeathSignal)
   const evidence = hasWorkerDeathEvidence(row, now, policy.presumedDeadAfter)
   if (gated && !evidence && !override) {
@@ -127,16 +127,26 @@ export async function release(
   }
   const why =
     gated && !evidence && override ? `${reason} (death signal overridden: ${override.trim()})` : reason
-  const released = releasedRow(row, verified, options.result ?? null, by, why, resolved, now)
+  // A result the store cannot hold is refused before anything is written.
+  const released = storable(
+    core,
+    () => releasedRow(row, verified, options.result ?? null, by, why, resolved, now),
+    (bad) => {
+      throw new LedgerReleaseRefusedError(`${cannot}${bad.message}; pass a smaller JSON result`)
+    },
+  )
   const { row: next, receipt } = await sealRow(core, released, (n) =>
     releaseReceiptDraft(row, n, verified, by, why, resolved, now),
   )
-  // The verdict is on the row as read: a late owner's boundary move since then supersedes it.
+  // The verdict is on the row as read: a late owner's boundary move, or another release (it moved the fence), since
+  // then supersedes it.
   const ok = await core.store.tryTransition(next, asRead(row, RELEASABLE_OUTCOMES))
   if (!ok) throw new LedgerAlreadyResolvedError(`${cannot}transition superseded`)
   await appendReceipt(core.receipts, receipt, requestId)
   return next
 }
+
+const blank = (s: unknown): boolean => typeof s !== "string" || !s.trim()
 
 /** The owner may still perform the effect: no heartbeat silence past `presumedDeadAfter`, no assertion. */
 function aliveError(
@@ -150,7 +160,7 @@ function aliveError(
   const grace = core.policy.presumedDeadAfter - (now - last)
   return new LedgerWorkerAliveError(
     `Cannot release request '${row.requestId}': ${state} but worker '${row.owner}' appears alive (last heartbeat ` +
-      `${ageString(now - last)}) — grace window elapses in ${remainingString(grace)}. ${next}`,
+      `${ageString(now - last)}) — grace window elapses ${grace < Infinity ? `in ${remainingString(grace)}` : "never"}. ${next}`,
   )
 }
 
@@ -160,7 +170,7 @@ export async function markWorkerDeadFor(
   requestId: string,
   options: MarkWorkerDeadOptions,
 ): Promise<LedgerEntry> {
-  if (!options.by?.trim() || !options.reason?.trim()) {
+  if (blank(options?.by) || blank(options?.reason)) {
     throw new LedgerReleaseRefusedError("markWorkerDeadFor requires 'by' and 'reason'")
   }
   const row = await core.store.get(requestId)
@@ -231,6 +241,7 @@ export async function waitForTransition(
   requestId: string,
   options: WaitOptions = {},
 ): Promise<LedgerEntry> {
+  checkCallSeconds(options)
   const interval = options.pollInterval ?? core.policy.pollInterval
   const timeout = options.pollTimeout === undefined ? core.policy.pollTimeout : options.pollTimeout
   const deadline = timeout === null ? Infinity : core.clock.now() + timeout

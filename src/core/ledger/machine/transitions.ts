@@ -241,6 +241,8 @@ export const stampsOf = (e: LedgerEntry): ResolutionStamps => ({
  * A verified release: `completed` stores the result; `not_executed` lets one redispatch run the tool again. An
  * EXPIRED row is still IN_FLIGHT in storage, so `not_executed` blocks it in the same write: the late owner's fenced
  * boundary write (the `sideEffect()` entry) and its completion fail instead of running the effect a second time.
+ * The fence moves one up: a `not_executed` verdict on an UNKNOWN row changes nothing else a compare-and-set
+ * compares, so a second release racing this one would land on it too (releases are one-shot).
  */
 export function releasedRow(
   e: LedgerEntry,
@@ -263,7 +265,7 @@ export function releasedRow(
       : releasedFrom === "EXPIRED"
         ? lapsedBlockedRow(e, now)
         : e
-  return { ...base, operatorResolution: verified, ...stamps }
+  return { ...base, operatorResolution: verified, ...stamps, fence: e.fence + 1 }
 }
 
 export function workerDeadRow(e: LedgerEntry, by: string, reason: string, now: number): LedgerEntry {
