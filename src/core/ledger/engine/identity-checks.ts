@@ -12,10 +12,13 @@ import type { ClaimRequest } from "./request.ts"
 /**
  * A stored row's scope as the original reads it: the binding's `scopeFrom` arguments, overridden by a stored
  * thread_id / run_id / node. The original stores those only when they were passed, so its rows of a `scopeFrom`
- * tool hold the scope in the named arguments alone. (The stored values are read as the metadata they were.)
+ * tool hold the scope in the named arguments alone. (The stored values are read as the metadata they were.) An
+ * argument named thread_id is not metadata here, but it is in the row: the sibling check also reads this call's own
+ * row that way, or a drifted re-send (or a Python worker's row, keyed by such an argument) slipped past it. A replay
+ * is still allowed only by the call's metadata scope: a model's thread_id argument must not reach another thread's row.
  */
-function scopeOf(entry: LedgerEntry, req: ClaimRequest): TransitionScope {
-  const k = entry.kwargs as CallMeta & Record<string, string>
+function scopeOf(kwargs: Record<string, unknown>, req: ClaimRequest): TransitionScope {
+  const k = kwargs as CallMeta & Record<string, string>
   return resolveScope(req.binding?.scopeFrom ?? {}, k, {
     threadId: k.thread_id,
     runId: k.run_id,
@@ -35,9 +38,9 @@ function drift(core: LedgerCore, req: ClaimRequest, prior: LedgerEntry): never {
   })
 }
 
-function sameScope(entry: LedgerEntry, req: ClaimRequest, scope = req.scope): boolean {
-  const s = scopeOf(entry, req)
-  return s.threadId === scope.threadId && s.runId === scope.runId && s.node === scope.node
+function sameScope(entry: LedgerEntry, req: ClaimRequest): boolean {
+  const s = scopeOf(entry.kwargs, req)
+  return s.threadId === req.scope.threadId && s.runId === req.scope.runId && s.node === req.scope.node
 }
 
 /** The row at this request id must be this call: same tool, scope and arguments. */
@@ -83,9 +86,13 @@ export async function checkDispatchSiblings(
   if (!req.dispatchId) return
   const found =
     siblings ?? (core.store.canFindByDispatchId ? await core.store.findByDispatchId(req.dispatchId) : [])
+  // Either reading of this call's scope counts: this check only ever refuses, so the wider match is the safe one.
+  const own = driftScope(req.scope)
+  const storedScope = (): string => driftScope(scopeOf(claimed.kwargs, req))
   for (const prior of found) {
     if (prior.requestId === req.requestId || prior.tool !== req.tool) continue
-    if (driftScope(scopeOf(prior, req)) !== driftScope(req.scope)) continue
+    const scope = driftScope(scopeOf(prior.kwargs, req))
+    if (scope !== own && scope !== storedScope()) continue
     const drifted = storedFingerprint(prior, req.binding) !== req.fingerprint
     if (drifted && core.policy.onArgsDrift === "off") continue
     await giveUp(core, claimed, drifted ? "args drift on a reused dispatch ticket" : "identity conflict")
