@@ -48,3 +48,12 @@ describe("arguments named like metadata and the identity checks", () => {
     )
   })
 })
+
+describe("call metadata from JavaScript", () => {
+  it("null metadata is no metadata, not a bare TypeError", async () => {
+    const { pay, paid } = payer()
+    const untyped = pay as unknown as (a: object, m: null) => Promise<unknown>
+    expect(await untyped({ amount: 3 }, null)).toEqual({ paid: 3 })
+    expect(paid).toEqual([3])
+  })
+})

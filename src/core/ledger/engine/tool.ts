@@ -82,7 +82,9 @@ export function createLedgeredTool<A extends object, R>(
   }
 
   // `A` is as the tool declares it (an interface has no index signature); the ledger keys the plain object it is.
-  const call = async (args: A, meta: CallMeta = {}): Promise<R> => {
+  // `null` from JavaScript is no metadata, as `undefined` is (it threw a bare TypeError).
+  const call = async (args: A, given?: CallMeta | null): Promise<R> => {
+    const meta = given ?? {}
     throwIfAborted(meta.signal)
     let decision: Decision | null = null
     const { request, mode } = prepareCall(core, tool, binding, args as Kwargs, meta, () => decision, options)
