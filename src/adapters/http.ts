@@ -82,7 +82,14 @@ export class HttpLedgerStorage implements LedgerStorage {
     this.#requestTimeout = requestTimeoutOption(options.requestTimeout)
   }
 
-  async #call<T>(method: string, path: string, body?: unknown, allow404 = false): Promise<T | null> {
+  /** One request; a 200 counts only when it is an object with the route's own field `key`. */
+  async #call<T>(
+    method: string,
+    path: string,
+    key: string,
+    body?: unknown,
+    allow404 = false,
+  ): Promise<T | null> {
     const headers: Record<string, string> = { accept: "application/json" }
     const token = typeof this.#token === "function" ? await this.#token() : this.#token
     if (token) headers.authorization = `Bearer ${token}`
@@ -94,6 +101,8 @@ export class HttpLedgerStorage implements LedgerStorage {
       res = await this.#fetch(`${this.#base}${path}`, {
         method,
         headers,
+        // A followed redirect turns a PUT into a GET (nothing written) or sends the row and token to another origin.
+        redirect: "manual",
         ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
         ...(signal ? { signal } : {}),
       })
@@ -109,6 +118,12 @@ export class HttpLedgerStorage implements LedgerStorage {
         },
       )
     }
+    if (res.type === "opaqueredirect" || (res.status > 299 && res.status < 400))
+      throw new LedgerHttpError(
+        res.status,
+        "invalid_response",
+        `ledger API answered a redirect, which is not followed; set url to where the API is`,
+      )
     if (bytes === null)
       throw new LedgerHttpError(
         res.status,
@@ -126,8 +141,9 @@ export class HttpLedgerStorage implements LedgerStorage {
         `ledger API answered ${res.status} with non-JSON; check the API's base URL`,
       )
     }
-    if (!res.ok) {
-      const err = (json as { error?: { code?: string; message?: string } } | null)?.error
+    const err = (json as { error?: { code?: string; message?: string } } | null)?.error
+    // A refusal is the error envelope whatever its status: a 200 `ledger_stale_fence` is no write.
+    if (!res.ok || err !== undefined) {
       // Only the row route's own answer means "no such row": a proxy's 404 page, or the app's answer for a route it
       // does not have (a wrong base path, also `not_found`), is an outage, never an empty ledger.
       if (
@@ -139,6 +155,9 @@ export class HttpLedgerStorage implements LedgerStorage {
         return null
       throw new LedgerHttpError(res.status, err?.code ?? "http_error", err?.message ?? `HTTP ${res.status}`)
     }
+    // Anything else (`null`, `{}`, a proxy's JSON) is not the route's answer: never "no row", "written" or "lost".
+    if (typeof json !== "object" || (json as Row | null)?.[key] === undefined)
+      throw malformed(`JSON without the route's '${key}'`)
     return json as T
   }
 
@@ -153,13 +172,14 @@ export class HttpLedgerStorage implements LedgerStorage {
   }
 
   async get(requestId: string): Promise<LedgerEntry | null> {
-    const r = await this.#call<{ row: Row }>("GET", `/v1/rows/${this.#id(requestId)}`, undefined, true)
+    const r = await this.#call<{ row: Row }>("GET", `/v1/rows/${this.#id(requestId)}`, "row", undefined, true)
     return r ? rowOf(r.row, requestId) : null
   }
 
   async set(entry: LedgerEntry): Promise<void> {
+    let r: { ok?: unknown } | null
     try {
-      await this.#call("PUT", `/v1/rows/${this.#id(entry.requestId)}`, { row: entryToRow(entry) })
+      r = await this.#call("PUT", `/v1/rows/${this.#id(entry.requestId)}`, "ok", { row: entryToRow(entry) })
     } catch (e) {
       // The server's store refused it: the same typed refusal as every other backend's.
       if (e instanceof LedgerHttpError && e.code === "ledger_stale_fence") {
@@ -167,6 +187,7 @@ export class HttpLedgerStorage implements LedgerStorage {
       }
       throw e
     }
+    if (r?.ok !== true) throw malformed("'ok' other than true to a write")
   }
 
   async tryClaimInflight(
@@ -178,6 +199,7 @@ export class HttpLedgerStorage implements LedgerStorage {
     const r = (await this.#call<{ outcome: ClaimResult["outcome"]; entry: Row; dispatch_siblings?: Row[] }>(
       "POST",
       `/v1/rows/${this.#id(entry.requestId)}/claim`,
+      "outcome",
       {
         entry: entryToRow(entry),
         lease_ttl: leaseTtl,
@@ -197,19 +219,24 @@ export class HttpLedgerStorage implements LedgerStorage {
   }
 
   async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
-    const r = (await this.#call<{ ok: boolean }>("POST", `/v1/rows/${this.#id(next.requestId)}/transition`, {
-      next: entryToRow(next),
-      expect: {
-        outcomes: expect.outcomes,
-        fence: expect.fence,
-        ...(expect.owner !== undefined ? { owner: expect.owner } : {}),
-        ...(expect.effectPhase !== undefined ? { effect_phase: expect.effectPhase } : {}),
-        ...(expect.sideEffectBoundary !== undefined
-          ? { side_effect_boundary: expect.sideEffectBoundary }
-          : {}),
-        ...(expect.leaseHeldAt !== undefined ? { lease_held_at: expect.leaseHeldAt } : {}),
+    const r = (await this.#call<{ ok: boolean }>(
+      "POST",
+      `/v1/rows/${this.#id(next.requestId)}/transition`,
+      "ok",
+      {
+        next: entryToRow(next),
+        expect: {
+          outcomes: expect.outcomes,
+          fence: expect.fence,
+          ...(expect.owner !== undefined ? { owner: expect.owner } : {}),
+          ...(expect.effectPhase !== undefined ? { effect_phase: expect.effectPhase } : {}),
+          ...(expect.sideEffectBoundary !== undefined
+            ? { side_effect_boundary: expect.sideEffectBoundary }
+            : {}),
+          ...(expect.leaseHeldAt !== undefined ? { lease_held_at: expect.leaseHeldAt } : {}),
+        },
       },
-    })) as { ok: unknown }
+    )) as { ok: unknown }
     // Never "lost the race" for an answer that is not the route's: the ledger would drop the result it was storing.
     if (typeof r?.ok !== "boolean") throw malformed("a transition answer without a boolean 'ok'")
     return r.ok
@@ -222,7 +249,11 @@ export class HttpLedgerStorage implements LedgerStorage {
       const q = new URLSearchParams({ limit: String(Math.min(remaining, 500)) })
       if (options.prefix) q.set("prefix", options.prefix)
       if (cursor) q.set("cursor", cursor)
-      const page = (await this.#call<{ rows: Row[]; cursor: string | null }>("GET", `/v1/rows?${q}`)) as {
+      const page = (await this.#call<{ rows: Row[]; cursor: string | null }>(
+        "GET",
+        `/v1/rows?${q}`,
+        "rows",
+      )) as {
         rows: Row[]
         cursor: string | null
       }
@@ -239,7 +270,7 @@ export class HttpLedgerStorage implements LedgerStorage {
   }
 
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
-    const r = (await this.#call<{ rows: Row[] }>("GET", `/v1/dispatch/${this.#id(dispatchId)}`)) as {
+    const r = (await this.#call<{ rows: Row[] }>("GET", `/v1/dispatch/${this.#id(dispatchId)}`, "rows")) as {
       rows: Row[]
     }
     return rowsOf(r.rows).map(entryFromRow)
