@@ -33,7 +33,7 @@ export type NeonStoreOptions = (
   readonly timeout?: number | null
 }
 
-/** The table name is not `^[a-z][a-z0-9_]*$`; it is spliced into SQL, so nothing else is accepted. */
+/** The table name is not `^[a-z][a-z0-9_]*$` or is too long for Postgres (see `tableName`). */
 export class InvalidTableNameError extends InvalidOptionError {
   override readonly name = "InvalidTableNameError"
   override readonly code = "invalid_table_name"
@@ -53,13 +53,26 @@ export class NeonTimeoutError extends MyceliumError {
 
 const TABLE_RE = /^[a-z][a-z0-9_]*$/
 
-/** The table name to use, or `InvalidTableNameError` when it is not `^[a-z][a-z0-9_]*$`. */
-export function tableName(table: string | undefined, fallback: string): string {
+/**
+ * The table name to use, or `InvalidTableNameError` when it is not `^[a-z][a-z0-9_]*$` or longer than `max`: Postgres
+ * silently cuts identifiers to 63 bytes, so two longer names (or the names a store derives by appending a suffix)
+ * would be one table or function. Names are quoted in SQL, so reserved words (`order`, `user`) work.
+ */
+export function tableName(table: string | undefined, fallback: string, max = 63): string {
   const name = table ?? fallback
-  if (!TABLE_RE.test(name))
-    throw new InvalidTableNameError(`table name '${name}' must match ^[a-z][a-z0-9_]*$`)
+  if (!TABLE_RE.test(name) || name.length > max)
+    throw new InvalidTableNameError(
+      `table name '${name}' must match ^[a-z][a-z0-9_]*$ and be at most ${max} characters (Postgres cuts longer names)`,
+    )
   return name
 }
+
+/**
+ * `ddl` as one statement (so it also runs over the HTTP driver) that first takes a transaction-scoped advisory lock
+ * on the table: two first-time `IF NOT EXISTS` creations otherwise race on the catalog ("type … already exists").
+ */
+export const migration = (table: string, ddl: string): string =>
+  `DO $mycelium_migrate$ BEGIN PERFORM pg_advisory_xact_lock(hashtext('mycelium-migrate:${table}')); ${ddl} END $mycelium_migrate$`
 
 /** One query: SQL text and parameters in, rows as objects out. */
 export type Run = (text: string, params: unknown[]) => Promise<Record<string, unknown>[]>

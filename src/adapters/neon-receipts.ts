@@ -22,7 +22,7 @@ import {
   type ReceiptPage,
   type ReceiptStore,
 } from "../core/receipts/store.ts"
-import { driverRun, type NeonStoreOptions, type Run, tableName } from "./neon-kit.ts"
+import { driverRun, migration, type NeonStoreOptions, type Run, tableName } from "./neon-kit.ts"
 
 export type NeonReceiptStoreOptions = NeonStoreOptions
 
@@ -34,17 +34,24 @@ export class NeonReceiptStore implements ReceiptStore {
   readonly kind = "neon"
   readonly table: string
   readonly #run: Run
+  // Quoted in SQL, so a reserved word is a name too.
+  readonly #t: string
   readonly #queue = chainQueue()
 
   constructor(options: NeonReceiptStoreOptions) {
     this.table = tableName(options.table, "mycelium_audit_receipts")
+    this.#t = `"${this.table}"`
     this.#run = driverRun(options)
   }
 
+  /** Creates the table if needed (idempotent, safe concurrently). */
   async migrate(): Promise<void> {
     await this.#run(
-      `CREATE TABLE IF NOT EXISTS ${this.table} (id BIGSERIAL PRIMARY KEY, receipt_id TEXT NOT NULL UNIQUE, ` +
-        "agent_id TEXT NOT NULL, record TEXT NOT NULL, ledger TEXT, seq BIGINT, link JSONB, UNIQUE (ledger, seq))",
+      migration(
+        this.table,
+        `CREATE TABLE IF NOT EXISTS ${this.#t} (id BIGSERIAL PRIMARY KEY, receipt_id TEXT NOT NULL UNIQUE, ` +
+          "agent_id TEXT NOT NULL, record TEXT NOT NULL, ledger TEXT, seq BIGINT, link JSONB, UNIQUE (ledger, seq));",
+      ),
       [],
     )
   }
@@ -59,7 +66,7 @@ export class NeonReceiptStore implements ReceiptStore {
       let link: ReceiptLink | null = null
       if (chain) {
         const rows = await this.#run(
-          `SELECT seq, link->>'digest' AS digest FROM ${this.table} WHERE ledger = $1 ORDER BY seq DESC LIMIT 1`,
+          `SELECT seq, link->>'digest' AS digest FROM ${this.#t} WHERE ledger = $1 ORDER BY seq DESC LIMIT 1`,
           [chain.ledger],
         )
         const tail: ChainTail | null = rows[0]
@@ -68,7 +75,7 @@ export class NeonReceiptStore implements ReceiptStore {
         link = await chain.seal(tail)
       }
       const inserted = await this.#run(
-        `INSERT INTO ${this.table} (receipt_id, agent_id, record, ledger, seq, link) ` +
+        `INSERT INTO ${this.#t} (receipt_id, agent_id, record, ledger, seq, link) ` +
           "VALUES ($1, $2, $3, $4, $5, $6::jsonb) ON CONFLICT (ledger, seq) DO NOTHING RETURNING id",
         [
           record.receipt_id,
@@ -85,7 +92,7 @@ export class NeonReceiptStore implements ReceiptStore {
   }
 
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
-    const rows = await this.#run(`SELECT record, link FROM ${this.table} ORDER BY id`, [])
+    const rows = await this.#run(`SELECT record, link FROM ${this.#t} ORDER BY id`, [])
     return rows.map((r) => this.#receipt(r)).filter((r) => matchesList(r, options))
   }
 
@@ -98,7 +105,7 @@ export class NeonReceiptStore implements ReceiptStore {
     const rows = await this.#run(
       "SELECT id, hit, CASE WHEN hit THEN record END AS record, CASE WHEN hit THEN link END AS link FROM " +
         "(SELECT id, record, link, ($1::text IS NULL OR agent_id = $1) AND ($2::text IS NULL OR ledger = $2) AS hit " +
-        `FROM ${this.table} WHERE id > $3 ORDER BY id LIMIT $4) w ORDER BY id`,
+        `FROM ${this.#t} WHERE id > $3 ORDER BY id LIMIT $4) w ORDER BY id`,
       [options.agentId ?? null, options.ledger ?? null, b.start, b.window],
     )
     const page = cutPage(

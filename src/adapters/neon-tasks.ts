@@ -6,7 +6,7 @@
 import { TaskRowError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import type { TaskStore } from "../core/tasks/store.ts"
-import { driverRun, type NeonStoreOptions, type Run, tableName } from "./neon-kit.ts"
+import { driverRun, migration, type NeonStoreOptions, type Run, tableName } from "./neon-kit.ts"
 
 export type NeonTaskStoreOptions = NeonStoreOptions
 
@@ -16,24 +16,31 @@ export class NeonTaskStore implements TaskStore {
   readonly kind = "neon"
   readonly table: string
   readonly #run: Run
+  // Quoted in SQL, so a reserved word is a name too.
+  readonly #t: string
 
   constructor(options: NeonTaskStoreOptions) {
     this.table = tableName(options.table, "mycelium_task_ledger")
+    this.#t = `"${this.table}"`
     this.#run = driverRun(options)
   }
 
-  /** Creates the original's table if needed and adds the lease column (idempotent). */
+  /** Creates the original's table if needed and adds the lease column (idempotent, safe concurrently). */
   async migrate(): Promise<void> {
+    const t = this.#t
     await this.#run(
-      `CREATE TABLE IF NOT EXISTS ${this.table} (request_id TEXT PRIMARY KEY, payload JSONB NOT NULL)`,
+      migration(
+        this.table,
+        `CREATE TABLE IF NOT EXISTS ${t} (request_id TEXT PRIMARY KEY, payload JSONB NOT NULL);` +
+          ` ALTER TABLE ${t} ADD COLUMN IF NOT EXISTS mycelium_lease JSONB;`,
+      ),
       [],
     )
-    await this.#run(`ALTER TABLE ${this.table} ADD COLUMN IF NOT EXISTS mycelium_lease JSONB`, [])
   }
 
   async get(requestId: string): Promise<StoredTask | null> {
     const rows = await this.#run(
-      `SELECT payload, mycelium_lease AS lease, ${VERSION} AS v FROM ${this.table} WHERE request_id = $1`,
+      `SELECT payload, mycelium_lease AS lease, ${VERSION} AS v FROM ${this.#t} WHERE request_id = $1`,
       [requestId],
     )
     return rows[0] ? this.#parse(requestId, rows[0]) : null
@@ -44,12 +51,12 @@ export class NeonTaskStore implements TaskStore {
     const rows =
       expected === null
         ? await this.#run(
-            `INSERT INTO ${this.table} (request_id, payload, mycelium_lease) VALUES ($1, $2::jsonb, $3::jsonb) ` +
+            `INSERT INTO ${this.#t} (request_id, payload, mycelium_lease) VALUES ($1, $2::jsonb, $3::jsonb) ` +
               `ON CONFLICT (request_id) DO NOTHING RETURNING ${VERSION} AS v`,
             [requestId, JSON.stringify(next.row), lease],
           )
         : await this.#run(
-            `UPDATE ${this.table} SET payload = $2::jsonb, mycelium_lease = $3::jsonb ` +
+            `UPDATE ${this.#t} SET payload = $2::jsonb, mycelium_lease = $3::jsonb ` +
               `WHERE request_id = $1 AND ${VERSION} = $4 RETURNING ${VERSION} AS v`,
             [requestId, JSON.stringify(next.row), lease, expected],
           )
@@ -58,7 +65,7 @@ export class NeonTaskStore implements TaskStore {
 
   async *list(): AsyncIterable<StoredTask> {
     const rows = await this.#run(
-      `SELECT request_id, payload, mycelium_lease AS lease, ${VERSION} AS v FROM ${this.table} ORDER BY request_id`,
+      `SELECT request_id, payload, mycelium_lease AS lease, ${VERSION} AS v FROM ${this.#t} ORDER BY request_id`,
       [],
     )
     for (const r of rows) yield this.#parse(String(r.request_id), r)

@@ -19,7 +19,7 @@ import {
 import { MyceliumError } from "../core/errors.ts"
 import { LedgerRowError } from "../core/ledger/errors.ts"
 import { TerminalOutcome } from "../core/ledger/model/enums.ts"
-import { driverRun, type NeonStoreOptions, type Run, tableName } from "./neon-kit.ts"
+import { driverRun, migration, type NeonStoreOptions, type Run, tableName } from "./neon-kit.ts"
 
 // The Neon family's shared pieces live in neon-kit.ts; this entry is where users import them.
 export {
@@ -113,17 +113,14 @@ export class NeonLedgerStorage implements LedgerStorage {
   readonly #q: ReturnType<typeof queries>
 
   constructor(options: NeonLedgerStorageOptions) {
-    const table = tableName(options.table, "mycelium_action_ledger")
+    // 63 bytes less the longest suffix a derived name appends (`_dispatch_idx`).
+    const table = tableName(options.table, "mycelium_action_ledger", 50)
     this.table = table
     this.#run = withSchemaHint(driverRun(options), table)
     this.#q = queries(table)
   }
 
-  /**
-   * Creates the table and the dispatch-id index if missing. Safe to run on every deploy and concurrently: one
-   * statement (so it also works over the HTTP driver) that takes a transaction-scoped advisory lock first, because
-   * two first-time `IF NOT EXISTS` creations otherwise race on the catalog ("type … already exists").
-   */
+  /** Creates the table and the dispatch-id index if missing. Safe to run on every deploy and concurrently. */
   async migrate(): Promise<void> {
     await this.#run(this.#q.migrate, [])
   }
@@ -213,7 +210,7 @@ export class NeonLedgerStorage implements LedgerStorage {
       where.push(`(${lease} IS NULL OR (${lease} <> 'NaN'::float8 AND ${lease} > $${params.length}::float8))`)
     }
     const rows = await this.#run(
-      `UPDATE ${this.table} AS t SET payload = $2::jsonb WHERE ${where.join(" AND ")} RETURNING 1 AS ok`,
+      `UPDATE "${this.table}" AS t SET payload = $2::jsonb WHERE ${where.join(" AND ")} RETURNING 1 AS ok`,
       params,
     )
     return rows.length === 1
@@ -243,11 +240,13 @@ export class NeonLedgerStorage implements LedgerStorage {
 
 function queries(table: string) {
   const p = "t.payload"
-  const claimFn = `${table}_claim`
+  // Quoted, so a reserved word is a name too; the lock keys below keep the bare name.
+  const tq = `"${table}"`
+  const claimFn = `"${table}_claim"`
   // Rows claimed under one dispatch id (`kwargs.tool_call_id`), in key order: the drift siblings and
   // findByDispatchId read the same set through the same index.
   const fromDispatch = (param: string): string =>
-    `FROM ${table} AS t WHERE t.payload->'kwargs'->>'tool_call_id' = ${param}` +
+    `FROM ${tq} AS t WHERE t.payload->'kwargs'->>'tool_call_id' = ${param}` +
     ` AND jsonb_typeof(t.payload->'kwargs'->'tool_call_id') = 'string'`
   // The claim as a PL/pgSQL function: each statement in it takes a fresh snapshot, so after the advisory lock on
   // the dispatch id it sees every sibling claimed before it (a single CTE statement reads from a snapshot taken
@@ -257,34 +256,34 @@ function queries(table: string) {
     " p_dispatch text) RETURNS TABLE(claim_kind text, claim_fence float8, row_payload text)" +
     " LANGUAGE plpgsql VOLATILE AS $mycelium_claim$ DECLARE f float8; BEGIN" +
     ` IF p_dispatch IS NOT NULL THEN PERFORM pg_advisory_xact_lock(hashtextextended('mycelium-dispatch:${table}:' || p_dispatch, 0)); END IF;` +
-    ` INSERT INTO ${table} AS t (request_id, payload) VALUES (p_id, p_payload) ON CONFLICT (request_id) DO NOTHING;` +
+    ` INSERT INTO ${tq} AS t (request_id, payload) VALUES (p_id, p_payload) ON CONFLICT (request_id) DO NOTHING;` +
     ` IF FOUND THEN f := 1; ELSIF p_mode <> ${CLAIM_INSERT_ONLY} THEN` +
-    ` UPDATE ${table} AS t SET payload = jsonb_set(p_payload, '{fence}', to_jsonb(${fenceOf(p)}::numeric + 1))` +
+    ` UPDATE ${tq} AS t SET payload = jsonb_set(p_payload, '{fence}', to_jsonb(${fenceOf(p)}::numeric + 1))` +
     ` WHERE t.request_id = p_id AND ${claimableAt(p, "p_now")}` +
     ` AND (p_mode = ${CLAIM_ANY} OR ${fenceOf(p)} = p_fence) RETURNING ${fenceOf(p)} INTO f; END IF;` +
     " IF f IS NULL THEN RETURN QUERY SELECT 'existing'::text, NULL::float8, t.payload::text" +
-    ` FROM ${table} AS t WHERE t.request_id = p_id; RETURN; END IF;` +
+    ` FROM ${tq} AS t WHERE t.request_id = p_id; RETURN; END IF;` +
     " RETURN QUERY SELECT 'claimed'::text, f, NULL::text;" +
     " IF p_dispatch IS NOT NULL THEN RETURN QUERY SELECT 'sibling'::text, NULL::float8, t.payload::text" +
     ` ${fromDispatch("p_dispatch")} AND t.request_id <> p_id ORDER BY t.request_id COLLATE "C";` +
     " END IF; END $mycelium_claim$"
   return {
-    migrate:
-      `DO $mycelium_migrate$ BEGIN PERFORM pg_advisory_xact_lock(hashtext('mycelium-migrate:${table}'));` +
-      ` CREATE TABLE IF NOT EXISTS ${table} (request_id TEXT PRIMARY KEY, payload JSONB NOT NULL);` +
-      // The cross-row args-drift gate looks rows up by dispatch id (`kwargs.tool_call_id`).
-      ` CREATE INDEX IF NOT EXISTS ${table}_dispatch_idx ON ${table} ((payload->'kwargs'->>'tool_call_id'));` +
-      ` ${claimFunction};` +
-      " END $mycelium_migrate$",
+    migrate: migration(
+      table,
+      `CREATE TABLE IF NOT EXISTS ${tq} (request_id TEXT PRIMARY KEY, payload JSONB NOT NULL);` +
+        // The cross-row args-drift gate looks rows up by dispatch id (`kwargs.tool_call_id`).
+        ` CREATE INDEX IF NOT EXISTS "${table}_dispatch_idx" ON ${tq} ((payload->'kwargs'->>'tool_call_id'));` +
+        ` ${claimFunction};`,
+    ),
     claim:
       `SELECT claim_kind, claim_fence, row_payload FROM ${claimFn}($1::text, $2::jsonb, $3::float8, $4::int,` +
       " $5::float8, $6::text)",
-    get: `SELECT payload::text AS payload FROM ${table} WHERE request_id = $1`,
+    get: `SELECT payload::text AS payload FROM ${tq} WHERE request_id = $1`,
     set:
-      `INSERT INTO ${table} AS t (request_id, payload) VALUES ($1, $2::jsonb) ON CONFLICT (request_id)` +
+      `INSERT INTO ${tq} AS t (request_id, payload) VALUES ($1, $2::jsonb) ON CONFLICT (request_id)` +
       ` DO UPDATE SET payload = EXCLUDED.payload WHERE ${fenceOf(p)} <= $3::float8 RETURNING 1 AS ok`,
     list:
-      `SELECT request_id, payload::text AS payload FROM ${table} WHERE starts_with(request_id, $1)` +
+      `SELECT request_id, payload::text AS payload FROM ${tq} WHERE starts_with(request_id, $1)` +
       ` AND ($2::text IS NULL OR request_id COLLATE "C" > $2::text) ORDER BY request_id COLLATE "C" LIMIT $3`,
     byDispatch: `SELECT t.payload::text AS payload ${fromDispatch("$1")} ORDER BY t.request_id COLLATE "C"`,
   }
