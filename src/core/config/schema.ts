@@ -73,6 +73,8 @@ const storageFields = {
           /^[a-z][a-z0-9_]*$/,
           "a table name: lower-case letters, digits and underscores, starting with a letter",
         ),
+        // Postgres cuts identifiers at 63 bytes (two names would share a table); the ledger's own limit is 50.
+        z.maxLength(63, "a table name of at most 63 characters (50 for action_ledger: it appends _dispatch_idx)"),
       ),
   ),
   prefix: z.optional(z.string()),

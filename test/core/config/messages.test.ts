@@ -71,6 +71,13 @@ const cases: Case[] = [
     "action_ledger.table",
     "a table name: lower-case letters, digits and underscores, starting with a letter",
   ],
+  [
+    // Postgres cuts identifiers at 63 bytes: two longer names would be one table.
+    `task_ledger:\n  storage: postgres\n  dsn: postgres://x\n  table: ${"t".repeat(64)}\n`,
+    "4:10",
+    "task_ledger.table",
+    "a table name of at most 63 characters (50 for action_ledger: it appends _dispatch_idx)",
+  ],
   ["action_ledger:\n  tools: some\n", "2:10", "action_ledger.tools", "Invalid input"],
   [
     tool("    retry_permission: sometimes\n"),
