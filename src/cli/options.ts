@@ -7,13 +7,35 @@ export const DEFAULT_LEDGER = ".mycelium/ledger.json"
 /** Host names that stay on this machine: the local server answers only these, and a token may go there over http. */
 export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(["127.0.0.1", "localhost", "[::1]"])
 
-/** Runs a `parseArgs` call; an unknown or malformed flag becomes a usage error (exit 2), not a TypeError stack. */
+/**
+ * Runs a `parseArgs` call; an unknown or malformed flag becomes a one-line usage error (exit 2), not a TypeError
+ * stack. Node's own messages span lines (printed as `\x0a`) and advise `-- "--stroe"` for a mistyped flag.
+ */
 export function parseOrUsage<T>(command: string, parse: () => T): T {
   try {
     return parse()
   } catch (e) {
-    throw new UsageError(`${command}: ${e instanceof Error ? e.message : String(e)}`)
+    throw new UsageError(`${command}: ${parseArgsProblem(command, e as { code?: string; message?: string })}`)
   }
+}
+
+function parseArgsProblem(
+  command: string,
+  { code, message = "" }: { code?: string; message?: string },
+): string {
+  // The first quoted word ('--stroe', 'foo'), and the flag by the long name the help lists: Node names it in
+  // '-c, --config <value>' or, after a '-c', in "use '--config=-XYZ'".
+  const quoted = /'([^']*)'/.exec(message)?.[1] ?? ""
+  const flag = /--[\w-]+/.exec(message)?.[0] ?? quoted
+  const help = `(see mycelium ${command} --help)`
+  if (code === "ERR_PARSE_ARGS_UNKNOWN_OPTION") return `unknown option '${quoted}' ${help}`
+  if (code === "ERR_PARSE_ARGS_UNEXPECTED_POSITIONAL") return `unexpected argument '${quoted}' ${help}`
+  if (code !== "ERR_PARSE_ARGS_INVALID_OPTION_VALUE") return message.split("\n")[0] ?? ""
+  if (message.includes("does not take")) return `${flag} takes no value`
+  // `--port -5`: parseArgs will not take a value that looks like a flag.
+  if (message.includes("ambiguous"))
+    return `${flag} needs a value (for one starting with '-', write ${flag}=-X)`
+  return `${flag} needs a value`
 }
 
 /**
@@ -48,12 +70,18 @@ export function redisUrl(url: string, what: string): string {
   return url
 }
 
+/** The local API's token, and how a hint printed for the user sends it. */
+export interface ServeToken {
+  readonly value: string
+  readonly shown: string
+}
+
 /**
  * `--token T` for the local API. An empty or blank value (`--token "$UNSET_VAR"` in a script) would otherwise read as
  * "no token" and open every scope, operator included, to any local process: refused. An empty MYCELIUM_TOKEN is
  * unset, as `receipts export` reads it; a blank one is refused too.
  */
-export function serveToken(command: string, flag: string | undefined): string | undefined {
+export function serveToken(command: string, flag: string | undefined): ServeToken | undefined {
   if (flag !== undefined && !flag.trim())
     throw new UsageError(
       `${command}: --token is empty or blank: pass the token clients must send, or leave --token out`,
@@ -63,7 +91,9 @@ export function serveToken(command: string, flag: string | undefined): string | 
     throw new UsageError(
       `${command}: MYCELIUM_TOKEN is blank: set it to the token clients must send, or unset it`,
     )
-  return flag ?? (env || undefined)
+  const value = flag ?? env
+  // How the printed curl hints send it, never the token itself: a user who typed --token never set the variable.
+  return value ? { value, shown: flag === undefined ? "$MYCELIUM_TOKEN" : "<the --token value>" } : undefined
 }
 
 // JSON.parse turns 1e400 into Infinity (stored as null), 1e-400 into 0 and 9007199254740993 (with or without `.0`)

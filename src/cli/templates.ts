@@ -1,7 +1,10 @@
 // The files `mycelium init` writes. Each loads as written (a test proves it); the minimal one reads its receipt
 // signing key from MYCELIUM_SIGNING_KEY, which `init` tells the user to set.
 
-const HEADER = `# yaml-language-server: $schema=./node_modules/mycelium-runtime/schemas/mycelium.schema.json
+/** Where the schema is from a file at the project root; `init` rewrites it for a file written elsewhere. */
+export const SCHEMA_REF = "./node_modules/mycelium-runtime/schemas/mycelium.schema.json"
+
+const HEADER = `# yaml-language-server: $schema=${SCHEMA_REF}
 # Reference: https://github.com/mycelium-runtime/mycelium-runtime/blob/main/docs/config.md
 `
 

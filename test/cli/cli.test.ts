@@ -37,7 +37,10 @@ describe("mycelium CLI", () => {
     const cases: Array<[string[], RegExp]> = [
       [["nope"], /unknown command 'nope'/],
       [["demo", "--port", "99999"], /--port must be 0..65535/],
-      [["transitions", "--bogus"], /transitions list: Unknown option '--bogus'/],
+      [
+        ["transitions", "--bogus"],
+        /transitions list: unknown option '--bogus' \(see mycelium transitions list --help\)/,
+      ],
       [["release"], /needs a request id/],
       [
         ["release", "x", "--verified", "maybe", "--reason", "r", "--by", "me"],

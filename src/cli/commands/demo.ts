@@ -3,6 +3,7 @@ import { mkdirSync, readFileSync, rmSync } from "node:fs"
 import { dirname, join } from "node:path"
 import { parseArgs } from "node:util"
 import type { ReceiptStore } from "../../core/receipts/store.ts"
+import { lockDemoDir } from "../demo-lock.ts"
 import { DEMO_AGENT, runDemo } from "../demo-scenario.ts"
 import { UsageError } from "../errors.ts"
 import { openLedger } from "../ledger-access.ts"
@@ -47,35 +48,26 @@ export async function run(args: string[]): Promise<number> {
   // Before anything runs: a blank token found only at --serve time would leave a demo ledger written for nothing.
   const token = values.serve ? serveToken("demo --serve", values.token) : undefined
   const ledgerPath = values.ledger ?? DEMO_LEDGER
-  let report: Awaited<ReturnType<typeof runDemo>>
-  // With a ledger file the receipts go to a file too, so `receipts verify` and the served API can show them.
-  let receipts: DemoReceipts | undefined
-  if (store === "memory") {
-    const { MemoryLedgerStorage } = await import("../../core/ledger/index.ts")
-    report = await runDemo({ storage: new MemoryLedgerStorage(), where: "memory (this process only)" })
-  } else {
-    if (store === "file") {
-      // A directory here would fail rmSync with a raw EISDIR: a usage error instead, before anything is removed.
-      requireRegularFile(ledgerPath, "demo: --ledger")
-      requireRegularFile(join(dirname(ledgerPath), "demo-receipts.jsonl"), "demo: the receipt file")
-      requireDemoLedger(ledgerPath)
-      mkdirSync(dirname(ledgerPath), { recursive: true })
-      rmSync(ledgerPath, { force: true })
-      receipts = await demoReceipts(join(dirname(ledgerPath), "demo-receipts.jsonl"))
-    }
-    const access = await openLedger(
-      store === "file" ? { file: ledgerPath } : { config: values.config ?? "mycelium.yaml" },
-    )
-    try {
-      report = await runDemo({
-        storage: access.ledger.storage,
-        where: access.where,
-        ...(receipts && { receipts }),
-      })
-    } finally {
-      await access.close()
-    }
+  if (store === "file") {
+    // A directory here would fail rmSync with a raw EISDIR: a usage error instead, before anything is removed.
+    requireRegularFile(ledgerPath, "demo: --ledger")
+    requireRegularFile(join(dirname(ledgerPath), "demo-receipts.jsonl"), "demo: the receipt file")
+    mkdirSync(dirname(ledgerPath), { recursive: true })
+    lockDemoDir(dirname(ledgerPath))
+    requireDemoLedger(ledgerPath)
   }
+  // The packages and the port too: a second `npm start`, or one without hono, stops before it rewrites a file.
+  const api = values.serve
+    ? await (await import("./serve.ts")).bindApi("demo --serve", port, token)
+    : undefined
+  let outcome: Awaited<ReturnType<typeof runOn>>
+  try {
+    outcome = await runOn(store, ledgerPath, values.config)
+  } catch (e) {
+    api?.close() // or the bound port keeps the process alive after the error
+    throw e
+  }
+  const { report, receipts } = outcome
   const ok =
     report.unguardedExecutions === 2 &&
     report.guardedExecutions === 1 &&
@@ -92,11 +84,35 @@ export async function run(args: string[]): Promise<number> {
       ),
     )
   }
-  if (values.serve) {
-    const { startApi } = await import("./serve.ts")
-    await startApi("demo --serve", ledgerPath, port, token, receipts)
-  }
+  api?.open(ledgerPath, receipts)
   return ok ? 0 : 1
+}
+
+async function runOn(store: "file" | "memory" | "config", ledgerPath: string, config: string | undefined) {
+  if (store === "memory") {
+    const { MemoryLedgerStorage } = await import("../../core/ledger/index.ts")
+    const report = await runDemo({ storage: new MemoryLedgerStorage(), where: "memory (this process only)" })
+    return { report, receipts: undefined }
+  }
+  // With a ledger file the receipts go to a file too, so `receipts verify` and the served API can show them.
+  let receipts: DemoReceipts | undefined
+  if (store === "file") {
+    rmSync(ledgerPath, { force: true })
+    receipts = await demoReceipts(join(dirname(ledgerPath), "demo-receipts.jsonl"))
+  }
+  const access = await openLedger(
+    store === "file" ? { file: ledgerPath } : { config: config ?? "mycelium.yaml" },
+  )
+  try {
+    const report = await runDemo({
+      storage: access.ledger.storage,
+      where: access.where,
+      ...(receipts && { receipts }),
+    })
+    return { report, receipts }
+  } finally {
+    await access.close()
+  }
 }
 
 /**

@@ -1,11 +1,11 @@
 // `mycelium init`: writes a mycelium.yaml that loads as written.
-import { lstatSync, mkdirSync, writeFileSync } from "node:fs"
-import { dirname } from "node:path"
+import { existsSync, lstatSync, mkdirSync, writeFileSync } from "node:fs"
+import { dirname, join, relative, resolve, sep } from "node:path"
 import { parseArgs } from "node:util"
 import { CliError, UsageError } from "../errors.ts"
 import { parseOrUsage, requireRegularFile } from "../options.ts"
 import { CLI, dim } from "../style.ts"
-import { TEMPLATES, type TemplateName } from "../templates.ts"
+import { SCHEMA_REF, TEMPLATES, type TemplateName } from "../templates.ts"
 
 export const HELP = `mycelium init [-o PATH] [--minimal | --full] [--force]
 
@@ -42,18 +42,41 @@ export async function run(args: string[]): Promise<number> {
     throw new CliError(`${path} is a symlink: remove it, or pass -o with the file it points to`)
   if (there && !values.force) throw new CliError(`${path} already exists (use --force to overwrite)`)
   mkdirSync(dirname(path), { recursive: true })
-  writeFileSync(path, TEMPLATES[name])
+  writeFileSync(path, TEMPLATES[name].replace(SCHEMA_REF, schemaRef(path)))
   console.log(`Wrote ${path} (${name} template)`)
   if (name === "minimal")
     console.log("Set the receipt signing key first: export MYCELIUM_SIGNING_KEY=$(openssl rand -hex 32)")
+  // The hints name the file written: loadConfig("mycelium.yaml") or a bare doctor would read another one, or none.
+  const atRoot = resolve(path) === resolve("mycelium.yaml")
+  const load = `loadConfig(${JSON.stringify(path)})`
   console.log(
     name === "quickstart"
       ? "Next: fill in agent_id and policy_version, then in your agent:\n" +
-          '  const config = await loadConfig("mycelium.yaml")   // from "mycelium-runtime/node/config"\n' +
+          `  const config = await ${load}   // from "mycelium-runtime/node/config"\n` +
           "  const tools = config.instrument({ subagent_task })\n" +
           `Try: ${CLI} demo`
-      : "Next: edit the tool and task names, then loadConfig() in your agent code.",
+      : `Next: edit the tool and task names, then ${atRoot ? "loadConfig()" : load} in your agent code.`,
   )
-  console.log(dim(`Check it any time: ${CLI} doctor`))
+  console.log(dim(`Check it any time: ${CLI} doctor${atRoot ? "" : ` -c ${shellWord(path)}`}`))
   return 0
+}
+
+const shellWord = (s: string): string => (/^[\w./-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`)
+
+/**
+ * The schema's path from the file written: its project is the nearest folder above it holding
+ * node_modules/mycelium-runtime or a package.json. None found: the root-relative path, as before.
+ */
+function schemaRef(path: string): string {
+  const from = dirname(resolve(path))
+  for (let dir = from; ; dir = dirname(dir)) {
+    const pkg = join(dir, "node_modules", "mycelium-runtime")
+    if (existsSync(pkg) || existsSync(join(dir, "package.json"))) {
+      const rel = relative(from, join(pkg, "schemas", "mycelium.schema.json"))
+        .split(sep)
+        .join("/")
+      return rel.startsWith("..") ? rel : `./${rel}`
+    }
+    if (dirname(dir) === dir) return SCHEMA_REF
+  }
 }

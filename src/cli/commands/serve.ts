@@ -5,8 +5,15 @@ import { FileLedgerStorage } from "../../adapters/file.ts"
 import { hmacReceiptSigner, ReceiptEmitter } from "../../core/receipts/index.ts"
 import type { ReceiptStore } from "../../core/receipts/store.ts"
 import { CliError, importNeeding, UsageError } from "../errors.ts"
-import { serve } from "../http-bridge.ts"
-import { DEFAULT_LEDGER, parseOrUsage, parsePort, requireRegularFile, serveToken } from "../options.ts"
+import { type FetchHandler, serve } from "../http-bridge.ts"
+import {
+  DEFAULT_LEDGER,
+  parseOrUsage,
+  parsePort,
+  requireRegularFile,
+  type ServeToken,
+  serveToken,
+} from "../options.ts"
 import { CLI } from "../style.ts"
 
 export const HELP = `mycelium serve [--port N] [--ledger PATH] [--token T]
@@ -21,49 +28,68 @@ export const HELP = `mycelium serve [--port N] [--ledger PATH] [--token T]
 /** What the edge app needs at run time (its optional peer dependencies). */
 export const SERVE_PACKAGES = ["hono", "jose"] as const
 
-/** `token` (from --token or MYCELIUM_TOKEN) makes every /v1 request send `Authorization: Bearer <token>`. */
-export async function startApi(
+type ServedReceipts = { readonly store: ReceiptStore; readonly key: string; readonly agentId: string }
+
+/** The API bound to its port; requests wait until `open` names what it serves. */
+export interface BoundApi {
+  /** Serves `ledgerPath` (with the demo's `receipts`) and prints how to reach it. */
+  open(ledgerPath: string, receipts?: ServedReceipts): void
+  close(): void
+}
+
+/**
+ * Loads the optional packages and binds the port. `demo --serve` does this before the demo writes anything, so a
+ * missing package or a taken port stops it with the files another demo serves left alone. `token` (from --token or
+ * MYCELIUM_TOKEN) makes every /v1 request send `Authorization: Bearer <token>`.
+ */
+export async function bindApi(
   command: string,
-  ledgerPath: string,
   port: number,
-  token: string | undefined,
-  receipts?: { readonly store: ReceiptStore; readonly key: string; readonly agentId: string },
-): Promise<void> {
+  token: ServeToken | undefined,
+): Promise<BoundApi> {
   // serveToken() refuses these from the command line; a caller of its own must not get an open API from "" either.
-  if (token !== undefined && !token.trim()) throw new UsageError(`${command}: the token is empty`)
+  if (token !== undefined && !token.value.trim()) throw new UsageError(`${command}: the token is empty`)
   const [{ createLedgerApp }, { tokenAuth }] = await importNeeding(command, SERVE_PACKAGES, () =>
     Promise.all([import("../../edge/app.ts"), import("../token-auth.ts")]),
   )
-  // One emitter for the one local tenant; the demo passes its own store and agent, so the chain continues.
-  const tenantReceipts = receipts && {
-    emitter: new ReceiptEmitter({
-      signer: hmacReceiptSigner(receipts.key),
-      store: receipts.store,
-      agentId: receipts.agentId,
-    }),
-    keys: { hmac: receipts.key },
-  }
-  const app = createLedgerApp({
-    storage: new FileLedgerStorage(ledgerPath),
-    ...(token ? { authenticate: tokenAuth(token) } : {}),
-    ...(tenantReceipts ? { receipts: () => tenantReceipts } : {}),
+  let ready: (handler: FetchHandler) => void = () => {}
+  const handler = new Promise<FetchHandler>((resolve) => {
+    ready = resolve
   })
-  const server = await serve(app.fetch, port).catch((e: unknown) => {
+  const server = await serve(async (request) => (await handler)(request), port).catch((e: unknown) => {
     if ((e as { code?: unknown }).code !== "EADDRINUSE") throw e
     throw new CliError(
       `port ${port} is in use: pass --port N (--port 0 picks a free one; with npm start: npm start -- --port 0)`,
     )
   })
-  const addr = server.address()
-  const actual = typeof addr === "object" && addr ? addr.port : port
-  const base = `http://127.0.0.1:${actual}`
-  const auth = token ? "bearer token required" : "no auth: loopback only, same-origin JSON writes only"
-  console.log(`\nledger API listening on ${base} (${auth}; Ctrl-C stops it)`)
-  // Never the token itself: this banner ends up in terminals, CI logs and journals.
-  const h = token ? ` -H "authorization: Bearer $MYCELIUM_TOKEN"` : ""
-  console.log(`  curl${h} ${base}/v1/transitions`)
-  console.log(`  curl${h} '${base}/v1/transitions?stuck=true'`)
-  if (receipts) console.log(`  ${CLI} receipts export --url ${base} -o .mycelium/audit.jsonl`)
+  const open = (ledgerPath: string, receipts?: ServedReceipts): void => {
+    // One emitter for the one local tenant; the demo passes its own store and agent, so the chain continues.
+    const tenantReceipts = receipts && {
+      emitter: new ReceiptEmitter({
+        signer: hmacReceiptSigner(receipts.key),
+        store: receipts.store,
+        agentId: receipts.agentId,
+      }),
+      keys: { hmac: receipts.key },
+    }
+    const app = createLedgerApp({
+      storage: new FileLedgerStorage(ledgerPath),
+      ...(token ? { authenticate: tokenAuth(token.value) } : {}),
+      ...(tenantReceipts ? { receipts: () => tenantReceipts } : {}),
+    })
+    ready(app.fetch)
+    const addr = server.address()
+    const actual = typeof addr === "object" && addr ? addr.port : port
+    const base = `http://127.0.0.1:${actual}`
+    const auth = token ? "bearer token required" : "no auth: loopback only, same-origin JSON writes only"
+    console.log(`\nledger API listening on ${base} (${auth}; Ctrl-C stops it)`)
+    // Never the token itself: this banner ends up in terminals, CI logs and journals.
+    const h = token ? ` -H "authorization: Bearer ${token.shown}"` : ""
+    console.log(`  curl${h} ${base}/v1/transitions`)
+    console.log(`  curl${h} '${base}/v1/transitions?stuck=true'`)
+    if (receipts) console.log(`  ${CLI} receipts export --url ${base} -o .mycelium/audit.jsonl`)
+  }
+  return { open, close: () => server.close() }
 }
 
 export async function run(args: string[]): Promise<number> {
@@ -75,6 +101,7 @@ export async function run(args: string[]): Promise<number> {
   )
   const token = serveToken("serve", values.token)
   const ledger = requireRegularFile(values.ledger ?? DEFAULT_LEDGER, "--ledger")
-  await startApi("serve", ledger, parsePort(values.port), token)
+  const api = await bindApi("serve", parsePort(values.port), token)
+  api.open(ledger)
   return 0
 }
