@@ -82,7 +82,8 @@ function tsGates(c: GateCase, now: number): [string, string | null] | ["unreadab
   const binding: Binding = ToolTransitionBinding.forTool({
     agentId: "a",
     policyVersion: "1",
-    sideEffectClass: b.side_effect_class,
+    // forTool refuses a class it does not know.
+    sideEffectClass: b.side_effect_class as Binding["sideEffectClass"],
     ...(b.retry_permission && { retryPermission: b.retry_permission as Binding["retryPermission"] }),
     ...(b.spendability && { spendability: b.spendability as Binding["spendability"] }),
     ...(b.key_param && { providerIdempotencyKeyParam: b.key_param }),

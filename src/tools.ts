@@ -35,6 +35,7 @@ export {
   ToolBoundaryError,
   type ToolBoundaryErrorInit,
   ToolBoundaryExhaustedError,
+  type ToolBoundaryExhaustedErrorInit,
   type ToolErrorMessage,
   ToolRegistry,
   type ToolRegistryOptions,

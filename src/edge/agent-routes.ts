@@ -30,7 +30,8 @@ function bindingFrom(b: BindingWire): ToolTransitionBinding {
   const init: ToolTransitionBindingInit = {
     agentId: b.agent_id,
     policyVersion: b.policy_version,
-    sideEffectClass: b.side_effect_class,
+    // Any string from the wire: ToolTransitionBinding.from below refuses an unknown class (invalid_binding).
+    sideEffectClass: b.side_effect_class as ToolTransitionBindingInit["sideEffectClass"],
     ...(b.scope_from ? { scopeFrom: b.scope_from } : {}),
     ...(b.retry_permission ? { retryPermission: b.retry_permission } : {}),
     ...(b.side_effect_boundary_default ? { sideEffectBoundaryDefault: b.side_effect_boundary_default } : {}),

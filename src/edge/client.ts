@@ -20,6 +20,7 @@ import { ToolTransitionBinding } from "../core/ledger/model/binding.ts"
 import { argumentsStoredAndKeyed, type JsonValue, toJsonValue } from "../core/ledger/model/canonical.ts"
 import type { SideEffectBoundary } from "../core/ledger/model/enums.ts"
 import type { CallMeta } from "../core/ledger/model/identity.ts"
+import type { ToolArgs } from "../core/ledger/model/tool-arguments.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 import { requestFailure, requestSignal, requestTimeoutOption } from "../core/storage/request-timeout.ts"
@@ -206,7 +207,10 @@ export class RemoteLedger {
     return json as T
   }
 
-  tool<A extends object, R>(options: LedgeredToolOptions, fn: RemoteToolBody<A, R>): RemoteTool<A, R> {
+  tool<A extends object, R>(
+    options: LedgeredToolOptions,
+    fn: RemoteToolBody<ToolArgs<A>, R>,
+  ): RemoteTool<A, R> {
     if (!options.name) throw new InvalidOptionError("ledger.tool() needs a name: pass options.name")
     const binding = options.binding ? ToolTransitionBinding.from(options.binding) : null
     const tool = options.name
@@ -247,7 +251,7 @@ export class RemoteLedger {
         try {
           // As ActionLedger: a caller that gave up during the claim gets no body started behind its back.
           throwIfAborted(meta.signal)
-          result = await fn(args, tx)
+          result = await (fn as RemoteToolBody<A, R>)(args, tx)
         } catch (err) {
           await tx.stop()
           await tx.recordFailure(err)

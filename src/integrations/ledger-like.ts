@@ -1,6 +1,6 @@
 // What the integrations need from a ledger, typed structurally so an `ActionLedger` and a `RemoteLedger`
 // (mycelium-runtime/client, same `tool(options, fn)` shape) are both accepted without importing either class.
-import type { CallMeta, LedgeredToolOptions } from "../core/ledger/index.ts"
+import type { CallMeta, LedgeredToolOptions, ToolArgs } from "../core/ledger/index.ts"
 import { GuardedToolError } from "./errors.ts"
 
 /** The per-call context a ledgered tool body receives (`TransitionContext` on an `ActionLedger`). */
@@ -19,7 +19,7 @@ export interface GuardContext {
 export interface ToolLedger {
   tool<A extends object, R>(
     options: LedgeredToolOptions,
-    fn: (args: A, tx: GuardContext) => Promise<R> | R,
+    fn: (args: ToolArgs<A>, tx: GuardContext) => Promise<R> | R,
   ): (args: A, meta?: CallMeta) => Promise<R>
 }
 

@@ -122,7 +122,8 @@ describe("error classes", () => {
     )
     expect(() =>
       ledger.tool(
-        { name: "t", binding: { agentId: "a", policyVersion: "1", sideEffectClass: "teleport" } },
+        // A JavaScript caller's typo: the type refuses it, the runtime must too.
+        { name: "t", binding: { agentId: "a", policyVersion: "1", sideEffectClass: "teleport" as never } },
         () => 1,
       ),
     ).toThrow(expect.objectContaining({ code: "invalid_option" }))

@@ -9,6 +9,7 @@ export {
   type ConfiguredTaskBody,
   type ConfiguredTool,
   type ConfiguredToolBody,
+  type InstrumentableBodies,
   type Instrumented,
   MyceliumConfig,
   type MyceliumConfigOptions,

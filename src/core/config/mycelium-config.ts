@@ -1,7 +1,7 @@
 import { type AsyncLocalStorageLike, asyncContextClass } from "../context/async-context.ts"
 import { protect } from "../context/protect.ts"
 import { Session } from "../context/session.ts"
-import type { JsonValue } from "../ledger/index.ts"
+import type { JsonValue, ToolArgs } from "../ledger/index.ts"
 import {
   ActionLedger,
   type CallMeta,
@@ -135,6 +135,15 @@ export type ConfiguredTask<A, R> = ((args: A, meta?: TaskCallMeta) => Promise<Aw
 
 // A task body's TaskContext is a subset of TransitionContext, so task bodies fit here too.
 type AnyBody = (args: never, tx: TransitionContext) => unknown
+/**
+ * What `instrument()` accepts per key: the body itself when its arguments are an object; a body taking a number, a
+ * list, a `Map`... is a compile error, as `apply()` makes it (a ledgered tool refuses them before the claim).
+ */
+export type InstrumentableBodies<T> = {
+  [K in keyof T]: T[K] extends (args: infer A, ctx: infer C) => infer R
+    ? (args: A extends object ? ToolArgs<A> : object, ctx: C) => R
+    : T[K]
+}
 /** What `instrument()` returns per key: a body whose second parameter is a `TaskContext` is typed as a task. */
 /** What `instrument()` returns: each body wrapped as its YAML entry (a tool or a task) says. */
 export type Instrumented<T extends Record<string, AnyBody>> = {
@@ -284,11 +293,11 @@ export class MyceliumConfig {
    * Wraps `fn` with the guards `tools.<name>` configures. A name the file does not mention comes back unchanged in
    * behaviour (still a `ConfiguredTool`), so `instrument()` can take every tool of an agent.
    */
-  apply<A, R>(name: string, fn: ConfiguredToolBody<A, R>): ConfiguredTool<A, R> {
+  apply<A extends object, R>(name: string, fn: ConfiguredToolBody<ToolArgs<A>, R>): ConfiguredTool<A, R> {
     const tool = this.tools.get(name)
     let body = fn as (args: A, tx?: TransitionContext) => unknown
     if (tool?.protect) {
-      body = protect(body as (args: A & object) => unknown, {
+      body = protect(body, {
         name,
         ...(tool.protect.ttl !== undefined && { ttl: tool.protect.ttl }),
         ...(tool.protect.entityParam !== undefined && {
@@ -298,7 +307,7 @@ export class MyceliumConfig {
     }
     if (tool?.bounded) {
       const b = tool.bounded
-      body = bounded(body as (args: A & object) => unknown, {
+      body = bounded(body, {
         name,
         ...(b.schema && { schema: b.schema as FieldSpecSchema }),
         ...(b.output_schema && { outputSchema: b.output_schema as FieldSpecSchema }),
@@ -339,7 +348,7 @@ export class MyceliumConfig {
    * Wraps every function of `fns` by its key: names under `tasks:` (or listed in `task_ledger.tasks`) with
    * `applyTask`, every other name with `apply`. A name configured as both a tool and a task is a `ConfigError`.
    */
-  instrument<T extends Record<string, AnyBody>>(fns: T): Instrumented<T> {
+  instrument<T extends Record<string, AnyBody> & InstrumentableBodies<T>>(fns: T): Instrumented<T> {
     const out: Record<string, unknown> = {}
     for (const [name, fn] of Object.entries(fns)) {
       if (this.tasks.has(name) && this.tools.has(name))
@@ -350,7 +359,7 @@ export class MyceliumConfig {
         )
       out[name] = this.tasks.has(name)
         ? this.applyTask(name, fn as unknown as ConfiguredTaskBody<Record<string, unknown>, unknown>)
-        : this.apply(name, fn as ConfiguredToolBody<unknown, unknown>)
+        : this.apply(name, fn as ConfiguredToolBody<object, unknown>)
     }
     return out as Instrumented<T>
   }
@@ -469,7 +478,7 @@ export class MyceliumConfig {
    * (`task_id`, then `run_id`, then the `id_from` fields, then a hash of the arguments) and later calls get its
    * stored result. A name the file does not configure comes back unchanged in behaviour.
    */
-  applyTask<A extends object, R>(name: string, fn: ConfiguredTaskBody<A, R>): ConfiguredTask<A, R> {
+  applyTask<A extends object, R>(name: string, fn: ConfiguredTaskBody<ToolArgs<A>, R>): ConfiguredTask<A, R> {
     const task = this.taskConfig(name)
     if (task?.auditReceipt && task.ledger) {
       const problem = this.#receiptProblem()
@@ -501,7 +510,7 @@ export class MyceliumConfig {
           signal: meta.signal ?? never,
           renewLease: async () => {},
         }
-        return fn(args, ctx)
+        return (fn as ConfiguredTaskBody<A, R>)(args, ctx)
       }
     }
     const configured = async (args: A, meta: TaskCallMeta = {}) => call(args, meta)

@@ -46,12 +46,14 @@ export interface AiSdkCallOptions {
   abortSignal?: AbortSignal
 }
 
-type V2Usage = {
+/** Token usage as a `LanguageModelV2` reports it. */
+export interface AiSdkUsageV2 {
   inputTokens: number | undefined
   outputTokens: number | undefined
   cachedInputTokens?: number | undefined
 }
-type V3Usage = {
+/** Token usage as a `LanguageModelV3` reports it. */
+export interface AiSdkUsageV3 {
   inputTokens: { total: number | undefined; cacheRead: number | undefined; cacheWrite: number | undefined }
   outputTokens: { total: number | undefined }
 }
@@ -60,7 +62,7 @@ type V3Usage = {
 export interface AiSdkGenerateResult {
   content: Array<{ type: string; text?: string; toolCallId?: string; toolName?: string; input?: unknown }>
   finishReason: string | { unified: string; raw: string | undefined }
-  usage: V2Usage | V3Usage
+  usage: AiSdkUsageV2 | AiSdkUsageV3
   response?: { modelId?: string }
 }
 
@@ -101,20 +103,20 @@ function toPrompt(req: ModelRequest): AiSdkPromptMessage[] {
   return out
 }
 
-function toUsage(u: V2Usage | V3Usage | undefined): ResponseUsage | undefined {
+function toUsage(u: AiSdkUsageV2 | AiSdkUsageV3 | undefined): ResponseUsage | undefined {
   if (!u) return undefined
   const out: Record<string, number> = {}
   const put = (k: string, v: number | undefined) => {
     if (typeof v === "number") out[k] = v
   }
   if (typeof u.inputTokens === "object" && u.inputTokens !== null) {
-    const v3 = u as V3Usage
+    const v3 = u as AiSdkUsageV3
     put("input_tokens", v3.inputTokens.total)
     put("cache_read_tokens", v3.inputTokens.cacheRead)
     put("cache_write_tokens", v3.inputTokens.cacheWrite)
     put("output_tokens", v3.outputTokens?.total)
   } else {
-    const v2 = u as V2Usage
+    const v2 = u as AiSdkUsageV2
     put("input_tokens", v2.inputTokens)
     put("output_tokens", v2.outputTokens)
     put("cache_read_tokens", v2.cachedInputTokens)

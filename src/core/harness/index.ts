@@ -5,6 +5,8 @@ export {
   type AiSdkCallOptions,
   type AiSdkGenerateResult,
   type AiSdkLanguageModel,
+  type AiSdkUsageV2,
+  type AiSdkUsageV3,
   fromAiSdk,
 } from "./ai-sdk.ts"
 export {

@@ -36,6 +36,7 @@ import type { RequestIdentityPolicy, SideEffectBoundary, UnclassifiedPolicy } fr
 import type { CallMeta } from "./model/identity.ts"
 import type { ReceiptHook } from "./model/receipt-hook.ts"
 import type { DecisionPredicate, Reconciler } from "./model/reconcile.ts"
+import type { ToolArgs } from "./model/tool-arguments.ts"
 
 export type { ActionLedgerOptions } from "./core.ts"
 export type { FailGuard, FenceGuard } from "./engine/fenced.ts"
@@ -51,6 +52,11 @@ export interface ManualClaimRequest {
   /** A decision made before the claim rides on the claim write (phase ATTEMPTING), saving `recordDecision`. */
   readonly decision?: Decision
   /** Seconds this claim is leased. Default the ledger's `leaseTtl`. */
+  readonly leaseTtl?: number
+}
+
+/** The guard of `renewLease`: the holder's fence, and optionally the seconds of the new lease (default the ledger's). */
+export interface RenewLeaseGuard extends FenceGuard {
   readonly leaseTtl?: number
 }
 
@@ -113,8 +119,8 @@ export class ActionLedger {
   }
 
   /** Wraps `fn` so every call goes through the ledger. See `LedgeredToolOptions`. */
-  tool<A extends object, R>(options: LedgeredToolOptions, fn: ToolBody<A, R>): LedgeredTool<A, R> {
-    return Object.assign(createLedgeredTool(this.#core, options, fn), { ledger: this })
+  tool<A extends object, R>(options: LedgeredToolOptions, fn: ToolBody<ToolArgs<A>, R>): LedgeredTool<A, R> {
+    return Object.assign(createLedgeredTool(this.#core, options, fn as ToolBody<A, R>), { ledger: this })
   }
 
   get(requestId: string): Promise<LedgerEntry | null> {
@@ -197,7 +203,7 @@ export class ActionLedger {
     )
   }
 
-  renewLease(requestId: string, guard: FenceGuard & { leaseTtl?: number }): Promise<LedgerEntry> {
+  renewLease(requestId: string, guard: RenewLeaseGuard): Promise<LedgerEntry> {
     return this.#held(requestId, guard, "renew lease", (c) => renewHeld(this.#core, c, guard.leaseTtl))
   }
 

@@ -121,6 +121,12 @@ export class ToolCapabilityDeclarationError extends LedgerConfigError {
   override readonly code = "tool_capability_declaration"
 }
 
+/** The request ids a `LedgerIdentityConflictError` names: the row's, and the one this call derived. */
+export interface LedgerIdentityConflictErrorInit {
+  readonly priorRequestId?: string
+  readonly requestId?: string
+}
+
 /**
  * A redispatch reused an identity with other arguments, tool or scope, or a row under the same tool-call id has a
  * key this call does not derive. The body did not run. `priorRequestId` / `requestId` name both keys.
@@ -132,11 +138,7 @@ export class LedgerIdentityConflictError extends LedgerError {
   readonly llmMessage: string
   readonly priorRequestId: string | null
   readonly requestId: string | null
-  constructor(
-    message: string,
-    tool: string,
-    keys: { readonly priorRequestId?: string; readonly requestId?: string } = {},
-  ) {
+  constructor(message: string, tool: string, keys: LedgerIdentityConflictErrorInit = {}) {
     super(message)
     this.priorRequestId = keys.priorRequestId ?? null
     this.requestId = keys.requestId ?? null

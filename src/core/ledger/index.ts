@@ -8,7 +8,7 @@ export type {
   StorageLimits,
   TransitionExpectation,
 } from "../storage/contract.ts"
-export { MemoryLedgerStorage } from "../storage/memory.ts"
+export { MemoryLedgerStorage, type MemoryLedgerStorageOptions } from "../storage/memory.ts"
 export {
   ActionLedger,
   type ActionLedgerOptions,
@@ -16,6 +16,7 @@ export {
   type FenceGuard,
   type LedgeredTool,
   type ManualClaimRequest,
+  type RenewLeaseGuard,
 } from "./action-ledger.ts"
 export { type Clock, systemClock } from "./clock.ts"
 export type {
@@ -32,6 +33,7 @@ export {
   LedgerError,
   LedgerHardBlockError,
   LedgerIdentityConflictError,
+  type LedgerIdentityConflictErrorInit,
   LedgerLeaseError,
   LedgerOutcomeAlreadySetError,
   LedgerPollTimeoutError,
@@ -63,6 +65,7 @@ export {
   type ArgsDriftPolicy,
   EffectState,
   LeaseValidity,
+  type LegacySideEffectAlias,
   type LegacyStatus,
   type OperatorResolution,
   ProviderKeyValidity,
@@ -95,6 +98,7 @@ export {
 export { configureSha256, type Sha256HexImpl, sha256, sha256Hex } from "./model/sha256.ts"
 export {
   parseToolArguments,
+  type ToolArgs,
   type ToolArguments,
   ToolArgumentsError,
   type ToolArgumentValue,

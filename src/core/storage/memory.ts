@@ -21,6 +21,12 @@ export const CLAIM_BUILT_ON_WRITE: unique symbol = Symbol("mycelium.claimBuiltOn
 
 const NO_ROWS: readonly LedgerEntry[] = Object.freeze([])
 
+/** Options of a `MemoryLedgerStorage`. */
+export interface MemoryLedgerStorageOptions {
+  /** Makes this store refuse what a real backend would (tests of oversized results). */
+  limits?: StorageLimits
+}
+
 /**
  * Process-local ledger. Each method runs to completion without awaiting, so claim and compare-and-set are atomic
  * on the single JavaScript thread. Rows are immutable objects; nothing stored is shared with callers' mutable data.
@@ -32,8 +38,7 @@ export class MemoryLedgerStorage implements LedgerStorage {
   // One id per dispatch is the rule; a Set only when a ticket was reused (drift, or several tools).
   readonly #byDispatch = new Map<string, string | Set<string>>()
 
-  /** `limits` makes this store refuse what a real backend would (tests of oversized results). */
-  constructor(options: { limits?: StorageLimits } = {}) {
+  constructor(options: MemoryLedgerStorageOptions = {}) {
     if (options.limits) this.limits = options.limits
   }
 

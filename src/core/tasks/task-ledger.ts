@@ -12,6 +12,7 @@ import {
 } from "../ledger/index.ts"
 import { errorText } from "../ledger/machine/transitions.ts"
 import { argumentsStoredAndKeyed, toJsonValue } from "../ledger/model/canonical.ts"
+import type { ToolArgs } from "../ledger/model/tool-arguments.ts"
 import { safeString } from "../repr.ts"
 import { secondsProblem } from "../seconds.ts"
 import {
@@ -154,7 +155,7 @@ export class TaskLedger {
   }
 
   /** Wraps `fn` so each distinct task runs once: a completed task returns its stored result, a failed one re-runs. */
-  task<A extends object, R>(options: TaskOptions | string, fn: TaskBody<A, R>): TaskFunction<A, R> {
+  task<A extends object, R>(options: TaskOptions | string, fn: TaskBody<ToolArgs<A>, R>): TaskFunction<A, R> {
     const opts: TaskOptions = typeof options === "string" ? { name: options } : options
     if (!opts.name) throw new InvalidOptionError("taskLedger.task() needs a name: pass { name }")
     const ttl = opts.leaseTtl === undefined ? this.leaseTtl : seconds("leaseTtl", opts.leaseTtl)
@@ -175,7 +176,7 @@ export class TaskLedger {
       const claimed = await this.#claim(opts, ttl, requestId, clean, meta)
       if (claimed.kind === "completed") return claimed.result as R
       const { task_id: _t, run_id: _r, ...body } = given
-      return this.#run(claimed.held, ttl, every, body as A, fn, meta.signal)
+      return this.#run(claimed.held, ttl, every, body as A, fn as TaskBody<A, R>, meta.signal)
     }
     return Object.assign(call, { taskName: opts.name })
   }

@@ -109,6 +109,12 @@ export function boundaryError(init: Omit<ToolBoundaryErrorInit, "llmMessage">): 
   return new ToolBoundaryError(message, { ...init, llmMessage: parts.join(" ") })
 }
 
+/** What a `ToolBoundaryExhaustedError` carries: the last boundary error, and the transcript when the runner gave up. */
+export interface ToolBoundaryExhaustedErrorInit {
+  lastError: ToolBoundaryError
+  messages?: readonly unknown[]
+}
+
 /** A tool kept failing its boundary after every retry the runner was allowed. */
 export class ToolBoundaryExhaustedError extends MyceliumError {
   override readonly name = "ToolBoundaryExhaustedError"
@@ -117,7 +123,7 @@ export class ToolBoundaryExhaustedError extends MyceliumError {
   /** The transcript at the point of giving up, including the error turns. */
   readonly messages: readonly unknown[]
 
-  constructor(message: string, options: { lastError: ToolBoundaryError; messages?: readonly unknown[] }) {
+  constructor(message: string, options: ToolBoundaryExhaustedErrorInit) {
     super(message, { cause: options.lastError })
     this.lastError = options.lastError
     this.messages = options.messages ?? []

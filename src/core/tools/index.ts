@@ -11,6 +11,7 @@ export {
   ToolBoundaryError,
   type ToolBoundaryErrorInit,
   ToolBoundaryExhaustedError,
+  type ToolBoundaryExhaustedErrorInit,
   type ToolErrorMessage,
   ToolRunnerConfigError,
   toolErrorMessage,

@@ -1,6 +1,14 @@
 import { MyceliumError } from "../errors.ts"
 import type { Violation } from "./types.ts"
 
+/** Where a `MessageValidationError` points: the violation, the message, and the tool call when there is one. */
+export interface MessageValidationErrorInit {
+  violation: Violation
+  messageIndex: number
+  toolCallId?: string | undefined
+  callIndex?: number | undefined
+}
+
 /** A transcript would be rejected by the model provider. `messageIndex` points at the offending message. */
 export class MessageValidationError extends MyceliumError {
   override readonly name = "MessageValidationError"
@@ -13,15 +21,7 @@ export class MessageValidationError extends MyceliumError {
   /** For `invalid_tool_arguments`: the call's position among the message's tool calls. */
   readonly callIndex: number | undefined
 
-  constructor(
-    reason: string,
-    options: {
-      violation: Violation
-      messageIndex: number
-      toolCallId?: string | undefined
-      callIndex?: number | undefined
-    },
-  ) {
+  constructor(reason: string, options: MessageValidationErrorInit) {
     super(`${reason} Run MessageValidator.repair() to fix what can be fixed automatically.`)
     this.reason = reason
     this.violation = options.violation

@@ -8,6 +8,23 @@ export type HistoryReason =
   | "dropped_messages"
   | "cannot_fit"
 
+/** What a `HistoryTruncatedError` reports: why, and the history's size when it was checked. */
+export interface HistoryTruncatedErrorInit {
+  reason: HistoryReason
+  messageCount: number
+  estimatedTokens: number
+}
+
+/** The indices of the repeated turns, with the history's size. */
+export interface HistoryDuplicateTurnsErrorInit extends Omit<HistoryTruncatedErrorInit, "reason"> {
+  indices: number[]
+}
+
+/** How many messages went missing, with the history's size. */
+export interface HistoryDropErrorInit extends Omit<HistoryTruncatedErrorInit, "reason"> {
+  dropped: number
+}
+
 /** The history is too long or corrupted (the original's single error type; subclasses refine it). */
 export class HistoryTruncatedError extends MyceliumError {
   override name = "HistoryTruncatedError"
@@ -16,10 +33,7 @@ export class HistoryTruncatedError extends MyceliumError {
   readonly messageCount: number
   readonly estimatedTokens: number
 
-  constructor(
-    message: string,
-    init: { reason: HistoryReason; messageCount: number; estimatedTokens: number },
-  ) {
+  constructor(message: string, init: HistoryTruncatedErrorInit) {
     super(message)
     this.reason = init.reason
     this.messageCount = init.messageCount
@@ -33,7 +47,7 @@ export class HistoryDuplicateTurnsError extends HistoryTruncatedError {
   override readonly code = "history_duplicate_turns"
   readonly indices: number[]
 
-  constructor(message: string, init: { messageCount: number; estimatedTokens: number; indices: number[] }) {
+  constructor(message: string, init: HistoryDuplicateTurnsErrorInit) {
     super(message, { ...init, reason: "duplicate_turns" })
     this.indices = init.indices
   }
@@ -45,7 +59,7 @@ export class HistoryDropError extends HistoryTruncatedError {
   override readonly code = "history_dropped"
   readonly dropped: number
 
-  constructor(message: string, init: { messageCount: number; estimatedTokens: number; dropped: number }) {
+  constructor(message: string, init: HistoryDropErrorInit) {
     super(message, { ...init, reason: "dropped_messages" })
     this.dropped = init.dropped
   }

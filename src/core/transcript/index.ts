@@ -1,10 +1,13 @@
 export { detectFormat } from "./detect.ts"
-export { MessageValidationError } from "./errors.ts"
+export { MessageValidationError, type MessageValidationErrorInit } from "./errors.ts"
 export {
   HistoryDropError,
+  type HistoryDropErrorInit,
   HistoryDuplicateTurnsError,
+  type HistoryDuplicateTurnsErrorInit,
   type HistoryReason,
   HistoryTruncatedError,
+  type HistoryTruncatedErrorInit,
 } from "./history-errors.ts"
 export { type HistoryEvent, HistoryGuard, type HistoryGuardOptions } from "./history-guard.ts"
 export { interruptedResultText } from "./interrupted.ts"

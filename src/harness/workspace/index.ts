@@ -11,6 +11,7 @@ export {
   type PolicyVerdict,
   type ShellState,
   unifiedDiff,
+  type WorkspaceActOptions,
   WorkspaceNotStartedError,
   type WorkspaceOptions,
   withWorkspace,

@@ -46,6 +46,12 @@ export interface WorkspaceOptions {
   readonly env?: Readonly<Record<string, string>>
 }
 
+/** Options of one `DevWorkspace.act()` call. */
+export interface WorkspaceActOptions {
+  /** Kills a running command's process group; its observation has exit code 128. */
+  readonly signal?: AbortSignal
+}
+
 export interface ShellState {
   readonly cwd: string
   readonly env: Readonly<Record<string, string>>
@@ -135,7 +141,7 @@ export class DevWorkspace {
   }
 
   /** Runs one action. Every failure inside the workspace comes back as an `ErrorObservation`. */
-  async act(action: WorkspaceAction, options: { signal?: AbortSignal } = {}): Promise<WorkspaceObservation> {
+  async act(action: WorkspaceAction, options: WorkspaceActOptions = {}): Promise<WorkspaceObservation> {
     this.step += 1
     const step = this.step
     const stamped = Object.freeze({

@@ -127,7 +127,7 @@ async function storedRows(
 ): Promise<LedgerEntry[]> {
   const storage = new MemoryLedgerStorage()
   const ledger = new ActionLedger({ storage, onWarning: () => {} })
-  const binding = { agentId: "a", policyVersion: "p", sideEffectClass: "keyed_mutate", ...extra }
+  const binding = { agentId: "a", policyVersion: "p", sideEffectClass: "keyed_mutate" as const, ...extra }
   await ledger.tool({ name, binding }, async () => "ok")(args, meta)
   const rows: LedgerEntry[] = []
   for await (const e of storage.list()) rows.push(e)

@@ -2,6 +2,7 @@ import { LedgerConfigError, ToolCapabilityDeclarationError } from "../errors.ts"
 import {
   CAPABILITY_RANK,
   CLASS_DEFAULTS,
+  type LegacySideEffectAlias,
   parseRetryPermission,
   parseSideEffectBoundary,
   parseSideEffectClass,
@@ -22,7 +23,7 @@ export interface ToolTransitionBindingInit {
   agentId: string
   policyVersion: string
   /** A canonical class or a legacy alias (`payment`, `read_only`, ...). */
-  sideEffectClass: SideEffectClass | string
+  sideEffectClass: SideEffectClass | LegacySideEffectAlias
   /** Scope field → name of the tool argument that carries it. */
   scopeFrom?: Partial<Record<ScopeField, string>>
   retryPermission?: RetryPermission

@@ -95,7 +95,18 @@ export type RequestIdentityPolicy = "derived" | "require_explicit"
 export const TRANSITION_SCHEMA = "mycelium.transition/v2"
 export const LEDGER_ENTRY_SCHEMA_VERSION = 2
 
-const SIDE_EFFECT_ALIASES: Readonly<Record<string, SideEffectClass>> = {
+/** An older side-effect class name, still parsed to its canonical class (`payment` → `non_idempotent_mutate`). */
+export type LegacySideEffectAlias =
+  | "read_only"
+  | "idempotent_write"
+  | "external_api_mutation"
+  | "non_idempotent_write"
+  | "payment"
+  | "email"
+  | "subagent"
+  | "onchain_action"
+
+const SIDE_EFFECT_ALIASES: Readonly<Record<LegacySideEffectAlias, SideEffectClass>> = {
   read_only: "read",
   idempotent_write: "idempotent_mutate",
   external_api_mutation: "keyed_mutate",
@@ -115,7 +126,7 @@ export function parseSideEffectClass(value: unknown): SideEffectClass {
   const v = typeof value === "string" ? value.trim() : value
   // Own keys only: `constructor` or `toString` must not resolve through the prototype.
   return typeof v === "string" && Object.hasOwn(SIDE_EFFECT_ALIASES, v)
-    ? (SIDE_EFFECT_ALIASES[v] as SideEffectClass)
+    ? SIDE_EFFECT_ALIASES[v as LegacySideEffectAlias]
     : parseClass(v)
 }
 

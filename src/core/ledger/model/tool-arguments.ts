@@ -12,6 +12,18 @@ export type ToolArgumentValue = ExactJsonValue
 /** The tool-call arguments object a model produced. */
 export type ToolArguments = { [key: string]: ToolArgumentValue }
 
+/**
+ * The arguments type a tool or task body may declare: `A` itself when it is an object (an interface too); for a list,
+ * `Map`, `Set` or function, which the runtime refuses before the claim, a type no call can match, so tsc names the rule.
+ */
+export type ToolArgs<A> = A extends
+  | readonly unknown[]
+  | ReadonlyMap<unknown, unknown>
+  | ReadonlySet<unknown>
+  | ((...args: never[]) => unknown)
+  ? { readonly "tool arguments must be a plain object of JSON values": never }
+  : A
+
 /** The arguments text is not a JSON object. Nothing was called; ask the model to re-send valid JSON. */
 export class ToolArgumentsError extends LedgerError {
   override readonly name = "ToolArgumentsError"
