@@ -181,8 +181,12 @@ export class RemoteLedger {
         method: "POST",
         headers,
         body,
+        // Followed, a 303 turns the claim into a GET and a 307 sends the arguments to another origin.
+        redirect: "manual",
         ...(signal ? { signal } : {}),
       })
+      if (res.type === "opaqueredirect" || (res.status > 299 && res.status < 400))
+        throw new Error(`it answered a redirect (${res.status}), not followed: set baseUrl to where the API is`)
       const bytes = await readLimited(res, this.#maxResponseBytes)
       if (bytes === null)
         throw new Error(`its answer is over ${this.#maxResponseBytes} bytes (maxResponseBytes)`)
