@@ -186,7 +186,9 @@ export class RemoteLedger {
         ...(signal ? { signal } : {}),
       })
       if (res.type === "opaqueredirect" || (res.status > 299 && res.status < 400))
-        throw new Error(`it answered a redirect (${res.status}), not followed: set baseUrl to where the API is`)
+        throw new Error(
+          `it answered a redirect (${res.status}), not followed: set baseUrl to where the API is`,
+        )
       const bytes = await readLimited(res, this.#maxResponseBytes)
       if (bytes === null)
         throw new Error(`its answer is over ${this.#maxResponseBytes} bytes (maxResponseBytes)`)

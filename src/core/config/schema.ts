@@ -66,16 +66,17 @@ const storageFields = {
   dsn_env: z.optional(name),
   // The stores' own rule (tableName in the Neon adapters): a name they would refuse is refused here, with its line.
   table: z.optional(
-    z
-      .string()
-      .check(
-        z.regex(
-          /^[a-z][a-z0-9_]*$/,
-          "a table name: lower-case letters, digits and underscores, starting with a letter",
-        ),
-        // Postgres cuts identifiers at 63 bytes (two names would share a table); the ledger's own limit is 50.
-        z.maxLength(63, "a table name of at most 63 characters (50 for action_ledger: it appends _dispatch_idx)"),
+    z.string().check(
+      z.regex(
+        /^[a-z][a-z0-9_]*$/,
+        "a table name: lower-case letters, digits and underscores, starting with a letter",
       ),
+      // Postgres cuts identifiers at 63 bytes (two names would share a table); the ledger's own limit is 50.
+      z.maxLength(
+        63,
+        "a table name of at most 63 characters (50 for action_ledger: it appends _dispatch_idx)",
+      ),
+    ),
   ),
   prefix: z.optional(z.string()),
   // 0 and null both keep in-flight rows without a TTL. The original loads 0 too (its claim then falls back to 4x the
