@@ -44,11 +44,12 @@ describe("a denied call is answered only by its own earlier call", () => {
     }))
     const email = ledger.tool({ name: "send_email" }, async (_a: { amount: number }) => ({ sent: true }))
     await lookup({ amount: 1 }, { toolCallId: "call_0", threadId: "user-A" })
+    // One at a time: a second call made before the first's expect would reject with no handler yet.
     for (const denied of [
-      email({ amount: 99999 }, { toolCallId: "call_0", threadId: "user-A" }),
-      lookup({ amount: 99999 }, { toolCallId: "call_0", threadId: "user-B" }),
+      () => email({ amount: 99999 }, { toolCallId: "call_0", threadId: "user-A" }),
+      () => lookup({ amount: 99999 }, { toolCallId: "call_0", threadId: "user-B" }),
     ]) {
-      await expect(denied).rejects.toBeInstanceOf(LedgerIdentityConflictError)
+      await expect(denied()).rejects.toBeInstanceOf(LedgerIdentityConflictError)
     }
   })
 
