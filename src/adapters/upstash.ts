@@ -453,15 +453,20 @@ export class UpstashLedgerStorage implements LedgerStorage {
       const c = options.cursor
       sorted = sorted.filter((id) => id > c)
     }
-    if (options.limit !== undefined) sorted = sorted.slice(0, Math.max(0, options.limit))
-    for (let i = 0; i < sorted.length; i += MGET_BATCH) {
+    // The limit counts rows, not keys: under a prefix without ':' every row's tombstone copy for the original lies
+    // under the row prefix too (its id '-tomb:X' sorts first), and cutting the ids gave short or empty pages.
+    let left = options.limit === undefined ? Infinity : Math.max(0, options.limit)
+    for (let i = 0; i < sorted.length && left > 0; i += MGET_BATCH) {
       const batch = sorted.slice(i, i + MGET_BATCH)
       const keys = batch.flatMap((id) => [this.#key(id), this.#tomb(id)])
       const values = await this.#mget(keys)
       const now = this.#now()
-      for (let j = 0; j < batch.length; j++) {
+      for (let j = 0; j < batch.length && left > 0; j++) {
         const e = this.#fromStored(values[2 * j], [values[2 * j + 1]], now, batch[j] as string, true)
-        if (e) yield e
+        if (e) {
+          left--
+          yield e
+        }
       }
     }
   }

@@ -77,3 +77,27 @@ describe("the tombstone where the original looks is also the row key of '-tomb:X
     })
   }
 })
+
+describe("listing under a prefix without ':', where every row has its tombstone copy under the row prefix", () => {
+  for (const backend of ["upstash", "redis"]) {
+    it(`${backend}: a limit counts rows, so pages are full and paging sees every row`, async () => {
+      const prefix = `${tag}-${backend}-list`
+      const storage =
+        backend === "redis"
+          ? new RedisLedgerStorage({ url: REDIS_URL, prefix })
+          : new UpstashLedgerStorage({ redis: upstashClient(), prefix })
+      const pay = new ActionLedger({ storage, onWarning: () => {} }).tool({ name: "pay" }, async () => 1)
+      for (const id of ["call_1", "call_2", "call_3"]) await pay({}, { requestId: id })
+      const ids = async (o: { limit?: number; cursor?: string }) => {
+        const out: string[] = []
+        for await (const e of storage.list(o)) out.push(e.requestId)
+        return out
+      }
+      expect(await ids({ limit: 3 })).toEqual(["call_1", "call_2", "call_3"])
+      const first = await ids({ limit: 2 })
+      expect(first).toEqual(["call_1", "call_2"])
+      expect(await ids({ limit: 2, cursor: first.at(-1) as string })).toEqual(["call_3"])
+      if (storage instanceof RedisLedgerStorage) await storage.close()
+    })
+  }
+})
