@@ -211,6 +211,7 @@ export class MyceliumConfig {
   readonly #source: ConfigSource | undefined
   // One guard per conversation scope: its drop check compares a conversation's calls with each other only.
   readonly #guards = new WeakMap<object, HistoryGuard>()
+  readonly #baselined = new WeakSet<HistoryGuard>()
   readonly #stores = new Map<string, Promise<LedgerStorage>>()
   readonly #ledgers = new Map<string, Promise<ActionLedger>>()
   readonly #taskStores = new Map<string, Promise<TaskStore>>()
@@ -685,6 +686,8 @@ export class MyceliumConfig {
         ...(h.max_messages !== undefined && { maxMessages: h.max_messages }),
         ...(h.warn_at !== undefined && { warnAt: h.warn_at }),
         ...(h.detect_duplicates !== undefined && { detectDuplicates: h.detect_duplicates }),
+        // prepareMessages() checks drops itself, on the caller's own messages (see there).
+        detectDrops: false,
       })
       if (scope) this.#guards.set(scope, guard)
     }
@@ -702,10 +705,17 @@ export class MyceliumConfig {
    * `scope` (see historyGuard()), so messages dropped since its last call raise `HistoryDropError`.
    */
   prepareMessages<M>(messages: readonly M[], scope?: object): readonly M[] {
+    const guard = this.historyGuard(scope)
+    // Drops are the caller's: compared on its own messages, not the repaired ones, where the validator's stand-in
+    // for a call still unanswered is replaced by the real result later (a false HistoryDropError).
+    if (guard && this.#baselined.has(guard)) guard.checkForDrops(messages)
     let out = messages
     if (this.validatesMessages) out = new MessageValidator().repair(out).messages
-    const guard = this.historyGuard(scope)
-    if (guard) out = guard.validate(out)
+    if (guard) {
+      out = guard.validate(out)
+      guard.accept(messages)
+      this.#baselined.add(guard)
+    }
     // Inside a run with state_flush, the prepared transcript is part of what a cancelled run leaves to resume.
     runScope()?.getStore()?.flush?.record({ messages: out })
     return out

@@ -240,6 +240,24 @@ describe("prepareMessages: history_guard per conversation", () => {
     expect(() => config.prepareMessages(h2, thread)).toThrow(HistoryDropError)
   })
 
+  it("compares the caller's own messages: a late result replacing the validator's stand-in is no drop", () => {
+    const config = loadConfigFromString(`message_validator: true\n${HG}`, quiet)
+    const call = {
+      role: "assistant",
+      content: null,
+      tool_calls: [{ id: "c1", type: "function", function: { name: "approve_refund", arguments: "{}" } }],
+    }
+    const app: object[] = [say("user", "refund order 7"), call, say("user", "still waiting?")]
+    const thread = {}
+    // The call is unanswered: the validator sends a stand-in result for it.
+    expect(config.prepareMessages(app, thread)).toHaveLength(4)
+    app.splice(2, 0, { role: "tool", tool_call_id: "c1", content: "refunded" })
+    app.push(say("assistant", "Done."))
+    expect(config.prepareMessages(app, thread)).toHaveLength(5)
+    // A message of the caller's that goes is still a drop.
+    expect(() => config.prepareMessages(app.slice(1), thread)).toThrow(HistoryDropError)
+  })
+
   it("never compares two conversations, interleaved in runs or by scope", async () => {
     const config = loadConfigFromString(HG, quiet)
     const other = [say("user", "hello"), say("assistant", "hi, how can I help?"), say("user", "my order")]
