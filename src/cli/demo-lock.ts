@@ -1,6 +1,6 @@
 // One demo per directory at a time: two at once append to the same receipt file under different keys (each then
 // reports the other's receipts as forged), and a second `demo --serve` would rewrite the files the first serves.
-import { readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
+import { mkdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { CliError } from "./errors.ts"
 
@@ -22,6 +22,33 @@ function alive(pid: number): boolean {
 }
 
 /**
+ * Removes a stale lock that still holds `text`, under `<lock>.takeover` (mkdir is atomic): two demos that both read
+ * it stale would otherwise each remove the lock the other had just taken. False when another demo is taking it over.
+ */
+function takeOver(path: string, text: string): boolean {
+  const guard = `${path}.takeover`
+  try {
+    mkdirSync(guard)
+  } catch {
+    // A takeover that crashed leaves its guard: old ones are cleared for the next try.
+    try {
+      if (Date.now() - statSync(guard).mtimeMs > 10_000) rmSync(guard, { recursive: true, force: true })
+    } catch {}
+    return false
+  }
+  try {
+    let now: string | null = null
+    try {
+      now = readFileSync(path, "utf8")
+    } catch {}
+    if (now === text) rmSync(path, { force: true })
+  } finally {
+    rmSync(guard, { recursive: true, force: true })
+  }
+  return true
+}
+
+/**
  * Takes `<dir>/.demo.lock` (O_EXCL) until this process exits or is stopped by a signal. A lock whose process is
  * gone (killed with SIGKILL, say) is taken over; one still empty is a demo that is writing it, unless it is old.
  */
@@ -36,19 +63,20 @@ export function lockDemoDir(dir: string): void {
       if ((e as { code?: string }).code !== "EEXIST") throw e
     }
     let pid = 0
+    let text: string | null = null
     let stale = false
     try {
-      pid = Number(readFileSync(path, "utf8"))
+      text = readFileSync(path, "utf8")
+      pid = Number(text)
       stale = pid > 0 ? pid === process.pid || !alive(pid) : Date.now() - statSync(path).mtimeMs > 10_000
     } catch {
       stale = true // released meanwhile: try again
     }
-    if (!stale || attempt > 1)
+    if (!stale || attempt > 2 || (text !== null && !takeOver(path, text)))
       throw new DemoBusyError(
         `demo: another demo${pid > 0 ? ` (pid ${pid})` : ""} is running in ${dir}, or serving its ledger: ` +
           `stop it, or pass --ledger a path in another directory (none running? remove ${path})`,
       )
-    rmSync(path, { force: true })
   }
   const release = (): void => {
     try {

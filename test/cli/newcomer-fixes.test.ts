@@ -139,6 +139,37 @@ describe("one demo per directory at a time", () => {
   }, 60_000)
 })
 
+describe("a stale demo lock taken over by several demos at once", () => {
+  it("only one takes it (each removed the lock another had just taken)", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "mycelium-lock-race-"))
+    for (let round = 0; round < 3; round++) {
+      writeFileSync(join(dir, ".demo.lock"), "999999") // a demo killed with SIGKILL: its pid is gone
+      const go = String(Date.now() + 2500)
+      const outs = await Promise.all(
+        Array.from(
+          { length: 4 },
+          () =>
+            new Promise<string>((done) => {
+              const child = spawn(process.execPath, [
+                "--import",
+                "tsx",
+                "test/cli/demo-lock-child.ts",
+                dir,
+                go,
+              ])
+              let out = ""
+              child.stdout.on("data", (d) => {
+                out += String(d)
+              })
+              child.once("close", () => done(out.trim()))
+            }),
+        ),
+      )
+      expect(outs.filter((o) => o === "LOCKED")).toHaveLength(1)
+    }
+  }, 60_000)
+})
+
 describe("init -o PATH", () => {
   it("names PATH in its hints and points $schema at the project's node_modules from there", () => {
     const project = join(cwd, "project")
