@@ -87,12 +87,10 @@ export async function checkDispatchSiblings(
   const found =
     siblings ?? (core.store.canFindByDispatchId ? await core.store.findByDispatchId(req.dispatchId) : [])
   // Either reading of this call's scope counts: this check only ever refuses, so the wider match is the safe one.
-  const own = driftScope(req.scope)
-  const storedScope = (): string => driftScope(scopeOf(claimed.kwargs, req))
   for (const prior of found) {
     if (prior.requestId === req.requestId || prior.tool !== req.tool) continue
     const scope = driftScope(scopeOf(prior.kwargs, req))
-    if (scope !== own && scope !== storedScope()) continue
+    if (scope !== driftScope(req.scope) && scope !== driftScope(scopeOf(claimed.kwargs, req))) continue
     const drifted = storedFingerprint(prior, req.binding) !== req.fingerprint
     if (drifted && core.policy.onArgsDrift === "off") continue
     await giveUp(core, claimed, drifted ? "args drift on a reused dispatch ticket" : "identity conflict")
