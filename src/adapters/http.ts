@@ -15,7 +15,12 @@ import {
 import { MyceliumError } from "../core/errors.ts"
 import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
-import { requestFailure, requestSignal, requestTimeoutOption } from "../core/storage/request-timeout.ts"
+import {
+  isRedirect,
+  requestFailure,
+  requestSignal,
+  requestTimeoutOption,
+} from "../core/storage/request-timeout.ts"
 
 export interface HttpLedgerStorageOptions {
   /** Base URL of the API, e.g. `https://ledger.example.com` (the app's basePath included). */
@@ -118,7 +123,7 @@ export class HttpLedgerStorage implements LedgerStorage {
         },
       )
     }
-    if (res.type === "opaqueredirect" || (res.status > 299 && res.status < 400))
+    if (isRedirect(res))
       throw new LedgerHttpError(
         res.status,
         "invalid_response",

@@ -23,7 +23,12 @@ import type { CallMeta } from "../core/ledger/model/identity.ts"
 import type { ToolArgs } from "../core/ledger/model/tool-arguments.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
-import { requestFailure, requestSignal, requestTimeoutOption } from "../core/storage/request-timeout.ts"
+import {
+  isRedirect,
+  requestFailure,
+  requestSignal,
+  requestTimeoutOption,
+} from "../core/storage/request-timeout.ts"
 import { checkBeginAnswer, type RunAnswer } from "./begin-answer.ts"
 import { storableText, unstorableAt } from "./storable.ts"
 
@@ -185,7 +190,7 @@ export class RemoteLedger {
         redirect: "manual",
         ...(signal ? { signal } : {}),
       })
-      if (res.type === "opaqueredirect" || (res.status > 299 && res.status < 400))
+      if (isRedirect(res))
         throw new Error(
           `it answered a redirect (${res.status}), not followed: set baseUrl to where the API is`,
         )

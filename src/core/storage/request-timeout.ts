@@ -42,3 +42,10 @@ export function requestFailure(e: unknown, seconds: number | null): string {
     return `no whole answer within ${seconds} s (requestTimeout)`
   return e instanceof Error ? e.message : String(e)
 }
+
+/**
+ * A redirect the request did not follow (`redirect: "manual"`; browsers answer an opaque one): followed, a 303
+ * turns a POST or PUT into a GET and a 307 sends the body to another origin.
+ */
+export const isRedirect = (res: Response): boolean =>
+  res.type === "opaqueredirect" || (res.status > 299 && res.status < 400)
