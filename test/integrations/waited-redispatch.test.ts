@@ -23,22 +23,23 @@ import { guardTool as guardLangGraphTool } from "../../src/integrations/langgrap
 import { scriptedModel } from "./scripted/ai-sdk.ts"
 import { checkpointBeforeTools, type Graph } from "./scripted/langgraph.ts"
 import { ScriptedModel } from "./scripted/openai-agents.ts"
-import { agentsPay, args, binding, type Charge, runPayer, sleep, slowGateway } from "./scripted/payments.ts"
+import {
+  agentsPay,
+  aiSdkPayTool,
+  args,
+  binding,
+  type Charge,
+  runPayer,
+  sleep,
+  slowGateway,
+} from "./scripted/payments.ts"
 
 const newLedger = (storage: LedgerStorage = new MemoryLedgerStorage()) =>
   new ActionLedger({ storage, pollInterval: 0.01, onWarning: () => {} })
 
 /** The AI SDK `pay` tool on thread t-1, whose redispatch gives up polling after `pollTimeout` seconds. */
 function aiSdkPay(ledger: ActionLedger, charge: Charge, pollTimeout = 0.1) {
-  const pay = guardTool(
-    ledger,
-    tool({
-      description: "pay",
-      inputSchema: z.object({ to: z.string(), cents: z.number() }),
-      execute: charge,
-    }),
-    { name: "pay", binding, pollTimeout, meta: () => ({ threadId: "t-1" }) },
-  )
+  const pay = aiSdkPayTool(ledger, charge, pollTimeout)
   return (ids: string[], abortSignal?: AbortSignal) =>
     generateText({
       model: scriptedModel(ids.map((id) => [{ id, tool: "pay", input: args }])),
@@ -287,15 +288,7 @@ describe("a redispatch that stops waiting for the call still running: the model'
     const storage = new MemoryLedgerStorage()
     const ledger = newLedger(storage)
     const { charges, charge } = slowGateway(1)
-    const pay = guardTool(
-      ledger,
-      tool({
-        description: "pay",
-        inputSchema: z.object({ to: z.string(), cents: z.number() }),
-        execute: charge,
-      }),
-      { name: "pay", binding, meta: () => ({ threadId: "t-1" }) },
-    )
+    const pay = aiSdkPayTool(ledger, charge)
     const exec = (toolCallId: string) => execute(pay, toolCallId, args)
     expect(await exec("c1")).toBe("paid 500 to acct_1")
     // As another process's ledger records a result it could not store.

@@ -88,20 +88,30 @@ export async function runPayer(model: ScriptedModel, pay: ReturnType<typeof agen
     .map((i) => JSON.stringify((i as { output: unknown }).output))
 }
 
-/**
- * The guarded AI SDK `pay` tool whose `execute` is `charge`, on thread t-1, and one generateText run of a single
- * call `id` to it (aborted by `abortSignal` when given).
- */
-export function aiSdkPayer(ledger: ActionLedger, charge: Charge) {
-  const pay = guardTool(
+/** The guarded AI SDK `pay` tool whose `execute` is `charge`, on thread t-1 (`pollTimeout`: a redispatch's wait). */
+export function aiSdkPayTool(ledger: ActionLedger, charge: Charge, pollTimeout?: number) {
+  return guardTool(
     ledger,
     tool({
       description: "pay",
       inputSchema: z.object({ to: z.string(), cents: z.number() }),
       execute: charge,
     }),
-    { name: "pay", binding, meta: () => ({ threadId: "t-1" }) },
+    {
+      name: "pay",
+      binding,
+      ...(pollTimeout !== undefined && { pollTimeout }),
+      meta: () => ({ threadId: "t-1" }),
+    },
   )
+}
+
+/**
+ * The guarded AI SDK `pay` tool whose `execute` is `charge`, on thread t-1, and one generateText run of a single
+ * call `id` to it (aborted by `abortSignal` when given).
+ */
+export function aiSdkPayer(ledger: ActionLedger, charge: Charge) {
+  const pay = aiSdkPayTool(ledger, charge)
   return (id: string, abortSignal?: AbortSignal) =>
     generateText({
       model: scriptedModel([[{ id, tool: "pay", input: args }]]),
