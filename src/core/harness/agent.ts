@@ -13,6 +13,7 @@ import {
   modelVisibleMessage,
   type SubQuery,
   type ToolContext,
+  ToolReportedError,
   toolOutputText,
 } from "./tools.ts"
 import type { ModelRequestSample } from "./types.ts"
@@ -57,6 +58,8 @@ export interface SharedRun {
   readonly startedAt: number
   readonly ledger: ActionLedger | null
   readonly rlm: Required<RlmOptions>
+  /** A task (depth 0) met an error that fails it: the driver stops the run at once, not when the task settles. */
+  failing: (taskId: string, error: unknown) => void
 }
 
 /** One child run: a task at depth 0 or a sub-query below it. */
@@ -143,26 +146,34 @@ function checkResponse(r: unknown): ModelResponse {
 /** A request through the durable ledger when one is configured: a finished request replays, never re-sent. */
 async function modelRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelResponse> {
   if (ctx.signal.aborted) throw ctx.signal.reason
-  const ledger = ctx.shared.ledger
-  if (!ledger) return sendRequest(ctx, req)
-  let sent = false
-  const tool = ledgeredFor(ctx.shared, "harness.model_request", READ_BINDING, async () => {
-    sent = true
-    return sendRequest(ctx, req)
-  })
-  const response = checkResponse(
-    await tool(
-      { step: req.context.step },
-      { requestId: `${ctx.key}/r${req.context.step}`, signal: ctx.signal },
-    ),
-  )
-  if (!sent) {
-    // Paid for before a crash: it counts toward this run's budget and usage, but it is not a new request sample.
-    ctx.shared.budget.reservedRequests++
-    const usage = reportedUsage(response.usage)
-    ctx.shared.budget.settleRequest(usage)
-    ctx.usage.add({ ...usage, requests: 1 })
+  const s = ctx.shared
+  let response: ModelResponse
+  if (!s.ledger) response = await sendRequest(ctx, req)
+  else {
+    let sent = false
+    const tool = ledgeredFor(s, "harness.model_request", READ_BINDING, async () => {
+      sent = true
+      return sendRequest(ctx, req)
+    })
+    response = checkResponse(
+      await tool(
+        { step: req.context.step },
+        { requestId: `${ctx.key}/r${req.context.step}`, signal: ctx.signal },
+      ),
+    )
+    if (!sent) {
+      // Paid for before a crash: it counts toward this run's budget and usage, but it is not a new request sample.
+      s.budget.reservedRequests++
+      const usage = reportedUsage(response.usage)
+      s.budget.settleRequest(usage)
+      ctx.usage.add({ ...usage, requests: 1 })
+    }
   }
+  // Outside the ledgered body: a response that arrived is stored as completed even when it trips a limit or comes
+  // after a cancel, so a rerun replays it (and trips the same way) instead of paying for it again.
+  if (ctx.signal.aborted) throw ctx.signal.reason
+  const trip = s.budget.afterResponse()
+  if (trip) throw new BudgetExceededError(trip.reason, trip.message)
   return response
 }
 
@@ -206,10 +217,11 @@ async function sendRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelR
     })
     if (index < s.maxSamples) s.samples[index] = sample
     ctx.stream.emitTask(ctx.task, ctx.parentRunId, { type: "model_request_finished", sample })
-    if (failed) throw error
-    if (ctx.signal.aborted) throw ctx.signal.reason
-    const trip = s.budget.afterResponse()
-    if (trip) throw new BudgetExceededError(trip.reason, trip.message)
+    if (failed) {
+      // A task's own failed request fails the task: the run stops before this permit goes to a waiting sibling.
+      if (ctx.depth === 0 && !ctx.signal.aborted) s.failing(ctx.task.task_id, error)
+      throw error
+    }
     return response as ModelResponse
   } finally {
     release()
@@ -282,6 +294,7 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
         if (visible === null) {
           if (!fatal) {
             fatal = { error: e }
+            if (ctx.depth === 0 && !ctx.signal.aborted) s.failing(ctx.task.task_id, e)
             batch.abort(e)
           }
           throw e
@@ -342,14 +355,25 @@ async function invokeTool(
   // `await`, not a bare return: a tool may hand back an already-rejected promise, and returning it from an async
   // function leaves it unobserved for a tick, which workerd reports as an unhandled rejection.
   if (!ctx.shared.ledger) return await tool.execute(args, toolCtx)
-  const ledgered = ledgeredFor(
-    ctx.shared,
-    tool.name,
-    tool.binding,
-    async (a) => await tool.execute(a, toolCtx),
-  )
-  return ledgered(args, { requestId: key, signal })
+  // An error the model reads as the tool's answer is the call's completed result, not a ledger failure: a rerun
+  // shows the model the same message instead of hard-blocking a side-effecting tool that reported it.
+  const ledgered = ledgeredFor(ctx.shared, tool.name, tool.binding, async (a) => {
+    try {
+      return await tool.execute(a, toolCtx)
+    } catch (e) {
+      const visible = signal.aborted ? null : modelVisibleMessage(e)
+      if (visible === null) throw e
+      return { [REPORTED]: visible }
+    }
+  })
+  const out = await ledgered(args, { requestId: key, signal })
+  const reported = (out as Record<string, unknown> | null)?.[REPORTED]
+  if (typeof reported === "string") throw new ToolReportedError(reported)
+  return out
 }
+
+/** The key of a stored tool result that is the error the model was shown. */
+const REPORTED = "$harness_reported_error"
 
 /** An RLM sub-query: a fresh child agent at depth + 1 on the same budget, permits and measurements. */
 export function spawnSubQuery(parent: AgentContext, sub: SubQuery, key: string): Promise<string> {

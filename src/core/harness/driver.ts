@@ -14,7 +14,7 @@ import {
 import { BudgetLedger, resolveBudget } from "./budget.ts"
 import { durableTaskKey, runDurableTask } from "./durable.ts"
 import { BudgetExceededError, HarnessError, RunFailed, TaskCancelledError } from "./errors.ts"
-import { EventBus, type RunEvent, type TaskCancelledEvent } from "./events.ts"
+import { EventBus, type EventStream, type RunEvent, type TaskCancelledEvent } from "./events.ts"
 import { deepFreeze } from "./freeze.ts"
 import { newRunId } from "./ids.ts"
 import { MinHeap } from "./min-heap.ts"
@@ -67,7 +67,10 @@ export interface RunDeps {
 
 export interface RunOptions {
   readonly signal?: AbortSignal
-  /** Called synchronously in emission order. A throwing sink is counted in `sink_errors`; the run goes on. */
+  /**
+   * Called synchronously in emission order. A sink that throws, or returns a promise that rejects before the run
+   * settles, is counted in `sink_errors`; the run goes on.
+   */
   readonly onEvent?: (event: RunEvent) => void
   /** The driver run id; pass the crashed run's id to resume a durable run. Default `run:<32 hex>`. */
   readonly run_id?: string
@@ -86,6 +89,9 @@ interface TaskState {
   runId: string | null
   slot: number
   controller: AbortController | null
+  stream: EventStream | null
+  /** The error that fails this task, known before the task settles (`SharedRun.failing`). */
+  fatal?: unknown
   usage: UsageAccumulator
   startedAt: number | null
   elapsed: number | null
@@ -107,7 +113,7 @@ interface StopCause {
  * Runs a dependency plan. Validation errors (`PlanValidationError`, `BudgetValidationError`) are thrown
  * synchronously, before any event. The promise resolves only on success and rejects with `RunFailed` (whose
  * `result` is deeply frozen) when the plan fails or stops, including on cancellation; it settles only after every
- * task has drained.
+ * task has drained, or after `drain_timeout_seconds` with `drain_incomplete` set.
  */
 export function runPlan(
   plan: RunPlan | DependencyPlan,
@@ -153,6 +159,7 @@ export function runPlan(
     startedAt,
     ledger: deps.ledger ?? null,
     rlm: { max_depth: deps.rlm?.max_depth ?? 3, max_turns: deps.rlm?.max_turns ?? 5 },
+    failing: () => {},
   }
 
   const tasks: TaskState[] = checked.tasks.map((spec) => ({
@@ -162,6 +169,7 @@ export function runPlan(
     runId: null,
     slot: -1,
     controller: null,
+    stream: null,
     usage: new UsageAccumulator(),
     startedAt: null,
     elapsed: null,
@@ -237,6 +245,10 @@ export function runPlan(
         }),
       )
     }
+    shared.failing = (id, e) => {
+      ;(byId.get(id) as TaskState).fatal = e
+      stop(causeOf(id, e))
+    }
     pump()
 
     function pump(): void {
@@ -252,6 +264,7 @@ export function runPlan(
       t.controller = new AbortController()
       t.startedAt = now()
       const stream = bus.stream(t.runId)
+      t.stream = stream
       const info: TaskInfo = { task_id: t.spec.task_id, prompt: t.spec.prompt, depends_on: t.spec.depends_on }
       const signal = t.controller.signal
       // Without a ledger the start event goes out now; the durable path first learns whether the task replays.
@@ -303,6 +316,7 @@ export function runPlan(
       ok: boolean,
       value: unknown,
     ): void {
+      if (t.status !== "running") return // a task the drain gave up on settled in finish()
       // A durable task's start waits for its ledger row, so a host factory that threw has not sent it yet: every
       // terminal event follows a start.
       emitStarted(t, stream)
@@ -334,35 +348,20 @@ export function runPlan(
           const dep = tasks[d]!
           if (--dep.remainingDeps === 0) ready.push(d)
         }
-      } else if (value instanceof BudgetExceededError) {
-        // A budget trip is a stop, not a failure: the task is cancelled with the budget's reason.
-        t.status = "cancelled"
-        t.errorType = value.name
-        t.errorMessage = value.message
-        stop({
-          reason: value.reason,
-          task_id: t.spec.task_id,
-          message: value.message,
-          error_type: value.name,
-        })
-        stream.emitTask(t.spec, runId, { type: "task_cancelled", reason: value.reason, usage, elapsed_ms })
       } else {
-        t.status = "failed"
-        t.errorType = errorType(value)
-        t.errorMessage = value instanceof Error ? value.message : safeString(value)
-        stop({
-          reason: "task_failed",
-          task_id: t.spec.task_id,
-          message: t.errorMessage,
-          error_type: t.errorType,
-        })
-        stream.emitTask(t.spec, runId, {
-          type: "task_failed",
-          error_type: t.errorType,
-          message: t.errorMessage,
-          usage,
-          elapsed_ms,
-        })
+        // A budget trip is a stop, not a failure: the task is cancelled with the budget's reason.
+        const c = causeOf(t.spec.task_id, value)
+        t.status = c.reason === "task_failed" ? "failed" : "cancelled"
+        t.errorType = c.error_type as string
+        t.errorMessage = c.message
+        stop(c)
+        stream.emitTask(
+          t.spec,
+          runId,
+          t.status === "failed"
+            ? { type: "task_failed", error_type: t.errorType, message: t.errorMessage, usage, elapsed_ms }
+            : { type: "task_cancelled", reason: c.reason as TaskCancelledEvent["reason"], usage, elapsed_ms },
+        )
       }
       pump()
     }
@@ -370,8 +369,9 @@ export function runPlan(
     function stop(c: StopCause): void {
       if (finished) return
       if (!cause) cause = c // first cause wins
+      // Not the task whose failure is the cause (`failing`): it is failing, not cancelled.
       for (const t of tasks)
-        if (t.status === "running" && !t.controller?.signal.aborted)
+        if (t.status === "running" && t.spec.task_id !== cause.task_id && !t.controller?.signal.aborted)
           t.controller?.abort(new TaskCancelledError(`task cancelled: ${cause.reason}`))
       if (running > 0 && drainTimer === null) drainTimer = startTimer(drainMs, () => finish(true))
       // Settling is asynchronous; with nothing running the run ends now.
@@ -384,6 +384,10 @@ export function runPlan(
       deadlineTimer?.clear()
       drainTimer?.clear()
       options.signal?.removeEventListener("abort", onAbort)
+      // Tasks the drain gave up on end here, so every started task has its terminal event before run_finished.
+      const late = tasks.filter((t) => t.status === "running")
+      for (const t of late)
+        settle(t, t.stream as EventStream, (t.controller as AbortController).signal, false, t.fatal)
       const succeeded = !cause && outputTask.status === "succeeded"
       const reason: RunReason = cause?.reason ?? "completed"
       const status = succeeded ? "succeeded" : reason === "task_failed" ? "failed" : "stopped"
@@ -414,9 +418,8 @@ export function runPlan(
         ...(succeeded ? { output: output as string } : {}),
       })
       bus.closed = true
-      for (const t of tasks)
-        if (t.status === "running") t.controller?.abort(new TaskCancelledError("run finished"))
-      const result: RunResult = deepFreeze({
+      for (const t of late) t.controller?.abort(new TaskCancelledError("run finished"))
+      const result: RunResult = {
         run_id: runId,
         plan_id: checked.plan_id,
         output_task_id: checked.output_task_id,
@@ -432,13 +435,29 @@ export function runPlan(
         model_requests_coverage: coverage,
         tasks: tasks.map((t) => taskRecord(t, succeeded, startedAt)),
         last_sequence: driverStream.sequence,
-        sink_errors: bus.sinkErrors,
+        sink_errors: 0,
         ...(drainIncomplete ? { drain_incomplete: true } : {}),
+      }
+      // A microtask later: an async sink that rejected on run_finished, or earlier, is counted by then.
+      queueMicrotask(() => {
+        const r = deepFreeze({ ...result, sink_errors: bus.sinkErrors })
+        if (succeeded) resolve(r)
+        else reject(new RunFailed(r))
       })
-      if (succeeded) resolve(result)
-      else reject(new RunFailed(result))
     }
   })
+}
+
+/** The stop a task's error causes: a budget trip stops the run, anything else fails it. */
+function causeOf(task_id: string, e: unknown): StopCause {
+  return e instanceof BudgetExceededError
+    ? { reason: e.reason, task_id, message: e.message, error_type: e.name }
+    : {
+        reason: "task_failed",
+        task_id,
+        message: e instanceof Error ? e.message : safeString(e),
+        error_type: errorType(e),
+      }
 }
 
 /** Prompt for a task: its own prompt, then each direct dependency's output in `depends_on` order. */

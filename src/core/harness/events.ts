@@ -113,7 +113,12 @@ export class EventBus {
   deliver(event: RunEvent): void {
     if (this.closed || !this.sink) return
     try {
-      this.sink(event)
+      // An async sink's rejection is counted too, instead of going unhandled (which ends a Node process).
+      const r = this.sink(event) as unknown
+      if (typeof (r as PromiseLike<unknown> | null)?.then === "function")
+        (r as PromiseLike<unknown>).then(undefined, () => {
+          this.sinkErrors++
+        })
     } catch {
       this.sinkErrors++
     }

@@ -153,8 +153,8 @@ export interface RunResult {
   readonly model_requests_coverage: "complete" | "partial"
   readonly tasks: readonly TaskRecord[]
   readonly last_sequence: number
-  /** Number of times `onEvent` threw; the run goes on regardless. */
+  /** Number of times `onEvent` threw or its promise rejected before the run settled; the run goes on regardless. */
   readonly sink_errors: number
-  /** Set when tasks did not settle within the drain timeout. */
+  /** Set when tasks did not settle within the drain timeout; each still got its terminal event first. */
   readonly drain_incomplete?: boolean
 }
