@@ -7,6 +7,7 @@ import { LedgerHardBlockError, LedgerPollTimeoutError, LedgerSoftBlockError } fr
 import {
   isAmbiguous,
   notExecutedWaitsForDeath,
+  resolveForeignGate,
   resolveReadOnlyGate,
   resolveSideEffectGate,
   resolveUnclassifiedGate,
@@ -25,7 +26,7 @@ import { effectiveCapability, type ToolTransitionBinding } from "../model/bindin
 import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
 import type { TransitionGate } from "../model/enums.ts"
 import { asRead, completedOrUnstorable } from "./fenced.ts"
-import { checkDispatchSiblings, checkSameRowIdentity } from "./identity-checks.ts"
+import { checkDispatchSiblings, checkSameRowIdentity, claimedOtherwise } from "./identity-checks.ts"
 import type { ClaimMode, ClaimOutcome, ClaimRequest } from "./request.ts"
 
 export async function claimTransition(
@@ -59,11 +60,13 @@ export async function claimTransition(
 const INSERT_ONLY = { reclaimFence: null }
 
 function gateFor(req: ClaimRequest, mode: ClaimMode, row: LedgerEntry, now: number): TransitionGate {
-  return mode === "read"
-    ? resolveReadOnlyGate(row, now)
-    : mode === "unclassified"
-      ? resolveUnclassifiedGate(row, now)
-      : resolveSideEffectGate(row, req.binding as ToolTransitionBinding, req.providerKey, now)
+  return claimedOtherwise(req, row)
+    ? resolveForeignGate(row, now)
+    : mode === "read"
+      ? resolveReadOnlyGate(row, now)
+      : mode === "unclassified"
+        ? resolveUnclassifiedGate(row, now)
+        : resolveSideEffectGate(row, req.binding as ToolTransitionBinding, req.providerKey, now)
 }
 
 async function claimLoop(

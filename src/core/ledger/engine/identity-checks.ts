@@ -6,7 +6,14 @@ import { driftMessage, identityConflictMessage } from "../machine/messages.ts"
 import { failedRow } from "../machine/transitions.ts"
 import type { ToolTransitionBinding } from "../model/binding.ts"
 import type { LedgerEntry } from "../model/entry.ts"
-import { argsFingerprint, type CallMeta, resolveScope, type TransitionScope } from "../model/identity.ts"
+import {
+  argsFingerprint,
+  type CallMeta,
+  deriveDispatchId,
+  resolveScope,
+  type TransitionScope,
+  transitionKey,
+} from "../model/identity.ts"
 import type { ClaimRequest } from "./request.ts"
 
 /**
@@ -65,6 +72,32 @@ export function checkSameRowIdentity(core: LedgerCore, req: ClaimRequest, observ
       drift(core, req, observed)
   }
   req.ownRow?.(req.requestId)
+}
+
+/**
+ * The row was claimed under another binding than this call's: this call has none, or (under a caller-named or
+ * business-key id, which the binding does not choose) another side-effect class, agent or policy version, read from
+ * the row's effect id, the transition key of the call that claimed it. Such a call could otherwise pick the gate
+ * that judges someone else's ambiguous payment (a `read` or unbound re-send of its id ran it again), so it is
+ * judged by the strictest gate instead. (A row claimed without a binding is judged as before: it never promised more
+ * than the unclassified gate.) Spendability and retry permission are not in the key: over HTTP they stay
+ * the caller's declaration (docs/http-api.md).
+ */
+export function claimedOtherwise(req: ClaimRequest, row: LedgerEntry): boolean {
+  if (!row.effectProtocolRequired) return false
+  if (!req.bound) return true
+  if (req.keyedByArgs || row.effectId === row.requestId) return false
+  const k = row.kwargs as CallMeta & Record<string, string>
+  const stored = req.explicitId ? req.fingerprint : storedFingerprint(row, req.binding)
+  return (
+    transitionKey({
+      tool: row.tool,
+      binding: req.binding as ToolTransitionBinding,
+      argsFingerprint: stored === req.fingerprint ? req.keyFingerprint : stored,
+      scope: scopeOf(row.kwargs, req),
+      dispatchId: deriveDispatchId({ toolCallId: k.tool_call_id, requestId: k.request_id }),
+    }) !== row.effectId
+  )
 }
 
 const driftScope = (s: TransitionScope): string => s.runId || s.threadId

@@ -27,11 +27,15 @@ export interface ClaimRequest {
   /** The request id hashes the args fingerprint, so a row at this id has these arguments. */
   readonly keyedByArgs: boolean
   readonly binding: ToolTransitionBinding | null
+  /** The tool declared a binding (`binding` may also be the strict unclassified policy's). */
+  readonly bound: boolean
   /**
    * The args fingerprint of the arguments as a row stores them, compared with stored rows. It differs from the
    * one inside the transition key only for integers beyond 2^53 and kept floats, which a row cannot hold exactly.
    */
   readonly fingerprint: string
+  /** The fingerprint inside the transition key (Python's exact integers). */
+  readonly keyFingerprint: string
   readonly scope: TransitionScope
   readonly dispatchId: string | null
   readonly providerKey: string | null
@@ -133,7 +137,9 @@ export function prepareCall(
     explicitId,
     keyedByArgs,
     binding,
+    bound: declared !== null,
     fingerprint,
+    keyFingerprint,
     scope,
     dispatchId,
     providerKey,

@@ -61,6 +61,15 @@ export function resolveUnclassifiedGate(existing: LedgerEntry, now: number): Tra
   return byOutcome<TransitionGate>(resolvedOutcome(existing, now), "RETURN", "POLL", "HARD_BLOCK", "RECLAIM")
 }
 
+/**
+ * Gate for a call whose binding is not the one the row was claimed under (engine/identity-checks.ts): its class,
+ * spendability or retry permission cannot loosen the row's gate, so it may only replay or wait.
+ */
+export const resolveForeignGate = (existing: LedgerEntry, now: number): TransitionGate =>
+  needsRepair(existing)
+    ? "REPAIR"
+    : byOutcome<TransitionGate>(resolvedOutcome(existing, now), "RETURN", "POLL", "HARD_BLOCK", "HARD_BLOCK")
+
 /** Re-running a reclaimed unclassified transition may duplicate an effect, except after a lapsed lease. */
 export const unclassifiedReclaimWarns = (resolved: TerminalOutcome): boolean => resolved !== "EXPIRED"
 

@@ -233,7 +233,12 @@ function convert(value: unknown, exact: boolean): unknown {
     case "boolean":
       return value
     case "number":
-      return Number.isFinite(value) ? value : String(value)
+      if (Number.isFinite(value)) return value
+      // An argument: keyed as the string "Infinity" it matched a call passing that string (1e400 over HTTP replayed
+      // another payment), and a row cannot hold it bare as the original keys it.
+      if (plainOnly)
+        throw new LedgerConfigError(`arguments hold ${value}: not a JSON number (nothing was claimed)`)
+      return String(value)
     case "bigint":
       if (value >= MIN_SAFE && value <= MAX_SAFE) return Number(value)
       if (exact) return value

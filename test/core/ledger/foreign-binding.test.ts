@@ -1,0 +1,129 @@
+// A row is judged by the gate of the binding it was claimed under. A re-send of its id under a caller-named or
+// business-key id with another binding (a `read` class, none at all, another agent or policy version) picked a looser
+// gate and ran an ambiguous payment again; over HTTP the binding is whatever the client sends.
+import { describe, expect, it } from "vitest"
+import {
+  ActionLedger,
+  LedgerHardBlockError,
+  MemoryLedgerStorage,
+  type SideEffectClass,
+} from "../../../src/core/index.ts"
+
+const quiet = { onWarning: () => {} }
+const binding = (sideEffectClass: SideEffectClass, policyVersion = "1") => ({
+  agentId: "pay",
+  policyVersion,
+  sideEffectClass,
+})
+
+function payments() {
+  const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), ...quiet })
+  const runs = { pay: 0, other: 0 }
+  // The charge request went out and its answer was lost: the row is UNKNOWN, boundary maybe_crossed.
+  const pay = ledger.tool(
+    { name: "send_payment", binding: binding("non_idempotent_mutate") },
+    async (_a: { amount: number }, tx) =>
+      tx.sideEffect(async () => {
+        runs.pay++
+        throw new Error("socket reset after the charge request")
+      }),
+  )
+  const as = (b: ReturnType<typeof binding> | undefined) =>
+    ledger.tool({ name: "send_payment", ...(b ? { binding: b } : {}) }, async (_a: { amount: number }) => {
+      runs.other++
+      return { forged: true }
+    })
+  return { ledger, runs, pay, as }
+}
+
+describe("a re-send under another binding cannot loosen the row's gate", () => {
+  it("an ambiguous payment at an explicit id is refused to a read, an unbound or another policy's re-send", async () => {
+    const { ledger, runs, pay, as } = payments()
+    await expect(pay({ amount: 100 }, { requestId: "order-42" })).rejects.toThrow("socket reset")
+    expect((await ledger.get("order-42"))?.terminalOutcome).toBe("UNKNOWN")
+    await expect(pay({ amount: 100 }, { requestId: "order-42" })).rejects.toBeInstanceOf(LedgerHardBlockError)
+    for (const b of [
+      binding("read"),
+      undefined,
+      binding("non_idempotent_mutate", "2"),
+      binding("keyed_mutate"),
+    ]) {
+      await expect(as(b)({ amount: 100 }, { requestId: "order-42" })).rejects.toBeInstanceOf(
+        LedgerHardBlockError,
+      )
+    }
+    expect(runs).toEqual({ pay: 1, other: 0 })
+    const row = await ledger.get("order-42")
+    expect(row).toMatchObject({ terminalOutcome: "UNKNOWN", fence: 1 })
+  })
+
+  it("a business key (requestIdFrom) too: a read binding on the same key does not reclaim the row", async () => {
+    const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), ...quiet })
+    let runs = 0
+    const tool = (cls: SideEffectClass) =>
+      ledger.tool(
+        { name: "refund", binding: { ...binding(cls), requestIdFrom: "order_id" } },
+        async (_a: { order_id: string }, tx) => {
+          runs++
+          await tx.markCrossed()
+          throw new Error("gateway 502 after the refund was accepted")
+        },
+      )
+    await expect(tool("keyed_mutate")({ order_id: "42" })).rejects.toThrow("gateway 502")
+    expect((await ledger.get("refund:order_id:42"))?.terminalOutcome).toBe("FAILED_AFTER_EFFECT")
+    await expect(tool("read")({ order_id: "42" })).rejects.toBeInstanceOf(LedgerHardBlockError)
+    expect(runs).toBe(1)
+  })
+
+  it("a completed row still replays to any of them, and the same binding under a new tool-call id is judged as before", async () => {
+    const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), ...quiet })
+    let runs = 0
+    let down = true
+    const upsert = (cls: SideEffectClass) =>
+      ledger.tool({ name: "upsert", binding: binding(cls) }, async (a: { v: number }) => {
+        runs++
+        if (down) throw new Error("db down")
+        return { stored: a.v }
+      })
+    // FAILED_BEFORE_EFFECT, not crossed: keyed_mutate may retry it. The row's key holds the first dispatch's id,
+    // and the retry carries another: it is the same binding all the same.
+    await expect(
+      upsert("keyed_mutate")({ v: 1 }, { requestId: "row-7", toolCallId: "call_1" }),
+    ).rejects.toThrow()
+    down = false
+    expect(await upsert("keyed_mutate")({ v: 1 }, { requestId: "row-7", toolCallId: "call_2" })).toEqual({
+      stored: 1,
+    })
+    expect(runs).toBe(2)
+    expect(await upsert("read")({ v: 1 }, { requestId: "row-7" })).toEqual({ stored: 1 })
+    expect(
+      await ledger.tool({ name: "upsert" }, async () => "ran")({ v: 1 }, { requestId: "row-7" }),
+    ).toEqual({
+      stored: 1,
+    })
+    expect(runs).toBe(2)
+  })
+})
+
+describe("numbers JSON cannot hold", () => {
+  it("Infinity, -Infinity and NaN arguments are refused before the claim, not keyed as their strings", async () => {
+    const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), ...quiet })
+    let runs = 0
+    const pay = ledger.tool(
+      { name: "pay", binding: binding("non_idempotent_mutate") },
+      async (a: { memo: unknown }) => {
+        runs++
+        return { memo: a.memo }
+      },
+    )
+    expect(await pay({ memo: "Infinity" }, { requestId: "p-1" })).toEqual({ memo: "Infinity" })
+    for (const memo of [Number.POSITIVE_INFINITY, Number.NEGATIVE_INFINITY, Number.NaN, [1, Number.NaN]]) {
+      await expect(pay({ memo }, { requestId: "p-1" })).rejects.toMatchObject({ code: "invalid_option" })
+      await expect(pay({ memo }, { requestId: `p-${String(memo)}` })).rejects.toMatchObject({
+        code: "invalid_option",
+      })
+    }
+    expect(runs).toBe(1)
+    expect((await ledger.listTransitions()).length).toBe(1)
+  })
+})
