@@ -99,7 +99,17 @@ async function toRequest(req: IncomingMessage, origin: string, max: number): Pro
     if (Array.isArray(v)) for (const x of v) headers.append(k, x)
     else if (v !== undefined) headers.set(k, v)
   }
-  return new Request(new URL(req.url ?? "/", origin), {
+  // Origin-form only, appended to our origin: an absolute-form target (`http://[/v1/...`) made URL() throw (a 500),
+  // and a relative `//host/path` would have resolved to another host's path.
+  const target = req.url ?? "/"
+  let url: URL
+  try {
+    if (!target.startsWith("/")) throw new TypeError(target)
+    url = new URL(origin + target)
+  } catch {
+    throw new Refusal(400, "invalid_path", "the request target must be a path, e.g. /v1/transitions")
+  }
+  return new Request(url, {
     method,
     headers,
     ...(body?.length ? { body: new Uint8Array(body) } : {}),

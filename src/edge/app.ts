@@ -3,6 +3,7 @@ import { Hono } from "hono"
 import { cors } from "hono/cors"
 import { en } from "zod/locales"
 import type * as z from "zod/mini"
+import { InvalidOptionError } from "../core/errors.ts"
 import { ActionLedger, type ArgsDriftPolicy, type Clock, type LedgerStorage } from "../core/ledger/index.ts"
 import { agentRoutes } from "./agent-routes.ts"
 import { AuthError, type LedgerScope, type Principal } from "./auth.ts"
@@ -51,6 +52,13 @@ export interface LedgerAppOptions {
    * lists them and `POST /v1/receipts/verify` checks them with `keys` (an HMAC secret or a JWS verifier).
    */
   readonly receipts?: (tenant: string) => TenantReceipts
+  /**
+   * Tenants whose ledger (and `storage(tenant)`, `receipts(tenant)`) stay built between requests; the least recently
+   * used is dropped past this many and built again when it comes back. Default: no limit. Set one when tenants are
+   * many and the factory reaches shared storage (the worker keeps 1,000); never with a factory that makes a new
+   * in-memory store, whose rows would go with it.
+   */
+  readonly maxCachedTenants?: number
 }
 
 export type { TenantReceipts } from "./context.ts"
@@ -78,8 +86,16 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
     onWarning: () => {},
   }
   const tenants = new Map<string, Tenant>()
+  const cap = options.maxCachedTenants ?? Number.POSITIVE_INFINITY
+  if (!(cap >= 1) || (cap !== Number.POSITIVE_INFINITY && !Number.isInteger(cap)))
+    throw new InvalidOptionError(`maxCachedTenants must be a whole number >= 1, got ${String(cap)}`)
   const forTenant = (tenant: string): Tenant => {
     let t = tenants.get(tenant)
+    if (t && cap !== Number.POSITIVE_INFINITY) {
+      // Most recently used last: Map keeps insertion order, so the first key is the one to drop.
+      tenants.delete(tenant)
+      tenants.set(tenant, t)
+    }
     if (!t) {
       const storage = typeof options.storage === "function" ? options.storage(tenant) : options.storage
       const receipts = options.receipts ? options.receipts(tenant) : null
@@ -91,6 +107,7 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
       })
       t = { storage, ledger, receipts }
       tenants.set(tenant, t)
+      if (tenants.size > cap) tenants.delete(tenants.keys().next().value as string)
     }
     return t
   }

@@ -59,8 +59,10 @@ function scopesOf(payload: JWTPayload): Set<LedgerScope> {
   const raw = payload.scope ?? payload.scopes
   const list = typeof raw === "string" ? raw.split(/\s+/) : Array.isArray(raw) ? raw.map(String) : []
   const out = new Set<LedgerScope>()
+  // Only the `ledger:` form: a token another service's IdP minted with a bare `store` or `operator` scope (no
+  // audience set) must not write rows or release calls here.
   for (const s of list) {
-    const name = s.startsWith("ledger:") ? s.slice(7) : s
+    const name = s.startsWith("ledger:") ? s.slice(7) : ""
     if ((SCOPES as readonly string[]).includes(name)) out.add(name as LedgerScope)
   }
   // Operators may read what they release.

@@ -59,6 +59,9 @@ async function build(env: LedgerWorkerEnv): Promise<Hono> {
   const receipts = env.LEDGER_RECEIPT_JWK ? await workerReceipts(env.LEDGER, env.LEDGER_RECEIPT_JWK) : null
   const common = {
     storage,
+    // Each tenant's rows live in its Durable Objects: a tenant not seen lately is cheap to build again, and an
+    // isolate that kept every tenant it ever served grew without end.
+    maxCachedTenants: 1000,
     ...(origins.length ? { corsOrigins: origins } : {}),
     ...(receipts ? { receipts } : {}),
   }

@@ -100,6 +100,14 @@ describe("mycelium serve against a hostile local caller", () => {
     const ok = await raw(`${head("GET", "/v1/transitions")}\r\n`)
     expect(ok.status).toBe(200)
   })
+
+  it("a request target that is not a path is 400 invalid_path, not a 500", async () => {
+    for (const target of ["http://[/v1/transitions", "http://evil.com/v1/transitions", "*"]) {
+      const r = await raw(`${head("GET", target)}\r\n`)
+      expect([target, r.status]).toEqual([target, 400])
+      expect(r.body).toContain('"invalid_path"')
+    }
+  })
 })
 
 describe("the local bridge's request timeout", () => {

@@ -353,3 +353,102 @@ describe("an operator's verdict says what it means", () => {
     expect((await release({ verified: "not_executed", reason: "no charge at the gateway" })).status).toBe(200)
   })
 })
+
+describe("what an agent token declares cannot reach another call's row", () => {
+  const post = async (app: ReturnType<typeof createLedgerApp>, path: string, body: unknown) => {
+    const r = await app.request(path, { method: "POST", headers: JSON_HEADERS, body: JSON.stringify(body) })
+    return {
+      status: r.status,
+      body: (await r.json()) as Record<string, unknown> & { error?: { code: string } },
+    }
+  }
+  const pay = { agent_id: "pay", policy_version: "1", side_effect_class: "non_idempotent_mutate" }
+  const args = { amount: 100, to: "acct_1" }
+
+  it("a begin re-sending an ambiguous payment's id with a read binding, or none, is blocked like the payment's own", async () => {
+    const app = createLedgerApp({ storage: new MemoryLedgerStorage() })
+    const meta = { request_id: "order-7" }
+    const first = await post(app, "/v1/calls", { tool: "send_payment", args, binding: pay, meta })
+    const held = { fence: first.body.fence, lease: first.body.lease }
+    await post(app, "/v1/calls/order-7/boundary", { ...held, boundary: "maybe_crossed" })
+    await post(app, "/v1/calls/order-7/fail", { ...held, error: "socket reset after the charge request" })
+    for (const binding of [pay, { ...pay, side_effect_class: "read" }, undefined]) {
+      const again = await post(app, "/v1/calls", {
+        tool: "send_payment",
+        args,
+        meta,
+        ...(binding ? { binding } : {}),
+      })
+      expect([binding?.side_effect_class, again.body.status, again.body.error?.code]).toEqual([
+        binding?.side_effect_class,
+        "blocked",
+        "ledger_hard_block",
+      ])
+    }
+    const row = (await (await app.request("/v1/transitions/order-7")).json()) as {
+      transition: { fence: number }
+    }
+    expect(row.transition.fence).toBe(first.body.fence)
+  })
+
+  it('1e400 in the arguments is 400, not keyed like the string "Infinity"', async () => {
+    const app = createLedgerApp({ storage: new MemoryLedgerStorage() })
+    const r = await app.request("/v1/calls", {
+      method: "POST",
+      headers: JSON_HEADERS,
+      body: '{"tool":"pay","args":{"memo":1e400},"binding":{"agent_id":"a","policy_version":"1","side_effect_class":"non_idempotent_mutate"},"meta":{"request_id":"m-1"}}',
+    })
+    expect(r.status).toBe(400)
+    expect((await app.request("/v1/transitions/m-1")).status).toBe(404)
+  })
+
+  it("a scope without the ledger: prefix counts for nothing", async () => {
+    const app = createLedgerApp({
+      storage: new MemoryLedgerStorage(),
+      authenticate: jwtAuth({ secret: SECRET }),
+    })
+    const token = async (scope: string) =>
+      new SignJWT({ tenant: "t", scope })
+        .setProtectedHeader({ alg: "HS256" })
+        .setExpirationTime("5m")
+        .sign(key)
+    const get = async (path: string, scope: string) =>
+      (await app.request(path, { headers: { authorization: `Bearer ${await token(scope)}` } })).status
+    expect(await get("/v1/rows", "store")).toBe(403)
+    expect(await get("/v1/transitions", "operator reader")).toBe(403)
+    expect(await get("/v1/rows", "ledger:store")).toBe(200)
+    expect(await get("/v1/transitions", "ledger:reader")).toBe(200)
+  })
+})
+
+describe("maxCachedTenants", () => {
+  it("drops the least recently used tenant and builds it again from the factory; bad values are refused", async () => {
+    const built: string[] = []
+    const stores = new Map<string, MemoryLedgerStorage>()
+    const app = createLedgerApp({
+      maxCachedTenants: 2,
+      storage: (t) => {
+        built.push(t)
+        const s = stores.get(t) ?? new MemoryLedgerStorage()
+        stores.set(t, s)
+        return s
+      },
+      authenticate: jwtAuth({ secret: SECRET }),
+    })
+    const as = async (tenant: string) => {
+      const jwt = await new SignJWT({ tenant, scope: "ledger:reader" })
+        .setProtectedHeader({ alg: "HS256" })
+        .setExpirationTime("5m")
+        .sign(key)
+      expect(
+        (await app.request("/v1/transitions", { headers: { authorization: `Bearer ${jwt}` } })).status,
+      ).toBe(200)
+    }
+    for (const t of ["a", "b", "a", "c", "a", "b"]) await as(t)
+    expect(built).toEqual(["a", "b", "c", "b"])
+    for (const bad of [0, 1.5, Number.NaN, -1])
+      expect(() => createLedgerApp({ storage: new MemoryLedgerStorage(), maxCachedTenants: bad })).toThrow(
+        /maxCachedTenants/,
+      )
+  })
+})

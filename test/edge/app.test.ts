@@ -186,7 +186,7 @@ describe("edge ledger API", () => {
     const { fetch } = served(true)
     const agentA = await sign({ tenant: "acme", scope: "ledger:store" })
     const agentB = await sign({ tenant: "globex", scope: "ledger:store" })
-    const readerA = await sign({ tenant: "acme", scope: "reader" })
+    const readerA = await sign({ tenant: "acme", scope: "ledger:reader" })
     const a = new ActionLedger({
       storage: new HttpLedgerStorage({ url: "http://x", fetch, token: agentA }),
       onWarning: () => {},
@@ -205,7 +205,7 @@ describe("edge ledger API", () => {
     await expect(
       new HttpLedgerStorage({ url: "http://x", fetch, token: onlyAgent }).get("shared-id"),
     ).rejects.toMatchObject({ status: 403, code: "forbidden" })
-    const forged = await new SignJWT({ tenant: "acme", scope: "store" })
+    const forged = await new SignJWT({ tenant: "acme", scope: "ledger:store" })
       .setProtectedHeader({ alg: "HS256" })
       .setExpirationTime("5m")
       .sign(new TextEncoder().encode("wrong-secret-wrong-secret-wrong-secret"))

@@ -19,7 +19,7 @@ import {
 const SECRET = "test-secret-with-enough-entropy-0123456789"
 const KEY = "receipt-key"
 const reader = async () => ({
-  authorization: `Bearer ${await new SignJWT({ tenant: "a", scope: "reader" })
+  authorization: `Bearer ${await new SignJWT({ tenant: "a", scope: "ledger:reader" })
     .setProtectedHeader({ alg: "HS256" })
     .setSubject("auditor@example")
     .setExpirationTime("5m")

@@ -16,7 +16,7 @@ import {
 
 const SECRET = "test-secret-with-enough-entropy-0123456789"
 const token = (tenant: string, scope: string) =>
-  new SignJWT({ tenant, scope })
+  new SignJWT({ tenant, scope: `ledger:${scope}` })
     .setProtectedHeader({ alg: "HS256" })
     .setSubject("ops@example")
     .setIssuedAt()
