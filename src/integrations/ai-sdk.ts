@@ -5,7 +5,7 @@ import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema, type StandardSchemaV1 } from "../core/tools/index.ts"
 import { type HistoryGuard, MessageValidator, type RepairReport } from "../core/transcript/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
-import { GuardedToolError } from "./errors.ts"
+import { GuardedToolError, hideOutage } from "./errors.ts"
 import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   type BoundaryMode,
@@ -58,8 +58,8 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
       `AI SDK tool '${options.name}' has no execute function: only tools that run in this process can be ledgered.`,
     )
   }
-  const { name, bounds: boundsOptions, boundary = "whole", meta, ...rest } = options
-  const ledgerOptions = { ...rest, name }
+  const { bounds: boundsOptions, boundary = "whole", meta, ...ledgerOptions } = options
+  const { name } = options
   const bounds = compileBounds(name, toBoundarySchema(tool.inputSchema), boundsOptions)
 
   const failed = failedCallsOf(ledger, name)
@@ -89,6 +89,7 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
     const held = failed.held(callMeta, args, sideEffectClassOf(run), callOptions.experimental_context, (id) =>
       shown(callOptions.messages, id),
     )
+    // The SDK sends the model a tool error's message: an outage's names the driver's paths and hosts.
     return runHeld(
       failed,
       held,
@@ -96,14 +97,14 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
       () => started,
       () => run(args, callMeta),
       callMeta,
-    )
+    ).catch(hideOutage)
   }
   return { ...tool, execute: guarded }
 }
 
 /** Whether the model's messages hold the tool call `toolCallId`. */
 function shown(messages: readonly ModelMessage[] | undefined, toolCallId: string): boolean {
-  return (messages ?? []).some(
+  return !!messages?.some(
     (m) =>
       m.role === "assistant" &&
       typeof m.content !== "string" &&
@@ -117,12 +118,12 @@ export function guardTools<TOOLS extends Record<string, Tool>>(
   tools: TOOLS,
   options: GuardAiToolsOptions = {},
 ): TOOLS {
-  const out: Record<string, Tool> = {}
-  for (const [name, tool] of Object.entries(tools)) {
-    out[name] =
-      typeof tool.execute === "function" ? guardTool(ledger, tool, { ...options[name], name }) : tool
-  }
-  return out as TOOLS
+  return Object.fromEntries(
+    Object.entries(tools).map(([name, tool]) => [
+      name,
+      typeof tool.execute === "function" ? guardTool(ledger, tool, { ...options[name], name }) : tool,
+    ]),
+  ) as TOOLS
 }
 
 /**

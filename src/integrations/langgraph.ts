@@ -6,7 +6,7 @@ import type { StructuredToolInterface, ToolRunnableConfig } from "@langchain/cor
 import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
-import { GuardedToolError } from "./errors.ts"
+import { GuardedToolError, hideOutage } from "./errors.ts"
 import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   isGraphInterrupt,
@@ -126,6 +126,7 @@ export function guardTool<T extends StructuredToolInterface>(
     // that is the same intent (failed-calls.ts).
     const held = failed.held(callMeta, args, sideEffectClassOf(run))
     const started = () => (attempt as GuardContext | null)?.requestId ?? null
+    // ToolNode sends the model the thrown error's message: an outage's names the driver's paths and hosts.
     return runHeld(
       failed,
       held,
@@ -146,7 +147,7 @@ export function guardTool<T extends StructuredToolInterface>(
       },
       callMeta,
       reviveReplayed,
-    )
+    ).catch(hideOutage)
   }
   const wrapped = Object.create(tool) as T
   Object.defineProperty(wrapped, "_call", { value: guarded, writable: true, configurable: true })

@@ -40,23 +40,15 @@ export function runWithBoundary<R>(
   tx: GuardContext,
   body: () => Promise<R> | R,
 ): Promise<R> {
-  return bodyIsEffect(mode, options) ? tx.sideEffect(body) : Promise.resolve().then(body)
-}
-
-/** Whether {@link runWithBoundary} runs the whole body as the side effect. */
-function bodyIsEffect(mode: BoundaryMode, options: GuardLedgerOptions): boolean {
   const binding = options.binding as { sideEffectClass?: string } | undefined
   return mode === "whole" && binding?.sideEffectClass !== "read"
+    ? tx.sideEffect(body)
+    : Promise.resolve().then(body)
 }
 
 /** Drops empty fields of a metadata patch, so a framework's `undefined` or `""` never shadows a real value. */
 export function cleanMeta(meta: Partial<CallMeta>): CallMeta {
-  const out: CallMeta = {}
-  for (const [k, v] of Object.entries(meta) as Array<[keyof CallMeta, CallMeta[keyof CallMeta]]>) {
-    if (v === undefined || v === null || v === "") continue
-    ;(out as Record<string, unknown>)[k] = v
-  }
-  return out
+  return Object.fromEntries(Object.entries(meta).filter(([, v]) => v != null && v !== "")) as CallMeta
 }
 
 const TRANSITIONS = new WeakMap<object, GuardContext>()
@@ -68,11 +60,12 @@ export function bindTransition(key: object, tx: GuardContext): void {
 
 /** The call's transition for a framework per-call object, or an error saying the tool is not guarded. */
 export function lookupTransition(key: unknown, where: string): GuardContext {
-  const tx = typeof key === "object" && key !== null ? TRANSITIONS.get(key) : undefined
+  // A WeakMap's get() of a primitive is undefined, not an error.
+  const tx = TRANSITIONS.get(key as object)
   if (!tx) {
     throw new GuardedToolError(
       "not_a_guarded_call",
-      `transitionOf() got an object that is not the ${where} of a guarded call: pass the very object your execute function received, inside a tool wrapped by the mycelium integration.`,
+      `transitionOf() got an object that is not the ${where} of a guarded call: pass the very object your tool received.`,
     )
   }
   return tx

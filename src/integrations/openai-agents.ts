@@ -32,11 +32,11 @@ export interface GuardAgentsToolOptions extends GuardLedgerOptions {
   readonly bounds?: GuardBoundsOptions | false
   /** Default `"whole"`: see {@link BoundaryMode}. */
   readonly boundary?: BoundaryMode
-  /** Extra call metadata (thread, run, node...), e.g. a conversation id from the run context. */
-  readonly meta?: (
-    runContext: RunContext<unknown> | undefined,
-    details: ToolCallDetails | undefined,
-  ) => Partial<CallMeta>
+  /**
+   * Extra call metadata (thread, run, node...), e.g. a conversation id from the run context. A method, as `execute`
+   * is, so a `meta` typed for the agent's context (`RunContext<MyContext>`) is accepted.
+   */
+  meta?(runContext: RunContext<unknown> | undefined, details: ToolCallDetails | undefined): Partial<CallMeta>
 }
 
 /** What `execute` receives for a `parameters` schema: the schema's output type (zod, any Standard Schema). */

@@ -1,7 +1,7 @@
 // A consumer's strict-TypeScript view of each wrapper: the wrapped tool keeps its framework type, execute keeps the
 // schema's parsed input type, and every option type is exported. Checked by tsc (this file is in the project).
 import { tool as lcTool } from "@langchain/core/tools"
-import { tool as agentsTool, type RunContext } from "@openai/agents"
+import { tool as agentsTool, RunContext } from "@openai/agents"
 import { tool as aiTool } from "ai"
 import { describe, expect, expectTypeOf, it } from "vitest"
 import { z } from "zod"
@@ -68,5 +68,31 @@ describe("integration types, as a strict consumer sees them", () => {
     const made = agentsTool(options)
     expect(made.name).toBe("pay")
     expectTypeOf(options.execute).parameter(0).toEqualTypeOf<{ amount: number }>()
+  })
+
+  it("OpenAI Agents: meta typed for the app's own RunContext is accepted (a conversation id from the context)", async () => {
+    interface AppContext {
+      readonly conversationId: string
+    }
+    const seen: string[] = []
+    const options = oa.guardToolOptions(
+      ledger,
+      {
+        name: "refund",
+        description: "refund",
+        parameters: z.object({ orderId: z.string() }),
+        execute: async ({ orderId }) => orderId,
+      },
+      {
+        binding,
+        meta: (ctx: RunContext<AppContext> | undefined) => {
+          seen.push(ctx?.context.conversationId ?? "")
+          return { threadId: ctx?.context.conversationId }
+        },
+      },
+    )
+    const made = agentsTool(options)
+    expect(await made.invoke(new RunContext({ conversationId: "conv_1" }), '{"orderId":"o1"}')).toBe("o1")
+    expect(seen).toEqual(["conv_1"])
   })
 })

@@ -137,9 +137,12 @@ export class ToolRunner {
     )
   }
 
+  // The model's name is looked up as the model wrote it: a tool registered under an alias is not found under its
+  // own toolName (that exception is `call()`'s, for the application). The original serves a name the allowlist
+  // allows without an implementation, or every name when there is no registry.
   #resolve(name: string, original: RegisteredTool): RegisteredTool | undefined {
-    if (name === toolNameOf(original)) return original
-    return this.registry?.get(name)
+    const r = this.registry
+    return r?.get(name) ?? (name === toolNameOf(original) && (!r || r.isAllowed(name)) ? original : undefined)
   }
 
   #validateName(name: string): void {

@@ -114,6 +114,37 @@ describe("a tool registered under another name runs under that name", () => {
       violation: "not_in_allowlist",
     })
   })
+
+  it("a model's retry naming the tool's own name is refused as not_in_allowlist: the alias is the app's", async () => {
+    const registry = new ToolRegistry()
+    registry.register(fetchCustomer, "get_customer")
+    const runner = new ToolRunner({ registry, maxLlmRetries: 2 })
+    const picks = [
+      { name: "fetch_customer", args: { customer_id: "c1" } },
+      { name: "get_customer", args: { customer_id: "c2" } },
+    ]
+    const r = await runner.runWithLlmRetry(fetchCustomer, {
+      messages: [] as { content?: string }[],
+      toolCallId: "call_1",
+      args: { customer_id: "x" },
+      invokeLlm: (m) => m,
+      parseToolCall: () => picks.shift() ?? null,
+    })
+    expect(r).toMatchObject({ result: { customer_id: "c2" }, toolName: "get_customer" })
+    expect(r.messages[1]?.content).toMatch(/^Tool 'fetch_customer' is not available/)
+  })
+
+  it("a tool allowed by name but never registered still takes the model's corrected call", async () => {
+    const runner = new ToolRunner({ registry: new ToolRegistry({ allowed: ["fetch_customer"] }) })
+    const r = await runner.runWithLlmRetry(fetchCustomer, {
+      messages: [],
+      toolCallId: "call_1",
+      args: { customer_id: "x" },
+      invokeLlm: (m) => m,
+      parseToolCall: () => ({ name: "fetch_customer", args: { customer_id: "c1" } }),
+    })
+    expect(r.result).toEqual({ customer_id: "c1" })
+  })
 })
 
 describe("field spec", () => {
