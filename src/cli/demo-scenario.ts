@@ -103,6 +103,8 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
   )
   const callId = `call_subagent_${tag}`
   const owner = guardedTask({ task: "analyze_market" }, { toolCallId: callId })
+  // A store that is down rejects the claim during the sleep: unhandled until Promise.all below, Node would die of it.
+  owner.catch(() => {})
   await sleep(REDISPATCH_AFTER_MS)
   const live = (await ledger.listTransitions({ tool: "subagent_task" })).find(
     (e) => resolvedOutcome(e, ledger.clock.now()) === "IN_FLIGHT",

@@ -4,7 +4,7 @@ import { existsSync } from "node:fs"
 import type { MyceliumConfig, ResolvedStorage } from "../core/config/index.ts"
 import { ActionLedger, type ActionLedgerOptions, type LedgerStorage } from "../core/ledger/index.ts"
 import { UsageError } from "./errors.ts"
-import { DEFAULT_LEDGER, redisUrl, requireRegularFile } from "./options.ts"
+import { DEFAULT_LEDGER, redisUrl, requireRegularFile, tableFlag } from "./options.ts"
 
 /** Flags every operator command accepts (parseArgs option specs). */
 export const STORE_OPTIONS = {
@@ -72,8 +72,13 @@ export function redact(url: string): string {
     return u.toString()
   } catch {
     // Not a URL: a key=value DSN (`host=db password=x`), or a URL with a typo that still carries userinfo.
-    return url.replace(SECRET_PAIR, "$1$2***").replace(/(\/\/[^/:@\s]*:)[^@\s]*@/, "$1***@")
+    return redactText(url)
   }
+}
+
+/** Hides every password in a text that may quote URLs or DSNs: a client's error often quotes the URL it refused. */
+export function redactText(text: string): string {
+  return text.replace(SECRET_PAIR, "$1$2***").replace(/(\/\/[^/:@\s]*:)[^@\s]*@/g, "$1***@")
 }
 
 function storeOf(
@@ -90,7 +95,7 @@ function storeOf(
       url: redisUrl(redis, redisFrom),
       ...(flags.prefix !== undefined && { prefix: flags.prefix }),
     }
-  if (dsn) return { kind: "postgres", dsn, ...(flags.table !== undefined && { table: flags.table }) }
+  if (dsn) return { kind: "postgres", dsn, ...tableFlag(flags.table, 50) }
   return null
 }
 

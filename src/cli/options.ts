@@ -1,5 +1,6 @@
 // What several commands share: the default ledger file, the port check, and bad flags as usage errors.
 import { statSync } from "node:fs"
+import { tableName } from "../adapters/neon-kit.ts"
 import { UsageError } from "./errors.ts"
 
 export const DEFAULT_LEDGER = ".mycelium/ledger.json"
@@ -43,10 +44,14 @@ function parseArgsProblem(
  * directory fails with a bare EISDIR, and /dev/zero or a FIFO is read forever.
  */
 export function requireRegularFile(path: string, what: string): string {
+  // Both would fail later with a raw ENOENT or ENOTDIR (or EEXIST from mkdir), read as an outage (exit 1).
+  if (!path) throw new UsageError(`${what} is empty: pass a file path`)
   let st: ReturnType<typeof statSync> | undefined
   try {
     st = statSync(path)
-  } catch {
+  } catch (e) {
+    if ((e as { code?: string }).code === "ENOTDIR")
+      throw new UsageError(`${what} ${path} is below a file, not a folder: pass another path`)
     return path
   }
   if (!st.isFile())
@@ -61,6 +66,16 @@ export function parsePort(value: string | undefined): number {
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new UsageError(`--port must be 0..65535, got ${value}`)
   return port
+}
+
+/** `--table` checked as the store checks it (`max`: its length limit): the store's error would read as an outage. */
+export function tableFlag(table: string | undefined, max: number): { table?: string } {
+  if (table === undefined) return {}
+  try {
+    return { table: tableName(table, "", max) }
+  } catch (e) {
+    throw new UsageError(`--table: ${(e as Error).message}`)
+  }
 }
 
 /** A Redis URL from a flag or variable (`what`): another scheme is the caller's typo, not an outage (exit 2). */

@@ -65,16 +65,18 @@ export function exportUrl(options: Pick<ReceiptExportOptions, "url" | "token" | 
   try {
     url = new URL(options.url)
   } catch {
-    throw new UsageError(`--url ${options.url}: not a URL (for example https://ledger.example.com)`)
+    // Not echoed, and below only its origin and path: userinfo, a query or a fragment may hold a password or token.
+    throw new UsageError("--url is not a URL (for example https://ledger.example.com)")
   }
+  const shown = `--url ${url.origin}${url.pathname}`
   if (url.protocol !== "https:" && url.protocol !== "http:")
-    throw new UsageError(`--url ${options.url}: use an http(s) URL`)
+    throw new UsageError(`--url: use an http(s) URL, not ${url.protocol}`)
   if (url.protocol === "http:" && options.token && !LOOPBACK_HOSTS.has(url.hostname))
-    throw new UsageError(
-      `--url ${options.url}: use https for a remote API, the token would travel in clear text`,
-    )
+    throw new UsageError(`${shown}: use https for a remote API, the token would travel in clear text`)
   if (url.search || url.hash || url.username || url.password)
-    throw new UsageError(`--url ${options.url}: pass the API's base URL alone (filters are flags)`)
+    throw new UsageError(
+      `${shown}: pass the API's base URL alone, no credentials, query or fragment (filters are flags; the token goes in MYCELIUM_TOKEN)`,
+    )
   const path = url.pathname.replace(/\/+$/, "")
   url.pathname = path.endsWith("/v1/receipts") ? path : `${path}/v1/receipts`
   url.searchParams.set("format", "jsonl")

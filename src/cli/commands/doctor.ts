@@ -6,7 +6,7 @@ import { storageTimeout } from "../../core/config/normalize.ts"
 import type { LedgerStorage } from "../../core/ledger/index.ts"
 import type { TaskStore } from "../../core/tasks/store.ts"
 import { UsageError } from "../errors.ts"
-import { describeStore } from "../ledger-access.ts"
+import { describeStore, redactText } from "../ledger-access.ts"
 import { parseOrUsage } from "../options.ts"
 import { clean, green, printJson, red, yellow } from "../style.ts"
 
@@ -211,6 +211,8 @@ export async function run(args: string[]): Promise<number> {
         )),
       )
   }
+  // A store client's message may quote its URL with the password (@upstash/redis does): hidden like describeStore's.
+  for (const c of checks) c.message = redactText(c.message)
   if (values.json) printJson(checks)
   // Ids and messages quote the config and stored rows (an owner, a path): printed inert like every row elsewhere.
   else
