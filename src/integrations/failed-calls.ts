@@ -12,6 +12,7 @@ import type { CallMeta } from "../core/ledger/index.ts"
 import { throwIfUnstorable } from "../core/ledger/machine/unstorable.ts"
 import type { LedgerEntry } from "../core/ledger/model/entry.ts"
 import { type KeyedMeta, onKeyed } from "../core/ledger/model/on-keyed.ts"
+import { sha256Hex } from "../core/ledger/model/sha256.ts"
 
 /** What the check reads from the ledger (an `ActionLedger`; a `RemoteLedger` has no `get`, and is not checked). */
 type Row = LedgerEntry
@@ -354,7 +355,19 @@ function runScope(run: unknown): string | null {
  * fingerprint reads it (a number within 2^53): a retry the ledger would key alike is held alike. (The ledger's own
  * canonical JSON would do, at 1 KB more in each integration's bundle.)
  */
+/**
+ * Keys longer than this are kept as their SHA-256: up to `MAX_REMEMBERED` whole argument texts per tool (an email
+ * body each) held hundreds of MB for the ledger's life. Shorter ones stay as text (no hashing on the common path);
+ * a JSON text starts with `[`, so the two never meet.
+ */
+const KEY_AS_TEXT = 256
+
 function keyOf(v: unknown): string | undefined {
+  const text = keyText(v)
+  return text === undefined || text.length <= KEY_AS_TEXT ? text : `#${sha256Hex(text)}`
+}
+
+function keyText(v: unknown): string | undefined {
   try {
     return JSON.stringify(v, (_k, value: unknown) => {
       if (typeof value === "bigint") return Number.isSafeInteger(Number(value)) ? Number(value) : `${value}n`
