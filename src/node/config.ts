@@ -13,6 +13,7 @@ import {
 } from "../core/config/index.ts"
 import type { ReceiptStoreChoice, StateStoreChoice } from "../core/config/mycelium-config.ts"
 import { storageTimeout } from "../core/config/normalize.ts"
+import { choiceError } from "../core/config/source.ts"
 import type { LedgerStorage } from "../core/ledger/index.ts"
 import { MemoryReceiptStore, type ReceiptStore } from "../core/receipts/store.ts"
 import { MemoryStateFlushStore, type StateFlushStore } from "../core/state/index.ts"
@@ -22,13 +23,14 @@ import { realpathResolver } from "./paths.ts"
 /** Options for {@link loadConfig}: as `loadConfigFromString`, with `env` defaulting to `process.env`. */
 export type LoadConfigFileOptions = LoadConfigOptions
 
-async function optional<T>(pkg: string, load: () => Promise<T>, storage: string): Promise<T> {
+// Errors name the file, key and line the choice was read from (choiceError): the factory sees only the choice.
+async function optional<T>(pkg: string, load: () => Promise<T>, choice: ResolvedStorage): Promise<T> {
   try {
     return await load()
   } catch (e) {
     const code = (e as { code?: string }).code
     if (code === "ERR_MODULE_NOT_FOUND" || code === "MODULE_NOT_FOUND")
-      throw new ConfigError(`storage '${storage}' needs the package '${pkg}': npm install ${pkg}`)
+      throw choiceError(choice, `storage '${choice.kind}' needs the package '${pkg}': npm install ${pkg}`)
     throw e
   }
 }
@@ -44,7 +46,7 @@ function limitMs(choice: ResolvedStorage): number | undefined {
  * signal is a function: the client throws when such a signal aborts, where a plain signal gets a fake answer.
  */
 async function upstashClient(choice: ResolvedStorage): Promise<import("@upstash/redis").Redis> {
-  const { Redis } = await optional("@upstash/redis", () => import("@upstash/redis"), "upstash")
+  const { Redis } = await optional("@upstash/redis", () => import("@upstash/redis"), choice)
   const ms = limitMs(choice)
   return new Redis({
     url: choice.url as string,
@@ -98,7 +100,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
       })
     }
     case "postgres": {
-      const pg = await optional("pg", () => import("pg"), "postgres")
+      const pg = await optional("pg", () => import("pg"), choice)
       const { NeonLedgerStorage } = await import("../adapters/neon.ts")
       const Pool = (pg as { default?: { Pool: typeof import("pg").Pool } }).default?.Pool ?? pg.Pool
       const pool = new Pool({ connectionString: choice.dsn as string, max: 4, ...poolLimits(choice) })
@@ -114,7 +116,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
       const neon = await optional(
         "@neondatabase/serverless",
         () => import("@neondatabase/serverless"),
-        "neon",
+        choice,
       )
       const { NeonLedgerStorage } = await import("../adapters/neon.ts")
       const pool = new neon.Pool({ connectionString: choice.dsn as string, ...poolLimits(choice) })
@@ -126,7 +128,8 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
       return Object.assign(storage, { close: () => pool.end() })
     }
     default:
-      throw new ConfigError(
+      throw choiceError(
+        choice,
         `storage '${choice.kind}' is not reachable from a Node, Deno or Bun process (it lives in a browser or a Worker)`,
       )
   }
@@ -167,7 +170,7 @@ export async function nodeTaskStoreFactory(choice: ResolvedStorage): Promise<Clo
       return Object.assign(store, { close: async () => connection.close() })
     }
     case "postgres": {
-      const pg = await optional("pg", () => import("pg"), "postgres")
+      const pg = await optional("pg", () => import("pg"), choice)
       const { NeonTaskStore } = await import("../adapters/neon-tasks.ts")
       const Pool = (pg as { default?: { Pool: typeof import("pg").Pool } }).default?.Pool ?? pg.Pool
       const pool = new Pool({ connectionString: choice.dsn as string, max: 4, ...poolLimits(choice) })
@@ -177,14 +180,15 @@ export async function nodeTaskStoreFactory(choice: ResolvedStorage): Promise<Clo
       const neon = await optional(
         "@neondatabase/serverless",
         () => import("@neondatabase/serverless"),
-        "neon",
+        choice,
       )
       const { NeonTaskStore } = await import("../adapters/neon-tasks.ts")
       const pool = new neon.Pool({ connectionString: choice.dsn as string, ...poolLimits(choice) })
       return Object.assign(new NeonTaskStore({ pool, ...table, ...timeout }), { close: () => pool.end() })
     }
     default:
-      throw new ConfigError(
+      throw choiceError(
+        choice,
         `task_ledger storage '${choice.kind}' is not reachable from a Node, Deno or Bun process (it lives in a ` +
           `browser or a Worker: pass { taskStoreFactory } there, e.g. IndexedDbTaskStore or DurableObjectTaskStore)`,
       )
@@ -198,7 +202,8 @@ export async function nodeReceiptStoreFactory(choice: ReceiptStoreChoice): Promi
     const { FileReceiptStore } = await import("../adapters/file-receipts.ts")
     return new FileReceiptStore(choice.path as string)
   }
-  throw new ConfigError(
+  throw choiceError(
+    choice,
     `audit_receipt storage '${choice.kind}' lives in a browser, not in this process (pass { receiptStoreFactory })`,
   )
 }
@@ -210,7 +215,8 @@ export async function nodeStateStoreFactory(choice: StateStoreChoice): Promise<S
     const { FileStateFlushStore } = await import("../adapters/file-state.ts")
     return new FileStateFlushStore(choice.path as string, pythonLockOf(choice))
   }
-  throw new ConfigError(
+  throw choiceError(
+    choice,
     `state_flush storage '${choice.kind}' lives in a browser or a Worker, not in this process`,
   )
 }

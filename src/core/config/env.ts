@@ -27,13 +27,21 @@ export function expandEnv(
 ): unknown {
   if (typeof value === "string") {
     if (!value.includes("$")) return value
-    return value.replace(REF, (whole, braced?: string, fallback?: string, bare?: string) => {
+    return value.replace(REF, (whole, braced?: string, fallback?: string, bare?: string, at?: number) => {
       if (whole === "$$") return "$"
       const key = (braced ?? bare) as string
       const v = envValue(env, key)
       if (v !== undefined && v !== "") return v
       if (fallback !== undefined) return fallback
-      throw source.error(`environment variable '${key}' is not set (referenced as '${whole}')`, path)
+      // A `$` in a token, or before a url's or dsn's last '@' (its user and password), may be a password's own: the
+      // name would print the rest of it. Named there only when it is the whole value.
+      const name = String(path.at(-1))
+      const end = name === "token" || !value.includes("://") ? value.length : value.lastIndexOf("@")
+      const what =
+        whole !== value && /^(?:token|url|dsn)$/.test(name) && (at as number) < end
+          ? "a variable here is not set (not named: it may be part of a password)"
+          : `environment variable '${key}' is not set (referenced as '${whole}')`
+      throw source.error(`${what}; set it, or write a '$' that is text as '$$'`, path)
     })
   }
   if (Array.isArray(value)) return value.map((v, i) => expandEnv(v, env, source, [...path, i]))

@@ -24,7 +24,8 @@ import { deriveTaskRequestId } from "../tasks/identity.ts"
 import { MemoryTaskStore, type TaskStore } from "../tasks/store.ts"
 import { type TaskCallMeta, type TaskContext, TaskLedger } from "../tasks/task-ledger.ts"
 import { bounded, type PathResolver } from "../tools/bounded.ts"
-import type { FieldSpecSchema } from "../tools/field-spec.ts"
+import { SchemaBuildError } from "../tools/errors.ts"
+import { compileFieldSpec, type FieldSpecSchema } from "../tools/field-spec.ts"
 import { ToolRegistry } from "../tools/registry.ts"
 import { ToolRunner } from "../tools/runner.ts"
 import { HistoryGuard } from "../transcript/history-guard.ts"
@@ -37,7 +38,7 @@ import type {
   ResolvedTool,
   ResolvedTransition,
 } from "./normalize.ts"
-import type { ConfigSource } from "./source.ts"
+import { type ConfigSource, choiceError, placeChoice } from "./source.ts"
 
 /** Builds the store a storage choice names. Node, Deno and Bun get one from `loadConfig`; Workers pass their own. */
 export type StorageFactory = (storage: ResolvedStorage) => LedgerStorage | Promise<LedgerStorage>
@@ -192,6 +193,15 @@ function inRun(
   return { ...meta, ...(threadId && { threadId: runId }), ...(run && { runId }) }
 }
 
+const compiles = (schema: Record<string, unknown>): boolean => {
+  try {
+    compileFieldSpec(schema as FieldSpecSchema)
+    return true
+  } catch {
+    return false
+  }
+}
+
 const isTransitionContext = (v: unknown): v is TransitionContext =>
   typeof v === "object" && v !== null && "sideEffect" in v && "requestId" in v
 
@@ -245,7 +255,8 @@ export class MyceliumConfig {
       store = this.#open("storage", async () => {
         if (choice.kind === "memory" && !factory) return new MemoryLedgerStorage()
         if (!factory)
-          throw new ConfigError(
+          throw choiceError(
+            choice,
             `storage '${choice.kind}' needs a store factory: load the file with loadConfig() from ` +
               `'mycelium-runtime/node/config' (Node, Deno, Bun) or pass { storageFactory } to loadConfigFromString()`,
           )
@@ -308,15 +319,27 @@ export class MyceliumConfig {
     }
     if (tool?.bounded) {
       const b = tool.bounded
-      body = bounded(body, {
-        name,
-        ...(b.schema && { schema: b.schema as FieldSpecSchema }),
-        ...(b.output_schema && { outputSchema: b.output_schema as FieldSpecSchema }),
-        ...(b.entity_param && { entityParam: b.entity_param }),
-        ...(b.entity_pattern && { entityPattern: b.entity_pattern }),
-        ...(b.allowed_paths && { allowedPaths: b.allowed_paths, ...this.#options.paths }),
-        ...(b.path_param && { pathParam: b.path_param }),
-      }) as typeof body
+      try {
+        body = bounded(body, {
+          name,
+          ...(b.schema && { schema: b.schema as FieldSpecSchema }),
+          ...(b.output_schema && { outputSchema: b.output_schema as FieldSpecSchema }),
+          ...(b.entity_param && { entityParam: b.entity_param }),
+          ...(b.entity_pattern && { entityPattern: b.entity_pattern }),
+          ...(b.allowed_paths && { allowedPaths: b.allowed_paths, ...this.#options.paths }),
+          ...(b.path_param && { pathParam: b.path_param }),
+        }) as typeof body
+      } catch (e) {
+        if (!(e instanceof SchemaBuildError)) throw e
+        // The file's mistake, at its key: which schema (the input one if it fails alone) and which field in it.
+        const key =
+          /^(?:entity_pattern|allowed_paths)/.exec(e.message)?.[0] ??
+          (b.schema && !compiles(b.schema) ? "schema" : "output_schema")
+        const spec = b[key as keyof typeof b]
+        const field = /^[^.:[]+/.exec(e.message)?.[0] as string
+        const at = spec && typeof spec === "object" && Object.hasOwn(spec, field) ? [field] : []
+        throw this.#error(e.message, ["tools", name, "bounded", key, ...at])
+      }
     }
     if (tool?.auditReceipt && tool.ledger) {
       const problem = this.#receiptProblem()
@@ -407,11 +430,15 @@ export class MyceliumConfig {
         if (!ar) throw new ConfigError("no 'audit_receipt:' section: add one to sign receipts")
         const problem = this.#receiptProblem()
         if (problem) throw problem
-        const choice: ReceiptStoreChoice = {
-          kind: ar.storage,
-          ...(ar.path !== undefined && { path: ar.path }),
-          ...(ar.database !== undefined && { database: ar.database }),
-        }
+        const choice: ReceiptStoreChoice = placeChoice(
+          {
+            kind: ar.storage,
+            ...(ar.path !== undefined && { path: ar.path }),
+            ...(ar.database !== undefined && { database: ar.database }),
+          },
+          this.#source,
+          ["audit_receipt"],
+        )
         const factory = this.#options.receiptStoreFactory
         let store: ReceiptStore
         if (choice.kind === "memory" && !factory) store = new MemoryReceiptStore()
@@ -526,18 +553,23 @@ export class MyceliumConfig {
       async () => {
         const sf = this.resolved.raw.state_flush
         if (!sf) return null
-        const choice: StateStoreChoice = {
-          kind: sf.storage,
-          ...(sf.path !== undefined && { path: sf.path }),
-          ...(sf.database !== undefined && { database: sf.database }),
-          ...(sf.binding !== undefined && { binding: sf.binding }),
-          ...(sf.python_lock !== undefined && { pythonLock: sf.python_lock }),
-        }
+        const choice: StateStoreChoice = placeChoice(
+          {
+            kind: sf.storage,
+            ...(sf.path !== undefined && { path: sf.path }),
+            ...(sf.database !== undefined && { database: sf.database }),
+            ...(sf.binding !== undefined && { binding: sf.binding }),
+            ...(sf.python_lock !== undefined && { pythonLock: sf.python_lock }),
+          },
+          this.#source,
+          ["state_flush"],
+        )
         const factory = this.#options.stateStoreFactory
         let storage: StateFlushStore
         if (choice.kind === "memory" && !factory) storage = new MemoryStateFlushStore()
         else if (!factory)
-          throw new ConfigError(
+          throw choiceError(
+            choice,
             `state_flush storage '${choice.kind}' needs a store factory: load the file with loadConfig() from ` +
               `'mycelium-runtime/node/config', or pass { stateStoreFactory }`,
           )

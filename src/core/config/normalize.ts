@@ -14,7 +14,7 @@ import {
   type StorageKind,
   type ToolConfig,
 } from "./schema.ts"
-import type { ConfigSource } from "./source.ts"
+import { type ConfigSource, placeChoice } from "./source.ts"
 
 /** A storage choice with its secrets resolved from the environment. */
 export interface ResolvedStorage {
@@ -90,7 +90,8 @@ export interface ResolvedTransition {
   readonly leaseTtl: number
   readonly leaseRenewInterval: number
   readonly pollInterval: number
-  readonly pollTimeout: number
+  /** Seconds a call waits for another worker's; null for no limit (`poll_timeout: null` or `.inf`). */
+  readonly pollTimeout: number | null
   readonly reclaimRequiresDeathSignal: boolean
   readonly presumedDeadAfter: number
 }
@@ -151,15 +152,21 @@ function resolveStorage(
       throw source.error(`set '${direct}' or '${envKey}', not both`, [...path, envKey], true)
     // Where the original expands (storage/_helpers.py resolve_storage_url): url and dsn, and the value of their
     // `*_env` variable with os.path.expandvars. `token` (upstash, which the original lacks) expands as url does.
-    if (cfg[envKey] !== undefined) {
-      const v = readEnvKey(env, cfg[envKey], source, [...path, envKey])
-      return direct === "token" ? v : pythonExpandVars(v, env)
-    }
-    const raw = cfg[direct]
+    const key = cfg[envKey] !== undefined ? envKey : direct
+    const raw = cfg[key]
     if (raw === undefined) return undefined
-    const v = expandEnv(raw, env, source, [...path, direct]) as string
-    if (v === "")
-      throw source.error(`'${direct}' is empty once its variables are expanded`, [...path, direct])
+    let v: string
+    if (key === envKey) {
+      v = readEnvKey(env, raw, source, [...path, envKey])
+      if (direct !== "token") v = pythonExpandVars(v, env)
+    } else v = expandEnv(raw, env, source, [...path, direct]) as string
+    if (v === "") throw source.error(`'${direct}' is empty once its variables are expanded`, [...path, key])
+    // node-postgres reads libpq's `host=… dbname=…` as a path under a host named 'base'; Neon's driver as no URL.
+    if (direct === "dsn" && !/^(?:postgres(?:ql)?:\/\/|socket:|\/)/i.test(v))
+      throw source.error(
+        `not a postgres:// URL (libpq's key=value form is not read here): write postgres://user:password@host:5432/dbname`,
+        [...path, key],
+      )
     return v
   }
   const need = (key: string, value: unknown, hint: string): void => {
@@ -200,13 +207,14 @@ function resolveStorage(
       ...path,
       cfg.url_env ? "url_env" : "url",
     ])
-  return {
+  const choice = {
     ...out,
     ...(url !== undefined && { url }),
     ...(token !== undefined && { token }),
     ...(dsn !== undefined && { dsn }),
     ...(timeout !== undefined && { timeout }),
   }
+  return placeChoice(choice, source, path)
 }
 
 /** Keys of the action ledger's stores a task store has no use for: silently ignoring one would mislead. */
@@ -306,7 +314,12 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
         leaseTtl: t.lease_ttl ?? 3600,
         leaseRenewInterval: t.lease_renew_interval ?? (t.lease_ttl ?? 3600) / 3,
         pollInterval: t.poll_interval ?? 0.05,
-        pollTimeout: t.poll_timeout ?? 300,
+        pollTimeout:
+          t.poll_timeout === undefined
+            ? 300
+            : t.poll_timeout === Number.POSITIVE_INFINITY
+              ? null
+              : t.poll_timeout,
         reclaimRequiresDeathSignal: t.reclaim_requires_death_signal,
         presumedDeadAfter: t.presumed_dead_after ?? 2 * (t.lease_ttl ?? 3600),
       }
@@ -514,12 +527,5 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
   if (sf?.storage === "durable_object" && !sf.binding)
     throw source.error(`storage 'durable_object' needs 'binding'`, ["state_flush"])
   if (sf) refuseForeignKeys(sf, ["path", "database", "binding", "python_lock"], source, ["state_flush"])
-  // The original reads an empty list as unset (`flush_on or [...]`): it flushes on all three. One file must not flush
-  // every ending in Python and none here.
-  if (sf?.flush_on.length === 0)
-    throw source.error(
-      `an empty flush_on means all three endings to the Python original; list the endings to flush on (cancel, disconnect, error), or remove the key for all three`,
-      ["state_flush", "flush_on"],
-    )
   return { profile: raw.profile, transition, tools, tasks, taskLedger, raw, warnings, signingKey }
 }

@@ -44,42 +44,103 @@ function pythonTimestamp(m: RegExpExecArray): string | undefined {
   return `${text}${Number(micro) ? `.${micro}` : ""}${zone}`
 }
 
-/** Base-60 digits (`1:30` is 90), as PyYAML's int and float constructors read them. */
-const sexagesimal = (parts: string[]): number => parts.reduce((acc, p) => acc * 60 + Number(p), 0)
+/** A value as PyYAML's safe_load builds it: an int is a bigint, a float a number (a timestamp is its str()). */
+export type PythonValue = string | number | bigint | boolean | null
+
+const DIGITS: Record<number, RegExp> = { 2: /^[01]+$/, 8: /^[0-7]+$/, 10: /^\d+$/, 16: /^[\da-f]+$/i }
+const PREFIX: Record<number, string> = { 2: "0b", 8: "0o", 16: "0x" }
+
+/** Python's `int(s, base)`, or undefined where it raises. */
+function pyInt(s: string, base: number): bigint | undefined {
+  let t = s.trim()
+  const negative = t[0] === "-"
+  if (/^[-+]/.test(t)) t = t.slice(1)
+  const prefix = PREFIX[base]
+  if (prefix && t.toLowerCase().startsWith(prefix)) t = t.slice(2)
+  if (!DIGITS[base]?.test(t)) return undefined
+  const n = BigInt(prefix ? prefix + t : t)
+  return negative ? -n : n
+}
+
+/** Python's `float(s)` of a lower-case text, or undefined where it raises. */
+const pyFloat = (s: string): number | undefined =>
+  /^\s*[-+]?(?:(?:\d+\.?\d*|\.\d+)(?:e[-+]?\d+)?|inf(?:inity)?|nan)\s*$/.test(s)
+    ? Number(s.replace(/inf(?:inity)?/, "Infinity"))
+    : undefined
+
+/** Base-60 digits (`1:30` is 90), as PyYAML's int and float constructors read them; undefined if one fails. */
+function base60<T extends number | bigint>(parts: (T | undefined)[], sixty: T): T | undefined {
+  let acc: T | undefined
+  for (const p of parts) {
+    if (p === undefined) return undefined
+    acc = (acc === undefined ? p : (acc as number) * (sixty as number) + (p as number)) as T
+  }
+  return acc
+}
 
 /**
- * Python's `str()` of what PyYAML's safe_load makes of a plain (unquoted) scalar, or null where the original finds
- * no value (null, False, 0, 0.0: its `if not agent_id` / `if not policy_version` refuses them), or undefined where
- * PyYAML itself fails (a timestamp no date can hold). Other text is a string on both sides.
+ * What PyYAML's safe_load makes of a scalar: with `tag` (str, int, float, bool, null), its constructor for that tag;
+ * without, the tag its implicit resolvers give a plain scalar. undefined where PyYAML raises (`0b_`, `!!int 1.5`,
+ * a timestamp no date can hold).
  */
-export function pythonYamlStr(text: string): string | null | undefined {
-  if (NULL.test(text)) return null
-  if (BOOL.test(text)) return /^[yto]/i.test(text) && !/^off$/i.test(text) ? "True" : null
-  if (FLOAT.test(text)) {
-    const v = text.replace(/_/g, "").toLowerCase()
-    const sign = v.startsWith("-") ? -1 : 1
-    const body = v.replace(/^[-+]/, "")
-    if (body === ".nan") return "nan"
-    if (body === ".inf") return sign > 0 ? "inf" : "-inf"
-    const x = sign * (body.includes(":") ? sexagesimal(body.split(":")) : Number(body))
-    if (!Number.isFinite(x)) return x > 0 ? "inf" : "-inf"
-    return x === 0 ? null : pythonFloatRepr(x)
-  }
-  if (INT.test(text)) {
-    const v = text.replace(/_/g, "")
-    const negative = v.startsWith("-")
-    const body = v.replace(/^[-+]/, "")
-    // 0b and 0x read as BigInt reads them; a leading 0 alone is octal; a colon base 60.
-    const n = /^0[bx]/.test(body)
-      ? BigInt(body)
-      : body.includes(":")
-        ? BigInt(sexagesimal(body.split(":")))
-        : body.length > 1 && body.startsWith("0")
-          ? BigInt(`0o${body.slice(1)}`)
-          : BigInt(body)
-    return n === 0n ? null : `${negative ? "-" : ""}${n}`
-  }
-  const ts = TIMESTAMP.exec(text)
+export function pythonValue(text: string, explicit?: string): PythonValue | undefined {
+  const tag =
+    explicit ??
+    (NULL.test(text)
+      ? "null"
+      : BOOL.test(text)
+        ? "bool"
+        : FLOAT.test(text)
+          ? "float"
+          : INT.test(text)
+            ? "int"
+            : "")
+  const ts = tag ? null : TIMESTAMP.exec(text)
   if (ts && (ts[4] || text.length === 10)) return pythonTimestamp(ts)
-  return text
+  if (tag === "null") return null
+  if (tag === "bool")
+    return /^(?:yes|true|on)$/i.test(text) ? true : /^(?:no|false|off)$/i.test(text) ? false : undefined
+  if (!tag || tag === "str") return text
+  let v = text.replace(/_/g, "")
+  if (tag === "float") v = v.toLowerCase()
+  const sign = v[0] === "-" ? -1 : 1
+  if (/^[-+]/.test(v)) v = v.slice(1)
+  if (tag === "float") {
+    if (v === ".inf") return sign * Number.POSITIVE_INFINITY
+    if (v === ".nan") return Number.NaN
+    const x = base60(v.split(":").map(pyFloat), 60)
+    return x === undefined ? x : sign * x
+  }
+  // int: 0b and 0x, then a leading 0 as octal, then base 60, then decimal (PyYAML's construct_yaml_int).
+  const base = v.startsWith("0b") ? 2 : v.startsWith("0x") ? 16 : v === "0" ? 10 : v[0] === "0" ? 8 : 10
+  const n =
+    base === 10 && v.includes(":")
+      ? base60(
+          v.split(":").map((p) => pyInt(p, 10)),
+          60n,
+        )
+      : pyInt(base === 2 || base === 16 ? v.slice(2) : v, base)
+  return n === undefined ? n : sign < 0 ? -n : n
 }
+
+/**
+ * Python's `str()` of a value PyYAML built, or null where the original finds no value (None, False, 0, 0.0: its
+ * `if not agent_id` / `if not policy_version` refuses them), or undefined where PyYAML failed.
+ */
+export function pythonStr(v: PythonValue | undefined): string | null | undefined {
+  if (typeof v === "number")
+    return Number.isNaN(v)
+      ? "nan"
+      : !Number.isFinite(v)
+        ? v > 0
+          ? "inf"
+          : "-inf"
+        : v
+          ? pythonFloatRepr(v)
+          : null
+  if (v === true) return "True"
+  return v === undefined ? v : v ? `${v}` : null
+}
+
+/** Python's `str()` of what PyYAML's safe_load makes of a plain (unquoted) scalar (see pythonValue, pythonStr). */
+export const pythonYamlStr = (text: string): string | null | undefined => pythonStr(pythonValue(text))

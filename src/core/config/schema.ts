@@ -130,7 +130,8 @@ export const transitionSchema = z.strictObject({
   lease_ttl: z.optional(z.number().check(z.positive(), atMostAYear)),
   lease_renew_interval: z.optional(z.number().check(z.gte(0), atMostAYear)),
   poll_interval: z.optional(z.number().check(z.positive(), atMostAYear)),
-  poll_timeout: z.optional(positive),
+  // null and .inf wait without a limit, as the original's None and float('inf') do.
+  poll_timeout: z.optional(z.nullable(z.union([positive, z.literal(Number.POSITIVE_INFINITY)]))),
   reclaim_requires_death_signal: z._default(z.boolean(), true),
   presumed_dead_after: z.optional(positive),
 })
@@ -197,7 +198,19 @@ export const configSchema = z.strictObject({
       database: z.optional(name),
       binding: z.optional(name),
       python_lock: z.optional(z.boolean()),
-      flush_on: z._default(z.array(flushReasons), ["cancel", "disconnect", "error"]),
+      // The original reads an empty list as unset (`flush_on or [...]`): it flushes on all three. One file must not
+      // flush every ending in Python and none here.
+      flush_on: z._default(
+        z
+          .array(flushReasons)
+          .check(
+            z.minLength(
+              1,
+              "an empty flush_on means all three endings to the Python original; list the endings to flush on (cancel, disconnect, error), or remove the key for all three",
+            ),
+          ),
+        ["cancel", "disconnect", "error"],
+      ),
       flush_on_complete: z._default(z.boolean(), true),
     }),
   ),

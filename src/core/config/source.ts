@@ -1,8 +1,10 @@
 import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml"
 import { ConfigError, type ConfigLocation } from "./errors.ts"
-import { pythonYamlStr } from "./python-yaml.ts"
+import { pythonStr, pythonValue } from "./python-yaml.ts"
 
 type Path = ConfigLocation["path"]
+type Fail = (detail: string, path: Path, offset: number | undefined) => ConfigError
+const TAG = "tag:yaml.org,2002:"
 
 // Its methods spell out the path type: `Path` is local, and a consumer could not name it.
 /** A parsed YAML document that can say where any key path sits in the text (what `expandEnv` reports against). */
@@ -14,7 +16,19 @@ export interface ConfigSource {
 }
 
 /** Parses YAML (1.2 core schema, no custom tags); a syntax error names its line and column. */
-export function parseConfigSource(text: string, name = "mycelium.yaml"): ConfigSource {
+export function parseConfigSource(yaml: string, name = "mycelium.yaml"): ConfigSource {
+  // A BOM is no column of the first line; a lone CR breaks lines to YAML 1.2 and PyYAML, not to this parser.
+  const text = yaml.replace(/^\uFEFF/, "").replace(/\r\n?/g, "\n")
+  // PyYAML breaks lines at NEL, LS and PS too, where YAML 1.2 reads text: the original would read other keys.
+  const odd = /[\x85\u2028\u2029]/.exec(text)
+  if (odd) {
+    const before = text.slice(0, odd.index)
+    throw new ConfigError(
+      `a line break only PyYAML (the original's reader) sees (NEL, U+2028, U+2029): use a newline`,
+      { path: [], line: before.split("\n").length, column: odd.index - before.lastIndexOf("\n") },
+      name,
+    )
+  }
   const lines = new LineCounter()
   // uniqueKeys compares each key with every earlier one of its map: quadratic (16,000 tools took seconds, an 11 MB
   // file minutes). checkKeys finds duplicates with one Set per map instead.
@@ -56,16 +70,15 @@ export function parseConfigSource(text: string, name = "mycelium.yaml"): ConfigS
     const at = doc.getIn(["transition", key], true)
     // An alias reads as its anchor's scalar, wherever that is; the anchor itself stays as it is.
     const node = isAlias(at) ? at.resolve(doc) : at
-    // `!!str` keeps the text, as PyYAML keeps it (a plain scalar still, to the parser).
-    if (
-      isScalar(node) &&
-      node.type === "PLAIN" &&
-      typeof node.source === "string" &&
-      node.tag !== "tag:yaml.org,2002:str"
-    ) {
-      const text = pythonYamlStr(node.source)
+    // A tag is read as PyYAML reads it (`!!float 1` is "1.0"), quoted or not; checkKeys refused any it fails on.
+    if (isScalar(node) && typeof node.source === "string" && (node.tag || node.type === "PLAIN")) {
+      const text = pythonStr(pythonValue(node.source, node.tag?.slice(TAG.length)))
       if (text === undefined)
-        throw new ConfigError(`a date PyYAML cannot build: quote it`, locate(["transition", key]), name)
+        throw new ConfigError(
+          `PyYAML fails on this value (a date that does not exist, 0b or 0x without digits): quote it`,
+          locate(["transition", key]),
+          name,
+        )
       if (node === at) node.value = text
       else doc.setIn(["transition", key], text)
     }
@@ -85,21 +98,58 @@ export function parseConfigSource(text: string, name = "mycelium.yaml"): ConfigS
   }
 }
 
+const origins = new WeakMap<object, [ConfigSource, Path]>()
+
+/** Notes where a store choice was read (its section's key path), so that a store factory's error can point there. */
+export function placeChoice<T extends object>(choice: T, source: ConfigSource | undefined, path: Path): T {
+  if (source) origins.set(choice, [source, path])
+  return choice
+}
+
+/**
+ * A ConfigError at the `storage` key of the section a choice was read from: its file, key path, line and column
+ * (a factory only sees the choice). A choice built by hand has no place.
+ */
+export function choiceError(choice: object, detail: string): ConfigError {
+  const o = origins.get(choice)
+  return o ? o[0].error(detail, [...o[1], "storage"]) : new ConfigError(detail)
+}
+
+/**
+ * An explicitly tagged scalar becomes what PyYAML's safe_load builds (`!!int 017` is 15, `!!null x` null); a tag it
+ * has no constructor for (`!foo`, `!!python/str`) is refused as there, and so are `!!binary`, `!!timestamp`,
+ * `!!set`, `!!omap` and `!!pairs`, which no key here takes.
+ */
+function construct(node: Node | null, path: Path, error: Fail): void {
+  const tag = node?.tag
+  if (!node || !tag) return
+  const short = tag.startsWith(TAG) ? tag.slice(TAG.length) : ""
+  const offset = node.range?.[0]
+  if (isScalar(node) && /^(?:str|int|float|bool|null)$/.test(short)) {
+    const v = pythonValue(String(node.source ?? node.value), short)
+    if (v === undefined)
+      throw error(`PyYAML fails on this value as !!${short}: fix it or drop the tag`, path, offset)
+    node.value = typeof v === "bigint" ? Number(v) : v
+  } else if (!((short === "map" && isMap(node)) || (short === "seq" && isSeq(node))))
+    throw error(
+      `tag '${short ? `!!${short}` : tag}' is not supported: use !!str, !!int, !!float, !!bool, !!null or none`,
+      path,
+      offset,
+    )
+}
+
 /**
  * Every mapping key is text, appears once in its map, and is not `__proto__`: the document becomes plain objects
  * (toJS, zod), where `__proto__` is no own key (zod drops it, an assignment replaces the prototype), so a section or
  * a tool under it would load as if it were not there, past the unknown-key check. Aliases are not followed: the
- * node they name is checked where it is defined.
+ * node they name is checked where it is defined. Tags are read on the way (construct).
  */
-function checkKeys(
-  root: unknown,
-  lines: LineCounter,
-  error: (detail: string, path: Path, offset: number | undefined) => ConfigError,
-): void {
+function checkKeys(root: unknown, lines: LineCounter, error: Fail): void {
   // Depth first and in the order of the text (a map's own keys before what is under them).
   const stack: [unknown, Path][] = [[root, []]]
   for (let item = stack.pop(); item; item = stack.pop()) {
     const [node, path] = item
+    construct(node as Node | null, path, error)
     const children: [unknown, Path][] = []
     if (isSeq(node)) for (const [i, child] of node.items.entries()) children.push([child, [...path, i]])
     const seen = new Map<string, number>()
@@ -107,6 +157,7 @@ function checkKeys(
       const keyNode = pair.key as Node | null
       if (!isScalar(keyNode))
         throw error(`a key must be plain text, not a list, mapping or alias`, path, keyNode?.range?.[0])
+      construct(keyNode, path, error)
       // The text toJS makes of the key: `1` and "1", `null` and "" are one key to the objects built from it.
       const key = keyNode.value === null ? "" : String(keyNode.value)
       const offset = keyNode.range?.[0]
