@@ -127,16 +127,17 @@ function bindingWire(b: ToolTransitionBinding): Record<string, unknown> {
   return w
 }
 
-const META_WIRE: ReadonlyArray<readonly [keyof CallMeta, string]> = [
-  ["requestId", "request_id"],
-  ["toolCallId", "tool_call_id"],
-  ["threadId", "thread_id"],
-  ["runId", "run_id"],
-  ["node", "node"],
-  ["stateRef", "state_ref"],
-  ["decisionId", "decision_id"],
-  ["parentRequestId", "parent_request_id"],
-  ["handoffId", "handoff_id"],
+/** The metadata sent, each in snake case on the wire (`toolCallId`: `tool_call_id`). */
+const META_WIRE: ReadonlyArray<keyof CallMeta> = [
+  "requestId",
+  "toolCallId",
+  "threadId",
+  "runId",
+  "node",
+  "stateRef",
+  "decisionId",
+  "parentRequestId",
+  "handoffId",
 ]
 
 /** What a call's context needs from its ledger: one JSON round trip, and where warnings go. */
@@ -232,9 +233,9 @@ export class RemoteLedger {
     const call = async (args: A, meta: CallMeta = {}): Promise<R> => {
       throwIfAborted(meta.signal)
       const wireMeta: Record<string, string> = {}
-      for (const [k, w] of META_WIRE) {
+      for (const k of META_WIRE) {
         const v = meta[k]
-        if (typeof v === "string") wireMeta[w] = v
+        if (typeof v === "string") wireMeta[k.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`)] = v
       }
       const begin = `{"args":${argsJson(args)},${JSON.stringify({
         tool,
@@ -245,7 +246,7 @@ export class RemoteLedger {
       // The id the answer must name: the caller's requestId, or an unbound tool's toolCallId. A bound tool's id is
       // the server's to derive (a SHA-256 this client leaves out to stay small): see docs/http-api.md.
       const expected = wireMeta.request_id ?? (binding ? undefined : wireMeta.tool_call_id)
-      const deadline = pollTimeout === null ? Number.POSITIVE_INFINITY : Date.now() + pollTimeout * 1000
+      const deadline = pollTimeout === null ? Infinity : Date.now() + pollTimeout * 1000
       for (;;) {
         const a = checkBeginAnswer(await this.#post<unknown>("/v1/calls", begin, tool), expected)
         if (a.status === "replay") return a.result as R
@@ -348,8 +349,11 @@ class RemoteCall implements RemoteTransitionContext {
     return this.#claim.fence
   }
 
-  #send(op: string, extra: Record<string, unknown>): Promise<void> {
-    const body = JSON.stringify({ fence: this.#claim.fence, lease: this.#claim.lease, ...extra })
+  #send(
+    op: string,
+    extra: Record<string, unknown>,
+    body = JSON.stringify({ fence: this.#claim.fence, lease: this.#claim.lease, ...extra }),
+  ): Promise<void> {
     const run = this.#chain.then(() => this.#ledger.post(`${this.#path}/${op}`, body, this.#tool))
     this.#chain = run.catch(() => undefined)
     return run.then(() => undefined)
@@ -390,21 +394,31 @@ class RemoteCall implements RemoteTransitionContext {
     const third = this.#claim.lease_ttl / 3
     const every = interval === undefined ? third : Math.min(interval, third)
     if (!(every > 0)) return
+    // During an outage each renewal waits out requestTimeout on the serial chain, and stop() waits for the chain: a
+    // renewal per tick queued a backlog that held the call up long after its body returned. So one at a time, and
+    // none once the lease lapsed by this clock (the server refuses those anyway), as ActionLedger's renewals.
+    // `until` is the latest it can lapse: a lease after the claim or the last timed renewal was answered.
+    let until = Date.now() + third * 3000
+    let busy = false
     // Refused (the claim is gone): stop. A network hiccup: try again next tick.
     this.#stopRenew = renewEvery(
       every,
-      () => this.renewLease(),
+      async () => {
+        if (busy || Date.now() >= until) return
+        busy = true
+        try {
+          await this.renewLease()
+          until = Date.now() + third * 3000
+        } finally {
+          busy = false
+        }
+      },
       (e) => e instanceof LedgerStorageUnavailableError,
     )
   }
 
-  #clearTimer(): void {
-    this.#stopRenew?.()
-    this.#stopRenew = null
-  }
-
   async stop(): Promise<void> {
-    this.#clearTimer()
+    this.#stopRenew?.()
     await this.#chain
   }
 
@@ -432,12 +446,7 @@ class RemoteCall implements RemoteTransitionContext {
     if (!unstorable) {
       const body = JSON.stringify({ fence: this.#claim.fence, lease: this.#claim.lease, result: json })
       const bytes = body.length * 3 <= maxBytes ? body.length : encoder.encode(body).length
-      if (bytes <= maxBytes) {
-        const run = this.#chain.then(() => this.#ledger.post(`${this.#path}/complete`, body, this.#tool))
-        this.#chain = run.catch(() => undefined)
-        await run
-        return
-      }
+      if (bytes <= maxBytes) return this.#send("complete", {}, body)
       unstorable = {
         limit: "max_row_bytes",
         message: `the result is ${bytes} bytes, over the API's limit of ${maxBytes}`,

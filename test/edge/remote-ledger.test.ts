@@ -28,7 +28,8 @@ function setup(storage = new MemoryLedgerStorage()) {
 
 describe("RemoteLedger over the edge app", () => {
   it("a tool's lease shorter than the client's renewal interval is renewed every third of it", async () => {
-    // The server's clock decides leases; renewals are the client's real timers (every 0.01 s for a 0.03 s lease).
+    // The server's clock decides leases; renewals are the client's real timers (every 0.1 s for a 0.3 s lease, long
+    // enough that a busy machine's timer delays never lapse it by the client's clock, which then stops renewing).
     const clock = new ManualClock()
     const storage = new MemoryLedgerStorage()
     const app = createLedgerApp({ storage, clock, pollInterval: 0.005 })
@@ -47,7 +48,7 @@ describe("RemoteLedger over the edge app", () => {
       return runs
     }
     const a = client({ leaseRenewInterval: 20 }).tool(
-      { name: "pay", binding: idempotent, leaseTtl: 0.03 },
+      { name: "pay", binding: idempotent, leaseTtl: 0.3 },
       body,
     )
     const first = a({ x: 1 }, { toolCallId: "c1" })
@@ -56,9 +57,9 @@ describe("RemoteLedger over the edge app", () => {
       for await (const r of storage.list()) return r.lastHeartbeatAt
       return null
     }
-    await expectRenewals(clock, heartbeat, 0.02, 5)
+    await expectRenewals(clock, heartbeat, 0.2, 5)
     // Held still: a redispatch waits for the call instead of taking a lapsed lease over and running it again.
-    const second = client().tool({ name: "pay", binding: idempotent, leaseTtl: 0.03 }, body)(
+    const second = client().tool({ name: "pay", binding: idempotent, leaseTtl: 0.3 }, body)(
       { x: 1 },
       { toolCallId: "c1" },
     )
@@ -70,25 +71,25 @@ describe("RemoteLedger over the edge app", () => {
   })
 
   it("renewals keep the call's own lease, not the server's shorter default", async () => {
-    // The server renewed a renewal without lease_ttl to its default: a 0.03 s lease cut to 0.01 s lapsed between
-    // renewals (every 0.01 s) and a redispatch took the call over while its body ran.
+    // The server renewed a renewal without lease_ttl to its default: a 0.3 s lease cut to 0.1 s lapsed between
+    // renewals (every 0.1 s) and a redispatch took the call over while its body ran.
     const clock = new ManualClock()
     const storage = new MemoryLedgerStorage()
-    const app = createLedgerApp({ storage, clock, defaultLeaseTtl: 0.01 })
+    const app = createLedgerApp({ storage, clock, defaultLeaseTtl: 0.1 })
     const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
       app.fetch(new Request(input, init))) as typeof globalThis.fetch
     const remote = new RemoteLedger({ baseUrl: "http://edge.test", fetch, onWarning: () => {} })
     let release = () => {}
     const call = remote.tool(
-      { name: "pay", binding: { ...binding, sideEffectClass: "idempotent_mutate" }, leaseTtl: 0.03 },
+      { name: "pay", binding: { ...binding, sideEffectClass: "idempotent_mutate" }, leaseTtl: 0.3 },
       () => new Promise<number>((r) => (release = () => r(1))),
     )({ x: 1 }, { toolCallId: "c1" })
     const row = async () => {
       for await (const r of storage.list()) return r
       return null
     }
-    await expectRenewals(clock, async () => (await row())?.lastHeartbeatAt, 0.005, 2)
-    expect((await row())?.leaseUntil).toBeCloseTo(clock.now() + 0.03, 6)
+    await expectRenewals(clock, async () => (await row())?.lastHeartbeatAt, 0.05, 2)
+    expect((await row())?.leaseUntil).toBeCloseTo(clock.now() + 0.3, 6)
     release()
     expect(await call).toBe(1)
   })

@@ -300,6 +300,11 @@ export class TaskLedger {
       serial(async () => {
         if (!(ttl > 0)) return
         const now = this.clock.now()
+        // Lapsed by this worker's clock: another worker may hold it now (ActionLedger's renewHeld refuses it too).
+        if (now >= (held.lease.lease_until ?? Infinity)) {
+          watch()
+          throw lost.signal.reason
+        }
         const lease: TaskLease = { ...held.lease, lease_until: now + ttl, heartbeat_at: now }
         let version: string | null
         try {
@@ -319,10 +324,17 @@ export class TaskLedger {
         held.version = version
         watch()
       })
+    // One timed renewal at a time: in an outage each waits out the store's timeout, and a backlog of them (one per
+    // tick, serial) held the call up long after its body returned.
+    let renewing = false
     const timer =
       ttl > 0 && every > 0
         ? setInterval(() => {
-            renew().catch(() => {})
+            if (renewing) return
+            renewing = true
+            renew()
+              .catch(() => {})
+              .finally(() => (renewing = false))
           }, timerMs(every))
         : null
     ;(timer as { unref?: () => void } | null)?.unref?.()

@@ -57,6 +57,65 @@ describe("a lease renewal that never answers", () => {
   })
 })
 
+describe("a store that times out while a body runs past its lease", () => {
+  it("renews one at a time and not after the lapse: the call fails one store timeout after the body", async () => {
+    // A renewal per tick queued on the serial chain, each waiting out the driver's timeout, and renewals went on
+    // after the lease lapsed: a 6 s body with a 2 s timeout rejected after 27 s.
+    const shared = new MemoryTaskStore()
+    let stalled = false
+    let swaps = 0
+    const store: TaskStore = {
+      get: (id) => shared.get(id),
+      swap: async (id, e, n) => {
+        if (!stalled) return shared.swap(id, e, n)
+        swaps++
+        await sleep(250) // the driver's timeout
+        throw new Error("timed out")
+      },
+      list: () => shared.list(),
+    }
+    const ledger = new TaskLedger({ storage: store, leaseTtl: 0.3, onWarning: () => {} })
+    let bodyEnd = 0
+    let duringBody = 0
+    const t = ledger.task("report", async () => {
+      stalled = true
+      await sleep(1000) // ignores ctx.signal
+      duringBody = swaps
+      bodyEnd = Date.now()
+      return 1
+    })
+    await expect(t({}, { taskId: "S" })).rejects.toMatchObject({ code: "task_store_unavailable" })
+    expect(Date.now() - bodyEnd).toBeLessThan(700)
+    // One renewal (later ticks found it in flight, then the lease lapsed), then the completion.
+    expect(duringBody).toBeLessThanOrEqual(1)
+    expect(swaps - duringBody).toBe(1)
+  })
+
+  it("skips a tick while the last renewal is still waiting, so none is queued behind it", async () => {
+    const shared = new MemoryTaskStore()
+    let stalled = false
+    let swaps = 0
+    const store: TaskStore = {
+      get: (id) => shared.get(id),
+      swap: async (id, e, n) => {
+        if (stalled) swaps++
+        if (stalled) await sleep(600) // slow, not down: it answers
+        return shared.swap(id, e, n)
+      },
+      list: () => shared.list(),
+    }
+    // Renewals at 0.4 s (answered at 1.0 s, before the 1.2 s lease lapses) and 0.8 s (in flight: skipped).
+    const ledger = new TaskLedger({ storage: store, leaseTtl: 1.2, onWarning: () => {} })
+    const t = ledger.task("report", async () => {
+      stalled = true
+      await sleep(900)
+      return 1
+    })
+    await expect(t({}, { taskId: "Q" })).resolves.toBe(1)
+    expect(swaps).toBe(2) // the renewal at 0.4 s and the completion
+  })
+})
+
 describe("renewals that answer", () => {
   it("never abort the body, also with a renewal interval over half the lease", async () => {
     const ledger = new TaskLedger({ leaseTtl: 0.4, leaseRenewInterval: 0.3, onWarning: () => {} })
