@@ -4,7 +4,7 @@ import { existsSync } from "node:fs"
 import type { MyceliumConfig, ResolvedStorage } from "../core/config/index.ts"
 import { ActionLedger, type ActionLedgerOptions, type LedgerStorage } from "../core/ledger/index.ts"
 import { UsageError } from "./errors.ts"
-import { DEFAULT_LEDGER, redisUrl, requireRegularFile, tableFlag } from "./options.ts"
+import { DEFAULT_LEDGER, postgresDsn, redisUrl, requireRegularFile, tableFlag } from "./options.ts"
 
 /** Flags every operator command accepts (parseArgs option specs). */
 export const STORE_OPTIONS = {
@@ -87,6 +87,7 @@ function storeOf(
   dsn: string | undefined,
   flags: StoreFlags,
   redisFrom: string,
+  dsnWhat: string,
 ): ResolvedStorage | null {
   if (file) return { kind: "file", path: file, ...(flags["python-lock"] && { pythonLock: true }) }
   if (redis)
@@ -95,7 +96,7 @@ function storeOf(
       url: redisUrl(redis, redisFrom),
       ...(flags.prefix !== undefined && { prefix: flags.prefix }),
     }
-  if (dsn) return { kind: "postgres", dsn, ...tableFlag(flags.table, 50) }
+  if (dsn) return { kind: "postgres", dsn: postgresDsn(dsn, dsnWhat), ...tableFlag(flags.table, 50) }
   return null
 }
 
@@ -124,6 +125,7 @@ export async function openLedger(
     flags["postgres-dsn"],
     flags,
     "--redis-url",
+    "--postgres-dsn",
   )
   const direct =
     fromFlags ??
@@ -135,6 +137,7 @@ export async function openLedger(
           env("MYCELIUM_POSTGRES_DSN"),
           flags,
           "MYCELIUM_REDIS_URL",
+          "MYCELIUM_POSTGRES_DSN",
         ))
   // A lock that would silently not be taken is worse than none asked for.
   if (flags["python-lock"] && direct?.kind !== "file")

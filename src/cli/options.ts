@@ -85,6 +85,12 @@ export function redisUrl(url: string, what: string): string {
   return url
 }
 
+/** A Postgres DSN from a flag or variable: the drivers take a URL only (libpq's `host=…` form dialled host `base`). */
+export function postgresDsn(dsn: string, what: string): string {
+  if (!/^postgres(ql)?:\/\//i.test(dsn)) throw new UsageError(`${what} must be a postgres:// URL`)
+  return dsn
+}
+
 /** The local API's token, and how a hint printed for the user sends it. */
 export interface ServeToken {
   readonly value: string

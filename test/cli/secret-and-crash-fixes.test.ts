@@ -80,6 +80,15 @@ describe("a path or --table the caller got wrong is a usage error (exit 2), not 
       /--table: /,
     ],
     [["tasks", "list", "--postgres-dsn", "postgres://u@127.0.0.1:1/db", "--table", "X"], /--table: /],
+    // libpq's key=value form: node-postgres read it as a host named `base` (an outage, exit 1, misleading).
+    [
+      ["transitions", "list", "--postgres-dsn", "host=127.0.0.1 dbname=app password=S3CRET"],
+      /--postgres-dsn must be a postgres:\/\/ URL/,
+    ],
+    [
+      ["tasks", "list", "--postgres-dsn", "host=127.0.0.1 dbname=app"],
+      /--postgres-dsn must be a postgres:\/\/ URL/,
+    ],
   ])("%j", (args, text) => {
     const r = run(args)
     expect(r.code, r.err).toBe(2)

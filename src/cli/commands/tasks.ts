@@ -8,7 +8,14 @@ import { taskState } from "../../core/tasks/record.ts"
 import type { TaskLedger } from "../../core/tasks/task-ledger.ts"
 import { CliError, UsageError } from "../errors.ts"
 import { describeStore } from "../ledger-access.ts"
-import { parseOrUsage, parseResultJson, redisUrl, requireRegularFile, tableFlag } from "../options.ts"
+import {
+  parseOrUsage,
+  parseResultJson,
+  postgresDsn,
+  redisUrl,
+  requireRegularFile,
+  tableFlag,
+} from "../options.ts"
 import { bold, clean, dim, printJson } from "../style.ts"
 
 export const DEFAULT_TASKS = ".mycelium/tasks.json"
@@ -87,7 +94,8 @@ function directChoice(values: TaskStoreFlags): ResolvedStorage | null {
       url: redisUrl(redis, "--redis-url"),
       ...(values.prefix !== undefined && { prefix: values.prefix }),
     }
-  if (dsn) return { kind: "postgres", dsn, ...tableFlag(values.table, 63) }
+  if (dsn)
+    return { kind: "postgres", dsn: postgresDsn(dsn, "--postgres-dsn"), ...tableFlag(values.table, 63) }
   return null
 }
 
