@@ -3,6 +3,7 @@ import { newEntry } from "../../../src/adapter-kit.ts"
 import {
   ActionLedger,
   type ActionLedgerOptions,
+  argsFingerprint,
   LedgerAlreadyResolvedError,
   type LedgerEntry,
   LedgerError,
@@ -19,6 +20,8 @@ import {
   MissingRequestIdentityError,
   ReconcileResult,
   type SideEffectClass,
+  ToolTransitionBinding,
+  transitionKey,
 } from "../../../src/core/index.ts"
 import { TaskLedger } from "../../../src/core/tasks/index.ts"
 import { RemoteLedger } from "../../../src/edge/client.ts"
@@ -684,6 +687,14 @@ describe("classes and policies", () => {
           status: "failed",
           fence: 2,
           kwargs: { request_id: "s1" },
+          // Claimed by this read tool: a read binding does not soft-block a row someone else claimed.
+          effectProtocolRequired: true,
+          effectId: transitionKey({
+            tool: "search",
+            binding: ToolTransitionBinding.from(bind("read")),
+            argsFingerprint: argsFingerprint({}),
+            dispatchId: "s1",
+          }),
         },
         1,
       ),

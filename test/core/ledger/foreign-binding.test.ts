@@ -105,6 +105,79 @@ describe("a re-send under another binding cannot loosen the row's gate", () => {
   })
 })
 
+describe("ids a caller can name", () => {
+  it("a payment's derived id named as requestId by a read tool is judged by the payment's gate", async () => {
+    const { ledger, runs, pay, as } = payments()
+    await expect(pay({ amount: 100 }, { toolCallId: "call_1" })).rejects.toThrow("socket reset")
+    const [row] = await ledger.listTransitions()
+    expect(row?.terminalOutcome).toBe("UNKNOWN")
+    const id = row?.requestId as string
+    await expect(as(binding("read"))({ amount: 100 }, { requestId: id })).rejects.toBeInstanceOf(
+      LedgerHardBlockError,
+    )
+    expect(runs).toEqual({ pay: 1, other: 0 })
+  })
+
+  it("a row claimed without a binding is not re-run by a read tool's re-send of its id", async () => {
+    const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), ...quiet })
+    let runs = 0
+    const pay = ledger.tool({ name: "send_payment" }, async (_a: { amount: number }, tx) =>
+      tx.sideEffect(async () => {
+        runs++
+        throw new Error("socket reset")
+      }),
+    )
+    await expect(pay({ amount: 100 }, { toolCallId: "call_abc" })).rejects.toThrow("socket reset")
+    expect((await ledger.get("call_abc"))?.terminalOutcome).toBe("UNKNOWN")
+    const read = ledger.tool({ name: "send_payment", binding: binding("read") }, async () => {
+      runs++
+      return { forged: true }
+    })
+    await expect(read({ amount: 100 }, { requestId: "call_abc" })).rejects.toBeInstanceOf(
+      LedgerHardBlockError,
+    )
+    expect(runs).toBe(1)
+  })
+
+  it("a derived id claimed first under another binding is not replayed as the payment's result", async () => {
+    const { ledger, runs, as } = payments()
+    let paid = 0
+    const real = ledger.tool(
+      { name: "send_payment", binding: binding("non_idempotent_mutate") },
+      async (a: { amount: number }) => {
+        paid++
+        return { charged: a.amount }
+      },
+    )
+    // The id the real call will derive, computed by a squatter who knows its arguments and tool-call id.
+    const probe = new ActionLedger({ storage: new MemoryLedgerStorage(), ...quiet })
+    await probe.tool({ name: "send_payment", binding: binding("non_idempotent_mutate") }, async () => 1)(
+      { amount: 100 },
+      { toolCallId: "call_9" },
+    )
+    const id = (await probe.listTransitions())[0]?.requestId as string
+    for (const b of [binding("read"), undefined]) {
+      const storage = new MemoryLedgerStorage()
+      const l = new ActionLedger({ storage, ...quiet })
+      await l.tool({ name: "send_payment", ...(b ? { binding: b } : {}) }, async () => ({ id: "pi_forged" }))(
+        { amount: 100 },
+        { requestId: id },
+      )
+      const victim = l.tool({ name: "send_payment", binding: binding("non_idempotent_mutate") }, async () => {
+        paid++
+        return "paid"
+      })
+      await expect(victim({ amount: 100 }, { toolCallId: "call_9" })).rejects.toMatchObject({
+        code: "args_drift",
+      })
+    }
+    expect(await real({ amount: 100 }, { toolCallId: "call_9" })).toEqual({ charged: 100 })
+    expect(await real({ amount: 100 }, { toolCallId: "call_9" })).toEqual({ charged: 100 })
+    expect(paid).toBe(1)
+    expect(runs).toEqual({ pay: 0, other: 0 })
+  })
+})
+
 describe("numbers JSON cannot hold", () => {
   it("Infinity, -Infinity and NaN arguments are refused before the claim, not keyed as their strings", async () => {
     const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), ...quiet })

@@ -5,11 +5,14 @@ import { describe, expect, it } from "vitest"
 import { newEntry } from "../../../src/adapter-kit.ts"
 import {
   ActionLedger,
+  argsFingerprint,
   type LedgerEntry,
   LedgerHardBlockError,
   LedgerPollTimeoutError,
   MemoryLedgerStorage,
   type SideEffectClass,
+  ToolTransitionBinding,
+  transitionKey,
 } from "../../../src/core/index.ts"
 import { ManualClock } from "../../../src/testing.ts"
 
@@ -66,19 +69,33 @@ async function observe(
   const clock = new ManualClock(NOW)
   const ledger = new ActionLedger({ storage, clock, pollTimeout: 1, pollInterval: 0.1, onWarning: () => {} })
   const requestId = `req-${cls}`
+  const binding = { agentId: "a", policyVersion: "p", sideEffectClass: cls }
+  // The row as a call of this class made it: the table is the original's state × class of one tool.
+  const effectId = transitionKey({
+    tool: "t",
+    binding: ToolTransitionBinding.from(binding),
+    argsFingerprint: argsFingerprint({ x: 1 }),
+    dispatchId: requestId,
+  })
   const before = newEntry(
-    { requestId, tool: "t", kwargs: { x: 1, request_id: requestId }, owner: "other", fence: 3, ...state },
+    {
+      requestId,
+      tool: "t",
+      kwargs: { x: 1, request_id: requestId },
+      owner: "other",
+      fence: 3,
+      effectProtocolRequired: true,
+      effectId,
+      ...state,
+    },
     NOW - 100,
   )
   await storage.set(before)
   let ran = 0
-  const tool = ledger.tool(
-    { name: "t", binding: { agentId: "a", policyVersion: "p", sideEffectClass: cls } },
-    async () => {
-      ran++
-      return "ran"
-    },
-  )
+  const tool = ledger.tool({ name: "t", binding }, async () => {
+    ran++
+    return "ran"
+  })
   try {
     const out = await tool({ x: 1 }, { requestId })
     if (out === "ran") {

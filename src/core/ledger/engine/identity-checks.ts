@@ -52,7 +52,16 @@ function sameScope(entry: LedgerEntry, req: ClaimRequest): boolean {
 
 /** The row at this request id must be this call: same tool, scope and arguments. */
 export function checkSameRowIdentity(core: LedgerCore, req: ClaimRequest, observed: LedgerEntry): void {
-  if (req.explicitId) {
+  if (req.keyedByArgs) {
+    // The id is this call's transition key, so a row there is this call's, unless a caller named that id for
+    // another binding (or none) and put its own result there: it must not be replayed as this payment's. (Rows
+    // from before effect ids, schema 1, have neither field.)
+    if (
+      observed.schemaVersion > 1 &&
+      (!observed.effectProtocolRequired || observed.effectId !== req.requestId)
+    )
+      drift(core, req, observed)
+  } else if (req.explicitId) {
     if (
       observed.tool !== req.tool ||
       !sameScope(observed, req) ||
@@ -75,18 +84,19 @@ export function checkSameRowIdentity(core: LedgerCore, req: ClaimRequest, observ
 }
 
 /**
- * The row was claimed under another binding than this call's: this call has none, or (under a caller-named or
- * business-key id, which the binding does not choose) another side-effect class, agent or policy version, read from
- * the row's effect id, the transition key of the call that claimed it. Such a call could otherwise pick the gate
- * that judges someone else's ambiguous payment (a `read` or unbound re-send of its id ran it again), so it is
- * judged by the strictest gate instead. (A row claimed without a binding is judged as before: it never promised more
- * than the unclassified gate.) Spendability and retry permission are not in the key: over HTTP they stay
+ * The row was claimed under another binding than this call's: this call has none, or another side-effect class,
+ * agent or policy version, read from the row's effect id (the transition key of the call that claimed it, with
+ * that call's dispatch id and scope). Such a call could otherwise pick the gate that judges someone else's ambiguous
+ * payment (a `read` or unbound re-send of its id, even of a derived id named as `requestId`, ran it again), so it
+ * is judged by the strictest gate instead; so is a `read` call on a row claimed without a binding. Spendability and retry permission are not in the key: over HTTP they stay
  * the caller's declaration (docs/http-api.md).
  */
 export function claimedOtherwise(req: ClaimRequest, row: LedgerEntry): boolean {
-  if (!row.effectProtocolRequired) return false
+  // A row claimed without a binding promised the unclassified gate; a read binding's soft block would re-run it.
+  if (!row.effectProtocolRequired) return req.bound && req.binding?.sideEffectClass === "read"
   if (!req.bound) return true
-  if (req.keyedByArgs || row.effectId === row.requestId) return false
+  // A derived id is this binding's own key, and checkSameRowIdentity refused a row there made by any other.
+  if (req.keyedByArgs) return false
   const k = row.kwargs as CallMeta & Record<string, string>
   const stored = req.explicitId ? req.fingerprint : storedFingerprint(row, req.binding)
   return (
