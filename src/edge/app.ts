@@ -71,6 +71,9 @@ const LOCAL: Principal = {
 
 export { HttpError } from "./errors.ts"
 
+/** Seconds a cached tenant must be unused before `maxCachedTenants` drops it: longer than any request can run. */
+const TENANT_IDLE = 300
+
 /** `createLedgerApp(options)`: a Hono app serving the ledger API. */
 export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
   const app = new Hono<AppEnv>()
@@ -85,20 +88,19 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
     ...(options.onArgsDrift ? { onArgsDrift: options.onArgsDrift } : {}),
     onWarning: () => {},
   }
-  const tenants = new Map<string, Tenant>()
+  const tenants = new Map<string, { tenant: Tenant; at: number }>()
   const cap = options.maxCachedTenants ?? Number.POSITIVE_INFINITY
   if (!(cap >= 1) || (cap !== Number.POSITIVE_INFINITY && !Number.isInteger(cap)))
     throw new InvalidOptionError(`maxCachedTenants must be a whole number >= 1, got ${String(cap)}`)
-  const forTenant = (tenant: string): Tenant => {
-    let t = tenants.get(tenant)
-    if (t && cap !== Number.POSITIVE_INFINITY) {
-      // Most recently used last: Map keeps insertion order, so the first key is the one to drop.
-      tenants.delete(tenant)
-      tenants.set(tenant, t)
-    }
+  const forTenant = (name: string): Tenant => {
+    const now = clockNow()
+    const cached = tenants.get(name)
+    // Most recently used last: Map keeps insertion order, so the first key is the least recently used.
+    tenants.delete(name)
+    let t = cached?.tenant
     if (!t) {
-      const storage = typeof options.storage === "function" ? options.storage(tenant) : options.storage
-      const receipts = options.receipts ? options.receipts(tenant) : null
+      const storage = typeof options.storage === "function" ? options.storage(name) : options.storage
+      const receipts = options.receipts ? options.receipts(name) : null
       const ledger = new ActionLedger({
         storage,
         ...ledgerOptions,
@@ -106,8 +108,14 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
         receipts: receipts?.emitter ?? null,
       })
       t = { storage, ledger, receipts }
-      tenants.set(tenant, t)
-      if (tenants.size > cap) tenants.delete(tenants.keys().next().value as string)
+    }
+    tenants.set(name, { tenant: t, at: now })
+    // Only a tenant idle for TENANT_IDLE seconds goes: one ledger queues the writes to a row that overlapping
+    // requests of one call make (a renewal beside a boundary report), and two ledgers built on one read would
+    // keep only the later write's fields (an external_operation_ref lost). Past the cap while all are busy, none.
+    for (const [oldest, { at }] of tenants) {
+      if (tenants.size <= cap || now - at < TENANT_IDLE) break
+      tenants.delete(oldest)
     }
     return t
   }

@@ -6,6 +6,7 @@ import { newEntry } from "../../src/adapter-kit.ts"
 import { HttpLedgerStorage } from "../../src/adapters/http.ts"
 import { MemoryLedgerStorage } from "../../src/core/index.ts"
 import { createLedgerApp, DOCUMENTED_ROUTES, jwtAuth } from "../../src/edge/index.ts"
+import { ManualClock } from "../../src/testing.ts"
 
 const JSON_HEADERS = { "content-type": "application/json" }
 const SECRET = "hardening-secret-hardening-secret-0123"
@@ -422,11 +423,13 @@ describe("what an agent token declares cannot reach another call's row", () => {
 })
 
 describe("maxCachedTenants", () => {
-  it("drops the least recently used tenant and builds it again from the factory; bad values are refused", async () => {
+  it("drops the least recently used tenant once idle for 5 minutes, and builds it again from the factory", async () => {
     const built: string[] = []
     const stores = new Map<string, MemoryLedgerStorage>()
+    const clock = new ManualClock(1_800_000_000)
     const app = createLedgerApp({
       maxCachedTenants: 2,
+      clock,
       storage: (t) => {
         built.push(t)
         const s = stores.get(t) ?? new MemoryLedgerStorage()
@@ -444,8 +447,21 @@ describe("maxCachedTenants", () => {
         (await app.request("/v1/transitions", { headers: { authorization: `Bearer ${jwt}` } })).status,
       ).toBe(200)
     }
-    for (const t of ["a", "b", "a", "c", "a", "b"]) await as(t)
+    for (const t of ["a", "b", "a"]) {
+      await as(t)
+      clock.advance(400)
+    }
+    await as("c") // b, unused for 800 s, goes
+    await as("a")
+    await as("b")
     expect(built).toEqual(["a", "b", "c", "b"])
+    // All used within the last 5 minutes: none goes, though the cap is passed (a request may still be running).
+    await as("d")
+    await as("c")
+    expect(built).toEqual(["a", "b", "c", "b", "d"])
+  })
+
+  it("refuses a cap that is not a whole number >= 1", () => {
     for (const bad of [0, 1.5, Number.NaN, -1])
       expect(() => createLedgerApp({ storage: new MemoryLedgerStorage(), maxCachedTenants: bad })).toThrow(
         /maxCachedTenants/,
