@@ -58,7 +58,7 @@ export interface SharedRun {
   readonly startedAt: number
   readonly ledger: ActionLedger | null
   readonly rlm: Required<RlmOptions>
-  /** A task (depth 0) met an error that fails it: the driver stops the run at once, not when the task settles. */
+  /** An error that fails a task was met (`failsTask`): the driver stops the run at once, not when the task settles. */
   failing: (taskId: string, error: unknown) => void
 }
 
@@ -77,7 +77,12 @@ export interface AgentContext {
   readonly instructions: string | undefined
   readonly tools: readonly HarnessTool[]
   readonly maxTurns: number | null
+  /** A sub-query's: set once the tool that spawned it returned its very promise (`rlm_query`), see `failsTask`. */
+  readonly passedOn?: { value: boolean }
 }
+
+/** Whether an error that ends this run fails its task: a sub-query's does when each tool up the chain passes it on. */
+const failsTask = (ctx: AgentContext): boolean => ctx.depth === 0 || ctx.passedOn?.value === true
 
 /** Runs the model/tool loop until the model answers in text. Returns that text. */
 export async function runAgent(ctx: AgentContext, prompt: string): Promise<string> {
@@ -218,8 +223,10 @@ async function sendRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelR
     if (index < s.maxSamples) s.samples[index] = sample
     ctx.stream.emitTask(ctx.task, ctx.parentRunId, { type: "model_request_finished", sample })
     if (failed) {
-      // A task's own failed request fails the task: the run stops before this permit goes to a waiting sibling.
-      if (ctx.depth === 0 && !ctx.signal.aborted) s.failing(ctx.task.task_id, error)
+      // A failed request that fails the task (a sub-query's, unless its parent's model is shown the error) stops the
+      // run before this permit goes to a waiting sibling.
+      if (failsTask(ctx) && (ctx.depth === 0 || modelVisibleMessage(error) === null) && !ctx.signal.aborted)
+        s.failing(ctx.task.task_id, error)
       throw error
     }
     return response as ModelResponse
@@ -294,7 +301,7 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
         if (visible === null) {
           if (!fatal) {
             fatal = { error: e }
-            if (ctx.depth === 0 && !ctx.signal.aborted) s.failing(ctx.task.task_id, e)
+            if (failsTask(ctx) && !ctx.signal.aborted) s.failing(ctx.task.task_id, e)
             batch.abort(e)
           }
           throw e
@@ -337,6 +344,7 @@ async function invokeTool(
   spawned: Promise<unknown>[],
 ): Promise<unknown> {
   let n = 0
+  const links = new Map<unknown, { value: boolean }>()
   const toolCtx: ToolContext = {
     signal,
     run_id: ctx.runId,
@@ -346,20 +354,30 @@ async function invokeTool(
     call_id: call.id,
     max_concurrent_requests: ctx.shared.requestPermits.permits,
     spawn: (sub) => {
-      const p = spawnSubQuery({ ...ctx, signal }, sub, `${key}/q${n++}`)
+      const link = { value: false }
+      const p = spawnSubQuery({ ...ctx, signal }, sub, `${key}/q${n++}`, link)
+      links.set(p, link)
       spawned.push(p)
       return p
     },
   }
+  // A tool that returns a sub-query's own promise (rlm_query) fails with that sub-query's error: the sub-query can
+  // then stop the run where it fails, before its request permit is released.
+  const execute = (a: Record<string, unknown>): unknown => {
+    const r = tool.execute(a, toolCtx)
+    const link = links.get(r)
+    if (link) link.value = failsTask(ctx)
+    return r
+  }
   const args = call.args as Record<string, unknown>
   // `await`, not a bare return: a tool may hand back an already-rejected promise, and returning it from an async
   // function leaves it unobserved for a tick, which workerd reports as an unhandled rejection.
-  if (!ctx.shared.ledger) return await tool.execute(args, toolCtx)
+  if (!ctx.shared.ledger) return await execute(args)
   // An error the model reads as the tool's answer is the call's completed result, not a ledger failure: a rerun
   // shows the model the same message instead of hard-blocking a side-effecting tool that reported it.
   const ledgered = ledgeredFor(ctx.shared, tool.name, tool.binding, async (a) => {
     try {
-      return await tool.execute(a, toolCtx)
+      return escaped(await execute(a))
     } catch (e) {
       const visible = signal.aborted ? null : modelVisibleMessage(e)
       if (visible === null) throw e
@@ -367,16 +385,34 @@ async function invokeTool(
     }
   })
   const out = await ledgered(args, { requestId: key, signal })
-  const reported = (out as Record<string, unknown> | null)?.[REPORTED]
+  const reported = ownField(out, REPORTED)
   if (typeof reported === "string") throw new ToolReportedError(reported)
-  return out
+  const inner = ownField(out, RESULT)
+  return inner === undefined ? out : inner
 }
 
-/** The key of a stored tool result that is the error the model was shown. */
+/** The key of a stored tool result that is the error the model was shown. Only the harness writes it. */
 const REPORTED = "$harness_reported_error"
+const RESULT = "$harness_result"
+
+/** A tool's result as stored: one holding a `$harness_` key is wrapped, so no tool result reads as a marker. */
+function escaped(v: unknown): unknown {
+  // Objects only: a long string's for-in would walk every index. (A big array's costs what storing it costs.)
+  if (Object(v) === v) for (const k in v as object) if (k.startsWith("$harness_")) return { [RESULT]: v }
+  return v
+}
+
+/** `o[k]` when k is o's own enumerable key (as in a stored row), else undefined. */
+const ownField = (o: unknown, k: string): unknown =>
+  Object.prototype.propertyIsEnumerable.call(o ?? 0, k) ? (o as Record<string, unknown>)[k] : undefined
 
 /** An RLM sub-query: a fresh child agent at depth + 1 on the same budget, permits and measurements. */
-export function spawnSubQuery(parent: AgentContext, sub: SubQuery, key: string): Promise<string> {
+export function spawnSubQuery(
+  parent: AgentContext,
+  sub: SubQuery,
+  key: string,
+  passedOn: { value: boolean },
+): Promise<string> {
   const max = parent.shared.rlm.max_depth
   if (parent.depth + 1 > max)
     return Promise.reject(new RecursionLimitError(`recursion depth exceeded (max ${max})`))
@@ -388,6 +424,7 @@ export function spawnSubQuery(parent: AgentContext, sub: SubQuery, key: string):
     depth: parent.depth + 1,
     key,
     maxTurns: parent.shared.rlm.max_turns,
+    passedOn,
   }
   const prompt = sub.context ? `${sub.prompt}\n\nContext:\n${sub.context}` : sub.prompt
   return runAgent(child, prompt)
