@@ -78,7 +78,8 @@ export function redact(url: string): string {
 
 /** Hides every password in a text that may quote URLs or DSNs: a client's error often quotes the URL it refused. */
 export function redactText(text: string): string {
-  return text.replace(SECRET_PAIR, "$1$2***").replace(/(\/\/[^/:@\s]*:)[^@\s]*@/g, "$1***@")
+  // A URL parser ends the userinfo at the authority's last '@' (`u:p@ss@host`): up to it, past the first.
+  return text.replace(SECRET_PAIR, "$1$2***").replace(/(\/\/[^/:@\s]*:)[^@\s]*@(?:[^@\s/?#]*@)*/g, "$1***@")
 }
 
 function storeOf(

@@ -33,12 +33,16 @@ export function expandEnv(
       const v = envValue(env, key)
       if (v !== undefined && v !== "") return v
       if (fallback !== undefined) return fallback
-      // A `$` in a token, or before a url's or dsn's last '@' (its user and password), may be a password's own: the
-      // name would print the rest of it. Named there only when it is the whole value.
+      // A `$` in a token, a key=value DSN, a URL's userinfo (up to its last '@') or its query (`?password=`) may be a
+      // password's own: the name would print the rest of it. Named there only when it is the whole value.
       const name = String(path.at(-1))
-      const end = name === "token" || !value.includes("://") ? value.length : value.lastIndexOf("@")
+      const hidden =
+        name === "token" ||
+        !value.includes("://") ||
+        value.includes("@", at) ||
+        /[?#]/.test(value.slice(0, at))
       const what =
-        whole !== value && /^(?:token|url|dsn)$/.test(name) && (at as number) < end
+        whole !== value && /^(?:token|url|dsn)$/.test(name) && hidden
           ? "a variable here is not set (not named: it may be part of a password)"
           : `environment variable '${key}' is not set (referenced as '${whole}')`
       throw source.error(`${what}; set it, or write a '$' that is text as '$$'`, path)

@@ -81,7 +81,7 @@ function base60<T extends number | bigint>(parts: (T | undefined)[], sixty: T): 
 /**
  * What PyYAML's safe_load makes of a scalar: with `tag` (str, int, float, bool, null), its constructor for that tag;
  * without, the tag its implicit resolvers give a plain scalar. undefined where PyYAML raises (`0b_`, `!!int 1.5`,
- * a timestamp no date can hold).
+ * `=`, a timestamp no date can hold).
  */
 export function pythonValue(text: string, explicit?: string): PythonValue | undefined {
   const tag =
@@ -94,7 +94,10 @@ export function pythonValue(text: string, explicit?: string): PythonValue | unde
           ? "float"
           : INT.test(text)
             ? "int"
-            : "")
+            : // PyYAML's !!value, which safe_load has no constructor for: read below as an int, it fails as there.
+              text === "="
+              ? "value"
+              : "")
   const ts = tag ? null : TIMESTAMP.exec(text)
   if (ts && (ts[4] || text.length === 10)) return pythonTimestamp(ts)
   if (tag === "null") return null
@@ -128,16 +131,9 @@ export function pythonValue(text: string, explicit?: string): PythonValue | unde
  * `if not agent_id` / `if not policy_version` refuses them), or undefined where PyYAML failed.
  */
 export function pythonStr(v: PythonValue | undefined): string | null | undefined {
+  // repr() writes inf and nan where JSON's Infinity and NaN are; NaN is a value there (it is true).
   if (typeof v === "number")
-    return Number.isNaN(v)
-      ? "nan"
-      : !Number.isFinite(v)
-        ? v > 0
-          ? "inf"
-          : "-inf"
-        : v
-          ? pythonFloatRepr(v)
-          : null
+    return v === 0 ? null : pythonFloatRepr(v).replace(/Infinity|NaN/, (m) => m.slice(0, 3).toLowerCase())
   if (v === true) return "True"
   return v === undefined ? v : v ? `${v}` : null
 }

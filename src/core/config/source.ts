@@ -73,9 +73,10 @@ export function parseConfigSource(yaml: string, name = "mycelium.yaml"): ConfigS
     // A tag is read as PyYAML reads it (`!!float 1` is "1.0"), quoted or not; checkKeys refused any it fails on.
     if (isScalar(node) && typeof node.source === "string" && (node.tag || node.type === "PLAIN")) {
       const text = pythonStr(pythonValue(node.source, node.tag?.slice(TAG.length)))
-      if (text === undefined)
+      // PyYAML's None, False, 0 and 0.0 are no value to the original, which refuses them.
+      if (!text)
         throw new ConfigError(
-          `PyYAML fails on this value (a date that does not exist, 0b or 0x without digits): quote it`,
+          `PyYAML reads no value (False, 0, None) or fails on this value: quote it`,
           locate(["transition", key]),
           name,
         )
@@ -117,8 +118,8 @@ export function choiceError(choice: object, detail: string): ConfigError {
 
 /**
  * An explicitly tagged scalar becomes what PyYAML's safe_load builds (`!!int 017` is 15, `!!null x` null); a tag it
- * has no constructor for (`!foo`, `!!python/str`) is refused as there, and so are `!!binary`, `!!timestamp`,
- * `!!set`, `!!omap` and `!!pairs`, which no key here takes.
+ * has no constructor for (`!foo`, `!!python/str`) is refused as there, and so are `!` (read as if plain there),
+ * `!!binary`, `!!timestamp`, `!!set`, `!!omap` and `!!pairs`, which no key here takes.
  */
 function construct(node: Node | null, path: Path, error: Fail): void {
   const tag = node?.tag
@@ -155,8 +156,14 @@ function checkKeys(root: unknown, lines: LineCounter, error: Fail): void {
     const seen = new Map<string, number>()
     for (const pair of isMap(node) ? node.items : []) {
       const keyNode = pair.key as Node | null
-      if (!isScalar(keyNode))
-        throw error(`a key must be plain text, not a list, mapping or alias`, path, keyNode?.range?.[0])
+      // PyYAML merges a plain `<<` (and under `%YAML 1.1` so does the parser here, past the reading of PyYAML's
+      // scalars); a quoted one, a key there, is no key here either.
+      if (!isScalar(keyNode) || keyNode.source === "<<")
+        throw error(
+          `a key must be plain text, not a list, mapping, alias or merge key '<<' (write its keys out)`,
+          path,
+          keyNode?.range?.[0],
+        )
       construct(keyNode, path, error)
       // The text toJS makes of the key: `1` and "1", `null` and "" are one key to the objects built from it.
       const key = keyNode.value === null ? "" : String(keyNode.value)
