@@ -140,7 +140,7 @@ describe("ids a caller can name", () => {
   })
 
   it("a derived id claimed first under another binding is not replayed as the payment's result", async () => {
-    const { ledger, runs, as } = payments()
+    const { ledger, runs } = payments()
     let paid = 0
     const real = ledger.tool(
       { name: "send_payment", binding: binding("non_idempotent_mutate") },
