@@ -102,14 +102,9 @@ async function toRequest(req: IncomingMessage, origin: string, max: number): Pro
   // Origin-form only, appended to our origin: an absolute-form target (`http://[/v1/...`) made URL() throw (a 500),
   // and a relative `//host/path` would have resolved to another host's path.
   const target = req.url ?? "/"
-  let url: URL
-  try {
-    if (!target.startsWith("/")) throw new TypeError(target)
-    url = new URL(origin + target)
-  } catch {
+  if (!target.startsWith("/") || !URL.canParse(origin + target))
     throw new Refusal(400, "invalid_path", "the request target must be a path, e.g. /v1/transitions")
-  }
-  return new Request(url, {
+  return new Request(new URL(origin + target), {
     method,
     headers,
     ...(body?.length ? { body: new Uint8Array(body) } : {}),
