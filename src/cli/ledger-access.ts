@@ -3,6 +3,7 @@
 import { existsSync } from "node:fs"
 import type { MyceliumConfig, ResolvedStorage } from "../core/config/index.ts"
 import { ActionLedger, type ActionLedgerOptions, type LedgerStorage } from "../core/ledger/index.ts"
+import type { ReceiptEmitter } from "../core/receipts/index.ts"
 import { UsageError } from "./errors.ts"
 import { DEFAULT_LEDGER, postgresDsn, redisUrl, requireRegularFile, tableFlag } from "./options.ts"
 
@@ -82,6 +83,49 @@ export function redactText(text: string): string {
   return text.replace(SECRET_PAIR, "$1$2***").replace(/(\/\/[^/:@\s]*:)[^@\s]*@(?:[^@\s/?#]*@)*/g, "$1***@")
 }
 
+/** `v` as one shell word: as it is when it is plain, else single-quoted. */
+export function shellQuote(v: string): string {
+  return /^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replaceAll("'", `'\\''`)}'`
+}
+
+/** A URL or DSN that carries a password (userinfo, a secret query parameter, a `password=` pair). */
+function holdsSecret(v: string): boolean {
+  try {
+    const u = new URL(v)
+    if (u.password || [...u.searchParams.keys()].some((k) => SECRET_PARAM.test(k))) return true
+  } catch {
+    // A key=value DSN: redactText() finds its pairs.
+  }
+  return redactText(v) !== v
+}
+
+/**
+ * The store flags of a command line, for the commands a hint prints, so that pasted they act on the same store.
+ * A URL or DSN holding a password is printed with `***` in its place (`hidden`) for the operator to fill in: a hint
+ * ends up in terminals and logs, so it never carries the secret.
+ */
+export function storeFlagsText(flags: StoreFlags): { text: string; hidden: boolean } {
+  let text = ""
+  let hidden = false
+  const add = (flag: string, v: string | undefined, secret = false): void => {
+    if (v === undefined) return
+    const hide = secret && holdsSecret(v)
+    hidden ||= hide
+    const q = shellQuote(hide ? redact(v) : v)
+    // A value starting with '-' reads as a flag after a space: `--file=-x` keeps it a value.
+    text += v.startsWith("-") ? ` ${flag === "-c" ? "--config" : flag}=${q}` : ` ${flag} ${q}`
+  }
+  add("-c", flags.config)
+  add("--file", flags.file)
+  add("--ledger", flags.ledger)
+  add("--redis-url", flags["redis-url"], true)
+  add("--postgres-dsn", flags["postgres-dsn"], true)
+  add("--table", flags.table)
+  add("--prefix", flags.prefix)
+  if (flags["python-lock"]) text += " --python-lock"
+  return { text, hidden }
+}
+
 function storeOf(
   file: string | undefined,
   redis: string | undefined,
@@ -108,6 +152,42 @@ export interface OpenLedgerOptions {
    * (`audit_receipt:`): an audit trail that skipped the releases would not show who settled what.
    */
   readonly sign?: boolean
+}
+
+/**
+ * The mycelium.yaml an operator command reads: `-c PATH`, else ./mycelium.yaml when it exists and no store is named
+ * (`storeNamed`: by a flag or the environment). `mycelium serve` resolves it the same way, so both apply one policy.
+ */
+export function operatorConfigPath(config: string | undefined, storeNamed: boolean): string | undefined {
+  return config ?? (!storeNamed && existsSync("mycelium.yaml") ? "mycelium.yaml" : undefined)
+}
+
+export async function loadOperatorConfig(path: string | undefined): Promise<MyceliumConfig | null> {
+  if (!path) return null
+  const { loadConfig } = await import("../node/config.ts")
+  return loadConfig(path, { onWarning: () => {} })
+}
+
+/** The release and reclaim policy of operator commands (and `mycelium serve`): the config's `transition:` settings. */
+export function releasePolicy(config: MyceliumConfig | null): {
+  reclaimRequiresDeathSignal: boolean
+  presumedDeadAfter?: number
+} {
+  const t = config?.transition
+  return {
+    // An operator at a terminal cannot see the worker: without a config, refuse releasing a lapsed lease whose
+    // worker may still be alive (the original's CLI dropped this setting).
+    reclaimRequiresDeathSignal: t?.reclaimRequiresDeathSignal ?? true,
+    ...(t && { presumedDeadAfter: t.presumedDeadAfter }),
+  }
+}
+
+/**
+ * The emitter operator verdicts are signed with: the config's `audit_receipt:` when it signs any ledgered tool's
+ * outcomes (an audit trail that skipped the releases would not show who settled what), else none.
+ */
+export async function signingReceipts(config: MyceliumConfig | null): Promise<ReceiptEmitter | null> {
+  return config && [...config.tools.values()].some((t) => t.auditReceipt) ? config.receipts() : null
 }
 
 /** Opens the ledger the flags, environment or config name. */
@@ -145,13 +225,8 @@ export async function openLedger(
     throw new UsageError(
       "--python-lock applies to a ledger file (--file); in mycelium.yaml set python_lock: true",
     )
-  const configPath =
-    flags.config ?? (direct === null && existsSync("mycelium.yaml") ? "mycelium.yaml" : undefined)
-  let config: MyceliumConfig | null = null
-  if (configPath) {
-    const { loadConfig } = await import("../node/config.ts")
-    config = await loadConfig(configPath, { onWarning: () => {} })
-  }
+  const configPath = operatorConfigPath(flags.config, direct !== null)
+  const config = await loadOperatorConfig(configPath)
   let choice = direct
   if (!choice && config) {
     const ledgered = [...config.tools.values()].map((t) => t.ledger?.storage).filter((s) => s !== undefined)
@@ -170,19 +245,16 @@ export async function openLedger(
     throw new UsageError(
       "the configured ledger is in memory: a command line cannot reach another process's memory",
     )
-  const signs = options.sign && config !== null && [...config.tools.values()].some((t) => t.auditReceipt)
   // A missing signing key is the config's ConfigError (exit 2), before anything is written.
-  const receipts = signs && config ? await config.receipts() : null
+  const receipts = options.sign ? await signingReceipts(config) : null
   const storage: LedgerStorage = await nodeStorageFactory(choice)
   const t = config?.transition
   const ledger = new ActionLedger({
     storage,
     ...(receipts && { receipts }),
     onWarning: () => {},
-    // An operator at a terminal cannot see the worker: without a config, refuse releasing a lapsed lease whose
-    // worker may still be alive (the original's CLI dropped this setting).
-    reclaimRequiresDeathSignal: t?.reclaimRequiresDeathSignal ?? true,
-    ...(t && { leaseTtl: t.leaseTtl, presumedDeadAfter: t.presumedDeadAfter }),
+    ...releasePolicy(config),
+    ...(t && { leaseTtl: t.leaseTtl }),
     ...extra,
   })
   return {

@@ -1,6 +1,6 @@
 // `ledger:reader` lists and shows transitions; `ledger:operator` releases them and marks workers dead.
 import { isStuck } from "../core/ledger/engine/operators.ts"
-import { LedgerError } from "../core/ledger/errors.ts"
+import { LedgerError, LedgerWorkerAliveError } from "../core/ledger/errors.ts"
 import { entryToRow, resolvedOutcome } from "../core/ledger/model/entry.ts"
 import type { Api, RouteContext } from "./context.ts"
 import { HttpError } from "./errors.ts"
@@ -65,14 +65,18 @@ export function operatorRoutes(api: Api, ctx: RouteContext): void {
     if (b.verified === "not_executed" && b.result !== undefined)
       throw new HttpError("invalid_body", "result: send a result with verified 'completed' only")
     if (!(await ledger.get(id))) throw new HttpError("not_found", `no transition '${id}'`)
-    const row = await ledger.release(id, {
-      verified: b.verified,
-      reason: b.reason,
-      by: b.by ?? c.get("principal").subject,
-      result: b.result ?? null,
-      ...(b.override_death_signal ? { overrideDeathSignal: b.override_death_signal } : {}),
-      ...(b.expected_fence !== undefined ? { expectedFence: b.expected_fence } : {}),
-    })
+    const row = await spelled(
+      ledger.release(id, {
+        verified: b.verified,
+        reason: b.reason,
+        by: b.by ?? c.get("principal").subject,
+        result: b.result ?? null,
+        ...(b.override_death_signal ? { overrideDeathSignal: b.override_death_signal } : {}),
+        ...(b.expected_fence !== undefined ? { expectedFence: b.expected_fence } : {}),
+        ...(b.force ? { force: true } : {}),
+      }),
+      `once it is dead, POST /v1/transitions/${id}/mark-worker-dead, or send override_death_signal; read the provider after that, not before`,
+    )
     return c.json({ transition: entryToRow(row) })
   })
 
@@ -81,12 +85,25 @@ export function operatorRoutes(api: Api, ctx: RouteContext): void {
     const id = ctx.id(c)
     const b = await ctx.body(c, MarkDeadBody)
     if (!(await ledger.get(id))) throw new HttpError("not_found", `no transition '${id}'`)
-    const row = await ledger.markWorkerDeadFor(id, {
-      by: b.by ?? c.get("principal").subject,
-      reason: b.reason,
-      overrideHeartbeat: b.override_heartbeat ?? false,
-      ...(b.expected_fence !== undefined ? { expectedFence: b.expected_fence } : {}),
-    })
+    const row = await spelled(
+      ledger.markWorkerDeadFor(id, {
+        by: b.by ?? c.get("principal").subject,
+        reason: b.reason,
+        overrideHeartbeat: b.override_heartbeat ?? false,
+        ...(b.expected_fence !== undefined ? { expectedFence: b.expected_fence } : {}),
+      }),
+      "send override_heartbeat: true",
+    )
     return c.json({ transition: entryToRow(row) })
   })
+}
+
+/** The ledger names the way out in words of no surface; a caller of this API gets its own spelling of them. */
+async function spelled<T>(op: Promise<T>, how: string): Promise<T> {
+  try {
+    return await op
+  } catch (e) {
+    if (e instanceof LedgerWorkerAliveError) e.message += ` (over HTTP: ${how})`
+    throw e
+  }
 }

@@ -144,6 +144,8 @@ export const ReleaseBody = z.strictObject({
   override_death_signal: z.optional(Said(2000)),
   /** The fence the operator saw: refused (409) if another attempt claimed the transition since. */
   expected_fence: z.optional(z.int().check(z.gte(0))),
+  /** Release an IN_FLIGHT row on an unbounded lease once its worker is marked dead (a bounded live lease stays refused). */
+  force: z.optional(z.boolean()),
 })
 
 export const MarkDeadBody = z.strictObject({

@@ -36,7 +36,9 @@ describe("mycelium transitions release --override-death-signal", () => {
 
     const refused = run([...base, ...who])
     expect(refused.code, refused.err).toBe(1)
-    expect(refused.err).toMatch(/^mycelium: refused: .*overrideDeathSignal/)
+    expect(refused.err).toMatch(
+      /^mycelium: refused: .*mycelium transitions mark-dead .*--override-death-signal WHY/,
+    )
     expect(refused.err).not.toMatch(/\n\s+at /)
 
     const blank = run([...base, ...who, "--override-death-signal", " "])

@@ -36,7 +36,8 @@ describe("edge release of a lapsed lease", () => {
     expect(refused.status).toBe(409)
     const err = ((await refused.json()) as { error: { code: string; message: string } }).error
     expect(err.code).toBe("ledger_worker_alive")
-    expect(err.message).toContain("overrideDeathSignal")
+    // In this surface's spelling: the in-process names (markWorkerDeadFor, overrideDeathSignal) mean nothing here.
+    expect(err.message).toContain("/v1/transitions/pay:1/mark-worker-dead, or send override_death_signal")
     expect((await post({ ...base, override_death_signal: "" })).status).toBe(400)
     const ok = await post({ ...base, override_death_signal: "node w1 was drained and deleted" })
     expect(ok.status).toBe(200)

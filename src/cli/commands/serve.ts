@@ -4,8 +4,10 @@ import { parseArgs } from "node:util"
 import { FileLedgerStorage } from "../../adapters/file.ts"
 import { hmacReceiptSigner, ReceiptEmitter } from "../../core/receipts/index.ts"
 import type { ReceiptStore } from "../../core/receipts/store.ts"
+import type { TenantReceipts } from "../../edge/context.ts"
 import { CliError, importNeeding, UsageError } from "../errors.ts"
 import { type FetchHandler, serve } from "../http-bridge.ts"
+import { loadOperatorConfig, operatorConfigPath, releasePolicy, signingReceipts } from "../ledger-access.ts"
 import {
   DEFAULT_LEDGER,
   parseOrUsage,
@@ -16,24 +18,34 @@ import {
 } from "../options.ts"
 import { CLI } from "../style.ts"
 
-export const HELP = `mycelium serve [--port N] [--ledger PATH] [--token T]
+export const HELP = `mycelium serve [--port N] [--ledger PATH] [--token T] [-c PATH]
 
   the ledger HTTP API (its routes: GET /openapi.json, GET /docs) over a local ledger file, on 127.0.0.1 only: loopback Host values only,
   no cross-origin or non-JSON writes, bodies up to 1 MiB.
   --port N        default 8787; 0 picks a free port
   --ledger PATH   default .mycelium/ledger.json
   --token T       every /v1 request must send 'Authorization: Bearer T' (default: $MYCELIUM_TOKEN, else no auth;
-                  an empty or blank value is refused)`
+                  an empty or blank value is refused)
+  -c PATH         release policy (transition:) and release signing (audit_receipt:) from this mycelium.yaml, as
+                  the transitions commands apply them (default ./mycelium.yaml when --ledger is not given)`
 
 /** What the edge app needs at run time (its optional peer dependencies). */
 export const SERVE_PACKAGES = ["hono", "jose"] as const
 
 type ServedReceipts = { readonly store: ReceiptStore; readonly key: string; readonly agentId: string }
 
+/** How the served ledger settles releases (`mycelium serve`: the transitions commands' policy). */
+export interface ServedPolicy {
+  readonly reclaimRequiresDeathSignal?: boolean
+  readonly presumedDeadAfter?: number
+  /** Signs releases and completed calls, as `transitions release` signs with the config's `audit_receipt:`. */
+  readonly receipts?: TenantReceipts | null
+}
+
 /** The API bound to its port; requests wait until `open` names what it serves. */
 export interface BoundApi {
-  /** Serves `ledgerPath` (with the demo's `receipts`) and prints how to reach it. */
-  open(ledgerPath: string, receipts?: ServedReceipts): void
+  /** Serves `ledgerPath` (with the demo's `receipts`, or the config's in `policy`) and prints how to reach it. */
+  open(ledgerPath: string, receipts?: ServedReceipts, policy?: ServedPolicy): void
   close(): void
 }
 
@@ -62,18 +74,22 @@ export async function bindApi(
       `port ${port} is in use: pass --port N (--port 0 picks a free one; with npm start: npm start -- --port 0)`,
     )
   })
-  const open = (ledgerPath: string, receipts?: ServedReceipts): void => {
+  const open = (ledgerPath: string, receipts?: ServedReceipts, policy: ServedPolicy = {}): void => {
     // One emitter for the one local tenant; the demo passes its own store and agent, so the chain continues.
-    const tenantReceipts = receipts && {
-      emitter: new ReceiptEmitter({
-        signer: hmacReceiptSigner(receipts.key),
-        store: receipts.store,
-        agentId: receipts.agentId,
-      }),
-      keys: { hmac: receipts.key },
-    }
+    const { receipts: configured, ...release } = policy
+    const tenantReceipts =
+      configured ??
+      (receipts && {
+        emitter: new ReceiptEmitter({
+          signer: hmacReceiptSigner(receipts.key),
+          store: receipts.store,
+          agentId: receipts.agentId,
+        }),
+        keys: { hmac: receipts.key },
+      })
     const app = createLedgerApp({
       storage: new FileLedgerStorage(ledgerPath),
+      ...release,
       ...(token ? { authenticate: tokenAuth(token.value) } : {}),
       ...(tenantReceipts ? { receipts: () => tenantReceipts } : {}),
     })
@@ -96,12 +112,25 @@ export async function run(args: string[]): Promise<number> {
   const { values } = parseOrUsage("serve", () =>
     parseArgs({
       args,
-      options: { port: { type: "string" }, ledger: { type: "string" }, token: { type: "string" } },
+      options: {
+        port: { type: "string" },
+        ledger: { type: "string" },
+        token: { type: "string" },
+        config: { type: "string", short: "c" },
+      },
     }),
   )
   const token = serveToken("serve", values.token)
   const ledger = requireRegularFile(values.ledger ?? DEFAULT_LEDGER, "--ledger")
+  // The policy `transitions release` applies to this file (`--file PATH` there is `--ledger PATH` here): a release
+  // the command line refuses is refused over HTTP too.
+  const config = await loadOperatorConfig(operatorConfigPath(values.config, values.ledger !== undefined))
+  // A missing signing key is the config's ConfigError (exit 2), before the port is bound.
+  const emitter = await signingReceipts(config)
   const api = await bindApi("serve", parsePort(values.port), token)
-  api.open(ledger)
+  api.open(ledger, undefined, {
+    ...releasePolicy(config),
+    ...(emitter && config && { receipts: { emitter, keys: { hmac: config.resolved.signingKey ?? "" } } }),
+  })
   return 0
 }

@@ -1,7 +1,12 @@
 // `mycelium transitions list|show|release|mark-dead`: an operator's view of the action ledger and their verdicts.
 import { parseArgs } from "node:util"
-import { type LedgerEntry, LedgerError, resolvedOutcome } from "../../core/ledger/index.ts"
-import { entryToRow } from "../../core/ledger/model/entry.ts"
+import {
+  type LedgerEntry,
+  LedgerError,
+  LedgerWorkerAliveError,
+  resolvedOutcome,
+} from "../../core/ledger/index.ts"
+import { entryToRow, leaseLapsed } from "../../core/ledger/model/entry.ts"
 import { CliError, UsageError } from "../errors.ts"
 import {
   type LedgerAccess,
@@ -9,6 +14,8 @@ import {
   openLedger,
   STORE_HELP,
   STORE_OPTIONS,
+  shellQuote,
+  storeFlagsText,
 } from "../ledger-access.ts"
 import { DEFAULT_LEDGER, parseOrUsage, parseResultJson } from "../options.ts"
 import { bold, clean, dim, green, printJson, red, yellow } from "../style.ts"
@@ -18,10 +25,11 @@ export const HELP = `mycelium transitions <list|show|release|mark-dead> [options
   list [--stuck] [--tool NAME] [--json]        every transition (stuck: waiting for a human or a reconciler)
   show ID [--json]                             one transition, every field
   release ID --verified completed|not-executed --by WHO --reason TEXT [--result-json JSON]
-          [--override-death-signal WHY] [--fence N]
+          [--override-death-signal WHY] [--fence N] [--force]
                                                an operator's verdict on a stuck transition (runs at most once);
                                                not-executed on a lapsed lease needs the owner's death signal
-                                               (heartbeat silence, mark-dead) or WHY it can no longer act
+                                               (heartbeat silence, mark-dead) or WHY it can no longer act;
+                                               --force: an IN_FLIGHT row on an unbounded lease, once mark-dead
   mark-dead ID --by WHO --reason TEXT [--override-heartbeat] [--fence N]
                                                assert the worker holding ID is dead, so its lease may be reclaimed
   --fence N: the fence that show printed; refused if another attempt claimed the transition since
@@ -49,14 +57,23 @@ const paintOutcome = (o: string): string =>
         ? yellow(o)
         : red(o)
 
-function nextStep(e: LedgerEntry, outcome: string): string {
-  const id = e.requestId
+/**
+ * What an operator does next with a stuck row, as commands on the store the listing used (`store`: its flags).
+ * A worker that may still run can charge after the provider was read, so its death is confirmed first, the provider
+ * read after (kill-safety.md): a read taken while it lived, then a release, paid twice.
+ */
+function nextStep(e: LedgerEntry, outcome: string, now: number, store: string): string {
+  const id = shellQuote(e.requestId)
   if (e.operatorResolution === "not_executed")
     return `released as not executed by ${e.resolvedBy ?? "an operator"}: the next redispatch runs it once more`
-  if (outcome === "EXPIRED" || outcome === "IN_FLIGHT")
-    return `confirm the worker is dead (mycelium transitions mark-dead ${id} --fence ${e.fence} --by you --reason ...), then verify with the provider and release`
   const ref = e.externalOperationRef ? ` (provider ref ${e.externalOperationRef})` : ""
-  return `verify with the provider${ref}, then: mycelium transitions release ${id} --fence ${e.fence} --verified completed|not-executed --by you --reason ...`
+  const inFlight = outcome === "IN_FLIGHT"
+  // An unbounded lease never lapses: once its worker is marked dead, only --force releases the row.
+  const force = inFlight && e.leaseUntil === null ? " --force" : ""
+  const verify = `${inFlight && !force ? "once it is EXPIRED, " : ""}verify with the provider${ref}, then: mycelium transitions release ${id} --fence ${e.fence} --verified completed|not-executed --by you --reason ...${force}${store}`
+  if ((inFlight || leaseLapsed(e, now)) && e.workerDeadAssertedAt === null)
+    return `first confirm the worker is dead: mycelium transitions mark-dead ${id} --fence ${e.fence} --by you --reason "how you know it is dead"${store} [--override-heartbeat]; then ${verify}`
+  return verify
 }
 
 function json(e: LedgerEntry, now: number): Record<string, unknown> {
@@ -94,6 +111,7 @@ async function list(args: string[]): Promise<number> {
     }),
   )
   if (positionals.length) throw new UsageError(`transitions list takes no arguments, got '${positionals[0]}'`)
+  const store = storeFlagsText(values)
   return withLedger(values, async ({ ledger, where }) => {
     const rows = await ledger.listTransitions({
       stuck: values.stuck,
@@ -121,11 +139,14 @@ async function list(args: string[]): Promise<number> {
       console.log(
         `${bold(e.requestId)}  ${clean(e.tool)}  ${paintOutcome(outcome)}  age=${age(now - e.startedAt)}${parent}${released}`,
       )
-      if (values.stuck) console.log(dim(`    next: ${nextStep(e, outcome)}`))
+      if (values.stuck) console.log(dim(`    next: ${nextStep(e, outcome, now, store.text)}`))
     }
+    if (values.stuck && store.hidden) console.log(dim(HIDDEN_NOTE))
     return 0
   })
 }
+
+const HIDDEN_NOTE = "(the commands above show the store's password as ***: put it back before running them)"
 
 function oneId(command: string, positionals: string[]): string {
   const [id, ...extra] = positionals
@@ -206,6 +227,7 @@ export async function release(args: string[], command = "transitions release"): 
         "result-json": { type: "string" },
         "override-death-signal": { type: "string" },
         fence: { type: "string" },
+        force: { type: "boolean", default: false },
       },
     }),
   )
@@ -229,15 +251,21 @@ export async function release(args: string[], command = "transitions release"): 
   return withLedger(
     values,
     async ({ ledger }) => {
-      const row = await refusals(() =>
-        ledger.release(id, {
-          verified,
-          by: values.by as string,
-          reason: values.reason as string,
-          result,
-          ...(override !== undefined ? { overrideDeathSignal: override } : {}),
-          ...(expectedFence !== undefined ? { expectedFence } : {}),
-        }),
+      const fence = expectedFence !== undefined ? ` --fence ${expectedFence}` : ""
+      const row = await refusals(
+        () =>
+          ledger.release(id, {
+            verified,
+            by: values.by as string,
+            reason: values.reason as string,
+            result,
+            ...(override !== undefined ? { overrideDeathSignal: override } : {}),
+            ...(expectedFence !== undefined ? { expectedFence } : {}),
+            ...(values.force ? { force: true } : {}),
+          }),
+        `once it is dead, mycelium transitions mark-dead ${shellQuote(id)}${fence} --by you --reason "how you know it is ` +
+          `dead"${storeFlagsText(values).text} [--override-heartbeat], or add --override-death-signal WHY; read the ` +
+          "provider after that, not before",
       )
       console.log(
         `released ${clean(row.requestId)} (${clean(row.tool)}): verified=${verified} by=${clean(values.by)} from=${row.releasedFromOutcome}`,
@@ -282,28 +310,40 @@ async function markDead(args: string[]): Promise<number> {
   const expectedFence = fenceOf("transitions mark-dead", values.fence)
   if (!values.by || !values.reason)
     throw new UsageError("transitions mark-dead: --by and --reason are required")
+  const store = storeFlagsText(values).text
   return withLedger(values, async ({ ledger }) => {
-    const row = await refusals(() =>
-      ledger.markWorkerDeadFor(id, {
-        by: values.by as string,
-        reason: values.reason as string,
-        overrideHeartbeat: values["override-heartbeat"],
-        ...(expectedFence !== undefined ? { expectedFence } : {}),
-      }),
+    const row = await refusals(
+      () =>
+        ledger.markWorkerDeadFor(id, {
+          by: values.by as string,
+          reason: values.reason as string,
+          overrideHeartbeat: values["override-heartbeat"],
+          ...(expectedFence !== undefined ? { expectedFence } : {}),
+        }),
+      "add --override-heartbeat",
     )
     console.log(
       `marked the worker of ${clean(row.requestId)} (${clean(row.tool)}) dead: owner=${clean(row.owner ?? "-")} by=${clean(values.by)}`,
     )
-    console.log(dim("next: verify with the provider, then release it"))
+    const force = resolvedOutcome(row, ledger.clock.now()) === "IN_FLIGHT" && row.leaseUntil === null
+    console.log(
+      dim(
+        `next: verify with the provider, then: mycelium transitions release ${shellQuote(row.requestId)} --fence ${row.fence} --verified completed|not-executed --by you --reason ...${force ? " --force" : ""}${store}`,
+      ),
+    )
     return 0
   })
 }
 
-/** A ledger refusal is the operator's answer (exit 1), not a crash. */
-async function refusals<T>(fn: () => Promise<T>): Promise<T> {
+/**
+ * A ledger refusal is the operator's answer (exit 1), not a crash. The ledger names the way past a live worker in
+ * words of no surface; `alive` spells it as this command line's flags.
+ */
+async function refusals<T>(fn: () => Promise<T>, alive: string): Promise<T> {
   try {
     return await fn()
   } catch (e) {
+    if (e instanceof LedgerWorkerAliveError) throw new CliError(`refused: ${e.message} (CLI: ${alive})`)
     if (e instanceof LedgerError) throw new CliError(`refused: ${e.message}`)
     throw e
   }

@@ -89,7 +89,7 @@ for (const [kind, open] of stores) {
       const refused = await w.operator.release(ID, release).catch((e: unknown) => e)
       expect(refused).toBeInstanceOf(LedgerWorkerAliveError)
       const msg = (refused as Error).message
-      for (const s of ["heartbeat silence", "markWorkerDeadFor()", "overrideDeathSignal", "'slow'"])
+      for (const s of ["heartbeat silence", "mark the worker dead", "death-signal override", "'slow'"])
         expect(msg).toContain(s)
       expect((await storage.get(ID))?.operatorResolution).toBeNull()
       // `completed` cannot cause a second run, so it is not gated (not used here: the row stays releasable).

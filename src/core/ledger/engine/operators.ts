@@ -11,7 +11,7 @@ import {
 import { releaseNeedsDeathSignal } from "../machine/gates.ts"
 import { ageString, remainingString } from "../machine/messages.ts"
 import { releaseReceiptDraft } from "../machine/receipts.ts"
-import { RELEASABLE_OUTCOMES, releasedRow, workerDeadRow } from "../machine/transitions.ts"
+import { lapsedBlockedRow, RELEASABLE_OUTCOMES, releasedRow, workerDeadRow } from "../machine/transitions.ts"
 import { hasWorkerDeathEvidence, type LedgerEntry, leaseLapsed, resolvedOutcome } from "../model/entry.ts"
 import type { TerminalOutcome } from "../model/enums.ts"
 import { asRead, casFrom, storable } from "./fenced.ts"
@@ -34,6 +34,11 @@ export interface ReleaseOptions {
    * since, the verdict is about an attempt that is no longer the current one, and the release is refused.
    */
   readonly expectedFence?: number
+  /**
+   * Release an IN_FLIGHT row on an unbounded lease (`leaseTtl <= 0`), which never lapses. Only once its worker is
+   * asserted dead (`markWorkerDeadFor()`); a bounded live lease is refused regardless.
+   */
+  readonly force?: boolean
 }
 
 export interface MarkWorkerDeadOptions {
@@ -51,7 +56,7 @@ function checkFence(row: LedgerEntry, expected: number | undefined, action: stri
     throw new LedgerReleaseRefusedError(`expectedFence must be a whole number >= 0, got ${String(expected)}`)
   throw new LedgerReleaseRefusedError(
     `Cannot ${action} request '${row.requestId}': it is at fence ${row.fence}, not ${expected} (claimed again since ` +
-      "you looked). Look again and decide on the current attempt.",
+      "you looked). Look again.",
   )
 }
 
@@ -104,8 +109,11 @@ export async function release(
   const now = core.clock.now()
   const resolved = resolvedOutcome(row, now)
   if (resolved === "COMPLETED") throw new LedgerReleaseRefusedError(`${cannot}COMPLETED, nothing to release`)
-  if (resolved === "IN_FLIGHT") {
-    throw new LedgerReleaseRefusedError(`${cannot}IN_FLIGHT with a live lease; release it once EXPIRED`)
+  // An unbounded lease never lapses: a killed worker's row is settled only by force on an asserted death.
+  if (resolved === "IN_FLIGHT" && !(options.force && row.leaseUntil === null && row.workerDeadAssertedAt)) {
+    throw new LedgerReleaseRefusedError(
+      `${cannot}IN_FLIGHT with a live lease; ${row.leaseUntil === null ? "mark its worker dead, then release with force" : "release it once EXPIRED"}`,
+    )
   }
   const { policy } = core
   const gated = releaseNeedsDeathSignal(row, verified, now, policy.reclaimRequiresDeathSignal)
@@ -115,9 +123,8 @@ export async function release(
       core,
       row,
       now,
-      resolved === "EXPIRED" ? resolved : `${resolved} (its lease lapsed)`,
-      "Wait for heartbeat silence, call markWorkerDeadFor() once it is dead, or pass overrideDeathSignal saying why " +
-        "it cannot act.",
+      `${cannot}${resolved === "EXPIRED" ? resolved : `${resolved} (its lease lapsed)`}`,
+      "Wait for heartbeat silence, mark the worker dead, or give a death-signal override saying why it cannot act.",
     )
   }
   if (verified === "completed" && row.effectProtocolRequired && !row.decision?.allowed) {
@@ -130,7 +137,17 @@ export async function release(
   // A result the store cannot hold is refused before anything is written.
   const released = storable(
     core,
-    () => releasedRow(row, verified, options.result ?? null, by, why, resolved, now),
+    // A not_executed IN_FLIGHT row (forced) becomes BLOCKED, as an EXPIRED one does, for the redispatch to settle.
+    () =>
+      releasedRow(
+        verified === "completed" || resolved !== "IN_FLIGHT" ? row : lapsedBlockedRow(row, now),
+        verified,
+        options.result ?? null,
+        by,
+        why,
+        resolved,
+        now,
+      ),
     (bad) => {
       throw new LedgerReleaseRefusedError(`${cannot}${bad.message}; pass a smaller JSON result`)
     },
@@ -148,7 +165,10 @@ export async function release(
 
 const blank = (s: unknown): boolean => typeof s !== "string" || !s.trim()
 
-/** The owner may still perform the effect: no heartbeat silence past `presumedDeadAfter`, no assertion. */
+/**
+ * The owner may still perform the effect: no heartbeat silence past `presumedDeadAfter`, no assertion. `next` names
+ * actions in words every surface maps (in-process, CLI, HTTP); the CLI and HTTP layers add their own spelling.
+ */
 function aliveError(
   core: LedgerCore,
   row: LedgerEntry,
@@ -159,7 +179,7 @@ function aliveError(
   const last = row.lastHeartbeatAt ?? row.startedAt
   const grace = core.policy.presumedDeadAfter - (now - last)
   return new LedgerWorkerAliveError(
-    `Cannot release request '${row.requestId}': ${state} but worker '${row.owner}' appears alive (last heartbeat ` +
+    `${state} but worker '${row.owner}' appears alive (last heartbeat ` +
       `${ageString(now - last)}) — grace window elapses ${grace < Infinity ? `in ${remainingString(grace)}` : "never"}. ${next}`,
   )
 }
@@ -188,8 +208,8 @@ export async function markWorkerDeadFor(
       core,
       row,
       now,
-      resolved,
-      "Wait for the grace window, or pass overrideHeartbeat if the worker is known to be dead.",
+      `Cannot mark worker dead for request '${requestId}': ${resolved}`,
+      "Wait, or give a heartbeat override if it is known dead.",
     )
   }
   const reason = options.overrideHeartbeat ? `${options.reason} (heartbeat overridden)` : options.reason

@@ -310,6 +310,8 @@ export const boundaryAtLeast = (b: SideEffectBoundary, min: SideEffectBoundary):
 /** Evidence that the worker behind a lease is gone: an operator's assertion or a silent heartbeat. */
 export function hasWorkerDeathEvidence(entry: LedgerEntry, now: number, presumedDeadAfter: number): boolean {
   if (entry.workerDeadAssertedAt !== null) return true
+  // A row held on an unbounded lease is never renewed, so its silence says nothing, whatever the reader's policy.
+  if (entry.leaseUntil === null && entry.terminalOutcome === "IN_FLIGHT") return false
   const last = entry.lastHeartbeatAt ?? entry.startedAt
   if (!last) return false
   return now - last >= presumedDeadAfter
