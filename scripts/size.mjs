@@ -58,7 +58,8 @@ const budgets = [
     // 17.2 -> 17.4 KB (2026-12-05, the reviews of this stop), 155 B: a row is judged by the gate of the binding it
     // was claimed under (an agent token re-sent an ambiguous payment's id with a read binding, or none, and ran it
     // again: resolveForeignGate and the effect-id check), and Infinity/NaN arguments are refused (1e400 over HTTP
-    // keyed like the string "Infinity"): 17,710 B. With every string literal over 20 characters blanked the bundle
+    // keyed like the string "Infinity"), then the holes the diff review found in it, an unbounded lease released by
+    // force after a death, silence never a death on it: 17,788 B. With every string literal over 20 characters blanked the bundle
     // is still 15,739 B: what stands between it and 15 KB is logic, not messages.
     max: 17.4 * KB,
     target: 15 * KB,
@@ -169,8 +170,8 @@ const budgets = [
   // core fixes it bundles: 91,214 B.
   // 89.2 -> 90.6 KB (2026-12-05, this stop's reviews): explicit YAML tags read as PyYAML reads them (agent_id: !!float 1
   // keyed as "1" here and "1.0" there) and others refused, errors after load name the file, key and line, libpq
-  // DSNs refused, poll_timeout may be unbounded: 92,702 B.
-  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 90.6 * KB },
+  // DSNs refused, poll_timeout may be unbounded, merge keys refused, and the core fixes it bundles: 92,825 B.
+  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 90.8 * KB },
   // The storage conformance suite for adapter authors: test code, loaded by a test file and never by an application,
   // so its size matters little; it carries the whole ledger (its replay case runs an ActionLedger), the row codec and
   // the Python original's rows. 21.6 KB when it was added. The task, receipt and state-flush store suites joined it
@@ -181,7 +182,7 @@ const budgets = [
     name: "conformance (test suites, without vitest)",
     code: 'export * from "./dist/conformance.js"',
     // 37 -> 37.2 KB (2026-12-05, stop 35): the ledger fixes it bundles: 38,034 B.
-    // 37.2 -> 37.4 KB (2026-12-05, this stop): the ledger's and the task ledger's fixes it bundles: 38,216 B.
+    // 37.2 -> 37.4 KB (2026-12-05, this stop): the ledger's and the task ledger's fixes it bundles: 38,291 B.
     max: 37.4 * KB,
   },
   // The agent client (`mycelium-runtime/client`, fetch only: no hono, zod or jose): 4.8 KB when it was added.
