@@ -300,11 +300,6 @@ export class TaskLedger {
       serial(async () => {
         if (!(ttl > 0)) return
         const now = this.clock.now()
-        // Lapsed by this worker's clock: another worker may hold it now (ActionLedger's renewHeld refuses it too).
-        if (now >= (held.lease.lease_until ?? Infinity)) {
-          watch()
-          throw lost.signal.reason
-        }
         const lease: TaskLease = { ...held.lease, lease_until: now + ttl, heartbeat_at: now }
         let version: string | null
         try {
@@ -331,6 +326,9 @@ export class TaskLedger {
       ttl > 0 && every > 0
         ? setInterval(() => {
             if (renewing) return
+            // Lapsed by this worker's clock: another worker may hold it now, and a timed renewal would only wait out
+            // the store (the body's own renewLease() still asks it, to tell a takeover from an outage).
+            if (this.clock.now() >= (held.lease.lease_until ?? Infinity)) return watch()
             renewing = true
             renew()
               .catch(() => {})
