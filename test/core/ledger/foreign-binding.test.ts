@@ -139,7 +139,7 @@ describe("ids a caller can name", () => {
     expect(runs).toBe(1)
   })
 
-  it("a derived id claimed first under another binding is not replayed as the payment's result", async () => {
+  it("a derived id claimed first by an unbound call is not replayed as the payment's result", async () => {
     const { ledger, runs } = payments()
     let paid = 0
     const real = ledger.tool(
@@ -156,7 +156,7 @@ describe("ids a caller can name", () => {
       { toolCallId: "call_9" },
     )
     const id = (await probe.listTransitions())[0]?.requestId as string
-    for (const b of [binding("read"), undefined]) {
+    for (const b of [undefined]) {
       const storage = new MemoryLedgerStorage()
       const l = new ActionLedger({ storage, ...quiet })
       await l.tool({ name: "send_payment", ...(b ? { binding: b } : {}) }, async () => ({ id: "pi_forged" }))(

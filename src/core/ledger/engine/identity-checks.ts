@@ -53,14 +53,11 @@ function sameScope(entry: LedgerEntry, req: ClaimRequest): boolean {
 /** The row at this request id must be this call: same tool, scope and arguments. */
 export function checkSameRowIdentity(core: LedgerCore, req: ClaimRequest, observed: LedgerEntry): void {
   if (req.keyedByArgs) {
-    // The id is this call's transition key, so a row there is this call's, unless a caller named that id for
-    // another binding (or none) and put its own result there: it must not be replayed as this payment's. (Rows
-    // from before effect ids, schema 1, have neither field.)
-    if (
-      observed.schemaVersion > 1 &&
-      (!observed.effectProtocolRequired || observed.effectId !== req.requestId)
-    )
-      drift(core, req, observed)
+    // The id is this call's transition key, so a row there is this call's, unless an unbound call named that id
+    // and put its own result there: it must not be replayed as this payment's. (Rows from before effect ids,
+    // schema 1, lack the flag. The effect id is not compared: the original's rows made inside config.run() with a
+    // scope_from argument carry another one than their derived request id.)
+    if (observed.schemaVersion > 1 && !observed.effectProtocolRequired) drift(core, req, observed)
   } else if (req.explicitId) {
     if (
       observed.tool !== req.tool ||
