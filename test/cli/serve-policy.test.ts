@@ -1,14 +1,14 @@
 // `mycelium serve` settles releases by the policy `mycelium transitions release` applies to the same ledger file:
 // without a config, a lapsed lease whose worker may be alive is refused on both; with mycelium.yaml, its
 // `transition:` settings decide on both, and its `audit_receipt:` signs the release served over HTTP too.
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
-import { cliCommand } from "./cli-bin.ts"
+import { serveOnFreePort } from "./cli-bin.ts"
 import { cliRunner } from "./run-cli.ts"
 
 const root = mkdtempSync(join(tmpdir(), "mycelium-serve-policy-"))
@@ -18,29 +18,8 @@ afterAll(() => {
   rmSync(root, { recursive: true, force: true })
 })
 
-async function serveIn(cwd: string, args: string[], env: Record<string, string> = {}): Promise<number> {
-  const [cmd, pre] = cliCommand()
-  const child = spawn(cmd, [...pre, "serve", "--port", "0", ...args], {
-    cwd,
-    env: { ...process.env, NO_COLOR: "1", ...env },
-  })
-  children.push(child)
-  let out = ""
-  return new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no API after 30 s:\n${out}`)), 30_000)
-    const on = (d: unknown) => {
-      out += String(d)
-      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)
-      if (m?.[1]) {
-        clearTimeout(timer)
-        resolve(Number(m[1]))
-      }
-    }
-    child.stdout?.on("data", on)
-    child.stderr?.on("data", on)
-    child.once("exit", (code) => reject(new Error(`serve exited ${code}:\n${out}`)))
-  })
-}
+const serveIn = (cwd: string, args: string[], env: Record<string, string> = {}): Promise<number> =>
+  serveOnFreePort(children, args, { cwd, env })
 
 /** Lapsed a second ago, heartbeat 3 s ago: the worker may be alive (no death signal of any kind). */
 async function lapsed(file: string, ...ids: string[]): Promise<void> {

@@ -1,38 +1,23 @@
 // `mycelium serve` as a subprocess, probed over raw HTTP the way a hostile web page or a DNS-rebinding attack would.
-import { type ChildProcess, spawn } from "node:child_process"
+import type { ChildProcess } from "node:child_process"
 import { mkdtempSync } from "node:fs"
 import { request } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
-import { cliCommand } from "./cli-bin.ts"
+import { serveOnFreePort } from "./cli-bin.ts"
 
 const children: ChildProcess[] = []
 afterAll(() => {
   for (const c of children) c.kill("SIGTERM")
 })
 
-async function start(extra: string[] = []): Promise<number> {
-  const ledger = join(mkdtempSync(join(tmpdir(), "mycelium-serve-")), "ledger.json")
-  const [cmd, pre] = cliCommand()
-  const child = spawn(cmd, [...pre, "serve", "--port", "0", "--ledger", ledger, ...extra])
-  children.push(child)
-  let out = ""
-  return new Promise<number>((resolve, reject) => {
-    const timer = setTimeout(() => reject(new Error(`no API after 30 s:\n${out}`)), 30_000)
-    const on = (d: unknown) => {
-      out += String(d)
-      const m = /listening on http:\/\/127\.0\.0\.1:(\d+)/.exec(out)
-      if (m?.[1]) {
-        clearTimeout(timer)
-        resolve(Number(m[1]))
-      }
-    }
-    child.stdout?.on("data", on)
-    child.stderr?.on("data", on)
-    child.once("exit", (code) => reject(new Error(`serve exited ${code}:\n${out}`)))
-  })
-}
+const start = (extra: string[] = []): Promise<number> =>
+  serveOnFreePort(children, [
+    "--ledger",
+    join(mkdtempSync(join(tmpdir(), "mycelium-serve-")), "ledger.json"),
+    ...extra,
+  ])
 
 function http(
   port: number,
