@@ -1,5 +1,5 @@
-// Task ledger, StateFlush and audit receipt stores in the ledger's Durable Object (MyceliumLedgerObject): the tables and the
-// synchronous operations the object runs (one event at a time, so each is atomic), and the clients Workers use.
+// Task ledger, StateFlush and audit receipt stores in the ledger's Durable Object (MyceliumLedgerObject): the tables
+// and the synchronous operations the object runs (one event at a time, so each is atomic), and the clients Workers use.
 // Import only inside workerd (through durable-object.ts or directly for the clients).
 import { pythonDumps } from "../core/python-json.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"

@@ -14,8 +14,9 @@ export function blockedTimeoutOption(value: number | null | undefined): number |
 /**
  * The connection `req` opens. An open waits while another connection holds the database against a version change
  * (`blocked`), or behind an upgrade or deletion queued before it that waits so: forever if that connection never
- * closes. Past `wait` seconds that is an outage, named by `what` (the database, and why it opens). The request cannot be cancelled, so a connection it opens later is
- * closed at once: left open, with no versionchange handler, it would block every later upgrade.
+ * closes. Past `wait` seconds that is an outage, named by `what` (the database, and why it opens). The request cannot
+ * be cancelled, so a connection it opens later is closed at once: left open, with no versionchange handler, it would
+ * block every later upgrade.
  */
 export function opened(req: IDBOpenDBRequest, wait: number | null, what: string): Promise<IDBDatabase> {
   return new Promise((resolve, reject) => {

@@ -80,9 +80,10 @@ local function was_sent(key) return key ~= '' and redis.call('GET', key) end
 // one, and under the primary key it is refused. The primary key's TTL: only while in flight with a bounded lease;
 // never shortened by a write. write(): KEYS are row, tomb, legacy. The legacy copy is what a Python worker reads
 // once the primary key expired, so it is written too, unless it holds another request's row ('-tomb:X's).
-// Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/model/entry.ts do, so the
-// script classifies the same way `classifyClaim` does. Missing `terminal_outcome` reads as IN_FLIGHT, a JSON null or
-// unknown value falls back to `status`, unparseable numbers behave like JavaScript's NaN (never equal, never greater).
+// Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/model/entry.ts do, so
+// the script classifies the same way `classifyClaim` does. Missing `terminal_outcome` reads as IN_FLIGHT, a JSON null
+// or unknown value falls back to `status`, unparseable numbers behave like JavaScript's NaN (never equal, never
+// greater).
 const LUA_PRELUDE = `
 local NULL = cjson.null
 local VALID = {IN_FLIGHT=true, COMPLETED=true, FAILED_BEFORE_EFFECT=true, FAILED_AFTER_EFFECT=true,

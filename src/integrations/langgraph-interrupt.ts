@@ -47,7 +47,8 @@ export function isInvalidResume(err: unknown): boolean {
  *   (a receipted release, good for one redispatch) and the resume runs the tool once.
  * - Inside or after the side effect (`"whole"`, after `sideEffect()` began, or after `recordExternalOperation()`:
  *   the provider was called) the call is UNKNOWN, failed after its effect, or holds a provider handle: what ran
- *   before the interrupt is not known, so a resume could only hard-block, after a human had already answered. The interrupt becomes an error now, while the developer can still move it.
+ *   before the interrupt is not known, so a resume could only hard-block, after a human had already answered. The
+ *   interrupt becomes an error now, while the developer can still move it.
  */
 export async function settleInterrupt(
   ledger: ToolLedger,

@@ -1,6 +1,7 @@
 // LangGraph.js / LangChain tools. Only types are imported from @langchain/core: this entry loads the framework
-// only to revive a replayed Command or message (langgraph-replay.ts). A guarded tool is the caller's tool with its `_call` (the documented extension point
-// of StructuredTool) running through the ledger, so schema, name, ToolNode and streaming behave as before.
+// only to revive a replayed Command or message (langgraph-replay.ts). A guarded tool is the caller's tool with its
+// `_call` (the documented extension point of StructuredTool) running through the ledger, so schema, name, ToolNode and
+// streaming behave as before.
 import type { CallbackManagerForToolRun } from "@langchain/core/callbacks/manager"
 import type { StructuredToolInterface, ToolRunnableConfig } from "@langchain/core/tools"
 import type { CallMeta } from "../core/ledger/index.ts"

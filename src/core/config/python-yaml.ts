@@ -1,7 +1,7 @@
 // The original reads mycelium.yaml with PyYAML (YAML 1.1) and str()s `transition.agent_id` and `policy_version`,
-// which enter every transition key. YAML 1.2 (this package's parser) reads some plain scalars otherwise: `1.0` is the float 1.0 there
-// ("1.0") and the number 1 here ("1"); `010` is octal there (8), `1e3` and `0o17` are strings there, `yes` is True.
-// A version spelled that way must give the original's text, or a shared ledger keys every call twice.
+// which enter every transition key. YAML 1.2 (this package's parser) reads some plain scalars otherwise: `1.0` is the
+// float 1.0 there ("1.0") and the number 1 here ("1"); `010` is octal there (8), `1e3` and `0o17` are strings there,
+// `yes` is True. A version spelled that way must give the original's text, or a shared ledger keys every call twice.
 import { pythonFloatRepr } from "../ledger/model/canonical.ts"
 
 // PyYAML's implicit resolvers (yaml/resolver.py), in its order of precedence.

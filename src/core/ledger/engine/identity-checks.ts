@@ -85,8 +85,8 @@ export function checkSameRowIdentity(core: LedgerCore, req: ClaimRequest, observ
  * agent or policy version, read from the row's effect id (the transition key of the call that claimed it, with
  * that call's dispatch id and scope). Such a call could otherwise pick the gate that judges someone else's ambiguous
  * payment (a `read` or unbound re-send of its id, even of a derived id named as `requestId`, ran it again), so it
- * is judged by the strictest gate instead; so is a `read` call on a row claimed without a binding. Spendability and retry permission are not in the key: over HTTP they stay
- * the caller's declaration (docs/http-api.md).
+ * is judged by the strictest gate instead; so is a `read` call on a row claimed without a binding. Spendability and
+ * retry permission are not in the key: over HTTP they stay the caller's declaration (docs/http-api.md).
  */
 export function claimedOtherwise(req: ClaimRequest, row: LedgerEntry): boolean {
   // A row claimed without a binding promised the unclassified gate; a read binding's soft block would re-run it.

@@ -14,7 +14,8 @@ export type ToolArguments = { [key: string]: ToolArgumentValue }
 
 /**
  * The arguments type a tool or task body may declare: `A` itself when it is an object (an interface too); for a list,
- * `Map`, `Set` or function, which the runtime refuses before the claim, a type no call can match, so tsc names the rule.
+ * `Map`, `Set` or function, which the runtime refuses before the claim, a type no call can match, so tsc names the
+ * rule.
  */
 export type ToolArgs<A> = A extends
   | readonly unknown[]
