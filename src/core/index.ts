@@ -54,6 +54,7 @@ export {
   LedgerLeaseError,
   LedgerOutcomeAlreadySetError,
   LedgerPollTimeoutError,
+  LedgerReceiptUnsignedError,
   LedgerReleaseRefusedError,
   LedgerResultUnstorableError,
   LedgerRowError,

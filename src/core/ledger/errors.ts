@@ -181,3 +181,21 @@ export class ReceiptAppendError extends LedgerError {
     this.requestId = requestId
   }
 }
+
+/**
+ * The outcome was written, but the receipt hook could not sign it (a signer outage): the row has no `receipt_ref`,
+ * and later calls see the outcome as after any write. The original also records first and signs after.
+ */
+export class LedgerReceiptUnsignedError extends LedgerError {
+  override readonly name = "LedgerReceiptUnsignedError"
+  override readonly code = "receipt_unsigned"
+  readonly requestId: string
+  constructor(requestId: string, cause: unknown) {
+    super(
+      `Request '${requestId}' is recorded but its receipt was not signed: ` +
+        `${cause instanceof Error ? cause.message : String(cause)}. Restore the signer; emit() one from the row.`,
+      { cause },
+    )
+    this.requestId = requestId
+  }
+}

@@ -37,6 +37,7 @@ export {
   LedgerLeaseError,
   LedgerOutcomeAlreadySetError,
   LedgerPollTimeoutError,
+  LedgerReceiptUnsignedError,
   LedgerReleaseRefusedError,
   LedgerResultUnstorableError,
   LedgerRowError,

@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest"
 import {
   ActionLedger,
+  LedgerReceiptUnsignedError,
   type LedgerStorage,
   MemoryLedgerStorage,
   ReceiptAppendError,
@@ -20,7 +21,7 @@ const KEY = "ledger-receipts-key"
 const binding = { agentId: "payment-agent", policyVersion: "v1", sideEffectClass: "keyed_mutate" } as const
 
 /** Counts durable writes to the ledger and appends to the receipt store. */
-function setup(options: { failAppend?: () => boolean } = {}) {
+function setup(options: { failAppend?: () => boolean; failSign?: () => boolean } = {}) {
   const inner = new MemoryLedgerStorage()
   const counts = { writes: 0, appends: 0 }
   const storage: LedgerStorage = {
@@ -51,7 +52,13 @@ function setup(options: { failAppend?: () => boolean } = {}) {
     listPage: (o) => memory.listPage(o),
   }
   const clock = new ManualClock()
-  const receipts = new ReceiptEmitter({ signer: hmacReceiptSigner(KEY), store, agentId: "payment-agent" })
+  const hmac = hmacReceiptSigner(KEY)
+  const signer = {
+    ...hmac,
+    sign: (text: string) =>
+      options.failSign?.() ? Promise.reject(new Error("KMS unavailable")) : hmac.sign(text),
+  }
+  const receipts = new ReceiptEmitter({ signer, store, agentId: "payment-agent" })
   const ledger = new ActionLedger({ storage, receipts, clock, onWarning: () => {} })
   return { ledger, counts, memory, clock }
 }
@@ -201,6 +208,34 @@ describe("receipts emitted by the action ledger", () => {
     expect(row?.receiptRef).toBe((err as ReceiptAppendError).receiptId)
     down = false
     expect(await t({}, { toolCallId: "z" })).toBe(1)
+    expect(runs).toBe(1)
+    expect(await memory.list()).toEqual([])
+  })
+
+  it("a signer outage: the outcome is recorded without a receipt, the call reports it, a retry replays", async () => {
+    let down = true
+    const { ledger, memory, clock } = setup({ failSign: () => down })
+    let runs = 0
+    const t = ledger.tool({ name: "t", binding }, async () => ({ charge: `ch_${++runs}` }))
+    const err = await t({}, { toolCallId: "s" }).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(LedgerReceiptUnsignedError)
+    expect((err as LedgerReceiptUnsignedError).code).toBe("receipt_unsigned")
+    expect((err as Error).cause).toMatchObject({ message: "KMS unavailable" })
+    const f = ledger.tool({ name: "f", binding }, async () => {
+      throw new Error("declined")
+    })
+    await expect(f({}, { toolCallId: "f" })).rejects.toThrow("declined")
+    const rows = new Map((await ledger.listTransitions()).map((r) => [r.tool, r]))
+    expect(rows.get("f")).toMatchObject({ terminalOutcome: "FAILED_BEFORE_EFFECT", receiptRef: null })
+    expect(rows.get("t")).toMatchObject({
+      terminalOutcome: "COMPLETED",
+      result: { charge: "ch_1" },
+      sideEffectBoundary: "crossed",
+      receiptRef: null,
+    })
+    down = false
+    clock.advance(7200) // well past the lease: an IN_FLIGHT row would now block or run again
+    expect(await t({}, { toolCallId: "s" })).toEqual({ charge: "ch_1" })
     expect(runs).toBe(1)
     expect(await memory.list()).toEqual([])
   })

@@ -8,6 +8,7 @@ import {
   LedgerConfigError,
   LedgerLeaseError,
   LedgerOutcomeAlreadySetError,
+  LedgerReceiptUnsignedError,
   LedgerUnknownRequestError,
   type UnstorableReason,
 } from "../errors.ts"
@@ -139,11 +140,18 @@ async function outcomeCas(
   redo?: (moved: LedgerEntry) => Promise<LedgerEntry>,
 ): Promise<LedgerEntry> {
   if (!core.receipts) return casFrom(core, c, next, expect, op, redo)
-  const sealed = await sealRow(core, next, toolReceiptDraft)
+  // A signer outage must not strand the row in flight: once its lease lapsed the body would run again (or a keyed
+  // call block as not crossed) for an outcome that is known. It is written without a receipt, then reported.
+  let unsigned: unknown
+  const sealed = await sealRow(core, next, toolReceiptDraft).catch((e: unknown) => {
+    unsigned = e
+    return { row: next, receipt: null }
+  })
   const row = await casFrom(core, c, sealed.row, expect, op, redo)
   // A redone write stored (and appended) its own receipt, or none.
-  if (row.receiptRef === sealed.row.receiptRef)
-    await appendReceipt(core.receipts, sealed.receipt, row.requestId)
+  if (redo && row !== sealed.row) return row
+  if (!sealed.receipt) throw new LedgerReceiptUnsignedError(row.requestId, unsigned)
+  await appendReceipt(core.receipts, sealed.receipt, row.requestId)
   return row
 }
 

@@ -3,6 +3,7 @@
 // its compare-and-set (a stale worker cannot leave evidence of a completion that did not happen). If the append
 // fails after the row was written, the row names a receipt the store lacks: every record field is derived from the
 // row (timestamp = finished_at), so the gap is visible to an audit and a new receipt can be emitted from the row.
+// A tool outcome whose signing fails is written without a receipt (fenced.ts), as the task ledger's is.
 import type { LedgerCore } from "../core.ts"
 import { ReceiptAppendError } from "../errors.ts"
 import { receiptRefRow } from "../machine/transitions.ts"
