@@ -155,4 +155,39 @@ describe("a durable tool result", () => {
     ]
     expect(seen).toEqual([expected, expected, expected])
   })
+
+  it("whose JSON form (an SDK response's toJSON()) holds a $harness_ key replays as the first run showed it", async () => {
+    // A provider's body the tool hands back wrapped, as SDK response objects are: the store writes its toJSON().
+    class ApiResponse {
+      constructor(private readonly body: object) {}
+      toJSON() {
+        return this.body
+      }
+    }
+    const tools: HarnessTool[] = [
+      {
+        name: "lookup",
+        parameters: { type: "object" },
+        execute: async () => new ApiResponse({ $harness_reported_error: "ask for another card", ok: true }),
+      },
+    ]
+    const seen: string[] = []
+    const model = (providerDown: boolean): ModelClient => ({
+      async request(req) {
+        if (req.context.step === 0)
+          return { parts: [{ type: "tool_call", id: "l", name: "lookup", args: {} }] }
+        const m = req.messages.at(-1) as { content: string; is_error?: boolean }
+        seen.push(`${m.is_error === true}:${m.content}`)
+        if (providerDown) throw new Error("provider 500")
+        return { parts: [{ type: "text", text: "done" }] }
+      },
+    })
+    const single = { tasks: [task("t")], output_task_id: "t" }
+    const ledger = newLedger()
+    const run_id = `run:${"ef".repeat(16)}`
+    await outcome(runPlan(single, { model: model(true), ledger, tools }, { run_id }))
+    expect((await runPlan(single, { model: model(false), ledger, tools }, { run_id })).output).toBe("done")
+    const shown = 'false:{"$harness_reported_error":"ask for another card","ok":true}'
+    expect(seen).toEqual([shown, shown])
+  })
 })

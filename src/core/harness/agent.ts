@@ -397,8 +397,12 @@ const RESULT = "$harness_result"
 
 /** A tool's result as stored: one holding a `$harness_` key is wrapped, so no tool result reads as a marker. */
 function escaped(v: unknown): unknown {
+  // Judged on the JSON form the store writes (an SDK response's toJSON() body, as the store's walk repeats it): a
+  // replay then shows what this run showed. Bounded: a toJSON() returning itself fails in the store, not here.
+  let j = v as { toJSON?: () => unknown } | null | undefined
+  for (let i = 0; i < 9 && typeof j?.toJSON === "function"; i++) j = j.toJSON() as typeof j
   // Objects only: a long string's for-in would walk every index. (A big array's costs what storing it costs.)
-  if (Object(v) === v) for (const k in v as object) if (k.startsWith("$harness_")) return { [RESULT]: v }
+  if (Object(j) === j) for (const k in j) if (k.startsWith("$harness_")) return { [RESULT]: v }
   return v
 }
 
