@@ -115,6 +115,8 @@ describe("transitions list --stuck: next steps", () => {
     const hint = hintFor(run(["transitions", "list", "--stuck", "--file", file]).out, "pay-u")
     expect(hint).toMatch(/^next: first confirm the worker is dead: mycelium transitions mark-dead pay-u /)
     expect(hint).toMatch(/then: mycelium transitions release pay-u .* --force --file /)
+    // Its silence never counts as death: the override is required, not optional.
+    expect(hint).toMatch(/mark-dead pay-u .* --override-heartbeat; then /)
     const release = ["transitions", "release", "pay-u", "--file", file, "--verified", "not-executed"]
     const who = ["--by", "ops", "--reason", "no charge"]
     expect(run([...release, ...who, "--force"]).code).toBe(1)
@@ -134,6 +136,27 @@ describe("transitions list --stuck: next steps", () => {
       releasedFromOutcome: "IN_FLIGHT",
       terminalOutcome: "BLOCKED",
     })
+  })
+})
+
+describe("a request id holding control characters", () => {
+  it("is printed as a bash $'..' word with no raw control character, which names the row when pasted", async () => {
+    const file = join(cwd, "controls.json")
+    const id = "pay\t1\\'x\u007f\u0085\u001b[2J"
+    await new FileLedgerStorage(file).set({
+      ...newEntry({ requestId: id, tool: "pay", owner: "w1", fence: 1, leaseUntil: null }, now() - 7200),
+      sideEffectBoundary: "maybe_crossed",
+    })
+    const list = run(["transitions", "list", "--stuck", "--file", file])
+    expect(list.code, list.err).toBe(0)
+    const hint = list.out.split("\n").find((l) => l.includes("next:")) ?? ""
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the hint must hold none
+    expect(hint).not.toMatch(/[\u0000-\u001f\u007f-\u009f]/)
+    const markDead = /mycelium transitions mark-dead .*?--override-heartbeat/.exec(hint)?.[0] ?? ""
+    expect(markDead).toContain("mark-dead $'pay\\x091\\\\\\'x\\x7f\\xc2\\x85\\x1b[2J' ")
+    const done = paste(markDead.replace('"how you know it is dead"', '"pod deleted"'))
+    expect(done.code, done.err).toBe(0)
+    expect((await new FileLedgerStorage(file).get(id))?.workerDeadAssertedBy).toBe("you")
   })
 })
 

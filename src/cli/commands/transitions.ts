@@ -58,21 +58,37 @@ const paintOutcome = (o: string): string =>
         : red(o)
 
 /**
+ * `id` as one shell word that names it exactly. One holding a control character is a bash `$'..'` word: single-quoted,
+ * clean() would show its tab as the text `\x09`, a pasted hint would then name another id; this form holds none.
+ */
+const quoteId = (id: string): string =>
+  /\p{Cc}/u.test(id)
+    ? `$'${id.replace(/[\\'\p{Cc}]/gu, (c) =>
+        // A C1 control as its UTF-8 bytes: bash's \u form depends on the locale.
+        c === "\\" || c === "'"
+          ? `\\${c}`
+          : `${c > "\u007f" ? "\\xc2" : ""}\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`,
+      )}'`
+    : shellQuote(id)
+
+/**
  * What an operator does next with a stuck row, as commands on the store the listing used (`store`: its flags).
  * A worker that may still run can charge after the provider was read, so its death is confirmed first, the provider
  * read after (kill-safety.md): a read taken while it lived, then a release, paid twice.
  */
 function nextStep(e: LedgerEntry, outcome: string, now: number, store: string): string {
-  const id = shellQuote(e.requestId)
+  const id = quoteId(e.requestId)
   if (e.operatorResolution === "not_executed")
     return `released as not executed by ${e.resolvedBy ?? "an operator"}: the next redispatch runs it once more`
   const ref = e.externalOperationRef ? ` (provider ref ${e.externalOperationRef})` : ""
   const inFlight = outcome === "IN_FLIGHT"
   // An unbounded lease never lapses: once its worker is marked dead, only --force releases the row.
   const force = inFlight && e.leaseUntil === null ? " --force" : ""
+  // Its silence never counts as death either: mark-dead needs the override there.
+  const override = force ? " --override-heartbeat" : " [--override-heartbeat]"
   const verify = `${inFlight && !force ? "once it is EXPIRED, " : ""}verify with the provider${ref}, then: mycelium transitions release ${id} --fence ${e.fence} --verified completed|not-executed --by you --reason ...${force}${store}`
   if ((inFlight || leaseLapsed(e, now)) && e.workerDeadAssertedAt === null)
-    return `first confirm the worker is dead: mycelium transitions mark-dead ${id} --fence ${e.fence} --by you --reason "how you know it is dead"${store} [--override-heartbeat]; then ${verify}`
+    return `first confirm the worker is dead: mycelium transitions mark-dead ${id} --fence ${e.fence} --by you --reason "how you know it is dead"${store}${override}; then ${verify}`
   return verify
 }
 
@@ -263,7 +279,7 @@ export async function release(args: string[], command = "transitions release"): 
             ...(expectedFence !== undefined ? { expectedFence } : {}),
             ...(values.force ? { force: true } : {}),
           }),
-        `once it is dead, mycelium transitions mark-dead ${shellQuote(id)}${fence} --by you --reason "how you know it is ` +
+        `once it is dead, mycelium transitions mark-dead ${quoteId(id)}${fence} --by you --reason "how you know it is ` +
           `dead"${storeFlagsText(values).text} [--override-heartbeat], or add --override-death-signal WHY; read the ` +
           "provider after that, not before",
       )
@@ -328,7 +344,7 @@ async function markDead(args: string[]): Promise<number> {
     const force = resolvedOutcome(row, ledger.clock.now()) === "IN_FLIGHT" && row.leaseUntil === null
     console.log(
       dim(
-        `next: verify with the provider, then: mycelium transitions release ${shellQuote(row.requestId)} --fence ${row.fence} --verified completed|not-executed --by you --reason ...${force ? " --force" : ""}${store}`,
+        `next: verify with the provider, then: mycelium transitions release ${quoteId(row.requestId)} --fence ${row.fence} --verified completed|not-executed --by you --reason ...${force ? " --force" : ""}${store}`,
       ),
     )
     return 0

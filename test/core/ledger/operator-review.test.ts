@@ -49,6 +49,17 @@ describe("release of an IN_FLIGHT row on an unbounded lease", () => {
     expect((await w.storage.get(ID))?.workerDeadAssertedAt).toBeNull()
   })
 
+  it("markWorkerDeadFor without an override says only the override marks it dead, never to wait", async () => {
+    const w = await killedInsideEffect(0)
+    w.clock.advance(3 * 86_400)
+    const refused = await w.ops
+      .markWorkerDeadFor(ID, { by: "ops", reason: "pod gone" })
+      .catch((e: unknown) => e)
+    expect(refused).toBeInstanceOf(LedgerWorkerAliveError)
+    expect((refused as Error).message).toContain("Only a heartbeat override marks it dead")
+    expect((refused as Error).message).not.toMatch(/grace window|Wait/)
+  })
+
   it("is refused without force or without an asserted death; with both, not_executed lets one redispatch run it", async () => {
     const w = await killedInsideEffect(0)
     w.clock.advance(86_400) // a day: an unbounded lease never lapses, silence never counts as death

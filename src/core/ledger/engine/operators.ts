@@ -204,6 +204,12 @@ export async function markWorkerDeadFor(
     )
   }
   if (!options.overrideHeartbeat && !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)) {
+    // An unbounded lease's silence never counts as death (hasWorkerDeathEvidence): waiting would not help.
+    if (row.leaseUntil === null && row.terminalOutcome === "IN_FLIGHT")
+      throw new LedgerWorkerAliveError(
+        `Cannot mark worker dead for request '${requestId}': its lease is unbounded, so no silence shows death. ` +
+          "Only a heartbeat override marks it dead.",
+      )
     throw aliveError(
       core,
       row,
