@@ -44,6 +44,13 @@ describe("arguments that cannot be hashed", () => {
     expect([r.ran, r.rows]).toEqual([0, 0])
   })
 
+  it("an invalid Date is refused as the NaN it holds, not as a cycle", async () => {
+    const r = await attempt({ at: new Date(Number.NaN) })
+    expect(r.error).toBeInstanceOf(LedgerConfigError)
+    expect((r.error as Error).message).toMatch(/^arguments hold NaN: not a JSON number/)
+    expect([r.ran, r.rows]).toEqual([0, 0])
+  })
+
   it("a task's cyclic arguments are refused the same way; its body does not run", async () => {
     let ran = 0
     const nightly = new TaskLedger({ storage: new MemoryTaskStore() }).task({ name: "nightly" }, async () => {

@@ -253,7 +253,9 @@ function convert(value: unknown, exact: boolean): unknown {
         for (let i = 0; i < value.length; i++) out[i] = convert(value[i], exact)
         return out
       }
-      if (value instanceof Date) return value.toISOString()
+      // An invalid Date is its time value, NaN, as a non-finite number (toISOString would throw a bare RangeError).
+      if (value instanceof Date)
+        return Number.isNaN(value.getTime()) ? convert(NaN, exact) : value.toISOString()
       if (value instanceof Number) {
         if (exact) return value
         inexact = true
