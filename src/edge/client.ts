@@ -3,7 +3,7 @@
 // lease per call and moves only that call's row. Happy path: 2 round trips (begin, complete), 3 with sideEffect(),
 // 1 for a replay.
 import { InvalidOptionError } from "../core/errors.ts"
-import { renewEvery, throwIfAborted } from "../core/ledger/clock.ts"
+import { renewEvery, throwIfAborted, timerMs } from "../core/ledger/clock.ts"
 import type { LedgeredToolOptions, TransitionContext } from "../core/ledger/engine/tool.ts"
 import {
   LedgerError,
@@ -21,6 +21,7 @@ import { argumentsStoredAndKeyed, type JsonValue, toJsonValue } from "../core/le
 import type { SideEffectBoundary } from "../core/ledger/model/enums.ts"
 import type { CallMeta } from "../core/ledger/model/identity.ts"
 import type { ToolArgs } from "../core/ledger/model/tool-arguments.ts"
+import { secondsProblem } from "../core/seconds.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 import {
@@ -97,17 +98,31 @@ function errorFor(status: number, code: string, message: string, tool: string): 
   }
 }
 
+/**
+ * A seconds option checked as ActionLedger checks it: NaN, what Number() gives an unset environment variable, made
+ * polls that never time out (and busy ones), and a renewal interval that renewed nothing.
+ */
+function secs<T extends number | null | undefined>(name: string, v: T, min?: number, infinite?: boolean): T {
+  const problem = v == null ? null : secondsProblem(name, v, min, infinite)
+  if (problem) throw new InvalidOptionError(problem)
+  return v
+}
+
+// A signal that aborted during the poll request rejects at once (it fires no event again: the call polled on), and the
+// listener goes when the wait ends (one per poll piled up on a framework's per-step signal). Not the core's onAbort:
+// this bundle is at its size budget.
 const sleep = (seconds: number, signal?: AbortSignal) =>
   new Promise<void>((resolve, reject) => {
-    const t = setTimeout(resolve, seconds * 1000)
-    signal?.addEventListener(
-      "abort",
-      () => {
-        clearTimeout(t)
-        reject(signal.reason)
-      },
-      { once: true },
-    )
+    throwIfAborted(signal)
+    const stop = () => {
+      clearTimeout(t)
+      reject(signal?.reason)
+    }
+    const t = setTimeout(() => {
+      signal?.removeEventListener("abort", stop)
+      resolve()
+    }, timerMs(seconds))
+    signal?.addEventListener("abort", stop, { once: true })
   })
 
 function bindingWire(b: ToolTransitionBinding): Record<string, unknown> {
@@ -166,9 +181,10 @@ export class RemoteLedger {
     this.#base = options.baseUrl.replace(/\/+$/, "")
     this.#token = options.token
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
-    this.leaseTtl = options.leaseTtl
-    this.leaseRenewInterval = options.leaseRenewInterval
-    this.pollTimeout = options.pollTimeout === undefined ? 300 : options.pollTimeout
+    this.leaseTtl = secs("leaseTtl", options.leaseTtl)
+    this.leaseRenewInterval = secs("leaseRenewInterval", options.leaseRenewInterval)
+    this.pollTimeout =
+      options.pollTimeout === undefined ? 300 : secs("pollTimeout", options.pollTimeout, 0, true)
     this.#onWarning = options.onWarning ?? ((m) => console.warn(`[mycelium] ${m}`))
     this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
     this.#requestTimeout = requestTimeoutOption(options.requestTimeout)
@@ -226,8 +242,10 @@ export class RemoteLedger {
     if (!options.name) throw new InvalidOptionError("ledger.tool() needs a name: pass options.name")
     const binding = options.binding ? ToolTransitionBinding.from(options.binding) : null
     const tool = options.name
-    const leaseTtl = options.leaseTtl ?? this.leaseTtl
-    const pollTimeout = options.pollTimeout === undefined ? this.pollTimeout : options.pollTimeout
+    const leaseTtl = secs("leaseTtl", options.leaseTtl) ?? this.leaseTtl
+    secs("pollInterval", options.pollInterval, 0)
+    const pollTimeout =
+      options.pollTimeout === undefined ? this.pollTimeout : secs("pollTimeout", options.pollTimeout, 0, true)
     const wireBinding = binding ? bindingWire(binding) : undefined
 
     const call = async (args: A, meta: CallMeta = {}): Promise<R> => {
