@@ -530,7 +530,9 @@ export class UpstashLedgerStorage implements LedgerStorage {
 
   #ttl(leaseSeconds: number): number {
     if (this.#inFlightTtl <= 0) return 0
-    return Math.max(this.#inFlightTtl, Math.ceil(4 * leaseSeconds))
+    // Rounded up: `EX` takes whole seconds only (86400.5 failed every claim), and the key must outlive the lease (the
+    // original's int() truncation could end it up to a second early).
+    return Math.ceil(Math.max(this.#inFlightTtl, 4 * leaseSeconds))
   }
 
   /** Keep the in-flight TTL on every write of a live row (the original dropped it after the first CAS). */
