@@ -5,10 +5,11 @@ export type SecondsClock = () => number
 
 const monotonicSeconds: SecondsClock = () => performance.now() / 1000
 
-/** A load in progress: its promise, and when it began (on the clock of the call that began it). */
+/** A load in progress: its promise, and when it began on `clock`, that of the call that began it. */
 interface Flight {
   run?: Promise<unknown>
   at: number
+  clock: SecondsClock
 }
 
 interface Entry {
@@ -43,9 +44,8 @@ export class ToolCache {
 
   /** Number of live (unexpired) entries. */
   get size(): number {
-    const now = this.#clock()
     let n = 0
-    for (const e of this.#entries.values()) if (now < e.expiresAt) n++
+    for (const e of this.#entries.values()) if (e.clock() < e.expiresAt) n++
     return n
   }
 
@@ -73,16 +73,16 @@ export class ToolCache {
    */
   async getOrLoad<T>(key: string, ttl: number, load: () => Promise<T> | T, clock?: SecondsClock): Promise<T> {
     assertTtl(ttl)
-    const hit = this.#lookup(key, clock)
+    const hit = this.#lookup(key)
     if (hit) return hit.value as T
     const now = clock ?? this.#clock
     const pending = this.#inflight.get(key)
     // A load older than the ttl is not joined: an upstream call that hangs holds its key for at most ttl, and
     // only the newest load writes the key.
-    if (pending && now() - pending.at <= ttl) return pending.run as Promise<T>
+    if (pending && pending.clock() - pending.at <= ttl) return pending.run as Promise<T>
     // Registered before `load` runs: a load that throws at once must clear its own flight, not leave a rejected
     // promise that every later caller would get without a call.
-    const flight: Flight = { at: now() }
+    const flight: Flight = { at: now(), clock: now }
     this.#inflight.set(key, flight)
     const mine = () => this.#inflight.get(key) === flight
     flight.run = (async () => {
@@ -111,10 +111,11 @@ export class ToolCache {
     this.#sweepAt = Math.max(FIRST_SWEEP_AT, 2 * this.#entries.size)
   }
 
-  #lookup(key: string, clock?: SecondsClock): Entry | undefined {
+  // On the clock the entry's expiry was computed on: tools sharing a name may bring different clocks.
+  #lookup(key: string): Entry | undefined {
     const entry = this.#entries.get(key)
     if (!entry) return undefined
-    if ((clock ?? this.#clock)() < entry.expiresAt) return entry
+    if (entry.clock() < entry.expiresAt) return entry
     this.#entries.delete(key)
     return undefined
   }

@@ -55,6 +55,44 @@ describe("protect", () => {
     expect(fn).toHaveBeenCalledTimes(2)
   })
 
+  it("tools sharing a name judge an entry by the clock that stamped it, not the reader's", async () => {
+    const wall = fakeClock(1_800_000_000)
+    const mono = fakeClock(5)
+    let loads = 0
+    const load = async (_: { id: string }) => `v${++loads}`
+    const session = new Session()
+    const a = session.bind(protect(load, { name: "customer", entityParam: "id", ttl: 1, clock: wall.now }))
+    const b = session.bind(protect(load, { name: "customer", entityParam: "id", ttl: 1, clock: mono.now }))
+    expect(await a({ id: "c1" })).toBe("v1")
+    wall.advance(1.5)
+    mono.advance(1.5)
+    // Before, B compared its own clock (6.5) with A's expiry (1_800_000_001) and served v1 for ever.
+    expect(await b({ id: "c1" })).toBe("v2")
+    expect(await a({ id: "c1" })).toBe("v2")
+  })
+
+  it("a hung load begun on one clock is not joined past its ttl by a tool on another clock", async () => {
+    const wall = fakeClock(1_800_000_000)
+    const mono = fakeClock(5)
+    const hung = new Promise<string>(() => {})
+    const a = protect(async (_: { id: string }) => hung, {
+      name: "hang",
+      entityParam: "id",
+      ttl: 1,
+      clock: wall.now,
+    })
+    const b = protect(async (_: { id: string }) => "fresh", {
+      name: "hang",
+      entityParam: "id",
+      ttl: 1,
+      clock: mono.now,
+    })
+    const session = new Session()
+    void session.bind(a)({ id: "c1" })
+    wall.advance(2)
+    expect(await session.bind(b)({ id: "c1" })).toBe("fresh")
+  })
+
   it("keys by entity, ignoring other arguments, and separates entities", async () => {
     const fn = vi.fn(async (a: { id: number; verbose: boolean }) => a.id * 10)
     const tool = protect(fn, { entityParam: "id", name: "e" })
