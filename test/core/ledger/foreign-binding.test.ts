@@ -2,12 +2,17 @@
 // business-key id with another binding (a `read` class, none at all, another agent or policy version) picked a looser
 // gate and ran an ambiguous payment again; over HTTP the binding is whatever the client sends.
 import { describe, expect, it } from "vitest"
+import { entryFromRow } from "../../../src/adapter-kit.ts"
 import {
   ActionLedger,
+  argsFingerprint,
   LedgerHardBlockError,
   MemoryLedgerStorage,
   type SideEffectClass,
+  ToolTransitionBinding,
+  transitionKey,
 } from "../../../src/core/index.ts"
+import { ManualClock } from "../../../src/testing.ts"
 
 const quiet = { onWarning: () => {} }
 const binding = (sideEffectClass: SideEffectClass, policyVersion = "1") => ({
@@ -198,5 +203,110 @@ describe("numbers JSON cannot hold", () => {
     }
     expect(runs).toBe(1)
     expect((await ledger.listTransitions()).length).toBe(1)
+  })
+})
+
+describe("a foreign call never settles the row for its own binding", () => {
+  it("an operator's not_executed release and a lapsed lease are left to the payment's redispatch", async () => {
+    const clock = new ManualClock()
+    const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), clock, leaseTtl: 30, ...quiet })
+    const args = { amount: 100 }
+    const runs = { pay: 0, read: 0 }
+    const tool = (cls: SideEffectClass) =>
+      ledger.tool({ name: "charge", binding: binding(cls) }, async (_a: typeof args, tx) => {
+        runs[cls === "read" ? "read" : "pay"]++
+        await tx.sideEffect(async () => {})
+        return "charged"
+      })
+    // Two workers die holding their claims; one row is released not_executed, the other's lease just lapses.
+    await ledger.claim({
+      tool: "charge",
+      args,
+      requestId: "pay-1",
+      binding: binding("non_idempotent_mutate"),
+    })
+    await ledger.claim({ tool: "charge", args, requestId: "up-1", binding: binding("idempotent_mutate") })
+    clock.advance(31)
+    await ledger.markWorkerDeadFor("pay-1", { by: "ops", reason: "pod gone", overrideHeartbeat: true })
+    await ledger.release("pay-1", { verified: "not_executed", by: "ops", reason: "no charge" })
+    for (const id of ["pay-1", "pay-1", "up-1"]) {
+      const before = await ledger.get(id)
+      await expect(tool("read")(args, { requestId: id })).rejects.toBeInstanceOf(LedgerHardBlockError)
+      expect(await ledger.get(id)).toEqual(before)
+    }
+    expect(await tool("non_idempotent_mutate")(args, { requestId: "pay-1" })).toBe("charged")
+    expect(await tool("idempotent_mutate")(args, { requestId: "up-1" })).toBe("charged")
+    expect(runs).toEqual({ pay: 2, read: 0 })
+  })
+})
+
+describe("a business key's row whose effect id holds context its kwargs do not", () => {
+  const init = {
+    ...binding("non_idempotent_mutate"),
+    retryPermission: "safe_retry",
+    requestIdFrom: "order_id",
+  } as const
+  const kwargs = { order_id: "o-1", amount: 5 }
+  // The original's LangGraph row (dispatch_scope, execution_scope) and its config.run("r1") row: neither in kwargs.
+  it.each([
+    [{ threadId: "th-1", runId: "", node: "" }, "call_abc", { toolCallId: "call_abc", threadId: "th-1" }],
+    [{ threadId: "r1", runId: "r1", node: "" }, null, { threadId: "r1", runId: "r1" }],
+  ])(
+    "a Python row failed before its effect is retried by a redispatch in its context %#",
+    async (scope, dispatchId, meta) => {
+      const effectId = transitionKey({
+        tool: "charge",
+        binding: ToolTransitionBinding.forTool(init),
+        argsFingerprint: argsFingerprint(kwargs, [], null),
+        scope,
+        dispatchId,
+      })
+      const storage = new MemoryLedgerStorage()
+      await storage.set(
+        entryFromRow({
+          request_id: "charge:order_id:o-1",
+          tool: "charge",
+          args: [],
+          kwargs,
+          status: "failed",
+          started_at: 1_800_000_000,
+          owner: "py-host:1",
+          idempotency_key: "charge:order_id:o-1",
+          side_effect_boundary: "not_crossed",
+          terminal_outcome: "FAILED_BEFORE_EFFECT",
+          fence: 1,
+          error: "ConnectionError: provider unreachable",
+          effect_protocol_required: true,
+          effect_id: effectId,
+          schema_version: 2,
+          effect_phase: "ABORTED",
+          decision: { allowed: true, verdicts: [], denied_reasons: [] },
+        }),
+      )
+      const ledger = new ActionLedger({ storage, ...quiet })
+      let runs = 0
+      const charge = ledger.tool({ name: "charge", binding: init }, async () => ++runs)
+      // Without the original's context the effect id cannot be reproduced: fail closed.
+      await expect(charge(kwargs)).rejects.toBeInstanceOf(LedgerHardBlockError)
+      expect(await charge(kwargs, meta)).toBe(1)
+    },
+  )
+
+  it("a JavaScript retry of a key whose arguments include one named node, run_id or tool_call_id", async () => {
+    const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), ...quiet })
+    let runs = 0
+    const restart = ledger.tool(
+      { name: "restart", binding: { ...init, requestIdFrom: "ticket" } },
+      async (_a: Record<string, string>) => {
+        if (++runs === 1) throw new Error("provider 503, nothing done")
+        return "ok"
+      },
+    )
+    for (const name of ["node", "run_id", "tool_call_id"]) {
+      runs = 0
+      const args = { ticket: `T-${name}`, [name]: "web-1" }
+      await expect(restart(args, { toolCallId: `c-${name}` })).rejects.toThrow("provider 503")
+      expect(await restart(args, { toolCallId: `c-${name}` })).toBe("ok")
+    }
   })
 })

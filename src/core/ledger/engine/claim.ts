@@ -287,9 +287,13 @@ async function markExpiredBlocked(core: LedgerCore, observed: LedgerEntry): Prom
   return ok ? blocked : null
 }
 
-/** The hard-block path: settle if a verdict exists, else convert a lapsed lease to BLOCKED and refuse. */
+/**
+ * The hard-block path: settle if a verdict exists, else convert a lapsed lease to BLOCKED and refuse. A call under
+ * another binding neither settles nor marks: the release, verdict or lapsed lease is its own binding's to act on.
+ */
 async function settleOrBlock(core: LedgerCore, req: ClaimRequest, observed: LedgerEntry): Promise<Settled> {
-  const settled = await settle(core, req, observed)
+  const foreign = claimedOtherwise(req, observed)
+  const settled = foreign ? null : await settle(core, req, observed)
   if (settled) return settled
   const { store, clock } = core
   const row = await store.get(req.requestId)
@@ -301,7 +305,7 @@ async function settleOrBlock(core: LedgerCore, req: ClaimRequest, observed: Ledg
   if (row.fence !== observed.fence || row.terminalOutcome !== observed.terminalOutcome) {
     return { kind: "reread", entry: row }
   }
-  if (resolved === "EXPIRED" && !(await markExpiredBlocked(core, row))) {
+  if (resolved === "EXPIRED" && !foreign && !(await markExpiredBlocked(core, row))) {
     return { kind: "reread", entry: await store.get(req.requestId) }
   }
   throw new LedgerHardBlockError(hardBlockMessage(row, resolved, req.binding, now))

@@ -92,8 +92,9 @@ export function claimedOtherwise(req: ClaimRequest, row: LedgerEntry): boolean {
   // A row claimed without a binding promised the unclassified gate; a read binding's soft block would re-run it.
   if (!row.effectProtocolRequired) return req.bound && req.binding?.sideEffectClass === "read"
   if (!req.bound) return true
-  // A derived id is this binding's own key, and checkSameRowIdentity refused a row there made by any other.
-  if (req.keyedByArgs) return false
+  // A derived id is this binding's own key, and checkSameRowIdentity refused a row there made by any other. The
+  // same effect id is the same binding; the row's kwargs lack what else went into it (ambient scope, dispatch id).
+  if (req.keyedByArgs || row.effectId === req.effectId) return false
   const k = row.kwargs as CallMeta & Record<string, string>
   const stored = req.explicitId ? req.fingerprint : storedFingerprint(row, req.binding)
   return (

@@ -36,6 +36,8 @@ export interface ClaimRequest {
   readonly fingerprint: string
   /** The fingerprint inside the transition key (Python's exact integers). */
   readonly keyFingerprint: string
+  /** This call's effect id: a row claimed under the same binding, arguments and context holds the same. */
+  readonly effectId: string
   readonly scope: TransitionScope
   readonly dispatchId: string | null
   readonly providerKey: string | null
@@ -140,6 +142,7 @@ export function prepareCall(
     bound: declared !== null,
     fingerprint,
     keyFingerprint,
+    effectId,
     scope,
     dispatchId,
     providerKey,
