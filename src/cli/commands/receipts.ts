@@ -6,7 +6,7 @@ import { CliError, UsageError } from "../errors.ts"
 import { parseOrUsage, requireRegularFile } from "../options.ts"
 import { CLI, clean, green, printJson, red } from "../style.ts"
 
-export const HELP = `mycelium receipts verify [FILE] [--key-env NAME | --jwks FILE] [--require-chain] [--json] [-c PATH]
+export const HELP = `mycelium receipts verify [FILE] [--key-env NAME | --jwks FILE] [--allow-unchained] [--json] [-c PATH]
 mycelium receipts export --url URL [-o FILE] [--token-env NAME] [--agent-id ID] [--ledger NAME]
                          [--max-receipts N] [--timeout SECONDS]
 
@@ -16,6 +16,8 @@ mycelium receipts export --url URL [-o FILE] [--token-env NAME] [--agent-id ID] 
   FILE       default: audit_receipt.path of mycelium.yaml, else .mycelium/receipts.jsonl
   --key-env  the variable holding the HMAC signing key (default MYCELIUM_SIGNING_KEY)
   --jwks     a JSON Web Key Set file, for JWS receipts (verifies with public keys only)
+  --allow-unchained  accept receipts without a chain link (the Python original's, or chain: false), also among
+             chained ones; a deleted unchained receipt then goes unseen. Default: every receipt needs its link
 
   export: downloads a tenant's receipts from the ledger HTTP API (GET /v1/receipts?format=jsonl, every page) into
   a JSONL file that verify checks offline.
@@ -40,12 +42,16 @@ export async function run(args: string[]): Promise<number> {
         config: { type: "string", short: "c" },
         "key-env": { type: "string" },
         jwks: { type: "string" },
+        // The default now; still accepted so scripts written for it keep working.
         "require-chain": { type: "boolean", default: false },
+        "allow-unchained": { type: "boolean", default: false },
         json: { type: "boolean", default: false },
       },
     }),
   )
   if (positionals.length > 1) throw new UsageError("receipts verify takes at most one file")
+  if (values["require-chain"] && values["allow-unchained"])
+    throw new UsageError("receipts verify: --require-chain and --allow-unchained contradict each other")
   let file = positionals[0]
   if (!file) {
     const cfg = values.config ?? (existsSync("mycelium.yaml") ? "mycelium.yaml" : undefined)
@@ -78,7 +84,11 @@ export async function run(args: string[]): Promise<number> {
     keys = { hmac: key }
   }
   const receipts = await new FileReceiptStore(file).list()
-  const report = await verifyReceipts(receipts, keys, { requireChain: values["require-chain"] })
+  const report = await verifyReceipts(
+    receipts,
+    keys,
+    values["allow-unchained"] ? { allowUnchained: true } : { requireChain: true },
+  )
   if (values.json) printJson({ file, receipts: receipts.length, ok: report.ok, failures: report.failures })
   else {
     for (const f of report.failures)
@@ -145,7 +155,7 @@ async function exportCommand(args: string[]): Promise<number> {
     console.log(green(`${n} receipts exported to ${clean(out)}`))
     console.log(
       `  verify them offline: MYCELIUM_SIGNING_KEY=<their signing key> ${CLI} receipts verify ${clean(out)}` +
-        " (or --jwks FILE for JWS receipts)",
+        " (or --jwks FILE for JWS receipts; every receipt must carry its chain link)",
     )
     return 0
   } catch (e) {

@@ -22,7 +22,10 @@ export type ReceiptFailureReason =
   | "bad_signature"
   /** The chain link's digest or signature does not match (a forged or edited link). */
   | "bad_link"
-  /** `requireChain` was set and the receipt has no link. */
+  /**
+   * The receipt has no link, and `requireChain` was set or its agent has a chained receipt before it (in the list
+   * or by timestamp): a stripped link, which would hide a deleted receipt.
+   */
   | "unchained"
   /** Sequence numbers are missing before this receipt (a receipt was deleted or withheld). */
   | "gap"
@@ -55,6 +58,12 @@ export interface ReceiptVerification {
 export interface VerifyReceiptsOptions {
   /** Every receipt must carry a chain link. Default false (the original's receipts have none). */
   readonly requireChain?: boolean
+  /**
+   * Unchained receipts may also follow an agent's chained ones: another writer (a Python worker, a `chain: false`
+   * emitter) appends to the same store. Such a receipt's deletion is then not detected. Default false: an
+   * unchained receipt after its agent's chain started is `unchained` (a stripped link).
+   */
+  readonly allowUnchained?: boolean
   /**
    * The list is a slice: a chain may start after seq 0. Default false: every chain must start at 0, so a deleted
    * first receipt is a gap.
@@ -138,8 +147,16 @@ interface Placed {
 export async function verifyReceipts(
   receipts: readonly unknown[],
   keys: ReceiptKeys,
-  options: VerifyReceiptsOptions = {},
+  options?: VerifyReceiptsOptions | null,
 ): Promise<ReceiptVerification> {
+  // A forgotten await (a Promise) or a page object has no receipts to fail: it must not read as all verified.
+  if (!Array.isArray(receipts))
+    return {
+      ok: false,
+      valid: 0,
+      failures: [{ index: -1, receiptId: null, reason: "bad_shape", message: "not an array of receipts" }],
+    }
+  options ??= {}
   const failures: ReceiptFailure[] = []
   const bad = new Set<number>()
   const fail = (index: number, receiptId: string | null, reason: ReceiptFailureReason, message: string) => {
@@ -149,6 +166,9 @@ export async function verifyReceipts(
   const chains = new Map<string, Placed[]>()
   // Where each receipt id was first seen: the id is a record's identity, links or not.
   const ids = new Map<string, { readonly ledger: string; readonly seq: number } | null>()
+  // Per agent, its first chained receipt's place and earliest chained timestamp; and the unchained receipts.
+  const chained = new Map<string, [index: number, time: number]>()
+  const loose: Array<[index: number, id: string, agent: string, time: number]> = []
 
   for (let i = 0; i < receipts.length; i++) {
     const r = receipts[i] as Receipt
@@ -183,8 +203,11 @@ export async function verifyReceipts(
     const link = r.chain
     if (!link) {
       if (options.requireChain) fail(i, r.receipt_id, "unchained", "the receipt carries no chain link")
+      else if (!options.allowUnchained) loose.push([i, r.receipt_id, r.agent_id, r.timestamp])
       continue
     }
+    const c = chained.get(r.agent_id)
+    chained.set(r.agent_id, [c ? c[0] : i, Math.min(c ? c[1] : r.timestamp, r.timestamp)])
     const text = linkText(link.ledger, link.seq, link.prev, recordDigest(r, payload))
     // A bad link still holds its claimed place, so its neighbours are not reported as gaps because of it.
     if (sha256Hex(text) !== link.digest || !(await signatureValid(text, link.mac, keys)))
@@ -199,6 +222,13 @@ export async function verifyReceipts(
     list.push({ index: i, id: r.receipt_id, seq: link.seq, prev: link.prev, digest: link.digest })
   }
 
+  // Unchained receipts may precede an agent's chain (the original's, or `chain: false`), never follow it: moved to
+  // the front, a stripped receipt is still later than the chain's start.
+  for (const [i, id, agent, time] of loose) {
+    const c = chained.get(agent)
+    if (c && (c[0] < i || time >= c[1]))
+      fail(i, id, "unchained", `no chain link, after a chained receipt of agent '${agent}'`)
+  }
   for (const [ledger, list] of chains) {
     // Order as given: a receipt after a higher sequence number is out of place.
     let max = -1

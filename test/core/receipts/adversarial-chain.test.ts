@@ -11,8 +11,12 @@ import {
 
 const KEY = "adversarial-chain-key"
 
-async function chainOf(n: number, agentId = "payment-agent", key = KEY): Promise<Receipt[]> {
-  let t = 1_767_225_600
+async function chainOf(
+  n: number,
+  agentId = "payment-agent",
+  key = KEY,
+  t = 1_767_225_600,
+): Promise<Receipt[]> {
   const store = new MemoryReceiptStore()
   const e = new ReceiptEmitter({ signer: hmacReceiptSigner(key), store, agentId, now: () => t++ })
   for (let i = 0; i < n; i++)
@@ -68,14 +72,50 @@ describe("chains under attack", () => {
     expect(reasons(await verifyReceipts([...plain, at(plain, 0)], { hmac: KEY }))).toEqual(["3:duplicate"])
   })
 
-  it("a stripped link in the middle leaves a gap; requireChain names the stripped one", async () => {
+  it("a stripped link in the middle leaves a gap and an unchained receipt, with requireChain or without", async () => {
     const rs = await chainOf(3)
     const stripped = [at(rs, 0), recordOf(at(rs, 1)), at(rs, 2)]
-    expect(reasons(await verifyReceipts(stripped, { hmac: KEY }))).toEqual(["2:gap"])
+    expect(reasons(await verifyReceipts(stripped, { hmac: KEY }))).toEqual(["1:unchained", "2:gap"])
     expect(reasons(await verifyReceipts(stripped, { hmac: KEY }, { requireChain: true }))).toEqual([
       "1:unchained",
       "2:gap",
     ])
+  })
+
+  it("a receipt deleted and the links after it stripped: each stripped one is named, even moved to the front", async () => {
+    const rs = await chainOf(5)
+    const cut = [at(rs, 0), at(rs, 1), recordOf(at(rs, 3)), recordOf(at(rs, 4))]
+    expect(reasons(await verifyReceipts(cut, { hmac: KEY }))).toEqual(["2:unchained", "3:unchained"])
+    const moved = [recordOf(at(rs, 3)), recordOf(at(rs, 4)), at(rs, 0), at(rs, 1)]
+    expect(reasons(await verifyReceipts(moved, { hmac: KEY }))).toEqual(["0:unchained", "1:unchained"])
+    // Unchained receipts before an agent's chain (the original's history) and of other agents still verify.
+    const early = (await chainOf(2, "payment-agent", KEY, 1_767_225_000)).map(recordOf)
+    const other = (await chainOf(1, "other-agent")).map(recordOf)
+    expect(await verifyReceipts([...early, ...rs, ...other], { hmac: KEY })).toMatchObject({ ok: true })
+    // Another writer appending unchained receipts to the same store (a Python worker) is the caller's to allow.
+    expect(await verifyReceipts(cut, { hmac: KEY }, { allowUnchained: true })).toMatchObject({
+      ok: true,
+      valid: 4,
+    })
+  })
+
+  it("input that is not an array fails instead of verifying nothing; null options are the defaults", async () => {
+    const rs = await chainOf(1)
+    const notArray = { index: -1, receiptId: null, reason: "bad_shape", message: "not an array of receipts" }
+    const verifyAny = verifyReceipts as (
+      r: unknown,
+      k: unknown,
+      o?: unknown,
+    ) => ReturnType<typeof verifyReceipts>
+    for (const input of [
+      Promise.resolve(rs),
+      { receipts: rs, cursor: null },
+      { 0: at(rs, 0) },
+      null,
+      undefined,
+    ])
+      expect(await verifyAny(input, { hmac: KEY })).toEqual({ ok: false, valid: 0, failures: [notArray] })
+    expect(await verifyAny(rs, { hmac: KEY }, null)).toEqual({ ok: true, valid: 1, failures: [] })
   })
 
   it("two chains spliced: interleaved genuine chains verify, a chain re-labelled with another's name does not", async () => {

@@ -1,0 +1,51 @@
+// `mycelium receipts verify` requires every receipt's chain link unless told --allow-unchained: an exported file with
+// a receipt deleted and the links after it stripped must not verify, while the original's unchained files still can.
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, describe, expect, it } from "vitest"
+import {
+  hmacReceiptSigner,
+  MemoryReceiptStore,
+  type Receipt,
+  ReceiptEmitter,
+  receiptExportLine,
+  recordOf,
+} from "../../src/core/receipts/index.ts"
+import { cliRunner } from "./run-cli.ts"
+
+const cwd = mkdtempSync(join(tmpdir(), "mycelium-verify-chain-"))
+afterAll(() => rmSync(cwd, { recursive: true, force: true }))
+const run = cliRunner(cwd)
+const env = { MYCELIUM_SIGNING_KEY: "audit-key" }
+
+describe("mycelium receipts verify and the chain", () => {
+  it("requires the chain by default; --allow-unchained accepts the original's unchained receipts", async () => {
+    const store = new MemoryReceiptStore()
+    const e = new ReceiptEmitter({ signer: hmacReceiptSigner("audit-key"), store, agentId: "payer" })
+    for (let i = 0; i < 5; i++)
+      await e.emit({ action: "charge", actionKind: "tool", requestId: `req-${i}`, status: "completed" })
+    const all = await store.list()
+    const at = (i: number) => all[i] as Receipt
+    const write = (name: string, rs: readonly Receipt[]) =>
+      writeFileSync(join(cwd, name), rs.map((r) => `${receiptExportLine(r)}\n`).join(""))
+    write("audit.jsonl", all)
+    write("cut.jsonl", [at(0), at(1), recordOf(at(3)), recordOf(at(4))])
+    write(
+      "plain.jsonl",
+      all.map((r) => recordOf(r)),
+    )
+
+    expect(run(["receipts", "verify", "audit.jsonl"], env).code).toBe(0)
+    const cut = run(["receipts", "verify", "cut.jsonl"], env)
+    expect([cut.code, cut.out.match(/FAIL.*unchained/g)?.length]).toEqual([1, 2])
+    // Allowing unchained receipts anywhere (another writer appends them) is what a stripped link hides behind.
+    expect(run(["receipts", "verify", "cut.jsonl", "--allow-unchained"], env).code).toBe(0)
+    expect(run(["receipts", "verify", "plain.jsonl"], env).code).toBe(1)
+    expect(run(["receipts", "verify", "plain.jsonl", "--allow-unchained"], env).code).toBe(0)
+    expect(run(["receipts", "verify", "audit.jsonl", "--require-chain"], env).code).toBe(0)
+    expect(run(["receipts", "verify", "audit.jsonl", "--require-chain", "--allow-unchained"], env).code).toBe(
+      2,
+    )
+  }, 60_000)
+})
