@@ -53,8 +53,10 @@ export function pythonDumps(value: unknown, options: PythonDumpsOptions = {}): s
 
 // A number token with a fraction or an exponent whose value could be integral: `100.0`, `1e3`; or the integer
 // `-0`, which json.loads reads as the int 0 and JSON.parse as the float -0 (written back `-0.0`: another text).
+// Or 16 digits, a point between them or not: an integer beyond 2^53, or a fraction JSON.parse may round to a whole
+// number (`100000.000000000001`, a float to json.loads). With 15 digits a fraction other than `.0` stays one.
 // Matches inside strings too, which only sends that text through the slower exact parser.
-const INTEGRAL_FLOAT_HINT = /\d(?:\.0+)?[eE]|\d\.0+(?![0-9])|-0(?![.\deE])/
+const INTEGRAL_FLOAT_HINT = /\d(?:\.0+)?[eE]|\d\.0+(?![0-9])|-0(?![.\deE])|(?:\d\.?){16}/
 
 /**
  * `json.loads` of text the original wrote, kept so that writing it back in Python's forms gives the same text: a
@@ -74,7 +76,7 @@ export function parsePythonJson(text: string): ExactJsonValue {
       throw e
     }
   }
-  if (!INTEGRAL_FLOAT_HINT.test(text) && !/\d{16}/.test(text)) return value
+  if (!INTEGRAL_FLOAT_HINT.test(text)) return value
   try {
     return parseExactJson(text, "all")
   } catch {

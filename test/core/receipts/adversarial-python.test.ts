@@ -39,6 +39,10 @@ const values = [
   "1E400",
   "-1E400",
   "2.5E-3",
+  // Fractions JSON.parse rounds to a whole number, with no run of 16 digits: floats to json.loads.
+  "100000.000000000001",
+  "123456789.0000000001",
+  "0.99999999999999999",
   "[-0, 0, -0.0, 0.0]",
   "[1.5, 2.0, -3, 4e-7]",
   '"\\ud800 lone high, \\udfff lone low, \\u0000 NUL, \\u2028, \\u007f, \\ud83d\\ude00"',
