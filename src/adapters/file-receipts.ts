@@ -2,6 +2,7 @@
 // language appends to and verifies the other's. Chain links live in a sidecar `<path>.chain.jsonl` (one line per
 // chained receipt, keyed by receipt_id): the original parses every line of its file into its record type, so a
 // link inside the record would break it.
+import { closeSync, openSync, readSync } from "node:fs"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
 import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
 import {
@@ -63,6 +64,19 @@ function parseLines<T>(
   })
 }
 
+// A crash mid-append leaves a last line without its newline: a record appended onto it would be damaged with it.
+function tornEnd(path: string, size: number): boolean {
+  if (size === 0) return false
+  const fd = openSync(path, "r")
+  try {
+    const last = new Uint8Array(1)
+    readSync(fd, last, 0, 1, size - 1)
+    return last[0] !== 0x0a
+  } finally {
+    closeSync(fd)
+  }
+}
+
 const linkProblem = (v: unknown): string | null => {
   const l = v as Partial<LinkLine> | null
   return l && typeof l.receipt_id === "string" && typeof l.ledger === "string" && typeof l.seq === "number"
@@ -93,7 +107,9 @@ export class FileReceiptStore implements ReceiptStore {
       const link = chain ? await chain.seal(this.#tailsNow().get(chain.ledger) ?? null) : null
       // The record first: a crash before its link leaves an unchained receipt (reported by verifyReceipts), never
       // a link without its receipt.
-      this.#file.append(`${receiptJsonLine(record)}\n`)
+      // A torn line stays torn (list() names it); the record goes on a line of its own.
+      const torn = tornEnd(this.path, this.#file.size())
+      this.#file.append(`${torn ? "\n" : ""}${receiptJsonLine(record)}\n`)
       if (link) {
         const line = `${asciiJson(JSON.stringify({ receipt_id: record.receipt_id, ...link }))}\n`
         this.#file.append(line, this.chainPath)

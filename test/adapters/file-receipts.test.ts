@@ -94,6 +94,23 @@ describe("FileReceiptStore (the original's JSONL)", () => {
     writeFileSync(path, '{"receipt_id": "rcpt-1", "agent_id"\n')
     await expect(new FileReceiptStore(path).list()).rejects.toBeInstanceOf(ReceiptStoreCorruptError)
   })
+
+  it("an append after a torn last line (a crash mid-append) starts a line of its own: only the torn one is damaged", async () => {
+    const path = tmp()
+    const store = new FileReceiptStore(path, { fsync: false })
+    const e = emitterFor(store)
+    const acked = await e.emit({ action: "a", actionKind: "tool", requestId: "r0", status: "completed" })
+    const whole = readFileSync(path, "utf8")
+    writeFileSync(path, whole + whole.slice(0, 40))
+    const next = await e.emit({ action: "a", actionKind: "tool", requestId: "r1", status: "completed" })
+    await expect(store.list()).rejects.toThrow(/line 2 is not JSON/)
+    // Truncating the damaged line, as the error says, keeps every acknowledged receipt.
+    const [one, , three] = readFileSync(path, "utf8").split("\n")
+    writeFileSync(path, `${one}\n${three}\n`)
+    const listed = await store.list()
+    expect(listed.map((r) => r.receipt_id)).toEqual([acked.receipt_id, next.receipt_id])
+    expect(await verifyReceipts(listed, { hmac: KEY }, { requireChain: true })).toMatchObject({ ok: true })
+  })
 })
 
 // What the original writes: `json.dumps(record.to_dict())` per line, signed over
