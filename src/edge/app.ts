@@ -5,6 +5,7 @@ import { en } from "zod/locales"
 import type * as z from "zod/mini"
 import { InvalidOptionError } from "../core/errors.ts"
 import { ActionLedger, type ArgsDriftPolicy, type Clock, type LedgerStorage } from "../core/ledger/index.ts"
+import { secondsProblem } from "../core/seconds.ts"
 import { agentRoutes } from "./agent-routes.ts"
 import { AuthError, type LedgerScope, type Principal } from "./auth.ts"
 import { type BodyLimits, DEFAULT_BODY_LIMITS, MAX_ID, readJsonBody } from "./body.ts"
@@ -42,6 +43,8 @@ export interface LedgerAppOptions {
   readonly maxPageSize?: number
   /** Most receipts `POST /v1/receipts/verify` loads; a tenant holding more gets 413 `too_many_receipts`. Default 100,000. */
   readonly maxVerifyReceipts?: number
+  /** Most bytes of receipts (their JSON text) it loads; more is 413 `too_many_receipts` too. Default 64 MiB. */
+  readonly maxVerifyBytes?: number
   /**
    * Browser origins allowed to call the API cross-origin (CORS), e.g. `["https://app.example.com"]`. Default none:
    * only same-origin pages and non-browser clients. Tokens travel in `Authorization`, never in cookies.
@@ -120,15 +123,24 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
     return t
   }
   const limits: BodyLimits = { ...DEFAULT_BODY_LIMITS, ...options.limits }
+  // Checked here, not per request: NaN (an unset env var) refused every begin as the agent's invalid_option, 0 gave
+  // every call an unbounded lease and Infinity let an agent take one that never lapses.
+  const lease = (name: "defaultLeaseTtl" | "maxLeaseTtl", fallback: number): number => {
+    const v = options[name] ?? fallback
+    const problem = secondsProblem(name, v) ?? (v > 0 ? null : `${name} must be > 0`)
+    if (problem) throw new InvalidOptionError(`${problem}: pass e.g. { ${name}: ${fallback} }, or omit it`)
+    return v
+  }
 
   const ctx: RouteContext = {
     limits,
-    defaultLeaseTtl: options.defaultLeaseTtl ?? 60,
-    maxLeaseTtl: options.maxLeaseTtl ?? 3600,
+    defaultLeaseTtl: lease("defaultLeaseTtl", 60),
+    maxLeaseTtl: lease("maxLeaseTtl", 3600),
     pollInterval: options.pollInterval ?? 0.05,
     defaultPageSize: options.defaultPageSize ?? 100,
     maxPageSize: options.maxPageSize ?? 500,
     maxVerifyReceipts: options.maxVerifyReceipts ?? 100_000,
+    maxVerifyBytes: options.maxVerifyBytes ?? 64 * 1024 * 1024,
     pageLimit(raw) {
       const limit = raw === undefined ? this.defaultPageSize : Number(raw)
       if (limit < 1 || limit > this.maxPageSize)

@@ -33,6 +33,7 @@ export interface RouteContext {
   readonly defaultPageSize: number
   readonly maxPageSize: number
   readonly maxVerifyReceipts: number
+  readonly maxVerifyBytes: number
   /** A list route's `limit` query value: the default when absent, 400 `invalid_query` outside 1..maxPageSize. */
   pageLimit(raw: string | undefined): number
   now(): number

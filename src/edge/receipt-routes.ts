@@ -6,9 +6,11 @@ import type { Api, Ctx, RouteContext, TenantReceipts } from "./context.ts"
 import { HttpError } from "./errors.ts"
 import { ReceiptsFilterQuery, ReceiptsQuery, VerifyReceiptsBody } from "./schemas.ts"
 
-// Verify reads the store in pages of this many receipts, counting as it goes, so an oversized store is refused
-// after reading at most the bound plus one page.
+// Verify reads the store in pages of at most this many receipts, counting receipts and bytes as it goes, so an
+// oversized store is refused after reading at most the bounds plus one page. The first page is small and later ones
+// fit the bytes left at the largest receipt's size: receipts of 1 MiB are refused before a page of them fills memory.
 const VERIFY_PAGE = 1000
+const FIRST_PAGE = 10
 
 // Stores read the original's integers beyond 2^53 as exact bigints, which JSON.stringify refuses (a 500 before):
 // they go out as their decimal digits, as the CLI's --json prints them. /v1/receipts/verify checks the exact values.
@@ -43,23 +45,37 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
     return c.body(page.receipts.map((r) => `${receiptExportLine(r)}\n`).join(""), 200, headers)
   })
 
-  // Verification needs the whole chain at once, so it is bounded by the tenant's receipt count, not by a page.
+  // Verification needs the whole chain at once, so it is bounded by the tenant's receipt count and bytes, not by a page.
   api.post("/v1/receipts/verify", async (c) => {
     const { emitter, keys } = receiptsOf(c)
     const options = filter(ctx.query(c, ReceiptsFilterQuery))
     const b = await ctx.body(c, VerifyReceiptsBody)
     const list: Receipt[] = []
     let seen = 0
+    let bytes = 0
+    let largest = 1
+    let limit = FIRST_PAGE
     let cursor: string | null | undefined
     do {
-      const page = await emitter.store.listPage({ limit: VERIFY_PAGE, cursor: cursor ?? undefined })
+      const page = await emitter.store.listPage({ limit, cursor: cursor ?? undefined })
       seen += page.receipts.length
       if (seen > ctx.maxVerifyReceipts)
         throw new HttpError(
           "too_many_receipts",
           `over ${ctx.maxVerifyReceipts} receipts: verify next to the store (docs/http-api.md)`,
         )
-      for (const r of page.receipts) if (matchesList(r, options)) list.push(r)
+      for (const r of page.receipts) {
+        const size = JSON.stringify(r, bigintAsText).length
+        bytes += size
+        largest = Math.max(largest, size)
+        if (bytes > ctx.maxVerifyBytes)
+          throw new HttpError(
+            "too_many_receipts",
+            `over ${ctx.maxVerifyBytes} bytes of receipts: verify next to the store (docs/http-api.md)`,
+          )
+        if (matchesList(r, options)) list.push(r)
+      }
+      limit = Math.min(VERIFY_PAGE, Math.max(1, Math.floor((ctx.maxVerifyBytes - bytes) / largest)))
       cursor = page.cursor
     } while (cursor !== null)
     const report = await verifyReceipts(list, keys, {

@@ -298,4 +298,48 @@ describe("edge receipts API: pages and bounds", () => {
     // The bound counts the tenant's receipts, not the filter's: a filter cannot smuggle a huge scan in.
     expect((await over.verify("?agent_id=agent-b")).status).toBe(413)
   })
+
+  it("verify refuses receipts over maxVerifyBytes (default 64 MiB) with 413 before reading them all", async () => {
+    // 400 receipts of 256 KiB (100 MiB as JSON), built as each page is asked for, as a database store does.
+    const report = "x".repeat(256 * 1024)
+    let handed = 0
+    const store: ReceiptStore = {
+      append: () => Promise.reject(new Error("unused")),
+      list: () => Promise.reject(new Error("unused")),
+      async listPage(o: ReceiptListOptions = {}) {
+        const start = Number(o.cursor ?? 0)
+        const end = Math.min(400, start + (o.limit ?? 100))
+        const receipts: Receipt[] = []
+        for (let i = start; i < end; i++, handed++)
+          receipts.push({
+            receipt_id: `rcpt-${String(i).padStart(16, "0")}`,
+            agent_id: "agent-a",
+            action: "export",
+            action_kind: "tool",
+            request_id: `r${i}`,
+            inputs: { args: [], kwargs: {} },
+            outputs: { report },
+            status: "completed",
+            timestamp: 1767225600,
+            signature: "00",
+            error: null,
+          })
+        return { receipts, cursor: end < 400 ? String(end) : null }
+      },
+    }
+    const emitter = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId: "agent-a" })
+    const app = createLedgerApp({
+      storage: new MemoryLedgerStorage(),
+      authenticate: jwtAuth({ secret: SECRET }),
+      receipts: () => ({ emitter, keys: { hmac: "k" } }),
+    })
+    const headers = {
+      authorization: `Bearer ${await token("a", "reader")}`,
+      "content-type": "application/json",
+    }
+    const r = await app.request("/v1/receipts/verify", { method: "POST", headers, body: "{}" })
+    expect(r.status).toBe(413)
+    expect(await r.json()).toMatchObject({ error: { code: "too_many_receipts" } })
+    expect(handed).toBeLessThanOrEqual(257)
+  })
 })
