@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest"
 import {
   ActionLedger,
   LedgerReceiptUnsignedError,
+  LedgerReleaseRefusedError,
   type LedgerStorage,
   MemoryLedgerStorage,
   ReceiptAppendError,
@@ -59,8 +60,9 @@ function setup(options: { failAppend?: () => boolean; failSign?: () => boolean }
       options.failSign?.() ? Promise.reject(new Error("KMS unavailable")) : hmac.sign(text),
   }
   const receipts = new ReceiptEmitter({ signer, store, agentId: "payment-agent" })
-  const ledger = new ActionLedger({ storage, receipts, clock, onWarning: () => {} })
-  return { ledger, counts, memory, clock }
+  const warnings: string[] = []
+  const ledger = new ActionLedger({ storage, receipts, clock, onWarning: (w) => warnings.push(w) })
+  return { ledger, counts, memory, clock, warnings }
 }
 
 describe("receipts emitted by the action ledger", () => {
@@ -238,5 +240,43 @@ describe("receipts emitted by the action ledger", () => {
     expect(await t({}, { toolCallId: "s" })).toEqual({ charge: "ch_1" })
     expect(runs).toBe(1)
     expect(await memory.list()).toEqual([])
+  })
+
+  it("a signer outage on a failure's write warns that the failure is recorded without its receipt", async () => {
+    const { ledger, warnings } = setup({ failSign: () => true })
+    const f = ledger.tool({ name: "f", binding }, async () => {
+      throw new Error("declined")
+    })
+    await expect(f({}, { toolCallId: "f" })).rejects.toThrow("declined")
+    const [row] = await ledger.listTransitions()
+    expect(row?.terminalOutcome).toBe("FAILED_BEFORE_EFFECT")
+    expect(warnings).toEqual([
+      `the failure of 'f' request '${row?.requestId}' is recorded but its receipt was not signed: ` +
+        "Error: KMS unavailable. Restore the signer",
+    ])
+  })
+
+  it("a signer outage refuses a release (typed, nothing written); the release succeeds once it recovers", async () => {
+    let down = false
+    const { ledger, memory } = setup({ failSign: () => down })
+    const t = ledger.tool({ name: "t", binding }, async (_a: Record<string, never>, tx) =>
+      tx.sideEffect(() => {
+        throw new Error("ambiguous")
+      }),
+    )
+    await expect(t({}, { toolCallId: "r" })).rejects.toThrow("ambiguous")
+    const [before] = await ledger.listTransitions()
+    const id = before?.requestId ?? ""
+    expect(before?.terminalOutcome).toBe("UNKNOWN")
+    down = true
+    const options = { verified: "completed", result: 1, by: "ops@example", reason: "seen" } as const
+    const err = await ledger.release(id, options).catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(LedgerReleaseRefusedError)
+    expect((err as LedgerReleaseRefusedError).code).toBe("ledger_release_refused")
+    expect((err as Error).cause).toMatchObject({ message: "KMS unavailable" })
+    expect(await ledger.get(id)).toEqual(before)
+    down = false
+    expect(await ledger.release(id, options)).toMatchObject({ operatorResolution: "completed", result: 1 })
+    expect(await memory.list()).toHaveLength(1)
   })
 })

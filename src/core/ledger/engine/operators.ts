@@ -11,7 +11,13 @@ import {
 import { releaseNeedsDeathSignal } from "../machine/gates.ts"
 import { ageString, remainingString } from "../machine/messages.ts"
 import { releaseReceiptDraft } from "../machine/receipts.ts"
-import { lapsedBlockedRow, RELEASABLE_OUTCOMES, releasedRow, workerDeadRow } from "../machine/transitions.ts"
+import {
+  errorText,
+  lapsedBlockedRow,
+  RELEASABLE_OUTCOMES,
+  releasedRow,
+  workerDeadRow,
+} from "../machine/transitions.ts"
 import { hasWorkerDeathEvidence, type LedgerEntry, leaseLapsed, resolvedOutcome } from "../model/entry.ts"
 import type { TerminalOutcome } from "../model/enums.ts"
 import { asRead, casFrom, storable } from "./fenced.ts"
@@ -152,9 +158,15 @@ export async function release(
       throw new LedgerReleaseRefusedError(`${cannot}${bad.message}; pass a smaller JSON result`)
     },
   )
+  // Signed before the write: a signer outage refuses the release and changes nothing.
   const { row: next, receipt } = await sealRow(core, released, (n) =>
     releaseReceiptDraft(row, n, verified, by, why, resolved, now),
-  )
+  ).catch((e: unknown) => {
+    throw new LedgerReleaseRefusedError(
+      `${cannot}its receipt was not signed: ${errorText(e)}. Restore the signer; release again.`,
+      { cause: e },
+    )
+  })
   // The verdict is on the row as read: a late owner's boundary move, or another release (it moved the fence), since
   // then supersedes it.
   const ok = await core.store.tryTransition(next, asRead(row, RELEASABLE_OUTCOMES))

@@ -7,6 +7,7 @@ import {
   LedgerError,
   LedgerHardBlockError,
   LedgerOutcomeAlreadySetError,
+  LedgerReceiptUnsignedError,
   LedgerStorageUnavailableError,
 } from "../errors.ts"
 import { ALLOWED_DECISION, errorText } from "../machine/transitions.ts"
@@ -316,8 +317,12 @@ class OwnedTransition implements TransitionContext {
       // After sideEffect() returned, this worker knows the effect happened; the row still says maybe_crossed.
       await this.#write((c) => failHeld(this.#core, c, text, this.#boundary))
     } catch (e) {
+      const at = `the failure of '${this.#current.tool}' request '${this.requestId}'`
       this.#core.warn(
-        `could not record the failure of '${this.#current.tool}' request '${this.requestId}': ${errorText(e)}`,
+        // outcomeCas wrote the row before it threw this.
+        e instanceof LedgerReceiptUnsignedError
+          ? `${at} is recorded but its receipt was not signed: ${errorText(e.cause)}. Restore the signer`
+          : `could not record ${at}: ${errorText(e)}`,
       )
     }
   }
