@@ -79,4 +79,17 @@ describe("per-call seconds", () => {
     ).rejects.toThrow(LedgerConfigError)
     expect(storage.size).toBe(0)
   })
+
+  it("renewLease({ leaseTtl: Infinity or NaN }) is refused as a claim's is, and the lease is left as it was", async () => {
+    const clock = new ManualClock(1000)
+    const l = new ActionLedger({ ...quiet, clock, leaseTtl: 60, storage: new MemoryLedgerStorage() })
+    const { entry } = await l.claim({ tool: "t", binding, args: {}, requestId: "r4" })
+    for (const leaseTtl of [Number.POSITIVE_INFINITY, Number.NaN]) {
+      const renew = l.renewLease("r4", { fence: entry.fence, owner: entry.owner, leaseTtl })
+      await expect(renew).rejects.toThrow("leaseTtl must be a finite number of seconds")
+    }
+    expect((await l.get("r4"))?.leaseUntil).toBe(1060)
+    const t = l.tool({ name: "b", binding }, (_: object, tx) => tx.renewLease(Number.POSITIVE_INFINITY))
+    await expect(t({}, { toolCallId: "c" })).rejects.toThrow(LedgerConfigError)
+  })
 })

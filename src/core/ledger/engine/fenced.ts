@@ -3,7 +3,7 @@
 // `TransitionContext` both come through here.
 import type { TransitionExpectation } from "../../storage/contract.ts"
 import { notJson, unstorableReason } from "../../storage/limits.ts"
-import type { LedgerCore } from "../core.ts"
+import { type LedgerCore, seconds } from "../core.ts"
 import {
   LedgerConfigError,
   LedgerLeaseError,
@@ -270,7 +270,8 @@ export function attachRefHeld(core: LedgerCore, c: LedgerEntry, ref: string): Pr
 }
 
 export async function renewHeld(core: LedgerCore, c: LedgerEntry, leaseTtl?: number): Promise<LedgerEntry> {
-  const ttl = leaseTtl ?? core.policy.leaseTtl
+  // As a claim's: Infinity would be stored as an unbounded lease (JSON has none).
+  const ttl = seconds("leaseTtl", leaseTtl ?? core.policy.leaseTtl)
   if (!(ttl > 0)) throw new LedgerConfigError("renewLease needs a positive lease ttl (seconds)")
   const now = core.clock.now()
   if (c.leaseUntil !== null && now >= c.leaseUntil) {
