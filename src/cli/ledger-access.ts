@@ -83,8 +83,19 @@ export function redactText(text: string): string {
   return text.replace(SECRET_PAIR, "$1$2***").replace(/(\/\/[^/:@\s]*:)[^@\s]*@(?:[^@\s/?#]*@)*/g, "$1***@")
 }
 
-/** `v` as one shell word: as it is when it is plain, else single-quoted. */
+/**
+ * `v` as one shell word that names it exactly (an id, a store flag): as it is when it is plain, else single-quoted.
+ * One holding a control character is a bash `$'..'` word: single-quoted, clean() would show its tab as the text
+ * `\x09`, and a pasted hint would then name another id or file; this form holds none.
+ */
 export function shellQuote(v: string): string {
+  if (/\p{Cc}/u.test(v))
+    return `$'${v.replace(/[\\'\p{Cc}]/gu, (c) =>
+      // A C1 control as its UTF-8 bytes: bash's \u form depends on the locale.
+      c === "\\" || c === "'"
+        ? `\\${c}`
+        : `${c > "\u007f" ? "\\xc2" : ""}\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`,
+    )}'`
   return /^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replaceAll("'", `'\\''`)}'`
 }
 

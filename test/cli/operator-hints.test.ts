@@ -160,6 +160,30 @@ describe("a request id holding control characters", () => {
   })
 })
 
+describe("a --file path holding a control character", () => {
+  it("is printed as the same $'..' word as an id, and the pasted hint settles that file", async () => {
+    const dir = mkdtempSync(join(cwd, "tab\tdir "))
+    const file = join(dir, "ledger.json")
+    await new FileLedgerStorage(file).set({
+      ...newEntry({ requestId: "pay-t", tool: "pay", owner: "w1", fence: 1 }, now() - 5),
+      terminalOutcome: "UNKNOWN",
+      status: "failed",
+      sideEffectBoundary: "maybe_crossed",
+    })
+    const list = run(["transitions", "list", "--stuck", "--file", file])
+    expect(list.code, list.err).toBe(0)
+    const hint = hintFor(list.out, "pay-t")
+    expect(hint).toContain(`--file $'${dir.replace("\t", "\\x09")}/ledger.json'`)
+    const command = hint
+      .replace(/^next: .*?then: /, "")
+      .replace("completed|not-executed", "not-executed")
+      .replace("--reason ...", '--reason "no charge"')
+    const done = paste(command)
+    expect(done.code, done.err).toBe(0)
+    expect((await new FileLedgerStorage(file).get("pay-t"))?.operatorResolution).toBe("not_executed")
+  })
+})
+
 describe("a refused release names the command line's own steps", () => {
   it("mark-dead and --override-death-signal, with the store flags; never the in-process names", async () => {
     const file = join(cwd, "alive.json")

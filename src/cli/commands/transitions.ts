@@ -58,26 +58,12 @@ const paintOutcome = (o: string): string =>
         : red(o)
 
 /**
- * `id` as one shell word that names it exactly. One holding a control character is a bash `$'..'` word: single-quoted,
- * clean() would show its tab as the text `\x09`, a pasted hint would then name another id; this form holds none.
- */
-const quoteId = (id: string): string =>
-  /\p{Cc}/u.test(id)
-    ? `$'${id.replace(/[\\'\p{Cc}]/gu, (c) =>
-        // A C1 control as its UTF-8 bytes: bash's \u form depends on the locale.
-        c === "\\" || c === "'"
-          ? `\\${c}`
-          : `${c > "\u007f" ? "\\xc2" : ""}\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`,
-      )}'`
-    : shellQuote(id)
-
-/**
  * What an operator does next with a stuck row, as commands on the store the listing used (`store`: its flags).
  * A worker that may still run can charge after the provider was read, so its death is confirmed first, the provider
  * read after (kill-safety.md): a read taken while it lived, then a release, paid twice.
  */
 function nextStep(e: LedgerEntry, outcome: string, now: number, store: string): string {
-  const id = quoteId(e.requestId)
+  const id = shellQuote(e.requestId)
   if (e.operatorResolution === "not_executed")
     return `released as not executed by ${e.resolvedBy ?? "an operator"}: the next redispatch runs it once more`
   const ref = e.externalOperationRef ? ` (provider ref ${e.externalOperationRef})` : ""
@@ -279,7 +265,7 @@ export async function release(args: string[], command = "transitions release"): 
             ...(expectedFence !== undefined ? { expectedFence } : {}),
             ...(values.force ? { force: true } : {}),
           }),
-        `once it is dead, mycelium transitions mark-dead ${quoteId(id)}${fence} --by you --reason "how you know it is ` +
+        `once it is dead, mycelium transitions mark-dead ${shellQuote(id)}${fence} --by you --reason "how you know it is ` +
           `dead"${storeFlagsText(values).text} [--override-heartbeat], or add --override-death-signal WHY; read the ` +
           "provider after that, not before",
       )
@@ -344,7 +330,7 @@ async function markDead(args: string[]): Promise<number> {
     const force = resolvedOutcome(row, ledger.clock.now()) === "IN_FLIGHT" && row.leaseUntil === null
     console.log(
       dim(
-        `next: verify with the provider, then: mycelium transitions release ${quoteId(row.requestId)} --fence ${row.fence} --verified completed|not-executed --by you --reason ...${force ? " --force" : ""}${store}`,
+        `next: verify with the provider, then: mycelium transitions release ${shellQuote(row.requestId)} --fence ${row.fence} --verified completed|not-executed --by you --reason ...${force ? " --force" : ""}${store}`,
       ),
     )
     return 0
