@@ -76,9 +76,14 @@ export async function casFrom(
     if (await core.store.tryTransition(next, expect)) return next
     row = await core.store.get(current.requestId)
     const b = row?.sideEffectBoundary
-    // Whatever else differs (a takeover, another outcome) fails the next attempt too, and is reported below.
-    if (!--tries || !b || !expect.sideEffectBoundary || b === expect.sideEffectBoundary) break
-    if (redo) return redo(boundaryRow(current, b))
+    // Whatever else differs (a takeover, another outcome) fails the next attempt too, and is reported below. So does
+    // a boundary that did not move up from what the write holds: a new owner starts at not_crossed again, and
+    // writing over it once more built the same write, without end (a late owner's failure after a takeover).
+    if (!--tries || !b || !expect.sideEffectBoundary || row?.fence !== expect.fence) break
+    const moved = boundaryRow(current, b)
+    if (moved === current && b !== current.sideEffectBoundary) break
+    if (b === expect.sideEffectBoundary) break
+    if (redo) return redo(moved)
     next = boundaryRow(next, b)
     expect = { ...expect, sideEffectBoundary: b }
   }
