@@ -638,14 +638,16 @@ function toRowOrNull(v: unknown): Row | null {
 }
 
 /**
- * The start of every derived key: the prefix with its last character replaced, so no derived key starts with
- * the prefix. For a prefix ending in ':' (the default `mycelium:action:`) that is the Python original's own
- * layout (`mycelium:action-tomb:`); for `tenant-a` it is `tenant--`. Null for the empty prefix, which every key
- * lies under.
+ * The start of every derived key, never under the prefix (a scan of `{prefix}*` sees rows only). For a prefix
+ * ending in ':' (the default `mycelium:action:`) it is the Python original's own layout, the ':' replaced
+ * (`mycelium:action-tomb:`). Any other prefix keeps its last character behind a marker (`tenant-a` -> `tenant-~a-`),
+ * so two such prefixes never share one: replacing that character gave `tenant-a` and `tenant-b` one set of
+ * tombstones and dispatch sets. Null for the empty prefix, which every key lies under.
  */
 export function derivedBase(prefix: string): string | null {
   if (prefix === "") return null
-  return prefix.slice(0, -1) + (prefix.endsWith("-") ? "~" : "-")
+  const last = prefix.slice(-1)
+  return prefix.slice(0, -1) + (last === ":" ? "-" : `${last === "~" ? "!" : "~"}${last}-`)
 }
 
 function isNonTerminal(row: Row): boolean {

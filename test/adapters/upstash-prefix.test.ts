@@ -96,14 +96,17 @@ describe("upstash prefixes: derived keys outside the row prefix, rows listed onc
     if (left.length) await raw.del(...left)
   })
 
-  it("derivedBase replaces the prefix's last character, so no derived key starts with the prefix", () => {
+  it("derivedBase: outside the prefix, and one base per prefix (tenant-a and tenant-b never share one)", () => {
     expect(derivedBase("mycelium:action:")).toBe("mycelium:action-")
-    expect(derivedBase("tenant-a")).toBe("tenant--")
-    expect(derivedBase("tenant-")).toBe("tenant~")
+    expect(derivedBase("tenant-a")).toBe("tenant-~a-")
+    expect(derivedBase("tenant-b")).toBe("tenant-~b-")
+    expect(derivedBase("tenant-")).toBe("tenant~--")
+    expect(derivedBase("tenant~")).toBe("tenant!~-")
+    expect(derivedBase("x")).toBe("~x-")
     expect(derivedBase("")).toBeNull()
-    for (const p of ["a", "tenant-a", "tenant-", "x:", "-", "~"]) {
-      expect(`${derivedBase(p)}tomb:${p}`.startsWith(p)).toBe(false)
-    }
+    const prefixes = ["a", "b", "x", "~", "-", "!", "t-a", "t-b", "t-", "t", "t~", "x:", "x::"]
+    for (const p of prefixes) expect(`${derivedBase(p)}tomb:${p}`.startsWith(p)).toBe(false)
+    expect(new Set(prefixes.map(derivedBase)).size).toBe(prefixes.length)
   })
 
   for (const suffix of ["tenant-a", "tenant-a:"]) {
