@@ -111,6 +111,18 @@ function checkHeader(token: string, algs: readonly string[]): void {
     throw new AuthError("unauthorized", "invalid token: 'crit' and 'b64' headers are not accepted")
 }
 
+// A relative or non-http URL failed as a bare TypeError ("Invalid URL string."), or later as a fetch that never works.
+function jwksUrlOf(raw: string): URL {
+  let url: URL | null = null
+  try {
+    url = new URL(raw)
+  } catch {}
+  if (url?.protocol === "https:" || url?.protocol === "http:") return url
+  throw new InvalidOptionError(
+    "jwksUrl must be the absolute http(s) URL of a key set (https://issuer.example/.well-known/jwks.json): correct it",
+  )
+}
+
 /** Builds a verifier: `Authorization: Bearer <jwt>` → Principal, or an AuthError. */
 export function jwtAuth(options: JwtAuthOptions): (authorization: string | undefined) => Promise<Principal> {
   const tenantClaim = options.tenantClaim ?? "tenant"
@@ -118,7 +130,7 @@ export function jwtAuth(options: JwtAuthOptions): (authorization: string | undef
   let key: Uint8Array | JWTVerifyGetKey
   const remote = !options.key && !!options.jwksUrl
   if (options.key) key = options.key
-  else if (options.jwksUrl) key = createRemoteJWKSet(new URL(options.jwksUrl))
+  else if (options.jwksUrl) key = createRemoteJWKSet(jwksUrlOf(options.jwksUrl))
   else if (options.secret !== undefined) {
     key = typeof options.secret === "string" ? new TextEncoder().encode(options.secret) : options.secret
   } else throw new InvalidOptionError("jwtAuth needs secret, jwksUrl or key: pass one of them")

@@ -42,8 +42,23 @@ function positiveInt(env: LedgerWorkerEnv, name: "LEDGER_SHARDS" | "LEDGER_JWT_M
   )
 }
 
+// Every list waits on every shard, and each shard read is a subrequest (Workers Paid allows 10,000 per request, Free
+// 50): 256 keeps a list to a few hundred calls with room for many pages. 5000 shards took 75 s to fail one list,
+// 10^8 never answered and 2^32 overflowed the id array.
+const MAX_SHARDS = 256
+
 async function build(env: LedgerWorkerEnv): Promise<Hono> {
+  // Checked here, not on the first call: a renamed or missing binding was a 500 on every call while /health said ok.
+  const ns = env.LEDGER as Partial<LedgerObjectNamespace> | undefined
+  if (typeof ns?.idFromName !== "function" || typeof ns.get !== "function")
+    throw new InvalidOptionError(
+      'LEDGER must be a Durable Object binding of class MyceliumLedgerObject: add [[durable_objects.bindings]] name = "LEDGER" to wrangler.toml',
+    )
   const shards = positiveInt(env, "LEDGER_SHARDS") ?? 1
+  if (shards > MAX_SHARDS)
+    throw new InvalidOptionError(
+      `LEDGER_SHARDS must be at most ${MAX_SHARDS} (every list reads every shard): lower it`,
+    )
   const maxTokenAge = positiveInt(env, "LEDGER_JWT_MAX_AGE")
   const storage = (tenant: string) =>
     new DurableObjectLedgerStorage(env.LEDGER, { name: `tenant:${tenant}`, shards })
@@ -70,11 +85,18 @@ async function build(env: LedgerWorkerEnv): Promise<Hono> {
       ...common,
       authenticate: jwtAuth({ secret: env.LEDGER_JWT_SECRET, ...verify }),
     }) as unknown as Hono
-  if (env.LEDGER_JWKS_URL)
-    return createLedgerApp({
-      ...common,
-      authenticate: jwtAuth({ jwksUrl: env.LEDGER_JWKS_URL, ...verify }),
-    }) as unknown as Hono
+  if (env.LEDGER_JWKS_URL) {
+    let authenticate: ReturnType<typeof jwtAuth>
+    try {
+      authenticate = jwtAuth({ jwksUrl: env.LEDGER_JWKS_URL, ...verify })
+    } catch {
+      // jwtAuth's message names its option; the operator knows the variable (its value is never echoed).
+      throw new InvalidOptionError(
+        "LEDGER_JWKS_URL must be the absolute http(s) URL of your issuer's key set (https://issuer.example/.well-known/jwks.json): correct it",
+      )
+    }
+    return createLedgerApp({ ...common, authenticate }) as unknown as Hono
+  }
   if (env.MYCELIUM_ALLOW_UNAUTHENTICATED === "true") return createLedgerApp(common) as unknown as Hono
   throw new InvalidOptionError(
     "configure LEDGER_JWT_SECRET or LEDGER_JWKS_URL (or MYCELIUM_ALLOW_UNAUTHENTICATED=true for local dev)",

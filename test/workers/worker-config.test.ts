@@ -10,9 +10,9 @@ const SECRET = "workerd-config-secret-workerd-config-secret"
 const run = `c${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
 const BAD = ["four", "3600s", "1 hour", "0", "00", "-5", "1.5", "0x10", "1e3", " 4", ""]
 
-async function token(scope: string, issuedSecondsAgo = 0): Promise<string> {
+async function token(scope: string, issuedSecondsAgo = 0, tenant = run): Promise<string> {
   const now = Math.floor(Date.now() / 1000)
-  return new SignJWT({ tenant: run, scope })
+  return new SignJWT({ tenant, scope })
     .setProtectedHeader({ alg: "HS256" })
     .setIssuedAt(now - issuedSecondsAgo)
     .setExpirationTime(now + 300)
@@ -87,18 +87,64 @@ describe("worker LEDGER_JWT_MAX_AGE", () => {
   })
 
   it("seconds refuse an older token; unset keeps no maximum", async () => {
-    const old = await token("ledger:reader", 30 * 86400)
+    // Not the tenant above: its rows are under 4 shards, and the store refuses a changed count.
+    const old = await token("ledger:reader", 30 * 86400, `${run}-age`)
     for (const maxAge of ["3600", 3600]) {
       const r = await call({ LEDGER_JWT_MAX_AGE: maxAge }, old, "GET", "/v1/transitions")
       expect([r.status, r.json.error?.code]).toEqual([401, "unauthorized"])
     }
     const fresh = await call(
       { LEDGER_JWT_MAX_AGE: "3600" },
-      await token("ledger:reader"),
+      await token("ledger:reader", 0, `${run}-age`),
       "GET",
       "/v1/transitions",
     )
     expect(fresh.status).toBe(200)
     expect((await call({}, old, "GET", "/v1/transitions")).status).toBe(200)
+  })
+})
+
+describe("worker bindings and variables a deployment can get wrong", () => {
+  it("a missing or wrong LEDGER binding is 503 misconfigured, on /health too, not a 500 on every call", async () => {
+    const jwt = await token("ledger:agent")
+    for (const ledger of [undefined, "oops", { get: async () => null }]) {
+      for (const path of ["/health", "/v1/transitions"]) {
+        const r = await call({ LEDGER: ledger }, jwt, "GET", path)
+        expect([typeof ledger, path, r.status, r.json.error?.code]).toEqual([
+          typeof ledger,
+          path,
+          503,
+          "misconfigured",
+        ])
+        expect(r.json.error?.message).toContain("LEDGER must be a Durable Object binding")
+      }
+    }
+  })
+
+  it("LEDGER_SHARDS above 256 is 503 misconfigured naming the bound; 256 works", async () => {
+    // Its own tenant: the one above keeps 4 shards, and a ledger's shard count never changes.
+    const jwt = await token("ledger:reader", 0, `${run}-256`)
+    for (const shards of ["257", "4294967296"]) {
+      const r = await call({ LEDGER_SHARDS: shards }, jwt, "GET", "/v1/transitions")
+      expect([shards, r.status, r.json.error?.code]).toEqual([shards, 503, "misconfigured"])
+      expect(r.json.error?.message).toContain("LEDGER_SHARDS must be at most 256")
+    }
+    // /health: the bound is checked when the app is built; a first call over 256 cold objects takes seconds here.
+    expect((await call({ LEDGER_SHARDS: "256" }, jwt, "GET", "/health")).status).toBe(200)
+  })
+
+  it("a LEDGER_JWKS_URL that is not an absolute http(s) URL is named in the 503, not 'Invalid URL string.'", async () => {
+    const jwt = await token("ledger:agent")
+    for (const url of ["not a url", "/jwks.json", "file:///etc/jwks.json"]) {
+      const r = await call(
+        { LEDGER_JWT_SECRET: undefined, LEDGER_JWKS_URL: url },
+        jwt,
+        "GET",
+        "/v1/transitions",
+      )
+      expect([url, r.status, r.json.error?.code]).toEqual([url, 503, "misconfigured"])
+      expect(r.json.error?.message).toContain("LEDGER_JWKS_URL must be the absolute http(s) URL")
+      expect(r.json.error?.message).not.toContain("not a url")
+    }
   })
 })
