@@ -99,6 +99,10 @@ async function claimLoop(
     })
     if (r.outcome === "claimed") return own(r.entry, false, r)
     observed = r.entry
+    // The store kept the row this call judged lapsed, still held under the same fence (a store on another clock, as
+    // HttpLedgerStorage's server is): poll it, within pollTimeout, instead of re-sending the claim at once.
+    if (prior && r.entry?.fence === prior.fence && r.entry.terminalOutcome === "IN_FLIGHT")
+      await wait("polling in-flight")
     return null
   }
 
