@@ -484,8 +484,12 @@ class RemoteCall implements RemoteTransitionContext {
     try {
       await this.#send("fail", { error: storableText(text, 4096), boundary: this.#boundary })
     } catch (e) {
+      const at = `the failure of '${this.#tool}' request '${this.requestId}'`
+      // The server wrote the failure, then could not sign its receipt (LedgerReceiptUnsignedError there).
       this.#ledger.warn(
-        `could not record the failure of '${this.#tool}' request '${this.requestId}': ${String(e)}`,
+        (e as { code?: unknown }).code === "receipt_unsigned"
+          ? `${at} is recorded but its receipt was not signed: ${String(e)}`
+          : `could not record ${at}: ${String(e)}`,
       )
     }
   }
