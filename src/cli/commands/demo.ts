@@ -80,7 +80,7 @@ export async function run(args: string[]): Promise<number> {
     console.log(dim(`receipts: ${receipts.path}, signed with a demo key of this run`))
     console.log(
       dim(
-        `  (verify: MYCELIUM_SIGNING_KEY=${receipts.key} ${CLI} receipts verify ${receipts.path} --require-chain)`,
+        `  (verify: MYCELIUM_SIGNING_KEY=${receipts.key} ${CLI} receipts verify ${receipts.path})`,
       ),
     )
   }
