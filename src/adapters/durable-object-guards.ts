@@ -25,8 +25,8 @@ import { recordVersion, type TaskStore } from "../core/tasks/store.ts"
 
 // Structural types of the workerd SQL API (no @cloudflare/workers-types dependency); the ledger's object uses them too.
 type SqlValue = string | number | null | ArrayBuffer
-/** What `sql.exec()` returns, as far as the stores read it. */
-export interface SqlCursorLike {
+/** What `sql.exec()` returns, as far as the stores read it; iterating reads rows one at a time. */
+export interface SqlCursorLike extends Iterable<Record<string, SqlValue>> {
   toArray(): Array<Record<string, SqlValue>>
 }
 /** The part of a Durable Object's `ctx.storage.sql` the stores use. */
@@ -38,11 +38,23 @@ export interface SqlStorageLike {
 const TASKS = "mycelium_task_ledger"
 const STATES = "mycelium_state_flush"
 const RECEIPTS = "mycelium_audit_receipts"
+// SQLite holds at most 2 MB a value, and a receipt carries its result twice (outputs, and inside the JWS): one the
+// row limit allows can need 5 MB. Its text is kept in parts of PART chars (at most 3 bytes each), the first in its row.
+const PARTS = "mycelium_audit_receipt_parts"
+const PART = 500_000
+// workerd refuses an RPC answer over 32 MiB; a page stops at this much text (a string may take 2 bytes a char).
+const PAGE_TEXT = 8 * 2 ** 20
 
 /** A row of a receipt page: its id, and its receipt text if it matches the page's filters. */
 export interface ReceiptPageRow {
   readonly id: number
   readonly r: string | null
+}
+
+/** A receipt page's rows; `more` when it stopped short of its window at the text budget. */
+export interface ReceiptPageRows {
+  readonly rows: ReceiptPageRow[]
+  readonly more: boolean
 }
 
 /** The object's side: plain synchronous SQL, no await between read and write. */
@@ -63,6 +75,9 @@ export class GuardTables {
     this.#sql.exec(
       `CREATE TABLE IF NOT EXISTS ${RECEIPTS} (id INTEGER PRIMARY KEY AUTOINCREMENT, agent_id TEXT NOT NULL, ` +
         "ledger TEXT, seq INTEGER, digest TEXT, receipt TEXT NOT NULL, UNIQUE (ledger, seq))",
+    )
+    this.#sql.exec(
+      `CREATE TABLE IF NOT EXISTS ${PARTS} (id INTEGER, part INTEGER, text TEXT NOT NULL, PRIMARY KEY (id, part))`,
     )
     this.#ready = true
   }
@@ -119,35 +134,55 @@ export class GuardTables {
   ): boolean {
     if (link && (this.receiptTail(link.ledger)?.digest ?? null) !== expectedDigest) return false
     this.#init()
-    this.#sql.exec(
-      `INSERT INTO ${RECEIPTS} (agent_id, ledger, seq, digest, receipt) VALUES (?, ?, ?, ?, ?)`,
-      agentId,
-      link?.ledger ?? null,
-      link?.seq ?? null,
-      link?.digest ?? null,
-      receiptText,
-    )
+    const parts: string[] = []
+    for (let i = 0; i < receiptText.length; ) {
+      let end = i + PART
+      // Never between the halves of a surrogate pair: SQLite would store each half as U+FFFD.
+      if (/[\ud800-\udbff]/.test(receiptText[end - 1] ?? "")) end--
+      parts.push(receiptText.slice(i, end))
+      i = end
+    }
+    const { id } = this.#sql
+      .exec(
+        `INSERT INTO ${RECEIPTS} (agent_id, ledger, seq, digest, receipt) VALUES (?, ?, ?, ?, ?) RETURNING id`,
+        agentId,
+        link?.ledger ?? null,
+        link?.seq ?? null,
+        link?.digest ?? null,
+        parts[0] ?? "",
+      )
+      .toArray()[0] as { id: number }
+    for (let p = 1; p < parts.length; p++)
+      this.#sql.exec(`INSERT INTO ${PARTS} (id, part, text) VALUES (?, ?, ?)`, id, p, parts[p] as string)
     return true
   }
 
-  /** The `window` rows after id `after`, the receipt text null where the filters do not match. */
-  receiptPage(
-    after: number,
-    window: number,
-    agentId: string | null,
-    ledger: string | null,
-  ): ReceiptPageRow[] {
+  /** The `window` rows after id `after` (fewer past PAGE_TEXT), the receipt text null where the filters do not match. */
+  receiptPage(after: number, window: number, agentId: string | null, ledger: string | null): ReceiptPageRows {
     this.#init()
-    return this.#sql
-      .exec(
-        // A null filter matches every row (IS, not =: an unchained receipt's ledger is NULL).
-        `SELECT id, IIF(IFNULL(?, agent_id) = agent_id AND IFNULL(?, ledger) IS ledger, receipt, NULL) AS r FROM ${RECEIPTS} WHERE id > ? ORDER BY id LIMIT ?`,
-        agentId,
-        ledger,
-        after,
-        window,
-      )
-      .toArray() as unknown as ReceiptPageRow[]
+    const rows: ReceiptPageRow[] = []
+    let text = 0
+    for (const row of this.#sql.exec(
+      // A null filter matches every row (IS, not =: an unchained receipt's ledger is NULL).
+      `SELECT id, IIF(IFNULL(?, agent_id) = agent_id AND IFNULL(?, ledger) IS ledger, receipt, NULL) AS r FROM ${RECEIPTS} WHERE id > ? ORDER BY id LIMIT ?`,
+      agentId,
+      ledger,
+      after,
+      window,
+    )) {
+      let r = row.r as string | null
+      // Only a first part of full length can have more.
+      if (r !== null && r.length >= PART - 1)
+        for (const p of this.#sql.exec(
+          `SELECT text FROM ${PARTS} WHERE id = ? ORDER BY part`,
+          row.id as number,
+        ))
+          r += p.text as string
+      text += r?.length ?? 0
+      if (rows.length > 0 && text > PAGE_TEXT) return { rows, more: true }
+      rows.push({ id: row.id as number, r })
+    }
+    return { rows, more: false }
   }
 
   stateLoad(runId: string): StateSnapshot | null {
@@ -188,7 +223,7 @@ export interface GuardObjectRpc {
     window: number,
     agentId: string | null,
     ledger: string | null,
-  ): Promise<ReceiptPageRow[]>
+  ): Promise<ReceiptPageRows>
 }
 
 /** A Durable Object namespace binding (`env.LEDGER`). */
@@ -277,7 +312,7 @@ export class DurableObjectReceiptStore extends GuardObjectClient implements Rece
   /** Cursors are row ids; the object filters in SQL and sends text only for matching rows. */
   async listPage(options: ReceiptListOptions = {}): Promise<ReceiptPage> {
     const b = pageBounds(options)
-    const rows = await this.stub().receiptPage(
+    const { rows, more } = await this.stub().receiptPage(
       b.start,
       b.window,
       options.agentId ?? null,
@@ -285,7 +320,8 @@ export class DurableObjectReceiptStore extends GuardObjectClient implements Rece
     )
     const page = cutPage(
       rows,
-      b,
+      // A page the object cut at its text budget is a full window: more rows may follow.
+      more ? { limit: b.limit, window: rows.length } : b,
       (r) => r.r !== null,
       (i) => String(rows[i]?.id),
     )

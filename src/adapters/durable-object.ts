@@ -10,6 +10,7 @@ import {
   entryFromRow,
   entryToRow,
   type LedgerEntry,
+  LedgerError,
   LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
@@ -24,7 +25,7 @@ import type { ChainTail } from "../core/receipts/chain.ts"
 import type { ReceiptLink } from "../core/receipts/record.ts"
 import type { StateSnapshot } from "../core/state/snapshot.ts"
 import type { StoredTask, TaskRecord } from "../core/tasks/record.ts"
-import { GuardTables, type ReceiptPageRow, type SqlStorageLike } from "./durable-object-guards.ts"
+import { GuardTables, type ReceiptPageRows, type SqlStorageLike } from "./durable-object-guards.ts"
 
 // ---- minimal structural types of the workerd APIs used (no @cloudflare/workers-types dependency) ----------
 
@@ -68,6 +69,21 @@ export interface LedgerObjectRpc {
   ledgerTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean | SqliteRefusal>
   ledgerList(options: ListOptions): Promise<LedgerListPage>
   ledgerFindByDispatchId(dispatchId: string): Promise<LedgerEntry[]>
+  ledgerShards(shards: number): Promise<number>
+}
+
+/**
+ * The ledger was created with another shard count: a request id's row is in the shard that count chose, so under
+ * this one a completed call would be found nowhere and run again. Nothing was read or written.
+ */
+export class LedgerShardCountError extends LedgerError {
+  override readonly name = "LedgerShardCountError"
+  override readonly code = "misconfigured"
+  constructor(ledger: string, recorded: number, shards: number) {
+    super(
+      `ledger '${ledger}' was created with ${recorded} shard(s), not ${shards}: set shards (LEDGER_SHARDS) back to ${recorded}`,
+    )
+  }
 }
 
 // Same table layout as the Python original's SQLite backend, so a dump reads the same.
@@ -76,7 +92,10 @@ const SCHEMA = [
   `CREATE TABLE IF NOT EXISTS ${TABLE} (request_id TEXT PRIMARY KEY, payload TEXT NOT NULL)`,
   `CREATE INDEX IF NOT EXISTS ${TABLE}_tool_call_id ON ${TABLE} (json_extract(payload, '$.kwargs.tool_call_id'))`,
 ]
+const META = "mycelium_ledger_meta"
 const MAX_PAGE = 500
+// workerd refuses an RPC answer over 32 MiB; a page stops at this much row text (a string may take 2 bytes a char).
+const PAGE_TEXT = 8 * 2 ** 20
 const DURABLE_OBJECT_LIMITS: StorageLimits = Object.freeze({ maxRowBytes: 1_900_000, maxDepth: 900 })
 
 // Typed here instead of through the `cloudflare:workers` declaration, so the emitted .d.ts names no module a
@@ -135,12 +154,7 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
     return this.#guards.receiptAppend(receiptText, agentId, link, expectedDigest)
   }
 
-  receiptPage(
-    after: number,
-    window: number,
-    agentId: string | null,
-    ledger: string | null,
-  ): ReceiptPageRow[] {
+  receiptPage(after: number, window: number, agentId: string | null, ledger: string | null): ReceiptPageRows {
     return this.#guards.receiptPage(after, window, agentId, ledger)
   }
 
@@ -195,14 +209,32 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
             limit + 1,
           )
     const entries: LedgerEntry[] = []
-    for (const r of rows.toArray()) {
-      const e = entryFromRow(JSON.parse(String(r.payload)))
+    let text = 0
+    // Row by row: toArray() would hold the whole window of rows (up to 1.9 MB each) at once.
+    for (const r of rows) {
+      const payload = String(r.payload)
+      const e = entryFromRow(JSON.parse(payload))
       // Keys with the prefix are contiguous in key order: the first miss ends the range.
       if (!e.requestId.startsWith(prefix)) return { entries, done: true }
-      if (entries.length === limit) return { entries, done: false }
+      text += payload.length
+      if (entries.length === limit || (entries.length > 0 && text > PAGE_TEXT))
+        return { entries, done: false }
       entries.push(e)
     }
     return { entries, done: true }
+  }
+
+  /**
+   * The shard count this ledger was created with; the first call records `shards`. Asked of the object named after
+   * the ledger (shard 0 when there is one). Rows already here were written by one shard, before counts were recorded.
+   */
+  ledgerShards(shards: number): number {
+    this.#sql.exec(`CREATE TABLE IF NOT EXISTS ${META} (key TEXT PRIMARY KEY, value TEXT NOT NULL)`)
+    const r = this.#sql.exec(`SELECT value FROM ${META} WHERE key = 'shards'`).toArray()[0]
+    if (r) return Number(r.value)
+    const n = this.#sql.exec(`SELECT 1 FROM ${TABLE} LIMIT 1`).toArray().length ? 1 : shards
+    this.#sql.exec(`INSERT INTO ${META} (key, value) VALUES ('shards', ?)`, String(n))
+    return n
   }
 
   ledgerFindByDispatchId(dispatchId: string): LedgerEntry[] {
@@ -244,8 +276,8 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
 
 export interface DurableObjectLedgerStorageOptions {
   /**
-   * Number of objects the ledger is spread over (default 1). A request id always maps to the same shard, so
-   * keep this fixed for the life of a ledger: changing it hides rows written under the old count.
+   * Number of objects the ledger is spread over (default 1). A request id always maps to the same shard, so it is
+   * fixed for the life of a ledger: the first access records it, and another count is refused (LedgerShardCountError).
    */
   readonly shards?: number
   /** Object name (the tenant's ledger). Default `mycelium-ledger`. */
@@ -286,6 +318,7 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
   readonly #ns: LedgerObjectNamespace
   readonly #pageSize: number
   readonly #ids: unknown[]
+  #recorded: number | undefined
 
   constructor(namespace: LedgerObjectNamespace, options: DurableObjectLedgerStorageOptions = {}) {
     const shards = options.shards ?? 1
@@ -306,11 +339,22 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
     return Number.parseInt(sha256Hex(requestId).slice(0, 8), 16) % this.shards
   }
 
+  /** Refuses a count other than the one the ledger was created with; asked once per instance. */
+  async #checkShards(): Promise<void> {
+    this.#recorded ??= await (this.#ns.get(this.#ns.idFromName(this.name)) as LedgerObjectRpc).ledgerShards(
+      this.shards,
+    )
+    if (this.#recorded !== this.shards)
+      throw new LedgerShardCountError(this.name, this.#recorded, this.shards)
+  }
+
   async get(requestId: string): Promise<LedgerEntry | null> {
+    await this.#checkShards()
     return await this.#stubFor(requestId).ledgerGet(requestId)
   }
 
   async set(entry: LedgerEntry): Promise<void> {
+    await this.#checkShards()
     const refused = written(await this.#stubFor(entry.requestId).ledgerSet(entry))
     if (refused !== null) throw new LedgerStaleFenceError(entry.requestId, refused, entry.fence)
   }
@@ -321,16 +365,19 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
     now: number,
     options?: ClaimOptions,
   ): Promise<ClaimResult> {
+    await this.#checkShards()
     // One shard sees every sibling; with several, the ledger asks all of them (findByDispatchId) instead.
     const opts = this.shards > 1 && options?.dispatchId ? { ...options, dispatchId: undefined } : options
     return written(await this.#stubFor(entry.requestId).ledgerClaim(entry, leaseTtl, now, opts))
   }
 
   async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
+    await this.#checkShards()
     return written(await this.#stubFor(next.requestId).ledgerTransition(next, expect))
   }
 
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
+    await this.#checkShards()
     const parts = await Promise.all(this.#ids.map((_, i) => this.#stub(i).ledgerFindByDispatchId(dispatchId)))
     return parts.flat()
   }
@@ -339,6 +386,7 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
   async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
     const limit = options.limit ?? Number.POSITIVE_INFINITY
     if (limit <= 0) return
+    await this.#checkShards()
     const prefix = options.prefix
     const heads = this.#ids.map((_, i) => ({
       shard: i,
