@@ -79,9 +79,7 @@ export async function run(args: string[]): Promise<number> {
   if (receipts) {
     console.log(dim(`receipts: ${receipts.path}, signed with a demo key of this run`))
     console.log(
-      dim(
-        `  (verify: MYCELIUM_SIGNING_KEY=${receipts.key} ${CLI} receipts verify ${receipts.path})`,
-      ),
+      dim(`  (verify: MYCELIUM_SIGNING_KEY=${receipts.key} ${CLI} receipts verify ${receipts.path})`),
     )
   }
   api?.open(ledgerPath, receipts)
