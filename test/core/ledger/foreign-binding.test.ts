@@ -309,4 +309,35 @@ describe("a business key's row whose effect id holds context its kwargs do not",
       expect(await restart(args, { toolCallId: `c-${name}` })).toBe("ok")
     }
   })
+
+  it("a released business-key payment whose arguments include run_id or node re-runs once under a new tool-call id", async () => {
+    for (const name of ["batch", "run_id", "node"]) {
+      const storage = new MemoryLedgerStorage()
+      const ledger = new ActionLedger({ storage, onWarning: () => {} })
+      const binding = {
+        agentId: "ops",
+        policyVersion: "1",
+        sideEffectClass: "non_idempotent_mutate",
+        requestIdFrom: "order_id",
+      } as const
+      let charges = 0
+      let crash = true
+      const pay = ledger.tool({ name: "pay", binding }, async (_a: Record<string, string | number>, tx) =>
+        tx.sideEffect(async () => {
+          charges++
+          if (crash) throw new Error("provider timeout")
+          return { charged: true }
+        }),
+      )
+      const args = { order_id: "o-1", amount: 5, [name]: "r-7" }
+      await expect(pay(args, { toolCallId: "call_1" })).rejects.toThrow("provider timeout")
+      await expect(pay(args, { toolCallId: "call_2" })).rejects.toBeInstanceOf(LedgerHardBlockError)
+      await ledger.release("pay:order_id:o-1", { verified: "not_executed", by: "alice", reason: "no charge" })
+      crash = false
+      // The payment's own redispatch, in a new model turn: the release is its to use, once.
+      expect(await pay(args, { toolCallId: "call_3" })).toEqual({ charged: true })
+      expect(await pay(args, { toolCallId: "call_4" })).toEqual({ charged: true })
+      expect([name, charges]).toEqual([name, 2])
+    }
+  })
 })

@@ -97,15 +97,18 @@ export function claimedOtherwise(req: ClaimRequest, row: LedgerEntry): boolean {
   if (req.keyedByArgs || row.effectId === req.effectId) return false
   const k = row.kwargs as CallMeta & Record<string, string>
   const stored = req.explicitId ? req.fingerprint : storedFingerprint(row, req.binding)
-  return (
+  // The binding is this call's in every reading, so any reading that gives the row's effect id means the same
+  // binding. The row's kwargs may hold an argument named run_id or node, which reads there as scope: this call's own
+  // scope is the other reading (a redispatch under a new tool-call id, as a new model turn gives).
+  const key = (scope: TransitionScope) =>
     transitionKey({
       tool: row.tool,
       binding: req.binding as ToolTransitionBinding,
       argsFingerprint: stored === req.fingerprint ? req.keyFingerprint : stored,
-      scope: scopeOf(row.kwargs, req),
+      scope,
       dispatchId: deriveDispatchId({ toolCallId: k.tool_call_id, requestId: k.request_id }),
-    }) !== row.effectId
-  )
+    })
+  return key(scopeOf(row.kwargs, req)) !== row.effectId && key(req.scope) !== row.effectId
 }
 
 const driftScope = (s: TransitionScope): string => s.runId || s.threadId
