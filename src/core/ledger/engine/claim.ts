@@ -3,7 +3,12 @@
 // judged by the gates (machine/gates.ts) and taken over only through a fenced reclaim of exactly the row judged.
 import type { ClaimResult } from "../../storage/contract.ts"
 import type { LedgerCore } from "../core.ts"
-import { LedgerHardBlockError, LedgerPollTimeoutError, LedgerSoftBlockError } from "../errors.ts"
+import {
+  LedgerHardBlockError,
+  LedgerPollTimeoutError,
+  LedgerRowError,
+  LedgerSoftBlockError,
+} from "../errors.ts"
 import {
   isAmbiguous,
   notExecutedWaitsForDeath,
@@ -81,6 +86,7 @@ async function claimLoop(
   // become a licence to run (engine/identity-checks.ts).
   const dispatch = req.dispatchId ? { dispatchId: req.dispatchId } : {}
   let observed: LedgerEntry | null = firstSeen
+  let refusedRepairs = 0
 
   const own = async (
     entry: LedgerEntry,
@@ -147,7 +153,12 @@ async function claimLoop(
     let done: ClaimOutcome | null = null
     switch (gate) {
       case "REPAIR":
-        await store.tryTransition(repairedRow(row, now), asRead(row))
+        // A store that reads a field otherwise than the decoder (a null boundary or outcome) refuses every repair:
+        // retrying at once spun without end, past pollTimeout.
+        if (!(await store.tryTransition(repairedRow(row, now), asRead(row))) && ++refusedRepairs > 2)
+          throw new LedgerRowError(
+            `The store refuses every repair of request '${req.requestId}': repair or delete its row`,
+          )
         observed = await store.get(req.requestId)
         continue
       case "RETURN":
