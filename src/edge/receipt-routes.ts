@@ -1,4 +1,5 @@
 // `ledger:reader` (operators read too) lists a tenant's audit receipts and verifies them (docs/receipts.md).
+import { InvalidOptionError } from "../core/errors.ts"
 import { type Receipt, receiptExportLine } from "../core/receipts/record.ts"
 import { matchesList } from "../core/receipts/store.ts"
 import { verifyReceipts } from "../core/receipts/verify.ts"
@@ -16,7 +17,20 @@ const FIRST_PAGE = 10
 // they go out as their decimal digits, as the CLI's --json prints them. /v1/receipts/verify checks the exact values.
 const bigintAsText = (_key: string, v: unknown): unknown => (typeof v === "bigint" ? `${v}` : v)
 
+/**
+ * `createLedgerApp`'s `maxVerifyReceipts` / `maxVerifyBytes`, checked when the app is built: NaN (an unset env var)
+ * refused every verify as the caller's 400, and 0, -1 or 1.5 refused every tenant with 413.
+ */
+function verifyBound(name: "maxVerifyReceipts" | "maxVerifyBytes", v: unknown): number {
+  if (Number.isSafeInteger(v) && (v as number) >= 1) return v as number
+  throw new InvalidOptionError(
+    `${name} must be a whole number >= 1, got ${typeof v === "number" ? v : typeof v}: pass e.g. { ${name}: ${name === "maxVerifyBytes" ? 2 ** 26 : 100_000} }, or omit it`,
+  )
+}
+
 export function receiptRoutes(api: Api, ctx: RouteContext): void {
+  verifyBound("maxVerifyReceipts", ctx.maxVerifyReceipts)
+  verifyBound("maxVerifyBytes", ctx.maxVerifyBytes)
   const receiptsOf = (c: Ctx): TenantReceipts => {
     const { receipts } = ctx.need(c, "reader")
     if (!receipts) throw new HttpError("receipts_not_configured", "this ledger does not keep audit receipts")
@@ -50,6 +64,8 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
     const { emitter, keys } = receiptsOf(c)
     const options = filter(ctx.query(c, ReceiptsFilterQuery))
     const b = await ctx.body(c, VerifyReceiptsBody)
+    if (b.allow_unchained && b.require_chain)
+      throw new HttpError("invalid_body", "require_chain and allow_unchained contradict: send one of them")
     const list: Receipt[] = []
     let seen = 0
     let bytes = 0
@@ -78,8 +94,11 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
       limit = Math.min(VERIFY_PAGE, Math.max(1, Math.floor((ctx.maxVerifyBytes - bytes) / largest)))
       cursor = page.cursor
     } while (cursor !== null)
+    // Every receipt this app writes is chained, so links are required unless the caller says another writer appends
+    // unchained ones: without requireChain, a stripped link moved before the chains can hide a deletion.
     const report = await verifyReceipts(list, keys, {
-      requireChain: b.require_chain ?? false,
+      requireChain: b.require_chain ?? !b.allow_unchained,
+      allowUnchained: b.allow_unchained === true,
       ...(b.heads ? { heads: b.heads } : {}),
     })
     return c.json(report)

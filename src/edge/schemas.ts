@@ -219,8 +219,13 @@ export const ReceiptsQuery = z.strictObject({
 })
 
 export const VerifyReceiptsBody = z.strictObject({
-  /** Every receipt must carry a chain link. */
+  /** Every receipt must carry a chain link (the default); `false` allows them only before the chains. */
   require_chain: z.optional(z.boolean()),
+  /**
+   * Another writer appends unchained receipts to this store: they may follow chained ones (a deletion among them
+   * goes unseen).
+   */
+  allow_unchained: z.optional(z.boolean()),
   /** Chain heads kept elsewhere: a chain whose tail is not this head was truncated. */
   heads: z.optional(
     z.record(

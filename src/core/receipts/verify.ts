@@ -23,8 +23,8 @@ export type ReceiptFailureReason =
   /** The chain link's digest or signature does not match (a forged or edited link). */
   | "bad_link"
   /**
-   * The receipt has no link, and `requireChain` was set or its agent has a chained receipt before it (in the list
-   * or by timestamp): a stripped link, which would hide a deleted receipt.
+   * The receipt has no link, and `requireChain` was set or a chained receipt (of any agent or chain) comes before it
+   * in the list or by timestamp: a stripped link, which would hide a deleted receipt.
    */
   | "unchained"
   /** Sequence numbers are missing before this receipt (a receipt was deleted or withheld). */
@@ -59,9 +59,10 @@ export interface VerifyReceiptsOptions {
   /** Every receipt must carry a chain link. Default false (the original's receipts have none). */
   readonly requireChain?: boolean
   /**
-   * Unchained receipts may also follow an agent's chained ones: another writer (a Python worker, a `chain: false`
-   * emitter) appends to the same store. Such a receipt's deletion is then not detected. Default false: an
-   * unchained receipt after its agent's chain started is `unchained` (a stripped link).
+   * Unchained receipts may also follow chained ones: another writer (a Python worker, a `chain: false` emitter)
+   * appends to the same store. Such a receipt's deletion is then not detected. Default false: an unchained receipt
+   * after a chained one (in the list or by timestamp) is `unchained` (a stripped link). Without `requireChain`, a
+   * stripped receipt moved before every chained one and signed before them all still passes.
    */
   readonly allowUnchained?: boolean
   /**
@@ -166,9 +167,11 @@ export async function verifyReceipts(
   const chains = new Map<string, Placed[]>()
   // Where each receipt id was first seen: the id is a record's identity, links or not.
   const ids = new Map<string, { readonly ledger: string; readonly seq: number } | null>()
-  // Per agent, its first chained receipt's place and earliest chained timestamp; and the unchained receipts.
-  const chained = new Map<string, [index: number, time: number]>()
-  const loose: Array<[index: number, id: string, agent: string, time: number]> = []
+  // The first chained receipt's place and the earliest chained timestamp, of any agent: agents share chains
+  // (`chain: "payments"`), so an agent with no chained receipt left may still have had its links stripped.
+  let firstChained = Number.POSITIVE_INFINITY
+  let chainedSince = Number.POSITIVE_INFINITY
+  const loose: Array<[index: number, id: string, time: number]> = []
 
   for (let i = 0; i < receipts.length; i++) {
     const r = receipts[i] as Receipt
@@ -203,11 +206,11 @@ export async function verifyReceipts(
     const link = r.chain
     if (!link) {
       if (options.requireChain) fail(i, r.receipt_id, "unchained", "the receipt carries no chain link")
-      else if (!options.allowUnchained) loose.push([i, r.receipt_id, r.agent_id, r.timestamp])
+      else if (!options.allowUnchained) loose.push([i, r.receipt_id, r.timestamp])
       continue
     }
-    const c = chained.get(r.agent_id)
-    chained.set(r.agent_id, [c ? c[0] : i, Math.min(c ? c[1] : r.timestamp, r.timestamp)])
+    firstChained = Math.min(firstChained, i)
+    chainedSince = Math.min(chainedSince, r.timestamp)
     const text = linkText(link.ledger, link.seq, link.prev, recordDigest(r, payload))
     // A bad link still holds its claimed place, so its neighbours are not reported as gaps because of it.
     if (sha256Hex(text) !== link.digest || !(await signatureValid(text, link.mac, keys)))
@@ -222,13 +225,18 @@ export async function verifyReceipts(
     list.push({ index: i, id: r.receipt_id, seq: link.seq, prev: link.prev, digest: link.digest })
   }
 
-  // Unchained receipts may precede an agent's chain (the original's, or `chain: false`), never follow it: moved to
-  // the front, a stripped receipt is still later than the chain's start.
-  for (const [i, id, agent, time] of loose) {
-    const c = chained.get(agent)
-    if (c && (c[0] < i || time >= c[1]))
-      fail(i, id, "unchained", `no chain link, after a chained receipt of agent '${agent}'`)
-  }
+  // Unchained receipts may precede the chains (the original's, or `chain: false`), never follow them: moved to the
+  // front, a stripped receipt is usually still later than the chains' start. Not always: a receipt is signed before
+  // its outcome write and appended after it, so one signed earlier can sit behind a chained one. No slack closes
+  // that without failing honest files; `requireChain` does.
+  for (const [i, id, time] of loose)
+    if (firstChained < i || time >= chainedSince)
+      fail(
+        i,
+        id,
+        "unchained",
+        "no chain link, after a chained receipt (allowUnchained if another writer adds unchained ones)",
+      )
   for (const [ledger, list] of chains) {
     // Order as given: a receipt after a higher sequence number is out of place.
     let max = -1

@@ -88,15 +88,48 @@ describe("chains under attack", () => {
     expect(reasons(await verifyReceipts(cut, { hmac: KEY }))).toEqual(["2:unchained", "3:unchained"])
     const moved = [recordOf(at(rs, 3)), recordOf(at(rs, 4)), at(rs, 0), at(rs, 1)]
     expect(reasons(await verifyReceipts(moved, { hmac: KEY }))).toEqual(["0:unchained", "1:unchained"])
-    // Unchained receipts before an agent's chain (the original's history) and of other agents still verify.
+    // Unchained receipts before the chains (the original's history) still verify; after them, even another
+    // agent's (a chain: false emitter) need allowUnchained, as agents may share a chain.
     const early = (await chainOf(2, "payment-agent", KEY, 1_767_225_000)).map(recordOf)
     const other = (await chainOf(1, "other-agent")).map(recordOf)
-    expect(await verifyReceipts([...early, ...rs, ...other], { hmac: KEY })).toMatchObject({ ok: true })
+    expect(await verifyReceipts([...early, ...rs], { hmac: KEY })).toMatchObject({ ok: true })
+    expect(reasons(await verifyReceipts([...early, ...rs, ...other], { hmac: KEY }))).toEqual(["7:unchained"])
+    expect(
+      await verifyReceipts([...early, ...rs, ...other], { hmac: KEY }, { allowUnchained: true }),
+    ).toMatchObject({ ok: true })
     // Another writer appending unchained receipts to the same store (a Python worker) is the caller's to allow.
     expect(await verifyReceipts(cut, { hmac: KEY }, { allowUnchained: true })).toMatchObject({
       ok: true,
       valid: 4,
     })
+  })
+
+  it("a chain two agents share: the links of one agent's receipts stripped after the other's deletion are named", async () => {
+    const store = new MemoryReceiptStore()
+    let t = 1000
+    const agent = (agentId: string) =>
+      new ReceiptEmitter({
+        signer: hmacReceiptSigner(KEY),
+        store,
+        agentId,
+        chain: "payments",
+        now: () => t++,
+      })
+    const [billing, refunds] = [agent("billing"), agent("refunds")]
+    for (const [e, id] of [
+      [billing, "b0"],
+      [billing, "b1"],
+      [refunds, "r2"],
+      [refunds, "r3"],
+    ] as const)
+      await e.emit({ action: "pay", actionKind: "tool", requestId: id, status: "completed" })
+    const rs = await store.list()
+    expect(await verifyReceipts(rs, { hmac: KEY })).toMatchObject({ ok: true, valid: 4 })
+    // billing #1 deleted, refunds' #2 and #3 stripped: refunds has no chained receipt left to compare with.
+    const cut = [at(rs, 0), recordOf(at(rs, 2)), recordOf(at(rs, 3))]
+    expect(reasons(await verifyReceipts(cut, { hmac: KEY }))).toEqual(["1:unchained", "2:unchained"])
+    const moved = [recordOf(at(rs, 2)), recordOf(at(rs, 3)), at(rs, 0)]
+    expect(reasons(await verifyReceipts(moved, { hmac: KEY }))).toEqual(["0:unchained", "1:unchained"])
   })
 
   it("input that is not an array fails instead of verifying nothing; null options are the defaults", async () => {
