@@ -86,9 +86,11 @@ export function redactText(text: string): string {
 /**
  * `v` as one shell word that names it exactly (an id, a store flag): as it is when it is plain, else single-quoted.
  * One holding a control character is a bash `$'..'` word: single-quoted, clean() would show its tab as the text
- * `\x09`, and a pasted hint would then name another id or file; this form holds none.
+ * `\x09`, and a pasted hint would then name another id or file; this form holds none. Null when `v` holds NUL:
+ * no argv can carry one (bash ends a `$'..'` word there), so any word would name its prefix, another row.
  */
-export function shellQuote(v: string): string {
+export function shellQuote(v: string): string | null {
+  if (v.includes("\0")) return null
   if (/\p{Cc}/u.test(v))
     return `$'${v.replace(/[\\'\p{Cc}]/gu, (c) =>
       // A C1 control as its UTF-8 bytes: bash's \u form depends on the locale.
@@ -123,6 +125,7 @@ export function storeFlagsText(flags: StoreFlags): { text: string; hidden: boole
     const hide = secret && holdsSecret(v)
     hidden ||= hide
     const q = shellQuote(hide ? redact(v) : v)
+    if (q === null) throw new UsageError(`${flag} holds a NUL character, which no command line can pass`)
     // A value starting with '-' reads as a flag after a space: `--file=-x` keeps it a value.
     text += v.startsWith("-") ? ` ${flag === "-c" ? "--config" : flag}=${q}` : ` ${flag} ${q}`
   }

@@ -8,7 +8,7 @@ import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
-import { storeFlagsText } from "../../src/cli/ledger-access.ts"
+import { shellQuote as shellQuote0, storeFlagsText } from "../../src/cli/ledger-access.ts"
 import { cliCommand } from "./cli-bin.ts"
 import { cliRunner } from "./run-cli.ts"
 
@@ -157,6 +157,32 @@ describe("a request id holding control characters", () => {
     const done = paste(markDead.replace('"how you know it is dead"', '"pod deleted"'))
     expect(done.code, done.err).toBe(0)
     expect((await new FileLedgerStorage(file).get(id))?.workerDeadAssertedBy).toBe("you")
+  })
+})
+
+describe("a request id holding NUL", () => {
+  it("gets no command (argv cannot carry it: a pasted one would act on its prefix, another row)", async () => {
+    const file = join(cwd, "nul.json")
+    for (const id of ["pay:A1", "pay:A1\u0000x"])
+      await new FileLedgerStorage(file).set({
+        ...newEntry(
+          { requestId: id, tool: "pay", owner: "w1", fence: 1, leaseUntil: now() - 60 },
+          now() - 120,
+        ),
+        sideEffectBoundary: "maybe_crossed",
+      })
+    const list = run(["transitions", "list", "--stuck", "--file", file])
+    expect(list.code, list.err).toBe(0)
+    const hints = list.out.split("\n").filter((l) => l.includes("next:"))
+    expect(
+      hints.filter((h) => h.includes("holds a NUL character, which no command line can pass")),
+    ).toHaveLength(1)
+    // The one command left names the plain row, and only once.
+    expect(hints.filter((h) => h.includes("mark-dead "))).toEqual([
+      expect.stringContaining("mark-dead pay:A1 "),
+    ])
+    expect(shellQuote0("pay:A1\u0000x")).toBeNull()
+    expect(() => storeFlagsText({ file: "/tmp/a\u0000b" })).toThrow(/NUL/)
   })
 })
 

@@ -66,6 +66,8 @@ function nextStep(e: LedgerEntry, outcome: string, now: number, store: string): 
   const id = shellQuote(e.requestId)
   if (e.operatorResolution === "not_executed")
     return `released as not executed by ${e.resolvedBy ?? "an operator"}: the next redispatch runs it once more`
+  if (id === null)
+    return "its id holds a NUL character, which no command line can pass: settle it through the HTTP API (POST /v1/transitions/{id}/mark-worker-dead, then release) or ActionLedger"
   const ref = e.externalOperationRef ? ` (provider ref ${e.externalOperationRef})` : ""
   const inFlight = outcome === "IN_FLIGHT"
   // An unbounded lease never lapses: once its worker is marked dead, only --force releases the row.
@@ -265,7 +267,7 @@ export async function release(args: string[], command = "transitions release"): 
             ...(expectedFence !== undefined ? { expectedFence } : {}),
             ...(values.force ? { force: true } : {}),
           }),
-        `once it is dead, mycelium transitions mark-dead ${shellQuote(id)}${fence} --by you --reason "how you know it is ` +
+        `once it is dead, mycelium transitions mark-dead ${argWord(id)}${fence} --by you --reason "how you know it is ` +
           `dead"${storeFlagsText(values).text} [--override-heartbeat], or add --override-death-signal WHY; read the ` +
           "provider after that, not before",
       )
@@ -284,6 +286,13 @@ export async function release(args: string[], command = "transitions release"): 
     },
     { sign: true },
   )
+}
+
+/** An id read from argv as a shell word: argv never holds NUL, so it has one. */
+function argWord(id: string): string {
+  const w = shellQuote(id)
+  if (w === null) throw new UsageError("the request id holds a NUL character, which no command line can pass")
+  return w
 }
 
 /** `--fence N`: a whole number, as `show` prints it. */
@@ -330,7 +339,7 @@ async function markDead(args: string[]): Promise<number> {
     const force = resolvedOutcome(row, ledger.clock.now()) === "IN_FLIGHT" && row.leaseUntil === null
     console.log(
       dim(
-        `next: verify with the provider, then: mycelium transitions release ${shellQuote(row.requestId)} --fence ${row.fence} --verified completed|not-executed --by you --reason ...${force ? " --force" : ""}${store}`,
+        `next: verify with the provider, then: mycelium transitions release ${argWord(row.requestId)} --fence ${row.fence} --verified completed|not-executed --by you --reason ...${force ? " --force" : ""}${store}`,
       ),
     )
     return 0
