@@ -190,4 +190,32 @@ describe("a durable tool result", () => {
     const shown = 'false:{"$harness_reported_error":"ask for another card","ok":true}'
     expect(seen).toEqual([shown, shown])
   })
+
+  it("whose own fields hold a $harness_ key its JSON form leaves out is no error on the first durable run", async () => {
+    // Raw fields as own properties, toJSON() the public view: the first run reads the value itself, not its JSON.
+    class ApiResponse {
+      readonly ok = true
+      readonly $harness_reported_error = "card declined: ask for another card"
+      toJSON() {
+        return { ok: this.ok }
+      }
+    }
+    const tools: HarnessTool[] = [
+      { name: "lookup", parameters: { type: "object" }, execute: async () => new ApiResponse() },
+    ]
+    const seen: string[] = []
+    const model: ModelClient = {
+      async request(req) {
+        if (req.context.step === 0)
+          return { parts: [{ type: "tool_call", id: "l", name: "lookup", args: {} }] }
+        const m = req.messages.at(-1) as { content: string; is_error?: boolean }
+        seen.push(`${m.is_error === true}:${m.content}`)
+        return { parts: [{ type: "text", text: "done" }] }
+      },
+    }
+    const single = { tasks: [task("t")], output_task_id: "t" }
+    await runPlan(single, { model, tools })
+    await runPlan(single, { model, ledger: newLedger(), tools }, { run_id: `run:${"ab".repeat(16)}` })
+    expect(seen).toEqual(['false:{"ok":true}', 'false:{"ok":true}'])
+  })
 })

@@ -397,13 +397,18 @@ const RESULT = "$harness_result"
 
 /** A tool's result as stored: one holding a `$harness_` key is wrapped, so no tool result reads as a marker. */
 function escaped(v: unknown): unknown {
-  // Judged on the JSON form the store writes (an SDK response's toJSON() body, as the store's walk repeats it): a
-  // replay then shows what this run showed. Bounded: a toJSON() returning itself fails in the store, not here.
+  // Judged on the JSON form the store writes (an SDK response's toJSON() body, as the store's walk repeats it), so a
+  // replay shows what this run showed, and on the value's own fields, which this run reads its markers from.
+  // Bounded: a toJSON() returning itself fails in the store, not here.
   let j = v as { toJSON?: () => unknown } | null | undefined
   for (let i = 0; i < 9 && typeof j?.toJSON === "function"; i++) j = j.toJSON() as typeof j
+  return marked(v) || marked(j) ? { [RESULT]: v } : v
+}
+
+function marked(o: unknown): boolean {
   // Objects only: a long string's for-in would walk every index. (A big array's costs what storing it costs.)
-  if (Object(j) === j) for (const k in j) if (k.startsWith("$harness_")) return { [RESULT]: v }
-  return v
+  if (Object(o) === o) for (const k in o as object) if (k.startsWith("$harness_")) return true
+  return false
 }
 
 /** `o[k]` when k is o's own enumerable key (as in a stored row), else undefined. */
