@@ -108,6 +108,12 @@ function secs<T extends number | null | undefined>(name: string, v: T, min?: num
   return v
 }
 
+/** A lease: the server takes lease_ttl > 0 only (ActionLedger's 0, a lease that never lapses, has no API form). */
+function ttl(v: number | undefined): number | undefined {
+  if (secs("leaseTtl", v) === undefined || (v as number) > 0) return v
+  throw new InvalidOptionError(`leaseTtl must be a number of seconds > 0, got ${v}`)
+}
+
 // A signal that aborted during the poll request rejects at once (it fires no event again: the call polled on), and the
 // listener goes when the wait ends (one per poll piled up on a framework's per-step signal). Not the core's onAbort:
 // this bundle is at its size budget.
@@ -181,7 +187,7 @@ export class RemoteLedger {
     this.#base = options.baseUrl.replace(/\/+$/, "")
     this.#token = options.token
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
-    this.leaseTtl = secs("leaseTtl", options.leaseTtl)
+    this.leaseTtl = ttl(options.leaseTtl)
     this.leaseRenewInterval = secs("leaseRenewInterval", options.leaseRenewInterval)
     this.pollTimeout =
       options.pollTimeout === undefined ? 300 : secs("pollTimeout", options.pollTimeout, 0, true)
@@ -242,7 +248,7 @@ export class RemoteLedger {
     if (!options.name) throw new InvalidOptionError("ledger.tool() needs a name: pass options.name")
     const binding = options.binding ? ToolTransitionBinding.from(options.binding) : null
     const tool = options.name
-    const leaseTtl = secs("leaseTtl", options.leaseTtl) ?? this.leaseTtl
+    const leaseTtl = ttl(options.leaseTtl) ?? this.leaseTtl
     secs("pollInterval", options.pollInterval, 0)
     const pollTimeout =
       options.pollTimeout === undefined ? this.pollTimeout : secs("pollTimeout", options.pollTimeout, 0, true)

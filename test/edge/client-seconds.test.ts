@@ -33,6 +33,25 @@ describe("RemoteLedger seconds options and polling", () => {
     expect(make({ pollTimeout: null, leaseRenewInterval: 0 }).pollTimeout).toBeNull()
   })
 
+  it("refuses a leaseTtl of 0 or less at construction and per tool: the server takes lease_ttl > 0 only", async () => {
+    const app = createLedgerApp({ storage: new MemoryLedgerStorage() })
+    const fetch = ((i: RequestInfo | URL, init?: RequestInit) =>
+      app.fetch(new Request(i, init))) as typeof globalThis.fetch
+    const make = (o: object) => new RemoteLedger({ baseUrl: "http://edge.test", fetch, ...o })
+    for (const leaseTtl of [0, -1]) {
+      expect(() => make({ leaseTtl }), `${leaseTtl}`).toThrow(/leaseTtl must be a number of seconds > 0/)
+      expect(() => make({}).tool({ name: "pay", leaseTtl }, () => 1), `${leaseTtl}`).toThrow(
+        InvalidOptionError,
+      )
+    }
+    expect(
+      await make({ leaseTtl: 0.5 }).tool({ name: "pay", binding }, async () => "paid")(
+        {},
+        { requestId: "o" },
+      ),
+    ).toBe("paid")
+  })
+
   it("an abort during a poll request rejects the call at once, and polling holds one listener", async () => {
     const app = createLedgerApp({ storage: new MemoryLedgerStorage(), pollInterval: 0.005 })
     let onPost = () => {}
