@@ -53,10 +53,19 @@ export function pythonDumps(value: unknown, options: PythonDumpsOptions = {}): s
 
 // A number token with a fraction or an exponent whose value could be integral: `100.0`, `1e3`; or the integer
 // `-0`, which json.loads reads as the int 0 and JSON.parse as the float -0 (written back `-0.0`: another text).
-// Or 16 digits, a point between them or not: an integer beyond 2^53, or a fraction JSON.parse may round to a whole
-// number (`100000.000000000001`, a float to json.loads). With 15 digits a fraction other than `.0` stays one.
 // Matches inside strings too, which only sends that text through the slower exact parser.
-const INTEGRAL_FLOAT_HINT = /\d(?:\.0+)?[eE]|\d\.0+(?![0-9])|-0(?![.\deE])|(?:\d\.?){16}/
+const INTEGRAL_FLOAT_HINT = /\d(?:\.0+)?[eE]|\d\.0+(?![0-9])|-0(?![.\deE])/
+// 16 digits or more, a point between them or not. JSON.parse reads one otherwise than json.loads only when its value
+// is integral: an integer beyond 2^53 (an exact int to Python), or a fraction it rounds to a whole number
+// (`100000.000000000001`, a float to Python). Any other (a `time.time()` timestamp) is the same double in both.
+const LONG_NUMBER = /(?:\d\.?){16}[\d.]*/g
+
+const readsOtherwise = (text: string): boolean =>
+  INTEGRAL_FLOAT_HINT.test(text) ||
+  [...text.matchAll(LONG_NUMBER)].some(([m]) => {
+    const n = Number(m)
+    return !(n % 1) && (m.includes(".") || !Number.isSafeInteger(n))
+  })
 
 /**
  * `json.loads` of text the original wrote, kept so that writing it back in Python's forms gives the same text: a
@@ -76,7 +85,7 @@ export function parsePythonJson(text: string): ExactJsonValue {
       throw e
     }
   }
-  if (!INTEGRAL_FLOAT_HINT.test(text)) return value
+  if (!readsOtherwise(text)) return value
   try {
     return parseExactJson(text, "all")
   } catch {

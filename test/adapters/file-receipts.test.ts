@@ -176,3 +176,38 @@ describe("numbers the original signed as Python writes them", () => {
     expect(await verifyReceipts(listed, { hmac: KEY })).toMatchObject({ ok: true, valid: 1 })
   })
 })
+
+describe("paging a large file", () => {
+  it("a page's receipts keep only their own lines alive, never the file's text (one copy per page held)", async () => {
+    const path = tmp()
+    // 100.0 sends each line through the exact reader, whose strings are slices of the text it was given.
+    const line = (i: number) =>
+      receiptJsonLine({
+        receipt_id: `rcpt-${i}`,
+        agent_id: "a",
+        action: "pay",
+        action_kind: "tool",
+        request_id: `r${i}`,
+        inputs: { args: [], kwargs: { amount: new Number(100) as number } },
+        outputs: "y".repeat(2000),
+        status: "completed",
+        timestamp: 1764957600.1234567 + i,
+        signature: "00",
+        error: null,
+      })
+    writeFileSync(path, `${Array.from({ length: 1000 }, (_, i) => line(i)).join("\n")}\n`)
+    const store = new FileReceiptStore(path)
+    const held: Receipt[] = []
+    const before = process.memoryUsage().heapUsed
+    let cursor: string | undefined
+    do {
+      const page = await store.listPage({ limit: 5, ...(cursor && { cursor }) })
+      held.push(...page.receipts)
+      cursor = page.cursor ?? undefined
+    } while (cursor)
+    expect(held.map((r) => r.request_id)).toEqual(Array.from({ length: 1000 }, (_, i) => `r${i}`))
+    expect(held[0]?.inputs.kwargs.amount).toBeInstanceOf(Number)
+    // 200 pages of a 2 MB file: 400 MB when each page's receipts held that page's read of the file.
+    expect((process.memoryUsage().heapUsed - before) / 2 ** 20).toBeLessThan(100)
+  })
+})
