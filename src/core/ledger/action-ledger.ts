@@ -223,8 +223,10 @@ export class ActionLedger {
     op: string,
     write: (row: LedgerEntry) => Promise<LedgerEntry>,
   ): Promise<LedgerEntry> {
-    const run = (this.#writing.get(requestId) ?? Promise.resolve()).then(async () =>
-      write(await heldRow(this.#core, requestId, guard, op)),
+    // Awaited, not returned: a write that rejects at once (a refused ttl) would get its handler a microtask later,
+    // which workerd reports as an unhandled rejection.
+    const run = (this.#writing.get(requestId) ?? Promise.resolve()).then(
+      async () => await write(await heldRow(this.#core, requestId, guard, op)),
     )
     const done = run.then(ignore, ignore)
     this.#writing.set(requestId, done)
