@@ -65,8 +65,10 @@ const budgets = [
     // throws LedgerReceiptUnsignedError (the row stayed IN_FLIGHT and ran again), a foreign call never consumes an
     // operator's release (it re-ran a released payment under a read binding), a late owner's write stops at a
     // takeover (it looped forever), a reclaim the store refuses is polled, renewLease refuses Infinity, an unbounded
-    // lease's mark-dead refusal and a release's signer outage are typed and say what helps: 18,090 B.
-    max: 17.7 * KB,
+    // lease's mark-dead refusal and a release's signer outage are typed and say what helps: 18,090 B. Then the
+    // review of those fixes, 85 B: a repair the store always refuses is LedgerRowError (it spun without end), a
+    // redispatch under a new tool-call id reads its own scope too (a released payment stayed blocked): 18,175 B.
+    max: 17.8 * KB,
     target: 15 * KB,
   },
   // #11's budget for the whole core entry: the ledger, the context guards and the error root, for bundlers that do not
@@ -178,8 +180,8 @@ const budgets = [
   // 89.2 -> 90.6 KB (2026-12-05, this stop's reviews): explicit YAML tags read as PyYAML reads them (agent_id: !!float 1
   // keyed as "1" here and "1.0" there) and others refused, errors after load name the file, key and line, libpq
   // DSNs refused, poll_timeout may be unbounded, merge keys refused, and the core fixes it bundles: 92,825 B.
-  // 90.8 -> 91 KB (2026-12-05, stop 37): the ledger and receipt fixes it bundles: 93,089 B.
-  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 91 * KB },
+  // 90.8 -> 91.1 KB (2026-12-05, stop 37): the ledger and receipt fixes it bundles: 93,187 B.
+  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 91.1 * KB },
   // The storage conformance suite for adapter authors: test code, loaded by a test file and never by an application,
   // so its size matters little; it carries the whole ledger (its replay case runs an ActionLedger), the row codec and
   // the Python original's rows. 21.6 KB when it was added. The task, receipt and state-flush store suites joined it
