@@ -128,3 +128,29 @@ function bounded(run: Run, seconds: number | null): Run {
       )
     })
 }
+
+/** The table, a column or the claim function is missing: `migrate()` has not run (or ran with an older version). */
+export class NeonSchemaMissingError extends MyceliumError {
+  override readonly name = "NeonSchemaMissingError"
+  override readonly code = "neon_schema_missing"
+}
+
+// undefined_table, undefined_column (the original's table before migrate() added ours), undefined_function
+const SCHEMA_MISSING_CODES = new Set(["42P01", "42703", "42883"])
+
+/** Postgres' "no such table/column/function" becomes an error that says what to do (the task store's too). */
+export function withSchemaHint(run: Run, table: string, what = "ledger table"): Run {
+  return async (text, params) => {
+    try {
+      return await run(text, params)
+    } catch (err) {
+      const code = (err as { code?: unknown } | null)?.code
+      if (typeof code !== "string" || !SCHEMA_MISSING_CODES.has(code)) throw err
+      throw new NeonSchemaMissingError(
+        `${what} '${table}' or a column or function of it is missing: run \`await storage.migrate()\` once ` +
+          `(after upgrading mycelium-runtime too); Postgres said: ${(err as Error).message}`,
+        { cause: err },
+      )
+    }
+  }
+}

@@ -6,7 +6,16 @@
 import { TaskRowError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import type { TaskStore } from "../core/tasks/store.ts"
-import { driverRun, migration, type NeonStoreOptions, type Run, tableName } from "./neon-kit.ts"
+import {
+  driverRun,
+  migration,
+  type NeonStoreOptions,
+  type Run,
+  tableName,
+  withSchemaHint,
+} from "./neon-kit.ts"
+
+export { NeonSchemaMissingError } from "./neon-kit.ts"
 
 export type NeonTaskStoreOptions = NeonStoreOptions
 
@@ -22,7 +31,8 @@ export class NeonTaskStore implements TaskStore {
   constructor(options: NeonTaskStoreOptions) {
     this.table = tableName(options.table, "mycelium_task_ledger")
     this.#t = `"${this.table}"`
-    this.#run = driverRun(options)
+    // A missing table or lease column (the original's table) is NeonSchemaMissingError, naming migrate().
+    this.#run = withSchemaHint(driverRun(options), this.table, "task table")
   }
 
   /** Creates the original's table if needed and adds the lease column (idempotent, safe concurrently). */

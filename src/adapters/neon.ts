@@ -19,7 +19,15 @@ import {
 import { MyceliumError } from "../core/errors.ts"
 import { LedgerRowError } from "../core/ledger/errors.ts"
 import { TerminalOutcome } from "../core/ledger/model/enums.ts"
-import { driverRun, migration, type NeonStoreOptions, type Run, tableName } from "./neon-kit.ts"
+import {
+  driverRun,
+  migration,
+  NeonSchemaMissingError,
+  type NeonStoreOptions,
+  type Run,
+  tableName,
+  withSchemaHint,
+} from "./neon-kit.ts"
 
 // The Neon family's shared pieces live in neon-kit.ts; this entry is where users import them.
 export {
@@ -30,6 +38,7 @@ export {
   type NeonStoreOptions,
   NeonTimeoutError,
 } from "./neon-kit.ts"
+export { NeonSchemaMissingError }
 
 /** A Pool/Client or a neon() function, and the table name (the original's default `mycelium_action_ledger`). */
 export type NeonLedgerStorageOptions = NeonStoreOptions
@@ -39,15 +48,6 @@ export class NeonClaimRetryError extends MyceliumError {
   override readonly name = "NeonClaimRetryError"
   override readonly code = "neon_claim_retry_exhausted"
 }
-
-/** The table or its claim function is missing: `migrate()` has not run (or ran with an older version). */
-export class NeonSchemaMissingError extends MyceliumError {
-  override readonly name = "NeonSchemaMissingError"
-  override readonly code = "neon_schema_missing"
-}
-
-// undefined_table, undefined_function
-const SCHEMA_MISSING_CODES = new Set(["42P01", "42883"])
 
 const PAGE = 500
 // A claim that found a row which a concurrent writer then changed before the claim could read it runs again; more
@@ -87,23 +87,6 @@ const claimableAt = (p: string, now: string): string =>
   `(${effectiveOf(p)} IN ('EXPIRED','FAILED_BEFORE_EFFECT','FAILED_AFTER_EFFECT')` +
   ` OR (${effectiveOf(p)} = 'IN_FLIGHT' AND ${leaseOf(p)} IS NOT NULL AND ${leaseOf(p)} <> 'NaN'::float8` +
   ` AND ${leaseOf(p)} <= ${now}))`
-
-/** Postgres' "no such table/function" becomes an error that says what to do. */
-function withSchemaHint(run: Run, table: string): Run {
-  return async (text, params) => {
-    try {
-      return await run(text, params)
-    } catch (err) {
-      const code = (err as { code?: unknown } | null)?.code
-      if (typeof code !== "string" || !SCHEMA_MISSING_CODES.has(code)) throw err
-      throw new NeonSchemaMissingError(
-        `ledger table '${table}' or its claim function is missing: run \`await storage.migrate()\` once ` +
-          `(after upgrading mycelium-runtime too); Postgres said: ${(err as Error).message}`,
-        { cause: err },
-      )
-    }
-  }
-}
 
 /** The Postgres ledger backend for Neon (or any Postgres reachable by the serverless driver). */
 export class NeonLedgerStorage implements LedgerStorage {

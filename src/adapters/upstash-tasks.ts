@@ -3,6 +3,7 @@
 // `{prefix without ':'}-lease:{id}`. `swap` is one Lua script: it compares a digest of the stored row and lease
 // with the version the caller read and writes all three keys, so it is atomic without WATCH/MULTI.
 import { parsePythonRow } from "../core/python-nan.ts"
+import { TaskIdAmbiguousError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import type { TaskStore } from "../core/tasks/store.ts"
 import { globEscape, SENT_LUA, scanKeys, sentKey, type UpstashClient, UpstashReplyError } from "./upstash.ts"
@@ -80,6 +81,12 @@ export class UpstashTaskStore implements TaskStore {
   }
 
   #keys(id: string): string[] {
+    // Under a prefix without ':' the row key of '-lease:X' is the lease key of X: refused before any read or write.
+    if (this.#base === this.#prefix && id.startsWith("-lease:"))
+      throw new TaskIdAmbiguousError(
+        `task request id '${id}' would be stored at the lease key of task '${id.slice(7)}' under the prefix ` +
+          `'${this.#prefix}': use an id not starting with '-lease:', or a prefix ending in ':'`,
+      )
     return [`${this.#prefix}${id}`, `${this.#base}-tomb:${id}`, `${this.#base}-lease:${id}`]
   }
 
