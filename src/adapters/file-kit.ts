@@ -468,6 +468,18 @@ export interface LockedFileOptions {
 /** What readDict() read for each dict it returned, so writeDict() can tell untouched entries from changed ones. */
 const loaded = new WeakMap<object, { readonly text: string; readonly values: Record<string, unknown> }>()
 
+function dictText(dict: Record<string, unknown>): string {
+  const was = loaded.get(dict)
+  const kept = was ? rowTexts(was.text) : null
+  const items: string[] = []
+  for (const [k, v] of Object.entries(dict)) {
+    if (v === undefined) continue
+    const same = was !== undefined && Object.hasOwn(was.values, k) && was.values[k] === v
+    items.push(`  ${asciiJson(JSON.stringify(k))}: ${(same && kept?.get(k)) || indentedJson(v)}`)
+  }
+  return items.length ? `{\n${items.join(",\n")}\n}` : "{}"
+}
+
 /** One file guarded like the ledger file: in-process queue plus an O_EXCL lock file `<path>.lock.ts`. */
 export class LockedFile {
   readonly path: string
@@ -550,35 +562,46 @@ export class LockedFile {
    * the original's `100.0` would come back as `100` and its NaN as null.
    */
   writeDict(dict: Record<string, unknown>, path = this.path): void {
-    const was = loaded.get(dict)
-    const kept = was ? rowTexts(was.text) : null
-    const items: string[] = []
-    for (const [k, v] of Object.entries(dict)) {
-      if (v === undefined) continue
-      const same = was !== undefined && Object.hasOwn(was.values, k) && was.values[k] === v
-      items.push(`  ${asciiJson(JSON.stringify(k))}: ${(same && kept?.get(k)) || indentedJson(v)}`)
-    }
-    this.replace(items.length ? `{\n${items.join(",\n")}\n}` : "{}", path)
+    this.writeDicts([dict, path])
+  }
+
+  /**
+   * Replaces each file in turn after one lock check: a lock lost between two renames would leave half a write
+   * landed and the caller told nothing was.
+   */
+  writeDicts(...files: [Record<string, unknown>, string][]): void {
+    this.#replaceAll(files.map(([dict, path]) => [dictText(dict), path]))
   }
 
   replace(text: string, path = this.path): void {
-    mkdirSync(dirname(path), { recursive: true })
-    const tmp = `${path}.${process.pid}.${++tmpSeq}.tmp`
-    const fd = openSync(tmp, "w")
+    this.#replaceAll([[text, path]])
+  }
+
+  /** Each `[text, path]` written to a temporary file first, then all renamed into place if the lock is still held. */
+  #replaceAll(files: [string, string][]): void {
+    const staged: [string, string][] = []
     try {
-      writeSync(fd, text)
-      if (this.fsync) fsyncSync(fd)
-    } finally {
-      closeSync(fd)
-    }
-    try {
+      for (const [text, path] of files) {
+        mkdirSync(dirname(path), { recursive: true })
+        const tmp = `${path}.${process.pid}.${++tmpSeq}.tmp`
+        staged.push([tmp, path])
+        const fd = openSync(tmp, "w")
+        try {
+          writeSync(fd, text)
+          if (this.fsync) fsyncSync(fd)
+        } finally {
+          closeSync(fd)
+        }
+      }
       this.#stillHeld()
     } catch (e) {
-      rmQuiet(tmp)
+      for (const [tmp] of staged) rmQuiet(tmp)
       throw e
     }
-    renameSync(tmp, path)
-    if (this.fsync) fsyncDir(dirname(path))
+    for (const [tmp, path] of staged) {
+      renameSync(tmp, path)
+      if (this.fsync) fsyncDir(dirname(path))
+    }
   }
 
   /**

@@ -47,14 +47,12 @@ export class FileTaskStore implements TaskStore {
       else delete leases[requestId]
       // A claim's lease goes first: a crash before the row leaves a lease over the old row, which lapses and is
       // reclaimed. A terminal row goes first: a crash before its lease leaves a finished task with a stale lease,
-      // which a finished task ignores.
-      if (next.row.status === "in-flight") {
-        this.#rows.writeDict(leases, this.#leases)
-        this.#rows.writeDict(rows)
-      } else {
-        this.#rows.writeDict(rows)
-        this.#rows.writeDict(leases, this.#leases)
-      }
+      // which a finished task ignores. One lock check covers both renames, so a lost lock refuses both or neither.
+      const files: [Record<string, unknown>, string][] = [
+        [leases, this.#leases],
+        [rows, this.path],
+      ]
+      this.#rows.writeDicts(...(next.row.status === "in-flight" ? files : files.reverse()))
       return recordVersion(next)
     })
   }

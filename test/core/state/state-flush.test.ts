@@ -1,9 +1,10 @@
-import { mkdtempSync, readFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { expect, it } from "vitest"
 import { FileStateFlushStore } from "../../../src/adapters/file-state.ts"
 import { testStateFlush } from "../../../src/conformance.ts"
+import { LedgerStorageUnavailableError } from "../../../src/core/ledger/index.ts"
 import { StateFlush, StateFlushError } from "../../../src/state.ts"
 
 const tmpFile = () => join(mkdtempSync(join(tmpdir(), "mycelium-state-")), "state.json")
@@ -35,4 +36,28 @@ it("resume of a run with no snapshot is StateFlushError with the original's mess
   const err = await flush.resume("r-404").catch((e: unknown) => e)
   expect(err).toBeInstanceOf(StateFlushError)
   expect(err).toMatchObject({ code: "state_flush_error", message: "No flushed state found for run 'r-404'" })
+})
+
+it("an unreadable store file is LedgerStorageUnavailableError, the fs error its cause", async () => {
+  const path = tmpFile()
+  mkdirSync(path) // EISDIR; EACCES and EIO take the same path
+  const flush = new StateFlush({ storage: new FileStateFlushStore(path) })
+  for (const op of [() => flush.load("r-1"), () => flush.resume("r-1")]) {
+    const err = await op().catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(LedgerStorageUnavailableError)
+    expect(err).toMatchObject({ code: "ledger_storage_unavailable", cause: { code: "EISDIR" } })
+    expect((err as Error).message).toBe(
+      `state store ${path} unavailable during load (EISDIR): make it a readable, writable file, then retry`,
+    )
+  }
+  await expect(
+    new FileStateFlushStore(path).save({
+      run_id: "r-1",
+      status: "in-progress",
+      state: {},
+      updated_at: 1,
+      reason: null,
+      error: null,
+    }),
+  ).rejects.toMatchObject({ code: "ledger_storage_unavailable" })
 })
