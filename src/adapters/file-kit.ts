@@ -6,12 +6,16 @@ import { spawn } from "node:child_process"
 import {
   appendFileSync,
   closeSync,
+  fchmodSync,
   fsyncSync,
   linkSync,
+  lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
+  readlinkSync,
+  realpathSync,
   renameSync,
   statSync,
   unlinkSync,
@@ -22,7 +26,7 @@ import { hostname } from "node:os"
 import { basename, dirname, join, resolve } from "node:path"
 import process from "node:process"
 import { LedgerError, LedgerStorageUnavailableError } from "../adapter-kit.ts"
-import { JSON_STRING, parsePythonRow } from "../core/python-nan.ts"
+import { parsePythonRow } from "../core/python-nan.ts"
 
 /** The ledger file exists but is not a JSON object of rows. Nothing was read or written; repair or restore it. */
 export class LedgerFileCorruptError extends LedgerError {
@@ -105,6 +109,44 @@ let tmpSeq = 0
 
 const HOST = hostname()
 
+/**
+ * This process's PID namespace ("pid:[4026531836]"), null where unreadable (not Linux). Containers of one pod share
+ * a hostname and a volume but not their pids: a pid is judged only by a process of the same host and namespace.
+ */
+const PIDNS = ((): string | null => {
+  try {
+    return readlinkSync("/proc/self/ns/pid")
+  } catch {
+    return null
+  }
+})()
+
+/**
+ * A data path the store locks and renames over: a symlink's target, else a rename would replace the link with a
+ * plain file (the target stops changing) and two names of one ledger would take two locks.
+ */
+export function dataPath(path: string): string {
+  const p = resolve(path)
+  try {
+    return lstatSync(p).isSymbolicLink() ? realpathSync(p) : p
+  } catch {
+    return p
+  }
+}
+
+/** Opens `tmp` to replace `path` with `path`'s permission bits: a ledger made private (0600) stays private. */
+export function openLike(tmp: string, path: string, mode = 0o666): number {
+  let bits: number | undefined
+  try {
+    bits = statSync(path).mode & 0o777
+  } catch {
+    // new file: the default, narrowed by the umask
+  }
+  const fd = openSync(tmp, "w", bits ?? mode)
+  if (bits !== undefined) fchmodSync(fd, bits) // the umask narrowed what openSync created
+  return fd
+}
+
 /** One writer per file in this process; other processes are kept out by the lock file. */
 const queues = new Map<string, Promise<void>>()
 
@@ -145,10 +187,23 @@ export function rowTexts(text: string): Map<string, string> {
   let depth = 0
   let id = ""
   let start = 0
-  for (const m of text.matchAll(new RegExp(`${JSON_STRING}|[[{]|[\\]}]`, "g"))) {
-    const c = m[0][0]
+  // Strings are skipped with indexOf, not matched by a regex: V8 backtracks per escape and a string of millions of
+  // them overflows its stack.
+  const re = /["[{\]}]/g
+  for (let m = re.exec(text); m; m = re.exec(text)) {
+    const c = m[0]
     if (c === '"') {
-      if (depth === 1) id = m[0]
+      // Its end: the next quote after an even run of backslashes.
+      let end = m.index
+      let n = 1
+      while (n % 2 === 1) {
+        end = text.indexOf('"', end + 1)
+        n = 0
+        while (text[end - 1 - n] === "\\") n++
+      }
+      if (end < 0) break
+      if (depth === 1) id = text.slice(m.index, end + 1)
+      re.lastIndex = end + 1
     } else if (c === "{" || c === "[") {
       if (++depth === 2) start = m.index
     } else if (--depth === 1) out.set(JSON.parse(id) as string, text.slice(start, m.index + 1))
@@ -208,6 +263,7 @@ interface HolderRecord {
   readonly host: string | null
   readonly at: number | null
   readonly token: string | null
+  readonly pidns: string | null
 }
 
 interface SeenFile {
@@ -222,7 +278,7 @@ interface SeenFile {
 const SAFE_TOKEN = /^[A-Za-z0-9_-]{1,80}$/
 
 function parseHolder(content: string): HolderRecord {
-  let info: { pid?: unknown; host?: unknown; at?: unknown; token?: unknown } = {}
+  let info: { pid?: unknown; host?: unknown; at?: unknown; token?: unknown; pidns?: unknown } = {}
   try {
     const v: unknown = JSON.parse(content)
     if (v && typeof v === "object") info = v as typeof info
@@ -234,6 +290,7 @@ function parseHolder(content: string): HolderRecord {
     host: typeof info.host === "string" ? info.host : null,
     at: typeof info.at === "number" ? info.at : null,
     token: typeof info.token === "string" && SAFE_TOKEN.test(info.token) ? info.token : null,
+    pidns: typeof info.pidns === "string" ? info.pidns : null,
   }
 }
 
@@ -247,11 +304,11 @@ function newToken(): string {
  * A cross-process lock file that works on any local filesystem without native code, and that a SIGKILL at any
  * instant cannot wedge: the file never exists without its holder's record.
  *
- * - Acquire writes `{pid, host, at, token}` to a private temp file and link()s it to the lock path. link() fails
+ * - Acquire writes `{pid, host, pidns, at, token}` to a private temp file and link()s it to the lock path. link() fails
  *   with EEXIST if the lock is held (the O_EXCL of a file that appears complete), so a holder killed at any point
  *   leaves either no lock or a lock naming it.
- * - A lock whose holder is this host's dead pid is taken over at once; a holder on another host (or an unreadable
- *   record) only once older than `staleLockAfter`.
+ * - A lock whose holder is a dead pid of this host and PID namespace is taken over at once; any other holder (or an
+ *   unreadable record) only once older than `staleLockAfter`.
  * - Removing a stale lock needs the `<lock>.gc-<token>` marker of exactly that holder, created the same way, so
  *   two recoverers cannot both delete (one of them deleting a lock that was re-created meanwhile). A recoverer
  *   killed inside that window leaves a marker naming it, which is recovered by the same rule, one level up.
@@ -354,9 +411,13 @@ export class FileLock {
     const token = newToken()
     const tmp = join(this.#dir, `${this.#base}.tmp-${token}`)
     try {
-      writeFileSync(tmp, JSON.stringify({ pid: process.pid, host: HOST, token, at: Date.now() }), {
-        flag: "wx",
-      })
+      writeFileSync(
+        tmp,
+        JSON.stringify({ pid: process.pid, host: HOST, pidns: PIDNS, token, at: Date.now() }),
+        {
+          flag: "wx",
+        },
+      )
     } catch (e) {
       if (errno(e) !== "ENOENT") throw e
       mkdirSync(this.#dir, { recursive: true })
@@ -397,7 +458,7 @@ export class FileLock {
 
   #isStale(f: SeenFile): boolean {
     const h = f.holder
-    if (h.host === HOST && h.pid !== null && !pidAlive(h.pid)) return true
+    if (h.host === HOST && h.pidns === PIDNS && h.pid !== null && !pidAlive(h.pid)) return true
     return Date.now() - (h.at ?? f.mtimeMs) > this.#staleMs
   }
 
@@ -487,7 +548,7 @@ export class LockedFile {
   readonly #lock: FileLock
 
   constructor(path: string, options: LockedFileOptions = {}) {
-    this.path = resolve(path)
+    this.path = dataPath(path)
     this.fsync = options.fsync ?? true
     this.#lock = new FileLock(
       `${this.path}.lock.ts`,
@@ -585,7 +646,7 @@ export class LockedFile {
         mkdirSync(dirname(path), { recursive: true })
         const tmp = `${path}.${process.pid}.${++tmpSeq}.tmp`
         staged.push([tmp, path])
-        const fd = openSync(tmp, "w")
+        const fd = openLike(tmp, path)
         try {
           writeSync(fd, text)
           if (this.fsync) fsyncSync(fd)

@@ -14,7 +14,7 @@ import {
   writeSync,
   writevSync,
 } from "node:fs"
-import { basename, dirname, join, resolve } from "node:path"
+import { basename, dirname, join } from "node:path"
 import process from "node:process"
 import {
   type ClaimOptions,
@@ -34,11 +34,13 @@ import {
 import { parsePythonRow } from "../core/python-nan.ts"
 import {
   asciiJson,
+  dataPath,
   errno,
   FileLock,
   fsyncDir,
   indentedJson,
   LedgerFileCorruptError,
+  openLike,
   parkIn,
   rmQuiet,
   rowTexts,
@@ -53,7 +55,7 @@ export interface FileLedgerStorageOptions {
   readonly lockTimeout?: number
   /**
    * Seconds after which a lock whose holder cannot be proven alive is taken over. Default 30. A holder on this
-   * host whose pid is gone is taken over at once.
+   * host (same hostname and PID namespace) whose pid is gone is taken over at once.
    */
   readonly staleLockAfter?: number
   /** fsync the file and its directory on every write (default true). Off trades crash safety for speed. */
@@ -111,7 +113,7 @@ export class FileLedgerStorage implements LedgerStorage {
   #loadedText: string | null = null
 
   constructor(path: string, options: FileLedgerStorageOptions = {}) {
-    this.path = resolve(path)
+    this.path = dataPath(path)
     this.#lock = new FileLock(
       `${this.path}.lock.ts`,
       (options.lockTimeout ?? 10) * 1000,
@@ -348,7 +350,7 @@ export class FileLedgerStorage implements LedgerStorage {
     }
     chunks.push(first ? CLOSE_EMPTY : CLOSE)
     const tmp = `${this.path}.tmp-${process.pid}-${++tmpSeq}`
-    const fd = openSync(tmp, "w", 0o644)
+    const fd = openLike(tmp, this.path, 0o644)
     try {
       writeAll(fd, chunks)
       parkIn("flush-tmp")

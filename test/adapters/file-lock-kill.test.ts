@@ -3,7 +3,16 @@
 // Before the holder record was linked into place atomically, two of these windows froze every writer for
 // staleLockAfter (30 s).
 import { spawn, spawnSync } from "node:child_process"
-import { linkSync, mkdirSync, mkdtempSync, readdirSync, rmSync, utimesSync, writeFileSync } from "node:fs"
+import {
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readlinkSync,
+  rmSync,
+  utimesSync,
+  writeFileSync,
+} from "node:fs"
 import { hostname, tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
@@ -11,6 +20,13 @@ import { afterAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
 
+const pidns = (() => {
+  try {
+    return readlinkSync("/proc/self/ns/pid")
+  } catch {
+    return null
+  }
+})()
 const CHILD = fileURLToPath(new URL("./file-lock-child.ts", import.meta.url))
 const root = mkdtempSync(join(tmpdir(), "mycelium-lockkill-"))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
@@ -45,7 +61,7 @@ function deadHolderLock(path: string): void {
   const dead = spawnSync(process.execPath, ["-e", "0"]).pid as number
   writeFileSync(
     `${path}.lock.ts`,
-    JSON.stringify({ pid: dead, host: hostname(), token: "deadholder", at: Date.now() }),
+    JSON.stringify({ pid: dead, host: hostname(), pidns, token: "deadholder", at: Date.now() }),
   )
 }
 
@@ -159,7 +175,7 @@ describe("file lock: recoverers racing over dead holders' locks", () => {
       const tmp = join(dirname(path), `plant-${planted}`)
       writeFileSync(
         tmp,
-        JSON.stringify({ pid: deadPid, host: hostname(), token: `dead${planted}`, at: Date.now() }),
+        JSON.stringify({ pid: deadPid, host: hostname(), pidns, token: `dead${planted}`, at: Date.now() }),
       )
       try {
         linkSync(tmp, `${path}.lock.ts`)

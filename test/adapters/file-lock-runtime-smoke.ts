@@ -1,6 +1,6 @@
 // Run under Deno and Bun by file-lock-kill.test.ts: a lock, a gc marker and a temp record left by dead writers
 // on this host (pid beyond Linux's pid_max, so never alive) are recovered at once. Prints one JSON line.
-import { mkdirSync, readdirSync, writeFileSync } from "node:fs"
+import { mkdirSync, readdirSync, readlinkSync, writeFileSync } from "node:fs"
 import { hostname } from "node:os"
 import { dirname } from "node:path"
 import process from "node:process"
@@ -9,7 +9,16 @@ import { FileLedgerStorage } from "../../src/adapters/file.ts"
 
 const path = process.argv[2] as string
 mkdirSync(dirname(path), { recursive: true })
-const dead = (token: string) => JSON.stringify({ pid: 99_999_999, host: hostname(), token, at: Date.now() })
+// Same PID namespace as this process: only there is a gone pid proof of a dead holder.
+const pidns = (() => {
+  try {
+    return readlinkSync("/proc/self/ns/pid")
+  } catch {
+    return null
+  }
+})()
+const dead = (token: string) =>
+  JSON.stringify({ pid: 99_999_999, host: hostname(), pidns, token, at: Date.now() })
 writeFileSync(`${path}.lock.ts`, dead("deadholder"))
 writeFileSync(`${path}.lock.ts.gc-deadholder`, dead("deadrecoverer"))
 writeFileSync(`${path}.lock.ts.tmp-99999999-x`, dead("99999999-x"))

@@ -1,7 +1,18 @@
 // The JSON-file ledger store: conformance, Python file-format interop, corruption handling, cross-process race.
 import { spawn, spawnSync } from "node:child_process"
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import {
+  chmodSync,
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readFileSync,
+  readlinkSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs"
+import { hostname, tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
@@ -13,6 +24,13 @@ const root = mkdtempSync(join(tmpdir(), "mycelium-file-"))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 let n = 0
 const freshPath = () => join(root, `l${n++}`, "ledger.json")
+const pidns = (() => {
+  try {
+    return readlinkSync("/proc/self/ns/pid")
+  } catch {
+    return null
+  }
+})()
 const FIXTURE = fileURLToPath(new URL("../fixtures/python-ledger.json", import.meta.url))
 const WORKER = fileURLToPath(new URL("./file-race-worker.ts", import.meta.url))
 
@@ -273,11 +291,23 @@ describe("cross-process lock", () => {
     const dead = spawnSync(process.execPath, ["-e", "process.exit(0)"]).pid as number
     writeFileSync(
       `${path}.lock.ts`,
-      JSON.stringify({ pid: dead, host: (await import("node:os")).hostname(), token: "t", at: Date.now() }),
+      JSON.stringify({ pid: dead, host: hostname(), pidns, token: "t", at: Date.now() }),
     )
     const s = new FileLedgerStorage(path, { lockTimeout: 2 })
     await s.set(newEntry({ requestId: "x", tool: "t" }, 1))
     expect((await s.get("x"))?.requestId).toBe("x")
+  })
+
+  it("waits out a dead pid of this hostname in another PID namespace (containers of one pod): it may be alive", async () => {
+    const path = freshPath()
+    mkdirSync(dirname(path), { recursive: true })
+    const dead = spawnSync(process.execPath, ["-e", "process.exit(0)"]).pid as number
+    const lock = { pid: dead, host: hostname(), pidns: "pid:[1]", token: "t", at: Date.now() }
+    writeFileSync(`${path}.lock.ts`, JSON.stringify(lock))
+    const s = new FileLedgerStorage(path, { lockTimeout: 0.3, staleLockAfter: 30 })
+    await expect(s.set(newEntry({ requestId: "x", tool: "t" }, 1))).rejects.toMatchObject({
+      code: "ledger_file_lock_timeout",
+    })
   })
 
   it("takes over a lock from another host once it is older than staleLockAfter", async () => {
@@ -344,5 +374,41 @@ describe("cross-process lock", () => {
       JSON.parse(readFileSync(path, "utf8")) as Record<string, { terminal_outcome: string }>,
     )
     expect(rows.map((x) => x.terminal_outcome)).toEqual(Array(ROUNDS).fill("COMPLETED"))
+  }, 60_000)
+})
+
+describe("the ledger file itself", () => {
+  it("a symlinked path writes through to its target, which shares its lock", async () => {
+    const target = freshPath()
+    await new FileLedgerStorage(target).set(newEntry({ requestId: "a", tool: "t" }, 1))
+    const link = join(dirname(target), "link.json")
+    symlinkSync(target, link)
+    const s = new FileLedgerStorage(link)
+    expect(s.path).toBe(target)
+    await s.set(newEntry({ requestId: "b", tool: "t" }, 1))
+    expect(lstatSync(link).isSymbolicLink()).toBe(true)
+    expect((await new FileLedgerStorage(target).get("b"))?.requestId).toBe("b")
+  })
+
+  it.skipIf(process.platform === "win32")(
+    "a rewrite keeps the ledger's permission bits (0600 stays private)",
+    async () => {
+      const path = freshPath()
+      await new FileLedgerStorage(path).set(newEntry({ requestId: "a", tool: "t" }, 1))
+      chmodSync(path, 0o600)
+      await new FileLedgerStorage(path).set(newEntry({ requestId: "b", tool: "t" }, 1))
+      expect(statSync(path).mode & 0o777).toBe(0o600)
+    },
+  )
+
+  it("writes beside a row holding one string of 5 million escapes (no regex stack overflow)", async () => {
+    const esc = "\\u00e9".repeat(5_000_000) // as json.dumps writes a long non-ASCII text
+    const path = withFile(
+      `{"doc": {"request_id": "doc", "tool": "t", "status": "completed", "result": "${esc}"}}`,
+    )
+    await new FileLedgerStorage(path).set(newEntry({ requestId: "x", tool: "t" }, 1))
+    const again = new FileLedgerStorage(path)
+    expect((await again.get("doc"))?.result).toBe("\u00e9".repeat(5_000_000))
+    expect((await again.get("x"))?.requestId).toBe("x")
   }, 60_000)
 })
