@@ -2,10 +2,10 @@
 // ids, leases and cursors, racing reclaims of a lapsed call, and token tricks. Every claim is checked by counting
 // runs and by reading the stored rows of both tenants.
 import { env } from "cloudflare:workers"
-import { SignJWT, UnsecuredJWT } from "jose"
+import { UnsecuredJWT } from "jose"
 import { describe, expect, it } from "vitest"
 import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../../src/adapters/durable-object.ts"
-import worker from "../../src/edge/worker.ts"
+import { callWorker, signToken } from "./worker-fetch.ts"
 
 const SECRET = "workerd-adversarial-secret-workerd-adversarial"
 const LEDGER = (env as unknown as { LEDGER: LedgerObjectNamespace }).LEDGER
@@ -15,25 +15,10 @@ const acme = `acme${run}`
 const globex = `globex${run}`
 
 const sign = (claims: Record<string, unknown>, exp: string | number = "5m") =>
-  new SignJWT(claims)
-    .setProtectedHeader({ alg: "HS256" })
-    .setIssuedAt()
-    .setExpirationTime(exp)
-    .sign(new TextEncoder().encode(SECRET))
+  signToken(SECRET, claims, { exp, issuedSecondsAgo: 0 })
 
-async function api(token: string, method: string, path: string, body?: unknown) {
-  const r = await worker.fetch(
-    new Request(`http://edge.test${path}`, {
-      method,
-      headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-      ...(body !== undefined ? { body: typeof body === "string" ? body : JSON.stringify(body) } : {}),
-    }),
-    bindings,
-    {},
-  )
-  const json = (await r.json()) as Record<string, unknown> & { error?: { code: string } }
-  return { status: r.status, json }
-}
+const api = (token: string, method: string, path: string, body?: unknown) =>
+  callWorker(bindings, token, method, path, body)
 
 const storeOf = (tenant: string) => new DurableObjectLedgerStorage(LEDGER, { name: `tenant:${tenant}` })
 const payment = { agent_id: "pay", policy_version: "1", side_effect_class: "non_idempotent_mutate" }

@@ -3,43 +3,28 @@
 // Object RPC may return (listing answered 503 forever); and a receipt over SQLite's 2 MB value limit, which a result
 // the row limit allows makes, was never stored (409 receipt_append_failed on every call).
 import { env } from "cloudflare:workers"
-import { exportJWK, generateKeyPair, SignJWT } from "jose"
+import { exportJWK, generateKeyPair } from "jose"
 import { describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../../src/adapters/durable-object.ts"
 import { DurableObjectReceiptStore } from "../../src/adapters/durable-object-guards.ts"
 import type { AuditReceiptRecord } from "../../src/core/receipts/record.ts"
-import worker from "../../src/edge/worker.ts"
+import { callWorker, signToken } from "./worker-fetch.ts"
 
 const LEDGER = (env as unknown as { LEDGER: LedgerObjectNamespace }).LEDGER
 const SECRET = "workerd-limits-secret-workerd-limits-secret"
 const run = `l${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
 const binding = { agent_id: "pay", policy_version: "1", side_effect_class: "keyed_mutate" }
 
-interface Answer {
-  status?: string
-  fence?: number
-  lease?: string
-  error?: { code: string; message: string }
-}
-
 function api(tenant: string, vars: Record<string, unknown> = {}) {
-  return async (method: string, path: string, body?: unknown) => {
-    const jwt = await new SignJWT({ tenant, scope: "ledger:agent ledger:reader" })
-      .setProtectedHeader({ alg: "HS256" })
-      .setExpirationTime("5m")
-      .sign(new TextEncoder().encode(SECRET))
-    const r = await worker.fetch(
-      new Request(`http://edge.test${path}`, {
-        method,
-        headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" },
-        ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-      }),
-      { ...(env as object), LEDGER_JWT_SECRET: SECRET, ...vars } as never,
-      {},
+  return async (method: string, path: string, body?: unknown) =>
+    callWorker(
+      { ...(env as object), LEDGER_JWT_SECRET: SECRET, ...vars },
+      await signToken(SECRET, { tenant, scope: "ledger:agent ledger:reader" }),
+      method,
+      path,
+      body,
     )
-    return { status: r.status, json: (await r.json()) as Answer }
-  }
 }
 
 async function pay(call: ReturnType<typeof api>, id: string, result: unknown) {

@@ -1,38 +1,26 @@
 // An agent token against the real worker entry in workerd (Hono → per-tenant SQLite Durable Objects): it runs its
 // own calls and nothing else. Every refusal is checked on the stored row, not only on the status code.
 import { env } from "cloudflare:workers"
-import { SignJWT } from "jose"
 import { describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../../src/adapters/durable-object.ts"
 import { ActionLedger, type LedgerStorage } from "../../src/core/index.ts"
 import { RemoteLedger } from "../../src/edge/client.ts"
 import worker from "../../src/edge/worker.ts"
+import { callWorker, signToken } from "./worker-fetch.ts"
 
 const SECRET = "workerd-agent-secret-workerd-agent-secret"
 const LEDGER = (env as unknown as { LEDGER: LedgerObjectNamespace }).LEDGER
 const bindings = { ...(env as object), LEDGER_JWT_SECRET: SECRET } as never
 const tenant = `t${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
 const sign = (scope: string, sub = "agent") =>
-  new SignJWT({ tenant, scope })
-    .setProtectedHeader({ alg: "HS256" })
-    .setSubject(sub)
-    .setIssuedAt()
-    .setExpirationTime("5m")
-    .sign(new TextEncoder().encode(SECRET))
+  signToken(SECRET, { tenant, scope }, { sub, issuedSecondsAgo: 0 })
 
 const fetchWorker = ((input: RequestInfo | URL, init?: RequestInit) =>
   worker.fetch(new Request(input, init), bindings, {})) as typeof globalThis.fetch
 
-async function api(token: string, method: string, path: string, body?: unknown) {
-  const r = await fetchWorker(`http://edge.test${path}`, {
-    method,
-    headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
-    ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-  })
-  const json = (await r.json()) as Record<string, unknown> & { error?: { code: string } }
-  return { status: r.status, json }
-}
+const api = (token: string, method: string, path: string, body?: unknown) =>
+  callWorker(bindings, token, method, path, body)
 
 const store = () => new DurableObjectLedgerStorage(LEDGER, { name: `tenant:${tenant}` })
 const payment = { agent_id: "pay", policy_version: "1", side_effect_class: "non_idempotent_mutate" }

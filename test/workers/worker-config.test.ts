@@ -2,47 +2,18 @@
 // "4 shards" became 1 shard (rows written under 4 were not found, so a completed payment was handed out to run again)
 // and "1h" became no token-age limit at all. Anything but a positive whole number is now 503 `misconfigured`.
 import { env } from "cloudflare:workers"
-import { SignJWT } from "jose"
 import { describe, expect, it } from "vitest"
-import worker from "../../src/edge/worker.ts"
+import { callWorker, signToken } from "./worker-fetch.ts"
 
 const SECRET = "workerd-config-secret-workerd-config-secret"
 const run = `c${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
 const BAD = ["four", "3600s", "1 hour", "0", "00", "-5", "1.5", "0x10", "1e3", " 4", ""]
 
-async function token(scope: string, issuedSecondsAgo = 0, tenant = run): Promise<string> {
-  const now = Math.floor(Date.now() / 1000)
-  return new SignJWT({ tenant, scope })
-    .setProtectedHeader({ alg: "HS256" })
-    .setIssuedAt(now - issuedSecondsAgo)
-    .setExpirationTime(now + 300)
-    .sign(new TextEncoder().encode(SECRET))
-}
+const token = (scope: string, issuedSecondsAgo = 0, tenant = run) =>
+  signToken(SECRET, { tenant, scope }, { issuedSecondsAgo })
 
-async function call(
-  vars: Record<string, unknown>,
-  jwt: string,
-  method: string,
-  path: string,
-  body?: unknown,
-) {
-  const r = await worker.fetch(
-    new Request(`http://edge.test${path}`, {
-      method,
-      headers: { authorization: `Bearer ${jwt}`, "content-type": "application/json" },
-      ...(body !== undefined ? { body: JSON.stringify(body) } : {}),
-    }),
-    { ...(env as object), LEDGER_JWT_SECRET: SECRET, ...vars } as never,
-    {},
-  )
-  const json = (await r.json()) as {
-    status?: string
-    fence?: number
-    lease?: string
-    error?: { code: string; message: string }
-  }
-  return { status: r.status, json }
-}
+const call = (vars: Record<string, unknown>, jwt: string, method: string, path: string, body?: unknown) =>
+  callWorker({ ...(env as object), LEDGER_JWT_SECRET: SECRET, ...vars }, jwt, method, path, body)
 
 describe("worker LEDGER_SHARDS", () => {
   const begin = {
