@@ -340,4 +340,43 @@ describe("a business key's row whose effect id holds context its kwargs do not",
       expect([name, charges]).toEqual([name, 2])
     }
   })
+
+  it("a released payment whose arguments include request_id or tool_call_id, first sent without a tool-call id, re-runs once", async () => {
+    for (const [name, idMeta] of [
+      ["request_id", {}],
+      ["tool_call_id", {}],
+      ["tool_call_id", { requestId: "order-o-1" }],
+    ] as const) {
+      const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), ...quiet })
+      let charges = 0
+      let crash = true
+      const tool = (cls: SideEffectClass) =>
+        ledger.tool(
+          { name: "pay", binding: { ...binding(cls), requestIdFrom: "order_id" } },
+          async (_a: Record<string, string>, tx) =>
+            tx.sideEffect(async () => {
+              charges++
+              if (crash) throw new Error("provider timeout")
+              return { charged: true }
+            }),
+        )
+      // The argument, not metadata: the row's kwargs hold it where a dispatch id would be.
+      const args = { order_id: "o-1", [name]: "prov-9" }
+      await expect(tool("non_idempotent_mutate")(args, idMeta)).rejects.toThrow("provider timeout")
+      const [row] = await ledger.listTransitions()
+      expect(row?.terminalOutcome).toBe("UNKNOWN")
+      const id = row?.requestId as string
+      await ledger.release(id, { verified: "not_executed", by: "alice", reason: "no charge" })
+      crash = false
+      // A read binding's re-send of the id is still another binding: refused, the release left alone.
+      const released = await ledger.get(id)
+      await expect(tool("read")(args, idMeta)).rejects.toBeInstanceOf(LedgerHardBlockError)
+      expect(await ledger.get(id)).toEqual(released)
+      // The payment's own redispatch in a new model turn uses the release, once.
+      const pay = tool("non_idempotent_mutate")
+      expect(await pay(args, { ...idMeta, toolCallId: "call_2" })).toEqual({ charged: true })
+      expect(await pay(args, { ...idMeta, toolCallId: "call_3" })).toEqual({ charged: true })
+      expect([name, idMeta, charges]).toEqual([name, idMeta, 2])
+    }
+  })
 })

@@ -99,16 +99,24 @@ export function claimedOtherwise(req: ClaimRequest, row: LedgerEntry): boolean {
   const stored = req.explicitId ? req.fingerprint : storedFingerprint(row, req.binding)
   // The binding is this call's in every reading, so any reading that gives the row's effect id means the same
   // binding. The row's kwargs may hold an argument named run_id or node, which reads there as scope: this call's own
-  // scope is the other reading (a redispatch under a new tool-call id, as a new model turn gives).
-  const key = (scope: TransitionScope) =>
-    transitionKey({
-      tool: row.tool,
-      binding: req.binding as ToolTransitionBinding,
-      argsFingerprint: stored === req.fingerprint ? req.keyFingerprint : stored,
-      scope,
-      dispatchId: deriveDispatchId({ toolCallId: k.tool_call_id, requestId: k.request_id }),
-    })
-  return key(scopeOf(row.kwargs, req)) !== row.effectId && key(req.scope) !== row.effectId
+  // scope is the other reading (a redispatch under a new tool-call id, as a new model turn gives). So may one named
+  // request_id or tool_call_id read as the dispatch id; a call without a tool-call id had its explicit id or none.
+  const ids = [
+    deriveDispatchId({ toolCallId: k.tool_call_id, requestId: k.request_id }),
+    req.explicitId ? req.requestId : null,
+  ]
+  return ![scopeOf(row.kwargs, req), req.scope].some((scope) =>
+    ids.some(
+      (dispatchId) =>
+        transitionKey({
+          tool: row.tool,
+          binding: req.binding as ToolTransitionBinding,
+          argsFingerprint: stored === req.fingerprint ? req.keyFingerprint : stored,
+          scope,
+          dispatchId,
+        }) === row.effectId,
+    ),
+  )
 }
 
 const driftScope = (s: TransitionScope): string => s.runId || s.threadId
