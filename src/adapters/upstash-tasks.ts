@@ -80,12 +80,19 @@ export class UpstashTaskStore implements TaskStore {
     this.#swap = script(SWAP_LUA)
   }
 
+  /** Under a prefix without ':' the row key of '-tomb:X' ('-lease:X') is the tombstone (lease) key of X. */
+  #clash(id: string): RegExpMatchArray | null {
+    return this.#base === this.#prefix ? id.match(/^-(tomb|lease):/) : null
+  }
+
   #keys(id: string): string[] {
-    // Under a prefix without ':' the row key of '-lease:X' is the lease key of X: refused before any read or write.
-    if (this.#base === this.#prefix && id.startsWith("-lease:"))
+    // Refused before any read or write: a write there would overwrite another task's tombstone or lease.
+    const [head, kind] = this.#clash(id) ?? []
+    if (head)
       throw new TaskIdAmbiguousError(
-        `task request id '${id}' would be stored at the lease key of task '${id.slice(7)}' under the prefix ` +
-          `'${this.#prefix}': use an id not starting with '-lease:', or a prefix ending in ':'`,
+        `task request id '${id}' would be stored at the ${kind === "tomb" ? "tombstone" : kind} key of task ` +
+          `'${id.slice(head.length)}' under the prefix '${this.#prefix}': use an id not starting with '-tomb:' or ` +
+          `'-lease:', or a prefix ending in ':'`,
       )
     return [`${this.#prefix}${id}`, `${this.#base}-tomb:${id}`, `${this.#base}-lease:${id}`]
   }
@@ -126,7 +133,9 @@ export class UpstashTaskStore implements TaskStore {
   async *list(): AsyncIterable<StoredTask> {
     const tomb = `${this.#base}-tomb:`
     for await (const k of scanKeys(this.#redis, `${globEscape(tomb)}*`, 500)) {
-      const t = await this.get(k.slice(tomb.length))
+      // The tombstone of a refused id is what an older version left: never one of ours, skipped.
+      const id = k.slice(tomb.length)
+      const t = this.#clash(id) ? null : await this.get(id)
       if (t) yield t
     }
   }

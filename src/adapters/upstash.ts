@@ -640,14 +640,16 @@ function toRowOrNull(v: unknown): Row | null {
 /**
  * The start of every derived key, never under the prefix (a scan of `{prefix}*` sees rows only). For a prefix
  * ending in ':' (the default `mycelium:action:`) it is the Python original's own layout, the ':' replaced
- * (`mycelium:action-tomb:`). Any other prefix keeps its last character behind a marker (`tenant-a` -> `tenant-~a-`),
- * so two such prefixes never share one: replacing that character gave `tenant-a` and `tenant-b` one set of
- * tombstones and dispatch sets. Null for the empty prefix, which every key lies under.
+ * (`mycelium:action-tomb:`). Any other prefix keeps its last character between two markers (`tenant-a` ->
+ * `tenant-~a~`, `t~` -> `t!~!`): one base per prefix, and never one of the first kind (which end in '-'). A trailing
+ * '-' gave `X~a:` and `Xa` one set of tombstones; replacing the last character gave one to `t-a` and `t-b`.
+ * Null for the empty prefix, which every key lies under.
  */
 export function derivedBase(prefix: string): string | null {
   if (prefix === "") return null
   const last = prefix.slice(-1)
-  return prefix.slice(0, -1) + (last === ":" ? "-" : `${last === "~" ? "!" : "~"}${last}-`)
+  const m = last === "~" ? "!" : "~"
+  return prefix.slice(0, -1) + (last === ":" ? "-" : m + last + m)
 }
 
 function isNonTerminal(row: Row): boolean {

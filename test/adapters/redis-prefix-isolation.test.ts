@@ -77,6 +77,19 @@ describe.each(stores)("%s: ledgers under prefixes '…-a' and '…-b' are indepe
     expect(await listed(a.storage)).toHaveLength(2)
   })
 
+  it("prefixes '…X~a:' and '…Xa' share no tombstone: B's first call runs, and each replays its own", async () => {
+    // Before, both derived `…X~a-`: B found A's tombstone and replayed A's payment without paying.
+    const a = tenant(`${tag}-${name}-X~a:`, "A")
+    const b = tenant(`${tag}-${name}-Xa`, "B")
+    expect(await a.pay({ amount: 5 }, { requestId: "order-1" })).toEqual({ paidBy: "A", amount: 5 })
+    expect(await b.pay({ amount: 5 }, { requestId: "order-1" })).toEqual({ paidBy: "B", amount: 5 })
+    await evictRows(a.prefix, a.storage)
+    await evictRows(b.prefix, b.storage)
+    expect(await a.pay({ amount: 5 }, { requestId: "order-1" })).toEqual({ paidBy: "A", amount: 5 })
+    expect(await b.pay({ amount: 5 }, { requestId: "order-1" })).toEqual({ paidBy: "B", amount: 5 })
+    expect([a.runs, b.runs]).toEqual([[5], [5]])
+  })
+
   it("the same tool-call id with other arguments in B is not refused because of A", async () => {
     const a = tenant(`${tag}-${name}-d-a`, "A")
     const b = tenant(`${tag}-${name}-d-b`, "B")
@@ -87,8 +100,8 @@ describe.each(stores)("%s: ledgers under prefixes '…-a' and '…-b' are indepe
       code: "args_drift",
     })
     expect([a.runs, b.runs]).toEqual([[100], [200]])
-    // Each its own dispatch set, at the documented key (`tenant-a` -> `tenant-~a-dispatch:{id}`).
-    const dispatch = (prefix: string) => `${prefix.slice(0, -1)}~${prefix.slice(-1)}-dispatch:call_1`
+    // Each its own dispatch set, at the documented key (`tenant-a` -> `tenant-~a~dispatch:{id}`).
+    const dispatch = (prefix: string) => `${prefix.slice(0, -1)}~${prefix.slice(-1)}~dispatch:call_1`
     expect(await raw.scard(dispatch(a.prefix))).toBe(1)
     expect(await raw.scard(dispatch(b.prefix))).toBe(2)
   })

@@ -1,5 +1,5 @@
-// Task store layouts shared with the Python original: an Upstash row key that is another task's lease key, and a
-// Neon table migrate() has not (fully) created.
+// Task store layouts shared with the Python original: an Upstash row key that is another task's lease or tombstone
+// key, and a Neon table migrate() has not (fully) created.
 import { afterAll, describe, expect, it } from "vitest"
 import { NeonSchemaMissingError } from "../../src/adapters/neon.ts"
 import { NeonTaskStore } from "../../src/adapters/neon-tasks.ts"
@@ -9,24 +9,39 @@ import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
 
 describe("upstash task store under a prefix without ':'", () => {
-  it("refuses request id '-lease:Y' (its row key is Y's lease key) before any write", async () => {
-    await requireUpstash()
-    const redis = upstashClient()
-    const prefix = `mycelium-test-${runTag("lease-key")}-task`
-    const tasks = new TaskLedger({ storage: new UpstashTaskStore({ redis, prefix }), onWarning: () => {} })
-    let runs = 0
-    const pay = tasks.task({ name: "pay" }, async (a: { order: string }) => ({ paid: a.order, run: ++runs }))
-    try {
-      await expect(pay({ order: "A" }, { taskId: "-lease:Y" })).rejects.toBeInstanceOf(TaskIdAmbiguousError)
-      expect(await pay({ order: "B" }, { taskId: "Y" })).toEqual({ paid: "B", run: 1 })
-      expect(await pay({ order: "B" }, { taskId: "Y" })).toEqual({ paid: "B", run: 1 })
-      expect((await tasks.list()).map((t) => t.row.request_id)).toEqual(["Y"])
-      expect(runs).toBe(1)
-    } finally {
-      const keys = await redis.keys(`${prefix}*`)
-      if (keys.length) await redis.del(...keys)
-    }
-  })
+  // The row key of '-lease:Y' is Y's lease key, that of '-tomb:Y' Y's tombstone: after either completed, every call
+  // of Y and list() failed as an outage that never ended.
+  for (const marker of ["-lease:", "-tomb:"])
+    for (const clashFirst of [true, false])
+      it(`refuses request id '${marker}Y' before any write, ${clashFirst ? "before" : "after"} task Y ran`, async () => {
+        await requireUpstash()
+        const redis = upstashClient()
+        const prefix = `mycelium-test-${runTag("derived-key")}-task`
+        const storage = new UpstashTaskStore({ redis, prefix })
+        const tasks = new TaskLedger({ storage, onWarning: () => {} })
+        let runs = 0
+        const pay = tasks.task({ name: "pay" }, async (a: { order: string }) => ({
+          paid: a.order,
+          run: ++runs,
+        }))
+        const clash = () =>
+          expect(pay({ order: "A" }, { taskId: `${marker}Y` })).rejects.toBeInstanceOf(TaskIdAmbiguousError)
+        try {
+          if (clashFirst) {
+            await clash()
+            expect(await redis.keys(`${prefix}*`)).toEqual([])
+          }
+          expect(await pay({ order: "B" }, { taskId: "Y" })).toEqual({ paid: "B", run: 1 })
+          await clash()
+          await expect(storage.get(`${marker}Y`)).rejects.toBeInstanceOf(TaskIdAmbiguousError)
+          expect(await pay({ order: "B" }, { taskId: "Y" })).toEqual({ paid: "B", run: 1 })
+          expect((await tasks.list()).map((t) => t.row.request_id)).toEqual(["Y"])
+          expect(runs).toBe(1)
+        } finally {
+          const keys = await redis.keys(`${prefix}*`)
+          if (keys.length) await redis.del(...keys)
+        }
+      })
 })
 
 describe("neon task store before migrate()", () => {

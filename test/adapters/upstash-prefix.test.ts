@@ -98,15 +98,32 @@ describe("upstash prefixes: derived keys outside the row prefix, rows listed onc
 
   it("derivedBase: outside the prefix, and one base per prefix (tenant-a and tenant-b never share one)", () => {
     expect(derivedBase("mycelium:action:")).toBe("mycelium:action-")
-    expect(derivedBase("tenant-a")).toBe("tenant-~a-")
-    expect(derivedBase("tenant-b")).toBe("tenant-~b-")
-    expect(derivedBase("tenant-")).toBe("tenant~--")
-    expect(derivedBase("tenant~")).toBe("tenant!~-")
-    expect(derivedBase("x")).toBe("~x-")
+    expect(derivedBase("tenant-a")).toBe("tenant-~a~")
+    expect(derivedBase("tenant-b")).toBe("tenant-~b~")
+    expect(derivedBase("tenant-")).toBe("tenant~-~")
+    expect(derivedBase("tenant~")).toBe("tenant!~!")
+    expect(derivedBase("x")).toBe("~x~")
     expect(derivedBase("")).toBeNull()
-    const prefixes = ["a", "b", "x", "~", "-", "!", "t-a", "t-b", "t-", "t", "t~", "x:", "x::"]
-    for (const p of prefixes) expect(`${derivedBase(p)}tomb:${p}`.startsWith(p)).toBe(false)
-    expect(new Set(prefixes.map(derivedBase)).size).toBe(prefixes.length)
+    // Before, both were `X~a-`: tenant `Xa` replayed the calls of tenant `X~a:`.
+    expect(derivedBase("X~a:")).not.toBe(derivedBase("Xa"))
+  })
+
+  it("derivedBase over every prefix of up to 4 characters from ':', '~', '!', '-', 'a': distinct, never under p", () => {
+    const alphabet = [":", "~", "!", "-", "a"]
+    let prefixes = [""]
+    const all: string[] = []
+    for (let n = 0; n < 4; n++) {
+      prefixes = prefixes.flatMap((p) => alphabet.map((c) => p + c))
+      all.push(...prefixes)
+    }
+    const owner = new Map<string, string>()
+    for (const p of all) {
+      const base = derivedBase(p) as string
+      expect(base.startsWith(p), `${p} -> ${base}`).toBe(false)
+      expect(owner.get(base), `${p} and ${owner.get(base)} -> ${base}`).toBeUndefined()
+      owner.set(base, p)
+    }
+    expect(owner.size).toBe(780)
   })
 
   for (const suffix of ["tenant-a", "tenant-a:"]) {
