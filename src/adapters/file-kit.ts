@@ -9,13 +9,11 @@ import {
   fchmodSync,
   fsyncSync,
   linkSync,
-  lstatSync,
   mkdirSync,
   openSync,
   readdirSync,
   readFileSync,
   readlinkSync,
-  realpathSync,
   renameSync,
   statSync,
   unlinkSync,
@@ -26,6 +24,7 @@ import { hostname } from "node:os"
 import { basename, dirname, join, resolve } from "node:path"
 import process from "node:process"
 import { LedgerError, LedgerStorageUnavailableError } from "../adapter-kit.ts"
+import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { parsePythonRow } from "../core/python-nan.ts"
 
 /** The ledger file exists but is not a JSON object of rows. Nothing was read or written; repair or restore it. */
@@ -122,16 +121,23 @@ const PIDNS = ((): string | null => {
 })()
 
 /**
- * A data path the store locks and renames over: a symlink's target, else a rename would replace the link with a
- * plain file (the target stops changing) and two names of one ledger would take two locks.
+ * A data path the store locks and renames over: its symlinks resolved, else a rename would replace a link with a
+ * plain file (the target stops changing) and two names of one ledger would take two locks. Link by link, not with
+ * realpath, which fails on a target not created yet (a shared volume before the first write).
  */
-export function dataPath(path: string): string {
+export function dataPath(path: string, hops = 40): string {
   const p = resolve(path)
+  const dir = dirname(p)
+  const q = dir === p ? p : join(dataPath(dir, hops), basename(p))
+  let to: string
   try {
-    return lstatSync(p).isSymbolicLink() ? realpathSync(p) : p
+    to = readlinkSync(q)
   } catch {
-    return p
+    return q // not a link, or not there yet
   }
+  // The OS gives up after 40 links, and so do we: a loop would recurse for good.
+  if (!hops) throw new LedgerConfigError(`${path} is a symlink loop: point it at a file`)
+  return dataPath(resolve(dirname(q), to), hops - 1)
 }
 
 /** Opens `tmp` to replace `path` with `path`'s permission bits: a ledger made private (0600) stays private. */

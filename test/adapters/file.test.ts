@@ -18,7 +18,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage, LedgerFileCorruptError } from "../../src/adapters/file.ts"
-import { ActionLedger } from "../../src/core/index.ts"
+import { ActionLedger, LedgerConfigError } from "../../src/core/index.ts"
 
 const root = mkdtempSync(join(tmpdir(), "mycelium-file-"))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
@@ -388,6 +388,37 @@ describe("the ledger file itself", () => {
     await s.set(newEntry({ requestId: "b", tool: "t" }, 1))
     expect(lstatSync(link).isSymbolicLink()).toBe(true)
     expect((await new FileLedgerStorage(target).get("b"))?.requestId).toBe("b")
+  })
+
+  it("a link to a target not created yet (or under a linked dir not created yet) is one ledger with it", async () => {
+    const base = dirname(freshPath())
+    mkdirSync(join(base, "vol"), { recursive: true })
+    const target = join(base, "vol", "ledger.json")
+    const link = join(base, "ledger.json")
+    symlinkSync(target, link) // the shared volume's file is created by the first write
+    symlinkSync(join(base, "vol", "d"), join(base, "dir"))
+    let runs = 0
+    const pay = (path: string) =>
+      new ActionLedger({ storage: new FileLedgerStorage(path), onWarning: () => {} }).tool(
+        {
+          name: "send_payment",
+          binding: { agentId: "a", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" },
+        },
+        async () => ++runs,
+      )
+    await pay(link)({ amount: 1 }, { requestId: "order-1" })
+    expect(lstatSync(link).isSymbolicLink()).toBe(true)
+    expect(await pay(target)({ amount: 1 }, { requestId: "order-1" })).toBe(1)
+    expect(runs).toBe(1)
+    expect(new FileLedgerStorage(join(base, "dir", "l.json")).path).toBe(join(base, "vol", "d", "l.json"))
+  })
+
+  it("a symlink loop is a LedgerConfigError, not a hang", () => {
+    const base = dirname(freshPath())
+    mkdirSync(base, { recursive: true })
+    symlinkSync(join(base, "b"), join(base, "a"))
+    symlinkSync(join(base, "a"), join(base, "b"))
+    expect(() => new FileLedgerStorage(join(base, "a"))).toThrow(LedgerConfigError)
   })
 
   it.skipIf(process.platform === "win32")(
