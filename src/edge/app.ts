@@ -77,6 +77,15 @@ export { HttpError } from "./errors.ts"
 /** Seconds a cached tenant must be unused before `maxCachedTenants` drops it: longer than any request can run. */
 const TENANT_IDLE = 300
 
+/** `Name (code): message` on one line, control characters shown as `\\xNN`. */
+function oneLine(err: Error): string {
+  const code = (err as { code?: unknown }).code
+  return `${err.name}${typeof code === "string" ? ` (${code})` : ""}: ${err.message}`.replace(
+    /\p{Cc}/gu,
+    (ch) => `\\x${ch.charCodeAt(0).toString(16).padStart(2, "0")}`,
+  )
+}
+
 /** `createLedgerApp(options)`: a Hono app serving the ledger API. */
 export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
   const app = new Hono<AppEnv>()
@@ -189,9 +198,10 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
   app.onError((err, c) => {
     const { status, body } = errorResponse(err)
     if (status === 500) console.error("[mycelium] edge API internal error:", err)
-    // The detail hidden from the caller (a path, a lock file) is what the operator needs.
+    // The detail hidden from the caller (a path, a lock file) is what the operator needs: one line per request, its
+    // control characters escaped (a corrupt file's own text is in the message), no stack (the fault is not a bug).
     else if (body.error.code !== "ledger_storage_unavailable" && STORE_DETAIL_CODES.has(body.error.code))
-      console.error("[mycelium] edge API storage fault:", err)
+      console.error(`[mycelium] edge API storage fault: ${oneLine(err)}`)
     return c.json(body, status)
   })
   app.notFound((c) =>

@@ -41,11 +41,11 @@ async function answers(app: ReturnType<typeof createLedgerApp>) {
 }
 
 describe("a damaged store through the API", () => {
-  it("a corrupt ledger file is 503 ledger_file_corrupt: no path, no file content in the answer; the log has both", async () => {
+  it("a corrupt ledger file is 503 ledger_file_corrupt: no path, no file content in the answer; the log has both, on one line per request", async () => {
     const dir = join(mkdtempSync(join(tmpdir(), "mycelium-leak-")), "private-dir")
     mkdirSync(dir)
     const file = join(dir, "ledger.json")
-    writeFileSync(file, "API_KEY=sk_live_0123456789 is not json")
+    writeFileSync(file, "x\nAPI_KEY=sk_live_0123456789 is not json")
     const logged: unknown[] = []
     vi.spyOn(console, "error").mockImplementation((...args: unknown[]) => {
       logged.push(args)
@@ -56,7 +56,16 @@ describe("a damaged store through the API", () => {
       expect(a.text).not.toContain("private-dir")
       expect(a.text).not.toContain("API_KEY")
     }
-    expect(String((logged[0] as unknown[])[1])).toContain(file)
+    // `mycelium serve` prints this log: one line per request (the file's newline escaped), no stack trace.
+    expect(logged).toHaveLength(ROUTES.length)
+    for (const args of logged as unknown[][]) {
+      expect(args).toHaveLength(1)
+      const line = String(args[0])
+      expect(line).toContain(file)
+      expect(line).toContain("(ledger_file_corrupt)")
+      expect(line).toContain("x\\x0aAPI_KEY")
+      expect(line).not.toMatch(/[\n\r]/)
+    }
   })
 
   it("a lock another live process holds is 503 ledger_file_lock_timeout without the lock path", async () => {
