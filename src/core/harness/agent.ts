@@ -187,7 +187,11 @@ async function sendRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelR
   const s = ctx.shared
   const release = await s.requestPermits.acquire(ctx.signal)
   try {
+    // A permit granted just before a stop (a sibling's fail-fast, an abort from the event sink) must not send.
+    if (ctx.signal.aborted) throw ctx.signal.reason
     s.budget.reserveRequest()
+    // Counted when sent, as model_requests_total is: a request the drain gives up on never settles.
+    ctx.usage.inc("requests")
     const index = s.samplesTotal++
     const t0 = s.now()
     let response: ModelResponse | undefined
@@ -202,7 +206,7 @@ async function sendRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelR
     const elapsed = Math.max(0, s.now() - t0)
     const usage = reportedUsage(response?.usage)
     s.budget.settleRequest(usage)
-    ctx.usage.add({ ...usage, requests: 1 })
+    ctx.usage.add(usage)
     const outcome = ctx.signal.aborted ? "cancelled" : failed ? "error" : "ok"
     const sample: ModelRequestSample = Object.freeze({
       index,

@@ -404,7 +404,8 @@ export function runPlan(
       const run_elapsed_ms = now() - startedAt
       const usage: RunUsage = totalUsage(checked.initial_usage, tasks)
       const model_requests = shared.samples.filter((s) => s !== undefined)
-      const coverage = shared.samplesTotal > model_requests.length ? "partial" : "complete"
+      // Partial only when the bound dropped samples: a request the drain gave up on never had one to drop.
+      const coverage = shared.samplesTotal > maxSamples ? "partial" : "complete"
       const output = succeeded ? (outputTask.output as string) : null
       driverStream.emit({
         type: "run_finished",

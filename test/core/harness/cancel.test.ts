@@ -205,6 +205,58 @@ describe("cancellation and deadline", () => {
     expect(err.result.tasks[0]?.status).toBe("cancelled")
     await sleep(450)
   })
+
+  it("a request the drain gave up on counts in usage.requests as in model_requests_total", async () => {
+    const deaf: ModelClient = { request: () => new Promise(() => {}) }
+    const controller = new AbortController()
+    const running = runPlan(
+      { tasks: [task("a")], output_task_id: "a" },
+      { model: deaf },
+      { signal: controller.signal, drain_timeout_seconds: 0.05 },
+    )
+    await sleep(10)
+    controller.abort()
+    const err = await failed(running)
+    expect(err.result).toMatchObject({
+      drain_incomplete: true,
+      model_requests_total: 1,
+      model_requests_coverage: "complete",
+    })
+    expect(err.result.usage.requests).toBe(1)
+    expect(err.result.tasks[0]?.usage.requests).toBe(1)
+  })
+
+  it("a task stopped after its request permit was granted never sends", async () => {
+    const p = { tasks: [task("a"), task("b"), task("c", ["a", "b"])], output_task_id: "c" }
+    const seen: string[] = []
+    const model = (fail: boolean): ModelClient => ({
+      request(req, signal) {
+        seen.push(`${req.context.task_id}:${signal.aborted}`)
+        if (fail) throw new Error("boom") // synchronously: fail-fast aborts b before its continuation runs
+        return Promise.resolve({ parts: [{ type: "text", text: "x" }] })
+      },
+    })
+    const failFast = await failed(runPlan(p, { model: model(true) }))
+    expect(seen).toEqual(["a:false"])
+    expect(failFast.result.usage.requests).toBe(1)
+    expect(failFast.result.model_requests_total).toBe(1)
+    seen.length = 0
+    // The host aborts from its sink when b starts: a's permit is already granted.
+    const controller = new AbortController()
+    const onEvent = (e: { type: string; task_id?: string }) => {
+      if (e.type === "task_started" && e.task_id === "b") controller.abort()
+    }
+    const cancelled = await failed(
+      runPlan(p, { model: model(false) }, { signal: controller.signal, onEvent }),
+    )
+    expect(seen).toEqual([])
+    expect(cancelled.result).toMatchObject({
+      reason: "cancelled",
+      model_requests_total: 0,
+      model_requests: [],
+    })
+    expect(cancelled.result.usage.requests).toBe(0)
+  })
 })
 
 describe("timers", () => {
