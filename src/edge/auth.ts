@@ -9,6 +9,8 @@ import {
   jwtVerify,
 } from "jose"
 import { InvalidOptionError, MyceliumError } from "../core/errors.ts"
+import { secondsProblem } from "../core/seconds.ts"
+import { isUnstorableText, storableText } from "./storable.ts"
 
 /**
  * What a request may do (token scope `ledger:<name>`). `agent` runs ledgered calls (server-side state machine),
@@ -24,7 +26,7 @@ export interface Principal {
 }
 
 export interface JwtAuthOptions {
-  /** HS256 shared secret, a JWKS URL, or a jose key resolver. */
+  /** HS256 shared secret (at least 32 bytes, RFC 7518 §3.2), a JWKS URL, or a jose key resolver. */
   readonly secret?: string | Uint8Array
   readonly jwksUrl?: string
   readonly key?: JWTVerifyGetKey
@@ -57,12 +59,13 @@ const SCOPES: readonly LedgerScope[] = ["agent", "reader", "operator", "store"]
 
 function scopesOf(payload: JWTPayload): Set<LedgerScope> {
   const raw = payload.scope ?? payload.scopes
-  const list = typeof raw === "string" ? raw.split(/\s+/) : Array.isArray(raw) ? raw.map(String) : []
+  // RFC 6749 §3.3 separates scopes by U+0020 only: "a\u00a0ledger:store" is one scope, and grants nothing here.
+  const list: unknown[] = typeof raw === "string" ? raw.split(" ") : Array.isArray(raw) ? raw : []
   const out = new Set<LedgerScope>()
   // Only the `ledger:` form: a token another service's IdP minted with a bare `store` or `operator` scope (no
   // audience set) must not write rows or release calls here.
   for (const s of list) {
-    const name = s.startsWith("ledger:") ? s.slice(7) : ""
+    const name = typeof s === "string" && s.startsWith("ledger:") ? s.slice(7) : ""
     if ((SCOPES as readonly string[]).includes(name)) out.add(name as LedgerScope)
   }
   // Operators may read what they release.
@@ -123,20 +126,55 @@ function jwksUrlOf(raw: string): URL {
   )
 }
 
+/**
+ * A key resolver (a JWKS URL's, or one passed as `key`, e.g. jose's createRemoteJWKSet) that cannot answer is an
+ * outage, 503: told apart here, where its own errors surface, so that no other error (a token's) is taken for one.
+ */
+const keySource =
+  (get: JWTVerifyGetKey): JWTVerifyGetKey =>
+  async (...a) => {
+    try {
+      return await get(...a)
+    } catch (e) {
+      if (isKeySourceFailure(e))
+        throw new AuthError("auth_unavailable", "the token's key set could not be fetched; retry shortly")
+      throw e
+    }
+  }
+
+// Checked when built: NaN (Number() of an unset env var) or a negative tolerance, and a token age that is not > 0,
+// refused every token as jose's TypeError, blamed on the token.
+function seconds(name: "clockTolerance" | "maxTokenAge", v: unknown, fallback: number): void {
+  const problem =
+    name === "clockTolerance"
+      ? secondsProblem(name, v, 0)
+      : (secondsProblem(name, v) ?? ((v as number) > 0 ? null : `${name} must be > 0, got ${v}`))
+  if (problem) throw new InvalidOptionError(`${problem}: pass e.g. { ${name}: ${fallback} }, or omit it`)
+}
+
 /** Builds a verifier: `Authorization: Bearer <jwt>` → Principal, or an AuthError. */
 export function jwtAuth(options: JwtAuthOptions): (authorization: string | undefined) => Promise<Principal> {
   const tenantClaim = options.tenantClaim ?? "tenant"
   const tolerance = options.clockTolerance ?? 30
+  seconds("clockTolerance", tolerance, 30)
+  if (options.maxTokenAge !== undefined) seconds("maxTokenAge", options.maxTokenAge, 3600)
   let key: Uint8Array | JWTVerifyGetKey
-  const remote = !options.key && !!options.jwksUrl
-  if (options.key) key = options.key
-  else if (options.jwksUrl) key = createRemoteJWKSet(jwksUrlOf(options.jwksUrl))
-  else if (options.secret !== undefined) {
-    key = typeof options.secret === "string" ? new TextEncoder().encode(options.secret) : options.secret
-  } else throw new InvalidOptionError("jwtAuth needs secret, jwksUrl or key: pass one of them")
   // A shared secret verifies HMAC only, a key set public-key algs only: no HS/RS confusion whatever jose allows.
-  const algs =
-    key instanceof Uint8Array ? HMAC_ALGS : remote ? PUBLIC_KEY_ALGS : [...HMAC_ALGS, ...PUBLIC_KEY_ALGS]
+  let algs = [...HMAC_ALGS, ...PUBLIC_KEY_ALGS]
+  // A CryptoKey passed from JavaScript (the type says resolver) is no source that can fail: used as it is.
+  if (options.key) key = typeof options.key === "function" ? keySource(options.key) : options.key
+  else if (options.jwksUrl) {
+    key = keySource(createRemoteJWKSet(jwksUrlOf(options.jwksUrl)))
+    algs = PUBLIC_KEY_ALGS
+  } else if (options.secret !== undefined) {
+    key = typeof options.secret === "string" ? new TextEncoder().encode(options.secret) : options.secret
+    // RFC 7518 §3.2: an HS256 key has at least 256 bits; a short one can be guessed offline from any one token.
+    if (key.length < 32)
+      throw new InvalidOptionError(
+        "jwtAuth secret must be at least 32 bytes (256 bits, RFC 7518): use a random one, e.g. `openssl rand -base64 32`",
+      )
+    algs = HMAC_ALGS
+  } else throw new InvalidOptionError("jwtAuth needs secret, jwksUrl or key: pass one of them")
   const verifyOptions: JWTVerifyOptions = {
     algorithms: algs,
     requiredClaims: ["exp"],
@@ -147,9 +185,14 @@ export function jwtAuth(options: JwtAuthOptions): (authorization: string | undef
   }
 
   return async (authorization) => {
-    const m = /^Bearer\s+(\S{1,8192})$/i.exec(authorization ?? "")
+    const m = /^Bearer\s+(\S+)$/i.exec(authorization ?? "")
     if (!m?.[1])
       throw new AuthError("unauthorized", "missing bearer token: send 'Authorization: Bearer <jwt>'")
+    if (m[1].length > 8192)
+      throw new AuthError(
+        "unauthorized",
+        "bearer token over 8192 characters: send a shorter one (fewer claims)",
+      )
     checkHeader(m[1], algs)
     let payload: JWTPayload
     try {
@@ -158,8 +201,7 @@ export function jwtAuth(options: JwtAuthOptions): (authorization: string | undef
           ? (await jwtVerify(m[1], key, verifyOptions)).payload
           : (await jwtVerify(m[1], key, verifyOptions)).payload
     } catch (e) {
-      if (remote && isKeySourceFailure(e))
-        throw new AuthError("auth_unavailable", "the token's key set could not be fetched; retry shortly")
+      if (e instanceof AuthError) throw e
       throw new AuthError("unauthorized", `invalid token: ${e instanceof Error ? e.message : String(e)}`)
     }
     // jose checks `iat` only with maxTokenAge; a token "issued" in the future is forged or from a broken clock.
@@ -169,6 +211,14 @@ export function jwtAuth(options: JwtAuthOptions): (authorization: string | undef
     if (typeof tenant !== "string" || !/^[A-Za-z0-9_.-]{1,128}$/.test(tenant)) {
       throw new AuthError("forbidden", `token has no valid '${tenantClaim}' claim`)
     }
-    return { tenant, subject: String(payload.sub ?? "unknown").slice(0, 128), scopes: scopesOf(payload) }
+    // An operator's `sub` is a release's `by` when the body names none: text a body `by` could not be (NUL, an
+    // unpaired surrogate) is refused here, not written (Postgres refused it as if the store were down).
+    const subject = String(payload.sub ?? "unknown")
+    if (isUnstorableText(subject))
+      throw new AuthError(
+        "unauthorized",
+        "invalid token: its 'sub' holds U+0000 or an unpaired surrogate; have the issuer send valid Unicode",
+      )
+    return { tenant, subject: storableText(subject, 128), scopes: scopesOf(payload) }
   }
 }

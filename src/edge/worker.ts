@@ -5,7 +5,7 @@ import type { Hono } from "hono"
 import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../adapters/durable-object.ts"
 import { InvalidOptionError } from "../core/errors.ts"
 import { createLedgerApp } from "./app.ts"
-import { jwtAuth } from "./auth.ts"
+import { type JwtAuthOptions, jwtAuth } from "./auth.ts"
 import { workerReceipts } from "./worker-receipts.ts"
 
 export { MyceliumLedgerObject } from "../adapters/durable-object.ts"
@@ -80,23 +80,26 @@ async function build(env: LedgerWorkerEnv): Promise<Hono> {
     ...(origins.length ? { corsOrigins: origins } : {}),
     ...(receipts ? { receipts } : {}),
   }
-  if (env.LEDGER_JWT_SECRET)
-    return createLedgerApp({
-      ...common,
-      authenticate: jwtAuth({ secret: env.LEDGER_JWT_SECRET, ...verify }),
-    }) as unknown as Hono
-  if (env.LEDGER_JWKS_URL) {
+  // jwtAuth's message names its option; the operator knows the variable (its value is never echoed).
+  const auth = (o: JwtAuthOptions, fix: string) => {
     let authenticate: ReturnType<typeof jwtAuth>
     try {
-      authenticate = jwtAuth({ jwksUrl: env.LEDGER_JWKS_URL, ...verify })
+      authenticate = jwtAuth({ ...o, ...verify })
     } catch {
-      // jwtAuth's message names its option; the operator knows the variable (its value is never echoed).
-      throw new InvalidOptionError(
-        "LEDGER_JWKS_URL must be the absolute http(s) URL of your issuer's key set (https://issuer.example/.well-known/jwks.json): correct it",
-      )
+      throw new InvalidOptionError(fix)
     }
     return createLedgerApp({ ...common, authenticate }) as unknown as Hono
   }
+  if (env.LEDGER_JWT_SECRET)
+    return auth(
+      { secret: env.LEDGER_JWT_SECRET },
+      "LEDGER_JWT_SECRET must be at least 32 bytes (RFC 7518): set a random one, e.g. `openssl rand -base64 32 | npx wrangler secret put LEDGER_JWT_SECRET`",
+    )
+  if (env.LEDGER_JWKS_URL)
+    return auth(
+      { jwksUrl: env.LEDGER_JWKS_URL },
+      "LEDGER_JWKS_URL must be the absolute http(s) URL of your issuer's key set (https://issuer.example/.well-known/jwks.json): correct it",
+    )
   if (env.MYCELIUM_ALLOW_UNAUTHENTICATED === "true") return createLedgerApp(common) as unknown as Hono
   throw new InvalidOptionError(
     "configure LEDGER_JWT_SECRET or LEDGER_JWKS_URL (or MYCELIUM_ALLOW_UNAUTHENTICATED=true for local dev)",

@@ -104,6 +104,20 @@ describe("worker bindings and variables a deployment can get wrong", () => {
     expect((await call({ LEDGER_SHARDS: "256" }, jwt, "GET", "/health")).status).toBe(200)
   })
 
+  it("a LEDGER_JWT_SECRET under 32 bytes is 503 misconfigured naming it (never its value), not a guessable key", async () => {
+    for (const secret of ["Zq", "short-secret-short-secret-31byt"]) {
+      const r = await call(
+        { LEDGER_JWT_SECRET: secret },
+        await signToken(secret, { tenant: run }),
+        "GET",
+        "/health",
+      )
+      expect([secret, r.status, r.json.error?.code]).toEqual([secret, 503, "misconfigured"])
+      expect(r.json.error?.message).toContain("LEDGER_JWT_SECRET must be at least 32 bytes")
+      expect(r.json.error?.message).not.toContain(secret)
+    }
+  })
+
   it("a LEDGER_JWKS_URL that is not an absolute http(s) URL is named in the 503, not 'Invalid URL string.'", async () => {
     const jwt = await token("ledger:agent")
     for (const url of ["not a url", "/jwks.json", "file:///etc/jwks.json"]) {
