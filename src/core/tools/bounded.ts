@@ -187,6 +187,9 @@ function compilePaths(
   const { allowedPaths, baseDir, pathResolver } = options
   if (!allowedPaths) return undefined
   const param = options.pathParam ?? "path"
+  if (!Array.isArray(allowedPaths)) {
+    throw new SchemaBuildError("allowed_paths must be a list.")
+  }
   const roots = allowedPaths.map((root) => {
     const r = resolvePath(root, baseDir)
     if (r === undefined) {

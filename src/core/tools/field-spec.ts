@@ -58,10 +58,11 @@ export function compileFieldSpec(schema: FieldSpecSchema): {
   return {
     fields,
     check(args) {
+      // Checked on this one read: a getter read again could show the tool a value the check never saw.
       const out: Record<string, unknown> = { ...args }
       for (const { name, required, check } of checks) {
         // Own keys only: a field named toString or constructor that was left out is missing, not Object's member.
-        const value = Object.hasOwn(args, name) ? args[name] : undefined
+        const value = Object.hasOwn(out, name) ? out[name] : undefined
         if (value === undefined) {
           if (required) return fail("missing", [name], undefined, "a value for this field")
           continue

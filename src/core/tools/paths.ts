@@ -22,8 +22,9 @@ export function isAbsolutePath(path: string): boolean {
 
 // A dot segment as Windows reads it: trailing dots and spaces are dropped (".. " and "..." open ".."), a stream
 // name is not part of it ("..::$INDEX_ALLOCATION" opens ".."), and C APIs stop at NUL. Separators count because a
-// decoded "%2f" splits a segment.
-const DOTS = /(?:^|[\\/])\.[.\s\0]*(?::[^\\/]*)?(?:[\\/]|$)/
+// decoded "%2f" splits a segment. A URL parser drops tabs and newlines ("\t.." is "..") and ends the path at "?"
+// or "#" ("..?x" is ".."); a leading space is refused with them (a trim() would make " .." a "..").
+const DOTS = /(?:^|[\\/])\s*\.[.\s\0]*(?::[^\\/]*)?(?:[\\/?#]|$)/
 
 // One URL decoding. decodeURIComponent throws on a bad escape ("%ff", "%zz"), which would hide "%2e%2e%2f%ff":
 // unescape() then decodes byte by byte, so every ASCII escape (dots, separators, spaces) is still read.

@@ -1,13 +1,13 @@
 import { InvalidOptionError } from "../errors.ts"
-import { shownName, ToolBoundaryError } from "./errors.ts"
+import { SchemaBuildError, shownName, ToolBoundaryError } from "./errors.ts"
 
 /** Any tool the registry can hold: a function with a `toolName` (bounded/protected) or a named function. */
 export type RegisteredTool = ((args: never) => unknown) & { readonly toolName?: string }
 
 /** Options for {@link ToolRegistry}. */
 export interface ToolRegistryOptions {
-  /** Names allowed before any tool is registered. */
-  allowed?: Iterable<string>
+  /** Names allowed before any tool is registered. Not a string: that is an iterable of its letters. */
+  allowed?: readonly string[] | ReadonlySet<string>
 }
 
 export function toolNameOf(tool: RegisteredTool): string {
@@ -20,6 +20,9 @@ export class ToolRegistry {
   readonly #tools = new Map<string, RegisteredTool>()
 
   constructor(options: ToolRegistryOptions = {}) {
+    if (typeof options.allowed === "string") {
+      throw new SchemaBuildError("allowed must be a list.")
+    }
     for (const name of options.allowed ?? []) this.#allowed.add(name)
   }
 

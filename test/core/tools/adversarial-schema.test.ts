@@ -167,6 +167,32 @@ describe("field spec: what the tool receives is what was checked", () => {
   })
 })
 
+describe("field spec: each argument is read once", () => {
+  it("an optional field whose getter later reads undefined or null is checked on its one read", async () => {
+    const seen: unknown[] = []
+    const search = bounded(
+      async (a: { q: string; limit?: unknown }) => {
+        seen.push(a.limit)
+        return "ok"
+      },
+      { name: "search", schema: { q: { type: "string" }, limit: { type: "integer", required: false } } },
+    )
+    for (const later of [undefined, null]) {
+      let reads = 0
+      const args = {
+        q: "x",
+        get limit() {
+          reads++
+          return reads === 1 ? "DROP TABLE" : later
+        },
+      }
+      expect((await failure(search(args))).violation).toBe("int_parsing")
+      expect(reads).toBe(1)
+    }
+    expect(seen).toEqual([])
+  })
+})
+
 describe("errors fed back to the model echo a bounded amount of what it sent", () => {
   it("a 1 MB string is shown clipped, and the error keeps the whole value", async () => {
     const t = bounded(async (a: { q: string }) => a.q, {

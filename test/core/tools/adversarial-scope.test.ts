@@ -186,8 +186,31 @@ describe("path scope: lexical containment holds against the model's path tricks"
     expect(outcomeOf).toEqual(path === "/data/x/.." ? { ok: "/data" } : { violation: "scope_path" })
   })
 
+  // A URL parser ends the path at "?" or "#" and drops tabs and newlines: "..?x" is ".." and a query, "..%3fx" once
+  // decoded. A tool that builds a URL from "/data/..?/etc" would fetch "/etc".
+  it.each([
+    "/data/..?/etc",
+    "/data/..#/etc",
+    "/data/.?x",
+    "/data/.#x",
+    "/data/..%3fx/etc",
+    "/data/..%23x/etc",
+    "/data/%2e%2e%3F/etc",
+    "/data/..%253f/etc",
+    "/data/\uFF0E\uFF0E\uFF1F/etc",
+    "/data/\t../etc",
+    "/data/.\n./etc",
+    "/data/%0a%2e%2e/etc",
+  ])("refuses %j, a dot segment to a URL parser", async (path) => {
+    expect(await outcome(read({ path }))).toEqual({ violation: "scope_path" })
+  })
+
   it("keeps names that merely contain dots", async () => {
     for (const name of [
+      "a?b",
+      "a#b",
+      "..a?x",
+      ".a#x",
       ".hidden",
       "a..b",
       "..a",

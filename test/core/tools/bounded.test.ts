@@ -161,6 +161,10 @@ describe("bounded() with the YAML field spec", () => {
       bounded(f, { name: "f", schema: { a: { type: "object", additional_properties: true } } }),
     ).not.toThrow()
     expect(() => bounded(f, { name: "f", allowedPaths: ["relative/dir"] })).toThrow(/absolute/)
+    // One string (a YAML scalar) was a bare TypeError from .map().
+    expect(() => bounded(f, { name: "f", allowedPaths: "/ws" as unknown as string[] })).toThrow(
+      new SchemaBuildError("allowed_paths must be a list."),
+    )
   })
 })
 

@@ -1,6 +1,7 @@
 import { describe, expect, it, vi } from "vitest"
 import {
   bounded,
+  SchemaBuildError,
   ToolBoundaryError,
   ToolBoundaryExhaustedError,
   ToolRegistry,
@@ -29,6 +30,12 @@ describe("ToolRegistry", () => {
       "Tool 'fetch_customer' is not available for this agent. Allowed tools: search_docs, summarize. " +
         "Use one of the allowed tools: search_docs, summarize.",
     )
+  })
+
+  it("allowed is a list of names: one string, an iterable of its letters, is refused", () => {
+    // @ts-expect-error a string is not a list of tool names
+    expect(() => new ToolRegistry({ allowed: "send_payment" })).toThrow(SchemaBuildError)
+    expect(new ToolRegistry({ allowed: new Set(["a"]) }).allowedTools).toEqual(["a"])
   })
 
   it("an empty registry blocks everything", () => {
