@@ -264,9 +264,13 @@ export async function loadConfig(
     stateStoreFactory: nodeStateStoreFactory,
     taskStoreFactory: nodeTaskStoreFactory,
     receiptStoreFactory: nodeReceiptStoreFactory,
+    ...options,
     // The original resolves `allowed_paths` and the called path with Path.resolve(): relative to the working
     // directory, through symlinks. Without this a symlink inside a root reached the tool here, refused there.
-    paths: { baseDir: process.cwd(), pathResolver: realpathResolver },
-    ...options,
+    // Per field: `paths: { baseDir }` alone must not drop the resolver.
+    paths: {
+      baseDir: options.paths?.baseDir ?? process.cwd(),
+      pathResolver: options.paths?.pathResolver ?? realpathResolver,
+    },
   })
 }

@@ -12,9 +12,9 @@ import {
 
 /**
  * Resolves symlinks like Python's `Path.resolve()`: strictly when the path exists; otherwise component by
- * component, following every link on the way, dangling ones included, and appending the missing tail (already
- * free of `..`). A dangling link inside a root that points outside it resolves outside: writing through it would
- * create the file at its target.
+ * component, following every link where it is met, dangling ones included, and appending the missing tail. A
+ * dangling link inside a root that points outside it resolves outside: writing through it would create the file at
+ * its target.
  */
 export const realpathResolver: PathResolver = async (absolutePath) => {
   const normalized = normalizePath(absolutePath)
@@ -23,40 +23,51 @@ export const realpathResolver: PathResolver = async (absolutePath) => {
   } catch (error) {
     if ((error as { code?: string }).code !== "ENOENT") throw error
   }
-  return resolveMissing(normalized, 0)
+  return resolveMissing(normalized)
 }
 
 // Past this many links the path loops (Linux gives up at 40 too).
 const MAX_LINKS = 40
 
-async function resolveMissing(path: string, links: number): Promise<string> {
-  const segments = path.split("/").filter(Boolean)
-  let resolved = "/"
-  for (const [i, seg] of segments.entries()) {
-    const next = normalizePath(`${resolved}/${seg}`)
-    let info: Awaited<ReturnType<typeof lstat>>
-    try {
-      info = await lstat(next)
-    } catch (error) {
-      if ((error as { code?: string }).code !== "ENOENT") throw error
-      return normalizePath(`${next}/${segments.slice(i + 1).join("/")}`)
-    }
-    if (!info.isSymbolicLink()) {
-      resolved = next
+// A link's target is spliced in front of the components left, so a `..` after a linked directory climbs from its
+// target, as the kernel does: with ws/d -> ../out/deep, ws/link -> d/../x names out/x, not ws/x.
+async function resolveMissing(path: string): Promise<string> {
+  let resolved = "" // no trailing separator: "" or a drive is the root
+  const todo: string[] = []
+  const splice = (p: string): void => {
+    const drive = /^[A-Za-z]:/.exec(p)?.[0]
+    if (drive) resolved = drive.toLowerCase()
+    else if (/^[\\/]/.test(p)) resolved = /^[a-z]:/.exec(resolved)?.[0] ?? ""
+    todo.unshift(...p.slice(drive?.length ?? 0).split(/[\\/]/))
+  }
+  splice(path)
+  for (let links = 0, seg = todo.shift(); seg !== undefined; seg = todo.shift()) {
+    if (seg === "" || seg === ".") continue
+    if (seg === "..") {
+      resolved = resolved.replace(/\/[^/]*$/, "")
       continue
     }
-    if (links >= MAX_LINKS)
+    const next = `${resolved}/${seg}`
+    const info = await lstat(next).catch((error: { code?: string }) => {
+      // Missing: not a link, nor is anything under it.
+      if (error.code !== "ENOENT") throw error
+    })
+    if (!info?.isSymbolicLink()) resolved = next
+    else if (++links > MAX_LINKS)
       throw Object.assign(new Error(`Too many symbolic links in ${path}`), { code: "ELOOP" })
-    const target = await readlink(next)
-    const joined = normalizePath(target.startsWith("/") ? target : `${resolved}/${target}`)
-    resolved = await resolveMissing(joined, links + 1)
+    else splice(await readlink(next))
   }
-  return resolved
+  return normalizePath(resolved)
 }
 /** `bounded()` with symlink-resolving path checks; relative paths resolve against the working directory. */
 export function boundedNode<A extends object, R>(
   fn: (args: A) => R | Promise<R>,
   options: BoundedOptions,
 ): BoundedTool<A, R> {
-  return bounded(fn, { baseDir: process.cwd(), pathResolver: realpathResolver, ...options })
+  // Per field, so an option forwarded as undefined keeps its default instead of turning the check lexical.
+  return bounded(fn, {
+    ...options,
+    baseDir: options.baseDir ?? process.cwd(),
+    pathResolver: options.pathResolver ?? realpathResolver,
+  })
 }

@@ -26,6 +26,13 @@ describe("boundedNode and dangling symlinks", () => {
     await symlink(join(root, "hop2"), join(root, "hop1"))
     await symlink(join(outside, "chained.txt"), join(root, "hop2"))
     await symlink(join(root, "loop-b"), join(root, "loop-a"))
+    // `..` after a linked directory: the kernel climbs from the link's target, not from the link.
+    await mkdir(join(outside, "deep"))
+    await mkdir(join(root, "sub/inner"))
+    await symlink(join(outside, "deep"), join(root, "d-out"))
+    await symlink("d-out/../dotdot.txt", join(root, "dotdot-out"))
+    await symlink("sub/inner", join(root, "d-in"))
+    await symlink("d-in/../dotdot.txt", join(root, "dotdot-in"))
     await symlink(join(root, "loop-a"), join(root, "loop-b"))
   })
   afterAll(() => rm(dir, { recursive: true, force: true }))
@@ -65,6 +72,12 @@ describe("boundedNode and dangling symlinks", () => {
   it("refuses a link loop instead of hanging", async () => {
     expect(await attempt(join(root, "loop-a"))).toEqual({ violation: "scope_path" })
     expect(await attempt(join(root, "loop-a/x"))).toEqual({ violation: "scope_path" })
+  })
+
+  it("applies a link target's `..` after the linked directory before it, as the kernel does", async () => {
+    expect(await attempt(join(root, "dotdot-out"))).toEqual({ violation: "scope_path" })
+    await expect(readFile(join(outside, "dotdot.txt"), "utf8")).rejects.toThrow(/ENOENT/)
+    expect(await attempt(join(root, "dotdot-in"))).toEqual({ ok: join(root, "sub/dotdot.txt") })
   })
 
   it("allows a dangling link whose target is inside the root, and passes the target", async () => {

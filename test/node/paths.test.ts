@@ -3,6 +3,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { ToolBoundaryError } from "../../src/core/tools/index.ts"
+import { loadConfig } from "../../src/node/config.ts"
 import { boundedNode, realpathResolver } from "../../src/node/paths.ts"
 
 describe("boundedNode: symlink-resolving path scope", () => {
@@ -41,6 +42,29 @@ describe("boundedNode: symlink-resolving path scope", () => {
     expect(await tool()({ path: join(dir, "workspace/src/new/dir/file.txt") })).toBe(
       join(dir, "workspace/src/new/dir/file.txt"),
     )
+  })
+
+  it("keeps its defaults for an option passed as undefined", async () => {
+    const read = async (a: { path: string }) => a.path
+    const forwarded = boundedNode(read, {
+      name: "read_file",
+      allowedPaths: [join(dir, "workspace/src")],
+      pathResolver: undefined,
+    })
+    const e = await forwarded({ path: join(dir, "workspace/src/escape/secret.txt") }).catch((x: unknown) => x)
+    expect((e as ToolBoundaryError).violation).toBe("scope_path")
+    expect(() =>
+      boundedNode(read, { name: "read_file", allowedPaths: ["workspace"], baseDir: undefined }),
+    ).not.toThrow()
+  })
+
+  it("loadConfig keeps the symlink resolver when paths sets only baseDir", async () => {
+    const file = join(dir, "mycelium.yaml")
+    await writeFile(file, "tools:\n  read_file:\n    bounded:\n      allowed_paths: [workspace/src]\n")
+    const config = await loadConfig(file, { paths: { baseDir: dir } })
+    const read = config.apply("read_file", async (a: { path: string }) => a.path)
+    const e = await read({ path: join(dir, "workspace/src/escape/secret.txt") }).catch((x: unknown) => x)
+    expect((e as ToolBoundaryError).violation).toBe("scope_path")
   })
 
   it("resolves a missing tail under a symlinked parent to the link's target", async () => {
