@@ -31,6 +31,21 @@ export class MissingPackageError extends CliError {
   }
 }
 
+/** A file or folder the command cannot read or write: no permission, a read-only disk, a part of the path missing. */
+export class FileAccessError extends CliError {
+  override readonly name = "FileAccessError"
+  override readonly code = "file_access"
+}
+
+/** Node's error for a path it could not use (EACCES, EPERM, ...) as a FileAccessError naming it; anything else as is. */
+export function fileAccessError(e: unknown): unknown {
+  const { code, path, syscall, message } = (e ?? {}) as Record<string, unknown>
+  if (typeof code !== "string" || typeof path !== "string" || typeof syscall !== "string") return e
+  // "EACCES: permission denied, open 'x'": the reason, without the call and path said below.
+  const why = /^E[A-Z]+: [^,]+/.exec(String(message))?.[0] ?? code
+  return new FileAccessError(`cannot ${syscall} ${path} (${why}): check the path and its permissions`)
+}
+
 // Node: "Cannot find package 'zod' imported from …"; Deno: "Could not find package 'zod' …" / "npm package 'zod'";
 // Bun: "Cannot find package 'zod' from …". The first quoted bare name is the one that is missing.
 const MISSING = /(?:find|resolve) (?:package|module) ['"]((?:@[^/'"]+\/)?[^/'".][^/'"]*)/i

@@ -1,7 +1,9 @@
 // Which ledger an operator command talks to: direct store flags win, then the environment, then mycelium.yaml
 // (with its `transition:` settings, which the Python CLI ignored), then the local default file.
 import { existsSync } from "node:fs"
+import { ConfigError } from "../core/config/errors.ts"
 import type { MyceliumConfig, ResolvedStorage } from "../core/config/index.ts"
+import { placeChoice } from "../core/config/source.ts"
 import { ActionLedger, type ActionLedgerOptions, type LedgerStorage } from "../core/ledger/index.ts"
 import type { ReceiptEmitter } from "../core/receipts/index.ts"
 import { UsageError } from "./errors.ts"
@@ -140,6 +142,15 @@ export function storeFlagsText(flags: StoreFlags): { text: string; hidden: boole
   return { text, hidden }
 }
 
+/**
+ * A store the flag or variable `what` names: a store factory's error (a missing `pg`) names it, where one built by
+ * hand would blame a mycelium.yaml that may not exist.
+ */
+export function namedBy(choice: ResolvedStorage, what: string): ResolvedStorage {
+  const error = (detail: string) => new ConfigError(detail, { path: [] }, what)
+  return placeChoice(choice, { value: null, name: what, locate: () => ({ path: [] }), error }, [])
+}
+
 function storeOf(
   file: string | undefined,
   redis: string | undefined,
@@ -150,12 +161,19 @@ function storeOf(
 ): ResolvedStorage | null {
   if (file) return { kind: "file", path: file, ...(flags["python-lock"] && { pythonLock: true }) }
   if (redis)
-    return {
-      kind: "redis",
-      url: redisUrl(redis, redisFrom),
-      ...(flags.prefix !== undefined && { prefix: flags.prefix }),
-    }
-  if (dsn) return { kind: "postgres", dsn: postgresDsn(dsn, dsnWhat), ...tableFlag(flags.table, 50) }
+    return namedBy(
+      {
+        kind: "redis",
+        url: redisUrl(redis, redisFrom),
+        ...(flags.prefix !== undefined && { prefix: flags.prefix }),
+      },
+      redisFrom,
+    )
+  if (dsn)
+    return namedBy(
+      { kind: "postgres", dsn: postgresDsn(dsn, dsnWhat), ...tableFlag(flags.table, 50) },
+      dsnWhat,
+    )
   return null
 }
 

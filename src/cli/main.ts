@@ -2,7 +2,7 @@
 // `mycelium`: the command line (Node, Deno, Bun). The dispatcher imports nothing but the command it runs, so a
 // command whose optional packages are missing cannot break `--help` or the other commands.
 import { readFileSync } from "node:fs"
-import { CliError, UsageError } from "./errors.ts"
+import { CliError, fileAccessError, UsageError } from "./errors.ts"
 import { clean } from "./style.ts"
 
 const HELP = `mycelium <command> [options]        (mycelium <command> --help for each)
@@ -75,7 +75,9 @@ main(process.argv.slice(2)).then(
   (code) => {
     if (code !== 0) process.exitCode = code
   },
-  (e: unknown) => {
+  (thrown: unknown) => {
+    // A path the command could not read or write is named with the next step, not as a raw `Error: EACCES`.
+    const e = fileAccessError(thrown)
     const err = e as { name?: string; message?: string; code?: string }
     // Messages quote request ids, tool names and file content: printed inert (style.ts `clean`).
     if (e instanceof UsageError)

@@ -1,8 +1,9 @@
 // `mycelium receipts verify [FILE]`: checks a receipt file's signatures and hash chain, offline.
-import { existsSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
+import { dirname } from "node:path"
 import { parseArgs } from "node:util"
 import { pythonStrip } from "../../core/config/env.ts"
-import { CliError, UsageError } from "../errors.ts"
+import { CliError, importNeeding, UsageError } from "../errors.ts"
 import { parseOrUsage, requireRegularFile } from "../options.ts"
 import { CLI, clean, green, printJson, red } from "../style.ts"
 
@@ -63,18 +64,32 @@ export async function run(args: string[]): Promise<number> {
   }
   if (!existsSync(file)) throw new CliError(`no receipt file at ${file}`)
   requireRegularFile(file, "the receipt file")
+  // A directory there fails to read with an EISDIR that names no path.
+  requireRegularFile(`${file}.chain.jsonl`, "the chain sidecar")
   const { verifyReceipts } = await import("../../core/receipts/index.ts")
   const { FileReceiptStore } = await import("../../adapters/file-receipts.ts")
   type Keys = Parameters<typeof verifyReceipts>[1]
   let keys: Keys
   if (values.jwks) {
-    const { readFileSync } = await import("node:fs")
-    const { jwksVerifier } = await import("../../core/receipts/jws.ts")
     const jwks = requireRegularFile(values.jwks, "--jwks")
+    const bad = (e: unknown) =>
+      new UsageError(`--jwks ${jwks}: not a readable JSON Web Key Set (${(e as Error).message})`)
+    let set: unknown
     try {
-      keys = { jws: jwksVerifier(JSON.parse(readFileSync(jwks, "utf8"))) }
+      set = JSON.parse(readFileSync(jwks, "utf8"))
     } catch (e) {
-      throw new UsageError(`--jwks ${jwks}: not a readable JSON Web Key Set (${(e as Error).message})`)
+      throw bad(e)
+    }
+    // JWS verification needs the optional peer jose: a missing one is exit 2 with the npm install line.
+    const { jwksVerifier } = await importNeeding(
+      "receipts verify --jwks",
+      ["jose"],
+      () => import("../../core/receipts/jws.ts"),
+    )
+    try {
+      keys = { jws: jwksVerifier(set as Parameters<typeof jwksVerifier>[0]) }
+    } catch (e) {
+      throw bad(e)
     }
   } else {
     const name = values["key-env"] ?? "MYCELIUM_SIGNING_KEY"
@@ -143,9 +158,14 @@ async function exportCommand(args: string[]): Promise<number> {
     // "wx": a file or symlink already at this predictable name is never written through.
     fd = openSync(partial, "wx", 0o600)
   } catch (e) {
-    throw new CliError(
-      `cannot create ${clean(partial)} (${(e as { code?: string }).code ?? "error"}): remove it or pick another -o`,
-    )
+    const code = (e as { code?: string }).code
+    // ENOTDIR (a path below a file) was refused above.
+    if (code === "ENOENT")
+      throw new UsageError(
+        `-o ${clean(out)}: the folder ${clean(dirname(out))} does not exist: create it or pick another -o`,
+      )
+    if (code !== "EEXIST") throw e
+    throw new CliError(`cannot create ${clean(partial)} (EEXIST): remove it or pick another -o`)
   }
   try {
     const n = await exportReceipts({ ...base, write: (text) => writeSync(fd, text) })

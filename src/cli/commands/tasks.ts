@@ -7,7 +7,7 @@ import { LedgerError } from "../../core/ledger/index.ts"
 import { taskState } from "../../core/tasks/record.ts"
 import type { TaskLedger } from "../../core/tasks/task-ledger.ts"
 import { CliError, UsageError } from "../errors.ts"
-import { describeStore } from "../ledger-access.ts"
+import { describeStore, namedBy } from "../ledger-access.ts"
 import {
   parseOrUsage,
   parseResultJson,
@@ -89,13 +89,19 @@ function directChoice(values: TaskStoreFlags): ResolvedStorage | null {
     values.file ?? (redis || dsn || values.config !== undefined ? undefined : process.env.MYCELIUM_TASK_FILE)
   if (file) return { kind: "file", path: file, ...(values["python-lock"] && { pythonLock: true }) }
   if (redis)
-    return {
-      kind: "redis",
-      url: redisUrl(redis, "--redis-url"),
-      ...(values.prefix !== undefined && { prefix: values.prefix }),
-    }
+    return namedBy(
+      {
+        kind: "redis",
+        url: redisUrl(redis, "--redis-url"),
+        ...(values.prefix !== undefined && { prefix: values.prefix }),
+      },
+      "--redis-url",
+    )
   if (dsn)
-    return { kind: "postgres", dsn: postgresDsn(dsn, "--postgres-dsn"), ...tableFlag(values.table, 63) }
+    return namedBy(
+      { kind: "postgres", dsn: postgresDsn(dsn, "--postgres-dsn"), ...tableFlag(values.table, 63) },
+      "--postgres-dsn",
+    )
   return null
 }
 

@@ -1,0 +1,141 @@
+// What a newcomer met: `receipts verify --jwks` without jose as a raw module error, a store named by flag blamed
+// on a mycelium.yaml that did not exist, `Error: EACCES` from init, demo and receipts verify, and `export -o` into
+// a missing folder told to remove a file.
+import { spawnSync } from "node:child_process"
+import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { dirname, join } from "node:path"
+import { describe, expect, it } from "vitest"
+import { cliCommand } from "./cli-bin.ts"
+import { cliRunner } from "./run-cli.ts"
+
+const cwd = mkdtempSync(join(tmpdir(), "mycelium-paths-peers-"))
+// The permission tests run the CLI as nobody when this is root: file modes stop no read or write of root's.
+chmodSync(cwd, 0o777)
+const run = cliRunner(cwd)
+
+/** Runs the CLI with `pkg` resolving as Node resolves a package that is not installed. */
+function runWithout(pkg: string, args: string[], env: Record<string, string> = {}) {
+  const hook = `export async function resolve(s, c, next) {
+    if (s === ${JSON.stringify(pkg)} || s.startsWith(${JSON.stringify(`${pkg}/`)})) {
+      const e = new Error("Cannot find package '${pkg}' imported from " + c.parentURL)
+      e.code = "ERR_MODULE_NOT_FOUND"
+      throw e
+    }
+    return next(s, c)
+  }`
+  const register = `import { register } from "node:module"
+    register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)})`
+  const [cmd, pre] = cliCommand()
+  const r = spawnSync(
+    cmd,
+    ["--import", `data:text/javascript,${encodeURIComponent(register)}`, ...pre, ...args],
+    {
+      cwd,
+      encoding: "utf8",
+      timeout: 20_000,
+      env: { ...process.env, NO_COLOR: "1", ...env },
+    },
+  )
+  return { code: r.status, out: r.stdout, err: r.stderr }
+}
+
+const root = process.getuid?.() === 0
+const asNobody = root ? { uid: 65534, gid: 65534 } : {}
+// mkdtemp made this run's CLI bundle folder 0700: nobody could not load it.
+if (root) chmodSync(dirname(cliCommand()[1][0] as string), 0o755)
+function runAsUser(args: string[]) {
+  const [cmd, pre] = cliCommand()
+  const r = spawnSync(cmd, [...pre, ...args], {
+    cwd,
+    encoding: "utf8",
+    timeout: 20_000,
+    env: { ...process.env, NO_COLOR: "1", MYCELIUM_SIGNING_KEY: "k" },
+    ...asNobody,
+  })
+  return { code: r.status, out: r.stdout, err: r.stderr }
+}
+
+describe("optional packages the CLI needs are named with the npm install line", () => {
+  writeFileSync(join(cwd, "r.jsonl"), "")
+  writeFileSync(join(cwd, "jwks.json"), '{"keys":[]}')
+
+  it("receipts verify --jwks without jose: exit 2, the one line", () => {
+    const r = runWithout("jose", ["receipts", "verify", "r.jsonl", "--jwks", "jwks.json"])
+    expect(r.code, r.err).toBe(2)
+    expect(r.err.trim()).toBe(
+      "mycelium: 'mycelium receipts verify --jwks' needs the optional package 'jose': run `npm install jose`",
+    )
+  })
+
+  it("a --jwks file that is not there is named first, with or without jose", () => {
+    const r = runWithout("jose", ["receipts", "verify", "r.jsonl", "--jwks", "nope.json"])
+    expect(r.code, r.err).toBe(2)
+    expect(r.err).toMatch(/^mycelium: --jwks nope\.json: not a readable JSON Web Key Set \(ENOENT/)
+  })
+
+  it("a store named by flag or variable, pg missing: the error names the flag or variable, no mycelium.yaml", () => {
+    const dsn = "postgres://app@127.0.0.1:1/app"
+    const need = "storage 'postgres' needs the package 'pg': npm install pg"
+    for (const [args, env, what] of [
+      [["transitions", "list", "--postgres-dsn", dsn], {}, "--postgres-dsn"],
+      [["tasks", "list", "--postgres-dsn", dsn], {}, "--postgres-dsn"],
+      [["transitions", "list"], { MYCELIUM_POSTGRES_DSN: dsn }, "MYCELIUM_POSTGRES_DSN"],
+    ] as const) {
+      const r = runWithout("pg", [...args], env)
+      expect(r.code, r.err).toBe(2)
+      expect(r.err.trim()).toBe(`mycelium: ${what}: ${need}`)
+    }
+  })
+})
+
+describe("a path the command cannot read or write: one line naming it, exit 1", () => {
+  const rodir = join(cwd, "rodir")
+  mkdirSync(rodir, { mode: 0o555 })
+  chmodSync(rodir, 0o555)
+  writeFileSync(join(cwd, "unread.yaml"), "x: 1\n")
+  chmodSync(join(cwd, "unread.yaml"), 0o000)
+  const denied = (path: string) =>
+    new RegExp(
+      `^mycelium: cannot open ${path} \\(EACCES: permission denied\\): check the path and its permissions\\n$`,
+    )
+
+  it.each([
+    [["init", "-o", "rodir/x.yaml"], "rodir/x\\.yaml"],
+    [["init", "-o", "unread.yaml", "--force"], "unread\\.yaml"],
+    [["demo", "--ledger", "rodir/l.json"], "rodir/\\.demo\\.lock"],
+    [["receipts", "verify", "unread.yaml"], ".*unread\\.yaml"],
+  ])("%j", (args, path) => {
+    const r = runAsUser(args)
+    expect(r.code, r.err).toBe(1)
+    expect(r.err).toMatch(denied(path))
+  })
+
+  it("receipts verify with an unreadable chain sidecar names the sidecar", () => {
+    expect(run(["demo", "--ledger", "signed/l.json"]).code).toBe(0)
+    chmodSync(join(cwd, "signed"), 0o755)
+    chmodSync(join(cwd, "signed/demo-receipts.jsonl"), 0o644)
+    chmodSync(join(cwd, "signed/demo-receipts.jsonl.chain.jsonl"), 0o000)
+    const r = runAsUser(["receipts", "verify", "signed/demo-receipts.jsonl"])
+    expect(r.code, r.err).toBe(1)
+    expect(r.err).toMatch(denied(".*signed/demo-receipts\\.jsonl\\.chain\\.jsonl"))
+  })
+
+  it("a chain sidecar that is a directory is a usage error naming it, exit 2", () => {
+    writeFileSync(join(cwd, "d.jsonl"), "")
+    mkdirSync(join(cwd, "d.jsonl.chain.jsonl"))
+    const r = run(["receipts", "verify", "d.jsonl"], { MYCELIUM_SIGNING_KEY: "k" })
+    expect(r.code, r.err).toBe(2)
+    expect(r.err).toMatch(/^mycelium: the chain sidecar d\.jsonl\.chain\.jsonl is a directory: pass a file/)
+  })
+})
+
+describe("receipts export -o into a folder that does not exist", () => {
+  it("is a usage error naming the folder, exit 2, nothing fetched", () => {
+    const r = run(["receipts", "export", "--url", "http://127.0.0.1:1", "-o", "nope/x.jsonl"])
+    expect(r.code, r.err).toBe(2)
+    expect(r.err).toMatch(
+      /^mycelium: -o nope\/x\.jsonl: the folder nope does not exist: create it or pick another -o\n/,
+    )
+  })
+})
