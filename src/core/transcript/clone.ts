@@ -1,7 +1,8 @@
-// Deep-copies plain objects and arrays only: class instances (URL, Uint8Array, Date) in multimodal parts
-// are shared, which structuredClone would reject or alter. Iterative, because a model can nest tool input
-// thousands of levels deep (10 KB of brackets overflowed the recursive version's stack), and keys are defined,
-// not assigned, so a "__proto__" key JSON.parse made an own key stays one instead of becoming the prototype.
+// Deep-copies plain objects (null-prototype ones and another realm's too) and arrays only: class instances (URL,
+// Uint8Array, Date) in multimodal parts are shared, which structuredClone would reject or alter. Iterative, because
+// a model can nest tool input thousands of levels deep (10 KB of brackets overflowed the recursive version's stack),
+// and keys are defined, not assigned, so a "__proto__" key JSON.parse made an own key stays one instead of becoming
+// the prototype.
 import { defineOwn } from "../own.ts"
 export function clonePlain<T>(value: T): T {
   const shell = (v: unknown): unknown => (Array.isArray(v) ? new Array(v.length) : isPlainObject(v) ? {} : v)
@@ -29,7 +30,8 @@ export function hasCycle(value: unknown): boolean {
   for (let top = todo.pop(); top; top = todo.pop()) {
     const [v, leaving] = top
     if (leaving) open.delete(v)
-    else if (Array.isArray(v) || isPlainObject(v)) {
+    // The root too when it is a class instance: repair() copies a message's own fields whatever its class.
+    else if (Array.isArray(v) || isPlainObject(v) || v === value) {
       if (open.has(v)) return true
       open.add(v)
       todo.push([v, true])
@@ -39,9 +41,9 @@ export function hasCycle(value: unknown): boolean {
   return false
 }
 
-function isPlainObject(v: unknown): boolean {
-  return v !== null && typeof v === "object" && Object.getPrototypeOf(v) === Object.prototype
-}
+// A vm context's or an iframe's Object.prototype is not ours, but it too has no prototype.
+const isPlainObject = (v: unknown): boolean =>
+  typeof v === "object" && v !== null && !Object.getPrototypeOf(Object.getPrototypeOf(v) ?? Object.prototype)
 
 export function isRecord(value: unknown): value is Record<string, unknown> {
   return typeof value === "object" && value !== null && !Array.isArray(value)

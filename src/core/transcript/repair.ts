@@ -50,9 +50,11 @@ export function repairTranscript(
   const kept: Message[] = []
   const origin: number[] = []
   for (const [i, m] of input.entries()) {
-    const role = isRecord(m) ? m.role : undefined
+    // The message's own fields, whatever its class: fix() edits this copy, never the caller's (maybe frozen) object.
+    const own = isRecord(m) ? { ...m } : undefined
+    const role = own?.role
     // A cycle is refused before clonePlain, which would copy it forever.
-    const problem: [Violation, string] | undefined = !isRecord(m)
+    const problem: [Violation, string] | undefined = !own
       ? ["invalid_message", "is not an object"]
       : hasCycle(m)
         ? ["invalid_message", CYCLE]
@@ -70,9 +72,11 @@ export function repairTranscript(
       actions.push({ kind: "dropped_invalid_message", messageIndex: i, detail: bad })
       continue
     }
-    const fixed = adapter.fix(clonePlain(m as Message), i, actions)
-    // Nothing to keep: the provider refuses the turn and it says nothing.
-    if (adapter.isEmpty(fixed, i === input.length - 1)) {
+    const fixed = adapter.fix(clonePlain(own as Message), i, actions)
+    const { shell, parts } = adapter.decompose(fixed)
+    // Nothing to keep: the provider refuses the turn and it says nothing, or it has no content to rebuild it from
+    // (AI SDK `null`, Anthropic's final `[]`), which check() lets pass but compose() cannot give back.
+    if (adapter.isEmpty(fixed, i === input.length - 1) || !(parts.length || adapter.compose(shell, []))) {
       actions.push({ kind: "dropped_empty_message", messageIndex: i })
       continue
     }

@@ -74,6 +74,23 @@ describe("MessageValidator (OpenAI artifacts)", () => {
     expect(report.actions.map((a) => a.kind)).toEqual(["dropped_duplicate_call_blocks"])
   })
 
+  it("an id given to a call beside an fc_* call is no fc_/call_ copy: the output validates and repairs to itself", () => {
+    const { function: fn } = call("x")
+    const msgs = [
+      { role: "user", content: "pay both" },
+      { role: "assistant", content: null, tool_calls: [{ type: "function", function: fn }, call("fc_1")] },
+      { role: "tool", tool_call_id: "fc_1", content: "paid: receipt 42" },
+    ]
+    const once = v.repair(msgs).messages
+    expect((once[1] as { tool_calls: { id: string }[] }).tool_calls.map((c) => c.id)).toEqual([
+      "call_missing_1_0",
+      "fc_1",
+    ])
+    expect(v.check(once)).toEqual([])
+    expect(v.repair(once)).toMatchObject({ messages: once, report: { changed: false, actions: [] } })
+    expect(JSON.stringify(once)).toContain("paid: receipt 42")
+  })
+
   it("missing_tool_call_id: a call without id gets a deterministic id and an interrupted result; an id-less result is dropped", () => {
     const msgs = [
       {
@@ -241,6 +258,53 @@ describe("MessageValidator (format specifics)", () => {
     expect(v.repair(messages).report).toMatchObject({ changed: false, actions: [] })
   })
 
+  it("a message with no content at all that check() accepts is dropped and reported, not dropped silently", () => {
+    const cases: ["anthropic" | "ai-sdk", Record<string, unknown>[]][] = [
+      [
+        "anthropic",
+        [
+          { role: "user", content: "hi" },
+          { role: "assistant", content: [] },
+        ],
+      ],
+      [
+        "ai-sdk",
+        [
+          { role: "user", content: "hi" },
+          { role: "user", content: null },
+          { role: "assistant", content: "ok" },
+        ],
+      ],
+      [
+        "ai-sdk",
+        [
+          { role: "user", content: "hi" },
+          { role: "assistant", content: [] },
+        ],
+      ],
+      [
+        "ai-sdk",
+        [
+          { role: "assistant", content: [{ type: "tool-call", toolCallId: "c1", toolName: "f", input: {} }] },
+          { role: "tool", content: [] },
+          {
+            role: "tool",
+            content: [
+              { type: "tool-result", toolCallId: "c1", toolName: "f", output: { type: "text", value: "r" } },
+            ],
+          },
+        ],
+      ],
+    ]
+    for (const [format, msgs] of cases) {
+      const mv = new MessageValidator({ format })
+      expect(mv.check(msgs)).toEqual([])
+      const { messages, report } = mv.repair(msgs)
+      expect(messages).toEqual(msgs.filter((_, i) => i !== 1))
+      expect(report.actions).toEqual([{ kind: "dropped_empty_message", messageIndex: 1 }])
+    }
+  })
+
   it("detects the format from its markers and can be told explicitly", () => {
     expect(detectFormat([{ role: "user", content: [{ type: "tool_result", tool_use_id: "x" }] }])).toBe(
       "anthropic",
@@ -259,5 +323,37 @@ describe("MessageValidator (format specifics)", () => {
     const out = v.repair(msgs).messages as typeof msgs
     out[0]!.content[0]!.text = "changed"
     expect(msgs[0]!.content[0]!.text).toBe("hi")
+  })
+
+  it("never edits a message that is not an Object.prototype object, and copies its own fields", () => {
+    class UserMsg {
+      role = "user"
+      content = "hello"
+      tool_call_id = ""
+    }
+    const c1 = { id: "c1", type: "function", function: { name: "f", arguments: "{}" } }
+    const foreignProto = Object.create(null) // another realm's Object.prototype: no prototype either
+    const foreign = Object.assign(Object.create(foreignProto), {
+      role: "assistant",
+      content: null,
+      tool_calls: [{ ...c1, index: 3 }],
+    })
+    const nullProto = Object.freeze(
+      Object.assign(Object.create(null), { role: "assistant", content: "hi", parsed: { x: 1 } }),
+    )
+    const msgs = [new UserMsg(), foreign, { role: "tool", tool_call_id: "c1", content: "r" }, nullProto]
+    const before = JSON.stringify(msgs)
+    const { messages } = v.repair(msgs)
+    expect(JSON.stringify(msgs)).toBe(before)
+    expect("tool_call_id" in msgs[0]!).toBe(true)
+    expect(messages[0]).toEqual({ role: "user", content: "hello" })
+    expect(messages[1]).toEqual({ role: "assistant", content: null, tool_calls: [{ ...c1, index: 0 }] })
+    expect(messages[3]).toEqual({ role: "assistant", content: "hi" })
+    expect(messages[1]).not.toBe(foreign)
+    // A cycle through a class-instance message is refused by both, not copied forever.
+    const looped = Object.assign(new UserMsg(), { content: [] as unknown[] })
+    looped.content.push(looped)
+    expect(v.check([looped])[0]?.violation).toBe("invalid_message")
+    expect(() => v.repair([looped])).toThrow(MessageValidationError)
   })
 })

@@ -12,10 +12,11 @@ import { type FormatAdapter, type Part, stringOrUndefined } from "./adapter.ts"
 const calls = (m: Message): Record<string, unknown>[] =>
   Array.isArray(m.tool_calls) ? (m.tool_calls.filter(isRecord) as Record<string, unknown>[]) : []
 
-// Responses-API ids (fc_) mixed with chat ids (call_) in one message are the same calls serialized twice.
+// Responses-API ids (fc_) mixed with chat ids (call_) in one message are the same calls serialized twice. An id
+// repair() gave a call that had none (call_missing_) is a copy of nothing: counted, repair() would drop real calls.
 const mixedBlocks = (m: Message): boolean => {
   const ids = calls(m).map((c) => safeString(c.id ?? ""))
-  return ids.some((id) => id.startsWith("fc_")) && ids.some((id) => id.startsWith("call_"))
+  return ids.some((id) => id.startsWith("fc_")) && ids.some((id) => /^call_(?!missing_)/.test(id))
 }
 
 const isTextPart = (p: unknown): boolean => isRecord(p) && p.type === "text"
