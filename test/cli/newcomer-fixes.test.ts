@@ -144,27 +144,32 @@ describe("a stale demo lock taken over by several demos at once", () => {
     const dir = mkdtempSync(join(tmpdir(), "mycelium-lock-race-"))
     for (let round = 0; round < 3; round++) {
       writeFileSync(join(dir, ".demo.lock"), "999999") // a demo killed with SIGKILL: its pid is gone
-      const go = String(Date.now() + 2500)
-      const outs = await Promise.all(
-        Array.from(
-          { length: 4 },
-          () =>
-            new Promise<string>((done) => {
-              const child = spawn(process.execPath, [
-                "--import",
-                "tsx",
-                "test/cli/demo-lock-child.ts",
-                dir,
-                go,
-              ])
-              let out = ""
-              child.stdout.on("data", (d) => {
-                out += String(d)
-              })
-              child.once("close", () => done(out.trim()))
-            }),
-        ),
-      )
+      const kids = Array.from({ length: 4 }, () => {
+        const child = spawn(process.execPath, ["--import", "tsx", "test/cli/demo-lock-child.ts", dir])
+        let out = ""
+        const waiters: (() => void)[] = []
+        child.stdout.on("data", (d) => {
+          out += String(d)
+          for (const w of waiters.splice(0)) w()
+        })
+        const said = (word: RegExp) =>
+          new Promise<string>((done) => {
+            const look = () => {
+              const m = word.exec(out)
+              if (m) done(m[0])
+              else waiters.push(look)
+            }
+            look()
+          })
+        const closed = new Promise((done) => child.once("close", done))
+        return { child, said, closed }
+      })
+      await Promise.all(kids.map((k) => k.said(/READY/)))
+      const go = `${Date.now() + 300}\n`
+      for (const k of kids) k.child.stdin.write(go)
+      const outs = await Promise.all(kids.map((k) => k.said(/LOCKED|BUSY/)))
+      for (const k of kids) k.child.stdin.end()
+      await Promise.all(kids.map((k) => k.closed))
       expect(outs.filter((o) => o === "LOCKED")).toHaveLength(1)
     }
   }, 60_000)
