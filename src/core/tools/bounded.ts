@@ -103,7 +103,8 @@ function buildValidator(schema: BoundarySchema, isInput: boolean): Validator {
   if (isStandardSchema(schema)) return (value, stage, tool) => validateSchema(schema, value, stage, tool)
   const { fields, check } = compileFieldSpec(schema)
   return async (value, stage, tool) => {
-    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+    // A typed array is no object of named fields either, and copying its every byte as a key took a minute.
+    if (typeof value !== "object" || value === null || Array.isArray(value) || ArrayBuffer.isView(value)) {
       if (isInput) throw notAnObject(value, tool)
       throw boundaryError({
         violation: "output_validation_failed",

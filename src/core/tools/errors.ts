@@ -66,7 +66,11 @@ export function shownName(name: unknown): string {
   return typeof name === "string" ? clipText(name) : shownValue(name)
 }
 
-/** The repr of a model-supplied value, bounded in size (and in work: long arrays are not walked to the end). */
+/**
+ * The repr of a model-supplied value (or a tool's result), bounded in size and in work: only the first items of an
+ * array, typed array or Buffer are read (pyRepr of a 16 MB Uint8Array walked every byte), and of an object, plain
+ * or not, the first values.
+ */
 function shownValue(value: unknown): string {
   let cut = false
   const preview = (v: unknown, depth: number): unknown => {
@@ -76,16 +80,14 @@ function shownValue(value: unknown): string {
       return v.slice(0, SHOWN_CHARS)
     }
     if (depth > 4 || typeof v !== "object" || v === null) return v
-    if (Array.isArray(v)) {
-      if (v.length > SHOWN_ITEMS) cut = true
-      return v.slice(0, SHOWN_ITEMS).map((x) => preview(x, depth + 1))
+    const o = v as Record<string, unknown>
+    if (Array.isArray(v) || ArrayBuffer.isView(v)) {
+      if ((o.length as number) > SHOWN_ITEMS) cut = true
+      return [].slice.call(v, 0, SHOWN_ITEMS).map((x) => preview(x, depth + 1))
     }
-    if (Object.getPrototypeOf(v) !== Object.prototype && Object.getPrototypeOf(v) !== null) return v
-    const entries = Object.entries(v)
-    if (entries.length > SHOWN_ITEMS) cut = true
-    return Object.fromEntries(
-      entries.slice(0, SHOWN_ITEMS).map(([k, x]) => [clipText(k), preview(x, depth + 1)]),
-    )
+    const keys = Object.keys(v)
+    if (keys.length > SHOWN_ITEMS) cut = true
+    return Object.fromEntries(keys.slice(0, SHOWN_ITEMS).map((k) => [clipText(k), preview(o[k], depth + 1)]))
   }
   const repr = pyRepr(preview(value, 0))
   return cut || repr.length > SHOWN_CHARS ? `${repr.slice(0, SHOWN_CHARS)}...` : repr
@@ -99,7 +101,8 @@ export function boundaryError(init: Omit<ToolBoundaryErrorInit, "llmMessage">): 
   if (field !== undefined) parts.push(`Field: ${field}.`)
   if ("actual" in init)
     parts.push(`Received: ${init.actual === undefined ? "nothing" : shownValue(init.actual)}.`)
-  if (init.expected !== undefined) parts.push(`Expected: ${init.expected}.`)
+  // A schema library's message may quote the model's input (zod's unrecognized_keys lists every key).
+  if (init.expected !== undefined) parts.push(`Expected: ${clipText(init.expected)}.`)
   // Hints name the field; a field named by the model (an unexpected key) is shown clipped there too.
   if (init.recoveryHint)
     parts.push(

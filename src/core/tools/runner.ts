@@ -52,7 +52,8 @@ type AnyTool = (args: never) => unknown
 
 /**
  * Runs guarded tools with the original's two retry loops: invalid output is retried at tool level, and
- * input/scope/allowlist failures go back to the model as a tool error so it can correct the call.
+ * input/scope/allowlist failures, and output failures left after those retries (their llmMessage quotes up to 300
+ * characters of the result), go back to the model as a tool error so it can correct the call.
  */
 export class ToolRunner {
   readonly registry: ToolRegistry | undefined

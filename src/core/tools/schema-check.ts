@@ -23,8 +23,13 @@ export async function validateSchema(
   const issue = (result.issues[0] ?? { message: "invalid value" }) as RichIssue
   const path = (issue.path ?? []).map((p) => String(typeof p === "object" ? p.key : p))
   const field = path.length > 0 ? path.join(".") : undefined
+  // Zod reads a left-out `constructor` or `toString` through the prototype ("received function"): such a field is
+  // missing, not a function. A class instance's getters under other names are still read.
   const actual = path.reduce<unknown>(
-    (v, k) => (typeof v === "object" && v !== null ? (v as Record<string, unknown>)[k] : undefined),
+    (v, k) =>
+      typeof v === "object" && v !== null && (Object.hasOwn(v, k) || !(k in Object.prototype))
+        ? (v as Record<string, unknown>)[k]
+        : undefined,
     value,
   )
   const type = issueType(issue, actual, field !== undefined)

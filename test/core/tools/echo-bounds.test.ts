@@ -1,0 +1,106 @@
+// What a ToolBoundaryError's llmMessage echoes is bounded in size and in work, whatever the value: a schema
+// library's message quoting the model's keys, a typed array or class instance a tool returned.
+import { describe, expect, it } from "vitest"
+import * as z from "zod"
+import { bounded, ToolBoundaryError } from "../../../src/core/tools/index.ts"
+
+async function failure(p: Promise<unknown>): Promise<ToolBoundaryError> {
+  const e = await p.then(
+    () => undefined,
+    (err: unknown) => err,
+  )
+  expect(e).toBeInstanceOf(ToolBoundaryError)
+  return e as ToolBoundaryError
+}
+
+describe("echoes in llmMessage", () => {
+  it("zod's unrecognized_keys message (every key the model sent) is clipped in Expected", async () => {
+    const t = bounded(async (a: { q: string }) => a.q, {
+      name: "search",
+      schema: z.strictObject({ q: z.string() }),
+    })
+    const bigKey = JSON.parse(`{"q": "x", "${"A".repeat(1_000_000)}": 1}`)
+    const manyKeys = JSON.parse(
+      `{"q": "x", ${Array.from({ length: 50_000 }, (_, i) => `"k${i}": 1`).join(",")}}`,
+    )
+    for (const args of [bigKey, manyKeys]) {
+      const e = await failure(t(args))
+      expect(e.violation).toBe("unrecognized_keys")
+      // Before the fix: 1,000,439 and 489,216 characters.
+      expect(e.llmMessage.length).toBeLessThan(1000)
+      expect(e.llmMessage).toMatch(/Expected: Unrecognized keys?: .{280,}\.\.\.\. /)
+      expect((e.expected as string).length).toBeGreaterThan(300)
+    }
+  })
+
+  it("a typed array is shown by its first items, without walking it", async () => {
+    const bytes = new Uint8Array(1024 * 1024)
+    const read = bounded(async (_: { path: string }) => ({ text: bytes }) as unknown as { text: string }, {
+      name: "read_file",
+      schema: { path: { type: "string" } },
+      outputSchema: { text: { type: "string" } },
+    })
+    const t0 = Date.now()
+    const e = await failure(read({ path: "/x" }))
+    // Before the fix pyRepr read every byte as an object key: 7 s for this 1 MB, 280 s for 16 MB.
+    expect(Date.now() - t0).toBeLessThan(2000)
+    expect(e.llmMessage).toContain(`Received: [${Array(20).fill(0).join(", ")}]...`)
+    expect(e.actual).toBe(bytes)
+  })
+
+  it("a typed array where a field spec expects an object is refused as not an object", async () => {
+    // Checked as an object, its every byte was copied as a key first: 16 MB took a minute.
+    const read = bounded(
+      async (_: { path: string }) => new Uint8Array(1 << 20) as unknown as { text: string },
+      {
+        name: "read_file",
+        schema: { path: { type: "string" } },
+        outputSchema: { text: { type: "string" } },
+      },
+    )
+    const e = await failure(read({ path: "/x" }))
+    expect([e.violation, e.expected]).toEqual(["output_validation_failed", "an object of named fields"])
+    expect(e.llmMessage.length).toBeLessThan(1000)
+  })
+
+  it("of a class instance only the first values are read", async () => {
+    let reads = 0
+    class Meta {}
+    const meta = new Meta()
+    for (let i = 0; i < 1000; i++)
+      Object.defineProperty(meta, `k${i}`, { enumerable: true, get: () => ++reads })
+    const t = bounded(async (_: { id: string }) => ({ meta }) as unknown as { meta: string }, {
+      name: "t",
+      schema: { id: { type: "string" } },
+      outputSchema: { meta: { type: "string" } },
+    })
+    const e = await failure(t({ id: "1" }))
+    expect(e.llmMessage).toContain("Received: {'k0': 1, 'k1': 2,")
+    expect(reads).toBeLessThanOrEqual(20)
+  })
+
+  it("a left-out zod field named like an Object member is missing, not a function", async () => {
+    const t = bounded(async (a: { constructor: string; toString: string }) => a, {
+      name: "t",
+      schema: z.object({ constructor: z.string(), toString: z.string() }),
+    })
+    const e = await failure(t({} as never))
+    expect(e.violation).toBe("missing_required_field")
+    expect(e.llmMessage).toContain("Field: constructor. Received: nothing. Expected: a value for this field.")
+  })
+
+  it("a result's prototype getter is still what Received shows", async () => {
+    class User {
+      get name(): unknown {
+        return 5
+      }
+    }
+    const t = bounded(async (_: { id: string }) => new User() as unknown as { name: string }, {
+      name: "t",
+      schema: { id: { type: "string" } },
+      outputSchema: z.object({ name: z.string() }),
+    })
+    const e = await failure(t({ id: "1" }))
+    expect(e.llmMessage).toContain("Field: name. Received: 5. Expected: string.")
+  })
+})
