@@ -107,6 +107,20 @@ describe("arguments a plain object cannot stand for", () => {
     )
   })
 
+  it("a function or a symbol in the arguments is refused before any claim, not keyed by its text", async () => {
+    // Keyed as its source text, a fee of 1% replayed the result of a call with 50%: two closures alike in text.
+    const feeOf = (rate: number) => (n: number) => n * rate
+    for (const args of [{ fee: feeOf(0.5) }, { nested: [{ fee: feeOf(0.01) }] }, { tag: Symbol("s") }]) {
+      const r = await attempt(args)
+      expect(r.error).toBeInstanceOf(LedgerConfigError)
+      expect(r.error).toMatchObject({
+        code: "invalid_option",
+        message: expect.stringMatching(/^arguments hold a (Function|Symbol): pass a plain object/),
+      })
+      expect([r.ran, r.rows]).toEqual([0, 0])
+    }
+  })
+
   it("null, a number, a string or a boolean is refused before any claim, not keyed as {}", async () => {
     // Before, a number keyed as {} (charge(5000) replayed charge(100)) and null threw a bare TypeError.
     for (const args of [null, 5000, "refund", true, { toJSON: () => 100 }]) {

@@ -219,7 +219,7 @@ let inexact = false
 let plainOnly = false
 // What `convert` met that is not plain: thrown as is (the error is made here, so that results and state, which share
 // `convert`, do not carry it).
-let refused: object | null = null
+let refused: unknown = null
 
 const notPlain = (value: unknown): LedgerConfigError =>
   new LedgerConfigError(
@@ -282,6 +282,11 @@ function convert(value: unknown, exact: boolean): unknown {
       return out
     }
     default:
+      // A function or symbol argument keyed by its text: two closures alike in source, not in what they hold.
+      if (plainOnly) {
+        refused = value
+        throw value
+      }
       return String(value)
   }
 }
