@@ -7,7 +7,13 @@ export interface MessageValidationErrorInit {
   messageIndex: number
   toolCallId?: string | undefined
   callIndex?: number | undefined
+  /** What to do next, appended to the reason (which says it itself when this is left out). */
+  advice?: string | undefined
 }
+
+/** For a message repair() cannot fix: a non-object, an unknown role, a cycle. */
+export const DROP_ADVICE =
+  'Fix the message, or drop it with MessageValidator.repair() and { invalidMessages: "drop" }.'
 
 /** A transcript would be rejected by the model provider. `messageIndex` points at the offending message. */
 export class MessageValidationError extends MyceliumError {
@@ -22,7 +28,9 @@ export class MessageValidationError extends MyceliumError {
   readonly callIndex: number | undefined
 
   constructor(reason: string, options: MessageValidationErrorInit) {
-    super(`${reason} Run MessageValidator.repair() to fix what can be fixed automatically.`)
+    // The advice depends on the caller: validate() suggests repair(), but repair()'s own refusal suggesting
+    // repair() sent the caller round in a circle.
+    super(options.advice ? `${reason} ${options.advice}` : reason)
     this.reason = reason
     this.violation = options.violation
     this.messageIndex = options.messageIndex

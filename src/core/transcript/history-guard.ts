@@ -3,7 +3,7 @@ import { safeString } from "../repr.ts"
 import { decisiveFormat } from "./detect.ts"
 import { HistoryDropError, HistoryDuplicateTurnsError, HistoryTruncatedError } from "./history-errors.ts"
 import { fingerprint, heuristicTokens, messageText } from "./history-text.ts"
-import { adapterFor } from "./message-validator.ts"
+import { adapterFor, formatOption, messageList } from "./message-validator.ts"
 import { blockOf, hasCalls, toNodes } from "./nodes.ts"
 import type { TranscriptFormat } from "./types.ts"
 
@@ -49,13 +49,15 @@ export class HistoryGuard {
           `HistoryGuard ${key} must be a finite number >= 0 or left out, got ${typeof v} ${safeString(v)}`,
         )
     }
+    formatOption(options.format, "HistoryGuard")
     this.#o = options
   }
 
   /** Estimated tokens: 3 + Σ (4 + tokenizer(text)). */
   estimateTokens(messages: readonly unknown[]): number {
+    messageList(messages, "HistoryGuard")
     const count = this.#o.tokenizer ?? heuristicTokens
-    return messages.reduce<number>((sum, m) => sum + 4 + count(messageText(m)), 3)
+    return messages.reduce<number>((sum, m, i) => sum + 4 + count(messageText(m, i)), 3)
   }
 
   /** Throws a HistoryTruncatedError (or subclass) if the history breaks a limit; returns it unchanged otherwise. */
@@ -97,6 +99,7 @@ export class HistoryGuard {
 
   /** The original's explicit drop check against the last validate()/trim(). */
   checkForDrops(messages: readonly unknown[]): void {
+    messageList(messages, "HistoryGuard")
     if (!this.#baseline) {
       throw new HistoryTruncatedError(
         "checkForDrops() called before validate(): there is no earlier history to compare with.",
@@ -111,6 +114,7 @@ export class HistoryGuard {
 
   /** Accepts `messages` as the new baseline (after an intentional edit or summary). */
   accept(messages: readonly unknown[]): void {
+    messageList(messages, "HistoryGuard")
     this.#baseline = counts(messages)
   }
 
@@ -126,6 +130,7 @@ export class HistoryGuard {
    * latest turn alone are over the limit.
    */
   trim<M>(messages: readonly M[]): M[] {
+    messageList(messages, "HistoryGuard")
     const auto = !this.#o.format || this.#o.format === "auto"
     const decisive = auto ? decisiveFormat(messages) : null
     const format = auto ? (decisive ?? "openai") : (this.#o.format as TranscriptFormat)
@@ -142,7 +147,9 @@ export class HistoryGuard {
     // Each message is measured once and groups are dropped oldest first, so trimming a long history stays
     // linear (re-estimating the whole history after every drop took 40 s for 16,000 messages).
     const count = this.#o.tokenizer ?? heuristicTokens
-    const groupTokens = groups.map((g) => g.reduce((sum, i) => sum + 4 + count(messageText(messages[i])), 0))
+    const groupTokens = groups.map((g) =>
+      g.reduce((sum, i) => sum + 4 + count(messageText(messages[i], i)), 0),
+    )
     const order = [...groups.keys()].filter((k) => !pinned(groups[k] as number[]))
     let next = 0 // order[next] is the oldest droppable group still kept
     let tokens = groupTokens.reduce((a, b) => a + b, 3)

@@ -1,12 +1,15 @@
 import { safeString } from "../repr.ts"
-import { isRecord } from "./clone.ts"
+import { hasCycle, isRecord } from "./clone.ts"
+import { DROP_ADVICE, MessageValidationError } from "./errors.ts"
+import { CYCLE } from "./validate.ts"
 
 // The original counted only `content`; tool-call arguments and structured results (AI SDK `input` /
 // `output`, OpenAI `function.arguments`) are often the bulk of a transcript, so they count here too.
-export function messageText(message: unknown): string {
+// `index`: the message's position, for the error about a message holding itself.
+export function messageText(message: unknown, index = 0): string {
   if (typeof message === "string") return message
   if (!isRecord(message)) return safeString(message)
-  const parts = [contentText(message.content)]
+  const parts = [contentText(message.content, index)]
   if (Array.isArray(message.tool_calls)) {
     for (const c of message.tool_calls) {
       // OpenAI custom tool calls carry { name, input } (free text) instead of function.arguments.
@@ -17,20 +20,48 @@ export function messageText(message: unknown): string {
   return parts.filter(Boolean).join(" ")
 }
 
-function contentText(content: unknown): string {
-  if (content === undefined || content === null) return ""
-  if (typeof content === "string") return content
-  if (!Array.isArray(content)) return safeString(content)
-  return content.map(blockText).join(" ")
+// Its text is endless, so no estimate is right: refused as MessageValidator refuses it.
+const cycle = (index: number) =>
+  new MessageValidationError(`Message ${index} ${CYCLE}.`, {
+    violation: "invalid_message",
+    messageIndex: index,
+    advice: DROP_ADVICE,
+  })
+
+// With an explicit stack, not recursion: a tool_result nested in a tool_result 8,000 levels deep overflowed it.
+// The arrays being read stay open, so content that holds itself is found instead of read forever.
+function contentText(content: unknown, index: number): string {
+  const out: string[] = []
+  const open = new Set<unknown>()
+  const todo: unknown[] = [asText(content)] // strings to write, arrays to read, and { done } to close them
+  for (let t = todo.pop(); t !== undefined; t = todo.pop()) {
+    if (typeof t === "string") out.push(t)
+    else if (!Array.isArray(t)) open.delete((t as { done: unknown }).done)
+    else if (open.has(t)) throw cycle(index)
+    else {
+      open.add(t)
+      todo.push({ done: t })
+      for (let i = t.length - 1; i >= 0; i--) todo.push(i in t ? blockText(t[i], index) : "", i ? " " : "")
+    }
+  }
+  return out.join("")
 }
 
-function blockText(block: unknown): string {
+// Content as the loop reads it: text, or an array of blocks.
+const asText = (content: unknown): string | unknown[] =>
+  content === undefined || content === null
+    ? ""
+    : typeof content === "string" || Array.isArray(content)
+      ? content
+      : safeString(content)
+
+function blockText(block: unknown, index: number): string | unknown[] {
   if (!isRecord(block)) return safeString(block)
   if (typeof block.text === "string" && block.text) return block.text
-  if (block.content !== undefined && block.content !== null) return contentText(block.content)
+  if (block.content !== undefined && block.content !== null) return asText(block.content)
   const payload = block.input ?? block.args ?? block.output ?? block.result
   if (payload === undefined) return ""
-  return typeof payload === "string" ? payload : jsonText(payload)
+  return typeof payload === "string" ? payload : jsonText(payload, index)
 }
 
 // An image, audio or file part has no text to count, but two different ones are different turns: its key is its
@@ -61,17 +92,20 @@ function mediaKey(block: Record<string, unknown>): string {
 
 // JSON.stringify recurses: tool input a model nested 5,000 levels deep throws a RangeError out of every
 // HistoryGuard call. The same text, built with an explicit stack, so the estimate still counts every bracket.
-function jsonText(value: unknown): string {
+function jsonText(value: unknown, index: number): string {
   try {
     return JSON.stringify(value) ?? ""
   } catch (error) {
-    if (!(error instanceof RangeError)) return safeString(value)
+    // A cycle is read below, to be refused as in content; anything else JSON refuses (a BigInt) is kept as before.
+    if (!(error instanceof RangeError) && !hasCycle(value)) return safeString(value)
   }
   const out: string[] = []
-  const todo: ({ text: string } | { value: unknown })[] = [{ value }]
+  const open = new Set<unknown>()
+  const todo: ({ text: string; done?: object } | { value: unknown })[] = [{ value }]
   for (let task = todo.pop(); task; task = todo.pop()) {
     if ("text" in task) {
       out.push(task.text)
+      open.delete(task.done)
       continue
     }
     const v = task.value
@@ -79,9 +113,11 @@ function jsonText(value: unknown): string {
       out.push(typeof v === "bigint" ? String(v) : (JSON.stringify(v) ?? "null"))
       continue
     }
+    if (open.has(v)) throw cycle(index)
+    open.add(v)
     const array = Array.isArray(v)
     const entries = Object.entries(v)
-    todo.push({ text: array ? "]" : "}" })
+    todo.push({ text: array ? "]" : "}", done: v })
     for (let i = entries.length - 1; i >= 0; i--) {
       const [k, item] = entries[i] as [string, unknown]
       todo.push({ value: item })
@@ -104,7 +140,7 @@ export const heuristicTokens = (text: string): number => Math.max(1, Math.floor(
 
 // FNV-1a over the full text: the original hashed only the first 200 characters, so long messages with a
 // shared prefix counted as duplicates.
-export function fingerprint(message: unknown): string {
+export function fingerprint(message: unknown, index = 0): string {
   const ids = isRecord(message)
     ? [
         message.tool_call_id,
@@ -113,7 +149,7 @@ export function fingerprint(message: unknown): string {
           : []),
       ]
     : []
-  const s = `${messageRole(message)}\u0000${messageText(message)}\u0000${ids.map((id) => (id === undefined || id === null ? "" : safeString(id))).join(",")}\u0000${idsInContent(message)}`
+  const s = `${messageRole(message)}\u0000${messageText(message, index)}\u0000${ids.map((id) => (id === undefined || id === null ? "" : safeString(id))).join(",")}\u0000${idsInContent(message, index)}`
   let h1 = 0x811c9dc5
   let h2 = 0x01000193
   for (let i = 0; i < s.length; i++) {
@@ -124,12 +160,12 @@ export function fingerprint(message: unknown): string {
   return `${(h1 >>> 0).toString(16)}${(h2 >>> 0).toString(16)}:${s.length}`
 }
 
-function idsInContent(message: unknown): string {
+function idsInContent(message: unknown, index: number): string {
   if (!isRecord(message) || !Array.isArray(message.content)) return ""
   return message.content
     .map((b) =>
       isRecord(b)
-        ? safeString(b.id ?? b.tool_use_id ?? b.toolCallId ?? (blockText(b) ? "" : mediaKey(b)))
+        ? safeString(b.id ?? b.tool_use_id ?? b.toolCallId ?? (contentText([b], index) ? "" : mediaKey(b)))
         : "",
     )
     .join(",")

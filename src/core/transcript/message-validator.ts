@@ -1,5 +1,7 @@
+import { InvalidOptionError } from "../errors.ts"
+import { safeString } from "../repr.ts"
 import { detectFormat } from "./detect.ts"
-import { MessageValidationError } from "./errors.ts"
+import { DROP_ADVICE, MessageValidationError } from "./errors.ts"
 import type { FormatAdapter } from "./formats/adapter.ts"
 import { aiSdkAdapter } from "./formats/ai-sdk.ts"
 import { anthropicAdapter } from "./formats/anthropic.ts"
@@ -16,6 +18,26 @@ const ADAPTERS: Record<TranscriptFormat, FormatAdapter> = {
 
 export function adapterFor(format: TranscriptFormat): FormatAdapter {
   return ADAPTERS[format]
+}
+
+const FORMATS = ["auto", ...Object.keys(ADAPTERS)]
+
+// Checked when the guard is built: an unknown format ("gemini") failed on first use with "Cannot read properties
+// of undefined".
+export function formatOption(format: unknown, who: string): TranscriptFormat | "auto" {
+  if (format === undefined) return "auto"
+  if (FORMATS.includes(format as string)) return format as TranscriptFormat
+  throw new InvalidOptionError(
+    `${who} format must be one of ${FORMATS.join(", ")} or left out, got ${typeof format} ${safeString(format)}`,
+  )
+}
+
+/** Refuses, with a typed error, a transcript that JavaScript passed as something other than an array. */
+export function messageList(messages: unknown, who: string): void {
+  if (!Array.isArray(messages))
+    throw new InvalidOptionError(
+      `${who} takes the transcript as an array of messages, got ${messages === null ? "null" : typeof messages}`,
+    )
 }
 
 /** Options for {@link MessageValidator}. */
@@ -46,7 +68,7 @@ export class MessageValidator {
 
   constructor(options: MessageValidatorOptions = {}) {
     this.#options = {
-      format: options.format ?? "auto",
+      format: formatOption(options.format, "MessageValidator"),
       strictRoles: options.strictRoles ?? true,
       allowPendingToolCalls: options.allowPendingToolCalls ?? false,
       invalidMessages: options.invalidMessages ?? "throw",
@@ -55,6 +77,7 @@ export class MessageValidator {
 
   /** The format used for `messages` (the configured one, or the detected one). */
   formatOf(messages: readonly unknown[]): TranscriptFormat {
+    messageList(messages, "MessageValidator")
     return this.#options.format === "auto" ? detectFormat(messages) : this.#options.format
   }
 
@@ -66,8 +89,16 @@ export class MessageValidator {
   /** Returns `messages` unchanged, or throws MessageValidationError for the first problem. */
   validate<M>(messages: readonly M[]): readonly M[] {
     const first = this.check(messages)[0]
-    if (first) throw new MessageValidationError(first.reason, first)
-    return messages
+    if (!first) return messages
+    const { violation: v } = first
+    throw new MessageValidationError(first.reason, {
+      ...first,
+      // repair() refuses what it cannot infer; the way out of those is to fix or drop the message.
+      advice:
+        v === "invalid_message" || v === "invalid_role"
+          ? DROP_ADVICE
+          : "Run MessageValidator.repair() to fix what can be fixed automatically.",
+    })
   }
 
   /** Returns a repaired copy and what was changed. The input is never mutated. */

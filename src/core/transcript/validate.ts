@@ -17,7 +17,8 @@ export function findIssues(
   options: FindIssuesOptions,
 ): TranscriptIssue[] {
   const issues: TranscriptIssue[] = []
-  const nodes = toNodes(messages, adapter)
+  // A hole (`delete messages[i]`) becomes undefined, reported as not an object; map() left holes in the nodes.
+  const nodes = toNodes(Array.from(messages), adapter)
   const allCallIds = new Set<string>()
   for (const n of nodes) for (const p of n.parts) if (p.kind === "call" && p.id) allCallIds.add(p.id)
 

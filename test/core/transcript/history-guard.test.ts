@@ -1,10 +1,12 @@
 import fc from "fast-check"
 import { describe, expect, it, vi } from "vitest"
+import { InvalidOptionError } from "../../../src/core/errors.ts"
 import {
   HistoryDropError,
   HistoryDuplicateTurnsError,
   HistoryGuard,
   HistoryTruncatedError,
+  MessageValidationError,
   MessageValidator,
 } from "../../../src/core/transcript/index.ts"
 import { builders, type Msg, openai } from "./builders.ts"
@@ -205,4 +207,111 @@ describe("HistoryGuard", () => {
       )
     })
   }
+})
+
+describe("HistoryGuard on content nested deep or holding itself", () => {
+  // A tool_result inside a tool_result: the text of every level, then the innermost.
+  const nested = (content: unknown): Msg[] => [
+    { role: "user", content: "q" },
+    { role: "assistant", content: [{ type: "tool_use", id: "t1", name: "f", input: {} }] },
+    { role: "user", content },
+  ]
+  const deep = (depth: number): Msg[] => {
+    let c: unknown = "leaf"
+    for (let i = 0; i < depth; i++)
+      c = [
+        { type: "text", text: "ab" },
+        { type: "tool_result", tool_use_id: "t1", content: c },
+      ]
+    return nested(c)
+  }
+
+  it("reads 20,000 levels of content without overflowing the stack, and counts every level", () => {
+    const depth = 20_000
+    const messages = deep(depth)
+    const guard = new HistoryGuard({ maxTokens: 1_000_000 })
+    // "ab ab ... leaf": 3 characters a level and 4 for the leaf; the other two messages count 5 each.
+    expect(guard.estimateTokens(messages)).toBe(3 + 5 + 5 + 4 + Math.floor((3 * depth + 4) / 4))
+    expect(guard.validate(messages)).toBe(messages)
+    expect(() => guard.checkForDrops(messages.slice(0, 2))).toThrow(HistoryDropError)
+    expect(
+      new HistoryGuard({ maxMessages: 1 }).trim([...messages, { role: "user", content: "next" }]),
+    ).toEqual([{ role: "user", content: "next" }])
+  })
+
+  it("refuses content holding itself with the validator's invalid_message, from every method", () => {
+    const blocks: unknown[] = []
+    blocks.push({ type: "tool_result", tool_use_id: "t1", content: blocks }, { type: "text", text: "a" })
+    const messages = nested(blocks)
+    expect(new MessageValidator().check(messages)).toEqual([
+      expect.objectContaining({ violation: "invalid_message", messageIndex: 2 }),
+    ])
+    const guard = new HistoryGuard()
+    const refused = expect.objectContaining({
+      violation: "invalid_message",
+      messageIndex: 2,
+      message: expect.stringMatching(/^Message 2 holds a cycle .*invalidMessages: "drop"/),
+    })
+    for (const call of [
+      () => guard.estimateTokens(messages),
+      () => guard.validate(messages),
+      () => guard.trim(messages),
+      () => guard.accept(messages),
+    ]) {
+      expect(call).toThrow(MessageValidationError)
+      expect(call).toThrow(refused)
+    }
+    guard.accept(messages.slice(0, 2))
+    expect(() => guard.checkForDrops(messages)).toThrow(refused)
+  })
+
+  it("refuses tool input holding itself too, shallow or below 20,000 levels", () => {
+    const shallow: Msg = { q: 1 }
+    shallow.self = shallow
+    let deepest: Msg = {}
+    const root = deepest
+    for (let i = 0; i < 20_000; i++) {
+      const next: Msg = {}
+      deepest.x = next
+      deepest = next
+    }
+    deepest.back = root
+    for (const input of [shallow, root]) {
+      const messages: Msg[] = [
+        { role: "user", content: "q" },
+        { role: "assistant", content: [{ type: "tool-call", toolCallId: "c1", toolName: "f", input }] },
+      ]
+      expect(() => new HistoryGuard().validate(messages)).toThrow(
+        expect.objectContaining({ violation: "invalid_message", messageIndex: 1 }),
+      )
+    }
+  })
+})
+
+describe("HistoryGuard refuses what JavaScript callers can pass by mistake with typed errors", () => {
+  it("an unknown format, when it is built", () => {
+    for (const format of ["gemini", null, "toString", 1]) {
+      const make = () => new HistoryGuard({ format } as never)
+      expect(make).toThrow(InvalidOptionError)
+      expect(make).toThrow(/^HistoryGuard format must be one of auto, openai, anthropic, ai-sdk or left out/)
+    }
+    for (const format of ["auto", "openai", "anthropic", "ai-sdk", undefined] as const)
+      expect(new HistoryGuard({ format }).trim([{ role: "user", content: "q" }])).toHaveLength(1)
+  })
+
+  it("a transcript that is not an array", () => {
+    const guard = new HistoryGuard()
+    for (const messages of [null, undefined, { role: "user", content: "q" }]) {
+      for (const call of [
+        () => guard.validate(messages as never),
+        () => guard.estimateTokens(messages as never),
+        () => guard.trim(messages as never),
+        () => guard.accept(messages as never),
+        () => guard.checkForDrops(messages as never),
+      ]) {
+        expect(call).toThrow(InvalidOptionError)
+        expect(call).toThrow(/^HistoryGuard takes the transcript as an array of messages/)
+      }
+    }
+  })
 })
