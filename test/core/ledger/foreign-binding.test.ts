@@ -379,4 +379,44 @@ describe("a business key's row whose effect id holds context its kwargs do not",
       expect([name, idMeta, charges]).toEqual([name, idMeta, 2])
     }
   })
+
+  it("a released payment first sent without metadata re-runs once when its redispatch names the row's id", async () => {
+    for (const name of ["request_id", "tool_call_id"]) {
+      const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), ...quiet })
+      let charges = 0
+      const tool = (cls: SideEffectClass) =>
+        ledger.tool(
+          { name: "pay", binding: { ...binding(cls), requestIdFrom: "order_id" } },
+          async (_a, tx) =>
+            tx.sideEffect(async () => {
+              if (++charges === 1) throw new Error("provider timeout")
+              return { charged: true }
+            }),
+        )
+      const args = { order_id: "o-1", [name]: "prov-9" }
+      await expect(tool("non_idempotent_mutate")(args)).rejects.toThrow("provider timeout")
+      const id = "pay:order_id:o-1"
+      await ledger.release(id, { verified: "not_executed", by: "alice", reason: "no charge" })
+      await expect(tool("read")(args, { requestId: id })).rejects.toBeInstanceOf(LedgerHardBlockError)
+      const pay = tool("non_idempotent_mutate")
+      expect(await pay(args, { requestId: id })).toEqual({ charged: true })
+      expect(await pay(args, { requestId: id })).toEqual({ charged: true })
+      expect([name, charges]).toEqual([name, 2])
+    }
+  })
+
+  it("a completed payment whose arguments hold an empty request_id replays under a new tool-call id", async () => {
+    for (const value of ["", " "]) {
+      const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), ...quiet })
+      let charges = 0
+      const pay = ledger.tool(
+        { name: "pay", binding: { ...binding("non_idempotent_mutate"), requestIdFrom: "order_id" } },
+        async (_a: Record<string, string>, tx) => tx.sideEffect(async () => ({ charged: ++charges })),
+      )
+      const args = { order_id: "o-1", request_id: value }
+      expect(await pay(args)).toEqual({ charged: 1 })
+      expect(await pay(args, { toolCallId: "call_2" })).toEqual({ charged: 1 })
+      expect(charges).toBe(1)
+    }
+  })
 })

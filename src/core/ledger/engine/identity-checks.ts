@@ -9,7 +9,6 @@ import type { LedgerEntry } from "../model/entry.ts"
 import {
   argsFingerprint,
   type CallMeta,
-  deriveDispatchId,
   resolveScope,
   type TransitionScope,
   transitionKey,
@@ -100,11 +99,11 @@ export function claimedOtherwise(req: ClaimRequest, row: LedgerEntry): boolean {
   // The binding is this call's in every reading, so any reading that gives the row's effect id means the same
   // binding. The row's kwargs may hold an argument named run_id or node, which reads there as scope: this call's own
   // scope is the other reading (a redispatch under a new tool-call id, as a new model turn gives). So may one named
-  // request_id or tool_call_id read as the dispatch id; a call without a tool-call id had its explicit id or none.
-  const ids = [
-    deriveDispatchId({ toolCallId: k.tool_call_id, requestId: k.request_id }),
-    req.explicitId ? req.requestId : null,
-  ]
+  // request_id or tool_call_id read as the dispatch id (unchecked: an argument "" is no bad id of this call); a call
+  // without a tool-call id had its explicit id (the row's) or none. A wrong guess only fails to match.
+  const ids = [k.tool_call_id, k.request_id, row.requestId, null].filter(
+    (d) => d === null || typeof d === "string",
+  )
   return ![scopeOf(row.kwargs, req), req.scope].some((scope) =>
     ids.some(
       (dispatchId) =>
