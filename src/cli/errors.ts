@@ -37,9 +37,20 @@ export class FileAccessError extends CliError {
   override readonly code = "file_access"
 }
 
-/** Node's error for a path it could not use (EACCES, EPERM, ...) as a FileAccessError naming it; anything else as is. */
+// A wrapper that only adds context to its cause's message (a store's "unavailable" error quoting Node's). One that
+// words its own advice instead (flock missing from PATH) does not quote it, and is kept.
+const quotesCause = (e: unknown): e is Error & { cause: Error } =>
+  e instanceof Error && e.cause instanceof Error && e.message.includes(e.cause.message)
+
+/**
+ * Node's error for a path it could not use (EACCES, EPERM, ...), thrown or quoted by its wrapper, as a
+ * FileAccessError naming it; anything else as is.
+ */
 export function fileAccessError(e: unknown): unknown {
-  const { code, path, syscall, message } = (e ?? {}) as Record<string, unknown>
+  let fs = e
+  // Bounded: a cause chain may loop.
+  for (let i = 0; i < 9 && quotesCause(fs); i++) fs = fs.cause
+  const { code, path, syscall, message } = (fs ?? {}) as Record<string, unknown>
   if (typeof code !== "string" || typeof path !== "string" || typeof syscall !== "string") return e
   // "EACCES: permission denied, open 'x'": the reason, without the call and path said below.
   const why = /^E[A-Z]+: [^,]+/.exec(String(message))?.[0] ?? code

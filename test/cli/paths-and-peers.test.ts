@@ -6,6 +6,7 @@ import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { describe, expect, it } from "vitest"
+import { FileAccessError, fileAccessError } from "../../src/cli/errors.ts"
 import { cliCommand } from "./cli-bin.ts"
 import { cliRunner } from "./run-cli.ts"
 
@@ -95,6 +96,8 @@ describe("a path the command cannot read or write: one line naming it, exit 1", 
   chmodSync(rodir, 0o555)
   writeFileSync(join(cwd, "unread.yaml"), "x: 1\n")
   chmodSync(join(cwd, "unread.yaml"), 0o000)
+  writeFileSync(join(cwd, "unread.json"), "{}")
+  chmodSync(join(cwd, "unread.json"), 0o000)
   const denied = (path: string) =>
     new RegExp(
       `^mycelium: cannot open ${path} \\(EACCES: permission denied\\): check the path and its permissions\\n$`,
@@ -105,10 +108,30 @@ describe("a path the command cannot read or write: one line naming it, exit 1", 
     [["init", "-o", "unread.yaml", "--force"], "unread\\.yaml"],
     [["demo", "--ledger", "rodir/l.json"], "rodir/\\.demo\\.lock"],
     [["receipts", "verify", "unread.yaml"], ".*unread\\.yaml"],
+    // The stores wrap Node's error in their "unavailable" one: the path is named all the same.
+    [["transitions", "list", "--file", "unread.json"], ".*unread\\.json"],
+    [["tasks", "list", "--file", "unread.json"], ".*unread\\.json"],
   ])("%j", (args, path) => {
     const r = runAsUser(args)
     expect(r.code, r.err).toBe(1)
     expect(r.err).toMatch(denied(path))
+  })
+
+  it("only a wrapper that quotes its cause is looked through, and a cause chain that loops ends", () => {
+    const fsError = Object.assign(new Error("EACCES: permission denied, open '/x/l.json'"), {
+      code: "EACCES",
+      path: "/x/l.json",
+      syscall: "open",
+    })
+    const quoting = new Error(`ledger storage unavailable during list_all: Error: ${fsError.message}`, {
+      cause: fsError,
+    })
+    expect(fileAccessError(quoting)).toBeInstanceOf(FileAccessError)
+    const advice = new Error("pythonLock needs the flock command on PATH (util-linux)", { cause: fsError })
+    expect(fileAccessError(advice)).toBe(advice)
+    const loop = new Error("same")
+    loop.cause = loop
+    expect(fileAccessError(loop)).toBe(loop)
   })
 
   it("receipts verify with an unreadable chain sidecar names the sidecar", () => {

@@ -33,6 +33,15 @@ interface ResultRec {
   part: Part
 }
 
+// The fields the format adapters read. check() reads them from a class's prototype too (a getter): so does repair.
+const READ = ["role", "content", "tool_calls", "tool_call_id", "parsed", "refusal", "function_call", "audio"]
+
+function withReadFields(m: Record<string, unknown>): Record<string, unknown> {
+  const own = { ...m }
+  for (const k of READ) if (k in m && !(k in own)) own[k] = m[k]
+  return own
+}
+
 /**
  * Rebuilds the transcript so every tool call is answered exactly once by the block right after it: ids are
  * made unique, results are assigned to their call (the block's own call first, then the nearest earlier
@@ -51,7 +60,7 @@ export function repairTranscript(
   const origin: number[] = []
   for (const [i, m] of input.entries()) {
     // The message's own fields, whatever its class: fix() edits this copy, never the caller's (maybe frozen) object.
-    const own = isRecord(m) ? { ...m } : undefined
+    const own = isRecord(m) ? withReadFields(m) : undefined
     const role = own?.role
     // A cycle is refused before clonePlain, which would copy it forever.
     const problem: [Violation, string] | undefined = !own

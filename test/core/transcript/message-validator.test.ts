@@ -356,4 +356,37 @@ describe("MessageValidator (format specifics)", () => {
     expect(v.check([looped])[0]?.violation).toBe("invalid_message")
     expect(() => v.repair([looped])).toThrow(MessageValidationError)
   })
+
+  it("a message whose role and content are prototype getters repairs as check() reads it, and is not edited", () => {
+    class Msg {
+      readonly #role: string
+      readonly #content: unknown
+      constructor(role: string, content: unknown) {
+        this.#role = role
+        this.#content = content
+      }
+      get role() {
+        return this.#role
+      }
+      get content() {
+        return this.#content
+      }
+    }
+    const c1 = { id: "c1", type: "function", function: { name: "f", arguments: "{}" } }
+    const plain = [
+      { role: "user", content: "pay" },
+      { role: "assistant", content: null, tool_calls: [c1] },
+      { role: "user", content: "done?" },
+    ]
+    // Frozen: an edit to the caller's message throws.
+    const msgs = plain.map(({ role, content, ...rest }) =>
+      Object.freeze(Object.assign(new Msg(role, content), rest)),
+    )
+    expect(v.check(msgs)).toEqual(v.check(plain))
+    for (const invalidMessages of ["throw", "drop"] as const) {
+      const mv = new MessageValidator({ format: "openai", invalidMessages })
+      expect(mv.repair(msgs)).toEqual(mv.repair(plain))
+    }
+    expect(msgs.map((m) => [m.role, m.content])).toEqual(plain.map((m) => [m.role, m.content]))
+  })
 })
