@@ -115,8 +115,10 @@ function buildValidator(schema: BoundarySchema, isInput: boolean): Validator {
         recoveryHint: outputHint(tool),
       })
     }
+    // One enumeration, checked and validated: a Proxy could list other keys to a second one.
+    const args: Record<string, unknown> = { ...value }
     if (isInput) {
-      const extra = Object.keys(value).find((k) => !fields.includes(k))
+      const extra = Object.keys(args).find((k) => !fields.includes(k))
       if (extra !== undefined) {
         throw boundaryError({
           violation: "unexpected_kwarg",
@@ -124,12 +126,12 @@ function buildValidator(schema: BoundarySchema, isInput: boolean): Validator {
           stage,
           field: extra,
           expected: `one of [${fields.join(", ")}]`,
-          actual: (value as Record<string, unknown>)[extra],
+          actual: args[extra],
           recoveryHint: `Remove ${extra}; ${tool} accepts only: ${fields.join(", ")}.`,
         })
       }
     }
-    const r = check(value as Record<string, unknown>)
+    const r = check(args)
     if (r.ok) return r.value
     const field = r.issue.path.join(".")
     throw boundaryError({
@@ -186,7 +188,8 @@ function compilePaths(
   options: BoundedOptions,
 ): ((args: Record<string, unknown>, tool: string) => Promise<Record<string, unknown>>) | undefined {
   const { allowedPaths, baseDir, pathResolver } = options
-  if (!allowedPaths) return undefined
+  // Not `!allowedPaths`: "" skipped the check below and built a tool with no path check.
+  if (allowedPaths === undefined) return undefined
   const param = options.pathParam ?? "path"
   if (!Array.isArray(allowedPaths)) {
     throw new SchemaBuildError("allowed_paths must be a list.")
@@ -194,7 +197,7 @@ function compilePaths(
   const roots = allowedPaths.map((root) => {
     const r = resolvePath(root, baseDir)
     if (r === undefined) {
-      throw new SchemaBuildError(`allowed_paths entry '${root}' must be absolute (or set baseDir).`)
+      throw new SchemaBuildError(`allowed_paths entry '${String(root)}' must be absolute (or set baseDir).`)
     }
     return r
   })
@@ -212,7 +215,8 @@ function compilePaths(
         actual: value,
         recoveryHint: `Retry with a path under one of: ${shown}.`,
       })
-    const lexical = typeof value === "string" ? resolvePath(value, baseDir) : undefined
+    // resolvePath refuses a value that is not a string.
+    const lexical = resolvePath(value as string, baseDir)
     if (lexical === undefined) throw deny()
     let candidate = lexical
     let realRoots = roots

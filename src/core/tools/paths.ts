@@ -20,11 +20,12 @@ export function isAbsolutePath(path: string): boolean {
   return /^(?:[A-Za-z]:)?[\\/]/.test(path)
 }
 
-// A dot segment as Windows reads it: trailing dots and spaces are dropped (".. " and "..." open ".."), a stream
-// name is not part of it ("..::$INDEX_ALLOCATION" opens ".."), and C APIs stop at NUL. Separators count because a
-// decoded "%2f" splits a segment. A URL parser drops tabs and newlines ("\t.." is "..") and ends the path at "?"
-// or "#" ("..?x" is ".."); a leading space is refused with them (a trim() would make " .." a "..").
-const DOTS = /(?:^|[\\/])\s*\.[.\s\0]*(?::[^\\/]*)?(?:[\\/?#]|$)/
+// A ".." as Windows reads it: trailing dots and spaces are dropped (".. " and "..." open ".."), a stream name is
+// not part of it ("..::$INDEX_ALLOCATION" opens ".."), and C APIs stop at NUL. Separators count because a decoded
+// "%2f" splits a segment. A URL parser drops tabs and newlines (".\t." is ".."), strips C0 controls and spaces from
+// the ends of its input ("/ws/..\x01" is "/ws/.."), and ends the path at "?" or "#" ("..?x" is ".."); a trim()
+// makes " .." a "..". Only ".." forms: a "." stays where it is, so ".#x" (an Emacs lock file) is kept.
+const DOTS = /(?:^|[\\/])[\0- \s]*\.[\0- \s]*\.[\0- \s.]*(?::[^\\/]*)?(?:[\\/?#]|$)/
 
 // One URL decoding. decodeURIComponent throws on a bad escape ("%ff", "%zz"), which would hide "%2e%2e%2f%ff":
 // unescape() then decodes byte by byte, so every ASCII escape (dots, separators, spaces) is still read.
@@ -52,9 +53,12 @@ const hidesDots = (seg: string): boolean => {
   )
 }
 
-/** Resolves `path` against `baseDir` when relative; undefined when it cannot be made absolute or hides a dot segment. */
+/**
+ * Resolves `path` against `baseDir` when relative; undefined when it is no string, cannot be made absolute or hides
+ * a dot segment.
+ */
 export function resolvePath(path: string, baseDir?: string): string | undefined {
-  if (path.includes("\0")) return undefined
+  if (typeof path !== "string" || path.includes("\0")) return undefined
   if (path.split(/[\\/]/).some(hidesDots)) return undefined
   if (isAbsolutePath(path)) return normalizePath(path)
   if (baseDir === undefined || !isAbsolutePath(baseDir)) return undefined

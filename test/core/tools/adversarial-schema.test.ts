@@ -193,6 +193,24 @@ describe("field spec: each argument is read once", () => {
   })
 })
 
+describe("field spec: the keys are listed once", () => {
+  it("a Proxy that lists another key the second time cannot pass it unchecked", async () => {
+    const pay = bounded((a: Record<string, unknown>) => Object.keys(a), {
+      name: "pay",
+      schema: { amount: { type: "integer" } },
+    })
+    let lists = 0
+    const args = new Proxy(
+      { amount: 5, admin: true },
+      {
+        ownKeys: () => (lists++ === 0 ? ["amount"] : ["amount", "admin"]),
+      },
+    )
+    expect(await pay(args)).toEqual(["amount"])
+    expect(lists).toBe(1)
+  })
+})
+
 describe("errors fed back to the model echo a bounded amount of what it sent", () => {
   it("a 1 MB string is shown clipped, and the error keeps the whole value", async () => {
     const t = bounded(async (a: { q: string }) => a.q, {

@@ -186,13 +186,16 @@ describe("path scope: lexical containment holds against the model's path tricks"
     expect(outcomeOf).toEqual(path === "/data/x/.." ? { ok: "/data" } : { violation: "scope_path" })
   })
 
-  // A URL parser ends the path at "?" or "#" and drops tabs and newlines: "..?x" is ".." and a query, "..%3fx" once
-  // decoded. A tool that builds a URL from "/data/..?/etc" would fetch "/etc".
+  // A URL parser ends the path at "?" or "#", drops tabs and newlines, and strips C0 controls and spaces from the
+  // ends of its input: "..?x" is ".." and a query, "..%3fx" once decoded, and "/data/x/..\x01" is "/data/".
+  // A tool that builds a URL from "/data/..?/etc" would fetch "/etc".
   it.each([
     "/data/..?/etc",
     "/data/..#/etc",
-    "/data/.?x",
-    "/data/.#x",
+    "/data/x/..\x01",
+    "/data/x/..\x1f",
+    "/data/x/..\b ",
+    "/data/x/..%01",
     "/data/..%3fx/etc",
     "/data/..%23x/etc",
     "/data/%2e%2e%3F/etc",
@@ -207,6 +210,13 @@ describe("path scope: lexical containment holds against the model's path tricks"
 
   it("keeps names that merely contain dots", async () => {
     for (const name of [
+      // A URL parser reads these as ".", which stays where it is: ".#x" is an Emacs lock file.
+      ".#main.c",
+      "src/.#x",
+      ".?",
+      ".?x",
+      "a/ ./b",
+      "a/.\x01",
       "a?b",
       "a#b",
       "..a?x",

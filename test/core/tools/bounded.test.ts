@@ -165,6 +165,12 @@ describe("bounded() with the YAML field spec", () => {
     expect(() => bounded(f, { name: "f", allowedPaths: "/ws" as unknown as string[] })).toThrow(
       new SchemaBuildError("allowed_paths must be a list."),
     )
+    // "" (falsy) built a tool with no path check, and [5] was a bare TypeError.
+    for (const allowedPaths of ["", null, 0, [5], [null]]) {
+      expect(() => bounded(f, { name: "f", allowedPaths: allowedPaths as unknown as string[] })).toThrow(
+        SchemaBuildError,
+      )
+    }
   })
 })
 
