@@ -26,6 +26,7 @@ import process from "node:process"
 import { LedgerError, LedgerStorageUnavailableError } from "../adapter-kit.ts"
 import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { parsePythonRow } from "../core/python-nan.ts"
+import { resolveLinks } from "../node/links.ts"
 
 /** The ledger file exists but is not a JSON object of rows. Nothing was read or written; repair or restore it. */
 export class LedgerFileCorruptError extends LedgerError {
@@ -125,19 +126,14 @@ const PIDNS = ((): string | null => {
  * plain file (the target stops changing) and two names of one ledger would take two locks. Link by link, not with
  * realpath, which fails on a target not created yet (a shared volume before the first write).
  */
-export function dataPath(path: string, hops = 40): string {
+export function dataPath(path: string): string {
   const p = resolve(path)
-  const dir = dirname(p)
-  const q = dir === p ? p : join(dataPath(dir, hops), basename(p))
-  let to: string
   try {
-    to = readlinkSync(q)
-  } catch {
-    return q // not a link, or not there yet
+    return resolveLinks(p)
+  } catch (e) {
+    if (errno(e) === "ELOOP") throw new LedgerConfigError(`${path} is a symlink loop: point it at a file`)
+    return p // unreadable (EACCES, ENOTDIR): the write reports it
   }
-  // The OS gives up after 40 links, and so do we: a loop would recurse for good.
-  if (!hops) throw new LedgerConfigError(`${path} is a symlink loop: point it at a file`)
-  return dataPath(resolve(dirname(q), to), hops - 1)
 }
 
 /** Opens `tmp` to replace `path` with `path`'s permission bits: a ledger made private (0600) stays private. */

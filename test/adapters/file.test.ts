@@ -7,6 +7,7 @@ import {
   mkdtempSync,
   readFileSync,
   readlinkSync,
+  realpathSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -419,6 +420,39 @@ describe("the ledger file itself", () => {
     symlinkSync(join(base, "b"), join(base, "a"))
     symlinkSync(join(base, "a"), join(base, "b"))
     expect(() => new FileLedgerStorage(join(base, "a"))).toThrow(LedgerConfigError)
+  })
+
+  it("a `..` in a link's target climbs from the linked dir before it, as the kernel does: one ledger", async () => {
+    const base = dirname(freshPath())
+    mkdirSync(join(base, "real", "deep"), { recursive: true })
+    symlinkSync("real/deep", join(base, "sub"))
+    const link = join(base, "ledger.json.link")
+    symlinkSync("sub/../ledger.json", link) // the kernel opens real/ledger.json, not ./ledger.json
+    const target = join(base, "real", "ledger.json")
+    let runs = 0
+    const pay = (path: string) =>
+      new ActionLedger({ storage: new FileLedgerStorage(path), onWarning: () => {} }).tool(
+        {
+          name: "send_payment",
+          binding: { agentId: "a", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" },
+        },
+        async () => ++runs,
+      )
+    await pay(link)({ amount: 1 }, { requestId: "order-1" }) // creates the target
+    expect(await pay(target)({ amount: 1 }, { requestId: "order-1" })).toBe(1)
+    expect(runs).toBe(1)
+    expect(new FileLedgerStorage(link).path).toBe(realpathSync.native(link))
+  })
+
+  it("links are counted over the whole path: a chain of doubling links is a LedgerConfigError at once", () => {
+    const base = dirname(freshPath())
+    mkdirSync(base, { recursive: true })
+    symlinkSync(".", join(base, "l0"))
+    for (let k = 1; k <= 20; k++) symlinkSync(`l${k - 1}/l${k - 1}`, join(base, `l${k}`))
+    const started = performance.now()
+    // A budget per directory made this 2^20 readlinks (minutes in the constructor); the kernel says ELOOP.
+    expect(() => new FileLedgerStorage(join(base, "l20", "ledger.json"))).toThrow(LedgerConfigError)
+    expect(performance.now() - started).toBeLessThan(1000)
   })
 
   it.skipIf(process.platform === "win32")(

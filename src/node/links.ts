@@ -1,0 +1,44 @@
+// Symlink resolution that works where realpath fails (a target not created yet), shared by the Node path scopes
+// (paths.ts) and the file stores' data path (adapters/file-kit.ts): both must name the file the kernel opens.
+// Synchronous, as a file store resolves its path in its constructor.
+import { lstatSync, readlinkSync } from "node:fs"
+
+/**
+ * An absolute path with every link followed where it is met, dangling ones included, and the missing tail
+ * appended; `path` itself when it holds no link. Components are joined with `/`, a drive lowercased. Throws lstat's
+ * errors other than ENOENT, and an ELOOP error past 40 links (Linux's limit too), counted over the whole lookup: a
+ * budget per directory let l_k -> l_(k-1)/l_(k-1) cost 2^k readlinks.
+ *
+ * A link's target is spliced in front of the components left, so a `..` after a linked directory climbs from its
+ * target, as the kernel does: with ws/d -> ../out/deep, ws/link -> d/../x names out/x, not ws/x.
+ */
+export function resolveLinks(path: string): string {
+  let resolved = "" // no trailing separator: "" or a drive is the root
+  let links = 0
+  const todo: string[] = []
+  const splice = (p: string): void => {
+    const drive = /^[A-Za-z]:/.exec(p)?.[0]
+    if (drive) resolved = drive.toLowerCase()
+    else if (/^[\\/]/.test(p)) resolved = resolved[0] === "/" ? "" : resolved.slice(0, 2)
+    todo.unshift(...p.slice(drive?.length).split(/[\\/]/))
+  }
+  splice(path)
+  for (let seg = todo.shift(); seg !== undefined; seg = todo.shift()) {
+    if (seg === "..") resolved = resolved.replace(/\/[^/]*$/, "")
+    else if (seg && seg !== ".") {
+      const next = `${resolved}/${seg}`
+      let link = false
+      try {
+        link = lstatSync(next).isSymbolicLink()
+      } catch (error) {
+        // Missing: not a link, nor is anything under it.
+        if ((error as { code?: string }).code !== "ENOENT") throw error
+      }
+      if (!link) resolved = next
+      else if (++links > 40)
+        throw Object.assign(new Error(`Too many symbolic links in ${path}`), { code: "ELOOP" })
+      else splice(readlinkSync(next))
+    }
+  }
+  return links ? resolved : path
+}
