@@ -13,7 +13,7 @@ import {
 } from "../core/config/index.ts"
 import type { ReceiptStoreChoice, StateStoreChoice } from "../core/config/mycelium-config.ts"
 import { storageTimeout } from "../core/config/normalize.ts"
-import { choiceError } from "../core/config/source.ts"
+import { choiceError, decodeConfig, refuseSize } from "../core/config/source.ts"
 import type { LedgerStorage } from "../core/ledger/index.ts"
 import { MemoryReceiptStore, type ReceiptStore } from "../core/receipts/store.ts"
 import { MemoryStateFlushStore, type StateFlushStore } from "../core/state/index.ts"
@@ -235,13 +235,15 @@ export async function loadConfig(
   let text: string
   try {
     // A directory, /dev/zero or a FIFO: named as the config's problem, never read forever.
-    if (!(await stat(path)).isFile())
+    const file = await stat(path)
+    if (!file.isFile())
       throw new ConfigError(
         "not a regular file (a directory or a device): pass the YAML file",
         { path: [] },
         path,
       )
-    text = await readFile(path, "utf8")
+    refuseSize(file.size, path)
+    text = decodeConfig(await readFile(path), path)
   } catch (e) {
     if ((e as { code?: string }).code === "ENOENT")
       throw new ConfigError(

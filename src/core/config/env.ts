@@ -3,7 +3,8 @@ import type { ConfigSource } from "./source.ts"
 /** Environment variables as a plain map (the process environment in Node, `Deno.env.toObject()`, a Worker's `env` bindings). */
 export type ConfigEnv = Readonly<Record<string, string | undefined>>
 
-const REF = /\$\$|\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}|\$([A-Za-z_][A-Za-z0-9_]*)/g
+// A `${` none of the forms before it match (`${H:=x}`, `${H-x}`, `${1X}`, a `${` in a default) is last, refused.
+const REF = /\$\$|\$\{([A-Za-z_]\w*)(?::-((?:[^$}]|\$(?!\{))*))?\}|\$([A-Za-z_]\w*)|\$\{/g
 
 /**
  * A variable's text, or undefined: a name such as `constructor` or `__proto__` reads the object's prototype, and a
@@ -15,9 +16,9 @@ export function envValue(env: ConfigEnv, name: string): string | undefined {
 }
 
 /**
- * Expands `$VAR`, `${VAR}` and `${VAR:-default}` in every string value (`$$` is a literal `$`). Keys are never
- * expanded. A variable that is not set and has no default is an error at that value's line. The loader applies it
- * to `url`, `dsn` and `token` only (load.ts says why).
+ * Expands `$VAR`, `${VAR}` and `${VAR:-default}` in every string value (`$$` is a literal `$`); any other `${` is
+ * an error. Keys are never expanded. A variable that is not set and has no default is an error at that value's
+ * line. The loader applies it to `url`, `dsn` and `token` only (load.ts says why).
  */
 export function expandEnv(
   value: unknown,
@@ -29,6 +30,12 @@ export function expandEnv(
     if (!value.includes("$")) return value
     return value.replace(REF, (whole, braced?: string, fallback?: string, bare?: string, at?: number) => {
       if (whole === "$$") return "$"
+      // Not named: it may be part of a password.
+      if (whole === "${")
+        throw source.error(
+          `only \${VAR} and \${VAR:-default} expand: write one, or a '$' that is text as '$$'`,
+          path,
+        )
       const key = (braced ?? bare) as string
       const v = envValue(env, key)
       if (v !== undefined && v !== "") return v

@@ -15,8 +15,53 @@ export interface ConfigSource {
   error(detail: string, path: ConfigLocation["path"], key?: boolean): ConfigError
 }
 
+// Real configs are a few KB (a thousand tools, 40 KB); 1 MiB holds 25,000 and loads in about 3 s. Unbounded, 50 MB
+// took 209 s and 3.4 GB. Aliases may expand to a million values, about what such a file holds (see checkKeys).
+const MAX_BYTES = 1 << 20
+const MAX_NODES = 1e6
+
+/** Refuses a config of more than 1 MiB (`bytes`: its size as stored) before it is read. */
+export function refuseSize(bytes: number, name: string): void {
+  if (bytes > MAX_BYTES)
+    throw new ConfigError(
+      "over 1 MiB, the limit for a config: check that this is the config file",
+      { path: [] },
+      name,
+    )
+}
+
+/**
+ * A config file's bytes as PyYAML reads them: UTF-16 after its byte order mark, else UTF-8. Other bytes are refused
+ * at the first of them, as there: decoded as U+FFFD, Latin-1 `caf\xE9` and `caf\xE8` were one agent_id.
+ */
+export function decodeConfig(bytes: Uint8Array, name: string): string {
+  const [a, b] = bytes
+  const enc = a === 0xff && b === 0xfe ? "utf-16le" : a === 0xfe && b === 0xff ? "utf-16be" : "utf-8"
+  try {
+    return new TextDecoder(enc, { fatal: true }).decode(bytes)
+  } catch {
+    const text = new TextDecoder(enc, { ignoreBOM: true }).decode(bytes)
+    const utf8 = enc === "utf-8"
+    let c = -1
+    let at = 0
+    // Past any U+FFFD the file holds as such (only UTF-8 is checked): the first that replaced bytes.
+    do {
+      c = text.indexOf("\uFFFD", c + 1)
+      at = new TextEncoder().encode(text.slice(0, c)).length
+    } while (utf8 && bytes[at] === 0xef && bytes[at + 1] === 0xbf && bytes[at + 2] === 0xbd)
+    const before = text.slice(0, c).replace(/^\uFEFF/, "")
+    throw new ConfigError(
+      `not valid ${enc.toUpperCase()}${utf8 ? ` (byte 0x${bytes[at]?.toString(16)}: Latin-1?)` : ""}: save the file as UTF-8`,
+      { path: [], line: before.split("\n").length, column: before.length - before.lastIndexOf("\n") },
+      name,
+    )
+  }
+}
+
 /** Parses YAML (1.2 core schema, no custom tags); a syntax error names its line and column. */
 export function parseConfigSource(yaml: string, name = "mycelium.yaml"): ConfigSource {
+  // Each character is at least a byte: past the limit in characters, no need to count bytes.
+  refuseSize(yaml.length > MAX_BYTES ? yaml.length : new TextEncoder().encode(yaml).length, name)
   // A BOM is no column of the first line; a lone CR breaks lines to YAML 1.2 and PyYAML, not to this parser.
   const text = yaml.replace(/^\uFEFF/, "").replace(/\r\n?/g, "\n")
   // PyYAML breaks lines at NEL, LS and PS too, where YAML 1.2 reads text: the original would read other keys.
@@ -86,9 +131,10 @@ export function parseConfigSource(yaml: string, name = "mycelium.yaml"): ConfigS
   }
   let value: unknown
   try {
-    value = doc.toJS({ maxAliasCount: 50 }) ?? {}
+    // checkKeys bounds what aliases expand to; the library's own count of them is the backstop (50 refused 51 uses).
+    value = doc.toJS({ maxAliasCount: MAX_NODES }) ?? {}
   } catch (e) {
-    // An alias bomb (aliases of aliases) is refused while expanding, not while parsing.
+    // An alias before its anchor is refused while expanding, not while parsing.
     throw new ConfigError(`invalid YAML: ${e instanceof Error ? e.message : String(e)}`, { path: [] }, name)
   }
   return {
@@ -143,14 +189,36 @@ function construct(node: Node | null, path: Path, error: Fail): void {
  * Every mapping key is text, appears once in its map, and is not `__proto__`: the document becomes plain objects
  * (toJS, zod), where `__proto__` is no own key (zod drops it, an assignment replaces the prototype), so a section or
  * a tool under it would load as if it were not there, past the unknown-key check. Aliases are not followed: the
- * node they name is checked where it is defined. Tags are read on the way (construct).
+ * node they name is checked where it is defined. Tags are read on the way (construct), and so is what aliases expand
+ * to: toJS shares an alias's value, but the schema and the guards walk each copy (1,000 aliases of a 100,000-item
+ * list took 12 s and 900 MB), so an alias counts the nodes of its anchor, and past MAX_NODES it is refused.
  */
 function checkKeys(root: unknown, lines: LineCounter, error: Fail): void {
-  // Depth first and in the order of the text (a map's own keys before what is under them).
-  const stack: [unknown, Path][] = [[root, []]]
+  const anchors = new Map<string, unknown>()
+  // An anchored node's size, negated while its nodes are counted (an alias inside it counts 1, as toJS shares it).
+  const sizes = new Map<unknown, number>()
+  let nodes = 0
+  // Depth first and in the order of the text (a map's own keys before what is under them); [node, null] ends one.
+  const stack: [unknown, Path | null][] = [[root, []]]
   for (let item = stack.pop(); item; item = stack.pop()) {
-    const [node, path] = item
-    construct(node as Node | null, path, error)
+    const [node, path] = item as [Node | null, Path | null]
+    if (!path) {
+      sizes.set(node, nodes + (sizes.get(node) as number))
+      continue
+    }
+    if (node?.anchor) {
+      anchors.set(node.anchor, node)
+      sizes.set(node, -nodes)
+      stack.push([node, null])
+    }
+    nodes += isAlias(node) ? Math.max(1, sizes.get(anchors.get(node.source)) ?? 1) : 1
+    if (nodes > MAX_NODES)
+      throw error(
+        "aliases expand to over a million values: use fewer aliases of large anchors",
+        path,
+        node?.range?.[0],
+      )
+    construct(node, path, error)
     const children: [unknown, Path][] = []
     if (isSeq(node)) for (const [i, child] of node.items.entries()) children.push([child, [...path, i]])
     const seen = new Map<string, number>()
@@ -165,6 +233,7 @@ function checkKeys(root: unknown, lines: LineCounter, error: Fail): void {
           keyNode?.range?.[0],
         )
       construct(keyNode, path, error)
+      if (keyNode.anchor) anchors.set(keyNode.anchor, keyNode)
       // The text toJS makes of the key: `1` and "1", `null` and "" are one key to the objects built from it.
       const key = keyNode.value === null ? "" : String(keyNode.value)
       const offset = keyNode.range?.[0]

@@ -4,6 +4,12 @@ import { ConfigError, loadConfigFromString } from "../../../src/core/config/inde
 
 const T = "transition:\n  agent_id: a\n  policy_version: v1\n"
 
+// A billion laughs: 10 values, each level 10 aliases of the one before it.
+const L = "abcdefghij"
+let BOMB = "tools:\n  t:\n    bounded:\n      allowed_paths:\n        - &a [x,x,x,x,x,x,x,x,x,x]\n"
+for (let i = 1; i < 10; i++) BOMB += `        - &${L[i]} [${Array(10).fill(`*${L[i - 1]}`)}]\n`
+const REDIS = "action_ledger:\n  storage: redis\n  url: "
+
 // [name, yaml, expected path, expected line, expected column, message fragment]
 type Case = [string, string, string, number, number, string]
 const cases: Case[] = [
@@ -445,6 +451,17 @@ const cases: Case[] = [
     20,
     "ledger",
   ],
+  ...["redis://${H:=x}:1", "redis://${H-x}:1", "redis://${1X}:1", "redis://${NOPE:-${H}}:1"].map(
+    (url): Case => [
+      `url ${url}`,
+      `${REDIS}${url}\n`,
+      "action_ledger.url",
+      3,
+      8,
+      "only ${VAR} and ${VAR:-default} expand",
+    ],
+  ),
+  ["alias bomb", BOMB, "tools.t.bounded.allowed_paths[5][7]", 10, 36, "over a million values"],
   [
     "receipt on task without ledger",
     "audit_receipt: {}\ntasks:\n  p:\n    ledger: false\n    audit_receipt: true\n",
