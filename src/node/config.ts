@@ -259,14 +259,15 @@ export async function loadConfig(
       path,
     )
   }
+  // Each default per field: an option passed as undefined (a wrapper forwarding its own) must not drop it.
   return loadConfigFromString(text, {
-    source: path,
-    env: processEnv(),
-    storageFactory: nodeStorageFactory,
-    stateStoreFactory: nodeStateStoreFactory,
-    taskStoreFactory: nodeTaskStoreFactory,
-    receiptStoreFactory: nodeReceiptStoreFactory,
     ...options,
+    source: options.source ?? path,
+    env: options.env ?? processEnv(),
+    storageFactory: options.storageFactory ?? nodeStorageFactory,
+    stateStoreFactory: options.stateStoreFactory ?? nodeStateStoreFactory,
+    taskStoreFactory: options.taskStoreFactory ?? nodeTaskStoreFactory,
+    receiptStoreFactory: options.receiptStoreFactory ?? nodeReceiptStoreFactory,
     // The original resolves `allowed_paths` and the called path with Path.resolve(): relative to the working
     // directory, through symlinks. Without this a symlink inside a root reached the tool here, refused there.
     // Per field: `paths: { baseDir }` alone must not drop the resolver.

@@ -67,6 +67,24 @@ describe("boundedNode: symlink-resolving path scope", () => {
     expect((e as ToolBoundaryError).violation).toBe("scope_path")
   })
 
+  it("loadConfig keeps its Node store factories for an option passed as undefined", async () => {
+    const file = join(dir, "factories.yaml")
+    await writeFile(file, `task_ledger:\n  storage: file\n  path: ${join(dir, "factories-ledger.json")}\n`)
+    // A wrapper forwarding its own options passes undefined: that dropped the factory ("needs a store factory").
+    const config = await loadConfig(file, {
+      storageFactory: undefined,
+      taskStoreFactory: undefined,
+      stateStoreFactory: undefined,
+      receiptStoreFactory: undefined,
+      env: undefined,
+    })
+    const choice = config.resolved.taskLedger
+    expect(choice?.kind).toBe("file")
+    expect((await config.storage(choice as NonNullable<typeof choice>)).constructor.name).toBe(
+      "FileLedgerStorage",
+    )
+  })
+
   it("resolves a missing tail under a symlinked parent to the link's target", async () => {
     expect(await realpathResolver(join(dir, "workspace/src/escape/nope/x"))).toBe(join(dir, "outside/nope/x"))
   })
