@@ -27,16 +27,14 @@ const FORMATS = ["auto", ...Object.keys(ADAPTERS)]
 export function formatOption(format: unknown, who: string): TranscriptFormat | "auto" {
   if (format === undefined) return "auto"
   if (FORMATS.includes(format as string)) return format as TranscriptFormat
-  throw new InvalidOptionError(
-    `${who} format must be one of ${FORMATS.join(", ")} or left out, got ${typeof format} ${safeString(format)}`,
-  )
+  throw new InvalidOptionError(`${who}: format must be one of ${FORMATS}, got ${safeString(format)}`)
 }
 
 /** Refuses, with a typed error, a transcript that JavaScript passed as something other than an array. */
 export function messageList(messages: unknown, who: string): void {
   if (!Array.isArray(messages))
     throw new InvalidOptionError(
-      `${who} takes the transcript as an array of messages, got ${messages === null ? "null" : typeof messages}`,
+      `${who}: pass the messages as an array, got ${messages === null ? "null" : typeof messages}`,
     )
 }
 

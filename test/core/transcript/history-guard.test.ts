@@ -293,7 +293,7 @@ describe("HistoryGuard refuses what JavaScript callers can pass by mistake with 
     for (const format of ["gemini", null, "toString", 1]) {
       const make = () => new HistoryGuard({ format } as never)
       expect(make).toThrow(InvalidOptionError)
-      expect(make).toThrow(/^HistoryGuard format must be one of auto, openai, anthropic, ai-sdk or left out/)
+      expect(make).toThrow(/^HistoryGuard: format must be one of auto,openai,anthropic,ai-sdk, got /)
     }
     for (const format of ["auto", "openai", "anthropic", "ai-sdk", undefined] as const)
       expect(new HistoryGuard({ format }).trim([{ role: "user", content: "q" }])).toHaveLength(1)
@@ -310,7 +310,7 @@ describe("HistoryGuard refuses what JavaScript callers can pass by mistake with 
         () => guard.checkForDrops(messages as never),
       ]) {
         expect(call).toThrow(InvalidOptionError)
-        expect(call).toThrow(/^HistoryGuard takes the transcript as an array of messages/)
+        expect(call).toThrow(/^HistoryGuard: pass the messages as an array, got /)
       }
     }
   })

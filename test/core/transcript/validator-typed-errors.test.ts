@@ -38,7 +38,7 @@ describe("MessageValidator refuses what JavaScript callers can pass by mistake w
         () => v.formatOf(messages as never),
       ]) {
         expect(call).toThrow(InvalidOptionError)
-        expect(call).toThrow(/^MessageValidator takes the transcript as an array of messages, got /)
+        expect(call).toThrow(/^MessageValidator: pass the messages as an array, got /)
       }
     }
   })
@@ -48,7 +48,7 @@ describe("MessageValidator refuses what JavaScript callers can pass by mistake w
       const make = () => new MessageValidator({ format } as never)
       expect(make).toThrow(InvalidOptionError)
       expect(make).toThrow(
-        /^MessageValidator format must be one of auto, openai, anthropic, ai-sdk or left out, got /,
+        /^MessageValidator: format must be one of auto,openai,anthropic,ai-sdk, got /,
       )
     }
     const history = [{ role: "user", content: "q" }]

@@ -98,12 +98,11 @@ export function claimedOtherwise(req: ClaimRequest, row: LedgerEntry): boolean {
   const stored = req.explicitId ? req.fingerprint : storedFingerprint(row, req.binding)
   // The binding is this call's in every reading, so any reading that gives the row's effect id means the same
   // binding. The row's kwargs may hold an argument named run_id or node, which reads there as scope: this call's own
-  // scope is the other reading (a redispatch under a new tool-call id, as a new model turn gives). So may one named
-  // request_id or tool_call_id read as the dispatch id (unchecked: an argument "" is no bad id of this call); a call
-  // without a tool-call id had its explicit id (the row's) or none. A wrong guess only fails to match.
-  const ids = [k.tool_call_id, k.request_id, row.requestId, null].filter(
-    (d) => d === null || typeof d === "string",
-  )
+  // scope is the other reading (a redispatch under a new tool-call id, as a new model turn gives). The dispatch id
+  // was the call's tool-call id (kept in kwargs, unchecked: an argument "" is no bad id of this call), else its
+  // explicit id, which is the row's own (an argument named request_id is not read), else none. A wrong guess only
+  // fails to match.
+  const ids = [k.tool_call_id, row.requestId, null].filter((d) => d === null || d === `${d}`)
   return ![scopeOf(row.kwargs, req), req.scope].some((scope) =>
     ids.some(
       (dispatchId) =>

@@ -78,7 +78,7 @@ export function createLedgeredTool<A extends object, R>(
   ) {
     core.warnOnce(
       `memory:${tool}`,
-      `Tool '${tool}' (${binding.sideEffectClass}) is ledgered in memory, lost on restart and unseen by other processes: use a durable store in production.`,
+      `Tool '${tool}' (${binding.sideEffectClass}) is ledgered in memory (lost on restart, unseen elsewhere): use a durable store in production.`,
     )
   }
 
