@@ -68,6 +68,8 @@ const budgets = [
     // lease's mark-dead refusal and a release's signer outage are typed and say what helps: 18,090 B. Then the
     // review of those fixes, 85 B: a repair the store always refuses is LedgerRowError (it spun without end), a
     // redispatch under a new tool-call id reads its own scope too (a released payment stayed blocked): 18,175 B.
+    // Stop 38, +12 B within the budget: a function or symbol argument is refused (keyed by its source text), and the
+    // identity check tries the dispatch ids a released payment's own redispatch had: 18,187 B.
     max: 17.8 * KB,
     target: 15 * KB,
   },
@@ -93,7 +95,12 @@ const budgets = [
     // transcript 9 -> 9.2 KB (2026-12-05, the review of stop 35): OpenAI custom tool calls are valid calls, images and
     // files are told apart by what identifies them (two images were duplicate turns), HistoryGuard refuses NaN or
     // negative limits, a cyclic message is invalid_message (repair() looped forever): 9,409 B.
-    ["transcript", 9.2],
+    // 9.2 -> 9.8 KB (2026-12-05, stop 38), 518 B: repair() reads a message that is not a plain object (a class
+    // instance, a null prototype, another realm) through a copy carrying the fields check() reads (it edited the
+    // caller's objects, or lost a getter's role and refused a valid message), names its own call ids apart from fc_
+    // ones (a second repair dropped a real result), reports the empty messages it drops; HistoryGuard reads content
+    // without recursion and refuses cycles typed (a bare RangeError), unknown formats and non-arrays are typed: 9,927 B.
+    ["transcript", 9.8],
     ["receipts", 6.4],
     // tasks 7.2 -> 7.4 KB (2026-12-05): its polls share one abort listener per signal, taken off by the last
     // (many waits on one signal printed Node's leak warning; a listener left on an AbortSignal.any() keeps it alive),
@@ -120,7 +127,11 @@ const budgets = [
     // ledger writes through to its target and shares its lock (a link became a file and a call ran twice), rows are
     // scanned without a regex (a 4M-escape string overflowed the stack for every other process), a rewrite keeps the
     // file's permission bits (0600 became 0644): 6,368 B.
-    max: (a === "durable-object" ? 8 : a === "file" ? 6.3 : 6) * KB,
+    // file 6.3 -> 6.6 KB (2026-12-05, stop 38), 313 B: a symlinked ledger path is followed as the kernel follows it,
+    // with the path scopes' resolver (a link to a file not created yet was replaced by a file, and a `..` in a link's
+    // target was collapsed before the link before it: either way two workers used two ledgers and a payment ran
+    // twice), counting links over the whole lookup (a doubling chain took minutes): 6,681 B.
+    max: (a === "durable-object" ? 8 : a === "file" ? 6.6 : 6) * KB,
   })),
   // Framework glue: the frameworks are type-only imports, so this is the wrapper plus bounded() and the
   // transcript guards it reuses (ai-sdk); each was under its budget's 3/4 when it was added.
@@ -160,7 +171,10 @@ const budgets = [
     // SHA-256 here; an application that uses these wrappers bundles the ledger, which has it already. A storage
     // outage reaches the model as a fixed text, never the driver's (file paths, hosts): ai-sdk 15,367 B, langgraph
     // 10,092, openai-agents 8,625.
-    max: { "ai-sdk": 15.1, langgraph: 9.9, "openai-agents": 8.5 }[i] * KB,
+    // ai-sdk 15.1 -> 15.5, langgraph 9.9 -> 10 KB (2026-12-05, stop 38): the transcript and tool-boundary fixes
+    // they carry (see transcript above; echoes bounded in size and work, arguments read once, dot segments a URL
+    // parser reads as ..): ai-sdk 15,773 B, langgraph 10,148, openai-agents 8,685.
+    max: { "ai-sdk": 15.5, langgraph: 10, "openai-agents": 8.5 }[i] * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.
   { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 12 * KB },
@@ -186,7 +200,11 @@ const budgets = [
   // keyed as "1" here and "1.0" there) and others refused, errors after load name the file, key and line, libpq
   // DSNs refused, poll_timeout may be unbounded, merge keys refused, and the core fixes it bundles: 92,825 B.
   // 90.8 -> 91.1 KB (2026-12-05, stop 37): the ledger and receipt fixes it bundles: 93,187 B.
-  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 91.1 * KB },
+  // 91.1 -> 92 KB (2026-12-05, stop 38): a file that is not UTF-8 is refused where its first bad byte is (Latin-1
+  // agent ids loaded as one agent), UTF-16 with a BOM is read, aliases are counted by what they expand to (an
+  // anchor reused 51 times was an "attack"), sources over 1 MiB are refused before parsing (50 MB took 209 s and
+  // 3.4 GB), `${` forms it does not expand are refused at their key, and the guard fixes it bundles: 94,072 B.
+  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 92 * KB },
   // The storage conformance suite for adapter authors: test code, loaded by a test file and never by an application,
   // so its size matters little; it carries the whole ledger (its replay case runs an ActionLedger), the row codec and
   // the Python original's rows. 21.6 KB when it was added. The task, receipt and state-flush store suites joined it
