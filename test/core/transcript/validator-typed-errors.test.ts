@@ -47,9 +47,7 @@ describe("MessageValidator refuses what JavaScript callers can pass by mistake w
     for (const format of ["gemini", null, "constructor", 3]) {
       const make = () => new MessageValidator({ format } as never)
       expect(make).toThrow(InvalidOptionError)
-      expect(make).toThrow(
-        /^MessageValidator: format must be one of auto,openai,anthropic,ai-sdk, got /,
-      )
+      expect(make).toThrow(/^MessageValidator: format must be one of auto,openai,anthropic,ai-sdk, got /)
     }
     const history = [{ role: "user", content: "q" }]
     for (const format of ["auto", "openai", "anthropic", "ai-sdk", undefined] as const)
