@@ -197,7 +197,11 @@ function compilePaths(
   const roots = allowedPaths.map((root) => {
     const r = resolvePath(root, baseDir)
     if (r === undefined) {
-      throw new SchemaBuildError(`allowed_paths entry '${String(root)}' must be absolute (or set baseDir).`)
+      throw new SchemaBuildError(
+        typeof root === "string"
+          ? `allowed_paths entry '${root}' must be absolute (or set baseDir).`
+          : "allowed_paths entries must be strings.",
+      )
     }
     return r
   })

@@ -14,7 +14,10 @@ export function messageText(message: unknown, index = 0): string {
     for (const c of message.tool_calls) {
       // OpenAI custom tool calls carry { name, input } (free text) instead of function.arguments.
       const f = isRecord(c) && (c.function ?? c.custom)
-      if (isRecord(f)) parts.push(`${safeString(f.name ?? "")} ${safeString(f.arguments ?? f.input ?? "")}`)
+      // Arguments given as an object count as their JSON (as "[object Object]" 1 MB was 11 tokens), cycle refused.
+      const a = isRecord(f) && (f.arguments ?? f.input ?? "")
+      if (isRecord(f))
+        parts.push(`${safeString(f.name ?? "")} ${typeof a === "string" ? a : jsonText(a, index)}`)
     }
   }
   return parts.filter(Boolean).join(" ")

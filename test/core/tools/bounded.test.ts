@@ -171,6 +171,17 @@ describe("bounded() with the YAML field spec", () => {
         SchemaBuildError,
       )
     }
+    // An entry String() cannot print was a bare TypeError; a nested list was called "not absolute".
+    const unprintable = {
+      toString: () => {
+        throw new Error("x")
+      },
+    }
+    for (const entry of [Object.create(null), unprintable, ["/ws"]]) {
+      expect(() => bounded(f, { name: "f", allowedPaths: [entry] as unknown as string[] })).toThrow(
+        new SchemaBuildError("allowed_paths entries must be strings."),
+      )
+    }
   })
 })
 

@@ -286,6 +286,26 @@ describe("HistoryGuard on content nested deep or holding itself", () => {
       )
     }
   })
+
+  it("reads OpenAI arguments given as an object as their JSON, and refuses one holding itself", () => {
+    const call = (args: unknown): Msg[] => [
+      { role: "user", content: "q" },
+      {
+        role: "assistant",
+        tool_calls: [{ id: "c1", type: "function", function: { name: "f", arguments: args } }],
+      },
+      { role: "tool", tool_call_id: "c1", content: "ok" },
+    ]
+    const big = { blob: "x".repeat(100_000) }
+    // As "[object Object]" 100 KB of arguments counted a few tokens, unseen by maxTokens.
+    const guard = new HistoryGuard({ format: "openai" })
+    expect(guard.estimateTokens(call(big))).toBe(guard.estimateTokens(call(JSON.stringify(big))))
+    const self: Msg = { q: 1 }
+    self.self = self
+    expect(() => guard.validate(call(self))).toThrow(
+      expect.objectContaining({ violation: "invalid_message", messageIndex: 1 }),
+    )
+  })
 })
 
 describe("HistoryGuard refuses what JavaScript callers can pass by mistake with typed errors", () => {
