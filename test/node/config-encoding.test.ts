@@ -48,6 +48,19 @@ describe("the bytes of a config file", () => {
     expect(e.message).toContain("byte 0xff")
   })
 
+  // Each U+FFFD re-encoded the text before it to find the bytes: 80,000 took 10 s and 300,000 (1 MiB holds them)
+  // minutes, past the test's timeout.
+  it("300,000 U+FFFD written in the file before an invalid byte are passed in one walk", async () => {
+    const text = Buffer.from(`${T}# ${"\ufffd".repeat(300_000)}\nx: caf`)
+    const e = await refused(file(Buffer.concat([text, Buffer.from([0xe9, 0x0a])])))
+    expect([e.line, e.column]).toEqual([5, 7])
+  })
+
+  it("a lone CR breaks lines before an invalid byte, as it does for the parser", async () => {
+    const e = await refused(file(Buffer.from("transition:\r  agent_id: caf\xe9\r", "latin1")))
+    expect([e.line, e.column]).toEqual([2, 16])
+  })
+
   it("UTF-16 LE and BE after their BOM load, and so does UTF-8 with its BOM", async () => {
     for (const bytes of [utf16(T, true), utf16(T, false), Buffer.from(`\ufeff${T}`)])
       expect((await loadConfig(file(bytes))).transition?.agentId).toBe("caf\u00e9")
