@@ -129,10 +129,13 @@ const PIDNS = ((): string | null => {
 export function dataPath(path: string): string {
   const p = resolve(path)
   try {
-    return resolveLinks(p)
+    // As the kernel reads it: on POSIX `\` and `c:` are characters of a name, not a separator and a drive.
+    return resolveLinks(p, process.platform === "win32")
   } catch (e) {
-    if (errno(e) === "ELOOP") throw new LedgerConfigError(`${path} is a symlink loop: point it at a file`)
-    return p // unreadable (EACCES, ENOTDIR): the write reports it
+    // Left unresolved, a link (ENAMETOOLONG past PATH_MAX, EACCES) would give one ledger two names and two locks.
+    throw new LedgerConfigError(
+      `${path}: cannot follow its links (${errno(e)}): check each link and directory on the way`,
+    )
   }
 }
 

@@ -5,22 +5,24 @@ import { lstatSync, readlinkSync } from "node:fs"
 
 /**
  * An absolute path with every link followed where it is met, dangling ones included, and the missing tail
- * appended; `path` itself when it holds no link. Components are joined with `/`, a drive lowercased. Throws lstat's
+ * appended; `path` itself when it holds no link. Components are joined with `/`, a drive lowercased. `win`: `\`
+ * separates too and `c:` is a drive; else POSIX's reading, where `led\ger.json` is one name. Throws lstat's
  * errors other than ENOENT, and an ELOOP error past 40 links (Linux's limit too), counted over the whole lookup: a
  * budget per directory let l_k -> l_(k-1)/l_(k-1) cost 2^k readlinks.
  *
  * A link's target is spliced in front of the components left, so a `..` after a linked directory climbs from its
  * target, as the kernel does: with ws/d -> ../out/deep, ws/link -> d/../x names out/x, not ws/x.
  */
-export function resolveLinks(path: string): string {
+export function resolveLinks(path: string, win: boolean): string {
   let resolved = "" // no trailing separator: "" or a drive is the root
   let links = 0
   const todo: string[] = []
   const splice = (p: string): void => {
-    const drive = /^[A-Za-z]:/.exec(p)?.[0]
+    const drive = win ? /^[A-Za-z]:/.exec(p)?.[0] : undefined
+    const segs = p.slice(drive?.length).split(win ? /[\\/]/ : "/")
     if (drive) resolved = drive.toLowerCase()
-    else if (/^[\\/]/.test(p)) resolved = resolved[0] === "/" ? "" : resolved.slice(0, 2)
-    todo.unshift(...p.slice(drive?.length).split(/[\\/]/))
+    else if (!segs[0]) resolved = resolved[0] === "/" ? "" : resolved.slice(0, 2)
+    todo.unshift(...segs)
   }
   splice(path)
   for (let seg = todo.shift(); seg !== undefined; seg = todo.shift()) {

@@ -24,7 +24,7 @@ export const realpathResolver: PathResolver = async (absolutePath) => {
   } catch (error) {
     if ((error as { code?: string }).code !== "ENOENT") throw error
   }
-  return normalizePath(resolveLinks(normalized))
+  return normalizePath(resolveLinks(normalized, true)) // a model's path may be Windows-style anywhere
 }
 
 /** `bounded()` with symlink-resolving path checks; relative paths resolve against the working directory. */

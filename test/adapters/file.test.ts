@@ -8,6 +8,7 @@ import {
   readFileSync,
   readlinkSync,
   realpathSync,
+  renameSync,
   rmSync,
   statSync,
   symlinkSync,
@@ -454,6 +455,65 @@ describe("the ledger file itself", () => {
     expect(() => new FileLedgerStorage(join(base, "l20", "ledger.json"))).toThrow(LedgerConfigError)
     expect(performance.now() - started).toBeLessThan(1000)
   })
+
+  it.skipIf(process.platform === "win32")(
+    "a link whose target holds a `\\` or a `c:` names that file, as POSIX reads it: one ledger, one run",
+    async () => {
+      const base = dirname(freshPath())
+      mkdirSync(join(base, "c:data"), { recursive: true })
+      const named = join(base, "led\\ger.json") // one file name, as systemd's escapes (\x2d) are
+      symlinkSync("led\\ger.json", join(base, "ledger.json"))
+      symlinkSync("c:data", join(base, "cur"))
+      let runs = 0
+      const pay = (path: string) =>
+        new ActionLedger({ storage: new FileLedgerStorage(path), onWarning: () => {} }).tool(
+          {
+            name: "send_payment",
+            binding: { agentId: "a", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" },
+          },
+          async () => ++runs,
+        )
+      await pay(join(base, "ledger.json"))({ amount: 1 }, { requestId: "order-1" })
+      expect(await pay(named)({ amount: 1 }, { requestId: "order-1" })).toBe(1)
+      expect(runs).toBe(1)
+      expect(new FileLedgerStorage(join(base, "ledger.json")).path).toBe(named)
+      expect(new FileLedgerStorage(join(base, "cur", "l.json")).path).toBe(join(base, "c:data", "l.json"))
+    },
+  )
+
+  it.skipIf(process.platform === "win32")(
+    "a link whose resolved path passes PATH_MAX (lstat: ENAMETOOLONG) is refused or one ledger, never two",
+    () => {
+      const base = dirname(freshPath())
+      const x = "x".repeat(200)
+      mkdirSync(join(base, x), { recursive: true })
+      symlinkSync(x, join(base, "s0"))
+      for (let k = 1; k <= 22; k++) {
+        mkdirSync(join(base, `s${k - 1}`, x))
+        symlinkSync(`s${k - 1}/${x}`, join(base, `s${k}`))
+      }
+      // The kernel opens both short names: one file, which the store once knew by two unresolved paths.
+      symlinkSync("real.json", join(base, "s22", "ledger.json"))
+      writeFileSync(join(base, "s22", "real.json"), "{}")
+      const open = (name: string): string | undefined => {
+        try {
+          return new FileLedgerStorage(join(base, "s22", name)).path
+        } catch (e) {
+          expect(e).toBeInstanceOf(LedgerConfigError)
+          expect(String(e)).toContain(name)
+        }
+      }
+      try {
+        const [viaLink, direct] = [open("ledger.json"), open("real.json")]
+        expect(
+          viaLink === undefined || direct === undefined || viaLink === direct,
+          `${viaLink} vs ${direct}`,
+        ).toBe(true)
+      } finally {
+        renameSync(join(base, "s11", x), join(base, "half")) // the tree's real depth again fits rmSync's paths
+      }
+    },
+  )
 
   it.skipIf(process.platform === "win32")(
     "a rewrite keeps the ledger's permission bits (0600 stays private)",
