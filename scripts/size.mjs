@@ -91,7 +91,10 @@ const budgets = [
     // tools 6.6 -> 6.7 KB (2026-12-05, the reviews of stop 34): the path scope refuses an own __proto__ key, reads
     // each segment URL-decoded once and twice, NFKC-folded before and after, up to a decoded NUL, without an NTFS
     // stream name: 6,781 B.
-    ["tools", 6.7],
+    // tools 6.7 -> 6.8 KB (2026-12-05, stop 38): dot segments a URL parser reads as .. (..?x, ..#x, ..\x01) refused,
+    // arguments read and listed once, echoes bounded in size and work, allowed/allowedPaths must be lists of
+    // strings: 6,871 B.
+    ["tools", 6.8],
     // transcript 9 -> 9.2 KB (2026-12-05, the review of stop 35): OpenAI custom tool calls are valid calls, images and
     // files are told apart by what identifies them (two images were duplicate turns), HistoryGuard refuses NaN or
     // negative limits, a cyclic message is invalid_message (repair() looped forever): 9,409 B.
@@ -130,8 +133,10 @@ const budgets = [
     // file 6.3 -> 6.6 KB (2026-12-05, stop 38), 313 B: a symlinked ledger path is followed as the kernel follows it,
     // with the path scopes' resolver (a link to a file not created yet was replaced by a file, and a `..` in a link's
     // target was collapsed before the link before it: either way two workers used two ledgers and a payment ran
-    // twice), counting links over the whole lookup (a doubling chain took minutes): 6,681 B.
-    max: (a === "durable-object" ? 8 : a === "file" ? 6.6 : 6) * KB,
+    // twice), counting links over the whole lookup (a doubling chain took minutes): 6,681 B. Then its reviews: a
+    // path is read by the platform's rules (`\` split as on Windows gave two ledgers), a link that cannot be followed
+    // is refused (ENAMETOOLONG left it unresolved), `..` after a linked dir in the path climbs from its target: 6,760 B.
+    max: (a === "durable-object" ? 8 : a === "file" ? 6.7 : 6) * KB,
   })),
   // Framework glue: the frameworks are type-only imports, so this is the wrapper plus bounded() and the
   // transcript guards it reuses (ai-sdk); each was under its budget's 3/4 when it was added.

@@ -127,10 +127,15 @@ const PIDNS = ((): string | null => {
  * realpath, which fails on a target not created yet (a shared volume before the first write).
  */
 export function dataPath(path: string): string {
-  const p = resolve(path)
+  const win = process.platform === "win32"
+  // Not resolve() first on POSIX: it drops `link/..` as text, where the kernel climbs from the link's target
+  // (app/data -> vol/deep: app/data/../l.json is vol/l.json). Windows reads `..` as text itself.
+  const p = win ? resolve(path) : path[0] === "/" ? path : `${process.cwd()}/${path}`
   try {
     // As the kernel reads it: on POSIX `\` and `c:` are characters of a name, not a separator and a drive.
-    return resolveLinks(p, process.platform === "win32")
+    const r = resolveLinks(p, win)
+    // Without links the text is what the kernel reads: normalized, so one file has one name in this process too.
+    return win || r !== p ? r : resolve(p)
   } catch (e) {
     // Left unresolved, a link (ENAMETOOLONG past PATH_MAX, EACCES) would give one ledger two names and two locks.
     throw new LedgerConfigError(
