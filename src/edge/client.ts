@@ -378,9 +378,27 @@ class RemoteCall implements RemoteTransitionContext {
     extra: Record<string, unknown>,
     body = JSON.stringify({ fence: this.#claim.fence, lease: this.#claim.lease, ...extra }),
   ): Promise<void> {
-    const run = this.#chain.then(() => this.#ledger.post(`${this.#path}/${op}`, body, this.#tool))
+    const run = this.#chain.then(async () => {
+      const a = await this.#ledger.post<{
+        request_id?: unknown
+        fence?: unknown
+        terminal_outcome?: unknown
+      }>(`${this.#path}/${op}`, body, this.#tool)
+      // Any 200 was taken as done: a proxy's `{}` for a boundary write let sideEffect() pay with maybe_crossed never
+      // stored, and a redispatch paid again. The answer must be this call's state, at its fence, as the write left it.
+      const want = op === "complete" ? "COMPLETED" : op === "fail" ? null : "IN_FLIGHT"
+      const outcome = a?.terminal_outcome
+      if (
+        a?.request_id !== this.requestId ||
+        a.fence !== this.#claim.fence ||
+        (want ? outcome !== want : outcome === "IN_FLIGHT" || outcome === "COMPLETED")
+      )
+        throw new LedgerStorageUnavailableError(
+          `the ledger API answered ${op} of '${this.requestId}' with another state than the call's: not stored`,
+        )
+    })
     this.#chain = run.catch(() => undefined)
-    return run.then(() => undefined)
+    return run
   }
 
   /** `maybe_crossed` is durable before `fn` runs: a crash inside it leaves the call UNKNOWN, never re-run. */

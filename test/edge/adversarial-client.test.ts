@@ -181,3 +181,45 @@ describe("answers too large to read", () => {
     expect(pulled).toBeLessThanOrEqual(1)
   })
 })
+
+describe("RemoteLedger: a holder route's answer must be the call's state", () => {
+  /** The real app, with the answers to one holder route replaced. */
+  function holderTampered(route: string, answer: (real: Record<string, unknown>) => unknown) {
+    const app = createLedgerApp({ storage: new MemoryLedgerStorage() })
+    const fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
+      const res = await app.fetch(new Request(input, init))
+      if (!String(input).endsWith(`/${route}`)) return res
+      return json(answer((await res.json()) as Record<string, unknown>))
+    }) as typeof globalThis.fetch
+    return new RemoteLedger({ baseUrl: "http://x", fetch, onWarning: () => {} })
+  }
+
+  for (const [label, answer] of [
+    ["200 {}", () => ({})],
+    ["200 null", () => null],
+    ["an error envelope sent with 200", () => ({ error: { code: "ledger_stale_fence", message: "x" } })],
+    ["another fence", (r: Record<string, unknown>) => ({ ...r, fence: 0 })],
+    ["another call", (r: Record<string, unknown>) => ({ ...r, request_id: "order-2" })],
+  ] as const) {
+    it(`boundary answered ${label}: sideEffect() never pays`, async () => {
+      // Taken as done, the payment ran with maybe_crossed never stored, and a redispatch after a crash paid again.
+      const ledger = holderTampered("boundary", answer)
+      let charges = 0
+      const payTool = ledger.tool({ name: "pay", binding: pay }, async (_a: { amount: number }, tx) =>
+        tx.sideEffect(() => ++charges),
+      )
+      await expect(payTool({ amount: 1 }, { requestId: "order-1" })).rejects.toBeInstanceOf(
+        LedgerStorageUnavailableError,
+      )
+      expect(charges).toBe(0)
+    })
+
+    it(`complete answered ${label}: the call is not reported done`, async () => {
+      const ledger = holderTampered("complete", answer)
+      const payTool = ledger.tool({ name: "pay", binding: pay }, async () => "paid")
+      await expect(payTool({ amount: 1 }, { requestId: "order-1" })).rejects.toBeInstanceOf(
+        LedgerStorageUnavailableError,
+      )
+    })
+  }
+})
