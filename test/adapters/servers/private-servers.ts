@@ -152,10 +152,13 @@ export async function startPrivateUpstash(): Promise<PrivateUpstash> {
     const child = spawn("redis-server", args, { stdio: "ignore" })
     redis = child
     // Ready means the AOF is loaded (loading:0), not only that the port is open: the rows must be back.
+    // And a data command answers: under load, loading:0 was once read before the AOF load began, and the test's
+    // first read met "LOADING Redis is loading the dataset in memory".
     await until(
       `redis-server on :${redisPort}`,
       async () =>
-        (await ask(redisPort, "INFO persistence", (r) => /loading:\d/.test(r))).includes("loading:0"),
+        (await ask(redisPort, "INFO persistence", (r) => /loading:\d/.test(r))).includes("loading:0") &&
+        (await ask(redisPort, "DBSIZE", (r) => r.includes("\r\n"))).startsWith(":"),
       log,
       child,
     )
