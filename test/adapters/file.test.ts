@@ -381,6 +381,20 @@ describe("cross-process lock", () => {
 })
 
 describe("the ledger file itself", () => {
+  /** One payment tool per ledger path, all counting into one total: two names of one file must run it once. */
+  const payments = () => {
+    let total = 0
+    const pay = (path: string) =>
+      new ActionLedger({ storage: new FileLedgerStorage(path), onWarning: () => {} }).tool(
+        {
+          name: "send_payment",
+          binding: { agentId: "a", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" },
+        },
+        async () => ++total,
+      )
+    return { pay, runs: () => total }
+  }
+
   it("a symlinked path writes through to its target, which shares its lock", async () => {
     const target = freshPath()
     await new FileLedgerStorage(target).set(newEntry({ requestId: "a", tool: "t" }, 1))
@@ -400,19 +414,11 @@ describe("the ledger file itself", () => {
     const link = join(base, "ledger.json")
     symlinkSync(target, link) // the shared volume's file is created by the first write
     symlinkSync(join(base, "vol", "d"), join(base, "dir"))
-    let runs = 0
-    const pay = (path: string) =>
-      new ActionLedger({ storage: new FileLedgerStorage(path), onWarning: () => {} }).tool(
-        {
-          name: "send_payment",
-          binding: { agentId: "a", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" },
-        },
-        async () => ++runs,
-      )
+    const { pay, runs } = payments()
     await pay(link)({ amount: 1 }, { requestId: "order-1" })
     expect(lstatSync(link).isSymbolicLink()).toBe(true)
     expect(await pay(target)({ amount: 1 }, { requestId: "order-1" })).toBe(1)
-    expect(runs).toBe(1)
+    expect(runs()).toBe(1)
     expect(new FileLedgerStorage(join(base, "dir", "l.json")).path).toBe(join(base, "vol", "d", "l.json"))
   })
 
@@ -431,18 +437,10 @@ describe("the ledger file itself", () => {
     const link = join(base, "ledger.json.link")
     symlinkSync("sub/../ledger.json", link) // the kernel opens real/ledger.json, not ./ledger.json
     const target = join(base, "real", "ledger.json")
-    let runs = 0
-    const pay = (path: string) =>
-      new ActionLedger({ storage: new FileLedgerStorage(path), onWarning: () => {} }).tool(
-        {
-          name: "send_payment",
-          binding: { agentId: "a", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" },
-        },
-        async () => ++runs,
-      )
+    const { pay, runs } = payments()
     await pay(link)({ amount: 1 }, { requestId: "order-1" }) // creates the target
     expect(await pay(target)({ amount: 1 }, { requestId: "order-1" })).toBe(1)
-    expect(runs).toBe(1)
+    expect(runs()).toBe(1)
     expect(new FileLedgerStorage(link).path).toBe(realpathSync.native(link))
   })
 
@@ -452,21 +450,13 @@ describe("the ledger file itself", () => {
     mkdirSync(join(base, "app"))
     symlinkSync(join(base, "vol", "deep"), join(base, "app", "data"))
     const target = join(base, "vol", "ledger.json")
-    let runs = 0
-    const pay = (path: string) =>
-      new ActionLedger({ storage: new FileLedgerStorage(path), onWarning: () => {} }).tool(
-        {
-          name: "send_payment",
-          binding: { agentId: "a", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" },
-        },
-        async () => ++runs,
-      )
+    const { pay, runs } = payments()
     // The kernel opens vol/ledger.json. join() would drop data/.. as text, as resolve() did: built by hand.
     const named = `${join(base, "app", "data")}/../ledger.json`
     expect(new FileLedgerStorage(named).path).toBe(target)
     await pay(named)({ amount: 1 }, { requestId: "order-1" })
     expect(await pay(target)({ amount: 1 }, { requestId: "order-1" })).toBe(1)
-    expect(runs).toBe(1)
+    expect(runs()).toBe(1)
     expect(existsSync(join(base, "app", "ledger.json"))).toBe(false)
   })
 
@@ -488,18 +478,10 @@ describe("the ledger file itself", () => {
       const named = join(base, "led\\ger.json") // one file name, as systemd's escapes (\x2d) are
       symlinkSync("led\\ger.json", join(base, "ledger.json"))
       symlinkSync("c:data", join(base, "cur"))
-      let runs = 0
-      const pay = (path: string) =>
-        new ActionLedger({ storage: new FileLedgerStorage(path), onWarning: () => {} }).tool(
-          {
-            name: "send_payment",
-            binding: { agentId: "a", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" },
-          },
-          async () => ++runs,
-        )
+      const { pay, runs } = payments()
       await pay(join(base, "ledger.json"))({ amount: 1 }, { requestId: "order-1" })
       expect(await pay(named)({ amount: 1 }, { requestId: "order-1" })).toBe(1)
-      expect(runs).toBe(1)
+      expect(runs()).toBe(1)
       expect(new FileLedgerStorage(join(base, "ledger.json")).path).toBe(named)
       expect(new FileLedgerStorage(join(base, "cur", "l.json")).path).toBe(join(base, "c:data", "l.json"))
     },
