@@ -3,15 +3,7 @@
 import { describe, expect, it } from "vitest"
 import * as z from "zod"
 import { bounded, ToolBoundaryError, ToolRegistry } from "../../../src/core/tools/index.ts"
-
-async function failure(p: Promise<unknown>): Promise<ToolBoundaryError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  )
-  expect(e).toBeInstanceOf(ToolBoundaryError)
-  return e as ToolBoundaryError
-}
+import { failure } from "./outcome.ts"
 
 describe("field spec: what the tool receives is what was checked", () => {
   it("a __proto__ key in an additional_properties object stays an own key and is checked like the others", async () => {

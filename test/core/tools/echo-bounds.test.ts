@@ -2,16 +2,8 @@
 // library's message quoting the model's keys, a typed array or class instance a tool returned.
 import { describe, expect, it } from "vitest"
 import * as z from "zod"
-import { bounded, ToolBoundaryError } from "../../../src/core/tools/index.ts"
-
-async function failure(p: Promise<unknown>): Promise<ToolBoundaryError> {
-  const e = await p.then(
-    () => undefined,
-    (err: unknown) => err,
-  )
-  expect(e).toBeInstanceOf(ToolBoundaryError)
-  return e as ToolBoundaryError
-}
+import { bounded } from "../../../src/core/tools/index.ts"
+import { failure } from "./outcome.ts"
 
 describe("echoes in llmMessage", () => {
   it("zod's unrecognized_keys message (every key the model sent) is clipped in Expected", async () => {
