@@ -1,25 +1,18 @@
 // The operator commands given hostile paths and files: a directory, /dev/zero, a symlink to something else, a YAML
 // alias bomb, a key set that is not JSON. Each must end quickly with one line and the documented exit code (2 for a
 // path or config the user must fix, 1 for a file that fails its check), never a stack trace or an endless read.
-import { spawnSync } from "node:child_process"
 import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
-import { cliCommand } from "./cli-bin.ts"
+import { cliRunner } from "./run-cli.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-adv-"))
 
 /** The CLI as a user runs it; killed after 20 s, so an endless read shows as a null exit code, not a hung suite. */
 function mycelium(...args: string[]) {
-  const [cmd, pre] = cliCommand()
-  const r = spawnSync(cmd, [...pre, ...args], {
-    cwd,
-    encoding: "utf8",
-    timeout: 20_000,
-    env: { ...process.env, NO_COLOR: "1", MYCELIUM_SIGNING_KEY: "k" },
-  })
-  return { code: r.status, err: r.stderr }
+  const r = cliRunner(cwd, { timeout: 20_000 })(args, { MYCELIUM_SIGNING_KEY: "k" })
+  return { code: r.code, err: r.err }
 }
 
 function oneLineNoStack(err: string): void {

@@ -8,7 +8,7 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { cliCommand } from "./cli-bin.ts"
-import { cliRunner } from "./run-cli.ts"
+import { cliRunner, withoutPackage } from "./run-cli.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-newcomer-"))
 const run = cliRunner(cwd)
@@ -63,34 +63,15 @@ describe("demo --serve checks the packages and the port before the demo writes a
   })
 
   it("without hono: exit 2 with the one line docs/cli.md shows, nothing written", () => {
-    // A resolve hook that answers for `hono` the way Node does when it is not installed.
-    const hook = `export async function resolve(s, c, next) {
-      if (s === "hono" || s.startsWith("hono/")) {
-        const e = new Error("Cannot find package 'hono' imported from " + c.parentURL)
-        e.code = "ERR_MODULE_NOT_FOUND"
-        throw e
-      }
-      return next(s, c)
-    }`
-    const register = `import { register } from "node:module"
-      register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)})`
-    const [cmd, pre] = cliCommand()
     const dir = join(cwd, "nohono")
-    const r = spawnSync(
-      cmd,
-      [
-        "--import",
-        `data:text/javascript,${encodeURIComponent(register)}`,
-        ...pre,
-        ...["demo", "--serve", "--port", "0", "--ledger", join(dir, "l.json")],
-      ],
-      { cwd, encoding: "utf8", timeout: 20_000, env: { ...process.env, NO_COLOR: "1" } },
-    )
-    expect(r.status, r.stderr).toBe(2)
-    expect(r.stderr.trim()).toBe(
+    const r = cliRunner(cwd, { nodeArgs: withoutPackage("hono"), timeout: 20_000 })([
+      ...["demo", "--serve", "--port", "0", "--ledger", join(dir, "l.json")],
+    ])
+    expect(r.code, r.err).toBe(2)
+    expect(r.err.trim()).toBe(
       "mycelium: 'mycelium demo --serve' needs the optional package 'hono': run `npm install hono jose`",
     )
-    expect(r.stdout).toBe("")
+    expect(r.out).toBe("")
     expect(existsSync(join(dir, "l.json")) || existsSync(join(dir, "demo-receipts.jsonl"))).toBe(false)
   })
 })

@@ -1,14 +1,13 @@
 // What a newcomer met: `receipts verify --jwks` without jose as a raw module error, a store named by flag blamed
 // on a mycelium.yaml that did not exist, `Error: EACCES` from init, demo and receipts verify, and `export -o` into
 // a missing folder told to remove a file.
-import { spawnSync } from "node:child_process"
 import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { FileAccessError, fileAccessError } from "../../src/cli/errors.ts"
 import { cliCommand } from "./cli-bin.ts"
-import { cliRunner } from "./run-cli.ts"
+import { cliRunner, withoutPackage } from "./run-cli.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-paths-peers-"))
 // The permission tests run the CLI as nobody when this is root: file modes stop no read or write of root's.
@@ -16,46 +15,15 @@ chmodSync(cwd, 0o777)
 const run = cliRunner(cwd)
 
 /** Runs the CLI with `pkg` resolving as Node resolves a package that is not installed. */
-function runWithout(pkg: string, args: string[], env: Record<string, string> = {}) {
-  const hook = `export async function resolve(s, c, next) {
-    if (s === ${JSON.stringify(pkg)} || s.startsWith(${JSON.stringify(`${pkg}/`)})) {
-      const e = new Error("Cannot find package '${pkg}' imported from " + c.parentURL)
-      e.code = "ERR_MODULE_NOT_FOUND"
-      throw e
-    }
-    return next(s, c)
-  }`
-  const register = `import { register } from "node:module"
-    register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)})`
-  const [cmd, pre] = cliCommand()
-  const r = spawnSync(
-    cmd,
-    ["--import", `data:text/javascript,${encodeURIComponent(register)}`, ...pre, ...args],
-    {
-      cwd,
-      encoding: "utf8",
-      timeout: 20_000,
-      env: { ...process.env, NO_COLOR: "1", ...env },
-    },
-  )
-  return { code: r.status, out: r.stdout, err: r.stderr }
-}
+const runWithout = (pkg: string, args: string[], env: Record<string, string> = {}) =>
+  cliRunner(cwd, { nodeArgs: withoutPackage(pkg), timeout: 20_000 })(args, env)
 
 const root = process.getuid?.() === 0
 const asNobody = root ? { uid: 65534, gid: 65534 } : {}
 // mkdtemp made this run's CLI bundle folder 0700: nobody could not load it.
 if (root) chmodSync(dirname(cliCommand()[1][0] as string), 0o755)
-function runAsUser(args: string[]) {
-  const [cmd, pre] = cliCommand()
-  const r = spawnSync(cmd, [...pre, ...args], {
-    cwd,
-    encoding: "utf8",
-    timeout: 20_000,
-    env: { ...process.env, NO_COLOR: "1", MYCELIUM_SIGNING_KEY: "k" },
-    ...asNobody,
-  })
-  return { code: r.status, out: r.stdout, err: r.stderr }
-}
+const runAsUser = (args: string[]) =>
+  cliRunner(cwd, { timeout: 20_000, ...asNobody })(args, { MYCELIUM_SIGNING_KEY: "k" })
 
 describe("optional packages the CLI needs are named with the npm install line", () => {
   writeFileSync(join(cwd, "r.jsonl"), "")

@@ -8,14 +8,44 @@ export interface CliResult {
   readonly err: string
 }
 
-export function cliRunner(cwd: string): (args: string[], env?: Record<string, string>) => CliResult {
+export interface CliRunOptions {
+  /** Node's own arguments before the CLI's (see `withoutPackage`). */
+  nodeArgs?: string[]
+  /** Killed after this many ms: an endless read shows as a null exit code, not a hung suite. */
+  timeout?: number
+  /** Run as this user (root's tests run the CLI as nobody, for whom file modes count). */
+  uid?: number
+  gid?: number
+}
+
+export function cliRunner(
+  cwd: string,
+  options: CliRunOptions = {},
+): (args: string[], env?: Record<string, string>) => CliResult {
+  const { nodeArgs = [], ...spawnOptions } = options
   return (args, env = {}) => {
     const [cmd, pre] = cliCommand()
-    const r = spawnSync(cmd, [...pre, ...args], {
+    const r = spawnSync(cmd, [...nodeArgs, ...pre, ...args], {
       cwd,
       encoding: "utf8",
       env: { ...process.env, NO_COLOR: "1", ...env },
+      ...spawnOptions,
     })
     return { code: r.status, out: r.stdout, err: r.stderr }
   }
+}
+
+/** Node arguments under which `pkg` (and its subpaths) resolves as Node resolves a package that is not installed. */
+export function withoutPackage(pkg: string): string[] {
+  const hook = `export async function resolve(s, c, next) {
+    if (s === ${JSON.stringify(pkg)} || s.startsWith(${JSON.stringify(`${pkg}/`)})) {
+      const e = new Error("Cannot find package '${pkg}' imported from " + c.parentURL)
+      e.code = "ERR_MODULE_NOT_FOUND"
+      throw e
+    }
+    return next(s, c)
+  }`
+  const register = `import { register } from "node:module"
+    register(${JSON.stringify(`data:text/javascript,${encodeURIComponent(hook)}`)})`
+  return ["--import", `data:text/javascript,${encodeURIComponent(register)}`]
 }
