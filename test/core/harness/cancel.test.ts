@@ -187,19 +187,24 @@ describe("cancellation and deadline", () => {
     expect(Object.isFrozen(err.result.failure)).toBe(true)
   })
 
-  it("a model that never honours the abort is cut off by the drain timeout", async () => {
-    const deaf: ModelClient = {
-      request: () => sleep(400).then(() => ({ parts: [{ type: "text", text: "x" }] })),
-    }
+  /** One task on `model`, cancelled 10 ms in, with a 50 ms drain. */
+  async function cancelledWhileDraining(model: ModelClient) {
     const controller = new AbortController()
     const running = runPlan(
       { tasks: [task("a")], output_task_id: "a" },
-      { model: deaf },
+      { model },
       { signal: controller.signal, drain_timeout_seconds: 0.05 },
     )
     await sleep(10)
     controller.abort()
-    const err = await failed(running)
+    return failed(running)
+  }
+
+  it("a model that never honours the abort is cut off by the drain timeout", async () => {
+    const deaf: ModelClient = {
+      request: () => sleep(400).then(() => ({ parts: [{ type: "text", text: "x" }] })),
+    }
+    const err = await cancelledWhileDraining(deaf)
     expect(err.result.drain_incomplete).toBe(true)
     expect(err.result.failure?.message).toContain("drain incomplete")
     expect(err.result.tasks[0]?.status).toBe("cancelled")
@@ -208,15 +213,7 @@ describe("cancellation and deadline", () => {
 
   it("a request the drain gave up on counts in usage.requests as in model_requests_total", async () => {
     const deaf: ModelClient = { request: () => new Promise(() => {}) }
-    const controller = new AbortController()
-    const running = runPlan(
-      { tasks: [task("a")], output_task_id: "a" },
-      { model: deaf },
-      { signal: controller.signal, drain_timeout_seconds: 0.05 },
-    )
-    await sleep(10)
-    controller.abort()
-    const err = await failed(running)
+    const err = await cancelledWhileDraining(deaf)
     expect(err.result).toMatchObject({
       drain_incomplete: true,
       model_requests_total: 1,
