@@ -9,15 +9,10 @@ const enabled = (): boolean => {
   return env?.stdout?.isTTY === true
 }
 
-// C0 controls (newlines included), DEL and C1 controls. Rows are written by agents: a tool name or request id
-// holding ESC could retitle the operator's terminal, clear it, or move the cursor up to fake a "released" line.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g
+// Every colour wraps text made inert: a control character in a row or an error shows as `\xNN`.
+import { clean } from "../core/repr.ts"
 
-/** Text from a row or an error, made inert for a terminal: every control character shows as `\xNN`. */
-export function clean(text: unknown): string {
-  return String(text).replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
-}
+export { clean }
 
 const wrap =
   (open: number, close: number) =>

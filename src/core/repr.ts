@@ -58,3 +58,13 @@ export function safeString(value: unknown): string {
     }
   }
 }
+
+// C0 controls (newlines included), DEL and C1 controls. Rows are written by agents: a tool name or request id
+// holding ESC could retitle an operator's terminal, clear it, or move the cursor up to fake a "released" line.
+// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g
+
+/** Text from a row or an error, made inert for a terminal or a one-line log: every control character as `\xNN`. */
+export function clean(text: unknown): string {
+  return String(text).replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
+}

@@ -5,6 +5,7 @@ import { en } from "zod/locales"
 import type * as z from "zod/mini"
 import { InvalidOptionError } from "../core/errors.ts"
 import { ActionLedger, type ArgsDriftPolicy, type Clock, type LedgerStorage } from "../core/ledger/index.ts"
+import { clean } from "../core/repr.ts"
 import { secondsProblem } from "../core/seconds.ts"
 import { agentRoutes } from "./agent-routes.ts"
 import { AuthError, type LedgerScope, type Principal } from "./auth.ts"
@@ -77,13 +78,10 @@ export { HttpError } from "./errors.ts"
 /** Seconds a cached tenant must be unused before `maxCachedTenants` drops it: longer than any request can run. */
 const TENANT_IDLE = 300
 
-/** `Name (code): message` on one line, control characters shown as `\\xNN`. */
+/** `Name (code): message` on one line, control characters shown as `\xNN`. */
 function oneLine(err: Error): string {
   const code = (err as { code?: unknown }).code
-  return `${err.name}${typeof code === "string" ? ` (${code})` : ""}: ${err.message}`.replace(
-    /\p{Cc}/gu,
-    (ch) => `\\x${ch.charCodeAt(0).toString(16).padStart(2, "0")}`,
-  )
+  return clean(`${err.name}${typeof code === "string" ? ` (${code})` : ""}: ${err.message}`)
 }
 
 /** `createLedgerApp(options)`: a Hono app serving the ledger API. */
