@@ -16,6 +16,7 @@ import { MyceliumError } from "../core/errors.ts"
 import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 import {
+  bearer,
   isRedirect,
   requestFailure,
   requestSignal,
@@ -96,13 +97,13 @@ export class HttpLedgerStorage implements LedgerStorage {
     allow404 = false,
   ): Promise<T | null> {
     const headers: Record<string, string> = { accept: "application/json" }
-    const token = typeof this.#token === "function" ? await this.#token() : this.#token
-    if (token) headers.authorization = `Bearer ${token}`
     if (body !== undefined) headers["content-type"] = "application/json"
     const signal = requestSignal(this.#requestTimeout)
     let res: Response
     let bytes: Uint8Array | null
     try {
+      const auth = await bearer(this.#token, signal)
+      if (auth) headers.authorization = auth
       res = await this.#fetch(`${this.#base}${path}`, {
         method,
         headers,

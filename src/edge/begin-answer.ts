@@ -24,6 +24,10 @@ const BOUNDARIES: readonly string[] = ["not_crossed", "maybe_crossed", "crossed"
 const MIN_RETRY = 0.01
 const MAX_RETRY = 30
 
+/** The lease lengths the server takes back (its `Held` schema): a hostile 10 MB one is not sent on every renewal. */
+export const LEASE_MIN_CHARS = 16
+export const LEASE_MAX_CHARS = 128
+
 const positive = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v > 0
 
 function refuse(why: string): never {
@@ -55,7 +59,8 @@ export function checkBeginAnswer(raw: unknown, requestId: string | undefined): B
     !Number.isSafeInteger(a.fence) ||
     (a.fence as number) < 1 ||
     typeof a.lease !== "string" ||
-    a.lease.length === 0 ||
+    a.lease.length < LEASE_MIN_CHARS ||
+    a.lease.length > LEASE_MAX_CHARS ||
     !positive(a.lease_ttl) ||
     !BOUNDARIES.includes(a.side_effect_boundary as string) ||
     !positive(limits?.max_body_bytes) ||

@@ -25,6 +25,7 @@ import { secondsProblem } from "../core/seconds.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 import {
+  bearer,
   isRedirect,
   requestFailure,
   requestSignal,
@@ -199,12 +200,12 @@ export class RemoteLedger {
   /** One JSON round trip; any transport failure fails closed as a storage outage. */
   async #post<T>(path: string, body: string, tool: string): Promise<T> {
     const headers: Record<string, string> = { "content-type": "application/json", accept: "application/json" }
-    const token = typeof this.#token === "function" ? await this.#token() : this.#token
-    if (token) headers.authorization = `Bearer ${token}`
     let res: Response
     let json: unknown
     try {
       const signal = requestSignal(this.#requestTimeout)
+      const auth = await bearer(this.#token, signal)
+      if (auth) headers.authorization = auth
       res = await this.#fetch(`${this.#base}${path}`, {
         method: "POST",
         headers,

@@ -10,6 +10,7 @@ import {
   ToolCapability,
 } from "../core/ledger/index.ts"
 import { RECEIPT_CURSOR } from "../core/receipts/store.ts"
+import { LEASE_MAX_CHARS, LEASE_MIN_CHARS } from "./begin-answer.ts"
 
 const Id = z.string().check(z.minLength(1), z.maxLength(512))
 // A call's id goes into its URLs, where "." and ".." are path steps (even as %2E): a call under one could never be
@@ -67,7 +68,10 @@ export const BeginCallBody = z.strictObject({
   lease_ttl: z.optional(z.number().check(z.positive())),
 })
 
-const Held = { fence: z.int().check(z.gte(1)), lease: z.string().check(z.minLength(16), z.maxLength(128)) }
+const Held = {
+  fence: z.int().check(z.gte(1)),
+  lease: z.string().check(z.minLength(LEASE_MIN_CHARS), z.maxLength(LEASE_MAX_CHARS)),
+}
 
 export const BoundaryBody = z.strictObject({
   ...Held,

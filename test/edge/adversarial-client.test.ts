@@ -51,6 +51,9 @@ describe("RemoteLedger against a broken or hostile server", () => {
     ["200 null", () => null],
     ["an unknown status", (r: Record<string, unknown>) => ({ ...r, status: "ok" })],
     ["a run without its lease", (r: Record<string, unknown>) => ({ ...r, lease: undefined })],
+    // Sent back on every renewal and the completion, a 10 MB lease was counted against the result's byte limit.
+    ["a run whose lease is 10 MB", (r: Record<string, unknown>) => ({ ...r, lease: "x".repeat(1e7) })],
+    ["a run whose lease is 15 characters", (r: Record<string, unknown>) => ({ ...r, lease: "x".repeat(15) })],
     ["a run without its fence", (r: Record<string, unknown>) => ({ ...r, fence: "1" })],
     ["a run without its limits", (r: Record<string, unknown>) => ({ ...r, limits: undefined })],
     ["a run for another request id", (r: Record<string, unknown>) => ({ ...r, request_id: "order-2" })],

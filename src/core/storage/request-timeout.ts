@@ -36,6 +36,28 @@ export function requestSignal(seconds: number | null): AbortSignal | undefined {
   return seconds === null ? undefined : AbortSignal.timeout(Math.max(1, Math.ceil(seconds * 1000)))
 }
 
+/**
+ * The Authorization header for one request, its token under the request's own deadline: an identity provider that
+ * hangs is an outage like a hung server. A throw is the caller's to type, as its fetch's.
+ */
+export async function bearer(
+  token: string | (() => string | Promise<string>) | undefined,
+  signal: AbortSignal | undefined,
+): Promise<string | undefined> {
+  const t =
+    typeof token === "function"
+      ? await Promise.race([
+          Promise.resolve().then(token),
+          new Promise<never>((_, reject) =>
+            signal?.addEventListener("abort", () =>
+              reject(new Error("token function: no token within requestTimeout")),
+            ),
+          ),
+        ])
+      : token
+  return t ? `Bearer ${t}` : undefined
+}
+
 /** Why a request failed, saying which limit cut it off when it was the timeout. */
 export function requestFailure(e: unknown, seconds: number | null): string {
   if ((e as { name?: unknown } | null)?.name === "TimeoutError")
