@@ -1,7 +1,6 @@
 // Request bodies under limits: the size is refused before the body is read, the depth before anything parses it
 // recursively (validation, the store).
 import { parseExactJson } from "../core/exact-json.ts"
-import { jsonDepth } from "../core/storage/limits.ts"
 import { readLimited } from "../core/storage/read-limited.ts"
 import { HttpError } from "./errors.ts"
 import { unstorableAt } from "./storable.ts"
@@ -26,7 +25,10 @@ export const MAX_ID = 512
 
 /** Reads at most `max` bytes: Content-Length is checked first, then the stream is counted as it arrives. */
 export async function readBodyText(req: Request, max: number): Promise<string> {
-  const bytes = await readLimited(req, max)
+  // A client that drops the connection mid-body is its own failure (a 400), not the server's (a 500 and a stack).
+  const bytes = await readLimited(req, max).catch(() => {
+    throw new HttpError("invalid_body", "the request body ended before it was whole; send it again")
+  })
   if (bytes === null) throw tooLarge(max)
   try {
     return decoder.decode(bytes)
@@ -42,6 +44,24 @@ const decoder = /* @__PURE__ */ new TextDecoder("utf-8", { fatal: true })
 // which costs only the exact parse.
 const INEXACT = /\d{16}|\d[eE]|-0(?![.\deE])/
 
+/** Whether the JSON text opens more than `max` arrays and objects inside one another (brackets in strings aside). */
+export function nestsDeeper(text: string, max: number): boolean {
+  let depth = 0
+  let inString = false
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i)
+    if (inString) {
+      if (c === 92)
+        i++ // a backslash: the next character is escaped
+      else if (c === 34) inString = false
+    } else if (c === 34) inString = true
+    else if (c === 91 || c === 123) {
+      if (++depth > max) return true
+    } else if (c === 93 || c === 125) depth--
+  }
+  return false
+}
+
 /**
  * A JSON body: application/json, within the size and depth limits. `exactArgs`: its `args` read exactly, as
  * `parseToolArguments` reads them, so the server keys a call as `ledger.tool()` does (docs/keys.md).
@@ -52,14 +72,15 @@ export async function readJsonBody(req: Request, limits: BodyLimits, exactArgs =
   if (!/^application\/json\s*(;|$)/i.test(type))
     throw new HttpError("unsupported_media_type", "send the body as 'Content-Type: application/json'")
   const text = await readBodyText(req, limits.maxBodyBytes)
+  // Depth from the text, before JSON.parse: a 1 MiB `[[[…` took V8 a second or more to build, only to be refused.
+  if (nestsDeeper(text, limits.maxDepth))
+    throw new HttpError("too_deep", `request body nests deeper than ${limits.maxDepth} levels`)
   let value: unknown
   try {
     value = JSON.parse(text)
   } catch {
     throw new HttpError("invalid_json", "request body must be valid JSON")
   }
-  if (jsonDepth(value, limits.maxDepth) > limits.maxDepth)
-    throw new HttpError("too_deep", `request body nests deeper than ${limits.maxDepth} levels`)
   const bad = unstorableAt(value, "")
   if (bad) throw new HttpError("invalid_body", bad)
   if (exactArgs && typeof value === "object" && value !== null && INEXACT.test(text))

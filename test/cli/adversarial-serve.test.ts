@@ -101,6 +101,16 @@ describe("mycelium serve against a hostile local caller", () => {
     expect(ok.status).toBe(200)
   })
 
+  it("TRACE (which fetch's Request refuses) and PROPFIND are 405 JSON; CONNECT is no 500", async () => {
+    for (const method of ["TRACE", "PROPFIND"]) {
+      const r = await raw(`${head(method, "/v1/transitions", "Content-Type: application/json\r\n")}\r\n`)
+      expect([method, r.status]).toEqual([method, 405])
+      expect(r.body).toContain('"method_not_allowed"')
+    }
+    const connect = await raw(`${head("CONNECT", `127.0.0.1:${port}`)}\r\n`)
+    expect(connect.status).not.toBe(500)
+  })
+
   it("a request target that is not a path is 400 invalid_path, not a 500", async () => {
     for (const target of ["http://[/v1/transitions", "http://evil.com/v1/transitions", "*"]) {
       const r = await raw(`${head("GET", target)}\r\n`)

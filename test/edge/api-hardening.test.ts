@@ -5,7 +5,9 @@ import { describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { HttpLedgerStorage } from "../../src/adapters/http.ts"
 import { MemoryLedgerStorage } from "../../src/core/index.ts"
+import { nestsDeeper } from "../../src/edge/body.ts"
 import { createLedgerApp, DOCUMENTED_ROUTES, jwtAuth } from "../../src/edge/index.ts"
+import { unstorableAt } from "../../src/edge/storable.ts"
 import { ManualClock } from "../../src/testing.ts"
 
 const JSON_HEADERS = { "content-type": "application/json" }
@@ -70,6 +72,59 @@ describe("limits before work", () => {
     expect([plain.status, await errorCode(plain)]).toEqual([415, "unsupported_media_type"])
     const bad = await app.request("/v1/calls", { method: "POST", headers: JSON_HEADERS, body: "{" })
     expect([bad.status, await errorCode(bad)]).toEqual([400, "invalid_json"])
+  })
+
+  it("depth is counted in the text before parsing: brackets inside strings and escapes do not count", async () => {
+    expect(nestsDeeper(String.raw`[[["]]]]]]"]]]`, 3)).toBe(false)
+    // An escaped quote does not end the string; an escaped backslash before a quote does.
+    expect(nestsDeeper(String.raw`[[["\"[[[["]]]`, 3)).toBe(false)
+    expect(nestsDeeper(String.raw`["\\"[[[]]]]`, 3)).toBe(true)
+    expect(nestsDeeper(String.raw`["\\"[[]]]`, 3)).toBe(false)
+    expect(nestsDeeper('{"a":[{"b":[]}]}', 4)).toBe(false)
+    expect(nestsDeeper('{"a":[{"b":[]}]}', 3)).toBe(true)
+    // What JSON.parse would have built 128 levels of is refused at 129, so the parser never sees it.
+    const at = (n: number) =>
+      app.request("/v1/calls", {
+        method: "POST",
+        headers: JSON_HEADERS,
+        body: `{"tool":"t","args":{"a":"[[[","b":${"[".repeat(n)}${"]".repeat(n)}}}`,
+      })
+    expect((await at(126)).status).not.toBe(400)
+    const r = await at(127)
+    expect([r.status, await errorCode(r)]).toEqual([400, "too_deep"])
+  })
+
+  it("where a bad string sits is named exactly, in arrays and objects", () => {
+    expect(unstorableAt({ a: [1, { b: "x\u0000" }] }, "")).toBe(
+      "a.1.b: text holds U+0000 or an unpaired surrogate; send valid Unicode",
+    )
+    expect(unstorableAt([{ "k\u0000": 1 }], "result")).toBe(
+      "result.0: a key text holds U+0000 or an unpaired surrogate; send valid Unicode",
+    )
+    expect(unstorableAt(JSON.parse('{"x":{"__proto__":1}}'), "")).toBe(
+      'x: a "__proto__" key cannot be stored; rename it',
+    )
+    expect(unstorableAt("\ud800", "")).toMatch(/^body: /)
+    expect(unstorableAt({ a: [1, "ok", { b: null }] }, "")).toBeNull()
+  })
+
+  it("a body the client stops sending part-way is 400 invalid_body, not a 500", async () => {
+    let sent = 0
+    const body = new ReadableStream<Uint8Array>({
+      pull(c) {
+        if (sent++ === 0) c.enqueue(new TextEncoder().encode('{"tool":"t","args":{'))
+        else c.error(new Error("aborted"))
+      },
+    })
+    const r = await app.fetch(
+      new Request("http://x/v1/calls", {
+        method: "POST",
+        headers: JSON_HEADERS,
+        body,
+        duplex: "half",
+      } as RequestInit),
+    )
+    expect([r.status, await errorCode(r)]).toEqual([400, "invalid_body"])
   })
 
   it("a bad binding or request identity is a 400 with a stable code, and nothing is written", async () => {
