@@ -179,7 +179,11 @@ const budgets = [
     // ai-sdk 15.1 -> 15.5, langgraph 9.9 -> 10 KB (2026-12-05, stop 38): the transcript and tool-boundary fixes
     // they carry (see transcript above; echoes bounded in size and work, arguments read once, dot segments a URL
     // parser reads as ..): ai-sdk 15,773 B, langgraph 10,148, openai-agents 8,685.
-    max: { "ai-sdk": 15.5, langgraph: 10, "openai-agents": 8.5 }[i] * KB,
+    // +0.1 KB each (2026-12-06, stop 39): a guard's options are checked when it wraps (a `boundary` of "Whole" or
+    // `true` was read as "manual", so a body that charged then threw was retried and charged again; a ledger option
+    // typo failed every call, and its error went to the model), and guardTools() refuses options for a key that
+    // names no tool (its binding was dropped silently): ai-sdk 15,894 B, langgraph 10,321, openai-agents 8,780.
+    max: { "ai-sdk": 15.6, langgraph: 10.1, "openai-agents": 8.6 }[i] * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.
   { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 12 * KB },

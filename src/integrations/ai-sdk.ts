@@ -10,6 +10,8 @@ import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   type BoundaryMode,
   bindTransition,
+  checkGuard,
+  checkToolKeys,
   cleanMeta,
   type GuardContext,
   type GuardLedgerOptions,
@@ -60,6 +62,7 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
   }
   const { bounds: boundsOptions, boundary = "whole", meta, ...ledgerOptions } = options
   const { name } = options
+  checkGuard(ledger, ledgerOptions, boundary)
   const bounds = compileBounds(name, toBoundarySchema(tool.inputSchema), boundsOptions)
 
   const failed = failedCallsOf(ledger, name)
@@ -118,6 +121,7 @@ export function guardTools<TOOLS extends Record<string, Tool>>(
   tools: TOOLS,
   options: GuardAiToolsOptions = {},
 ): TOOLS {
+  checkToolKeys(options, Object.keys(tools))
   return Object.fromEntries(
     Object.entries(tools).map(([name, tool]) => [
       name,

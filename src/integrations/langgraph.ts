@@ -19,6 +19,8 @@ import { reviveReplayed, storableResult } from "./langgraph-replay.ts"
 import {
   type BoundaryMode,
   bindTransition,
+  checkGuard,
+  checkToolKeys,
   cleanMeta,
   type GuardContext,
   type GuardLedgerOptions,
@@ -86,6 +88,7 @@ export function guardTool<T extends StructuredToolInterface>(
   const { bounds: boundsOptions, boundary = "whole", meta, ...rest } = options
   const name = tool.name
   const ledgerOptions = { ...rest, name }
+  checkGuard(ledger, ledgerOptions, boundary)
   const schema = isStandardSchema(tool.schema) ? (tool.schema as BoundarySchema) : undefined
   const bounds = compileBounds(name, schema, boundsOptions)
   // A string-schema tool (DynamicTool style) is hashed as `{ input }`; its own schema already checked the string.
@@ -161,6 +164,10 @@ export function guardTools<T extends StructuredToolInterface>(
   tools: readonly T[],
   options: Readonly<Record<string, GuardLangGraphToolOptions>> = {},
 ): T[] {
+  checkToolKeys(
+    options,
+    tools.map((t) => t.name),
+  )
   return tools.map((t) => guardTool(ledger, t, options[t.name] ?? {}))
 }
 

@@ -1,5 +1,6 @@
 // What the integrations need from a ledger, typed structurally so an `ActionLedger` and a `RemoteLedger`
 // (mycelium-runtime/client, same `tool(options, fn)` shape) are both accepted without importing either class.
+import { InvalidOptionError } from "../core/errors.ts"
 import type { CallMeta, LedgeredToolOptions, ToolArgs } from "../core/ledger/index.ts"
 import { GuardedToolError } from "./errors.ts"
 
@@ -44,6 +45,28 @@ export function runWithBoundary<R>(
   return mode === "whole" && binding?.sideEffectClass !== "read"
     ? tx.sideEffect(body)
     : Promise.resolve().then(body)
+}
+
+/**
+ * Checks a guard's options when wrapping: found at a call, a bad one would fail every call and its error would go to
+ * the model. A `boundary` taken as `"manual"` by mistake would leave the body unmarked, so a retry runs it again.
+ */
+export function checkGuard(ledger: ToolLedger, options: LedgeredToolOptions, boundary: unknown): void {
+  if (boundary !== "whole" && boundary !== "manual")
+    throw new InvalidOptionError(
+      `Tool '${options.name}': boundary must be "whole" or "manual", got ${JSON.stringify(boundary)}`,
+    )
+  // The ledger checks the binding, leaseTtl and the poll options when it makes a tool, which does no I/O.
+  ledger.tool(options, () => 0)
+}
+
+/** Refuses `guardTools()` options under a key that names no tool: that tool would run without them (no binding). */
+export function checkToolKeys(options: object, names: readonly string[]): void {
+  for (const k in options)
+    if (!names.includes(k))
+      throw new InvalidOptionError(
+        `guardTools(): options for '${k}', which names no tool (tools: ${names.join(", ")})`,
+      )
 }
 
 /** Drops empty fields of a metadata patch, so a framework's `undefined` or `""` never shadows a real value. */

@@ -11,6 +11,7 @@ import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   type BoundaryMode,
   bindTransition,
+  checkGuard,
   cleanMeta,
   type GuardContext,
   type GuardLedgerOptions,
@@ -71,6 +72,7 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
   const execute = options.execute
   const { bounds: boundsOptions, boundary = "whole", meta, ...rest } = guard
   const ledgerOptions = { ...rest, name }
+  checkGuard(ledger, ledgerOptions, boundary)
   const schema = isStandardSchema(options.parameters) ? (options.parameters as BoundarySchema) : undefined
   const bounds = compileBounds(name, schema, boundsOptions)
 
