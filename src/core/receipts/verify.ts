@@ -293,6 +293,14 @@ export async function verifyReceipts(
       }
     }
   }
+  // Heads are read as a plain object's own keys: a Map (or a number) has none, which switched the check off.
+  if (options.heads != null && Object.prototype.toString.call(options.heads) !== "[object Object]")
+    failures.push({
+      index: -1,
+      receiptId: null,
+      reason: "truncated",
+      message: "heads must be a plain object: pass Object.fromEntries(map)",
+    })
   for (const ledger of Object.keys(options.heads ?? {}))
     if (!chains.has(ledger)) {
       const head = headOf(options.heads, ledger)

@@ -147,7 +147,10 @@ export class TaskLedger {
     this.pollInterval = seconds("pollInterval", options.pollInterval ?? 0.5, 0)
     const pollTimeout = options.pollTimeout === undefined ? 300 : options.pollTimeout
     this.pollTimeout = pollTimeout === null ? null : seconds("pollTimeout", pollTimeout, 0)
-    this.owner = options.owner ?? `ts-task-${globalThis.crypto.randomUUID().slice(0, 8)}`
+    const owner = options.owner ?? `ts-task-${globalThis.crypto.randomUUID().slice(0, 8)}`
+    // A lease's owner is compared after a store round trip: a number (process.pid) read back unequal, losing results.
+    if (typeof owner !== "string" || !owner) throw new InvalidOptionError("owner: pass a non-empty string")
+    this.owner = owner
     const c = options.clock
     this.clock = !c ? systemClock : "sleep" in c ? c : { now: () => c.now(), sleep: systemClock.sleep }
     this.receipts = options.receipts ?? null
@@ -156,12 +159,17 @@ export class TaskLedger {
 
   /** Wraps `fn` so each distinct task runs once: a completed task returns its stored result, a failed one re-runs. */
   task<A extends object, R>(options: TaskOptions | string, fn: TaskBody<ToolArgs<A>, R>): TaskFunction<A, R> {
-    const opts: TaskOptions = typeof options === "string" ? { name: options } : options
-    if (!opts.name) throw new InvalidOptionError("taskLedger.task() needs a name: pass { name }")
-    const ttl = opts.leaseTtl === undefined ? this.leaseTtl : seconds("leaseTtl", opts.leaseTtl)
+    // Read once: options changed after task() (a pollTimeout set to NaN) are not what was checked.
+    const { name, idFrom, leaseTtl, wait, pollTimeout } =
+      typeof options === "string" ? { name: options } : (options as TaskOptions)
+    if (!name) throw new InvalidOptionError("taskLedger.task() needs a name: pass { name }")
+    if (idFrom != null && !Array.isArray(idFrom))
+      throw new InvalidOptionError('idFrom takes a list of field names: ["order_id"]')
+    const ids = idFrom && [...idFrom]
+    const ttl = leaseTtl === undefined ? this.leaseTtl : seconds("leaseTtl", leaseTtl)
     const every = this.#renewEvery(ttl)
-    if (opts.pollTimeout !== undefined && opts.pollTimeout !== null)
-      seconds("pollTimeout", opts.pollTimeout, 0)
+    if (pollTimeout !== undefined && pollTimeout !== null) seconds("pollTimeout", pollTimeout, 0)
+    const opts: TaskOptions = { name, wait, pollTimeout }
     const call = async (args: A, meta: TaskCallMeta = {}): Promise<R> => {
       throwIfAborted(meta.signal)
       // Normalised before anything is claimed: a claim followed by a throw would hold the task for a whole lease.
@@ -169,7 +177,7 @@ export class TaskLedger {
       const kwargs = argumentsStoredAndKeyed(given).stored as Record<string, JsonValue>
       if (meta.taskId !== undefined) kwargs.task_id = meta.taskId
       if (meta.runId !== undefined) kwargs.run_id = meta.runId
-      const requestId = deriveTaskRequestId({ task: opts.name, kwargs, idFrom: opts.idFrom ?? null })
+      const requestId = deriveTaskRequestId({ task: name, kwargs, idFrom: ids })
       // The row (and its receipt's inputs) holds the arguments the body gets, as the original's claim stores its
       // clean kwargs: task_id and run_id only name the request.
       const { task_id: _tid, run_id: _rid, ...clean } = kwargs
@@ -178,7 +186,7 @@ export class TaskLedger {
       const { task_id: _t, run_id: _r, ...body } = given
       return this.#run(claimed.held, ttl, every, body as A, fn as TaskBody<A, R>, meta.signal)
     }
-    return Object.assign(call, { taskName: opts.name })
+    return Object.assign(call, { taskName: name })
   }
 
   /** Seconds between renewals of a `ttl`-second lease. */

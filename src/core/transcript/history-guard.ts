@@ -41,23 +41,34 @@ export class HistoryGuard {
   #baseline: Map<string, number> | undefined
 
   constructor(options: HistoryGuardOptions = {}) {
+    // A copy: limits changed after the check (to NaN) were used unchecked.
+    const o = { ...options }
+    this.#o = o
     // NaN (Number() of an unset environment variable) compares false with every count: the limit was never enforced.
     for (const key of ["maxTokens", "maxMessages", "warnAt"] as const) {
-      const v = options[key]
+      const v = o[key]
       if (v !== undefined && !(Number.isFinite(v) && v >= 0))
         throw new InvalidOptionError(
           `HistoryGuard ${key} must be a finite number >= 0 or left out, got ${typeof v} ${safeString(v)}`,
         )
     }
-    formatOption(options.format, "HistoryGuard")
-    this.#o = options
+    formatOption(o.format, "HistoryGuard")
+  }
+
+  // A token list (tiktoken's encode()) or NaN made the estimate a string or NaN, and `tokens > maxTokens` false.
+  #count(text: string): number {
+    const n = (this.#o.tokenizer ?? heuristicTokens)(text)
+    if (!(Number.isFinite(n) && n >= 0))
+      throw new InvalidOptionError(
+        "HistoryGuard tokenizer must return a count >= 0: pass e.g. (t) => encode(t).length",
+      )
+    return n
   }
 
   /** Estimated tokens: 3 + Σ (4 + tokenizer(text)). */
   estimateTokens(messages: readonly unknown[]): number {
     messageList(messages, "HistoryGuard")
-    const count = this.#o.tokenizer ?? heuristicTokens
-    return messages.reduce<number>((sum, m, i) => sum + 4 + count(messageText(m, i)), 3)
+    return messages.reduce<number>((sum, m, i) => sum + 4 + this.#count(messageText(m, i)), 3)
   }
 
   /** Throws a HistoryTruncatedError (or subclass) if the history breaks a limit; returns it unchanged otherwise. */
@@ -146,9 +157,8 @@ export class HistoryGuard {
       g.length === 1 && adapter.systemRoles.has(nodes[g[0] as number]?.role ?? "")
     // Each message is measured once and groups are dropped oldest first, so trimming a long history stays
     // linear (re-estimating the whole history after every drop took 40 s for 16,000 messages).
-    const count = this.#o.tokenizer ?? heuristicTokens
     const groupTokens = groups.map((g) =>
-      g.reduce((sum, i) => sum + 4 + count(messageText(messages[i], i)), 0),
+      g.reduce((sum, i) => sum + 4 + this.#count(messageText(messages[i], i)), 0),
     )
     const order = [...groups.keys()].filter((k) => !pinned(groups[k] as number[]))
     let next = 0 // order[next] is the oldest droppable group still kept
