@@ -143,15 +143,9 @@ export class ActionLedger {
         ? (request.meta ?? {})
         : { ...request.meta, requestId: request.requestId }
     const decision = request.decision ?? null
-    const call = prepareCall(
-      this.#core,
-      request.tool,
-      binding,
-      request.args ?? {},
-      meta,
-      () => decision,
-      request.leaseTtl === undefined ? {} : { leaseTtl: request.leaseTtl },
-    )
+    const call = prepareCall(this.#core, request.tool, binding, request.args ?? {}, meta, () => decision, {
+      leaseTtl: request.leaseTtl,
+    })
     return claimTransition(this.#core, call.request, call.mode)
   }
 
@@ -250,12 +244,12 @@ export class ActionLedger {
   }
 
   /** Transitions for operators, oldest first. `stuck` selects what needs a human or a reconciler. */
-  listTransitions(options: ListTransitionsOptions = {}): Promise<LedgerEntry[]> {
+  listTransitions(options?: ListTransitionsOptions): Promise<LedgerEntry[]> {
     return listTransitions(this.#core, options)
   }
 
   /** Waits until the transition leaves IN_FLIGHT (EXPIRED counts as done). Never writes. */
-  waitForTransition(requestId: string, options: WaitOptions = {}): Promise<LedgerEntry> {
+  waitForTransition(requestId: string, options?: WaitOptions): Promise<LedgerEntry> {
     return waitForTransition(this.#core, requestId, options)
   }
 }

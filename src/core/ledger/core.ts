@@ -7,7 +7,12 @@ import { MemoryLedgerStorage } from "../storage/memory.ts"
 import { SafeStorage } from "../storage/safe-storage.ts"
 import { type Clock, systemClock } from "./clock.ts"
 import { LedgerConfigError } from "./errors.ts"
-import type { ArgsDriftPolicy, RequestIdentityPolicy, UnclassifiedPolicy } from "./model/enums.ts"
+import {
+  type ArgsDriftPolicy,
+  oneOf,
+  type RequestIdentityPolicy,
+  type UnclassifiedPolicy,
+} from "./model/enums.ts"
 import type { ReceiptHook } from "./model/receipt-hook.ts"
 import type { DecisionPredicate, Reconciler } from "./model/reconcile.ts"
 
@@ -86,25 +91,6 @@ function defaultOwner(): string {
   return processOwner
 }
 
-const ALLOWED = {
-  onArgsDrift: ["off", "soft", "hard"],
-  unclassifiedPolicy: ["warn", "strict"],
-  requestIdentityPolicy: ["derived", "require_explicit"],
-} as const
-
-function oneOf<K extends keyof typeof ALLOWED>(
-  name: K,
-  value: unknown,
-  fallback: (typeof ALLOWED)[K][number],
-): (typeof ALLOWED)[K][number] {
-  const v = value ?? fallback
-  const allowed: readonly string[] = ALLOWED[name]
-  if (!allowed.includes(v as string)) {
-    throw new LedgerConfigError(`${name} must be one of ${allowed.join(", ")}, got '${String(v)}'`)
-  }
-  return v as (typeof ALLOWED)[K][number]
-}
-
 /** `value` when it can be the seconds option `name` (see core/seconds.ts), else `LedgerConfigError`. */
 export function seconds(name: string, value: number, min?: number, infinite?: boolean): number {
   const problem = secondsProblem(name, value, min, infinite)
@@ -132,6 +118,9 @@ export function createLedgerCore(options: ActionLedgerOptions = {}): LedgerCore 
   const clock: Clock = !c ? systemClock : "sleep" in c ? c : { now: () => c.now(), sleep: systemClock.sleep }
   const onWarning = options.onWarning ?? ((m: string) => console.warn(`[mycelium] ${m}`))
   const warned = new Set<string>()
+  // A number here is written as given but compared as a string: the completion write is refused as another worker's.
+  const owner = options.owner ?? defaultOwner()
+  if (typeof owner !== "string" || !owner) throw new LedgerConfigError("owner: pass a non-empty string")
   const policy: LedgerPolicy = {
     leaseTtl,
     // A lease that never lapses needs no renewal; a tool's own lease is then renewed by its third (engine/tool.ts).
@@ -143,9 +132,13 @@ export function createLedgerCore(options: ActionLedgerOptions = {}): LedgerCore 
         : options.pollTimeout === null
           ? null
           : seconds("pollTimeout", options.pollTimeout, 0, true),
-    onArgsDrift: oneOf("onArgsDrift", options.onArgsDrift, "soft"),
-    unclassifiedPolicy: oneOf("unclassifiedPolicy", options.unclassifiedPolicy, "warn"),
-    requestIdentityPolicy: oneOf("requestIdentityPolicy", options.requestIdentityPolicy, "derived"),
+    onArgsDrift: oneOf("onArgsDrift", ["off", "soft", "hard"], options.onArgsDrift ?? "soft"),
+    unclassifiedPolicy: oneOf("unclassifiedPolicy", ["warn", "strict"], options.unclassifiedPolicy ?? "warn"),
+    requestIdentityPolicy: oneOf(
+      "requestIdentityPolicy",
+      ["derived", "require_explicit"],
+      options.requestIdentityPolicy ?? "derived",
+    ),
     deferReadOnlyUnknown: options.deferReadOnlyUnknown ?? false,
     reclaimRequiresDeathSignal: options.reclaimRequiresDeathSignal ?? false,
     // An unbounded lease has no heartbeat to fall silent (a tool's own lease is renewed, but the ledger cannot say how
@@ -163,7 +156,7 @@ export function createLedgerCore(options: ActionLedgerOptions = {}): LedgerCore 
     storage,
     store: new SafeStorage(storage),
     clock,
-    owner: options.owner ?? defaultOwner(),
+    owner,
     policy,
     receipts: options.receipts ?? null,
     warnOnce(key, message) {

@@ -8,6 +8,7 @@ import {
   parseSideEffectBoundary,
   parseSideEffectClass,
   parseSpendability,
+  parseTerminalOutcome,
   parseToolCapability,
   RetryPermission,
   SideEffectBoundary,
@@ -23,6 +24,7 @@ const cases = [
   ["spendability", Spendability, parseSpendability],
   ["capability", ToolCapability, parseToolCapability],
   ["side_effect_boundary", SideEffectBoundary, parseSideEffectBoundary],
+  ["outcome", TerminalOutcome, parseTerminalOutcome],
 ] as const
 
 describe("enum value lists match the exported objects", () => {
@@ -35,7 +37,7 @@ describe("enum value lists match the exported objects", () => {
       } catch (e) {
         message = (e as Error).message
       }
-      expect(message).toContain(`expected one of: ${Object.values(values).join(", ")}`)
+      expect(message).toContain(`${label} must be one of ${Object.values(values).join(", ")}, got 'nope'`)
     })
   }
 
@@ -43,7 +45,7 @@ describe("enum value lists match the exported objects", () => {
     expect(parseSideEffectClass(" payment ")).toBe("non_idempotent_mutate")
     expect(parseSideEffectClass("read_only")).toBe("read")
     for (const bad of ["constructor", "toString", "__proto__", 7, null]) {
-      expect(() => parseSideEffectClass(bad)).toThrow(/expected one of: read, idempotent_mutate/)
+      expect(() => parseSideEffectClass(bad)).toThrow(/must be one of read, idempotent_mutate/)
     }
   })
 

@@ -243,7 +243,9 @@ describe("bindings", () => {
     })
     expect(bind("read_only" as SideEffectClass).spendability).toBe("multi_use")
     expect(bind("onchain_action" as SideEffectClass).retryPermission).toBe("never_retry_automatically")
-    expect(() => bind("teleport" as SideEffectClass)).toThrow(/unknown side_effect_class 'teleport'/)
+    expect(() => bind("teleport" as SideEffectClass)).toThrow(
+      /side_effect_class must be one of .*, got 'teleport'/,
+    )
   })
 
   it("capability honesty: tightening is fine, loosening throws", () => {

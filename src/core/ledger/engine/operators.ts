@@ -1,6 +1,6 @@
 // Operator actions: verdicts on ambiguous transitions, worker-death assertions, listings. ActionLedger exposes
 // each as a method.
-import { checkCallSeconds, type LedgerCore } from "../core.ts"
+import { checkCallSeconds, type LedgerCore, seconds } from "../core.ts"
 import {
   LedgerAlreadyResolvedError,
   LedgerPollTimeoutError,
@@ -19,7 +19,7 @@ import {
   workerDeadRow,
 } from "../machine/transitions.ts"
 import { hasWorkerDeathEvidence, type LedgerEntry, leaseLapsed, resolvedOutcome } from "../model/entry.ts"
-import type { TerminalOutcome } from "../model/enums.ts"
+import { parseTerminalOutcome, type TerminalOutcome } from "../model/enums.ts"
 import { asRead, casFrom, storable } from "./fenced.ts"
 import { appendReceipt, sealRow } from "./receipts.ts"
 
@@ -261,13 +261,17 @@ export async function listTransitions(
   core: LedgerCore,
   options: ListTransitionsOptions = {},
 ): Promise<LedgerEntry[]> {
+  // A filter no row can match (a lower-case outcome, NaN seconds) would list nothing while a payment is stuck.
+  const { outcome, inFlightStuckAfter } = options
+  if (outcome !== undefined) parseTerminalOutcome(outcome)
+  if (inFlightStuckAfter !== undefined) seconds("inFlightStuckAfter", inFlightStuckAfter, 0)
   const now = core.clock.now()
   const out: LedgerEntry[] = []
   for await (const e of core.store.list()) {
     if (options.tool !== undefined && e.tool !== options.tool) continue
-    if (options.outcome !== undefined && resolvedOutcome(e, now) !== options.outcome) continue
+    if (outcome !== undefined && resolvedOutcome(e, now) !== outcome) continue
     if (options.parentRequestId !== undefined && e.parentRequestId !== options.parentRequestId) continue
-    if (options.stuck && !isStuck(e, now, options.inFlightStuckAfter)) continue
+    if (options.stuck && !isStuck(e, now, inFlightStuckAfter)) continue
     out.push(e)
   }
   return out.sort((a, b) => a.startedAt - b.startedAt)

@@ -68,6 +68,8 @@ export function createLedgeredTool<A extends object, R>(
   fn: ToolBody<A, R>,
 ): LedgeredCall<A, R> {
   if (!options?.name) throw new LedgerConfigError("ledger.tool() needs a name: pass { name: 'my_tool', ... }")
+  // Checked once, so read from a copy: the caller's object may change after (a NaN lease would never lapse).
+  options = { ...options }
   checkCallSeconds(options)
   const binding = options.binding ? ToolTransitionBinding.from(options.binding) : null
   const tool = options.name
@@ -125,7 +127,7 @@ export function createLedgeredTool<A extends object, R>(
     }
 
     const tx = new OwnedTransition(core, claimed.entry, meta.signal)
-    tx.startAutoRenew(options.leaseTtl ?? core.policy.leaseTtl)
+    tx.startAutoRenew(request.leaseTtl)
     let result: R
     try {
       // A caller that gave up during the claim (a framework's timeout) is gone: a body started now would be an
@@ -294,15 +296,11 @@ class OwnedTransition implements TransitionContext {
     settled.then(arm)
   }
 
-  #clearTimer(): void {
-    this.#stopped = true
-    this.#stopRenew?.()
-    this.#stopRenew = null
-  }
-
   /** Stops renewal; the writes in flight, if any, to wait for. */
   stop(): Promise<unknown> | null {
-    this.#clearTimer()
+    this.#stopped = true
+    // `#stopped` keeps a timer not made yet from being made; stopping a made one twice is harmless.
+    this.#stopRenew?.()
     return this.#chain
   }
 

@@ -130,12 +130,16 @@ export function parseSideEffectClass(value: unknown): SideEffectClass {
     : parseClass(v)
 }
 
-function parser<T extends string>(label: string, values: readonly T[]): (v: unknown) => T {
-  return (v) => {
-    if (isOneOf(values, v)) return v
-    throw new LedgerConfigError(`unknown ${label} '${String(v)}'; expected one of: ${values.join(", ")}`)
-  }
+/** `v` if it is one of `values`, else `LedgerConfigError` naming `label` (an option, a field). */
+export function oneOf<T extends string>(label: string, values: readonly T[], v: unknown): T {
+  if (isOneOf(values, v)) return v
+  throw new LedgerConfigError(`${label} must be one of ${values.join(", ")}, got '${String(v)}'`)
 }
+
+const parser =
+  <T extends string>(label: string, values: readonly T[]): ((v: unknown) => T) =>
+  (v) =>
+    oneOf(label, values, v)
 
 // Marked pure so a bundle that never parses a binding (an adapter, say) drops the parsers and their lists.
 const parseClass = /* @__PURE__ */ parser("side_effect_class", CLASSES)
@@ -143,6 +147,7 @@ export const parseRetryPermission = /* @__PURE__ */ parser("retry_permission", R
 export const parseSpendability = /* @__PURE__ */ parser("spendability", SPENDABILITIES)
 export const parseToolCapability = /* @__PURE__ */ parser("capability", CAPABILITIES)
 export const parseSideEffectBoundary = /* @__PURE__ */ parser("side_effect_boundary", BOUNDARIES)
+export const parseTerminalOutcome = /* @__PURE__ */ parser("outcome", OUTCOMES)
 
 // Sets, not arrays: these run several times on every ledgered call.
 const OUTCOME_SET: ReadonlySet<unknown> = new Set(OUTCOMES)
