@@ -52,6 +52,12 @@ export class HistoryGuard {
           `HistoryGuard ${key} must be a finite number >= 0 or left out, got ${typeof v} ${safeString(v)}`,
         )
     }
+    // A typo ("Anywhere") read as "consecutive" would miss the duplicates it was set to find.
+    const d = o.detectDuplicates
+    if (d !== undefined && typeof d !== "boolean" && d !== "consecutive" && d !== "anywhere")
+      throw new InvalidOptionError(
+        `HistoryGuard detectDuplicates must be "consecutive", "anywhere" or a boolean, got ${safeString(d)}`,
+      )
     formatOption(o.format, "HistoryGuard")
   }
 

@@ -49,4 +49,14 @@ describe("HistoryGuard tokenizer and options", () => {
     expect(() => guard.validate(history)).toThrow(HistoryTruncatedError)
     expect(guard.trim(history).length).toBeLessThanOrEqual(10)
   })
+
+  it("a detectDuplicates typo is refused; the four values it takes are kept", () => {
+    for (const bad of ["Anywhere", "all", 1, null])
+      expect(
+        () =>
+          new HistoryGuard({ detectDuplicates: bad as unknown as HistoryGuardOptions["detectDuplicates"] }),
+      ).toThrow(/detectDuplicates must be "consecutive", "anywhere" or a boolean/)
+    for (const ok of ["consecutive", "anywhere", true, false, undefined] as const)
+      expect(() => new HistoryGuard({ detectDuplicates: ok })).not.toThrow()
+  })
 })
