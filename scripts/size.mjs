@@ -243,7 +243,10 @@ const budgets = [
   // hung held the call past requestTimeout; one that threw after the body ran was an untyped Error), and a `run`
   // lease must have the 16-128 characters the API takes back (a 10 MB one was resent on every renewal and counted
   // against the result's limit, recording a tiny result as unstorable): 7,092 B.
-  { name: "client (RemoteLedger)", code: 'export * from "./dist/edge/client.js"', max: 7 * KB },
+  // 7.0 -> 7.1 KB (2026-12-06, stop 39's later reviews): the unstorable-text walk builds its path only for the bad
+  // value (a refused 1 MiB body of [0,0,…] cost the server seconds; the client shares the walk), 60 B; a missing
+  // baseUrl is InvalidOptionError, not a TypeError, and a NaN maxResponseBytes (which capped nothing) is refused: 7,213 B.
+  { name: "client (RemoteLedger)", code: 'export * from "./dist/edge/client.js"', max: 7.1 * KB },
   // The Cloudflare worker (edge API + Durable Object + hono, zod, jose): what `wrangler deploy` uploads.
   // #10's budget. The edge schemas use zod/mini with only the English messages: 61 KB here, 66 KB as wrangler builds it
   // (classic zod, which does not tree-shake, had grown it to 80).

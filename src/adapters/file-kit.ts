@@ -24,6 +24,7 @@ import { hostname } from "node:os"
 import { basename, dirname, join, resolve } from "node:path"
 import process from "node:process"
 import { LedgerError, LedgerStorageUnavailableError } from "../adapter-kit.ts"
+import { InvalidOptionError } from "../core/errors.ts"
 import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { parsePythonRow } from "../core/python-nan.ts"
 import { resolveLinks } from "../node/links.ts"
@@ -311,6 +312,22 @@ function newToken(): string {
 }
 
 /**
+ * A lock option in milliseconds. NaN or "x" waited on a held lock forever. Inline, not secondsProblem(): its message
+ * helpers cost the file entry more than its budget holds.
+ */
+function lockSeconds(
+  o: LockedFileOptions,
+  name: "lockTimeout" | "staleLockAfter",
+  fallback: number,
+  min: number,
+) {
+  const v = o[name] ?? fallback
+  if (!(Number.isFinite(v) && v >= min))
+    throw new InvalidOptionError(`${name} must be a finite number of seconds >= ${min}, got ${String(v)}`)
+  return v * 1000
+}
+
+/**
  * A cross-process lock file that works on any local filesystem without native code, and that a SIGKILL at any
  * instant cannot wedge: the file never exists without its holder's record.
  *
@@ -339,13 +356,16 @@ export class FileLock {
   readonly #flockPath: string | null
   #unflock: (() => void) | null = null
 
-  constructor(path: string, timeoutMs: number, staleMs: number, flockPath: string | null = null) {
-    this.path = path
+  /** Data file `path` (the lock is `<path>.lock.ts`), its store's options checked here for every file store. */
+  constructor(path: string, options: LockedFileOptions) {
+    this.path = `${path}.lock.ts`
     this.#dir = dirname(path)
-    this.#base = basename(path)
-    this.#timeoutMs = timeoutMs
-    this.#staleMs = staleMs
-    this.#flockPath = flockPath
+    this.#base = basename(this.path)
+    this.#timeoutMs = lockSeconds(options, "lockTimeout", 10, 0)
+    // -1 took over a live writer's lock at once (two writers: the later rename undid the other's rows); under a
+    // second, a writer still fsyncing on a loaded disk.
+    this.#staleMs = lockSeconds(options, "staleLockAfter", 30, 1)
+    this.#flockPath = options.pythonLock ? `${path}.lock` : null
   }
 
   /**
@@ -560,12 +580,7 @@ export class LockedFile {
   constructor(path: string, options: LockedFileOptions = {}) {
     this.path = dataPath(path)
     this.fsync = options.fsync ?? true
-    this.#lock = new FileLock(
-      `${this.path}.lock.ts`,
-      (options.lockTimeout ?? 10) * 1000,
-      (options.staleLockAfter ?? 30) * 1000,
-      options.pythonLock ? `${this.path}.lock` : null,
-    )
+    this.#lock = new FileLock(this.path, options)
   }
 
   /** Runs `fn` holding the lock: no other process or call of this one touches the file meanwhile. */

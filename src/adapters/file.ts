@@ -114,12 +114,7 @@ export class FileLedgerStorage implements LedgerStorage {
 
   constructor(path: string, options: FileLedgerStorageOptions = {}) {
     this.path = dataPath(path)
-    this.#lock = new FileLock(
-      `${this.path}.lock.ts`,
-      (options.lockTimeout ?? 10) * 1000,
-      (options.staleLockAfter ?? 30) * 1000,
-      options.pythonLock ? `${this.path}.lock` : null,
-    )
+    this.#lock = new FileLock(this.path, options)
     this.#fsync = options.fsync ?? true
   }
 

@@ -12,7 +12,7 @@ import {
   type ListOptions,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
-import { MyceliumError } from "../core/errors.ts"
+import { InvalidOptionError, MyceliumError } from "../core/errors.ts"
 import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 import {
@@ -81,10 +81,16 @@ export class HttpLedgerStorage implements LedgerStorage {
   readonly #requestTimeout: number | null
 
   constructor(options: HttpLedgerStorageOptions) {
-    this.#base = options.url.replace(/\/+$/, "")
     this.#token = options.token
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
-    this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
+    // Checked here: a missing url threw a bare TypeError, and a NaN limit capped nothing.
+    const max = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
+    if (typeof options.url !== "string")
+      throw new InvalidOptionError("url must be the ledger API's URL as a string")
+    if (!(Number.isInteger(max) && max > 0))
+      throw new InvalidOptionError(`maxResponseBytes must be a whole number >= 1, got ${max}`)
+    this.#base = options.url.replace(/\/+$/, "")
+    this.#maxResponseBytes = max
     this.#requestTimeout = requestTimeoutOption(options.requestTimeout)
   }
 

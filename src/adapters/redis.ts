@@ -6,7 +6,7 @@
 import { createHash } from "node:crypto"
 import { connect as netConnect, type Socket } from "node:net"
 import { connect as tlsConnect } from "node:tls"
-import { MyceliumError } from "../core/errors.ts"
+import { InvalidOptionError, MyceliumError } from "../core/errors.ts"
 import {
   type DispatchLookup,
   type UpstashClient,
@@ -111,6 +111,11 @@ export class RespConnection {
     this.#url = new URL(url)
     if (this.#url.protocol !== "redis:" && this.#url.protocol !== "rediss:")
       throw new RedisConnectionError(`not a redis:// or rediss:// URL: ${this.#url.protocol}`)
+    // Checked here: 0, -1, NaN, Infinity or past what a timer holds (32-bit milliseconds) failed every command.
+    if (typeof timeoutMs !== "number" || !(timeoutMs > 0 && timeoutMs <= 86_400_000))
+      throw new InvalidOptionError(
+        `timeoutMs must be milliseconds > 0 and <= 86400000 (a day), got ${String(timeoutMs)}: pass e.g. 5000, or omit it`,
+      )
     this.#timeoutMs = timeoutMs
   }
 

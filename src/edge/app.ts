@@ -4,6 +4,7 @@ import { cors } from "hono/cors"
 import { en } from "zod/locales"
 import type * as z from "zod/mini"
 import { InvalidOptionError } from "../core/errors.ts"
+import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { ActionLedger, type ArgsDriftPolicy, type Clock, type LedgerStorage } from "../core/ledger/index.ts"
 import { clean } from "../core/repr.ts"
 import { secondsProblem } from "../core/seconds.ts"
@@ -84,6 +85,22 @@ function oneLine(err: Error): string {
   return clean(`${err.name}${typeof code === "string" ? ` (${code})` : ""}: ${err.message}`)
 }
 
+/**
+ * The deepest JSON a body may nest (`limits.maxDepth`): the server walks a body recursively (validation, keys, the
+ * store), and 10,000 levels overflowed Node's stack (a 500). 5,000 passed there; this leaves room for smaller stacks.
+ */
+const MAX_BODY_DEPTH = 1000
+
+/** A body limit: a whole number from 1 to `max`. NaN compared false with every size and depth, so none applied. */
+function bodyLimit(given: Partial<BodyLimits> | undefined, name: keyof BodyLimits, max: number): number {
+  const v = given?.[name] ?? DEFAULT_BODY_LIMITS[name]
+  if (Number.isInteger(v) && v >= 1 && v <= max) return v
+  const range = max === MAX_BODY_DEPTH ? `from 1 to ${max}` : ">= 1"
+  throw new InvalidOptionError(
+    `limits.${name} must be a whole number ${range}, got ${String(v)}: pass e.g. { limits: { ${name}: ${DEFAULT_BODY_LIMITS[name]} } }, or omit it`,
+  )
+}
+
 /** `createLedgerApp(options)`: a Hono app serving the ledger API. */
 export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
   const app = new Hono<AppEnv>()
@@ -129,7 +146,17 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
     }
     return t
   }
-  const limits: BodyLimits = { ...DEFAULT_BODY_LIMITS, ...options.limits }
+  const limits: BodyLimits = {
+    maxBodyBytes: bodyLimit(options.limits, "maxBodyBytes", Number.MAX_SAFE_INTEGER),
+    maxDepth: bodyLimit(options.limits, "maxDepth", MAX_BODY_DEPTH),
+  }
+  // The ledger options as ActionLedger checks them, once here: built per tenant on a request, a NaN
+  // presumedDeadAfter or an unknown onArgsDrift answered every agent call with a 400 that blamed the agent.
+  try {
+    new ActionLedger(ledgerOptions)
+  } catch (e) {
+    throw e instanceof LedgerConfigError ? new InvalidOptionError(e.message, { cause: e }) : e
+  }
   // Checked here, not per request: NaN (an unset env var) refused every begin as the agent's invalid_option, 0 gave
   // every call an unbounded lease and Infinity let an agent take one that never lapses.
   const lease = (name: "defaultLeaseTtl" | "maxLeaseTtl", fallback: number): number => {

@@ -185,7 +185,6 @@ export class RemoteLedger {
   }
 
   constructor(options: RemoteLedgerOptions) {
-    this.#base = options.baseUrl.replace(/\/+$/, "")
     this.#token = options.token
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
     this.leaseTtl = ttl(options.leaseTtl)
@@ -193,7 +192,14 @@ export class RemoteLedger {
     this.pollTimeout =
       options.pollTimeout === undefined ? 300 : secs("pollTimeout", options.pollTimeout, 0, true)
     this.#onWarning = options.onWarning ?? ((m) => console.warn(`[mycelium] ${m}`))
-    this.#maxResponseBytes = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
+    // Checked here: a missing baseUrl threw a bare TypeError, and a NaN limit capped nothing.
+    const max = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
+    if (typeof options.baseUrl !== "string")
+      throw new InvalidOptionError("baseUrl must be the ledger API's URL as a string")
+    if (!(Number.isInteger(max) && max > 0))
+      throw new InvalidOptionError(`maxResponseBytes must be a whole number >= 1, got ${max}`)
+    this.#base = options.baseUrl.replace(/\/+$/, "")
+    this.#maxResponseBytes = max
     this.#requestTimeout = requestTimeoutOption(options.requestTimeout)
   }
 
