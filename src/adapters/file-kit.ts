@@ -111,14 +111,16 @@ let tmpSeq = 0
 const HOST = hostname()
 
 /**
- * This process's PID namespace ("pid:[4026531836]"), null where unreadable (not Linux). Containers of one pod share
- * a hostname and a volume but not their pids: a pid is judged only by a process of the same host and namespace.
+ * This process's PID namespace ("pid:[4026531836]"), null where there are none (not Linux). Containers of one pod
+ * share a hostname and a volume but not their pids: a pid is judged only by a process of the same host and
+ * namespace. On Linux an unreadable one (Deno grants /proc/self/ns to --allow-all only) is a name no other process
+ * writes: two such processes in two namespaces read as one and each took the other's live lock by its pid.
  */
 const PIDNS = ((): string | null => {
   try {
     return readlinkSync("/proc/self/ns/pid")
   } catch {
-    return null
+    return process.platform === "linux" ? `unknown:${newToken()}` : null
   }
 })()
 
@@ -131,16 +133,17 @@ export function dataPath(path: string): string {
   const win = process.platform === "win32"
   // Not resolve() first on POSIX: it drops `link/..` as text, where the kernel climbs from the link's target
   // (app/data -> vol/deep: app/data/../l.json is vol/l.json). Windows reads `..` as text itself.
-  const p = win ? resolve(path) : path[0] === "/" ? path : `${process.cwd()}/${path}`
+  const p = win ? resolve(path) : path
   try {
-    // As the kernel reads it: on POSIX `\` and `c:` are characters of a name, not a separator and a drive.
-    const r = resolveLinks(p, win)
+    // As the kernel reads it: on POSIX `\` and `c:` are characters of a name, not a separator and a drive. A relative
+    // path starts at the working directory, which has no links to follow (Deno's --allow-read=. may not lstat above).
+    const r = resolveLinks(p, win, win ? "" : process.cwd())
     // Without links the text is what the kernel reads: normalized, so one file has one name in this process too.
     return win || r !== p ? r : resolve(p)
   } catch (e) {
     // Left unresolved, a link (ENAMETOOLONG past PATH_MAX, EACCES) would give one ledger two names and two locks.
     throw new LedgerConfigError(
-      `${path}: cannot follow its links (${errno(e)}): check each link and directory on the way`,
+      `${path}: cannot follow its links (${errno(e) ?? (e as Error).name}): check each link and directory on the way, and that this process may read them (Deno: --allow-read)`,
     )
   }
 }

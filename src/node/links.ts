@@ -12,9 +12,12 @@ import { lstatSync, readlinkSync } from "node:fs"
  *
  * A link's target is spliced in front of the components left, so a `..` after a linked directory climbs from its
  * target, as the kernel does: with ws/d -> ../out/deep, ws/link -> d/../x names out/x, not ws/x.
+ *
+ * `base`: where a relative path starts, a path already free of links (the working directory, which getcwd()
+ * returns resolved), so its own directories are not looked at: Deno given `--allow-read=.` may not lstat them.
  */
-export function resolveLinks(path: string, win: boolean): string {
-  let resolved = "" // no trailing separator: "" or a drive is the root
+export function resolveLinks(path: string, win: boolean, base = ""): string {
+  let resolved = base.replace(/\/+$/, "") // no trailing separator: "" or a drive is the root
   let links = 0
   const todo: string[] = []
   const splice = (p: string): void => {
