@@ -143,7 +143,7 @@ export function dataPath(path: string): string {
   } catch (e) {
     // Left unresolved, a link (ENAMETOOLONG past PATH_MAX, EACCES) would give one ledger two names and two locks.
     throw new LedgerConfigError(
-      `${path}: cannot follow its links (${errno(e) ?? (e as Error).name}): check each link and directory on the way, and that this process may read them (Deno: --allow-read)`,
+      `${path}: cannot follow its links (${errno(e) ?? (e as Error).name}): check each link and directory on the way`,
     )
   }
 }
