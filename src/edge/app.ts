@@ -101,6 +101,12 @@ function bodyLimit(given: Partial<BodyLimits> | undefined, name: keyof BodyLimit
   )
 }
 
+/** A page size option: a whole number from 1 to `max` (the query's `limit` takes at most four digits). */
+function pageSize(name: string, v: number, max: number): number {
+  if (Number.isInteger(v) && v >= 1 && v <= max) return v
+  throw new InvalidOptionError(`${name} must be a whole number from 1 to ${max}, got ${String(v)}`)
+}
+
 /** `createLedgerApp(options)`: a Hono app serving the ledger API. */
 export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
   const app = new Hono<AppEnv>()
@@ -166,13 +172,24 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
     return v
   }
 
+  // NaN page sizes let any limit through (limit < NaN is false), and a NaN pollInterval told agents retry_after null.
+  const pollInterval = options.pollInterval ?? 0.05
+  const pollProblem =
+    secondsProblem("pollInterval", pollInterval) ?? (pollInterval > 0 ? null : "pollInterval must be > 0")
+  if (pollProblem)
+    throw new InvalidOptionError(`${pollProblem}: pass e.g. { pollInterval: 0.05 }, or omit it`)
+  const maxPageSize = pageSize("maxPageSize", options.maxPageSize ?? 500, 9999)
   const ctx: RouteContext = {
     limits,
     defaultLeaseTtl: lease("defaultLeaseTtl", 60),
     maxLeaseTtl: lease("maxLeaseTtl", 3600),
-    pollInterval: options.pollInterval ?? 0.05,
-    defaultPageSize: options.defaultPageSize ?? 100,
-    maxPageSize: options.maxPageSize ?? 500,
+    pollInterval,
+    defaultPageSize: pageSize(
+      "defaultPageSize",
+      options.defaultPageSize ?? Math.min(100, maxPageSize),
+      maxPageSize,
+    ),
+    maxPageSize,
     maxVerifyReceipts: options.maxVerifyReceipts ?? 100_000,
     maxVerifyBytes: options.maxVerifyBytes ?? 64 * 1024 * 1024,
     pageLimit(raw) {

@@ -44,6 +44,27 @@ describe("createLedgerApp body limits and ledger options", () => {
     }
   })
 
+  it("refuses page sizes and a pollInterval that would not apply, when the app is built", async () => {
+    // NaN let `?limit=1000000000` through (limit > NaN is false) and told agents `retry_after: null`.
+    for (const o of [
+      { maxPageSize: Number.NaN },
+      { maxPageSize: 0 },
+      { maxPageSize: 10_000 },
+      { defaultPageSize: "100" as unknown as number },
+      { defaultPageSize: 600 },
+      { maxPageSize: 10, defaultPageSize: 20 },
+      { pollInterval: Number.NaN },
+      { pollInterval: 0 },
+      { pollInterval: -1 },
+    ]) {
+      expect(build(o), label(o)).toThrow(InvalidOptionError)
+      expect(build(o), label(o)).toThrow(Object.keys(o).at(-1) as string)
+    }
+    const app = createLedgerApp({ storage: new MemoryLedgerStorage(), maxPageSize: 50, pollInterval: 0.2 })
+    expect((await app.request("/v1/transitions?limit=51")).status).toBe(400)
+    expect((await app.request("/v1/transitions?limit=50")).status).toBe(200)
+  })
+
   it("applies limits it takes, a depth up to 1,000 included", async () => {
     const small = createLedgerApp({ storage: new MemoryLedgerStorage(), limits: { maxBodyBytes: 1000 } })
     expect((await post(small, begin(`{"blob":"${"x".repeat(5000)}"}`))).status).toBe(413)
