@@ -30,11 +30,7 @@ const tokens: [string, () => string | Promise<string>, string][] = [
     "idp down",
   ],
   ["rejects", () => Promise.reject(new Error("idp down")), "idp down"],
-  [
-    "never settles",
-    () => new Promise<string>(() => {}),
-    "token function: no token within requestTimeout",
-  ],
+  ["never settles", () => new Promise<string>(() => {}), "token function: no token within requestTimeout"],
 ]
 
 async function outcome(p: Promise<unknown>) {
