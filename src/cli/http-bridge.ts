@@ -39,7 +39,14 @@ function hostName(hostHeader: string): string {
   return h.split(":")[0] ?? ""
 }
 
+// The methods the API has routes for, and the two every HTTP server answers. `new Request()` throws on TRACE, TRACK
+// and CONNECT, which Node's parser accepts: that was a 500.
+const METHODS = /^(GET|HEAD|OPTIONS|POST|PUT|PATCH|DELETE)$/
+
 function check(req: IncomingMessage, port: number): void {
+  // First: TRACE without a body would otherwise be told to send JSON (415) instead of 405.
+  if (!METHODS.test(req.method ?? "GET"))
+    throw new Refusal(405, "method_not_allowed", "the ledger API takes GET, POST, PUT, PATCH and DELETE")
   const host = req.headers.host?.trim() ?? ""
   const name = hostName(host)
   const portPart = host.slice(name.length)
@@ -91,14 +98,8 @@ function readBody(req: IncomingMessage, max: number): Promise<Buffer> {
   })
 }
 
-// The methods the API has routes for, and the two every HTTP server answers. `new Request()` throws on TRACE, TRACK
-// and CONNECT, which Node's parser accepts: that was a 500.
-const METHODS = /^(GET|HEAD|OPTIONS|POST|PUT|PATCH|DELETE)$/
-
 async function toRequest(req: IncomingMessage, origin: string, max: number): Promise<Request> {
   const method = req.method ?? "GET"
-  if (!METHODS.test(method))
-    throw new Refusal(405, "method_not_allowed", "the ledger API takes GET, POST, PUT, PATCH and DELETE")
   const body = method === "GET" || method === "HEAD" ? undefined : await readBody(req, max)
   const headers = new Headers()
   for (const [k, v] of Object.entries(req.headers)) {

@@ -159,7 +159,9 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
   // The ledger options as ActionLedger checks them, once here: built per tenant on a request, a NaN
   // presumedDeadAfter or an unknown onArgsDrift answered every agent call with a 400 that blamed the agent.
   try {
-    new ActionLedger(ledgerOptions)
+    // With its own owner: the default one is random, and workerd refuses random values while a module loads (a
+    // Worker building the app at module scope, the usual Hono pattern, would not start).
+    new ActionLedger({ ...ledgerOptions, owner: "edge-api" })
   } catch (e) {
     throw e instanceof LedgerConfigError ? new InvalidOptionError(e.message, { cause: e }) : e
   }

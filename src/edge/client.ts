@@ -256,7 +256,8 @@ export class RemoteLedger {
     const binding = options.binding ? ToolTransitionBinding.from(options.binding) : null
     const tool = options.name
     const leaseTtl = ttl(options.leaseTtl) ?? this.leaseTtl
-    secs("pollInterval", options.pollInterval, 0)
+    // Kept: read at each poll, a NaN set later turned the server's hint into a busy loop.
+    const pollInterval = secs("pollInterval", options.pollInterval, 0)
     const pollTimeout =
       options.pollTimeout === undefined ? this.pollTimeout : secs("pollTimeout", options.pollTimeout, 0, true)
     const wireBinding = binding ? bindingWire(binding) : undefined
@@ -285,7 +286,7 @@ export class RemoteLedger {
         if (a.status === "poll") {
           const left = (deadline - Date.now()) / 1000
           if (left <= 0) throw new LedgerPollTimeoutError(`Timed out polling in-flight '${tool}' call`)
-          await sleep(Math.min(options.pollInterval ?? a.retry_after, left), meta.signal)
+          await sleep(Math.min(pollInterval ?? a.retry_after, left), meta.signal)
           continue
         }
         const tx = new RemoteCall(this.#transport, tool, a, meta.signal)

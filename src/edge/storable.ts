@@ -15,7 +15,8 @@ const BAD_TEXT = "text holds U+0000 or an unpaired surrogate; send valid Unicode
 export function unstorableAt(value: unknown, path: string): string | null {
   const at: string[] = []
   const why = find(value, at)
-  return why && `${[path, ...at.reverse()].filter(Boolean).join(".") || "body"}: ${why}`
+  // Joined as the walk used to join it: an empty key stays a segment ("a." names the key "" of a).
+  return why && `${at.reverse().reduce((p, k) => (p ? `${p}.${k}` : k), path) || "body"}: ${why}`
 }
 
 // The path is built only for the one bad value, on the way out: building it for every element made a refused

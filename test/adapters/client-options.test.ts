@@ -5,6 +5,7 @@ import { describe, expect, it } from "vitest"
 import { HttpLedgerStorage } from "../../src/adapters/http.ts"
 import { RedisLedgerStorage } from "../../src/adapters/redis.ts"
 import { InvalidOptionError } from "../../src/core/index.ts"
+import { LedgerPollTimeoutError } from "../../src/core/ledger/index.ts"
 import { RemoteLedger } from "../../src/edge/client.ts"
 
 const clients = {
@@ -46,5 +47,29 @@ describe("HTTP client and Redis store options", () => {
     }
     // Building opens no connection: no server is needed to take a sane one.
     expect(() => new RedisLedgerStorage({ url: "redis://127.0.0.1:1", timeoutMs: 86_400_000 })).not.toThrow()
+  })
+})
+
+describe("RemoteLedger.tool() keeps the options it was made with", () => {
+  it("a pollInterval set to NaN after tool() is not read at each poll (it made the client busy-poll)", async () => {
+    let posts = 0
+    const fetch = (async () => {
+      posts++
+      return new Response(JSON.stringify({ status: "poll", retry_after: 1 }), {
+        headers: { "content-type": "application/json" },
+      })
+    }) as typeof globalThis.fetch
+    const ledger = new RemoteLedger({
+      baseUrl: "http://x.invalid",
+      fetch,
+      pollTimeout: 1,
+      onWarning: () => {},
+    })
+    const options: { name: string; pollInterval?: number } = { name: "pay", pollInterval: 0.5 }
+    const pay = ledger.tool(options, async () => 1)
+    options.pollInterval = Number.NaN
+    await expect(pay({ a: 1 }, { requestId: "r1" })).rejects.toBeInstanceOf(LedgerPollTimeoutError)
+    // One begin, then a poll every 0.5 s within the 1 s poll timeout.
+    expect(posts).toBeLessThanOrEqual(4)
   })
 })

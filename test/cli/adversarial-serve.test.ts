@@ -102,11 +102,12 @@ describe("mycelium serve against a hostile local caller", () => {
   })
 
   it("TRACE (which fetch's Request refuses) and PROPFIND are 405 JSON; CONNECT is no 500", async () => {
-    for (const method of ["TRACE", "PROPFIND"]) {
-      const r = await raw(`${head(method, "/v1/transitions", "Content-Type: application/json\r\n")}\r\n`)
-      expect([method, r.status]).toEqual([method, 405])
-      expect(r.body).toContain('"method_not_allowed"')
-    }
+    for (const method of ["TRACE", "PROPFIND"])
+      for (const type of ["Content-Type: application/json\r\n", ""]) {
+        const r = await raw(`${head(method, "/v1/transitions", type)}\r\n`)
+        expect([method, type, r.status]).toEqual([method, type, 405])
+        expect(r.body).toContain('"method_not_allowed"')
+      }
     const connect = await raw(`${head("CONNECT", `127.0.0.1:${port}`)}\r\n`)
     expect(connect.status).not.toBe(500)
   })

@@ -105,6 +105,9 @@ describe("limits before work", () => {
       'x: a "__proto__" key cannot be stored; rename it',
     )
     expect(unstorableAt("\ud800", "")).toMatch(/^body: /)
+    // An empty key is a segment of its own, as the walk always named it.
+    expect(unstorableAt({ a: { "": "\u0000" } }, "")).toMatch(/^a\.: /)
+    expect(unstorableAt({ a: { "": { b: "\u0000" } } }, "result")).toMatch(/^result\.a\.\.b: /)
     expect(unstorableAt({ a: [1, "ok", { b: null }] }, "")).toBeNull()
   })
 

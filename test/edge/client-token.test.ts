@@ -30,6 +30,9 @@ const tokens: [string, () => string | Promise<string>, string][] = [
     "idp down",
   ],
   ["rejects", () => Promise.reject(new Error("idp down")), "idp down"],
+  ["answers undefined", () => undefined as unknown as string, "token function: no token"],
+  ["answers an empty string", () => "", "token function: no token"],
+  ["answers a number", () => 42 as unknown as string, "token function: no token"],
   ["never settles", () => new Promise<string>(() => {}), "token function: no token within requestTimeout"],
 ]
 

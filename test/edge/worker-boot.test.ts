@@ -36,6 +36,41 @@ function worker(bindings: Record<string, string>) {
   })
 }
 
+describe("an app built at module scope, the usual Hono pattern", () => {
+  it("starts in workerd: createLedgerApp draws no random value while the module loads", async () => {
+    const bundle = await build({
+      stdin: {
+        contents: [
+          'import { createLedgerApp } from "./src/edge/index.ts"',
+          'import { MemoryLedgerStorage } from "./src/core/index.ts"',
+          "const app = createLedgerApp({ storage: new MemoryLedgerStorage() })",
+          "export default { fetch: (req) => app.fetch(req) }",
+        ].join("\n"),
+        resolveDir: fileURLToPath(new URL("../../", import.meta.url)),
+        loader: "ts",
+      },
+      bundle: true,
+      format: "esm",
+      platform: "neutral",
+      mainFields: ["module", "main"],
+      conditions: ["workerd", "worker", "browser"],
+      write: false,
+      logLevel: "silent",
+    })
+    const mf = new Miniflare({
+      modules: true,
+      script: bundle.outputFiles[0]?.text ?? "",
+      compatibilityDate: "2025-09-01",
+    })
+    try {
+      const r = await mf.dispatchFetch("http://edge.test/health")
+      expect(r.status).toBe(200)
+    } finally {
+      await mf.dispose()
+    }
+  }, 60_000)
+})
+
 describe("the Cloudflare worker entry in workerd", () => {
   const mfs: Miniflare[] = []
   afterAll(async () => {

@@ -42,7 +42,7 @@ export function protect<A extends object, R>(
   const toolName = options.name ?? fn.name
   if (!toolName) {
     throw new ContextGuardConfigError(
-      "protect() needs a tool name to build cache keys: pass a named function or { name: 'my_tool' }.",
+      "protect() needs a tool name: pass a named function or { name: 'my_tool' }",
     )
   }
   const { entityParam, clock } = options

@@ -55,6 +55,10 @@ export async function bearer(
           ),
         ])
       : token
+  // Sent as "Bearer 42", "[object Object]" or no header at all, a broken identity provider's answer reads as the
+  // server's 401 (or, to a server without auth, as no problem).
+  if (typeof token === "function" && (typeof t !== "string" || !t))
+    throw new Error("token function: no token (it must return a non-empty string)")
   return t ? `Bearer ${t}` : undefined
 }
 

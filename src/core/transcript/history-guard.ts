@@ -42,7 +42,10 @@ export class HistoryGuard {
 
   constructor(options: HistoryGuardOptions = {}) {
     // A copy: limits changed after the check (to NaN) were used unchecked.
-    const o = { ...options }
+    // Field by field, not a spread, which drops inherited fields and getters (limits on a defaults object).
+    const { maxTokens, maxMessages, warnAt, detectDuplicates, detectDrops, tokenizer, format, onEvent } =
+      options
+    const o = { maxTokens, maxMessages, warnAt, detectDuplicates, detectDrops, tokenizer, format, onEvent }
     this.#o = o
     // NaN (Number() of an unset environment variable) compares false with every count: the limit was never enforced.
     for (const key of ["maxTokens", "maxMessages", "warnAt"] as const) {

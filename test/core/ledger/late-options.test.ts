@@ -77,6 +77,35 @@ describe("ledger.tool() options", () => {
   })
 })
 
+describe("ledger.tool() options read from a prototype or a getter", () => {
+  it("keep their binding and name: one payment per order_id, rows named by the getter", async () => {
+    // The copy was a spread, which drops inherited fields: the payment ran unclassified, keyed per call id.
+    const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), ...quiet })
+    const defaults = {
+      binding: { ...binding, sideEffectClass: "payment", requestIdFrom: "order_id" },
+      leaseTtl: 60,
+    }
+    let runs = 0
+    const pay = ledger.tool(
+      Object.assign(Object.create(defaults), { name: "send_payment" }),
+      async () => ++runs,
+    )
+    expect(pay.binding?.requestIdFrom).toBe("order_id")
+    await pay({ order_id: "o1" }, { toolCallId: "c1" })
+    await pay({ order_id: "o1" }, { toolCallId: "c2" })
+    expect(runs).toBe(1)
+    class Named {
+      get name() {
+        return "refund"
+      }
+    }
+    const refund = ledger.tool(new Named(), async () => 1)
+    expect(refund.toolName).toBe("refund")
+    await refund({}, { toolCallId: "r1" })
+    expect((await ledger.listTransitions()).map((e) => e.tool).sort()).toEqual(["refund", "send_payment"])
+  })
+})
+
 describe("listTransitions() filters", () => {
   it("an outcome that is not one, or stuck seconds that are not a finite number >= 0, are refused", async () => {
     const ledger = new ActionLedger(quiet)

@@ -50,6 +50,11 @@ describe("HistoryGuard tokenizer and options", () => {
     expect(guard.trim(history).length).toBeLessThanOrEqual(10)
   })
 
+  it("limits inherited from a defaults object apply (a spread copy dropped them)", () => {
+    const guard = new HistoryGuard(Object.create({ maxMessages: 2 }) as HistoryGuardOptions)
+    expect(() => guard.validate(history)).toThrow(HistoryTruncatedError)
+  })
+
   it("a detectDuplicates typo is refused; the four values it takes are kept", () => {
     for (const bad of ["Anywhere", "all", 1, null])
       expect(

@@ -67,12 +67,13 @@ export function createLedgeredTool<A extends object, R>(
   options: LedgeredToolOptions,
   fn: ToolBody<A, R>,
 ): LedgeredCall<A, R> {
-  if (!options?.name) throw new LedgerConfigError("ledger.tool() needs a name: pass { name: 'my_tool', ... }")
-  // Checked once, so read from a copy: the caller's object may change after (a NaN lease would never lapse).
-  options = { ...options }
-  checkCallSeconds(options)
-  const binding = options.binding ? ToolTransitionBinding.from(options.binding) : null
-  const tool = options.name
+  // Checked once, so read once into a copy: the caller's object may change after (a NaN lease would never lapse).
+  // Field by field, not a spread, which drops inherited fields and getters (a binding on a defaults object).
+  const { name: tool, binding: given, leaseTtl, pollInterval, pollTimeout } = options ?? {}
+  if (!tool) throw new LedgerConfigError("ledger.tool() needs a name: pass { name: 'my_tool', ... }")
+  const timing = { leaseTtl, pollInterval, pollTimeout }
+  checkCallSeconds(timing)
+  const binding = given ? ToolTransitionBinding.from(given) : null
   if (
     binding &&
     isConsequential(binding.sideEffectClass) &&
@@ -90,7 +91,7 @@ export function createLedgeredTool<A extends object, R>(
     const meta = given ?? {}
     throwIfAborted(meta.signal)
     let decision: Decision | null = null
-    const { request, mode } = prepareCall(core, tool, binding, args as Kwargs, meta, () => decision, options)
+    const { request, mode } = prepareCall(core, tool, binding, args as Kwargs, meta, () => decision, timing)
     const verdict =
       core.policy.predicates.length === 0
         ? ALLOWED_DECISION
