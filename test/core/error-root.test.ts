@@ -11,6 +11,9 @@ const WRAPPED: Record<string, string> = {
   "src/adapters/durable-object.ts": "SQLite refusal relayed from the object, wrapped by SafeStorage",
   // Caught three lines below and rethrown as LedgerStorageUnavailableError.
   "src/edge/client.ts": "oversized answer, rethrown as LedgerStorageUnavailableError",
+  // A token function that hangs or answers no token: thrown inside the clients' request try, which types it
+  // (LedgerStorageUnavailableError, LedgerHttpError `unreachable`) as any failed request.
+  "src/core/storage/request-timeout.ts": "a token function's failure, typed by the HTTP clients' request",
   // The exact JSON reader fails as JSON.parse does (SyntaxError): parseToolArguments wraps it as
   // ToolArgumentsError; parseReceiptJson documents it, as JSON.parse's stand-in.
   "src/core/exact-json.ts": "JSON.parse's SyntaxError, on purpose",
