@@ -15,6 +15,15 @@ const SECRET = "hardening-secret-hardening-secret-0123"
 const key = new TextEncoder().encode(SECRET)
 const errorCode = async (r: Response) => ((await r.json()) as { error: { code: string } }).error.code
 
+/** A POST of `body` to /v1/calls as a stream, the way a client uploads it. */
+const streamed = (body: ReadableStream<Uint8Array>, headers: Record<string, string> = {}) =>
+  new Request("http://x/v1/calls", {
+    method: "POST",
+    headers: { ...JSON_HEADERS, ...headers },
+    body,
+    duplex: "half",
+  } as RequestInit)
+
 describe("limits before work", () => {
   const app = createLedgerApp({ storage: new MemoryLedgerStorage(), limits: { maxBodyBytes: 64 * 1024 } })
 
@@ -26,14 +35,7 @@ describe("limits before work", () => {
         c.enqueue(new Uint8Array(1024))
       },
     })
-    const r = await app.fetch(
-      new Request("http://x/v1/calls", {
-        method: "POST",
-        headers: { ...JSON_HEADERS, "content-length": String(50 * 1024 * 1024) },
-        body,
-        duplex: "half",
-      } as RequestInit),
-    )
+    const r = await app.fetch(streamed(body, { "content-length": String(50 * 1024 * 1024) }))
     expect(r.status).toBe(413)
     expect(await errorCode(r)).toBe("payload_too_large")
     expect(pulled).toBeLessThanOrEqual(1)
@@ -48,14 +50,7 @@ describe("limits before work", () => {
         else c.enqueue(new Uint8Array(16 * 1024).fill(32))
       },
     })
-    const r = await app.fetch(
-      new Request("http://x/v1/calls", {
-        method: "POST",
-        headers: JSON_HEADERS,
-        body,
-        duplex: "half",
-      } as RequestInit),
-    )
+    const r = await app.fetch(streamed(body))
     expect(r.status).toBe(413)
     expect(sent).toBeLessThan(256 * 1024)
   })
@@ -75,7 +70,7 @@ describe("limits before work", () => {
   })
 
   it("depth is counted in the text before parsing: brackets inside strings and escapes do not count", async () => {
-    expect(nestsDeeper(String.raw`[[["]]]]]]"]]]`, 3)).toBe(false)
+    expect(nestsDeeper(`[[["]]]]]]"]]]`, 3)).toBe(false)
     // An escaped quote does not end the string; an escaped backslash before a quote does.
     expect(nestsDeeper(String.raw`[[["\"[[[["]]]`, 3)).toBe(false)
     expect(nestsDeeper(String.raw`["\\"[[[]]]]`, 3)).toBe(true)
@@ -119,14 +114,7 @@ describe("limits before work", () => {
         else c.error(new Error("aborted"))
       },
     })
-    const r = await app.fetch(
-      new Request("http://x/v1/calls", {
-        method: "POST",
-        headers: JSON_HEADERS,
-        body,
-        duplex: "half",
-      } as RequestInit),
-    )
+    const r = await app.fetch(streamed(body))
     expect([r.status, await errorCode(r)]).toEqual([400, "invalid_body"])
   })
 

@@ -3,27 +3,34 @@
 // (random values, timers, I/O while a module loads); this test can. It also drives the deployed shape end to end:
 // HTTP → Hono → per-tenant Durable Objects.
 import { fileURLToPath } from "node:url"
-import { build } from "esbuild"
+import { type BuildOptions, build } from "esbuild"
 import { SignJWT } from "jose"
 import { Miniflare } from "miniflare"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { HttpLedgerStorage } from "../../src/adapters/http.ts"
 import { ActionLedger } from "../../src/core/index.ts"
 
-let script = ""
-beforeAll(async () => {
-  const bundle = await build({
-    entryPoints: [fileURLToPath(new URL("../../src/edge/worker.ts", import.meta.url))],
+/** Bundled as `wrangler deploy` bundles a worker. */
+async function bundle(entry: Pick<BuildOptions, "entryPoints" | "stdin" | "external">): Promise<string> {
+  const out = await build({
+    ...entry,
     bundle: true,
     format: "esm",
     platform: "neutral",
     mainFields: ["module", "main"],
     conditions: ["workerd", "worker", "browser"],
     write: false,
-    external: ["cloudflare:*"],
     logLevel: "silent",
   })
-  script = bundle.outputFiles[0]?.text ?? ""
+  return out.outputFiles[0]?.text ?? ""
+}
+
+let script = ""
+beforeAll(async () => {
+  script = await bundle({
+    entryPoints: [fileURLToPath(new URL("../../src/edge/worker.ts", import.meta.url))],
+    external: ["cloudflare:*"],
+  })
 }, 60_000)
 
 function worker(bindings: Record<string, string>) {
@@ -38,7 +45,7 @@ function worker(bindings: Record<string, string>) {
 
 describe("an app built at module scope, the usual Hono pattern", () => {
   it("starts in workerd: createLedgerApp draws no random value while the module loads", async () => {
-    const bundle = await build({
+    const script = await bundle({
       stdin: {
         contents: [
           'import { createLedgerApp } from "./src/edge/index.ts"',
@@ -49,17 +56,10 @@ describe("an app built at module scope, the usual Hono pattern", () => {
         resolveDir: fileURLToPath(new URL("../../", import.meta.url)),
         loader: "ts",
       },
-      bundle: true,
-      format: "esm",
-      platform: "neutral",
-      mainFields: ["module", "main"],
-      conditions: ["workerd", "worker", "browser"],
-      write: false,
-      logLevel: "silent",
     })
     const mf = new Miniflare({
       modules: true,
-      script: bundle.outputFiles[0]?.text ?? "",
+      script,
       compatibilityDate: "2025-09-01",
     })
     try {

@@ -148,7 +148,7 @@ export class TaskLedger {
     const pollTimeout = options.pollTimeout === undefined ? 300 : options.pollTimeout
     this.pollTimeout = pollTimeout === null ? null : seconds("pollTimeout", pollTimeout, 0)
     const owner = options.owner ?? `ts-task-${globalThis.crypto.randomUUID().slice(0, 8)}`
-    // A lease's owner is compared after a store round trip: a number (process.pid) read back unequal, losing results.
+    // A lease's owner is compared after a store round trip: a number (a process id) read back unequal, losing results.
     if (typeof owner !== "string" || !owner) throw new InvalidOptionError("owner: pass a non-empty string")
     this.owner = owner
     const c = options.clock
