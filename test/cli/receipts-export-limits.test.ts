@@ -148,6 +148,21 @@ describe("receipts export: endless or oversized pages", () => {
     rmSync(join(cwd, "four.jsonl"))
   }, 30_000)
 
+  it("a full page whose next link repeats its own cursor stops at once, not at --max-receipts", async () => {
+    // Not empty, so the empty-page bound never applies: only the cursor check stops 1,000,000 requests.
+    const api = await hostile((_req, res) => {
+      res.writeHead(200, {
+        "content-type": "application/x-ndjson",
+        link: '<?format=jsonl&limit=500&cursor=7>; rel="next"',
+      })
+      res.end(`${LINE}\n`)
+    })
+    const r = await run(["--url", api.url, "-o", "in-place.jsonl"])
+    expect([r.code, r.err]).toEqual([1, expect.stringContaining("changes more than a forward position")])
+    expect(api.seen).toHaveLength(2)
+    expect(files()).toEqual([])
+  }, 30_000)
+
   it("a page with more lines than the limit asked for is refused, exit 1, no file", async () => {
     const api = await hostile((_req, res) => {
       res.writeHead(200, { "content-type": "application/x-ndjson" })

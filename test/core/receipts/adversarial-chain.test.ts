@@ -16,9 +16,18 @@ async function chainOf(
   agentId = "payment-agent",
   key = KEY,
   t = 1_767_225_600,
+  step = 1,
 ): Promise<Receipt[]> {
   const store = new MemoryReceiptStore()
-  const e = new ReceiptEmitter({ signer: hmacReceiptSigner(key), store, agentId, now: () => t++ })
+  const e = new ReceiptEmitter({
+    signer: hmacReceiptSigner(key),
+    store,
+    agentId,
+    now: () => {
+      t += step
+      return t - step
+    },
+  })
   for (let i = 0; i < n; i++)
     await e.emit({
       action: "send_payment",
@@ -102,6 +111,25 @@ describe("chains under attack", () => {
       ok: true,
       valid: 4,
     })
+  })
+
+  it("a stripped receipt signed in the same millisecond as the first chained one still may not precede the chain", async () => {
+    // A batch signed within one millisecond: every timestamp is equal. B deleted, C's link stripped and C moved to
+    // the front must not pass as the original's history ("at or before its own").
+    const rs = await chainOf(3, "payment-agent", KEY, 1_767_225_600.123, 0)
+    expect(reasons(await verifyReceipts([recordOf(at(rs, 2)), at(rs, 0)], { hmac: KEY }))).toEqual([
+      "0:unchained",
+    ])
+  })
+
+  it("an edited link digest is a bad link even at the end of the chain, where no successor points at it", async () => {
+    const rs = await chainOf(2)
+    const r = at(rs, 1)
+    const forged = { ...r, chain: { ...(r.chain as NonNullable<Receipt["chain"]>), digest: "0".repeat(64) } }
+    for (const options of [{}, { requireChain: true }])
+      expect(reasons(await verifyReceipts([at(rs, 0), forged], { hmac: KEY }, options))).toEqual([
+        "1:bad_link",
+      ])
   })
 
   it("a chain two agents share: the links of one agent's receipts stripped after the other's deletion are named", async () => {
