@@ -66,9 +66,16 @@ export async function openWithStores(
       "IndexedDB is not available in this runtime: pass `indexedDB` (e.g. from fake-indexeddb) or use another store",
     )
   let version: number | undefined
-  for (let attempt = 0; attempt < 5; attempt++) {
+  let seen = 0
+  // A race lost to a connection that upgraded the database (it added its own store) costs nothing, so any number of
+  // stores can open at once; only an open without such progress uses one of the 5 misses.
+  for (let misses = 0; misses < 5; ) {
     const req = version === undefined ? factory.open(name) : factory.open(name, version)
-    req.addEventListener("upgradeneeded", () => upgrade(req.result, req.transaction))
+    let ours = false
+    req.addEventListener("upgradeneeded", () => {
+      ours = true
+      upgrade(req.result, req.transaction)
+    })
     let db: IDBDatabase
     try {
       db = await opened(req, wait, `'${name}'${version ? ` (version ${version}, to add ${adds})` : ""}`)
@@ -86,10 +93,12 @@ export async function openWithStores(
       db.addEventListener("close", onGone)
       return db
     }
-    version = db.version + 1
+    if (ours || db.version <= seen) misses++
+    seen = db.version
+    version = seen + 1
     db.close()
   }
   throw new LedgerStorageUnavailableError(
-    `could not add ${adds} to IndexedDB database '${name}': other connections keep upgrading it; retry later`,
+    `could not add ${adds} to IndexedDB database '${name}': 5 opens made no progress (the upgrade did not add it); retry later`,
   )
 }

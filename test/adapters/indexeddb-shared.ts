@@ -107,6 +107,18 @@ function sendTool(storage: LedgerStorage, runs: { n: number }) {
 }
 
 export function idbBlockedUpgrade(freshName: () => string): void {
+  it("16 ledger stores and the task store opened at once on one fresh database all open", async () => {
+    const dbName = freshName()
+    const stores = Array.from(
+      { length: 16 },
+      (_, i) => new IndexedDbLedgerStorage({ dbName, storeName: `s${i}` }),
+    )
+    const tasks = new IndexedDbTaskStore({ dbName })
+    const r = await Promise.allSettled([...stores.map((s) => s.get("x")), tasks.get("x")])
+    expect(r.filter((x) => x.status === "rejected")).toEqual([])
+    await Promise.all([...stores.map((s) => s.close()), tasks.close()])
+  })
+
   it("an upgrade blocked by a connection that never closes fails closed; the call after it closes runs once", async () => {
     const dbName = freshName()
     const foreign = await openForeign(dbName, 1)
