@@ -236,7 +236,9 @@ const budgets = [
     // 37.2 -> 37.4 KB (2026-12-05, this stop): the ledger's and the task ledger's fixes it bundles: 38,291 B.
     // 37.4 -> 38 KB (2026-12-05, stop 37): the ledger's and the receipts' fixes it bundles: 38,805 B.
     // 38 -> 38.1 KB (2026-12-06, stop 39): the option checks of the ledger and task ledger it bundles: 38,985 B.
-    max: 38.1 * KB,
+    // 38.1 -> 38.2 KB (2026-12-06, stop 40): swap sequences with lease-only steps, so a store whose version ignores
+    // the lease fails (a mutant of the Neon task store passed every test): 39,065 B.
+    max: 38.2 * KB,
   },
   // The agent client (`mycelium-runtime/client`, fetch only: no hono, zod or jose): 4.8 KB when it was added.
   // 6 -> 6.5 KB (2026-12-05, the review of stop 34): a result the server would refuse (NUL, an unpaired surrogate, a

@@ -1,7 +1,8 @@
 // Random sequences of `swap` against a TaskStore and a model of its contract: a swap writes only when its expected
 // version is the stored one (null: absent), and every read gives back what the last successful swap wrote, under the
-// version that swap returned. The suite's TaskLedger cases race whole tasks; these check the one primitive they all
-// stand on, including versions a writer kept from before another writer's swap.
+// version that swap returned, which differs from the one before when the record changed (a renewal changes only the
+// lease). The suite's TaskLedger cases race whole tasks; these check the one primitive they all stand on, including
+// versions a writer kept from before another writer's swap.
 import type { JsonValue } from "../core/index.ts"
 import type { TaskLease, TaskRecord, TaskRow, TaskStore } from "../tasks.ts"
 import { seededRandom } from "./random.ts"
@@ -43,7 +44,9 @@ export async function runTaskSwapSequence(
       stale.length ? pick(stale).version : "v-never-issued",
       "v-never-issued",
     ])
-    const next = record(id, i, t0, pick, r)
+    let next = record(id, i, t0, pick, r)
+    // Some steps keep the row and change only the lease, as a renewal does.
+    if (now && r() < 0.3) next = { row: now.record.row, lease: next.lease }
     const want = expected === (now?.version ?? null)
     const handle = i % 2 ? peer : store
     const got = await handle.swap(id, expected, next)
@@ -53,6 +56,10 @@ export async function runTaskSwapSequence(
         `${where}: swap ${got === null ? "refused" : "wrote"}; the contract says it ${want ? "writes" : "is refused"}`,
       )
     if (got !== null) {
+      // A version that outlived a change (a digest without the lease) lets a worker that read a lease as lapsed before
+      // its renewal take the task over from its live holder: the body runs twice.
+      if (now && got === now.version && text(next) !== text(now.record))
+        throw new Error(`${where}: the record changed and its version did not`)
       if (now) earlier.set(id, [...(earlier.get(id) ?? []), now])
       current.set(id, { record: next, version: got })
     }

@@ -8,6 +8,7 @@ import {
   type TaskContext,
   TaskLeaseLostError,
   TaskLedger,
+  TaskLedgerPendingError,
   TaskReleaseRefusedError,
   type TaskStore,
 } from "../../../src/tasks.ts"
@@ -171,6 +172,79 @@ describe("a task the Python original re-claimed after an operator released it", 
     await expect(call).resolves.toEqual({ by: "a" })
     expect(warnings.join("\n")).toContain("was not recorded")
     expect((await store.get("T-py"))?.row).toEqual(pyRow)
+  })
+})
+
+describe("a task the Python original re-claimed over our lapsed lease", () => {
+  it("is held by the original: a call here is pending and does not run the body", async () => {
+    const store = new MemoryTaskStore()
+    let t = 1_000
+    const opts = {
+      storage: store,
+      clock: { now: () => t },
+      leaseTtl: 60,
+      leaseRenewInterval: 0,
+      onWarning: () => {},
+    }
+    let runs = 0
+    // A worker claims and dies mid-run; its lease lapses at t = 1060.
+    void new TaskLedger({ ...opts, owner: "dead" }).task("pay", () => {
+      runs++
+      return new Promise(() => {})
+    })({}, { taskId: "T-py" })
+    await until(() => runs === 1)
+    // The original (its row key expired) claims the task again: a newer in-flight row beside our lapsed lease.
+    t = 2_000
+    const cur = await store.get("T-py")
+    if (!cur?.lease) throw new Error("claim missing")
+    const pyRow = { ...cur.row, started_at: t }
+    expect(await store.swap("T-py", cur.version, { row: pyRow, lease: cur.lease })).not.toBeNull()
+    t = 2_001
+    const pay = new TaskLedger(opts).task("pay", async () => ++runs)
+    await expect(pay({}, { taskId: "T-py" })).rejects.toBeInstanceOf(TaskLedgerPendingError)
+    expect(runs).toBe(1)
+    expect((await store.get("T-py"))?.row).toEqual(pyRow)
+  })
+})
+
+describe("an operator's release whose write loses to a worker's re-claim", () => {
+  it("is refused, not reported done: the worker's run stands", async () => {
+    const inner = new MemoryTaskStore()
+    let race: (() => Promise<void>) | null = null
+    // The worker's re-claim lands between the operator's read and its compare-and-swap.
+    const storage: TaskStore = {
+      get: (id) => inner.get(id),
+      list: () => inner.list(),
+      async swap(id, e, n) {
+        const r = race
+        race = null
+        await r?.()
+        return inner.swap(id, e, n)
+      },
+    }
+    const worker = new TaskLedger({ storage: inner, owner: "worker", onWarning: () => {} })
+    let runs = 0
+    const pay = worker.task("pay", async () => {
+      if (++runs === 1) throw new Error("upstream 503")
+      await sleep(20)
+      return { run: runs }
+    })
+    await expect(pay({}, { taskId: "P" })).rejects.toThrow("upstream 503")
+    let retry: Promise<unknown> | null = null
+    race = async () => {
+      retry = pay({}, { taskId: "P" })
+      await until(() => runs === 2)
+    }
+    const ops = new TaskLedger({ storage, owner: "ops" })
+    const why = {
+      verified: "completed",
+      result: { by_hand: true },
+      by: "ops",
+      reason: "charged by hand",
+    } as const
+    await expect(ops.release("P", why)).rejects.toMatchObject({ code: "task_release_refused" })
+    await expect(retry).resolves.toEqual({ run: 2 })
+    expect((await inner.get("P"))?.row).toMatchObject({ status: "completed", result: { run: 2 } })
   })
 })
 

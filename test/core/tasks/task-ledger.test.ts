@@ -58,6 +58,14 @@ describe("task request ids match the Python original", () => {
     )
   })
 
+  it("a run_id that is a bool, a dict or a list is written as Python's str() writes it", () => {
+    // f"{task}:{run_id}" in the original. As JS text ("[object Object]") two different dicts would share one id.
+    const id = (run_id: JsonValue) => deriveTaskRequestId({ task: "t", kwargs: { run_id } })
+    expect(id(true)).toBe("t:True")
+    expect(id({ batch: 1 })).toBe("t:{'batch': 1}")
+    expect(id(["b", 2])).toBe("t:['b', 2]")
+  })
+
   it("the wrapper derives the same ids and strips task_id / run_id before the body", async () => {
     const ledger = new TaskLedger()
     const seen: unknown[] = []
