@@ -361,6 +361,9 @@ async function invokeTool(
       const link = { value: false }
       const p = spawnSubQuery({ ...ctx, signal }, sub, `${key}/q${n++}`, link)
       links.set(p, link)
+      // A sub-query left unawaited may fail while its tool awaits other work: not an unhandled rejection (the batch
+      // waits for it, and an await of it still throws).
+      p.catch(() => {})
       spawned.push(p)
       return p
     },

@@ -3,6 +3,7 @@
 
 import { describe, expect, it } from "vitest"
 import {
+  type DependencyPlan,
   type HarnessTool,
   type ModelClient,
   type ModelRequest,
@@ -125,6 +126,70 @@ describe("a durable run that is cancelled, then rerun with the same run id", () 
       task_id: "pay",
       error_type: "LedgerHardBlockError",
     })
+  })
+})
+
+describe("replayed usage counts toward the rerun's budget", () => {
+  const ledger = () =>
+    new ActionLedger({
+      storage: new MemoryLedgerStorage(),
+      clock: new ManualClock(),
+      leaseTtl: 3600,
+      onWarning: () => {},
+    })
+  /** Answers "a" at once with a tool call, then text; `hangAt` (task#step) waits for the abort. */
+  const model = (hangAt: string | null): ModelClient & { sent: string[] } => {
+    const m = {
+      sent: [] as string[],
+      request: async (req: ModelRequest, signal: AbortSignal) => {
+        const at = `${req.context.task_id}#${req.context.step}`
+        m.sent.push(at)
+        if (at === hangAt) return hang(signal)
+        return req.context.task_id === "a" && req.context.step === 0 ? call("look") : text(at)
+      },
+    }
+    return m
+  }
+  const look: HarnessTool = { name: "look", parameters: { type: "object" }, execute: async () => "seen" }
+
+  async function cancelAt(l: ActionLedger, runId: string, plan: DependencyPlan, at: string): Promise<void> {
+    const ac = new AbortController()
+    const first = model(at)
+    const p = runPlan(plan, { model: first, ledger: l, tools: [look] }, { run_id: runId, signal: ac.signal })
+    while (!first.sent.includes(at)) await new Promise((r) => setTimeout(r, 1))
+    ac.abort("operator stop")
+    await expect(p).rejects.toBeInstanceOf(RunFailed)
+  }
+
+  it("a replayed task's stored usage: request_limit 2 refuses z's request after a (2 requests) replays", async () => {
+    const l = ledger()
+    const runId = `run:${"7b".repeat(16)}`
+    const plan = { tasks: [task("a"), task("z", ["a"])], output_task_id: "z" }
+    await cancelAt(l, runId, plan, "z#0")
+    const second = model(null)
+    const err = await runPlan(
+      plan,
+      { model: second, ledger: l, tools: [look], budget: { request_limit: 2 } },
+      { run_id: runId },
+    ).catch((e: RunFailed) => e)
+    expect(second.sent).toEqual([])
+    expect((err as RunFailed).result).toMatchObject({ reason: "request_limit", usage: { requests: 2 } })
+    expect((err as RunFailed).result.tasks[0]).toMatchObject({ task_id: "a", replayed: true })
+  })
+
+  it("a replayed request of an unfinished task: request_limit 1 refuses its next request", async () => {
+    const l = ledger()
+    const runId = `run:${"9a".repeat(16)}`
+    const plan = { tasks: [task("a")], output_task_id: "a" }
+    await cancelAt(l, runId, plan, "a#1")
+    const second = model(null)
+    const err = await runPlan(
+      plan,
+      { model: second, ledger: l, tools: [look], budget: { request_limit: 1 } },
+      { run_id: runId },
+    ).catch((e: RunFailed) => e)
+    expect(second.sent).toEqual([])
+    expect((err as RunFailed).result).toMatchObject({ reason: "request_limit", usage: { requests: 1 } })
   })
 })
 

@@ -178,6 +178,23 @@ describe("shared budget", () => {
     expect(err.result.usage.tool_calls).toBe(2)
   })
 
+  it("BUD-05: calls another task reserved but has not started count: two batches cannot pass tool_calls_limit", async () => {
+    // a's 3 calls run one at a time; b's 2-call batch arrives while a's first runs (1 done, 2 reserved).
+    const tool = probeTool(50)
+    const model = new ScriptedModel({
+      byTask: { a: [calls(3, 0), { text: "a" }], b: [{ ...calls(2, 3), delay_ms: 5 }, { text: "b" }] },
+    })
+    const err = await failed(
+      runPlan(
+        { tasks: [task("a"), task("b"), task("z", ["a", "b"])], output_task_id: "z", max_concurrency: 2 },
+        { model, tools: [tool], budget: { tool_calls_limit: 3, max_parallel_tool_calls: 1 } },
+      ),
+    )
+    expect(err.result.reason).toBe("tool_calls_limit")
+    expect(err.result.failure?.task_id).toBe("b")
+    expect(tool.starts).toEqual(["0"])
+  })
+
   it("BUD-06: a response that pushes total tokens over the limit stops the run and its tokens count", async () => {
     const model = new ScriptedModel({
       byTask: {

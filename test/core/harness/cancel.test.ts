@@ -87,6 +87,38 @@ describe("cancellation and deadline", () => {
     expect(err.result.reason).toBe("cancelled")
   })
 
+  it("CAN-01: an abort reaches a running tool batch: its queued calls never start", async () => {
+    let started = 0
+    const model = new ScriptedModel({
+      byTask: { t: [{ tool_calls: [{ name: "slow" }, { name: "slow" }, { name: "slow" }] }, { text: "x" }] },
+    })
+    const controller = new AbortController()
+    const running = runPlan(
+      { tasks: [task("t")], output_task_id: "t" },
+      {
+        model,
+        tools: [
+          {
+            name: "slow",
+            parameters: {},
+            execute: (_args, ctx) => {
+              started++
+              return sleep(100, ctx.signal)
+            },
+          },
+        ],
+        budget: { max_parallel_tool_calls: 1 },
+      },
+      { signal: controller.signal },
+    )
+    while (started === 0) await sleep(1)
+    controller.abort()
+    const err = await failed(running)
+    expect(err.result.reason).toBe("cancelled")
+    expect(started).toBe(1)
+    expect(err.result.usage.tool_calls).toBe(1)
+  })
+
   it("CAN-01: a pre-aborted signal dispatches nothing", async () => {
     const model = new ScriptedModel()
     const { events, onEvent } = recorder()

@@ -153,6 +153,19 @@ describe("DAG driver", () => {
     checkInvariants(events, r, 3)
   })
 
+  it("DAG-06: a ready task does not start once a failure stopped dispatch (max_concurrency 1)", async () => {
+    const model = new ScriptedModel({ byTask: { a: [{ error: "provider 500" }], b: [{ text: "b" }] } })
+    const plan = {
+      tasks: [task("a"), task("b"), task("z", ["a", "b"])],
+      output_task_id: "z",
+      max_concurrency: 1,
+    }
+    const err = await failed(runPlan(plan, { model }))
+    expect(err.result.reason).toBe("task_failed")
+    expect(model.requests.map((r) => r.context.task_id)).toEqual(["a"])
+    expect(err.result.tasks.map((t) => t.status)).toEqual(["failed", "not_started", "not_started"])
+  })
+
   it("DAG-07: success returns the output task's text and every task's output", async () => {
     const model = new ScriptedModel({ byTask: { a: [{ text: "A!" }], b: [{ text: "the answer" }] } })
     const { events, onEvent } = recorder()

@@ -206,6 +206,47 @@ describe("RLM sub-queries", () => {
     ])
   })
 
+  it("a sub-query spawned without an await that fails while its tool is busy is no unhandled rejection", async () => {
+    // Node ends the process on one; workerd and browsers report it. Watched where the runtime lets a test see it.
+    const unhandled: unknown[] = []
+    const onNode = (e: unknown) => unhandled.push(e)
+    const onWeb = (e: Event) => {
+      unhandled.push((e as PromiseRejectionEvent).reason)
+      e.preventDefault()
+    }
+    const proc = typeof process !== "undefined" && typeof process.on === "function" ? process : null
+    proc?.on("unhandledRejection", onNode)
+    globalThis.addEventListener?.("unhandledrejection", onWeb)
+    try {
+      const fire: HarnessTool = {
+        name: "fire",
+        parameters: { type: "object" },
+        execute: async (_args, ctx) => {
+          ctx.spawn({ prompt: "fails" }) // never awaited
+          const empty = ctx.spawn({ prompt: "" }) // rejected at once, awaited last
+          const answer = await ctx.spawn({ prompt: "fine" })
+          await sleep(30)
+          return `${answer}; ${await empty.catch((e: Error) => e.message)}`
+        },
+      }
+      const model = new ScriptedModel({
+        byTask: {
+          t: (req, call) => (call === 0 ? { tool_calls: [{ name: "fire" }] } : { text: lastTool(req) }),
+          "t@1": (req) =>
+            userText(req) === "fails" ? { error: "child model failed" } : { text: "sub answer" },
+        },
+      })
+      const result = await runPlan(single, { model, tools: [fire] })
+      await sleep(20)
+      expect(result.output).toBe("sub answer; a sub-query needs a non-empty prompt")
+      expect(result.model_requests.map((s) => s.outcome).sort()).toEqual(["error", "ok", "ok", "ok"])
+      expect(unhandled.map(String)).toEqual([])
+    } finally {
+      proc?.off("unhandledRejection", onNode)
+      globalThis.removeEventListener?.("unhandledrejection", onWeb)
+    }
+  })
+
   it("a sub-query that never answers gives up after max_turns", async () => {
     const model = new ScriptedModel({
       byTask: {
