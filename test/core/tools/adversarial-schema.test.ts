@@ -75,6 +75,7 @@ describe("field spec: what the tool receives is what was checked", () => {
       [{ x: " 0X1A " }, "float_parsing"],
       [{ x: "Infinity" }, "float_parsing"],
       [{ n: "5." }, "int_parsing"],
+      [{ n: "5.5" }, "int_parsing"],
       [{ b: 0.5 }, "bool_type"],
       [{ b: 2 }, "bool_parsing"],
     ]
@@ -95,6 +96,22 @@ describe("field spec: what the tool receives is what was checked", () => {
     expect((await failure(t({ s: "abc\ndef" }))).violation).toBe("pattern_mismatch")
     const free = bounded(async (a: { s: string }) => a.s, { name: "f", schema: { s: { type: "string" } } })
     expect(await free({ s: "a\0\ud800" })).toBe("a\0\ud800")
+  })
+
+  it("max_length 0 admits only the empty string; a pattern is tried on the text as sent, never trimmed", async () => {
+    const empty = bounded(async (a: { s: string }) => a.s, {
+      name: "e",
+      schema: { s: { type: "string", max_length: 0 } },
+    })
+    expect((await failure(empty({ s: "DROP TABLE" }))).violation).toBe("string_too_long")
+    expect(await empty({ s: "" })).toBe("")
+    const id = bounded(async (a: { s: string }) => a.s, {
+      name: "id",
+      schema: { s: { type: "string", pattern: "^c\\d+$" } },
+    })
+    for (const s of ["c1\n", "c1 ", " c1"])
+      expect((await failure(id({ s }))).violation).toBe("pattern_mismatch")
+    expect(await id({ s: "c1" })).toBe("c1")
   })
 
   it("max_length is checked before a pattern, so a long string never reaches a backtracking regex", async () => {

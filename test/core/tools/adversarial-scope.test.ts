@@ -48,6 +48,15 @@ describe("entity scope: only one string or number id reaches the tool", () => {
     expect(await outcome(numeric({ n: "123" }))).toEqual({ ok: "123" })
     expect(await outcome(numeric({ n: Number.NaN }))).toEqual({ violation: "scope_entity_pattern" })
     expect(await outcome(numeric({ n: 1.5 }))).toEqual({ violation: "scope_entity_pattern" })
+    // JSON's 1e999 parses to Infinity, and "Infinity" and "NaN" spell ids to a letters-and-digits pattern.
+    const word = bounded(async (a: { n: unknown }) => a.n, {
+      name: "w",
+      entityParam: "n",
+      entityPattern: "[A-Za-z0-9]+",
+    })
+    for (const n of [JSON.parse("1e999"), Number.NaN]) {
+      expect(await outcome(word({ n }))).toEqual({ violation: "scope_entity_pattern" })
+    }
     expect(await outcome(acct({ account: "acct_1\n" }))).toEqual({ violation: "scope_entity_pattern" })
     expect(await outcome(acct({ account: " acct_1" }))).toEqual({ violation: "scope_entity_pattern" })
     expect(await outcome(acct({ account: "ACCT_1" }))).toEqual({ violation: "scope_entity_pattern" })
@@ -233,6 +242,16 @@ describe("path scope: lexical containment holds against the model's path tricks"
     ]) {
       expect(await outcome(read({ path: `/data/${name}` }))).toEqual({ ok: `/data/${name}` })
     }
+  })
+
+  it("a relative baseDir roots nothing: relative roots do not build and relative paths are refused", async () => {
+    const tool = async (a: { path: unknown }) => a.path
+    expect(() => bounded(tool, { name: "r", allowedPaths: ["src"], baseDir: "srv" })).toThrow(
+      SchemaBuildError,
+    )
+    const rel = bounded(tool, { name: "r", allowedPaths: ["/srv"], baseDir: "srv" })
+    expect(await outcome(rel({ path: "x" }))).toEqual({ violation: "scope_path" })
+    expect(await outcome(rel({ path: "/srv/x" }))).toEqual({ ok: "/srv/x" })
   })
 
   it("passes the normalized path, so the tool never sees the segments that were checked away", async () => {
