@@ -2,6 +2,7 @@
 // and framing tricks (chunked bodies past the limit, CL+TE, odd Host values) end in a JSON 4xx, never a hang.
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync } from "node:fs"
+import { request } from "node:http"
 import { type AddressInfo, connect } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -147,6 +148,75 @@ describe("the local bridge's request timeout", () => {
       const ok = await fetch(`http://127.0.0.1:${at}/health`)
       expect(ok.status).toBe(200)
     } finally {
+      server.close()
+    }
+  })
+})
+
+describe("the local bridge's body limit", () => {
+  it("answers 413 to a chunked body past the limit while it is still arriving; the app never sees it", async () => {
+    // The app answers 200: a 413 here can only be the bridge's (serve's own app also says 413, after buffering).
+    let handled = -1
+    const max = 16 * 1024
+    const server = await serve(
+      async (req) => {
+        handled = (await req.arrayBuffer()).byteLength
+        return Response.json({ ok: true })
+      },
+      0,
+      { maxBodyBytes: max },
+    )
+    const at = (server.address() as AddressInfo).port
+    try {
+      const chunk = Buffer.alloc(max, 0x20)
+      const cap = 256 * max
+      let sent = 0
+      const answer = await new Promise<{ status: number; body: string; ended: boolean; sent: number }>(
+        (resolve, reject) => {
+          let answered = false
+          const r = request(
+            {
+              host: "127.0.0.1",
+              port: at,
+              method: "POST",
+              path: "/v1/calls",
+              headers: { "content-type": "application/json", "transfer-encoding": "chunked" },
+            },
+            (res) => {
+              answered = true
+              const ended = r.writableEnded
+              const before = sent
+              let body = ""
+              res.on("data", (d) => {
+                body += String(d)
+              })
+              res.on("end", () => {
+                r.destroy()
+                resolve({ status: res.statusCode ?? 0, body, ended, sent: before })
+              })
+            },
+          )
+          r.on("error", (e) => {
+            if (!answered) reject(e)
+          })
+          // One chunk a turn until answered: the bridge must answer after about max bytes, long before the cap.
+          const pump = () => {
+            if (answered) return
+            if (sent >= cap) return void r.end()
+            sent += chunk.length
+            r.write(chunk, () => setImmediate(pump))
+          }
+          pump()
+        },
+      )
+      expect(answer.status).toBe(413)
+      expect(answer.body).toContain('"payload_too_large"')
+      expect(answer.ended).toBe(false)
+      // About max bytes in (3 chunks when measured), not the 256 the client would have gone on to send.
+      expect(answer.sent).toBeLessThan(32 * max)
+      expect(handled).toBe(-1)
+    } finally {
+      server.closeAllConnections()
       server.close()
     }
   })
