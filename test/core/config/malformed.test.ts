@@ -1,6 +1,8 @@
 // biome-ignore-all lint/suspicious/noTemplateCurlyInString: YAML text that references ${VAR}
 import { describe, expect, it } from "vitest"
 import { ConfigError, loadConfigFromString } from "../../../src/core/config/index.ts"
+import { MemoryLedgerStorage, MissingRequestIdentityError } from "../../../src/core/ledger/index.ts"
+import { ManualClock } from "../../../src/testing.ts"
 
 const T = "transition:\n  agent_id: a\n  policy_version: v1\n"
 
@@ -495,4 +497,82 @@ describe("malformed mycelium.yaml", () => {
     if (path) expect(err.message).toContain(`'${path}'`)
     expect(err.message).toContain(fragment)
   })
+})
+
+describe("a variable set to the empty string is no value", () => {
+  const url = (ref: string) =>
+    `action_ledger:\n  storage: redis\n  url: redis://${ref}:6379/0\n  tools: [t]\n`
+  it("${VAR:-default} takes its default", () => {
+    const config = loadConfigFromString(url("${RHOST:-127.0.0.1}"), { env: { RHOST: "" } })
+    expect(config.tools.get("t")?.ledger?.storage).toMatchObject({ url: "redis://127.0.0.1:6379/0" })
+  })
+  it("$VAR without a default is refused at its line, naming the key and the variable", () => {
+    expect(() => loadConfigFromString(url("$RHOST"), { env: { RHOST: "" } })).toThrow(
+      "mycelium.yaml:3:8 at 'action_ledger.url': environment variable 'RHOST'",
+    )
+  })
+})
+
+describe("the keys a tool's ledger is built from reach that ledger", () => {
+  const pay = (transition: string, ledger: string) =>
+    `${T}${transition}action_ledger:\n  storage: file\n  path: l.json\n${ledger}  tools: [pay]\n` +
+    "tools:\n  pay:\n    side_effect_class: idempotent_mutate\n"
+
+  it("a tool's own unclassified_policy and on_args_drift beat the global ones", () => {
+    const config = loadConfigFromString(
+      `${T}action_ledger:\n  storage: memory\n  on_args_drift: soft\ntools:\n  pay:\n    side_effect_class: irreversible\n` +
+        "    ledger:\n      unclassified_policy: strict\n      on_args_drift: hard\n",
+      { onWarning: () => {} },
+    )
+    expect(config.tools.get("pay")?.ledger).toMatchObject({
+      unclassifiedPolicy: "strict",
+      onArgsDrift: "hard",
+    })
+  })
+
+  it("request_identity_policy: require_explicit refuses a call without a request id before it runs", async () => {
+    const storage = new MemoryLedgerStorage()
+    const config = loadConfigFromString(pay("", "  request_identity_policy: require_explicit\n"), {
+      storageFactory: () => storage,
+    })
+    let runs = 0
+    const tool = config.apply("pay", async () => ++runs)
+    await expect(tool({ amt: 1 })).rejects.toBeInstanceOf(MissingRequestIdentityError)
+    expect(runs).toBe(0)
+  })
+
+  // The YAML default is true, as in the original (ActionLedger's own is false): the second worker waits for the
+  // first one's death signal (none within presumed_dead_after) until poll_timeout, and the body runs once.
+  it.each([
+    ["", 1, "LedgerPollTimeoutError"],
+    ["  reclaim_requires_death_signal: false\n", 2, "run 2"],
+  ])(
+    "a live worker's lapsed lease is taken over only with reclaim_requires_death_signal: false (%j)",
+    async (key, runs, second) => {
+      const storage = new MemoryLedgerStorage()
+      const clock = new ManualClock()
+      const lease = "  lease_ttl: 10\n  lease_renew_interval: 0\n  poll_interval: 1\n  poll_timeout: 5\n"
+      const yaml = pay(`${lease}  presumed_dead_after: 1000\n${key}`, "")
+      const worker = () =>
+        loadConfigFromString(yaml, { storageFactory: () => storage, clock, onWarning: () => {} })
+      let n = 0
+      let wake = () => {}
+      const slow = new Promise<void>((r) => {
+        wake = r
+      })
+      const body = async () => {
+        if (++n === 1) await slow
+        return `run ${n}`
+      }
+      const first = worker().apply("pay", body)({ amt: 1 }, { requestId: "order-1" })
+      while (n === 0) await new Promise((r) => setTimeout(r, 0))
+      clock.advance(11)
+      const got = await worker()
+        .apply("pay", body)({ amt: 1 }, { requestId: "order-1" })
+        .catch((e: Error) => e.name)
+      wake()
+      await first
+      expect([got, n]).toEqual([second, runs])
+    },
+  )
 })

@@ -270,6 +270,56 @@ describe("misplaced_tool_result: a result in a role the format does not allow it
       expect(JSON.stringify(kept)).toContain("sunny at 10")
       expect(JSON.stringify(kept)).not.toContain("sunny at 9")
     })
+
+    it(`${b.format}: a displaced result answers the nearest earlier unanswered call with its id, not the oldest`, () => {
+      const charge = (amt: number) => b.assistant("", [{ id: "a", name: "charge", args: { amt } }])
+      const x = [
+        ...b.system("s"),
+        b.user("pay"),
+        charge(111),
+        b.user("pay again"),
+        charge(222),
+        b.user("ok?"),
+        ...b.results([{ id: "a", text: "charged: ch_2" }]),
+      ]
+      const out = repairClean(b.format, x)
+      const answerTo = (amt: string) =>
+        JSON.stringify(out[out.findIndex((m) => JSON.stringify(m).includes(amt)) + 1])
+      expect(answerTo("222")).toContain("ch_2")
+      expect(answerTo("111")).toContain("interrupted")
+    })
+  }
+
+  // OpenAI marks no result as an error except this library's own placeholders.
+  for (const b of [anthropic, aiSdk]) {
+    it(`${b.format}: a call answered twice in its own block keeps the real result over a later error`, () => {
+      const x = [
+        b.user("pay"),
+        b.assistant("", [{ id: "c7", name: "charge" }]),
+        ...b.results([
+          { id: "c7", text: "charged: ch_1" },
+          { id: "c7", text: "aborted", error: true },
+        ]),
+      ]
+      expect(v.repair(x).report.actions).toContainEqual(
+        expect.objectContaining({ kind: "dropped_duplicate_result", toolCallId: "c7" }),
+      )
+      const out = repairClean(b.format, x)
+      expect(count(out, "ch_1")).toBe(1)
+      expect(JSON.stringify(out)).not.toContain("aborted")
+    })
+
+    it(`${b.format}: between two error results the later one is kept`, () => {
+      const x = [
+        b.user("pay"),
+        b.assistant("", [{ id: "c7", name: "charge" }]),
+        ...b.results([{ id: "c7", text: "aborted", error: true }]),
+        ...b.misplaced([{ id: "c7", text: "card declined: do not retry", error: true }]),
+      ]
+      const out = repairClean(b.format, x)
+      expect(JSON.stringify(out)).toContain("do not retry")
+      expect(JSON.stringify(out)).not.toContain("aborted")
+    })
   }
 })
 
