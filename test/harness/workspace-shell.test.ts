@@ -68,6 +68,19 @@ describe("the command's exit status", () => {
     const env = cmdOutput(await w.act(CmdRunAction({ command: "env | grep -ci mycelium_cmd" })))
     expect(env.stdout.trim()).toBe("0")
   })
+
+  it("a remembered cwd with a quote in its name stays the start directory, and its name never runs as code", async () => {
+    const w = await startedWorkspace()
+    for (const dir of ["it's", "x'; touch pwned; '"]) {
+      const made = cmdOutput(
+        await w.act(CmdRunAction({ command: `mkdir -p "${dir}" && cd "${dir}"`, cwd: w.root })),
+      )
+      expect(made.cwd).toBe(join(w.root, dir))
+      const o = cmdOutput(await w.act(CmdRunAction({ command: "pwd" })))
+      expect([o.exit_code, o.stdout]).toEqual([0, `${join(w.root, dir)}\n`])
+    }
+    expect(existsSync(join(w.root, "pwned"))).toBe(false)
+  })
 })
 
 describe("background jobs and timeouts", () => {

@@ -227,6 +227,60 @@ describe("durable keys built from task ids", () => {
     expect(sent).toEqual([])
     expect(again.output).toBe(result.output)
   })
+
+  it("ids that differ only in how '/' is spelled ('a/r0' and 'a%2Fr0') are two tasks: each runs its own work", async () => {
+    const ledger = new ActionLedger({
+      storage: new MemoryLedgerStorage(),
+      clock: new ManualClock(),
+      leaseTtl: 3600,
+      onWarning: () => {},
+    })
+    const sent: string[] = []
+    const m: ModelClient = {
+      request: async (req) => {
+        sent.push(req.context.task_id)
+        return text(`output of ${req.context.task_id}`)
+      },
+    }
+    const plan = { tasks: [task("a/r0"), task("a%2Fr0", ["a/r0"])], output_task_id: "a%2Fr0" }
+    const result = await runPlan(plan, { model: m, ledger }, { run_id: `run:${"56".repeat(16)}` })
+    expect(sent).toEqual(["a/r0", "a%2Fr0"])
+    expect(result.output).toBe("output of a%2Fr0")
+  })
+
+  it("the same tool at call index 0 in two requests of one task is two calls: both run", async () => {
+    const ledger = new ActionLedger({
+      storage: new MemoryLedgerStorage(),
+      clock: new ManualClock(),
+      leaseTtl: 3600,
+      onWarning: () => {},
+    })
+    const charges: number[] = []
+    const charge: HarnessTool = {
+      name: "charge",
+      parameters: { type: "object" },
+      binding: { agentId: "pay", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" },
+      execute: async (args) => {
+        charges.push(args.amount as number)
+        return `ch_${args.amount}`
+      },
+    }
+    const m: ModelClient = {
+      request: async (req) => {
+        const s = req.context.step
+        if (s > 1) return text("paid twice")
+        return { parts: [{ type: "tool_call", id: `c${s}`, name: "charge", args: { amount: s ? 7 : 5 } }] }
+      },
+    }
+    const plan = { tasks: [task("pay")], output_task_id: "pay" }
+    const result = await runPlan(
+      plan,
+      { model: m, ledger, tools: [charge] },
+      { run_id: `run:${"78".repeat(16)}` },
+    )
+    expect(charges).toEqual([5, 7])
+    expect(result.output).toBe("paid twice")
+  })
 })
 
 describe("a durable row at a task's key that is not a task's result", () => {
