@@ -1,7 +1,7 @@
 // Crash and restart: a worker process is SIGKILLed while it holds a claim, before or inside its side effect; a
 // restarted worker then redispatches the same call on the same durable store. Effects are counted in a file
 // outside the ledger, so the count cannot be produced by the code under test.
-import { appendFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs"
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -27,7 +27,9 @@ async function crashChild(
 for (const backend of ["file", "upstash", "neon"] as const) {
   describe(`crash and restart on ${backend}`, () => {
     const tables: string[] = []
+    const dirs: string[] = []
     afterAll(async () => {
+      for (const d of dirs) rmSync(d, { recursive: true, force: true })
       if (!tables.length) return
       const pool = neonPool(undefined, 1)
       for (const t of tables) await dropLedgerTable(pool, t)
@@ -36,6 +38,7 @@ for (const backend of ["file", "upstash", "neon"] as const) {
     const setup = async (label: string) => {
       if (backend === "upstash") await requireUpstash()
       const dir = mkdtempSync(join(tmpdir(), "mycelium-crash-"))
+      dirs.push(dir)
       const tag = runTag(`crash-${label}`)
       const where =
         backend === "file"

@@ -1,9 +1,9 @@
 // The file stores' lock options are checked when the store is built. A NaN or "x" lockTimeout waited on a held lock
 // forever, and a staleLockAfter of -1 took over a live writer's lock at once (two writers on one file).
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
 import { FileReceiptStore } from "../../src/adapters/file-receipts.ts"
 import { FileStateFlushStore } from "../../src/adapters/file-state.ts"
@@ -11,6 +11,7 @@ import { FileTaskStore } from "../../src/adapters/file-tasks.ts"
 import { InvalidOptionError } from "../../src/core/index.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "mycelium-lock-options-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const stores = {
   ledger: (o: object) => new FileLedgerStorage(join(dir, "ledger.json"), o),
   tasks: (o: object) => new FileTaskStore(join(dir, "tasks.json"), o),

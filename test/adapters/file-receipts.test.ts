@@ -1,8 +1,8 @@
 import { execFileSync } from "node:child_process"
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { FileReceiptStore } from "../../src/adapters/file-receipts.ts"
 import { testReceiptStore } from "../../src/conformance.ts"
 import {
@@ -18,7 +18,15 @@ import {
 const vectors = JSON.parse(readFileSync(new URL("../fixtures/python-vectors.json", import.meta.url), "utf8"))
 const KEY: string = vectors.receipts_hmac.signing_key
 const script = new URL("../../scripts/python/verify_receipt.py", import.meta.url).pathname
-const tmp = () => join(mkdtempSync(join(tmpdir(), "rcpt-file-")), "receipts.jsonl")
+const dirs: string[] = []
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+const tmp = () => {
+  const dir = mkdtempSync(join(tmpdir(), "rcpt-file-"))
+  dirs.push(dir)
+  return join(dir, "receipts.jsonl")
+}
 
 const emitterFor = (store: FileReceiptStore) =>
   new ReceiptEmitter({ signer: hmacReceiptSigner(KEY), store, agentId: "payment-agent" })

@@ -1,7 +1,7 @@
 // Task stores on real backends: the conformance suite per store, a worker SIGKILLed mid-task and reclaimed after
 // its lease, and rows shared with the Python original's file layout.
 import { execFileSync, spawn } from "node:child_process"
-import { appendFileSync, existsSync, mkdtempSync, readFileSync } from "node:fs"
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -17,9 +17,15 @@ import { openTaskStore, type TaskBackend } from "./crash/task-storage.ts"
 import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
 
-const tmpFile = (name: string) => join(mkdtempSync(join(tmpdir(), "mycelium-tasks-")), name)
+const dirs: string[] = []
+const tmpFile = (name: string) => {
+  const dir = mkdtempSync(join(tmpdir(), "mycelium-tasks-"))
+  dirs.push(dir)
+  return join(dir, name)
+}
 const tables: string[] = []
 afterAll(async () => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
   if (!tables.length) return
   const pool = neonPool(undefined, 1)
   for (const t of tables) await pool.query(`DROP TABLE IF EXISTS ${t}`)

@@ -1,13 +1,14 @@
 // The operator commands given hostile paths and files: a directory, /dev/zero, a symlink to something else, a YAML
 // alias bomb, a key set that is not JSON. Each must end quickly with one line and the documented exit code (2 for a
 // path or config the user must fix, 1 for a file that fails its check), never a stack trace or an endless read.
-import { mkdirSync, mkdtempSync, symlinkSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { cliRunner } from "./run-cli.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-adv-"))
+afterAll(() => rmSync(cwd, { recursive: true, force: true }))
 
 /** The CLI as a user runs it; killed after 20 s, so an endless read shows as a null exit code, not a hung suite. */
 function mycelium(...args: string[]) {

@@ -1,7 +1,8 @@
 // `mycelium serve` attacked over raw sockets, as a hostile local process or web page would: the token must not leak,
 // and framing tricks (chunked bodies past the limit, CL+TE, odd Host values) end in a JSON 4xx, never a hang.
 import { type ChildProcess, spawn } from "node:child_process"
-import { mkdtempSync } from "node:fs"
+import { once } from "node:events"
+import { mkdtempSync, rmSync } from "node:fs"
 import { request } from "node:http"
 import { type AddressInfo, connect } from "node:net"
 import { tmpdir } from "node:os"
@@ -14,9 +15,11 @@ const TOKEN = "adversarial-serve-token-6f1e"
 let child: ChildProcess
 let banner = ""
 let port = 0
+let dir = ""
 
 beforeAll(async () => {
-  const ledger = join(mkdtempSync(join(tmpdir(), "mycelium-adv-serve-")), "ledger.json")
+  dir = mkdtempSync(join(tmpdir(), "mycelium-adv-serve-"))
+  const ledger = join(dir, "ledger.json")
   const [cmd, pre] = cliCommand()
   child = spawn(cmd, [...pre, "serve", "--port", "0", "--ledger", ledger], {
     env: { ...process.env, MYCELIUM_TOKEN: TOKEN, NO_COLOR: "1" },
@@ -36,8 +39,11 @@ beforeAll(async () => {
     child.once("exit", (code) => reject(new Error(`serve exited ${code}:\n${banner}`)))
   })
 }, 40_000)
-afterAll(() => {
+afterAll(async () => {
   child?.kill("SIGTERM")
+  // The server writes its ledger until it exits.
+  if (child && child.exitCode === null && child.signalCode === null) await once(child, "exit")
+  if (dir) rmSync(dir, { recursive: true, force: true })
 })
 
 /** One raw HTTP/1.1 exchange; the status line and the body of the answer. */

@@ -1,15 +1,16 @@
 // Rows are written by agents, and operators read them in a terminal. A tool name, request id or error holding
 // escape sequences could retitle the terminal, clear it, or move the cursor to fake a "released" line above the
 // real output. Every operator view prints such text inert (`\xNN`), whatever the command.
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { beforeAll, describe, expect, it } from "vitest"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
 import { ActionLedger } from "../../src/core/index.ts"
 import { cliRunner } from "./run-cli.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-adv-term-"))
+afterAll(() => rmSync(cwd, { recursive: true, force: true }))
 const file = join(cwd, "ledger.json")
 const run = cliRunner(cwd)
 const EVIL_ID = "evil\r\nmycelium: released OK\u001b[1A"

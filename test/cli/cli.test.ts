@@ -1,13 +1,14 @@
 // The command line as a shell sees it: exit codes, one-line messages, no stack traces. (The missing-optional-package
 // path needs a project without hono/zod/jose: scripts/check-package.mjs runs it against the packed tarball.)
 import { spawnSync } from "node:child_process"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { cliCommand } from "./cli-bin.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-cli-"))
+afterAll(() => rmSync(cwd, { recursive: true, force: true }))
 const mycelium = (...args: string[]) => {
   const [cmd, pre] = cliCommand()
   const r = spawnSync(cmd, [...pre, ...args], { cwd, encoding: "utf8" })

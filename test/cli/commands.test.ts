@@ -1,6 +1,6 @@
 // Every command as a subprocess: output, --json shape, exit codes, bad input. Operator flows run against the real
 // file, Redis and PostgreSQL stores named in a mycelium.yaml.
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
@@ -14,6 +14,7 @@ import { type Closers, silentTcp } from "../adapters/servers/stall.ts"
 import { cliRunner } from "./run-cli.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-cmd-"))
+afterAll(() => rmSync(cwd, { recursive: true, force: true }))
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const run = cliRunner(cwd)
 const noStack = (text: string) => expect(text).not.toMatch(/\n\s+at /)

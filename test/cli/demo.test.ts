@@ -1,15 +1,26 @@
 // The README's main command, end to end: the demo runs, then the local ledger API serves its ledger file.
 import { spawn, spawnSync } from "node:child_process"
-import { mkdtempSync, readFileSync } from "node:fs"
+import { once } from "node:events"
+import { mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { parseReceiptJson } from "../../src/adapter-kit.ts"
 import { type Receipt, verifyReceipts } from "../../src/receipts.ts"
 
+const dirs: string[] = []
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+const tmpLedger = () => {
+  const dir = mkdtempSync(join(tmpdir(), "mycelium-demo-"))
+  dirs.push(dir)
+  return join(dir, "ledger.json")
+}
+
 describe("mycelium demo --serve", () => {
   it("shows the duplicate, the fix and the hard block, then serves the demo ledger over HTTP", async () => {
-    const ledgerPath = join(mkdtempSync(join(tmpdir(), "mycelium-demo-")), "ledger.json")
+    const ledgerPath = tmpLedger()
     const child = spawn(process.execPath, [
       "--import",
       "tsx",
@@ -78,11 +89,13 @@ describe("mycelium demo --serve", () => {
       expect(report).toMatchObject({ ok: true, valid: 3 })
     } finally {
       child.kill("SIGTERM")
+      // Its ledger dir is removed after the file's tests; the server must be gone by then.
+      if (child.exitCode === null && child.signalCode === null) await once(child, "exit")
     }
   })
 
   it("from a checkout, its inspect hint is a command that works there (no bin is linked in a checkout)", () => {
-    const ledgerPath = join(mkdtempSync(join(tmpdir(), "mycelium-demo-")), "ledger.json")
+    const ledgerPath = tmpLedger()
     const demo = spawnSync(
       process.execPath,
       ["--import", "tsx", "src/cli/main.ts", "demo", "--ledger", ledgerPath],

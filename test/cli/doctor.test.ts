@@ -1,14 +1,15 @@
 // `mycelium doctor` against what it used to miss: a task-ledger store that is down, text from a row or the config
 // holding terminal escapes, and a --timeout past what setTimeout can wait.
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { RespConnection } from "../../src/adapters/redis.ts"
 import { runTag } from "../adapters/servers/env.ts"
 import { cliRunner } from "./run-cli.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-doctor-"))
+afterAll(() => rmSync(cwd, { recursive: true, force: true }))
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const run = cliRunner(cwd)
 type Check = { id: string; status: string; message: string }

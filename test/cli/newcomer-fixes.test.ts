@@ -2,7 +2,8 @@
 // was missing), two demos at once that called each other's receipts forged, init -o hints for another file, Node's
 // parseArgs messages printed as `\x0a`, and a curl hint sending a variable nobody set.
 import { type ChildProcess, spawn, spawnSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { once } from "node:events"
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -14,8 +15,11 @@ const cwd = mkdtempSync(join(tmpdir(), "mycelium-newcomer-"))
 const run = cliRunner(cwd)
 
 const children: ChildProcess[] = []
-afterAll(() => {
+afterAll(async () => {
   for (const c of children) c.kill("SIGTERM")
+  // The commands write in cwd until they exit.
+  await Promise.all(children.map((c) => c.exitCode ?? c.signalCode ?? once(c, "exit")))
+  rmSync(cwd, { recursive: true, force: true })
 })
 
 /** Starts a long-running command; resolves with its output once `until` matches it. */
@@ -153,6 +157,8 @@ describe("a stale demo lock taken over by several demos at once", () => {
       await Promise.all(kids.map((k) => k.closed))
       expect(outs.filter((o) => o === "LOCKED")).toHaveLength(1)
     }
+    // Every demo has exited (closed above), so none is still using the dir.
+    rmSync(dir, { recursive: true, force: true })
   }, 60_000)
 })
 

@@ -1,15 +1,16 @@
 // What a newcomer met: `receipts verify --jwks` without jose as a raw module error, a store named by flag blamed
 // on a mycelium.yaml that did not exist, `Error: EACCES` from init, demo and receipts verify, and `export -o` into
 // a missing folder told to remove a file.
-import { chmodSync, mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { chmodSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { FileAccessError, fileAccessError } from "../../src/cli/errors.ts"
 import { cliCommand } from "./cli-bin.ts"
 import { cliRunner, withoutPackage } from "./run-cli.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-paths-peers-"))
+afterAll(() => rmSync(cwd, { recursive: true, force: true }))
 // The permission tests run the CLI as nobody when this is root: file modes stop no read or write of root's.
 chmodSync(cwd, 0o777)
 const run = cliRunner(cwd)

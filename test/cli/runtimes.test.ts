@@ -1,9 +1,9 @@
 // The CLI on Deno and Bun, not only Node: the demo's checks pass and init writes a config doctor accepts.
 import { spawnSync } from "node:child_process"
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 
 const main = resolve("src/cli/main.ts")
 const runtimes: Array<[string, string[]]> = [
@@ -13,6 +13,7 @@ const runtimes: Array<[string, string[]]> = [
 
 describe.each(runtimes)("mycelium on %s", (_name, [bin, ...pre]) => {
   const cwd = mkdtempSync(join(tmpdir(), "mycelium-rt-"))
+  afterAll(() => rmSync(cwd, { recursive: true, force: true }))
   const run = (...args: string[]) =>
     spawnSync(bin as string, [...pre, ...args], {
       cwd,

@@ -1,14 +1,15 @@
 // What a review found the CLI printing: a Node stack trace when `demo --store config` met a store that is down, a
 // store client's message quoting a password in `doctor`, a `--url` echoed with its credentials, and raw ENOENT,
 // ENOTDIR or InvalidTableNameError (exit 1) where the caller's path or flag is wrong (a usage error, exit 2).
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { exportUrl } from "../../src/cli/receipts-export.ts"
 import { cliRunner } from "./run-cli.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-secret-crash-"))
+afterAll(() => rmSync(cwd, { recursive: true, force: true }))
 const run = cliRunner(cwd)
 writeFileSync(join(cwd, "file"), "")
 

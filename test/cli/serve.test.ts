@@ -1,6 +1,7 @@
 // `mycelium serve` as a subprocess, probed over raw HTTP the way a hostile web page or a DNS-rebinding attack would.
 import type { ChildProcess } from "node:child_process"
-import { mkdtempSync } from "node:fs"
+import { once } from "node:events"
+import { mkdtempSync, rmSync } from "node:fs"
 import { request } from "node:http"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -8,16 +9,19 @@ import { afterAll, describe, expect, it } from "vitest"
 import { serveOnFreePort } from "./cli-bin.ts"
 
 const children: ChildProcess[] = []
-afterAll(() => {
+const dirs: string[] = []
+afterAll(async () => {
   for (const c of children) c.kill("SIGTERM")
+  // A server writes its ledger until it exits.
+  await Promise.all(children.map((c) => c.exitCode ?? c.signalCode ?? once(c, "exit")))
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
 })
 
-const start = (extra: string[] = []): Promise<number> =>
-  serveOnFreePort(children, [
-    "--ledger",
-    join(mkdtempSync(join(tmpdir(), "mycelium-serve-")), "ledger.json"),
-    ...extra,
-  ])
+const start = (extra: string[] = []): Promise<number> => {
+  const dir = mkdtempSync(join(tmpdir(), "mycelium-serve-"))
+  dirs.push(dir)
+  return serveOnFreePort(children, ["--ledger", join(dir, "ledger.json"), ...extra])
+}
 
 function http(
   port: number,

@@ -1,14 +1,15 @@
 // `mycelium tasks release` on a task-ledger file: what it refuses before writing (a live lease without --force, a
 // verdict that is not exactly completed / not-executed, a result with not-executed), and that nothing changes then.
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { FileTaskStore } from "../../src/adapters/file-tasks.ts"
 import { TaskLedger } from "../../src/tasks.ts"
 import { cliRunner } from "./run-cli.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-task-release-"))
+afterAll(() => rmSync(cwd, { recursive: true, force: true }))
 const run = cliRunner(cwd)
 
 const release = (file: string, id: string, ...args: string[]) =>

@@ -1,6 +1,6 @@
 // `mycelium tasks` as a subprocess against task ledgers on Redis and PostgreSQL, named by mycelium.yaml or by flags.
 // The rows are written by applyTask in this process through loadConfig's task store factory.
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
@@ -28,6 +28,7 @@ afterAll(async () => {
   const pool = new pg.Pool({ connectionString: DATABASE_URL })
   await dropLedgerTable(pool, table)
   await pool.end()
+  rmSync(cwd, { recursive: true, force: true })
 })
 
 describe.each([

@@ -2,15 +2,16 @@
 // --result-json number stored as another value, a write through a dangling symlink, a raw EISDIR or a Redis
 // connection error where the mistake is the caller's. Each is now a one-line usage error (exit 2) or a refusal.
 import { spawnSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, symlinkSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { parseResultJson } from "../../src/cli/options.ts"
 import { cliCommand } from "./cli-bin.ts"
 import { cliRunner } from "./run-cli.ts"
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-usage-"))
+afterAll(() => rmSync(cwd, { recursive: true, force: true }))
 const run = cliRunner(cwd)
 
 function usage(r: { code: number | null; err: string }, text: string | RegExp): void {

@@ -2,10 +2,10 @@
 // call's identity. A damaged ledger file answered 409 with its absolute path and its first bytes; a held lock named
 // the lock path. Both are now 503 without detail (the server logs it), on agent, reader and store routes alike.
 import { spawn } from "node:child_process"
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { afterEach, describe, expect, it, vi } from "vitest"
+import { afterAll, afterEach, describe, expect, it, vi } from "vitest"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
 import { MemoryLedgerStorage } from "../../src/core/index.ts"
 import { createLedgerApp } from "../../src/edge/index.ts"
@@ -21,6 +21,16 @@ const ROUTES = [
 afterEach(() => {
   vi.restoreAllMocks()
 })
+const dirs: string[] = []
+// After every test, so the lock-holding child the test SIGKILLed is gone.
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+const privateDir = () => {
+  const dir = mkdtempSync(join(tmpdir(), "mycelium-leak-"))
+  dirs.push(dir)
+  return join(dir, "private-dir")
+}
 
 async function answers(app: ReturnType<typeof createLedgerApp>) {
   const out: { path: string; status: number; code: string; text: string }[] = []
@@ -42,7 +52,7 @@ async function answers(app: ReturnType<typeof createLedgerApp>) {
 
 describe("a damaged store through the API", () => {
   it("a corrupt ledger file is 503 ledger_file_corrupt: no path, no file content in the answer; the log has both, on one line per request", async () => {
-    const dir = join(mkdtempSync(join(tmpdir(), "mycelium-leak-")), "private-dir")
+    const dir = privateDir()
     mkdirSync(dir)
     const file = join(dir, "ledger.json")
     writeFileSync(file, "x\nAPI_KEY=sk_live_0123456789 is not json")
@@ -69,7 +79,7 @@ describe("a damaged store through the API", () => {
   })
 
   it("a lock another live process holds is 503 ledger_file_lock_timeout without the lock path", async () => {
-    const dir = join(mkdtempSync(join(tmpdir(), "mycelium-leak-")), "private-dir")
+    const dir = privateDir()
     mkdirSync(dir)
     const file = join(dir, "ledger.json")
     // A real writer process parked while it holds the lock (test/adapters/file-lock-child.ts).

@@ -2,15 +2,16 @@
 // is wrapped: the ConfigError still names the file it was loaded from, the key path, line and column (it named
 // "mycelium.yaml", with no location, whatever the file was).
 import { spawnSync } from "node:child_process"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { ConfigError } from "../../src/core/config/index.ts"
 import { loadConfig, nodeStorageFactory, nodeTaskStoreFactory } from "../../src/node/config.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "mycelium-post-load-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const T = "transition:\n  agent_id: a\n  policy_version: v\n"
 const quiet = { env: {}, onWarning: () => {} }
 

@@ -1,5 +1,5 @@
 // loadConfig from disk against the real stores mycelium.yaml can name: a file, Upstash (REST) and PostgreSQL.
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
@@ -43,6 +43,7 @@ afterAll(async () => {
   const pool = new pg.Pool({ connectionString: DATABASE_URL })
   await dropLedgerTable(pool, table)
   await pool.end()
+  rmSync(dir, { recursive: true, force: true })
 })
 
 describe("loadConfig with real stores", () => {

@@ -1,6 +1,6 @@
 // loadConfig's task store factory against the real stores `task_ledger:` can name: memory, a file, Redis (RESP),
 // Upstash (REST) and PostgreSQL. Two loads stand for two processes sharing the store.
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import pg from "pg"
@@ -81,6 +81,7 @@ afterAll(async () => {
   const pool = new pg.Pool({ connectionString: DATABASE_URL })
   await dropLedgerTable(pool, table)
   await pool.end()
+  rmSync(dir, { recursive: true, force: true })
 })
 
 describe("loadConfig's task store factory with real stores", () => {

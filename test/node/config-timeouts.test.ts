@@ -2,7 +2,7 @@
 // closed with a typed error instead of holding the agent's call forever. Each store is built by loadConfig from disk
 // and pointed at a real server that stalls: one that accepts connections and never answers, or a proxy in front of
 // the real Postgres that stops passing the server's bytes once the connection is up.
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { neonConfig } from "@neondatabase/serverless"
@@ -23,6 +23,7 @@ const tag = runTag("cfgto").replaceAll("-", "_")
 const closers: (() => Promise<unknown> | unknown)[] = []
 afterAll(async () => {
   for (const close of closers.reverse()) await close()
+  rmSync(dir, { recursive: true, force: true })
 })
 
 const yaml = chargeYaml

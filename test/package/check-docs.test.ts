@@ -1,11 +1,12 @@
 // The docs checker fails on a block that does not compile and points at its Markdown line; nocheck opts out.
 import { spawnSync } from "node:child_process"
-import { mkdtempSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 
 const dir = mkdtempSync(join(tmpdir(), "mycelium-docs-"))
+afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const check = (...pages: string[]) => {
   const r = spawnSync(process.execPath, ["scripts/check-docs.mjs", ...pages], { encoding: "utf8" })
   return { code: r.status, out: r.stdout + r.stderr }

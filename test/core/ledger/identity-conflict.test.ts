@@ -1,10 +1,10 @@
 // A row under the same tool-call id whose key this call does not derive is never a licence to run. The Python
 // original writes `10.0` where JavaScript can only see `10`, so its key for the same call differs from ours.
 
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../../../src/adapters/file.ts"
 import {
@@ -56,9 +56,18 @@ function setup(storage: LedgerStorage, options: ActionLedgerOptions = {}) {
   return { ledger, pay, runs: () => runs }
 }
 
+const dirs: string[] = []
+function tmpDir(): string {
+  dirs.push(mkdtempSync(join(tmpdir(), "idc-")))
+  return dirs[dirs.length - 1] as string
+}
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+
 const stores: Array<[string, () => LedgerStorage]> = [
   ["memory", () => new MemoryLedgerStorage()],
-  ["file", () => new FileLedgerStorage(join(mkdtempSync(join(tmpdir(), "idc-")), "ledger.json"))],
+  ["file", () => new FileLedgerStorage(join(tmpDir(), "ledger.json"))],
 ]
 
 describe.each(stores)("identity conflicts fail closed (%s)", (_name, make) => {

@@ -1,9 +1,9 @@
 // Adversarial review of signing: hostile drafts handed to ReceiptEmitter, and whether the signed text is exactly
 // what a store keeps and gives back.
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { FileReceiptStore } from "../../../src/adapters/file-receipts.ts"
 import {
   AuditReceiptError,
@@ -16,7 +16,15 @@ import {
 } from "../../../src/core/receipts/index.ts"
 
 const KEY = "adversarial-sign-key"
-const tmpFile = () => join(mkdtempSync(join(tmpdir(), "rcpt-adv-")), "receipts.jsonl")
+const dirs: string[] = []
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+const tmpFile = () => {
+  const dir = mkdtempSync(join(tmpdir(), "rcpt-adv-"))
+  dirs.push(dir)
+  return join(dir, "receipts.jsonl")
+}
 
 const emitter = (store: ReceiptStore = new MemoryReceiptStore()) =>
   new ReceiptEmitter({ signer: hmacReceiptSigner(KEY), store, agentId: "agent-α" })

@@ -1,15 +1,23 @@
 // Adversarial review of receipt stores: several processes appending to one file, and a file an attacker edited.
 import { spawn } from "node:child_process"
-import { appendFileSync, mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join, resolve } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { FileReceiptStore } from "../../../src/adapters/file-receipts.ts"
 import { ReceiptStoreCorruptError, verifyReceipts } from "../../../src/core/receipts/index.ts"
 
 const KEY = "adversarial-stores-key"
 const child = resolve("test/core/receipts/children/append-receipts.ts")
-const tmpFile = () => join(mkdtempSync(join(tmpdir(), "rcpt-adv-store-")), "receipts.jsonl")
+const dirs: string[] = []
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+const tmpFile = () => {
+  const dir = mkdtempSync(join(tmpdir(), "rcpt-adv-store-"))
+  dirs.push(dir)
+  return join(dir, "receipts.jsonl")
+}
 
 function run(path: string, writer: string, count: number, startAt = 0): Promise<void> {
   return new Promise((ok, fail) => {

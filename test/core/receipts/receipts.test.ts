@@ -1,9 +1,9 @@
 import { execFileSync } from "node:child_process"
-import { mkdtempSync, readFileSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { exportJWK, generateKeyPair } from "jose"
-import { describe, expect, it } from "vitest"
+import { describe, expect, it, onTestFinished } from "vitest"
 import {
   type AuditReceiptRecord,
   hmacReceiptSigner,
@@ -114,6 +114,7 @@ describe("HMAC receipts match the Python original", () => {
       }),
     )
     const dir = mkdtempSync(join(tmpdir(), "rcpt-py-"))
+    onTestFinished(() => rmSync(dir, { recursive: true, force: true }))
     const file = join(dir, "receipts.jsonl")
     writeFileSync(file, `${receipts.map((r) => receiptJsonLine(recordOf(r))).join("\n")}\n`)
     const script = new URL("../../../scripts/python/verify_receipt.py", import.meta.url).pathname

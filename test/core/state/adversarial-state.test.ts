@@ -1,9 +1,9 @@
 // A hostile review of StateFlush: bodies that record what JSON cannot hold or keys that are prototype names,
 // signals that fire after the run already wrote its final snapshot, concurrent writers, and store outages.
-import { mkdtempSync } from "node:fs"
+import { mkdtempSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it } from "vitest"
 import { FileStateFlushStore } from "../../../src/adapters/file-state.ts"
 import {
   MemoryStateFlushStore,
@@ -14,7 +14,15 @@ import {
   type StateSnapshot,
 } from "../../../src/state.ts"
 
-const tmpFile = () => join(mkdtempSync(join(tmpdir(), "mycelium-state-adv-")), "state.json")
+const dirs: string[] = []
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+const tmpFile = () => {
+  const dir = mkdtempSync(join(tmpdir(), "mycelium-state-adv-"))
+  dirs.push(dir)
+  return join(dir, "state.json")
+}
 const tick = () => new Promise((r) => setTimeout(r, 0))
 
 describe("state a body records", () => {

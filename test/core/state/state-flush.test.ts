@@ -1,13 +1,21 @@
-import { mkdirSync, mkdtempSync, readFileSync } from "node:fs"
+import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { expect, it } from "vitest"
+import { afterAll, expect, it } from "vitest"
 import { FileStateFlushStore } from "../../../src/adapters/file-state.ts"
 import { testStateFlush } from "../../../src/conformance.ts"
 import { LedgerStorageUnavailableError } from "../../../src/core/ledger/index.ts"
 import { StateFlush, StateFlushError } from "../../../src/state.ts"
 
-const tmpFile = () => join(mkdtempSync(join(tmpdir(), "mycelium-state-")), "state.json")
+const dirs: string[] = []
+afterAll(() => {
+  for (const d of dirs) rmSync(d, { recursive: true, force: true })
+})
+const tmpFile = () => {
+  const dir = mkdtempSync(join(tmpdir(), "mycelium-state-"))
+  dirs.push(dir)
+  return join(dir, "state.json")
+}
 
 testStateFlush("file", () => {
   const path = tmpFile()
