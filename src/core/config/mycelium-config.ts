@@ -354,7 +354,9 @@ export class MyceliumConfig {
           (args, tx) => body(args as A, tx),
         ),
       )
-      call = async (args, meta) => (await wrapped)(args as Record<string, unknown>, meta)
+      // Awaited, not returned: a call refused before its first await is a promise already rejected, and workerd
+      // reports one that gains its handler a microtask later (returned from an async function) as unhandled.
+      call = async (args, meta) => await (await wrapped)(args as Record<string, unknown>, meta)
     } else {
       call = async (args) => body(args, undefined)
     }
@@ -517,7 +519,7 @@ export class MyceliumConfig {
     if (ledger && task) {
       const idFrom = task.idFrom
       const wrapped = ledger.then((l) => l.task<A, R>({ name, ...(idFrom.length && { idFrom }) }, fn))
-      call = async (args, meta) => (await wrapped)(args, meta)
+      call = async (args, meta) => await (await wrapped)(args, meta) // awaited: see apply()
     } else {
       const never = new AbortController().signal
       call = async (args, meta) => {
