@@ -1,8 +1,7 @@
 import { execFileSync } from "node:child_process"
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { FileReceiptStore } from "../../src/adapters/file-receipts.ts"
 import { testReceiptStore } from "../../src/conformance.ts"
 import {
@@ -14,17 +13,14 @@ import {
   receiptJsonLine,
   verifyReceipts,
 } from "../../src/core/receipts/index.ts"
+import { tempDirs } from "../temp-dirs.ts"
 
 const vectors = JSON.parse(readFileSync(new URL("../fixtures/python-vectors.json", import.meta.url), "utf8"))
 const KEY: string = vectors.receipts_hmac.signing_key
 const script = new URL("../../scripts/python/verify_receipt.py", import.meta.url).pathname
-const dirs: string[] = []
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-})
+const freshDir = tempDirs("rcpt-file-")
 const tmp = () => {
-  const dir = mkdtempSync(join(tmpdir(), "rcpt-file-"))
-  dirs.push(dir)
+  const dir = freshDir()
   return join(dir, "receipts.jsonl")
 }
 

@@ -1,20 +1,16 @@
 // The README's main command, end to end: the demo runs, then the local ledger API serves its ledger file.
 import { spawn, spawnSync } from "node:child_process"
 import { once } from "node:events"
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { readFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { parseReceiptJson } from "../../src/adapter-kit.ts"
 import { type Receipt, verifyReceipts } from "../../src/receipts.ts"
+import { tempDirs } from "../temp-dirs.ts"
 
-const dirs: string[] = []
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-})
+const freshDir = tempDirs("mycelium-demo-")
 const tmpLedger = () => {
-  const dir = mkdtempSync(join(tmpdir(), "mycelium-demo-"))
-  dirs.push(dir)
+  const dir = freshDir()
   return join(dir, "ledger.json")
 }
 

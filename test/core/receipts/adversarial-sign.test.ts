@@ -1,9 +1,5 @@
-// Adversarial review of signing: hostile drafts handed to ReceiptEmitter, and whether the signed text is exactly
-// what a store keeps and gives back.
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { FileReceiptStore } from "../../../src/adapters/file-receipts.ts"
 import {
   AuditReceiptError,
@@ -14,15 +10,12 @@ import {
   type ReceiptStore,
   verifyReceipts,
 } from "../../../src/core/receipts/index.ts"
+import { tempDirs } from "../../temp-dirs.ts"
 
 const KEY = "adversarial-sign-key"
-const dirs: string[] = []
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-})
+const freshDir = tempDirs("rcpt-adv-")
 const tmpFile = () => {
-  const dir = mkdtempSync(join(tmpdir(), "rcpt-adv-"))
-  dirs.push(dir)
+  const dir = freshDir()
   return join(dir, "receipts.jsonl")
 }
 

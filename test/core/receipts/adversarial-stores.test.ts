@@ -1,21 +1,17 @@
 // Adversarial review of receipt stores: several processes appending to one file, and a file an attacker edited.
 import { spawn } from "node:child_process"
-import { appendFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { appendFileSync, readFileSync, writeFileSync } from "node:fs"
 import { join, resolve } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { FileReceiptStore } from "../../../src/adapters/file-receipts.ts"
 import { ReceiptStoreCorruptError, verifyReceipts } from "../../../src/core/receipts/index.ts"
+import { tempDirs } from "../../temp-dirs.ts"
 
 const KEY = "adversarial-stores-key"
 const child = resolve("test/core/receipts/children/append-receipts.ts")
-const dirs: string[] = []
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-})
+const freshDir = tempDirs("rcpt-adv-store-")
 const tmpFile = () => {
-  const dir = mkdtempSync(join(tmpdir(), "rcpt-adv-store-"))
-  dirs.push(dir)
+  const dir = freshDir()
   return join(dir, "receipts.jsonl")
 }
 

@@ -1,9 +1,5 @@
-// A hostile review of StateFlush: bodies that record what JSON cannot hold or keys that are prototype names,
-// signals that fire after the run already wrote its final snapshot, concurrent writers, and store outages.
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { FileStateFlushStore } from "../../../src/adapters/file-state.ts"
 import {
   MemoryStateFlushStore,
@@ -13,14 +9,11 @@ import {
   type StateFlushStore,
   type StateSnapshot,
 } from "../../../src/state.ts"
+import { tempDirs } from "../../temp-dirs.ts"
 
-const dirs: string[] = []
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-})
+const freshDir = tempDirs("mycelium-state-adv-")
 const tmpFile = () => {
-  const dir = mkdtempSync(join(tmpdir(), "mycelium-state-adv-"))
-  dirs.push(dir)
+  const dir = freshDir()
   return join(dir, "state.json")
 }
 const tick = () => new Promise((r) => setTimeout(r, 0))

@@ -1,19 +1,15 @@
-import { mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
+import { mkdirSync, readFileSync } from "node:fs"
 import { join } from "node:path"
-import { afterAll, expect, it } from "vitest"
+import { expect, it } from "vitest"
 import { FileStateFlushStore } from "../../../src/adapters/file-state.ts"
 import { testStateFlush } from "../../../src/conformance.ts"
 import { LedgerStorageUnavailableError } from "../../../src/core/ledger/index.ts"
 import { StateFlush, StateFlushError } from "../../../src/state.ts"
+import { tempDirs } from "../../temp-dirs.ts"
 
-const dirs: string[] = []
-afterAll(() => {
-  for (const d of dirs) rmSync(d, { recursive: true, force: true })
-})
+const freshDir = tempDirs("mycelium-state-")
 const tmpFile = () => {
-  const dir = mkdtempSync(join(tmpdir(), "mycelium-state-"))
-  dirs.push(dir)
+  const dir = freshDir()
   return join(dir, "state.json")
 }
 
