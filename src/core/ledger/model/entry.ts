@@ -118,61 +118,68 @@ function decisionFromRow(v: unknown): Decision | null {
 }
 
 /**
- * Every `LedgerEntry` field, in the original's `to_dict()` order, with its payload key and reader. `satisfies`
- * makes a field missing here (or one that is not on `LedgerEntry`) a type error, so the codec cannot fall behind.
+ * How each `LedgerEntry` field is read back, in the original's `to_dict()` order. Its payload key is the field's
+ * name in snake_case (`providerKeyFirstAttemptAt` is `provider_key_first_attempt_at`), which holds for every field
+ * of the original; `satisfies` makes a field missing here (or one that is not on `LedgerEntry`) a type error, so
+ * the codec cannot fall behind.
  */
-export const ENTRY_FIELDS = {
-  requestId: { key: "request_id", decode: (v) => v as string },
-  tool: { key: "tool", decode: (v) => v as string },
-  args: { key: "args", decode: (v) => (Array.isArray(v) ? (v as JsonValue[]) : []) },
-  kwargs: {
-    key: "kwargs",
-    decode: (v) => (v && typeof v === "object" ? (v as Record<string, JsonValue>) : {}),
-  },
-  status: { key: "status", decode: (v) => v as LegacyStatus },
+const DECODERS = {
+  requestId: (v) => v as string,
+  tool: (v) => v as string,
+  args: (v) => (Array.isArray(v) ? (v as JsonValue[]) : []),
+  kwargs: (v) => (v && typeof v === "object" ? (v as Record<string, JsonValue>) : {}),
+  status: (v) => v as LegacyStatus,
   // Invalid or missing values stay visible to the repair gate as they are.
-  terminalOutcome: {
-    key: "terminal_outcome",
-    decode: (v) => (v === undefined ? "IN_FLIGHT" : v) as TerminalOutcome,
-  },
-  fence: { key: "fence", decode: (v) => Number(v ?? 0) || 0 },
-  result: { key: "result", decode: (v) => (v ?? null) as JsonValue },
-  error: { key: "error", decode: str },
-  startedAt: { key: "started_at", decode: (v) => num(v) ?? 0 },
-  finishedAt: { key: "finished_at", decode: num },
-  leaseUntil: { key: "lease_until", decode: num },
-  owner: { key: "owner", decode: str },
-  idempotencyKey: {
-    key: "idempotency_key",
-    decode: (v, row) => (v as string | undefined) ?? requestIdOf(row),
-  },
-  receiptRef: { key: "receipt_ref", decode: str },
-  sideEffectBoundary: {
-    key: "side_effect_boundary",
-    decode: (v) => (v === undefined ? "not_crossed" : v) as SideEffectBoundary,
-  },
-  externalOperationRef: { key: "external_operation_ref", decode: str },
-  providerIdempotencyKey: { key: "provider_idempotency_key", decode: str },
-  providerKeyFirstAttemptAt: { key: "provider_key_first_attempt_at", decode: num },
-  lastHeartbeatAt: { key: "last_heartbeat_at", decode: num },
-  workerDeadAssertedBy: { key: "worker_dead_asserted_by", decode: str },
-  workerDeadAssertedAt: { key: "worker_dead_asserted_at", decode: num },
-  operatorResolution: { key: "operator_resolution", decode: (v) => str(v) as OperatorResolution | null },
-  resolvedBy: { key: "resolved_by", decode: str },
-  resolutionReason: { key: "resolution_reason", decode: str },
-  resolvedAt: { key: "resolved_at", decode: num },
-  releasedFromOutcome: { key: "released_from_outcome", decode: str },
-  decisionId: { key: "decision_id", decode: str },
-  stateRef: { key: "state_ref", decode: str },
-  decision: { key: "decision", decode: decisionFromRow, encode: decisionToRow },
-  effectPhase: { key: "effect_phase", decode: (v) => ((v as string) ?? "INTENDED") as EffectState },
-  effectProtocolRequired: { key: "effect_protocol_required", decode: (v) => v === true },
-  effectId: { key: "effect_id", decode: (v, row) => (v as string | undefined) ?? requestIdOf(row) },
+  terminalOutcome: (v) => (v === undefined ? "IN_FLIGHT" : v) as TerminalOutcome,
+  fence: (v) => Number(v ?? 0) || 0,
+  result: (v) => (v ?? null) as JsonValue,
+  error: str,
+  startedAt: (v) => num(v) ?? 0,
+  finishedAt: num,
+  leaseUntil: num,
+  owner: str,
+  idempotencyKey: (v, row) => (v as string | undefined) ?? requestIdOf(row),
+  receiptRef: str,
+  sideEffectBoundary: (v) => (v === undefined ? "not_crossed" : v) as SideEffectBoundary,
+  externalOperationRef: str,
+  providerIdempotencyKey: str,
+  providerKeyFirstAttemptAt: num,
+  lastHeartbeatAt: num,
+  workerDeadAssertedBy: str,
+  workerDeadAssertedAt: num,
+  operatorResolution: (v) => str(v) as OperatorResolution | null,
+  resolvedBy: str,
+  resolutionReason: str,
+  resolvedAt: num,
+  releasedFromOutcome: str,
+  decisionId: str,
+  stateRef: str,
+  decision: decisionFromRow,
+  effectPhase: (v) => ((v as string) ?? "INTENDED") as EffectState,
+  effectProtocolRequired: (v) => v === true,
+  effectId: (v, row) => (v as string | undefined) ?? requestIdOf(row),
   // A row without a version predates versioning: schema 1.
-  schemaVersion: { key: "schema_version", decode: (v) => Number(v ?? 1) },
-  parentRequestId: { key: "parent_request_id", decode: str },
-  handoffId: { key: "handoff_id", decode: str },
-} as const satisfies { readonly [K in keyof LedgerEntry]-?: FieldCodec<LedgerEntry[K]> }
+  schemaVersion: (v) => Number(v ?? 1),
+  parentRequestId: str,
+  handoffId: str,
+} satisfies { readonly [K in keyof LedgerEntry]-?: FieldCodec<LedgerEntry[K]>["decode"] }
+
+/** Every `LedgerEntry` field with its payload key and reader, in the original's `to_dict()` order. */
+export const ENTRY_FIELDS: { readonly [K in keyof LedgerEntry]-?: FieldCodec<LedgerEntry[K]> } =
+  /* @__PURE__ */ codecs()
+
+function codecs(): never {
+  return Object.fromEntries(
+    Object.entries(DECODERS).map(([field, decode]) => [
+      field,
+      {
+        key: field.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`),
+        decode,
+        ...(field === "decision" && { encode: decisionToRow }),
+      },
+    ]),
+  ) as never
+}
 
 const CODECS = /* @__PURE__ */ Object.entries(ENTRY_FIELDS) as ReadonlyArray<
   readonly [keyof LedgerEntry, FieldCodec<unknown>]
