@@ -68,7 +68,7 @@ writeFileSync(
   JSON.stringify({
     compilerOptions: {
       target: "ES2022",
-      lib: ["ES2022", "DOM", "DOM.Iterable"],
+      lib: ["ES2022", "ES2024.String", "DOM", "DOM.Iterable"],
       module: "ESNext",
       moduleResolution: "Bundler",
       strict: true,

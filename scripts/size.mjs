@@ -70,13 +70,19 @@ const budgets = [
     // redispatch under a new tool-call id reads its own scope too (a released payment stayed blocked): 18,175 B.
     // Stop 38, +12 B within the budget: a function or symbol argument is refused (keyed by its source text), and the
     // identity check tries the dispatch ids a released payment's own redispatch had: 18,187 B.
-    max: 17.8 * KB,
+    // 17.8 -> 18 KB (2026-12-06, stop 41), 203 B: a result a store cannot keep (U+0000 or an unpaired surrogate on
+    // Postgres and Redis) completes as unstorable, and a failure's text is recorded cut to 4,096 characters with
+    // those replaced (a tool's NUL or a several-MB error failed the write after the effect ran: the payment's row
+    // stayed IN_FLIGHT and the caller was told the store was down): 18,401 B.
+    max: 18 * KB,
     target: 15 * KB,
   },
   // #11's budget for the whole core entry: the ledger, the context guards and the error root, for bundlers that do not
   // tree-shake and for URL imports. The other guard families are entries of their own (below); 19.1 KB after the split.
   // parseToolArguments moved to `tools` (2026-12-05): 20.0 -> 19.0 KB.
-  { name: "core entry (everything)", code: 'export * from "./dist/index.js"', max: 20 * KB },
+  // 20 -> 20.2 KB (2026-12-06, stop 41), 193 B: the same fix as the ledger's above, which nothing else in the core
+  // could pay for without cutting messages or logic: 20,668 B. #11's 20 KB is printed beside it as the target.
+  { name: "core entry (everything)", code: 'export * from "./dist/index.js"', max: 20.2 * KB, target: 20 * KB },
   // One entry per guard family, each measured alone (what it shares with the core is counted again); budgets are
   // the size at the split +15%. receipts and tasks each carry the ledger's canonical JSON and SHA-256 (5 KB minified).
   // tasks and state were raised by 10% after the adversarial review of stop 22, whose fixes they carry (a task that
@@ -116,7 +122,9 @@ const budgets = [
     // the body from starting, an unbounded live lease needs force to release: 7,696 B.
     // tasks 7.6 -> 7.7 KB (2026-12-05, stop 37): the canonical JSON it shares with the ledger reads an invalid Date as
     // the NaN it holds: 7,797 B.
-    ["tasks", 7.7],
+    // tasks 7.7 -> 7.8 KB (2026-12-06, stop 41): a task's failure text is recorded as the ledger records one (cut to
+    // 4,096 characters, U+0000 and unpaired surrogates replaced): 7,949 B.
+    ["tasks", 7.8],
     // state 2.4 -> 2.5 KB (2026-12-05): the JSON conversion it shares with the ledger learned to refuse arguments
     // that are not plain (the refusal itself stays with the ledger): 2,496 B.
     // state 2.5 -> 2.6 KB (2026-12-05): the shared JSON conversion refuses non-finite arguments: 2,575 B.
@@ -238,7 +246,9 @@ const budgets = [
     // 38 -> 38.1 KB (2026-12-06, stop 39): the option checks of the ledger and task ledger it bundles: 38,985 B.
     // 38.1 -> 38.2 KB (2026-12-06, stop 40): swap sequences with lease-only steps, so a store whose version ignores
     // the lease fails (a mutant of the Neon task store passed every test): 39,065 B.
-    max: 38.2 * KB,
+    // 38.2 -> 39.1 KB (2026-12-06, stop 41): cases of text a store keeps or refuses (U+0000, unpaired surrogates, a
+    // 3 MB error, a result 950 levels deep) for every ledger and task store: 40,015 B.
+    max: 39.1 * KB,
   },
   // The agent client (`mycelium-runtime/client`, fetch only: no hono, zod or jose): 4.8 KB when it was added.
   // 6 -> 6.5 KB (2026-12-05, the review of stop 34): a result the server would refuse (NUL, an unpaired surrogate, a

@@ -60,3 +60,5 @@ export type {
   TransitionExpectation,
 } from "./core/storage/contract.ts"
 export { SafeStorage } from "./core/storage/safe-storage.ts"
+// A store that declares `limits.validUnicodeOnly` refuses a row holding U+0000 or an unpaired surrogate with it.
+export { keepableJson } from "./core/storage/text.ts"

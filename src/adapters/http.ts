@@ -6,10 +6,12 @@ import {
   type ClaimResult,
   entryFromRow,
   entryToRow,
+  keepableJson,
   type LedgerEntry,
   LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
+  type StorageLimits,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
 import { InvalidOptionError, MyceliumError } from "../core/errors.ts"
@@ -36,6 +38,12 @@ export interface HttpLedgerStorageOptions {
    * reports `LedgerStorageUnavailableError`. Default 30; `null` waits forever.
    */
   readonly requestTimeout?: number | null
+  /**
+   * The API's request body limits, when its app was built with other `limits` than the default (1 MiB, 128 levels).
+   * A result the API would refuse completes as unstorable (replays raise `LedgerResultUnstorableError`) instead of
+   * failing its completion after the tool ran.
+   */
+  readonly serverLimits?: { readonly maxBodyBytes?: number; readonly maxDepth?: number }
 }
 
 /** The server answered with an error: `code` is the API's stable error code. */
@@ -73,7 +81,27 @@ function rowsOf(raw: unknown): Row[] {
   return raw as Row[]
 }
 
+// What fits the API's request body: a row is sent wrapped once ({"next": row, "expect": …}), so one level less, and
+// 4 KiB under the body's bytes for the wrapper and the payload's snake_case keys.
+function rowLimits(server: HttpLedgerStorageOptions["serverLimits"] = {}): StorageLimits {
+  const { maxBodyBytes = 1024 * 1024, maxDepth = 128 } = server
+  if (!(Number.isInteger(maxBodyBytes) && maxBodyBytes > 4096 && Number.isInteger(maxDepth) && maxDepth > 1))
+    throw new InvalidOptionError(
+      `serverLimits must be whole numbers, maxBodyBytes > 4096 and maxDepth > 1, got ${maxBodyBytes} and ${maxDepth}`,
+    )
+  return { validUnicodeOnly: true, maxRowBytes: maxBodyBytes - 4096, maxDepth: maxDepth - 1 }
+}
+
+/** A row's payload, refused typed as the server would refuse it (a 400 the ledger would read as an outage). */
+function rowFor(e: LedgerEntry): Row {
+  const row = entryToRow(e)
+  keepableJson(JSON.stringify(row), e.requestId)
+  return row
+}
+
 export class HttpLedgerStorage implements LedgerStorage {
+  /** What the API accepts in a body (it refuses U+0000 and unpaired surrogates for every store). */
+  readonly limits: StorageLimits
   readonly #base: string
   readonly #token: HttpLedgerStorageOptions["token"]
   readonly #fetch: typeof fetch
@@ -92,6 +120,7 @@ export class HttpLedgerStorage implements LedgerStorage {
     this.#base = options.url.replace(/\/+$/, "")
     this.#maxResponseBytes = max
     this.#requestTimeout = requestTimeoutOption(options.requestTimeout)
+    this.limits = rowLimits(options.serverLimits)
   }
 
   /** One request; a 200 counts only when it is an object with the route's own field `key`. */
@@ -191,7 +220,7 @@ export class HttpLedgerStorage implements LedgerStorage {
   async set(entry: LedgerEntry): Promise<void> {
     let r: { ok?: unknown } | null
     try {
-      r = await this.#call("PUT", `/v1/rows/${this.#id(entry.requestId)}`, "ok", { row: entryToRow(entry) })
+      r = await this.#call("PUT", `/v1/rows/${this.#id(entry.requestId)}`, "ok", { row: rowFor(entry) })
     } catch (e) {
       // The server's store refused it: the same typed refusal as every other backend's.
       if (e instanceof LedgerHttpError && e.code === "ledger_stale_fence") {
@@ -213,7 +242,7 @@ export class HttpLedgerStorage implements LedgerStorage {
       `/v1/rows/${this.#id(entry.requestId)}/claim`,
       "outcome",
       {
-        entry: entryToRow(entry),
+        entry: rowFor(entry),
         lease_ttl: leaseTtl,
         now,
         ...(options && "reclaimFence" in options ? { reclaim_fence: options.reclaimFence } : {}),
@@ -236,7 +265,7 @@ export class HttpLedgerStorage implements LedgerStorage {
       `/v1/rows/${this.#id(next.requestId)}/transition`,
       "ok",
       {
-        next: entryToRow(next),
+        next: rowFor(next),
         expect: {
           outcomes: expect.outcomes,
           fence: expect.fence,

@@ -9,10 +9,12 @@ import {
   decideClaim,
   entryFromRow,
   entryToRow,
+  keepableJson,
   type LedgerEntry,
   LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
+  type StorageLimits,
   stampClaim,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
@@ -88,9 +90,15 @@ const claimableAt = (p: string, now: string): string =>
   ` OR (${effectiveOf(p)} = 'IN_FLIGHT' AND ${leaseOf(p)} IS NOT NULL AND ${leaseOf(p)} <> 'NaN'::float8` +
   ` AND ${leaseOf(p)} <= ${now}))`
 
+const NEON_LIMITS: StorageLimits = Object.freeze({ validUnicodeOnly: true })
+/** The JSONB payload of a row, refused typed when Postgres would refuse it (an outage to the ledger otherwise). */
+const payloadOf = (e: LedgerEntry): string => keepableJson(JSON.stringify(entryToRow(e)), e.requestId)
+
 /** The Postgres ledger backend for Neon (or any Postgres reachable by the serverless driver). */
 export class NeonLedgerStorage implements LedgerStorage {
   readonly kind = "neon"
+  /** JSONB refuses U+0000 and unpaired surrogates: the ledger checks them before a write could be refused. */
+  readonly limits: StorageLimits = NEON_LIMITS
   readonly table: string
   readonly #run: Run
   readonly #q: ReturnType<typeof queries>
@@ -115,11 +123,7 @@ export class NeonLedgerStorage implements LedgerStorage {
 
   /** Upsert, refusing only a write that would move the fence backwards (a stale writer). */
   async set(entry: LedgerEntry): Promise<void> {
-    const rows = await this.#run(this.#q.set, [
-      entry.requestId,
-      JSON.stringify(entryToRow(entry)),
-      entry.fence,
-    ])
+    const rows = await this.#run(this.#q.set, [entry.requestId, payloadOf(entry), entry.fence])
     if (rows.length === 0) {
       const stored = await this.get(entry.requestId)
       throw new LedgerStaleFenceError(entry.requestId, stored?.fence ?? 0, entry.fence)
@@ -133,7 +137,7 @@ export class NeonLedgerStorage implements LedgerStorage {
     options?: ClaimOptions,
   ): Promise<ClaimResult> {
     const stamped = stampClaim(entry, null, leaseTtl, now)
-    const payload = JSON.stringify(entryToRow(stamped))
+    const payload = payloadOf(stamped)
     let mode = CLAIM_ANY
     let fence: number | null = null
     if (options && "reclaimFence" in options) {
@@ -169,7 +173,7 @@ export class NeonLedgerStorage implements LedgerStorage {
     const outcomes = expect.outcomes.filter((o) => OUTCOMES.has(o))
     if (outcomes.length === 0) return false
     const p = "t.payload"
-    const params: unknown[] = [next.requestId, JSON.stringify(entryToRow(next)), expect.fence]
+    const params: unknown[] = [next.requestId, payloadOf(next), expect.fence]
     const where = [
       "t.request_id = $1",
       `${termOf(p)} IN (${sqlList(outcomes)})`,

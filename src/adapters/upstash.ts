@@ -13,11 +13,13 @@ import {
   entryFromRow,
   entryToRow,
   isTerminalOutcome,
+  keepableJson,
   type LedgerEntry,
   LedgerRowError,
   LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
+  type StorageLimits,
   stampClaim,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
@@ -289,9 +291,16 @@ const MGET_BATCH = 200
 
 type ScriptRunner = (keys: string[], args: string[]) => Promise<unknown>
 
+// The claim script decodes the stored row with Lua's cjson, which refuses an unpaired surrogate's escape and nesting
+// past 1,000 levels: such a row, once written, made every later claim of its id fail as if Redis were down.
+const REDIS_LIMITS: StorageLimits = Object.freeze({ validUnicodeOnly: true, maxDepth: 900 })
+const payloadOf = (e: LedgerEntry): string => keepableJson(JSON.stringify(entryToRow(e)), e.requestId)
+
 /** The Redis ledger backend over the Upstash REST API. Works from any runtime with `fetch`. */
 export class UpstashLedgerStorage implements LedgerStorage {
   readonly kind = "upstash"
+  /** What the claim script's JSON decoder reads: valid Unicode without U+0000, nested at most 900 deep. */
+  readonly limits: StorageLimits = REDIS_LIMITS
   readonly #redis: UpstashClient
   readonly #prefix: string
   readonly #tombPrefix: string
@@ -342,7 +351,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
   /** Upsert, refusing only a write that would move the fence backwards (a stale writer). */
   async set(entry: LedgerEntry): Promise<void> {
     const stored = await this.#set(this.#keys(entry), [
-      JSON.stringify(entryToRow(entry)),
+      payloadOf(entry),
       String(this.#ttlFor(entry)),
       entry.requestId,
       String(entry.fence),
@@ -419,7 +428,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
     const reply = await this.#cas(
       [...this.#keys(next), sentKey(this.#prefix)],
       [
-        JSON.stringify(entryToRow(next)),
+        payloadOf(next),
         String(this.#ttlFor(next)),
         next.requestId,
         expect.outcomes.join(","),
@@ -673,8 +682,8 @@ function splitAtFence(entry: LedgerEntry): [string, string] {
     if (k === "fence") seen = true
     else (seen ? after : before)[k] = v
   }
-  const head = JSON.stringify(before)
-  const tail = JSON.stringify(after)
+  const head = keepableJson(JSON.stringify(before), entry.requestId)
+  const tail = keepableJson(JSON.stringify(after), entry.requestId)
   return [`${head.slice(0, -1)},"fence":`, `,${tail.slice(1)}`]
 }
 

@@ -13,6 +13,7 @@ import {
 } from "../core/index.ts"
 import type { LedgerStorageFixtureFactory } from "./factory.ts"
 import { runModelSequence } from "./ledger-model.ts"
+import { ledgerTextCases } from "./ledger-text.ts"
 import { PY_NOW, PYTHON_ROWS, pythonJson } from "./python-rows.ts"
 
 /**
@@ -561,6 +562,10 @@ export function testLedgerStorage(name: string, factory: LedgerStorageFixtureFac
         }
         expect(await s.get(id)).toEqual(current)
       })
+    })
+
+    describe("text the store keeps, or the ledger refuses before the store would", () => {
+      ledgerTextCases(() => s, rid)
     })
 
     describe("rows written by the Python original (reference §2.1)", () => {

@@ -134,6 +134,18 @@ export function testTaskStore(name: string, factory: TaskStoreFixtureFactory) {
       expect(runs).toBe(2)
     })
 
+    it("a failure whose text holds U+0000, an unpaired surrogate and 3 MB is recorded, cut to 4,096 characters with them replaced", async () => {
+      const { storage } = await open()
+      const thrown = new Error(`bad\u0000\ud800${"x".repeat(3_000_000)}`)
+      const job = ledgerOn(storage).task({ name: "odd", idFrom: ["k"] }, async (_: { k: string }) => {
+        throw thrown
+      })
+      const k = uid("odd")
+      await expect(job({ k })).rejects.toBe(thrown)
+      const row = (await ledgerOn(storage).get(`odd:k=${k}`))?.row
+      expect(row).toMatchObject({ status: "failed", error: `Error: bad\ufffd\ufffd${"x".repeat(4096 - 12)}` })
+    })
+
     it("list() yields each task once, finished or in flight, whatever the store keeps beside its rows", async () => {
       const { storage } = await open()
       const ledger = ledgerOn(storage)

@@ -10,7 +10,7 @@ import {
 } from "jose"
 import { InvalidOptionError, MyceliumError } from "../core/errors.ts"
 import { secondsProblem } from "../core/seconds.ts"
-import { isUnstorableText, storableText } from "./storable.ts"
+import { isUnstorableText, storableText } from "../core/storage/text.ts"
 
 /**
  * What a request may do (token scope `ledger:<name>`). `agent` runs ledgered calls (server-side state machine),

@@ -31,8 +31,9 @@ import {
   requestSignal,
   requestTimeoutOption,
 } from "../core/storage/request-timeout.ts"
+import { MAX_ERROR_TEXT, storableText } from "../core/storage/text.ts"
 import { checkBeginAnswer, type RunAnswer } from "./begin-answer.ts"
-import { storableText, unstorableAt } from "./storable.ts"
+import { unstorableAt } from "./storable.ts"
 
 export interface RemoteLedgerOptions {
   /** Base URL of the ledger API (its basePath included), e.g. `https://ledger.example.com`. */
@@ -514,7 +515,7 @@ class RemoteCall implements RemoteTransitionContext {
   async recordFailure(err: unknown): Promise<void> {
     const text = err instanceof Error ? `${err.name}: ${err.message}` : `Error: ${String(err)}`
     try {
-      await this.#send("fail", { error: storableText(text, 4096), boundary: this.#boundary })
+      await this.#send("fail", { error: storableText(text, MAX_ERROR_TEXT), boundary: this.#boundary })
     } catch (e) {
       const at = `the failure of '${this.#tool}' request '${this.requestId}'`
       // The server wrote the failure, then could not sign its receipt (LedgerReceiptUnsignedError there).

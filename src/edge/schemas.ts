@@ -10,6 +10,7 @@ import {
   ToolCapability,
 } from "../core/ledger/index.ts"
 import { RECEIPT_CURSOR } from "../core/receipts/store.ts"
+import { MAX_ERROR_TEXT } from "../core/storage/text.ts"
 import { LEASE_MAX_CHARS, LEASE_MIN_CHARS } from "./begin-answer.ts"
 
 const Id = z.string().check(z.minLength(1), z.maxLength(512))
@@ -92,7 +93,7 @@ export const CompleteBody = z.union([
 
 export const FailBody = z.strictObject({
   ...Held,
-  error: z.string().check(z.maxLength(4096)),
+  error: z.string().check(z.maxLength(MAX_ERROR_TEXT)),
   /** The caller may only raise the stored boundary (a clean sideEffect() it did not write yet). */
   boundary: z.optional(z.enum(SideEffectBoundary)),
 })

@@ -1,13 +1,8 @@
-// The text rules of the ledger API, in one place: the server refuses a body that breaks them (body.ts), and the
-// client (client.ts) checks a result before sending it, so that it never sends what the server would refuse and
-// leave the row IN_FLIGHT for a redispatch to run again.
+// Where a body breaks the text rules of core/storage/text.ts: the server refuses a body that breaks them (body.ts),
+// and the client (client.ts) checks a result before sending it, so that it never sends what the server would refuse
+// and leave the row IN_FLIGHT for a redispatch to run again.
 
-// NUL and unpaired surrogates: valid JSON escapes, but not text every store can hold (Postgres refuses both, and a
-// refused write would answer 503 as if the store were down). Refused for every store, so the API is the same on all.
-const BAD = /\0|[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/g
-
-/** Whether `s` holds text no store can be trusted with. */
-export const isUnstorableText = (s: string): boolean => s.search(BAD) >= 0
+import { isUnstorableText } from "../core/storage/text.ts"
 
 const BAD_TEXT = "text holds U+0000 or an unpaired surrogate; send valid Unicode"
 
@@ -39,10 +34,3 @@ function find(value: unknown, at: string[]): string | null {
   }
   return null
 }
-
-/**
- * `s` as text the API accepts: at most `max` UTF-16 units, cut between code points (never inside an emoji's
- * surrogate pair), NUL and unpaired surrogates replaced by U+FFFD.
- */
-export const storableText = (s: string, max: number): string =>
-  s.slice(0, max - +(s.length > max && /[\ud800-\udbff]/.test(s[max - 1] as string))).replace(BAD, "\ufffd")

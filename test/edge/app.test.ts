@@ -37,6 +37,7 @@ testLedgerStorage("http (edge app over memory, server clock)", () => {
     app.fetch(new Request(input, init))) as typeof globalThis.fetch
   const http = new HttpLedgerStorage({ url: "http://ledger.local", fetch })
   const storage: LedgerStorage = {
+    limits: http.limits,
     get: (id) => http.get(id),
     set: (e) => http.set(e),
     list: (o) => http.list(o),

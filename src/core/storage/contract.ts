@@ -7,6 +7,13 @@ export interface StorageLimits {
   readonly maxRowBytes?: number
   /** Deepest nesting of arrays and objects inside a stored row. */
   readonly maxDepth?: number
+  /**
+   * Strings must be valid Unicode without U+0000 (Postgres refuses NUL and unpaired surrogates in JSONB; the edge
+   * API refuses them for every store). The store refuses a row holding them with `LedgerConfigError` (adapter-kit's
+   * `keepableJson`), so arguments holding them are refused before the claim; the ledger completes a result holding
+   * them as unstorable. A failure's text is cleaned of them for every store.
+   */
+  readonly validUnicodeOnly?: boolean
 }
 
 export type ClaimResult =

@@ -5,6 +5,7 @@
 import type { UnstorableReason } from "../ledger/errors.ts"
 import type { LedgerEntry } from "../ledger/model/entry.ts"
 import type { StorageLimits } from "./contract.ts"
+import { jsonHoldsUnstorableText } from "./text.ts"
 
 /** Nesting depth of a JSON-like value, iteratively (a recursive walk would overflow on hostile input). */
 export function jsonDepth(value: unknown, stopAfter = Infinity): number {
@@ -58,6 +59,8 @@ export function unstorableReason(
   } catch (e) {
     return notJson(e)
   }
+  if (limits.validUnicodeOnly && jsonHoldsUnstorableText(text))
+    return { reason: "not_serializable", message: "the result holds U+0000 or an unpaired surrogate" }
   if (limits.maxRowBytes !== undefined) {
     // Length is a lower bound on UTF-8 bytes: encode only when it could matter.
     const bytes = text.length * 3 <= limits.maxRowBytes ? text.length : encoder.encode(text).length

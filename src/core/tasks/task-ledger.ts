@@ -15,6 +15,7 @@ import { argumentsStoredAndKeyed, toJsonValue } from "../ledger/model/canonical.
 import type { ToolArgs } from "../ledger/model/tool-arguments.ts"
 import { safeString } from "../repr.ts"
 import { secondsProblem } from "../seconds.ts"
+import { MAX_ERROR_TEXT, storableText } from "../storage/text.ts"
 import {
   TaskLeaseLostError,
   TaskLedgerPendingError,
@@ -359,7 +360,8 @@ export class TaskLedger {
     } catch (err) {
       await stop()
       try {
-        await serial(() => this.#finish(held, "failed", null, errorText(err)))
+        // Bounded and cleaned as the ledger records a failure: a task store refused an error of several MB.
+        await serial(() => this.#finish(held, "failed", null, storableText(errorText(err), MAX_ERROR_TEXT)))
       } catch (e) {
         this.#warnFailureNotRecorded(held, e)
       }

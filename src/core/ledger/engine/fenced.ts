@@ -3,6 +3,7 @@
 // `TransitionContext` both come through here.
 import type { TransitionExpectation } from "../../storage/contract.ts"
 import { notJson, unstorableReason } from "../../storage/limits.ts"
+import { MAX_ERROR_TEXT, storableText } from "../../storage/text.ts"
 import { type LedgerCore, seconds } from "../core.ts"
 import {
   LedgerConfigError,
@@ -218,6 +219,12 @@ export function completedOrUnstorable(core: LedgerCore, c: LedgerEntry, result: 
 }
 
 /**
+ * An error's text as every store keeps it: a tool's error of several MB made a Durable Object refuse the write
+ * (SQLite's 2 MB), one holding a NUL made Postgres refuse it, and either stranded the row IN_FLIGHT.
+ */
+const errorForRow = (error: string): string => storableText(error, MAX_ERROR_TEXT)
+
+/**
  * A failure, classified by the boundary, the stored one or `floor` (what the writer knows) if higher: crossed is
  * FAILED_AFTER_EFFECT, maybe_crossed UNKNOWN, not_crossed FAILED_BEFORE_EFFECT. The original wrote
  * FAILED_BEFORE_EFFECT on any boundary, a label that says no effect happened on a row whose effect may have. A
@@ -230,6 +237,7 @@ export function failHeld(
   floor?: SideEffectBoundary,
 ): Promise<LedgerEntry> {
   const now = core.clock.now()
+  error = errorForRow(error)
   // An absent floor ranks below every boundary (boundaryRow's `?? 0`), so the stored one decides.
   const at = boundaryRow(c, floor as SideEffectBoundary)
   const redo = (moved: LedgerEntry) => failHeld(core, moved, error, floor)
@@ -246,11 +254,11 @@ export function failHeld(
 }
 
 export function markUnknownHeld(core: LedgerCore, c: LedgerEntry, error: string): Promise<LedgerEntry> {
-  return casFrom(core, c, unknownRow(c, error, core.clock.now()), held(c), "mark unknown")
+  return casFrom(core, c, unknownRow(c, errorForRow(error), core.clock.now()), held(c), "mark unknown")
 }
 
 export function markBlockedHeld(core: LedgerCore, c: LedgerEntry, error: string): Promise<LedgerEntry> {
-  return casFrom(core, c, blockedRow(c, error, core.clock.now()), held(c), "mark blocked")
+  return casFrom(core, c, blockedRow(c, errorForRow(error), core.clock.now()), held(c), "mark blocked")
 }
 
 /** A weaker value still performs the CAS, so a stale fence fails even when nothing would change. */

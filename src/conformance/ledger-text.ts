@@ -1,0 +1,84 @@
+// Text a store keeps or refuses (U+0000, unpaired surrogates, an error of several MB), through the ledger: a store
+// that refused such a write after the body ran left the row IN_FLIGHT and told the caller the store was down.
+import { expect, it } from "vitest"
+import {
+  ActionLedger,
+  LedgerConfigError,
+  LedgerResultUnstorableError,
+  type LedgerStorage,
+} from "../core/index.ts"
+
+const BINDING = { agentId: "a", policyVersion: "p", sideEffectClass: "keyed_mutate" } as const
+const ODD = { nul: "a\u0000b", half: "\ud800x", pair: "\ud83d\ude00" }
+
+export function ledgerTextCases(store: () => LedgerStorage, rid: (label: string) => string): void {
+  const strict = () => store().limits?.validUnicodeOnly === true
+
+  it("a result holding U+0000 or an unpaired surrogate is stored as returned, or completes as unstorable (validUnicodeOnly); it never runs twice", async () => {
+    const ledger = new ActionLedger({ storage: store(), onWarning: () => {} })
+    let runs = 0
+    const fetchBlob = ledger.tool({ name: "fetch_blob", binding: BINDING }, async () => {
+      runs++
+      return ODD
+    })
+    const id = rid("odd-result")
+    expect(await fetchBlob({ n: 1 }, { requestId: id })).toEqual(ODD)
+    expect((await store().get(id))?.terminalOutcome).toBe("COMPLETED")
+    const again = fetchBlob({ n: 1 }, { requestId: id })
+    if (strict()) await expect(again).rejects.toBeInstanceOf(LedgerResultUnstorableError)
+    else expect(await again).toEqual(ODD)
+    expect(runs).toBe(1)
+  })
+
+  it("a failure whose text holds U+0000, an unpaired surrogate and 3 MB is recorded, cut to 4,096 characters with them replaced", async () => {
+    const ledger = new ActionLedger({ storage: store(), onWarning: () => {} })
+    const thrown = new Error(`bad\u0000\ud800${"x".repeat(3_000_000)}`)
+    const charge = ledger.tool({ name: "charge", binding: BINDING }, async () => {
+      throw thrown
+    })
+    const id = rid("odd-error")
+    await expect(charge({ n: 1 }, { requestId: id })).rejects.toBe(thrown)
+    const row = await store().get(id)
+    expect(row?.terminalOutcome).toBe("FAILED_BEFORE_EFFECT")
+    expect(row?.error).toBe(`Error: bad\ufffd\ufffd${"x".repeat(4096 - 12)}`)
+  })
+
+  it("arguments holding U+0000 are stored, or refused before the claim (validUnicodeOnly)", async () => {
+    const ledger = new ActionLedger({ storage: store(), onWarning: () => {} })
+    let runs = 0
+    const note = ledger.tool({ name: "note", binding: BINDING }, async (args: { text: string }) => {
+      runs++
+      return args.text.length
+    })
+    const id = rid("odd-args")
+    const call = note({ text: ODD.nul }, { requestId: id })
+    if (strict()) {
+      await expect(call).rejects.toBeInstanceOf(LedgerConfigError)
+      expect(await store().get(id)).toBeNull()
+      expect(runs).toBe(0)
+    } else {
+      expect(await call).toBe(3)
+      expect((await store().get(id))?.kwargs.text).toBe(ODD.nul)
+      expect(runs).toBe(1)
+    }
+  })
+
+  it("a result nested 950 deep is stored, or completes as unstorable over limits.maxDepth; it never runs twice", async () => {
+    const ledger = new ActionLedger({ storage: store(), onWarning: () => {} })
+    let deep: unknown = "leaf"
+    for (let i = 0; i < 950; i++) deep = [deep]
+    let runs = 0
+    const nest = ledger.tool({ name: "nest", binding: BINDING }, async () => {
+      runs++
+      return deep
+    })
+    const id = rid("deep-result")
+    expect(await nest({ n: 1 }, { requestId: id })).toBe(deep)
+    const again = nest({ n: 1 }, { requestId: id })
+    const max = store().limits?.maxDepth
+    if (max !== undefined && max < 951)
+      await expect(again).rejects.toBeInstanceOf(LedgerResultUnstorableError)
+    else expect(await again).toEqual(deep)
+    expect(runs).toBe(1)
+  })
+}

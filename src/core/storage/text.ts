@@ -1,0 +1,45 @@
+// Text some stores cannot keep: NUL and unpaired surrogates are valid JSON escapes, but Postgres refuses both in
+// JSONB and Lua's cjson an unpaired surrogate, so the edge API refuses them for every store (its API is the same on
+// all). A store that declares `validUnicodeOnly` refuses such a row itself, typed (`keepableJson`), and the ledger
+// completes a result holding them as unstorable, before the store would refuse the write after the effect ran.
+
+import { LedgerConfigError } from "../ledger/errors.ts"
+
+/** Whether `s` holds text no store can be trusted with. */
+export const isUnstorableText = (s: string): boolean => !s.isWellFormed() || s.includes("\0")
+
+/**
+ * Whether JSON text written by `JSON.stringify` holds such a character: it writes each as an escape (`\u0000`,
+ * `\ud800`), and a paired surrogate as itself. An escape counts unless its backslash is itself escaped.
+ */
+export const jsonHoldsUnstorableText = (json: string): boolean =>
+  /(?<!\\)(?:\\\\)*\\u(?:0000|d[89a-f])/i.test(json)
+
+/**
+ * `json`, a row's payload as `JSON.stringify` wrote it, for a store that declares `validUnicodeOnly`; one holding
+ * such a character is refused with `LedgerConfigError` (a store's own refusal would read as an outage).
+ */
+export function keepableJson(json: string, requestId: string): string {
+  if (jsonHoldsUnstorableText(json))
+    throw new LedgerConfigError(
+      `request '${requestId}': the row holds U+0000 or an unpaired surrogate (in its arguments, ids or refs), ` +
+        "which this store cannot keep; nothing was written. Pass valid Unicode.",
+    )
+  return json
+}
+
+/**
+ * `s` as text every store keeps: at most `max` UTF-16 units, cut between code points (never inside an emoji's
+ * surrogate pair), NUL and unpaired surrogates replaced by U+FFFD.
+ */
+export const storableText = (s: string, max: number): string =>
+  s
+    .slice(0, max - +(s.length > max && s.charCodeAt(max - 1) >> 10 === 0x36))
+    .toWellFormed()
+    .replaceAll("\0", "\ufffd")
+
+/**
+ * The most a recorded failure keeps of its error's text (the edge API's limit too): a tool's error of several MB
+ * made a Durable Object's write fail (SQLite's 2 MB) and stranded the row IN_FLIGHT.
+ */
+export const MAX_ERROR_TEXT = 4096

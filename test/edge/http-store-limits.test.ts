@@ -1,0 +1,84 @@
+// HttpLedgerStorage declares what the API accepts in a body, so a result the API would refuse (413 too large, 400
+// too deep) completes as unstorable instead of failing its completion after the tool ran.
+import { describe, expect, it } from "vitest"
+import { HttpLedgerStorage } from "../../src/adapters/http.ts"
+import {
+  ActionLedger,
+  InvalidOptionError,
+  LedgerResultUnstorableError,
+  MemoryLedgerStorage,
+} from "../../src/core/index.ts"
+import { createLedgerApp } from "../../src/edge/index.ts"
+
+function over(limits?: { maxBodyBytes: number; maxDepth: number }) {
+  const rows = new MemoryLedgerStorage()
+  const app = createLedgerApp({ storage: rows, ...(limits ? { limits } : {}) })
+  const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
+    app.fetch(new Request(input, init))) as typeof globalThis.fetch
+  return { rows, fetch }
+}
+
+const BINDING = { agentId: "a", policyVersion: "p", sideEffectClass: "keyed_mutate" } as const
+
+describe("HttpLedgerStorage limits", () => {
+  it("defaults to the API's default body limits, less the wrapper", () => {
+    expect(new HttpLedgerStorage({ url: "http://x" }).limits).toEqual({
+      validUnicodeOnly: true,
+      maxRowBytes: 1024 * 1024 - 4096,
+      maxDepth: 127,
+    })
+    expect(
+      new HttpLedgerStorage({ url: "http://x", serverLimits: { maxBodyBytes: 65536, maxDepth: 16 } }).limits,
+    ).toMatchObject({ maxRowBytes: 61440, maxDepth: 15 })
+  })
+
+  it("refuses serverLimits that are not whole numbers above the wrapper", () => {
+    for (const serverLimits of [
+      { maxBodyBytes: 100 },
+      { maxDepth: 1 },
+      { maxDepth: Number.NaN },
+      { maxBodyBytes: 1.5e6 + 0.5 },
+    ])
+      expect(() => new HttpLedgerStorage({ url: "http://x", serverLimits })).toThrow(InvalidOptionError)
+  })
+
+  for (const [label, result] of [
+    ["1.1 MB", "x".repeat(1_100_000)],
+    ["130 levels deep", Array.from({ length: 129 }).reduce<unknown>((v) => [v], "leaf")],
+  ] as const) {
+    it(`a result of ${label} completes as unstorable over the API's defaults; the tool ran once`, async () => {
+      const { rows, fetch } = over()
+      const ledger = new ActionLedger({
+        storage: new HttpLedgerStorage({ url: "http://l", fetch }),
+        onWarning: () => {},
+      })
+      let runs = 0
+      const big = ledger.tool({ name: "big", binding: BINDING }, async () => {
+        runs++
+        return result
+      })
+      expect(await big({ n: 1 }, { requestId: "big-1" })).toBe(result)
+      expect((await rows.get("big-1"))?.terminalOutcome).toBe("COMPLETED")
+      await expect(big({ n: 1 }, { requestId: "big-1" })).rejects.toBeInstanceOf(LedgerResultUnstorableError)
+      expect(runs).toBe(1)
+    })
+  }
+
+  it("a server with larger limits takes the result whole when serverLimits says so", async () => {
+    const { fetch } = over({ maxBodyBytes: 4 * 1024 * 1024, maxDepth: 128 })
+    const storage = new HttpLedgerStorage({
+      url: "http://l",
+      fetch,
+      serverLimits: { maxBodyBytes: 4 * 1024 * 1024 },
+    })
+    const ledger = new ActionLedger({ storage, onWarning: () => {} })
+    let runs = 0
+    const big = ledger.tool({ name: "big", binding: BINDING }, async () => {
+      runs++
+      return "x".repeat(1_100_000)
+    })
+    await big({ n: 1 }, { requestId: "big-2" })
+    expect((await big({ n: 1 }, { requestId: "big-2" })).length).toBe(1_100_000)
+    expect(runs).toBe(1)
+  })
+})
