@@ -16,6 +16,11 @@ const TIMESTAMP =
   /^(\d{4})-(\d\d?)-(\d\d?)(?:(?:[Tt]|[ \t]+)(\d\d?):(\d\d):(\d\d)(?:\.(\d*))?(?:[ \t]*(Z|([-+])(\d\d?)(?::(\d\d))?))?)?$/
 
 const pad = (n: unknown): string => `${n}`.padStart(2, "0")
+// The timestamp resolver's match: a time, or else a date with a two-digit month and day.
+function stamp(text: string): RegExpExecArray | null {
+  const ts = TIMESTAMP.exec(text)
+  return ts && (ts[4] || text.length === 10) ? ts : null
+}
 
 /**
  * str() of the date or datetime PyYAML (5.3 and later) builds: `2026-07-01T12:00:00Z` is `2026-07-01 12:00:00+00:00`.
@@ -98,8 +103,8 @@ export function pythonValue(text: string, explicit?: string): PythonValue | unde
               text === "="
               ? "value"
               : "")
-  const ts = tag ? null : TIMESTAMP.exec(text)
-  if (ts && (ts[4] || text.length === 10)) return pythonTimestamp(ts)
+  const ts = tag ? null : stamp(text)
+  if (ts) return pythonTimestamp(ts)
   if (tag === "null") return null
   if (tag === "bool")
     return /^(?:yes|true|on)$/i.test(text) ? true : /^(?:no|false|off)$/i.test(text) ? false : undefined
@@ -140,3 +145,6 @@ export function pythonStr(v: PythonValue | undefined): string | null | undefined
 
 /** Python's `str()` of what PyYAML's safe_load makes of a plain (unquoted) scalar (see pythonValue, pythonStr). */
 export const pythonYamlStr = (text: string): string | null | undefined => pythonStr(pythonValue(text))
+
+/** Whether PyYAML reads a plain scalar as the str it spells: no resolver takes it (a timestamp is a date there). */
+export const pythonText = (text: string): boolean => pythonValue(text) === text && !stamp(text)

@@ -1,6 +1,6 @@
 import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml"
 import { ConfigError, type ConfigLocation } from "./errors.ts"
-import { pythonStr, pythonValue } from "./python-yaml.ts"
+import { pythonStr, pythonText, pythonValue } from "./python-yaml.ts"
 
 type Path = ConfigLocation["path"]
 type Fail = (detail: string, path: Path, offset: number | undefined) => ConfigError
@@ -227,6 +227,11 @@ function checkKeys(root: unknown, lines: LineCounter, error: Fail): void {
         node?.range?.[0],
       )
     construct(node, path, error)
+    // getIn does not follow an alias: `transition: *t` kept the YAML 1.2 reading of agent_id and policy_version, and
+    // under `tools: *t` no name would be checked below.
+    const top = path.length === 1 ? path[0] : ""
+    if (isAlias(node) && /^(?:transition|tools|tasks)$/.test(`${top}`))
+      throw error(`'${top}' may not be an alias: write it out`, path, node.range?.[0])
     const children: [unknown, Path][] = []
     if (isSeq(node)) for (const [i, child] of node.items.entries()) children.push([child, [...path, i]])
     const seen = new Map<string, number>()
@@ -245,6 +250,14 @@ function checkKeys(root: unknown, lines: LineCounter, error: Fail): void {
       // The text toJS makes of the key: `1` and "1", `null` and "" are one key to the objects built from it.
       const key = keyNode.value === null ? "" : String(keyNode.value)
       const offset = keyNode.range?.[0]
+      // PyYAML reads `on`, `null` and `1.0` as True, None and 1.0, and YAML 1.2 `1e3` as 1000: such a tool or task
+      // would have another name, or none, in the original (whose lookup by a function's name then misses it).
+      if (
+        (top === "tools" || top === "tasks") &&
+        (typeof keyNode.value !== "string" ||
+          (keyNode.type === "PLAIN" && !keyNode.tag && !pythonText(keyNode.source as string)))
+      )
+        throw error(`PyYAML or YAML 1.2 reads this name as no text: quote it`, [...path, key], offset)
       if (key === "__proto__")
         throw error(
           `unknown key '__proto__' (it names an object's prototype in JavaScript: no section, key, tool or task can be called so)`,

@@ -372,9 +372,10 @@ const cases: Case[] = [
     "duplicate key 'profile' (first at line 1)",
   ],
   [
-    "duplicate tool, 1 and '1' are one key",
-    "tools:\n  1: {}\n  a: {}\n  '1': {}\n",
-    "tools.1",
+    // (A tool named 1 is refused as such: source-defects-fixed.test.ts.)
+    "duplicate key, 1 and '1' are one key",
+    "action_ledger:\n  1: {}\n  a: {}\n  '1': {}\n",
+    "action_ledger.1",
     4,
     3,
     "duplicate key '1' (first at line 2)",
