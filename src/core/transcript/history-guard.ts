@@ -55,6 +55,14 @@ export class HistoryGuard {
           `HistoryGuard ${key} must be a finite number >= 0 or left out, got ${typeof v} ${safeString(v)}`,
         )
     }
+    // A tiktoken encoder or a logger object failed later with a bare TypeError, onEvent only once near the limit.
+    for (const key of ["tokenizer", "onEvent"] as const) {
+      const v = o[key]
+      if (v !== undefined && typeof v !== "function")
+        throw new InvalidOptionError(
+          `HistoryGuard ${key} must be a function, got ${typeof v} ${safeString(v)}`,
+        )
+    }
     // A typo ("Anywhere") read as "consecutive" would miss the duplicates it was set to find.
     const d = o.detectDuplicates
     if (d !== undefined && typeof d !== "boolean" && d !== "consecutive" && d !== "anywhere")

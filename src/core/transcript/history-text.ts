@@ -10,15 +10,16 @@ export function messageText(message: unknown, index = 0): string {
   if (typeof message === "string") return message
   if (!isRecord(message)) return safeString(message)
   const parts = [contentText(message.content, index)]
-  if (Array.isArray(message.tool_calls)) {
-    for (const c of message.tool_calls) {
-      // OpenAI custom tool calls carry { name, input } (free text) instead of function.arguments.
-      const f = isRecord(c) && (c.function ?? c.custom)
-      // Arguments given as an object count as their JSON (as "[object Object]" 1 MB was 11 tokens), cycle refused.
-      const a = isRecord(f) && (f.arguments ?? f.input ?? "")
-      if (isRecord(f))
-        parts.push(`${safeString(f.name ?? "")} ${typeof a === "string" ? a : jsonText(a, index)}`)
-    }
+  // A legacy OpenAI message holds its one call as function_call: { name, arguments }, not as tool_calls. Left out,
+  // 100 KB of arguments counted nothing, and every such message had the same fingerprint.
+  const calls = Array.isArray(message.tool_calls) ? message.tool_calls : [{ function: message.function_call }]
+  for (const c of calls) {
+    // OpenAI custom tool calls carry { name, input } (free text) instead of function.arguments.
+    const f = isRecord(c) && (c.function ?? c.custom)
+    // Arguments given as an object count as their JSON (as "[object Object]" 1 MB was 11 tokens), cycle refused.
+    const a = isRecord(f) && (f.arguments ?? f.input ?? "")
+    if (isRecord(f))
+      parts.push(`${safeString(f.name ?? "")} ${typeof a === "string" ? a : jsonText(a, index)}`)
   }
   return parts.filter(Boolean).join(" ")
 }
@@ -93,13 +94,17 @@ function mediaKey(block: Record<string, unknown>): string {
   }
 }
 
+// A BigInt as its digits (a JSON string): JSON refuses it, and the whole payload (a DB row with a bigint id and
+// 100 KB of text) counted as "[object Object]".
+const bigint = (_k: string, v: unknown) => (typeof v === "bigint" ? String(v) : v)
+
 // JSON.stringify recurses: tool input a model nested 5,000 levels deep throws a RangeError out of every
 // HistoryGuard call. The same text, built with an explicit stack, so the estimate still counts every bracket.
 function jsonText(value: unknown, index: number): string {
   try {
-    return JSON.stringify(value) ?? ""
+    return JSON.stringify(value, bigint) ?? ""
   } catch (error) {
-    // A cycle is read below, to be refused as in content; anything else JSON refuses (a BigInt) is kept as before.
+    // A cycle is read below, to be refused as in content; anything else JSON refuses is kept as before.
     if (!(error instanceof RangeError) && !hasCycle(value)) return safeString(value)
   }
   const out: string[] = []
@@ -113,7 +118,7 @@ function jsonText(value: unknown, index: number): string {
     }
     const v = task.value
     if (typeof v !== "object" || v === null) {
-      out.push(typeof v === "bigint" ? String(v) : (JSON.stringify(v) ?? "null"))
+      out.push(JSON.stringify(v, bigint) ?? "null")
       continue
     }
     if (open.has(v)) throw cycle(index)
