@@ -237,7 +237,8 @@ export class DevWorkspace {
     signal: AbortSignal | undefined,
   ): Promise<Omit<CmdOutputObservation, "run_id" | "step" | "ts" | "actor">> {
     const state = this.state
-    const marker = join(this.#private as string, "cwd")
+    const session = this.#private
+    const marker = join(session as string, "cwd")
     await rm(marker, { force: true })
     // Forget groups whose jobs have all ended: fewer stale ids for stop() to signal after the system reused them.
     for (const g of this.#groups) if (!killGroup(g, 0)) this.#groups.delete(g)
@@ -256,14 +257,16 @@ export class DevWorkspace {
       (s) => s.trim(),
       () => null,
     )
-    if (after) this.#state = { cwd: after, env: state.env }
+    // stop() may have run while the command finished. Writing the state back then would revive a stopped workspace
+    // with no root, and start() would skip it.
+    if (after && !this.#stopped && this.#private === session) this.#state = { cwd: after, env: state.env }
     const cut = (s: string) => (keep === "head" ? s.slice(0, MAX_STREAM_CHARS) : s)
     return {
       kind: "cmd_output",
       exit_code: r.exitCode,
       stdout: cut(r.stdout),
       stderr: cut(r.stderr),
-      cwd: this.state.cwd,
+      cwd: after || state.cwd,
     }
   }
 
