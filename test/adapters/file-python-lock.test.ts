@@ -60,7 +60,7 @@ const flockFree = (lock: string) => spawnSync("flock", ["-n", lock, "true"]).sta
 
 /** A process holding the flock on `lock` until it exits; resolves once it holds it. */
 async function holdExternally(lock: string, seconds: number): Promise<ChildProcess> {
-  const holder = spawn("flock", ["-o", lock, "sh", "-c", `echo held; sleep ${seconds}`])
+  const holder = spawn("flock", ["-o", lock, "sh", "-c", `echo held; sleep ${seconds}; echo releasing`])
   await new Promise<void>((r) => holder.stdout.once("data", () => r()))
   return holder
 }
@@ -90,11 +90,13 @@ describe("FileLedgerStorage with pythonLock", () => {
     const storage = new FileLedgerStorage(path, { pythonLock: true })
     const events: string[] = []
     const holder = await holdExternally(`${path}.lock`, 0.5)
-    const released = exited(holder).then(() => events.push("released"))
+    // Told while the holder still holds the flock (its exit event came after the write once, under load).
+    holder.stdout?.on("data", (d) => String(d).includes("releasing") && events.push("releasing"))
+    const done = exited(holder)
     await storage.set(newEntry({ requestId: "after", tool: "t" }, 1))
     events.push("written")
-    await released
-    expect(events).toEqual(["released", "written"])
+    await done
+    expect(events).toEqual(["releasing", "written"])
     expect((await storage.get("after"))?.requestId).toBe("after")
   })
 
@@ -194,11 +196,12 @@ describe("mycelium.yaml python_lock and the CLI's --python-lock", () => {
     const { pay } = config.instrument({ pay: async (a: { n: number }) => a.n })
     const events: string[] = []
     const holder = await holdExternally(`${path}.lock`, 0.5)
-    const released = exited(holder).then(() => events.push("released"))
+    holder.stdout?.on("data", (d) => String(d).includes("releasing") && events.push("releasing"))
+    const done = exited(holder)
     expect(await pay({ n: 7 }, { toolCallId: "c1" })).toBe(7)
     events.push("called")
-    await released
-    expect(events).toEqual(["released", "called"])
+    await done
+    expect(events).toEqual(["releasing", "called"])
     await config.close()
   })
 
