@@ -59,6 +59,8 @@ export type {
   StorageLimits,
   TransitionExpectation,
 } from "./core/storage/contract.ts"
+// A store that declares limits checks a claim with it: a row it could not keep, or keep with a failure's text.
+export { refuseUnkeepableClaim } from "./core/storage/limits.ts"
 export { SafeStorage } from "./core/storage/safe-storage.ts"
 // A store that declares `limits.validUnicodeOnly` refuses a row holding U+0000 or an unpaired surrogate with it.
 export { keepableJson } from "./core/storage/text.ts"

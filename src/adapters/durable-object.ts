@@ -15,6 +15,7 @@ import {
   type LedgerStorage,
   type ListOptions,
   matchesExpectation,
+  refuseUnkeepableClaim,
   type StorageLimits,
   staleSetFence,
   type TransitionExpectation,
@@ -365,6 +366,7 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
     now: number,
     options?: ClaimOptions,
   ): Promise<ClaimResult> {
+    refuseUnkeepableClaim(entry, this.limits)
     await this.#checkShards()
     // One shard sees every sibling; with several, the ledger asks all of them (findByDispatchId) instead.
     const opts = this.shards > 1 && options?.dispatchId ? { ...options, dispatchId: undefined } : options

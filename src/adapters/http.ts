@@ -11,6 +11,7 @@ import {
   LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
+  refuseUnkeepableClaim,
   type StorageLimits,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
@@ -237,6 +238,7 @@ export class HttpLedgerStorage implements LedgerStorage {
     now: number,
     options?: ClaimOptions,
   ): Promise<ClaimResult> {
+    refuseUnkeepableClaim(entry, this.limits)
     const r = (await this.#call<{ outcome: ClaimResult["outcome"]; entry: Row; dispatch_siblings?: Row[] }>(
       "POST",
       `/v1/rows/${this.#id(entry.requestId)}/claim`,

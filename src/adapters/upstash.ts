@@ -19,6 +19,7 @@ import {
   LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
+  refuseUnkeepableClaim,
   type StorageLimits,
   stampClaim,
   type TransitionExpectation,
@@ -368,6 +369,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
     now: number,
     options?: ClaimOptions,
   ): Promise<ClaimResult> {
+    refuseUnkeepableClaim(entry, this.limits)
     const stamped = stampClaim(entry, null, leaseTtl, now)
     const [head, tail] = splitAtFence(stamped)
     let mode = "any"
@@ -682,8 +684,8 @@ function splitAtFence(entry: LedgerEntry): [string, string] {
     if (k === "fence") seen = true
     else (seen ? after : before)[k] = v
   }
-  const head = keepableJson(JSON.stringify(before), entry.requestId)
-  const tail = keepableJson(JSON.stringify(after), entry.requestId)
+  const head = JSON.stringify(before)
+  const tail = JSON.stringify(after)
   return [`${head.slice(0, -1)},"fence":`, `,${tail.slice(1)}`]
 }
 

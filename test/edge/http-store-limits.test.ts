@@ -5,6 +5,7 @@ import { HttpLedgerStorage } from "../../src/adapters/http.ts"
 import {
   ActionLedger,
   InvalidOptionError,
+  LedgerConfigError,
   LedgerResultUnstorableError,
   MemoryLedgerStorage,
 } from "../../src/core/index.ts"
@@ -79,6 +80,27 @@ describe("HttpLedgerStorage limits", () => {
     })
     await big({ n: 1 }, { requestId: "big-2" })
     expect((await big({ n: 1 }, { requestId: "big-2" })).length).toBe(1_100_000)
+    expect(runs).toBe(1)
+  })
+
+  it("arguments leaving no room under the body limit for a failure's text are refused before the claim", async () => {
+    const { rows, fetch } = over()
+    const ledger = new ActionLedger({
+      storage: new HttpLedgerStorage({ url: "http://l", fetch }),
+      onWarning: () => {},
+    })
+    let runs = 0
+    const upload = ledger.tool({ name: "upload", binding: BINDING }, async () => {
+      runs++
+      throw new Error(`provider said: ${"e".repeat(5000)}`)
+    })
+    await expect(
+      upload({ blob: "x".repeat(1024 * 1024 - 12_000) }, { requestId: "up" }),
+    ).rejects.toBeInstanceOf(LedgerConfigError)
+    expect(runs).toBe(0)
+    expect(await rows.get("up")).toBeNull()
+    await expect(upload({ blob: "x".repeat(900_000) }, { requestId: "up2" })).rejects.toThrow("provider said")
+    expect((await rows.get("up2"))?.terminalOutcome).toBe("FAILED_BEFORE_EFFECT")
     expect(runs).toBe(1)
   })
 })

@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../../src/adapters/durable-object.ts"
 import { MyceliumError } from "../../src/core/errors.ts"
+import { ActionLedger, LedgerConfigError, type LedgerEntry } from "../../src/core/index.ts"
 
 const LEDGER = (env as unknown as { LEDGER: LedgerObjectNamespace }).LEDGER
 const run = `r${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
@@ -26,14 +27,49 @@ async function refusal(p: Promise<unknown>): Promise<Error> {
 }
 
 describe("rows SQLite refuses, through the Durable Object client", () => {
-  it("a claim SQLite refuses throws for every owner and writes no row", async () => {
-    const s = new DurableObjectLedgerStorage(LEDGER, { name: `claim-${run}` })
+  it("a claim over the store's limits is refused by the client, typed, for every owner; the object hands SQLite's own refusal back; no row", async () => {
+    const name = `claim-${run}`
+    const s = new DurableObjectLedgerStorage(LEDGER, { name })
     const now = Date.now() / 1000
-    for (const owner of ["w1", "w2"]) {
-      const entry = { ...newEntry({ requestId: "rid", tool: "pay", owner }, now), kwargs: { memo: TOO_BIG } }
-      await refusal(s.tryClaimInflight(entry, 60, now))
+    const claimOf = (owner: string) => ({
+      ...newEntry({ requestId: "rid", tool: "pay", owner }, now),
+      kwargs: { memo: TOO_BIG },
+    })
+    for (const owner of ["w1", "w2"])
+      await expect(s.tryClaimInflight(claimOf(owner), 60, now)).rejects.toBeInstanceOf(LedgerConfigError)
+    // Past the client (the object's RPC called as another client would), the refusal is a value, never `claimed`.
+    const object = LEDGER.get(LEDGER.idFromName(name)) as {
+      ledgerClaim(e: LedgerEntry, ttl: number, now: number): Promise<unknown>
     }
+    for (const owner of ["w1", "w2"])
+      expect(await object.ledgerClaim(claimOf(owner), 60, now)).toMatchObject({
+        sqliteRefused: expect.stringMatching(/SQLITE_TOOBIG/),
+      })
     expect(await s.get("rid")).toBeNull()
+  })
+
+  it("arguments leaving no room under 1.9 MB for a failure's text are refused before the claim; the body never runs", async () => {
+    const s = new DurableObjectLedgerStorage(LEDGER, { name: `room-${run}` })
+    const ledger = new ActionLedger({ storage: s, onWarning: () => {} })
+    let runs = 0
+    const upload = ledger.tool(
+      { name: "upload", binding: { agentId: "a", policyVersion: "p", sideEffectClass: "keyed_mutate" } },
+      async () => {
+        runs++
+        throw new Error(`provider said: ${"e".repeat(5000)}`)
+      },
+    )
+    await expect(upload({ blob: "x".repeat(1_900_000 - 8000) }, { requestId: "up" })).rejects.toBeInstanceOf(
+      LedgerConfigError,
+    )
+    expect(runs).toBe(0)
+    expect(await s.get("up")).toBeNull()
+    // With room left, the failure is recorded.
+    await expect(upload({ blob: "x".repeat(1_800_000) }, { requestId: "up2" })).rejects.toThrow(
+      "provider said",
+    )
+    expect((await s.get("up2"))?.terminalOutcome).toBe("FAILED_BEFORE_EFFECT")
+    expect(runs).toBe(1)
   })
 
   it("a transition SQLite refuses throws and the row stays IN_FLIGHT", async () => {

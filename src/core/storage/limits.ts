@@ -2,10 +2,10 @@
 // fail after the effect ran and strand the row IN_FLIGHT; the ledger checks first and records a terminal row that
 // names the limit instead (machine/transitions.ts `unstorableRow`).
 
-import type { UnstorableReason } from "../ledger/errors.ts"
+import { LedgerConfigError, type UnstorableReason } from "../ledger/errors.ts"
 import type { LedgerEntry } from "../ledger/model/entry.ts"
 import type { StorageLimits } from "./contract.ts"
-import { jsonHoldsUnstorableText } from "./text.ts"
+import { jsonHoldsUnstorableText, keepableJson, MAX_ERROR_TEXT } from "./text.ts"
 
 /** Nesting depth of a JSON-like value, iteratively (a recursive walk would overflow on hostile input). */
 export function jsonDepth(value: unknown, stopAfter = Infinity): number {
@@ -71,4 +71,27 @@ export function unstorableReason(
       }
   }
   return null
+}
+
+/**
+ * For a store's claim: refuses, with `LedgerConfigError` and nothing written, a new row its limits would refuse, or
+ * one leaving no room for a failure's text (`MAX_ERROR_TEXT` units, 3 bytes each at most). Such a claim succeeded,
+ * the body ran, and then the store refused the failure (or, nested past Lua's cjson depth, every write): the row
+ * stayed IN_FLIGHT. A result is checked later, by `unstorableReason`.
+ */
+export function refuseUnkeepableClaim(entry: LedgerEntry, limits: StorageLimits): void {
+  const text = JSON.stringify(entry)
+  if (limits.validUnicodeOnly) keepableJson(text, entry.requestId)
+  let why: string | null = null
+  if (limits.maxDepth !== undefined && jsonDepth(entry, limits.maxDepth) > limits.maxDepth)
+    why = `nest deeper than the store's max_depth ${limits.maxDepth}`
+  else if (limits.maxRowBytes !== undefined) {
+    const bytes = encoder.encode(text).length
+    if (bytes + 3 * MAX_ERROR_TEXT > limits.maxRowBytes)
+      why = `make a row of ${bytes} bytes, too close to the store's max_row_bytes ${limits.maxRowBytes} to record a failure`
+  }
+  if (why)
+    throw new LedgerConfigError(
+      `request '${entry.requestId}': its arguments ${why}; nothing was claimed. Pass smaller arguments.`,
+    )
 }
