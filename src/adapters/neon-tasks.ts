@@ -23,6 +23,8 @@ const VERSION = `'v' || md5(payload::text || '|' || coalesce(mycelium_lease::tex
 
 export class NeonTaskStore implements TaskStore {
   readonly kind = "neon"
+  // JSONB refuses U+0000 and unpaired surrogates: a completion refused after the body ran stranded the row.
+  readonly limits = { validUnicodeOnly: true }
   readonly table: string
   readonly #run: Run
   // Quoted in SQL, so a reserved word is a name too.

@@ -86,6 +86,12 @@ export class UpstashTaskStore implements TaskStore {
   }
 
   #keys(id: string): string[] {
+    // Keys travel as UTF-8, where an unpaired surrogate becomes U+FFFD: 'job-\ud800' and the valid 'job-\ufffd'
+    // would be one key, and the second task would find the first's row. Refused before any read or write.
+    if (!id.isWellFormed())
+      throw new TaskIdAmbiguousError(
+        `task request id '${id}' holds an unpaired surrogate, which Redis keeps as another id's key: pass valid Unicode`,
+      )
     // Refused before any read or write: a write there would overwrite another task's tombstone or lease.
     const [head, kind] = this.#clash(id) ?? []
     if (head)

@@ -1,13 +1,16 @@
 // The suite every TaskStore must pass, driven through TaskLedger (`mycelium-runtime/conformance`, docs/adapter-kit.md).
 // Runs in Node, workerd and Chromium: vitest APIs only.
 import { afterAll, describe, expect, it } from "vitest"
+import { LedgerConfigError } from "../core/index.ts"
 import { ManualClock } from "../core/ledger/clock.ts"
 import {
   TaskLeaseLostError,
   TaskLedger,
   type TaskLedgerOptions,
   TaskLedgerPendingError,
+  TaskResultUnstorableError,
   type TaskStore,
+  TaskStoreUnavailableError,
 } from "../tasks.ts"
 import type { TaskStoreFixtureFactory } from "./factory.ts"
 import { runTaskSwapSequence } from "./task-model.ts"
@@ -144,6 +147,54 @@ export function testTaskStore(name: string, factory: TaskStoreFixtureFactory) {
       await expect(job({ k })).rejects.toBe(thrown)
       const row = (await ledgerOn(storage).get(`odd:k=${k}`))?.row
       expect(row).toMatchObject({ status: "failed", error: `Error: bad\ufffd\ufffd${"x".repeat(4096 - 12)}` })
+    })
+
+    // A store that cannot keep U+0000 or an unpaired surrogate declares `limits.validUnicodeOnly`; one that refused
+    // such a row itself did so after the body ran, and the row stayed in flight until the body ran again.
+    const ODD = { nul: "a\u0000b", half: "\ud800x", pair: "\ud83d\ude00" }
+    it("a result holding U+0000 or an unpaired surrogate is stored as returned, or recorded failed as unstorable (validUnicodeOnly)", async () => {
+      const { storage } = await open()
+      let runs = 0
+      const blob = ledgerOn(storage).task({ name: "blob" }, async () => {
+        runs++
+        return ODD
+      })
+      const taskId = uid("odd-result")
+      const strict = storage.limits?.validUnicodeOnly === true
+      if (strict) await expect(blob({}, { taskId })).rejects.toBeInstanceOf(TaskResultUnstorableError)
+      else expect(await blob({}, { taskId })).toEqual(ODD)
+      expect((await ledgerOn(storage).get(taskId))?.row).toMatchObject(
+        strict ? { status: "failed", result: null } : { status: "completed", result: ODD },
+      )
+      if (!strict) expect(await blob({}, { taskId })).toEqual(ODD)
+      expect(runs).toBe(1)
+    })
+
+    it("arguments or an id holding U+0000 or an unpaired surrogate are stored, or refused before the claim (validUnicodeOnly); ids never share a row", async () => {
+      const { storage } = await open()
+      let runs = 0
+      const note = ledgerOn(storage).task({ name: "note" }, async (a: { text?: string }, ctx) => {
+        runs++
+        return [a.text ?? null, ctx.requestId]
+      })
+      const base = uid("odd-args")
+      for (const [text, taskId] of [
+        [ODD.nul, base],
+        [undefined, `${base}\u0000`],
+        [undefined, `${base}\ud800`],
+      ] as const) {
+        const got = await note(text === undefined ? {} : { text }, { taskId }).catch((e: unknown) => e)
+        if (storage.limits?.validUnicodeOnly) expect(got).toBeInstanceOf(LedgerConfigError)
+        // Else stored as given, or the id refused typed (Redis keys are UTF-8: it would be another id's key).
+        else if (got instanceof Error) expect(got).not.toBeInstanceOf(TaskStoreUnavailableError)
+        else expect(got).toEqual([text ?? null, taskId])
+      }
+      if (storage.limits?.validUnicodeOnly) {
+        expect(runs).toBe(0)
+        expect(await ledgerOn(storage).get(base)).toBeNull()
+      }
+      // The id an unpaired surrogate turns into in UTF-8 is a task of its own.
+      expect(await note({}, { taskId: `${base}\ufffd` })).toEqual([null, `${base}\ufffd`])
     })
 
     it("list() yields each task once, finished or in flight, whatever the store keeps beside its rows", async () => {

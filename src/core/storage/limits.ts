@@ -82,16 +82,13 @@ export function unstorableReason(
 export function refuseUnkeepableClaim(entry: LedgerEntry, limits: StorageLimits): void {
   const text = JSON.stringify(entry)
   if (limits.validUnicodeOnly) keepableJson(text, entry.requestId)
-  let why: string | null = null
-  if (limits.maxDepth !== undefined && jsonDepth(entry, limits.maxDepth) > limits.maxDepth)
-    why = `nest deeper than the store's max_depth ${limits.maxDepth}`
-  else if (limits.maxRowBytes !== undefined) {
-    const bytes = encoder.encode(text).length
-    if (bytes + 3 * MAX_ERROR_TEXT > limits.maxRowBytes)
-      why = `make a row of ${bytes} bytes, too close to the store's max_row_bytes ${limits.maxRowBytes} to record a failure`
-  }
-  if (why)
+  const { maxDepth: depth, maxRowBytes: bytes } = limits
+  if (
+    (depth !== undefined && jsonDepth(entry, depth) > depth) ||
+    (bytes !== undefined && encoder.encode(text).length + 3 * MAX_ERROR_TEXT > bytes)
+  )
     throw new LedgerConfigError(
-      `request '${entry.requestId}': its arguments ${why}; nothing was claimed. Pass smaller arguments.`,
+      `request '${entry.requestId}': its arguments are too deep or too big for this store (max_depth ${depth}, ` +
+        `max_row_bytes ${bytes} less room for an error); nothing was claimed`,
     )
 }

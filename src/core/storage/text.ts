@@ -22,8 +22,8 @@ export const jsonHoldsUnstorableText = (json: string): boolean =>
 export function keepableJson(json: string, requestId: string): string {
   if (jsonHoldsUnstorableText(json))
     throw new LedgerConfigError(
-      `request '${requestId}': the row holds U+0000 or an unpaired surrogate (in its arguments, ids or refs), ` +
-        "which this store cannot keep; nothing was written. Pass valid Unicode.",
+      `request '${requestId}': the row holds U+0000 or an unpaired surrogate, which this store cannot keep; ` +
+        "nothing was written",
     )
   return json
 }

@@ -1,6 +1,7 @@
 // The task store contract: one compare-and-swap per task. Every claim, renewal, completion and release is decided
 // in the core (task-ledger.ts) and written with `swap`, so each backend implements one atomic primitive.
 import { canonicalJson, cloneJson, type JsonValue } from "../ledger/model/canonical.ts"
+import type { StorageLimits } from "../storage/contract.ts"
 import type { StoredTask, TaskRecord } from "./record.ts"
 
 // Stored values are JSON: the ledger's JSON copy is several times cheaper than structuredClone.
@@ -14,6 +15,11 @@ export interface TaskStore {
    */
   swap(requestId: string, expected: string | null, next: TaskRecord): Promise<string | null>
   list(): AsyncIterable<StoredTask>
+  /**
+   * `validUnicodeOnly`: the store cannot keep U+0000 or an unpaired surrogate (as `StorageLimits`). The ledger then
+   * refuses arguments and ids holding them before the claim, and records a result holding them as unstorable.
+   */
+  readonly limits?: Pick<StorageLimits, "validUnicodeOnly">
 }
 
 /** Version token of a record for stores that keep parsed values: its canonical JSON. */

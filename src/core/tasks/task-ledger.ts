@@ -15,7 +15,7 @@ import { argumentsStoredAndKeyed, toJsonValue } from "../ledger/model/canonical.
 import type { ToolArgs } from "../ledger/model/tool-arguments.ts"
 import { safeString } from "../repr.ts"
 import { secondsProblem } from "../seconds.ts"
-import { MAX_ERROR_TEXT, storableText } from "../storage/text.ts"
+import { jsonHoldsUnstorableText, keepableJson, MAX_ERROR_TEXT, storableText } from "../storage/text.ts"
 import {
   TaskLeaseLostError,
   TaskLedgerPendingError,
@@ -137,10 +137,13 @@ export class TaskLedger {
   readonly #renew: number | null
   // Every read and write goes through this: a driver's failure reaches callers as TaskStoreUnavailableError.
   readonly #store: TaskStore
+  // The store cannot keep U+0000 or an unpaired surrogate: such text is refused or recorded unstorable before a write.
+  readonly #strict: boolean
 
   constructor(options: TaskLedgerOptions = {}) {
     this.storage = options.storage ?? new MemoryTaskStore()
     this.#store = guardedTaskStore(this.storage)
+    this.#strict = this.storage.limits?.validUnicodeOnly === true
     this.leaseTtl = seconds("leaseTtl", options.leaseTtl ?? 3600)
     const renew = options.leaseRenewInterval ?? null
     this.#renew = renew === null ? null : seconds("leaseRenewInterval", renew)
@@ -182,6 +185,8 @@ export class TaskLedger {
       // The row (and its receipt's inputs) holds the arguments the body gets, as the original's claim stores its
       // clean kwargs: task_id and run_id only name the request.
       const { task_id: _tid, run_id: _rid, ...clean } = kwargs
+      // A store that cannot keep U+0000 or an unpaired surrogate refused such a claim as an outage: refused typed.
+      if (this.#strict) keepableJson(JSON.stringify([requestId, name, clean]), requestId)
       const claimed = await this.#claim(opts, ttl, requestId, clean, meta)
       if (claimed.kind === "completed") return claimed.result as R
       const { task_id: _t, run_id: _r, ...body } = given
@@ -371,11 +376,15 @@ export class TaskLedger {
     let stored: JsonValue
     try {
       stored = toJsonValue(result)
+      // Checked before the write: the store refused it after the body ran, and the row stayed in flight until its
+      // lease lapsed and the body ran again.
+      if (this.#strict && jsonHoldsUnstorableText(JSON.stringify(stored)))
+        throw new Error("it holds U+0000 or an unpaired surrogate")
     } catch (e) {
       // A cycle overflows the conversion. Leaving the row in flight would block every caller until the lease
       // lapses; a failed row says why and lets the next call run the task again.
       const unstorable = new TaskResultUnstorableError(
-        `Task request '${held.requestId}' returned a result that is not JSON (${errorText(e)}); it was recorded ` +
+        `Task request '${held.requestId}' returned a result that is not JSON the store can keep (${errorText(e)}); it was recorded ` +
           "as failed and the next call runs it again. Return plain JSON (no cycles, no nesting thousands deep) from the task.",
       )
       try {
@@ -504,6 +513,8 @@ export class TaskLedger {
           `the release result is not JSON (${errorText(e)}); pass plain JSON (no cycles, no nesting thousands deep) as result`,
         )
       }
+    // Before any read: such an id, or such text in what the release writes, was refused by the store as an outage.
+    if (this.#strict) keepableJson(JSON.stringify([requestId, by, reason, releasedResult]), requestId)
     for (;;) {
       const current = await this.#store.get(requestId)
       if (!current) throw new TaskReleaseRefusedError(`Cannot release unknown task request '${requestId}'`)
