@@ -1,4 +1,14 @@
-import { isAlias, isMap, isPair, isScalar, isSeq, LineCounter, type Node, parseDocument } from "yaml"
+import {
+  isAlias,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  LineCounter,
+  type Node,
+  parseDocument,
+  type Scalar,
+} from "yaml"
 import { ConfigError, type ConfigLocation } from "./errors.ts"
 import { pythonStr, pythonText, pythonValue } from "./python-yaml.ts"
 
@@ -153,6 +163,13 @@ export function parseConfigSource(yaml: string, name = "mycelium.yaml"): ConfigS
   }
 }
 
+/**
+ * Whether a scalar is text to both readers, as a name must be: quoted or tagged (read alike, see construct), or plain
+ * and taken by no resolver of either (PyYAML's `on` is True, YAML 1.2's `1e3` is 1000).
+ */
+const bothText = (node: Scalar): unknown =>
+  typeof node.value === "string" && (node.type !== "PLAIN" || node.tag || pythonText(node.source as string))
+
 const origins = new WeakMap<object, [ConfigSource, Path]>()
 
 /** Notes where a store choice was read (its section's key path), so that a store factory's error can point there. */
@@ -208,6 +225,9 @@ function checkKeys(root: unknown, lines: LineCounter, error: Fail): void {
   let nodes = 0
   // Depth first and in the order of the text (a map's own keys before what is under them); [node, null] ends one.
   const stack: [unknown, Path | null][] = [[root, []]]
+  // An alias's node: the last anchor of its name before it, as the walk is in the order of the text.
+  const real = (node: unknown) => (isAlias(node) ? anchors.get(node.source) : node)
+  const noText = "PyYAML or YAML 1.2 reads this name as no text: quote it"
   for (let item = stack.pop(); item; item = stack.pop()) {
     const [node, path] = item as [Node | null, Path | null]
     if (!path) {
@@ -232,6 +252,16 @@ function checkKeys(root: unknown, lines: LineCounter, error: Fail): void {
     const top = path.length === 1 ? path[0] : ""
     if (isAlias(node) && /^(?:transition|tools|tasks)$/.test(`${top}`))
       throw error(`'${top}' may not be an alias: write it out`, path, node.range?.[0])
+    // The original's list holds True for `[yes]`, which no function's name equals: a TS and a Python worker would
+    // ledger or allow different tools. So the items of a list of names are checked as the names under `tools:` are
+    // (below), through aliases too; an item's anchor is noted here, before the walk reaches it, for the items after.
+    const list = /^(action_ledger,tools|task_ledger,tasks|registry,allowed)$/.test(`${path}`) && real(node)
+    if (isSeq(list))
+      for (const [i, item] of list.items.entries()) {
+        const name = real(item)
+        if (isScalar(name) && !bothText(name)) throw error(noText, [...path, i], name.range?.[0])
+        if ((item as Node).anchor) anchors.set((item as Node).anchor as string, item)
+      }
     const children: [unknown, Path][] = []
     if (isSeq(node)) for (const [i, child] of node.items.entries()) children.push([child, [...path, i]])
     const seen = new Map<string, number>()
@@ -251,13 +281,10 @@ function checkKeys(root: unknown, lines: LineCounter, error: Fail): void {
       const key = keyNode.value === null ? "" : String(keyNode.value)
       const offset = keyNode.range?.[0]
       // PyYAML reads `on`, `null` and `1.0` as True, None and 1.0, and YAML 1.2 `1e3` as 1000: such a tool or task
-      // would have another name, or none, in the original (whose lookup by a function's name then misses it).
-      if (
-        (top === "tools" || top === "tasks") &&
-        (typeof keyNode.value !== "string" ||
-          (keyNode.type === "PLAIN" && !keyNode.tag && !pythonText(keyNode.source as string)))
-      )
-        throw error(`PyYAML or YAML 1.2 reads this name as no text: quote it`, [...path, key], offset)
+      // would have another name, or none, on one side (the original's lookup by a function's name then misses it, or
+      // finds a tool this package does not have). A key `=` is the str "=" to PyYAML too (elsewhere it fails there).
+      if ((top === "tools" || top === "tasks") && keyNode.source !== "=" && !bothText(keyNode))
+        throw error(noText, [...path, key], offset)
       if (key === "__proto__")
         throw error(
           `unknown key '__proto__' (it names an object's prototype in JavaScript: no section, key, tool or task can be called so)`,
