@@ -181,9 +181,9 @@ export class HistoryGuard {
     let next = 0 // order[next] is the oldest droppable group still kept
     let tokens = groupTokens.reduce((a, b) => a + b, 3)
     let length = messages.length
+    const { maxTokens, maxMessages } = this.#o
     const fits = () =>
-      (this.#o.maxTokens === undefined || tokens <= this.#o.maxTokens) &&
-      (this.#o.maxMessages === undefined || length <= this.#o.maxMessages)
+      (maxTokens === undefined || tokens <= maxTokens) && (maxMessages === undefined || length <= maxMessages)
     // Anthropic requires the first turn to be the user's, so trimming continues past leading assistant turns.
     // A plain-text transcript could be Anthropic's (nothing tells it from OpenAI's), so once trimming dropped
     // something the rule holds there too: the answer left at the head is half a turn whose question is gone.

@@ -11,8 +11,12 @@ export function messageText(message: unknown, index = 0): string {
   if (!isRecord(message)) return safeString(message)
   const parts = [contentText(message.content, index)]
   // A legacy OpenAI message holds its one call as function_call: { name, arguments }, not as tool_calls. Left out,
-  // 100 KB of arguments counted nothing, and every such message had the same fingerprint.
-  const calls = Array.isArray(message.tool_calls) ? message.tool_calls : [{ function: message.function_call }]
+  // 100 KB of arguments counted nothing, and every such message had the same fingerprint. Read next to tool_calls
+  // too: a serializer may write `tool_calls: []` beside it.
+  const calls = [
+    ...(Array.isArray(message.tool_calls) ? message.tool_calls : []),
+    { function: message.function_call },
+  ]
   for (const c of calls) {
     // OpenAI custom tool calls carry { name, input } (free text) instead of function.arguments.
     const f = isRecord(c) && (c.function ?? c.custom)
@@ -87,7 +91,7 @@ function mediaKey(block: Record<string, unknown>): string {
         ? sample(new Uint8Array(raw.buffer ?? raw, raw.byteOffset, raw.byteLength))
         : typeof value === "string"
           ? sample(value)
-          : value
+          : bigint(key, value) // else JSON throws, and two files differing only here were one turn
     })
   } catch {
     return "" // a cycle, or nesting too deep for JSON: keyed by nothing, as before
