@@ -72,6 +72,7 @@ export class DevWorkspace {
   #private: string | null = null
   #starting: Promise<void> | null = null
   #stopped = false
+  #stopping: Promise<void> | null = null
   // The process groups of the commands it started, running or holding background jobs (`server &`); stop() kills them.
   readonly #groups = new Set<number>()
 
@@ -96,9 +97,12 @@ export class DevWorkspace {
 
   /** Idempotent; concurrent calls share one start. After `stop()` it starts afresh (a new temp root). */
   start(): Promise<void> {
-    this.#stopped = false
-    if (this.#state) return Promise.resolve()
-    this.#starting ??= this.#start().finally(() => {
+    // After a stop() under way: called during it, start() saw the old state, returned, and stop() then cleared it.
+    this.#starting ??= (async () => {
+      await this.#stopping
+      this.#stopped = false
+      if (!this.#state) await this.#start()
+    })().finally(() => {
       this.#starting = null
     })
     return this.#starting
@@ -121,9 +125,25 @@ export class DevWorkspace {
    * Idempotent. Kills the process groups of the commands it ran (background jobs included), then deletes the root
    * if the workspace created it. Later `act()` calls are refused.
    */
-  async stop(): Promise<void> {
+  stop(): Promise<void> {
     this.#stopped = true
-    await this.#starting?.catch(() => {})
+    // After the stop under way, if any: a start() called during it runs after it, and this stop after that start.
+    // Both read now: a start() called after this stop() waits for it, so waiting for that start would deadlock.
+    const [prior, starting] = [this.#stopping, this.#starting]
+    const p = (async () => {
+      await prior
+      await starting?.catch(() => {})
+      await this.#stop()
+    })()
+    this.#stopping = p
+    const done = () => {
+      if (this.#stopping === p) this.#stopping = null
+    }
+    p.then(done, done)
+    return p
+  }
+
+  async #stop(): Promise<void> {
     for (const g of this.#groups) killGroup(g)
     this.#groups.clear()
     const [priv, root] = [this.#private, this.#given === undefined ? this.#root : null]
@@ -259,7 +279,9 @@ export class DevWorkspace {
     )
     // stop() may have run while the command finished. Writing the state back then would revive a stopped workspace
     // with no root, and start() would skip it.
-    if (after && !this.#stopped && this.#private === session) this.#state = { cwd: after, env: state.env }
+    // The env as it is now: a setEnv() while the command ran stays.
+    if (after && !this.#stopped && this.#private === session)
+      this.#state = { cwd: after, env: this.state.env }
     const cut = (s: string) => (keep === "head" ? s.slice(0, MAX_STREAM_CHARS) : s)
     return {
       kind: "cmd_output",
