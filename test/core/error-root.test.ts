@@ -19,6 +19,8 @@ const WRAPPED: Record<string, string> = {
   "src/core/exact-json.ts": "JSON.parse's SyntaxError, on purpose",
   // The demo's simulated gateway crash: the tour shows the ledger's reaction to it.
   "src/cli/demo-scenario.ts": "the demo's simulated crash",
+  // A result a strict task store cannot keep: caught by the next line's catch, rethrown as TaskResultUnstorableError.
+  "src/core/tasks/task-ledger.ts": "a result the store cannot keep, rethrown as TaskResultUnstorableError",
   // Caught by the tool wrapper and returned to the model as an error observation.
   "src/harness/workspace/tools.ts": "a model's bad argument, returned as an observation",
   // The conformance suites are test code: a body that throws on purpose (the suite asserts the stored
