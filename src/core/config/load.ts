@@ -96,6 +96,7 @@ export function loadConfigFromString(text: string, options: LoadConfigOptions = 
     const first = parsed.error.issues[0] as z.core.$ZodIssue
     throw issueToError(first, source)
   }
+  source.checkText(parsed.data)
   refuseLiteralRefs(parsed.data, source)
   const resolved = resolveConfig(parsed.data, options.env ?? {}, source)
   return new MyceliumConfig(resolved, options, source)

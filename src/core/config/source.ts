@@ -1,5 +1,6 @@
 import {
   isAlias,
+  isCollection,
   isMap,
   isPair,
   isScalar,
@@ -23,6 +24,12 @@ export interface ConfigSource {
   readonly name: string
   locate(path: ConfigLocation["path"], key?: boolean): ConfigLocation
   error(detail: string, path: ConfigLocation["path"], key?: boolean): ConfigError
+}
+
+/** A ConfigSource read from YAML text. */
+interface ParsedSource extends ConfigSource {
+  /** Refuses a string of the validated document that was a plain scalar PyYAML reads as no text. */
+  checkText(value: unknown): void
 }
 
 // Real configs are a few KB (a thousand tools, 40 KB); 1 MiB holds 25,000 and loads in about 3 s. Unbounded, 50 MB
@@ -77,7 +84,7 @@ export function decodeConfig(bytes: Uint8Array, name: string): string {
 }
 
 /** Parses YAML (1.2 core schema, no custom tags); a syntax error names its line and column. */
-export function parseConfigSource(yaml: string, name = "mycelium.yaml"): ConfigSource {
+export function parseConfigSource(yaml: string, name = "mycelium.yaml"): ParsedSource {
   // Each character is at least a byte: past the limit in characters, no need to count bytes.
   refuseSize(yaml.length > MAX_BYTES ? yaml.length : new TextEncoder().encode(yaml).length, name)
   // A BOM is no column of the first line; a lone CR breaks lines to YAML 1.2 and PyYAML, not to this parser.
@@ -155,10 +162,25 @@ export function parseConfigSource(yaml: string, name = "mycelium.yaml"): ConfigS
     // An alias before its anchor is refused while expanding, not while parsing.
     throw new ConfigError(`invalid YAML: ${e instanceof Error ? e.message : String(e)}`, { path: [] }, name)
   }
+  // The validated document (the schema's output) says which values are text: a plain one PyYAML reads otherwise
+  // (`prefix: on` is the prefix "True" there, `id_from: [yes]` [True]) would make a Python worker use another ledger
+  // or key. A number or boolean key was the schema's to refuse; a `$VAR` is checked as written, not as expanded.
+  // agent_id and policy_version were read as PyYAML reads them above. Where the text has a list or a mapping, the
+  // validated document has one too (a default has no node, and is not walked).
+  const checkText = (v: unknown, node: unknown, path: Path): void => {
+    const n = isAlias(node) ? node.resolve(doc) : node
+    if (typeof v === "string") {
+      if (isScalar(n) && !bothText(n) && !/^transition,(agent_id|policy_version)$/.test(`${path}`))
+        throw new ConfigError(noText("value"), at(n.range?.[0], path), name)
+    } else if (isCollection(n))
+      for (const [k, x] of Object.entries(v as object))
+        checkText(x, n.get(k, true), [...path, Array.isArray(v) ? +k : k])
+  }
   return {
     value,
     name,
     locate,
+    checkText: (v) => checkText(v, doc.contents, []),
     error: (detail, path, key = false) => new ConfigError(detail, locate(path, key), name),
   }
 }
@@ -169,6 +191,8 @@ export function parseConfigSource(yaml: string, name = "mycelium.yaml"): ConfigS
  */
 const bothText = (node: Scalar): unknown =>
   typeof node.value === "string" && (node.type !== "PLAIN" || node.tag || pythonText(node.source as string))
+
+const noText = (what: string) => `PyYAML or YAML 1.2 reads this ${what} as no text: quote it`
 
 const origins = new WeakMap<object, [ConfigSource, Path]>()
 
@@ -227,7 +251,6 @@ function checkKeys(root: unknown, lines: LineCounter, error: Fail): void {
   const stack: [unknown, Path | null][] = [[root, []]]
   // An alias's node: the last anchor of its name before it, as the walk is in the order of the text.
   const real = (node: unknown) => (isAlias(node) ? anchors.get(node.source) : node)
-  const noText = "PyYAML or YAML 1.2 reads this name as no text: quote it"
   for (let item = stack.pop(); item; item = stack.pop()) {
     const [node, path] = item as [Node | null, Path | null]
     if (!path) {
@@ -259,7 +282,7 @@ function checkKeys(root: unknown, lines: LineCounter, error: Fail): void {
     if (isSeq(list))
       for (const [i, item] of list.items.entries()) {
         const name = real(item)
-        if (isScalar(name) && !bothText(name)) throw error(noText, [...path, i], name.range?.[0])
+        if (isScalar(name) && !bothText(name)) throw error(noText("name"), [...path, i], name.range?.[0])
         if ((item as Node).anchor) anchors.set((item as Node).anchor as string, item)
       }
     const children: [unknown, Path][] = []
@@ -284,7 +307,7 @@ function checkKeys(root: unknown, lines: LineCounter, error: Fail): void {
       // would have another name, or none, on one side (the original's lookup by a function's name then misses it, or
       // finds a tool this package does not have). A key `=` is the str "=" to PyYAML too (elsewhere it fails there).
       if ((top === "tools" || top === "tasks") && keyNode.source !== "=" && !bothText(keyNode))
-        throw error(noText, [...path, key], offset)
+        throw error(noText("name"), [...path, key], offset)
       if (key === "__proto__")
         throw error(
           `unknown key '__proto__' (it names an object's prototype in JavaScript: no section, key, tool or task can be called so)`,

@@ -60,7 +60,8 @@ describe("a name PyYAML reads as no text, inside a list of tool or task names", 
 
   it("an anchor of an earlier item of the same list is the one an alias names, not an older one", () => {
     const config = loadConfigFromString(
-      "tools:\n  t:\n    request_id_from: &a on\naction_ledger: {tools: [&a x, *a]}\n",
+      // The older anchor is a field's name in a bounded schema: a key, which only tools: and tasks: check.
+      "tools:\n  t:\n    bounded: {schema: {&a on: {type: string}}}\naction_ledger: {tools: [&a x, *a]}\n",
       quiet,
     )
     expect([...config.tools.keys()]).toEqual(["t", "x"])
