@@ -40,3 +40,15 @@ describe("stop() racing start()", () => {
     expect(() => w.root).not.toThrow()
   })
 })
+
+describe("start() not awaited", () => {
+  it("an act() right after an unawaited start() of a stopped workspace runs", async () => {
+    const w = createWorkspace()
+    await w.start()
+    afterTest(() => w.stop())
+    await w.stop()
+    void w.start()
+    const obs = await w.act(CmdRunAction({ command: "echo hi" }))
+    expect(obs).toMatchObject({ kind: "cmd_output", stdout: "hi\n" })
+  })
+})

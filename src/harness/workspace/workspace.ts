@@ -97,6 +97,8 @@ export class DevWorkspace {
 
   /** Idempotent; concurrent calls share one start. After `stop()` it starts afresh (a new temp root). */
   start(): Promise<void> {
+    // At once when no stop is under way: an act() right after an unawaited start() is not refused as stopped.
+    if (!this.#stopping) this.#stopped = false
     // After a stop() under way: called during it, start() saw the old state, returned, and stop() then cleared it.
     this.#starting ??= (async () => {
       await this.#stopping
