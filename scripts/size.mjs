@@ -82,7 +82,12 @@ const budgets = [
   // parseToolArguments moved to `tools` (2026-12-05): 20.0 -> 19.0 KB.
   // 20 -> 20.2 KB (2026-12-06, stop 41), 193 B: the same fix as the ledger's above, which nothing else in the core
   // could pay for without cutting messages or logic: 20,668 B. #11's 20 KB is printed beside it as the target.
-  { name: "core entry (everything)", code: 'export * from "./dist/index.js"', max: 20.2 * KB, target: 20 * KB },
+  {
+    name: "core entry (everything)",
+    code: 'export * from "./dist/index.js"',
+    max: 20.2 * KB,
+    target: 20 * KB,
+  },
   // One entry per guard family, each measured alone (what it shares with the core is counted again); budgets are
   // the size at the split +15%. receipts and tasks each carry the ledger's canonical JSON and SHA-256 (5 KB minified).
   // tasks and state were raised by 10% after the adversarial review of stop 22, whose fixes they carry (a task that
