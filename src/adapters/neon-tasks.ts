@@ -3,6 +3,7 @@
 // statement: an INSERT … ON CONFLICT DO NOTHING for an absent task, else an UPDATE whose WHERE compares a digest of
 // the stored row and lease with the version the caller read (Postgres re-checks it after a concurrent update).
 
+import { isUnstorableText } from "../core/storage/text.ts"
 import { TaskRowError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import type { TaskStore } from "../core/tasks/store.ts"
@@ -51,6 +52,8 @@ export class NeonTaskStore implements TaskStore {
   }
 
   async get(requestId: string): Promise<StoredTask | null> {
+    // No row can have such an id (Postgres refuses its text), and asking for it failed as if Postgres were down.
+    if (isUnstorableText(requestId)) return null
     const rows = await this.#run(
       `SELECT payload, mycelium_lease AS lease, ${VERSION} AS v FROM ${this.#t} WHERE request_id = $1`,
       [requestId],

@@ -21,6 +21,7 @@ import {
 import { MyceliumError } from "../core/errors.ts"
 import { LedgerRowError } from "../core/ledger/errors.ts"
 import { TerminalOutcome } from "../core/ledger/model/enums.ts"
+import { isUnstorableText } from "../core/storage/text.ts"
 import {
   driverRun,
   migration,
@@ -117,6 +118,8 @@ export class NeonLedgerStorage implements LedgerStorage {
   }
 
   async get(requestId: string): Promise<LedgerEntry | null> {
+    // No row can have such an id (Postgres refuses its text), and asking for it failed as if Postgres were down.
+    if (isUnstorableText(requestId)) return null
     const rows = await this.#run(this.#q.get, [requestId])
     return rows[0] ? fromPayload(rows[0].payload) : null
   }
@@ -220,6 +223,7 @@ export class NeonLedgerStorage implements LedgerStorage {
   }
 
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
+    if (isUnstorableText(dispatchId)) return []
     const rows = await this.#run(this.#q.byDispatch, [dispatchId])
     return rows.map((r) => fromPayload(r.payload))
   }

@@ -155,7 +155,7 @@ export async function release(
         now,
       ),
     (bad) => {
-      throw new LedgerReleaseRefusedError(`${cannot}${bad.message}; pass a smaller JSON result`)
+      throw new LedgerReleaseRefusedError(`${cannot}${bad.message}; pass a smaller result or reason`)
     },
   )
   // Signed before the write: a signer outage refuses the release and changes nothing.
