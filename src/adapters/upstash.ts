@@ -342,6 +342,9 @@ export class UpstashLedgerStorage implements LedgerStorage {
   }
 
   async get(requestId: string): Promise<LedgerEntry | null> {
+    // Keys travel as UTF-8, where an unpaired surrogate is U+FFFD: the key is another id's. No row has such an id
+    // (every write refuses it, and the original cannot encode it), so none is read.
+    if (!requestId.isWellFormed()) return null
     const legacy = this.#legacyTomb(requestId)
     const keys = [this.#key(requestId), this.#tomb(requestId)]
     if (legacy) keys.push(legacy)
@@ -484,6 +487,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
   }
 
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
+    if (!dispatchId.isWellFormed()) return []
     // Also the empty prefix's case: it has no index, so #scanDispatch is set for it.
     if (this.#scanDispatch) {
       const out: LedgerEntry[] = []
