@@ -3,21 +3,14 @@
 // at its line: explicit tags, `0b_`, a `$` inside a DSN's password, a libpq DSN, `poll_timeout: .inf`, the editor
 // schema, and line breaks PyYAML and this parser read differently.
 import { describe, expect, it } from "vitest"
-import { ConfigError, loadConfigFromString } from "../../../src/core/config/index.ts"
+import { loadConfigFromString } from "../../../src/core/config/index.ts"
 import { configJsonSchema } from "../../../src/core/config/json-schema.ts"
+import { refusal as refusedWith } from "./refusal.ts"
 
 const quiet = { onWarning: () => {}, env: {} }
+// This file's variables, not the process environment.
+const refusal = (yaml: string, env: Record<string, string> = {}) => refusedWith(yaml, env)
 const T = "transition:\n  agent_id: a\n  policy_version: v1\n"
-
-function refusal(yaml: string, env: Record<string, string> = {}): ConfigError {
-  try {
-    loadConfigFromString(yaml, { ...quiet, env })
-  } catch (e) {
-    if (e instanceof ConfigError) return e
-    throw e
-  }
-  throw new Error("loaded")
-}
 
 const version = (pv: string) =>
   loadConfigFromString(`transition:\n  agent_id: a\n  policy_version: ${pv}\n`, quiet).transition

@@ -2,19 +2,12 @@
 // `$` in a DSN's query password named in the error, PyYAML's no-value spellings refused without saying why, a
 // plain `=` that PyYAML fails on; and str() of inf and nan, kept through a smaller pythonStr.
 import { describe, expect, it } from "vitest"
-import { ConfigError, loadConfigFromString } from "../../../src/core/config/index.ts"
+import { loadConfigFromString } from "../../../src/core/config/index.ts"
+import { refusal as refusedWith } from "./refusal.ts"
 
 const quiet = { onWarning: () => {}, env: {} }
-
-function refusal(yaml: string): ConfigError {
-  try {
-    loadConfigFromString(yaml, quiet)
-  } catch (e) {
-    if (e instanceof ConfigError) return e
-    throw e
-  }
-  throw new Error("loaded")
-}
+// This file's variables, not the process environment.
+const refusal = (yaml: string, env: Record<string, string> = {}) => refusedWith(yaml, env)
 
 describe("a merge key", () => {
   it.each([

@@ -2,20 +2,13 @@
 // timestamp-shaped version keyed as its text (PyYAML keys its datetime's str()), a receipt or state path kept in
 // memory, and an error about a listed tool pointing at line 1.
 import { describe, expect, it } from "vitest"
-import { ConfigError, loadConfigFromString } from "../../../src/core/config/index.ts"
+import { loadConfigFromString } from "../../../src/core/config/index.ts"
 import { parseConfigSource } from "../../../src/core/config/source.ts"
+import { refusal as refusedWith } from "./refusal.ts"
 
 const quiet = { onWarning: () => {}, env: { K: "k" } }
-
-function refusal(yaml: string): ConfigError {
-  try {
-    loadConfigFromString(yaml, quiet)
-  } catch (e) {
-    if (e instanceof ConfigError) return e
-    throw e
-  }
-  throw new Error("loaded")
-}
+// This file's variables, not the process environment.
+const refusal = (yaml: string, env: Record<string, string> = quiet.env) => refusedWith(yaml, env)
 
 describe("a timestamp-shaped agent_id or policy_version", () => {
   // str(yaml.safe_load(...)) in PyYAML 6.0.3 of each plain scalar: a date or a datetime, which the original keys.

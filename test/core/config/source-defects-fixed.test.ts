@@ -1,19 +1,10 @@
 // Defects found by the mutation review of the config reader, fixed. The original (PyYAML) and this package must read
 // one mycelium.yaml into the same transition keys: where they would not, the loader refuses, at the line and column.
 import { describe, expect, it } from "vitest"
-import { ConfigError, loadConfigFromString } from "../../../src/core/config/index.ts"
+import { loadConfigFromString } from "../../../src/core/config/index.ts"
+import { refusal } from "./refusal.ts"
 
 const quiet = { onWarning: () => {} }
-
-function refusal(yaml: string): ConfigError {
-  try {
-    loadConfigFromString(yaml, quiet)
-  } catch (e) {
-    expect(e).toBeInstanceOf(ConfigError)
-    return e as ConfigError
-  }
-  throw new Error("no ConfigError")
-}
 
 describe("transition written as an alias of an anchored mapping", () => {
   // agent_id and policy_version are read as PyYAML reads them only where `transition` is written out: through the

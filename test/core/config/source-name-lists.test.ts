@@ -4,20 +4,11 @@
 // ledgers (or allows) it, and a TS and a Python worker sharing a ledger would disagree. Such an item is refused at its
 // line and column, as the same name under `tools:` is.
 import { describe, expect, it } from "vitest"
-import { ConfigError, loadConfigFromString } from "../../../src/core/config/index.ts"
+import { loadConfigFromString } from "../../../src/core/config/index.ts"
+import { refusal } from "./refusal.ts"
 
 const quiet = { onWarning: () => {} }
 const message = "PyYAML or YAML 1.2 reads this name as no text: quote it"
-
-function refusal(yaml: string): ConfigError {
-  try {
-    loadConfigFromString(yaml, quiet)
-  } catch (e) {
-    expect(e).toBeInstanceOf(ConfigError)
-    return e as ConfigError
-  }
-  throw new Error("no ConfigError")
-}
 
 describe("a name PyYAML reads as no text, inside a list of tool or task names", () => {
   it.each(["yes", "on", "Off", "1_000", "2026-01-01", "1:30", "null", "="])(

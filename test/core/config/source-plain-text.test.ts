@@ -2,20 +2,11 @@
 // a Redis `prefix: on` is the prefix "True" there and "on" here (two workers sharing Redis would use two ledgers),
 // `id_from: [yes]` is [True]. Such a plain scalar is refused at its key path, line and column, as a name is.
 import { describe, expect, it } from "vitest"
-import { ConfigError, loadConfigFromString } from "../../../src/core/config/index.ts"
+import { loadConfigFromString } from "../../../src/core/config/index.ts"
+import { refusal } from "./refusal.ts"
 
 const quiet = { onWarning: () => {} }
 const message = "PyYAML or YAML 1.2 reads this value as no text: quote it"
-
-function refusal(yaml: string, env?: Record<string, string>): ConfigError {
-  try {
-    loadConfigFromString(yaml, { ...quiet, env })
-  } catch (e) {
-    expect(e).toBeInstanceOf(ConfigError)
-    return e as ConfigError
-  }
-  throw new Error("no ConfigError")
-}
 
 describe("a plain text value PyYAML reads as no text", () => {
   it("a Redis prefix: on", () => {
