@@ -3,21 +3,7 @@ import { execFileSync } from "node:child_process"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { FileReadAction, FileWriteAction } from "../../src/harness/workspace/index.ts"
-import { startedWorkspace } from "./started-workspace.ts"
-
-async function within<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`did not settle within ${ms} ms`)), ms)
-      }),
-    ])
-  } finally {
-    clearTimeout(timer)
-  }
-}
+import { startedWorkspace, within } from "./started-workspace.ts"
 
 describe("a FIFO in the workspace", () => {
   // open() of a FIFO without O_NONBLOCK waits for the other end forever, holding one of libuv's four threadpool

@@ -34,7 +34,7 @@ import {
   workspaceTools,
 } from "../../src/harness/workspace/index.ts"
 import { pathComponents } from "../../src/harness/workspace/safe-fs.ts"
-import { afterTest, observed, startedWorkspace } from "./started-workspace.ts"
+import { afterTest, alive, observed, sleep, startedWorkspace, within } from "./started-workspace.ts"
 
 // Runs after every lstat (also one that throws ENOENT): lets a test swap the target the way a background job could.
 const hook: { afterLstat: ((path: string) => void) | null } = { afterLstat: null }
@@ -62,35 +62,10 @@ function swapAfterLstat(target: string, swap: () => void): void {
   })
 }
 
-async function within<T>(p: Promise<T>, ms: number): Promise<T> {
-  let timer: ReturnType<typeof setTimeout> | undefined
-  try {
-    return await Promise.race([
-      p,
-      new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new Error(`did not settle within ${ms} ms`)), ms)
-      }),
-    ])
-  } finally {
-    clearTimeout(timer)
-  }
-}
-
 function outsideDir(): string {
   const dir = mkdtempSync(join(tmpdir(), "ws-mut-outside-"))
   afterTest(() => rmSync(dir, { recursive: true, force: true }))
   return dir
-}
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return !/^\d+ \(.*\) Z/s.test(readFileSync(`/proc/${pid}/stat`, "utf8"))
-  } catch {
-    return false
-  }
 }
 
 const isLinux = process.platform === "linux"

@@ -11,21 +11,9 @@ import {
   type WorkspaceObservation,
   withWorkspace,
 } from "../../src/harness/workspace/index.ts"
-import { afterTest, observed, startedWorkspace } from "./started-workspace.ts"
+import { afterTest, alive, observed, sleep, startedWorkspace } from "./started-workspace.ts"
 
 const cmdOutput = (o: WorkspaceObservation) => observed(o, "cmd_output")
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-
-function alive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    // A killed job is a zombie until whoever adopted it reaps it: that counts as gone.
-    return !/^\d+ \(.*\) Z/s.test(readFileSync(`/proc/${pid}/stat`, "utf8"))
-  } catch {
-    return false
-  }
-}
 
 /** Starts `sleep` in the background and returns its pid, killed after the test whatever happens. */
 async function backgroundSleep(w: DevWorkspace): Promise<number> {
