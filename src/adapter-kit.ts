@@ -63,4 +63,4 @@ export type {
 export { refuseUnkeepableClaim } from "./core/storage/limits.ts"
 export { SafeStorage } from "./core/storage/safe-storage.ts"
 // A store that declares `limits.validUnicodeOnly` refuses a row holding U+0000 or an unpaired surrogate with it.
-export { keepableJson } from "./core/storage/text.ts"
+export { keepableJson, keepablePayload } from "./core/storage/text.ts"

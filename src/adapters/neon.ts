@@ -9,7 +9,7 @@ import {
   decideClaim,
   entryFromRow,
   entryToRow,
-  keepableJson,
+  keepablePayload,
   type LedgerEntry,
   LedgerStaleFenceError,
   type LedgerStorage,
@@ -93,7 +93,6 @@ const claimableAt = (p: string, now: string): string =>
 
 const NEON_LIMITS: StorageLimits = Object.freeze({ validUnicodeOnly: true })
 /** The JSONB payload of a row, refused typed when Postgres would refuse it (an outage to the ledger otherwise). */
-const payloadOf = (e: LedgerEntry): string => keepableJson(JSON.stringify(entryToRow(e)), e.requestId)
 
 /** The Postgres ledger backend for Neon (or any Postgres reachable by the serverless driver). */
 export class NeonLedgerStorage implements LedgerStorage {
@@ -126,7 +125,7 @@ export class NeonLedgerStorage implements LedgerStorage {
 
   /** Upsert, refusing only a write that would move the fence backwards (a stale writer). */
   async set(entry: LedgerEntry): Promise<void> {
-    const rows = await this.#run(this.#q.set, [entry.requestId, payloadOf(entry), entry.fence])
+    const rows = await this.#run(this.#q.set, [entry.requestId, keepablePayload(entry), entry.fence])
     if (rows.length === 0) {
       const stored = await this.get(entry.requestId)
       throw new LedgerStaleFenceError(entry.requestId, stored?.fence ?? 0, entry.fence)
@@ -140,7 +139,7 @@ export class NeonLedgerStorage implements LedgerStorage {
     options?: ClaimOptions,
   ): Promise<ClaimResult> {
     const stamped = stampClaim(entry, null, leaseTtl, now)
-    const payload = payloadOf(stamped)
+    const payload = keepablePayload(stamped)
     let mode = CLAIM_ANY
     let fence: number | null = null
     if (options && "reclaimFence" in options) {
@@ -176,7 +175,7 @@ export class NeonLedgerStorage implements LedgerStorage {
     const outcomes = expect.outcomes.filter((o) => OUTCOMES.has(o))
     if (outcomes.length === 0) return false
     const p = "t.payload"
-    const params: unknown[] = [next.requestId, payloadOf(next), expect.fence]
+    const params: unknown[] = [next.requestId, keepablePayload(next), expect.fence]
     const where = [
       "t.request_id = $1",
       `${termOf(p)} IN (${sqlList(outcomes)})`,

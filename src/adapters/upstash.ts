@@ -13,7 +13,7 @@ import {
   entryFromRow,
   entryToRow,
   isTerminalOutcome,
-  keepableJson,
+  keepablePayload,
   type LedgerEntry,
   LedgerRowError,
   LedgerStaleFenceError,
@@ -295,7 +295,6 @@ type ScriptRunner = (keys: string[], args: string[]) => Promise<unknown>
 // The claim script decodes the stored row with Lua's cjson, which refuses an unpaired surrogate's escape and nesting
 // past 1,000 levels: such a row, once written, made every later claim of its id fail as if Redis were down.
 const REDIS_LIMITS: StorageLimits = Object.freeze({ validUnicodeOnly: true, maxDepth: 900 })
-const payloadOf = (e: LedgerEntry): string => keepableJson(JSON.stringify(entryToRow(e)), e.requestId)
 
 /** The Redis ledger backend over the Upstash REST API. Works from any runtime with `fetch`. */
 export class UpstashLedgerStorage implements LedgerStorage {
@@ -355,7 +354,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
   /** Upsert, refusing only a write that would move the fence backwards (a stale writer). */
   async set(entry: LedgerEntry): Promise<void> {
     const stored = await this.#set(this.#keys(entry), [
-      payloadOf(entry),
+      keepablePayload(entry),
       String(this.#ttlFor(entry)),
       entry.requestId,
       String(entry.fence),
@@ -433,7 +432,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
     const reply = await this.#cas(
       [...this.#keys(next), sentKey(this.#prefix)],
       [
-        payloadOf(next),
+        keepablePayload(next),
         String(this.#ttlFor(next)),
         next.requestId,
         expect.outcomes.join(","),

@@ -4,6 +4,7 @@
 // completes a result holding them as unstorable, before the store would refuse the write after the effect ran.
 
 import { LedgerConfigError } from "../ledger/errors.ts"
+import { entryToRow, type LedgerEntry } from "../ledger/model/entry.ts"
 
 /** Whether `s` holds text no store can be trusted with. */
 export const isUnstorableText = (s: string): boolean => !s.isWellFormed() || s.includes("\0")
@@ -27,6 +28,10 @@ export function keepableJson(json: string, requestId: string): string {
     )
   return json
 }
+
+/** An entry's stored payload as JSON text, through `keepableJson`: what a `validUnicodeOnly` store writes. */
+export const keepablePayload = (e: LedgerEntry): string =>
+  keepableJson(JSON.stringify(entryToRow(e)), e.requestId)
 
 /**
  * `s` as text every store keeps: at most `max` UTF-16 units, cut between code points (never inside an emoji's
