@@ -26,7 +26,7 @@ import {
   unstorableRow,
 } from "../machine/transitions.ts"
 import { type Decision, hasAllowedDecision, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
-import type { SideEffectBoundary, TerminalOutcome } from "../model/enums.ts"
+import type { EffectState, SideEffectBoundary, TerminalOutcome } from "../model/enums.ts"
 import { appendReceipt, sealRow } from "./receipts.ts"
 
 /** Who holds a claim: every post-claim mutation must present the claim's fence. */
@@ -116,24 +116,30 @@ export const asRead = (
   sideEffectBoundary: row.sideEffectBoundary,
 })
 
-/** The holder's expectation: still IN_FLIGHT under its fence (and owner), at the boundary its write was built on. */
-const held = (c: LedgerEntry, extra: Partial<TransitionExpectation> = {}): TransitionExpectation => ({
-  ...asRead(c, ["IN_FLIGHT"]),
-  ...extra,
+const IN_FLIGHT: readonly TerminalOutcome[] = ["IN_FLIGHT"]
+
+/**
+ * The holder's expectation: still IN_FLIGHT under its fence (and owner), at the boundary its write was built on.
+ * Built in one shape whatever it asks (spreads made a shape per caller, and the stores' checks on the hot path
+ * went megamorphic: a fresh call with `sideEffect()` took 13.3 µs instead of 9).
+ */
+const held = (c: LedgerEntry, effectPhase?: EffectState, leaseHeldAt?: number): TransitionExpectation => ({
+  outcomes: IN_FLIGHT,
+  owner: c.owner,
+  fence: c.fence,
+  effectPhase,
+  sideEffectBoundary: c.sideEffectBoundary,
+  leaseHeldAt,
 })
 
 /** Effect writes under the effect-commit protocol need an allowed decision and phase ATTEMPTING. */
-function effectExpect(
-  c: LedgerEntry,
-  op: string,
-  extra?: Partial<TransitionExpectation>,
-): TransitionExpectation {
+function effectExpect(c: LedgerEntry, op: string, leaseHeldAt?: number): TransitionExpectation {
   if (c.effectProtocolRequired && !hasAllowedDecision(c)) {
     throw new LedgerOutcomeAlreadySetError(
       `Cannot ${op} request '${c.requestId}': record an allowed decision first (effect-commit protocol)`,
     )
   }
-  return held(c, { ...extra, ...(c.effectProtocolRequired && { effectPhase: "ATTEMPTING" }) })
+  return held(c, c.effectProtocolRequired ? "ATTEMPTING" : undefined, leaseHeldAt)
 }
 
 /** An outcome write; with receipts on, the row carries the receipt id and the receipt is appended after it. */
@@ -272,7 +278,7 @@ export function advanceBoundaryHeld(
   const expect = effectExpect(
     c,
     "advance boundary",
-    c.sideEffectBoundary === "not_crossed" ? { leaseHeldAt: core.clock.now() } : {},
+    c.sideEffectBoundary === "not_crossed" ? core.clock.now() : undefined,
   )
   return casFrom(core, c, boundaryRow(c, boundary), expect, "advance boundary")
 }
@@ -292,10 +298,10 @@ export async function renewHeld(core: LedgerCore, c: LedgerEntry, leaseTtl?: num
       `Cannot renew request '${c.requestId}': lease already expired — reclaim or reconcile instead`,
     )
   }
-  return casFrom(core, c, renewedRow(c, ttl, now), held(c, { leaseHeldAt: now }), "renew lease")
+  return casFrom(core, c, renewedRow(c, ttl, now), held(c, undefined, now), "renew lease")
 }
 
 export function recordDecisionHeld(core: LedgerCore, c: LedgerEntry, d: Decision): Promise<LedgerEntry> {
-  const expect = held(c, { effectPhase: "INTENDED" })
+  const expect = held(c, "INTENDED")
   return casFrom(core, c, decisionRow(c, d), expect, "record decision")
 }
