@@ -148,6 +148,13 @@ console.log(
 console.log(
   `Powertools / floor: fresh ${ratio(pt.fresh, floor)} (the most any ledger with the original's keys could reach)`,
 )
+// #16's aims, said each run: a regression (a spread that made the stores' checks megamorphic) once went unseen for
+// three days because the table had to be read against docs/PERFORMANCE.md.
+const aim = (what: string, got: number, max: number) =>
+  `${what} ${fmt(got)} µs (aim <= ${max}: ${got <= max ? "met" : "MISSED"})`
+// They hold for code as it ships, bundled (bench/run.ts runs this file once more as an esbuild bundle).
+if (import.meta.url.endsWith(".ts")) console.log("aims: see the bundled run below")
+else console.log(`aims: ${aim("fresh", mine.fresh, 10)}, ${aim("replay", mine.replay, 3)}`)
 
 console.log(`\n## local Redis (${process.env.REDIS_URL ?? "redis://127.0.0.1:6379"}): µs per call`)
 console.log(
