@@ -62,5 +62,6 @@ export type {
 // A store that declares limits checks a claim with it: a row it could not keep, or keep with a failure's text.
 export { refuseUnkeepableClaim } from "./core/storage/limits.ts"
 export { SafeStorage } from "./core/storage/safe-storage.ts"
-// A store that declares `limits.validUnicodeOnly` refuses a row holding U+0000 or an unpaired surrogate with it.
-export { keepableJson, keepablePayload } from "./core/storage/text.ts"
+// A store that declares `limits.validUnicodeOnly` refuses a row holding U+0000 or an unpaired surrogate with it, and
+// lists nothing for a prefix holding one.
+export { keepableJson, keepablePayload, listsNothing } from "./core/storage/text.ts"

@@ -25,6 +25,7 @@ import {
   requestSignal,
   requestTimeoutOption,
 } from "../core/storage/request-timeout.ts"
+import { isUnstorableText, listsNothing } from "../core/storage/text.ts"
 
 export interface HttpLedgerStorageOptions {
   /** Base URL of the API, e.g. `https://ledger.example.com` (the app's basePath included). */
@@ -214,6 +215,8 @@ export class HttpLedgerStorage implements LedgerStorage {
   }
 
   async get(requestId: string): Promise<LedgerEntry | null> {
+    // No row holds such an id (the server's stores refuse it), and encodeURIComponent throws on a lone surrogate.
+    if (isUnstorableText(requestId)) return null
     const r = await this.#call<{ row: Row }>("GET", `/v1/rows/${this.#id(requestId)}`, "row", undefined, true)
     return r ? rowOf(r.row, requestId) : null
   }
@@ -286,6 +289,8 @@ export class HttpLedgerStorage implements LedgerStorage {
   }
 
   async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
+    // A URL sends an unpaired surrogate as U+FFFD (another prefix's rows), and the API refuses U+0000 with a 400.
+    if (listsNothing(options)) return
     let remaining = options.limit ?? Number.POSITIVE_INFINITY
     let cursor = options.cursor
     while (remaining > 0) {
@@ -313,6 +318,7 @@ export class HttpLedgerStorage implements LedgerStorage {
   }
 
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
+    if (isUnstorableText(dispatchId)) return []
     const r = (await this.#call<{ rows: Row[] }>("GET", `/v1/dispatch/${this.#id(dispatchId)}`, "rows")) as {
       rows: Row[]
     }

@@ -30,6 +30,11 @@ const APPEND_ROUNDS = 50
 
 const json = (v: unknown): unknown => (typeof v === "string" ? JSON.parse(v) : v)
 
+// A filter as a column value: only candidates, the record decides. The driver sends an unpaired surrogate as U+FFFD
+// (agent 'a\ud800' and 'a\ufffd' share one value), and U+0000, which no column holds, failed as if Postgres were down.
+const column = (v: string | undefined): string | null =>
+  v === undefined ? null : v.replaceAll("\0", "\ufffd")
+
 export class NeonReceiptStore implements ReceiptStore {
   readonly kind = "neon"
   readonly table: string
@@ -97,8 +102,8 @@ export class NeonReceiptStore implements ReceiptStore {
   }
 
   /**
-   * Cursors are row ids. The window's rows come back with their text only where they match (the filters are on
-   * the agent_id and ledger columns), so a page moves at most `limit` receipts and 20 x `limit` ids.
+   * Cursors are row ids. The window's rows (20 x `limit` with a filter) come back with their text only where the
+   * agent_id and ledger columns match; the record then decides (see `column`).
    */
   async listPage(options: ReceiptListOptions = {}): Promise<ReceiptPage> {
     const b = pageBounds(options)
@@ -106,15 +111,15 @@ export class NeonReceiptStore implements ReceiptStore {
       "SELECT id, hit, CASE WHEN hit THEN record END AS record, CASE WHEN hit THEN link END AS link FROM " +
         "(SELECT id, record, link, ($1::text IS NULL OR agent_id = $1) AND ($2::text IS NULL OR ledger = $2) AS hit " +
         `FROM ${this.#t} WHERE id > $3 ORDER BY id LIMIT $4) w ORDER BY id`,
-      [options.agentId ?? null, options.ledger ?? null, b.start, b.window],
+      [column(options.agentId), column(options.ledger), b.start, b.window],
     )
     const page = cutPage(
-      rows,
+      rows.map((r) => (r.hit === true ? this.#receipt(r) : null)),
       b,
-      (r) => r.hit === true,
+      (r) => r !== null && matchesList(r, options),
       (i) => String(rows[i]?.id),
     )
-    return { receipts: page.items.map((r) => this.#receipt(r)), cursor: page.cursor }
+    return { receipts: page.items.filter((r) => r !== null), cursor: page.cursor }
   }
 
   #receipt(r: Record<string, unknown>): Receipt {

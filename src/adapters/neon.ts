@@ -8,7 +8,6 @@ import {
   type ClaimResult,
   decideClaim,
   entryFromRow,
-  entryToRow,
   keepablePayload,
   type LedgerEntry,
   LedgerStaleFenceError,
@@ -21,7 +20,7 @@ import {
 import { MyceliumError } from "../core/errors.ts"
 import { LedgerRowError } from "../core/ledger/errors.ts"
 import { TerminalOutcome } from "../core/ledger/model/enums.ts"
-import { isUnstorableText } from "../core/storage/text.ts"
+import { isUnstorableText, listsNothing } from "../core/storage/text.ts"
 import {
   driverRun,
   migration,
@@ -206,6 +205,7 @@ export class NeonLedgerStorage implements LedgerStorage {
   }
 
   async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
+    if (listsNothing(options)) return
     let cursor = options.cursor ?? null
     let left = options.limit ?? Number.POSITIVE_INFINITY
     while (left > 0) {

@@ -4,7 +4,12 @@
 // with Python's number forms (JSON.stringify would turn -0.0 into 0 and break the signature).
 import { pythonDumps } from "../core/python-json.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
-import { chainQueue, ReceiptStoreContendedError, ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
+import {
+  AuditReceiptError,
+  chainQueue,
+  ReceiptStoreContendedError,
+  ReceiptStoreCorruptError,
+} from "../core/receipts/errors.ts"
 import {
   type AuditReceiptRecord,
   parseReceiptJson,
@@ -67,8 +72,14 @@ export class UpstashReceiptStore implements ReceiptStore {
     this.#append = (keys, args) => s.exec(keys, args)
   }
 
-  append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
+  async append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
     if (!chain) return this.#tryAppend(record)
+    // Keys travel as UTF-8, where an unpaired surrogate is U+FFFD: the tail key is another chain's, and that chain's
+    // next receipt would read as a gap.
+    if (!chain.ledger.isWellFormed())
+      throw new AuditReceiptError(
+        `chain '${chain.ledger}' holds an unpaired surrogate: name it in valid Unicode`,
+      )
     return this.#queue(chain.ledger, () => this.#tryAppend(record, chain))
   }
 

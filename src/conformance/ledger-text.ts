@@ -1,12 +1,19 @@
 // Text a store keeps or refuses (U+0000, unpaired surrogates, an error of several MB), through the ledger: a store
 // that refused such a write after the body ran left the row IN_FLIGHT and told the caller the store was down.
 import { expect, it } from "vitest"
+import { newEntry } from "../adapter-kit.ts"
 import {
   ActionLedger,
   LedgerConfigError,
   LedgerResultUnstorableError,
   type LedgerStorage,
 } from "../core/index.ts"
+
+const ids = async (rows: AsyncIterable<{ requestId: string }>): Promise<string[]> => {
+  const out: string[] = []
+  for await (const r of rows) out.push(r.requestId)
+  return out
+}
 
 const BINDING = { agentId: "a", policyVersion: "p", sideEffectClass: "keyed_mutate" } as const
 const ODD = { nul: "a\u0000b", half: "\ud800x", pair: "\ud83d\ude00" }
@@ -80,5 +87,34 @@ export function ledgerTextCases(store: () => LedgerStorage, rid: (label: string)
       await expect(again).rejects.toBeInstanceOf(LedgerResultUnstorableError)
     else expect(await again).toEqual(deep)
     expect(runs).toBe(1)
+  })
+
+  // Postgres failed on U+0000 as if it were down, a driver or a Redis key read another id's row for a lone surrogate
+  // (sent as U+FFFD), and a URL could not carry one at all (encodeURIComponent throws).
+  it("get and findByDispatchId of an id holding U+0000 or an unpaired surrogate that no row has: null and none", async () => {
+    const s = store()
+    const base = rid("odd-get")
+    await s.set(newEntry({ requestId: `${base}\ufffd`, tool: "t" }, 1))
+    for (const id of [`${base}\u0000`, `${base}\ud800`, `${base}\udc00x`]) {
+      expect(await s.get(id), JSON.stringify(id)).toBeNull()
+      if (s.findByDispatchId) expect(await s.findByDispatchId(id), JSON.stringify(id)).toEqual([])
+    }
+  })
+
+  // Postgres failed on U+0000 as if it were down, and a driver or a Redis key sends an unpaired surrogate as U+FFFD:
+  // the rows of the U+FFFD prefix came back, and a page resumed after the U+FFFD id.
+  it("a prefix holding U+0000 or an unpaired surrogate lists nothing; such a cursor is refused (validUnicodeOnly) or resumes after it", async () => {
+    const s = store()
+    const base = rid("odd-list")
+    const kept = [`${base}\ufffd1`, `${base}\ufffd2`]
+    for (const id of kept) await s.set(newEntry({ requestId: id, tool: "t" }, 1))
+    for (const prefix of [`${base}\u0000`, `${base}\ud800`, `${base}\udc00`])
+      expect(await ids(s.list({ prefix })), JSON.stringify(prefix)).toEqual([])
+    for (const cursor of [`${base}\u0000`, `${base}\ud800`]) {
+      const listed = ids(s.list({ prefix: base, cursor }))
+      if (strict()) await expect(listed).rejects.toBeInstanceOf(LedgerConfigError)
+      else expect(await listed).toEqual(kept)
+    }
+    expect(await ids(s.list({ prefix: `${base}\ufffd`, cursor: kept[0] }))).toEqual(kept.slice(1))
   })
 }

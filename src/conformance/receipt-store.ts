@@ -162,6 +162,21 @@ export function testReceiptStore(name: string, factory: ReceiptStoreFixtureFacto
       expect(await empty.listPage()).toEqual({ receipts: [], cursor: null })
     })
 
+    // Postgres failed on U+0000 as if it were down, and the driver sends an unpaired surrogate as U+FFFD: another
+    // agent's receipts came back.
+    it("a filter holding U+0000 or an unpaired surrogate matches no receipt of the U+FFFD name, in pages and list() alike", async () => {
+      const { storage } = await factory()
+      const e = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store: storage, agentId: "odd-\ufffd" })
+      for (let i = 0; i < 3; i++)
+        await e.emit({ action: "t", actionKind: "task", requestId: `o${i}`, status: "completed" })
+      for (const name of ["odd-\u0000", "odd-\ud800"])
+        for (const f of [{ agentId: name }, { ledger: name }]) {
+          expect(await storage.list(f), JSON.stringify(f)).toEqual([])
+          expect((await walk(storage, { ...f, limit: 2 })).ids, JSON.stringify(f)).toEqual([])
+        }
+      expect((await walk(storage, { ledger: "odd-\ufffd", limit: 2 })).ids).toHaveLength(3)
+    })
+
     it("a forged cursor or a bad limit is refused with invalid_option", async () => {
       const { storage } = await factory()
       const e = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store: storage, agentId: "f" })

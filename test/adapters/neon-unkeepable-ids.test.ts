@@ -3,24 +3,29 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
+import { NeonReceiptStore } from "../../src/adapters/neon-receipts.ts"
 import { NeonTaskStore } from "../../src/adapters/neon-tasks.ts"
 import { ActionLedger } from "../../src/core/index.ts"
 import { TaskLedger } from "../../src/core/tasks/index.ts"
+import { hmacReceiptSigner, ReceiptEmitter } from "../../src/receipts.ts"
 import { dropLedgerTable, runTag } from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
 
 const table = `mycelium_test_${runTag("ids").replace(/-/g, "_")}`
 const tasksTable = `${table}_tasks`
+const receiptsTable = `${table}_receipts`
 const pool = neonPool()
 
 beforeAll(async () => {
   await requirePostgres(pool)
   await new NeonLedgerStorage({ pool, table }).migrate()
   await new NeonTaskStore({ pool, table: tasksTable }).migrate()
+  await new NeonReceiptStore({ pool, table: receiptsTable }).migrate()
 })
 afterAll(async () => {
   await dropLedgerTable(pool, table)
   await pool.query(`DROP TABLE IF EXISTS ${tasksTable}`)
+  await pool.query(`DROP TABLE IF EXISTS ${receiptsTable}`)
   await pool.end()
 })
 
@@ -53,5 +58,19 @@ describe("neon: ids Postgres cannot hold name no row", () => {
     await storage.set(newEntry({ requestId: "fold-\ufffd", tool: "pay" }, 1))
     expect((await storage.get("fold-\ufffd"))?.requestId).toBe("fold-\ufffd")
     expect(await storage.get("fold-\ud800")).toBeNull()
+  })
+})
+
+describe("neon receipts: the agent_id column holds what the driver sent", () => {
+  it("an unchained receipt of agent 'r-\\ud800' (its record keeps it) is never a page of agent 'r-\\ufffd'", async () => {
+    const store = new NeonReceiptStore({ pool, table: receiptsTable })
+    for (const agentId of ["r-\ufffd", "r-\ud800"]) {
+      const e = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId, chain: false })
+      await e.emit({ action: "t", actionKind: "task", requestId: "x", status: "completed" })
+    }
+    for (const agentId of ["r-\ufffd", "r-\ud800"]) {
+      expect((await store.list({ agentId })).map((r) => r.agent_id)).toEqual([agentId])
+      expect((await store.listPage({ agentId })).receipts.map((r) => r.agent_id)).toEqual([agentId])
+    }
   })
 })

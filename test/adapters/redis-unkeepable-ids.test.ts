@@ -5,7 +5,9 @@ import { beforeAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { RedisLedgerStorage } from "../../src/adapters/redis.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
+import { UpstashReceiptStore } from "../../src/adapters/upstash-receipts.ts"
 import { ActionLedger, type LedgerStorage } from "../../src/core/index.ts"
+import { AuditReceiptError, hmacReceiptSigner, ReceiptEmitter, verifyReceipts } from "../../src/receipts.ts"
 import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
@@ -34,5 +36,28 @@ describe.each([
     } finally {
       ;(storage as { close?: () => unknown }).close?.()
     }
+  })
+})
+
+describe("upstash receipts: a chain named with an unpaired surrogate", () => {
+  it("is refused typed before any write: its tail key is the U+FFFD chain's, whose next receipt read as a gap", async () => {
+    const store = new UpstashReceiptStore({ redis: upstashClient(), prefix: `${runTag("fold-rcpt")}:` })
+    const emit = (agentId: string) =>
+      new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId }).emit({
+        action: "t",
+        actionKind: "task",
+        requestId: "x",
+        status: "completed",
+      })
+    await emit("c-\ufffd")
+    await expect(emit("c-\ud800")).rejects.toBeInstanceOf(AuditReceiptError)
+    await emit("c-\ufffd")
+    const chain = await store.list({ ledger: "c-\ufffd" })
+    expect(chain.map((r) => r.chain?.seq)).toEqual([0, 1])
+    expect(await verifyReceipts(chain, { hmac: "k" }, { requireChain: true })).toMatchObject({
+      ok: true,
+      valid: 2,
+    })
+    expect(await store.list()).toHaveLength(2)
   })
 })

@@ -5,9 +5,22 @@
 
 import { LedgerConfigError } from "../ledger/errors.ts"
 import { entryToRow, type LedgerEntry } from "../ledger/model/entry.ts"
+import type { ListOptions } from "./contract.ts"
 
 /** Whether `s` holds text no store can be trusted with. */
 export const isUnstorableText = (s: string): boolean => !s.isWellFormed() || s.includes("\0")
+
+/**
+ * For a `validUnicodeOnly` store's `list`: true when the prefix holds such text, which no id does (every write
+ * refuses it), so nothing is listed. Sent on, Postgres failed on U+0000 as if it were down, and the driver or a Redis
+ * key sent an unpaired surrogate as U+FFFD: the U+FFFD prefix's rows. A cursor holding it was never a page's last
+ * id: refused with `LedgerConfigError`, as a page resuming after the U+FFFD id would skip or repeat rows.
+ */
+export function listsNothing(options: ListOptions): boolean {
+  if (options.cursor !== undefined && isUnstorableText(options.cursor))
+    throw new LedgerConfigError("a list cursor is a page's last id, never U+0000 or an unpaired surrogate")
+  return options.prefix !== undefined && isUnstorableText(options.prefix)
+}
 
 /**
  * Whether JSON text written by `JSON.stringify` holds such a character: it writes each as an escape (`\u0000`,
