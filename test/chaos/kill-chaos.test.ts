@@ -1,17 +1,15 @@
 // Chaos: worker processes calling a non-idempotent tool are SIGKILLed at random instants while an operator loop
 // answers hard-blocks from the provider's own records. Afterwards every request id is driven to completion and
 // checked against the provider: exactly one effect per id (0 duplicates), and every result any caller received
-// is the provider's reference for that id (0 wrong results). Runs on the file store and on Upstash (the REST shim
-// over the shared Redis, under a unique prefix). Bounded in kills and time, so it stops by itself.
+// is the provider's reference for that id (0 wrong results). Runs on each store processes share (backends.ts): the
+// file store, Upstash (the REST shim over the shared Redis) and Redis over RESP, both under a unique prefix, and
+// Neon over the real Postgres, in a fresh table. Bounded in kills and time, so it stops by itself.
 import { type ChildProcess, spawn } from "node:child_process"
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { fileURLToPath } from "node:url"
-import { build } from "esbuild"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { FileLedgerStorage } from "../../src/adapters/file.ts"
-import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
 import {
   ActionLedger,
   LedgerAlreadyResolvedError,
@@ -20,16 +18,17 @@ import {
   LedgerOutcomeAlreadySetError,
   LedgerPollTimeoutError,
   LedgerReleaseRefusedError,
-  type LedgerStorage,
   LedgerWorkerAliveError,
   leaseLapsed,
   resolvedOutcome,
 } from "../../src/core/index.ts"
-import { requireUpstash, runTag, upstashClient } from "../adapters/servers/env.ts"
+import { runTag } from "../adapters/servers/env.ts"
+import { backends, type ChaosBackendName } from "./backends.ts"
+import { bundleScripts, lines, providerRecords, sleep } from "./chaos-kit.ts"
 
 const WORKERS = 4
 const CONCURRENCY = 3
-const IDS = 120
+const IDS = 300
 const MAX_KILLS = 60
 const CHAOS_MS = 9_000
 const DRAIN_MS = 20_000
@@ -37,39 +36,12 @@ const DRAIN_MS = 20_000
 const dir = mkdtempSync(join(tmpdir(), "mycelium-chaos-"))
 const bundle = join(dir, "worker.mjs")
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
-beforeAll(async () => {
-  // Bundled once, so a respawned worker boots in tens of milliseconds and the kills outnumber the restarts' cost.
-  await build({
-    entryPoints: [fileURLToPath(new URL("./worker.ts", import.meta.url))],
-    bundle: true,
-    platform: "node",
-    format: "esm",
-    outfile: bundle,
-    logLevel: "error",
-  })
-})
-
-const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
-const lines = (file: string) =>
-  existsSync(file)
-    ? readFileSync(file, "utf8")
-        .split("\n")
-        .filter((l) => l.endsWith(" ") === false && l)
-    : []
-
-/** The provider's records: every execution of the effect, by request id. */
-function providerRecords(file: string): Map<string, string[]> {
-  const m = new Map<string, string[]>()
-  for (const l of lines(file)) {
-    const [id, ref] = l.split(" ")
-    if (!id || !ref) continue
-    m.set(id, [...(m.get(id) ?? []), ref])
-  }
-  return m
-}
+beforeAll(() => bundleScripts({ worker: fileURLToPath(new URL("./worker.ts", import.meta.url)) }, dir))
 
 interface Stats {
   kills: number
+  /** Kills during the chaos (not the drain's) whose owner held an IN_FLIGHT row when it died. */
+  midCallKills: number
   stalls: number
   spawns: number
   releasedCompleted: number
@@ -135,17 +107,17 @@ async function operate(
   }
 }
 
-async function chaos(backend: "file" | "upstash") {
+async function chaos(backend: ChaosBackendName) {
+  const store = backends[backend]
+  await store.require()
   const tag = runTag(`chaos-${backend}`)
-  const where = backend === "file" ? join(dir, tag, "ledger.json") : `mycelium-chaos:${tag}`
+  const where = store.where(tag, dir)
   const provider = join(dir, `${tag}.provider.log`)
   const results = join(dir, `${tag}.results.log`)
   writeFileSync(provider, "")
   writeFileSync(results, "")
-  const storage: LedgerStorage =
-    backend === "file"
-      ? new FileLedgerStorage(where)
-      : new UpstashLedgerStorage({ redis: upstashClient(), prefix: `${where}:action:` })
+  const opened = await store.open(where, true)
+  const { storage } = opened
   const ops = new ActionLedger({
     storage,
     owner: "operator",
@@ -157,6 +129,7 @@ async function chaos(backend: "file" | "upstash") {
   })
   const stats: Stats = {
     kills: 0,
+    midCallKills: 0,
     stalls: 0,
     spawns: 0,
     releasedCompleted: 0,
@@ -167,7 +140,8 @@ async function chaos(backend: "file" | "upstash") {
   const live = new Map<number, ChildProcess>()
   const stderr: string[] = []
   const startedAt = Date.now()
-  const booting = new Set<Promise<void>>()
+  /** Spawns, stall wake-ups and post-kill reads still running: the chaos loop does not wait for them. */
+  const pending = new Set<Promise<void>>()
 
   /** Owner names by pid. Not the pid itself: a reused pid must never inherit a killed worker's death. */
   const owners = new Map<number, string>()
@@ -186,15 +160,33 @@ async function chaos(backend: "file" | "upstash") {
     })
     live.set(child.pid as number, child)
   }
-  const kill = async (pid: number) => {
+  const kill = async (pid: number): Promise<string | undefined> => {
     const child = live.get(pid)
     if (!child) return
     live.delete(pid)
     const exited = new Promise((r) => child.once("exit", r))
     child.kill("SIGKILL")
     await exited // dead for sure before the supervisor says so
-    killed.add(owners.get(pid) as string)
+    const owner = owners.get(pid) as string
+    killed.add(owner)
     stats.kills++
+    return owner
+  }
+  /** Claims a killed owner held IN_FLIGHT, by `id@fence`: none may end under that fence (it cannot finish them). */
+  const heldAtDeath = new Map<string, { id: string; fence: number; owner: string }>()
+  /**
+   * Read after the exit, so the owner can finish none of them any more; within its lease, so the operator has not
+   * settled them yet (one killed while SIGSTOPped, its lease lapsed, may be undercounted: never overcounted).
+   */
+  const recordHeld = async (owner: string | undefined, midChaos: boolean) => {
+    if (owner === undefined) return // killed already by someone else
+    let held = 0
+    for await (const r of storage.list()) {
+      if (r.owner !== owner || r.terminalOutcome !== "IN_FLIGHT") continue
+      heldAtDeath.set(`${r.requestId}@${r.fence}`, { id: r.requestId, fence: r.fence, owner })
+      held++
+    }
+    if (held > 0 && midChaos) stats.midCallKills++
   }
 
   try {
@@ -202,8 +194,8 @@ async function chaos(backend: "file" | "upstash") {
     const stopAt = Date.now() + CHAOS_MS
     const running = () => Date.now() < stopAt && stats.kills < MAX_KILLS
     const background = (p: Promise<void>) => {
-      booting.add(p)
-      void p.finally(() => booting.delete(p))
+      pending.add(p)
+      void p.finally(() => pending.delete(p))
     }
     // The operator works in its own loop, as a human or a reconciler would, not in step with the kills.
     const operator = (async () => {
@@ -228,14 +220,21 @@ async function chaos(backend: "file" | "upstash") {
           }),
         )
       } else {
-        await kill(pid)
+        const owner = await kill(pid)
+        background(recordHeld(owner, true))
         background(spawnWorker()) // replaced in the background: the kills go on while it boots
       }
     }
     await operator
+    await Promise.all(pending)
+    // Dead owners' claims the live workers and the operator had already taken over while the chaos ran.
+    const atDrain = new Map<string, number>()
+    for await (const r of storage.list()) atDrain.set(r.requestId, r.fence)
+    const takenOverInChaos = [...heldAtDeath.values()].filter(
+      (h) => (atDrain.get(h.id) ?? 0) > h.fence,
+    ).length
     // Drain: every worker dies (SIGKILL, so every owner is known dead), then every id is driven to completion.
-    await Promise.all(booting)
-    for (const pid of [...live.keys()]) await kill(pid)
+    for (const pid of [...live.keys()]) await recordHeld(await kill(pid), false)
     const drainer = new ActionLedger({
       storage,
       owner: "drainer",
@@ -291,11 +290,23 @@ async function chaos(backend: "file" | "upstash") {
       if (o[0] === "err") errors.set(o[2] as string, (errors.get(o[2] as string) ?? 0) + 1)
     const finals: LedgerEntry[] = []
     for await (const r of storage.list()) finals.push(r)
+    const finalById = new Map(finals.map((r) => [r.requestId, r]))
+    const held = [...heldAtDeath.values()]
+    const superseded = held.filter((h) => (finalById.get(h.id)?.fence ?? 0) > h.fence)
+    // Whose charge the taken-over id ended with: the dead owner's (it charged; the operator settled it from the
+    // provider) or a successor's (released not_executed after the death, then paid once by the next claim).
+    const paidByDead = held.filter((h) =>
+      String(finalById.get(h.id)?.result).startsWith(`ch-${h.owner}-`),
+    ).length
     const summary = {
       backend,
       chaosMs: drainStart - startedAt,
       drainMs,
       ...stats,
+      heldAtDeath: held.length,
+      takenOverInChaos,
+      paidByDead,
+      paidBySuccessor: held.length - paidByDead,
       effects: [...records.values()].reduce((a, r) => a + r.length, 0),
       checkedResults: oks.length,
       duplicates: duplicates.length,
@@ -314,6 +325,11 @@ async function chaos(backend: "file" | "upstash") {
     }
     // The run did what it claims: real kills, real traffic, and hard-blocks settled by the operator.
     expect(stats.kills).toBeGreaterThanOrEqual(8)
+    // Kills that landed inside calls, whose claims someone else then had to take over: every one of them was, and
+    // some already while the chaos ran (not only by the drainer).
+    expect(stats.midCallKills, "kills landing while the worker held a claim").toBeGreaterThanOrEqual(4)
+    expect(superseded.length, "dead owners' claims taken over by the end").toBe(held.length)
+    expect(takenOverInChaos, "dead owners' claims taken over during the chaos").toBeGreaterThan(0)
     expect(stats.stalls).toBeGreaterThan(0)
     expect(oks.filter((o) => o[3] !== "drainer").length, "results the workers got").toBeGreaterThan(0)
     expect(stats.releasedCompleted + stats.releasedNotExecuted).toBeGreaterThan(0)
@@ -325,18 +341,12 @@ async function chaos(backend: "file" | "upstash") {
     ).toEqual([])
   } finally {
     for (const pid of [...live.keys()]) await kill(pid)
-    if (backend === "upstash") {
-      const redis = upstashClient()
-      const keys = await redis.keys(`${where}*`)
-      if (keys.length) await redis.del(...keys)
-    }
+    await opened.close()
+    await store.cleanup(where)
   }
 }
 
 describe("chaos: SIGKILLed workers, an independent provider, an operator answering hard-blocks", () => {
-  it("file store: 0 duplicates, 0 wrong results", () => chaos("file"), 60_000)
-  it("upstash store: 0 duplicates, 0 wrong results", async () => {
-    await requireUpstash()
-    await chaos("upstash")
-  }, 60_000)
+  for (const backend of Object.keys(backends) as ChaosBackendName[])
+    it(`${backend} store: 0 duplicates, 0 wrong results`, () => chaos(backend), 60_000)
 })

@@ -1,20 +1,15 @@
 // One chaos worker process: calls a ledgered, non-idempotent "charge" tool on random request ids until it is
 // SIGKILLed. The "provider" is an append-only file outside the ledger: every real execution appends
 // `<id> <ref>`, so the parent counts effects independently of the code under test.
-// argv: backend(file|upstash) where providerLog resultsLog ids concurrency startedAtMs owner
+// argv: backend (a name in backends.ts) where providerLog resultsLog ids concurrency startedAtMs owner
 import { appendFileSync } from "node:fs"
-import { FileLedgerStorage } from "../../src/adapters/file.ts"
-import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
-import { ActionLedger, type LedgerStorage } from "../../src/core/index.ts"
-import { upstashClient } from "../adapters/servers/env.ts"
+import { ActionLedger } from "../../src/core/index.ts"
+import { backends, type ChaosBackendName } from "./backends.ts"
 
 const [backend, where, providerLog, resultsLog, idCount, concurrency, startedAt, owner] = process.argv.slice(
   2,
-) as [string, string, string, string, string, string, string, string]
-const storage: LedgerStorage =
-  backend === "file"
-    ? new FileLedgerStorage(where)
-    : new UpstashLedgerStorage({ redis: upstashClient(), prefix: `${where}:action:` })
+) as [ChaosBackendName, string, string, string, string, string, string, string]
+const { storage } = await backends[backend].open(where, false)
 const ledger = new ActionLedger({
   storage,
   owner,
@@ -38,7 +33,7 @@ const charge = ledger.tool(
     await jitter()
     return tx.sideEffect(async () => {
       // The provider's latency: the widest window, where a stalled owner is past its boundary but not charged yet.
-      await new Promise((r) => setTimeout(r, 40 + Math.random() * 80))
+      await new Promise((r) => setTimeout(r, 60 + Math.random() * 120))
       const ref = `ch-${owner}-${++seq}`
       appendFileSync(providerLog, `${args.id} ${ref}\n`)
       await jitter()
@@ -49,13 +44,14 @@ const charge = ledger.tool(
 
 const ids = Number(idCount)
 /**
- * A window of 16 ids sliding forward at 8 ids/s on the parent's clock: every worker keeps meeting fresh ids
+ * A window of 48 ids sliding forward at 24 ids/s on the parent's clock: every worker keeps meeting fresh ids
  * (first executions to be killed in) and, for ~2 s each, the same ids as the others (redispatches racing each
- * other and meeting lapsed leases).
+ * other and meeting lapsed leases). Fast enough that a worker mostly holds a claim, so most random kills land
+ * inside a call (at 8 ids/s, 3 in 4 kills hit a worker between calls or replaying a stored result).
  */
 function pickId(): string {
-  const hi = Math.min(ids, 16 + Math.floor((Date.now() - Number(startedAt)) / 125))
-  const lo = Math.max(0, hi - 16)
+  const hi = Math.min(ids, 48 + Math.floor(((Date.now() - Number(startedAt)) * 24) / 1000))
+  const lo = Math.max(0, hi - 48)
   return `chaos:${lo + Math.floor(Math.random() * (hi - lo))}`
 }
 async function loop(): Promise<never> {

@@ -1,0 +1,114 @@
+// The stores the chaos test runs on, by name: where a run's ledger lives, how the parent and a worker open it, and
+// what is left to remove from a shared server afterwards. Imported by the parent and bundled into the worker, so
+// both open one store the same way.
+import { join } from "node:path"
+import { FileLedgerStorage } from "../../src/adapters/file.ts"
+import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
+import { RedisLedgerStorage, RespConnection } from "../../src/adapters/redis.ts"
+import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
+import type { LedgerStorage } from "../../src/core/index.ts"
+import { dropLedgerTable, requireUpstash, SERVICES_HINT, upstashClient } from "../adapters/servers/env.ts"
+import { neonPool, requirePostgres } from "../adapters/servers/neon.ts"
+
+export type ChaosBackendName = "file" | "upstash" | "neon" | "redis"
+
+export interface OpenedStore {
+  readonly storage: LedgerStorage
+  close(): Promise<void>
+}
+
+export interface ChaosBackend {
+  /** Fails loudly when the server is not answering (never a skip). */
+  require(): Promise<void>
+  /** This run's ledger: a file path, a key prefix tag or a table name. */
+  where(tag: string, dir: string): string
+  /** `setup` is the parent's first open (it creates the table); workers open what it made. */
+  open(where: string, setup: boolean): Promise<OpenedStore>
+  /** Removes the run's rows from a shared server. */
+  cleanup(where: string): Promise<void>
+}
+
+const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
+const prefix = (where: string) => `${where}:action:`
+const nothing = async () => {}
+
+export const backends: Record<ChaosBackendName, ChaosBackend> = {
+  file: {
+    require: nothing,
+    where: (tag, dir) => join(dir, tag, "ledger.json"),
+    open: async (where) => ({ storage: new FileLedgerStorage(where), close: nothing }),
+    cleanup: nothing, // the parent's temporary directory goes as a whole
+  },
+  upstash: {
+    require: requireUpstash,
+    where: (tag) => `mycelium-chaos:${tag}`,
+    open: async (where) => ({
+      storage: new UpstashLedgerStorage({ redis: upstashClient(), prefix: prefix(where) }),
+      close: nothing,
+    }),
+    cleanup: async (where) => {
+      const redis = upstashClient()
+      const keys = await redis.keys(`${where}*`)
+      if (keys.length) await redis.del(...keys)
+    },
+  },
+  neon: {
+    require: async () => {
+      const pool = neonPool(undefined, 1)
+      try {
+        await requirePostgres(pool)
+      } finally {
+        await pool.end()
+      }
+    },
+    where: (tag) => tag.replace(/[^a-z0-9]/g, "_"),
+    open: async (where, setup) => {
+      // A worker runs 3 calls at once, each renewing its lease beside its writes.
+      const pool = neonPool(undefined, setup ? 10 : 4)
+      const storage = new NeonLedgerStorage({ pool, table: where })
+      if (setup) await storage.migrate()
+      return { storage, close: () => pool.end() }
+    },
+    cleanup: async (where) => {
+      const pool = neonPool(undefined, 1)
+      try {
+        await dropLedgerTable(pool, where)
+      } finally {
+        await pool.end()
+      }
+    },
+  },
+  redis: {
+    require: async () => {
+      const conn = new RespConnection(REDIS_URL, 2000)
+      try {
+        await conn.command("PING")
+      } catch (e) {
+        throw new Error(`Redis at ${REDIS_URL} is not answering (${String(e)}); ${SERVICES_HINT}`)
+      } finally {
+        conn.close()
+      }
+    },
+    where: (tag) => `mycelium-chaos:${tag}`,
+    open: async (where) => {
+      const storage = new RedisLedgerStorage({ url: REDIS_URL, prefix: prefix(where) })
+      return { storage, close: () => storage.close() }
+    },
+    cleanup: async (where) => {
+      const conn = new RespConnection(REDIS_URL)
+      try {
+        let cursor = "0"
+        do {
+          const [next, keys] = (await conn.command("SCAN", cursor, "MATCH", `${where}*`, "COUNT", 1000)) as [
+            string,
+            string[],
+          ]
+          if (keys.length) await conn.command("DEL", ...keys)
+          cursor = next
+        } while (cursor !== "0")
+      } finally {
+        conn.close()
+      }
+    },
+  },
+}

@@ -1,0 +1,41 @@
+// What the chaos tests share: their logs, read back, and the bundling that lets a killed process come back fast.
+import { existsSync, readFileSync } from "node:fs"
+import { build } from "esbuild"
+
+export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/** A log's whole lines: a process killed mid-append leaves a last line without its end. */
+export const lines = (file: string): string[] =>
+  existsSync(file)
+    ? readFileSync(file, "utf8")
+        .split("\n")
+        .filter((l) => l.endsWith(" ") === false && l)
+    : []
+
+/** The provider's records: every execution of the effect, by request id. */
+export function providerRecords(file: string): Map<string, string[]> {
+  const m = new Map<string, string[]>()
+  for (const l of lines(file)) {
+    const [id, ref] = l.split(" ")
+    if (!id || !ref) continue
+    m.set(id, [...(m.get(id) ?? []), ref])
+  }
+  return m
+}
+
+/** Bundles each entry once into `outdir` as `<name>.mjs`, so a respawned process boots in tens of milliseconds. */
+export async function bundleScripts(entryPoints: Record<string, string>, outdir: string): Promise<void> {
+  await build({
+    entryPoints,
+    bundle: true,
+    platform: "node",
+    format: "esm",
+    outdir,
+    outExtension: { ".js": ".mjs" },
+    logLevel: "error",
+    // The Neon driver's `ws` is CommonJS and requires Node built-ins, which an ESM bundle can only do through this.
+    banner: {
+      js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);',
+    },
+  })
+}
