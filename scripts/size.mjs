@@ -247,7 +247,9 @@ const budgets = [
   // reads as no text (on, yes, null, 1.0, 010) are refused, HistoryGuard's fixes, and the ledger's it bundles: 94,715 B.
   // 92.6 -> 92.9 KB (2026-12-06, stop 41, its review): tool and task names inside lists held to the rule of keys,
   // HistoryGuard's function_call and media fixes, and the task stores' text rules it bundles: 95,002 B.
-  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 92.9 * KB },
+  // 92.9 -> 93 KB (2026-12-06, stop 42): the ledger's holder expectation built in one shape (the ledger 5 B smaller,
+  // a fresh call with sideEffect() 13.3 -> 9.2 µs) moved this bundle's gzip by 17 B, over by 5: 95,135 B.
+  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 93 * KB },
   // The storage conformance suite for adapter authors: test code, loaded by a test file and never by an application,
   // so its size matters little; it carries the whole ledger (its replay case runs an ActionLedger), the row codec and
   // the Python original's rows. 21.6 KB when it was added. The task, receipt and state-flush store suites joined it
