@@ -270,7 +270,9 @@ const budgets = [
     // 39.1 -> 39.6 KB (2026-12-06, stop 41, its review): result and argument/id text cases for every task store:
     // 40,490 B.
     // 39.6 -> 39.9 KB (2026-12-06): a list prefix or cursor, and a receipt filter, holding such text: 40,764 B.
-    max: 39.9 * KB,
+    // 39.9 -> 40.5 KB (2026-12-06): such text in a receipt's agent id, chain name and receipt id, and in a task
+    // ledger's owner, for every receipt and task store: 41,362 B.
+    max: 40.5 * KB,
   },
   // The agent client (`mycelium-runtime/client`, fetch only: no hono, zod or jose): 4.8 KB when it was added.
   // 6 -> 6.5 KB (2026-12-05, the review of stop 34): a result the server would refuse (NUL, an unpaired surrogate, a

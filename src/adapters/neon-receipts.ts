@@ -5,7 +5,12 @@
 // other re-reads the tail and seals again.
 
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
-import { chainQueue, ReceiptStoreContendedError, ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
+import {
+  AuditReceiptError,
+  chainQueue,
+  ReceiptStoreContendedError,
+  ReceiptStoreCorruptError,
+} from "../core/receipts/errors.ts"
 import {
   type AuditReceiptRecord,
   parseReceiptJson,
@@ -22,6 +27,7 @@ import {
   type ReceiptPage,
   type ReceiptStore,
 } from "../core/receipts/store.ts"
+import { isUnstorableText } from "../core/storage/text.ts"
 import { driverRun, migration, type NeonStoreOptions, type Run, tableName } from "./neon-kit.ts"
 
 export type NeonReceiptStoreOptions = NeonStoreOptions
@@ -30,10 +36,11 @@ const APPEND_ROUNDS = 50
 
 const json = (v: unknown): unknown => (typeof v === "string" ? JSON.parse(v) : v)
 
-// A filter as a column value: only candidates, the record decides. The driver sends an unpaired surrogate as U+FFFD
-// (agent 'a\ud800' and 'a\ufffd' share one value), and U+0000, which no column holds, failed as if Postgres were down.
-const column = (v: string | undefined): string | null =>
-  v === undefined ? null : v.replaceAll("\0", "\ufffd")
+// An agent id as a column value, written and filtered on: only candidates, the record (JSON escapes) decides. The
+// driver sends an unpaired surrogate as U+FFFD (agent 'a\ud800' and 'a\ufffd' share one value), and U+0000, which
+// no column holds, failed as if Postgres were down.
+const cell = (v: string): string => v.replaceAll("\0", "\ufffd")
+const column = (v: string | undefined): string | null => (v === undefined ? null : cell(v))
 
 export class NeonReceiptStore implements ReceiptStore {
   readonly kind = "neon"
@@ -61,7 +68,18 @@ export class NeonReceiptStore implements ReceiptStore {
     )
   }
 
-  append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
+  async append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
+    // Keys, unlike the agent id: as U+FFFD two receipt ids would be one (UNIQUE) and two chains share a tail (a gap
+    // in each), and U+0000 failed as if Postgres were down. Refused before anything is written.
+    const key = isUnstorableText(record.receipt_id)
+      ? `receipt id '${record.receipt_id}'`
+      : chain && isUnstorableText(chain.ledger)
+        ? `chain '${chain.ledger}'`
+        : null
+    if (key)
+      throw new AuditReceiptError(
+        `${key} holds U+0000 or an unpaired surrogate, which Postgres cannot keep: name it in valid Unicode`,
+      )
     if (!chain) return this.#tryAppend(record)
     return this.#queue(chain.ledger, () => this.#tryAppend(record, chain))
   }
@@ -84,7 +102,7 @@ export class NeonReceiptStore implements ReceiptStore {
           "VALUES ($1, $2, $3, $4, $5, $6::jsonb) ON CONFLICT (ledger, seq) DO NOTHING RETURNING id",
         [
           record.receipt_id,
-          record.agent_id,
+          cell(record.agent_id),
           receiptJsonLine(record),
           link?.ledger ?? null,
           link?.seq ?? null,

@@ -3,7 +3,7 @@
 // statement: an INSERT … ON CONFLICT DO NOTHING for an absent task, else an UPDATE whose WHERE compares a digest of
 // the stored row and lease with the version the caller read (Postgres re-checks it after a concurrent update).
 
-import { isUnstorableText } from "../core/storage/text.ts"
+import { isUnstorableText, keepableJson } from "../core/storage/text.ts"
 import { TaskRowError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import type { TaskStore } from "../core/tasks/store.ts"
@@ -62,18 +62,21 @@ export class NeonTaskStore implements TaskStore {
   }
 
   async swap(requestId: string, expected: string | null, next: TaskRecord): Promise<string | null> {
-    const lease = next.lease ? JSON.stringify(next.lease) : null
+    // Refused typed, nothing written (JSONB failed as if Postgres were down): the task ledger checks ids, arguments
+    // and results first, but a lease's owner (the ledger's `owner` option) reaches only this write.
+    const row = keepableJson(JSON.stringify(next.row), requestId)
+    const lease = next.lease ? keepableJson(JSON.stringify(next.lease), requestId) : null
     const rows =
       expected === null
         ? await this.#run(
             `INSERT INTO ${this.#t} (request_id, payload, mycelium_lease) VALUES ($1, $2::jsonb, $3::jsonb) ` +
               `ON CONFLICT (request_id) DO NOTHING RETURNING ${VERSION} AS v`,
-            [requestId, JSON.stringify(next.row), lease],
+            [requestId, row, lease],
           )
         : await this.#run(
             `UPDATE ${this.#t} SET payload = $2::jsonb, mycelium_lease = $3::jsonb ` +
               `WHERE request_id = $1 AND ${VERSION} = $4 RETURNING ${VERSION} AS v`,
-            [requestId, JSON.stringify(next.row), lease, expected],
+            [requestId, row, lease, expected],
           )
     return rows[0] ? String(rows[0].v) : null
   }

@@ -2,6 +2,7 @@
 // and Chromium: vitest APIs only.
 import { describe, expect, it } from "vitest"
 import {
+  AuditReceiptError,
   hmacReceiptSigner,
   type Receipt,
   ReceiptEmitter,
@@ -175,6 +176,74 @@ export function testReceiptStore(name: string, factory: ReceiptStoreFixtureFacto
           expect((await walk(storage, { ...f, limit: 2 })).ids, JSON.stringify(f)).toEqual([])
         }
       expect((await walk(storage, { ledger: "odd-\ufffd", limit: 2 })).ids).toHaveLength(3)
+    })
+
+    // Postgres failed on an agent id holding U+0000 as if it were down, after the ledger had written the outcome.
+    it("an agent id holding U+0000 or an unpaired surrogate is kept in its receipts, which its filter finds alone", async () => {
+      const { storage } = await factory()
+      const agents = ["who-\ufffd", "who-\u0000", "who-\ud800"]
+      for (const agentId of agents) {
+        const e = new ReceiptEmitter({
+          signer: hmacReceiptSigner("k"),
+          store: storage,
+          agentId,
+          chain: "who",
+        })
+        await e.emit({ action: "t", actionKind: "tool", requestId: agentId, status: "completed" })
+      }
+      for (const agentId of agents) {
+        expect(
+          (await storage.list({ agentId })).map((r) => r.request_id),
+          JSON.stringify(agentId),
+        ).toEqual([agentId])
+        expect((await walk(storage, { agentId, limit: 1 })).receipts.map((r) => r.request_id)).toEqual([
+          agentId,
+        ])
+      }
+      const chain = await storage.list({ ledger: "who" })
+      expect(await verifyReceipts(chain, { hmac: "k" }, { requireChain: true })).toMatchObject({
+        ok: true,
+        valid: 3,
+      })
+    })
+
+    // Postgres failed on U+0000 as if it were down, and the driver sends an unpaired surrogate as U+FFFD: two receipt
+    // ids were one, and two chains one tail (each then read as missing receipts).
+    it("a chain name or receipt id holding U+0000 or an unpaired surrogate is its own, or refused with AuditReceiptError before any write", async () => {
+      const { storage } = await factory()
+      const signer = hmacReceiptSigner("k")
+      const emitter = (chain: string | false) =>
+        new ReceiptEmitter({ signer, store: storage, agentId: "keys", chain })
+      const init = { action: "t", actionKind: "tool", requestId: "r", status: "completed" } as const
+      const refused = (got: unknown, what: string) => {
+        expect(got, what).toBeInstanceOf(AuditReceiptError)
+        expect((got as AuditReceiptError).code, what).toBe("audit_receipt_error")
+      }
+      await emitter("keys-\ufffd").emit(init)
+      let kept = 1
+      for (const chain of ["keys-\u0000", "keys-\ud800"]) {
+        const got = await emitter(chain)
+          .emit(init)
+          .catch((e: unknown) => e)
+        if (got instanceof Error) refused(got, JSON.stringify(chain))
+        else {
+          expect((got as Receipt).chain, JSON.stringify(chain)).toMatchObject({ ledger: chain, seq: 0 })
+          kept++
+        }
+      }
+      expect((await emitter("keys-\ufffd").emit(init)).chain?.seq).toBe(1)
+      const signed = await emitter(false).sign(init)
+      await storage.append({ ...signed, receipt_id: "rcpt-\ufffd" })
+      const ids = ["rcpt-\ufffd"]
+      for (const id of ["rcpt-\u0000", "rcpt-\ud800"]) {
+        const got = await storage.append({ ...signed, receipt_id: id }).catch((e: unknown) => e)
+        if (got instanceof Error) refused(got, JSON.stringify(id))
+        else ids.push(id)
+      }
+      const all = await storage.list({ agentId: "keys" })
+      expect(all).toHaveLength(kept + 1 + ids.length)
+      expect(all.filter((r) => !r.chain).map((r) => r.receipt_id)).toEqual(ids)
+      expect((await storage.list({ ledger: "keys-\ufffd" })).map((r) => r.chain?.seq)).toEqual([0, 1])
     })
 
     it("a forged cursor or a bad limit is refused with invalid_option", async () => {

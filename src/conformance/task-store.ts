@@ -197,6 +197,22 @@ export function testTaskStore(name: string, factory: TaskStoreFixtureFactory) {
       expect(await note({}, { taskId: `${base}\ufffd` })).toEqual([null, `${base}\ufffd`])
     })
 
+    // Every claim writes the ledger's owner into the lease: Postgres refused one holding such text as if it were down.
+    it("a ledger whose owner holds U+0000 or an unpaired surrogate runs its tasks, or is refused before the claim (validUnicodeOnly)", async () => {
+      const { storage } = await open()
+      const strict = storage.limits?.validUnicodeOnly === true
+      for (const owner of ["w-\u0000", "w-\ud800"]) {
+        let runs = 0
+        const job = ledgerOn(storage, { owner }).task({ name: "owned" }, async () => ++runs)
+        const taskId = uid("odd-owner")
+        const got = await job({}, { taskId }).catch((e: unknown) => e)
+        if (strict) expect(got, JSON.stringify(owner)).toBeInstanceOf(LedgerConfigError)
+        else expect(got, JSON.stringify(owner)).toBe(1)
+        expect(runs).toBe(strict ? 0 : 1)
+        expect((await ledgerOn(storage).get(taskId))?.row.status ?? null).toBe(strict ? null : "completed")
+      }
+    })
+
     it("list() yields each task once, finished or in flight, whatever the store keeps beside its rows", async () => {
       const { storage } = await open()
       const ledger = ledgerOn(storage)
