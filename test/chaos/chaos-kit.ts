@@ -1,6 +1,8 @@
 // What the chaos tests share: their logs, read back, and the bundling that lets a killed process come back fast.
 import { existsSync, readFileSync } from "node:fs"
-import { build } from "esbuild"
+import { createRequire } from "node:module"
+import { pathToFileURL } from "node:url"
+import { build, type Plugin } from "esbuild"
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -23,10 +25,32 @@ export function providerRecords(file: string): Map<string, string[]> {
   return m
 }
 
+/**
+ * Imports of `packages` left out of the bundle and pointed at this repository's copy: a package that finds its own
+ * files next to its code (Miniflare and its workerd binary) cannot be bundled, and `outdir` has no node_modules.
+ */
+function linked(packages: readonly string[]): Plugin {
+  const require = createRequire(import.meta.url)
+  return {
+    name: "linked",
+    setup(b) {
+      b.onResolve({ filter: new RegExp(`^(${packages.join("|")})$`) }, (a) => ({
+        path: pathToFileURL(require.resolve(a.path)).href,
+        external: true,
+      }))
+    },
+  }
+}
+
 /** Bundles each entry once into `outdir` as `<name>.mjs`, so a respawned process boots in tens of milliseconds. */
-export async function bundleScripts(entryPoints: Record<string, string>, outdir: string): Promise<void> {
+export async function bundleScripts(
+  entryPoints: Record<string, string>,
+  outdir: string,
+  external: readonly string[] = [],
+): Promise<void> {
   await build({
     entryPoints,
+    plugins: external.length ? [linked(external)] : [],
     bundle: true,
     platform: "node",
     format: "esm",
