@@ -162,7 +162,9 @@ const budgets = [
     // upstash 6 -> 6.1 KB (2026-12-06, stop 41), over #11's 6 KB by 88 B: rows holding U+0000 or an unpaired
     // surrogate are refused typed (Lua's cjson could not decode such a row: every later claim of its id failed as if
     // Redis were down), and a claim nested past cjson's depth is refused before the body runs: 6,232 B. 6.1 -> 6.2
-    // KB: an id with an unpaired surrogate names no row (its UTF-8 key was another id's): 6,255 B.
+    // KB: an id with an unpaired surrogate names no row (its UTF-8 key was another id's): 6,255 B. Stop 42, within
+    // 6.2 KB: a list prefix holding such text lists nothing (a SCAN pattern is UTF-8: it listed the U+FFFD prefix's
+    // rows): 6,340 B.
     max: (a === "durable-object" ? 8 : a === "file" ? 6.8 : a === "upstash" ? 6.2 : 6) * KB,
   })),
   // Framework glue: the frameworks are type-only imports, so this is the wrapper plus bounded() and the
