@@ -25,6 +25,7 @@ import { sha256Hex } from "../core/ledger/model/sha256.ts"
 import type { ChainTail } from "../core/receipts/chain.ts"
 import type { ReceiptLink } from "../core/receipts/record.ts"
 import type { StateSnapshot } from "../core/state/snapshot.ts"
+import { pairHeadOptions, startingWith } from "../core/storage/text.ts"
 import type { StoredTask, TaskRecord } from "../core/tasks/record.ts"
 import { GuardTables, type ReceiptPageRows, type SqlStorageLike } from "./durable-object-guards.ts"
 
@@ -386,6 +387,9 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
 
   /** Merges the shards' key-ordered pages (k-way), fetching each shard's next page only when it runs dry. */
   async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
+    // SQLite orders the keys as UTF-8: the ids a pair's first half starts (as startsWith reads it) are not one range.
+    const head = pairHeadOptions(options)
+    if (head) return yield* startingWith(this.list(head), options)
     const limit = options.limit ?? Number.POSITIVE_INFINITY
     if (limit <= 0) return
     await this.#checkShards()

@@ -25,7 +25,7 @@ import {
   requestSignal,
   requestTimeoutOption,
 } from "../core/storage/request-timeout.ts"
-import { isUnstorableText, listsNothing } from "../core/storage/text.ts"
+import { isUnstorableText, listsNothing, pairHeadOptions, startingWith } from "../core/storage/text.ts"
 
 export interface HttpLedgerStorageOptions {
   /** Base URL of the API, e.g. `https://ledger.example.com` (the app's basePath included). */
@@ -211,6 +211,11 @@ export class HttpLedgerStorage implements LedgerStorage {
         `request id '${requestId}' cannot be sent over HTTP (URLs treat it as a path step); use another id`,
       )
     }
+    // encodeURIComponent throws a bare URIError on one: set() and tryTransition() failed untyped.
+    if (!requestId.isWellFormed())
+      throw new LedgerConfigError(
+        `request '${requestId}' holds an unpaired surrogate, which the API cannot keep; nothing was written`,
+      )
     return encodeURIComponent(requestId)
   }
 
@@ -289,6 +294,8 @@ export class HttpLedgerStorage implements LedgerStorage {
   }
 
   async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
+    const head = pairHeadOptions(options)
+    if (head) return yield* startingWith(this.list(head), options)
     // A URL sends an unpaired surrogate as U+FFFD (another prefix's rows), and the API refuses U+0000 with a 400.
     if (listsNothing(options)) return
     let remaining = options.limit ?? Number.POSITIVE_INFINITY

@@ -20,7 +20,7 @@ import {
 import { MyceliumError } from "../core/errors.ts"
 import { LedgerRowError } from "../core/ledger/errors.ts"
 import { TerminalOutcome } from "../core/ledger/model/enums.ts"
-import { isUnstorableText, listsNothing } from "../core/storage/text.ts"
+import { isUnstorableText, listsNothing, pairHeadOptions, startingWith } from "../core/storage/text.ts"
 import {
   driverRun,
   migration,
@@ -205,6 +205,8 @@ export class NeonLedgerStorage implements LedgerStorage {
   }
 
   async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
+    const head = pairHeadOptions(options)
+    if (head) return yield* startingWith(this.list(head), options)
     if (listsNothing(options)) return
     let cursor = options.cursor ?? null
     let left = options.limit ?? Number.POSITIVE_INFINITY

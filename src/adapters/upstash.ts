@@ -26,7 +26,7 @@ import {
 } from "../adapter-kit.ts"
 import { MyceliumError } from "../core/errors.ts"
 import { parsePythonRow } from "../core/python-nan.ts"
-import { listsNothing } from "../core/storage/text.ts"
+import { listsNothing, pairHeadOptions, startingWith } from "../core/storage/text.ts"
 
 /**
  * The calls the Upstash stores make. An `@upstash/redis` `Redis` (`@upstash/redis`, `/cloudflare` or `/fastly`) is
@@ -454,6 +454,8 @@ export class UpstashLedgerStorage implements LedgerStorage {
   }
 
   async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
+    const head = pairHeadOptions(options)
+    if (head) return yield* startingWith(this.list(head), options)
     // A SCAN pattern is UTF-8 too: an unpaired surrogate matched the U+FFFD prefix's keys.
     if (listsNothing(options)) return
     const userPrefix = options.prefix ?? ""

@@ -117,4 +117,18 @@ export function ledgerTextCases(store: () => LedgerStorage, rid: (label: string)
     }
     expect(await ids(s.list({ prefix: `${base}\ufffd`, cursor: kept[0] }))).toEqual(kept.slice(1))
   })
+
+  // An id cut by slice() can end in a pair's first half: Neon, Upstash/Redis and the HTTP store listed nothing for
+  // it (no store can be sent the half alone) while the memory store listed the ids holding that pair there.
+  it("a prefix ending in the first half of a surrogate pair lists the ids holding a pair there, as startsWith reads it", async () => {
+    const s = store()
+    const base = rid("half-list")
+    const under = [`${base}\u{1F600}1`, `${base}\u{1F680}2`]
+    for (const id of [...under, `${base}\u{1F900}`, `${base}\uffff`, `${base}\ufffd`])
+      await s.set(newEntry({ requestId: id, tool: "t" }, 1))
+    const prefix = `${base}\ud83d`
+    expect(await ids(s.list({ prefix }))).toEqual(under)
+    expect(await ids(s.list({ prefix, limit: 1 }))).toEqual(under.slice(0, 1))
+    expect(await ids(s.list({ prefix, cursor: under[0] }))).toEqual(under.slice(1))
+  })
 }

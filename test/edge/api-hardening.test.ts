@@ -4,7 +4,7 @@ import { SignJWT } from "jose"
 import { describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { HttpLedgerStorage } from "../../src/adapters/http.ts"
-import { MemoryLedgerStorage } from "../../src/core/index.ts"
+import { LedgerConfigError, MemoryLedgerStorage } from "../../src/core/index.ts"
 import { nestsDeeper } from "../../src/edge/body.ts"
 import { createLedgerApp, DOCUMENTED_ROUTES, jwtAuth } from "../../src/edge/index.ts"
 import { unstorableAt } from "../../src/edge/storable.ts"
@@ -362,6 +362,27 @@ describe("call ids every URL can reach", () => {
       }) as typeof fetch,
     })
     for (const id of [".", ".."]) await expect(http.get(id)).rejects.toMatchObject({ code: "invalid_option" })
+    expect(sent).toBe(0)
+  })
+
+  // encodeURIComponent threw a bare URIError for such an id: a repair's set() failed untyped (others: LedgerConfigError).
+  it("set() and tryTransition() of an id with an unpaired surrogate are LedgerConfigError, and nothing is sent", async () => {
+    let sent = 0
+    const app = createLedgerApp({ storage: new MemoryLedgerStorage() })
+    const http = new HttpLedgerStorage({
+      url: "http://x",
+      fetch: ((input: RequestInfo | URL, init?: RequestInit) => {
+        sent++
+        return app.fetch(new Request(input, init))
+      }) as typeof fetch,
+    })
+    for (const id of ["x\ud800", "\udc00x"]) {
+      const row = newEntry({ requestId: id, tool: "t" }, 1)
+      await expect(http.set(row), JSON.stringify(id)).rejects.toBeInstanceOf(LedgerConfigError)
+      await expect(http.tryTransition(row, { outcomes: ["IN_FLIGHT"], fence: 1 })).rejects.toBeInstanceOf(
+        LedgerConfigError,
+      )
+    }
     expect(sent).toBe(0)
   })
 })

@@ -23,6 +23,34 @@ export function listsNothing(options: ListOptions): boolean {
 }
 
 /**
+ * For a store that sends or orders keys as UTF-8 (Postgres, Redis, a URL, SQLite), before `listsNothing`: a prefix
+ * ending in a pair's first half (an id cut by `slice`) starts the ids holding a pair there, as `startsWith` and the
+ * memory store read it, but such a store cannot be sent the half alone nor find those ids as one range of its keys.
+ * What to list instead: the prefix without it, unlimited.
+ */
+export function pairHeadOptions(options: ListOptions): ListOptions | null {
+  const p = options.prefix
+  if (!p || p.charCodeAt(p.length - 1) >> 10 !== 0x36 || isUnstorableText(p.slice(0, -1))) return null
+  const { limit: _, ...rest } = options
+  return { ...rest, prefix: p.slice(0, -1) }
+}
+
+/** The rows listed with `pairHeadOptions` that start with the whole prefix, up to the caller's limit. */
+export async function* startingWith(
+  rows: AsyncIterable<LedgerEntry>,
+  options: ListOptions,
+): AsyncIterable<LedgerEntry> {
+  const prefix = options.prefix ?? ""
+  let left = options.limit ?? Number.POSITIVE_INFINITY
+  if (left <= 0) return
+  for await (const e of rows) {
+    if (!e.requestId.startsWith(prefix)) continue
+    yield e
+    if (--left <= 0) return
+  }
+}
+
+/**
  * Whether JSON text written by `JSON.stringify` holds such a character: it writes each as an escape (`\u0000`,
  * `\ud800`), and a paired surrogate as itself. An escape counts unless its backslash is itself escaped.
  */
