@@ -21,7 +21,8 @@ import {
   type TransitionExpectation,
 } from "../adapter-kit.ts"
 import { InvalidOptionError } from "../core/errors.ts"
-import { sha256Hex } from "../core/ledger/model/sha256.ts"
+import { compareCodePoints } from "../core/ledger/model/canonical.ts"
+import { sha256 } from "../core/ledger/model/sha256.ts"
 import type { ChainTail } from "../core/receipts/chain.ts"
 import type { ReceiptLink } from "../core/receipts/record.ts"
 import type { StateSnapshot } from "../core/state/snapshot.ts"
@@ -294,18 +295,6 @@ function written<T>(r: T | SqliteRefusal): T {
   return r
 }
 
-/** SQLite orders TEXT by UTF-8 bytes, i.e. by code point; the merge must use the same order as the shards. */
-function compareKeys(a: string, b: string): number {
-  const n = Math.min(a.length, b.length)
-  for (let i = 0; i < n; i++) {
-    const x = a.codePointAt(i) as number
-    const y = b.codePointAt(i) as number
-    if (x !== y) return x < y ? -1 : 1
-    if (x > 0xffff) i++
-  }
-  return a.length - b.length
-}
-
 /**
  * A LedgerStorage client for MyceliumLedgerObject. Stubs are created per call: workerd forbids sharing I/O
  * objects across requests, and `idFromName` + `get` are local and cheap. Every method awaits the RPC and
@@ -338,7 +327,8 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
   /** The shard a request id lives in. */
   shardOf(requestId: string): number {
     if (this.shards === 1) return 0
-    return Number.parseInt(sha256Hex(requestId).slice(0, 8), 16) % this.shards
+    // The digest's first 32 bits, big-endian (the hex digest's first 8 digits): without the hex table and the memo.
+    return new DataView(sha256(requestId).buffer).getUint32(0) % this.shards
   }
 
   /** Refuses a count other than the one the ledger was created with; asked once per instance. */
@@ -420,7 +410,9 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
       for (const h of heads) {
         const e = h.buf[h.pos]
         if (!e) continue
-        if (!best || compareKeys(e.requestId, (best.buf[best.pos] as LedgerEntry).requestId) < 0) best = h
+        // SQLite orders TEXT by UTF-8 bytes, i.e. by code point: the merge must use the shards' order.
+        if (!best || compareCodePoints(e.requestId, (best.buf[best.pos] as LedgerEntry).requestId) < 0)
+          best = h
       }
       if (!best) return
       yield best.buf[best.pos] as LedgerEntry

@@ -437,15 +437,11 @@ export class UpstashLedgerStorage implements LedgerStorage {
         String(this.#ttlFor(next)),
         next.requestId,
         expect.outcomes.join(","),
-        expect.owner != null ? "1" : "0",
-        expect.owner ?? "",
+        ...flagged(expect.owner ?? undefined),
         String(expect.fence),
-        expect.effectPhase !== undefined ? "1" : "0",
-        expect.effectPhase ?? "",
-        expect.leaseHeldAt !== undefined ? "1" : "0",
-        expect.leaseHeldAt !== undefined ? String(expect.leaseHeldAt) : "",
-        expect.sideEffectBoundary !== undefined ? "1" : "0",
-        expect.sideEffectBoundary ?? "",
+        ...flagged(expect.effectPhase),
+        ...flagged(expect.leaseHeldAt),
+        ...flagged(expect.sideEffectBoundary),
       ],
     )
     // Never `false` for an answer that is not the script's: the ledger would read a lost race into it.
@@ -605,6 +601,10 @@ export function sentKey(prefix: string): string {
   const base = derivedBase(prefix)
   return base === null ? "" : `${base}sent:${crypto.randomUUID()}`
 }
+
+/** An optional expectation as the CAS script reads it: a "1"/"0" flag, then the value ('' when absent). */
+const flagged = (v: string | number | undefined): [string, string] =>
+  v === undefined ? ["0", ""] : ["1", String(v)]
 
 /** A script's 0/1 answer: Redis integers arrive as JSON numbers whatever the client's options. */
 const isFlag = (v: unknown): boolean => v === 0 || v === 1

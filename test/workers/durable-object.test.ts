@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../../src/adapters/durable-object.ts"
 import { testLedgerStorage } from "../../src/conformance.ts"
+import { sha256Hex } from "../../src/core/ledger/model/sha256.ts"
 
 const LEDGER = (env as unknown as { LEDGER: LedgerObjectNamespace }).LEDGER
 let n = 0
@@ -88,6 +89,14 @@ describe("DurableObjectLedgerStorage in workerd", () => {
     const page: string[] = []
     for await (const e of s.list({ prefix: "k-", cursor: "k-010", limit: 7 })) page.push(e.requestId)
     expect(page).toEqual(ids.slice(11, 18))
+  })
+
+  it("keeps the shard layout: the first 32 bits of the id's SHA-256, as the hex digest gave them", () => {
+    const s = new DurableObjectLedgerStorage(LEDGER, { name: fresh("layout"), shards: 7 })
+    const ids = ["pay-1", "k-000", "é-ü", "😀", "\ud800x", ...Array.from({ length: 60 }, (_, i) => `id-${i}`)]
+    for (const id of ids) expect(s.shardOf(id)).toBe(Number.parseInt(sha256Hex(id).slice(0, 8), 16) % 7)
+    // Pinned: a row is found only in the shard that wrote it.
+    expect(ids.slice(0, 5).map((id) => s.shardOf(id))).toEqual([3, 4, 1, 2, 3])
   })
 
   it("returns native promises: callers may .catch() and .then(undefined, f) (workerd's RPC promise refuses that)", async () => {

@@ -1,5 +1,6 @@
 // The Python original's AuditReceiptRecord (audit_receipt.py), field for field, and its signed payload.
 import type { ExactJsonValue } from "../exact-json.ts"
+import { isObject } from "../is-object.ts"
 import { canonicalJson, canonicalString, pythonFloatRepr } from "../ledger/model/canonical.ts"
 import { parsePythonJson, pythonDumps } from "../python-json.ts"
 
@@ -122,7 +123,7 @@ export function receiptExportLine(receipt: Receipt): string {
  */
 export function parseReceiptJson(text: string): unknown {
   const v = parsePythonJson(text)
-  if (isObj(v) && v.timestamp instanceof Number) v.timestamp = v.timestamp.valueOf()
+  if (isObject(v) && v.timestamp instanceof Number) v.timestamp = v.timestamp.valueOf()
   return v
 }
 
@@ -137,9 +138,6 @@ export function recordOf(receipt: Receipt): AuditReceiptRecord {
   return record
 }
 
-const isObj = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v)
-
 const RECORD_FIELDS: ReadonlySet<string> = new Set<string>([...RECORD_KEYS, "chain"])
 const LINK_FIELDS: ReadonlySet<string> = new Set(["ledger", "seq", "prev", "digest", "mac"])
 
@@ -150,7 +148,7 @@ const unknownField = (v: Record<string, unknown>, known: ReadonlySet<string>): s
 
 /** Checks the shape of a parsed receipt (a JSONL line, an HTTP body). Returns a reason, or null when it is one. */
 export function receiptShapeProblem(v: unknown): string | null {
-  if (!isObj(v)) return "not a JSON object"
+  if (!isObject(v)) return "not a JSON object"
   const extra = unknownField(v, RECORD_FIELDS)
   if (extra !== undefined) return `'${extra}' is not a receipt field (no signature covers it)`
   for (const k of ["receipt_id", "agent_id", "action", "request_id", "signature"] as const)
@@ -160,12 +158,12 @@ export function receiptShapeProblem(v: unknown): string | null {
   if (typeof v.timestamp !== "number") return "'timestamp' is not a number"
   if (v.error !== null && typeof v.error !== "string") return "'error' is not a string or null"
   const inputs = v.inputs
-  if (!isObj(inputs) || !Array.isArray(inputs.args) || !isObj(inputs.kwargs))
+  if (!isObject(inputs) || !Array.isArray(inputs.args) || !isObject(inputs.kwargs))
     return "'inputs' is not {args, kwargs}"
   if (v.chain !== undefined && v.chain !== null) {
     const c = v.chain
     if (
-      !isObj(c) ||
+      !isObject(c) ||
       typeof c.ledger !== "string" ||
       typeof c.seq !== "number" ||
       typeof c.digest !== "string"

@@ -1,4 +1,5 @@
 // The original's StateSnapshot (state_flush.py), stored as its snake_case JSON.
+import { isObject } from "../is-object.ts"
 import { cloneJson, type JsonValue } from "../ledger/model/canonical.ts"
 
 // Stored values are JSON: the ledger's JSON copy is several times cheaper than structuredClone.
@@ -24,12 +25,10 @@ export interface StateFlushStore {
 }
 
 const STATUSES = new Set(["in-progress", "completed", "aborted", "error"])
-const isObj = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v)
 
 /** Reads a stored snapshot; null when the value is not one (stores report that as corruption). */
 export function parseSnapshot(v: unknown): StateSnapshot | null {
-  if (!isObj(v) || typeof v.run_id !== "string" || !STATUSES.has(String(v.status)) || !isObj(v.state))
+  if (!isObject(v) || typeof v.run_id !== "string" || !STATUSES.has(String(v.status)) || !isObject(v.state))
     return null
   return {
     run_id: v.run_id,

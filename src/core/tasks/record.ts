@@ -1,4 +1,5 @@
 // The original's TaskLedgerEntry row, and the lease this port keeps beside it.
+import { isObject } from "../is-object.ts"
 import type { JsonValue } from "../ledger/index.ts"
 
 export type TaskStatus = "in-flight" | "completed" | "failed"
@@ -65,12 +66,9 @@ export function taskState(t: TaskRecord, now: number): TaskState {
   return now >= lease.lease_until ? "expired" : "live"
 }
 
-const isObj = (v: unknown): v is Record<string, unknown> =>
-  typeof v === "object" && v !== null && !Array.isArray(v)
-
 /** Reads a stored row; `null` when it is not one (the store reports corruption). */
 export function parseTaskRow(v: unknown): TaskRow | null {
-  if (!isObj(v)) return null
+  if (!isObject(v)) return null
   if (typeof v.request_id !== "string" || typeof v.task !== "string") return null
   if (v.status !== "in-flight" && v.status !== "completed" && v.status !== "failed") return null
   if (typeof v.started_at !== "number") return null
@@ -78,7 +76,7 @@ export function parseTaskRow(v: unknown): TaskRow | null {
     request_id: v.request_id,
     task: v.task,
     args: Array.isArray(v.args) ? (v.args as JsonValue[]) : [],
-    kwargs: isObj(v.kwargs) ? (v.kwargs as Record<string, JsonValue>) : {},
+    kwargs: isObject(v.kwargs) ? (v.kwargs as Record<string, JsonValue>) : {},
     status: v.status,
     result: (v.result ?? null) as JsonValue,
     error: typeof v.error === "string" ? v.error : null,
@@ -88,7 +86,7 @@ export function parseTaskRow(v: unknown): TaskRow | null {
 }
 
 export function parseTaskLease(v: unknown): TaskLease | null {
-  if (!isObj(v)) return null
+  if (!isObject(v)) return null
   if (typeof v.fence !== "number" || typeof v.started_at !== "number") return null
   return v as unknown as TaskLease
 }
