@@ -1,12 +1,17 @@
 // The stores the chaos test runs on, by name: where a run's ledger lives, how the parent and a worker open it, and
 // what is left to remove from a shared server afterwards. Imported by the parent and bundled into the worker, so
-// both open one store the same way.
-import { join } from "node:path"
+// both open one store the same way. A run's task store (task-chaos) lives beside its ledger: another file, key
+// prefix or table, removed by the same cleanup.
+import { dirname, join } from "node:path"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
+import { FileTaskStore } from "../../src/adapters/file-tasks.ts"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
-import { RedisLedgerStorage, RespConnection } from "../../src/adapters/redis.ts"
+import { NeonTaskStore } from "../../src/adapters/neon-tasks.ts"
+import { RedisLedgerStorage, RespConnection, upstashShape } from "../../src/adapters/redis.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
+import { UpstashTaskStore } from "../../src/adapters/upstash-tasks.ts"
 import type { LedgerStorage } from "../../src/core/index.ts"
+import type { TaskStore } from "../../src/tasks.ts"
 import { dropLedgerTable, requireUpstash, SERVICES_HINT, upstashClient } from "../adapters/servers/env.ts"
 import { neonPool, requirePostgres } from "../adapters/servers/neon.ts"
 
@@ -17,6 +22,11 @@ export interface OpenedStore {
   close(): Promise<void>
 }
 
+export interface OpenedTaskStore {
+  readonly storage: TaskStore
+  close(): Promise<void>
+}
+
 export interface ChaosBackend {
   /** Fails loudly when the server is not answering (never a skip). */
   require(): Promise<void>
@@ -24,12 +34,16 @@ export interface ChaosBackend {
   where(tag: string, dir: string): string
   /** `setup` is the parent's first open (it creates the table); workers open what it made. */
   open(where: string, setup: boolean): Promise<OpenedStore>
-  /** Removes the run's rows from a shared server. */
+  /** The run's task store, opened as `open` opens its ledger. */
+  openTasks(where: string, setup: boolean): Promise<OpenedTaskStore>
+  /** Removes the run's rows (ledger and tasks) from a shared server. */
   cleanup(where: string): Promise<void>
 }
 
 const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const prefix = (where: string) => `${where}:action:`
+const taskPrefix = (where: string) => `${where}:task:`
+const taskTable = (where: string) => `${where}_tasks`
 const nothing = async () => {}
 
 export const backends: Record<ChaosBackendName, ChaosBackend> = {
@@ -37,6 +51,10 @@ export const backends: Record<ChaosBackendName, ChaosBackend> = {
     require: nothing,
     where: (tag, dir) => join(dir, tag, "ledger.json"),
     open: async (where) => ({ storage: new FileLedgerStorage(where), close: nothing }),
+    openTasks: async (where) => ({
+      storage: new FileTaskStore(join(dirname(where), "tasks.json")),
+      close: nothing,
+    }),
     cleanup: nothing, // the parent's temporary directory goes as a whole
   },
   upstash: {
@@ -44,6 +62,10 @@ export const backends: Record<ChaosBackendName, ChaosBackend> = {
     where: (tag) => `mycelium-chaos:${tag}`,
     open: async (where) => ({
       storage: new UpstashLedgerStorage({ redis: upstashClient(), prefix: prefix(where) }),
+      close: nothing,
+    }),
+    openTasks: async (where) => ({
+      storage: new UpstashTaskStore({ redis: upstashClient(), prefix: taskPrefix(where) }),
       close: nothing,
     }),
     cleanup: async (where) => {
@@ -69,10 +91,18 @@ export const backends: Record<ChaosBackendName, ChaosBackend> = {
       if (setup) await storage.migrate()
       return { storage, close: () => pool.end() }
     },
+    openTasks: async (where, setup) => {
+      // A worker runs 3 tasks at once, each renewing its lease while its body runs.
+      const pool = neonPool(undefined, setup ? 10 : 4)
+      const storage = new NeonTaskStore({ pool, table: taskTable(where) })
+      if (setup) await storage.migrate()
+      return { storage, close: () => pool.end() }
+    },
     cleanup: async (where) => {
       const pool = neonPool(undefined, 1)
       try {
         await dropLedgerTable(pool, where)
+        await pool.query(`DROP TABLE IF EXISTS ${taskTable(where)}`)
       } finally {
         await pool.end()
       }
@@ -93,6 +123,11 @@ export const backends: Record<ChaosBackendName, ChaosBackend> = {
     open: async (where) => {
       const storage = new RedisLedgerStorage({ url: REDIS_URL, prefix: prefix(where) })
       return { storage, close: () => storage.close() }
+    },
+    openTasks: async (where) => {
+      const conn = new RespConnection(REDIS_URL)
+      const storage = new UpstashTaskStore({ redis: upstashShape(conn), prefix: taskPrefix(where) })
+      return { storage, close: async () => conn.close() }
     },
     cleanup: async (where) => {
       const conn = new RespConnection(REDIS_URL)
