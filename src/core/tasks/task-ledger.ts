@@ -368,6 +368,7 @@ export class TaskLedger {
         // Bounded and cleaned as the ledger records a failure: a task store refused an error of several MB.
         await serial(() => this.#finish(held, "failed", null, storableText(errorText(err), MAX_ERROR_TEXT)))
       } catch (e) {
+        if (e instanceof TaskLeaseLostError) lost.abort(e)
         this.#warnFailureNotRecorded(held, e)
       }
       throw err
@@ -398,6 +399,8 @@ export class TaskLedger {
       await serial(() => this.#finish(held, "completed", stored, null))
     } catch (e) {
       if (!(e instanceof TaskLeaseLostError)) throw e
+      // Work the body left running on ctx.signal stops too: the task is another worker's now.
+      lost.abort(e)
       this.#onWarning(`task result discarded for request '${held.requestId}': ${e.message}`)
     }
     return result

@@ -255,8 +255,10 @@ describe("a task held under an unbounded lease (leaseTtl <= 0)", () => {
     const w = new TaskLedger({ storage: store, owner: "w", leaseTtl: 0, onWarning: (m) => warnings.push(m) })
     const ops = new TaskLedger({ storage: store, owner: "ops" })
     let runs = 0
-    const job = w.task("import", async () => {
+    let signal!: AbortSignal
+    const job = w.task("import", async (_: object, ctx) => {
       runs++
+      signal = ctx.signal
       await sleep(60)
       return "done"
     })
@@ -270,9 +272,33 @@ describe("a task held under an unbounded lease (leaseTtl <= 0)", () => {
     await ops.release("U", { ...why, force: true })
     await expect(first).resolves.toBe("done")
     expect(runs).toBe(1)
+    // Its completion was refused: what the body left running on ctx.signal stops (it did not, when the body had
+    // returned before any renewal found the task released).
+    expect(signal.aborted).toBe(true)
+    expect(signal.reason).toBeInstanceOf(TaskLeaseLostError)
     // The worker's lease never lapsed: its warning must not say so.
     expect(warnings.join("\n")).toContain("was taken over or released")
     expect(warnings.join("\n")).not.toContain("lapsed")
+  })
+})
+
+describe("a holder whose outcome is refused because the task was released meanwhile", () => {
+  it("has ctx.signal aborted after a failure too, so nothing it left running goes on", async () => {
+    const store = new MemoryTaskStore()
+    const w = new TaskLedger({ storage: store, owner: "w", leaseTtl: 0, onWarning: () => {} })
+    const ops = new TaskLedger({ storage: store, owner: "ops" })
+    let signal!: AbortSignal
+    const job = w.task("import", async (_: object, ctx) => {
+      signal = ctx.signal
+      await sleep(60)
+      throw new Error("feed timed out")
+    })
+    const first = job({}, { taskId: "F" })
+    await sleep(10)
+    await ops.release("F", { verified: "not_executed", by: "ops", reason: "stuck", force: true })
+    await expect(first).rejects.toThrow("feed timed out")
+    expect(signal.aborted).toBe(true)
+    expect(signal.reason).toBeInstanceOf(TaskLeaseLostError)
   })
 })
 
