@@ -391,6 +391,8 @@ export class TaskLedger {
       try {
         await serial(() => this.#finish(held, "failed", null, errorText(unstorable)))
       } catch (e2) {
+        // Refused by the fence like any outcome: what the body left running on ctx.signal stops here too.
+        if (e2 instanceof TaskLeaseLostError) lost.abort(e2)
         this.#warnFailureNotRecorded(held, e2)
       }
       throw unstorable

@@ -10,6 +10,7 @@ import {
   TaskLedger,
   TaskLedgerPendingError,
   TaskReleaseRefusedError,
+  TaskResultUnstorableError,
   type TaskStore,
 } from "../../../src/tasks.ts"
 
@@ -299,6 +300,28 @@ describe("a holder whose outcome is refused because the task was released meanwh
     await expect(first).rejects.toThrow("feed timed out")
     expect(signal.aborted).toBe(true)
     expect(signal.reason).toBeInstanceOf(TaskLeaseLostError)
+  })
+
+  it("has ctx.signal aborted after a result it cannot store too (its failure is refused the same way)", async () => {
+    const store = new MemoryTaskStore()
+    const w = new TaskLedger({ storage: store, owner: "w", leaseTtl: 0, onWarning: () => {} })
+    const ops = new TaskLedger({ storage: store, owner: "ops" })
+    let signal!: AbortSignal
+    const job = w.task("import", async (_: object, ctx) => {
+      signal = ctx.signal
+      await sleep(60)
+      const cycle: Record<string, unknown> = {}
+      cycle.self = cycle
+      return cycle
+    })
+    const first = job({}, { taskId: "C" })
+    await sleep(10)
+    await ops.release("C", { verified: "not_executed", by: "ops", reason: "stuck", force: true })
+    await expect(first).rejects.toBeInstanceOf(TaskResultUnstorableError)
+    expect(signal.aborted).toBe(true)
+    expect(signal.reason).toBeInstanceOf(TaskLeaseLostError)
+    // The release stands: the refused failure wrote nothing over it.
+    expect((await store.get("C"))?.row.status).toBe("failed")
   })
 })
 
