@@ -246,6 +246,31 @@ describe("pagination", () => {
   })
 })
 
+describe("a list prefix ending in a pair's first half", () => {
+  // Listed as the prefix without the half and filtered: the ids under the whole prefix are one run, so the listing
+  // stops where it ends instead of reading every row after it (3,000 here, 7 pages).
+  it("stops reading where the ids under the whole prefix end", async () => {
+    const rows = new MemoryLedgerStorage()
+    for (const id of ["u-\u{1F600}a", "u-\u{1F601}b"])
+      await rows.set(newEntry({ requestId: id, tool: "t" }, 1))
+    for (let i = 0; i < 3000; i++)
+      await rows.set(newEntry({ requestId: `u-\u{1F900}${String(i).padStart(4, "0")}`, tool: "t" }, 1))
+    const app = createLedgerApp({ storage: rows })
+    let pages = 0
+    const http = new HttpLedgerStorage({
+      url: "http://x",
+      fetch: ((input: RequestInfo | URL, init?: RequestInit) => {
+        pages++
+        return app.fetch(new Request(input, init))
+      }) as typeof fetch,
+    })
+    const ids: string[] = []
+    for await (const e of http.list({ prefix: "u-\ud83d" })) ids.push(e.requestId)
+    expect(ids).toEqual(["u-\u{1F600}a", "u-\u{1F601}b"])
+    expect(pages).toBe(1)
+  })
+})
+
 describe("tokens", () => {
   const app = createLedgerApp({
     storage: new MemoryLedgerStorage(),

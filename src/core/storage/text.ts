@@ -43,10 +43,14 @@ export async function* startingWith(
   const prefix = options.prefix ?? ""
   let left = options.limit ?? Number.POSITIVE_INFINITY
   if (left <= 0) return
+  let seen = false
   for await (const e of rows) {
-    if (!e.requestId.startsWith(prefix)) continue
-    yield e
-    if (--left <= 0) return
+    if (e.requestId.startsWith(prefix)) {
+      seen = true
+      yield e
+      if (--left <= 0) return
+      // The ids under the whole prefix are one run in UTF-16 and in code-point order alike: once it ends, none follow.
+    } else if (seen) return
   }
 }
 
