@@ -64,15 +64,21 @@ export interface EdgeChaosRun {
   readonly dir: string
 }
 
-const freePort = () =>
-  new Promise<number>((resolve, reject) => {
-    const s = createServer()
-    s.once("error", reject)
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address() as { port: number }
-      s.close(() => resolve(port))
+/**
+ * A port the server is started on again after every kill, so one below Linux's ephemeral range (32768-60999): there,
+ * another test's listen(0) or an outgoing connection could take it while the server is down, and the restart fail.
+ */
+async function freePort(): Promise<number> {
+  for (;;) {
+    const port = 20_000 + Math.floor(Math.random() * 12_000)
+    const free = await new Promise<boolean>((resolve) => {
+      const s = createServer()
+      s.once("error", () => resolve(false))
+      s.listen(port, "127.0.0.1", () => s.close(() => resolve(true)))
     })
-  })
+    if (free) return port
+  }
+}
 
 const token = (tenant: string, scope: string, sub: string) =>
   new SignJWT({ tenant, scope: `ledger:${scope}`, sub })
