@@ -1,33 +1,17 @@
 // A receipt Postgres refuses is refused by the receipt store, typed, after the ledger wrote the outcome: the row is
 // final (never stranded in flight), the call reports the missing receipt, and a retry replays without running.
 // Before, a chain named with U+0000 failed with Postgres's own error (22021) and an unpaired surrogate with 22P02.
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
 import { NeonReceiptStore } from "../../src/adapters/neon-receipts.ts"
 import { NeonTaskStore } from "../../src/adapters/neon-tasks.ts"
 import { ActionLedger, ReceiptAppendError } from "../../src/core/index.ts"
 import { TaskLedger } from "../../src/core/tasks/index.ts"
 import { AuditReceiptError, hmacReceiptSigner, ReceiptEmitter } from "../../src/receipts.ts"
-import { dropLedgerTable, runTag } from "./servers/env.ts"
-import { neonPool, requirePostgres } from "./servers/neon.ts"
+import { runTag } from "./servers/env.ts"
+import { neonTables } from "./servers/neon-tables.ts"
 
-const table = `mycelium_test_${runTag("rkeys").replace(/-/g, "_")}`
-const tasksTable = `${table}_tasks`
-const receiptsTable = `${table}_receipts`
-const pool = neonPool()
-
-beforeAll(async () => {
-  await requirePostgres(pool)
-  await new NeonLedgerStorage({ pool, table }).migrate()
-  await new NeonTaskStore({ pool, table: tasksTable }).migrate()
-  await new NeonReceiptStore({ pool, table: receiptsTable }).migrate()
-})
-afterAll(async () => {
-  await dropLedgerTable(pool, table)
-  await pool.query(`DROP TABLE IF EXISTS ${tasksTable}`)
-  await pool.query(`DROP TABLE IF EXISTS ${receiptsTable}`)
-  await pool.end()
-})
+const { pool, table, tasksTable, receiptsTable } = neonTables("rkeys")
 
 const missingReceipt = (requestId: string) =>
   expect.objectContaining({

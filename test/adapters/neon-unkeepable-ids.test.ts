@@ -1,6 +1,6 @@
 // Ids Postgres cannot hold (U+0000, an unpaired surrogate) name no row: reading one, or releasing it, answered as if
 // Postgres were down (LedgerStorageUnavailableError, TaskStoreUnavailableError) where "no such row" is the truth.
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
 import { NeonReceiptStore } from "../../src/adapters/neon-receipts.ts"
@@ -8,26 +8,9 @@ import { NeonTaskStore } from "../../src/adapters/neon-tasks.ts"
 import { ActionLedger } from "../../src/core/index.ts"
 import { TaskLedger } from "../../src/core/tasks/index.ts"
 import { hmacReceiptSigner, ReceiptEmitter } from "../../src/receipts.ts"
-import { dropLedgerTable, runTag } from "./servers/env.ts"
-import { neonPool, requirePostgres } from "./servers/neon.ts"
+import { neonTables } from "./servers/neon-tables.ts"
 
-const table = `mycelium_test_${runTag("ids").replace(/-/g, "_")}`
-const tasksTable = `${table}_tasks`
-const receiptsTable = `${table}_receipts`
-const pool = neonPool()
-
-beforeAll(async () => {
-  await requirePostgres(pool)
-  await new NeonLedgerStorage({ pool, table }).migrate()
-  await new NeonTaskStore({ pool, table: tasksTable }).migrate()
-  await new NeonReceiptStore({ pool, table: receiptsTable }).migrate()
-})
-afterAll(async () => {
-  await dropLedgerTable(pool, table)
-  await pool.query(`DROP TABLE IF EXISTS ${tasksTable}`)
-  await pool.query(`DROP TABLE IF EXISTS ${receiptsTable}`)
-  await pool.end()
-})
+const { pool, table, tasksTable, receiptsTable } = neonTables("ids")
 
 describe("neon: ids Postgres cannot hold name no row", () => {
   for (const id of ["pay-\u0000", "pay-\ud800"]) {

@@ -1,10 +1,22 @@
 // What the chaos tests share: their logs, read back, and the bundling that lets a killed process come back fast.
+import type { ChildProcess } from "node:child_process"
 import { existsSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { pathToFileURL } from "node:url"
 import { build, type Plugin } from "esbuild"
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
+
+/**
+ * A stall, not a death: SIGSTOP past a 1 s lease, SIGCONT 1.5-2.5 s later to whatever `proc()` then names (nothing
+ * once it was killed meanwhile). Resolves when it is continued.
+ */
+export function stall(proc: () => ChildProcess | undefined): Promise<void> {
+  proc()?.kill("SIGSTOP")
+  return sleep(1500 + Math.random() * 1000).then(() => {
+    proc()?.kill("SIGCONT")
+  })
+}
 
 /** A log's whole lines: a process killed mid-append leaves a last line without its end. */
 export const lines = (file: string): string[] =>

@@ -21,7 +21,7 @@ import {
 } from "../../src/core/index.ts"
 import { RemoteLedger } from "../../src/edge/client.ts"
 import { runTag } from "../adapters/servers/env.ts"
-import { lines, providerRecords, sleep } from "./chaos-kit.ts"
+import { lines, providerRecords, sleep, stall } from "./chaos-kit.ts"
 import { AttemptLog, holderGone, holders, readAttempts } from "./edge-attempts.ts"
 import { cutRequests } from "./edge-request-log.ts"
 
@@ -412,13 +412,8 @@ export async function edgeChaos({ server: kind, agentBundle, dir }: EdgeChaosRun
       if (owner === undefined) continue
       if (Math.random() < 0.4) {
         // A stall, not a death: SIGSTOP past the 1 s lease, then SIGCONT. Its calls go on when it wakes.
-        live.get(owner)?.kill("SIGSTOP")
         stats.stalls++
-        background(
-          sleep(1500 + Math.random() * 1000).then(() => {
-            live.get(owner)?.kill("SIGCONT")
-          }),
-        )
+        background(stall(() => live.get(owner)))
       } else {
         await killWorker(owner)
         background(spawnWorker()) // replaced in the background: the kills go on while it boots

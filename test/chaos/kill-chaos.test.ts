@@ -24,7 +24,7 @@ import {
 } from "../../src/core/index.ts"
 import { runTag } from "../adapters/servers/env.ts"
 import { backends, type ChaosBackendName } from "./backends.ts"
-import { bundleScripts, lines, providerRecords, sleep } from "./chaos-kit.ts"
+import { bundleScripts, lines, providerRecords, sleep, stall } from "./chaos-kit.ts"
 
 const WORKERS = 4
 const CONCURRENCY = 3
@@ -212,13 +212,8 @@ async function chaos(backend: ChaosBackendName) {
       if (Math.random() < 0.5) {
         // A stall, not a death: SIGSTOP past the 1 s lease, then SIGCONT. The owner is alive and will act when it
         // wakes, so no not_executed release may get through for its rows meanwhile.
-        live.get(pid)?.kill("SIGSTOP")
         stats.stalls++
-        background(
-          sleep(1500 + Math.random() * 1000).then(() => {
-            live.get(pid)?.kill("SIGCONT")
-          }),
-        )
+        background(stall(() => live.get(pid)))
       } else {
         const owner = await kill(pid)
         background(recordHeld(owner, true))

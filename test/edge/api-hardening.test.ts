@@ -24,6 +24,19 @@ const streamed = (body: ReadableStream<Uint8Array>, headers: Record<string, stri
     duplex: "half",
   } as RequestInit)
 
+/** An HttpLedgerStorage whose requests reach `app` in process, counted. */
+function countingClient(app: { fetch(r: Request): Response | Promise<Response> }) {
+  const sent = { count: 0 }
+  const http = new HttpLedgerStorage({
+    url: "http://x",
+    fetch: ((input: RequestInfo | URL, init?: RequestInit) => {
+      sent.count++
+      return app.fetch(new Request(input, init))
+    }) as typeof fetch,
+  })
+  return { http, sent }
+}
+
 describe("limits before work", () => {
   const app = createLedgerApp({ storage: new MemoryLedgerStorage(), limits: { maxBodyBytes: 64 * 1024 } })
 
@@ -256,18 +269,11 @@ describe("a list prefix ending in a pair's first half", () => {
     for (let i = 0; i < 3000; i++)
       await rows.set(newEntry({ requestId: `u-\u{1F900}${String(i).padStart(4, "0")}`, tool: "t" }, 1))
     const app = createLedgerApp({ storage: rows })
-    let pages = 0
-    const http = new HttpLedgerStorage({
-      url: "http://x",
-      fetch: ((input: RequestInfo | URL, init?: RequestInit) => {
-        pages++
-        return app.fetch(new Request(input, init))
-      }) as typeof fetch,
-    })
+    const { http, sent: pages } = countingClient(app)
     const ids: string[] = []
     for await (const e of http.list({ prefix: "u-\ud83d" })) ids.push(e.requestId)
     expect(ids).toEqual(["u-\u{1F600}a", "u-\u{1F601}b"])
-    expect(pages).toBe(1)
+    expect(pages.count).toBe(1)
   })
 })
 
@@ -378,29 +384,14 @@ describe("call ids every URL can reach", () => {
     const listed: string[] = []
     for await (const e of rows.list()) listed.push(e.requestId)
     expect(listed).toEqual(["a..b"])
-    let sent = 0
-    const http = new HttpLedgerStorage({
-      url: "http://x",
-      fetch: ((input: RequestInfo | URL, init?: RequestInit) => {
-        sent++
-        return app.fetch(new Request(input, init))
-      }) as typeof fetch,
-    })
+    const { http, sent } = countingClient(app)
     for (const id of [".", ".."]) await expect(http.get(id)).rejects.toMatchObject({ code: "invalid_option" })
-    expect(sent).toBe(0)
+    expect(sent.count).toBe(0)
   })
 
   // encodeURIComponent threw a bare URIError for such an id: a repair's set() failed untyped (others: LedgerConfigError).
   it("set() and tryTransition() of an id with an unpaired surrogate are LedgerConfigError, and nothing is sent", async () => {
-    let sent = 0
-    const app = createLedgerApp({ storage: new MemoryLedgerStorage() })
-    const http = new HttpLedgerStorage({
-      url: "http://x",
-      fetch: ((input: RequestInfo | URL, init?: RequestInit) => {
-        sent++
-        return app.fetch(new Request(input, init))
-      }) as typeof fetch,
-    })
+    const { http, sent } = countingClient(createLedgerApp({ storage: new MemoryLedgerStorage() }))
     for (const id of ["x\ud800", "\udc00x"]) {
       const row = newEntry({ requestId: id, tool: "t" }, 1)
       await expect(http.set(row), JSON.stringify(id)).rejects.toBeInstanceOf(LedgerConfigError)
@@ -408,7 +399,7 @@ describe("call ids every URL can reach", () => {
         LedgerConfigError,
       )
     }
-    expect(sent).toBe(0)
+    expect(sent.count).toBe(0)
   })
 })
 
