@@ -21,7 +21,7 @@ import { StateSnapshotError } from "../core/state/errors.ts"
 import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
 import { TaskRowError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
-import { recordVersion, type TaskStore } from "../core/tasks/store.ts"
+import type { TaskStore } from "../core/tasks/store.ts"
 
 // Structural types of the workerd SQL API (no @cloudflare/workers-types dependency); the ledger's object uses them too.
 type SqlValue = string | number | null | ArrayBuffer
@@ -44,6 +44,11 @@ const PARTS = "mycelium_audit_receipt_parts"
 const PART = 500_000
 // workerd refuses an RPC answer over 32 MiB; a page stops at this much text (a string may take 2 bytes a char).
 const PAGE_TEXT = 8 * 2 ** 20
+
+// A task's version is its stored text: only the object writes it, so the same text is the same record (the Neon and
+// Upstash stores compare a digest of theirs). A version given before this form (canonical JSON) matches nothing: the
+// task ledger reads the row again, as after a lost answer, and goes on if its claim still holds it.
+const versionOf = (payload: string, lease: string | null): string => `${payload}\n${lease ?? ""}`
 
 /** A row of a receipt page: its id, and its receipt text if it matches the page's filters. */
 export interface ReceiptPageRow {
@@ -69,15 +74,11 @@ export class GuardTables {
   #init(): void {
     if (this.#ready) return
     this.#sql.exec(
-      `CREATE TABLE IF NOT EXISTS ${TASKS} (request_id TEXT PRIMARY KEY, payload TEXT NOT NULL, lease TEXT)`,
-    )
-    this.#sql.exec(`CREATE TABLE IF NOT EXISTS ${STATES} (run_id TEXT PRIMARY KEY, payload TEXT NOT NULL)`)
-    this.#sql.exec(
-      `CREATE TABLE IF NOT EXISTS ${RECEIPTS} (id INTEGER PRIMARY KEY AUTOINCREMENT, agent_id TEXT NOT NULL, ` +
-        "ledger TEXT, seq INTEGER, digest TEXT, receipt TEXT NOT NULL, UNIQUE (ledger, seq))",
-    )
-    this.#sql.exec(
-      `CREATE TABLE IF NOT EXISTS ${PARTS} (id INTEGER, part INTEGER, text TEXT NOT NULL, PRIMARY KEY (id, part))`,
+      `CREATE TABLE IF NOT EXISTS ${TASKS} (request_id TEXT PRIMARY KEY, payload TEXT NOT NULL, lease TEXT);` +
+        `CREATE TABLE IF NOT EXISTS ${STATES} (run_id TEXT PRIMARY KEY, payload TEXT NOT NULL);` +
+        `CREATE TABLE IF NOT EXISTS ${RECEIPTS} (id INTEGER PRIMARY KEY AUTOINCREMENT, agent_id TEXT NOT NULL, ` +
+        "ledger TEXT, seq INTEGER, digest TEXT, receipt TEXT NOT NULL, UNIQUE (ledger, seq));" +
+        `CREATE TABLE IF NOT EXISTS ${PARTS} (id INTEGER, part INTEGER, text TEXT NOT NULL, PRIMARY KEY (id, part))`,
     )
     this.#ready = true
   }
@@ -90,31 +91,33 @@ export class GuardTables {
     if (!r) return null
     const row = parseTaskRow(JSON.parse(String(r.payload)))
     if (!row) throw new TaskRowError(`task row '${requestId}' is not a task ledger entry`)
-    const lease = r.lease === null ? null : parseTaskLease(JSON.parse(String(r.lease)))
-    return { row, lease, version: recordVersion({ row, lease }) }
+    const leaseText = r.lease === null ? null : String(r.lease)
+    const lease = leaseText === null ? null : parseTaskLease(JSON.parse(leaseText))
+    return { row, lease, version: versionOf(String(r.payload), leaseText) }
   }
 
   taskSwap(requestId: string, expected: string | null, next: TaskRecord): string | null {
     if ((this.taskGet(requestId)?.version ?? null) !== expected) return null
+    const payload = JSON.stringify(next.row)
+    const lease = next.lease ? JSON.stringify(next.lease) : null
     this.#sql.exec(
-      `INSERT INTO ${TASKS} (request_id, payload, lease) VALUES (?, ?, ?) ` +
-        "ON CONFLICT(request_id) DO UPDATE SET payload = excluded.payload, lease = excluded.lease",
+      `REPLACE INTO ${TASKS} (request_id, payload, lease) VALUES (?, ?, ?)`,
       requestId,
-      JSON.stringify(next.row),
-      next.lease ? JSON.stringify(next.lease) : null,
+      payload,
+      lease,
     )
-    return recordVersion(next)
+    return versionOf(payload, lease)
   }
 
   taskList(): StoredTask[] {
     this.#init()
-    return this.#sql
-      .exec(`SELECT request_id FROM ${TASKS} ORDER BY request_id`)
-      .toArray()
-      .flatMap((r) => {
-        const t = this.taskGet(String(r.request_id))
-        return t ? [t] : []
-      })
+    return (
+      this.#sql
+        .exec(`SELECT request_id FROM ${TASKS} ORDER BY request_id`)
+        .toArray()
+        // Each id was just listed, in the same atomic step: its task is there.
+        .map((r) => this.taskGet(String(r.request_id)) as StoredTask)
+    )
   }
 
   receiptTail(ledger: string): ChainTail | null {
@@ -197,7 +200,7 @@ export class GuardTables {
   stateSave(snapshot: StateSnapshot): void {
     this.#init()
     this.#sql.exec(
-      `INSERT INTO ${STATES} (run_id, payload) VALUES (?, ?) ON CONFLICT(run_id) DO UPDATE SET payload = excluded.payload`,
+      `REPLACE INTO ${STATES} (run_id, payload) VALUES (?, ?)`,
       snapshot.run_id,
       JSON.stringify(snapshot),
     )

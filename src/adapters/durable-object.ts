@@ -91,10 +91,10 @@ export class LedgerShardCountError extends LedgerError {
 
 // Same table layout as the Python original's SQLite backend, so a dump reads the same.
 const TABLE = "mycelium_action_ledger"
-const SCHEMA = [
-  `CREATE TABLE IF NOT EXISTS ${TABLE} (request_id TEXT PRIMARY KEY, payload TEXT NOT NULL)`,
-  `CREATE INDEX IF NOT EXISTS ${TABLE}_tool_call_id ON ${TABLE} (json_extract(payload, '$.kwargs.tool_call_id'))`,
-]
+// One exec() runs them all (workerd runs every statement of a query).
+const SCHEMA =
+  `CREATE TABLE IF NOT EXISTS ${TABLE} (request_id TEXT PRIMARY KEY, payload TEXT NOT NULL);` +
+  `CREATE INDEX IF NOT EXISTS ${TABLE}_tool_call_id ON ${TABLE} (json_extract(payload, '$.kwargs.tool_call_id'))`
 const META = "mycelium_ledger_meta"
 const MAX_PAGE = 500
 // workerd refuses an RPC answer over 32 MiB; a page stops at this much row text (a string may take 2 bytes a char).
@@ -118,7 +118,7 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
   constructor(ctx: LedgerObjectState, env: unknown) {
     super(ctx, env)
     this.#sql = ctx.storage.sql
-    for (const stmt of SCHEMA) this.#sql.exec(stmt)
+    this.#sql.exec(SCHEMA)
     this.#guards = new GuardTables(this.#sql)
   }
 
@@ -164,13 +164,12 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
   // ---- action ledger -------------------------------------------------------------------------------------------
 
   ledgerGet(requestId: string): LedgerEntry | null {
-    return this.#read(requestId)
+    const r = this.#sql.exec(`SELECT payload FROM ${TABLE} WHERE request_id = ?`, requestId).toArray()[0]
+    return r ? entryFromRow(JSON.parse(String(r.payload))) : null
   }
 
   ledgerSet(entry: LedgerEntry): number | null | SqliteRefusal {
-    const refused = staleSetFence(this.#read(entry.requestId), entry)
-    if (refused !== null) return refused
-    return this.#write(entry)
+    return staleSetFence(this.ledgerGet(entry.requestId), entry) ?? this.#write(entry)
   }
 
   ledgerClaim(
@@ -179,7 +178,7 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
     now: number,
     options?: ClaimOptions,
   ): ClaimResult | SqliteRefusal {
-    const { result, write } = decideClaim(this.#read(entry.requestId), entry, leaseTtl, now, options)
+    const { result, write } = decideClaim(this.ledgerGet(entry.requestId), entry, leaseTtl, now, options)
     if (write) {
       const refusal = this.#write(write)
       if (refusal) return refusal
@@ -191,7 +190,7 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
   }
 
   ledgerTransition(next: LedgerEntry, expect: TransitionExpectation): boolean | SqliteRefusal {
-    if (!matchesExpectation(this.#read(next.requestId), expect)) return false
+    if (!matchesExpectation(this.ledgerGet(next.requestId), expect)) return false
     return this.#write(next) ?? true
   }
 
@@ -251,17 +250,11 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
       .filter((e) => dispatchIdOf(e) === dispatchId)
   }
 
-  #read(requestId: string): LedgerEntry | null {
-    const rows = this.#sql.exec(`SELECT payload FROM ${TABLE} WHERE request_id = ?`, requestId).toArray()
-    const r = rows[0]
-    return r ? entryFromRow(JSON.parse(String(r.payload))) : null
-  }
-
   /** Null when written. A refused row is a value (see SqliteRefusal); any other failure throws. */
   #write(entry: LedgerEntry): SqliteRefusal | null {
     try {
       this.#sql.exec(
-        `INSERT INTO ${TABLE} (request_id, payload) VALUES (?, ?) ON CONFLICT(request_id) DO UPDATE SET payload = excluded.payload`,
+        `REPLACE INTO ${TABLE} (request_id, payload) VALUES (?, ?)`,
         entry.requestId,
         JSON.stringify(entryToRow(entry)),
       )
@@ -384,10 +377,10 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
     if (limit <= 0) return
     await this.#checkShards()
     const prefix = options.prefix
+    // Each shard's unread rows; `after` is the last id it gave, where its next page starts.
     const heads = this.#ids.map((_, i) => ({
       shard: i,
       buf: [] as LedgerEntry[],
-      pos: 0,
       done: false,
       after: options.cursor,
     }))
@@ -398,30 +391,22 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
         limit: Math.min(this.#pageSize, limit),
       })
       h.buf = page.entries
-      h.pos = 0
       h.done = page.done
-      const last = page.entries.at(-1)
-      if (last) h.after = last.requestId
     }
     await Promise.all(heads.map(fill))
-    let n = 0
-    while (n < limit) {
+    for (let n = 0; n < limit; n++) {
       let best: (typeof heads)[number] | null = null
       for (const h of heads) {
-        const e = h.buf[h.pos]
-        if (!e) continue
+        const e = h.buf[0]
         // SQLite orders TEXT by UTF-8 bytes, i.e. by code point: the merge must use the shards' order.
-        if (!best || compareCodePoints(e.requestId, (best.buf[best.pos] as LedgerEntry).requestId) < 0)
+        if (e && (!best || compareCodePoints(e.requestId, (best.buf[0] as LedgerEntry).requestId) < 0))
           best = h
       }
       if (!best) return
-      yield best.buf[best.pos] as LedgerEntry
-      n++
-      best.pos++
-      if (best.pos >= best.buf.length) {
-        if (best.done) best.buf = []
-        else await fill(best)
-      }
+      const e = best.buf.shift() as LedgerEntry
+      best.after = e.requestId
+      yield e
+      if (!best.buf.length && !best.done) await fill(best)
     }
   }
 
