@@ -25,6 +25,7 @@ import { basename, dirname, join, resolve } from "node:path"
 import process from "node:process"
 import { LedgerError, LedgerStorageUnavailableError } from "../adapter-kit.ts"
 import { InvalidOptionError } from "../core/errors.ts"
+import { isObject } from "../core/is-object.ts"
 import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { parsePythonRow } from "../core/python-nan.ts"
 import { resolveLinks } from "../node/links.ts"
@@ -35,9 +36,7 @@ export class LedgerFileCorruptError extends LedgerError {
   override readonly code = "ledger_file_corrupt"
   readonly path: string
   constructor(path: string, detail: string) {
-    super(
-      `Ledger file ${path} is corrupt: ${detail}. Restore it from a backup or repair the JSON (never read as empty).`,
-    )
+    super(`Ledger file ${path} is corrupt: ${detail}. Restore it from a backup or repair the JSON.`)
     this.path = path
   }
 }
@@ -50,8 +49,8 @@ export class LedgerFileLockTimeoutError extends LedgerError {
   constructor(lockPath: string, timeout: number) {
     // One text for both locks: a flock (`pythonLock`) is never left over, and deleting its file changes nothing.
     super(
-      `Timed out after ${timeout}s waiting for the ledger file lock ${lockPath}, held by another process. Retry; ` +
-        "if none uses the ledger, a crash on another host left it: delete it.",
+      `Another process held the ledger file lock ${lockPath} for ${timeout}s: retry. If none uses the ledger, ` +
+        "a crash on another host left it: delete it.",
     )
     this.lockPath = lockPath
   }
@@ -70,9 +69,9 @@ export class FlockUnavailableError extends LedgerError {
  * `cat` and then flock exit, and the lock is released: never left behind for anyone to clean up. Resolves to the
  * function that releases it.
  */
-function holdFlock(path: string, timeoutMs: number): Promise<() => void> {
+function holdFlock(path: string, timeout: number): Promise<() => void> {
   mkdirSync(dirname(path), { recursive: true })
-  const child = spawn("flock", ["-xow", String(timeoutMs / 1000), path, "cat"], {
+  const child = spawn("flock", ["-xow", String(timeout), path, "cat"], {
     stdio: ["pipe", "pipe", "ignore"],
   })
   // A promise settles once: an exit or error after the lock was held (our own kill) rejects nothing.
@@ -97,7 +96,7 @@ function holdFlock(path: string, timeoutMs: number): Promise<() => void> {
     child.once("exit", (code) =>
       reject(
         code === 1
-          ? new LedgerFileLockTimeoutError(path, timeoutMs / 1000)
+          ? new LedgerFileLockTimeoutError(path, timeout)
           : new LedgerError(`flock ${path}: exit ${code}`),
       ),
     )
@@ -164,17 +163,15 @@ export function openLike(tmp: string, path: string, mode = 0o666): number {
 /** One writer per file in this process; other processes are kept out by the lock file. */
 const queues = new Map<string, Promise<void>>()
 
-export function serialize<T>(key: string, fn: () => Promise<T>): Promise<T> {
-  const prev = queues.get(key) ?? Promise.resolve()
-  const run = prev.then(fn)
-  const tail = run.then(
-    () => {},
-    () => {},
-  )
+function serialize<T>(key: string, fn: () => Promise<T>): Promise<T> {
+  const run = (queues.get(key) ?? Promise.resolve()).then(fn)
+  // The queue's end: it drops the key once nothing was queued behind it.
+  const tail: Promise<void> = run
+    .catch(() => {})
+    .then(() => {
+      if (queues.get(key) === tail) queues.delete(key)
+    })
   queues.set(key, tail)
-  void tail.then(() => {
-    if (queues.get(key) === tail) queues.delete(key)
-  })
   return run
 }
 
@@ -225,10 +222,29 @@ export function rowTexts(text: string): Map<string, string> {
   return out
 }
 
-export function fsyncDir(dir: string): void {
+/**
+ * A file store's text as json.loads reads it (Python's bare NaN and Infinity too). Anything but an object is corrupt,
+ * never "empty": an empty file too (a truncation; every writer, the original's included, writes at least `{}`).
+ */
+export function parseDict(path: string, text: string): Record<string, unknown> {
+  let parsed: unknown
+  try {
+    parsed = parsePythonRow(text)
+  } catch (e) {
+    throw new LedgerFileCorruptError(
+      path,
+      text.trim() === "" ? "the file is empty" : `not JSON (${(e as Error).message})`,
+    )
+  }
+  if (!isObject(parsed)) throw new LedgerFileCorruptError(path, "not a JSON object")
+  return parsed
+}
+
+/** Makes a rename of `path` durable: fsyncs the directory that holds it. */
+export function fsyncDirOf(path: string): void {
   let fd: number | undefined
   try {
-    fd = openSync(dir, "r")
+    fd = openSync(dirname(path), "r")
     fsyncSync(fd)
   } catch {
     // Directories cannot be opened or synced on some platforms (Windows); the rename is still atomic there.
@@ -255,14 +271,13 @@ export function rmQuiet(path: string): void {
 }
 
 /** Test-only: `MYCELIUM_TEST_LOCK_PARK=<window>` parks this process (blocks it for good) inside that lock window. */
-function parkWindow(): string | null {
+const PARK = ((): string | undefined => {
   try {
-    return process.env.MYCELIUM_TEST_LOCK_PARK ?? null
+    return process.env.MYCELIUM_TEST_LOCK_PARK
   } catch {
-    return null // Deno without --allow-env
+    return undefined // Deno without --allow-env
   }
-}
-const PARK = parkWindow()
+})()
 
 export function parkIn(window: string): void {
   if (PARK !== window) return
@@ -308,15 +323,14 @@ function parseHolder(content: string): HolderRecord {
   }
 }
 
-function newToken(): string {
-  const rand = new Uint32Array(2)
-  globalThis.crypto.getRandomValues(rand)
-  return `${process.pid}-${Date.now().toString(36)}-${rand[0]?.toString(36)}${rand[1]?.toString(36)}`
+/** A holder's unique name: random, so no process, on this host or another, ever makes the same one. */
+export function newToken(): string {
+  return globalThis.crypto.randomUUID()
 }
 
 /**
- * A lock option in milliseconds. NaN or "x" waited on a held lock forever. Inline, not secondsProblem(): its message
- * helpers cost the file entry more than its budget holds.
+ * A lock option in seconds, checked: NaN or "x" waited on a held lock forever. Inline, not secondsProblem(): its
+ * message helpers cost the file entry more than its budget holds.
  */
 function lockSeconds(
   o: LockedFileOptions,
@@ -327,7 +341,7 @@ function lockSeconds(
   const v = o[name] ?? fallback
   if (!(Number.isFinite(v) && v >= min))
     throw new InvalidOptionError(`${name} must be a finite number of seconds >= ${min}, got ${String(v)}`)
-  return v * 1000
+  return v
 }
 
 /**
@@ -342,32 +356,38 @@ function lockSeconds(
  * - Removing a stale lock needs the `<lock>.gc-<token>` marker of exactly that holder, created the same way, so
  *   two recoverers cannot both delete (one of them deleting a lock that was re-created meanwhile). A recoverer
  *   killed inside that window leaves a marker naming it, which is recovered by the same rule, one level up.
- * - Temp files left by a process killed before its link are swept by the next recovery.
+ * - Temp files left by a process killed before its link are swept by the next recovery, once it holds the lock.
  */
 export class FileLock {
   readonly path: string
   readonly #dir: string
   readonly #base: string
-  readonly #timeoutMs: number
+  /** Seconds. */
+  readonly #timeout: number
   readonly #staleMs: number
   #token: string | null = null
-  #swept = false
-  /** A dead writer may have left things behind since the owner of this lock last looked. */
+  /** A dead writer may have left things behind since this lock last swept (or it never has). */
   #recovered = true
+  /** `<data file name>.tmp-`, where the ledger store stages its rewrites; null for stores that stage elsewhere. */
+  readonly #temps: string | null
 
   /** The original's flock sidecar (`<data path>.lock`) to hold first, when Python workers share the file. */
   readonly #flockPath: string | null
   #unflock: (() => void) | null = null
 
-  /** Data file `path` (the lock is `<path>.lock.ts`), its store's options checked here for every file store. */
-  constructor(path: string, options: LockedFileOptions) {
+  /**
+   * Data file `path` (the lock is `<path>.lock.ts`), its store's options checked here for every file store.
+   * `stagesTemps`: the store writes its rewrites to `<path>.tmp-*` first, which a holder sweeps with its own litter.
+   */
+  constructor(path: string, options: LockedFileOptions, stagesTemps = false) {
     this.path = `${path}.lock.ts`
+    this.#temps = stagesTemps ? `${basename(path)}.tmp-` : null
     this.#dir = dirname(path)
     this.#base = basename(this.path)
-    this.#timeoutMs = lockSeconds(options, "lockTimeout", 10, 0)
+    this.#timeout = lockSeconds(options, "lockTimeout", 10, 0)
     // -1 took over a live writer's lock at once (two writers: the later rename undid the other's rows); under a
     // second, a writer still fsyncing on a loaded disk.
-    this.#staleMs = lockSeconds(options, "staleLockAfter", 30, 1)
+    this.#staleMs = lockSeconds(options, "staleLockAfter", 30, 1) * 1000
     this.#flockPath = options.pythonLock ? `${path}.lock` : null
   }
 
@@ -377,7 +397,7 @@ export class FileLock {
    */
   async acquire(): Promise<void> {
     if (!this.#flockPath) return this.#acquireOwn()
-    const unflock = await holdFlock(this.#flockPath, this.#timeoutMs)
+    const unflock = await holdFlock(this.#flockPath, this.#timeout)
     try {
       await this.#acquireOwn()
     } catch (e) {
@@ -388,38 +408,48 @@ export class FileLock {
   }
 
   async #acquireOwn(): Promise<void> {
-    if (!this.#swept) {
-      this.#swept = true
-      this.#sweep()
-    }
-    const deadline = Date.now() + this.#timeoutMs
+    const deadline = Date.now() + this.#timeout * 1000
     let delay = 1
-    for (;;) {
-      if (this.#tryCreate()) return
+    while (!this.#tryCreate()) {
       const seen = this.#read(this.path)
       if (seen && this.#isStale(seen) && this.#reap(seen, 0)) {
         this.#recovered = true
-        this.#sweep()
-        if (this.#tryCreate()) return
+        if (this.#tryCreate()) break
       }
-      if (Date.now() > deadline) throw new LedgerFileLockTimeoutError(this.path, this.#timeoutMs / 1000)
+      if (Date.now() > deadline) throw new LedgerFileLockTimeoutError(this.path, this.#timeout)
       await sleep(delay * (0.5 + Math.random()))
       delay = Math.min(delay * 2, 16)
     }
+    // Held: what dead writers left can go, on this lock's first acquire and after a recovery.
+    if (this.#recovered) {
+      this.#recovered = false
+      this.#sweep()
+    }
   }
 
-  /** Whether a dead holder was recovered (or this is the first acquire) since the last call. */
-  takeRecovered(): boolean {
-    const r = this.#recovered
-    this.#recovered = false
-    return r
+  /** Runs `fn` holding the lock: no other process or call of this one writes the file meanwhile. */
+  run<T>(fn: () => Promise<T> | T): Promise<T> {
+    return serialize(this.path, async () => {
+      await this.acquire()
+      try {
+        return await fn()
+      } finally {
+        try {
+          this.release()
+        } catch {
+          // Left behind, the lock file is recovered as stale (dead pid or age) by the next writer.
+        }
+      }
+    })
   }
 
   release(): void {
     const unflock = this.#unflock
     this.#unflock = null
     try {
-      this.#releaseOwn()
+      // Only remove our own lock: if we were presumed dead and replaced, the file is someone else's now.
+      if (this.held()) rmQuiet(this.path)
+      this.#token = null
     } finally {
       unflock?.()
     }
@@ -431,12 +461,6 @@ export class FileLock {
    */
   held(): boolean {
     return this.#token !== null && this.#read(this.path)?.holder.token === this.#token
-  }
-
-  #releaseOwn(): void {
-    // Only remove our own lock: if we were presumed dead and replaced, the file is someone else's now.
-    if (this.held()) rmQuiet(this.path)
-    this.#token = null
   }
 
   /** Publishes a complete holder record at `target`; false if the file exists. */
@@ -457,18 +481,17 @@ export class FileLock {
       return this.#link(target, window)
     }
     parkIn(`${window}-tmp`)
-    let linked = false
     try {
       linkSync(tmp, target)
-      linked = true
+      parkIn(`${window}-linked`)
+      return token
     } catch (e) {
       // ENOENT: a sweeper removed our temp file (it judged us dead); try again on the next round.
       if (errno(e) !== "EEXIST" && errno(e) !== "ENOENT") throw e
+      return null
     } finally {
-      if (linked) parkIn(`${window}-linked`)
       rmQuiet(tmp)
     }
-    return linked ? token : null
   }
 
   #tryCreate(): boolean {
@@ -513,8 +536,8 @@ export class FileLock {
       parkIn("gc-held")
       const now = this.#read(seen.path)
       if (!now) return true
-      const same = seen.holder.token !== null ? now.holder.token === seen.holder.token : now.ino === seen.ino
-      if (!same || now.content !== seen.content) return false
+      // The very file judged: the same record (its token names one holder), the same inode when it has none.
+      if (now.content !== seen.content || (seen.holder.token === null && now.ino !== seen.ino)) return false
       unlinkSync(seen.path)
       return true
     } finally {
@@ -527,18 +550,22 @@ export class FileLock {
    * reused, so such a marker can match nothing and is litter.
    */
   #sweep(): void {
-    let names: string[]
+    let all: string[]
     try {
-      names = readdirSync(this.#dir).filter((n) => n.startsWith(`${this.#base}.`))
+      all = readdirSync(this.#dir)
     } catch {
       return
     }
+    // Rewrites happen only under the lock, so while it is held a `<data>.tmp-*` file was left by a writer killed
+    // mid-rewrite (the rename never happened; the data file itself is intact).
+    const temps = this.#temps
+    if (temps !== null) for (const n of all) if (n.startsWith(temps)) rmQuiet(join(this.#dir, n))
+    const names = all.filter((n) => n.startsWith(`${this.#base}.`))
     const lock = this.#read(this.path)
     const files = names.map((n) => this.#read(join(this.#dir, n)))
     // Targets still present: the lock and every marker, by token (or inode for an unreadable lock).
-    const present = new Set<string>()
+    const present = new Set(files.map((f) => f?.holder.token))
     if (lock) present.add(lock.holder.token ?? `ino${lock.ino}`)
-    for (const f of files) if (f?.holder.token) present.add(f.holder.token)
     names.forEach((name, i) => {
       const f = files[i]
       const rest = name.slice(this.#base.length + 1)
@@ -588,18 +615,7 @@ export class LockedFile {
 
   /** Runs `fn` holding the lock: no other process or call of this one touches the file meanwhile. */
   run<T>(fn: () => Promise<T> | T): Promise<T> {
-    return serialize(this.#lock.path, async () => {
-      await this.#lock.acquire()
-      try {
-        return await fn()
-      } finally {
-        try {
-          this.#lock.release()
-        } catch {
-          // Recovered as stale by the next writer.
-        }
-      }
-    })
+    return this.#lock.run(fn)
   }
 
   /** The file's text, or null when it does not exist. */
@@ -630,19 +646,9 @@ export class LockedFile {
   readDict(path = this.path): Record<string, unknown> {
     const text = this.read(path)
     if (text === null) return {}
-    let parsed: unknown
-    try {
-      parsed = parsePythonRow(text)
-    } catch (e) {
-      throw new LedgerFileCorruptError(
-        path,
-        text.trim() === "" ? "the file is empty" : `not JSON (${(e as Error).message})`,
-      )
-    }
-    if (typeof parsed !== "object" || parsed === null || Array.isArray(parsed))
-      throw new LedgerFileCorruptError(path, "not a JSON object")
+    const parsed = parseDict(path, text)
     loaded.set(parsed, { text, values: { ...parsed } })
-    return parsed as Record<string, unknown>
+    return parsed
   }
 
   /**
@@ -689,7 +695,7 @@ export class LockedFile {
     }
     for (const [tmp, path] of staged) {
       renameSync(tmp, path)
-      if (this.fsync) fsyncDir(dirname(path))
+      if (this.fsync) fsyncDirOf(path)
     }
   }
 

@@ -7,15 +7,11 @@ import {
   fstatSync,
   fsyncSync,
   openSync,
-  readdirSync,
   readFileSync,
   renameSync,
   statSync,
-  writeSync,
   writevSync,
 } from "node:fs"
-import { basename, dirname, join } from "node:path"
-import process from "node:process"
 import {
   type ClaimOptions,
   type ClaimResult,
@@ -31,20 +27,21 @@ import {
   refuseStaleSet,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
-import { parsePythonRow } from "../core/python-nan.ts"
+import { isObject } from "../core/is-object.ts"
 import {
   asciiJson,
   dataPath,
   errno,
   FileLock,
-  fsyncDir,
+  fsyncDirOf,
   indentedJson,
   LedgerFileCorruptError,
+  newToken,
   openLike,
   parkIn,
+  parseDict,
   rmQuiet,
   rowTexts,
-  serialize,
 } from "./file-kit.ts"
 
 // The file family's errors live with its shared lock and I/O (file-kit.ts); this entry is where users import them.
@@ -79,12 +76,10 @@ interface Slot {
 }
 
 interface PendingOp {
-  readonly fn: () => { result: unknown; changed: boolean }
+  readonly fn: () => unknown
   readonly resolve: (value: unknown) => void
   readonly reject: (error: unknown) => void
 }
-
-let tmpSeq = 0
 
 function signature(st: BigIntStats): string {
   return `${st.dev}:${st.ino}:${st.size}:${st.mtimeNs}:${st.ctimeNs}`
@@ -104,7 +99,8 @@ export class FileLedgerStorage implements LedgerStorage {
   #rows = new Map<string, Slot>()
   #byDispatch = new Map<string, Set<string>>()
   #pending: PendingOp[] = []
-  #draining = false
+  /** Whether the batch being applied changed a row, so the file must be rewritten. */
+  #dirty = false
   /** Stat signature of the file the cache reflects; "absent" = no file; null = unknown. */
   #sig: string | null = null
   /** Open handle on the cached file's inode, so its inode number cannot be reused while we compare by it. */
@@ -114,22 +110,19 @@ export class FileLedgerStorage implements LedgerStorage {
 
   constructor(path: string, options: FileLedgerStorageOptions = {}) {
     this.path = dataPath(path)
-    this.#lock = new FileLock(this.path, options)
+    this.#lock = new FileLock(this.path, options, true)
     this.#fsync = options.fsync ?? true
   }
 
   async get(requestId: string): Promise<LedgerEntry | null> {
     this.#load()
-    const slot = this.#rows.get(requestId)
-    return slot ? entryOf(slot) : null
+    return this.#entry(requestId)
   }
 
   set(entry: LedgerEntry): Promise<void> {
     return this.#mutate(() => {
-      const slot = this.#rows.get(entry.requestId)
-      refuseStaleSet(slot ? entryOf(slot) : null, entry)
+      refuseStaleSet(this.#entry(entry.requestId), entry)
       this.#put(entry)
-      return { result: undefined, changed: true }
     })
   }
 
@@ -140,30 +133,27 @@ export class FileLedgerStorage implements LedgerStorage {
     options?: ClaimOptions,
   ): Promise<ClaimResult> {
     return this.#mutate(() => {
-      const slot = this.#rows.get(entry.requestId)
-      const { result, write } = decideClaim(slot ? entryOf(slot) : null, entry, leaseTtl, now, options)
+      const { result, write } = decideClaim(this.#entry(entry.requestId), entry, leaseTtl, now, options)
       if (write) this.#put(write)
-      return { result, changed: write !== null }
+      return result
     })
   }
 
   tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
     return this.#mutate(() => {
-      const slot = this.#rows.get(next.requestId)
-      const ok = matchesExpectation(slot ? entryOf(slot) : null, expect)
+      const ok = matchesExpectation(this.#entry(next.requestId), expect)
       if (ok) this.#put(next)
-      return { result: ok, changed: ok }
+      return ok
     })
   }
 
   async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
     this.#load()
     const prefix = options.prefix ?? ""
-    const limit = options.limit ?? Number.POSITIVE_INFINITY
     const keys = [...this.#rows.keys()]
       .filter((k) => k.startsWith(prefix) && (options.cursor === undefined || k > options.cursor))
       .sort()
-    const slots = keys.slice(0, Math.min(keys.length, limit)).map((k) => this.#rows.get(k) as Slot)
+    const slots = keys.slice(0, options.limit ?? keys.length).map((k) => this.#rows.get(k) as Slot)
     for (const slot of slots) yield entryOf(slot)
   }
 
@@ -171,10 +161,7 @@ export class FileLedgerStorage implements LedgerStorage {
     this.#load()
     const ids = this.#byDispatch.get(dispatchId)
     if (!ids) return []
-    return [...ids].flatMap((id) => {
-      const s = this.#rows.get(id)
-      return s ? [entryOf(s)] : []
-    })
+    return [...ids].flatMap((id) => this.#entry(id) ?? [])
   }
 
   async close(): Promise<void> {
@@ -185,10 +172,16 @@ export class FileLedgerStorage implements LedgerStorage {
 
   // ---- internals --------------------------------------------------------------------------------------------
 
-  #mutate<T>(fn: () => { result: T; changed: boolean }): Promise<T> {
+  #entry(requestId: string): LedgerEntry | null {
+    const slot = this.#rows.get(requestId)
+    return slot ? entryOf(slot) : null
+  }
+
+  #mutate<T>(fn: () => T): Promise<T> {
     return new Promise<T>((resolve, reject) => {
-      this.#pending.push({ fn, resolve: resolve as (v: unknown) => void, reject })
-      if (!this.#draining) void this.#drain()
+      // The first call of a batch queues its commit; the calls made until that commit holds the lock join it.
+      if (this.#pending.push({ fn, resolve: resolve as (v: unknown) => void, reject }) === 1)
+        void this.#commit()
     })
   }
 
@@ -196,69 +189,32 @@ export class FileLedgerStorage implements LedgerStorage {
    * Group commit: every mutation queued while the lock was awaited is applied in order, then one rewrite makes
    * them all durable. Each still decides atomically against the rows before it; none resolves before the write.
    */
-  async #drain(): Promise<void> {
-    this.#draining = true
+  async #commit(): Promise<void> {
+    let batch: PendingOp[] = []
     try {
-      while (this.#pending.length) {
-        await serialize(this.#lock.path, async () => {
-          let batch: PendingOp[] = []
+      const settle = await this.#lock.run(() => {
+        // From here to release everything is synchronous: no other call in this process can interleave.
+        batch = this.#pending.splice(0)
+        this.#load()
+        this.#dirty = false
+        const settle = batch.map((op) => {
           try {
-            await this.#lock.acquire()
+            const result = op.fn()
+            return () => op.resolve(result)
           } catch (e) {
-            for (const op of this.#pending.splice(0)) op.reject(e)
-            return
-          }
-          // From here to release everything is synchronous: no other call in this process can interleave.
-          try {
-            if (this.#lock.takeRecovered()) this.#sweepTemps()
-            batch = this.#pending.splice(0)
-            this.#load()
-            // Settled only after the rewrite: a caller never sees a result the file does not hold yet.
-            const settle: Array<() => void> = []
-            let changed = false
-            for (const op of batch) {
-              try {
-                const r = op.fn()
-                changed ||= r.changed
-                settle.push(() => op.resolve(r.result))
-              } catch (e) {
-                settle.push(() => op.reject(e))
-              }
-            }
-            if (changed) this.#flush()
-            for (const s of settle) s()
-          } catch (e) {
-            this.#sig = null // the cache may hold rows the file does not: re-read next time
-            for (const op of batch) op.reject(e)
-          } finally {
-            try {
-              this.#lock.release()
-            } catch {
-              // Left behind, the lock file is recovered as stale (dead pid or age) by the next writer.
-            }
+            return () => op.reject(e)
           }
         })
-      }
+        if (this.#dirty) this.#flush()
+        return settle
+      })
+      // Settled only after the rewrite: a caller never sees a result the file does not hold yet.
+      for (const s of settle) s()
     } catch (e) {
-      for (const op of this.#pending.splice(0)) op.reject(e)
-    } finally {
-      this.#draining = false
+      this.#sig = null // the cache may hold rows the file does not: re-read next time
+      // None taken yet: the lock was not acquired, and every call queued for it fails with it.
+      for (const op of batch.length ? batch : this.#pending.splice(0)) op.reject(e)
     }
-  }
-
-  /**
-   * Rewrites happen only under the lock, so while we hold it any `<ledger>.tmp-*` file was left by a writer killed
-   * mid-rewrite (the rename never happened; the ledger itself is intact). Checked after a recovery only.
-   */
-  #sweepTemps(): void {
-    const prefix = `${basename(this.path)}.tmp-`
-    let names: string[]
-    try {
-      names = readdirSync(dirname(this.path))
-    } catch {
-      return
-    }
-    for (const n of names) if (n.startsWith(prefix)) rmQuiet(join(dirname(this.path), n))
   }
 
   #load(): void {
@@ -267,7 +223,7 @@ export class FileLedgerStorage implements LedgerStorage {
       st = statSync(this.path, { bigint: true })
     } catch (e) {
       if (errno(e) !== "ENOENT") throw e
-      if (this.#sig !== "absent") this.#reset(new Map(), "absent", null)
+      if (this.#sig !== "absent") this.#reset(null, "absent", null)
       return
     }
     if (signature(st) === this.#sig) return
@@ -282,23 +238,39 @@ export class FileLedgerStorage implements LedgerStorage {
     try {
       const sig = signature(fstatSync(fd, { bigint: true }))
       const text = readFileSync(fd, "utf8")
-      this.#reset(parseLedgerFile(this.path, text), sig, fd)
-      this.#loadedText = text
+      this.#reset(text, sig, fd)
     } catch (e) {
       closeSync(fd)
       throw e
     }
   }
 
-  #reset(rows: Map<string, Slot>, sig: string, fd: number | null): void {
-    this.#rows = rows
-    this.#loadedText = null
-    this.#byDispatch = new Map()
-    for (const [id, slot] of rows) {
-      const kwargs = slot.raw?.kwargs as Record<string, unknown> | undefined
-      const d = kwargs?.tool_call_id
-      if (typeof d === "string" && d) this.#index(d, id)
+  /**
+   * The cache made from the file's `text` (null: no file), which `fd` holds open. The file is checked whole first:
+   * anything but an object of rows is corruption, never "empty", and leaves the cache as it was.
+   */
+  #reset(text: string | null, sig: string, fd: number | null): void {
+    const rows = new Map<string, Slot>()
+    const byDispatch = new Map<string, Set<string>>()
+    for (const [id, raw] of Object.entries(text === null ? {} : parseDict(this.path, text))) {
+      if (
+        !isObject(raw) ||
+        typeof raw.request_id !== "string" ||
+        typeof raw.tool !== "string" ||
+        typeof raw.status !== "string"
+      ) {
+        throw new LedgerFileCorruptError(
+          this.path,
+          `row '${id}': ledger row needs string request_id, tool and status`,
+        )
+      }
+      rows.set(id, { frag: null, bytes: null, raw, entry: null })
+      const d = (raw.kwargs as Record<string, unknown> | null | undefined)?.tool_call_id
+      if (typeof d === "string" && d) index(byDispatch, d, id)
     }
+    this.#rows = rows
+    this.#byDispatch = byDispatch
+    this.#loadedText = text
     this.#hold(fd, sig)
   }
 
@@ -308,21 +280,16 @@ export class FileLedgerStorage implements LedgerStorage {
     this.#sig = sig
   }
 
-  #index(dispatchId: string, requestId: string): void {
-    const set = this.#byDispatch.get(dispatchId)
-    if (set) set.add(requestId)
-    else this.#byDispatch.set(dispatchId, new Set([requestId]))
-  }
-
   #put(entry: LedgerEntry): void {
-    const prev = this.#rows.get(entry.requestId)
-    const prevDispatch = prev ? dispatchIdOf(entryOf(prev)) : null
+    const prev = this.#entry(entry.requestId)
+    const prevDispatch = prev && dispatchIdOf(prev)
     // Serialized now, not at flush: later mutation of the caller's objects cannot reach the file.
     const frag = indentedJson(entryToRow(entry))
     this.#rows.set(entry.requestId, { frag, bytes: null, raw: null, entry: null })
+    this.#dirty = true
     const d = dispatchIdOf(entry)
     if (prevDispatch && prevDispatch !== d) this.#byDispatch.get(prevDispatch)?.delete(entry.requestId)
-    if (d) this.#index(d, entry.requestId)
+    if (d) index(this.#byDispatch, d, entry.requestId)
   }
 
   #flush(): void {
@@ -336,15 +303,10 @@ export class FileLedgerStorage implements LedgerStorage {
     }
     // The file is rebuilt from each row's cached bytes with writev: only changed rows are serialized, and the
     // whole text is never joined into one string.
-    const chunks: Uint8Array[] = [OPEN]
-    let first = true
-    for (const [id, slot] of this.#rows) {
-      if (!first) chunks.push(COMMA)
-      first = false
-      chunks.push(bytesOf(id, slot))
-    }
-    chunks.push(first ? CLOSE_EMPTY : CLOSE)
-    const tmp = `${this.path}.tmp-${process.pid}-${++tmpSeq}`
+    const chunks: Uint8Array[] = []
+    for (const [id, slot] of this.#rows) chunks.push(chunks.length ? COMMA : OPEN, bytesOf(id, slot))
+    chunks.push(chunks.length ? CLOSE : EMPTY)
+    const tmp = `${this.path}.tmp-${newToken()}`
     const fd = openLike(tmp, this.path, 0o644)
     try {
       writeAll(fd, chunks)
@@ -357,7 +319,7 @@ export class FileLedgerStorage implements LedgerStorage {
       rmQuiet(tmp) // never created or already renamed
       throw e
     }
-    if (this.#fsync) fsyncDir(dirname(this.path))
+    if (this.#fsync) fsyncDirOf(this.path)
     this.#hold(fd, signature(fstatSync(fd, { bigint: true })))
   }
 }
@@ -366,29 +328,18 @@ const encoder = new TextEncoder()
 const OPEN = encoder.encode("{\n")
 const COMMA = encoder.encode(",\n")
 const CLOSE = encoder.encode("\n}")
-const CLOSE_EMPTY = encoder.encode("}")
+const EMPTY = encoder.encode("{}")
 /** Linux's IOV_MAX. */
 const IOV_MAX = 1024
 
-/** writev in IOV_MAX batches, finishing any short write byte-exact. */
+/** writev in IOV_MAX batches; after a short write, the next batch starts where it stopped, byte-exact. */
 function writeAll(fd: number, chunks: Uint8Array[]): void {
-  for (let i = 0; i < chunks.length; i += IOV_MAX) {
-    const batch = chunks.slice(i, i + IOV_MAX)
-    let want = 0
-    for (const c of batch) want += c.byteLength
-    let done = writevSync(fd, batch)
-    if (done === want) continue
-    let rest = new Uint8Array(want)
-    let off = 0
-    for (const c of batch) {
-      rest.set(c, off)
-      off += c.byteLength
-    }
-    rest = rest.subarray(done)
-    while (rest.byteLength > 0) {
-      done = writeSync(fd, rest)
-      rest = rest.subarray(done)
-    }
+  let i = 0
+  while (i < chunks.length) {
+    let done = writevSync(fd, chunks.slice(i, i + IOV_MAX))
+    // Past the chunks written whole, then cut the front off the one written in part.
+    for (let c = chunks[i]; c && done >= c.byteLength; c = chunks[++i]) done -= c.byteLength
+    if (done > 0) chunks[i] = (chunks[i] as Uint8Array).subarray(done)
   }
 }
 
@@ -410,36 +361,8 @@ function entryOf(slot: Slot): LedgerEntry {
   return slot.entry
 }
 
-/** Parses a ledger file strictly: anything but an object of rows is corruption, never "empty". */
-function parseLedgerFile(path: string, text: string): Map<string, Slot> {
-  let data: unknown
-  try {
-    data = parsePythonRow(text)
-  } catch (e) {
-    throw new LedgerFileCorruptError(
-      path,
-      text.trim() === "" ? "the file is empty" : `not valid JSON (${(e as Error).message})`,
-    )
-  }
-  if (data === null || typeof data !== "object" || Array.isArray(data)) {
-    throw new LedgerFileCorruptError(
-      path,
-      `the top-level value is ${data === null ? "null" : Array.isArray(data) ? "an array" : typeof data}, not an object of rows`,
-    )
-  }
-  const rows = new Map<string, Slot>()
-  for (const [id, raw] of Object.entries(data as Record<string, unknown>)) {
-    if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-      throw new LedgerFileCorruptError(path, `row '${id}' is not an object`)
-    }
-    const r = raw as Record<string, unknown>
-    if (typeof r.request_id !== "string" || typeof r.tool !== "string" || typeof r.status !== "string") {
-      throw new LedgerFileCorruptError(
-        path,
-        `row '${id}': ledger row needs string request_id, tool and status`,
-      )
-    }
-    rows.set(id, { frag: null, bytes: null, raw: r, entry: null })
-  }
-  return rows
+function index(byDispatch: Map<string, Set<string>>, dispatchId: string, requestId: string): void {
+  const set = byDispatch.get(dispatchId)
+  if (set) set.add(requestId)
+  else byDispatch.set(dispatchId, new Set([requestId]))
 }
