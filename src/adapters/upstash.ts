@@ -77,17 +77,20 @@ local function was_sent(key) return key ~= '' and redis.call('GET', key) end
 `
 
 // Comments stay out of the Lua text, which ships in every bundle as written.
-// load(): the stored row of request id: the primary key, else the tombstone (the key was evicted). A non-terminal
-// tombstone stands for an abandoned claim: its lease counts as lapsed, as in the original. legacy: where an older
-// version or a Python worker with this prefix put the tombstone ('' when the same). With a prefix not ending in ':'
-// (or empty) the original's tombstone of X is the row key of '-tomb:X': a row of another id is no tombstone of this
-// one, and under the primary key it is refused. The primary key's TTL: only while in flight with a bounded lease;
-// never shortened by a write. write(): KEYS are row, tomb, legacy. The legacy copy is what a Python worker reads
-// once the primary key expired, so it is written too, unless it holds another request's row ('-tomb:X's).
+// The write scripts share one layout: KEYS row, tomb, legacy tomb or '', dispatch index of the row or '', then their
+// own; ARGV row (the claim's: its head), ttl, request id, then their own.
 // Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/model/entry.ts do, so
 // the script classifies the same way `classifyClaim` does. Missing `terminal_outcome` reads as IN_FLIGHT, a JSON null
 // or unknown value falls back to `status`, unparseable numbers behave like JavaScript's NaN (never equal, never
 // greater).
+// read(): a key's row (nil when it is no row) and raw value ('' names no key). load(): the stored row of the request
+// id: the primary key (read even when it is '', the empty prefix's key of the id ''), else the tombstone (the key was
+// evicted). A non-terminal tombstone stands for an abandoned claim: its lease counts as lapsed, as in the original.
+// legacy: where an older version or a Python worker with this prefix put the tombstone. With a prefix not ending in ':'
+// (or empty) the original's tombstone of X is the row key of '-tomb:X': a row of another id is no tombstone of this
+// one, and under the primary key it is refused. The primary key's TTL: only while in flight with a bounded lease; never
+// shortened by a write. write(): the legacy copy is what a Python worker reads once the primary key expired, so it is
+// written too, unless it holds another request's row ('-tomb:X's).
 const LUA_PRELUDE = `
 local NULL = cjson.null
 local VALID = {IN_FLIGHT=true, COMPLETED=true, FAILED_BEFORE_EFFECT=true, FAILED_AFTER_EFFECT=true,
@@ -95,141 +98,114 @@ local VALID = {IN_FLIGHT=true, COMPLETED=true, FAILED_BEFORE_EFFECT=true, FAILED
 local NAN = 0/0
 local function num(v)
   if v == nil or v == NULL or v == '' then return nil end
-  if type(v) == 'boolean' then if v then return 1 else return 0 end end
-  if type(v) == 'number' then return v end
-  if type(v) == 'string' then return tonumber(v) or NAN end
-  return NAN
+  if type(v) == 'boolean' then return v and 1 or 0 end
+  return tonumber(v) or NAN
 end
 local function fence_of(row)
   local f = num(row.fence)
   if f == nil or f ~= f then return 0 end
   return f
 end
-local function term_of(row)
+local function outcome_of(row)
   local t = row.terminal_outcome
   if t == nil then return 'IN_FLIGHT' end
-  return t
-end
-local function valid_term(t) return type(t) == 'string' and VALID[t] == true end
-local function non_terminal(row)
-  local t = term_of(row)
-  if valid_term(t) then return t == 'IN_FLIGHT' or t == 'EXPIRED' end
-  return row.status == 'in-flight'
+  if VALID[t] then return t end
+  local s = row.status
+  if s == 'completed' then return 'COMPLETED' end
+  if s == 'failed' then return 'FAILED_BEFORE_EFFECT' end
+  if s == 'in-flight' then return 'IN_FLIGHT' end
+  return 'UNKNOWN'
 end
 local function decode(raw)
   local ok, row = pcall(cjson.decode, raw)
-  if not ok or type(row) ~= 'table' or type(row.request_id) ~= 'string' or type(row.tool) ~= 'string'
-    or type(row.status) ~= 'string' then
-    return nil
+  if ok and type(row) == 'table' and type(row.request_id) == 'string' and type(row.tool) == 'string'
+    and type(row.status) == 'string' then
+    return row
   end
-  return row
 end
-local function load(key, tomb, legacy, id)
-  local raw = redis.call('GET', key)
-  if raw then
-    local row = decode(raw)
-    if row == nil then return error('mycelium: corrupt ledger row at ' .. key) end
-    if row.request_id ~= id then
-      return error('mycelium: ' .. key .. " holds another request id's row")
-    end
-    return row, raw, false
-  end
-  for _, k in ipairs({tomb, legacy}) do
-    raw = k ~= '' and redis.call('GET', k)
+local function read(key)
+  local raw = key ~= '' and redis.call('GET', key)
+  if raw then return decode(raw), raw end
+end
+local function load()
+  for i = 1, 3 do
+    local key = KEYS[i]
+    local raw = (i == 1 or key ~= '') and redis.call('GET', key)
     if raw then
       local row = decode(raw)
-      if row == nil then return error('mycelium: corrupt ledger row at ' .. k) end
-      if row.request_id == id then return row, raw, non_terminal(row) end
+      if row == nil then error('mycelium: corrupt ledger row at ' .. key) end
+      if row.request_id == ARGV[3] then
+        local t = outcome_of(row)
+        return row, raw, i > 1 and (t == 'IN_FLIGHT' or t == 'EXPIRED')
+      end
+      if i == 1 then error('mycelium: ' .. key .. " holds another request id's row") end
     end
   end
-  return nil, nil, false
 end
 local function lease_of(row, ghost)
   if ghost then return -math.huge end
   return num(row.lease_until)
 end
-local function resolved(row, now, ghost)
-  local t = term_of(row)
-  local lease = lease_of(row, ghost)
-  local lapsed = lease ~= nil and now >= lease
-  if not valid_term(t) then
-    local s = row.status
-    if s == 'completed' then t = 'COMPLETED'
-    elseif s == 'failed' then t = 'FAILED_BEFORE_EFFECT'
-    elseif s == 'in-flight' then t = 'IN_FLIGHT'
-    else t = 'UNKNOWN' end
-  end
-  if t == 'IN_FLIGHT' and lapsed then return 'EXPIRED' end
-  return t
-end
-local function write(raw, ttl, id)
-  local key, l = KEYS[1], KEYS[3]
+local function write(raw)
+  local ttl = tonumber(ARGV[2])
   if ttl > 0 then
-    local cur = redis.call('TTL', key)
-    if cur > ttl then ttl = cur end
-    redis.call('SET', key, raw, 'EX', ttl)
+    redis.call('SET', KEYS[1], raw, 'EX', math.max(ttl, redis.call('TTL', KEYS[1])))
   else
-    redis.call('SET', key, raw)
+    redis.call('SET', KEYS[1], raw)
   end
   redis.call('SET', KEYS[2], raw)
-  local v = l ~= '' and redis.call('GET', l)
-  if l ~= '' and (not v or (decode(v) or {}).request_id == id) then redis.call('SET', l, raw) end
+  local held, old = read(KEYS[3])
+  if KEYS[3] ~= '' and (not old or held and held.request_id == ARGV[3]) then redis.call('SET', KEYS[3], raw) end
+  if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[3]) end
 end
 ${SENT_LUA}`
 
-// KEYS: row, tomb, legacy tomb or '', dispatch index of the new row or '', dispatch set to read siblings from or '',
-// this call's sent key. ARGV: row head, row tail (the new row is head .. fence .. tail), now, mode (any|none|fence),
-// reclaim fence, ttl, request id, row prefix, tomb prefix. A claim returns {'claimed', fence, 0, sibling id, row,
-// tomb, …}. Siblings are read in the same atomic step as the insert: of two racing claims under one dispatch id, the
-// later script always sees the earlier one.
+// KEYS (after the shared four): this call's sent key, dispatch set to read siblings from or ''. ARGV (after the
+// shared three): row tail (the new row is head .. fence .. tail), now, reclaim fence ('' any, 'none' none), row
+// prefix, tomb prefix. A claim returns {'claimed', fence, 0, sibling id, row, tomb, …}. Siblings are read in the same
+// atomic step as the insert: of two racing claims under one dispatch id, the later script always sees the earlier one.
 const CLAIM_LUA = `${LUA_PRELUDE}
 local function claim()
-local now = tonumber(ARGV[3])
-local row, raw, ghost = load(KEYS[1], KEYS[2], KEYS[3], ARGV[7])
-local fence = 0
-if row ~= nil then
-  local t = resolved(row, now, ghost)
-  local cls = 'in_flight'
-  if t == 'COMPLETED' then cls = 'completed'
-  elseif t == 'EXPIRED' or t == 'FAILED_BEFORE_EFFECT' or t == 'FAILED_AFTER_EFFECT' then cls = 'claimed' end
-  fence = fence_of(row)
-  if cls == 'claimed' and (ARGV[4] == 'none' or (ARGV[4] == 'fence' and fence ~= tonumber(ARGV[5]))) then
-    cls = 'in_flight'
+  local row, raw, ghost = load()
+  local fence = 0
+  if row ~= nil then
+    local t = outcome_of(row)
+    local lease = lease_of(row, ghost)
+    if t == 'IN_FLIGHT' and lease ~= nil and tonumber(ARGV[5]) >= lease then t = 'EXPIRED' end
+    fence = fence_of(row)
+    local claimable = t == 'EXPIRED' or t == 'FAILED_BEFORE_EFFECT' or t == 'FAILED_AFTER_EFFECT'
+    if not claimable or ARGV[6] ~= '' and fence ~= tonumber(ARGV[6]) then
+      return {t == 'COMPLETED' and 'completed' or 'in_flight', raw, ghost and 1 or 0}
+    end
   end
-  if cls ~= 'claimed' then
-    if ghost then return {cls, raw, 1} end
-    return {cls, raw, 0}
-  end
+  local nf = string.format('%d', fence + 1)
+  write(ARGV[1] .. nf .. ARGV[4])
+  sent(KEYS[5], nf)
+  return nf
 end
-local nf = string.format('%d', fence + 1)
-write(ARGV[1] .. nf .. ARGV[2], tonumber(ARGV[6]), ARGV[7])
-if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[7]) end
-sent(KEYS[6], nf)
-return nf
-end
-local nf = was_sent(KEYS[6]) or claim()
+local nf = was_sent(KEYS[5]) or claim()
 if type(nf) == 'table' then return nf end
 local out = {'claimed', nf, 0}
-if KEYS[5] ~= '' then
-  for _, id in ipairs(redis.call('SMEMBERS', KEYS[5])) do
-    if id ~= ARGV[7] then
+if KEYS[6] ~= '' then
+  for _, id in ipairs(redis.call('SMEMBERS', KEYS[6])) do
+    if id ~= ARGV[3] then
       out[#out + 1] = id
+      out[#out + 1] = redis.call('GET', ARGV[7] .. id) or ''
       out[#out + 1] = redis.call('GET', ARGV[8] .. id) or ''
-      out[#out + 1] = redis.call('GET', ARGV[9] .. id) or ''
     end
   end
 end
 return out
 `
 
-// KEYS: row, tomb, legacy tomb or '', dispatch or '', this call's sent key. ARGV: new row, ttl, request id, outcomes
-// (comma-separated), owner flag, owner, fence, phase flag, phase, lease flag, lease-held-at, boundary flag, boundary.
+// KEYS (after the shared four): this call's sent key. ARGV (after the shared three): outcomes (comma-separated),
+// owner flag, owner, fence, phase flag, phase, lease flag, lease-held-at, boundary flag, boundary.
 const CAS_LUA = `${LUA_PRELUDE}
 if was_sent(KEYS[5]) then return 1 end
-local row, raw, ghost = load(KEYS[1], KEYS[2], KEYS[3], ARGV[3])
+local row, raw, ghost = load()
 if row == nil then return 0 end
-local t = term_of(row)
-if type(t) ~= 'string' then return 0 end
+local t = row.terminal_outcome
+if t == nil then t = 'IN_FLIGHT' end
 local hit = false
 for o in string.gmatch(ARGV[4], '[^,]+') do if o == t then hit = true end end
 if not hit then return 0 end
@@ -252,26 +228,21 @@ if ARGV[12] == '1' then
   if b == nil or b == NULL then b = 'not_crossed' end
   if b ~= ARGV[13] then return 0 end
 end
-write(ARGV[1], tonumber(ARGV[2]), ARGV[3])
-if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[3]) end
+write(ARGV[1])
 sent(KEYS[5], '1')
 return 1
 `
 
-// KEYS: row, tomb, legacy tomb or '', dispatch or ''. ARGV: new row, ttl, request id, incoming fence.
-// Returns -1 or the newer stored fence. A resent set writes the same row again: no sent key needed.
+// ARGV (after the shared three): incoming fence. Returns -1 or the newer stored fence. A resent set writes the same
+// row again: no sent key needed.
 const SET_LUA = `${LUA_PRELUDE}
 local stored = -1
-for _, k in ipairs({KEYS[1], KEYS[2], KEYS[3]}) do
-  local raw = k ~= '' and redis.call('GET', k)
-  if raw then
-    local row = decode(raw)
-    if row ~= nil and row.request_id == ARGV[3] and fence_of(row) > stored then stored = fence_of(row) end
-  end
+for i = 1, 3 do
+  local row = read(KEYS[i])
+  if row and row.request_id == ARGV[3] then stored = math.max(stored, fence_of(row)) end
 end
 if stored > tonumber(ARGV[4]) then return stored end
-write(ARGV[1], tonumber(ARGV[2]), ARGV[3])
-if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[3]) end
+write(ARGV[1])
 return -1
 `
 
@@ -291,7 +262,8 @@ const DEFAULT_IN_FLIGHT_TTL = 604_800
 const SCAN_COUNT = 1000
 const MGET_BATCH = 200
 
-type ScriptRunner = (keys: string[], args: string[]) => Promise<unknown>
+/** A script the client runs by EVALSHA, with EVAL only when the server has not cached it yet (NOSCRIPT). */
+type Script = ReturnType<UpstashClient["createScript"]>
 
 // The claim script decodes the stored row with Lua's cjson, which refuses an unpaired surrogate's escape and nesting
 // past 1,000 levels: such a row, once written, made every later claim of its id fail as if Redis were down.
@@ -305,18 +277,18 @@ export class UpstashLedgerStorage implements LedgerStorage {
   readonly #redis: UpstashClient
   readonly #prefix: string
   readonly #tombPrefix: string
-  /** Where the original looks for tombstones, when that differs: read, and written where it holds no other row. */
-  readonly #legacyTombPrefix: string | null
+  /** The original's tombstone prefix when it differs, else '': read, and written where it holds no other row. */
+  readonly #legacyTombPrefix: string
   /** Null for the empty prefix: every key lies under it, so there is no index and siblings come from a scan. */
   readonly #dispatchPrefix: string | null
   /** Siblings come from a scan of the rows (no index, or `dispatchLookup: "scan"`); the index is still written. */
   readonly #scanDispatch: boolean
   readonly #inFlightTtl: number
   readonly #now: () => number
-  readonly #claim: ScriptRunner
-  readonly #cas: ScriptRunner
-  readonly #set: ScriptRunner
-  readonly #byDispatch: ScriptRunner
+  readonly #claim: Script
+  readonly #cas: Script
+  readonly #set: Script
+  readonly #byDispatch: Script
 
   constructor(options: UpstashLedgerStorageOptions) {
     this.#redis = options.redis
@@ -325,36 +297,30 @@ export class UpstashLedgerStorage implements LedgerStorage {
     const pythonTomb = `${this.#prefix.replace(/:+$/, "")}-tomb:`
     const base = derivedBase(this.#prefix)
     this.#tombPrefix = base === null ? pythonTomb : `${base}tomb:`
-    this.#legacyTombPrefix = this.#tombPrefix === pythonTomb ? null : pythonTomb
+    this.#legacyTombPrefix = this.#tombPrefix === pythonTomb ? "" : pythonTomb
     this.#dispatchPrefix = base === null ? null : `${base}dispatch:`
     this.#scanDispatch = base === null || options.dispatchLookup === "scan"
     this.#inFlightTtl = options.inFlightTtl ?? DEFAULT_IN_FLIGHT_TTL
     this.#now = options.now ?? (() => Date.now() / 1000)
-    const script = (src: string): ScriptRunner => {
-      // EVALSHA first, EVAL only when the server has not cached the script yet (NOSCRIPT).
-      const s = this.#redis.createScript(src)
-      return (keys, args) => s.exec(keys, args)
-    }
-    this.#claim = script(CLAIM_LUA)
-    this.#cas = script(CAS_LUA)
-    this.#set = script(SET_LUA)
-    this.#byDispatch = script(BY_DISPATCH_LUA)
+    this.#claim = this.#redis.createScript(CLAIM_LUA)
+    this.#cas = this.#redis.createScript(CAS_LUA)
+    this.#set = this.#redis.createScript(SET_LUA)
+    this.#byDispatch = this.#redis.createScript(BY_DISPATCH_LUA)
   }
 
   async get(requestId: string): Promise<LedgerEntry | null> {
     // Keys travel as UTF-8, where an unpaired surrogate is U+FFFD: the key is another id's. No row has such an id
     // (every write refuses it, and the original cannot encode it), so none is read.
     if (!requestId.isWellFormed()) return null
-    const legacy = this.#legacyTomb(requestId)
-    const keys = [this.#key(requestId), this.#tomb(requestId)]
-    if (legacy) keys.push(legacy)
-    const [raw, ...tombs] = await this.#mget(keys)
-    return this.#fromStored(raw, tombs, this.#now(), requestId)
+    const keys = this.#rowKeys(requestId)
+    // '' names no legacy tombstone: not read.
+    const values = await this.#mget(keys[2] ? keys : keys.slice(0, 2))
+    return this.#fromStored(values, this.#now(), requestId)
   }
 
   /** Upsert, refusing only a write that would move the fence backwards (a stale writer). */
   async set(entry: LedgerEntry): Promise<void> {
-    const stored = await this.#set(this.#keys(entry), [
+    const stored = await this.#set.exec(this.#keys(entry), [
       keepablePayload(entry),
       String(this.#ttlFor(entry)),
       entry.requestId,
@@ -362,7 +328,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
     ])
     if (!Number.isSafeInteger(stored) || (stored as number) < -1) throw new UpstashReplyError("set", stored)
     if ((stored as number) >= 0) {
-      throw new LedgerStaleFenceError(entry.requestId, Number(stored), entry.fence)
+      throw new LedgerStaleFenceError(entry.requestId, stored as number, entry.fence)
     }
   }
 
@@ -375,39 +341,29 @@ export class UpstashLedgerStorage implements LedgerStorage {
     refuseUnkeepableClaim(entry, this.limits)
     const stamped = stampClaim(entry, null, leaseTtl, now)
     const [head, tail] = splitAtFence(stamped)
-    let mode = "any"
-    let reclaimFence = ""
-    if (options && "reclaimFence" in options) {
-      mode = options.reclaimFence === null ? "none" : "fence"
-      reclaimFence = options.reclaimFence === null ? "" : String(options.reclaimFence)
-    }
-    const ttl = leaseTtl > 0 ? this.#ttl(leaseTtl) : 0
-    const indexKey = dispatchIdOf(entry)
+    // '' claims any claimable row, 'none' none, a fence only the row at that fence.
+    let reclaim = ""
+    if (options && "reclaimFence" in options)
+      reclaim = options.reclaimFence === null ? "none" : String(options.reclaimFence)
     const siblingsOf = options?.dispatchId
-    const reply = await this.#claim(
-      [
-        this.#key(entry.requestId),
-        this.#tomb(entry.requestId),
-        this.#legacyTomb(entry.requestId) ?? "",
-        indexKey && this.#dispatchPrefix ? this.#dispatchPrefix + indexKey : "",
-        siblingsOf && !this.#scanDispatch ? this.#dispatchPrefix + siblingsOf : "",
-        sentKey(this.#prefix),
-      ],
-      [
-        head,
-        tail,
-        String(now),
-        mode,
-        reclaimFence,
-        String(ttl),
-        entry.requestId,
-        this.#prefix,
-        this.#tombPrefix,
-      ],
+    const keys = this.#keys(entry)
+    keys.push(
+      sentKey(this.#prefix),
+      siblingsOf && !this.#scanDispatch ? this.#dispatchPrefix + siblingsOf : "",
     )
+    const reply = await this.#claim.exec(keys, [
+      head,
+      String(leaseTtl > 0 ? this.#ttl(leaseTtl) : 0),
+      entry.requestId,
+      tail,
+      String(now),
+      reclaim,
+      this.#prefix,
+      this.#tombPrefix,
+    ])
     // A client given a plain `signal` answers an aborted request with a fake success holding the abort reason:
     // every reply is checked for the shape its script returns, so that (or a broken endpoint) is an outage.
-    if (!Array.isArray(reply) || reply.length < 3 || (reply.length - 3) % 3 !== 0 || !isFlag(reply[2]))
+    if (!Array.isArray(reply) || reply.length % 3 !== 0 || !isFlag(reply[2]))
       throw new UpstashReplyError("claim", reply)
     const [outcome, value, ghost] = reply as [unknown, unknown, unknown]
     if (outcome === "claimed") {
@@ -419,18 +375,17 @@ export class UpstashLedgerStorage implements LedgerStorage {
       if (!siblingsOf || this.#scanDispatch) return { outcome, entry: claimed }
       return { outcome, entry: claimed, dispatchSiblings: this.#triples(reply.slice(3), siblingsOf, now) }
     }
-    if (outcome !== "completed" && outcome !== "in_flight") throw new UpstashReplyError("claim", reply)
-    const existing = toRow(value)
+    const existing = outcome === "completed" || outcome === "in_flight" ? toRow(value) : null
     if (!existing) throw new UpstashReplyError("claim", reply)
-    const stored = entryFromRow(Number(ghost) === 1 ? ghostRow(existing, now) : existing)
+    const stored = entryFromRow(ghost === 1 ? ghostRow(existing, now) : existing)
     // The script and `classifyClaim` must agree; if they ever do not, refuse rather than act on a wrong answer.
     const check = decideClaim(stored, entry, leaseTtl, now, options).result.outcome
     if (check !== outcome) throw new UpstashReplyError("claim (classification mismatch)", reply)
-    return { outcome, entry: stored }
+    return { outcome: check, entry: stored }
   }
 
   async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
-    const reply = await this.#cas(
+    const reply = await this.#cas.exec(
       [...this.#keys(next), sentKey(this.#prefix)],
       [
         keepablePayload(next),
@@ -446,7 +401,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
     )
     // Never `false` for an answer that is not the script's: the ledger would read a lost race into it.
     if (!isFlag(reply)) throw new UpstashReplyError("compare-and-set", reply)
-    return Number(reply) === 1
+    return reply === 1
   }
 
   async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
@@ -473,11 +428,11 @@ export class UpstashLedgerStorage implements LedgerStorage {
     let left = options.limit === undefined ? Infinity : Math.max(0, options.limit)
     for (let i = 0; i < sorted.length && left > 0; i += MGET_BATCH) {
       const batch = sorted.slice(i, i + MGET_BATCH)
-      const keys = batch.flatMap((id) => [this.#key(id), this.#tomb(id)])
+      const keys = batch.flatMap((id) => [this.#prefix + id, this.#tombPrefix + id])
       const values = await this.#mget(keys)
       const now = this.#now()
       for (let j = 0; j < batch.length && left > 0; j++) {
-        const e = this.#fromStored(values[2 * j], [values[2 * j + 1]], now, batch[j] as string, true)
+        const e = this.#fromStored(values.slice(2 * j, 2 * j + 2), now, batch[j] as string, true)
         if (e) {
           left--
           yield e
@@ -494,7 +449,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
       for await (const e of this.list()) if (dispatchIdOf(e) === dispatchId) out.push(e)
       return out
     }
-    const reply = await this.#byDispatch(
+    const reply = await this.#byDispatch.exec(
       [this.#dispatchPrefix + dispatchId],
       [this.#prefix, this.#tombPrefix],
     )
@@ -507,7 +462,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
   #triples(flat: unknown[], dispatchId: string, now: number): LedgerEntry[] {
     const out: LedgerEntry[] = []
     for (let i = 0; i + 2 < flat.length; i += 3) {
-      const e = this.#fromStored(flat[i + 1], [flat[i + 2]], now, String(flat[i]))
+      const e = this.#fromStored(flat.slice(i + 1, i + 3), now, String(flat[i]))
       // The set only grows; a row whose dispatch id changed since is filtered here.
       if (e && dispatchIdOf(e) === dispatchId) out.push(e)
     }
@@ -520,24 +475,15 @@ export class UpstashLedgerStorage implements LedgerStorage {
     return values
   }
 
-  #key(id: string): string {
-    return this.#prefix + id
+  /** The row key, the tombstone and the legacy tombstone ('' when there is none) of `id`. */
+  #rowKeys(id: string): string[] {
+    const legacy = this.#legacyTombPrefix
+    return [this.#prefix + id, this.#tombPrefix + id, legacy && legacy + id]
   }
 
-  #tomb(id: string): string {
-    return this.#tombPrefix + id
-  }
-
-  #legacyTomb(id: string): string | null {
-    return this.#legacyTombPrefix === null ? null : this.#legacyTombPrefix + id
-  }
-
+  /** A write script's keys: the row's, then its dispatch index ('' when it has none). */
   #keys(entry: LedgerEntry): string[] {
-    const keys = [
-      this.#key(entry.requestId),
-      this.#tomb(entry.requestId),
-      this.#legacyTomb(entry.requestId) ?? "",
-    ]
+    const keys = this.#rowKeys(entry.requestId)
     const d = dispatchIdOf(entry)
     keys.push(d && this.#dispatchPrefix ? this.#dispatchPrefix + d : "")
     return keys
@@ -558,25 +504,21 @@ export class UpstashLedgerStorage implements LedgerStorage {
   }
 
   /**
-   * The row of `id` from its primary key, else the first of its tombstones that is its own: with a prefix not ending
-   * in ':' (or empty) the original's tombstone of X is the row key of `-tomb:X`, so a row of another id is no
-   * tombstone, and under the primary key it is refused (the script refuses the same). `listed`: `id` came from a
-   * scanned key, which may be no row of ours: values that are not its row are skipped.
+   * The row of `id` from its primary key (`values[0]`), else the first of its tombstones that is its own: with a
+   * prefix not ending in ':' (or empty) the original's tombstone of X is the row key of `-tomb:X`, so a row of another
+   * id is no tombstone, and under the primary key it is refused (the script refuses the same). `listed`: `id` came
+   * from a scanned key, which may be no row of ours: values that are not its row are skipped.
    */
-  #fromStored(raw: unknown, tombs: unknown[], now: number, id: string, listed = false): LedgerEntry | null {
-    const read = listed ? toRowOrNull : toRow
-    // The row of `id`; outside a scan also a value that is no row at all, which entryFromRow refuses.
-    const mine = (r: Row | null): r is Row =>
-      r !== null && (r.request_id === id || (!listed && typeof r.request_id !== "string"))
-    const row = read(raw)
-    if (mine(row)) return entryFromRow(row)
-    if (row && !listed)
-      throw new LedgerRowError(
-        `the key of '${id}' holds the row of another request id; use a prefix ending in ':' (docs/storage-contract.md)`,
-      )
-    for (const v of tombs) {
-      const t = read(v)
-      if (mine(t)) return entryFromRow(isNonTerminal(t) ? ghostRow(t, now) : t)
+  #fromStored(values: unknown[], now: number, id: string, listed = false): LedgerEntry | null {
+    for (let i = 0; i < values.length; i++) {
+      const row = listed ? toRowOrNull(values[i]) : toRow(values[i])
+      // The row of `id`; outside a scan also a value that is no row at all, which entryFromRow refuses.
+      if (row && (row.request_id === id || typeof row.request_id !== "string"))
+        return entryFromRow(i === 0 ? row : ghostRow(row, now))
+      if (row && i === 0 && !listed)
+        throw new LedgerRowError(
+          `the key of '${id}' holds the row of another request id; use a prefix ending in ':' (docs/storage-contract.md)`,
+        )
     }
     return null
   }
@@ -587,9 +529,7 @@ export class UpstashReplyError extends MyceliumError {
   override readonly name = "UpstashReplyError"
   override readonly code = "upstash_unexpected_reply"
   constructor(op: string, reply: unknown) {
-    super(
-      `unexpected reply from the Redis ledger script during ${op}: ${JSON.stringify(reply)?.slice(0, 200)}`,
-    )
+    super(`unexpected reply from Redis during ${op}: ${JSON.stringify(reply)?.slice(0, 200)}`)
   }
 }
 
@@ -671,30 +611,21 @@ export function derivedBase(prefix: string): string | null {
   return prefix.slice(0, -1) + (last === ":" ? "-" : m + last + m)
 }
 
-function isNonTerminal(row: Row): boolean {
-  const t = row.terminal_outcome === undefined ? "IN_FLIGHT" : row.terminal_outcome
-  if (isTerminalOutcome(t)) return t === "IN_FLIGHT" || t === "EXPIRED"
-  return row.status === "in-flight"
-}
-
 /** A non-terminal row known only from its tombstone reads as an abandoned claim (the original's EXPIRED ghost). */
 function ghostRow(row: Row, now: number): Row {
-  return isNonTerminal(row) ? { ...row, lease_until: now - 1 } : row
+  const t = row.terminal_outcome === undefined ? "IN_FLIGHT" : row.terminal_outcome
+  const live = isTerminalOutcome(t) ? t === "IN_FLIGHT" || t === "EXPIRED" : row.status === "in-flight"
+  return live ? { ...row, lease_until: now - 1 } : row
 }
 
-/** The claimed row's JSON around its fence, so the script can splice in `prior fence + 1` without re-encoding. */
+/**
+ * The claimed row's JSON around its fence, so the script can splice in `prior fence + 1` without re-encoding. A lone
+ * surrogate marks the fence: refuseUnkeepableClaim refused every claim holding one, so its escape is nowhere else.
+ */
 function splitAtFence(entry: LedgerEntry): [string, string] {
   const row = entryToRow(entry)
-  const before: Row = {}
-  const after: Row = {}
-  let seen = false
-  for (const [k, v] of Object.entries(row)) {
-    if (k === "fence") seen = true
-    else (seen ? after : before)[k] = v
-  }
-  const head = JSON.stringify(before)
-  const tail = JSON.stringify(after)
-  return [`${head.slice(0, -1)},"fence":`, `,${tail.slice(1)}`]
+  row.fence = "\ud800"
+  return JSON.stringify(row).split('"\\ud800"') as [string, string]
 }
 
 export function globEscape(s: string): string {
