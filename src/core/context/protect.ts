@@ -93,22 +93,24 @@ function keyPart(value: unknown): string {
   return stableStringify(value)
 }
 
-// Frames this module made (a Map's entries are queued as frames); a caller's object is never taken for one.
-const frames = new WeakSet<object>()
-
-interface Frame {
-  items: unknown[]
-  /** Object keys, shown before each item's text. */
-  keys?: string[]
-  parts: string[]
-  open: string
-  close: string
-  sep: string
-  /** Maps and Sets: order by text, not insertion. */
-  sort?: boolean
-  /** The object the frame spells out (a Map entry's own pair), to find a cycle. */
-  src: object
+// A value being spelled out. Map entries and object members are queued as frames too: a class of this module's own,
+// so a caller's object is never taken for one.
+class Frame {
+  readonly parts: string[] = []
+  constructor(
+    readonly items: unknown[],
+    readonly open: string,
+    readonly close: string,
+    /** The object the frame spells out (a member's or Map entry's own pair), to find a cycle. */
+    readonly src: object,
+    readonly sep = ",",
+    /** Maps and Sets: order by text, not insertion. */
+    readonly sort = false,
+  ) {}
 }
+
+/** A Map entry (`k=>v`) or an object member (`"k":v`, its key a string, which JSON writes). */
+const pairFrame = (pair: unknown[], sep: string): Frame => new Frame(pair, "", "", pair, sep)
 
 // A Date has no own keys: every date would be "{}" and share one entry. Use what JSON would send (toJSON),
 // and spell out Maps and Sets, which have no keys either.
@@ -123,30 +125,26 @@ function leafOrFrame(value: unknown): string | Frame {
   if (typeof v === "bigint") return `${v}n`
   if (v === null || typeof v !== "object") return JSON.stringify(v) ?? String(v)
   // src is the caller's object, not what its toJSON made: a fresh wrapper each time would hide a cycle through it.
-  const frame = (items: unknown[], open: string, close: string, sep = ",", src = value as object): Frame => {
-    const f: Frame = { items, parts: [], open, close, sep, src }
-    frames.add(f)
-    return f
-  }
-  if (Array.isArray(v)) return frame(v, "[", "]")
+  const src = value as object
+  if (Array.isArray(v)) return new Frame(v, "[", "]", src)
   if (v instanceof Map)
-    return Object.assign(
-      frame(
-        [...v].map((e) => frame(e, "", "", "=>", e)),
-        "Map(",
-        ")",
-      ),
-      { sort: true },
+    return new Frame(
+      [...v].map((e) => pairFrame(e, "=>")),
+      "Map(",
+      ")",
+      src,
+      ",",
+      true,
     )
-  if (v instanceof Set) return Object.assign(frame([...v], "Set(", ")"), { sort: true })
-  const keys = Object.keys(v).sort()
-  return Object.assign(
-    frame(
-      keys.map((k) => (v as Record<string, unknown>)[k]),
-      "{",
-      "}",
-    ),
-    { keys },
+  if (v instanceof Set) return new Frame([...v], "Set(", ")", src, ",", true)
+  const obj = v as Record<string, unknown>
+  return new Frame(
+    Object.keys(obj)
+      .sort()
+      .map((k) => pairFrame([k, obj[k]], ":")),
+    "{",
+    "}",
+    src,
   )
 }
 
@@ -161,8 +159,8 @@ function stableStringify(value: unknown): string {
     const top = stack[stack.length - 1] as Frame
     if (top.parts.length < top.items.length) {
       const child = top.items[top.parts.length]
-      // An entry frame of a Map is already a frame; anything else is classified now.
-      const next = isFrame(child) ? child : leafOrFrame(child)
+      // A Map entry or an object member is a frame already; anything else is classified now.
+      const next = child instanceof Frame ? child : leafOrFrame(child)
       if (typeof next === "string") top.parts.push(next)
       else {
         if (open.has(next.src))
@@ -174,17 +172,12 @@ function stableStringify(value: unknown): string {
       }
       continue
     }
-    const parts = top.keys ? top.parts.map((p, i) => `${JSON.stringify(top.keys?.[i])}:${p}`) : top.parts
-    if (top.sort) parts.sort()
-    const text = `${top.open}${parts.join(top.sep)}${top.close}`
+    if (top.sort) top.parts.sort()
+    const text = `${top.open}${top.parts.join(top.sep)}${top.close}`
     stack.pop()
     open.delete(top.src)
     const parent = stack[stack.length - 1]
     if (!parent) return text
     parent.parts.push(text)
   }
-}
-
-function isFrame(value: unknown): value is Frame {
-  return typeof value === "object" && value !== null && frames.has(value)
 }

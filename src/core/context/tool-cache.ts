@@ -1,3 +1,4 @@
+import { secondsProblem } from "../seconds.ts"
 import { ContextGuardConfigError } from "./errors.ts"
 
 /** Seconds from an arbitrary origin; only differences matter. */
@@ -122,9 +123,6 @@ export class ToolCache {
 }
 
 export function assertTtl(ttl: number): void {
-  if (!Number.isFinite(ttl) || ttl < 0) {
-    throw new ContextGuardConfigError(
-      `ttl must be a finite number of seconds >= 0, got ${String(ttl)}. Pass e.g. { ttl: 60 }.`,
-    )
-  }
+  const problem = secondsProblem("ttl", ttl, 0)
+  if (problem) throw new ContextGuardConfigError(`${problem}. Pass e.g. { ttl: 60 }.`)
 }

@@ -17,7 +17,7 @@ import { jsonDepth } from "./limits.ts"
  * Not part of the storage contract (backends keep `tryClaimInflight`); `SafeStorage` uses it when
  * `MemoryLedgerStorage.claimsLazily()` says nobody replaced `tryClaimInflight`.
  */
-export const CLAIM_BUILT_ON_WRITE: unique symbol = Symbol("mycelium.claimBuiltOnWrite")
+export const CLAIM_BUILT_ON_WRITE: unique symbol = Symbol()
 
 const NO_ROWS: readonly LedgerEntry[] = Object.freeze([])
 

@@ -162,6 +162,9 @@ describe("protect", () => {
   it("rejects bad configuration at wrap time", () => {
     expect(() => protect(async () => 1, { ttl: -1, name: "x" })).toThrow(ContextGuardConfigError)
     expect(() => protect(async () => 1, { ttl: Number.NaN, name: "x" })).toThrow(/ttl/)
+    expect(() => protect(async () => 1, { ttl: Number.POSITIVE_INFINITY, name: "x" })).toThrow(
+      "ttl must be a finite number of seconds >= 0, got Infinity. Pass e.g. { ttl: 60 }.",
+    )
     // Named "" explicitly: Bun's transpiler gives `[async () => 1][0]` an inferred name, V8 does not.
     const anonymous = Object.defineProperty(async (_: object) => 1, "name", { value: "" })
     expect(() => protect(anonymous)).toThrow(/name/)

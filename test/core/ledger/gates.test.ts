@@ -254,4 +254,16 @@ describe("bindings", () => {
     expect(() => bind("irreversible", { capability: "queryable" })).toThrow(/looser than the floor 'blind'/)
     expect(() => bind("keyed_mutate", { capability: "idempotent" })).toThrow(/duplicate effects/)
   })
+
+  it("scopeFrom takes the scope fields only, and keeps the arguments that name them", () => {
+    const scopeFrom = { thread_id: "conversation", run_id: "", node: "step" }
+    expect(bind("read", { scopeFrom }).scopeFrom).toEqual({ thread_id: "conversation", node: "step" })
+    const typo = { thread: "conversation" } as ToolTransitionBindingInit["scopeFrom"]
+    expect(() => bind("read", { scopeFrom: typo })).toThrow(
+      expect.objectContaining({
+        code: "invalid_option",
+        message: "a scopeFrom key must be one of thread_id, run_id, node, got 'thread'",
+      }),
+    )
+  })
 })

@@ -3,6 +3,7 @@ import {
   CAPABILITY_RANK,
   CLASS_DEFAULTS,
   type LegacySideEffectAlias,
+  oneOf,
   parseRetryPermission,
   parseSideEffectBoundary,
   parseSideEffectClass,
@@ -17,6 +18,8 @@ import {
 
 /** Scope fields a binding may read from the tool's arguments. */
 export type ScopeField = "thread_id" | "run_id" | "node"
+
+const SCOPE_FIELDS: readonly ScopeField[] = ["thread_id", "run_id", "node"]
 
 /** What a caller declares for a ledgered tool; every omitted field takes its class default. */
 export interface ToolTransitionBindingInit {
@@ -115,10 +118,8 @@ function forTool(init: ToolTransitionBindingInit): ToolTransitionBinding {
   if (ttl !== null && !(ttl > 0))
     throw new LedgerConfigError("providerIdempotencyKeyTtl must be positive (seconds)")
   const scopeFrom: Partial<Record<ScopeField, string>> = {}
-  for (const [field, src] of Object.entries(init.scopeFrom ?? {})) {
-    if (field !== "thread_id" && field !== "run_id" && field !== "node") {
-      throw new LedgerConfigError(`scopeFrom field '${field}' must be one of thread_id, run_id, node`)
-    }
+  for (const [key, src] of Object.entries(init.scopeFrom ?? {})) {
+    const field = oneOf("a scopeFrom key", SCOPE_FIELDS, key)
     if (typeof src === "string" && src) scopeFrom[field] = src
   }
   return Object.freeze({

@@ -6,7 +6,11 @@ import { LedgerConfigError } from "../errors.ts"
 /** A value that survives `canonicalJson` unchanged in meaning. */
 export type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue }
 
-const HEX = "0123456789abcdef"
+// An ASCII unit's escape as JSON.stringify writes it, which is as Python does (\n, \u001f: the same short forms,
+// lowercase hex), computed at load.
+const ASCII_ESCAPES = /* @__PURE__ */ Array.from({ length: 0x7f }, (_, c) =>
+  JSON.stringify(String.fromCharCode(c)).slice(1, -1),
+)
 
 /** A JSON string literal exactly as Python's ensure_ascii writes it. */
 export function canonicalString(s: string): string {
@@ -17,32 +21,8 @@ export function canonicalString(s: string): string {
     if (c >= 0x20 && c < 0x7f && c !== 0x22 && c !== 0x5c) continue
     if (i > start) out += s.slice(start, i)
     start = i + 1
-    switch (c) {
-      case 0x22:
-        out += '\\"'
-        break
-      case 0x5c:
-        out += "\\\\"
-        break
-      case 0x0a:
-        out += "\\n"
-        break
-      case 0x0d:
-        out += "\\r"
-        break
-      case 0x09:
-        out += "\\t"
-        break
-      case 0x08:
-        out += "\\b"
-        break
-      case 0x0c:
-        out += "\\f"
-        break
-      default:
-        // Controls, DEL and non-ASCII as UTF-16 code units: exactly Python's ensure_ascii surrogate-pair escaping.
-        out += `\\u${HEX[(c >> 12) & 15]}${HEX[(c >> 8) & 15]}${HEX[(c >> 4) & 15]}${HEX[c & 15]}`
-    }
+    // DEL and non-ASCII as UTF-16 units: a surrogate pair as its two halves, as Python escapes it.
+    out += c < 0x7f ? ASCII_ESCAPES[c] : `\\u${c.toString(16).padStart(4, "0")}`
   }
   if (start === 0) return `"${s}"`
   return `${out}${s.slice(start)}"`
@@ -54,7 +34,8 @@ export function canonicalString(s: string): string {
  * `String()` is fixed-point too: it switches to an exponent only below 1e-6 and from 1e21).
  */
 export function pythonFloatRepr(x: number): string {
-  if (!Number.isFinite(x)) return x > 0 ? "Infinity" : x < 0 ? "-Infinity" : "NaN"
+  // Infinity, -Infinity and NaN: JavaScript's names are Python's.
+  if (!Number.isFinite(x)) return String(x)
   if (x === 0) return Object.is(x, -0) ? "-0.0" : "0.0"
   const abs = Math.abs(x)
   if (abs < 1e-4 || abs >= 1e16) {
@@ -104,12 +85,13 @@ function writeMembers(obj: Readonly<Record<string, unknown>>, keys: string[]): s
   let out = "{"
   for (let i = 0; i < defined.length; i++) {
     const k = defined[i] as string
-    out += `${i ? "," : ""}${canonicalString(k)}:${write(obj[k])}`
+    out += `${i ? "," : ""}${canonicalString(k)}:${canonicalJson(obj[k])}`
   }
   return `${out}}`
 }
 
-function write(value: unknown): string {
+/** Python-compatible canonical JSON: sorted keys, compact separators, ASCII escapes, Python float repr. */
+export function canonicalJson(value: unknown): string {
   switch (typeof value) {
     case "string":
       return canonicalString(value)
@@ -125,14 +107,14 @@ function write(value: unknown): string {
       if (value === null) return "null"
       if (Array.isArray(value)) {
         let out = "["
-        for (let i = 0; i < value.length; i++) out += (i ? "," : "") + write(value[i])
+        for (let i = 0; i < value.length; i++) out += (i ? "," : "") + canonicalJson(value[i])
         return `${out}]`
       }
       if (value instanceof Date) return canonicalString(value.toISOString())
       // A boxed Number is how `parseToolArguments` keeps a float the text wrote as one (`1e16`).
       if (value instanceof Number) return pythonFloatRepr(value.valueOf())
       const withJson = value as { toJSON?: () => unknown }
-      if (typeof withJson.toJSON === "function") return write(withJson.toJSON())
+      if (typeof withJson.toJSON === "function") return canonicalJson(withJson.toJSON())
       if (value instanceof Map || value instanceof Set) return canonicalString(String(value))
       return writeMembers(value as Record<string, unknown>, Object.keys(value))
     }
@@ -140,11 +122,6 @@ function write(value: unknown): string {
       // `default=str`: functions and symbols become their string form.
       return canonicalString(String(value))
   }
-}
-
-/** Python-compatible canonical JSON: sorted keys, compact separators, ASCII escapes, Python float repr. */
-export function canonicalJson(value: unknown): string {
-  return write(value)
 }
 
 /**
@@ -160,7 +137,7 @@ export function canonicalArgsJson(
 ): string {
   const keys: string[] = []
   for (const k of Object.keys(kwargs)) if (!omit.has(k) && k !== omitKey) keys.push(k)
-  return `{"args":${write(args)},"kwargs":${writeMembers(kwargs, keys)}}`
+  return `{"args":${canonicalJson(args)},"kwargs":${writeMembers(kwargs, keys)}}`
 }
 
 /**

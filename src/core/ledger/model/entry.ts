@@ -92,7 +92,6 @@ interface FieldCodec<T> {
 
 const str = (v: unknown): string | null => (v == null ? null : String(v))
 const num = (v: unknown): number | null => (v == null || v === "" ? null : Number(v))
-const requestIdOf = (row: Readonly<Record<string, unknown>>): string => row.request_id as string
 
 function decisionToRow(d: Decision | null): JsonValue {
   if (!d) return null
@@ -138,7 +137,7 @@ const DECODERS = {
   finishedAt: num,
   leaseUntil: num,
   owner: str,
-  idempotencyKey: (v, row) => (v as string | undefined) ?? requestIdOf(row),
+  idempotencyKey: (v, row) => (v ?? row.request_id) as string,
   receiptRef: str,
   sideEffectBoundary: (v) => (v === undefined ? "not_crossed" : v) as SideEffectBoundary,
   externalOperationRef: str,
@@ -147,7 +146,7 @@ const DECODERS = {
   lastHeartbeatAt: num,
   workerDeadAssertedBy: str,
   workerDeadAssertedAt: num,
-  operatorResolution: (v) => str(v) as OperatorResolution | null,
+  operatorResolution: str as (v: unknown) => OperatorResolution | null,
   resolvedBy: str,
   resolutionReason: str,
   resolvedAt: num,
@@ -157,7 +156,7 @@ const DECODERS = {
   decision: decisionFromRow,
   effectPhase: (v) => ((v as string) ?? "INTENDED") as EffectState,
   effectProtocolRequired: (v) => v === true,
-  effectId: (v, row) => (v as string | undefined) ?? requestIdOf(row),
+  effectId: (v, row) => (v ?? row.request_id) as string,
   // A row without a version predates versioning: schema 1.
   schemaVersion: (v) => Number(v ?? 1),
   parentRequestId: str,
@@ -268,19 +267,19 @@ export function leaseValidity(entry: LedgerEntry, now: number): LeaseValidity {
 /** Stored outcome, except IN_FLIGHT with a lapsed lease reads as EXPIRED. Legacy rows infer from `status`. */
 export function resolvedOutcome(entry: LedgerEntry, now: number): TerminalOutcome {
   let t = entry.terminalOutcome
-  if (!isTerminalOutcome(t)) t = inferFromStatus(entry, now)
+  if (!isTerminalOutcome(t)) t = inferFromStatus(entry.status)
   if (t === "IN_FLIGHT" && entry.leaseUntil !== null && now >= entry.leaseUntil) return "EXPIRED"
   return t
 }
 
-function inferFromStatus(entry: LedgerEntry, now: number): TerminalOutcome {
-  switch (entry.status) {
+function inferFromStatus(status: LegacyStatus): TerminalOutcome {
+  switch (status) {
     case "completed":
       return "COMPLETED"
     case "failed":
       return "FAILED_BEFORE_EFFECT"
     case "in-flight":
-      return entry.leaseUntil !== null && now >= entry.leaseUntil ? "EXPIRED" : "IN_FLIGHT"
+      return "IN_FLIGHT"
     default:
       return "UNKNOWN"
   }
@@ -301,7 +300,8 @@ export function repairFields(entry: LedgerEntry, now: number): Partial<LedgerEnt
   if (!entry.idempotencyKey) out.idempotencyKey = entry.requestId
   if (!isSideEffectBoundary(entry.sideEffectBoundary)) out.sideEffectBoundary = "not_crossed"
   if (!isTerminalOutcome(entry.terminalOutcome)) {
-    out.terminalOutcome = inferFromStatus(entry, now)
+    // From the legacy status, EXPIRED where an in-flight row's lease lapsed.
+    out.terminalOutcome = resolvedOutcome(entry, now)
     out.status = legacyStatusFor(out.terminalOutcome)
   } else if (entry.status === "completed" && entry.terminalOutcome !== "COMPLETED") {
     out.terminalOutcome = "COMPLETED"

@@ -117,10 +117,6 @@ const SIDE_EFFECT_ALIASES: Readonly<Record<LegacySideEffectAlias, SideEffectClas
   onchain_action: "irreversible",
 }
 
-function isOneOf<T extends string>(values: readonly T[], v: unknown): v is T {
-  return typeof v === "string" && (values as readonly string[]).includes(v)
-}
-
 /** Canonical class for a class name or a legacy alias (`payment`, `read_only`, ...). */
 export function parseSideEffectClass(value: unknown): SideEffectClass {
   const v = typeof value === "string" ? value.trim() : value
@@ -132,7 +128,7 @@ export function parseSideEffectClass(value: unknown): SideEffectClass {
 
 /** `v` if it is one of `values`, else `LedgerConfigError` naming `label` (an option, a field). */
 export function oneOf<T extends string>(label: string, values: readonly T[], v: unknown): T {
-  if (isOneOf(values, v)) return v
+  if ((values as readonly unknown[]).includes(v)) return v as T
   throw new LedgerConfigError(`${label} must be one of ${values.join(", ")}, got '${String(v)}'`)
 }
 
@@ -161,16 +157,12 @@ export const isStrictSideEffect = (c: SideEffectClass): boolean =>
 export const blocksOnAmbiguousReplay = (s: Spendability): boolean =>
   s === "single_use" || s === "non_replayable"
 
-export const BOUNDARY_RANK: Readonly<Record<SideEffectBoundary, number>> = {
-  not_crossed: 0,
-  maybe_crossed: 1,
-  crossed: 2,
-}
-export const CAPABILITY_RANK: Readonly<Record<ToolCapability, number>> = {
-  idempotent: 0,
-  queryable: 1,
-  blind: 2,
-}
+// Each value's place in its list, which runs from the loosest to the strictest.
+const rankOf = <T extends string>(values: readonly T[]): Readonly<Record<T, number>> =>
+  Object.fromEntries(values.map((v, i) => [v, i])) as never
+
+export const BOUNDARY_RANK = /* @__PURE__ */ rankOf(BOUNDARIES)
+export const CAPABILITY_RANK = /* @__PURE__ */ rankOf(CAPABILITIES)
 
 /**
  * Per class: retry permission, spendability, and the capability floor without a reconciler or provider-key

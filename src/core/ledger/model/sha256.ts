@@ -24,14 +24,12 @@ const H = new Int32Array(8)
 let M = new Int32Array(64)
 const encoder = /* @__PURE__ */ new TextEncoder()
 
-function isAscii(s: string): boolean {
-  for (let i = 0; i < s.length; i++) if (s.charCodeAt(i) > 0x7f) return false
-  return true
-}
+// Any UTF-16 unit beyond ASCII: such a string is encoded to UTF-8 first.
+const NOT_ASCII = /[\u0080-\uffff]/
 
 /** Loads the padded message into M as big-endian words; returns the word count. */
 function load(input: string | Uint8Array): number {
-  const bytes = typeof input === "string" && !isAscii(input) ? encoder.encode(input) : input
+  const bytes = typeof input === "string" && NOT_ASCII.test(input) ? encoder.encode(input) : input
   const len = bytes.length
   const words = ((len + 9 + 63) >> 6) << 4
   if (M.length < words) M = new Int32Array(words * 2)
