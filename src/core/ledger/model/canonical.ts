@@ -269,7 +269,7 @@ function convert(value: unknown, exact: boolean): unknown {
 }
 
 const MAX_SAFE = /* @__PURE__ */ BigInt(Number.MAX_SAFE_INTEGER)
-const MIN_SAFE = -MAX_SAFE
+const MIN_SAFE = /* @__PURE__ */ BigInt(Number.MIN_SAFE_INTEGER)
 
 /**
  * A deep copy of a stored JSON value. Replays hand each caller its own copy; for the small objects tools return

@@ -123,7 +123,7 @@ export function sha256(input: string | Uint8Array): Uint8Array {
   return out
 }
 
-const HEX_TABLE = Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
+const HEX_TABLE = /* @__PURE__ */ Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
 
 export function toHex(bytes: Uint8Array): string {
   let s = ""
@@ -151,8 +151,8 @@ export function configureSha256(impl: Sha256HexImpl | null): void {
 // string equality, not a Map: a Map costs a fresh call more (hashing, insertion, eviction) than a replay saves.
 const RING = 16
 const MEMO_MAX_CHARS = 2048
-const ringIn: (string | null)[] = new Array<string | null>(RING).fill(null)
-const ringOut: string[] = new Array<string>(RING).fill("")
+const ringIn: (string | null)[] = /* @__PURE__ */ new Array<string | null>(RING).fill(null)
+const ringOut: string[] = /* @__PURE__ */ new Array<string>(RING).fill("")
 let ringNext = 0
 
 /** Lowercase hex SHA-256, as Python's `hashlib.sha256(...).hexdigest()`. */
