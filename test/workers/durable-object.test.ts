@@ -80,7 +80,7 @@ describe("DurableObjectLedgerStorage in workerd", () => {
   it("spreads request ids over the shards and merges them back in key order", async () => {
     const s = new DurableObjectLedgerStorage(LEDGER, { name: fresh("spread"), shards: 4, listPageSize: 3 })
     const ids = Array.from({ length: 40 }, (_, i) => `k-${String(i).padStart(3, "0")}`)
-    const used = new Set(ids.map((id) => s.shardOf(id)))
+    const used = new Set(await Promise.all(ids.map((id) => s.shardOf(id))))
     expect(used.size).toBe(4)
     await Promise.all(ids.map((id) => s.set(newEntry({ requestId: id, tool: "t" }, 1))))
     const seen: string[] = []
@@ -91,12 +91,12 @@ describe("DurableObjectLedgerStorage in workerd", () => {
     expect(page).toEqual(ids.slice(11, 18))
   })
 
-  it("keeps the shard layout: the first 32 bits of the id's SHA-256, as the hex digest gave them", () => {
+  it("keeps the shard layout: the first 32 bits of the id's SHA-256, as the hex digest gave them", async () => {
     const s = new DurableObjectLedgerStorage(LEDGER, { name: fresh("layout"), shards: 7 })
     const ids = ["pay-1", "k-000", "é-ü", "😀", "\ud800x", ...Array.from({ length: 60 }, (_, i) => `id-${i}`)]
-    for (const id of ids) expect(s.shardOf(id)).toBe(Number.parseInt(sha256Hex(id).slice(0, 8), 16) % 7)
+    for (const id of ids) expect(await s.shardOf(id)).toBe(Number.parseInt(sha256Hex(id).slice(0, 8), 16) % 7)
     // Pinned: a row is found only in the shard that wrote it.
-    expect(ids.slice(0, 5).map((id) => s.shardOf(id))).toEqual([3, 4, 1, 2, 3])
+    expect(await Promise.all(ids.slice(0, 5).map((id) => s.shardOf(id)))).toEqual([3, 4, 1, 2, 3])
   })
 
   it("returns native promises: callers may .catch() and .then(undefined, f) (workerd's RPC promise refuses that)", async () => {
