@@ -120,7 +120,7 @@ export class ActionLedger {
 
   /** Wraps `fn` so every call goes through the ledger. See `LedgeredToolOptions`. */
   tool<A extends object, R>(options: LedgeredToolOptions, fn: ToolBody<ToolArgs<A>, R>): LedgeredTool<A, R> {
-    return Object.assign(createLedgeredTool(this.#core, options, fn as ToolBody<A, R>), { ledger: this })
+    return createLedgeredTool(this.#core, options, fn as ToolBody<A, R>, this)
   }
 
   get(requestId: string): Promise<LedgerEntry | null> {
@@ -146,13 +146,13 @@ export class ActionLedger {
     const call = prepareCall(this.#core, request.tool, binding, request.args ?? {}, meta, () => decision, {
       leaseTtl: request.leaseTtl,
     })
-    return claimTransition(this.#core, call.request, call.mode)
+    return claimTransition(this.#core, call)
   }
 
   // ---- fenced mutations (engine/fenced.ts): the guard's holder moves the row, by one compare-and-set ----------
 
   complete(requestId: string, result: unknown, guard: FenceGuard): Promise<LedgerEntry> {
-    return this.#held(requestId, guard, "complete", (c) => completeHeld(this.#core, c, result))
+    return this.#held(requestId, guard, "complete", completeHeld, result)
   }
 
   /**
@@ -165,45 +165,40 @@ export class ActionLedger {
     message: string,
     guard: FenceGuard,
   ): Promise<LedgerEntry> {
-    return this.#held(requestId, guard, "complete", (c) =>
-      completeUnstorableHeld(this.#core, c, limit, message),
-    )
+    return this.#held(requestId, guard, "complete", completeUnstorableHeld, limit, message)
   }
 
   /** Records a failure by the boundary: not_crossed FAILED_BEFORE_EFFECT, maybe_crossed UNKNOWN, crossed FAILED_AFTER_EFFECT. */
   fail(requestId: string, error: string, guard: FailGuard): Promise<LedgerEntry> {
-    return this.#held(requestId, guard, "fail", (c) =>
-      failHeld(this.#core, c, error, guard.failedAfterEffect ? "crossed" : guard.boundary),
+    // The guard is read when the write runs, after heldRow checked it.
+    return this.#held(requestId, guard, "fail", (core, c) =>
+      failHeld(core, c, error, guard.failedAfterEffect ? "crossed" : guard.boundary),
     )
   }
 
   markUnknown(requestId: string, error: string, guard: FenceGuard): Promise<LedgerEntry> {
-    return this.#held(requestId, guard, "mark unknown", (c) => markUnknownHeld(this.#core, c, error))
+    return this.#held(requestId, guard, "mark unknown", markUnknownHeld, error)
   }
 
   markBlocked(requestId: string, error: string, guard: FenceGuard): Promise<LedgerEntry> {
-    return this.#held(requestId, guard, "mark blocked", (c) => markBlockedHeld(this.#core, c, error))
+    return this.#held(requestId, guard, "mark blocked", markBlockedHeld, error)
   }
 
   advanceBoundary(requestId: string, boundary: SideEffectBoundary, guard: FenceGuard): Promise<LedgerEntry> {
-    return this.#held(requestId, guard, "advance boundary", (c) =>
-      advanceBoundaryHeld(this.#core, c, boundary),
-    )
+    return this.#held(requestId, guard, "advance boundary", advanceBoundaryHeld, boundary)
   }
 
   attachExternalOperationRef(requestId: string, ref: string, guard: FenceGuard): Promise<LedgerEntry> {
-    return this.#held(requestId, guard, "attach external operation ref", (c) =>
-      attachRefHeld(this.#core, c, ref),
-    )
+    return this.#held(requestId, guard, "attach external operation ref", attachRefHeld, ref)
   }
 
   renewLease(requestId: string, guard: RenewLeaseGuard): Promise<LedgerEntry> {
-    return this.#held(requestId, guard, "renew lease", (c) => renewHeld(this.#core, c, guard.leaseTtl))
+    return this.#held(requestId, guard, "renew lease", (core, c) => renewHeld(core, c, guard.leaseTtl))
   }
 
   /** Records the decision before the effect (moves phase INTENDED → ATTEMPTING, or ABORTED if denied). */
   recordDecision(requestId: string, decision: Decision, guard: FenceGuard): Promise<LedgerEntry> {
-    return this.#held(requestId, guard, "record decision", (c) => recordDecisionHeld(this.#core, c, decision))
+    return this.#held(requestId, guard, "record decision", recordDecisionHeld, decision)
   }
 
   /**
@@ -211,16 +206,17 @@ export class ActionLedger {
    * Each write sets the whole row: two built on one read (a renewal timer beside a provider ref, an HTTP client's
    * overlapping requests to the edge API) kept only the later one's fields.
    */
-  #held(
+  #held<T extends unknown[]>(
     requestId: string,
     guard: FenceGuard,
     op: string,
-    write: (row: LedgerEntry) => Promise<LedgerEntry>,
+    write: (core: LedgerCore, row: LedgerEntry, ...args: T) => Promise<LedgerEntry>,
+    ...args: T
   ): Promise<LedgerEntry> {
     // Awaited, not returned: a write that rejects at once (a refused ttl) would get its handler a microtask later,
     // which workerd reports as an unhandled rejection.
     const run = (this.#writing.get(requestId) ?? Promise.resolve()).then(
-      async () => await write(await heldRow(this.#core, requestId, guard, op)),
+      async () => await write(this.#core, await heldRow(this.#core, requestId, guard, op), ...args),
     )
     const done = run.then(ignore, ignore)
     this.#writing.set(requestId, done)

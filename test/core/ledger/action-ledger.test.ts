@@ -304,6 +304,9 @@ describe("fencing", () => {
       externalOperationRef: null,
     })
     await expect(a.complete("r1", 1, undefined as never)).rejects.toThrow("requires the claim fence")
+    // The methods that read more of the guard than its fence reject alike, never throw a bare TypeError.
+    await expect(a.fail("r1", "e", undefined as never)).rejects.toThrow("requires the claim fence")
+    await expect(a.renewLease("r1", undefined as never)).rejects.toThrow("requires the claim fence")
   })
 
   it("the stale owner's ledger.tool() completion is discarded, and its caller still gets its result", async () => {

@@ -32,21 +32,11 @@ import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "../mo
 import type { TransitionGate } from "../model/enums.ts"
 import { asRead, completedOrUnstorable } from "./fenced.ts"
 import { checkDispatchSiblings, checkSameRowIdentity, claimedOtherwise } from "./identity-checks.ts"
-import type { ClaimMode, ClaimOutcome, ClaimRequest } from "./request.ts"
+import type { ClaimOutcome, ClaimRequest } from "./request.ts"
 
-export async function claimTransition(
-  core: LedgerCore,
-  req: ClaimRequest,
-  mode: ClaimMode,
-): Promise<ClaimOutcome> {
+export async function claimTransition(core: LedgerCore, req: ClaimRequest): Promise<ClaimOutcome> {
   // The first attempt of every call, without the loop's closures: insert, or find the row (a replay returns here).
-  const first = await core.store.claim(
-    req.requestId,
-    () => req.fresh(null),
-    req.leaseTtl,
-    core.clock.now(),
-    req.dispatchId ? { reclaimFence: null, dispatchId: req.dispatchId } : INSERT_ONLY,
-  )
+  const first = await claimOver(core, req, null)
   if (first.outcome === "claimed") {
     // Nothing to check (and no await) when the store read no siblings in the claim's own step.
     if (req.dispatchId && first.dispatchSiblings?.length !== 0)
@@ -55,55 +45,63 @@ export async function claimTransition(
   }
   const row = first.entry
   checkSameRowIdentity(core, req, row)
-  if (gateFor(req, mode, row, core.clock.now()) === "RETURN") return { owned: false, entry: row }
+  if (gateFor(req, row, core.clock.now()) === "RETURN") return { owned: false, entry: row }
   // Anything else is judged again, from the identity check on, by the loop. Awaited, not returned: the loop can
   // reject before its first await, and a returned promise gets its handler a microtask later, which workerd has
   // reported as an unhandled rejection.
-  return await claimLoop(core, req, mode, row)
+  return await claimLoop(core, req, row)
 }
 
 const INSERT_ONLY = { reclaimFence: null }
 
-function gateFor(req: ClaimRequest, mode: ClaimMode, row: LedgerEntry, now: number): TransitionGate {
+/**
+ * One atomic claim: insert when nothing was observed (`prior` null), else take over exactly the observed row.
+ * Siblings under the tool-call id are read whenever there is one: a row there with another key must never become
+ * a licence to run (engine/identity-checks.ts).
+ */
+function claimOver(core: LedgerCore, req: ClaimRequest, prior: LedgerEntry | null): Promise<ClaimResult> {
+  const reclaimFence = prior ? prior.fence : null
+  return core.store.claim(
+    req.requestId,
+    () => req.fresh(prior),
+    req.leaseTtl,
+    core.clock.now(),
+    req.dispatchId
+      ? { reclaimFence, dispatchId: req.dispatchId }
+      : reclaimFence === null
+        ? INSERT_ONLY
+        : { reclaimFence },
+  )
+}
+
+function gateFor(req: ClaimRequest, row: LedgerEntry, now: number): TransitionGate {
   return claimedOtherwise(req, row)
     ? resolveForeignGate(row, now)
-    : mode === "read"
+    : req.mode === "read"
       ? resolveReadOnlyGate(row, now)
-      : mode === "unclassified"
+      : req.mode === "unclassified"
         ? resolveUnclassifiedGate(row, now)
         : resolveSideEffectGate(row, req.binding as ToolTransitionBinding, req.providerKey, now)
 }
 
-async function claimLoop(
-  core: LedgerCore,
-  req: ClaimRequest,
-  mode: ClaimMode,
-  firstSeen: LedgerEntry,
-): Promise<ClaimOutcome> {
-  const { clock, store, policy } = core
-  const deadline = req.pollTimeout === null ? Infinity : clock.now() + req.pollTimeout
-  // Siblings under the tool-call id are checked whenever there is one: a row there with another key must never
-  // become a licence to run (engine/identity-checks.ts).
-  const dispatch = req.dispatchId ? { dispatchId: req.dispatchId } : {}
+async function claimLoop(core: LedgerCore, req: ClaimRequest, firstSeen: LedgerEntry): Promise<ClaimOutcome> {
+  const deadline = req.pollTimeout === null ? Infinity : core.clock.now() + req.pollTimeout
   let observed: LedgerEntry | null = firstSeen
   let refusedRepairs = 0
 
   const own = async (
     entry: LedgerEntry,
     authorizedReexec: boolean,
-    r?: ClaimResult,
+    siblings?: readonly LedgerEntry[],
   ): Promise<ClaimOutcome> => {
-    await checkDispatchSiblings(core, req, entry, r?.outcome === "claimed" ? r.dispatchSiblings : undefined)
+    await checkDispatchSiblings(core, req, entry, siblings)
     return { owned: true, entry, authorizedReexec }
   }
 
-  /** One atomic claim: insert when nothing was observed, else take over exactly the observed row. */
+  /** A claim (claimOver) that owns the row, or null with the row it found observed. */
   const claim = async (prior: LedgerEntry | null): Promise<ClaimOutcome | null> => {
-    const r = await store.claim(req.requestId, () => req.fresh(prior), req.leaseTtl, clock.now(), {
-      reclaimFence: prior ? prior.fence : null,
-      ...dispatch,
-    })
-    if (r.outcome === "claimed") return own(r.entry, false, r)
+    const r = await claimOver(core, req, prior)
+    if (r.outcome === "claimed") return own(r.entry, false, r.dispatchSiblings)
     observed = r.entry
     // The store kept the row this call judged lapsed, still held under the same fence (a store on another clock, as
     // HttpLedgerStorage's server is): poll it, within pollTimeout, instead of re-sending the claim at once.
@@ -113,19 +111,19 @@ async function claimLoop(
   }
 
   const wait = async (label: string): Promise<void> => {
-    if (clock.now() >= deadline)
+    if (core.clock.now() >= deadline)
       throw new LedgerPollTimeoutError(
         `Timed out ${label} request '${req.requestId}'; retry later or raise pollTimeout`,
       )
-    await clock.sleep(req.pollInterval, req.signal)
+    await core.clock.sleep(req.pollInterval, req.signal)
   }
 
   /** Sleeps until the row leaves IN_FLIGHT (held or unbounded). Never touches the row: the owner may be alive. */
   const poll = async (): Promise<LedgerEntry | null> => {
     for (;;) {
-      await wait(mode === "read" ? "polling read-only" : "polling in-flight")
-      const row = await store.get(req.requestId)
-      if (!row || resolvedOutcome(row, clock.now()) !== "IN_FLIGHT") return row
+      await wait(req.mode === "read" ? "polling read-only" : "polling in-flight")
+      const row = await core.store.get(req.requestId)
+      if (!row || resolvedOutcome(row, core.clock.now()) !== "IN_FLIGHT") return row
     }
   }
 
@@ -146,20 +144,20 @@ async function claimLoop(
     }
     const row: LedgerEntry = observed
     checkSameRowIdentity(core, req, row)
-    const now = clock.now()
+    const now = core.clock.now()
     const resolved = resolvedOutcome(row, now)
-    const gate = gateFor(req, mode, row, now)
+    const gate = gateFor(req, row, now)
 
     let done: ClaimOutcome | null = null
     switch (gate) {
       case "REPAIR":
         // A store that reads a field otherwise than the decoder (a null boundary or outcome) refuses every repair:
         // retrying at once spun without end, past pollTimeout.
-        if (!(await store.tryTransition(repairedRow(row, now), asRead(row))) && ++refusedRepairs > 2)
+        if (!(await core.store.tryTransition(repairedRow(row, now), asRead(row))) && ++refusedRepairs > 2)
           throw new LedgerRowError(
             `The store refuses every repair of request '${req.requestId}': repair or delete its row`,
           )
-        observed = await store.get(req.requestId)
+        observed = await core.store.get(req.requestId)
         continue
       case "RETURN":
         return { owned: false, entry: row }
@@ -167,14 +165,14 @@ async function claimLoop(
         observed = await poll()
         continue
       case "SOFT_BLOCK": {
-        if (policy.deferReadOnlyUnknown) {
+        if (core.policy.deferReadOnlyUnknown) {
           throw new LedgerSoftBlockError(
-            `Read-only tool '${req.tool}' request '${req.requestId}' is ${resolved}; soft-blocked — safe to defer and retry`,
+            `Read-only tool '${req.tool}' request '${req.requestId}' is ${resolved}: safe to defer and retry`,
           )
         }
         const reset = await resetTo(core, req, row)
         if (reset) return own(reset, false)
-        observed = await store.get(req.requestId)
+        observed = await core.store.get(req.requestId)
         continue
       }
       case "HARD_BLOCK":
@@ -182,7 +180,7 @@ async function claimLoop(
         break
       case "RECLAIM":
       case "ALLOW":
-        if (mode === "unclassified") {
+        if (req.mode === "unclassified") {
           if (unclassifiedReclaimWarns(resolved)) {
             core.warnOnce(
               `unclassified:${req.tool}`,
@@ -203,21 +201,21 @@ async function claimLoop(
           }
           const reset = await resetTo(core, req, row)
           if (reset) return own(reset, true)
-          observed = await store.get(req.requestId)
+          observed = await core.store.get(req.requestId)
           continue
         }
-        if (mode === "side_effect" && isAmbiguous(row, now) && isBlind(core, req)) {
+        if (req.mode === "side_effect" && isAmbiguous(row, now) && isBlind(core, req)) {
           done = await hardBlock(row)
           break
         }
         // The death-signal gate guards only leases that lapsed: a FAILED row's worker has already let go.
         if (
-          policy.reclaimRequiresDeathSignal &&
+          core.policy.reclaimRequiresDeathSignal &&
           resolved === "EXPIRED" &&
-          !hasWorkerDeathEvidence(row, now, policy.presumedDeadAfter)
+          !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)
         ) {
           await wait("waiting for worker death evidence on")
-          observed = await store.get(req.requestId)
+          observed = await core.store.get(req.requestId)
           continue
         }
         done = await claim(row)
@@ -251,11 +249,12 @@ type Settled =
 
 /** An operator's one-shot `not_executed` release, or a reconciler's verdict on the external operation. */
 async function settle(core: LedgerCore, req: ClaimRequest, observed: LedgerEntry): Promise<Settled | null> {
-  const { store, clock } = core
   const reconciler = core.policy.reconciler
   if (observed.operatorResolution === "not_executed") {
     const fresh = await reexecute(core, req, observed, stampsOf(observed))
-    return fresh ? { kind: "owned", entry: fresh } : { kind: "reread", entry: await store.get(req.requestId) }
+    return fresh
+      ? { kind: "owned", entry: fresh }
+      : { kind: "reread", entry: await core.store.get(req.requestId) }
   }
   if (!reconciler || !observed.externalOperationRef) return null
   let verdict: Awaited<ReturnType<typeof reconciler.reconcile>>
@@ -268,13 +267,17 @@ async function settle(core: LedgerCore, req: ClaimRequest, observed: LedgerEntry
     if (observed.effectProtocolRequired && !observed.decision?.allowed) return null
     // A result the store cannot hold is recorded as the tool path records it (replays raise), not thrown bare.
     const done = completedOrUnstorable(core, observed, verdict.result ?? null)
-    const ok = await store.tryTransition(done, asRead(observed, RELEASABLE_OUTCOMES))
-    return ok ? { kind: "return", entry: done } : { kind: "reread", entry: await store.get(req.requestId) }
+    const ok = await core.store.tryTransition(done, asRead(observed, RELEASABLE_OUTCOMES))
+    return ok
+      ? { kind: "return", entry: done }
+      : { kind: "reread", entry: await core.store.get(req.requestId) }
   }
   if (verdict.status === "NOT_EXECUTED") {
-    if (notExecutedWaitsForDeath(observed, clock.now(), core.policy.presumedDeadAfter)) return null
+    if (notExecutedWaitsForDeath(observed, core.clock.now(), core.policy.presumedDeadAfter)) return null
     const fresh = await reexecute(core, req, observed)
-    return fresh ? { kind: "owned", entry: fresh } : { kind: "reread", entry: await store.get(req.requestId) }
+    return fresh
+      ? { kind: "owned", entry: fresh }
+      : { kind: "reread", entry: await core.store.get(req.requestId) }
   }
   return null
 }
@@ -310,10 +313,9 @@ async function settleOrBlock(core: LedgerCore, req: ClaimRequest, observed: Ledg
   const foreign = claimedOtherwise(req, observed)
   const settled = foreign ? null : await settle(core, req, observed)
   if (settled) return settled
-  const { store, clock } = core
-  const row = await store.get(req.requestId)
+  const row = await core.store.get(req.requestId)
   if (!row) return { kind: "reread", entry: null }
-  const now = clock.now()
+  const now = core.clock.now()
   const resolved = resolvedOutcome(row, now)
   if (resolved === "IN_FLIGHT") return { kind: "poll" }
   if (resolved === "COMPLETED") return { kind: "return", entry: row }
@@ -321,7 +323,7 @@ async function settleOrBlock(core: LedgerCore, req: ClaimRequest, observed: Ledg
     return { kind: "reread", entry: row }
   }
   if (resolved === "EXPIRED" && !foreign && !(await markExpiredBlocked(core, row))) {
-    return { kind: "reread", entry: await store.get(req.requestId) }
+    return { kind: "reread", entry: await core.store.get(req.requestId) }
   }
   throw new LedgerHardBlockError(hardBlockMessage(row, resolved, req.binding, now))
 }

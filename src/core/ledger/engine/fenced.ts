@@ -90,11 +90,10 @@ export async function casFrom(
   }
   const now = core.clock.now()
   const hints: string[] = []
-  if (row && expect.owner != null && row.owner !== expect.owner)
-    hints.push(`owner is ${row.owner}, expected ${expect.owner}`)
-  if (row && row.fence !== expect.fence) hints.push(`fence is ${row.fence}, expected ${expect.fence}`)
-  if (row && expect.effectPhase && row.effectPhase !== expect.effectPhase)
-    hints.push(`effect_phase is ${row.effectPhase}, expected ${expect.effectPhase}`)
+  for (const field of ["owner", "fence", "effectPhase"] as const) {
+    const want = expect[field]
+    if (row && want != null && row[field] !== want) hints.push(`${field} is ${row[field]}, expected ${want}`)
+  }
   throw new LedgerOutcomeAlreadySetError(
     `Cannot ${op} request '${current.requestId}': stored outcome is ${row ? resolvedOutcome(row, now) : "missing"}, ` +
       `expected one of [${expect.outcomes.join(", ")}]${hints.length ? ` (${hints.join("; ")})` : ""}`,

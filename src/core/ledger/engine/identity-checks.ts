@@ -57,23 +57,20 @@ export function checkSameRowIdentity(core: LedgerCore, req: ClaimRequest, observ
     // schema 1, lack the flag. The effect id is not compared: the original's rows made inside config.run() with a
     // scope_from argument carry another one than their derived request id.)
     if (observed.schemaVersion > 1 && !observed.effectProtocolRequired) drift(core, req, observed)
-  } else if (req.explicitId) {
+  } else {
+    // An explicit id must hold this tool, scope and arguments, whatever the drift policy. Any other id must hold this
+    // tool, and the tool-call id this scope, whatever the drift policy: a tool without a binding is keyed by the
+    // tool-call id alone, and the model writes that id (many models number their calls "call_0", "call_1"... per
+    // turn), so the same id for another tool or in another thread is another call, and replaying the stored row would
+    // hand it another tool's or another user's result. (A business key from requestIdFrom names its tool and is meant
+    // to span scopes.) Its arguments are compared unless the drift policy is off.
+    const scoped = req.explicitId || req.requestId === req.dispatchId
+    const argsChecked = req.explicitId || core.policy.onArgsDrift !== "off"
     if (
       observed.tool !== req.tool ||
-      !sameScope(observed, req) ||
-      storedFingerprint(observed, req.binding) !== req.fingerprint
-    ) {
-      drift(core, req, observed)
-    }
-  } else if (!req.keyedByArgs) {
-    // A tool without a binding is keyed by the tool-call id alone, and the model writes that id (many models number
-    // their calls "call_0", "call_1"... per turn): the same id for another tool or in another thread is another
-    // call, and replaying the stored row would hand it another tool's or another user's result. Whatever the drift
-    // policy. (A business key from requestIdFrom names its tool and is meant to span scopes.)
-    if (observed.tool !== req.tool || (req.requestId === req.dispatchId && !sameScope(observed, req))) {
-      drift(core, req, observed)
-    }
-    if (core.policy.onArgsDrift !== "off" && storedFingerprint(observed, req.binding) !== req.fingerprint)
+      (scoped && !sameScope(observed, req)) ||
+      (argsChecked && storedFingerprint(observed, req.binding) !== req.fingerprint)
+    )
       drift(core, req, observed)
   }
   req.ownRow?.(req.requestId)

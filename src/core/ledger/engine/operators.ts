@@ -56,13 +56,12 @@ export interface MarkWorkerDeadOptions {
 }
 
 /** The verdict was formed on another attempt than the row's current one (the fence moved since). */
-function checkFence(row: LedgerEntry, expected: number | undefined, action: string): void {
+function checkFence(row: LedgerEntry, expected: number | undefined, cannot: string): void {
   if (expected === undefined || expected === row.fence) return
   if (!Number.isSafeInteger(expected) || expected < 0)
     throw new LedgerReleaseRefusedError(`expectedFence must be a whole number >= 0, got ${String(expected)}`)
   throw new LedgerReleaseRefusedError(
-    `Cannot ${action} request '${row.requestId}': it is at fence ${row.fence}, not ${expected} (claimed again since ` +
-      "you looked). Look again.",
+    `${cannot}it is at fence ${row.fence}, not ${expected} (claimed again since you looked). Look again.`,
   )
 }
 
@@ -96,22 +95,18 @@ export async function release(
       `verified must be 'completed' or 'not_executed', got '${String(verified)}'`,
     )
   }
-  if (blank(by) || blank(reason)) {
-    throw new LedgerReleaseRefusedError("release requires 'by' (who verified it) and 'reason'")
-  }
   if (override !== undefined && blank(override)) {
     throw new LedgerReleaseRefusedError("overrideDeathSignal must say why the owner can no longer act")
   }
   const cannot = `Cannot release request '${requestId}': `
-  const row = await core.store.get(requestId)
-  if (!row) throw new LedgerReleaseRefusedError(`${cannot}no such request`)
+  const row = await operatorRow(core, requestId, options, cannot)
   // Before the fence: a release moves it, so a second one would otherwise read as "claimed again".
   if (row.operatorResolution) {
     throw new LedgerAlreadyResolvedError(
       `${cannot}already released as ${row.operatorResolution} by ${row.resolvedBy}`,
     )
   }
-  checkFence(row, options.expectedFence, "release")
+  checkFence(row, options.expectedFence, cannot)
   const now = core.clock.now()
   const resolved = resolvedOutcome(row, now)
   if (resolved === "COMPLETED") throw new LedgerReleaseRefusedError(`${cannot}COMPLETED, nothing to release`)
@@ -121,10 +116,11 @@ export async function release(
       `${cannot}IN_FLIGHT with a live lease; ${row.leaseUntil === null ? "mark its worker dead, then release with force" : "release it once EXPIRED"}`,
     )
   }
-  const { policy } = core
-  const gated = releaseNeedsDeathSignal(row, verified, now, policy.reclaimRequiresDeathSignal)
-  const evidence = hasWorkerDeathEvidence(row, now, policy.presumedDeadAfter)
-  if (gated && !evidence && !override) {
+  // A release the death signal gates, without evidence of the death: only the operator's word for it lets it pass.
+  const unproven =
+    releaseNeedsDeathSignal(row, verified, now, core.policy.reclaimRequiresDeathSignal) &&
+    !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)
+  if (unproven && !override) {
     throw aliveError(
       core,
       row,
@@ -138,8 +134,7 @@ export async function release(
       `${cannot}no allowed decision, so it cannot have completed; release it as not_executed`,
     )
   }
-  const why =
-    gated && !evidence && override ? `${reason} (death signal overridden: ${override.trim()})` : reason
+  const why = unproven && override ? `${reason} (death signal overridden: ${override.trim()})` : reason
   // A result the store cannot hold is refused before anything is written.
   const released = storable(
     core,
@@ -177,6 +172,20 @@ export async function release(
 
 const blank = (s: unknown): boolean => typeof s !== "string" || !s.trim()
 
+/** What every operator action checks first: who decided it and why, and that the row exists. */
+async function operatorRow(
+  core: LedgerCore,
+  requestId: string,
+  options: { readonly by?: unknown; readonly reason?: unknown } | undefined,
+  cannot: string,
+): Promise<LedgerEntry> {
+  if (blank(options?.by) || blank(options?.reason))
+    throw new LedgerReleaseRefusedError(`${cannot}pass 'by' (who decided) and 'reason'`)
+  const row = await core.store.get(requestId)
+  if (!row) throw new LedgerReleaseRefusedError(`${cannot}no such request`)
+  return row
+}
+
 /**
  * The owner may still perform the effect: no heartbeat silence past `presumedDeadAfter`, no assertion. `next` names
  * actions in words every surface maps (in-process, CLI, HTTP); the CLI and HTTP layers add their own spelling.
@@ -202,31 +211,27 @@ export async function markWorkerDeadFor(
   requestId: string,
   options: MarkWorkerDeadOptions,
 ): Promise<LedgerEntry> {
-  if (blank(options?.by) || blank(options?.reason)) {
-    throw new LedgerReleaseRefusedError("markWorkerDeadFor requires 'by' and 'reason'")
-  }
-  const row = await core.store.get(requestId)
-  if (!row) throw new LedgerReleaseRefusedError(`Cannot mark worker dead for unknown request '${requestId}'`)
-  checkFence(row, options.expectedFence, "mark the worker dead for")
+  const cannot = `Cannot mark worker dead for request '${requestId}': `
+  const row = await operatorRow(core, requestId, options, cannot)
+  checkFence(row, options.expectedFence, cannot)
   const now = core.clock.now()
   const resolved = resolvedOutcome(row, now)
   if (resolved !== "IN_FLIGHT" && !leaseLapsed(row, now)) {
     throw new LedgerReleaseRefusedError(
-      `Request '${requestId}' is ${resolved}: only IN_FLIGHT rows and lapsed leases have a worker`,
+      `${cannot}${resolved}: only IN_FLIGHT rows and lapsed leases have a worker`,
     )
   }
   if (!options.overrideHeartbeat && !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)) {
     // An unbounded lease's silence never counts as death (hasWorkerDeathEvidence): waiting would not help.
     if (row.leaseUntil === null && row.terminalOutcome === "IN_FLIGHT")
       throw new LedgerWorkerAliveError(
-        `Cannot mark worker dead for request '${requestId}': its lease is unbounded, so no silence shows death. ` +
-          "Only a heartbeat override marks it dead.",
+        `${cannot}its lease is unbounded, so no silence shows death. Only a heartbeat override marks it dead.`,
       )
     throw aliveError(
       core,
       row,
       now,
-      `Cannot mark worker dead for request '${requestId}': ${resolved}`,
+      `${cannot}${resolved}`,
       "Wait, or give a heartbeat override if it is known dead.",
     )
   }

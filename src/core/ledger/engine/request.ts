@@ -27,6 +27,8 @@ export interface ClaimRequest {
   /** The request id hashes the args fingerprint, so a row at this id has these arguments. */
   readonly keyedByArgs: boolean
   readonly binding: ToolTransitionBinding | null
+  /** Which gate table judges the call. */
+  readonly mode: ClaimMode
   /** The tool declared a binding (`binding` may also be the strict unclassified policy's). */
   readonly bound: boolean
   /**
@@ -80,11 +82,10 @@ export function prepareCall(
   meta: CallMeta,
   decision: () => Decision | null,
   opts: CallTiming = {},
-): { request: ClaimRequest; mode: ClaimMode } {
-  const { policy } = core
+): ClaimRequest {
   const { stored, keyed } = argumentsStoredAndKeyed(args)
   const jsonArgs = stored as Record<string, JsonValue>
-  const binding = declared ?? (policy.unclassifiedPolicy === "strict" ? UNCLASSIFIED_STRICT : null)
+  const binding = declared ?? (core.policy.unclassifiedPolicy === "strict" ? UNCLASSIFIED_STRICT : null)
   const keyParam = binding?.providerIdempotencyKeyParam ?? null
   const scope = resolveScope(declared?.scopeFrom ?? {}, args, meta)
   const fingerprint = argsFingerprint(jsonArgs, [], keyParam)
@@ -111,7 +112,7 @@ export function prepareCall(
     requestId = requestIdFromArgument(tool, declared.requestIdFrom, args)
   } else if (
     declared &&
-    policy.requestIdentityPolicy === "require_explicit" &&
+    core.policy.requestIdentityPolicy === "require_explicit" &&
     isConsequential(declared.sideEffectClass)
   ) {
     throw new MissingRequestIdentityError(tool)
@@ -123,7 +124,7 @@ export function prepareCall(
   } else {
     core.warnOnce(
       `no-identity:${tool}`,
-      `Tool '${tool}' was called without a toolCallId or requestId and has no binding; the ledger cannot deduplicate this call. A random UUID will be used.`,
+      `Tool '${tool}' has no binding and was called without a toolCallId or requestId, so the ledger cannot deduplicate it: pass one.`,
     )
     requestId = `no-session:${tool}:${globalThis.crypto.randomUUID()}`
   }
@@ -131,14 +132,13 @@ export function prepareCall(
   const rawKey = keyParam !== null ? args[keyParam] : undefined
   // As the original's extract_provider_idempotency_key writes it (str()), so either side's row matches the other's key.
   const providerKey = rawKey == null ? null : pyStr(rawKey)
-  const mode = !binding ? "unclassified" : binding.sideEffectClass === "read" ? "read" : "side_effect"
-
-  const request: ClaimRequest = {
+  return {
     tool,
     requestId,
     explicitId,
     keyedByArgs,
     binding,
+    mode: !binding ? "unclassified" : binding.sideEffectClass === "read" ? "read" : "side_effect",
     bound: declared !== null,
     fingerprint,
     keyFingerprint,
@@ -146,9 +146,9 @@ export function prepareCall(
     scope,
     dispatchId,
     providerKey,
-    leaseTtl: opts.leaseTtl ?? policy.leaseTtl,
-    pollInterval: opts.pollInterval ?? policy.pollInterval,
-    pollTimeout: opts.pollTimeout === undefined ? policy.pollTimeout : opts.pollTimeout,
+    leaseTtl: opts.leaseTtl ?? core.policy.leaseTtl,
+    pollInterval: opts.pollInterval ?? core.policy.pollInterval,
+    pollTimeout: opts.pollTimeout === undefined ? core.policy.pollTimeout : opts.pollTimeout,
     ...(meta.signal ? { signal: meta.signal } : {}),
     ownRow: (meta as KeyedMeta)[onKeyed],
     fresh: (prior) =>
@@ -165,5 +165,4 @@ export function prepareCall(
         prior,
       }),
   }
-  return { request, mode }
 }

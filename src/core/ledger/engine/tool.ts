@@ -38,35 +38,34 @@ type Kwargs = Readonly<Record<string, unknown>>
 
 export type ToolBody<A, R> = (args: A, tx: TransitionContext) => Promise<R> | R
 
-/** The wrapped function before the facade attaches itself as `ledger`. */
-export interface LedgeredCall<A, R> {
+/** The wrapped function, with the facade it was made by as `ledger`. */
+export interface LedgeredCall<A, R, L> {
   (args: A, meta?: CallMeta): Promise<R>
   readonly toolName: string
   readonly binding: ToolTransitionBinding | null
+  readonly ledger: L
 }
 
 /** Evaluates the ledger's predicates. Runs before any claim, so a denial writes nothing. */
 async function decide(core: LedgerCore, intent: DecisionIntent): Promise<Decision> {
   const verdicts: Array<{ name: string; allowed: boolean; reason: string | null }> = []
+  const deniedReasons: string[] = []
   for (const p of core.policy.predicates) {
     const v = await p.check(intent)
-    const allowed = typeof v === "boolean" ? v : v.allowed
-    const reason = typeof v === "boolean" ? null : (v.reason ?? null)
-    verdicts.push({ name: p.name, allowed, reason })
+    const { allowed, reason = null } = typeof v === "boolean" ? { allowed: v } : v
+    const { name } = p
+    verdicts.push({ name, allowed, reason })
+    if (!allowed) deniedReasons.push(reason ?? `${name}: policy predicate refused`)
   }
-  const denied = verdicts.filter((v) => !v.allowed)
-  return {
-    allowed: denied.length === 0,
-    verdicts,
-    deniedReasons: denied.map((v) => v.reason ?? `${v.name}: policy predicate refused`),
-  }
+  return { allowed: deniedReasons.length === 0, verdicts, deniedReasons }
 }
 
-export function createLedgeredTool<A extends object, R>(
+export function createLedgeredTool<A extends object, R, L>(
   core: LedgerCore,
   options: LedgeredToolOptions,
   fn: ToolBody<A, R>,
-): LedgeredCall<A, R> {
+  ledger: L,
+): LedgeredCall<A, R, L> {
   // Checked once, so read once into a copy: the caller's object may change after (a NaN lease would never lapse).
   // Field by field, not a spread, which drops inherited fields and getters (a binding on a defaults object).
   const { name: tool, binding: given, leaseTtl, pollInterval, pollTimeout } = options ?? {}
@@ -91,7 +90,7 @@ export function createLedgeredTool<A extends object, R>(
     const meta = given ?? {}
     throwIfAborted(meta.signal)
     let decision: Decision | null = null
-    const { request, mode } = prepareCall(core, tool, binding, args as Kwargs, meta, () => decision, timing)
+    const request = prepareCall(core, tool, binding, args as Kwargs, meta, () => decision, timing)
     const verdict =
       core.policy.predicates.length === 0
         ? ALLOWED_DECISION
@@ -121,7 +120,7 @@ export function createLedgeredTool<A extends object, R>(
     }
     // The allowed decision rides on the claim write itself: one write instead of claim + decision CAS.
     if (binding) decision = verdict
-    const claimed = await claimTransition(core, request, mode)
+    const claimed = await claimTransition(core, request)
     if (!claimed.owned) {
       throwIfUnstorable(claimed.entry)
       return cloneJson(claimed.entry.result) as R
@@ -150,7 +149,7 @@ export function createLedgeredTool<A extends object, R>(
     }
     return result
   }
-  return Object.assign(call, { toolName: tool, binding })
+  return Object.assign(call, { toolName: tool, binding, ledger })
 }
 
 export const ignore = (): void => {}
@@ -241,7 +240,7 @@ class OwnedTransition implements TransitionContext {
    * claim, so a late owner whose row was taken over, blocked or released never reaches `fn`.
    */
   async sideEffect<T>(fn: () => Promise<T> | T): Promise<T> {
-    await this.#write((c) => advanceBoundaryHeld(this.#core, c, "maybe_crossed"))
+    await this.#advance("maybe_crossed")
     if (this.#boundary === "not_crossed") this.#boundary = "maybe_crossed"
     const out = await fn()
     this.#boundary = "crossed"
@@ -250,13 +249,17 @@ class OwnedTransition implements TransitionContext {
 
   async markMaybeCrossed(): Promise<void> {
     if (this.#boundary === "maybe_crossed" || this.#boundary === "crossed") return
-    await this.#write((c) => advanceBoundaryHeld(this.#core, c, "maybe_crossed"))
+    await this.#advance("maybe_crossed")
     this.#boundary = "maybe_crossed"
   }
 
   async markCrossed(): Promise<void> {
-    await this.#write((c) => advanceBoundaryHeld(this.#core, c, "crossed"))
+    await this.#advance("crossed")
     this.#boundary = "crossed"
+  }
+
+  #advance(boundary: SideEffectBoundary): Promise<void> {
+    return this.#write((c) => advanceBoundaryHeld(this.#core, c, boundary))
   }
 
   /** Stores the provider's handle (payment intent id, message id, the idempotency key sent) for reconciliation. */
