@@ -186,7 +186,8 @@ const budgets = [
     // three keys; one outcome_of() serves the claim and the ghost flag; the claim's JSON is split at a marker instead
     // of rebuilt in two halves.
     // durable-object 6.3 -> 6 KB, #11's (stop 43), 6,308 -> 5,494 B: shardOf() takes Web Crypto's digest (now async;
-    // the same shards), so the bundle carries no SHA-256 of its own.
+    // the same shards), so the bundle carries no SHA-256 of its own. 5,530 B (its review): the ledger rows' write is
+    // the upsert again, not REPLACE, which gave a rewritten row a new rowid and reordered its dispatch siblings.
     max: (a === "file" ? 6.2 : 6) * KB,
   })),
   // Framework glue: the frameworks are type-only imports, so this is the wrapper plus bounded() and the

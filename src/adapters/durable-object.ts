@@ -252,8 +252,10 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
   /** Null when written. A refused row is a value (see SqliteRefusal); any other failure throws. */
   #write(entry: LedgerEntry): SqliteRefusal | null {
     try {
+      // An upsert, not REPLACE: a row keeps its rowid, so dispatch siblings (read through the index, in rowid order)
+      // stay in first-claimed order, the one the drift gate reads on every store.
       this.#sql.exec(
-        `REPLACE INTO ${TABLE} (request_id, payload) VALUES (?, ?)`,
+        `INSERT INTO ${TABLE} (request_id, payload) VALUES (?, ?) ON CONFLICT(request_id) DO UPDATE SET payload = excluded.payload`,
         entry.requestId,
         JSON.stringify(entryToRow(entry)),
       )

@@ -1,13 +1,20 @@
 // What a deployed Durable Object already holds stays valid across a deploy: the tables it created (SQLite keeps
-// their text), a stored row SQLite refuses to replace, and a task claimed before the deploy under the version form the
-// object gave then (canonical JSON; it now gives the stored text), which the task ledger must finish exactly once.
+// their text), a stored row SQLite refuses to replace, a rewritten row's place among its dispatch siblings, and a
+// task claimed before the deploy under the version form the object gave then (canonical JSON; it now gives the
+// stored text), which the task ledger must finish exactly once.
 import { runInDurableObject } from "cloudflare:test"
 import { env } from "cloudflare:workers"
 import { describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../../src/adapters/durable-object.ts"
 import { DurableObjectTaskStore } from "../../src/adapters/durable-object-guards.ts"
-import type { JsonValue, LedgerEntry, TransitionExpectation } from "../../src/core/index.ts"
+import {
+  type JsonValue,
+  type LedgerEntry,
+  type LedgerStorage,
+  MemoryLedgerStorage,
+  type TransitionExpectation,
+} from "../../src/core/index.ts"
 import { recordVersion } from "../../src/core/tasks/store.ts"
 import { TaskLedger, type TaskStore } from "../../src/tasks.ts"
 
@@ -71,6 +78,30 @@ describe("a Durable Object's stored data across deploys", () => {
       sqliteRefused: expect.stringMatching(/malformed JSON/),
     })
     expect(await object.ledgerGet("rid")).toEqual(row)
+  })
+
+  it("a rewritten row keeps its place among its dispatch siblings: first claimed first, as the memory store", async () => {
+    // The drift gate stops at the first sibling it reads: which one decides the error (hard block or identity
+    // conflict) and the prior request id it names.
+    const order = async (s: LedgerStorage) => {
+      const row = (id: string) => newEntry({ requestId: id, tool: "t", kwargs: { tool_call_id: "d1" } }, 1)
+      const claim = (id: string) =>
+        s.tryClaimInflight(row(id), 60, 100, { reclaimFence: null, dispatchId: "d1" })
+      const a = await claim("a")
+      await claim("b")
+      if (a.outcome !== "claimed") throw new Error("a was not claimed")
+      const done = { ...a.entry, terminalOutcome: "COMPLETED" as const, status: "completed" as const }
+      expect(await s.tryTransition(done, { outcomes: ["IN_FLIGHT"], fence: a.entry.fence })).toBe(true)
+      const c = await claim("c")
+      const siblings = c.outcome === "claimed" ? (c.dispatchSiblings ?? []) : []
+      return {
+        siblings: siblings.map((e) => e.requestId).filter((id) => id !== "c"),
+        found: (await s.findByDispatchId?.("d1"))?.map((e) => e.requestId),
+      }
+    }
+    const expected = await order(new MemoryLedgerStorage())
+    expect(expected).toEqual({ siblings: ["a", "b"], found: ["a", "b", "c"] })
+    expect(await order(new DurableObjectLedgerStorage(LEDGER, { name: `siblings-${run}` }))).toEqual(expected)
   })
 
   it("a task claimed under the version form before the deploy completes once", async () => {
