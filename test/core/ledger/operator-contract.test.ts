@@ -216,6 +216,21 @@ describe.each(backends)("releases are one-shot (%s store)", (_kind, open) => {
     expect((await worker.get("mail-1"))?.resolvedBy).toBe(winner.resolvedBy)
   })
 
+  it("a release records the 'by' and 'reason' it checked: options read once (a getter answering blank later)", async () => {
+    const { stores } = await unknownRow(1)
+    const ops = new ActionLedger({ storage: stores[0] as LedgerStorage, ...quiet })
+    let reads = 0
+    const options = {
+      verified: "not_executed" as const,
+      reason: "not in the SMTP log",
+      get by(): string {
+        return reads++ === 0 ? "alice" : ""
+      },
+    }
+    const released = await ops.release("mail-1", options)
+    expect([released.resolvedBy, reads]).toEqual(["alice", 1])
+  })
+
   it("a release moves the fence: a second one (even on the fence it saw) and the late owner are refused", async () => {
     const { worker, stores } = await unknownRow(2)
     const ops = new ActionLedger({ storage: stores[0] as LedgerStorage, ...quiet })

@@ -99,7 +99,8 @@ export async function release(
     throw new LedgerReleaseRefusedError("overrideDeathSignal must say why the owner can no longer act")
   }
   const cannot = `Cannot release request '${requestId}': `
-  const row = await operatorRow(core, requestId, options, cannot)
+  // The values read above, which the row will hold: checked, not read again (a getter could answer otherwise).
+  const row = await operatorRow(core, requestId, { by, reason }, cannot)
   // Before the fence: a release moves it, so a second one would otherwise read as "claimed again".
   if (row.operatorResolution) {
     throw new LedgerAlreadyResolvedError(
