@@ -24,6 +24,7 @@ import { runTag } from "../adapters/servers/env.ts"
 import { lines, providerRecords, sleep, stall } from "./chaos-kit.ts"
 import { AttemptLog, holderGone, holders, readAttempts } from "./edge-attempts.ts"
 import { cutRequests } from "./edge-request-log.ts"
+import { exactlyOnceCounts, expectExactlyOnce } from "./exactly-once.ts"
 
 const WORKERS = 4
 const CONCURRENCY = 3
@@ -482,12 +483,11 @@ export async function edgeChaos({ server: kind, agentBundle, dir }: EdgeChaosRun
     await killServer(false) // its state is read below without it
 
     const records = providerRecords(files.provider)
-    const duplicates = [...records].filter(([, refs]) => refs.length > 1)
     const outcomes = lines(files.results)
       .map((l) => l.split(" "))
       .filter((o) => o.length === 4)
     const oks = outcomes.filter((o) => o[0] === "ok")
-    const wrong = oks.filter(([, id, ref]) => records.get(id as string)?.[0] !== ref)
+    const { duplicates, wrong } = exactlyOnceCounts(records, oks)
     const errors = new Map<string, number>()
     for (const o of outcomes)
       if (o[0] === "err") errors.set(o[2] as string, (errors.get(o[2] as string) ?? 0) + 1)
@@ -514,14 +514,7 @@ export async function edgeChaos({ server: kind, agentBundle, dir }: EdgeChaosRun
     }
     console.log(`edge-chaos ${JSON.stringify(summary)}`)
 
-    expect(duplicates, "ids the provider executed more than once").toEqual([])
-    expect(wrong.slice(0, 5), "results that differ from the provider's record").toEqual([])
-    expect(records.size).toBe(IDS)
-    expect(finals).toHaveLength(IDS)
-    for (const row of finals) {
-      expect(row.terminalOutcome).toBe("COMPLETED")
-      expect(row.result).toBe(records.get(row.requestId)?.[0])
-    }
+    expectExactlyOnce(records, oks, finals, IDS)
     // The run did what it claims: agents killed holding calls, the server killed with requests in flight, real
     // traffic, and hard-blocks settled by the operator over the API.
     expect(stats.workerKills).toBeGreaterThanOrEqual(8)

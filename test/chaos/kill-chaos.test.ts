@@ -25,6 +25,7 @@ import {
 import { runTag } from "../adapters/servers/env.ts"
 import { backends, type ChaosBackendName } from "./backends.ts"
 import { bundleScripts, lines, providerRecords, sleep, stall } from "./chaos-kit.ts"
+import { exactlyOnceCounts, expectExactlyOnce } from "./exactly-once.ts"
 
 const WORKERS = 4
 const CONCURRENCY = 3
@@ -276,10 +277,9 @@ async function chaos(backend: ChaosBackendName) {
     const drainMs = Date.now() - drainStart
 
     const records = providerRecords(provider)
-    const duplicates = [...records].filter(([, refs]) => refs.length > 1)
     const outcomes = lines(results).map((l) => l.split(" "))
     const oks = outcomes.filter((o) => o[0] === "ok")
-    const wrong = oks.filter(([, id, ref]) => records.get(id as string)?.[0] !== ref)
+    const { duplicates, wrong } = exactlyOnceCounts(records, oks)
     const errors = new Map<string, number>()
     for (const o of outcomes)
       if (o[0] === "err") errors.set(o[2] as string, (errors.get(o[2] as string) ?? 0) + 1)
@@ -317,14 +317,7 @@ async function chaos(backend: ChaosBackendName) {
     }
     console.log(`chaos ${JSON.stringify(summary)}`)
 
-    expect(duplicates, "ids the provider executed more than once").toEqual([])
-    expect(wrong.slice(0, 5), "results that differ from the provider's record").toEqual([])
-    expect(records.size).toBe(IDS)
-    expect(finals).toHaveLength(IDS)
-    for (const row of finals) {
-      expect(row.terminalOutcome).toBe("COMPLETED")
-      expect(row.result).toBe(records.get(row.requestId)?.[0])
-    }
+    expectExactlyOnce(records, oks, finals, IDS)
     // The run did what it claims: real kills, real traffic, and hard-blocks settled by the operator.
     expect(stats.kills).toBeGreaterThanOrEqual(8)
     // Kills that landed inside calls, whose claims someone else then had to take over: every one of them was, and

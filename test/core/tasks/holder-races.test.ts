@@ -284,7 +284,8 @@ describe("a task held under an unbounded lease (leaseTtl <= 0)", () => {
 })
 
 describe("a holder whose outcome is refused because the task was released meanwhile", () => {
-  it("has ctx.signal aborted after a failure too, so nothing it left running goes on", async () => {
+  /** A task the operator releases (forced, not_executed) while its body runs `ending`, then ends. */
+  async function releasedWhileRunning(id: string, ending: () => unknown) {
     const store = new MemoryTaskStore()
     const w = new TaskLedger({ storage: store, owner: "w", leaseTtl: 0, onWarning: () => {} })
     const ops = new TaskLedger({ storage: store, owner: "ops" })
@@ -292,32 +293,37 @@ describe("a holder whose outcome is refused because the task was released meanwh
     const job = w.task("import", async (_: object, ctx) => {
       signal = ctx.signal
       await sleep(60)
+      return ending()
+    })
+    const first = job({}, { taskId: id })
+    first.catch(() => {})
+    await sleep(10)
+    await ops.release(id, { verified: "not_executed", by: "ops", reason: "stuck", force: true })
+    return { store, first, signal: () => signal }
+  }
+
+  it("has ctx.signal aborted after a failure too, so nothing it left running goes on", async () => {
+    const { first, signal: seen } = await releasedWhileRunning("F", () => {
       throw new Error("feed timed out")
     })
-    const first = job({}, { taskId: "F" })
-    await sleep(10)
-    await ops.release("F", { verified: "not_executed", by: "ops", reason: "stuck", force: true })
     await expect(first).rejects.toThrow("feed timed out")
+    const signal = seen()
     expect(signal.aborted).toBe(true)
     expect(signal.reason).toBeInstanceOf(TaskLeaseLostError)
   })
 
   it("has ctx.signal aborted after a result it cannot store too (its failure is refused the same way)", async () => {
-    const store = new MemoryTaskStore()
-    const w = new TaskLedger({ storage: store, owner: "w", leaseTtl: 0, onWarning: () => {} })
-    const ops = new TaskLedger({ storage: store, owner: "ops" })
-    let signal!: AbortSignal
-    const job = w.task("import", async (_: object, ctx) => {
-      signal = ctx.signal
-      await sleep(60)
+    const {
+      store,
+      first,
+      signal: seen,
+    } = await releasedWhileRunning("C", () => {
       const cycle: Record<string, unknown> = {}
       cycle.self = cycle
       return cycle
     })
-    const first = job({}, { taskId: "C" })
-    await sleep(10)
-    await ops.release("C", { verified: "not_executed", by: "ops", reason: "stuck", force: true })
     await expect(first).rejects.toBeInstanceOf(TaskResultUnstorableError)
+    const signal = seen()
     expect(signal.aborted).toBe(true)
     expect(signal.reason).toBeInstanceOf(TaskLeaseLostError)
     // The release stands: the refused failure wrote nothing over it.
