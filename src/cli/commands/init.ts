@@ -12,7 +12,7 @@ export const HELP = `mycelium init [-o PATH] [--minimal | --full] [--force]
   writes mycelium.yaml (or PATH):
     (default)   quickstart: one tool that must never run twice, on a file ledger
     --minimal   several guards: a ledgered delete, a deduplicated task, state flush, signed receipts
-    --full      every section with its defaults, commented
+    --full      every section, with typical values (a comment names the default where it differs)
   --force       overwrite an existing file`
 
 export async function run(args: string[]): Promise<number> {
