@@ -1,7 +1,7 @@
 // `bounded()` split around the ledger: arguments are checked before the claim (a refused call writes nothing
 // and the hashed arguments are the validated, normalized ones), the result inside the body (an invalid result
 // is recorded as a failure, never as COMPLETED).
-import { type BoundarySchema, type BoundedOptions, bounded } from "../core/tools/index.ts"
+import { type BoundarySchema, type BoundedOptions, bounded, ToolBoundaryError } from "../core/tools/index.ts"
 
 /** `bounded()` options for a guarded tool; `schema` defaults to the framework tool's own input schema. */
 export type GuardBoundsOptions = Omit<BoundedOptions, "name">
@@ -29,12 +29,19 @@ export function compileBounds(
     frameworkSchema && !inputOptions.schema
       ? bounded(same<Record<string, unknown>>, { schema: frameworkSchema, name })
       : undefined
-  const input = check
+  const checked = check
     ? async (args: Record<string, unknown>) => {
         await check(args)
         return scoped(args)
       }
     : scoped
+  // The frameworks show the model a thrown error's `message`, which for a boundary error is a code for logs ("pay:
+  // scope_entity_pattern on to"); its `llmMessage` says what was expected, quoting only the model's own arguments.
+  // (Not for the result: an output error's `llmMessage` quotes the result, which the model must not read.)
+  const input = (args: Record<string, unknown>) =>
+    checked(args).catch((e: unknown) => {
+      throw e instanceof ToolBoundaryError ? new ToolBoundaryError(e.llmMessage, e) : e
+    })
   // bounded() checks an arguments object; the result is boxed so any value (a string, a list) can be checked.
   const output = outputSchema
     ? bounded((box: { value: unknown }) => box.value, { name, outputSchema })
