@@ -26,7 +26,7 @@ export function pyRepr(value: unknown, depth = 0): string {
 const NON_PRINTABLE = /[\p{C}\p{Zl}\p{Zp}]|(?! )\p{Zs}/gu
 const SHORT: Readonly<Record<string, string>> = { "\n": "\\n", "\r": "\\r", "\t": "\\t" }
 
-function escapeChar(ch: string): string {
+export function escapeChar(ch: string): string {
   const short = SHORT[ch]
   if (short) return short
   const cp = ch.codePointAt(0) as number

@@ -1,5 +1,5 @@
 import { MyceliumError } from "../errors.ts"
-import { pyRepr } from "../repr.ts"
+import { escapeChar, pyRepr } from "../repr.ts"
 
 /** Where a boundary check failed; the runner retries `output` failures at tool level. */
 export type BoundaryStage = "input" | "output" | "scope" | "allowlist"
@@ -56,9 +56,13 @@ const HEADLINES: Record<Exclude<BoundaryStage, "allowlist">, string> = {
 const SHOWN_CHARS = 300
 const SHOWN_ITEMS = 20
 
+// An unpaired surrogate (half an emoji cut at 300 units, or a key the model wrote as "\ud800") as its escape, as repr
+// shows it: raw in the next prompt, it makes a provider refuse the whole request ("no low surrogate in string").
+const escapeUnpaired = (text: string): string => text.replace(/\p{Cs}/gu, escapeChar)
+
 /** `text` cut to `max` characters, with `...` when something was cut. */
 export function clipText(text: string, max = SHOWN_CHARS): string {
-  return text.length > max ? `${text.slice(0, max)}...` : text
+  return escapeUnpaired(text.length > max ? `${text.slice(0, max)}...` : text)
 }
 
 /** A tool name as the model wrote it, for messages: clipped, and never a TypeError when it is not a string. */
@@ -90,7 +94,7 @@ function shownValue(value: unknown): string {
     return Object.fromEntries(keys.slice(0, SHOWN_ITEMS).map((k) => [clipText(k), preview(o[k], depth + 1)]))
   }
   const repr = pyRepr(preview(value, 0))
-  return cut || repr.length > SHOWN_CHARS ? `${repr.slice(0, SHOWN_CHARS)}...` : repr
+  return cut || repr.length > SHOWN_CHARS ? escapeUnpaired(`${repr.slice(0, SHOWN_CHARS)}...`) : repr
 }
 
 /** Builds a ToolBoundaryError whose message and `llmMessage` follow the original's templates. */

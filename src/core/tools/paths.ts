@@ -24,8 +24,10 @@ export function isAbsolutePath(path: string): boolean {
 // not part of it ("..::$INDEX_ALLOCATION" opens ".."), and C APIs stop at NUL. Separators count because a decoded
 // "%2f" splits a segment. A URL parser drops tabs and newlines (".\t." is ".."), strips C0 controls and spaces from
 // the ends of its input ("/ws/..\x01" is "/ws/.."), and ends the path at "?" or "#" ("..?x" is ".."); a trim()
-// makes " .." a "..". Only ".." forms: a "." stays where it is, so ".#x" (an Emacs lock file) is kept.
-const DOTS = /(?:^|[\\/])[\0- \s]*\.[\0- \s]*\.[\0- \s.]*(?::[^\\/]*)?(?:[\\/?#]|$)/
+// makes " .." a "..". A servlet container (Tomcat, Jetty, Spring) strips a ";" path parameter from each segment,
+// so "/api/public/..;/admin" reaches "/admin" there. Only ".." forms: a "." stays where it is, so ".#x" (an Emacs lock
+// file) is kept.
+const DOTS = /(?:^|[\\/])[\0- \s]*\.[\0- \s]*\.[\0- \s.]*(?::[^\\/]*)?(?:[\\/?#;]|$)/
 
 // One URL decoding. decodeURIComponent throws on a bad escape ("%ff", "%zz"), which would hide "%2e%2e%2f%ff":
 // unescape() then decodes byte by byte, so every ASCII escape (dots, separators, spaces) is still read.

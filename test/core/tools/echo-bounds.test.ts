@@ -2,7 +2,7 @@
 // library's message quoting the model's keys, a typed array or class instance a tool returned.
 import { describe, expect, it } from "vitest"
 import * as z from "zod"
-import { bounded } from "../../../src/core/tools/index.ts"
+import { bounded, type ToolBoundaryError, ToolRegistry } from "../../../src/core/tools/index.ts"
 import { failure } from "./outcome.ts"
 
 describe("echoes in llmMessage", () => {
@@ -94,5 +94,53 @@ describe("echoes in llmMessage", () => {
     })
     const e = await failure(t({ id: "1" }))
     expect(e.llmMessage).toContain("Field: name. Received: 5. Expected: string.")
+  })
+})
+
+// The llmMessage goes into the next prompt: an unpaired surrogate there makes a provider refuse the whole request
+// (Anthropic: "The request body is not valid JSON: no low surrogate in string") and JSONB refuse the transcript.
+describe("echoes in llmMessage are well-formed text", () => {
+  const search = bounded(async (a: { q: string }) => a.q, {
+    name: "search",
+    schema: { q: { type: "string", max_length: 5 } },
+  })
+  const emoji = "\u{1F600}"
+
+  it("a clip that ends inside an emoji's surrogate pair shows the half it kept escaped", async () => {
+    const long = `${"a".repeat(298)}${emoji}${"b".repeat(10)}`
+    const key = `${"k".repeat(299)}${emoji}`
+    const messages = [
+      (await failure(search({ q: long }))).llmMessage, // Received: the repr cut at 300 units
+      (await failure(search(JSON.parse(`{"q": ["${"x".repeat(297)}${emoji}"]}`)))).llmMessage,
+      (await failure(search(JSON.parse(`{"q": "x", "${key}": 1}`)))).llmMessage, // Field and the hint
+    ]
+    for (const m of messages) {
+      expect(m.isWellFormed()).toBe(true)
+      expect(m).toContain("...")
+    }
+    let allowlist = ""
+    try {
+      new ToolRegistry({ allowed: ["search"] }).validateCall(key)
+    } catch (e) {
+      allowlist = (e as ToolBoundaryError).llmMessage
+    }
+    // The half of the emoji the cut left is shown as its escape, as Received shows a clipped value's.
+    expect(allowlist).toMatch(/^Tool 'k{299}\\ud83d\.\.\.' is not available/)
+  })
+
+  it("a key the model wrote as an unpaired \\ud800 escape is shown escaped, as Received shows values", async () => {
+    const e = await failure(search(JSON.parse('{"q": "x", "\\ud800k": 1}')))
+    expect(e.llmMessage).toBe(
+      "Tool 'search' failed input validation. Field: \\ud800k. Received: 1. Expected: one of [q]. " +
+        "Remove \\ud800k; search accepts only: q.",
+    )
+    expect(e.field).toBe("\ud800k") // the error keeps the key as sent
+    const strict = bounded(async (a: { q: string }) => a.q, {
+      name: "search",
+      schema: z.strictObject({ q: z.string() }),
+    })
+    const z1 = await failure(strict(JSON.parse('{"q": "x", "\\ud800k": 1}')))
+    expect(z1.llmMessage.isWellFormed()).toBe(true)
+    expect(z1.llmMessage).toContain('Expected: Unrecognized key: "\\ud800k"')
   })
 })

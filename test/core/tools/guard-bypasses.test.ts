@@ -64,6 +64,11 @@ describe("dot segments hidden by another decoding are refused", () => {
     "/data/\uFF05\uFF12\uFF45\uFF05\uFF12\uFF45/x", // fullwidth "%2e%2e": NFKC, then one decoding
     "/data/..::$INDEX_ALLOCATION/etc", // an NTFS stream name: Windows opens the directory ".."
     "/data/..:$I30:$INDEX_ALLOCATION/etc",
+    // A servlet container (Tomcat, Jetty, Spring) strips a ";" path parameter from each segment: "..;" is "..".
+    "/data/..;/etc",
+    "/data/..;jsessionid=x/etc",
+    "/data/%2e%2e;/etc",
+    "/data/..%3b/etc",
   ])("refuses %j", async (path) => {
     expect(await outcome(read({ path }))).toEqual({ violation: "scope_path" })
   })
@@ -80,6 +85,9 @@ describe("dot segments hidden by another decoding are refused", () => {
       "caf%C3%A9",
       "%",
       "%e2%80",
+      ".;x",
+      "a;b",
+      "..a;b",
     ]) {
       expect(await outcome(read({ path: `/data/${name}` }))).toEqual({ ok: `/data/${name}` })
     }
