@@ -15,8 +15,9 @@ let configured: AsyncLocalStorageClass | undefined
 
 /**
  * Registers the runtime's `AsyncLocalStorage` so that `Session.run()` propagates across `await`.
- * Call it once at start-up (the `async-context` entry does this for Node, Deno, Bun and Workers with
- * `nodejs_compat`). Sessions already created keep the storage they were created with.
+ * Call it once at start-up, before any session runs (the `async-context` entry does this for Node, Deno, Bun and
+ * Workers with `nodejs_compat`): all sessions share one storage of the current class, so a run in progress when
+ * the class changes loses its session, and its later calls use the default cache.
  */
 export function configureAsyncContext(als: AsyncLocalStorageClass | undefined): void {
   configured = als

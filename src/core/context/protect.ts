@@ -1,7 +1,7 @@
 import { InvalidOptionError } from "../errors.ts"
 import { ContextGuardConfigError } from "./errors.ts"
 import { activeCache, type SessionBindable } from "./session.ts"
-import { assertTtl, type SecondsClock, type ToolCache } from "./tool-cache.ts"
+import { assertClock, assertTtl, type SecondsClock, type ToolCache } from "./tool-cache.ts"
 
 /** Options for {@link protect}. */
 export interface ProtectOptions<A> {
@@ -45,7 +45,8 @@ export function protect<A extends object, R>(
       "protect() needs a tool name: pass a named function or { name: 'my_tool' }",
     )
   }
-  const { entityParam, clock } = options
+  const { entityParam } = options
+  const clock = assertClock(options.clock)
   // Two modules' `async function get` must not read each other's entries (the original keyed by bare name).
   const ns = options.name ?? [toolName, ++unnamed]
   const cacheKey = (args: A): string => {
@@ -89,7 +90,8 @@ let unnamed = 0
 // Stable across key order so {a,b} and {b,a} hit the same entry; entity ids keep their string form so
 // "42" and 42 address the same entity.
 function keyPart(value: unknown): string {
-  if (typeof value === "string") return value
+  // A number's text too: JSON writes NaN and ±Infinity as null, which made them one entity with the id "null".
+  if (typeof value === "string" || typeof value === "number") return String(value)
   return stableStringify(value)
 }
 

@@ -40,7 +40,7 @@ export class ToolCache {
   #sweepAt = FIRST_SWEEP_AT
 
   constructor(options: ToolCacheOptions = {}) {
-    this.#clock = options.clock ?? monotonicSeconds
+    this.#clock = assertClock(options.clock) ?? monotonicSeconds
   }
 
   /** Number of live (unexpired) entries. */
@@ -125,4 +125,13 @@ export class ToolCache {
 export function assertTtl(ttl: number): void {
   const problem = secondsProblem("ttl", ttl, 0)
   if (problem) throw new ContextGuardConfigError(`${problem}. Pass e.g. { ttl: 60 }.`)
+}
+
+// A clock that is not a function failed each call with a bare TypeError ("now is not a function"), not when built.
+export function assertClock(clock: SecondsClock | undefined): SecondsClock | undefined {
+  if (clock !== undefined && typeof clock !== "function")
+    throw new ContextGuardConfigError(
+      "clock must be a function returning seconds, e.g. { clock: () => Date.now() / 1000 }",
+    )
+  return clock
 }

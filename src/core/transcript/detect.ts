@@ -1,4 +1,5 @@
 import { isRecord } from "./clone.ts"
+import { stringOrUndefined } from "./formats/adapter.ts"
 import type { TranscriptFormat } from "./types.ts"
 
 const ANTHROPIC_BLOCKS = new Set([
@@ -29,8 +30,11 @@ export function detectFormat(messages: readonly unknown[]): TranscriptFormat {
 export function decisiveFormat(messages: readonly unknown[]): TranscriptFormat | null {
   for (const m of messages) {
     if (!isRecord(m)) continue
-    if (Array.isArray(m.tool_calls) || "tool_call_id" in m || m.role === "function" || m.role === "developer")
-      return "openai"
+    // Only a filled field counts: a store with one column per field writes null or [] into every message, and an
+    // Anthropic or AI SDK transcript read as OpenAI's passed check() with its calls unanswered.
+    const filled =
+      (Array.isArray(m.tool_calls) && m.tool_calls.length > 0) || stringOrUndefined(m.tool_call_id)
+    if (filled || m.role === "function" || m.role === "developer") return "openai"
     if (m.role === "tool") return Array.isArray(m.content) ? "ai-sdk" : "openai"
     if (!Array.isArray(m.content)) continue
     for (const b of m.content) {

@@ -69,6 +69,26 @@ describe("protect: cache keys of different tools", () => {
   })
 })
 
+describe("protect: entity ids that JSON cannot write", () => {
+  it("keys NaN, Infinity and -Infinity by their text, apart from each other and from the id 'null'", async () => {
+    let calls = 0
+    const tool = protect(async ({ id }: { id: unknown }) => `${String(id)}#${++calls}`, {
+      name: "by_number",
+      entityParam: "id",
+    })
+    const call = new Session().bind(tool)
+    const ids = [NaN, Infinity, -Infinity, "null"]
+    // JSON writes all three numbers as null: the first one's result was served for the others, and for "null".
+    expect(await Promise.all(ids.map((id) => call({ id })))).toEqual([
+      "NaN#1",
+      "Infinity#2",
+      "-Infinity#3",
+      "null#4",
+    ])
+    expect(await call({ id: "NaN" })).toBe("NaN#1") // an id keeps its text form, as 42 and "42" do
+  })
+})
+
 describe("protect: null or undefined arguments with entityParam", () => {
   const fetchCustomer = protect(async ({ customerId }: { customerId: string }) => customerId, {
     name: "fetch_customer",

@@ -168,6 +168,10 @@ describe("protect", () => {
     // Named "" explicitly: Bun's transpiler gives `[async () => 1][0]` an inferred name, V8 does not.
     const anonymous = Object.defineProperty(async (_: object) => 1, "name", { value: "" })
     expect(() => protect(anonymous)).toThrow(/name/)
+    // A clock that is not a function rejected every call with a bare TypeError instead.
+    const notClock = { name: "x", clock: 60 as unknown as () => number }
+    expect(() => protect(async () => 1, notClock)).toThrow(ContextGuardConfigError)
+    expect(() => new ToolCache({ clock: notClock.clock })).toThrow(/clock must be a function/)
   })
 
   it("ToolCache honours ttl 0 as never fresh but still single-flight", async () => {

@@ -137,6 +137,22 @@ describe("HistoryGuard", () => {
     expect(out).toEqual([msgs[0], ...msgs.slice(-4)])
   })
 
+  it("trim() keeps an Anthropic call with its result when the messages carry a blank tool_call_id column", () => {
+    const row = (m: Msg): Msg => ({ ...m, tool_call_id: null })
+    const msgs = [
+      row({ role: "user", content: "pay it" }),
+      row({ role: "assistant", content: [{ type: "tool_use", id: "t1", name: "pay", input: { n: 1 } }] }),
+      row({ role: "user", content: [{ type: "tool_result", tool_use_id: "t1", content: "paid" }] }),
+      row({ role: "assistant", content: "Paid." }),
+      row({ role: "user", content: "thanks" }),
+    ]
+    const out = new HistoryGuard({ maxMessages: 3 }).trim(msgs)
+    // Read as OpenAI, the tool_use left alone and its tool_result stayed first: Anthropic refuses the orphan.
+    const sent = out.map(({ tool_call_id: _, ...m }) => m) // the store's column, not the message
+    expect(providerViolations("anthropic", sent)).toEqual([])
+    expect(out).toEqual(msgs.slice(4))
+  })
+
   it("trim() refuses when the system prompt and the latest turn alone are over the limit", () => {
     const msgs = [
       { role: "system", content: "x".repeat(400) },

@@ -318,6 +318,29 @@ describe("MessageValidator (format specifics)", () => {
     )
   })
 
+  it("does not take a blank tool_call_id or tool_calls column for OpenAI's marker", () => {
+    // A store with one column per field writes null (or []) where a message has no value. Taken for OpenAI, an
+    // Anthropic or AI SDK call left without its result passed check(), and the provider refused the request.
+    const anthropicCall = {
+      role: "assistant",
+      content: [{ type: "tool_use", id: "t1", name: "pay", input: {} }],
+    }
+    const aiSdkCall = {
+      role: "assistant",
+      content: [{ type: "tool-call", toolCallId: "c1", toolName: "pay", input: {} }],
+    }
+    for (const [format, call] of [
+      ["anthropic", anthropicCall],
+      ["ai-sdk", aiSdkCall],
+    ] as const) {
+      for (const blank of [{ tool_call_id: null }, { tool_call_id: "" }, { tool_calls: [] }]) {
+        const x = [{ role: "user", content: "pay it", ...blank }, call, { role: "user", content: "done?" }]
+        expect(detectFormat(x)).toBe(format)
+        expect(v.check(x).map((i) => i.violation)).toContain("missing_tool_result")
+      }
+    }
+  })
+
   it("does not share nested objects between input and output", () => {
     const msgs = [{ role: "user", content: [{ type: "text", text: "hi" }] }]
     const out = v.repair(msgs).messages as typeof msgs
