@@ -1,5 +1,6 @@
 // The hash chain: each receipt's link commits to its record and to the previous link, per ledger.
 import { canonicalJson, sha256Hex } from "../ledger/index.ts"
+import { AuditReceiptError } from "./errors.ts"
 import { type AuditReceiptRecord, type ReceiptLink, receiptPayloadText } from "./record.ts"
 import type { ReceiptSigner } from "./signer.ts"
 
@@ -30,7 +31,11 @@ export async function sealLink(
   const seq = tail ? tail.seq + 1 : 0
   const prev = tail ? tail.digest : null
   const text = linkText(ledger, seq, prev, recordDigest(record, payloadText))
-  return { ledger, seq, prev, digest: sha256Hex(text), mac: await signer.sign(text) }
+  const mac = await signer.sign(text)
+  // As for the record's signature (ReceiptEmitter.sign): a link no verifier can read is refused, not stored.
+  if (typeof mac !== "string" || mac === "")
+    throw new AuditReceiptError(`the receipt signer returned ${typeof mac}, not a signature string`)
+  return { ledger, seq, prev, digest: sha256Hex(text), mac }
 }
 
 /** How a store asks for the link of the receipt it appends, given its chain's tail read under its lock. */

@@ -91,7 +91,12 @@ export class ReceiptEmitter implements ReceiptHook {
     if (!Number.isFinite(unsigned.timestamp))
       throw new AuditReceiptError("cannot sign this receipt: 'timestamp' is not finite epoch seconds")
     const text = receiptPayloadText(unsigned)
-    const record = { ...unsigned, signature: await this.signer.sign(text) }
+    const signature = await this.signer.sign(text)
+    // A signer of the caller's own (a KMS client) answering bytes, an object or nothing: the receipt was stored, the
+    // call succeeded, and the receipt could never verify. Refused as any signer failure is.
+    if (typeof signature !== "string" || signature === "")
+      throw new AuditReceiptError(`the receipt signer returned ${typeof signature}, not a signature string`)
+    const record = { ...unsigned, signature }
     this.#texts.set(record, text)
     return record
   }

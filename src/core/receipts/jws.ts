@@ -32,12 +32,33 @@ const RECEIPT_TYP = "mycelium-receipt+jws"
 const encoder = new TextEncoder()
 const decoder = new TextDecoder()
 
+// What jose checks only when it signs: a public key, a key of the other algorithm or no key at all was taken here and
+// failed every receipt's signing after the ledgered tool had run, so every outcome was recorded without its receipt.
+function privateKeyProblem(key: unknown, alg: ReceiptJwsAlgorithm): string | null {
+  const [kty, crv, name] = alg === "EdDSA" ? ["OKP", "Ed25519", "Ed25519"] : ["EC", "P-256", "ECDSA"]
+  if (typeof key !== "object" || key === null) return `the key is ${key === null ? "null" : typeof key}`
+  if ("kty" in key) {
+    const jwk = key as JWK
+    if (jwk.kty !== kty || jwk.crv !== crv)
+      return `the JWK is ${jwk.kty}/${jwk.crv}, ${alg} needs ${kty}/${crv}`
+    return typeof jwk.d === "string" ? null : "the JWK is public (no 'd')"
+  }
+  const k = key as { type?: unknown; algorithm?: { name?: unknown; namedCurve?: unknown } }
+  if (k.type !== "private") return `the key is ${String(k.type)}`
+  // A CryptoKey says its algorithm (a Node KeyObject does not; jose checks that one itself).
+  if (k.algorithm && (k.algorithm.name !== name || (alg === "ES256" && k.algorithm.namedCurve !== crv)))
+    return `the key is ${String(k.algorithm.name)}, ${alg} needs ${name}${alg === "ES256" ? ` ${crv}` : ""}`
+  return null
+}
+
 /** Signs receipts as compact JWS. The JWS payload is the exact text an HMAC receipt would sign. */
 export function jwsReceiptSigner(options: JwsReceiptSignerOptions): ReceiptSigner {
   const { alg, kid } = options
   if (alg !== "EdDSA" && alg !== "ES256")
     throw new AuditReceiptError(`JWS receipts use EdDSA or ES256, not '${alg}'`)
   if (!kid) throw new AuditReceiptError("JWS receipts need a 'kid' so verifiers can pick the public key")
+  const problem = privateKeyProblem(options.privateKey, alg)
+  if (problem) throw new AuditReceiptError(`JWS receipts need the private ${alg} key: ${problem}`)
   let key: Promise<CryptoKey> | null = null
   const resolveKey = async (): Promise<CryptoKey> => {
     const k = options.privateKey

@@ -2,6 +2,7 @@
 // completion), so an aborted run can be resumed instead of redone.
 
 import { InvalidOptionError } from "../errors.ts"
+import { isObject } from "../is-object.ts"
 import { cloneJson, type JsonValue, toJsonValue } from "../ledger/model/canonical.ts"
 import { defineOwn } from "../own.ts"
 import { safeString } from "../repr.ts"
@@ -43,13 +44,19 @@ const errorText = (e: unknown): string => (e instanceof Error ? `${e.name}: ${e.
 
 /** State as JSON, or a StateFlushError saying what to do (a cycle overflows the conversion). */
 function jsonState(value: Readonly<Record<string, unknown>>, what: string): Record<string, JsonValue> {
+  let json: JsonValue
   try {
-    return toJsonValue(value) as Record<string, JsonValue>
+    json = toJsonValue(value)
   } catch (e) {
     throw new StateFlushError(
       `${what} is not JSON (${errorText(e)}); record plain JSON values (no cycles, no nesting thousands deep)`,
     )
   }
+  // Only an object is a state: an array took the run's records invisibly and was stored as a snapshot no store
+  // reads back (corrupt), and null or a string threw a bare TypeError.
+  if (!isObject(json))
+    throw new StateFlushError(`${what} is not an object: pass a plain object of JSON values`)
+  return json
 }
 
 const STATUSES: ReadonlySet<string> = new Set(["in-progress", "completed", "aborted", "error"])
@@ -227,7 +234,8 @@ export class StateFlush {
     fn: (run: StateFlushRun) => Promise<R> | R,
     options: StateRunOptions = {},
   ): Promise<R> {
-    if (!runId) throw new StateFlushError("run() needs a run id")
+    // A string: a number saved as `run_id` 5 made a snapshot that every persistent store then reads as corrupt.
+    if (typeof runId !== "string" || !runId) throw new StateFlushError("run() needs a run id")
     const stop = new AbortController()
     const signals = [options.signal, options.disconnectSignal].filter((s): s is AbortSignal => !!s)
     const signal = signals.length ? AbortSignal.any([...signals, stop.signal]) : stop.signal

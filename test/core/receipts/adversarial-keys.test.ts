@@ -2,6 +2,7 @@
 import { CompactSign, exportJWK, generateKeyPair, type JWK } from "jose"
 import { describe, expect, it } from "vitest"
 import {
+  AuditReceiptError,
   hmacReceiptSigner,
   MemoryReceiptStore,
   type Receipt,
@@ -203,5 +204,40 @@ describe("signature encodings", () => {
         expect(await verifyReceipt({ ...r, signature }, { jws: jwks })).toBe(false)
       }
     }
+  })
+})
+
+describe("JWS signing keys of the wrong kind", () => {
+  it("a public key, the other algorithm's key, a secret or no key is refused when the signer is made", async () => {
+    const ed = await generateKeyPair("EdDSA", { extractable: true })
+    const es = await generateKeyPair("ES256", { extractable: true })
+    const hmac = await crypto.subtle.generateKey({ name: "HMAC", hash: "SHA-256" }, true, ["sign"])
+    const wrong: Array<[string, unknown, "EdDSA" | "ES256"]> = [
+      ["public CryptoKey", ed.publicKey, "EdDSA"],
+      ["Ed25519 key for ES256", ed.privateKey, "ES256"],
+      ["P-256 key for EdDSA", es.privateKey, "EdDSA"],
+      ["HMAC CryptoKey", hmac, "EdDSA"],
+      ["public JWK", await exportJWK(ed.publicKey), "EdDSA"],
+      ["P-256 JWK for EdDSA", await exportJWK(es.privateKey), "EdDSA"],
+      ["oct JWK", { kty: "oct", k: "c2VjcmV0" }, "EdDSA"],
+      ["an unset variable", undefined, "EdDSA"],
+      ["a string", "secret", "ES256"],
+    ]
+    // Taken before, each of these failed only at the first sign(): through a ledger, after the tool had run, and for
+    // every call after it (the outcome recorded without its receipt).
+    for (const [what, privateKey, alg] of wrong)
+      expect(() => jwsReceiptSigner({ privateKey: privateKey as JWK, alg, kid: "k" }), what).toThrow(
+        AuditReceiptError,
+      )
+    // The right keys, as CryptoKeys and as private JWKs, still sign.
+    for (const [alg, pair] of [
+      ["EdDSA", ed],
+      ["ES256", es],
+    ] as const)
+      for (const privateKey of [pair.privateKey, await exportJWK(pair.privateKey)]) {
+        const jws = await jwsReceiptSigner({ privateKey, alg, kid: "k" }).sign("{}")
+        const jwks = jwksVerifier({ keys: [{ ...(await exportJWK(pair.publicKey)), kid: "k", alg }] })
+        expect(await jwks(jws, "{}")).toBe(true)
+      }
   })
 })

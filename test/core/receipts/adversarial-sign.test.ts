@@ -58,6 +58,22 @@ describe("drafts that could never verify are refused before signing", () => {
     expect(err).toBeInstanceOf(AuditReceiptError)
     expect((err as Error).message).toMatch(/must be JSON/)
   })
+
+  it("a signer of the caller's own that answers no signature string: refused, nothing stored", async () => {
+    // A KMS client answering bytes or an object: the receipt was stored, the call succeeded, and no verifier could
+    // ever read it (bad_shape, or bad_signature for "").
+    for (const answer of [undefined, { signature: "ab" }, new Uint8Array(32), ""]) {
+      const store = new MemoryReceiptStore()
+      const sign = async () => answer as unknown as string
+      const e = new ReceiptEmitter({ signer: { kind: "hmac", sign }, store, agentId: "a" })
+      await expect(e.emit(base)).rejects.toBeInstanceOf(AuditReceiptError)
+      // The link's mac too, for a record signed by a signer that then fails.
+      const good = await emitter().sign(base)
+      const linked = new ReceiptEmitter({ signer: { kind: "hmac", sign }, store, agentId: "a" })
+      await expect(linked.append(good)).rejects.toBeInstanceOf(AuditReceiptError)
+      expect(await store.list()).toEqual([])
+    }
+  })
 })
 
 describe("emitter options", () => {

@@ -45,6 +45,41 @@ describe("state a body records", () => {
     expect(s).toMatchObject({ status: "error", state: { page: 2 } })
   })
 
+  it("an initial state or patch that is not an object is a StateFlushError; nothing unreadable is stored", async () => {
+    const store = new FileStateFlushStore(tmpFile(), { fsync: false })
+    const flush = new StateFlush({ storage: store })
+    let ran = 0
+    // An array (or a toJSON() giving one) took the records invisibly and was stored as a snapshot the store then
+    // refused as corrupt: the run's resume was gone.
+    for (const initial of [[], { toJSON: () => [1] }, "xy", 5]) {
+      const err = await flush
+        .run("r", () => void ran++, { initial: initial as unknown as Record<string, unknown> })
+        .catch((e: unknown) => e)
+      expect(err).toBeInstanceOf(StateFlushError)
+    }
+    expect(ran).toBe(0)
+    expect(await flush.load("r")).toBeNull()
+    // A patch of null, a list or a string: typed, never a bare TypeError; the run ends as any failing body does.
+    for (const patch of [null, [5, 6], "ab"]) {
+      const err = await flush
+        .run("p", (run) => {
+          run.record({ page: 1 })
+          run.record(patch as unknown as Record<string, unknown>)
+        })
+        .catch((e: unknown) => e)
+      expect(err).toBeInstanceOf(StateFlushError)
+      expect(await flush.resume("p")).toEqual({ page: 1 })
+    }
+  })
+
+  it("a run id that is not a string is refused before anything is stored under it", async () => {
+    const flush = new StateFlush({ storage: new FileStateFlushStore(tmpFile(), { fsync: false }) })
+    // A number was saved as run_id 5, which the file store then reads as a corrupt snapshot.
+    const err = await flush.run(5 as unknown as string, () => "done").catch((e: unknown) => e)
+    expect(err).toBeInstanceOf(StateFlushError)
+    expect(await flush.load("5")).toBeNull()
+  })
+
   it("a 20 MB state round-trips through the file store", async () => {
     const flush = new StateFlush({ storage: new FileStateFlushStore(tmpFile(), { fsync: false }) })
     const big = "x".repeat(1_000_000)
