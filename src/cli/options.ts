@@ -8,16 +8,47 @@ export const DEFAULT_LEDGER = ".mycelium/ledger.json"
 /** Host names that stay on this machine: the local server answers only these, and a token may go there over http. */
 export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(["127.0.0.1", "localhost", "[::1]"])
 
+// Flags that name a file, a store, a port or a variable. Given empty (`--file "$LEDGER"` with LEDGER unset), each
+// read as left out: an operator's release went to the store MYCELIUM_LEDGER_FILE, ./mycelium.yaml or the default
+// names, `--port ""` served on a random port. (`-o` says so itself, as "init: -o is empty".)
+const NAMING_FLAGS: ReadonlySet<string> = new Set([
+  "config",
+  "file",
+  "ledger",
+  "redis-url",
+  "postgres-dsn",
+  "table",
+  "jwks",
+  "key-env",
+  "token-env",
+  "port",
+])
+
 /**
  * Runs a `parseArgs` call; an unknown or malformed flag becomes a one-line usage error (exit 2), not a TypeError
- * stack. Node's own messages span lines (printed as `\x0a`) and advise `-- "--stroe"` for a mistyped flag.
+ * stack. Node's own messages span lines (printed as `\x0a`) and advise `-- "--stroe"` for a mistyped flag. An
+ * empty value of a flag in NAMING_FLAGS is one too.
  */
-export function parseOrUsage<T>(command: string, parse: () => T): T {
+export function parseOrUsage<T extends { values: object }>(command: string, parse: () => T): T {
+  let parsed: T
   try {
-    return parse()
+    parsed = parse()
   } catch (e) {
     throw new UsageError(`${command}: ${parseArgsProblem(command, e as { code?: string; message?: string })}`)
   }
+  for (const [flag, v] of Object.entries(parsed.values)) {
+    if (v === "" && NAMING_FLAGS.has(flag))
+      throw new UsageError(
+        `${command}: --${flag} is empty (an unset variable?): pass a value, or leave it out`,
+      )
+    // `-c=prod.yaml` is the path "=prod.yaml" to parseArgs (a short flag takes the rest of its word): `init -o=x`
+    // wrote a file named "=x".
+    if ((flag === "config" || flag === "output") && typeof v === "string" && v.startsWith("="))
+      throw new UsageError(
+        `${command}: --${flag} '${v}' starts with '=': write -${flag[0]} PATH or --${flag}=PATH`,
+      )
+  }
+  return parsed
 }
 
 function parseArgsProblem(
@@ -62,7 +93,8 @@ export function requireRegularFile(path: string, what: string): string {
 }
 
 export function parsePort(value: string | undefined): number {
-  const port = Number(value ?? "8787")
+  // Number(" ") is 0, a random port: a blank value is no port.
+  const port = value === undefined ? 8787 : value.trim() ? Number(value) : Number.NaN
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new UsageError(`--port must be 0..65535, got ${value}`)
   return port

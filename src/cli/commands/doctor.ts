@@ -1,5 +1,5 @@
 // `mycelium doctor`: read-only checks of mycelium.yaml and the stores it names. It never writes a row.
-import { existsSync } from "node:fs"
+import { existsSync, statSync } from "node:fs"
 import { parseArgs } from "node:util"
 import type { ResolvedStorage } from "../../core/config/index.ts"
 import { storageTimeout } from "../../core/config/normalize.ts"
@@ -59,6 +59,12 @@ async function probe<T extends Probed>(
   // Handled here too: it may fire while the store is still being built, before anything races it.
   timeout.catch(() => {})
   try {
+    // A file store reads synchronously, where no timeout can fire: a FIFO at its path held the process forever, and
+    // /dev/zero was read until memory ran out.
+    if (s.kind === "file" && s.path && statSync(s.path, { throwIfNoEntry: false })?.isFile() === false)
+      return [
+        { id, status: "FAIL", message: `${s.path} is not a regular file (a directory, FIFO or device)` },
+      ]
     store = await open(probeLimit(s, timeoutMs / 1000))
     await Promise.race([store.get("mycelium-doctor-probe"), timeout])
     return [{ id, status: "PASS", message: "answered a read" }, ...((await after?.(store, timeout)) ?? [])]

@@ -54,6 +54,8 @@ export async function run(args: string[]): Promise<number> {
   if (values["require-chain"] && values["allow-unchained"])
     throw new UsageError("receipts verify: --require-chain and --allow-unchained contradict each other")
   let file = positionals[0]
+  // "" (`verify "$FILE"` with FILE unset) would check the default file and report it verified.
+  if (file === "") throw new UsageError("receipts verify: the file argument is empty: pass a file path")
   if (!file) {
     const cfg = values.config ?? (existsSync("mycelium.yaml") ? "mycelium.yaml" : undefined)
     if (cfg) {
