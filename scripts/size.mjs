@@ -235,10 +235,17 @@ const budgets = [
     // `true` was read as "manual", so a body that charged then threw was retried and charged again; a ledger option
     // typo failed every call, and its error went to the model), and guardTools() refuses options for a key that
     // names no tool (its binding was dropped silently): ai-sdk 15,894 B, langgraph 10,321, openai-agents 8,780.
-    max: { "ai-sdk": 15.6, langgraph: 10.1, "openai-agents": 8.6 }[i] * KB,
+    // langgraph 10.1 -> 10.2, openai-agents 8.6 -> 8.7 KB (2026-12-06, stop 44): a refused call's error carries its
+    // llmMessage as its message (the frameworks showed the model "pay: scope_entity_pattern on to"), and an echo cut
+    // inside an emoji escapes the half it kept (the provider refused the next request): ai-sdk 15,953 B, langgraph
+    // 10,367, openai-agents 8,826.
+    max: { "ai-sdk": 15.6, langgraph: 10.2, "openai-agents": 8.7 }[i] * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.
-  { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 12 * KB },
+  // 12 -> 12.2 KB (2026-12-06, the harness attack review): a deadline whose timer is late still stops dispatch, requests
+  // and tool batches (a busy loop let a run send requests past it and succeed); plan and usage fields read once (a
+  // getter hung the run or refunded the request limit); NaN rlm caps refused (they lifted the cap): 12,426 B.
+  { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 12.2 * KB },
   // The workspace needs Node built-ins (external here, as for the adapters): 5.5 KB when it was added.
   { name: "harness/workspace", code: 'export * from "./dist/harness/workspace/index.js"', max: 7 * KB },
   // Redis over TCP extends the Upstash adapter (same keys and Lua scripts), so it carries that adapter's code too.

@@ -60,6 +60,8 @@ export interface SharedRun {
   readonly rlm: Required<RlmOptions>
   /** An error that fails a task was met (`failsTask`): the driver stops the run at once, not when the task settles. */
   failing: (taskId: string, error: unknown) => void
+  /** The deadline has passed, its timer late or not: stops the run (aborting every task) and returns true. */
+  pastDeadline: () => boolean
 }
 
 /** One child run: a task at depth 0 or a sub-query below it. */
@@ -187,7 +189,9 @@ async function sendRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelR
   const s = ctx.shared
   const release = await s.requestPermits.acquire(ctx.signal)
   try {
-    // A permit granted just before a stop (a sibling's fail-fast, an abort from the event sink) must not send.
+    // A permit granted just before a stop (a sibling's fail-fast, an abort from the event sink, a deadline whose
+    // timer has not fired yet) must not send.
+    s.pastDeadline()
     if (ctx.signal.aborted) throw ctx.signal.reason
     s.budget.reserveRequest()
     // Counted when sent, as model_requests_total is: a request the drain gives up on never settles.
@@ -267,6 +271,7 @@ function ledgeredFor(
  */
 async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step: number): Promise<Message[]> {
   const s = ctx.shared
+  s.pastDeadline() // no tool starts after the deadline either
   if (ctx.signal.aborted) throw ctx.signal.reason
   const byName = new Map(ctx.tools.map((t) => [t.name, t]))
   // A call to an unknown tool is answered with an error and never counts, so it reserves nothing.

@@ -136,6 +136,18 @@ export function runPlan(
       `drain_timeout_seconds must be a finite number > 0, got ${String(drainSeconds)}. Pass e.g. { drain_timeout_seconds: 30 }.`,
     )
   const drainMs = drainSeconds * 1000
+  const rlm = { max_depth: deps.rlm?.max_depth ?? 3, max_turns: deps.rlm?.max_turns ?? 5 }
+  // A NaN (`Number(process.env.X)` unset) or fractional cap compares false against every depth and turn, which
+  // lifted the limit instead of applying it.
+  if (
+    !Number.isSafeInteger(rlm.max_depth) ||
+    rlm.max_depth < 0 ||
+    !Number.isSafeInteger(rlm.max_turns) ||
+    rlm.max_turns < 1
+  )
+    throw new InvalidOptionError(
+      `rlm needs an integer max_depth >= 0 and max_turns >= 1, got ${safeString(rlm.max_depth)} and ${safeString(rlm.max_turns)}`,
+    )
   const now = options.now ?? (() => performance.now())
   const runId = options.run_id ?? newRunId()
   const startedAt = now()
@@ -158,8 +170,9 @@ export function runPlan(
     now,
     startedAt,
     ledger: deps.ledger ?? null,
-    rlm: { max_depth: deps.rlm?.max_depth ?? 3, max_turns: deps.rlm?.max_turns ?? 5 },
+    rlm,
     failing: () => {},
+    pastDeadline: () => false,
   }
 
   const tasks: TaskState[] = checked.tasks.map((spec) => ({
@@ -236,14 +249,21 @@ export function runPlan(
     options.signal?.addEventListener("abort", onAbort, { once: true })
     if (budget.deadline_seconds !== null) {
       const remainingMs = (budget.deadline_seconds - checked.initial_elapsed_seconds) * 1000
-      deadlineTimer = startTimer(remainingMs, () =>
+      const onDeadline = () =>
         stop({
           reason: "deadline",
           task_id: null,
           message: `the deadline of ${budget.deadline_seconds}s (including ${checked.initial_elapsed_seconds}s before this plan) passed`,
           error_type: null,
-        }),
-      )
+        })
+      deadlineTimer = startTimer(remainingMs, onDeadline)
+      // The timer fires only when the event loop gets to it: work that kept the loop busy past the deadline (a
+      // synchronous tool, a cached model) would otherwise start tasks and send requests after it.
+      shared.pastDeadline = () => {
+        if (now() - startedAt < remainingMs) return false
+        onDeadline()
+        return true
+      }
     }
     shared.failing = (id, e) => {
       ;(byId.get(id) as TaskState).fatal = e
@@ -252,7 +272,8 @@ export function runPlan(
     pump()
 
     function pump(): void {
-      while (!cause && freeSlots.length > 0 && ready.size > 0) start(tasks[ready.pop()]!)
+      while (!cause && freeSlots.length > 0 && ready.size > 0 && !shared.pastDeadline())
+        start(tasks[ready.pop()]!)
       if (running === 0 && (cause || outputTask.status === "succeeded")) finish()
     }
 
@@ -391,15 +412,17 @@ export function runPlan(
       const succeeded = !cause && outputTask.status === "succeeded"
       const reason: RunReason = cause?.reason ?? "completed"
       const status = succeeded ? "succeeded" : reason === "task_failed" ? "failed" : "stopped"
+      // Frozen before run_finished reaches the sink: the result shares this object, and a sink that edited it (to
+      // redact a message, say) rewrote the "deeply frozen" result the caller gets.
       const failure: RunPlanFailure | null = cause
-        ? {
+        ? Object.freeze({
             reason: cause.reason,
             task_id: cause.task_id,
             message: drainIncomplete
               ? `${cause.message} (drain incomplete: tasks still running)`
               : cause.message,
             error_type: cause.error_type,
-          }
+          })
         : null
       const run_elapsed_ms = now() - startedAt
       const usage: RunUsage = totalUsage(checked.initial_usage, tasks)

@@ -3,8 +3,8 @@
 import { safeString } from "../repr.ts"
 import { type PlanProblem, PlanValidationError } from "./errors.ts"
 import { newPlanId } from "./ids.ts"
-import type { DependencyPlan, RunPlan, RunUsage } from "./types.ts"
-import { UsageAccumulator, usageProblems } from "./usage.ts"
+import type { DependencyPlan, RunPlan, RunTask, RunUsage } from "./types.ts"
+import { readUsage, UsageAccumulator, usageProblems } from "./usage.ts"
 
 export const MAX_TASK_ID_LENGTH = 128
 export const MAX_CONCURRENCY_LIMIT = 64
@@ -48,11 +48,16 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
   const problems: PlanProblem[] = []
   const isRunPlan = isRecord(input) && "dependency_plan" in input
   const plan = (isRunPlan ? (input as RunPlan).dependency_plan : input) as DependencyPlan
-  if (!isRecord(plan) || !Array.isArray(plan.tasks)) {
+  // Every field is read once, here: a getter or proxy that passed validation with one value must not run with
+  // another (a task id that changed afterwards hung the run; a usage counter that did refunded the budget).
+  const rawTasks = isRecord(plan) ? plan.tasks : undefined
+  if (!Array.isArray(rawTasks)) {
     throw new PlanValidationError([{ code: "invalid_plan", message: "a plan needs a `tasks` array" }])
   }
   // Holes become undefined (an invalid task) instead of being skipped by forEach/map and crashing later.
-  const tasks = Array.from(plan.tasks)
+  const tasks = Array.from(rawTasks, (t: unknown) =>
+    isRecord(t) ? { task_id: t.task_id, prompt: t.prompt, depends_on: t.depends_on } : t,
+  ) as RunTask[]
   if (tasks.length === 0) problems.push({ code: "empty_plan", message: "the plan has no tasks" })
 
   const indexOf = new Map<string, number>()
@@ -171,7 +176,7 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
       message: `max_concurrency must be an integer from 1 to ${MAX_CONCURRENCY_LIMIT}, got ${describe(mc)}`,
     })
 
-  const initialUsage = isRunPlan ? (input as RunPlan).initial_usage : undefined
+  const initialUsage = readUsage(isRunPlan ? (input as RunPlan).initial_usage : undefined)
   for (const m of usageProblems(initialUsage)) problems.push({ code: "invalid_initial_usage", message: m })
   const elapsed = isRunPlan ? ((input as RunPlan).initial_elapsed_seconds ?? 0) : 0
   if (typeof elapsed !== "number" || !Number.isFinite(elapsed) || elapsed < 0)
@@ -180,15 +185,16 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
       message: `initial_elapsed_seconds must be a finite number >= 0, got ${describe(elapsed)}`,
     })
 
-  if (plan.plan_id !== undefined && (typeof plan.plan_id !== "string" || plan.plan_id === ""))
+  const planId = plan.plan_id
+  if (planId !== undefined && (typeof planId !== "string" || planId === ""))
     problems.push({ code: "invalid_plan", message: "plan_id must be a non-empty string when given" })
 
   if (problems.length > 0) throw new PlanValidationError(problems)
 
   const acc = new UsageAccumulator()
-  acc.add(initialUsage)
+  acc.add(initialUsage as Partial<RunUsage> | undefined)
   return {
-    plan_id: plan.plan_id ?? newPlanId(),
+    plan_id: planId ?? newPlanId(),
     output_task_id: out,
     max_concurrency: Math.min(mc, tasks.length),
     initial_usage: acc.snapshot(),

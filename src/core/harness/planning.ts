@@ -9,7 +9,7 @@ import { EventBus, type RunEvent } from "./events.ts"
 import { deepFreeze } from "./freeze.ts"
 import { newPlanId, newRunId } from "./ids.ts"
 import type { RunBudget, RunResult, RunUsage } from "./types.ts"
-import { UsageAccumulator, usageProblems } from "./usage.ts"
+import { readUsage, UsageAccumulator, usageProblems } from "./usage.ts"
 
 export interface PlanningFailure {
   /** What the planning step threw. An `AbortError`/`TimeoutError` is kept as a cancellation. */
@@ -31,7 +31,8 @@ export interface PlanningFailureOptions {
  * (status `failed`) or `cancelled` (status `stopped`), and `usage` is the planning usage, counted once.
  */
 export function planningFailed(failure: PlanningFailure, options: PlanningFailureOptions = {}): RunFailed {
-  const problems: PlanProblem[] = usageProblems(failure.initial_usage).map((message) => ({
+  const initialUsage = readUsage(failure.initial_usage) as Partial<RunUsage> | undefined
+  const problems: PlanProblem[] = usageProblems(initialUsage).map((message) => ({
     code: "invalid_initial_usage",
     message,
   }))
@@ -39,12 +40,13 @@ export function planningFailed(failure: PlanningFailure, options: PlanningFailur
   if (typeof elapsed !== "number" || !Number.isFinite(elapsed) || elapsed < 0)
     problems.push({
       code: "invalid_initial_elapsed",
-      message: `initial_elapsed_seconds must be >= 0, got ${elapsed}`,
+      // safeString: a Symbol in a template literal throws a TypeError instead of this typed error.
+      message: `initial_elapsed_seconds must be >= 0, got ${safeString(elapsed)}`,
     })
   if (problems.length > 0) throw new PlanValidationError(problems)
   const budget = resolveBudget(options.budget ?? {})
   const usage = new UsageAccumulator()
-  usage.add(failure.initial_usage)
+  usage.add(initialUsage)
   const runId = options.run_id ?? newRunId()
   const planId = options.plan_id ?? newPlanId()
   const e = failure.error
@@ -61,12 +63,13 @@ export function planningFailed(failure: PlanningFailure, options: PlanningFailur
     initial_usage: usage.snapshot(),
     initial_elapsed_seconds: elapsed,
   })
-  const failureRecord = {
+  // Frozen before the sink sees it: the result shares it.
+  const failureRecord = Object.freeze({
     reason,
     task_id: null,
     message: e instanceof Error ? e.message : safeString(e),
     error_type: name,
-  } as const
+  } as const)
   stream.emit({
     type: "run_finished",
     status: cancelled ? "stopped" : "failed",

@@ -78,6 +78,17 @@ export function addUsage(a: Partial<RunUsage>, b: Partial<RunUsage>): RunUsage {
   return acc.snapshot()
 }
 
+/** A host-supplied usage read once, field by field, so what is validated is what is counted (getters, proxies). */
+export function readUsage(u: unknown): unknown {
+  if (typeof u !== "object" || u === null || Array.isArray(u)) return u
+  const rec = u as Record<string, unknown>
+  const out: Record<string, unknown> = {}
+  for (const k of USAGE_COUNTERS) out[k] = rec[k]
+  const d = rec.details
+  out.details = typeof d === "object" && d !== null && !Array.isArray(d) ? { ...d } : d
+  return out
+}
+
 /** Problems with a host-supplied usage: counters must be non-negative integers. Empty when valid. */
 export function usageProblems(u: unknown): string[] {
   if (u === undefined || u === null) return []

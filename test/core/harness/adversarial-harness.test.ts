@@ -4,12 +4,17 @@ import { getEventListeners } from "node:events"
 import { describe, expect, it } from "vitest"
 import {
   BudgetValidationError,
+  type HarnessTool,
   type ModelClient,
   type ModelRequest,
   type ModelResponse,
   PlanValidationError,
+  planningFailed,
+  rlmQueryTool,
   runPlan,
+  ScriptedModel,
 } from "../../../src/core/harness/index.ts"
+import { InvalidOptionError } from "../../../src/index.ts"
 import { failed, recorder, task } from "./helpers.ts"
 
 const text = (t: string): ModelResponse => ({ parts: [{ type: "text", text: t }] })
@@ -471,5 +476,204 @@ describe("work a tool leaves behind", () => {
     await new Promise((r) => setTimeout(r, 100))
     expect(afterFinish).toBe(0)
     expect(m.calls).toBe(callsAtFinish)
+  })
+})
+
+describe("a plan whose getters answer validation one way and the run another", () => {
+  it("a task id that changes after validation runs as validated: the run used to hang", async () => {
+    // The id was read again after validation: the run looked up its output task by the new id, found none, threw a
+    // TypeError in a promise callback (an unhandled rejection) and never settled.
+    let reads = 0
+    const shifty = {
+      get task_id() {
+        return reads++ < 2 ? "a" : "zz"
+      },
+      prompt: "do a",
+    }
+    const m = model(() => text("the answer"))
+    const { events, onEvent } = recorder()
+    const result = await within(
+      runPlan({ tasks: [shifty], output_task_id: "a" }, { model: m }, { onEvent }),
+      2_000,
+    )
+    expect(result.output).toBe("the answer")
+    expect(result.tasks.map((t) => t.task_id)).toEqual(["a"])
+    expect(reads).toBe(1)
+    expect(events.filter((e) => e.type === "task_succeeded")).toHaveLength(1)
+  })
+
+  it("an initial_usage counter that turns negative after validation cannot refund the request limit", async () => {
+    // Validated as 0, then added as -100: request_limit 5 let 105 requests through.
+    let reads = 0
+    const initial_usage = {
+      get requests() {
+        return reads++ === 0 ? 0 : -100
+      },
+    }
+    const m = model((_req) => ({ parts: [{ type: "tool_call", id: `c${m.calls}`, name: "nope", args: {} }] }))
+    const err = await within(
+      failed(
+        runPlan(
+          { dependency_plan: { tasks: [task("a")], output_task_id: "a" }, initial_usage },
+          { model: m, budget: { request_limit: 5 } },
+        ),
+      ),
+      2_000,
+    )
+    expect(err.result.reason).toBe("request_limit")
+    expect(m.calls).toBe(5)
+    expect(err.result.usage.requests).toBe(5)
+    expect(reads).toBe(1)
+  })
+
+  it("planningFailed reads its usage once too, and a Symbol elapsed is a PlanValidationError, not a TypeError", () => {
+    let reads = 0
+    const initial_usage = {
+      get input_tokens() {
+        return reads++ === 0 ? 10 : -1_000
+      },
+    }
+    expect(planningFailed({ error: new Error("no plan"), initial_usage }).result.usage.input_tokens).toBe(10)
+    // The message was built with a template literal, which throws on a Symbol.
+    expect(() =>
+      planningFailed({ error: new Error("x"), initial_elapsed_seconds: Symbol("s") as unknown as number }),
+    ).toThrow(PlanValidationError)
+  })
+})
+
+describe("a deadline whose timer is late", () => {
+  // A tool (or a model client) that keeps the event loop busy past the deadline: the deadline timer only runs once
+  // the loop is free, and until then the run used to keep dispatching.
+  const busy = (ms: number): HarnessTool => ({
+    name: "busy",
+    parameters: { type: "object" },
+    execute: () => {
+      const end = performance.now() + ms
+      while (performance.now() < end) {}
+      return "ok"
+    },
+  })
+
+  it("no request is sent after the deadline: the run used to send it and succeed at 120 ms of a 50 ms deadline", async () => {
+    const m = new ScriptedModel({
+      byTask: { a: [{ tool_calls: [{ name: "busy" }] }, { text: "late answer" }] },
+    })
+    const { events, onEvent } = recorder()
+    const err = await within(
+      failed(
+        runPlan(
+          { tasks: [task("a")], output_task_id: "a" },
+          { model: m, tools: [busy(120)], budget: { deadline_seconds: 0.05 } },
+          { onEvent },
+        ),
+      ),
+      2_000,
+    )
+    expect(err.result.reason).toBe("deadline")
+    // At most the first request (a loaded machine may reach the deadline before it), and none sent after 50 ms.
+    expect(m.requests.length).toBeLessThanOrEqual(1)
+    for (const s of err.result.model_requests) expect(s.started_ms).toBeLessThan(50)
+    expect(events.filter((e) => e.type === "task_cancelled")).toHaveLength(1)
+    expect(events.at(-1)?.type).toBe("run_finished")
+  })
+
+  it("no task starts after the deadline, and no tool batch either", async () => {
+    // a's model blocks the loop past the deadline and then answers: b must not start. c's second batch comes after.
+    let blocked = false
+    const m = model((req) => {
+      if (req.context.task_id === "a" && !blocked) {
+        blocked = true
+        const end = performance.now() + 120
+        while (performance.now() < end) {}
+      }
+      return text(`out ${req.context.task_id}`)
+    })
+    const err = await within(
+      failed(
+        runPlan(
+          { tasks: [task("a"), task("b", ["a"])], output_task_id: "b" },
+          { model: m, budget: { deadline_seconds: 0.05 } },
+        ),
+      ),
+      2_000,
+    )
+    expect(err.result.reason).toBe("deadline")
+    expect(err.result.tasks[1]?.status).toBe("not_started")
+    expect(m.calls).toBeLessThanOrEqual(1)
+
+    const ran: string[] = []
+    const slow = model((req) => {
+      const end = performance.now() + (req.context.step === 0 ? 120 : 0)
+      while (performance.now() < end) {}
+      return req.context.step === 0
+        ? { parts: [{ type: "tool_call", id: "c0", name: "mark", args: {} }] }
+        : text("done")
+    })
+    const stopped = await within(
+      failed(
+        runPlan(
+          { tasks: [task("c")], output_task_id: "c" },
+          {
+            model: slow,
+            tools: [{ name: "mark", parameters: {}, execute: () => ran.push("mark") }],
+            budget: { deadline_seconds: 0.05 },
+          },
+        ),
+      ),
+      2_000,
+    )
+    expect(stopped.result.reason).toBe("deadline")
+    expect(ran).toEqual([])
+    expect(stopped.result.usage.tool_calls).toBe(0)
+  })
+})
+
+describe("host options that compare false against everything", () => {
+  it("a NaN or fractional rlm cap is refused up front: NaN used to lift max_depth and max_turns entirely", () => {
+    // With max_depth NaN, `depth + 1 > NaN` was never true: sub-queries nested as deep as the model asked.
+    const m = new ScriptedModel()
+    const plan = { tasks: [task("a")], output_task_id: "a" }
+    for (const rlm of [
+      { max_depth: Number.NaN },
+      { max_turns: Number.NaN },
+      { max_depth: -1 },
+      { max_depth: 1.5 },
+      { max_turns: 0 },
+      { max_turns: Number.POSITIVE_INFINITY },
+    ])
+      expect(() => runPlan(plan, { model: m, tools: [rlmQueryTool()], rlm })).toThrow(InvalidOptionError)
+    expect(m.requests).toHaveLength(0)
+  })
+})
+
+describe("a sink that edits the events it is handed", () => {
+  it("cannot rewrite the frozen result's failure through run_finished", async () => {
+    const m = model(async () => {
+      throw new Error("boom")
+    })
+    const err = await failed(
+      runPlan(
+        { tasks: [task("a")], output_task_id: "a" },
+        { model: m },
+        {
+          onEvent: (e) => {
+            // A redacting logger, say: in strict mode the write throws, which the run counts as a sink error.
+            if (e.type === "run_finished" && e.failure)
+              (e.failure as { message: string }).message = "redacted"
+          },
+        },
+      ),
+    )
+    expect(err.result.failure?.message).toBe("boom")
+    expect(err.result.sink_errors).toBe(1)
+    const planning = planningFailed(
+      { error: new Error("no plan") },
+      {
+        onEvent: (e) => {
+          if (e.type === "run_finished" && e.failure) (e.failure as { message: string }).message = "redacted"
+        },
+      },
+    )
+    expect(planning.result.failure?.message).toBe("no plan")
   })
 })
