@@ -222,9 +222,12 @@ export class IndexedDbReceiptStore implements ReceiptStore {
             tx.abort()
             continue
           }
-          tx.objectStore(TAILS).put({ ledger: chain.ledger, seq: link.seq, digest: link.digest })
         }
+        // The receipt first: a record IndexedDB cannot clone throws here, and the transaction (not aborted by a
+        // throw) would otherwise commit the moved tail alone, a link missing from the chain for ever after.
         tx.objectStore(RECEIPTS).add(receipt)
+        if (chain && link)
+          tx.objectStore(TAILS).put({ ledger: chain.ledger, seq: link.seq, digest: link.digest })
         await finished
         return receipt
       }

@@ -139,7 +139,8 @@ export class IndexedDbLedgerStorage implements LedgerStorage {
     // Paged reads: a transaction cannot stay open across the consumer's awaits, so each page is its own read.
     while (n < limit) {
       const range = lowerRange(this.#keyRange(), prefix, after)
-      const count = Math.min(LIST_PAGE, limit - n)
+      // Whole: getAll() truncates a fractional count, and a count of 0 means every row.
+      const count = Math.min(LIST_PAGE, Math.ceil(limit - n))
       const rows = (await db.getAll(this.storeName, range, count)) as LedgerRow[]
       for (const row of rows) {
         const id = row.request_id as string
