@@ -24,6 +24,8 @@ import {
   requestFailure,
   requestSignal,
   requestTimeoutOption,
+  serverCode,
+  serverText,
 } from "../core/storage/request-timeout.ts"
 import { isUnstorableText, listsNothing, pairHeadOptions, startingWith } from "../core/storage/text.ts"
 
@@ -69,7 +71,12 @@ const CLAIM_OUTCOMES: readonly string[] = ["claimed", "completed", "in_flight"]
 
 /** An answer that is not the storage contract's: fails closed rather than acting on another row or looping. */
 const malformed = (what: string) =>
-  new LedgerHttpError(200, "invalid_response", `ledger API answered with ${what}; check the API's base URL`)
+  new LedgerHttpError(
+    200,
+    "invalid_response",
+    // `what` may quote the answer (an id, an outcome): bounded, as any text of the server's.
+    serverText(`ledger API answered with ${what}; check the API's base URL`),
+  )
 
 /** The row the server answered must be the one asked for: a row of another call is never this call's state. */
 function rowOf(raw: unknown, requestId: string): LedgerEntry {
@@ -79,7 +86,9 @@ function rowOf(raw: unknown, requestId: string): LedgerEntry {
 }
 
 function rowsOf(raw: unknown): Row[] {
-  if (!Array.isArray(raw)) throw malformed("rows that are not a list")
+  // A `null` in the list threw a bare TypeError from the row codec.
+  if (!Array.isArray(raw) || !raw.every((r) => typeof r === "object" && r !== null))
+    throw malformed("rows that are not a list of objects")
   return raw as Row[]
 }
 
@@ -196,7 +205,13 @@ export class HttpLedgerStorage implements LedgerStorage {
         /^no row '/.test(String(err.message))
       )
         return null
-      throw new LedgerHttpError(res.status, err?.code ?? "http_error", err?.message ?? `HTTP ${res.status}`)
+      // Its code and text as the API's (a string code, a bounded message): a 60 MB message, or a code that was an
+      // object, went on whole into the ledger's outage error.
+      throw new LedgerHttpError(
+        res.status,
+        serverCode(err?.code),
+        typeof err?.message === "string" ? serverText(err.message) : `HTTP ${res.status}`,
+      )
     }
     // Anything else (`null`, `{}`, a proxy's JSON) is not the route's answer: never "no row", "written" or "lost".
     if (typeof json !== "object" || (json as Row | null)?.[key] === undefined)
@@ -262,6 +277,17 @@ export class HttpLedgerStorage implements LedgerStorage {
     if (!CLAIM_OUTCOMES.includes(r.outcome)) throw malformed(`a claim outcome ${JSON.stringify(r.outcome)}`)
     const e = rowOf(r.entry, entry.requestId)
     if (r.outcome === "claimed") {
+      // Only the row this claim wrote licenses a run: IN_FLIGHT under this entry's owner, at the fence the claim
+      // makes (1 for an insert, the reclaimed fence's next). A server of another version or a proxy answering another
+      // holder's row (or a fence past 2^53, read as another number) as "claimed" ran the tool beside that holder.
+      const reclaim = options?.reclaimFence
+      const fenced =
+        e.fence === 1 ||
+        (reclaim === undefined
+          ? Number.isSafeInteger(e.fence) && e.fence > 1
+          : reclaim !== null && e.fence === reclaim + 1)
+      if (e.owner !== entry.owner || e.terminalOutcome !== "IN_FLIGHT" || !fenced)
+        throw malformed("a claimed row this claim did not write (another owner, fence or state)")
       return r.dispatch_siblings !== undefined
         ? { outcome: "claimed", entry: e, dispatchSiblings: rowsOf(r.dispatch_siblings).map(entryFromRow) }
         : { outcome: "claimed", entry: e }

@@ -3,6 +3,7 @@
 import { LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
 import type { JsonValue } from "../core/ledger/model/canonical.ts"
 import type { SideEffectBoundary } from "../core/ledger/model/enums.ts"
+import { serverText } from "../core/storage/request-timeout.ts"
 
 export interface RunAnswer {
   readonly status: "run"
@@ -31,8 +32,11 @@ export const LEASE_MAX_CHARS = 128
 const positive = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v > 0
 
 function refuse(why: string): never {
+  // `why` may quote the answer (its status, its request id): bounded, as any text of the server's.
   throw new LedgerStorageUnavailableError(
-    `the ledger API's answer to begin a call is malformed (${why}); nothing was run: check the API's base URL`,
+    serverText(
+      `the ledger API's answer to begin a call is malformed (${why}); nothing was run: check the API's base URL`,
+    ),
   )
 }
 

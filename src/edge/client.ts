@@ -30,6 +30,8 @@ import {
   requestFailure,
   requestSignal,
   requestTimeoutOption,
+  serverCode,
+  serverText,
 } from "../core/storage/request-timeout.ts"
 import { MAX_ERROR_TEXT, storableText } from "../core/storage/text.ts"
 import { checkBeginAnswer, type RunAnswer } from "./begin-answer.ts"
@@ -79,7 +81,10 @@ export interface RemoteTool<A, R> {
   readonly ledger: RemoteLedger
 }
 
-function errorFor(status: number, code: string, message: string, tool: string): Error {
+function errorFor(status: number, code: string, text: string, tool: string): Error {
+  // The server's text, bounded and without controls: a tool's error reaches logs and the model (a blocked answer's
+  // and a refusal's message were passed on whole, 60 MB or terminal escapes included).
+  const message = serverText(text)
   switch (code) {
     case "ledger_outcome_already_set":
       return new LedgerOutcomeAlreadySetError(message)
@@ -96,7 +101,7 @@ function errorFor(status: number, code: string, message: string, tool: string): 
       return new LedgerResultUnstorableError(message, limit as UnstorableReason)
     }
     default:
-      return new RemoteLedgerError(status, code, message)
+      return new RemoteLedgerError(status, serverCode(code), message)
   }
 }
 
@@ -237,7 +242,7 @@ export class RemoteLedger {
     }
     if (!res.ok) {
       const err = (json as { error?: { code?: unknown; message?: unknown } } | null)?.error
-      const code = typeof err?.code === "string" ? err.code : "http_error"
+      const code = serverCode(err?.code)
       const message = typeof err?.message === "string" ? err.message : `HTTP ${res.status}`
       throw errorFor(
         res.status,

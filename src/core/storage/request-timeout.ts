@@ -3,6 +3,7 @@
 // a hung server is an outage, and an outage fails closed with a typed error.
 import { InvalidOptionError } from "../errors.ts"
 import { secondsProblem } from "../seconds.ts"
+import { MAX_ERROR_TEXT, storableText } from "./text.ts"
 
 /** Seconds a client waits for a whole answer (headers and body) unless told otherwise. */
 export const DEFAULT_REQUEST_TIMEOUT = 30
@@ -59,8 +60,25 @@ export async function bearer(
   // server's 401 (or, to a server without auth, as no problem).
   if (typeof token === "function" && (typeof t !== "string" || !t))
     throw new Error("token function: no token (it must return a non-empty string)")
+  // fetch refuses a header value holding CR, LF or NUL (other than trailing whitespace) with a message that quotes
+  // it whole: the token went into the error, and from there into logs and a model's context.
+  if (t && /[\0\r\n]/.test(String(t).replace(/[\t\n\r ]+$/, "")))
+    throw new Error("token: it holds a line break or NUL, which no HTTP header can carry")
   return t ? `Bearer ${t}` : undefined
 }
+
+/**
+ * A server's error text as the clients pass it on (to logs, and through a tool's error to a model): a hostile or
+ * broken server's 60 MB message, terminal escapes or unpaired surrogates went on verbatim. Cut as a recorded
+ * failure's text is, control characters but tab and line feed replaced.
+ */
+export const serverText = (s: string): string =>
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: replacing control characters is the point
+  storableText(s, MAX_ERROR_TEXT).replace(/[\u0001-\u0008\u000b-\u001f\u007f-\u009f]/g, "\ufffd")
+
+/** A server's error code when it is one (snake_case, as every code of the API), else `http_error`. */
+export const serverCode = (code: unknown): string =>
+  typeof code === "string" && /^[a-z][a-z\d_]{0,63}$/.test(code) ? code : "http_error"
 
 /** Why a request failed, saying which limit cut it off when it was the timeout. */
 export function requestFailure(e: unknown, seconds: number | null): string {
