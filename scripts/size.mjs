@@ -326,7 +326,7 @@ const budgets = [
   // 7.0 -> 7.1 KB (2026-12-06, stop 39's later reviews): the unstorable-text walk builds its path only for the bad
   // value (a refused 1 MiB body of [0,0,…] cost the server seconds; the client shares the walk), 60 B; a missing
   // baseUrl is InvalidOptionError, not a TypeError, and a NaN maxResponseBytes (which capped nothing) is refused: 7,213 B.
-  // 7.1 -> 7.2 KB (2026-12-07, the hostile-server review), 146 B: a server's error text reaches the caller cut to
+  // 7.1 -> 7.2 KB (2026-12-06, stop 44, the hostile-server review), 146 B: a server's error text reaches the caller cut to
   // 4,096 units without control characters (a 500's 5 MB message, a blocked answer's terminal escapes went on whole),
   // a code that is not snake_case is `http_error` (a 5 MB "code" made a 500 a refusal instead of an outage), and a
   // token holding a line break is refused before fetch quotes it in its error: 7,370 B.
