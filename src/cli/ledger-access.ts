@@ -6,6 +6,7 @@ import type { MyceliumConfig, ResolvedStorage } from "../core/config/index.ts"
 import { placeChoice } from "../core/config/source.ts"
 import { ActionLedger, type ActionLedgerOptions, type LedgerStorage } from "../core/ledger/index.ts"
 import type { ReceiptEmitter } from "../core/receipts/index.ts"
+import { clean } from "../core/repr.ts"
 import { UsageError } from "./errors.ts"
 import { DEFAULT_LEDGER, postgresDsn, redisUrl, requireRegularFile, tableFlag } from "./options.ts"
 
@@ -87,19 +88,24 @@ export function redactText(text: string): string {
 
 /**
  * `v` as one shell word that names it exactly (an id, a store flag): as it is when it is plain, else single-quoted.
- * One holding a control character is a bash `$'..'` word: single-quoted, clean() would show its tab as the text
- * `\x09`, and a pasted hint would then name another id or file; this form holds none. Null when `v` holds NUL:
- * no argv can carry one (bash ends a `$'..'` word there), so any word would name its prefix, another row.
+ * One holding a character clean() escapes (a control, a bidi or zero-width one) is a bash `$'..'` word:
+ * single-quoted, clean() would show its tab as the text `\x09` or its U+202E as `\u202e`, and a pasted hint would
+ * then name another id or file; this form holds none. Null when `v` holds NUL: no argv can carry one (bash ends a
+ * `$'..'` word there), so any word would name its prefix, another row.
  */
 export function shellQuote(v: string): string | null {
   if (v.includes("\0")) return null
-  if (/\p{Cc}/u.test(v))
-    return `$'${v.replace(/[\\'\p{Cc}]/gu, (c) =>
-      // A C1 control as its UTF-8 bytes: bash's \u form depends on the locale.
-      c === "\\" || c === "'"
-        ? `\\${c}`
-        : `${c > "\u007f" ? "\\xc2" : ""}\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`,
-    )}'`
+  if (clean(v) !== v)
+    return `$'${[...v]
+      .map((c) =>
+        c === "\\" || c === "'"
+          ? `\\${c}`
+          : clean(c) === c
+            ? c
+            : // As its UTF-8 bytes: bash's \u form depends on the locale.
+              [...new TextEncoder().encode(c)].map((b) => `\\x${b.toString(16).padStart(2, "0")}`).join(""),
+      )
+      .join("")}'`
   return /^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replaceAll("'", `'\\''`)}'`
 }
 

@@ -93,8 +93,8 @@ export function requireRegularFile(path: string, what: string): string {
 }
 
 export function parsePort(value: string | undefined): number {
-  // Number(" ") is 0, a random port: a blank value is no port.
-  const port = value === undefined ? 8787 : value.trim() ? Number(value) : Number.NaN
+  // Digits only: Number(" ") is 0, a random port, and Number() also reads "0x1f90", "8e3" and " 80" as ports.
+  const port = value === undefined ? 8787 : /^\d{1,5}$/.test(value) ? Number(value) : Number.NaN
   if (!Number.isInteger(port) || port < 0 || port > 65535)
     throw new UsageError(`--port must be 0..65535, got ${value}`)
   return port

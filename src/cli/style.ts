@@ -27,12 +27,21 @@ export const yellow = wrap(33, 39)
 
 /**
  * Prints a value as JSON for scripts (`--json`): a bigint becomes its exact decimal digits as a string, never a crash.
- * JSON escapes C0 controls but not DEL or C1 (U+0080..U+009F, where 0x9B starts a sequence on some terminals): they
- * are escaped too, which any JSON reader reads back as the same text.
+ * JSON escapes C0 controls but not DEL or C1 (U+0080..U+009F, where 0x9B starts a sequence on some terminals), nor
+ * the invisible format characters and separators clean() shows (a bidi override reorders a row on screen): they are
+ * escaped too, which any JSON reader reads back as the same text.
  */
 export function printJson(value: unknown): void {
   const text = JSON.stringify(value, (_k, v: unknown) => (typeof v === "bigint" ? v.toString() : v), 2)
-  console.log(text.replace(/[\u007f-\u009f]/g, (c) => `\\u00${c.charCodeAt(0).toString(16)}`))
+  // Per UTF-16 unit: a tag character (U+E0001..) is written as its surrogate pair, as JSON spells it.
+  console.log(
+    text.replace(/[\u007f-\u009f\p{Cf}\p{Zl}\p{Zp}]/gu, (c) =>
+      c
+        .split("")
+        .map((u) => `\\u${u.charCodeAt(0).toString(16).padStart(4, "0")}`)
+        .join(""),
+    ),
+  )
 }
 
 /**

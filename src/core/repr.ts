@@ -61,10 +61,18 @@ export function safeString(value: unknown): string {
 
 // C0 controls (newlines included), DEL and C1 controls. Rows are written by agents: a tool name or request id
 // holding ESC could retitle an operator's terminal, clear it, or move the cursor up to fake a "released" line.
+// Format characters too (bidi controls such as U+202E, zero-width ones, U+FEFF, tag characters), and the line and
+// paragraph separators: invisible, they reorder or hide what an operator reads (Trojan Source), so that `pay-A`
+// and `pay-\u200bA` look alike.
 // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f-\u009f]/g
+const CONTROL = /[\u0000-\u001f\u007f-\u009f\p{Cf}\p{Zl}\p{Zp}]/gu
 
-/** Text from a row or an error, made inert for a terminal or a one-line log: every control character as `\xNN`. */
+/**
+ * Text from a row or an error, made inert for a terminal or a one-line log: every control character as `\xNN`,
+ * every invisible format character and line separator as `\uXXXX` (`\UXXXXXXXX` above U+FFFF).
+ */
 export function clean(text: unknown): string {
-  return String(text).replace(CONTROL, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}`)
+  return String(text).replace(CONTROL, (c) =>
+    c < "\u00a0" ? `\\x${c.charCodeAt(0).toString(16).padStart(2, "0")}` : escapeChar(c),
+  )
 }

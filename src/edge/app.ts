@@ -79,7 +79,7 @@ export { HttpError } from "./errors.ts"
 /** Seconds a cached tenant must be unused before `maxCachedTenants` drops it: longer than any request can run. */
 const TENANT_IDLE = 300
 
-/** `Name (code): message` on one line, control characters shown as `\xNN`. */
+/** `Name (code): message` on one line, control and invisible characters escaped (`clean`). */
 function oneLine(err: Error): string {
   const code = (err as { code?: unknown }).code
   return clean(`${err.name}${typeof code === "string" ? ` (${code})` : ""}: ${err.message}`)

@@ -147,8 +147,11 @@ export async function run(args: string[]): Promise<number> {
   )
   if (positionals.length) throw new UsageError(`doctor takes no arguments, got '${positionals[0]}'`)
   const timeoutMs = Math.round(Number(values.timeout ?? "2") * 1000)
-  if (!(timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_S * 1000))
-    throw new UsageError(`--timeout must be a positive number of seconds, at most ${MAX_TIMEOUT_S}`)
+  // A plain decimal, as `receipts export --timeout` takes: Number() also reads "0x10" as 16 and "1e1" or " 5" too.
+  if (!(/^\d*\.?\d+$/.test(values.timeout ?? "2") && timeoutMs > 0 && timeoutMs <= MAX_TIMEOUT_S * 1000))
+    throw new UsageError(
+      `--timeout must be a positive number of seconds, at most ${MAX_TIMEOUT_S}, got '${values.timeout}'`,
+    )
   const { loadConfig } = await import("../../node/config.ts")
   const path = values.config ?? "mycelium.yaml"
   // A config that does not load is a ConfigError: exit 2 with its key, line and column (main.ts prints it).

@@ -170,7 +170,7 @@ async function command(
     if (positionals.length) throw new UsageError("tasks list takes no arguments")
     const tasks = await ledger.list()
     if (values.json) printJson(tasks.map((t) => ({ ...t.row, state: taskState(t, now), lease: t.lease })))
-    else if (!tasks.length) console.log(`no tasks found in ${path}`)
+    else if (!tasks.length) console.log(`no tasks found in ${clean(path)}`)
     else
       for (const t of tasks)
         console.log(`${bold(t.row.request_id)}  ${clean(t.row.task)}  ${taskState(t, now)}`)

@@ -127,7 +127,7 @@ async function list(args: string[]): Promise<number> {
       return 0
     }
     if (!rows.length) {
-      console.log(`no transitions found${values.stuck ? " (stuck only)" : ""} in ${where}`)
+      console.log(`no transitions found${values.stuck ? " (stuck only)" : ""} in ${clean(where)}`)
       if (where === `file ${DEFAULT_LEDGER}`)
         console.log(
           dim("(mycelium demo writes .mycelium/demo-ledger.json: add --file .mycelium/demo-ledger.json)"),

@@ -3,8 +3,16 @@ import type { ConfigSource } from "./source.ts"
 /** Environment variables as a plain map (the process environment in Node, `Deno.env.toObject()`, a Worker's `env` bindings). */
 export type ConfigEnv = Readonly<Record<string, string | undefined>>
 
-// A `${` none of the forms before it match (`${H:=x}`, `${H-x}`, `${1X}`, a `${` in a default) is last, refused.
-const REF = /\$\$|\$\{([A-Za-z_]\w*)(?::-((?:[^$}]|\$(?!\{))*))?\}|\$([A-Za-z_]\w*)|\$\{/g
+// A default's text: `$$` (a literal `$`, as outside it) or a `$` before no name and no `$` (so `$$$H` is not `$`,
+// `$$`, `H`). A `$NAME` or `${` there does not expand (`${DB:-redis://$HOST/0}` was the address
+// `redis://$HOST/0`), so it is refused, as any other `${` is.
+const DEFAULT_TEXT = "(?:[^$}]|\\$\\$|\\$(?![{$A-Za-z_]))*"
+// A `${` none of the forms before it match (`${H:=x}`, `${H-x}`, `${1X}`, a variable in a default) is last, refused.
+const REF = /* @__PURE__ */ new RegExp(
+  `\\$\\$|\\$\\{([A-Za-z_]\\w*)(?::-(${DEFAULT_TEXT}))?\\}|\\$([A-Za-z_]\\w*)|\\$\\{`,
+  "g",
+)
+const DEFAULT_WITH_VARIABLE = /* @__PURE__ */ new RegExp(`^\\$\\{[A-Za-z_]\\w*:-${DEFAULT_TEXT}\\$[{A-Za-z_]`)
 
 /**
  * A variable's text, or undefined: a name such as `constructor` or `__proto__` reads the object's prototype, and a
@@ -33,13 +41,15 @@ export function expandEnv(
       // Not named: it may be part of a password.
       if (whole === "${")
         throw source.error(
-          `only \${VAR} and \${VAR:-default} expand: write one, or a '$' that is text as '$$'`,
+          DEFAULT_WITH_VARIABLE.test(value.slice(at))
+            ? `only \${VAR} and \${VAR:-default} expand, and a default holds no variable: write it out, or a '$' that is text as '$$'`
+            : `only \${VAR} and \${VAR:-default} expand: write one, or a '$' that is text as '$$'`,
           path,
         )
       const key = (braced ?? bare) as string
       const v = envValue(env, key)
       if (v !== undefined && v !== "") return v
-      if (fallback !== undefined) return fallback
+      if (fallback !== undefined) return fallback.replaceAll("$$", "$")
       // A `$` in a token, a key=value DSN, a URL's userinfo (up to its last '@') or its query (`?password=`) may be a
       // password's own: the name would print the rest of it. Named there only when it is the whole value.
       const name = String(path.at(-1))
