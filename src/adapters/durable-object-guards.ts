@@ -88,7 +88,10 @@ export class GuardTables {
     const r = this.#sql
       .exec(`SELECT payload, lease FROM ${TASKS} WHERE request_id = ?`, requestId)
       .toArray()[0]
-    if (!r) return null
+    return r ? this.#task(requestId, r) : null
+  }
+
+  #task(requestId: string, r: Record<string, SqlValue>): StoredTask {
     const row = parseTaskRow(JSON.parse(String(r.payload)))
     if (!row) throw new TaskRowError(`task row '${requestId}' is not a task ledger entry`)
     const leaseText = r.lease === null ? null : String(r.lease)
@@ -111,13 +114,13 @@ export class GuardTables {
 
   taskList(): StoredTask[] {
     this.#init()
-    return (
-      this.#sql
-        .exec(`SELECT request_id FROM ${TASKS} ORDER BY request_id`)
-        .toArray()
-        // Each id was just listed, in the same atomic step: its task is there.
-        .map((r) => this.taskGet(String(r.request_id)) as StoredTask)
-    )
+    // Rows, not keys looked up again: SQLite keeps an id holding an unpaired surrogate as its own key but reads it
+    // back with U+FFFD for each byte, another id ('job-\ud800' listed as 'job-\ufffd\ufffd\ufffd': that task twice
+    // or null). The payload's JSON keeps the id escaped.
+    return this.#sql
+      .exec(`SELECT request_id, payload, lease FROM ${TASKS} ORDER BY request_id`)
+      .toArray()
+      .map((r) => this.#task(String(r.request_id), r))
   }
 
   receiptTail(ledger: string): ChainTail | null {

@@ -167,6 +167,11 @@ export function jwtAuth(options: JwtAuthOptions): (authorization: string | undef
     key = keySource(createRemoteJWKSet(jwksUrlOf(options.jwksUrl)))
     algs = PUBLIC_KEY_ALGS
   } else if (options.secret !== undefined) {
+    // UTF-8 writes an unpaired surrogate as U+FFFD: such a secret would be another secret's key.
+    if (typeof options.secret === "string" && !options.secret.isWellFormed())
+      throw new InvalidOptionError(
+        "jwtAuth secret holds an unpaired surrogate, which UTF-8 cannot encode: use a random one in valid Unicode",
+      )
     key = typeof options.secret === "string" ? new TextEncoder().encode(options.secret) : options.secret
     // RFC 7518 §3.2: an HS256 key has at least 256 bits; a short one can be guessed offline from any one token.
     if (key.length < 32)

@@ -513,6 +513,13 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
     if (ar.signing_key_env !== undefined)
       signingKey = readEnvKey(env, ar.signing_key_env, source, ["audit_receipt", "signing_key_env"], true)
     else signingKey = ar.signing_key ?? null
+    // Python's signing_key.encode() refuses an unpaired surrogate; UTF-8 here would sign with U+FFFD, another key.
+    if (signingKey !== null && !signingKey.isWellFormed())
+      throw source.error(
+        "the signing key holds an unpaired surrogate, which UTF-8 cannot encode: use a key in valid Unicode",
+        ["audit_receipt", ar.signing_key_env !== undefined ? "signing_key_env" : "signing_key"],
+        true,
+      )
     if (ar.storage === "file" && !ar.path)
       throw source.error(`storage 'file' needs 'path'`, ["audit_receipt"])
     if (production && ar.signing_key !== undefined)

@@ -72,5 +72,9 @@ export function timingSafeEqual(a: string, b: string): boolean {
 export function hmacReceiptSigner(signingKey: string): ReceiptSigner {
   if (typeof signingKey !== "string" || signingKey.length === 0)
     throw new AuditReceiptError("audit receipts need a non-empty signing key (the original's signing_key)")
+  // UTF-8 writes an unpaired surrogate as U+FFFD, so 'k\ud800' and 'k\ufffd' signed alike; Python's
+  // signing_key.encode() refuses such a key.
+  if (!signingKey.isWellFormed())
+    throw new AuditReceiptError("the signing key holds an unpaired surrogate: use a key in valid Unicode")
   return { kind: "hmac", sign: (text) => hmacSha256Hex(signingKey, text) }
 }

@@ -90,10 +90,12 @@ async function signatureValid(text: string, signature: string, keys: ReceiptKeys
   if (looksLikeJws(signature)) return typeof jws === "function" ? jwsValid(jws, signature, text) : false
   const secrets: readonly unknown[] = typeof hmac === "string" ? [hmac] : Array.isArray(hmac) ? hmac : []
   // The empty key is everyone's key (an unset variable, `?? ""`): no signer accepts it, so it verifies nothing.
+  // Nor does one holding an unpaired surrogate: UTF-8 makes it U+FFFD, so it verified another key's receipts.
   for (const secret of secrets)
     if (
       typeof secret === "string" &&
       secret !== "" &&
+      secret.isWellFormed() &&
       timingSafeEqual(await hmacSha256Hex(secret, text), signature)
     )
       return true
