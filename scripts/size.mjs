@@ -245,6 +245,9 @@ const budgets = [
   // 12 -> 12.2 KB (2026-12-06, the harness attack review): a deadline whose timer is late still stops dispatch, requests
   // and tool batches (a busy loop let a run send requests past it and succeed); plan and usage fields read once (a
   // getter hung the run or refunded the request limit); NaN rlm caps refused (they lifted the cap): 12,426 B.
+  // Its second review (same budget): a provider answer without a content list, a tool call id that is missing or
+  // repeated, a linked semaphore queue (serving or aborting 40,000 waiters was quadratic), no task event after its
+  // terminal one: 12,488 B.
   { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 12.2 * KB },
   // The workspace needs Node built-ins (external here, as for the adapters): 5.5 KB when it was added.
   { name: "harness/workspace", code: 'export * from "./dist/harness/workspace/index.js"', max: 7 * KB },

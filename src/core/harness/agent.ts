@@ -128,12 +128,16 @@ export async function runAgent(ctx: AgentContext, prompt: string): Promise<strin
 function checkResponse(r: unknown): ModelResponse {
   const parts = (r as { parts?: unknown } | null)?.parts
   if (!Array.isArray(parts)) throw new InvalidModelResponseError("the model client returned no `parts` array")
+  // Tool results are matched to their calls by id: two calls with one id cannot be answered apart. (An id already
+  // in the set leaves its size as it was.)
+  const ids = new Set<string>()
   for (const p of parts) {
     const ok =
       (p?.type === "text" && typeof p.text === "string") ||
       (p?.type === "tool_call" &&
         typeof p.name === "string" &&
         typeof p.id === "string" &&
+        ids.size < ids.add(p.id).size &&
         typeof p.args === "object" &&
         p.args !== null &&
         !Array.isArray(p.args))
@@ -143,7 +147,7 @@ function checkResponse(r: unknown): ModelResponse {
         typeof p?.type === "string" ? `'${p.type.slice(0, 40).replace(/[^\w.:-]/g, "?")}'` : typeof p?.type
       const size = typeof p?.text === "string" ? ` (${p.text.length} text chars)` : ""
       throw new InvalidModelResponseError(
-        `the model client returned an invalid part of type ${type}${size}; a part must be { type: "text", text } or { type: "tool_call", id, name, args }`,
+        `the model client returned an invalid part of type ${type}${size}; a part must be { type: "text", text } or { type: "tool_call", id, name, args }, ids unique`,
       )
     }
   }

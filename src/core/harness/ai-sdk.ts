@@ -124,7 +124,9 @@ function toUsage(u: AiSdkUsageV2 | AiSdkUsageV3 | undefined): ResponseUsage | un
   return out as ResponseUsage
 }
 
-function parseInput(input: unknown, tool: string): Record<string, unknown> {
+function parseInput(input: unknown, name: unknown): Record<string, unknown> {
+  // The name is the model's: 40 characters of it at most in a failure message.
+  const tool = String(name).slice(0, 40)
   let v = input
   if (typeof input === "string") {
     try {
@@ -160,23 +162,32 @@ export function fromAiSdk(model: AiSdkLanguageModel): ModelClient {
       if (req.settings?.temperature !== undefined) options.temperature = req.settings.temperature
       if (req.settings?.max_tokens !== undefined) options.maxOutputTokens = req.settings.max_tokens
       const r = await model.doGenerate(options)
+      // A provider's answer is untrusted, and the harness checks what it gets: no content list gives no parts list
+      // (it was a TypeError, or a string read as no parts: an empty answer), and texts, ids and names go on as they
+      // are (String() made a missing id "undefined", and a text that was not a string was dropped).
+      const content = r?.content
+      if (!Array.isArray(content)) return { parts: content as never }
       const parts: ResponsePart[] = []
-      for (const c of r.content ?? []) {
-        if (c.type === "text" && typeof c.text === "string") parts.push({ type: "text", text: c.text })
-        else if (c.type === "tool-call") {
-          const name = String(c.toolName)
-          parts.push({ type: "tool_call", id: String(c.toolCallId), name, args: parseInput(c.input, name) })
-        }
+      for (const c of content) {
+        if (c?.type === "text") parts.push({ type: "text", text: c.text as string })
+        else if (c?.type === "tool-call")
+          parts.push({
+            type: "tool_call",
+            id: c.toolCallId as string,
+            name: c.toolName as string,
+            args: parseInput(c.input, c.toolName),
+          })
         // Reasoning, sources and files are not part of the harness's message model; they are dropped.
       }
       const usage = toUsage(r.usage)
       const finish = typeof r.finishReason === "string" ? r.finishReason : r.finishReason?.unified
+      const id = r.response?.modelId
       return {
         parts,
         ...(usage ? { usage } : {}),
-        model_name: r.response?.modelId ?? model.modelId,
+        model_name: typeof id === "string" ? id : model.modelId,
         provider_name: model.provider,
-        ...(finish ? { finish_reason: finish } : {}),
+        ...(typeof finish === "string" ? { finish_reason: finish } : {}),
       }
     },
   }

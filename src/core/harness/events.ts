@@ -127,6 +127,8 @@ export class EventBus {
 
 export class EventStream {
   sequence = 0
+  /** The task's terminal event went out: nothing follows it. */
+  ended = false
   constructor(
     readonly bus: EventBus,
     readonly runId: string,
@@ -151,7 +153,10 @@ export class EventStream {
     parentRunId: string,
     body: TaskEventBody,
   ): void {
-    if (this.bus.closed) return
+    // A request that settles later (a sub-query deaf to its abort, past the drain timeout) still counts in usage
+    // and samples, but sends no event. Terminal events are the ones that carry the task's usage.
+    if (this.bus.closed || this.ended) return
+    this.ended = "usage" in body
     const seq = ++this.sequence
     const event = Object.freeze({
       event_id: `${this.runId}#${seq}`,

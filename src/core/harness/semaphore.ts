@@ -4,11 +4,18 @@ interface Waiter {
   readonly grant: () => void
   readonly fail: (reason: unknown) => void
   readonly signal: AbortSignal | undefined
+  next?: Waiter
+  /** Aborted: left in the queue and skipped when it comes up, so an abort costs O(1), not a scan of the queue. */
+  gone?: boolean
 }
 
 export class Semaphore {
   #free: number
-  readonly #waiters: Waiter[] = []
+  // A linked queue whose head is the last waiter served (at first a placeholder); the waiters follow it. Array#shift
+  // moves every element of a long array (one in the large-object space is never trimmed in place): 160,000 waiters
+  // took 24 s to serve.
+  #head = {} as Waiter
+  #tail = this.#head
   // One abort listener per signal, not per waiter: a 50-call batch waiting on one task signal must not pile up
   // listeners (and trip Node's leak warning).
   readonly #bySignal = new Map<AbortSignal, { waiters: Set<Waiter>; onAbort: () => void }>()
@@ -40,7 +47,7 @@ export class Semaphore {
         },
         fail: reject,
       }
-      this.#waiters.push(waiter)
+      this.#tail = this.#tail.next = waiter
       if (signal) {
         let entry = this.#bySignal.get(signal)
         if (!entry) {
@@ -49,8 +56,7 @@ export class Semaphore {
             onAbort: () => {
               this.#bySignal.delete(signal)
               for (const w of created.waiters) {
-                const i = this.#waiters.indexOf(w)
-                if (i >= 0) this.#waiters.splice(i, 1)
+                w.gone = true
                 w.fail(signal.reason)
               }
             },
@@ -83,7 +89,10 @@ export class Semaphore {
       if (released) return
       released = true
       this.#inUse--
-      const next = this.#waiters.shift()
+      let next = this.#head.next
+      while (next?.gone) next = next.next
+      // Past the tail when every waiter left was aborted: the tail then heads an empty queue.
+      this.#head = next ?? this.#tail
       if (next) next.grant()
       else this.#free++
     }

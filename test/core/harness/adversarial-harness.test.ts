@@ -15,7 +15,7 @@ import {
   ScriptedModel,
 } from "../../../src/core/harness/index.ts"
 import { InvalidOptionError } from "../../../src/index.ts"
-import { failed, recorder, task } from "./helpers.ts"
+import { checkInvariants, failed, recorder, task } from "./helpers.ts"
 
 const text = (t: string): ModelResponse => ({ parts: [{ type: "text", text: t }] })
 
@@ -476,6 +476,95 @@ describe("work a tool leaves behind", () => {
     await new Promise((r) => setTimeout(r, 100))
     expect(afterFinish).toBe(0)
     expect(m.calls).toBe(callsAtFinish)
+  })
+
+  it("a sub-query that ignores its abort past the drain timeout sends no event after its task's terminal event", async () => {
+    // Its model_request_finished came on the task's stream after task_succeeded (the task's terminal event was not
+    // its last), while a dependent kept the run going.
+    let lateSettled!: () => void
+    const late = new Promise<void>((r) => {
+      lateSettled = r
+    })
+    const m = model(async (req, signal) => {
+      if (req.context.depth > 0) {
+        await new Promise((r) => setTimeout(r, 150)) // deaf to the signal
+        lateSettled()
+        return { parts: [{ type: "text", text: "sub" }], usage: { input_tokens: 7 } }
+      }
+      if (req.context.task_id === "b") {
+        await late
+        await new Promise((r) => setTimeout(r, 20))
+        if (signal.aborted) throw signal.reason
+        return text("b done")
+      }
+      const last = req.messages.at(-1)
+      if (last?.role === "tool") return text("done")
+      return { parts: [{ type: "tool_call", id: "c1", name: "fire", args: {} }] }
+    })
+    const { events, onEvent } = recorder()
+    const result = await within(
+      runPlan(
+        { tasks: [task("a"), task("b", ["a"])], output_task_id: "b" },
+        {
+          model: m,
+          tools: [
+            {
+              name: "fire",
+              parameters: { type: "object" },
+              execute: async (_args, ctx) => {
+                void ctx.spawn({ prompt: "sub" }).catch(() => {})
+                return "fired"
+              },
+            },
+          ],
+        },
+        { onEvent, drain_timeout_seconds: 0.02 },
+      ),
+      5_000,
+    )
+    expect(result.output).toBe("b done")
+    checkInvariants(events, result, 4)
+    const a = events.filter((e) => "task_id" in e && e.task_id === "a").map((e) => e.type)
+    expect(a).toEqual(["task_started", "model_request_finished", "model_request_finished", "task_succeeded"])
+    // The late request still counts: it was sent and paid for, and its sample is kept.
+    expect(result.model_requests_total).toBe(4)
+    expect(result.usage).toMatchObject({ requests: 4, input_tokens: 7 })
+    expect(result.model_requests.map((s) => s.depth).sort()).toEqual([0, 0, 0, 1])
+  })
+
+  it("one deaf past the end of the run sends nothing after run_finished", async () => {
+    let lateSettled!: () => void
+    const late = new Promise<void>((r) => {
+      lateSettled = r
+    })
+    const m = model(async (req) => {
+      if (req.context.depth > 0) {
+        await new Promise((r) => setTimeout(r, 80)) // deaf to the signal
+        queueMicrotask(lateSettled)
+        return text("sub")
+      }
+      if (req.messages.at(-1)?.role === "tool") return text("done")
+      return { parts: [{ type: "tool_call", id: "c1", name: "fire", args: {} }] }
+    })
+    const { events, onEvent } = recorder()
+    const fire: HarnessTool = {
+      name: "fire",
+      parameters: { type: "object" },
+      execute: async (_args, ctx) => {
+        void ctx.spawn({ prompt: "sub" }).catch(() => {})
+        return "fired"
+      },
+    }
+    const result = await runPlan(
+      { tasks: [task("a")], output_task_id: "a" },
+      { model: m, tools: [fire] },
+      { onEvent, drain_timeout_seconds: 0.01 },
+    )
+    const seen = events.length
+    await late
+    await new Promise((r) => setTimeout(r, 10))
+    expect(events).toHaveLength(seen)
+    checkInvariants(events, result, 4)
   })
 })
 

@@ -194,3 +194,96 @@ describe("fromAiSdk", () => {
     expect(String((thrown as Error).message)).toContain("specificationVersion")
   })
 })
+
+describe("fromAiSdk against a malformed or hostile provider answer", () => {
+  const call = (over: Record<string, unknown>) => ({
+    type: "tool-call",
+    toolCallId: "c",
+    toolName: "t",
+    input: "{}",
+    ...over,
+  })
+  // Each used to be a TypeError (null, a content object or number), or to run on: a content string read as no parts
+  // (an empty answer), a missing id or name coerced to "undefined", two calls under one id both run, a text that was
+  // not a string dropped.
+  const bad: Array<[string, unknown]> = [
+    ["a null result", null],
+    ["content that is an object", { content: { type: "text", text: "hi" } }],
+    ["content that is a number", { content: 5 }],
+    ["content that is a string", { content: "the answer" }],
+    ["a tool call without an id", { content: [call({ toolCallId: undefined })] }],
+    ["a tool call with a number id", { content: [call({ toolCallId: 7 })] }],
+    ["a tool call without a name", { content: [call({ toolName: undefined })] }],
+    ["two tool calls with one id", { content: [call({ input: '{"n":1}' }), call({ input: '{"n":2}' })] }],
+    ["a text that is not a string", { content: [{ type: "text", text: { toString: () => "hi" } }] }],
+    ["arguments that are not JSON", { content: [call({ input: "{'n': 1}" })] }],
+    ["arguments that are JSON null", { content: [call({ input: "null" })] }],
+  ]
+  for (const [name, answer] of bad)
+    it(`${name}: InvalidModelResponseError, and no tool runs`, async () => {
+      const model = {
+        specificationVersion: "v3" as const,
+        provider: "acme.chat",
+        modelId: "acme-large",
+        doGenerate: async () => answer as never,
+      }
+      let ran = 0
+      const err = await failed(
+        runPlan(
+          { tasks: [task("t")], output_task_id: "t" },
+          {
+            model: fromAiSdk(model),
+            tools: [{ name: "t", parameters: { type: "object" }, execute: async () => `ran ${++ran}` }],
+          },
+        ),
+      )
+      expect(err.result.failure).toMatchObject({
+        reason: "task_failed",
+        error_type: "InvalidModelResponseError",
+      })
+      expect(ran).toBe(0)
+      expect(err.result.usage.requests).toBe(1)
+    })
+
+  it("a huge tool name is cut to 40 characters in the failure message", async () => {
+    const model = {
+      specificationVersion: "v3" as const,
+      provider: "acme.chat",
+      modelId: "acme-large",
+      doGenerate: async () =>
+        ({ content: [call({ toolName: "n".repeat(1_000_000), input: "{bad" })] }) as never,
+    }
+    const err = await failed(
+      runPlan({ tasks: [task("t")], output_task_id: "t" }, { model: fromAiSdk(model) }),
+    )
+    expect(err.result.failure?.error_type).toBe("InvalidModelResponseError")
+    // Before: the whole 1 MB name, in the failure and in the task_failed event.
+    expect(err.result.failure?.message).toBe(
+      `the model sent invalid JSON arguments for tool '${"n".repeat(40)}'`,
+    )
+  })
+
+  it("a model id or finish reason that is not a string does not reach the samples", async () => {
+    const model = {
+      specificationVersion: "v3" as const,
+      provider: "acme.chat",
+      modelId: "acme-large",
+      doGenerate: async () =>
+        ({
+          content: [{ type: "text", text: "ok" }],
+          finishReason: { unified: 5, raw: undefined },
+          usage: { inputTokens: { total: -5 }, outputTokens: { total: Number.NaN } },
+          response: { modelId: { evil: true } },
+        }) as never,
+    }
+    const r = await runPlan({ tasks: [task("t")], output_task_id: "t" }, { model: fromAiSdk(model) })
+    expect(r.output).toBe("ok")
+    // Before: model_name { evil: true } and finish_reason 5.
+    expect(r.model_requests[0]).toMatchObject({
+      model_name: "acme-large",
+      input_tokens: null,
+      output_tokens: null,
+    })
+    expect(r.model_requests[0]).not.toHaveProperty("finish_reason")
+  })
+})
