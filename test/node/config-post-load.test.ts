@@ -115,6 +115,47 @@ describe("a bounded setting that does not build", () => {
     expect(e.message).toMatch(/b\.yaml:7:9 .*unknown type 'nosuchtype'/)
   })
 
+  // Half of a pair, or an argument the schema does not have, turned the check off: every call went unchecked. A key
+  // the file lacks is placed at its bounded mapping, the key path naming what to add there.
+  it.each([
+    [
+      "an entity_param the schema does not have",
+      "schema:\n        account: {type: string}\n      entity_param: acount\n      entity_pattern: acct_1",
+      "entity_param",
+      6,
+      7,
+      "entity_param 'acount' is not in the schema: pass one of account.",
+    ],
+    [
+      "entity_pattern without entity_param",
+      "entity_pattern: acct_1",
+      "entity_param",
+      3,
+      5,
+      "entity_param and entity_pattern go together: pass both.",
+    ],
+    [
+      "path_param without allowed_paths",
+      "path_param: file",
+      "path_param",
+      4,
+      7,
+      "path_param and allowed_paths go together: pass both.",
+    ],
+    [
+      "allowed_paths over an argument the schema does not have",
+      "schema:\n        file: {type: string}\n      allowed_paths: [/ws]",
+      "path_param",
+      3,
+      5,
+      "path_param 'path' is not in the schema: pass one of file.",
+    ],
+  ])("%s is a ConfigError at its key", async (_, bounded, key, line, column, detail) => {
+    const config = await loadConfig(file("s.yaml", `tools:\n  t:\n    bounded:\n      ${bounded}\n`), quiet)
+    const e = await refusal(() => config.apply("t", async () => 1))
+    expect(e).toMatchObject({ path: ["tools", "t", "bounded", key], line, column, detail })
+  })
+
   it("a pattern that does not compile is placed at entity_pattern", async () => {
     const config = await loadConfig(
       file("p.yaml", 'tools:\n  t:\n    bounded:\n      entity_param: id\n      entity_pattern: "(["\n'),

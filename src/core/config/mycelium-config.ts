@@ -333,7 +333,7 @@ export class MyceliumConfig {
         if (!(e instanceof SchemaBuildError)) throw e
         // The file's mistake, at its key: which schema (the input one if it fails alone) and which field in it.
         const key =
-          /^(?:entity_pattern|allowed_paths)/.exec(e.message)?.[0] ??
+          /^(?:entity_pa\w+|allowed_paths|path_param)/.exec(e.message)?.[0] ??
           (b.schema && !compiles(b.schema) ? "schema" : "output_schema")
         const spec = b[key as keyof typeof b]
         const field = /^[^.:[]+/.exec(e.message)?.[0] as string

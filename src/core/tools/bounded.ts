@@ -1,3 +1,4 @@
+import { unboxNumber } from "./boxed-number.ts"
 import { boundaryError, SchemaBuildError, type ToolBoundaryError } from "./errors.ts"
 import { compileFieldSpec, type FieldSpecSchema } from "./field-spec.ts"
 import { inputHint, inputViolation, outputHint } from "./hints.ts"
@@ -56,6 +57,7 @@ export function bounded<A extends object, R>(
   const output = options.outputSchema ? buildValidator(options.outputSchema, false) : undefined
   const entity = compileEntity(options)
   const paths = compilePaths(options)
+  checkScopeParams(options)
   // Extra arguments (a ledger's TransitionContext, when mycelium.yaml stacks guards) pass through untouched.
   const inner = fn as (args: A, ...rest: unknown[]) => R | Promise<R>
   const wrapped = (async (args: A, ...rest: unknown[]) => {
@@ -146,6 +148,22 @@ function buildValidator(schema: BoundarySchema, isInput: boolean): Validator {
   }
 }
 
+// Half of a pair, or an argument the schema does not have (a typo), turned the check off without a word: every
+// call went unchecked. Only a field spec lists its arguments here; a Standard Schema's are not known.
+function checkScopeParams(options: BoundedOptions): void {
+  const { schema, entityParam, entityPattern, allowedPaths, pathParam } = options
+  const fields = schema && !isStandardSchema(schema) ? Object.keys(schema) : undefined
+  for (const [param, partner, key, other] of [
+    [entityParam, entityPattern, "entity_param", "entity_pattern"],
+    [pathParam ?? (allowedPaths && "path"), allowedPaths, "path_param", "allowed_paths"],
+  ] as const) {
+    if ((param === undefined) !== (partner === undefined))
+      throw new SchemaBuildError(`${key} and ${other} go together: pass both.`)
+    if (param !== undefined && fields && !fields.includes(param))
+      throw new SchemaBuildError(`${key} '${param}' is not in the schema: pass one of ${fields.join(", ")}.`)
+  }
+}
+
 function compileEntity(
   options: BoundedOptions,
 ): ((args: Record<string, unknown>, tool: string) => Record<string, unknown>) | undefined {
@@ -160,15 +178,16 @@ function compileEntity(
     throw new SchemaBuildError(`entity_pattern '${entityPattern}' is invalid: ${(e as Error).message}`)
   }
   return (args, tool) => {
-    // Read once: a getter or proxy must not show the check one id and the tool another.
-    const value = args[entityParam]
+    // Read once: a getter or proxy must not show the check one id and the tool another. A boxed Number or a bigint
+    // (parseToolArguments' `1e16` and 9007199254740993) is a number: the tool gets the primitive that was checked.
+    const value = unboxNumber(args[entityParam])
     if (value === undefined || value === null) return args
     // Only a string or a number is an id. String() would let ["acct_1"] or {"$ne": null} ("[object Object]")
     // through a pattern, and the tool would receive an array or a query operator instead of one entity.
     const id =
       typeof value === "string"
         ? value
-        : typeof value === "number" && Number.isFinite(value)
+        : typeof value === "bigint" || Number.isFinite(value)
           ? String(value)
           : undefined
     if (id !== undefined && re.test(id)) return { ...args, [entityParam]: value }

@@ -1,5 +1,6 @@
 import { MyceliumError } from "../errors.ts"
 import { escapeChar, pyRepr } from "../repr.ts"
+import { unboxNumber } from "./boxed-number.ts"
 
 /** Where a boundary check failed; the runner retries `output` failures at tool level. */
 export type BoundaryStage = "input" | "output" | "scope" | "allowlist"
@@ -83,6 +84,8 @@ function shownValue(value: unknown): string {
       cut = true
       return v.slice(0, SHOWN_CHARS)
     }
+    // A boxed Number (parseToolArguments' `1e16`) has no keys: it was echoed as {}.
+    v = unboxNumber(v)
     if (depth > 4 || typeof v !== "object" || v === null) return v
     const o = v as Record<string, unknown>
     if (Array.isArray(v) || ArrayBuffer.isView(v)) {

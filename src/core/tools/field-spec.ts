@@ -1,4 +1,5 @@
 import { defineOwn } from "../own.ts"
+import { unboxNumber } from "./boxed-number.ts"
 import { SchemaBuildError } from "./errors.ts"
 
 /** One field of the YAML field spec (reference §5.1). Unknown keys are ignored, as in the original. */
@@ -148,6 +149,9 @@ function withLength(check: Check, spec: FieldSpec, short: string, long: string):
 
 // Lax coercions mirror pydantic's lax mode, which the original relied on: "5" and 5.0 are integers.
 const integerCheck: Check = (v, p) => {
+  v = unboxNumber(v)
+  // parseToolArguments' integer beyond 2^53: exact, as Python's int (a refusal told the model "Expected: integer").
+  if (typeof v === "bigint") return { ok: true, value: v }
   if (typeof v === "boolean") return { ok: true, value: v ? 1 : 0 }
   if (typeof v === "number") {
     if (Number.isInteger(v)) return { ok: true, value: v }
@@ -170,8 +174,11 @@ const integerCheck: Check = (v, p) => {
 const DECIMAL = /^[+-]?(\d+\.?\d*|\.\d+)(e[+-]?\d+)?$/i
 
 const numberCheck: Check = (v, p) => {
+  v = unboxNumber(v)
   if (typeof v === "boolean") return { ok: true, value: v ? 1 : 0 }
-  if (typeof v === "number") return { ok: true, value: v }
+  // A bigint becomes the nearest double, as pydantic makes a Python int a float (one beyond them is float_type there).
+  if (typeof v === "number" || (typeof v === "bigint" && Number.isFinite(Number(v))))
+    return { ok: true, value: Number(v) }
   if (typeof v === "string") {
     const t = v.trim()
     return DECIMAL.test(t) ? { ok: true, value: Number(t) } : fail("float_parsing", p, v, "number")

@@ -40,13 +40,16 @@ describe("field spec: what the tool receives is what was checked", () => {
     expect(await t({ id: " -42 " as unknown as number })).toBe(-42)
   })
 
-  it("NaN and Infinity are not integers; -0 and 5.0 are; bigint and numeric objects are refused", async () => {
+  // A bigint is what parseToolArguments makes of an integer beyond 2^53, so it is one (parsed-numbers.test.ts); what
+  // JavaScript would coerce into a number ([1], an object with a valueOf) is still refused.
+  it("NaN and Infinity are not integers; -0, 5.0 and a bigint are; arrays and objects posing as numbers are refused", async () => {
     const t = bounded(async (a: { n: number }) => a.n, { name: "n", schema: { n: { type: "integer" } } })
     expect((await failure(t({ n: Number.NaN }))).violation).toBe("finite_number")
     expect((await failure(t({ n: Number.POSITIVE_INFINITY }))).violation).toBe("finite_number")
     expect((await failure(t({ n: "Infinity" as unknown as number }))).violation).toBe("int_parsing")
-    expect((await failure(t({ n: 10n as unknown as number }))).violation).toBe("int_type")
+    expect(await t({ n: 10n as unknown as number })).toBe(10n)
     expect((await failure(t({ n: [1] as unknown as number }))).violation).toBe("int_type")
+    expect((await failure(t({ n: { valueOf: () => 1 } as unknown as number }))).violation).toBe("int_type")
     expect(Object.is(await t({ n: -0 }), -0)).toBe(true)
     expect(await t({ n: "5.0" as unknown as number })).toBe(5)
   })
