@@ -6,6 +6,7 @@ import { appendReceipt } from "../ledger/engine/receipts.ts"
 import {
   type Clock,
   type JsonValue,
+  LedgerConfigError,
   ReceiptAppendError,
   type ReceiptHook,
   systemClock,
@@ -111,9 +112,27 @@ function seconds(name: string, v: number, min?: number): number {
   return v
 }
 
-// An unbounded lease (leaseTtl <= 0) never lapses: only a release ends it.
-const leaseEnd = (l: TaskLease): string =>
-  `lease until ${l.lease_until === null ? "released" : new Date(l.lease_until * 1000).toISOString()}`
+// An unbounded lease (leaseTtl <= 0) never lapses: only a release ends it. An end no Date holds (a leaseTtl of 1e300,
+// a stored row's) threw a RangeError where TaskLedgerPendingError or TaskReleaseRefusedError was due.
+// (Dates end 8.64e12 seconds from 1970; 1e12 is the year 33658.)
+const leaseEnd = ({ lease_until: t }: TaskLease): string =>
+  `lease until ${t === null ? "released" : Math.abs(t) < 1e12 ? new Date(t * 1000).toISOString() : safeString(t)}`
+
+// Nesting a row may hold: the stores' recursive writes overflowed the stack past a few thousand levels (after the body
+// ran, stranding the row in flight), and the original's json reads no row past ~1000, so a deeper one in a shared
+// task file made every row unreadable to Python workers.
+const MAX_DEPTH = 900
+
+/** Whether JSON `v`, inside `d` lists or objects, nests deeper than MAX_DEPTH (the recursion stops there). */
+const tooDeep = (v: JsonValue, d = 0): boolean =>
+  typeof v === "object" && v !== null && (d >= MAX_DEPTH || Object.values(v).some((x) => tooDeep(x, d + 1)))
+
+/** `toJsonValue(v)`, refused when it nests deeper than a row may. */
+function rowJson(v: unknown): JsonValue {
+  const json = toJsonValue(v)
+  if (tooDeep(json)) throw new Error("too deep")
+  return json
+}
 
 /** A claim this worker holds. */
 interface Held {
@@ -178,10 +197,18 @@ export class TaskLedger {
       throwIfAborted(meta.signal)
       // Normalised before anything is claimed: a claim followed by a throw would hold the task for a whole lease.
       const given = (args ?? {}) as Record<string, unknown>
-      const kwargs = argumentsStoredAndKeyed(given).stored as Record<string, JsonValue>
-      if (meta.taskId !== undefined) kwargs.task_id = meta.taskId
-      if (meta.runId !== undefined) kwargs.run_id = meta.runId
-      const requestId = deriveTaskRequestId({ task: name, kwargs, idFrom: ids })
+      const { stored, keyed } = argumentsStoredAndKeyed(given)
+      if (tooDeep(stored))
+        throw new LedgerConfigError(
+          "arguments with a cycle or too deep to hash: pass plain JSON (nothing was claimed)",
+        )
+      const kwargs = stored as Record<string, JsonValue>
+      // The id is derived from the exact values (a bigint, a float parseToolArguments kept), as the original's: from
+      // the stored form 2n ** 60n hashed as the string "1152921504606846976" and replayed that string's task.
+      const exact = keyed as Record<string, JsonValue>
+      if (meta.taskId !== undefined) kwargs.task_id = exact.task_id = meta.taskId
+      if (meta.runId !== undefined) kwargs.run_id = exact.run_id = meta.runId
+      const requestId = deriveTaskRequestId({ task: name, kwargs: exact, idFrom: ids })
       // The row (and its receipt's inputs) holds the arguments the body gets, as the original's claim stores its
       // clean kwargs: task_id and run_id only name the request.
       const { task_id: _tid, run_id: _rid, ...clean } = kwargs
@@ -376,7 +403,7 @@ export class TaskLedger {
     await stop()
     let stored: JsonValue
     try {
-      stored = toJsonValue(result)
+      stored = rowJson(result)
       // Checked before the write: the store refused it after the body ran, and the row stayed in flight until its
       // lease lapsed and the body ran again.
       if (this.#strict && jsonHoldsUnstorableText(JSON.stringify(stored)))
@@ -386,7 +413,7 @@ export class TaskLedger {
       // lapses; a failed row says why and lets the next call run the task again.
       const unstorable = new TaskResultUnstorableError(
         `Task request '${held.requestId}' returned a result that is not JSON the store can keep (${errorText(e)}); it was recorded ` +
-          "as failed and the next call runs it again. Return plain JSON (no cycles, no nesting thousands deep) from the task.",
+          "as failed and the next call runs it again. Return plain JSON (no cycles, no nesting 900 deep) from the task.",
       )
       try {
         await serial(() => this.#finish(held, "failed", null, errorText(unstorable)))
@@ -512,10 +539,10 @@ export class TaskLedger {
     let releasedResult: JsonValue = null
     if (verified === "completed")
       try {
-        releasedResult = toJsonValue(options.result ?? null)
+        releasedResult = rowJson(options.result ?? null)
       } catch (e) {
         throw new TaskReleaseRefusedError(
-          `the release result is not JSON (${errorText(e)}); pass plain JSON (no cycles, no nesting thousands deep) as result`,
+          `the release result is not JSON (${errorText(e)}); pass plain JSON (no cycles, no nesting 900 deep) as result`,
         )
       }
     // Before any read: such an id, or such text in what the release writes, was refused by the store as an outage.

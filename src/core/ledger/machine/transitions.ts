@@ -291,6 +291,10 @@ export const ALLOWED_DECISION: Decision = /* @__PURE__ */ Object.freeze({
 
 /** `"{Type}: {message}"`, as the original records errors. */
 export function errorText(e: unknown): string {
-  if (e instanceof Error) return `${e.name}: ${e.message}`
+  // A name or message that is a Symbol or a throwing getter threw here while a failure was being recorded: the row
+  // stayed in flight for its whole lease, and the caller got a TypeError instead of its own error.
+  try {
+    if (e instanceof Error) return `${e.name}: ${e.message}`
+  } catch {}
   return `Error: ${safeString(e)}`
 }
