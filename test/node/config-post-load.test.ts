@@ -156,6 +156,18 @@ describe("a bounded setting that does not build", () => {
     expect(e).toMatchObject({ path: ["tools", "t", "bounded", key], line, column, detail })
   })
 
+  // The option names were matched at the start of any message: a schema field named like one (entity_parent) was
+  // placed at a bounded key the file does not have.
+  it.each(["entity_parent", "entity_pattern", "path_params", "allowed_paths_x"])(
+    "a schema field named %s is placed at its line in the schema",
+    async (field) => {
+      const yaml = `tools:\n  t:\n    bounded:\n      schema:\n        ${field}: {type: nosuchtype}\n`
+      const config = await loadConfig(file("f.yaml", yaml), quiet)
+      const e = await refusal(() => config.apply("t", async () => 1))
+      expect(e).toMatchObject({ path: ["tools", "t", "bounded", "schema", field], line: 5, column: 9 })
+    },
+  )
+
   it("a pattern that does not compile is placed at entity_pattern", async () => {
     const config = await loadConfig(
       file("p.yaml", 'tools:\n  t:\n    bounded:\n      entity_param: id\n      entity_pattern: "(["\n'),

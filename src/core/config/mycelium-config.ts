@@ -331,10 +331,14 @@ export class MyceliumConfig {
         }) as typeof body
       } catch (e) {
         if (!(e instanceof SchemaBuildError)) throw e
-        // The file's mistake, at its key: which schema (the input one if it fails alone) and which field in it.
+        // The file's mistake, at its key: which schema (the input one if it fails alone) and which field in it. The
+        // schemas are built first, so a field named like an option (`entity_parent`) is not taken for one.
         const key =
-          /^(?:entity_pa\w+|allowed_paths|path_param)/.exec(e.message)?.[0] ??
-          (b.schema && !compiles(b.schema) ? "schema" : "output_schema")
+          b.schema && !compiles(b.schema)
+            ? "schema"
+            : b.output_schema && !compiles(b.output_schema)
+              ? "output_schema"
+              : (/^(?:entity_pa\w+|allowed_paths|path_param)/.exec(e.message)?.[0] ?? "output_schema")
         const spec = b[key as keyof typeof b]
         const field = /^[^.:[]+/.exec(e.message)?.[0] as string
         const at = spec && typeof spec === "object" && Object.hasOwn(spec, field) ? [field] : []

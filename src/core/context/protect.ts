@@ -1,4 +1,5 @@
 import { InvalidOptionError } from "../errors.ts"
+import { unboxNumber } from "../tools/boxed-number.ts"
 import { ContextGuardConfigError } from "./errors.ts"
 import { activeCache, type SessionBindable } from "./session.ts"
 import { assertClock, assertTtl, type SecondsClock, type ToolCache } from "./tool-cache.ts"
@@ -55,7 +56,8 @@ export function protect<A extends object, R>(
         throw new InvalidOptionError(
           `protect(): ${toolName} got ${args}; pass an object with "${entityParam}"`,
         )
-      const entity = (args as Record<string, unknown>)[entityParam]
+      // A boxed Number (parseToolArguments' `1e16`) has no keys: every one was the entity "{}".
+      const entity = unboxNumber((args as Record<string, unknown>)[entityParam])
       if (entity !== undefined && entity !== null) {
         // Ids keep their string form ("42" and 42 are one entity); a structured entity gets its own namespace,
         // so the array ["a"] and the string '["a"]' do not share an entry.
@@ -123,8 +125,11 @@ function leafOrFrame(value: unknown): string | Frame {
     if (typeof toJSON !== "function") break
     v = toJSON.call(v)
   }
+  v = unboxNumber(v)
   if (v === undefined) return "undefined"
   if (typeof v === "bigint") return `${v}n`
+  // Its text, as an entity id's: JSON writes NaN and ±Infinity as null, the key of the argument null.
+  if (typeof v === "number") return String(v)
   if (v === null || typeof v !== "object") return JSON.stringify(v) ?? String(v)
   // src is the caller's object, not what its toJSON made: a fresh wrapper each time would hide a cycle through it.
   const src = value as object

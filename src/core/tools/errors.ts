@@ -61,9 +61,12 @@ const SHOWN_ITEMS = 20
 // shows it: raw in the next prompt, it makes a provider refuse the whole request ("no low surrogate in string").
 const escapeUnpaired = (text: string): string => text.replace(/\p{Cs}/gu, escapeChar)
 
+const cutText = (text: string, max = SHOWN_CHARS): string =>
+  text.length > max ? `${text.slice(0, max)}...` : text
+
 /** `text` cut to `max` characters, with `...` when something was cut. */
 export function clipText(text: string, max = SHOWN_CHARS): string {
-  return escapeUnpaired(text.length > max ? `${text.slice(0, max)}...` : text)
+  return escapeUnpaired(cutText(text, max))
 }
 
 /** A tool name as the model wrote it, for messages: clipped, and never a TypeError when it is not a string. */
@@ -94,7 +97,8 @@ function shownValue(value: unknown): string {
     }
     const keys = Object.keys(v)
     if (keys.length > SHOWN_ITEMS) cut = true
-    return Object.fromEntries(keys.slice(0, SHOWN_ITEMS).map((k) => [clipText(k), preview(o[k], depth + 1)]))
+    // Cut only: pyRepr escapes the key, and an escape made here showed '\\ud800' for the key '\ud800'.
+    return Object.fromEntries(keys.slice(0, SHOWN_ITEMS).map((k) => [cutText(k), preview(o[k], depth + 1)]))
   }
   const repr = pyRepr(preview(value, 0))
   return cut || repr.length > SHOWN_CHARS ? escapeUnpaired(`${repr.slice(0, SHOWN_CHARS)}...`) : repr

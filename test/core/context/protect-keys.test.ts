@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest"
 import { protect, Session } from "../../../src/core/context/index.ts"
 import { InvalidOptionError, MyceliumError } from "../../../src/core/errors.ts"
+import { parseToolArguments, type ToolArguments } from "../../../src/tools.ts"
 
 // Two modules' tools whose functions happen to share a name.
 function twoGets() {
@@ -86,6 +87,33 @@ describe("protect: entity ids that JSON cannot write", () => {
       "null#4",
     ])
     expect(await call({ id: "NaN" })).toBe("NaN#1") // an id keeps its text form, as 42 and "42" do
+  })
+
+  it("keys them by their text inside the arguments too, apart from null", async () => {
+    let calls = 0
+    const call = new Session().bind(protect(async (_: { limit: unknown }) => ++calls, { name: "all_args" }))
+    expect([
+      await call({ limit: NaN }),
+      await call({ limit: null }),
+      await call({ limit: Infinity }),
+    ]).toEqual([1, 2, 3])
+  })
+
+  // parseToolArguments keeps a float beyond 2^53 the model wrote as one (1e16) as a boxed Number, which has no keys:
+  // every such id was the entity {}, and customer 2e16 was served customer 1e16's record.
+  it("keys the boxed Numbers parseToolArguments makes by the number they hold", async () => {
+    let calls = 0
+    const fetch = async (a: ToolArguments) => `${String(a.customer_id)}#${++calls}`
+    const byId = new Session().bind(protect(fetch, { name: "by_id", entityParam: "customer_id" }))
+    const byArgs = new Session().bind(protect(fetch, { name: "by_args" }))
+    for (const call of [byId, byArgs]) {
+      const [a, b] = ['{"customer_id": 1e16}', '{"customer_id": 2e16}'].map(parseToolArguments)
+      expect(a?.customer_id).toBeInstanceOf(Number)
+      const first = await call(a as ToolArguments)
+      expect(await call(b as ToolArguments)).toBe(`20000000000000000#${calls}`)
+      expect(await call({ customer_id: 1e16 })).toBe(first) // the number it holds: one entity
+    }
+    expect(calls).toBe(4)
   })
 })
 

@@ -135,6 +135,9 @@ describe("echoes in llmMessage are well-formed text", () => {
         "Remove \\ud800k; search accepts only: q.",
     )
     expect(e.field).toBe("\ud800k") // the error keeps the key as sent
+    // Inside Received, repr escapes it once, as Python's does: escaped before, it read as the text '\\ud800k'.
+    const all = await failure(search(JSON.parse('{"q": {"\\ud800k": 1}}')))
+    expect(all.llmMessage).toContain("Received: {'\\ud800k': 1}.")
     const strict = bounded(async (a: { q: string }) => a.q, {
       name: "search",
       schema: z.strictObject({ q: z.string() }),
