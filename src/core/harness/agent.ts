@@ -303,6 +303,9 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
         }
       const release = await gate.acquire(batch.signal)
       try {
+        // Per call, not only per batch: a busy call holds the loop past the deadline, and the next starts in a
+        // microtask, before the late timer can abort the batch.
+        s.pastDeadline()
         if (batch.signal.aborted) throw batch.signal.reason
         started++
         s.budget.commitToolCall()

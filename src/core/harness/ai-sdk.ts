@@ -168,15 +168,23 @@ export function fromAiSdk(model: AiSdkLanguageModel): ModelClient {
       const content = r?.content
       if (!Array.isArray(content)) return { parts: content as never }
       const parts: ResponsePart[] = []
+      const ids = new Set<string>()
       for (const c of content) {
         if (c?.type === "text") parts.push({ type: "text", text: c.text as string })
-        else if (c?.type === "tool-call")
+        else if (c?.type === "tool-call") {
+          // Some OpenAI-compatible endpoints (Gemini's, for one) send "" or one id for all of a response's parallel
+          // calls, and the AI SDK passes it on (`id ?? generateId()`): each call gets an id of its own, in order, or
+          // every parallel answer failed its task. An id that is not a string is left for the harness to refuse.
+          let id = c.toolCallId
+          if (typeof id === "string") while (id === "" || ids.has(id)) id = `${id}_${parts.length}`
+          ids.add(id as string)
           parts.push({
             type: "tool_call",
-            id: c.toolCallId as string,
+            id: id as string,
             name: c.toolName as string,
             args: parseInput(c.input, c.toolName),
           })
+        }
         // Reasoning, sources and files are not part of the harness's message model; they are dropped.
       }
       const usage = toUsage(r.usage)

@@ -715,6 +715,45 @@ describe("a deadline whose timer is late", () => {
     expect(ran).toEqual([])
     expect(stopped.result.usage.tool_calls).toBe(0)
   })
+
+  it("no tool call of a started batch starts after the deadline either", async () => {
+    // Each busy call held the loop past the deadline, and the next one started in a microtask, so the late timer never
+    // ran in between: all five ran (a side-effecting tool too), at 200 ms of a 50 ms deadline.
+    const ran: number[] = []
+    const busyCall = (ms: number): HarnessTool => ({
+      name: "busy",
+      parameters: { type: "object" },
+      execute: (args) => {
+        ran.push(args.n as number)
+        const end = performance.now() + ms
+        while (performance.now() < end) {}
+        return "ok"
+      },
+    })
+    const calls = Array.from({ length: 5 }, (_, n) => ({
+      type: "tool_call" as const,
+      id: `c${n}`,
+      name: "busy",
+      args: { n },
+    }))
+    const m = model((req) => (req.context.step === 0 ? { parts: calls } : text("done")))
+    for (const max_parallel_tool_calls of [1, 50]) {
+      ran.length = 0
+      const err = await within(
+        failed(
+          runPlan(
+            { tasks: [task("a")], output_task_id: "a" },
+            { model: m, tools: [busyCall(40)], budget: { deadline_seconds: 0.05, max_parallel_tool_calls } },
+          ),
+        ),
+        2_000,
+      )
+      expect(err.result.reason).toBe("deadline")
+      // The first call may start before the deadline, the second too on a fast machine; never the fifth.
+      expect(ran.length).toBeLessThanOrEqual(2)
+      expect(err.result.usage.tool_calls).toBe(ran.length)
+    }
+  })
 })
 
 describe("host options that compare false against everything", () => {

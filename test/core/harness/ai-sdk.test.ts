@@ -8,7 +8,7 @@ import type {
   LanguageModelV3GenerateResult,
 } from "@ai-sdk/provider"
 import { describe, expect, it } from "vitest"
-import { fromAiSdk, runPlan } from "../../../src/core/harness/index.ts"
+import { type AiSdkCallOptions, fromAiSdk, runPlan } from "../../../src/core/harness/index.ts"
 import { failed, task } from "./helpers.ts"
 
 const usageV3 = (input: number | undefined, output: number | undefined) => ({
@@ -204,8 +204,7 @@ describe("fromAiSdk against a malformed or hostile provider answer", () => {
     ...over,
   })
   // Each used to be a TypeError (null, a content object or number), or to run on: a content string read as no parts
-  // (an empty answer), a missing id or name coerced to "undefined", two calls under one id both run, a text that was
-  // not a string dropped.
+  // (an empty answer), a missing id or name coerced to "undefined", a text that was not a string dropped.
   const bad: Array<[string, unknown]> = [
     ["a null result", null],
     ["content that is an object", { content: { type: "text", text: "hi" } }],
@@ -214,7 +213,6 @@ describe("fromAiSdk against a malformed or hostile provider answer", () => {
     ["a tool call without an id", { content: [call({ toolCallId: undefined })] }],
     ["a tool call with a number id", { content: [call({ toolCallId: 7 })] }],
     ["a tool call without a name", { content: [call({ toolName: undefined })] }],
-    ["two tool calls with one id", { content: [call({ input: '{"n":1}' }), call({ input: '{"n":2}' })] }],
     ["a text that is not a string", { content: [{ type: "text", text: { toString: () => "hi" } }] }],
     ["arguments that are not JSON", { content: [call({ input: "{'n': 1}" })] }],
     ["arguments that are JSON null", { content: [call({ input: "null" })] }],
@@ -244,6 +242,50 @@ describe("fromAiSdk against a malformed or hostile provider answer", () => {
       expect(ran).toBe(0)
       expect(err.result.usage.requests).toBe(1)
     })
+
+  it("blank or repeated tool call ids, as some OpenAI-compatible endpoints send, get ids of their own", async () => {
+    // Gemini's OpenAI-compatible endpoint has answered parallel calls with "" ids, or one id for all of them, and the
+    // AI SDK passes either on. Since the harness refused a repeated id, every such parallel answer failed its task.
+    const prompts: AiSdkCallOptions["prompt"][] = []
+    const model = {
+      specificationVersion: "v3" as const,
+      provider: "acme.chat",
+      modelId: "acme-large",
+      doGenerate: async (o: AiSdkCallOptions) => {
+        prompts.push(o.prompt)
+        if (prompts.length > 1) return { content: [{ type: "text", text: "done" }] } as never
+        return {
+          content: [
+            call({ toolCallId: "", input: '{"n":1}' }),
+            call({ toolCallId: "", input: '{"n":2}' }),
+            call({ toolCallId: "x", input: '{"n":3}' }),
+            call({ toolCallId: "x", input: '{"n":4}' }),
+            call({ toolCallId: "x_3", input: '{"n":5}' }),
+          ],
+        } as never
+      },
+    }
+    const ran: unknown[] = []
+    const r = await runPlan(
+      { tasks: [task("t")], output_task_id: "t" },
+      {
+        model: fromAiSdk(model),
+        tools: [{ name: "t", parameters: { type: "object" }, execute: async (a) => `ran ${ran.push(a.n)}` }],
+      },
+    )
+    expect(r.output).toBe("done")
+    expect(ran).toEqual([1, 2, 3, 4, 5])
+    // The ids each call and its result went back to the provider under.
+    const idsOf = (role: "assistant" | "tool") =>
+      prompts[1]!.flatMap((m) =>
+        m.role === role ? (m.content as Array<{ toolCallId?: string }>).map((p) => p.toolCallId) : [],
+      )
+    const callIds = idsOf("assistant")
+    const resultIds = idsOf("tool")
+    expect(new Set(callIds).size).toBe(5)
+    expect(callIds).toEqual(["_0", "_1", "x", "x_3", "x_3_4"])
+    expect(resultIds).toEqual(callIds)
+  })
 
   it("a huge tool name is cut to 40 characters in the failure message", async () => {
     const model = {

@@ -129,3 +129,96 @@ describe("Semaphore", () => {
     b()
   })
 })
+
+describe("Semaphore against a model queue", () => {
+  it("matches a plain FIFO model under seeded interleavings of acquire, release, abort and re-acquire", async () => {
+    // Every waiter's outcome and grant order, and the permits in use, after each step: aborts of one waiter, of
+    // several sharing a signal, of a signal already aborted, after a grant, and releases called twice.
+    let seed = 42
+    const rand = (n: number) => {
+      seed = (seed * 1_103_515_245 + 12_345) % 2 ** 31
+      return Math.floor((seed / 2 ** 31) * n) // the high bits: the low ones of this generator cycle quickly
+    }
+    const flush = async () => {
+      for (let i = 0; i < 4; i++) await Promise.resolve()
+    }
+    for (let round = 0; round < 40; round++) {
+      const permits = 1 + rand(3)
+      const sem = new Semaphore(permits)
+      const shared = Array.from({ length: 3 }, () => new AbortController())
+      const model = { free: permits, queue: [] as number[], granted: [] as number[] }
+      const signalOf: Array<AbortController | undefined> = []
+      const outcome: Array<"waiting" | "granted" | "aborted"> = []
+      const got: number[] = []
+      const held = new Map<number, () => void>()
+      const released = new Set<number>()
+      for (let step = 0; step < 120; step++) {
+        const op = rand(10)
+        if (op < 4) {
+          const id = outcome.length
+          const kind = rand(4)
+          const c = kind === 0 ? undefined : kind === 1 ? new AbortController() : shared[rand(3)]
+          if (c && kind === 1 && rand(4) === 0) c.abort() // a signal already aborted
+          signalOf.push(c)
+          outcome.push("waiting")
+          if (c?.signal.aborted) outcome[id] = "aborted"
+          else if (model.free > 0) {
+            model.free--
+            model.granted.push(id)
+          } else model.queue.push(id)
+          sem.acquire(c?.signal).then(
+            (r) => {
+              outcome[id] = "granted"
+              got.push(id)
+              held.set(id, r)
+            },
+            () => {
+              outcome[id] = "aborted"
+            },
+          )
+        } else if (op < 7 && held.size > 0) {
+          const ids = [...held.keys()]
+          const id = ids[rand(ids.length)]!
+          const r = held.get(id)!
+          if (rand(3) > 0) held.delete(id) // else released twice: the second call must do nothing
+          r()
+          if (!released.has(id)) {
+            released.add(id)
+            const next = model.queue.shift()
+            if (next === undefined) model.free++
+            else model.granted.push(next)
+          }
+        } else {
+          const own = signalOf.filter((c, id) => c && !shared.includes(c) && outcome[id] !== "aborted")
+          const pick = rand(2) === 0 ? shared[rand(3)] : own[rand(own.length)]
+          if (pick && !pick.signal.aborted) {
+            pick.abort()
+            model.queue = model.queue.filter((id) => signalOf[id] !== pick)
+          }
+          if (pick && shared.includes(pick)) shared[shared.indexOf(pick)] = new AbortController()
+        }
+        await flush()
+        expect(got).toEqual(model.granted)
+        expect(sem.inUse).toBe(model.granted.length - released.size)
+        for (const id of model.queue) expect(outcome[id]).toBe("waiting")
+        expect(outcome.filter((o) => o === "waiting")).toHaveLength(model.queue.length)
+      }
+      // Every permit handed back until nothing waits: then all of them are free, and no more were ever held.
+      for (;;) {
+        await flush()
+        const open = [...held].filter(([id]) => !released.has(id))
+        if (open.length === 0) break
+        for (const [id, r] of open) {
+          released.add(id)
+          r()
+        }
+      }
+      expect(outcome).not.toContain("waiting")
+      expect(sem.inUse).toBe(0)
+      expect(sem.peak).toBeLessThanOrEqual(permits)
+      const all = await Promise.all(Array.from({ length: permits }, () => sem.acquire()))
+      expect(sem.inUse).toBe(permits)
+      for (const r of all) r()
+    }
+  })
+})
