@@ -64,8 +64,12 @@ export function safeString(value: unknown): string {
 // Format characters too (bidi controls such as U+202E, zero-width ones, U+FEFF, tag characters), and the line and
 // paragraph separators: invisible, they reorder or hide what an operator reads (Trojan Source), so that `pay-A`
 // and `pay-\u200bA` look alike.
-// biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
-const CONTROL = /[\u0000-\u001f\u007f-\u009f\p{Cf}\p{Zl}\p{Zp}]/gu
+// Not a joiner that is part of what is read, though: ZWJ inside an emoji sequence (👩‍💻, 🏳️‍🌈), and ZWJ or ZWNJ
+// inside a word of a script that joins or conjoins its letters (Persian's می‌خواهم, Devanagari's क्‍ष), change the
+// glyphs; escaped, an id copied from a listing named no row. Beside ASCII, doubled or beside a hidden one, escaped.
+const CONTROL =
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+  /(?!(?<=[\p{Extended_Pictographic}\p{Emoji_Modifier}]|\ufe0f)\u200d(?=\p{Extended_Pictographic})|(?<=[\p{sc=Arab}\p{sc=Syrc}\p{sc=Deva}\p{sc=Beng}\p{sc=Guru}\p{sc=Gujr}\p{sc=Orya}\p{sc=Taml}\p{sc=Telu}\p{sc=Knda}\p{sc=Mlym}\p{sc=Sinh}])[\u200c\u200d](?=[\p{sc=Arab}\p{sc=Syrc}\p{sc=Deva}\p{sc=Beng}\p{sc=Guru}\p{sc=Gujr}\p{sc=Orya}\p{sc=Taml}\p{sc=Telu}\p{sc=Knda}\p{sc=Mlym}\p{sc=Sinh}]))[\u0000-\u001f\u007f-\u009f\p{Cf}\p{Zl}\p{Zp}]/gu
 
 /**
  * Text from a row or an error, made inert for a terminal or a one-line log: every control character as `\xNN`,
