@@ -277,16 +277,23 @@ export class HttpLedgerStorage implements LedgerStorage {
     if (!CLAIM_OUTCOMES.includes(r.outcome)) throw malformed(`a claim outcome ${JSON.stringify(r.outcome)}`)
     const e = rowOf(r.entry, entry.requestId)
     if (r.outcome === "claimed") {
-      // Only the row this claim wrote licenses a run: IN_FLIGHT under this entry's owner, at the fence the claim
-      // makes (1 for an insert, the reclaimed fence's next). A server of another version or a proxy answering another
-      // holder's row (or a fence past 2^53, read as another number) as "claimed" ran the tool beside that holder.
+      // Only the row this claim wrote licenses a run: IN_FLIGHT under this entry's owner and start time (every store
+      // keeps the claimant's started_at; a call of the same ledger, one owner, starts at another moment), at the fence
+      // the claim makes (1 for an insert, the reclaimed fence's next). A server of another version or a proxy
+      // answering another holder's row (or a fence past 2^53, read as another number) as "claimed" ran the tool
+      // beside that holder. Two calls of one ledger started within the clock's resolution stay indistinguishable.
       const reclaim = options?.reclaimFence
       const fenced =
         e.fence === 1 ||
         (reclaim === undefined
           ? Number.isSafeInteger(e.fence) && e.fence > 1
           : reclaim !== null && e.fence === reclaim + 1)
-      if (e.owner !== entry.owner || e.terminalOutcome !== "IN_FLIGHT" || !fenced)
+      if (
+        e.owner !== entry.owner ||
+        e.startedAt !== entry.startedAt ||
+        e.terminalOutcome !== "IN_FLIGHT" ||
+        !fenced
+      )
         throw malformed("a claimed row this claim did not write (another owner, fence or state)")
       return r.dispatch_siblings !== undefined
         ? { outcome: "claimed", entry: e, dispatchSiblings: rowsOf(r.dispatch_siblings).map(entryFromRow) }

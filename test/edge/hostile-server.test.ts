@@ -109,6 +109,31 @@ describe("HttpLedgerStorage: a claim answered for a row this call did not write"
     expect(runs).toBe(1)
   })
 
+  it("the same ledger's second call answered as 'claimed' (one owner): told apart by its start time", async () => {
+    serve(async (req, real) => {
+      const r = await real()
+      return req.url === "/v1/rows/r4/claim" ? { ...r, text: r.text.replace('"in_flight"', '"claimed"') } : r
+    })
+    let runs = 0
+    let release = () => {}
+    const held = new Promise<void>((r) => {
+      release = r
+    })
+    const ledger = new ActionLedger({ storage: new HttpLedgerStorage({ url: base }), onWarning: () => {} })
+    const t = ledger.tool({ name: "pay", binding: pay }, async () => {
+      runs++
+      await held
+      return "paid"
+    })
+    const first = t({ amount: 1 }, { requestId: "r4" })
+    while (runs === 0) await new Promise((r) => setTimeout(r, 5))
+    const second = await failure(t({ amount: 1 }, { requestId: "r4" }))
+    expect(second).toBeInstanceOf(LedgerStorageUnavailableError)
+    release()
+    expect(await first).toBe("paid")
+    expect(runs).toBe(1)
+  })
+
   it("a claim answered with a fence past 2^53 (read as another number): the tool never runs", async () => {
     serve(async (req, real) => {
       const r = await real()
