@@ -16,6 +16,7 @@ import {
   LedgerStorageUnavailableError,
   type UnstorableReason,
 } from "../core/ledger/errors.ts"
+import { errorText } from "../core/ledger/machine/transitions.ts"
 import { ToolTransitionBinding } from "../core/ledger/model/binding.ts"
 import { argumentsStoredAndKeyed, type JsonValue, toJsonValue } from "../core/ledger/model/canonical.ts"
 import type { SideEffectBoundary } from "../core/ledger/model/enums.ts"
@@ -518,7 +519,9 @@ class RemoteCall implements RemoteTransitionContext {
 
   /** The server classifies by the stored boundary; this worker can only raise it. */
   async recordFailure(err: unknown): Promise<void> {
-    const text = err instanceof Error ? `${err.name}: ${err.message}` : `Error: ${String(err)}`
+    // As the in-process ledger's: a Symbol message or a throwing name threw here, the row stayed in flight for its
+    // lease, and the caller got a TypeError instead of its own error.
+    const text = errorText(err)
     try {
       await this.#send("fail", { error: storableText(text, MAX_ERROR_TEXT), boundary: this.#boundary })
     } catch (e) {

@@ -9,7 +9,7 @@ import {
   MemoryLedgerStorage,
   type TransitionContext,
 } from "../ledger/index.ts"
-import { toJsonValue } from "../ledger/model/canonical.ts"
+import { toStoredAndKeyed } from "../ledger/model/canonical.ts"
 import { scopeArg } from "../ledger/model/identity.ts"
 import { ReceiptEmitter } from "../receipts/emitter.ts"
 import { hmacReceiptSigner } from "../receipts/signer.ts"
@@ -533,7 +533,8 @@ export class MyceliumConfig {
         const ctx: TaskContext = {
           get requestId() {
             if (requestId === undefined) {
-              const kwargs = toJsonValue(args ?? {}) as Record<string, JsonValue>
+              // The exact values, as the ledger keys them (a bigint is Python's int, not its digits' string).
+              const kwargs = toStoredAndKeyed(args ?? {}).keyed as Record<string, JsonValue>
               if (meta.taskId !== undefined) kwargs.task_id = meta.taskId
               if (meta.runId !== undefined) kwargs.run_id = meta.runId
               requestId = deriveTaskRequestId({ task: name, kwargs, idFrom: task?.idFrom ?? null })

@@ -41,11 +41,18 @@ function privateKeyProblem(key: unknown, alg: ReceiptJwsAlgorithm): string | nul
     const jwk = key as JWK
     if (jwk.kty !== kty || jwk.crv !== crv)
       return `the JWK is ${jwk.kty}/${jwk.crv}, ${alg} needs ${kty}/${crv}`
-    return typeof jwk.d === "string" ? null : "the JWK is public (no 'd')"
+    if (typeof jwk.d !== "string") return "the JWK is public (no 'd')"
+    // Web Crypto refuses these only when the key is imported, at the first receipt.
+    for (const m of kty === "EC" ? (["d", "x", "y"] as const) : (["d", "x"] as const)) {
+      const v = jwk[m]
+      if (typeof v !== "string" || !/^[\w-]+$/.test(v)) return `the JWK's '${m}' is not base64url`
+    }
+    return Array.isArray(jwk.key_ops) && !jwk.key_ops.includes("sign")
+      ? "the JWK's key_ops lack 'sign'"
+      : null
   }
   const k = key as { type?: unknown; algorithm?: { name?: unknown; namedCurve?: unknown } }
   if (k.type !== "private") return `the key is ${String(k.type)}`
-  // A CryptoKey says its algorithm (a Node KeyObject does not; jose checks that one itself).
   if (k.algorithm && (k.algorithm.name !== name || (alg === "ES256" && k.algorithm.namedCurve !== crv)))
     return `the key is ${String(k.algorithm.name)}, ${alg} needs ${name}${alg === "ES256" ? ` ${crv}` : ""}`
   return null
@@ -57,11 +64,14 @@ export function jwsReceiptSigner(options: JwsReceiptSignerOptions): ReceiptSigne
   if (alg !== "EdDSA" && alg !== "ES256")
     throw new AuditReceiptError(`JWS receipts use EdDSA or ES256, not '${alg}'`)
   if (!kid) throw new AuditReceiptError("JWS receipts need a 'kid' so verifiers can pick the public key")
-  const problem = privateKeyProblem(options.privateKey, alg)
+  // A Node KeyObject as its JWK: so its algorithm is checked here (jose checked it only when signing), and it signs
+  // in workerd, whose KeyObject has no toCryptoKey for jose.
+  const given = options.privateKey as unknown as { [Symbol.toStringTag]?: unknown; export(o: object): JWK }
+  const k = given?.[Symbol.toStringTag] === "KeyObject" ? given.export({ format: "jwk" }) : options.privateKey
+  const problem = privateKeyProblem(k, alg)
   if (problem) throw new AuditReceiptError(`JWS receipts need the private ${alg} key: ${problem}`)
   let key: Promise<CryptoKey> | null = null
   const resolveKey = async (): Promise<CryptoKey> => {
-    const k = options.privateKey
     if (!("kty" in k)) return k as CryptoKey
     return (await importJWK(k, alg)) as CryptoKey
   }

@@ -40,7 +40,13 @@ export interface FlushArgs {
   readonly error?: string | null
 }
 
-const errorText = (e: unknown): string => (e instanceof Error ? `${e.name}: ${e.message}` : safeString(e))
+// A Symbol message or a throwing name threw here: the caller got a TypeError and the run's end was not stored.
+function errorText(e: unknown): string {
+  try {
+    if (e instanceof Error) return `${e.name}: ${e.message}`
+  } catch {}
+  return safeString(e)
+}
 
 /** State as JSON, or a StateFlushError saying what to do (a cycle overflows the conversion). */
 function jsonState(value: Readonly<Record<string, unknown>>, what: string): Record<string, JsonValue> {

@@ -200,7 +200,7 @@ export class TaskLedger {
       const { stored, keyed } = argumentsStoredAndKeyed(given)
       if (tooDeep(stored))
         throw new LedgerConfigError(
-          "arguments with a cycle or too deep to hash: pass plain JSON (nothing was claimed)",
+          `arguments nested deeper than ${MAX_DEPTH}: pass plain JSON (nothing was claimed)`,
         )
       const kwargs = stored as Record<string, JsonValue>
       // The id is derived from the exact values (a bigint, a float parseToolArguments kept), as the original's: from

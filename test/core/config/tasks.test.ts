@@ -8,6 +8,7 @@ import type { ConfiguredTask, ConfiguredTool } from "../../../src/core/config/my
 import { MemoryReceiptStore, verifyReceipts } from "../../../src/core/receipts/index.ts"
 import type { TaskContext } from "../../../src/core/tasks/index.ts"
 import { ManualClock } from "../../../src/testing.ts"
+import { parseToolArguments } from "../../../src/tools.ts"
 
 const vectors = JSON.parse(
   readFileSync(new URL("../../fixtures/python-vectors.json", import.meta.url), "utf8"),
@@ -81,6 +82,16 @@ describe("applyTask", () => {
       expect(calls).toHaveLength(2)
       expect(config.taskLedgerFor(name)).toBeNull()
     }
+  })
+
+  it("an unledgered body's requestId is the id the ledger derives, exact numbers too", async () => {
+    const config = loadConfigFromString("tasks:\n  t:\n    ledger: true\n  u: {}\n", quiet)
+    const body = async (_a: object, ctx: TaskContext) => ctx.requestId
+    const ledgered = config.applyTask("t", body)
+    const plain = config.applyTask("u", body)
+    // 2n ** 60n is Python's int, 1e16 its float (the ledger's id since it keys exact values), not their strings.
+    for (const args of [{ n: 2n ** 60n }, parseToolArguments('{"n": 1e16}'), { n: 1.5 }])
+      expect((await plain(args)).slice(2)).toBe((await ledgered(args)).slice(2))
   })
 
   it("names listed in task_ledger.tasks are ledgered; with tasks: all every name is", async () => {

@@ -241,3 +241,22 @@ describe("JWS signing keys of the wrong kind", () => {
       }
   })
 })
+
+describe("JWS signing keys that fail only when imported", () => {
+  it("a JWK Web Crypto cannot import is refused when made", async () => {
+    const jwk = await exportJWK((await generateKeyPair("EdDSA", { extractable: true })).privateKey)
+    const wrong: Array<[string, JWK]> = [
+      ["empty d", { ...jwk, d: "" }],
+      ["d not base64url", { ...jwk, d: "!!!" }],
+      ["no x", { kty: "OKP", crv: "Ed25519", d: jwk.d } as JWK],
+      ["key_ops without sign", { ...jwk, key_ops: ["verify"] }],
+    ]
+    // Each was taken and failed at every sign(), after the ledgered tool had run.
+    for (const [what, privateKey] of wrong)
+      expect(() => jwsReceiptSigner({ privateKey, alg: "EdDSA", kid: "k" }), what).toThrow(AuditReceiptError)
+    const extra = { ...jwk, kid: "k1", alg: "EdDSA", use: "sig", key_ops: ["sign"], ext: true }
+    expect(
+      (await jwsReceiptSigner({ privateKey: extra, alg: "EdDSA", kid: "k" }).sign("{}")).split("."),
+    ).toHaveLength(3)
+  })
+})

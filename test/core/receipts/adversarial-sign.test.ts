@@ -67,6 +67,14 @@ describe("drafts that could never verify are refused before signing", () => {
       const sign = async () => answer as unknown as string
       const e = new ReceiptEmitter({ signer: { kind: "hmac", sign }, store, agentId: "a" })
       await expect(e.emit(base)).rejects.toBeInstanceOf(AuditReceiptError)
+      // Unchained, the record's own signature is the only one checked (the link's refused it above).
+      const unchained = new ReceiptEmitter({
+        signer: { kind: "hmac", sign },
+        store,
+        agentId: "a",
+        chain: false,
+      })
+      await expect(unchained.emit(base)).rejects.toBeInstanceOf(AuditReceiptError)
       // The link's mac too, for a record signed by a signer that then fails.
       const good = await emitter().sign(base)
       const linked = new ReceiptEmitter({ signer: { kind: "hmac", sign }, store, agentId: "a" })

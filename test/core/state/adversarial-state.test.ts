@@ -336,3 +336,31 @@ describe("a run whose signal is already aborted", () => {
     expect(await flush.load("r")).toMatchObject({ status: "aborted", reason: "cancel", state: { page: 4 } })
   })
 })
+
+describe("an Error whose text cannot be made", () => {
+  it("a body throwing one: the caller gets it and the run ends as error with its state", async () => {
+    const flush = new StateFlush()
+    const thrown = Object.assign(new Error("x"), { message: Symbol("s") })
+    await expect(
+      flush.run("r", (run) => {
+        run.record({ page: 1 })
+        throw thrown
+      }),
+    ).rejects.toBe(thrown)
+    expect(await flush.load("r")).toMatchObject({ status: "error", state: { page: 1 } })
+  })
+
+  it("a toJSON throwing one: StateFlushError, not a TypeError", async () => {
+    const flush = new StateFlush()
+    const page = {
+      toJSON() {
+        throw Object.defineProperty(new Error("y"), "name", {
+          get() {
+            throw new Error("no name")
+          },
+        })
+      },
+    }
+    await expect(flush.run("r", (run) => run.record({ page }))).rejects.toBeInstanceOf(StateFlushError)
+  })
+})

@@ -159,6 +159,8 @@ describe("nesting deeper than the stores and the original keep", () => {
     const plain = ledger.task("t", async () => ++runs)
     const keyed = ledger.task({ name: "k", idFrom: ["x"] }, async () => ++runs)
     await expect(plain({ x: nested(depth) })).rejects.toBeInstanceOf(LedgerConfigError)
+    // Not "a cycle or too deep to hash": 1000 hashes, and a task that ran with it before the limit reads this.
+    if (depth === 1000) await expect(plain({ x: nested(depth) })).rejects.toThrow(/nested deeper than 900:/)
     await expect(keyed({ x: nested(depth) })).rejects.toBeInstanceOf(LedgerConfigError)
     expect(runs).toBe(0)
     expect(await ledger.list()).toEqual([])
@@ -180,6 +182,16 @@ describe("nesting deeper than the stores and the original keep", () => {
       }),
     ).rejects.toBeInstanceOf(TaskReleaseRefusedError)
     expect(await ledger.list()).toEqual([before])
+  })
+
+  it("the limit is 900 levels exactly, for results and for arguments", async () => {
+    const ledger = ledgerOn()
+    const t = ledger.task("t", async (a: { d: number }) => nested(a.d))
+    await expect(t({ d: 900 })).resolves.toEqual(nested(900))
+    await expect(t({ d: 901 })).rejects.toBeInstanceOf(TaskResultUnstorableError)
+    const args = ledger.task("a", async () => 1)
+    await expect(args({ x: nested(899) })).resolves.toBe(1)
+    await expect(args({ x: nested(900) })).rejects.toBeInstanceOf(LedgerConfigError)
   })
 
   it("900 deep still runs and replays", async () => {
