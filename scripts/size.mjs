@@ -353,7 +353,9 @@ const budgets = [
   // token holding a line break is refused before fetch quotes it in its error: 7,370 B.
   // 7.2 -> 7.3 KB (2026-12-06, the review of today's fixes), 16 B: a failure's text is the ledger's errorText (a Symbol
   // message or a throwing name threw in recordFailure: the row stayed IN_FLIGHT for its lease, the caller got a
-  // TypeError): 7,386 B.
+  // TypeError): 7,386 B. Then 64 B: a baseUrl holding credentials (or not a URL) is refused when the client is made,
+  // without quoting it (fetch refused it at every request with a message quoting it whole, password included, and the
+  // client passed that on; the check is shared with HttpLedgerStorage, core/storage/api-url.ts): 7,450 B.
   { name: "client (RemoteLedger)", code: 'export * from "./dist/edge/client.js"', max: 7.3 * KB },
   // The Cloudflare worker (edge API + Durable Object + hono, zod, jose): what `wrangler deploy` uploads.
   // #10's budget. The edge schemas use zod/mini with only the English messages: 61 KB here, 66 KB as wrangler builds it

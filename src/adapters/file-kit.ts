@@ -29,6 +29,7 @@ import { isObject } from "../core/is-object.ts"
 import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { parsePythonRow } from "../core/python-nan.ts"
 import { resolveLinks } from "../node/links.ts"
+import { openRegular } from "./file-open.ts"
 
 /** The ledger file exists but is not a JSON object of rows. Nothing was read or written; repair or restore it. */
 export class LedgerFileCorruptError extends LedgerError {
@@ -145,6 +146,13 @@ export function dataPath(path: string): string {
       `${path}: cannot follow its links (${errno(e) ?? (e as Error).name}): check each link and directory on the way`,
     )
   }
+}
+
+/** openRegular(), typed: what is not a regular file is LedgerFileCorruptError, as in the ledger file store. */
+export function openFile(path: string, append?: boolean): number {
+  const fd = openRegular(path, append)
+  if (fd === null) throw new LedgerFileCorruptError(path, "not a regular file")
+  return fd
 }
 
 /** Opens `tmp` to replace `path` with `path`'s permission bits: a ledger made private (0600) stays private. */
@@ -620,11 +628,22 @@ export class LockedFile {
 
   /** The file's text, or null when it does not exist. */
   read(path = this.path): string | null {
+    return this.bytes(path)?.toString("utf8") ?? null
+  }
+
+  /** The file's bytes, or null when it does not exist. */
+  bytes(path = this.path): Buffer | null {
+    let fd: number
     try {
-      return readFileSync(path, "utf8")
+      fd = openFile(path)
     } catch (e) {
-      if ((e as { code?: string }).code === "ENOENT") return null
+      if (errno(e) === "ENOENT") return null
       throw e
+    }
+    try {
+      return readFileSync(fd)
+    } finally {
+      closeSync(fd)
     }
   }
 
@@ -715,14 +734,10 @@ export class LockedFile {
   append(text: string, path = this.path): void {
     this.#stillHeld()
     mkdirSync(dirname(path), { recursive: true })
-    if (!this.fsync) {
-      appendFileSync(path, text)
-      return
-    }
-    const fd = openSync(path, "a")
+    const fd = openFile(path, true)
     try {
-      writeSync(fd, text)
-      fsyncSync(fd)
+      appendFileSync(fd, text)
+      if (this.fsync) fsyncSync(fd)
     } finally {
       closeSync(fd)
     }

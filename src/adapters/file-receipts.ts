@@ -2,7 +2,7 @@
 // language appends to and verifies the other's. Chain links live in a sidecar `<path>.chain.jsonl` (one line per
 // chained receipt, keyed by receipt_id): the original parses every line of its file into its record type, so a
 // link inside the record would break it.
-import { closeSync, openSync, readFileSync, readSync } from "node:fs"
+import { closeSync, readSync } from "node:fs"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
 import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
 import {
@@ -21,7 +21,7 @@ import {
   type ReceiptPage,
   type ReceiptStore,
 } from "../core/receipts/store.ts"
-import { asciiJson, LockedFile, type LockedFileOptions } from "./file-kit.ts"
+import { asciiJson, LockedFile, type LockedFileOptions, openFile } from "./file-kit.ts"
 
 // The original appends its receipt file without a lock, so there is no Python lock to share.
 export type FileReceiptStoreOptions = Omit<LockedFileOptions, "pythonLock">
@@ -79,7 +79,7 @@ function parseLines<T>(
 // A crash mid-append leaves a last line without its newline: a record appended onto it would be damaged with it.
 function tornEnd(path: string, size: number): boolean {
   if (size === 0) return false
-  const fd = openSync(path, "r")
+  const fd = openFile(path)
   try {
     const last = new Uint8Array(1)
     readSync(fd, last, 0, 1, size - 1)
@@ -168,12 +168,7 @@ export class FileReceiptStore implements ReceiptStore {
 
   /** The file's bytes, or null when it does not exist. */
   #bytes(path = this.path): Buffer | null {
-    try {
-      return readFileSync(path)
-    } catch (e) {
-      if ((e as { code?: string }).code === "ENOENT") return null
-      throw e
-    }
+    return this.#file.bytes(path)
   }
 
   #tailsNow(): Map<string, ChainTail> {

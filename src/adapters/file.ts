@@ -4,6 +4,7 @@
 import {
   type BigIntStats,
   closeSync,
+  constants,
   fstatSync,
   fsyncSync,
   openSync,
@@ -229,13 +230,17 @@ export class FileLedgerStorage implements LedgerStorage {
     if (signature(st) === this.#sig) return
     let fd: number
     try {
-      fd = openSync(this.path, "r")
+      // Read-only (O_RDONLY is 0) and never waiting on a FIFO: openRegular()'s open and check, inline (importing
+      // file-open.ts costs this entry more than its size budget holds).
+      fd = openSync(this.path, constants.O_NONBLOCK)
     } catch (e) {
       if (errno(e) !== "ENOENT") throw e
       this.#load() // replaced or deleted between stat and open
       return
     }
     try {
+      // Judged on what was opened, not by the stat above: the path may have been swapped in between.
+      if (!fstatSync(fd).isFile()) throw new LedgerFileCorruptError(this.path, "not a regular file")
       const sig = signature(fstatSync(fd, { bigint: true }))
       const text = readFileSync(fd, "utf8")
       this.#reset(text, sig, fd)

@@ -17,6 +17,7 @@ import {
 } from "../adapter-kit.ts"
 import { InvalidOptionError, MyceliumError } from "../core/errors.ts"
 import { LedgerConfigError } from "../core/ledger/errors.ts"
+import { apiBaseUrl } from "../core/storage/api-url.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 import {
   bearer,
@@ -124,11 +125,9 @@ export class HttpLedgerStorage implements LedgerStorage {
     this.#fetch = options.fetch ?? ((input, init) => globalThis.fetch(input, init))
     // Checked here: a missing url threw a bare TypeError, and a NaN limit capped nothing.
     const max = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
-    if (typeof options.url !== "string")
-      throw new InvalidOptionError("url must be the ledger API's URL as a string")
+    this.#base = apiBaseUrl("url", options.url)
     if (!(Number.isInteger(max) && max > 0))
       throw new InvalidOptionError(`maxResponseBytes must be a whole number >= 1, got ${max}`)
-    this.#base = options.url.replace(/\/+$/, "")
     this.#maxResponseBytes = max
     this.#requestTimeout = requestTimeoutOption(options.requestTimeout)
     this.limits = rowLimits(options.serverLimits)

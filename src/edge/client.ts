@@ -23,6 +23,7 @@ import type { SideEffectBoundary } from "../core/ledger/model/enums.ts"
 import type { CallMeta } from "../core/ledger/model/identity.ts"
 import type { ToolArgs } from "../core/ledger/model/tool-arguments.ts"
 import { secondsProblem } from "../core/seconds.ts"
+import { apiBaseUrl } from "../core/storage/api-url.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 import {
@@ -201,11 +202,9 @@ export class RemoteLedger {
     this.#onWarning = options.onWarning ?? ((m) => console.warn(`[mycelium] ${m}`))
     // Checked here: a missing baseUrl threw a bare TypeError, and a NaN limit capped nothing.
     const max = options.maxResponseBytes ?? DEFAULT_MAX_RESPONSE_BYTES
-    if (typeof options.baseUrl !== "string")
-      throw new InvalidOptionError("baseUrl must be the ledger API's URL as a string")
+    this.#base = apiBaseUrl("baseUrl", options.baseUrl)
     if (!(Number.isInteger(max) && max > 0))
       throw new InvalidOptionError(`maxResponseBytes must be a whole number >= 1, got ${max}`)
-    this.#base = options.baseUrl.replace(/\/+$/, "")
     this.#maxResponseBytes = max
     this.#requestTimeout = requestTimeoutOption(options.requestTimeout)
   }

@@ -38,6 +38,62 @@ describe("HTTP client and Redis store options", () => {
     }
   })
 
+  it.each(Object.entries(clients))(
+    "%s refuses a URL holding credentials when built, without quoting them",
+    (name, make) => {
+      // fetch refuses such a URL at every request, with a message quoting it whole: the client's error passed the
+      // password on (into logs, and through a tool's error to a model).
+      const option = name === "RemoteLedger" ? "baseUrl" : "url"
+      for (const url of [
+        "https://user:s3cret@edge.test/ledger",
+        "https://s3cret@edge.test", // a username alone: fetch refuses it too
+        "https:user:s3cret@edge.test", // no slashes: still the authority of an https URL
+        "//user:s3cret@edge.test/ledger", // relative to the page: its own scheme
+        " https://user:s3cret@edge.test ",
+        "https://user:s3\tcret@edge.test", // tabs are dropped by the parser
+        "https://user:s3cret@edge .test", // not a URL at all
+      ]) {
+        const err = (() => {
+          try {
+            make({ [option]: url })
+          } catch (e) {
+            return e
+          }
+        })()
+        expect(err, url).toBeInstanceOf(InvalidOptionError)
+        expect((err as Error).message, url).toBe(
+          `${option} must be the ledger API's URL as a string, without credentials: pass them as the token`,
+        )
+      }
+      for (const url of [
+        "https://edge.test/ledger/",
+        "/ledger",
+        "https://edge.test/v@2",
+        "http://[::1]:8787",
+      ])
+        expect(() => make({ [option]: url }), url).not.toThrow()
+    },
+  )
+
+  it("a password in the URL reaches no error, not even through the first call's (fetch's own message quoted it)", async () => {
+    const url = "http://user:s3cret@127.0.0.1:9"
+    const texts: string[] = []
+    const seen = (e: unknown) => {
+      for (let x = e; x instanceof Error; x = x.cause) texts.push(x.message)
+    }
+    const calls: Array<() => Promise<unknown>> = [
+      async () => new HttpLedgerStorage({ url }).get("r-1"),
+      async () =>
+        new RemoteLedger({ baseUrl: url, onWarning: () => {} }).tool({ name: "pay" }, async () => 1)(
+          { a: 1 },
+          { requestId: "r-1" },
+        ),
+    ]
+    for (const call of calls) await call().then(() => texts.push("no error"), seen)
+    expect(texts.join("\n")).not.toContain("s3cret")
+    expect(texts).toHaveLength(2) // refused when built: no cause
+  })
+
   it("RedisLedgerStorage refuses a timeoutMs not above 0 and at most a day", () => {
     for (const t of [0, -1, Number.NaN, Number.POSITIVE_INFINITY, 1e12, "5000"]) {
       const make = () =>

@@ -1,5 +1,5 @@
+import { unboxNumber } from "../boxed-number.ts"
 import { InvalidOptionError } from "../errors.ts"
-import { unboxNumber } from "../tools/boxed-number.ts"
 import { ContextGuardConfigError } from "./errors.ts"
 import { activeCache, type SessionBindable } from "./session.ts"
 import { assertClock, assertTtl, type SecondsClock, type ToolCache } from "./tool-cache.ts"

@@ -1,4 +1,4 @@
-import { unboxNumber } from "./boxed-number.ts"
+import { unboxNumber } from "../boxed-number.ts"
 import { boundaryError, SchemaBuildError, type ToolBoundaryError } from "./errors.ts"
 import { compileFieldSpec, type FieldSpecSchema } from "./field-spec.ts"
 import { inputHint, inputViolation, outputHint } from "./hints.ts"

@@ -1,6 +1,6 @@
+import { unboxNumber } from "../boxed-number.ts"
 import { MyceliumError } from "../errors.ts"
 import { escapeChar, pyRepr } from "../repr.ts"
-import { unboxNumber } from "./boxed-number.ts"
 
 /** Where a boundary check failed; the runner retries `output` failures at tool level. */
 export type BoundaryStage = "input" | "output" | "scope" | "allowlist"

@@ -1,5 +1,5 @@
+import { unboxNumber } from "../boxed-number.ts"
 import { defineOwn } from "../own.ts"
-import { unboxNumber } from "./boxed-number.ts"
 import { SchemaBuildError } from "./errors.ts"
 
 /** One field of the YAML field spec (reference §5.1). Unknown keys are ignored, as in the original. */

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync } from "node:fs"
+import { readFileSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
 import { expect, it } from "vitest"
 import { FileStateFlushStore } from "../../../src/adapters/file-state.ts"
@@ -43,19 +43,23 @@ it("resume of a run with no snapshot is StateFlushError with the original's mess
 })
 
 it("an unreadable store file is LedgerStorageUnavailableError, the fs error its cause", async () => {
-  const path = tmpFile()
-  mkdirSync(path) // EISDIR; EACCES and EIO take the same path
-  const flush = new StateFlush({ storage: new FileStateFlushStore(path) })
+  // Its folder made a file after the store was built: ENOTDIR; EACCES and EIO take the same path. (A directory, a
+  // FIFO or a device at the path is LedgerFileCorruptError, as in every file store: file-not-regular.test.ts.)
+  const folder = join(freshDir(), "runs")
+  const path = join(folder, "state.json")
+  const storage = new FileStateFlushStore(path)
+  const flush = new StateFlush({ storage })
+  writeFileSync(folder, "")
   for (const op of [() => flush.load("r-1"), () => flush.resume("r-1")]) {
     const err = await op().catch((e: unknown) => e)
     expect(err).toBeInstanceOf(LedgerStorageUnavailableError)
-    expect(err).toMatchObject({ code: "ledger_storage_unavailable", cause: { code: "EISDIR" } })
+    expect(err).toMatchObject({ code: "ledger_storage_unavailable", cause: { code: "ENOTDIR" } })
     expect((err as Error).message).toBe(
-      `state store ${path} unavailable during load (EISDIR): make it a readable, writable file, then retry`,
+      `state store ${path} unavailable during load (ENOTDIR): make it a readable, writable file, then retry`,
     )
   }
   await expect(
-    new FileStateFlushStore(path).save({
+    storage.save({
       run_id: "r-1",
       status: "in-progress",
       state: {},
