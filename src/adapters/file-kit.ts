@@ -628,11 +628,11 @@ export class LockedFile {
 
   /** The file's text, or null when it does not exist. */
   read(path = this.path): string | null {
-    return this.bytes(path)?.toString("utf8") ?? null
+    return (this.bytes(path) as Buffer | null)?.toString("utf8") ?? null
   }
 
-  /** The file's bytes, or null when it does not exist. */
-  bytes(path = this.path): Buffer | null {
+  /** The file's bytes (a Buffer; typed as its base class, so the published types need no Node typings), or null. */
+  bytes(path = this.path): Uint8Array | null {
     let fd: number
     try {
       fd = openFile(path)

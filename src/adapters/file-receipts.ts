@@ -168,7 +168,7 @@ export class FileReceiptStore implements ReceiptStore {
 
   /** The file's bytes, or null when it does not exist. */
   #bytes(path = this.path): Buffer | null {
-    return this.#file.bytes(path)
+    return this.#file.bytes(path) as Buffer | null
   }
 
   #tailsNow(): Map<string, ChainTail> {
