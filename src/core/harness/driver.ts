@@ -137,8 +137,8 @@ export function runPlan(
     )
   const drainMs = drainSeconds * 1000
   const rlm = { max_depth: deps.rlm?.max_depth ?? 3, max_turns: deps.rlm?.max_turns ?? 5 }
-  // A NaN (`Number(process.env.X)` unset) or fractional cap compares false against every depth and turn, which
-  // lifted the limit instead of applying it.
+  // A NaN (a number read from an unset environment variable) or fractional cap compares false against every depth
+  // and turn, which lifted the limit instead of applying it.
   if (
     !Number.isSafeInteger(rlm.max_depth) ||
     rlm.max_depth < 0 ||
