@@ -2,9 +2,10 @@ import { SignJWT } from "jose"
 import { describe, expect, it } from "vitest"
 import { HttpLedgerStorage, LedgerHttpError } from "../../src/adapters/http.ts"
 import { testLedgerStorage } from "../../src/conformance.ts"
-import { ActionLedger, type LedgerStorage, MemoryLedgerStorage } from "../../src/core/index.ts"
+import { ActionLedger, MemoryLedgerStorage } from "../../src/core/index.ts"
 import { createLedgerApp, jwtAuth } from "../../src/edge/index.ts"
 import { writePythonFailures } from "../core/ledger/python-failures.ts"
+import { overHttp } from "./over-http.ts"
 
 const SECRET = "test-secret-with-enough-entropy-0123456789"
 const sign = (claims: Record<string, unknown>) =>
@@ -27,32 +28,10 @@ function served(authed = false) {
   return { app, fetch: fetch as typeof globalThis.fetch, stores }
 }
 
-// The server leases on its own clock and ignores the client's `now`. The suite drives time through `now`, so this
-// shim moves the server's manual clock to each call's `now` first: the test controls the clock, the wire does not.
-testLedgerStorage("http (edge app over memory, server clock)", () => {
-  let t = 1_800_000_000
-  const clock = { now: () => t }
-  const app = createLedgerApp({ storage: new MemoryLedgerStorage(), clock })
-  const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
-    app.fetch(new Request(input, init))) as typeof globalThis.fetch
-  const http = new HttpLedgerStorage({ url: "http://ledger.local", fetch })
-  const storage: LedgerStorage = {
-    limits: http.limits,
-    get: (id) => http.get(id),
-    set: (e) => http.set(e),
-    list: (o) => http.list(o),
-    findByDispatchId: (d) => http.findByDispatchId(d),
-    tryClaimInflight(entry, ttl, now, options) {
-      t = now
-      return http.tryClaimInflight(entry, ttl, now, options)
-    },
-    tryTransition(next, expect) {
-      if (expect.leaseHeldAt !== undefined) t = expect.leaseHeldAt
-      return http.tryTransition(next, expect)
-    },
-  }
-  return { storage }
-})
+// The app over memory, leasing on its own clock, which overHttp moves to each call's `now`.
+testLedgerStorage("http (edge app over memory, server clock)", () => ({
+  storage: overHttp(() => new MemoryLedgerStorage()),
+}))
 
 describe("edge ledger API", () => {
   it("a ledgered tool over HttpLedgerStorage runs once under redispatch", async () => {

@@ -6,14 +6,12 @@ import { tmpdir } from "node:os"
 import { dirname, join } from "node:path"
 import { afterAll, beforeAll } from "vitest"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
-import { HttpLedgerStorage } from "../../src/adapters/http.ts"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
 import { testLedgerStorage } from "../../src/conformance.ts"
-import type { LedgerStorage } from "../../src/core/index.ts"
-import { createLedgerApp } from "../../src/edge/index.ts"
 import { dropLedgerTable, requireUpstash, runTag, upstashClient } from "../adapters/servers/env.ts"
 import { neonPool, requirePostgres } from "../adapters/servers/neon.ts"
+import { overHttp } from "./over-http.ts"
 
 const TAG = runTag("http-stores").replace(/-/g, "_")
 const prefix = `mycelium-test:${TAG}:action:`
@@ -31,31 +29,6 @@ afterAll(async () => {
   await pool.end()
   rmSync(root, { recursive: true, force: true })
 })
-
-/** `backing` behind the app, reached over HttpLedgerStorage; the server's clock follows each call's `now`. */
-function overHttp(backing: (clock: () => number) => LedgerStorage): LedgerStorage {
-  let t = 1_800_000_000
-  const now = () => t
-  const app = createLedgerApp({ storage: backing(now), clock: { now } })
-  const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
-    app.fetch(new Request(input, init))) as typeof globalThis.fetch
-  const http = new HttpLedgerStorage({ url: "http://ledger.local", fetch })
-  return {
-    limits: http.limits,
-    get: (id) => http.get(id),
-    set: (e) => http.set(e),
-    list: (o) => http.list(o),
-    findByDispatchId: (d) => http.findByDispatchId(d),
-    tryClaimInflight(entry, ttl, at, options) {
-      t = at
-      return http.tryClaimInflight(entry, ttl, at, options)
-    },
-    tryTransition(next, expect) {
-      if (expect.leaseHeldAt !== undefined) t = expect.leaseHeldAt
-      return http.tryTransition(next, expect)
-    },
-  }
-}
 
 testLedgerStorage("http over upstash (Lua claim, tombstones)", () => ({
   storage: overHttp((now) => new UpstashLedgerStorage({ redis: upstashClient(), prefix, now })),
