@@ -6,6 +6,7 @@
 // appends no receipt. A small seeded generator: a run repeats exactly, and a failure names its request number.
 import { SignJWT } from "jose"
 import { describe, expect, it } from "vitest"
+import { seededRandom } from "../../src/conformance/random.ts"
 import { MemoryLedgerStorage } from "../../src/core/index.ts"
 import { nestsDeeper } from "../../src/edge/body.ts"
 import { createLedgerApp, DOCUMENTED_ROUTES, jwtAuth } from "../../src/edge/index.ts"
@@ -21,20 +22,9 @@ const SEED = 20261206
 const REQUESTS = 10_000
 const BATCH = 60
 
-// ---- a seeded generator -------------------------------------------------------------------------------------
+// ---- draws from the conformance suite's seeded generator (a failing run repeats from SEED) ------------------
 
 type Rng = () => number
-/** mulberry32: small, fast, and the same sequence for a seed on every runtime. */
-function rngOf(seed: number): Rng {
-  let a = seed >>> 0
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0
-    let t = a
-    t = Math.imul(t ^ (t >>> 15), t | 1)
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61)
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296
-  }
-}
 const int = (r: Rng, lo: number, hi: number) => lo + Math.floor(r() * (hi - lo + 1))
 const pick = <T>(r: Rng, list: readonly T[]): T => list[Math.floor(r() * list.length)] as T
 const chance = (r: Rng, p: number) => r() < p
@@ -614,7 +604,7 @@ const shown = (m: Map<string | number, number>) => JSON.stringify(Object.fromEnt
 describe("the edge API's error contract under malformed requests", () => {
   it(`${REQUESTS} seeded requests: < 500, one JSON error shape, scopes and limits first, nothing changed on refusal`, async () => {
     const auths = await tokens()
-    const r = rngOf(SEED)
+    const r = seededRandom(SEED)
     const statuses = new Map<number, number>()
     const codes = new Map<string, number>()
     let gated = 0
