@@ -5,7 +5,6 @@ import { tool as lcTool } from "@langchain/core/tools"
 import { ToolNode } from "@langchain/langgraph/prebuilt"
 import { Agent, tool as agentsTool, Runner } from "@openai/agents"
 import { generateText, stepCountIs, tool } from "ai"
-import { MockLanguageModelV3 } from "ai/test"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
 import {
@@ -50,14 +49,8 @@ function expectOutage(error: unknown): void {
 
 describe("a ledger outage reaches the model as fixed text, never the store driver's", () => {
   it("AI SDK: the tool error the model reads on its next step", async () => {
-    const scripted = scriptedModel([[{ id: "call_1", tool: "pay", input: { to: "acct_1" } }]])
     const prompts: string[] = []
-    const model = new MockLanguageModelV3({
-      doGenerate: async (options) => {
-        prompts.push(JSON.stringify(options.prompt))
-        return scripted.doGenerate(options)
-      },
-    })
+    const model = scriptedModel([[{ id: "call_1", tool: "pay", input: { to: "acct_1" } }]], prompts)
     const tools = guardAiTools(
       downLedger(),
       { pay: tool({ inputSchema: z.object({ to: z.string() }), execute: async () => "ch_1" }) },

@@ -6,7 +6,6 @@ import { tool as lcTool } from "@langchain/core/tools"
 import { ToolNode } from "@langchain/langgraph/prebuilt"
 import { Agent, tool as agentsTool, Runner } from "@openai/agents"
 import { generateText, stepCountIs, tool } from "ai"
-import { MockLanguageModelV3 } from "ai/test"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
 import { ActionLedger, MemoryLedgerStorage } from "../../src/core/index.ts"
@@ -32,14 +31,8 @@ function expectUseful(text: string): void {
 describe("a refused call reaches the model with what the guard expected", () => {
   it("AI SDK: the tool error of the next step's prompt; the app still gets the ToolBoundaryError", async () => {
     let paid = 0
-    const scripted = scriptedModel([[{ id: "call_1", tool: "pay", input: { to: "bob" } }]])
     const prompts: string[] = []
-    const model = new MockLanguageModelV3({
-      doGenerate: async (options) => {
-        prompts.push(JSON.stringify(options.prompt))
-        return scripted.doGenerate(options)
-      },
-    })
+    const model = scriptedModel([[{ id: "call_1", tool: "pay", input: { to: "bob" } }]], prompts)
     const tools = guardAiTools(
       newLedger(),
       {
@@ -100,14 +93,8 @@ describe("a refused call reaches the model with what the guard expected", () => 
   })
 
   it("an invalid result stays a code: the model is never shown the result that failed outputSchema", async () => {
-    const scripted = scriptedModel([[{ id: "call_1", tool: "lookup", input: { id: "u1" } }]])
     const prompts: string[] = []
-    const model = new MockLanguageModelV3({
-      doGenerate: async (options) => {
-        prompts.push(JSON.stringify(options.prompt))
-        return scripted.doGenerate(options)
-      },
-    })
+    const model = scriptedModel([[{ id: "call_1", tool: "lookup", input: { id: "u1" } }]], prompts)
     const tools = guardAiTools(
       newLedger(),
       {

@@ -8,10 +8,12 @@ const usage = {
   outputTokens: { total: 1, text: 1, reasoning: undefined },
 }
 
-export function scriptedModel(steps: Call[][]): MockLanguageModelV3 {
+/** `prompts`, when given, receives each step's prompt as JSON text: what the model read. */
+export function scriptedModel(steps: Call[][], prompts?: string[]): MockLanguageModelV3 {
   let step = 0
   return new MockLanguageModelV3({
-    doGenerate: async () => {
+    doGenerate: async (options) => {
+      prompts?.push(JSON.stringify(options.prompt))
       const calls = steps[step++]
       if (!calls) {
         return {
