@@ -16,6 +16,7 @@ import { argumentsStoredAndKeyed, toJsonValue } from "../ledger/model/canonical.
 import type { ToolArgs } from "../ledger/model/tool-arguments.ts"
 import { safeString } from "../repr.ts"
 import { secondsProblem } from "../seconds.ts"
+import { jsonDepth } from "../storage/limits.ts"
 import { jsonHoldsUnstorableText, keepableJson, MAX_ERROR_TEXT, storableText } from "../storage/text.ts"
 import {
   TaskLeaseLostError,
@@ -123,9 +124,7 @@ const leaseEnd = ({ lease_until: t }: TaskLease): string =>
 // task file made every row unreadable to Python workers.
 const MAX_DEPTH = 900
 
-/** Whether JSON `v`, inside `d` lists or objects, nests deeper than MAX_DEPTH (the recursion stops there). */
-const tooDeep = (v: JsonValue, d = 0): boolean =>
-  typeof v === "object" && v !== null && (d >= MAX_DEPTH || Object.values(v).some((x) => tooDeep(x, d + 1)))
+const tooDeep = (v: JsonValue): boolean => jsonDepth(v, MAX_DEPTH) > MAX_DEPTH
 
 /** `toJsonValue(v)`, refused when it nests deeper than a row may. */
 function rowJson(v: unknown): JsonValue {
