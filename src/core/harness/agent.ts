@@ -58,7 +58,10 @@ export interface SharedRun {
   readonly startedAt: number
   readonly ledger: ActionLedger | null
   readonly rlm: Required<RlmOptions>
-  /** An error that fails a task was met (`failsTask`): the driver stops the run at once, not when the task settles. */
+  /**
+   * An error that fails a task, or a budget refusal, was met (`failsTask`): the driver stops the run at once, not
+   * when the task settles.
+   */
   failing: (taskId: string, error: unknown) => void
   /** The deadline has passed, its timer late or not: stops the run (aborting every task) and returns true. */
   pastDeadline: () => boolean
@@ -85,6 +88,16 @@ export interface AgentContext {
 
 /** Whether an error that ends this run fails its task: a sub-query's does when each tool up the chain passes it on. */
 const failsTask = (ctx: AgentContext): boolean => ctx.depth === 0 || ctx.passedOn?.value === true
+
+/**
+ * A budget refusal stops the run where it is met, as a failure does. Left to the task's settling a few microtasks
+ * later, a sibling whose answer landed in the same tick ran its tool batch, or started a dependent task, after the
+ * stop.
+ */
+function refused(ctx: AgentContext, e: BudgetExceededError): never {
+  if (failsTask(ctx) && !ctx.signal.aborted) ctx.shared.failing(ctx.task.task_id, e)
+  throw e
+}
 
 /** Runs the model/tool loop until the model answers in text. Returns that text. */
 export async function runAgent(ctx: AgentContext, prompt: string): Promise<string> {
@@ -184,7 +197,7 @@ async function modelRequest(ctx: AgentContext, req: ModelRequest): Promise<Model
   // after a cancel, so a rerun replays it (and trips the same way) instead of paying for it again.
   if (ctx.signal.aborted) throw ctx.signal.reason
   const trip = s.budget.afterResponse()
-  if (trip) throw new BudgetExceededError(trip.reason, trip.message)
+  if (trip) refused(ctx, new BudgetExceededError(trip.reason, trip.message))
   return response
 }
 
@@ -197,7 +210,11 @@ async function sendRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelR
     // timer has not fired yet) must not send.
     s.pastDeadline()
     if (ctx.signal.aborted) throw ctx.signal.reason
-    s.budget.reserveRequest()
+    try {
+      s.budget.reserveRequest()
+    } catch (e) {
+      refused(ctx, e as BudgetExceededError)
+    }
     // Counted when sent, as model_requests_total is: a request the drain gives up on never settles.
     ctx.usage.inc("requests")
     const index = s.samplesTotal++
@@ -280,7 +297,11 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
   const byName = new Map(ctx.tools.map((t) => [t.name, t]))
   // A call to an unknown tool is answered with an error and never counts, so it reserves nothing.
   const known = calls.filter((c) => byName.has(c.name)).length
-  s.budget.reserveToolCalls(known)
+  try {
+    s.budget.reserveToolCalls(known)
+  } catch (e) {
+    refused(ctx, e as BudgetExceededError)
+  }
   let started = 0
   const gate = new Semaphore(s.maxParallelToolCalls)
   // The batch's own signal: the task's abort reaches every call, and so does a sibling's fatal error, so a failing

@@ -140,7 +140,9 @@ export class BudgetLedger {
   }
 
   private requestMessage(): string {
-    return `The next request would exceed the request_limit of ${this.budget.request_limit} (requests=${this.committed.counts.requests})`
+    // Requests still in flight were sent: without them a refusal read "limit of 2 (requests=1)".
+    const sent = this.committed.counts.requests + this.reservedRequests
+    return `The next request would exceed the request_limit of ${this.budget.request_limit} (requests=${sent})`
   }
 
   private tokenRefusal(): { reason: BudgetReason; message: string } | null {
