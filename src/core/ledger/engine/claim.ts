@@ -20,6 +20,7 @@ import {
 } from "../machine/gates.ts"
 import { hardBlockMessage } from "../machine/messages.ts"
 import {
+  LAPSED_OUTCOMES,
   lapsedBlockedRow,
   RELEASABLE_OUTCOMES,
   type ResolutionStamps,
@@ -301,7 +302,9 @@ async function reexecute(
 
 async function markExpiredBlocked(core: LedgerCore, observed: LedgerEntry): Promise<LedgerEntry | null> {
   const blocked = lapsedBlockedRow(observed, core.clock.now())
-  const ok = await core.store.tryTransition(blocked, asRead(observed, ["IN_FLIGHT"]))
+  // A legacy row (and a field repair of one) stores EXPIRED itself: expecting IN_FLIGHT only, the write never landed
+  // and the hard-block path re-read the same row without end.
+  const ok = await core.store.tryTransition(blocked, asRead(observed, LAPSED_OUTCOMES))
   return ok ? blocked : null
 }
 

@@ -13,6 +13,7 @@ import { ageString, remainingString } from "../machine/messages.ts"
 import { releaseReceiptDraft } from "../machine/receipts.ts"
 import {
   errorText,
+  LAPSED_OUTCOMES,
   lapsedBlockedRow,
   RELEASABLE_OUTCOMES,
   releasedRow,
@@ -243,7 +244,8 @@ export async function markWorkerDeadFor(
     row,
     next,
     // Made again over a boundary move that lands first (casFrom), never back below it.
-    asRead(row, [row.terminalOutcome === "BLOCKED" ? "BLOCKED" : "IN_FLIGHT"]),
+    // A legacy row stores EXPIRED itself (LAPSED_OUTCOMES).
+    asRead(row, row.terminalOutcome === "BLOCKED" ? ["BLOCKED"] : LAPSED_OUTCOMES),
     "mark worker dead",
   )
 }

@@ -272,9 +272,16 @@ export function workerDeadRow(e: LedgerEntry, by: string, reason: string, now: n
   return { ...e, workerDeadAssertedBy: by, workerDeadAssertedAt: now, resolutionReason: reason }
 }
 
-/** The outcomes an operator release or a reconciler verdict may settle: everything not live and not COMPLETED. */
+/** What a lapsed lease's row stores: IN_FLIGHT, or EXPIRED itself in a legacy row (or a field repair of one). */
+export const LAPSED_OUTCOMES: readonly TerminalOutcome[] = ["IN_FLIGHT", "EXPIRED"]
+
+/**
+ * The outcomes an operator release or a reconciler verdict may settle: everything not live and not COMPLETED. A stored
+ * EXPIRED (a legacy row) too, or no release could ever settle such a row.
+ */
 export const RELEASABLE_OUTCOMES: readonly TerminalOutcome[] = [
   "IN_FLIGHT",
+  "EXPIRED",
   "BLOCKED",
   "UNKNOWN",
   "FAILED_AFTER_EFFECT",
