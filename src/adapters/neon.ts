@@ -250,7 +250,9 @@ function queries(table: string) {
     ` IF p_dispatch IS NOT NULL THEN PERFORM pg_advisory_xact_lock(hashtextextended('mycelium-dispatch:${table}:' || p_dispatch, 0)); END IF;` +
     ` INSERT INTO ${tq} AS t (request_id, payload) VALUES (p_id, p_payload) ON CONFLICT (request_id) DO NOTHING;` +
     ` IF FOUND THEN f := 1; ELSIF p_mode <> ${CLAIM_INSERT_ONLY} THEN` +
-    ` UPDATE ${tq} AS t SET payload = jsonb_set(p_payload, '{fence}', to_jsonb(${fenceOf(p)}::numeric + 1))` +
+    // fence + 1 in float8, as JavaScript adds: float8::numeric keeps 15 digits, so past 10^15 the fence jumped, or
+    // went back (4503599627370494 + 1 was ...491) and a stale writer's set() passed again.
+    ` UPDATE ${tq} AS t SET payload = jsonb_set(p_payload, '{fence}', to_jsonb(${fenceOf(p)} + 1))` +
     ` WHERE t.request_id = p_id AND ${claimableAt(p, "p_now")}` +
     ` AND (p_mode = ${CLAIM_ANY} OR ${fenceOf(p)} = p_fence) RETURNING ${fenceOf(p)} INTO f; END IF;` +
     " IF f IS NULL THEN RETURN QUERY SELECT 'existing'::text, NULL::float8, t.payload::text" +

@@ -25,7 +25,9 @@ import {
   type TransitionExpectation,
 } from "../adapter-kit.ts"
 import { MyceliumError } from "../core/errors.ts"
+import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { parsePythonRow } from "../core/python-nan.ts"
+import { jsonDepth } from "../core/storage/limits.ts"
 import { listsNothing, pairHeadOptions, startingWith } from "../core/storage/text.ts"
 
 /**
@@ -321,7 +323,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
   /** Upsert, refusing only a write that would move the fence backwards (a stale writer). */
   async set(entry: LedgerEntry): Promise<void> {
     const stored = await this.#set.exec(this.#keys(entry), [
-      keepablePayload(entry),
+      decodablePayload(entry, this.limits),
       String(this.#ttlFor(entry)),
       entry.requestId,
       String(entry.fence),
@@ -388,7 +390,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
     const reply = await this.#cas.exec(
       [...this.#keys(next), sentKey(this.#prefix)],
       [
-        keepablePayload(next),
+        decodablePayload(next, this.limits),
         String(this.#ttlFor(next)),
         next.requestId,
         expect.outcomes.join(","),
@@ -616,6 +618,19 @@ function ghostRow(row: Row, now: number): Row {
   const t = row.terminal_outcome === undefined ? "IN_FLIGHT" : row.terminal_outcome
   const live = isTerminalOutcome(t) ? t === "IN_FLIGHT" || t === "EXPIRED" : row.status === "in-flight"
   return live ? { ...row, lease_until: now - 1 } : row
+}
+
+/**
+ * The payload set() and compare-and-set write, refused typed (nothing written) past `limits.maxDepth`: the scripts
+ * decode the stored row with cjson, so such a row made every later claim and compare-and-set of its id fail as if
+ * Redis were down (the claim refuses such arguments; these took them).
+ */
+function decodablePayload(entry: LedgerEntry, { maxDepth: max }: StorageLimits): string {
+  if (max !== undefined && jsonDepth(entry, max) > max)
+    throw new LedgerConfigError(
+      `request '${entry.requestId}': the row nests past max_depth ${max}; nothing was written`,
+    )
+  return keepablePayload(entry)
 }
 
 /**

@@ -154,6 +154,60 @@ export function testLedgerStorage(name: string, factory: LedgerStorageFixtureFac
       expect(again.outcome).toBe("in_flight")
     })
 
+    // Postgres added 1 as float8::numeric, which keeps 15 digits: past 10^15 the fence jumped, or went back
+    // (4503599627370494 became ...491) and the old owner's set() at its own fence passed again.
+    it("a reclaim stamps exactly fence + 1, also past 10^15, and the old owner's set() is then stale", async () => {
+      const fence = 2 ** 52 - 2
+      const prior = await seeded(s, {
+        requestId: rid("big-fence"),
+        tool: "t",
+        terminalOutcome: "FAILED_BEFORE_EFFECT",
+        status: "failed",
+        fence,
+      })
+      const r = await s.tryClaimInflight(
+        entry({ requestId: prior.requestId, tool: "t", owner: "w2" }),
+        60,
+        T0,
+      )
+      expect(r).toMatchObject({ outcome: "claimed", entry: { fence: fence + 1 } })
+      expect((await peer.get(prior.requestId))?.fence).toBe(fence + 1)
+      await expect(peer.set({ ...prior, result: "stale" })).rejects.toBeInstanceOf(LedgerStaleFenceError)
+    })
+
+    // Redis and Upstash took such a row through set() and tryTransition; their scripts decode the stored row with
+    // cjson (1,000 levels at most), so every later claim and compare-and-set of the id failed as if Redis were down.
+    it("a row nested 1,001 deep is refused by set() and tryTransition, or kept: the id stays claimable either way", async () => {
+      let deep: LedgerEntry["result"] = "leaf"
+      for (let i = 0; i < 1001; i++) deep = [deep]
+      for (const via of ["set", "tryTransition"] as const) {
+        const prior = await seeded(s, {
+          requestId: rid(`deep-${via}`),
+          tool: "t",
+          terminalOutcome: "FAILED_BEFORE_EFFECT",
+          status: "failed",
+          fence: 2,
+        })
+        const next = { ...prior, result: deep }
+        const write =
+          via === "set"
+            ? s.set(next)
+            : s.tryTransition(next, { outcomes: ["FAILED_BEFORE_EFFECT"], fence: 2 })
+        const written = await write.then(
+          () => true,
+          () => false,
+        )
+        const stored = await peer.get(prior.requestId)
+        expect(stored, via).toEqual(written ? next : prior)
+        const r = await s.tryClaimInflight(
+          entry({ requestId: prior.requestId, tool: "t", owner: "w2" }),
+          60,
+          T0,
+        )
+        expect(r, via).toMatchObject({ outcome: "claimed", entry: { fence: 3 } })
+      }
+    })
+
     describe("claim classification of every stored state", () => {
       const cases: Array<[string, Partial<LedgerEntry>, "claimed" | "completed" | "in_flight"]> = [
         ["COMPLETED", { terminalOutcome: "COMPLETED", status: "completed" }, "completed"],
