@@ -1,0 +1,849 @@
+// One seeded run of the model-based test (model-random.test.ts): workers (ActionLedgers with distinct owners) over
+// one MemoryLedgerStorage and one SchedulerClock; tool bodies that stop at points the scheduler resumes, renews or
+// abandons (a crashed worker) in random order; an operator and a reconciler that judge from an independent provider
+// log; and a reference model of which runs and answers may happen, checked after every step and at the end.
+import { isDeepStrictEqual } from "node:util"
+import { seededRandom } from "../../../src/conformance/random.ts"
+import {
+  ActionLedger,
+  argsFingerprint,
+  LedgerAlreadyResolvedError,
+  type LedgerEntry,
+  LedgerHardBlockError,
+  LedgerIdentityConflictError,
+  LedgerLeaseError,
+  LedgerOutcomeAlreadySetError,
+  LedgerPollTimeoutError,
+  LedgerReleaseRefusedError,
+  LedgerWorkerAliveError,
+  leaseLapsed,
+  MemoryLedgerStorage,
+  MyceliumError,
+  ReconcileResult,
+  resolvedOutcome,
+  type TransitionContext,
+  transitionKey,
+} from "../../../src/core/index.ts"
+import { SchedulerClock } from "./model-clock.ts"
+
+const LEASE = 10
+const POLL = 1
+const POLL_TIMEOUT = 120
+/** The ledger's default `presumedDeadAfter`: 2 × leaseTtl. */
+const PRESUMED_DEAD = 2 * LEASE
+
+type ToolName = "pay" | "charge" | "upsert" | "wire" | "search"
+type Cls = "non_idempotent_mutate" | "keyed_mutate" | "idempotent_mutate" | "irreversible" | "read"
+const TOOLS: readonly ToolName[] = ["pay", "charge", "upsert", "wire", "search"]
+/** The class each tool's binding resolves to; `pay` declares the legacy alias `payment`. */
+const CLASS: Record<ToolName, Cls> = {
+  pay: "non_idempotent_mutate",
+  charge: "keyed_mutate",
+  upsert: "idempotent_mutate",
+  wire: "irreversible",
+  search: "read",
+}
+
+interface Args {
+  key: string
+  amount: number
+}
+type Result = Readonly<Record<string, string | number>>
+
+/** What a body throws on purpose; the caller must get this very object back. */
+class ToolFailure extends Error {
+  override readonly name = "ToolFailure"
+}
+
+type Point = "start" | "pre_charge" | "post_charge" | "after"
+type Command = "go" | "renew"
+type Ending = "returned" | "threw_before" | "threw_inside" | "threw_after" | "threw_ledger"
+
+interface Plan {
+  readonly throwAt: "before" | "inside" | "after" | null
+  readonly refBefore: boolean
+  readonly refAfter: boolean
+}
+
+interface Attempt {
+  readonly n: number
+  readonly call: Call
+  readonly rid: string
+  readonly fence: number
+  readonly owner: string
+  readonly tx: TransitionContext
+  readonly plan: Plan
+  readonly startSeq: number
+  leaseUntil: number
+  heartbeat: number
+  point: Point | null
+  resume: ((c: Command) => void) | null
+  state: "running" | "crashed" | "done"
+  ending: Ending | null
+  thrown: unknown
+  enteredFn: boolean
+  charged: string | null
+}
+
+interface Call {
+  readonly n: number
+  readonly rid: string
+  readonly worker: Worker
+  readonly tool: ToolName
+  readonly args: Args
+  readonly ticket: string
+  readonly kind: string
+  /** Its arguments differ from the first call's under its ticket (or, for `charge`, its business key). */
+  readonly drifted: boolean
+  readonly drive: boolean
+  status: "pending" | "ok" | "error"
+  value: unknown
+  error: unknown
+  attempt: Attempt | null
+  checked: boolean
+}
+
+interface Worker {
+  readonly name: string
+  readonly ledger: ActionLedger
+  readonly tools: Record<ToolName, (args: Args, meta: { toolCallId: string }) => Promise<Result>>
+}
+
+interface Licence {
+  readonly seq: number
+  /** A reconciler's verdict is acted on within the step that asked it; an operator's waits for a redispatch. */
+  readonly step: number | null
+  used: boolean
+}
+
+export interface ModelStats {
+  steps: number
+  calls: number
+  runs: number
+  replays: number
+  effects: number
+  crashes: number
+  releases: number
+  deathMarks: number
+  verdictReruns: number
+  maxPending: number
+  errors: Record<string, number>
+}
+
+const SNAKE = /^[a-z]+(_[a-z]+)*$/
+/**
+ * The request id a call must get, from the docs (docs/ledger.md, Identity): `charge` names its business key, the
+ * others hash their transition key (no scope here; the tool-call id is the dispatch id).
+ */
+const ridOf = (tool: ToolName, ticket: string, a: Args): string =>
+  tool === "charge"
+    ? `charge:key:${a.key}`
+    : transitionKey({
+        tool,
+        binding: { agentId: "model", policyVersion: "1", sideEffectClass: CLASS[tool] },
+        argsFingerprint: argsFingerprint({ ...a }),
+        dispatchId: ticket,
+      })
+const argsText = (a: Args): string => `${a.key}/${a.amount}`
+const short = (rid: string): string => (rid.includes(":") ? rid : rid.slice(0, 8))
+const nextTick = (): Promise<void> => new Promise((r) => setImmediate(r))
+
+export class ModelWorld {
+  readonly seed: number
+  readonly #rand: () => number
+  readonly clock = new SchedulerClock()
+  readonly store = new MemoryLedgerStorage()
+  readonly trace: string[] = []
+  readonly violations: string[] = []
+  readonly stats: ModelStats = {
+    steps: 0,
+    calls: 0,
+    runs: 0,
+    replays: 0,
+    effects: 0,
+    crashes: 0,
+    releases: 0,
+    deathMarks: 0,
+    verdictReruns: 0,
+    maxPending: 0,
+    errors: {},
+  }
+  readonly #workers: Worker[] = []
+  readonly #calls: Call[] = []
+  readonly #attempts: Attempt[] = []
+  readonly #byArgs = new WeakMap<object, Call>()
+  /** The provider's own log: the refs of every charge it made, per request id. Never read from the ledger. */
+  readonly #effects = new Map<string, string[]>()
+  readonly #reads = new Map<string, number>()
+  readonly #licences = new Map<string, Licence[]>()
+  /** request id → the first call of it that did not drift. */
+  readonly #firstCall = new Map<string, Call>()
+  /** ticket → the argument texts sent under it; charge key → the argument texts sent for it. */
+  readonly #ticketArgs = new Map<string, string[]>()
+  readonly #keyArgs = new Map<string, string[]>()
+  readonly #completed = new Map<string, unknown>()
+  readonly #fences = new Map<string, number>()
+  #seq = 0
+  #step = 0
+  #tickets = 0
+
+  constructor(seed: number) {
+    this.seed = seed
+    this.#rand = seededRandom(seed)
+    const withReconciler = this.#rand() < 0.5
+    const reclaimRequiresDeathSignal = this.#rand() < 0.3
+    const workers = 2 + Math.floor(this.#rand() * 3)
+    this.#log(
+      `world: ${workers} workers, reconciler ${withReconciler}, reclaimRequiresDeathSignal ${reclaimRequiresDeathSignal}`,
+    )
+    for (let i = 0; i < workers; i++) {
+      const name = `w${i}`
+      const ledger = new ActionLedger({
+        storage: this.store,
+        clock: this.clock,
+        owner: name,
+        leaseTtl: LEASE,
+        // Renewals are the scheduler's steps (a body's renewLease()), not timers: a run must repeat from its seed.
+        leaseRenewInterval: 0,
+        pollInterval: POLL,
+        pollTimeout: POLL_TIMEOUT,
+        reclaimRequiresDeathSignal,
+        ...(withReconciler ? { reconciler: { reconcile: (e: LedgerEntry) => this.#reconcile(e) } } : {}),
+        onWarning: () => {},
+      })
+      const tools = {} as Worker["tools"]
+      for (const tool of TOOLS) {
+        const binding = {
+          agentId: "model",
+          policyVersion: "1",
+          sideEffectClass: tool === "pay" ? "payment" : CLASS[tool],
+          ...(tool === "charge" ? { requestIdFrom: "key" } : {}),
+        } as const
+        tools[tool] = ledger.tool({ name: tool, binding }, (args: Args, tx) =>
+          this.#body(name, tool, args, tx),
+        )
+      }
+      this.#workers.push({ name, ledger, tools })
+    }
+  }
+
+  // ---- the run ----------------------------------------------------------------------------------------------
+
+  async run(steps: number): Promise<void> {
+    for (this.#step = 1; this.#step <= steps; this.#step++) {
+      await this.#randomStep()
+      await nextTick()
+      await this.#checkStep()
+      this.#fail()
+    }
+    this.stats.steps = steps
+    await this.#finish()
+    this.#fail()
+  }
+
+  async #randomStep(): Promise<void> {
+    const r = this.#rand()
+    const resumable = this.#attempts.filter((a) => a.resume)
+    if (r < 0.3 || this.#calls.length === 0) return this.#startRandomCall()
+    if (r < 0.58 && resumable.length) return this.#resume(this.#pick(resumable), "go")
+    if (r < 0.63 && resumable.length) return this.#resume(this.#pick(resumable), "renew")
+    if (r < 0.69 && resumable.length) return this.#crash(this.#pick(resumable))
+    if (r < 0.88) {
+      const big = this.#rand() < 0.3
+      const dt = big ? LEASE * (1 + this.#rand() * 1.5) : 0.5 + this.#rand() * 2.5
+      const woke = this.clock.advance(dt, (xs) => this.#shuffle(xs))
+      this.#log(`clock +${dt.toFixed(1)}s (woke ${woke})`)
+      return
+    }
+    return this.#operatorStep()
+  }
+
+  #startRandomCall(): void {
+    const worker = this.#pick(this.#workers)
+    const earlier = this.#calls.filter((c) => !c.drive)
+    const r = this.#rand()
+    if (!earlier.length || r < 0.4) {
+      this.#start(worker, this.#pick(TOOLS), this.#randomArgs(), `call_${this.#tickets++}`, "fresh")
+      return
+    }
+    const prior = this.#pick(earlier)
+    if (r < 0.7) this.#start(worker, prior.tool, { ...prior.args }, prior.ticket, "redispatch")
+    else if (r < 0.85) this.#start(worker, prior.tool, { ...prior.args }, `call_${this.#tickets++}`, "new-id")
+    else {
+      const drifted = { ...prior.args, amount: prior.args.amount + 1 + Math.floor(this.#rand() * 2) }
+      this.#start(worker, prior.tool, drifted, prior.ticket, "drift")
+    }
+  }
+
+  #randomArgs(): Args {
+    return { key: `k${1 + Math.floor(this.#rand() * 3)}`, amount: 1 + Math.floor(this.#rand() * 3) }
+  }
+
+  #start(worker: Worker, tool: ToolName, args: Args, ticket: string, kind: string, drive = false): Call {
+    const text = argsText(args)
+    // The first arguments sent for a request id are the call's; other arguments for it are drift. (`charge` is
+    // named by its business key, which spans tickets: under another ticket it is the same call.)
+    const sent = (sets: Map<string, string[]>, key: string): string | undefined => {
+      const list = sets.get(key) ?? []
+      if (!list.includes(text)) list.push(text)
+      sets.set(key, list)
+      return list[0]
+    }
+    const firstUnderTicket = sent(this.#ticketArgs, `${tool}|${ticket}`)
+    const firstUnderKey = tool === "charge" ? sent(this.#keyArgs, args.key) : undefined
+    const drifted = (tool === "charge" ? firstUnderKey : firstUnderTicket) !== text
+    const call: Call = {
+      n: this.#calls.length,
+      rid: ridOf(tool, ticket, args),
+      worker,
+      tool,
+      args,
+      ticket,
+      kind,
+      drifted,
+      drive,
+      status: "pending",
+      value: undefined,
+      error: undefined,
+      attempt: null,
+      checked: false,
+    }
+    this.#calls.push(call)
+    this.stats.calls++
+    this.#byArgs.set(args, call)
+    if (!this.#firstCall.has(call.rid) && !drifted) this.#firstCall.set(call.rid, call)
+    this.#log(`c${call.n} ${worker.name} ${kind} ${tool}(${text}) ${ticket}${drifted ? " [drifted]" : ""}`)
+    worker.tools[tool](args, { toolCallId: ticket }).then(
+      (value) => {
+        call.status = "ok"
+        call.value = value
+        this.#log(`c${call.n} ok ${JSON.stringify(value)}${call.attempt ? "" : " (replay)"}`)
+        if (!call.attempt) this.stats.replays++
+      },
+      (error: unknown) => {
+        call.status = "error"
+        call.error = error
+        const name = error instanceof Error ? error.name : typeof error
+        this.stats.errors[name] = (this.stats.errors[name] ?? 0) + 1
+        this.#log(`c${call.n} error ${name}: ${error instanceof Error ? error.message.slice(0, 120) : ""}`)
+      },
+    )
+    const pending = this.#calls.filter((c) => c.status === "pending").length
+    this.stats.maxPending = Math.max(this.stats.maxPending, pending)
+    return call
+  }
+
+  // ---- the tool bodies ----------------------------------------------------------------------------------------
+
+  async #body(owner: string, tool: ToolName, args: Args, tx: TransitionContext): Promise<Result> {
+    const a = this.#begin(owner, tool, args, tx)
+    try {
+      await this.#stop(a, "start")
+      if (a.plan.throwAt === "before") {
+        throw this.#failure(a, "threw_before", `before the effect (a${a.n})`)
+      }
+      if (tool === "search") {
+        const run = (this.#reads.get(a.rid) ?? 0) + 1
+        this.#reads.set(a.rid, run)
+        await this.#stop(a, "after")
+        if (a.plan.throwAt) {
+          throw this.#failure(a, "threw_after", `after the read (a${a.n})`)
+        }
+        a.ending = "returned"
+        return { read: args.key, run }
+      }
+      if (a.plan.refBefore) await tx.recordExternalOperation(`key:${a.rid}`)
+      const ref = await tx.sideEffect(async () => {
+        this.#enteredFn(a)
+        await this.#stop(a, "pre_charge")
+        const ref = this.#charge(a)
+        await this.#stop(a, "post_charge")
+        if (a.plan.throwAt === "inside") {
+          throw this.#failure(a, "threw_inside", `inside the effect (a${a.n})`)
+        }
+        return ref
+      })
+      if (a.plan.refAfter) await tx.recordExternalOperation(ref)
+      await this.#stop(a, "after")
+      if (a.plan.throwAt === "after") {
+        throw this.#failure(a, "threw_after", `after the effect (a${a.n})`)
+      }
+      a.ending = "returned"
+      return { ref }
+    } catch (e) {
+      // A ledger refusal inside the body (a late owner's boundary write): the caller gets it unchanged.
+      if (!a.ending) {
+        a.ending = "threw_ledger"
+        this.#typed(e, `a${a.n} body`)
+      }
+      throw e
+    } finally {
+      if (a.state === "running") a.state = "done"
+    }
+  }
+
+  #begin(owner: string, tool: ToolName, args: Args, tx: TransitionContext): Attempt {
+    const call = this.#byArgs.get(args)
+    if (!call) throw new Error("a body ran with arguments no call passed")
+    if (call.attempt) this.#violate(`c${call.n} ran its body twice`)
+    if (call.drifted) this.#violate(`c${call.n} has drifted arguments, yet its body ran`)
+    const rid = tx.requestId
+    if (rid !== call.rid)
+      this.#violate(`c${call.n} ran under ${short(rid)}, its identity is ${short(call.rid)}`)
+    const r = this.#rand()
+    const plan: Plan = {
+      throwAt: call.drive ? null : r < 0.1 ? "before" : r < 0.2 ? "inside" : r < 0.3 ? "after" : null,
+      refBefore: this.#rand() < 0.3,
+      refAfter: this.#rand() < 0.4,
+    }
+    const prior = this.#attemptsOf(rid).at(-1)
+    const a: Attempt = {
+      n: this.#attempts.length,
+      call,
+      rid,
+      fence: tx.fence,
+      owner,
+      tx,
+      plan,
+      startSeq: ++this.#seq,
+      leaseUntil: tx.entry.leaseUntil ?? Infinity,
+      heartbeat: tx.entry.lastHeartbeatAt ?? this.clock.now(),
+      point: null,
+      resume: null,
+      state: "running",
+      ending: null,
+      thrown: undefined,
+      enteredFn: false,
+      charged: null,
+    }
+    call.attempt = a
+    this.#attempts.push(a)
+    this.stats.runs++
+    this.#log(
+      `a${a.n} c${call.n} ${owner} runs ${tool} ${short(rid)} fence ${tx.fence} plan ${plan.throwAt ?? "ok"}${plan.refBefore ? " ref-before" : ""}${plan.refAfter ? " ref-after" : ""}`,
+    )
+    if (prior) this.#checkRerun(a, prior, CLASS[tool])
+    return a
+  }
+
+  /**
+   * The reference model of a second run: the holder before must be finished or its lease lapsed, and unless the
+   * docs' table lets the class run again after what that holder did, a `not_executed` verdict given since it started
+   * must license this run (one verdict, one run).
+   */
+  #checkRerun(a: Attempt, prev: Attempt, cls: Cls): void {
+    const now = this.clock.now()
+    if (prev.state !== "done" && now < prev.leaseUntil)
+      this.#violate(
+        `a${a.n} took ${short(a.rid)} over from a${prev.n}, whose lease runs until ${prev.leaseUntil} > ${now}`,
+      )
+    const free =
+      cls === "read" ||
+      (cls === "idempotent_mutate" && !prev.enteredFn) ||
+      // A run that failed before its effect (its own throw, or its boundary write refused) and said so.
+      (cls === "keyed_mutate" && !prev.enteredFn && prev.state === "done" && prev.ending !== "returned")
+    if (free) return
+    const licence = (this.#licences.get(a.rid) ?? []).find(
+      (l) => !l.used && l.seq > prev.startSeq && (l.step === null || l.step === this.#step),
+    )
+    if (!licence) {
+      this.#violate(
+        `a${a.n} re-ran ${cls} ${short(a.rid)} after a${prev.n} (${prev.ending ?? prev.state}, effect boundary ${prev.enteredFn ? "crossed" : "not crossed"}) without a not_executed verdict`,
+      )
+      return
+    }
+    licence.used = true
+    this.stats.verdictReruns++
+  }
+
+  /** What a body throws on purpose, remembered so the caller's error can be checked to be this very object. */
+  #failure(a: Attempt, ending: Ending, what: string): ToolFailure {
+    a.ending = ending
+    a.thrown = new ToolFailure(what)
+    return a.thrown as ToolFailure
+  }
+
+  #enteredFn(a: Attempt): void {
+    a.enteredFn = true
+    const latest = this.#attemptsOf(a.rid).at(-1)
+    if (latest !== a)
+      this.#violate(`a${a.n} entered its effect after a${latest?.n} took ${short(a.rid)} over`)
+    if (this.clock.now() >= a.leaseUntil) this.#violate(`a${a.n} crossed the boundary on a lapsed lease`)
+  }
+
+  #charge(a: Attempt): string {
+    const refs = this.#effects.get(a.rid) ?? []
+    const ref = `${short(a.rid)}#${refs.length + 1}`
+    refs.push(ref)
+    this.#effects.set(a.rid, refs)
+    a.charged = ref
+    this.stats.effects++
+    this.#log(`a${a.n} EFFECT ${ref}`)
+    // The promise itself: with a truthful operator and reconciler, one effect per request id, ever.
+    if (refs.length > 1)
+      this.#violate(`${CLASS[a.call.tool]} ${short(a.rid)} took effect ${refs.length} times`)
+    return ref
+  }
+
+  /** A point where the body waits for the scheduler: go on, renew the lease and wait again, or never (crashed). */
+  async #stop(a: Attempt, point: Point): Promise<void> {
+    for (;;) {
+      const command = await new Promise<Command>((resume) => {
+        a.point = point
+        a.resume = resume
+      })
+      a.resume = null
+      if (command === "go") return
+      try {
+        await a.tx.renewLease()
+        a.leaseUntil = a.tx.entry.leaseUntil ?? Infinity
+        a.heartbeat = a.tx.entry.lastHeartbeatAt ?? a.heartbeat
+        this.#log(`a${a.n} renewed to ${a.leaseUntil}`)
+      } catch (e) {
+        this.#typed(e, `a${a.n} renewal`)
+        if (!(e instanceof LedgerLeaseError || e instanceof LedgerOutcomeAlreadySetError))
+          this.#violate(`a${a.n} renewal failed with ${String(e)}`)
+        this.#log(`a${a.n} renewal refused: ${(e as Error).name}`)
+      }
+    }
+  }
+
+  // ---- scheduler actions --------------------------------------------------------------------------------------
+
+  async #resume(a: Attempt, command: Command): Promise<void> {
+    const resume = a.resume
+    if (!resume) return
+    // Inside sideEffect(), before the provider is called, only the death signal stands between a stalled owner that
+    // wakes and a second charge (docs/kill-safety.md, "what remains"). Heartbeat silence past presumedDeadAfter is
+    // the contract's presumption of death, so a worker silent that long stays dead; a shorter stall may wake.
+    if (command === "go" && a.point === "pre_charge" && this.clock.now() - a.heartbeat >= PRESUMED_DEAD)
+      return this.#crash(a)
+    this.#log(`a${a.n} ${command} at ${a.point}`)
+    resume(command)
+  }
+
+  #crash(a: Attempt): void {
+    a.resume = null
+    a.state = "crashed"
+    this.stats.crashes++
+    this.#log(`a${a.n} CRASHED at ${a.point}`)
+  }
+
+  /** No attempt at this id can act again: each finished or crashed. What an operator confirms before its verdict. */
+  #allDead(rid: string): boolean {
+    return this.#attemptsOf(rid).every((a) => a.state !== "running")
+  }
+
+  async #operatorStep(): Promise<void> {
+    const ledger = this.#pick(this.#workers).ledger
+    const stuck = await ledger.listTransitions({ stuck: true })
+    if (!stuck.length) return
+    const row = this.#pick(stuck)
+    if (this.#rand() < 0.4) await this.#markDead(row, this.#allDead(row.requestId) && this.#rand() < 0.7)
+    else await this.#release(row, this.#allDead(row.requestId) && this.#rand() < 0.5)
+  }
+
+  /** `assert`: the operator knows every attempt is over. Without it the ledger's heartbeat rule decides. */
+  async #markDead(row: LedgerEntry, assert: boolean): Promise<void> {
+    const rid = row.requestId
+    try {
+      await this.#workers[0]?.ledger.markWorkerDeadFor(rid, {
+        by: "ops",
+        reason: "model: worker gone",
+        overrideHeartbeat: assert,
+        ...(this.#rand() < 0.5 ? { expectedFence: row.fence } : {}),
+      })
+      this.stats.deathMarks++
+      this.#log(`op marked ${short(rid)} dead${assert ? " (override)" : ""}`)
+    } catch (e) {
+      this.#operatorError(e, `mark ${short(rid)} dead`)
+    }
+  }
+
+  /** Death first, then the provider's record: `completed` with its ref if it charged, else `not_executed`. */
+  async #release(row: LedgerEntry, assert: boolean): Promise<boolean> {
+    const rid = row.requestId
+    const refs = this.#effects.get(rid) ?? []
+    const verdict =
+      refs.length > 0
+        ? ({ verified: "completed", result: { ref: refs[0] as string } } as const)
+        : ({ verified: "not_executed" } as const)
+    try {
+      await this.#workers[0]?.ledger.release(rid, {
+        ...verdict,
+        by: "ops",
+        reason: "model: provider log",
+        ...(assert ? { overrideDeathSignal: "model: every attempt crashed or finished" } : {}),
+        ...(this.#rand() < 0.5 ? { expectedFence: row.fence } : {}),
+      })
+      this.stats.releases++
+      if (verdict.verified === "not_executed") this.#licence(rid, null)
+      this.#log(`op released ${short(rid)} ${verdict.verified}${assert ? " (death override)" : ""}`)
+      return true
+    } catch (e) {
+      this.#operatorError(e, `release ${short(rid)}`)
+      return false
+    }
+  }
+
+  #operatorError(e: unknown, what: string): void {
+    this.#typed(e, what)
+    if (
+      !(
+        e instanceof LedgerReleaseRefusedError ||
+        e instanceof LedgerAlreadyResolvedError ||
+        e instanceof LedgerWorkerAliveError ||
+        e instanceof LedgerOutcomeAlreadySetError
+      )
+    )
+      this.#violate(`${what} failed with ${String(e)}`)
+    this.#log(`op ${what} refused: ${(e as Error).name}`)
+  }
+
+  /** A truthful reconciler: the provider's log. Sometimes it cannot tell, or fails. */
+  #reconcile(entry: LedgerEntry): ReconcileResult {
+    const r = this.#rand()
+    if (r < 0.05) throw new Error("provider unreachable")
+    if (r < 0.15) return ReconcileResult.unknown()
+    const refs = this.#effects.get(entry.requestId) ?? []
+    this.#log(`reconciler on ${short(entry.requestId)}: ${refs.length ? "completed" : "not executed"}`)
+    if (refs.length) return ReconcileResult.completed({ ref: refs[0] as string })
+    this.#licence(entry.requestId, this.#step)
+    return ReconcileResult.notExecuted()
+  }
+
+  #licence(rid: string, step: number | null): void {
+    const list = this.#licences.get(rid) ?? []
+    list.push({ seq: ++this.#seq, step, used: false })
+    this.#licences.set(rid, list)
+  }
+
+  // ---- invariants ---------------------------------------------------------------------------------------------
+
+  async #checkStep(): Promise<void> {
+    for await (const row of this.store.list()) {
+      const rid = row.requestId
+      const fence = this.#fences.get(rid) ?? 0
+      if (row.fence < fence) this.#violate(`${short(rid)} fence went back from ${fence} to ${row.fence}`)
+      this.#fences.set(rid, row.fence)
+      const done = this.#completed.get(rid)
+      if (done !== undefined) {
+        if (row.terminalOutcome !== "COMPLETED" || !isDeepStrictEqual(row.result, done))
+          this.#violate(
+            `${short(rid)} was COMPLETED and changed to ${row.terminalOutcome} ${JSON.stringify(row.result)}`,
+          )
+      } else if (row.terminalOutcome === "COMPLETED") this.#completed.set(rid, row.result)
+    }
+    for (const call of this.#calls) {
+      if (call.status === "pending" || call.checked) continue
+      call.checked = true
+      this.#checkAnswer(call)
+    }
+  }
+
+  /** A settled call: a stored result, its own run's result, or a typed refusal it may get. */
+  #checkAnswer(call: Call): void {
+    if (call.status === "ok") {
+      if (call.drifted)
+        this.#violate(`c${call.n} has drifted arguments, yet got ${JSON.stringify(call.value)}`)
+      const stored = this.#completed.get(call.rid)
+      if (call.attempt) {
+        const own = call.attempt.charged
+        if (call.tool !== "search" && !isDeepStrictEqual(call.value, { ref: own }))
+          this.#violate(`c${call.n} returned ${JSON.stringify(call.value)}, not its run's effect ${own}`)
+      } else if (stored === undefined || !isDeepStrictEqual(call.value, stored))
+        this.#violate(
+          `c${call.n} replayed ${JSON.stringify(call.value)}, but the stored result is ${JSON.stringify(stored)}`,
+        )
+      return
+    }
+    const e = call.error
+    if (e instanceof ToolFailure) {
+      if (call.attempt?.thrown !== e) this.#violate(`c${call.n} got a ToolFailure its own run did not throw`)
+      return
+    }
+    this.#typed(e, `c${call.n}`)
+    const conflicted =
+      (this.#ticketArgs.get(`${call.tool}|${call.ticket}`)?.length ?? 0) > 1 ||
+      (call.tool === "charge" && (this.#keyArgs.get(call.args.key)?.length ?? 0) > 1)
+    const allowed =
+      e instanceof LedgerHardBlockError ||
+      e instanceof LedgerPollTimeoutError ||
+      (e instanceof LedgerIdentityConflictError && conflicted) ||
+      // A late owner: its boundary write found the row taken over, blocked or released.
+      (e instanceof LedgerOutcomeAlreadySetError && call.attempt !== null)
+    if (!allowed) this.#violate(`c${call.n} (${call.kind}) failed with ${String(e)}`)
+    if (call.drifted && !(e instanceof LedgerIdentityConflictError || e instanceof LedgerHardBlockError))
+      this.#violate(`c${call.n} has drifted arguments and failed with ${String(e)}, not a refusal`)
+  }
+
+  /** Every error has one root (MyceliumError) and a snake_case code. */
+  #typed(e: unknown, where: string): void {
+    if (!(e instanceof MyceliumError)) this.#violate(`${where}: untyped error ${String(e)}`)
+    else if (!SNAKE.test(e.code)) this.#violate(`${where}: ${e.name} has code '${e.code}', not snake_case`)
+  }
+
+  // ---- the end: drain, settle, drive every call to its one outcome ----------------------------------------------
+
+  async #finish(): Promise<void> {
+    this.#log("== drain")
+    await this.#pump(() => this.#calls.some((c) => this.#waiting(c)))
+    const stranded = this.#calls.filter((c) => this.#waiting(c))
+    for (const c of stranded) this.#violate(`c${c.n} (${c.kind} ${c.tool}) never settled`)
+    await this.#checkStep()
+    this.#fail()
+
+    // Every worker finished or died: lapse every lease (and the heartbeat silence), then the operator's pass.
+    this.clock.advance(6 * LEASE, (xs) => xs)
+    this.#log("== operator pass")
+    const ledger = this.#workers[0]?.ledger as ActionLedger
+    for (const row of await ledger.listTransitions({ stuck: true })) await this.#settle(row)
+    for await (const row of this.store.list())
+      if (row.terminalOutcome === "IN_FLIGHT")
+        this.#violate(
+          `${short(row.requestId)} stays IN_FLIGHT after every worker ended and the operator's pass`,
+        )
+    await this.#checkStep()
+    this.#fail()
+
+    this.#log("== drive")
+    for (const first of this.#firstCall.values()) await this.#drive(first)
+    await this.#checkStep()
+    await this.#checkEnd()
+  }
+
+  /** Not settled, and not abandoned with its own crashed run. */
+  #waiting(c: Call): boolean {
+    return c.status === "pending" && c.attempt?.state !== "crashed"
+  }
+
+  /** Resumes every body and moves time on, until `busy()` says all is done (or a bound, which is a failure). */
+  async #pump(busy: () => boolean): Promise<void> {
+    for (let i = 0; i < 400 && busy(); i++) {
+      for (const a of this.#shuffle(this.#attempts.filter((x) => x.resume))) {
+        await this.#resume(a, "go")
+        await nextTick()
+      }
+      this.clock.advance(2 * POLL, (xs) => this.#shuffle(xs))
+      await nextTick()
+    }
+  }
+
+  async #settle(row: LedgerEntry): Promise<void> {
+    const now = this.clock.now()
+    if (resolvedOutcome(row, now) === "IN_FLIGHT" || leaseLapsed(row, now)) await this.#markDead(row, true)
+    const fresh = await this.store.get(row.requestId)
+    if (fresh && fresh.terminalOutcome !== "COMPLETED" && !fresh.operatorResolution)
+      await this.#release(fresh, true)
+  }
+
+  /** Redispatches the first call of an identity until it answers; a hard block gets the operator's verdict. */
+  async #drive(first: Call): Promise<void> {
+    const identity = `${first.tool}(${argsText(first.args)}) ${short(first.rid)}`
+    for (let i = 0; i < 5; i++) {
+      const call = this.#start(
+        this.#pick(this.#workers),
+        first.tool,
+        { ...first.args },
+        first.ticket,
+        "drive",
+        true,
+      )
+      await nextTick()
+      await this.#pump(() => call.status === "pending")
+      await this.#checkStep()
+      if (call.status === "ok") return
+      if (call.status === "pending") return this.#violate(`drive of ${identity} never settled`)
+      if (call.error instanceof LedgerIdentityConflictError) return
+      if (!(call.error instanceof LedgerHardBlockError)) continue
+      const row = await this.store.get(first.rid)
+      if (row) await this.#settle(row)
+    }
+    this.#violate(`${identity} could not be driven to an answer in 5 redispatches`)
+  }
+
+  async #checkEnd(): Promise<void> {
+    for await (const row of this.store.list()) {
+      const rid = row.requestId
+      if (row.terminalOutcome === "IN_FLIGHT") this.#violate(`${short(rid)} ends IN_FLIGHT`)
+      const refs = this.#effects.get(rid) ?? []
+      if (row.tool === "search") continue
+      if (
+        refs.length > 0 &&
+        !(row.terminalOutcome === "COMPLETED" && isDeepStrictEqual(row.result, { ref: refs[0] }))
+      )
+        this.#violate(
+          `${short(rid)} charged ${refs.join(",")} but ends ${row.terminalOutcome} ${JSON.stringify(row.result)}`,
+        )
+      if (row.terminalOutcome === "COMPLETED" && refs.length !== 1)
+        this.#violate(`${short(rid)} ends COMPLETED with ${refs.length} effects at the provider`)
+    }
+    // Every identity's answer (its drive's, at least) is the stored one; every ok call of it got the same.
+    for (const call of this.#calls) {
+      if (call.status !== "ok" || call.tool === "search") continue
+      const row = await this.store.get(call.rid)
+      if (!row || !isDeepStrictEqual(row.result, call.value))
+        this.#violate(
+          `c${call.n} got ${JSON.stringify(call.value)}, the row holds ${JSON.stringify(row?.result)}`,
+        )
+    }
+    // Counts: every call settled or was abandoned with its crashed run; every run belongs to one call.
+    const ok = this.#calls.filter((c) => c.status === "ok").length
+    const failed = this.#calls.filter((c) => c.status === "error").length
+    const abandoned = this.#calls.filter(
+      (c) => c.status === "pending" && c.attempt?.state === "crashed",
+    ).length
+    if (ok + failed + abandoned !== this.#calls.length)
+      this.#violate(`calls ${this.#calls.length} != ok ${ok} + failed ${failed} + abandoned ${abandoned}`)
+    const owned = this.#calls.filter((c) => c.attempt).length
+    if (owned !== this.#attempts.length)
+      this.#violate(`runs ${this.#attempts.length} != calls that ran ${owned}`)
+    const replays = this.#calls.filter((c) => c.status === "ok" && !c.attempt).length
+    if (replays !== this.stats.replays) this.#violate(`replays ${replays} != ${this.stats.replays}`)
+    const charged = this.#attempts.filter((a) => a.charged).length
+    if (charged !== this.stats.effects)
+      this.#violate(`runs that charged ${charged} != effects ${this.stats.effects}`)
+    this.#fail()
+  }
+
+  // ---- helpers ----------------------------------------------------------------------------------------------
+
+  #attemptsOf(rid: string): Attempt[] {
+    return this.#attempts.filter((a) => a.rid === rid)
+  }
+
+  #pick<T>(xs: readonly T[]): T {
+    return xs[Math.floor(this.#rand() * xs.length)] as T
+  }
+
+  #shuffle<T>(xs: T[]): T[] {
+    for (let i = xs.length - 1; i > 0; i--) {
+      const j = Math.floor(this.#rand() * (i + 1))
+      ;[xs[i], xs[j]] = [xs[j] as T, xs[i] as T]
+    }
+    return xs
+  }
+
+  #log(line: string): void {
+    this.trace.push(`[${this.#step}] ${line}`)
+  }
+
+  #violate(what: string): void {
+    this.violations.push(`step ${this.#step}: ${what}`)
+    this.#log(`VIOLATION ${what}`)
+  }
+
+  #fail(): void {
+    if (!this.violations.length) return
+    // The lines that name a request id, attempt or call a violation names, then the last lines.
+    const named = new Set(
+      this.violations.join(" ").match(/\b(a\d+|c\d+|charge:key:k\d|[0-9a-f]{8})\b/g) ?? [],
+    )
+    const about = this.trace.filter((l) => [...named].some((n) => new RegExp(`\\b${n}\\b`).test(l)))
+    throw new Error(
+      `model run failed (seed ${this.seed}; repeat with MYCELIUM_MODEL_SEED=${this.seed} MYCELIUM_MODEL_RUNS=1)\n` +
+        `${this.violations.slice(0, 5).join("\n")}\n-- ${this.trace[0]}\n-- trace of ${[...named].join(" ")} --\n` +
+        `${about.slice(-80).join("\n")}\n-- trace (last 30) --\n${this.trace.slice(-30).join("\n")}`,
+    )
+  }
+}
