@@ -1,10 +1,9 @@
 // The file family's shared machinery, package-internal (not an entry): the cross-process lock file and in-process
-// queue the ledger file store (file.ts) and the file task, receipt and state stores take around a whole-file
-// read-modify-write, Python-style ASCII JSON, atomic replace (temp file, fsync, rename, fsync dir), durable append,
-// and the two errors every file store throws.
+// queue the ledger file store (file.ts) and the locked JSON file of the other file stores (file-locked.ts) take around
+// a whole-file read-modify-write, Python-style ASCII JSON, atomic replace helpers, and the errors every file store
+// throws.
 import { spawn } from "node:child_process"
 import {
-  appendFileSync,
   closeSync,
   fchmodSync,
   fsyncSync,
@@ -14,22 +13,19 @@ import {
   readdirSync,
   readFileSync,
   readlinkSync,
-  renameSync,
   statSync,
   unlinkSync,
   writeFileSync,
-  writeSync,
 } from "node:fs"
 import { hostname } from "node:os"
 import { basename, dirname, join, resolve } from "node:path"
 import process from "node:process"
-import { LedgerError, LedgerStorageUnavailableError } from "../adapter-kit.ts"
+import { LedgerError } from "../adapter-kit.ts"
 import { InvalidOptionError } from "../core/errors.ts"
 import { isObject } from "../core/is-object.ts"
 import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { parsePythonRow } from "../core/python-nan.ts"
 import { resolveLinks } from "../node/links.ts"
-import { openRegular } from "./file-open.ts"
 
 /** The ledger file exists but is not a JSON object of rows. Nothing was read or written; repair or restore it. */
 export class LedgerFileCorruptError extends LedgerError {
@@ -50,8 +46,7 @@ export class LedgerFileLockTimeoutError extends LedgerError {
   constructor(lockPath: string, timeout: number) {
     // One text for both locks: a flock (`pythonLock`) is never left over, and deleting its file changes nothing.
     super(
-      `Another process held the ledger file lock ${lockPath} for ${timeout}s: retry. If none uses the ledger, ` +
-        "a crash on another host left it: delete it.",
+      `Another process held the lock ${lockPath} for ${timeout}s: retry, or delete it if a crash on another host left it`,
     )
     this.lockPath = lockPath
   }
@@ -106,8 +101,6 @@ function holdFlock(path: string, timeout: number): Promise<() => void> {
   })
 }
 
-let tmpSeq = 0
-
 const HOST = hostname()
 
 /**
@@ -143,16 +136,9 @@ export function dataPath(path: string): string {
   } catch (e) {
     // Left unresolved, a link (ENAMETOOLONG past PATH_MAX, EACCES) would give one ledger two names and two locks.
     throw new LedgerConfigError(
-      `${path}: cannot follow its links (${errno(e) ?? (e as Error).name}): check each link and directory on the way`,
+      `${path}: cannot follow its links (${errno(e) ?? (e as Error).name}): check its links and directories`,
     )
   }
-}
-
-/** openRegular(), typed: what is not a regular file is LedgerFileCorruptError, as in the ledger file store. */
-export function openFile(path: string, append?: boolean): number {
-  const fd = openRegular(path, append)
-  if (fd === null) throw new LedgerFileCorruptError(path, "not a regular file")
-  return fd
 }
 
 /** Opens `tmp` to replace `path` with `path`'s permission bits: a ledger made private (0600) stays private. */
@@ -171,21 +157,7 @@ export function openLike(tmp: string, path: string, mode = 0o666): number {
 /** One writer per file in this process; other processes are kept out by the lock file. */
 const queues = new Map<string, Promise<void>>()
 
-function serialize<T>(key: string, fn: () => Promise<T>): Promise<T> {
-  const run = (queues.get(key) ?? Promise.resolve()).then(fn)
-  // The queue's end: it drops the key once nothing was queued behind it.
-  const tail: Promise<void> = run
-    .catch(() => {})
-    .then(() => {
-      if (queues.get(key) === tail) queues.delete(key)
-    })
-  queues.set(key, tail)
-  return run
-}
-
 export const errno = (e: unknown): string | undefined => (e as { code?: string } | null)?.code
-
-const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
 
 /** Python's json.dumps escapes every non-ASCII character; doing the same keeps the file readable in any locale. */
 export function asciiJson(text: string): string {
@@ -261,15 +233,6 @@ export function fsyncDirOf(path: string): void {
   }
 }
 
-function pidAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0)
-    return true
-  } catch (e) {
-    return errno(e) !== "ESRCH"
-  }
-}
-
 export function rmQuiet(path: string): void {
   try {
     unlinkSync(path)
@@ -278,21 +241,12 @@ export function rmQuiet(path: string): void {
   }
 }
 
-/** Test-only: `MYCELIUM_TEST_LOCK_PARK=<window>` parks this process (blocks it for good) inside that lock window. */
-const PARK = ((): string | undefined => {
-  try {
-    return process.env.MYCELIUM_TEST_LOCK_PARK
-  } catch {
-    return undefined // Deno without --allow-env
-  }
-})()
-
-export function parkIn(window: string): void {
-  if (PARK !== window) return
-  writeSync(2, `PARKED ${window} ${process.pid}\n`)
-  // Synchronous and forever: the parent SIGKILLs us here, mid-window, with nothing left to run.
-  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0)
-}
+/**
+ * Test-only: the kill tests' children set `park` (test/adapters/file-lock-park.ts) to block for good inside one
+ * window of the lock protocol, where their parent SIGKILLs them: `tmp` and `linked` with the lock or gc marker being
+ * linked, `lock-held`, `gc-held` and `flush-tmp`. Set by the tests, so no application bundle reads the environment.
+ */
+export const lockWindows: { park?: (window: string, target?: string) => void } = {}
 
 /** What a lock or gc marker file holds: who created it. */
 interface HolderRecord {
@@ -333,7 +287,7 @@ function parseHolder(content: string): HolderRecord {
 
 /** A holder's unique name: random, so no process, on this host or another, ever makes the same one. */
 export function newToken(): string {
-  return globalThis.crypto.randomUUID()
+  return crypto.randomUUID()
 }
 
 /**
@@ -404,40 +358,35 @@ export class FileLock {
    * order in every process, so two of ours never wait on each other crosswise.
    */
   async acquire(): Promise<void> {
-    if (!this.#flockPath) return this.#acquireOwn()
-    const unflock = await holdFlock(this.#flockPath, this.#timeout)
+    const unflock = this.#flockPath ? await holdFlock(this.#flockPath, this.#timeout) : null
     try {
-      await this.#acquireOwn()
+      const deadline = Date.now() + this.#timeout * 1000
+      let delay = 1
+      while (!this.#tryCreate()) {
+        const seen = this.#read(this.path)
+        if (seen && this.#isStale(seen) && this.#reap(seen, 0)) {
+          this.#recovered = true
+          if (this.#tryCreate()) break
+        }
+        if (Date.now() > deadline) throw new LedgerFileLockTimeoutError(this.path, this.#timeout)
+        await new Promise((r) => setTimeout(r, delay * (0.5 + Math.random())))
+        delay = Math.min(delay * 2, 16)
+      }
+      // Held: what dead writers left can go, on this lock's first acquire and after a recovery.
+      if (this.#recovered) {
+        this.#recovered = false
+        this.#sweep()
+      }
     } catch (e) {
-      unflock()
+      unflock?.()
       throw e
     }
     this.#unflock = unflock
   }
 
-  async #acquireOwn(): Promise<void> {
-    const deadline = Date.now() + this.#timeout * 1000
-    let delay = 1
-    while (!this.#tryCreate()) {
-      const seen = this.#read(this.path)
-      if (seen && this.#isStale(seen) && this.#reap(seen, 0)) {
-        this.#recovered = true
-        if (this.#tryCreate()) break
-      }
-      if (Date.now() > deadline) throw new LedgerFileLockTimeoutError(this.path, this.#timeout)
-      await sleep(delay * (0.5 + Math.random()))
-      delay = Math.min(delay * 2, 16)
-    }
-    // Held: what dead writers left can go, on this lock's first acquire and after a recovery.
-    if (this.#recovered) {
-      this.#recovered = false
-      this.#sweep()
-    }
-  }
-
   /** Runs `fn` holding the lock: no other process or call of this one writes the file meanwhile. */
   run<T>(fn: () => Promise<T> | T): Promise<T> {
-    return serialize(this.path, async () => {
+    const result = (queues.get(this.path) ?? Promise.resolve()).then(async () => {
       await this.acquire()
       try {
         return await fn()
@@ -449,6 +398,14 @@ export class FileLock {
         }
       }
     })
+    // The queue's end: it drops the key once nothing was queued behind it.
+    const tail: Promise<void> = result
+      .catch(() => {})
+      .then(() => {
+        if (queues.get(this.path) === tail) queues.delete(this.path)
+      })
+    queues.set(this.path, tail)
+    return result
   }
 
   release(): void {
@@ -472,7 +429,7 @@ export class FileLock {
   }
 
   /** Publishes a complete holder record at `target`; false if the file exists. */
-  #link(target: string, window: string): string | null {
+  #link(target: string): string | null {
     const token = newToken()
     const tmp = join(this.#dir, `${this.#base}.tmp-${token}`)
     try {
@@ -486,12 +443,12 @@ export class FileLock {
     } catch (e) {
       if (errno(e) !== "ENOENT") throw e
       mkdirSync(this.#dir, { recursive: true })
-      return this.#link(target, window)
+      return this.#link(target)
     }
-    parkIn(`${window}-tmp`)
+    lockWindows.park?.("tmp", target)
     try {
       linkSync(tmp, target)
-      parkIn(`${window}-linked`)
+      lockWindows.park?.("linked", target)
       return token
     } catch (e) {
       // ENOENT: a sweeper removed our temp file (it judged us dead); try again on the next round.
@@ -503,10 +460,10 @@ export class FileLock {
   }
 
   #tryCreate(): boolean {
-    const token = this.#link(this.path, "lock")
+    const token = this.#link(this.path)
     if (token === null) return false
     this.#token = token
-    parkIn("lock-held")
+    lockWindows.park?.("lock-held")
     return true
   }
 
@@ -522,7 +479,13 @@ export class FileLock {
 
   #isStale(f: SeenFile): boolean {
     const h = f.holder
-    if (h.host === HOST && h.pidns === PIDNS && h.pid !== null && !pidAlive(h.pid)) return true
+    // A holder of this host and PID namespace whose pid is gone is dead (EPERM: alive, another user's).
+    if (h.host === HOST && h.pidns === PIDNS && h.pid !== null)
+      try {
+        process.kill(h.pid, 0)
+      } catch (e) {
+        if (errno(e) === "ESRCH") return true
+      }
     return Date.now() - (h.at ?? f.mtimeMs) > this.#staleMs
   }
 
@@ -532,16 +495,16 @@ export class FileLock {
    */
   #reap(seen: SeenFile, depth: number): boolean {
     const marker = `${this.path}.gc-${seen.holder.token ?? `ino${seen.ino}`}`
-    let mine = this.#link(marker, "gc")
+    let mine = this.#link(marker)
     if (mine === null) {
       // Another recoverer holds this marker, or died holding it.
       const m = this.#read(marker)
       if (!m || !this.#isStale(m) || depth >= 4 || !this.#reap(m, depth + 1)) return false
-      mine = this.#link(marker, "gc")
+      mine = this.#link(marker)
       if (mine === null) return false
     }
     try {
-      parkIn("gc-held")
+      lockWindows.park?.("gc-held")
       const now = this.#read(seen.path)
       if (!now) return true
       // The very file judged: the same record (its token names one holder), the same inode when it has none.
@@ -592,154 +555,4 @@ export interface LockedFileOptions {
   readonly fsync?: boolean
   /** Also hold the original's flock on `<path>.lock`: see {@link FileLedgerStorageOptions.pythonLock}. */
   readonly pythonLock?: boolean
-}
-
-/** What readDict() read for each dict it returned, so writeDict() can tell untouched entries from changed ones. */
-const loaded = new WeakMap<object, { readonly text: string; readonly values: Record<string, unknown> }>()
-
-function dictText(dict: Record<string, unknown>): string {
-  const was = loaded.get(dict)
-  const kept = was ? rowTexts(was.text) : null
-  const items: string[] = []
-  for (const [k, v] of Object.entries(dict)) {
-    if (v === undefined) continue
-    const same = was !== undefined && Object.hasOwn(was.values, k) && was.values[k] === v
-    items.push(`  ${asciiJson(JSON.stringify(k))}: ${(same && kept?.get(k)) || indentedJson(v)}`)
-  }
-  return items.length ? `{\n${items.join(",\n")}\n}` : "{}"
-}
-
-/** One file guarded like the ledger file: in-process queue plus an O_EXCL lock file `<path>.lock.ts`. */
-export class LockedFile {
-  readonly path: string
-  readonly fsync: boolean
-  readonly #lock: FileLock
-
-  constructor(path: string, options: LockedFileOptions = {}) {
-    this.path = dataPath(path)
-    this.fsync = options.fsync ?? true
-    this.#lock = new FileLock(this.path, options)
-  }
-
-  /** Runs `fn` holding the lock: no other process or call of this one touches the file meanwhile. */
-  run<T>(fn: () => Promise<T> | T): Promise<T> {
-    return this.#lock.run(fn)
-  }
-
-  /** The file's text, or null when it does not exist. */
-  read(path = this.path): string | null {
-    return (this.bytes(path) as Buffer | null)?.toString("utf8") ?? null
-  }
-
-  /** The file's bytes (a Buffer; typed as its base class, so the published types need no Node typings), or null. */
-  bytes(path = this.path): Uint8Array | null {
-    let fd: number
-    try {
-      fd = openFile(path)
-    } catch (e) {
-      if (errno(e) === "ENOENT") return null
-      throw e
-    }
-    try {
-      return readFileSync(fd)
-    } finally {
-      closeSync(fd)
-    }
-  }
-
-  /** Size in bytes, 0 when absent. */
-  size(path = this.path): number {
-    try {
-      return statSync(path).size
-    } catch (e) {
-      if ((e as { code?: string }).code === "ENOENT") return 0
-      throw e
-    }
-  }
-
-  /**
-   * A JSON object file (`{key: value}`); absent is empty, anything else that is not an object is corrupt: an empty
-   * file too (a truncation; every writer, the original's included, writes at least `{}`). Python's bare NaN and
-   * Infinity are read as json.loads reads them.
-   */
-  readDict(path = this.path): Record<string, unknown> {
-    const text = this.read(path)
-    if (text === null) return {}
-    const parsed = parseDict(path, text)
-    loaded.set(parsed, { text, values: { ...parsed } })
-    return parsed
-  }
-
-  /**
-   * Replaces the file with `{key: value}` as Python's json.dumps(indent=2) writes it (ASCII escapes). Entries of a
-   * readDict() result that still hold the value read are written back as their text in the file: re-serialized,
-   * the original's `100.0` would come back as `100` and its NaN as null.
-   */
-  writeDict(dict: Record<string, unknown>, path = this.path): void {
-    this.writeDicts([dict, path])
-  }
-
-  /**
-   * Replaces each file in turn after one lock check: a lock lost between two renames would leave half a write
-   * landed and the caller told nothing was.
-   */
-  writeDicts(...files: [Record<string, unknown>, string][]): void {
-    this.#replaceAll(files.map(([dict, path]) => [dictText(dict), path]))
-  }
-
-  replace(text: string, path = this.path): void {
-    this.#replaceAll([[text, path]])
-  }
-
-  /** Each `[text, path]` written to a temporary file first, then all renamed into place if the lock is still held. */
-  #replaceAll(files: [string, string][]): void {
-    const staged: [string, string][] = []
-    try {
-      for (const [text, path] of files) {
-        mkdirSync(dirname(path), { recursive: true })
-        const tmp = `${path}.${process.pid}.${++tmpSeq}.tmp`
-        staged.push([tmp, path])
-        const fd = openLike(tmp, path)
-        try {
-          writeSync(fd, text)
-          if (this.fsync) fsyncSync(fd)
-        } finally {
-          closeSync(fd)
-        }
-      }
-      this.#stillHeld()
-    } catch (e) {
-      for (const [tmp] of staged) rmQuiet(tmp)
-      throw e
-    }
-    for (const [tmp, path] of staged) {
-      renameSync(tmp, path)
-      if (this.fsync) fsyncDirOf(path)
-    }
-  }
-
-  /**
-   * A writer paused past staleLockAfter was presumed dead and replaced: its rewrite, built on what it read before,
-   * would erase what its successor wrote since, and its append would fork a receipt chain its successor extended
-   * (as the ledger file store checks in its flush).
-   */
-  #stillHeld(): void {
-    if (!this.#lock.held())
-      throw new LedgerStorageUnavailableError(
-        `lost the lock ${this.#lock.path} to another writer (this one was paused past staleLockAfter); ` +
-          "nothing was written: retry",
-      )
-  }
-
-  append(text: string, path = this.path): void {
-    this.#stillHeld()
-    mkdirSync(dirname(path), { recursive: true })
-    const fd = openFile(path, true)
-    try {
-      appendFileSync(fd, text)
-      if (this.fsync) fsyncSync(fd)
-    } finally {
-      closeSync(fd)
-    }
-  }
 }

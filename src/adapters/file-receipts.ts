@@ -21,7 +21,8 @@ import {
   type ReceiptPage,
   type ReceiptStore,
 } from "../core/receipts/store.ts"
-import { asciiJson, LockedFile, type LockedFileOptions, openFile } from "./file-kit.ts"
+import { asciiJson, type LockedFileOptions } from "./file-kit.ts"
+import { LockedFile, openFile } from "./file-locked.ts"
 
 // The original appends its receipt file without a lock, so there is no Python lock to share.
 export type FileReceiptStoreOptions = Omit<LockedFileOptions, "pythonLock">

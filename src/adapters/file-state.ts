@@ -4,7 +4,8 @@
 import { LedgerError, LedgerStorageUnavailableError } from "../adapter-kit.ts"
 import { defineOwn } from "../core/own.ts"
 import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
-import { LedgerFileCorruptError, LockedFile, type LockedFileOptions } from "./file-kit.ts"
+import { LedgerFileCorruptError, type LockedFileOptions } from "./file-kit.ts"
+import { LockedFile } from "./file-locked.ts"
 
 export type FileStateFlushStoreOptions = LockedFileOptions
 

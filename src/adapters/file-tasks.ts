@@ -12,7 +12,8 @@ import {
   type TaskRow,
 } from "../core/tasks/record.ts"
 import { recordVersion, type TaskStore } from "../core/tasks/store.ts"
-import { LedgerFileCorruptError, LockedFile, type LockedFileOptions } from "./file-kit.ts"
+import { LedgerFileCorruptError, type LockedFileOptions } from "./file-kit.ts"
+import { LockedFile } from "./file-locked.ts"
 
 export type FileTaskStoreOptions = LockedFileOptions
 

@@ -37,9 +37,9 @@ import {
   fsyncDirOf,
   indentedJson,
   LedgerFileCorruptError,
+  lockWindows,
   newToken,
   openLike,
-  parkIn,
   parseDict,
   rmQuiet,
   rowTexts,
@@ -68,9 +68,9 @@ export interface FileLedgerStorageOptions {
 }
 
 interface Slot {
-  /** The row as its indented JSON text inside the file (ASCII), once serialized. */
+  /** A row this process wrote: its indented JSON text (ASCII). Null for a row read, whose text is the file's. */
   frag: string | null
-  /** `  "<id>": <frag>` as bytes: what a write hands to the kernel for this row, encoded once. */
+  /** `  "<id>": <row text>` as bytes: what a write hands to the kernel for this row, encoded once. */
   bytes: Uint8Array | null
   raw: Record<string, unknown> | null
   entry: LedgerEntry | null
@@ -301,21 +301,23 @@ export class FileLedgerStorage implements LedgerStorage {
     // Rows read from the file and not changed since are written back as their text in it, never re-serialized:
     // JSON.stringify would turn the original's `100.0` into `100`, which changes the args fingerprint the original
     // re-derives from the row. Slicing the text is also cheaper than serializing (47 MB: 135 against 200 ms).
-    if (this.#loadedText !== null) {
-      const kept = rowTexts(this.#loadedText)
-      for (const [id, slot] of this.#rows) if (slot.frag === null) slot.frag = kept.get(id) ?? null
-      this.#loadedText = null
-    }
+    const kept = this.#loadedText === null ? null : rowTexts(this.#loadedText)
+    this.#loadedText = null
     // The file is rebuilt from each row's cached bytes with writev: only changed rows are serialized, and the
-    // whole text is never joined into one string.
+    // whole text is never joined into one string. Never `{}`: a flush follows a put, and rows are never removed.
     const chunks: Uint8Array[] = []
-    for (const [id, slot] of this.#rows) chunks.push(chunks.length ? COMMA : OPEN, bytesOf(id, slot))
-    chunks.push(chunks.length ? CLOSE : EMPTY)
+    for (const [id, slot] of this.#rows) {
+      slot.bytes ??= encoder.encode(
+        `  ${asciiJson(JSON.stringify(id))}: ${slot.frag ?? kept?.get(id) ?? indentedJson(slot.raw)}`,
+      )
+      chunks.push(chunks.length ? COMMA : OPEN, slot.bytes)
+    }
+    chunks.push(CLOSE)
     const tmp = `${this.path}.tmp-${newToken()}`
     const fd = openLike(tmp, this.path, 0o644)
     try {
       writeAll(fd, chunks)
-      parkIn("flush-tmp")
+      lockWindows.park?.("flush-tmp")
       if (this.#fsync) fsyncSync(fd)
       if (!this.#lock.held()) throw new LedgerError(`lost ${this.#lock.path} (paused too long): retry`)
       renameSync(tmp, this.path)
@@ -333,7 +335,6 @@ const encoder = new TextEncoder()
 const OPEN = encoder.encode("{\n")
 const COMMA = encoder.encode(",\n")
 const CLOSE = encoder.encode("\n}")
-const EMPTY = encoder.encode("{}")
 /** Linux's IOV_MAX. */
 const IOV_MAX = 1024
 
@@ -346,16 +347,6 @@ function writeAll(fd: number, chunks: Uint8Array[]): void {
     for (let c = chunks[i]; c && done >= c.byteLength; c = chunks[++i]) done -= c.byteLength
     if (done > 0) chunks[i] = (chunks[i] as Uint8Array).subarray(done)
   }
-}
-
-function bytesOf(id: string, slot: Slot): Uint8Array {
-  if (slot.bytes === null) slot.bytes = encoder.encode(`  ${asciiJson(JSON.stringify(id))}: ${fragOf(slot)}`)
-  return slot.bytes
-}
-
-function fragOf(slot: Slot): string {
-  if (slot.frag === null) slot.frag = indentedJson(slot.raw as Record<string, unknown>)
-  return slot.frag
 }
 
 function entryOf(slot: Slot): LedgerEntry {

@@ -28,7 +28,8 @@ export function resolveLinks(path: string, win: boolean, base = ""): string {
     todo.unshift(...segs)
   }
   splice(path)
-  for (let seg = todo.shift(); seg !== undefined; seg = todo.shift()) {
+  while (todo.length) {
+    const seg = todo.shift() as string
     if (seg === "..") resolved = resolved.replace(/\/[^/]*$/, "")
     else if (seg && seg !== ".") {
       const next = `${resolved}/${seg}`

@@ -3,6 +3,7 @@
 
 import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
+import "./file-lock-park.ts"
 
 const storage = new FileLedgerStorage(process.argv[2] as string, {
   lockTimeout: 60,

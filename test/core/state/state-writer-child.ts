@@ -2,6 +2,7 @@
 // argv: path runId. Prints "WROTE <n>" to stderr after each completed checkpoint.
 import { FileStateFlushStore } from "../../../src/adapters/file-state.ts"
 import { StateFlush } from "../../../src/state.ts"
+import "../../adapters/file-lock-park.ts"
 
 const [path, runId] = process.argv.slice(2) as [string, string]
 const flush = new StateFlush({ storage: new FileStateFlushStore(path, { lockTimeout: 60 }) })
