@@ -625,10 +625,10 @@ function ghostRow(row: Row, now: number): Row {
  * decode the stored row with cjson, so such a row made every later claim and compare-and-set of its id fail as if
  * Redis were down (the claim refuses such arguments; these took them).
  */
-function decodablePayload(entry: LedgerEntry, { maxDepth: max }: StorageLimits): string {
-  if (max !== undefined && jsonDepth(entry, max) > max)
+function decodablePayload(entry: LedgerEntry, { maxDepth: depth }: StorageLimits): string {
+  if (depth !== undefined && jsonDepth(entry, depth) > depth)
     throw new LedgerConfigError(
-      `request '${entry.requestId}': the row nests past max_depth ${max}; nothing was written`,
+      `request '${entry.requestId}': the row is too deep for this store (max_depth ${depth}); nothing was written`,
     )
   return keepablePayload(entry)
 }
