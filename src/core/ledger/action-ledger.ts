@@ -12,8 +12,7 @@ import {
   type FenceGuard,
   failHeld,
   heldRow,
-  markBlockedHeld,
-  markUnknownHeld,
+  markHeld,
   recordDecisionHeld,
   renewHeld,
 } from "./engine/fenced.ts"
@@ -177,11 +176,11 @@ export class ActionLedger {
   }
 
   markUnknown(requestId: string, error: string, guard: FenceGuard): Promise<LedgerEntry> {
-    return this.#held(requestId, guard, "mark unknown", markUnknownHeld, error)
+    return this.#held(requestId, guard, "mark unknown", markHeld, "UNKNOWN", error)
   }
 
   markBlocked(requestId: string, error: string, guard: FenceGuard): Promise<LedgerEntry> {
-    return this.#held(requestId, guard, "mark blocked", markBlockedHeld, error)
+    return this.#held(requestId, guard, "mark blocked", markHeld, "BLOCKED", error)
   }
 
   advanceBoundary(requestId: string, boundary: SideEffectBoundary, guard: FenceGuard): Promise<LedgerEntry> {

@@ -114,10 +114,10 @@ export class MemoryLedgerStorage implements LedgerStorage {
       if (options.prefix && !k.startsWith(options.prefix)) continue
       if (options.cursor !== undefined && k <= options.cursor) continue
       if (options.limit !== undefined && n >= options.limit) return
-      const row = this.#rows.get(k)
-      if (!row) continue
       n++
-      yield row
+      // Read at its turn, not from a snapshot: a row rewritten while the caller held the last one is listed as it is
+      // now. Rows are never deleted, so every key still has one.
+      yield this.#rows.get(k) as LedgerEntry
     }
   }
 
@@ -136,7 +136,8 @@ export class MemoryLedgerStorage implements LedgerStorage {
     const found = this.#byDispatch.get(dispatchId)
     if (found === undefined) return []
     const ids = typeof found === "string" ? [found] : [...found]
-    return ids.map((id) => this.#rows.get(id)).filter((e): e is LedgerEntry => e !== undefined)
+    // Only ids of stored rows are indexed, and rows are never deleted.
+    return ids.map((id) => this.#rows.get(id) as LedgerEntry)
   }
 
   /** Number of rows stored. */

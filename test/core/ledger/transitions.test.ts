@@ -11,7 +11,7 @@ import {
   MemoryLedgerStorage,
   ReconcileResult,
 } from "../../../src/core/index.ts"
-import { blockedRow, failedRow, RELEASABLE_OUTCOMES } from "../../../src/core/ledger/machine/transitions.ts"
+import { failedRow, RELEASABLE_OUTCOMES } from "../../../src/core/ledger/machine/transitions.ts"
 import { ENTRY_DEFAULTS } from "../../../src/core/ledger/model/entry.ts"
 import { ManualClock } from "../../../src/testing.ts"
 
@@ -123,7 +123,7 @@ describe("rules the old inline rows disagreed on", () => {
     expect(runs).toBe(3)
   })
 
-  it("a lapsed lease converted to BLOCKED is mark_blocked's row: finished_at set, blockedRow's phase rule", async () => {
+  it("a lapsed lease converted to BLOCKED is mark_blocked's row: finished_at set, failedRow's phase rule", async () => {
     const storage = new MemoryLedgerStorage()
     const clock = new ManualClock(1000)
     const ledger = new ActionLedger({ storage, clock, leaseTtl: 10, ...quiet })
@@ -143,7 +143,7 @@ describe("rules the old inline rows disagreed on", () => {
     expect(row?.terminalOutcome).toBe("BLOCKED")
     expect(row?.finishedAt).toBe(1011)
     expect(row?.leaseUntil).toBeNull()
-    const expected = blockedRow(held as never, row?.error as string, 1011)
+    const expected = failedRow(held as never, "BLOCKED", row?.error as string, 1011)
     expect(row).toEqual(expected)
   })
 
@@ -165,7 +165,7 @@ describe("rules the old inline rows disagreed on", () => {
       error: null,
     }
     expect(failed.leaseUntil).toBeNull()
-    expect(failed).toEqual(failedRow(claimed as never, failed.error as string, 1000, false))
+    expect(failed).toEqual(failedRow(claimed as never, "FAILED_BEFORE_EFFECT", failed.error as string, 1000))
   })
 
   it("a body's failure ends the lease in the row, as the original's fail() / mark_unknown() write it", async () => {

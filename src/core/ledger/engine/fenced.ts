@@ -15,14 +15,12 @@ import {
 } from "../errors.ts"
 import { toolReceiptDraft } from "../machine/receipts.ts"
 import {
-  blockedRow,
   boundaryRow,
   completedRow,
   decisionRow,
   externalRefRow,
   failedRow,
   renewedRow,
-  unknownRow,
   unstorableRow,
 } from "../machine/transitions.ts"
 import { type Decision, hasAllowedDecision, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
@@ -50,7 +48,7 @@ export async function heldRow(
   guard: FenceGuard | undefined,
   op: string,
 ): Promise<LedgerEntry> {
-  if (!guard || typeof guard.fence !== "number") {
+  if (typeof guard?.fence !== "number") {
     throw new LedgerConfigError(`${op} requires the claim fence: pass the fence the claim returned`)
   }
   const row = await core.store.get(requestId)
@@ -246,24 +244,22 @@ export function failHeld(
   // An absent floor ranks below every boundary (boundaryRow's `?? 0`), so the stored one decides.
   const at = boundaryRow(c, floor as SideEffectBoundary)
   const redo = (moved: LedgerEntry) => failHeld(core, moved, error, floor)
-  return at.sideEffectBoundary === "maybe_crossed"
-    ? casFrom(core, c, unknownRow(at, error, now), held(c), "fail", redo)
-    : outcomeCas(
-        core,
-        c,
-        failedRow(at, error, now, at.sideEffectBoundary === "crossed"),
-        held(c),
-        "fail",
-        redo,
-      )
+  const b = at.sideEffectBoundary
+  if (b === "maybe_crossed")
+    return casFrom(core, c, failedRow(at, "UNKNOWN", error, now), held(c), "fail", redo)
+  const next = failedRow(at, b === "crossed" ? "FAILED_AFTER_EFFECT" : "FAILED_BEFORE_EFFECT", error, now)
+  return outcomeCas(core, c, next, held(c), "fail", redo)
 }
 
-export function markUnknownHeld(core: LedgerCore, c: LedgerEntry, error: string): Promise<LedgerEntry> {
-  return casFrom(core, c, unknownRow(c, errorForRow(error), core.clock.now()), held(c), "mark unknown")
-}
-
-export function markBlockedHeld(core: LedgerCore, c: LedgerEntry, error: string): Promise<LedgerEntry> {
-  return casFrom(core, c, blockedRow(c, errorForRow(error), core.clock.now()), held(c), "mark blocked")
+/** `markUnknown()` and `markBlocked()`: the holder ends its row UNKNOWN or BLOCKED. */
+export function markHeld(
+  core: LedgerCore,
+  c: LedgerEntry,
+  outcome: "UNKNOWN" | "BLOCKED",
+  error: string,
+): Promise<LedgerEntry> {
+  const next = failedRow(c, outcome, errorForRow(error), core.clock.now())
+  return casFrom(core, c, next, held(c), `mark ${outcome.toLowerCase()}`)
 }
 
 /** A weaker value still performs the CAS, so a stale fence fails even when nothing would change. */

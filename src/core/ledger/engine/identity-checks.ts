@@ -151,7 +151,12 @@ export async function checkDispatchSiblings(
 }
 
 async function giveUp(core: LedgerCore, claimed: LedgerEntry, why: string): Promise<void> {
-  const failed = failedRow(claimed, `LedgerIdentityConflictError: ${why}`, core.clock.now(), false)
+  const failed = failedRow(
+    claimed,
+    "FAILED_BEFORE_EFFECT",
+    `LedgerIdentityConflictError: ${why}`,
+    core.clock.now(),
+  )
   await core.store
     .tryTransition(failed, { outcomes: ["IN_FLIGHT"], owner: claimed.owner, fence: claimed.fence })
     .catch((e: unknown) => {

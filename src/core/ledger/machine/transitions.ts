@@ -13,12 +13,7 @@ import {
   type LedgerEntry,
   repairFields,
 } from "../model/entry.ts"
-import {
-  BOUNDARY_RANK,
-  type EffectState,
-  type SideEffectBoundary,
-  type TerminalOutcome,
-} from "../model/enums.ts"
+import { BOUNDARY_RANK, type SideEffectBoundary, type TerminalOutcome } from "../model/enums.ts"
 import { type CallMeta, type TransitionScope, withMetaKwargs } from "../model/identity.ts"
 import { UNSTORABLE_MARKER } from "./unstorable.ts"
 
@@ -134,51 +129,28 @@ export function unstorableRow(
   return { ...completedRow(e, null, now), error: `${UNSTORABLE_MARKER}[${reason}] ${message}` }
 }
 
-/** After a failure the phase stays ATTEMPTING only where the effect may have been attempted under a decision. */
-function phaseAfterFailure(e: LedgerEntry, attempted: boolean): EffectState {
-  return attempted && e.effectProtocolRequired && e.decision !== null && e.effectPhase === "ATTEMPTING"
-    ? "ATTEMPTING"
-    : "ABORTED"
-}
+/** The outcomes a holder's failure ends its row with. */
+export type FailedOutcome = "FAILED_BEFORE_EFFECT" | "FAILED_AFTER_EFFECT" | "UNKNOWN" | "BLOCKED"
 
 /**
  * The owner's lease ends with the outcome (`lease_until` null), as the original's `fail()`, `mark_unknown()` and
- * `mark_blocked()` write their rows, so both sides show a FAILED, UNKNOWN or BLOCKED row alike.
+ * `mark_blocked()` write their rows, so both sides show a FAILED, UNKNOWN or BLOCKED row alike. The phase stays
+ * ATTEMPTING only where the effect may have been attempted under a decision: every outcome but FAILED_BEFORE_EFFECT.
  */
-export function failedRow(e: LedgerEntry, error: string, now: number, afterEffect: boolean): LedgerEntry {
+export function failedRow(e: LedgerEntry, outcome: FailedOutcome, error: string, now: number): LedgerEntry {
+  const attempted = outcome !== "FAILED_BEFORE_EFFECT"
   return {
     ...e,
-    terminalOutcome: afterEffect ? "FAILED_AFTER_EFFECT" : "FAILED_BEFORE_EFFECT",
+    terminalOutcome: outcome,
     status: "failed",
     error,
-    sideEffectBoundary: afterEffect ? "crossed" : e.sideEffectBoundary,
+    sideEffectBoundary: outcome === "FAILED_AFTER_EFFECT" ? "crossed" : e.sideEffectBoundary,
     leaseUntil: null,
     finishedAt: now,
-    effectPhase: phaseAfterFailure(e, afterEffect),
-  }
-}
-
-export function unknownRow(e: LedgerEntry, error: string, now: number): LedgerEntry {
-  return {
-    ...e,
-    terminalOutcome: "UNKNOWN",
-    status: "failed",
-    error,
-    leaseUntil: null,
-    finishedAt: now,
-    effectPhase: phaseAfterFailure(e, true),
-  }
-}
-
-export function blockedRow(e: LedgerEntry, error: string, now: number): LedgerEntry {
-  return {
-    ...e,
-    terminalOutcome: "BLOCKED",
-    status: "failed",
-    error,
-    leaseUntil: null,
-    finishedAt: now,
-    effectPhase: phaseAfterFailure(e, true),
+    effectPhase:
+      attempted && e.effectProtocolRequired && e.decision !== null && e.effectPhase === "ATTEMPTING"
+        ? "ATTEMPTING"
+        : "ABORTED",
   }
 }
 
@@ -192,7 +164,7 @@ export function lapsedBlockedRow(e: LedgerEntry, now: number): LedgerEntry {
     e.sideEffectBoundary === "not_crossed"
       ? `${LEASE_LAPSED_ERROR} with not_crossed boundary; reclaim only if an external_operation_ref reconcile proves NOT_EXECUTED`
       : `${LEASE_LAPSED_ERROR}; side-effect boundary ${e.sideEffectBoundary} — effect may have happened`
-  return blockedRow(e, error, now)
+  return failedRow(e, "BLOCKED", error, now)
 }
 
 /** Monotonic: a weaker boundary leaves the row's value as it is. */
