@@ -121,7 +121,10 @@ const budgets = [
     // parseToolArguments returns (a bigint, a boxed Number read from its own slot: both were refused and echoed as
     // {}, and the runner spent its retries on a call the model could not fix), and a lone half of a scope pair or an
     // argument the schema lacks is refused when the tool is wrapped (a typo turned the check off): 7,117 B.
-    ["tools", 7],
+    // tools 7 -> 7.1 KB (2026-12-06, stop 45), 74 B: path scopes refuse what Windows reads outside the root, a device
+    // name in any folder (`NUL`, `COM1.txt`) and a device namespace or UNC share (`\\.\x`, `\\?\x`, `//host/share`,
+    // which also sends the user's credentials to that host): 7,205 B.
+    ["tools", 7.1],
     // transcript 9 -> 9.2 KB (2026-12-05, the review of stop 35): OpenAI custom tool calls are valid calls, images and
     // files are told apart by what identifies them (two images were duplicate turns), HistoryGuard refuses NaN or
     // negative limits, a cyclic message is invalid_message (repair() looped forever): 9,409 B.
@@ -263,7 +266,9 @@ const budgets = [
     // 10,367, openai-agents 8,826.
     // +0.2 KB each, ai-sdk +0.3 (2026-12-06, the tools review): the bounded() fixes of the tools row above, 225 B:
     // ai-sdk 16,187 B, langgraph 10,592, openai-agents 9,051.
-    max: { "ai-sdk": 15.9, langgraph: 10.4, "openai-agents": 8.9 }[i] * KB,
+    // langgraph 10.4 -> 10.5, openai-agents 8.9 -> 9 KB (2026-12-06, stop 45): the path scopes' Windows rules of the
+    // tools row above: ai-sdk 16,273 B, langgraph 10,676, openai-agents 9,132.
+    max: { "ai-sdk": 15.9, langgraph: 10.5, "openai-agents": 9 }[i] * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.
   // 12 -> 12.2 KB (2026-12-06, the harness attack review): a deadline whose timer is late still stops dispatch, requests
@@ -318,7 +323,8 @@ const budgets = [
   // (half a pair, a parameter not in the schema) refused at their key, numbers from parseToolArguments accepted by
   // field specs, a variable inside a `${VAR:-default}` refused, a signing key with an unpaired surrogate refused, the
   // context and transcript fixes: 95,286 B.
-  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 93.3 * KB },
+  // 93.3 -> 93.4 KB (2026-12-06, stop 45): the path scopes' Windows rules (tools row): 95,570 B.
+  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 93.4 * KB },
   // The storage conformance suite for adapter authors: test code, loaded by a test file and never by an application,
   // so its size matters little; it carries the whole ledger (its replay case runs an ActionLedger), the row codec and
   // the Python original's rows. 21.6 KB when it was added. The task, receipt and state-flush store suites joined it

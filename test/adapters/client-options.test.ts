@@ -62,7 +62,7 @@ describe("HTTP client and Redis store options", () => {
         })()
         expect(err, url).toBeInstanceOf(InvalidOptionError)
         expect((err as Error).message, url).toBe(
-          `${option} must be the ledger API's URL as a string, without credentials: pass them as the token`,
+          `${option} must be the ledger API's URL as a string, without credentials, query or fragment: pass a secret as the token`,
         )
       }
       for (const url of [
@@ -72,6 +72,38 @@ describe("HTTP client and Redis store options", () => {
         "http://[::1]:8787",
       ])
         expect(() => make({ [option]: url }), url).not.toThrow()
+    },
+  )
+
+  it.each(Object.entries(clients))(
+    "%s refuses a URL with a query or fragment when built, without quoting it",
+    (name, make) => {
+      // Each route's path is appended to the base URL's text: after `?token=…` or `#…` it landed in the query or
+      // fragment (every call went to the base URL itself), and the errors that name the base URL quoted the token.
+      const option = name === "RemoteLedger" ? "baseUrl" : "url"
+      for (const url of [
+        "https://edge.test/ledger?token=s3cret",
+        "https://edge.test/?token=s3cret",
+        "https://edge.test?s3cret",
+        "https://edge.test/ledger#s3cret",
+        "/ledger?token=s3cret",
+        "https://edge.test/ledger?", // a bare `?`: the parser drops it, the joined text keeps it
+        "https://edge.test/ledger#",
+      ]) {
+        const err = (() => {
+          try {
+            make({ [option]: url })
+          } catch (e) {
+            return e
+          }
+        })()
+        expect(err, url).toBeInstanceOf(InvalidOptionError)
+        expect((err as InvalidOptionError).code, url).toBe("invalid_option")
+        expect((err as Error).message, url).not.toContain("s3cret")
+        expect((err as Error).message, url).toContain(`${option} must be the ledger API's URL`)
+      }
+      // Percent-encoded, they are characters of the path.
+      expect(() => make({ [option]: "https://edge.test/a%3Fb%23c" })).not.toThrow()
     },
   )
 

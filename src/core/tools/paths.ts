@@ -27,7 +27,18 @@ export function isAbsolutePath(path: string): boolean {
 // makes " .." a "..". A servlet container (Tomcat, Jetty, Spring) strips a ";" path parameter from each segment,
 // so "/api/public/..;/admin" reaches "/admin" there. Only ".." forms: a "." stays where it is, so ".#x" (an Emacs lock
 // file) is kept.
-const DOTS = /(?:^|[\\/])[\0- \s]*\.[\0- \s]*\.[\0- \s.]*(?::[^\\/]*)?(?:[\\/?#;]|$)/
+// Or a name Windows opens as a device in every folder (Python's ntpath.isreserved, Go's filepath.IsLocal): CON, PRN,
+// AUX, NUL, CONIN$, CONOUT$, COM1-9 and LPT1-9 (NFKC folds the superscripts ¹²³ it also reads as digits), in any
+// case, with any extension or stream (`nul.txt`, `COM1:`) and trailing spaces and dots (`CON .`): `C:\ws\NUL` is the
+// null device, not a file in `C:\ws`.
+const ESCAPES =
+  /(?:^|[\\/])(?:[\0- \s]*\.[\0- \s]*\.[\0- \s.]*(?::[^\\/]*)?|(?:AUX|CON(?:IN\$|OUT\$)?|NUL|PRN|(?:COM|LPT)[1-9]) *(?:[.:][^\\/]*)?)(?:[\\/?#;]|$)/i
+
+// A path Windows reads outside every drive and folder: `\\.\` and `\\?\` (the device namespaces: `\\.\C:\x`,
+// `\\.\pipe\x`), a UNC share (`\\host\share`, which also sends the user's credentials to the host), or the NT
+// prefix `\??\`. Normalized here they read as a folder of the root (`/pipe/x`, `/host/share`).
+// NUL too: C APIs end the path there.
+const NAMESPACE = /\0|^[\\/](?:[\\/]|\?\?[\\/])/
 
 // One URL decoding. decodeURIComponent throws on a bad escape ("%ff", "%zz"), which would hide "%2e%2e%2f%ff":
 // unescape() then decodes byte by byte, so every ASCII escape (dots, separators, spaces) is still read.
@@ -40,9 +51,9 @@ const decode = (s: string): string => {
 }
 
 /**
- * A segment that is not "." or ".." here but holds one elsewhere: a URL parser decodes "%2e%2e" (once, or twice
- * for "%252e"), NFKC folds "．．" and "․․" into "..", before or after a decoding ("％２ｅ％２ｅ"), a decoded "%2f"
- * splits the segment, and a C API reads up to a decoded NUL ("..%00.png" opens "..").
+ * A segment that is not "." or ".." here but holds one elsewhere, or names a device: a URL parser decodes "%2e%2e"
+ * (once, or twice for "%252e"), NFKC folds "．．" and "․․" into "..", before or after a decoding ("％２ｅ％２ｅ"), a
+ * decoded "%2f" splits the segment, and a C API reads up to a decoded NUL ("..%00.png" opens "..").
  */
 const hidesDots = (seg: string): boolean => {
   const forms = [seg, seg.normalize("NFKC")]
@@ -51,16 +62,16 @@ const hidesDots = (seg: string): boolean => {
   return (
     seg !== "." &&
     seg !== ".." &&
-    forms.some((s) => DOTS.test(s.normalize("NFKC").split("\0", 1)[0] as string))
+    forms.some((s) => ESCAPES.test(s.normalize("NFKC").split("\0", 1)[0] as string))
   )
 }
 
 /**
- * Resolves `path` against `baseDir` when relative; undefined when it is no string, cannot be made absolute or hides
- * a dot segment.
+ * Resolves `path` against `baseDir` when relative; undefined when it is no string, cannot be made absolute, hides
+ * a dot segment or is read by Windows as a device or share.
  */
 export function resolvePath(path: string, baseDir?: string): string | undefined {
-  if (typeof path !== "string" || path.includes("\0")) return undefined
+  if (typeof path !== "string" || NAMESPACE.test(path)) return undefined
   if (path.split(/[\\/]/).some(hidesDots)) return undefined
   if (isAbsolutePath(path)) return normalizePath(path)
   if (baseDir === undefined || !isAbsolutePath(baseDir)) return undefined

@@ -255,7 +255,8 @@ describe("path scope: lexical containment holds against the model's path tricks"
   })
 
   it("passes the normalized path, so the tool never sees the segments that were checked away", async () => {
-    expect(await outcome(read({ path: "//data//a/./b/../c" }))).toEqual({ ok: "/data/a/c" })
+    // Not a leading "//": Windows reads it as a share on another host (guard-bypasses.test.ts).
+    expect(await outcome(read({ path: "/data//a/./b/../c" }))).toEqual({ ok: "/data/a/c" })
     expect(await outcome(read({ path: "/data/a\\b" }))).toEqual({ ok: "/data/a/b" })
   })
 

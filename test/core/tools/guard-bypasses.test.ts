@@ -94,6 +94,60 @@ describe("dot segments hidden by another decoding are refused", () => {
   })
 })
 
+describe("Windows device names and namespaces are refused: they open no file under the root", () => {
+  const read = bounded(async (a: { path: unknown }) => a.path, { name: "read", allowedPaths: ["/data"] })
+  const anywhere = bounded(async (a: { path: unknown }) => a.path, { name: "any", allowedPaths: ["/"] })
+
+  it.each([
+    "/data/NUL", // the null device, in any folder
+    "/data/nul.txt", // with any extension
+    "/data/sub/PRN.tar.gz",
+    "/data/Aux",
+    "/data/COM1",
+    "/data/lpt9.log",
+    "/data/CON .", // trailing spaces and dots are dropped
+    "/data/con  .txt",
+    "/data/nul:", // a stream of the device
+    "/data/CONIN$",
+    "/data/conout$.x",
+    "/data/COM\u00B9", // a superscript one: Windows reads it as a digit
+    "/data/%4eUL", // one URL decoding
+    "/data/x%2fNUL",
+    "/data\\NUL", // a backslash is a separator
+    "/data/NUL/x",
+    "\\\\.\\data\\x", // \\.\data\x: the device namespace, not C:\data
+    "\\\\?\\data\\x",
+    "//data/x", // a UNC share on the host "data"
+    "\\\\data\\x",
+    "/\\data/x",
+  ])("refuses %j", async (path) => {
+    expect(await outcome(read({ path }))).toEqual({ violation: "scope_path" })
+  })
+
+  it("refuses the NT prefix \\??\\ and a share even under the root /", async () => {
+    for (const path of ["\\??\\C:\\x", "/??/C:/x", "//host/share/x", "\\\\.\\pipe\\x"])
+      expect(await outcome(anywhere({ path })), path).toEqual({ violation: "scope_path" })
+  })
+
+  it("keeps names that only start or end like one", async () => {
+    for (const name of [
+      "console.log",
+      "nullable",
+      "COM10",
+      "LPT0",
+      "auxiliary.c",
+      "CONOUT",
+      "a.nul",
+      "nul-report",
+      "my NUL",
+      "??",
+      "x/?",
+    ]) {
+      expect(await outcome(read({ path: `/data/${name}` })), name).toEqual({ ok: `/data/${name}` })
+    }
+  })
+})
+
 describe("a tool registered under another name runs under that name", () => {
   const fetchCustomer = bounded(async ({ customer_id }: { customer_id: string }) => ({ customer_id }), {
     name: "fetch_customer",
