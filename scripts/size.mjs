@@ -282,7 +282,8 @@ const budgets = [
   // deadline is checked per tool call (a batch of busy calls ran all five past it), and fromAiSdk gives a blank or
   // repeated tool call id one of its own (every parallel answer from such an endpoint failed its task): 12,569 B.
   // 12.3 -> 12.4 KB (2026-12-06, stop 45), 48 B: a budget refusal stops the run where it is met, as a failure does (a
-  // sibling answering in the same tick ran its tool batch or started a dependent after the stop): 12,617 B.
+  // sibling answering in the same tick ran its tool batch or started a dependent after the stop): 12,617 B. Then 61 B:
+  // the same for a refusal inside an `rlm_parallel` sub-query, which the tool rethrew only later: 12,678 B.
   { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 12.4 * KB },
   // The workspace needs Node built-ins (external here, as for the adapters): 5.5 KB when it was added.
   { name: "harness/workspace", code: 'export * from "./dist/harness/workspace/index.js"', max: 7 * KB },

@@ -11,6 +11,7 @@ import { startTimer } from "./timer.ts"
 import {
   type HarnessTool,
   modelVisibleMessage,
+  PASSES_REFUSALS,
   type SubQuery,
   type ToolContext,
   ToolReportedError,
@@ -82,12 +83,23 @@ export interface AgentContext {
   readonly instructions: string | undefined
   readonly tools: readonly HarnessTool[]
   readonly maxTurns: number | null
-  /** A sub-query's: set once the tool that spawned it returned its very promise (`rlm_query`), see `failsTask`. */
-  readonly passedOn?: { value: boolean }
+  /**
+   * A sub-query's: `value` set once the tool that spawned it returned its very promise (`rlm_query`), see
+   * `failsTask`; `refusals` when that tool passes its budget refusals on at least (`rlm_parallel`), see `stopsOn`.
+   */
+  readonly passedOn?: PassedOn
+}
+
+interface PassedOn {
+  value: boolean
+  refusals: boolean
 }
 
 /** Whether an error that ends this run fails its task: a sub-query's does when each tool up the chain passes it on. */
 const failsTask = (ctx: AgentContext): boolean => ctx.depth === 0 || ctx.passedOn?.value === true
+
+/** Whether a budget refusal met in this run stops the run: each tool up the chain passes it on. */
+const stopsOn = (ctx: AgentContext): boolean => failsTask(ctx) || ctx.passedOn?.refusals === true
 
 /**
  * A budget refusal stops the run where it is met, as a failure does. Left to the task's settling a few microtasks
@@ -95,7 +107,7 @@ const failsTask = (ctx: AgentContext): boolean => ctx.depth === 0 || ctx.passedO
  * stop.
  */
 function refused(ctx: AgentContext, e: BudgetExceededError): never {
-  if (failsTask(ctx) && !ctx.signal.aborted) ctx.shared.failing(ctx.task.task_id, e)
+  if (stopsOn(ctx) && !ctx.signal.aborted) ctx.shared.failing(ctx.task.task_id, e)
   throw e
 }
 
@@ -381,7 +393,9 @@ async function invokeTool(
   spawned: Promise<unknown>[],
 ): Promise<unknown> {
   let n = 0
-  const links = new Map<unknown, { value: boolean }>()
+  const links = new Map<unknown, PassedOn>()
+  // rlm_parallel rethrows a sub-query's refusal (a few microtasks later, after a sibling could act on it).
+  const refusals = tool[PASSES_REFUSALS] === true && stopsOn(ctx)
   const toolCtx: ToolContext = {
     signal,
     run_id: ctx.runId,
@@ -391,7 +405,7 @@ async function invokeTool(
     call_id: call.id,
     max_concurrent_requests: ctx.shared.requestPermits.permits,
     spawn: (sub) => {
-      const link = { value: false }
+      const link = { value: false, refusals }
       const p = spawnSubQuery({ ...ctx, signal }, sub, `${key}/q${n++}`, link)
       links.set(p, link)
       // A sub-query left unawaited may fail while its tool awaits other work: not an unhandled rejection (the batch
@@ -406,7 +420,10 @@ async function invokeTool(
   const execute = (a: Record<string, unknown>): unknown => {
     const r = tool.execute(a, toolCtx)
     const link = links.get(r)
-    if (link) link.value = failsTask(ctx)
+    if (link) {
+      link.value = failsTask(ctx)
+      link.refusals = stopsOn(ctx)
+    }
     return r
   }
   const args = call.args as Record<string, unknown>
@@ -460,7 +477,7 @@ export function spawnSubQuery(
   parent: AgentContext,
   sub: SubQuery,
   key: string,
-  passedOn: { value: boolean },
+  passedOn: PassedOn,
 ): Promise<string> {
   const max = parent.shared.rlm.max_depth
   if (parent.depth + 1 > max)

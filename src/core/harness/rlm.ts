@@ -6,7 +6,13 @@ import { InvalidOptionError } from "../errors.ts"
 import { safeString } from "../repr.ts"
 import { BudgetExceededError } from "./errors.ts"
 import { Semaphore } from "./semaphore.ts"
-import { type HarnessTool, type SubQuery, type ToolContext, ToolReportedError } from "./tools.ts"
+import {
+  type HarnessTool,
+  PASSES_REFUSALS,
+  type SubQuery,
+  type ToolContext,
+  ToolReportedError,
+} from "./tools.ts"
 
 export interface RlmToolOptions {
   readonly name?: string
@@ -66,6 +72,7 @@ export function rlmParallelTool(options: RlmParallelToolOptions = {}): HarnessTo
       `maxFanOut must be a whole number >= 1, got ${String(maxFanOut)}. Leave it out to follow max_concurrent_requests.`,
     )
   return {
+    [PASSES_REFUSALS]: true,
     name: options.name ?? "rlm_parallel",
     description:
       options.description ??

@@ -5,6 +5,12 @@ import type { ToolTransitionBindingInit } from "../ledger/index.ts"
 import { safeString } from "../repr.ts"
 import type { ToolDef } from "./model.ts"
 
+/**
+ * Marks a tool that rethrows every budget refusal of the sub-queries it spawns (`rlm_parallel`): a refusal in one
+ * then stops the run where it is met, as it does in `rlm_query`'s, whose very promise the tool returns.
+ */
+export const PASSES_REFUSALS: unique symbol = Symbol()
+
 /** What a tool body gets besides its arguments. */
 export interface ToolContext {
   readonly signal: AbortSignal
@@ -35,6 +41,8 @@ export interface HarnessTool extends ToolDef {
    * call is deduplicated by its run/task/step id only.
    */
   readonly binding?: ToolTransitionBindingInit
+  /** Internal (`PASSES_REFUSALS`): not exported, so only this package's tools set it. */
+  readonly [PASSES_REFUSALS]?: boolean
 }
 
 /** An error a tool throws on purpose for the model to read; the task goes on. Anything else fails the task. */
