@@ -333,7 +333,10 @@ export class HttpLedgerStorage implements LedgerStorage {
     let remaining = options.limit ?? Number.POSITIVE_INFINITY
     let cursor = options.cursor
     while (remaining > 0) {
-      const q = new URLSearchParams({ limit: String(Math.min(remaining, 500)) })
+      // A whole listing takes the API's own page size: a limit over its maxPageSize (which may be under 500) is a 400.
+      const q = new URLSearchParams(
+        remaining === Number.POSITIVE_INFINITY ? {} : { limit: String(Math.min(remaining, 500)) },
+      )
       if (options.prefix) q.set("prefix", options.prefix)
       if (cursor) q.set("cursor", cursor)
       const page = (await this.#call<{ rows: Row[]; cursor: string | null }>(

@@ -104,3 +104,23 @@ describe("HttpLedgerStorage limits", () => {
     expect(runs).toBe(1)
   })
 })
+
+describe("HttpLedgerStorage list", () => {
+  it("lists every row from an API whose maxPageSize is under 500, page by page", async () => {
+    const rows = new MemoryLedgerStorage()
+    const app = createLedgerApp({ storage: rows, maxPageSize: 40 })
+    const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
+      app.fetch(new Request(input, init))) as typeof globalThis.fetch
+    const ledger = new ActionLedger({ storage: rows, onWarning: () => {} })
+    const echo = ledger.tool({ name: "echo", binding: BINDING }, async ({ n }: { n: number }) => n)
+    for (let n = 0; n < 95; n++) await echo({ n }, { toolCallId: `c${String(n).padStart(3, "0")}` })
+    const store = new HttpLedgerStorage({ url: "http://l", fetch })
+    const ids: string[] = []
+    for await (const row of store.list()) ids.push(row.requestId)
+    expect(ids).toHaveLength(95)
+    expect(new Set(ids).size).toBe(95)
+    const some: string[] = []
+    for await (const row of store.list({ limit: 30 })) some.push(row.requestId)
+    expect(some).toEqual(ids.slice(0, 30))
+  })
+})
