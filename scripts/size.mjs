@@ -213,7 +213,17 @@ const budgets = [
     // crypto.randomUUID() written as the bundled JSON reader writes it, 8 B; the link walk a plain while, 5 B.
     // upstash 6 -> 6.1 KB (2026-12-06, stop 45), 6,154 B: set() and compare-and-set refuse a row nested past
     // max_depth (the claim script then failed every claim of its id: the differential run found it).
-    max: (a === "upstash" ? 6.1 : 6) * KB,
+    // upstash 6.1 -> 6 KB, #11's (2026-12-06, stop 45), 6,152 -> 6,109 B, with the same keys, scripts, TTLs, answers
+    // and refusals: one storedEntry() reads a row, judging one from a tombstone by resolvedOutcome() (the bundle
+    // carries it already) instead of a copy of its rule, 23 B; the deep-row refusal reads the scripts' MAX_DEPTH
+    // instead of taking the limits apart, 8 B; the other-row refusal words its cause as the Lua script does, 6 B;
+    // pairHeadOptions() sets the limit to undefined instead of copying the options without it, 5 B (neon 3,
+    // durable-object 9); the claim decides once whether the script reads the siblings, 4 B. Tried and dropped:
+    // startingWith() counting from Infinity, which the bundles spell 1/0 anyway (16 B here, but the core entry's
+    // names came out 2 B longer); one Lua helper for the optional CAS fields (+1 B) and one for the dispatch
+    // siblings of the claim and findByDispatchId (+41 B), gzip already shares their repeats; toRow's two refusals as
+    // one (1 B); listed rows checked by entryFromRow (13 B, but each row decoded twice).
+    max: 6 * KB,
   })),
   // Framework glue: the frameworks are type-only imports, so this is the wrapper plus bounded() and the
   // transcript guards it reuses (ai-sdk); each was under its budget's 3/4 when it was added.

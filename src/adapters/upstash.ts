@@ -12,7 +12,6 @@ import {
   dispatchIdOf,
   entryFromRow,
   entryToRow,
-  isTerminalOutcome,
   keepablePayload,
   type LedgerEntry,
   LedgerRowError,
@@ -26,6 +25,7 @@ import {
 } from "../adapter-kit.ts"
 import { MyceliumError } from "../core/errors.ts"
 import { LedgerConfigError } from "../core/ledger/errors.ts"
+import { resolvedOutcome } from "../core/ledger/model/entry.ts"
 import { parsePythonRow } from "../core/python-nan.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
 import { listsNothing, pairHeadOptions, startingWith } from "../core/storage/text.ts"
@@ -269,7 +269,8 @@ type Script = ReturnType<UpstashClient["createScript"]>
 
 // The claim script decodes the stored row with Lua's cjson, which refuses an unpaired surrogate's escape and nesting
 // past 1,000 levels: such a row, once written, made every later claim of its id fail as if Redis were down.
-const REDIS_LIMITS: StorageLimits = Object.freeze({ validUnicodeOnly: true, maxDepth: 900 })
+const MAX_DEPTH = 900
+const REDIS_LIMITS: StorageLimits = Object.freeze({ validUnicodeOnly: true, maxDepth: MAX_DEPTH })
 
 /** The Redis ledger backend over the Upstash REST API. Works from any runtime with `fetch`. */
 export class UpstashLedgerStorage implements LedgerStorage {
@@ -323,7 +324,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
   /** Upsert, refusing only a write that would move the fence backwards (a stale writer). */
   async set(entry: LedgerEntry): Promise<void> {
     const stored = await this.#set.exec(this.#keys(entry), [
-      decodablePayload(entry, this.limits),
+      decodablePayload(entry),
       String(this.#ttlFor(entry)),
       entry.requestId,
       String(entry.fence),
@@ -347,12 +348,9 @@ export class UpstashLedgerStorage implements LedgerStorage {
     let reclaim = ""
     if (options && "reclaimFence" in options)
       reclaim = options.reclaimFence === null ? "none" : String(options.reclaimFence)
-    const siblingsOf = options?.dispatchId
+    const siblingsOf = this.#scanDispatch ? undefined : options?.dispatchId
     const keys = this.#keys(entry)
-    keys.push(
-      sentKey(this.#prefix),
-      siblingsOf && !this.#scanDispatch ? this.#dispatchPrefix + siblingsOf : "",
-    )
+    keys.push(sentKey(this.#prefix), siblingsOf ? this.#dispatchPrefix + siblingsOf : "")
     const reply = await this.#claim.exec(keys, [
       head,
       String(leaseTtl > 0 ? this.#ttl(leaseTtl) : 0),
@@ -374,12 +372,12 @@ export class UpstashLedgerStorage implements LedgerStorage {
         throw new UpstashReplyError("claim", reply)
       const claimed = { ...stamped, fence }
       // Without siblings the ledger asks findByDispatchId after this insert: still one of two racers sees the other.
-      if (!siblingsOf || this.#scanDispatch) return { outcome, entry: claimed }
+      if (!siblingsOf) return { outcome, entry: claimed }
       return { outcome, entry: claimed, dispatchSiblings: this.#triples(reply.slice(3), siblingsOf, now) }
     }
     const existing = outcome === "completed" || outcome === "in_flight" ? toRow(value) : null
     if (!existing) throw new UpstashReplyError("claim", reply)
-    const stored = entryFromRow(ghost === 1 ? ghostRow(existing, now) : existing)
+    const stored = storedEntry(existing, ghost === 1, now)
     // The script and `classifyClaim` must agree; if they ever do not, refuse rather than act on a wrong answer.
     const check = decideClaim(stored, entry, leaseTtl, now, options).result.outcome
     if (check !== outcome) throw new UpstashReplyError("claim (classification mismatch)", reply)
@@ -390,7 +388,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
     const reply = await this.#cas.exec(
       [...this.#keys(next), sentKey(this.#prefix)],
       [
-        decodablePayload(next, this.limits),
+        decodablePayload(next),
         String(this.#ttlFor(next)),
         next.requestId,
         expect.outcomes.join(","),
@@ -516,10 +514,10 @@ export class UpstashLedgerStorage implements LedgerStorage {
       const row = listed ? toRowOrNull(values[i]) : toRow(values[i])
       // The row of `id`; outside a scan also a value that is no row at all, which entryFromRow refuses.
       if (row && (row.request_id === id || typeof row.request_id !== "string"))
-        return entryFromRow(i === 0 ? row : ghostRow(row, now))
+        return storedEntry(row, i > 0, now)
       if (row && i === 0 && !listed)
         throw new LedgerRowError(
-          `the key of '${id}' holds the row of another request id; use a prefix ending in ':' (docs/storage-contract.md)`,
+          `the key of '${id}' holds another request id's row; use a prefix ending in ':' (docs/storage-contract.md)`,
         )
     }
     return null
@@ -613,22 +611,26 @@ export function derivedBase(prefix: string): string | null {
   return prefix.slice(0, -1) + (last === ":" ? "-" : m + last + m)
 }
 
-/** A non-terminal row known only from its tombstone reads as an abandoned claim (the original's EXPIRED ghost). */
-function ghostRow(row: Row, now: number): Row {
-  const t = row.terminal_outcome === undefined ? "IN_FLIGHT" : row.terminal_outcome
-  const live = isTerminalOutcome(t) ? t === "IN_FLIGHT" || t === "EXPIRED" : row.status === "in-flight"
-  return live ? { ...row, lease_until: now - 1 } : row
+/**
+ * The entry of a stored row. A non-terminal row known only from its tombstone (`tomb`) reads as an abandoned claim
+ * (the original's EXPIRED ghost), its lease lapsed a second ago.
+ */
+function storedEntry(row: Row, tomb: boolean, now: number): LedgerEntry {
+  const entry = entryFromRow(row)
+  if (!tomb) return entry
+  const t = resolvedOutcome(entry, now)
+  return t === "IN_FLIGHT" || t === "EXPIRED" ? { ...entry, leaseUntil: now - 1 } : entry
 }
 
 /**
- * The payload set() and compare-and-set write, refused typed (nothing written) past `limits.maxDepth`: the scripts
- * decode the stored row with cjson, so such a row made every later claim and compare-and-set of its id fail as if
- * Redis were down (the claim refuses such arguments; these took them).
+ * The payload set() and compare-and-set write, refused typed (nothing written) past MAX_DEPTH, the store's
+ * `limits.maxDepth`: the scripts decode the stored row with cjson, so such a row made every later claim and
+ * compare-and-set of its id fail as if Redis were down (the claim refuses such arguments; these took them).
  */
-function decodablePayload(entry: LedgerEntry, { maxDepth: depth }: StorageLimits): string {
-  if (depth !== undefined && jsonDepth(entry, depth) > depth)
+function decodablePayload(entry: LedgerEntry): string {
+  if (jsonDepth(entry, MAX_DEPTH) > MAX_DEPTH)
     throw new LedgerConfigError(
-      `request '${entry.requestId}': the row is too deep for this store (max_depth ${depth}); nothing was written`,
+      `request '${entry.requestId}': the row is too deep for this store (max_depth ${MAX_DEPTH}); nothing was written`,
     )
   return keepablePayload(entry)
 }

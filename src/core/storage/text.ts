@@ -31,8 +31,7 @@ export function listsNothing(options: ListOptions): boolean {
 export function pairHeadOptions(options: ListOptions): ListOptions | null {
   const p = options.prefix
   if (!p || p.charCodeAt(p.length - 1) >> 10 !== 0x36 || isUnstorableText(p.slice(0, -1))) return null
-  const { limit: _, ...rest } = options
-  return { ...rest, prefix: p.slice(0, -1) }
+  return { ...options, prefix: p.slice(0, -1), limit: undefined }
 }
 
 /** The rows listed with `pairHeadOptions` that start with the whole prefix, up to the caller's limit. */
