@@ -211,6 +211,11 @@ const budgets = [
     // the pid probe and the own-lock loop written in their one caller, 37 B; the lock's temp records no longer carry
     // a window name, 13 B; shorter lock-timeout and link texts, 24 B; the empty-file branch a flush never takes, 10 B;
     // crypto.randomUUID() written as the bundled JSON reader writes it, 8 B; the link walk a plain while, 5 B.
+    // file 6,103 -> 6,143 B (2026-12-06, stop 45, within 6 KB): a lock file (`.lock.ts`, and pythonLock's `.lock`)
+    // that is not a regular file is refused at once (a FIFO there hung the process, /dev/zero filled memory, a
+    // directory waited out lockTimeout), read through the ledger's non-blocking open, now one openToRead() for both,
+    // and temp files are created exclusively ("wx"), 50 B; paid by a lock record's marker name (token or inode)
+    // computed once where it is read, 6 B, and isObject() for its JSON, 4 B.
     // upstash 6 -> 6.1 KB (2026-12-06, stop 45), 6,154 B: set() and compare-and-set refuse a row nested past
     // max_depth (the claim script then failed every claim of its id: the differential run found it).
     // upstash 6.1 -> 6 KB, #11's (2026-12-06, stop 45), 6,152 -> 6,109 B, with the same keys, scripts, TTLs, answers

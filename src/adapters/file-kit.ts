@@ -5,7 +5,9 @@
 import { spawn } from "node:child_process"
 import {
   closeSync,
+  constants,
   fchmodSync,
+  fstatSync,
   fsyncSync,
   linkSync,
   mkdirSync,
@@ -67,6 +69,9 @@ export class FlockUnavailableError extends LedgerError {
  */
 function holdFlock(path: string, timeout: number): Promise<() => void> {
   mkdirSync(dirname(path), { recursive: true })
+  // flock opens the file before its timeout starts: a FIFO there kept the call waiting for good.
+  if (statSync(path, { throwIfNoEntry: false })?.isFile() === false)
+    throw new LedgerFileCorruptError(path, "not a regular file")
   const child = spawn("flock", ["-xow", String(timeout), path, "cat"], {
     stdio: ["pipe", "pipe", "ignore"],
   })
@@ -141,6 +146,19 @@ export function dataPath(path: string): string {
   }
 }
 
+/**
+ * Opens `path` to read (O_RDONLY is 0) without waiting on a FIFO, and refuses what was opened (not a stat before: the
+ * path may be swapped in between) unless it is a regular file: a FIFO's open waited forever and /dev/zero's read
+ * filled memory, in synchronous calls no timeout reaches. openRegular() does more; importing it costs the file entry
+ * more than its size budget holds.
+ */
+export function openToRead(path: string): number {
+  const fd = openSync(path, constants.O_NONBLOCK)
+  if (fstatSync(fd).isFile()) return fd
+  closeSync(fd)
+  throw new LedgerFileCorruptError(path, "not a regular file")
+}
+
 /** Opens `tmp` to replace `path` with `path`'s permission bits: a ledger made private (0600) stays private. */
 export function openLike(tmp: string, path: string, mode = 0o666): number {
   let bits: number | undefined
@@ -149,7 +167,8 @@ export function openLike(tmp: string, path: string, mode = 0o666): number {
   } catch {
     // new file: the default, narrowed by the umask
   }
-  const fd = openSync(tmp, "w", bits ?? mode)
+  // Exclusive: never opened through a FIFO (a wait for good) or a symlink (a write to its target) left at the name.
+  const fd = openSync(tmp, "wx", bits ?? mode)
   if (bits !== undefined) fchmodSync(fd, bits) // the umask narrowed what openSync created
   return fd
 }
@@ -260,7 +279,8 @@ interface HolderRecord {
 interface SeenFile {
   readonly path: string
   readonly content: string
-  readonly ino: number
+  /** What its gc marker is named after: its holder's token, its inode (`ino<n>`) when the record has none. */
+  readonly key: string
   readonly mtimeMs: number
   readonly holder: HolderRecord
 }
@@ -269,10 +289,10 @@ interface SeenFile {
 const SAFE_TOKEN = /^[A-Za-z0-9_-]{1,80}$/
 
 function parseHolder(content: string): HolderRecord {
-  let info: { pid?: unknown; host?: unknown; at?: unknown; token?: unknown; pidns?: unknown } = {}
+  let info: Record<string, unknown> = {}
   try {
     const v: unknown = JSON.parse(content)
-    if (v && typeof v === "object") info = v as typeof info
+    if (isObject(v)) info = v
   } catch {
     // Foreign or truncated (a power loss before the record reached the disk): judged by age alone.
   }
@@ -387,8 +407,9 @@ export class FileLock {
   /** Runs `fn` holding the lock: no other process or call of this one writes the file meanwhile. */
   run<T>(fn: () => Promise<T> | T): Promise<T> {
     const result = (queues.get(this.path) ?? Promise.resolve()).then(async () => {
-      await this.acquire()
       try {
+        // Inside: an acquire that fails after taking the lock (its sweep met a file it refuses) still releases it.
+        await this.acquire()
         return await fn()
       } finally {
         try {
@@ -467,13 +488,22 @@ export class FileLock {
     return true
   }
 
+  /** A lock or marker file, null when gone or unreadable; what is no regular file is refused (openToRead). */
   #read(path: string): SeenFile | null {
+    let fd: number
     try {
-      const st = statSync(path)
-      const content = readFileSync(path, "utf8")
-      return { path, content, ino: st.ino, mtimeMs: st.mtimeMs, holder: parseHolder(content) }
-    } catch {
+      fd = openToRead(path)
+    } catch (e) {
+      if (e instanceof LedgerFileCorruptError) throw e
       return null
+    }
+    try {
+      const st = fstatSync(fd)
+      const content = readFileSync(fd, "utf8")
+      const holder = parseHolder(content)
+      return { path, content, key: holder.token ?? `ino${st.ino}`, mtimeMs: st.mtimeMs, holder }
+    } finally {
+      closeSync(fd)
     }
   }
 
@@ -494,7 +524,7 @@ export class FileLock {
    * it. Returns whether the file is gone. `depth` bounds the chain of dead recoverers followed.
    */
   #reap(seen: SeenFile, depth: number): boolean {
-    const marker = `${this.path}.gc-${seen.holder.token ?? `ino${seen.ino}`}`
+    const marker = `${this.path}.gc-${seen.key}`
     let mine = this.#link(marker)
     if (mine === null) {
       // Another recoverer holds this marker, or died holding it.
@@ -508,7 +538,7 @@ export class FileLock {
       const now = this.#read(seen.path)
       if (!now) return true
       // The very file judged: the same record (its token names one holder), the same inode when it has none.
-      if (now.content !== seen.content || (seen.holder.token === null && now.ino !== seen.ino)) return false
+      if (now.content !== seen.content || now.key !== seen.key) return false
       unlinkSync(seen.path)
       return true
     } finally {
@@ -536,7 +566,7 @@ export class FileLock {
     const files = names.map((n) => this.#read(join(this.#dir, n)))
     // Targets still present: the lock and every marker, by token (or inode for an unreadable lock).
     const present = new Set(files.map((f) => f?.holder.token))
-    if (lock) present.add(lock.holder.token ?? `ino${lock.ino}`)
+    if (lock) present.add(lock.key)
     names.forEach((name, i) => {
       const f = files[i]
       const rest = name.slice(this.#base.length + 1)

@@ -11,7 +11,6 @@ import {
   writeSync,
 } from "node:fs"
 import { dirname } from "node:path"
-import process from "node:process"
 import { LedgerStorageUnavailableError } from "../adapter-kit.ts"
 import {
   asciiJson,
@@ -22,6 +21,7 @@ import {
   indentedJson,
   LedgerFileCorruptError,
   type LockedFileOptions,
+  newToken,
   openLike,
   parseDict,
   rmQuiet,
@@ -35,9 +35,6 @@ export function openFile(path: string, append?: boolean): number {
   if (fd === null) throw new LedgerFileCorruptError(path, "not a regular file")
   return fd
 }
-
-/** Numbers this process's temp files (`<path>.<pid>.<n>.tmp`), unique among its rewrites. */
-let tmpSeq = 0
 
 /** What readDict() read for each dict it returned, so writeDict() can tell untouched entries from changed ones. */
 const loaded = new WeakMap<object, { readonly text: string; readonly values: Record<string, unknown> }>()
@@ -142,7 +139,9 @@ export class LockedFile {
     try {
       for (const [text, path] of files) {
         mkdirSync(dirname(path), { recursive: true })
-        const tmp = `${path}.${process.pid}.${++tmpSeq}.tmp`
+        // Random and created exclusively (openLike): the old `<path>.<pid>.<n>.tmp` could be predicted, and a FIFO
+        // planted there hung this synchronous open, a symlink took the rows to its target.
+        const tmp = `${path}.${newToken()}.tmp`
         staged.push([tmp, path])
         const fd = openLike(tmp, path)
         try {

@@ -4,10 +4,8 @@
 import {
   type BigIntStats,
   closeSync,
-  constants,
   fstatSync,
   fsyncSync,
-  openSync,
   readFileSync,
   renameSync,
   statSync,
@@ -40,6 +38,7 @@ import {
   lockWindows,
   newToken,
   openLike,
+  openToRead,
   parseDict,
   rmQuiet,
   rowTexts,
@@ -230,17 +229,14 @@ export class FileLedgerStorage implements LedgerStorage {
     if (signature(st) === this.#sig) return
     let fd: number
     try {
-      // Read-only (O_RDONLY is 0) and never waiting on a FIFO: openRegular()'s open and check, inline (importing
-      // file-open.ts costs this entry more than its size budget holds).
-      fd = openSync(this.path, constants.O_NONBLOCK)
+      // Judged on what was opened, not by the stat above: the path may have been swapped in between.
+      fd = openToRead(this.path)
     } catch (e) {
       if (errno(e) !== "ENOENT") throw e
       this.#load() // replaced or deleted between stat and open
       return
     }
     try {
-      // Judged on what was opened, not by the stat above: the path may have been swapped in between.
-      if (!fstatSync(fd).isFile()) throw new LedgerFileCorruptError(this.path, "not a regular file")
       const sig = signature(fstatSync(fd, { bigint: true }))
       const text = readFileSync(fd, "utf8")
       this.#reset(text, sig, fd)

@@ -1,7 +1,10 @@
 // A child for file-not-regular.test.ts: reads and writes one file store at `path` (a FIFO, /dev/zero, a directory)
 // and prints, per call, how it ended (`swapped`: a ledger file read, then replaced by the FIFO at `path`). Run apart:
 // on a FIFO a call blocked for good, and /dev/zero was read until memory ran out; the parent bounds both.
-import { renameSync, writeFileSync } from "node:fs"
+// With `<what> <suffix>...` after them it first plants, at `path` + each suffix (`{pid}`: this process's), a FIFO
+// (`fifo`), a symlink to /dev/zero (`zero`), a directory (`dir`) or a symlink to `<path>.victim` (`link`).
+import { execFileSync } from "node:child_process"
+import { mkdirSync, renameSync, symlinkSync, writeFileSync } from "node:fs"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
 import { FileReceiptStore } from "../../src/adapters/file-receipts.ts"
@@ -11,8 +14,15 @@ import { snapshot, taskRecord } from "./file-kit-stall-rows.ts"
 
 type Calls = Array<[string, () => Promise<unknown>]>
 
-const [kind, path] = process.argv.slice(2) as [string, string]
-const options = { fsync: false, lockTimeout: 5 }
+const [kind, path, plant, ...suffixes] = process.argv.slice(2) as [string, string, string?, ...string[]]
+const options = { fsync: false, lockTimeout: 5, pythonLock: kind === "flock" }
+for (const suffix of suffixes) {
+  const at = path + suffix.replace("{pid}", String(process.pid))
+  if (plant === "fifo") execFileSync("mkfifo", [at])
+  if (plant === "zero") symlinkSync("/dev/zero", at)
+  if (plant === "dir") mkdirSync(at)
+  if (plant === "link") symlinkSync(`${path}.victim`, at)
+}
 const row = newEntry({ requestId: "r-1", tool: "pay", kwargs: {} }, 1)
 const receipt = {
   receipt_id: "rc-1",
@@ -28,14 +38,17 @@ const receipt = {
   error: null,
 }
 
+function ledgerCalls(): Calls {
+  const s = new FileLedgerStorage(path, options)
+  return [
+    ["read", () => s.get("r-1")],
+    ["write", () => s.set(row)],
+  ]
+}
+
 const stores: Record<string, () => Calls> = {
-  ledger: () => {
-    const s = new FileLedgerStorage(path, options)
-    return [
-      ["read", () => s.get("r-1")],
-      ["write", () => s.set(row)],
-    ]
-  },
+  ledger: ledgerCalls,
+  flock: ledgerCalls,
   swapped: () => {
     const file = `${path}.json`
     writeFileSync(file, "{}")
