@@ -353,7 +353,9 @@ export class TaskLedger {
           lost.abort(
             new TaskLeaseLostError(`Task request '${held.requestId}' was taken over by another worker`),
           )
-          throw signal.reason
+          // Not signal.reason: once the caller gave up, that is the caller's reason, and the body could not tell
+          // that the task is no longer its own.
+          throw lost.signal.reason
         }
         held.lease = lease
         held.version = version
