@@ -65,23 +65,45 @@ function deadHolderLock(path: string): void {
   )
 }
 
-const WINDOWS: Array<{ window: string; stale: boolean; what: string }> = [
-  { window: "lock-tmp", stale: false, what: "record written to its temp file, not linked yet" },
-  { window: "lock-linked", stale: false, what: "lock linked, temp file not removed yet" },
-  { window: "lock-held", stale: false, what: "lock held, ledger not written yet" },
-  { window: "flush-tmp", stale: false, what: "lock held, new ledger written to its temp file, not renamed" },
-  { window: "gc-tmp", stale: true, what: "gc marker record written, not linked yet" },
-  { window: "gc-linked", stale: true, what: "gc marker linked, temp file not removed" },
-  { window: "gc-held", stale: true, what: "gc marker held, dead holder's lock not removed yet" },
+// `left`: the files the child leaves when killed there (a temp file's random name as `*`), which shows it parked in
+// that window: the test hook names the windows (file-lock-park.ts), and a wrong name still parks somewhere.
+const LOCK = "ledger.json.lock.ts"
+const TMP = `${LOCK}.tmp-*`
+const MARKER = `${LOCK}.gc-deadholder`
+const WINDOWS: Array<{ window: string; stale: boolean; what: string; left: string[] }> = [
+  { window: "lock-tmp", stale: false, what: "record written to its temp file, not linked yet", left: [TMP] },
+  { window: "lock-linked", stale: false, what: "lock linked, temp file not removed yet", left: [LOCK, TMP] },
+  { window: "lock-held", stale: false, what: "lock held, ledger not written yet", left: [LOCK] },
+  {
+    window: "flush-tmp",
+    stale: false,
+    what: "lock held, new ledger written to its temp file, not renamed",
+    left: [LOCK, "ledger.json.tmp-*"],
+  },
+  { window: "gc-tmp", stale: true, what: "gc marker record written, not linked yet", left: [LOCK, TMP] },
+  {
+    window: "gc-linked",
+    stale: true,
+    what: "gc marker linked, temp file not removed",
+    left: [LOCK, MARKER, TMP],
+  },
+  {
+    window: "gc-held",
+    stale: true,
+    what: "gc marker held, dead holder's lock not removed yet",
+    left: [LOCK, MARKER],
+  },
 ]
 
 describe("file lock: a writer SIGKILLed inside a lock window does not stall the next one", () => {
-  for (const { window, stale, what } of WINDOWS) {
+  for (const { window, stale, what, left } of WINDOWS) {
     it(`${window} (${what}): the next writer proceeds at once`, async () => {
       const path = join(root, window, "ledger.json")
       mkdirSync(dirname(path), { recursive: true })
       if (stale) deadHolderLock(path)
       await killParked(path, window)
+      const files = readdirSync(dirname(path)).map((f) => f.replace(/\.tmp-[0-9a-f-]{36}$/, ".tmp-*"))
+      expect(files.sort()).toEqual([...left].sort())
 
       // staleLockAfter 30 s as in production; lockTimeout 5 s: age-based recovery could not finish in time.
       const next = new FileLedgerStorage(path, { lockTimeout: 5, staleLockAfter: 30 })
