@@ -48,7 +48,7 @@ export class LedgerFileLockTimeoutError extends LedgerError {
   constructor(lockPath: string, timeout: number) {
     // One text for both locks: a flock (`pythonLock`) is never left over, and deleting its file changes nothing.
     super(
-      `Another process held the lock ${lockPath} for ${timeout}s: retry, or delete it if a crash on another host left it`,
+      `Another process held the lock ${lockPath} for ${timeout}s: retry; if no process uses the ledger, delete it`,
     )
     this.lockPath = lockPath
   }
