@@ -124,3 +124,48 @@ describe("HttpLedgerStorage list", () => {
     expect(some).toEqual(ids.slice(0, 30))
   })
 })
+
+describe("HttpLedgerStorage list with a limit", () => {
+  async function backend(maxPageSize: number, n: number) {
+    const rows = new MemoryLedgerStorage()
+    const app = createLedgerApp({ storage: rows, maxPageSize })
+    const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
+      app.fetch(new Request(input, init))) as typeof globalThis.fetch
+    const ledger = new ActionLedger({ storage: rows, onWarning: () => {} })
+    const echo = ledger.tool({ name: "echo", binding: BINDING }, async ({ n }: { n: number }) => n)
+    for (let i = 0; i < n; i++) await echo({ n: i }, { toolCallId: `c${String(i).padStart(3, "0")}` })
+    return fetch
+  }
+
+  it("an API over HttpLedgerStorage lists its transitions from a store API whose maxPageSize is under 500", async () => {
+    const fetch = await backend(40, 95)
+    // The operator route scans `limit * 20` rows: a finite limit of 2,000, sent as 500 a page.
+    const front = createLedgerApp({ storage: new HttpLedgerStorage({ url: "http://l", fetch }) })
+    const res = await front.request("/v1/transitions")
+    expect(res.status).toBe(200)
+    const body = (await res.json()) as { transitions: unknown[]; cursor: string | null }
+    expect(body.transitions).toHaveLength(95)
+    expect(body.cursor).toBeNull()
+    const some: string[] = []
+    const store = new HttpLedgerStorage({ url: "http://l", fetch })
+    for await (const row of store.list({ limit: 70 })) some.push(row.requestId)
+    expect(some).toHaveLength(70)
+  })
+
+  it("yields no more rows than the limit when the server answers a bigger page than asked", async () => {
+    const real = await backend(500, 95)
+    let asked = 0
+    // An older or hostile server that ignores `limit` and answers its own page of 100.
+    const fetch = ((input: RequestInfo | URL, init?: RequestInit) => {
+      asked++
+      const url = new URL(String(input))
+      url.searchParams.delete("limit")
+      return real(url, init)
+    }) as typeof globalThis.fetch
+    const store = new HttpLedgerStorage({ url: "http://l", fetch })
+    const got: string[] = []
+    for await (const row of store.list({ limit: 3 })) got.push(row.requestId)
+    expect(got).toHaveLength(3)
+    expect(asked).toBe(1)
+  })
+})

@@ -395,7 +395,7 @@ async function invokeTool(
   let n = 0
   const links = new Map<unknown, PassedOn>()
   // rlm_parallel rethrows a sub-query's refusal (a few microtasks later, after a sibling could act on it).
-  const refusals = tool[PASSES_REFUSALS] === true && stopsOn(ctx)
+  const refusals = PASSES_REFUSALS.has(tool.execute) && stopsOn(ctx)
   const toolCtx: ToolContext = {
     signal,
     run_id: ctx.runId,

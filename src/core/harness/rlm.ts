@@ -71,8 +71,7 @@ export function rlmParallelTool(options: RlmParallelToolOptions = {}): HarnessTo
     throw new InvalidOptionError(
       `maxFanOut must be a whole number >= 1, got ${String(maxFanOut)}. Leave it out to follow max_concurrent_requests.`,
     )
-  return {
-    [PASSES_REFUSALS]: true,
+  const tool: HarnessTool = {
     name: options.name ?? "rlm_parallel",
     description:
       options.description ??
@@ -127,4 +126,6 @@ export function rlmParallelTool(options: RlmParallelToolOptions = {}): HarnessTo
       return Promise.race([outcomes, halted])
     },
   }
+  PASSES_REFUSALS.add(tool.execute)
+  return tool
 }

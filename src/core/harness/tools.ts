@@ -6,10 +6,11 @@ import { safeString } from "../repr.ts"
 import type { ToolDef } from "./model.ts"
 
 /**
- * Marks a tool that rethrows every budget refusal of the sub-queries it spawns (`rlm_parallel`): a refusal in one
- * then stops the run where it is met, as it does in `rlm_query`'s, whose very promise the tool returns.
+ * The `execute` of a tool that rethrows every budget refusal of the sub-queries it spawns (`rlm_parallel`): a refusal
+ * in one then stops the run where it is met, as it does in `rlm_query`'s, whose very promise the tool returns. The
+ * function, not the tool object: a tool spread from rlm_parallel's with an execute of its own may handle a refusal.
  */
-export const PASSES_REFUSALS: unique symbol = Symbol()
+export const PASSES_REFUSALS: WeakSet<HarnessTool["execute"]> = /* @__PURE__ */ new WeakSet()
 
 /** What a tool body gets besides its arguments. */
 export interface ToolContext {
@@ -41,8 +42,6 @@ export interface HarnessTool extends ToolDef {
    * call is deduplicated by its run/task/step id only.
    */
   readonly binding?: ToolTransitionBindingInit
-  /** Internal (`PASSES_REFUSALS`): not exported, so only this package's tools set it. */
-  readonly [PASSES_REFUSALS]?: boolean
 }
 
 /** An error a tool throws on purpose for the model to read; the task goes on. Anything else fails the task. */

@@ -36,8 +36,8 @@ const ESCAPES =
 
 // A path Windows reads outside every drive and folder: `\\.\` and `\\?\` (the device namespaces: `\\.\C:\x`,
 // `\\.\pipe\x`), a UNC share (`\\host\share`, which also sends the user's credentials to the host), or the NT
-// prefix `\??\`. Normalized here they read as a folder of the root (`/pipe/x`, `/host/share`).
-// NUL too: C APIs end the path there.
+// prefix `\??\`. Normalized here they read as a folder of the root (`/pipe/x`, `/host/share`). Tested NFKC-folded, as
+// dot segments are: `/／host` is `//host` there. NUL too: C APIs end the path there.
 const NAMESPACE = /\0|^[\\/](?:[\\/]|\?\?[\\/])/
 
 // One URL decoding. decodeURIComponent throws on a bad escape ("%ff", "%zz"), which would hide "%2e%2e%2f%ff":
@@ -71,7 +71,7 @@ const hidesDots = (seg: string): boolean => {
  * a dot segment or is read by Windows as a device or share.
  */
 export function resolvePath(path: string, baseDir?: string): string | undefined {
-  if (typeof path !== "string" || NAMESPACE.test(path)) return undefined
+  if (typeof path !== "string" || NAMESPACE.test(path.normalize("NFKC"))) return undefined
   if (path.split(/[\\/]/).some(hidesDots)) return undefined
   if (isAbsolutePath(path)) return normalizePath(path)
   if (baseDir === undefined || !isAbsolutePath(baseDir)) return undefined

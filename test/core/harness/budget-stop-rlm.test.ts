@@ -55,6 +55,11 @@ describe("a limit refusal inside a sub-query stops the run where it is met", () 
       rlmParallelTool(),
       { type: "tool_call", id: "q", name: "rlm_parallel", args: { queries: [{ prompt: "sub" }] } },
     ],
+    [
+      "rlm_parallel spread with another description",
+      { ...rlmParallelTool(), description: "Ask at once." },
+      { type: "tool_call", id: "q", name: "rlm_parallel", args: { queries: [{ prompt: "sub" }] } },
+    ],
   ]
   for (const [name, rlm, first] of cases)
     it(`${name}: a sibling's tool batch that lands in the same tick never runs`, async () => {
@@ -99,6 +104,46 @@ describe("a refusal a custom tool catches does not stop the run", () => {
     }
     const seq = { tasks: [task("a"), task("z", ["a"])], output_task_id: "z", max_concurrency: 2 }
     const result = await runPlan(seq, { model, tools: [tool, catching], budget: { tool_calls_limit: 2 } })
+    expect(result.status).toBe("succeeded")
+    expect(tool.runs).toEqual(["a1"])
+    expect(result.usage.tool_calls).toBe(2)
+  })
+})
+
+describe("a tool built from rlm_parallel's own object", () => {
+  it("a spread of rlm_parallel whose execute handles the refusal keeps the run going", async () => {
+    const tool = countingTool()
+    const base = rlmParallelTool()
+    // Spreading a built-in tool to wrap its execute copies its symbol-keyed marks with it.
+    const tolerant: HarnessTool = {
+      ...base,
+      name: "fan",
+      async execute(args, ctx) {
+        try {
+          return await base.execute(args, ctx)
+        } catch (e) {
+          return `no answer: ${(e as Error).name}`
+        }
+      },
+    }
+    const model: ModelClient = {
+      async request(req) {
+        const { task_id, depth, step } = req.context
+        const call = (id: string, name = "t", args: Record<string, unknown> = { id }): ResponsePart => ({
+          type: "tool_call",
+          id,
+          name,
+          args,
+        })
+        if (task_id !== "a") return { parts: [{ type: "text", text: task_id }] }
+        if (depth > 0) return { parts: [call("s1"), call("s2")] }
+        const first = call("q", "fan", { queries: [{ prompt: "sub" }] })
+        const parts = [[first], [call("a1")], [{ type: "text", text: "a" } as ResponsePart]][step]
+        return { parts: parts ?? [] }
+      },
+    }
+    const seq = { tasks: [task("a"), task("z", ["a"])], output_task_id: "z", max_concurrency: 2 }
+    const result = await runPlan(seq, { model, tools: [tool, tolerant], budget: { tool_calls_limit: 2 } })
     expect(result.status).toBe("succeeded")
     expect(tool.runs).toEqual(["a1"])
     expect(result.usage.tool_calls).toBe(2)

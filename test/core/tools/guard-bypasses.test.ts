@@ -1,7 +1,13 @@
 // Second adversarial review of bounded(), the registry and the field spec: each case got past a guard, or was
 // refused where the original accepts it.
 import { describe, expect, it } from "vitest"
-import { bounded, ToolBoundaryError, ToolRegistry, ToolRunner } from "../../../src/core/tools/index.ts"
+import {
+  bounded,
+  SchemaBuildError,
+  ToolBoundaryError,
+  ToolRegistry,
+  ToolRunner,
+} from "../../../src/core/tools/index.ts"
 import { outcome } from "./outcome.ts"
 
 describe("an own __proto__ key cannot carry a scoped argument past its check", () => {
@@ -125,8 +131,23 @@ describe("Windows device names and namespaces are refused: they open no file und
   })
 
   it("refuses the NT prefix \\??\\ and a share even under the root /", async () => {
-    for (const path of ["\\??\\C:\\x", "/??/C:/x", "//host/share/x", "\\\\.\\pipe\\x"])
+    // NFKC folds a fullwidth solidus or reverse solidus into one, as it folds "．．" (U+FF0F, U+FF3C).
+    for (const path of [
+      "\\??\\C:\\x",
+      "/??/C:/x",
+      "//host/share/x",
+      "\\\\.\\pipe\\x",
+      "/\uFF0Fhost/x",
+      "/\uFF3Chost\uFF3Cx",
+    ])
       expect(await outcome(anywhere({ path })), path).toEqual({ violation: "scope_path" })
+  })
+
+  it("refuses such a root when the tool is built", () => {
+    for (const root of ["//host/share", "\\\\.\\pipe", "/data/NUL", "/\uFF0Fhost/share"])
+      expect(() => bounded(async () => 1, { name: "r", allowedPaths: [root] }), root).toThrow(
+        SchemaBuildError,
+      )
   })
 
   it("keeps names that only start or end like one", async () => {
