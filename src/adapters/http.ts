@@ -335,6 +335,7 @@ export class HttpLedgerStorage implements LedgerStorage {
     // A whole listing takes the API's own page size: a limit over its maxPageSize (which may be under 500) is a 400.
     // So is a finite one (the operator route scans 20 rows per row shown): refused once, the API's own is taken.
     let sized = remaining !== Number.POSITIVE_INFINITY
+    const seen = new Set<string>()
     while (remaining > 0) {
       const q = new URLSearchParams(sized ? { limit: String(Math.min(remaining, 500)) } : {})
       if (options.prefix) q.set("prefix", options.prefix)
@@ -355,8 +356,11 @@ export class HttpLedgerStorage implements LedgerStorage {
         remaining--
       }
       if (!page.cursor) return
-      // A page that does not move the cursor forward would be asked for again forever.
-      if (rows.length === 0 || page.cursor === cursor) throw malformed(`a cursor that does not advance`)
+      // A page that does not move the cursor forward, or moves it back to one seen (A, B, A), would be asked for
+      // again forever.
+      if (rows.length === 0 || page.cursor === cursor || seen.has(page.cursor))
+        throw malformed(`a cursor that does not advance`)
+      seen.add(page.cursor)
       cursor = page.cursor
     }
   }

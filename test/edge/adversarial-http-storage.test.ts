@@ -76,6 +76,14 @@ describe("HttpLedgerStorage against a broken or hostile server", () => {
     }
     await expect(walk()).rejects.toMatchObject({ code: "invalid_response" })
     expect(s.server.requests - before).toBeLessThanOrEqual(2)
+    // A cursor that cycles (a, b, a, ...) with rows on every page.
+    const row = await s.rowOf("a")
+    let page = 0
+    s.server.tamper = (path, real) =>
+      path === "/v1/rows" ? { rows: [row], cursor: page++ % 2 === 0 ? "a" : "b" } : real
+    const cycling = s.server.requests
+    await expect(walk()).rejects.toMatchObject({ code: "invalid_response" })
+    expect(s.server.requests - cycling).toBe(3)
     s.server.tamper = (path, real) => (path === "/v1/rows" ? { rows: "x", cursor: null } : real)
     await expect(walk()).rejects.toMatchObject({ code: "invalid_response" })
     s.server.tamper = (path, real) => (path === "/v1/dispatch/d" ? { rows: null } : real)
