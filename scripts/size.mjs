@@ -282,8 +282,10 @@ const budgets = [
     // +0.2 KB each, ai-sdk +0.3 (2026-12-06, the tools review): the bounded() fixes of the tools row above, 225 B:
     // ai-sdk 16,187 B, langgraph 10,592, openai-agents 9,051.
     // langgraph 10.4 -> 10.5, openai-agents 8.9 -> 9 KB (2026-12-06, stop 45): the path scopes' Windows rules of the
-    // tools row above: ai-sdk 16,273 B, langgraph 10,676, openai-agents 9,132.
-    max: { "ai-sdk": 15.9, langgraph: 10.5, "openai-agents": 9 }[i] * KB,
+    // tools row above: ai-sdk 16,273 B, langgraph 10,676, openai-agents 9,132. ai-sdk 15.9 -> 16 KB, the same day:
+    // a refused allowedPaths root says why (a '..', a device, a share) instead of only "must be absolute", and the
+    // namespace check folds Unicode: ai-sdk 16,308 B, langgraph 10,712, openai-agents 9,168.
+    max: { "ai-sdk": 16, langgraph: 10.5, "openai-agents": 9 }[i] * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.
   // 12 -> 12.2 KB (2026-12-06, the harness attack review): a deadline whose timer is late still stops dispatch, requests

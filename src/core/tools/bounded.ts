@@ -218,7 +218,7 @@ function compilePaths(
     if (r === undefined) {
       throw new SchemaBuildError(
         typeof root === "string"
-          ? `allowed_paths entry '${root}' must be absolute (or set baseDir).`
+          ? `allowed_paths entry '${root}' must be absolute (or set baseDir), without a '..' segment, a device name or a share.`
           : "allowed_paths entries must be strings.",
       )
     }
