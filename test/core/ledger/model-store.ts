@@ -26,7 +26,8 @@ const nextTick = (): Promise<void> => new Promise((r) => setImmediate(r))
 export class InFlight {
   #calls = new Set<Promise<unknown>>()
 
-  #track<T>(p: Promise<T>): Promise<T> {
+  /** Counts `p` in flight until it settles (a request to the edge app: model-remote.ts). */
+  track<T>(p: Promise<T>): Promise<T> {
     this.#calls.add(p)
     const done = () => this.#calls.delete(p)
     p.then(done, done)
@@ -36,15 +37,15 @@ export class InFlight {
   wrap(s: LedgerStorage): LedgerStorage {
     const wrapped: LedgerStorage = {
       ...(s.limits ? { limits: s.limits } : {}),
-      get: (id) => this.#track(s.get(id)),
-      set: (e) => this.#track(s.set(e)),
-      tryClaimInflight: (e, ttl, now, o) => this.#track(s.tryClaimInflight(e, ttl, now, o)),
-      tryTransition: (next, expect) => this.#track(s.tryTransition(next, expect)),
+      get: (id) => this.track(s.get(id)),
+      set: (e) => this.track(s.set(e)),
+      tryClaimInflight: (e, ttl, now, o) => this.track(s.tryClaimInflight(e, ttl, now, o)),
+      tryTransition: (next, expect) => this.track(s.tryTransition(next, expect)),
       list: (o) => s.list(o),
     }
     // Only where the store has one: it turns on the ledger's cross-row drift gate.
     const find = s.findByDispatchId?.bind(s)
-    if (find) wrapped.findByDispatchId = (d) => this.#track(find(d))
+    if (find) wrapped.findByDispatchId = (d) => this.track(find(d))
     return wrapped
   }
 

@@ -2,7 +2,8 @@
 // one store (memory, or a real one from a ModelStoreFactory: model-store.ts) and one SchedulerClock; tool bodies that
 // stop at points the scheduler resumes, renews or abandons (a crashed worker) in random order; an operator and a
 // reconciler that judge from an independent provider log; and a reference model of which runs and answers may
-// happen, checked after every step and at the end.
+// happen, checked after every step and at the end. The workers may instead be RemoteLedger clients of one edge app
+// (a ModelWorkersFactory: test/edge/model-remote.ts), the operator then acting through the operator routes.
 import { isDeepStrictEqual } from "node:util"
 import { seededRandom } from "../../../src/conformance/random.ts"
 import {
@@ -10,6 +11,7 @@ import {
   argsFingerprint,
   LedgerAlreadyResolvedError,
   type LedgerEntry,
+  type LedgeredToolOptions,
   LedgerHardBlockError,
   LedgerIdentityConflictError,
   LedgerLeaseError,
@@ -19,8 +21,10 @@ import {
   type LedgerStorage,
   LedgerWorkerAliveError,
   leaseLapsed,
+  type MarkWorkerDeadOptions,
   MyceliumError,
   ReconcileResult,
+  type ReleaseOptions,
   resolvedOutcome,
   type TransitionContext,
   transitionKey,
@@ -46,11 +50,44 @@ const CLASS: Record<ToolName, Cls> = {
   search: "read",
 }
 
-interface Args {
+export interface Args {
   key: string
   amount: number
 }
-type Result = Readonly<Record<string, string | number>>
+export type Result = Readonly<Record<string, string | number>>
+
+/** What a body sees: ActionLedger's context, or RemoteLedger's, which has no `entry` (the row stays on the server). */
+export type ModelTx = Omit<TransitionContext, "entry"> & { readonly entry?: LedgerEntry }
+export type ModelTool = (args: Args, meta: { toolCallId: string }) => Promise<Result>
+/** A worker's ledger: ActionLedger, or a RemoteLedger (its tool() is ActionLedger's, over HTTP). */
+export interface ModelLedger {
+  tool(options: LedgeredToolOptions, fn: (args: Args, tx: ModelTx) => Promise<Result>): ModelTool
+}
+/** The operator's acts, as ActionLedger has them (or a client of the operator routes). */
+export interface ModelOperator {
+  listTransitions(options: { stuck: true }): Promise<LedgerEntry[]>
+  markWorkerDeadFor(requestId: string, options: MarkWorkerDeadOptions): Promise<unknown>
+  release(requestId: string, options: ReleaseOptions): Promise<unknown>
+}
+
+/** What a run gives workers that reach its store some other way than an in-process ActionLedger. */
+export interface ModelWorkersSetup {
+  readonly clock: SchedulerClock
+  /** A client of the run's store, its calls counted in flight. */
+  readonly storage: LedgerStorage
+  /** Counts what the store does not see (a request to a server) in flight, so a step waits for it. */
+  readonly inFlight: InFlight
+  readonly reclaimRequiresDeathSignal: boolean
+  readonly leaseTtl: number
+  readonly pollInterval: number
+  readonly pollTimeout: number
+  readonly presumedDeadAfter: number
+}
+export interface ModelWorkers {
+  ledger(worker: string): ModelLedger
+  readonly operator: ModelOperator
+}
+export type ModelWorkersFactory = (setup: ModelWorkersSetup) => ModelWorkers
 
 /** What a body throws on purpose; the caller must get this very object back. */
 class ToolFailure extends Error {
@@ -73,7 +110,7 @@ interface Attempt {
   readonly rid: string
   readonly fence: number
   readonly owner: string
-  readonly tx: TransitionContext
+  readonly tx: ModelTx
   readonly plan: Plan
   readonly startSeq: number
   leaseUntil: number
@@ -107,7 +144,7 @@ interface Call {
 
 interface Worker {
   readonly name: string
-  readonly ledger: ActionLedger
+  readonly operator: ModelOperator
   readonly tools: Record<ToolName, (args: Args, meta: { toolCallId: string }) => Promise<Result>>
 }
 
@@ -146,6 +183,9 @@ const ridOf = (tool: ToolName, ticket: string, a: Args): string =>
         argsFingerprint: argsFingerprint({ ...a }),
         dispatchId: ticket,
       })
+/** A renewal refused because the lease lapsed: RemoteLedger has no class for it, only its code (docs/http-api.md). */
+const leaseRefused = (e: unknown): boolean =>
+  e instanceof LedgerLeaseError || (e instanceof MyceliumError && e.code === "ledger_lease_expired")
 const argsText = (a: Args): string => `${a.key}/${a.amount}`
 const short = (rid: string): string => (rid.includes(":") ? rid : rid.slice(0, 8))
 
@@ -191,32 +231,45 @@ export class ModelWorld {
   #step = 0
   #tickets = 0
 
-  constructor(seed: number, store: ModelStoreFactory = memoryStore) {
+  constructor(seed: number, store: ModelStoreFactory = memoryStore, remote?: ModelWorkersFactory) {
     this.seed = seed
     this.#opened = store(this.clock)
     this.store = this.#inFlight.wrap(this.#opened.client())
     this.#rand = seededRandom(seed)
-    const withReconciler = this.#rand() < 0.5
+    // The edge app takes no reconciler: its blocked rows wait for the operator.
+    const withReconciler = this.#rand() < 0.5 && !remote
     const reclaimRequiresDeathSignal = this.#rand() < 0.3
     const workers = 2 + Math.floor(this.#rand() * 3)
     this.#log(
-      `world: ${workers} workers, reconciler ${withReconciler}, reclaimRequiresDeathSignal ${reclaimRequiresDeathSignal}`,
+      `world: ${workers} workers, reconciler ${withReconciler}, reclaimRequiresDeathSignal ${reclaimRequiresDeathSignal}${remote ? ", over the edge API" : ""}`,
     )
+    const edge = remote?.({
+      clock: this.clock,
+      storage: this.#inFlight.wrap(this.#opened.client()),
+      inFlight: this.#inFlight,
+      reclaimRequiresDeathSignal,
+      leaseTtl: LEASE,
+      pollInterval: POLL,
+      pollTimeout: POLL_TIMEOUT,
+      presumedDeadAfter: PRESUMED_DEAD,
+    })
     for (let i = 0; i < workers; i++) {
       const name = `w${i}`
-      const ledger = new ActionLedger({
-        storage: this.#inFlight.wrap(this.#opened.client()),
-        clock: this.clock,
-        owner: name,
-        leaseTtl: LEASE,
-        // Renewals are the scheduler's steps (a body's renewLease()), not timers: a run must repeat from its seed.
-        leaseRenewInterval: 0,
-        pollInterval: POLL,
-        pollTimeout: POLL_TIMEOUT,
-        reclaimRequiresDeathSignal,
-        ...(withReconciler ? { reconciler: { reconcile: (e: LedgerEntry) => this.#reconcile(e) } } : {}),
-        onWarning: () => {},
-      })
+      const local = edge
+        ? null
+        : new ActionLedger({
+            storage: this.#inFlight.wrap(this.#opened.client()),
+            clock: this.clock,
+            owner: name,
+            leaseTtl: LEASE,
+            // Renewals are the scheduler's steps (a body's renewLease()), not timers: a run must repeat from its seed.
+            leaseRenewInterval: 0,
+            pollInterval: POLL,
+            pollTimeout: POLL_TIMEOUT,
+            reclaimRequiresDeathSignal,
+            ...(withReconciler ? { reconciler: { reconcile: (e: LedgerEntry) => this.#reconcile(e) } } : {}),
+            onWarning: () => {},
+          })
       const tools = {} as Worker["tools"]
       for (const tool of TOOLS) {
         const binding = {
@@ -225,11 +278,12 @@ export class ModelWorld {
           sideEffectClass: tool === "pay" ? "payment" : CLASS[tool],
           ...(tool === "charge" ? { requestIdFrom: "key" } : {}),
         } as const
+        const ledger: ModelLedger = local ?? (edge as ModelWorkers).ledger(name)
         tools[tool] = ledger.tool({ name: tool, binding }, (args: Args, tx) =>
           this.#body(name, tool, args, tx),
         )
       }
-      this.#workers.push({ name, ledger, tools })
+      this.#workers.push({ name, operator: local ?? (edge as ModelWorkers).operator, tools })
     }
   }
 
@@ -346,9 +400,10 @@ export class ModelWorld {
 
   // ---- the tool bodies ----------------------------------------------------------------------------------------
 
-  async #body(owner: string, tool: ToolName, args: Args, tx: TransitionContext): Promise<Result> {
+  async #body(owner: string, tool: ToolName, args: Args, tx: ModelTx): Promise<Result> {
     const a = this.#begin(owner, tool, args, tx)
     try {
+      if (!tx.entry) await this.#leaseFromRow(a)
       await this.#stop(a, "start")
       if (a.plan.throwAt === "before") {
         throw this.#failure(a, "threw_before", `before the effect (a${a.n})`)
@@ -393,7 +448,7 @@ export class ModelWorld {
     }
   }
 
-  #begin(owner: string, tool: ToolName, args: Args, tx: TransitionContext): Attempt {
+  #begin(owner: string, tool: ToolName, args: Args, tx: ModelTx): Attempt {
     const call = this.#byArgs.get(args)
     if (!call) throw new Error("a body ran with arguments no call passed")
     if (call.attempt) this.#violate(`c${call.n} ran its body twice`)
@@ -417,8 +472,8 @@ export class ModelWorld {
       tx,
       plan,
       startSeq: ++this.#seq,
-      leaseUntil: tx.entry.leaseUntil ?? Infinity,
-      heartbeat: tx.entry.lastHeartbeatAt ?? this.clock.now(),
+      leaseUntil: tx.entry?.leaseUntil ?? Infinity,
+      heartbeat: tx.entry?.lastHeartbeatAt ?? this.clock.now(),
       point: null,
       resume: null,
       state: "running",
@@ -507,16 +562,34 @@ export class ModelWorld {
       if (command === "go") return
       try {
         await a.tx.renewLease()
-        a.leaseUntil = a.tx.entry.leaseUntil ?? Infinity
-        a.heartbeat = a.tx.entry.lastHeartbeatAt ?? a.heartbeat
+        if (a.tx.entry) {
+          a.leaseUntil = a.tx.entry.leaseUntil ?? Infinity
+          a.heartbeat = a.tx.entry.lastHeartbeatAt ?? a.heartbeat
+        } else await this.#leaseFromRow(a)
         this.#log(`a${a.n} renewed to ${a.leaseUntil}`)
       } catch (e) {
         this.#typed(e, `a${a.n} renewal`)
-        if (!(e instanceof LedgerLeaseError || e instanceof LedgerOutcomeAlreadySetError))
+        if (!(leaseRefused(e) || e instanceof LedgerOutcomeAlreadySetError))
           this.#violate(`a${a.n} renewal failed with ${String(e)}`)
         this.#log(`a${a.n} renewal refused: ${(e as Error).name}`)
       }
     }
+  }
+
+  /**
+   * RemoteLedger's context holds no row: the lease its claim or renewal set is what the row says (the server's clock
+   * is the model's), read as soon as the call holds it, before anything else can move the row.
+   */
+  async #leaseFromRow(a: Attempt): Promise<void> {
+    const row = await this.store.get(a.rid)
+    if (row?.fence !== a.fence || row.terminalOutcome !== "IN_FLIGHT") {
+      this.#violate(
+        `a${a.n} holds ${short(a.rid)} at fence ${a.fence}; the row: ${row?.terminalOutcome} ${row?.fence}`,
+      )
+      return
+    }
+    a.leaseUntil = row.leaseUntil ?? Infinity
+    a.heartbeat = row.lastHeartbeatAt ?? a.heartbeat
   }
 
   // ---- scheduler actions --------------------------------------------------------------------------------------
@@ -546,8 +619,7 @@ export class ModelWorld {
   }
 
   async #operatorStep(): Promise<void> {
-    const ledger = this.#pick(this.#workers).ledger
-    const stuck = await ledger.listTransitions({ stuck: true })
+    const stuck = await this.#pick(this.#workers).operator.listTransitions({ stuck: true })
     if (!stuck.length) return
     const row = this.#pick(stuck)
     if (this.#rand() < 0.4) await this.#markDead(row, this.#allDead(row.requestId) && this.#rand() < 0.7)
@@ -558,7 +630,7 @@ export class ModelWorld {
   async #markDead(row: LedgerEntry, assert: boolean): Promise<void> {
     const rid = row.requestId
     try {
-      await this.#workers[0]?.ledger.markWorkerDeadFor(rid, {
+      await this.#workers[0]?.operator.markWorkerDeadFor(rid, {
         by: "ops",
         reason: "model: worker gone",
         overrideHeartbeat: assert,
@@ -580,7 +652,7 @@ export class ModelWorld {
         ? ({ verified: "completed", result: { ref: refs[0] as string } } as const)
         : ({ verified: "not_executed" } as const)
     try {
-      await this.#workers[0]?.ledger.release(rid, {
+      await this.#workers[0]?.operator.release(rid, {
         ...verdict,
         by: "ops",
         reason: "model: provider log",
@@ -722,8 +794,8 @@ export class ModelWorld {
     // Every worker finished or died: lapse every lease (and the heartbeat silence), then the operator's pass.
     this.clock.advance(6 * LEASE, (xs) => xs)
     this.#log("== operator pass")
-    const ledger = this.#workers[0]?.ledger as ActionLedger
-    for (const row of await ledger.listTransitions({ stuck: true })) await this.#settle(row)
+    const operator = this.#workers[0]?.operator as ModelOperator
+    for (const row of await operator.listTransitions({ stuck: true })) await this.#settle(row)
     for await (const row of this.store.list())
       if (row.terminalOutcome === "IN_FLIGHT")
         this.#violate(
