@@ -4,7 +4,6 @@
 // reconciler that judge from an independent provider log; and a reference model of which runs and answers may
 // happen, checked after every step and at the end. The workers may instead be RemoteLedger clients of one edge app
 // (a ModelWorkersFactory: test/edge/model-remote.ts), the operator then acting through the operator routes.
-import { isDeepStrictEqual } from "node:util"
 import { seededRandom } from "../../../src/conformance/random.ts"
 import {
   ActionLedger,
@@ -186,6 +185,21 @@ const ridOf = (tool: ToolName, ticket: string, a: Args): string =>
 /** A renewal refused because the lease lapsed: RemoteLedger has no class for it, only its code (docs/http-api.md). */
 const leaseRefused = (e: unknown): boolean =>
   e instanceof LedgerLeaseError || (e instanceof MyceliumError && e.code === "ledger_lease_expired")
+/**
+ * Deep equality of the JSON values rows and answers hold. Not node:util's isDeepStrictEqual: the model also runs in
+ * workerd and Chromium (test/workers, test/browser), and a row that crossed RPC or a structured clone is a copy.
+ */
+function sameValue(a: unknown, b: unknown): boolean {
+  if (Object.is(a, b)) return true
+  if (typeof a !== "object" || typeof b !== "object" || a === null || b === null) return false
+  if (Array.isArray(a) !== Array.isArray(b)) return false
+  const x = a as Record<string, unknown>
+  const y = b as Record<string, unknown>
+  const keys = Object.keys(x)
+  return (
+    keys.length === Object.keys(y).length && keys.every((k) => Object.hasOwn(y, k) && sameValue(x[k], y[k]))
+  )
+}
 const argsText = (a: Args): string => `${a.key}/${a.amount}`
 const short = (rid: string): string => (rid.includes(":") ? rid : rid.slice(0, 8))
 
@@ -711,7 +725,7 @@ export class ModelWorld {
       this.#fences.set(rid, row.fence)
       const done = this.#completed.get(rid)
       if (done !== undefined) {
-        if (row.terminalOutcome !== "COMPLETED" || !isDeepStrictEqual(row.result, done))
+        if (row.terminalOutcome !== "COMPLETED" || !sameValue(row.result, done))
           this.#violate(
             `${short(rid)} was COMPLETED and changed to ${row.terminalOutcome} ${JSON.stringify(row.result)}`,
           )
@@ -747,9 +761,9 @@ export class ModelWorld {
       const stored = this.#completed.get(call.rid)
       if (call.attempt) {
         const own = call.attempt.charged
-        if (call.tool !== "search" && !isDeepStrictEqual(call.value, { ref: own }))
+        if (call.tool !== "search" && !sameValue(call.value, { ref: own }))
           this.#violate(`c${call.n} returned ${JSON.stringify(call.value)}, not its run's effect ${own}`)
-      } else if (stored === undefined || !isDeepStrictEqual(call.value, stored))
+      } else if (stored === undefined || !sameValue(call.value, stored))
         this.#violate(
           `c${call.n} replayed ${JSON.stringify(call.value)}, but the stored result is ${JSON.stringify(stored)}`,
         )
@@ -870,7 +884,7 @@ export class ModelWorld {
       if (row.tool === "search") continue
       if (
         refs.length > 0 &&
-        !(row.terminalOutcome === "COMPLETED" && isDeepStrictEqual(row.result, { ref: refs[0] }))
+        !(row.terminalOutcome === "COMPLETED" && sameValue(row.result, { ref: refs[0] }))
       )
         this.#violate(
           `${short(rid)} charged ${refs.join(",")} but ends ${row.terminalOutcome} ${JSON.stringify(row.result)}`,
@@ -882,7 +896,7 @@ export class ModelWorld {
     for (const call of this.#calls) {
       if (call.status !== "ok" || call.tool === "search") continue
       const row = await this.store.get(call.rid)
-      if (!row || !isDeepStrictEqual(row.result, call.value))
+      if (!row || !sameValue(row.result, call.value))
         this.#violate(
           `c${call.n} got ${JSON.stringify(call.value)}, the row holds ${JSON.stringify(row?.result)}`,
         )
