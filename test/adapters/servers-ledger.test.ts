@@ -1,6 +1,6 @@
 // The ledger on real servers, per backend: round trips per call, the stored row's shape against the Python
 // original's payload, rows written by someone else, store-side classification of odd rows, and outages.
-import { neon, neonConfig } from "@neondatabase/serverless"
+import { neon } from "@neondatabase/serverless"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { decideClaim, entryFromRow, matchesExpectation, newEntry } from "../../src/adapter-kit.ts"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
@@ -16,21 +16,14 @@ import {
   TerminalOutcome as TerminalOutcomeEnum,
   type TransitionExpectation,
 } from "../../src/core/index.ts"
-import {
-  DATABASE_URL,
-  dropLedgerTable,
-  requireUpstash,
-  runTag,
-  UPSTASH_URL,
-  upstashClient,
-} from "./servers/env.ts"
-import { neonPool, requirePostgres } from "./servers/neon.ts"
-import { type NeonHttpEmulation, startNeonHttpEmulation } from "./servers/neon-http.ts"
+import { DATABASE_URL, runTag, UPSTASH_URL, upstashClient } from "./servers/env.ts"
+import { neonPool } from "./servers/neon.ts"
+import { storeServices } from "./servers/services.ts"
 import { startTcpProxy } from "./servers/tcp-proxy.ts"
 
 const TAG = runTag("ledger").replace(/-/g, "_")
-const pool = neonPool()
-let emu: NeonHttpEmulation
+const { pool, tables } = storeServices("ledger")
+tables.push(`ledger_ws_${TAG}`, `ledger_http_${TAG}`, `outage_${TAG}`)
 
 // Counts every HTTP request the drivers send (Upstash REST and neon() both use the global fetch).
 let httpRequests = 0
@@ -111,18 +104,7 @@ const backends: Record<string, () => Promise<Harness>> = {
   },
 }
 
-beforeAll(async () => {
-  await requireUpstash()
-  await requirePostgres(pool)
-  emu = await startNeonHttpEmulation()
-  neonConfig.fetchEndpoint = emu.endpoint
-})
-afterAll(async () => {
-  for (const t of [`ledger_ws_${TAG}`, `ledger_http_${TAG}`, `outage_${TAG}`]) {
-    await dropLedgerTable(pool, t)
-  }
-  await pool.end()
-  await emu.stop()
+afterAll(() => {
   globalThis.fetch = realFetch
 })
 

@@ -12,7 +12,14 @@ import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
 import { UpstashTaskStore } from "../../src/adapters/upstash-tasks.ts"
 import type { LedgerStorage } from "../../src/core/index.ts"
 import type { TaskStore } from "../../src/tasks.ts"
-import { dropLedgerTable, requireUpstash, SERVICES_HINT, upstashClient } from "../adapters/servers/env.ts"
+import {
+  dropKeys,
+  dropLedgerTable,
+  REDIS_URL,
+  requireUpstash,
+  SERVICES_HINT,
+  upstashClient,
+} from "../adapters/servers/env.ts"
 import { neonPool, requirePostgres } from "../adapters/servers/neon.ts"
 
 export type ChaosBackendName = "file" | "upstash" | "neon" | "redis"
@@ -40,7 +47,6 @@ export interface ChaosBackend {
   cleanup(where: string): Promise<void>
 }
 
-const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const prefix = (where: string) => `${where}:action:`
 const taskPrefix = (where: string) => `${where}:task:`
 const taskTable = (where: string) => `${where}_tasks`
@@ -129,21 +135,6 @@ export const backends: Record<ChaosBackendName, ChaosBackend> = {
       const storage = new UpstashTaskStore({ redis: upstashShape(conn), prefix: taskPrefix(where) })
       return { storage, close: async () => conn.close() }
     },
-    cleanup: async (where) => {
-      const conn = new RespConnection(REDIS_URL)
-      try {
-        let cursor = "0"
-        do {
-          const [next, keys] = (await conn.command("SCAN", cursor, "MATCH", `${where}*`, "COUNT", 1000)) as [
-            string,
-            string[],
-          ]
-          if (keys.length) await conn.command("DEL", ...keys)
-          cursor = next
-        } while (cursor !== "0")
-      } finally {
-        conn.close()
-      }
-    },
+    cleanup: (where) => dropKeys(`${where}*`),
   },
 }

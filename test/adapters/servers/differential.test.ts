@@ -3,11 +3,9 @@
 // the same steps, each under its own prefix, table or file. A divergence fails with the seed and step to reproduce:
 //   DIFF_SEED=<seed> DIFF_SEEDS=1 npx vitest run --project node test/adapters/servers/differential.test.ts
 // DIFF_SEEDS (sequences, default 4) and DIFF_STEPS (steps each, default 200) make it run longer.
-import { mkdtempSync, rmSync } from "node:fs"
-import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { neon, neonConfig } from "@neondatabase/serverless"
-import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { neon } from "@neondatabase/serverless"
+import { describe, expect, it } from "vitest"
 import { FileLedgerStorage } from "../../../src/adapters/file.ts"
 import { NeonLedgerStorage } from "../../../src/adapters/neon.ts"
 import { RedisLedgerStorage } from "../../../src/adapters/redis.ts"
@@ -24,36 +22,16 @@ import {
   stepLane,
   steps,
 } from "./differential.ts"
-import { DATABASE_URL, dropLedgerTable, requireUpstash, runTag, upstashClient } from "./env.ts"
-import { neonPool, requirePostgres } from "./neon.ts"
-import { type NeonHttpEmulation, startNeonHttpEmulation } from "./neon-http.ts"
+import { DATABASE_URL, REDIS_URL, runTag, upstashClient } from "./env.ts"
+import { storeServices } from "./services.ts"
 
-const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 const FIRST_SEED = Number(process.env.DIFF_SEED ?? 1)
 const SEEDS = Number(process.env.DIFF_SEEDS ?? 4)
 const STEPS = Number(process.env.DIFF_STEPS ?? 200)
 const T0 = 1_800_000_000.25
 
 const TAG = runTag("diff").replace(/-/g, "_")
-const pool = neonPool()
-const root = mkdtempSync(join(tmpdir(), "mycelium-diff-"))
-const tables: string[] = []
-const closers: Array<() => unknown> = []
-let emu: NeonHttpEmulation
-
-beforeAll(async () => {
-  await requireUpstash()
-  await requirePostgres(pool)
-  emu = await startNeonHttpEmulation()
-  neonConfig.fetchEndpoint = emu.endpoint
-})
-afterAll(async () => {
-  for (const c of closers) await c()
-  for (const t of tables) await dropLedgerTable(pool, t)
-  await pool.end()
-  await emu.stop()
-  rmSync(root, { recursive: true, force: true })
-})
+const { pool, root, tables, closers } = storeServices("diff")
 
 /** The stores under test for one sequence, each in a namespace of its own. */
 async function lanes(seed: number): Promise<Lane[]> {

@@ -1,10 +1,12 @@
 // Endpoints of the real local services (scripts/services.sh). Tests fail, never skip, when one is missing.
 import { Redis } from "@upstash/redis"
+import { RespConnection } from "../../../src/adapters/redis.ts"
 
 export const UPSTASH_URL = process.env.UPSTASH_REDIS_REST_URL ?? "http://127.0.0.1:8079"
 export const UPSTASH_TOKEN = process.env.UPSTASH_REDIS_REST_TOKEN ?? "local-token"
 export const DATABASE_URL = process.env.DATABASE_URL ?? "postgres://app:app@127.0.0.1:5433/app"
 export const NEON_WS_PROXY = process.env.NEON_WS_PROXY ?? "127.0.0.1:6543"
+export const REDIS_URL = process.env.REDIS_URL ?? "redis://127.0.0.1:6379"
 
 const HINT = "start the local services with `bash scripts/services.sh start` (see docs/development.md)"
 
@@ -37,4 +39,22 @@ export async function dropLedgerTable(
 ): Promise<void> {
   await db.query(`DROP TABLE IF EXISTS ${table}`)
   await db.query(`DROP FUNCTION IF EXISTS ${table}_claim`)
+}
+
+/** Deletes the Redis keys that match `match` (Upstash's REST server keeps its keys in the same Redis): a soak makes 10^5. */
+export async function dropKeys(match: string): Promise<void> {
+  const conn = new RespConnection(REDIS_URL)
+  try {
+    let cursor = "0"
+    do {
+      const [next, keys] = (await conn.command("SCAN", cursor, "MATCH", match, "COUNT", 1000)) as [
+        string,
+        string[],
+      ]
+      if (keys.length) await conn.command("DEL", ...keys)
+      cursor = next
+    } while (cursor !== "0")
+  } finally {
+    conn.close()
+  }
 }

@@ -4,61 +4,37 @@
 //   MYCELIUM_MODEL_SEED=<seed> MYCELIUM_MODEL_RUNS=1 npx vitest run --project node test/core/ledger/model-random.test.ts
 // MYCELIUM_MODEL_RUNS=20000 soaks; MYCELIUM_MODEL_STEPS sets the steps per run.
 import { describe, expect, it } from "vitest"
+import { ModelTally, modelKnobs, runSeeds } from "../model-kit.ts"
+import { expectRaces, ledgerCounts } from "./model-soak.ts"
 import { ModelWorld } from "./model-world.ts"
 
-const env = (name: string, fallback: number): number => {
-  const v = process.env[name]
-  if (v === undefined || v === "") return fallback
-  const n = Number(v)
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a whole number >= 0, got '${v}'`)
-  return n
-}
-
-const RUNS = env("MYCELIUM_MODEL_RUNS", 300)
-const STEPS = env("MYCELIUM_MODEL_STEPS", 60)
 // A fixed base seed, so every run of the suite (and CI) repeats the same interleavings; a soak explores new ones with
 // a seed of its own (MYCELIUM_MODEL_SEED=$RANDOM MYCELIUM_MODEL_RUNS=20000). A failure names the run's own seed.
-const BASE = env("MYCELIUM_MODEL_SEED", 45_000)
+const knobs = modelKnobs(process.env, 45_000)
+const RUNS = knobs.runs ?? 300
+const { steps: STEPS, base: BASE } = knobs
 
 describe("action ledger against a reference model (seeded random interleavings)", () => {
   it(
     `${RUNS} runs of ${STEPS} steps from seed ${BASE}: no double effect, no lost result, no stranded row`,
     async () => {
-      const totals = {
-        steps: 0,
-        calls: 0,
-        runs: 0,
-        replays: 0,
-        effects: 0,
-        crashes: 0,
-        releases: 0,
-        verdictReruns: 0,
-      }
-      const errors: Record<string, number> = {}
-      let maxPending = 0
-      const started = performance.now()
-      for (let i = 0; i < RUNS; i++) {
-        const world = new ModelWorld((BASE + i) >>> 0)
+      const tally = new ModelTally(ledgerCounts())
+      const { seconds } = await runSeeds({ runs: RUNS, seconds: 0, base: BASE }, async (seed) => {
+        const world = new ModelWorld(seed)
         await world.run(STEPS)
-        for (const k of Object.keys(totals) as Array<keyof typeof totals>) totals[k] += world.stats[k]
-        for (const [name, n] of Object.entries(world.stats.errors)) errors[name] = (errors[name] ?? 0) + n
-        maxPending = Math.max(maxPending, world.stats.maxPending)
-      }
-      const seconds = (performance.now() - started) / 1000
-      if (process.env.MYCELIUM_MODEL_REPORT)
+        tally.add(world.stats)
+      })
+      if (knobs.report)
         console.log(
           `model: ${RUNS} runs in ${seconds.toFixed(2)} s (${(RUNS / seconds).toFixed(0)} runs/s, ` +
-            `${(totals.steps / seconds).toFixed(0)} steps/s); max ${maxPending} calls in flight at once\n` +
-            `${JSON.stringify(totals)}\n${JSON.stringify(errors)}`,
+            `${(tally.totals.steps / seconds).toFixed(0)} steps/s); max ${tally.maxPending} calls in flight at once\n` +
+            tally.json,
         )
       // The runs explored what they are for: effects, replays, crashes, operator verdicts that licensed re-runs.
       if (RUNS >= 100) {
-        expect(totals.effects).toBeGreaterThan(RUNS)
-        expect(totals.replays).toBeGreaterThan(RUNS / 2)
-        expect(totals.crashes).toBeGreaterThan(RUNS / 2)
-        expect(totals.releases).toBeGreaterThan(0)
-        expect(totals.verdictReruns).toBeGreaterThan(0)
-        expect(maxPending).toBeGreaterThan(3)
+        expectRaces(tally.totals, RUNS)
+        expect(tally.totals.verdictReruns).toBeGreaterThan(0)
+        expect(tally.maxPending).toBeGreaterThan(3)
       }
       // A soak's time grows with its runs (about 7 ms each here).
     },

@@ -20,6 +20,25 @@ export const memoryStore: ModelStoreFactory = () => {
   return { client: () => store }
 }
 
+/**
+ * Clients of one store that share nothing but the store; each closes with the run. `byId` where a list() scans a
+ * shared Redis keyspace (slow); a Neon list is one SELECT, cheaper than a read per id.
+ */
+export function storeClients(make: () => LedgerStorage, byId = false): ModelStore {
+  const made: LedgerStorage[] = []
+  return {
+    byId,
+    client() {
+      const s = make()
+      made.push(s)
+      return s
+    },
+    async close() {
+      for (const s of made) await s.close?.()
+    },
+  }
+}
+
 // A turn of the event loop: setImmediate where there is one (Node; workerd under nodejs_compat), else a message task
 // (Chromium), which, unlike a nested setTimeout(0), is not clamped to 4 ms.
 const host = globalThis as { setImmediate?: (f: () => void) => unknown }

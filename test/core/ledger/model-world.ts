@@ -28,6 +28,7 @@ import {
   type TransitionContext,
   transitionKey,
 } from "../../../src/core/index.ts"
+import { countError, failedRun, pickOne, RunLog, shuffled, untyped } from "../model-kit.ts"
 import { SchedulerClock } from "./model-clock.ts"
 import { InFlight, type ModelStore, type ModelStoreFactory, memoryStore } from "./model-store.ts"
 
@@ -168,7 +169,6 @@ export interface ModelStats {
   errors: Record<string, number>
 }
 
-const SNAKE = /^[a-z]+(_[a-z]+)*$/
 /**
  * The request id a call must get, from the docs (docs/ledger.md, Identity): `charge` names its business key, the
  * others hash their transition key (no scope here; the tool-call id is the dispatch id).
@@ -211,8 +211,9 @@ export class ModelWorld {
   readonly #inFlight = new InFlight()
   /** The checker's own client of the store. */
   readonly store: LedgerStorage
-  readonly trace: string[] = []
-  readonly violations: string[] = []
+  readonly #out = new RunLog()
+  readonly trace = this.#out.trace
+  readonly violations = this.#out.violations
   readonly stats: ModelStats = {
     steps: 0,
     calls: 0,
@@ -242,7 +243,6 @@ export class ModelWorld {
   readonly #completed = new Map<string, unknown>()
   readonly #fences = new Map<string, number>()
   #seq = 0
-  #step = 0
   #tickets = 0
 
   constructor(seed: number, store: ModelStoreFactory = memoryStore, remote?: ModelWorkersFactory) {
@@ -254,7 +254,7 @@ export class ModelWorld {
     const withReconciler = this.#rand() < 0.5 && !remote
     const reclaimRequiresDeathSignal = this.#rand() < 0.3
     const workers = 2 + Math.floor(this.#rand() * 3)
-    this.#log(
+    this.#out.log(
       `world: ${workers} workers, reconciler ${withReconciler}, reclaimRequiresDeathSignal ${reclaimRequiresDeathSignal}${remote ? ", over the edge API" : ""}`,
     )
     const edge = remote?.({
@@ -305,7 +305,7 @@ export class ModelWorld {
 
   async run(steps: number): Promise<void> {
     try {
-      for (this.#step = 1; this.#step <= steps; this.#step++) {
+      for (this.#out.step = 1; this.#out.step <= steps; this.#out.step++) {
         await this.#randomStep()
         // The store answers every call this step set off before time moves on (memory has by the next turn).
         await this.#inFlight.quiet()
@@ -331,7 +331,7 @@ export class ModelWorld {
       const big = this.#rand() < 0.3
       const dt = big ? LEASE * (1 + this.#rand() * 1.5) : 0.5 + this.#rand() * 2.5
       const woke = this.clock.advance(dt, (xs) => this.#shuffle(xs))
-      this.#log(`clock +${dt.toFixed(1)}s (woke ${woke})`)
+      this.#out.log(`clock +${dt.toFixed(1)}s (woke ${woke})`)
       return
     }
     return this.#operatorStep()
@@ -391,20 +391,23 @@ export class ModelWorld {
     this.stats.calls++
     this.#byArgs.set(args, call)
     if (!this.#firstCall.has(call.rid) && !drifted) this.#firstCall.set(call.rid, call)
-    this.#log(`c${call.n} ${worker.name} ${kind} ${tool}(${text}) ${ticket}${drifted ? " [drifted]" : ""}`)
+    this.#out.log(
+      `c${call.n} ${worker.name} ${kind} ${tool}(${text}) ${ticket}${drifted ? " [drifted]" : ""}`,
+    )
     worker.tools[tool](args, { toolCallId: ticket }).then(
       (value) => {
         call.status = "ok"
         call.value = value
-        this.#log(`c${call.n} ok ${JSON.stringify(value)}${call.attempt ? "" : " (replay)"}`)
+        this.#out.log(`c${call.n} ok ${JSON.stringify(value)}${call.attempt ? "" : " (replay)"}`)
         if (!call.attempt) this.stats.replays++
       },
       (error: unknown) => {
         call.status = "error"
         call.error = error
-        const name = error instanceof Error ? error.name : typeof error
-        this.stats.errors[name] = (this.stats.errors[name] ?? 0) + 1
-        this.#log(`c${call.n} error ${name}: ${error instanceof Error ? error.message.slice(0, 120) : ""}`)
+        const name = countError(this.stats.errors, error)
+        this.#out.log(
+          `c${call.n} error ${name}: ${error instanceof Error ? error.message.slice(0, 120) : ""}`,
+        )
       },
     )
     const pending = this.#calls.filter((c) => c.status === "pending").length
@@ -465,11 +468,11 @@ export class ModelWorld {
   #begin(owner: string, tool: ToolName, args: Args, tx: ModelTx): Attempt {
     const call = this.#byArgs.get(args)
     if (!call) throw new Error("a body ran with arguments no call passed")
-    if (call.attempt) this.#violate(`c${call.n} ran its body twice`)
-    if (call.drifted) this.#violate(`c${call.n} has drifted arguments, yet its body ran`)
+    if (call.attempt) this.#out.violate(`c${call.n} ran its body twice`)
+    if (call.drifted) this.#out.violate(`c${call.n} has drifted arguments, yet its body ran`)
     const rid = tx.requestId
     if (rid !== call.rid)
-      this.#violate(`c${call.n} ran under ${short(rid)}, its identity is ${short(call.rid)}`)
+      this.#out.violate(`c${call.n} ran under ${short(rid)}, its identity is ${short(call.rid)}`)
     const r = this.#rand()
     const plan: Plan = {
       throwAt: call.drive ? null : r < 0.1 ? "before" : r < 0.2 ? "inside" : r < 0.3 ? "after" : null,
@@ -499,7 +502,7 @@ export class ModelWorld {
     call.attempt = a
     this.#attempts.push(a)
     this.stats.runs++
-    this.#log(
+    this.#out.log(
       `a${a.n} c${call.n} ${owner} runs ${tool} ${short(rid)} fence ${tx.fence} plan ${plan.throwAt ?? "ok"}${plan.refBefore ? " ref-before" : ""}${plan.refAfter ? " ref-after" : ""}`,
     )
     if (prior) this.#checkRerun(a, prior, CLASS[tool])
@@ -514,7 +517,7 @@ export class ModelWorld {
   #checkRerun(a: Attempt, prev: Attempt, cls: Cls): void {
     const now = this.clock.now()
     if (prev.state !== "done" && now < prev.leaseUntil)
-      this.#violate(
+      this.#out.violate(
         `a${a.n} took ${short(a.rid)} over from a${prev.n}, whose lease runs until ${prev.leaseUntil} > ${now}`,
       )
     const free =
@@ -524,10 +527,10 @@ export class ModelWorld {
       (cls === "keyed_mutate" && !prev.enteredFn && prev.state === "done" && prev.ending !== "returned")
     if (free) return
     const licence = (this.#licences.get(a.rid) ?? []).find(
-      (l) => !l.used && l.seq > prev.startSeq && (l.step === null || l.step === this.#step),
+      (l) => !l.used && l.seq > prev.startSeq && (l.step === null || l.step === this.#out.step),
     )
     if (!licence) {
-      this.#violate(
+      this.#out.violate(
         `a${a.n} re-ran ${cls} ${short(a.rid)} after a${prev.n} (${prev.ending ?? prev.state}, effect boundary ${prev.enteredFn ? "crossed" : "not crossed"}) without a not_executed verdict`,
       )
       return
@@ -547,8 +550,8 @@ export class ModelWorld {
     a.enteredFn = true
     const latest = this.#attemptsOf(a.rid).at(-1)
     if (latest !== a)
-      this.#violate(`a${a.n} entered its effect after a${latest?.n} took ${short(a.rid)} over`)
-    if (this.clock.now() >= a.leaseUntil) this.#violate(`a${a.n} crossed the boundary on a lapsed lease`)
+      this.#out.violate(`a${a.n} entered its effect after a${latest?.n} took ${short(a.rid)} over`)
+    if (this.clock.now() >= a.leaseUntil) this.#out.violate(`a${a.n} crossed the boundary on a lapsed lease`)
   }
 
   #charge(a: Attempt): string {
@@ -558,10 +561,10 @@ export class ModelWorld {
     this.#effects.set(a.rid, refs)
     a.charged = ref
     this.stats.effects++
-    this.#log(`a${a.n} EFFECT ${ref}`)
+    this.#out.log(`a${a.n} EFFECT ${ref}`)
     // The promise itself: with a truthful operator and reconciler, one effect per request id, ever.
     if (refs.length > 1)
-      this.#violate(`${CLASS[a.call.tool]} ${short(a.rid)} took effect ${refs.length} times`)
+      this.#out.violate(`${CLASS[a.call.tool]} ${short(a.rid)} took effect ${refs.length} times`)
     return ref
   }
 
@@ -580,12 +583,12 @@ export class ModelWorld {
           a.leaseUntil = a.tx.entry.leaseUntil ?? Infinity
           a.heartbeat = a.tx.entry.lastHeartbeatAt ?? a.heartbeat
         } else await this.#leaseFromRow(a)
-        this.#log(`a${a.n} renewed to ${a.leaseUntil}`)
+        this.#out.log(`a${a.n} renewed to ${a.leaseUntil}`)
       } catch (e) {
         this.#typed(e, `a${a.n} renewal`)
         if (!(leaseRefused(e) || e instanceof LedgerOutcomeAlreadySetError))
-          this.#violate(`a${a.n} renewal failed with ${String(e)}`)
-        this.#log(`a${a.n} renewal refused: ${(e as Error).name}`)
+          this.#out.violate(`a${a.n} renewal failed with ${String(e)}`)
+        this.#out.log(`a${a.n} renewal refused: ${(e as Error).name}`)
       }
     }
   }
@@ -597,7 +600,7 @@ export class ModelWorld {
   async #leaseFromRow(a: Attempt): Promise<void> {
     const row = await this.store.get(a.rid)
     if (row?.fence !== a.fence || row.terminalOutcome !== "IN_FLIGHT") {
-      this.#violate(
+      this.#out.violate(
         `a${a.n} holds ${short(a.rid)} at fence ${a.fence}; the row: ${row?.terminalOutcome} ${row?.fence}`,
       )
       return
@@ -616,7 +619,7 @@ export class ModelWorld {
     // the contract's presumption of death, so a worker silent that long stays dead; a shorter stall may wake.
     if (command === "go" && a.point === "pre_charge" && this.clock.now() - a.heartbeat >= PRESUMED_DEAD)
       return this.#crash(a)
-    this.#log(`a${a.n} ${command} at ${a.point}`)
+    this.#out.log(`a${a.n} ${command} at ${a.point}`)
     resume(command)
   }
 
@@ -624,7 +627,7 @@ export class ModelWorld {
     a.resume = null
     a.state = "crashed"
     this.stats.crashes++
-    this.#log(`a${a.n} CRASHED at ${a.point}`)
+    this.#out.log(`a${a.n} CRASHED at ${a.point}`)
   }
 
   /** No attempt at this id can act again: each finished or crashed. What an operator confirms before its verdict. */
@@ -651,7 +654,7 @@ export class ModelWorld {
         ...(this.#rand() < 0.5 ? { expectedFence: row.fence } : {}),
       })
       this.stats.deathMarks++
-      this.#log(`op marked ${short(rid)} dead${assert ? " (override)" : ""}`)
+      this.#out.log(`op marked ${short(rid)} dead${assert ? " (override)" : ""}`)
     } catch (e) {
       this.#operatorError(e, `mark ${short(rid)} dead`)
     }
@@ -675,7 +678,7 @@ export class ModelWorld {
       })
       this.stats.releases++
       if (verdict.verified === "not_executed") this.#licence(rid, null)
-      this.#log(`op released ${short(rid)} ${verdict.verified}${assert ? " (death override)" : ""}`)
+      this.#out.log(`op released ${short(rid)} ${verdict.verified}${assert ? " (death override)" : ""}`)
       return true
     } catch (e) {
       this.#operatorError(e, `release ${short(rid)}`)
@@ -693,8 +696,8 @@ export class ModelWorld {
         e instanceof LedgerOutcomeAlreadySetError
       )
     )
-      this.#violate(`${what} failed with ${String(e)}`)
-    this.#log(`op ${what} refused: ${(e as Error).name}`)
+      this.#out.violate(`${what} failed with ${String(e)}`)
+    this.#out.log(`op ${what} refused: ${(e as Error).name}`)
   }
 
   /** A truthful reconciler: the provider's log. Sometimes it cannot tell, or fails. */
@@ -703,9 +706,9 @@ export class ModelWorld {
     if (r < 0.05) throw new Error("provider unreachable")
     if (r < 0.15) return ReconcileResult.unknown()
     const refs = this.#effects.get(entry.requestId) ?? []
-    this.#log(`reconciler on ${short(entry.requestId)}: ${refs.length ? "completed" : "not executed"}`)
+    this.#out.log(`reconciler on ${short(entry.requestId)}: ${refs.length ? "completed" : "not executed"}`)
     if (refs.length) return ReconcileResult.completed({ ref: refs[0] as string })
-    this.#licence(entry.requestId, this.#step)
+    this.#licence(entry.requestId, this.#out.step)
     return ReconcileResult.notExecuted()
   }
 
@@ -721,12 +724,12 @@ export class ModelWorld {
     for (const row of await this.#rows()) {
       const rid = row.requestId
       const fence = this.#fences.get(rid) ?? 0
-      if (row.fence < fence) this.#violate(`${short(rid)} fence went back from ${fence} to ${row.fence}`)
+      if (row.fence < fence) this.#out.violate(`${short(rid)} fence went back from ${fence} to ${row.fence}`)
       this.#fences.set(rid, row.fence)
       const done = this.#completed.get(rid)
       if (done !== undefined) {
         if (row.terminalOutcome !== "COMPLETED" || !sameValue(row.result, done))
-          this.#violate(
+          this.#out.violate(
             `${short(rid)} was COMPLETED and changed to ${row.terminalOutcome} ${JSON.stringify(row.result)}`,
           )
       } else if (row.terminalOutcome === "COMPLETED") this.#completed.set(rid, row.result)
@@ -757,21 +760,22 @@ export class ModelWorld {
   #checkAnswer(call: Call): void {
     if (call.status === "ok") {
       if (call.drifted)
-        this.#violate(`c${call.n} has drifted arguments, yet got ${JSON.stringify(call.value)}`)
+        this.#out.violate(`c${call.n} has drifted arguments, yet got ${JSON.stringify(call.value)}`)
       const stored = this.#completed.get(call.rid)
       if (call.attempt) {
         const own = call.attempt.charged
         if (call.tool !== "search" && !sameValue(call.value, { ref: own }))
-          this.#violate(`c${call.n} returned ${JSON.stringify(call.value)}, not its run's effect ${own}`)
+          this.#out.violate(`c${call.n} returned ${JSON.stringify(call.value)}, not its run's effect ${own}`)
       } else if (stored === undefined || !sameValue(call.value, stored))
-        this.#violate(
+        this.#out.violate(
           `c${call.n} replayed ${JSON.stringify(call.value)}, but the stored result is ${JSON.stringify(stored)}`,
         )
       return
     }
     const e = call.error
     if (e instanceof ToolFailure) {
-      if (call.attempt?.thrown !== e) this.#violate(`c${call.n} got a ToolFailure its own run did not throw`)
+      if (call.attempt?.thrown !== e)
+        this.#out.violate(`c${call.n} got a ToolFailure its own run did not throw`)
       return
     }
     this.#typed(e, `c${call.n}`)
@@ -784,41 +788,41 @@ export class ModelWorld {
       (e instanceof LedgerIdentityConflictError && conflicted) ||
       // A late owner: its boundary write found the row taken over, blocked or released.
       (e instanceof LedgerOutcomeAlreadySetError && call.attempt !== null)
-    if (!allowed) this.#violate(`c${call.n} (${call.kind}) failed with ${String(e)}`)
+    if (!allowed) this.#out.violate(`c${call.n} (${call.kind}) failed with ${String(e)}`)
     if (call.drifted && !(e instanceof LedgerIdentityConflictError || e instanceof LedgerHardBlockError))
-      this.#violate(`c${call.n} has drifted arguments and failed with ${String(e)}, not a refusal`)
+      this.#out.violate(`c${call.n} has drifted arguments and failed with ${String(e)}, not a refusal`)
   }
 
   /** Every error has one root (MyceliumError) and a snake_case code. */
   #typed(e: unknown, where: string): void {
-    if (!(e instanceof MyceliumError)) this.#violate(`${where}: untyped error ${String(e)}`)
-    else if (!SNAKE.test(e.code)) this.#violate(`${where}: ${e.name} has code '${e.code}', not snake_case`)
+    const wrong = untyped(e)
+    if (wrong) this.#out.violate(`${where}: ${wrong}`)
   }
 
   // ---- the end: drain, settle, drive every call to its one outcome ----------------------------------------------
 
   async #finish(): Promise<void> {
-    this.#log("== drain")
+    this.#out.log("== drain")
     await this.#pump(() => this.#calls.some((c) => this.#waiting(c)))
     const stranded = this.#calls.filter((c) => this.#waiting(c))
-    for (const c of stranded) this.#violate(`c${c.n} (${c.kind} ${c.tool}) never settled`)
+    for (const c of stranded) this.#out.violate(`c${c.n} (${c.kind} ${c.tool}) never settled`)
     await this.#checkStep()
     this.#fail()
 
     // Every worker finished or died: lapse every lease (and the heartbeat silence), then the operator's pass.
     this.clock.advance(6 * LEASE, (xs) => xs)
-    this.#log("== operator pass")
+    this.#out.log("== operator pass")
     const operator = this.#workers[0]?.operator as ModelOperator
     for (const row of await operator.listTransitions({ stuck: true })) await this.#settle(row)
     for await (const row of this.store.list())
       if (row.terminalOutcome === "IN_FLIGHT")
-        this.#violate(
+        this.#out.violate(
           `${short(row.requestId)} stays IN_FLIGHT after every worker ended and the operator's pass`,
         )
     await this.#checkStep()
     this.#fail()
 
-    this.#log("== drive")
+    this.#out.log("== drive")
     for (const first of this.#firstCall.values()) await this.#drive(first)
     await this.#checkStep()
     await this.#checkEnd()
@@ -865,39 +869,39 @@ export class ModelWorld {
       await this.#pump(() => call.status === "pending")
       await this.#checkStep()
       if (call.status === "ok") return
-      if (call.status === "pending") return this.#violate(`drive of ${identity} never settled`)
+      if (call.status === "pending") return this.#out.violate(`drive of ${identity} never settled`)
       if (call.error instanceof LedgerIdentityConflictError) return
       if (!(call.error instanceof LedgerHardBlockError)) continue
       const row = await this.store.get(first.rid)
       if (row) await this.#settle(row)
     }
-    this.#violate(`${identity} could not be driven to an answer in 5 redispatches`)
+    this.#out.violate(`${identity} could not be driven to an answer in 5 redispatches`)
   }
 
   async #checkEnd(): Promise<void> {
     const named = new Set(this.#calls.map((c) => c.rid))
     for await (const row of this.store.list()) {
       const rid = row.requestId
-      if (!named.has(rid)) this.#violate(`a row under ${short(rid)}, an id no call named`)
-      if (row.terminalOutcome === "IN_FLIGHT") this.#violate(`${short(rid)} ends IN_FLIGHT`)
+      if (!named.has(rid)) this.#out.violate(`a row under ${short(rid)}, an id no call named`)
+      if (row.terminalOutcome === "IN_FLIGHT") this.#out.violate(`${short(rid)} ends IN_FLIGHT`)
       const refs = this.#effects.get(rid) ?? []
       if (row.tool === "search") continue
       if (
         refs.length > 0 &&
         !(row.terminalOutcome === "COMPLETED" && sameValue(row.result, { ref: refs[0] }))
       )
-        this.#violate(
+        this.#out.violate(
           `${short(rid)} charged ${refs.join(",")} but ends ${row.terminalOutcome} ${JSON.stringify(row.result)}`,
         )
       if (row.terminalOutcome === "COMPLETED" && refs.length !== 1)
-        this.#violate(`${short(rid)} ends COMPLETED with ${refs.length} effects at the provider`)
+        this.#out.violate(`${short(rid)} ends COMPLETED with ${refs.length} effects at the provider`)
     }
     // Every identity's answer (its drive's, at least) is the stored one; every ok call of it got the same.
     for (const call of this.#calls) {
       if (call.status !== "ok" || call.tool === "search") continue
       const row = await this.store.get(call.rid)
       if (!row || !sameValue(row.result, call.value))
-        this.#violate(
+        this.#out.violate(
           `c${call.n} got ${JSON.stringify(call.value)}, the row holds ${JSON.stringify(row?.result)}`,
         )
     }
@@ -908,15 +912,15 @@ export class ModelWorld {
       (c) => c.status === "pending" && c.attempt?.state === "crashed",
     ).length
     if (ok + failed + abandoned !== this.#calls.length)
-      this.#violate(`calls ${this.#calls.length} != ok ${ok} + failed ${failed} + abandoned ${abandoned}`)
+      this.#out.violate(`calls ${this.#calls.length} != ok ${ok} + failed ${failed} + abandoned ${abandoned}`)
     const owned = this.#calls.filter((c) => c.attempt).length
     if (owned !== this.#attempts.length)
-      this.#violate(`runs ${this.#attempts.length} != calls that ran ${owned}`)
+      this.#out.violate(`runs ${this.#attempts.length} != calls that ran ${owned}`)
     const replays = this.#calls.filter((c) => c.status === "ok" && !c.attempt).length
-    if (replays !== this.stats.replays) this.#violate(`replays ${replays} != ${this.stats.replays}`)
+    if (replays !== this.stats.replays) this.#out.violate(`replays ${replays} != ${this.stats.replays}`)
     const charged = this.#attempts.filter((a) => a.charged).length
     if (charged !== this.stats.effects)
-      this.#violate(`runs that charged ${charged} != effects ${this.stats.effects}`)
+      this.#out.violate(`runs that charged ${charged} != effects ${this.stats.effects}`)
     this.#fail()
   }
 
@@ -927,24 +931,11 @@ export class ModelWorld {
   }
 
   #pick<T>(xs: readonly T[]): T {
-    return xs[Math.floor(this.#rand() * xs.length)] as T
+    return pickOne(this.#rand, xs)
   }
 
   #shuffle<T>(xs: T[]): T[] {
-    for (let i = xs.length - 1; i > 0; i--) {
-      const j = Math.floor(this.#rand() * (i + 1))
-      ;[xs[i], xs[j]] = [xs[j] as T, xs[i] as T]
-    }
-    return xs
-  }
-
-  #log(line: string): void {
-    this.trace.push(`[${this.#step}] ${line}`)
-  }
-
-  #violate(what: string): void {
-    this.violations.push(`step ${this.#step}: ${what}`)
-    this.#log(`VIOLATION ${what}`)
+    return shuffled(this.#rand, xs)
   }
 
   #fail(): void {
@@ -953,11 +944,6 @@ export class ModelWorld {
     const named = new Set(
       this.violations.join(" ").match(/\b(a\d+|c\d+|charge:key:k\d|[0-9a-f]{8})\b/g) ?? [],
     )
-    const about = this.trace.filter((l) => [...named].some((n) => new RegExp(`\\b${n}\\b`).test(l)))
-    throw new Error(
-      `model run failed (seed ${this.seed}; repeat with MYCELIUM_MODEL_SEED=${this.seed} MYCELIUM_MODEL_RUNS=1)\n` +
-        `${this.violations.slice(0, 5).join("\n")}\n-- ${this.trace[0]}\n-- trace of ${[...named].join(" ")} --\n` +
-        `${about.slice(-80).join("\n")}\n-- trace (last 30) --\n${this.trace.slice(-30).join("\n")}`,
-    )
+    throw failedRun("model run", this.seed, this, named, (l, n) => new RegExp(`\\b${n}\\b`).test(l), 80)
   }
 }

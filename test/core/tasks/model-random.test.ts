@@ -11,21 +11,14 @@ import { join } from "node:path"
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest"
 import { FileTaskStore } from "../../../src/adapters/file-tasks.ts"
 import { MemoryTaskStore, type TaskStore } from "../../../src/tasks.ts"
+import { ModelTally, modelKnobs, runSeeds } from "../model-kit.ts"
 import { type FakeTimers, type TaskModelStats, TaskModelWorld } from "./model-world.ts"
 
-const env = (name: string, fallback: number): number => {
-  const v = process.env[name]
-  if (v === undefined || v === "") return fallback
-  const n = Number(v)
-  if (!Number.isSafeInteger(n) || n < 0) throw new Error(`${name} must be a whole number >= 0, got '${v}'`)
-  return n
-}
-
-const RUNS = env("MYCELIUM_MODEL_RUNS", 200)
-const FILE_RUNS = env("MYCELIUM_MODEL_FILE_RUNS", 20)
-const STEPS = env("MYCELIUM_MODEL_STEPS", 60)
 // A fixed base seed: every run of the suite repeats the same interleavings; a soak picks its own.
-const BASE = env("MYCELIUM_MODEL_SEED", 45_100)
+const knobs = modelKnobs(process.env, 45_100)
+const RUNS = knobs.runs ?? 200
+const FILE_RUNS = knobs.whole("FILE_RUNS", 20)
+const { steps: STEPS, base: BASE } = knobs
 
 // Timed renewals and the lease watch are timers: faked, they move only with the model's clock (the world advances
 // both), so a run repeats from its seed and a crashed worker's timers fire only when the model says.
@@ -38,39 +31,36 @@ afterAll(() => {
   vi.useRealTimers()
 })
 
+/** Task counts a report adds up, in TaskModelStats's order. */
+const COUNTS = [
+  "steps",
+  "calls",
+  "runs",
+  "replays",
+  "claims",
+  "takeovers",
+  "renewals",
+  "crashes",
+  "releases",
+  "releaseRefusals",
+  "linkFailures",
+  "aborts",
+  "forged",
+] as const satisfies ReadonlyArray<Exclude<keyof TaskModelStats, "errors" | "maxPending">>
+
 async function runAll(runs: number, store: (i: number) => TaskStore, label: string) {
-  const totals: Omit<TaskModelStats, "errors" | "maxPending"> = {
-    steps: 0,
-    calls: 0,
-    runs: 0,
-    replays: 0,
-    claims: 0,
-    takeovers: 0,
-    renewals: 0,
-    crashes: 0,
-    releases: 0,
-    releaseRefusals: 0,
-    linkFailures: 0,
-    aborts: 0,
-    forged: 0,
-  }
-  const errors: Record<string, number> = {}
-  let maxPending = 0
-  const started = performance.now()
-  for (let i = 0; i < runs; i++) {
-    const world = new TaskModelWorld((BASE + i) >>> 0, store(i), timers)
+  const tally = new ModelTally(COUNTS)
+  const { seconds } = await runSeeds({ runs, seconds: 0, base: BASE }, async (seed, i) => {
+    const world = new TaskModelWorld(seed, store(i), timers)
     await world.run(STEPS)
-    for (const k of Object.keys(totals) as Array<keyof typeof totals>) totals[k] += world.stats[k]
-    for (const [name, n] of Object.entries(world.stats.errors)) errors[name] = (errors[name] ?? 0) + n
-    maxPending = Math.max(maxPending, world.stats.maxPending)
-  }
-  const seconds = (performance.now() - started) / 1000
-  if (process.env.MYCELIUM_MODEL_REPORT)
+    tally.add(world.stats)
+  })
+  if (knobs.report)
     console.log(
       `task model (${label}): ${runs} runs in ${seconds.toFixed(2)} s (${(runs / seconds).toFixed(0)} runs/s); ` +
-        `max ${maxPending} calls in flight\n${JSON.stringify(totals)}\n${JSON.stringify(errors)}`,
+        `max ${tally.maxPending} calls in flight\n${tally.json}`,
     )
-  return { totals, errors, maxPending }
+  return tally
 }
 
 describe("task ledger against a reference model (seeded random interleavings)", () => {

@@ -6,7 +6,6 @@
 import { AsyncLocalStorage } from "node:async_hooks"
 import { isDeepStrictEqual } from "node:util"
 import { seededRandom } from "../../../src/conformance/random.ts"
-import { MyceliumError } from "../../../src/core/index.ts"
 import {
   type TaskContext,
   TaskIdAmbiguousError,
@@ -20,6 +19,7 @@ import {
   TaskStoreUnavailableError,
 } from "../../../src/tasks.ts"
 import { SchedulerClock } from "../ledger/model-clock.ts"
+import { countError, failedRun, pickOne, RunLog, shuffled, untyped } from "../model-kit.ts"
 import { type Args, modelRequestId, type Value } from "./model-identity.ts"
 import { ObservedTaskStore, WorkerLink } from "./model-store.ts"
 
@@ -122,7 +122,6 @@ export interface TaskModelStats {
   errors: Record<string, number>
 }
 
-const SNAKE = /^[a-z]+(_[a-z]+)*$/
 const json = (v: unknown): unknown => (v === undefined ? null : JSON.parse(JSON.stringify(v)))
 const nextTick = (): Promise<void> => new Promise((r) => setImmediate(r))
 
@@ -140,8 +139,9 @@ export class TaskModelWorld {
   readonly #rand: () => number
   readonly clock = new SchedulerClock()
   readonly store: ObservedTaskStore
-  readonly trace: string[] = []
-  readonly violations: string[] = []
+  readonly #out = new RunLog()
+  readonly trace = this.#out.trace
+  readonly violations = this.#out.violations
   readonly stats: TaskModelStats = {
     steps: 0,
     calls: 0,
@@ -175,7 +175,6 @@ export class TaskModelWorld {
   readonly #timed: boolean
   /** What the operator's release in progress may write (the write log checks it). */
   #release: { rid: string; force: boolean; result: unknown } | null = null
-  #step = 0
   #restarts = 0
 
   constructor(seed: number, inner: TaskStore, timers: FakeTimers) {
@@ -187,7 +186,7 @@ export class TaskModelWorld {
     // Timed renewals (a third of each lease) or none: then only a body's renewLease() keeps a lease.
     this.#timed = this.#rand() < 0.6
     const workers = 2 + Math.floor(this.#rand() * 3)
-    this.#log(`world: ${workers} workers, timed renewals ${this.#timed}`)
+    this.#out.log(`world: ${workers} workers, timed renewals ${this.#timed}`)
     for (let i = 0; i < workers; i++) this.#workers.push(this.#worker(i, `w${i}`))
     const ops = new WorkerLink("ops", this.store, () => false)
     this.#ops = new TaskLedger({ storage: ops, clock: this.clock, owner: "ops", onWarning: () => {} })
@@ -227,7 +226,7 @@ export class TaskModelWorld {
 
   async run(steps: number): Promise<void> {
     try {
-      for (this.#step = 1; this.#step <= steps; this.#step++) {
+      for (this.#out.step = 1; this.#out.step <= steps; this.#out.step++) {
         await this.#randomStep()
         await this.#settle()
         this.#checkCalls()
@@ -265,14 +264,14 @@ export class TaskModelWorld {
       this.#timers.advance(1000)
       await this.#settle()
     }
-    this.#log(`clock +${seconds}s (woke ${woke})`)
+    this.#out.log(`clock +${seconds}s (woke ${woke})`)
   }
 
   /** Waits until nothing queued at the store and no microtask is left. */
   async #settle(): Promise<void> {
     for (let quiet = 0, i = 0; quiet < 2; i++) {
       if (i === 10_000)
-        return this.#violate(`the store never went quiet (${this.store.busy} operations queued)`)
+        return this.#out.violate(`the store never went quiet (${this.store.busy} operations queued)`)
       await nextTick()
       quiet = this.store.busy === 0 ? quiet + 1 : 0
     }
@@ -370,7 +369,7 @@ export class TaskModelWorld {
     this.stats.calls++
     if (rid === "forged") this.stats.forged++
     else if (!this.#firstCall.has(rid)) this.#firstCall.set(rid, call)
-    this.#log(
+    this.#out.log(
       `c${call.n} ${worker.name} ${kind} ${task}(${JSON.stringify(args)}) ${JSON.stringify(meta)} -> ${rid}`,
     )
     this.#als
@@ -380,14 +379,17 @@ export class TaskModelWorld {
           call.status = "ok"
           call.value = value
           if (!call.attempt) this.stats.replays++
-          this.#log(`c${call.n} ok${call.attempt ? "" : " (replay)"} ${JSON.stringify(value)?.slice(0, 80)}`)
+          this.#out.log(
+            `c${call.n} ok${call.attempt ? "" : " (replay)"} ${JSON.stringify(value)?.slice(0, 80)}`,
+          )
         },
         (error: unknown) => {
           call.status = "error"
           call.error = error
-          const name = error instanceof Error ? error.name : typeof error
-          this.stats.errors[name] = (this.stats.errors[name] ?? 0) + 1
-          this.#log(`c${call.n} error ${name}: ${error instanceof Error ? error.message.slice(0, 100) : ""}`)
+          const name = countError(this.stats.errors, error)
+          this.#out.log(
+            `c${call.n} error ${name}: ${error instanceof Error ? error.message.slice(0, 100) : ""}`,
+          )
         },
       )
     const pending = this.#calls.filter((c) => c.status === "pending").length
@@ -401,17 +403,17 @@ export class TaskModelWorld {
     const call = this.#als.getStore()
     if (!call) throw new Error("a body ran outside any call")
     const rid = ctx.requestId
-    if (call.attempt) this.#violate(`c${call.n} ran its body twice`)
+    if (call.attempt) this.#out.violate(`c${call.n} ran its body twice`)
     if (call.worker !== w)
-      this.#violate(`c${call.n}'s body ran on ${w.name}, not its worker ${call.worker.name}`)
-    if (rid !== call.rid) this.#violate(`c${call.n} ran under '${rid}', its id is '${call.rid}'`)
-    if (call.reason) this.#violate(`c${call.n} gave up before its claim, yet its body ran`)
+      this.#out.violate(`c${call.n}'s body ran on ${w.name}, not its worker ${call.worker.name}`)
+    if (rid !== call.rid) this.#out.violate(`c${call.n} ran under '${rid}', its id is '${call.rid}'`)
+    if (call.reason) this.#out.violate(`c${call.n} gave up before its claim, yet its body ran`)
     // The body gets the call's arguments without task_id and run_id; none for null or undefined.
     const { task_id: _t, run_id: _r, ...clean } = call.args ?? {}
-    if (!isDeepStrictEqual(args, clean)) this.#violate(`c${call.n}'s body got ${JSON.stringify(args)}`)
+    if (!isDeepStrictEqual(args, clean)) this.#out.violate(`c${call.n}'s body got ${JSON.stringify(args)}`)
     const claim = this.#claims.get(rid)?.at(-1)
     if (!claim || claim.fence !== ctx.fence || claim.writer !== w.link.name || claim.attempt)
-      this.#violate(
+      this.#out.violate(
         `c${call.n}'s body started under fence ${ctx.fence} without a claim of its own that landed`,
       )
     const r = this.#rand()
@@ -434,7 +436,7 @@ export class TaskModelWorld {
     call.attempt = a
     this.#attempts.push(a)
     this.stats.runs++
-    this.#log(
+    this.#out.log(
       `a${a.n} c${call.n} ${w.name} runs ${rid} fence ${ctx.fence} ${a.outcome}${a.obeys ? " obeys" : ""}`,
     )
     try {
@@ -477,14 +479,14 @@ export class TaskModelWorld {
       if (command === "go") return
       try {
         await a.ctx.renewLease()
-        this.#log(`a${a.n} renewed`)
+        this.#out.log(`a${a.n} renewed`)
       } catch (e) {
         this.#typed(e, `a${a.n} renewal`)
         if (!(e instanceof TaskLeaseLostError || e instanceof TaskStoreUnavailableError))
-          this.#violate(`a${a.n} renewal failed with ${String(e)}`)
+          this.#out.violate(`a${a.n} renewal failed with ${String(e)}`)
         if (e instanceof TaskLeaseLostError && !a.ctx.signal.aborted)
-          this.#violate(`a${a.n} lost its lease, yet ctx.signal is not aborted`)
-        this.#log(`a${a.n} renewal refused: ${(e as Error).name}`)
+          this.#out.violate(`a${a.n} lost its lease, yet ctx.signal is not aborted`)
+        this.#out.log(`a${a.n} renewal refused: ${(e as Error).name}`)
         if (a.obeys) {
           a.thrown = e
           throw e
@@ -498,7 +500,7 @@ export class TaskModelWorld {
   #resume(a: Attempt, command: Command): void {
     const resume = a.resume
     if (!resume) return
-    this.#log(`a${a.n} ${command} at ${a.point}`)
+    this.#out.log(`a${a.n} ${command} at ${a.point}`)
     resume(command)
   }
 
@@ -516,14 +518,14 @@ export class TaskModelWorld {
     // A restart may keep the owner name (a host name) or take a new one.
     const next = this.#worker(w.slot, `w${w.slot}r${++this.#restarts}`)
     this.#workers[w.slot] = next
-    this.#log(`${w.name} CRASHED; ${next.name} (owner ${next.ledger.owner}) starts`)
+    this.#out.log(`${w.name} CRASHED; ${next.name} (owner ${next.ledger.owner}) starts`)
   }
 
   #network(): void {
     const w = this.#pick(this.#workers)
     const link = w.link.link === "up" ? (this.#rand() < 0.5 ? "partitioned" : "failing") : "up"
     w.link.set(link)
-    this.#log(`${w.name} link ${link}`)
+    this.#out.log(`${w.name} link ${link}`)
   }
 
   #giveUp(): void {
@@ -532,7 +534,7 @@ export class TaskModelWorld {
     const call = this.#pick(calls)
     call.reason = new CallerGaveUp(`c${call.n} gave up`)
     this.stats.aborts++
-    this.#log(`c${call.n} gives up`)
+    this.#out.log(`c${call.n} gives up`)
     call.abort?.abort(call.reason)
   }
 
@@ -548,16 +550,16 @@ export class TaskModelWorld {
     const ids = rows.map((r) => r.row.request_id)
     const known = [...this.#claims.keys()].sort()
     if (!isDeepStrictEqual([...ids].sort(), known))
-      this.#violate(`list() holds ${ids.length} tasks, the write log ${known.length}`)
+      this.#out.violate(`list() holds ${ids.length} tasks, the write log ${known.length}`)
     for (let i = 1; i < rows.length; i++)
       if ((rows[i]?.row.started_at ?? 0) < (rows[i - 1]?.row.started_at ?? 0))
-        this.#violate("list() is not sorted by started_at")
+        this.#out.violate("list() is not sorted by started_at")
   }
 
   async #releaseOne(rid: string, force: boolean): Promise<void> {
     const r = this.#rand()
     const completed = r < 0.4
-    const result = { released: this.#step }
+    const result = { released: this.#out.step }
     const invalid = this.#rand() < 0.08
     const options = {
       verified: completed ? ("completed" as const) : ("not_executed" as const),
@@ -570,18 +572,19 @@ export class TaskModelWorld {
     try {
       await this.#ops.release(rid, options)
       this.stats.releases++
-      if (invalid) this.#violate(`release of ${rid} with a blank 'by' was accepted`)
-      this.#log(`op released ${rid} ${options.verified}${force ? " (force)" : ""}`)
+      if (invalid) this.#out.violate(`release of ${rid} with a blank 'by' was accepted`)
+      this.#out.log(`op released ${rid} ${options.verified}${force ? " (force)" : ""}`)
     } catch (e) {
       this.#typed(e, `release ${rid}`)
-      if (!(e instanceof TaskReleaseRefusedError)) this.#violate(`release ${rid} failed with ${String(e)}`)
+      if (!(e instanceof TaskReleaseRefusedError))
+        this.#out.violate(`release ${rid} failed with ${String(e)}`)
       this.stats.releaseRefusals++
       // Refused only when the task is completed, or held under a live lease without force (or the input is bad).
       const claim = this.#claims.get(rid)?.at(-1)
       const live = claim !== undefined && !claim.ended && this.clock.now() < claim.leaseUntil
       if (!invalid && !this.#completed.has(rid) && !(live && !force))
-        this.#violate(`release of ${rid} was refused, yet it is not completed nor live: ${String(e)}`)
-      this.#log(`op release ${rid} refused: ${(e as Error).message.slice(0, 80)}`)
+        this.#out.violate(`release of ${rid} was refused, yet it is not completed nor live: ${String(e)}`)
+      this.#out.log(`op release ${rid} refused: ${(e as Error).message.slice(0, 80)}`)
     } finally {
       this.#release = null
     }
@@ -591,9 +594,10 @@ export class TaskModelWorld {
 
   #onWrite(writer: string, rid: string, prev: TaskRecord | null, next: TaskRecord): void {
     const now = this.clock.now()
-    if (next.row.request_id !== rid) this.#violate(`a write under ${rid} holds row ${next.row.request_id}`)
+    if (next.row.request_id !== rid)
+      this.#out.violate(`a write under ${rid} holds row ${next.row.request_id}`)
     if (prev?.row.status === "completed")
-      this.#violate(`${rid} was completed and ${writer} rewrote it ${next.row.status}`)
+      this.#out.violate(`${rid} was completed and ${writer} rewrote it ${next.row.status}`)
     const claims = this.#claims.get(rid) ?? []
     this.#claims.set(rid, claims)
     const since = this.#lastWrite.get(rid) ?? -Infinity
@@ -605,7 +609,7 @@ export class TaskModelWorld {
       const until = next.lease?.lease_until
       const issued = (until ?? Infinity) - ttlOf(next.row.task)
       if (typeof until !== "number" || issued > now || issued < since)
-        this.#violate(
+        this.#out.violate(
           `${writer} leased ${rid} until ${until}: not ${ttlOf(next.row.task)}s from between ${since} and ${now}`,
         )
       return until ?? Infinity
@@ -615,29 +619,29 @@ export class TaskModelWorld {
     const prevFence = prev?.lease?.fence ?? 0
     if (next.row.status === "in-flight" && (prev === null || fence !== prevFence)) {
       // A claim: the task is new, failed (it runs again), or its holder's lease lapsed by the model's clock.
-      if (writer === "ops") this.#violate(`the operator's release of ${rid} wrote a claim`)
-      if (fence !== prevFence + 1) this.#violate(`${rid} claimed under fence ${fence} after ${prevFence}`)
+      if (writer === "ops") this.#out.violate(`the operator's release of ${rid} wrote a claim`)
+      if (fence !== prevFence + 1) this.#out.violate(`${rid} claimed under fence ${fence} after ${prevFence}`)
       if (prev?.row.status === "in-flight" && holder) {
         if (now < holder.leaseUntil)
-          this.#violate(
+          this.#out.violate(
             `${writer} took ${rid} over from ${holder.writer} (fence ${holder.fence}), whose lease runs until ${holder.leaseUntil} > ${now}`,
           )
         const a = holder.attempt
         // A body still running where another worker takes over must have been told to stop (the lease watch).
         if (a && a.state === "running" && a.worker.alive && !a.ctx.signal.aborted)
-          this.#violate(`${writer} took ${rid} over while a${a.n} runs with its signal not aborted`)
+          this.#out.violate(`${writer} took ${rid} over while a${a.n} runs with its signal not aborted`)
         this.stats.takeovers++
       }
       if (holder) holder.ended = true
       claims.push({ rid, fence, writer, leaseUntil: leased(), attempt: null, ended: false })
       this.stats.claims++
-      this.#log(`W ${writer} claims ${rid} fence ${fence}`)
+      this.#out.log(`W ${writer} claims ${rid} fence ${fence}`)
       return
     }
     if (writer === "ops") {
       const release = this.#release
       if (!release || release.rid !== rid) {
-        this.#violate(`the operator wrote ${rid} outside a release`)
+        this.#out.violate(`the operator wrote ${rid} outside a release`)
         return
       }
       if (
@@ -647,15 +651,15 @@ export class TaskModelWorld {
         now < holder.leaseUntil &&
         !release.force
       )
-        this.#violate(`the operator released ${rid} under ${holder.writer}'s live lease without force`)
-      if (next.row.status === "in-flight") this.#violate(`a release left ${rid} in flight`)
+        this.#out.violate(`the operator released ${rid} under ${holder.writer}'s live lease without force`)
+      if (next.row.status === "in-flight") this.#out.violate(`a release left ${rid} in flight`)
       if (next.row.status === "completed" && !isDeepStrictEqual(next.row.result, release.result))
-        this.#violate(`the release of ${rid} stored ${JSON.stringify(next.row.result)}`)
+        this.#out.violate(`the release of ${rid} stored ${JSON.stringify(next.row.result)}`)
       if (holder) holder.ended = true
     } else {
       // A renewal or an outcome: only from the holder's own connection, under its fence, on its live claim.
       if (!holder || holder.ended || holder.writer !== writer || holder.fence !== fence) {
-        this.#violate(
+        this.#out.violate(
           `${writer} wrote ${rid} ${next.row.status} under fence ${fence}; the holder is ${holder?.writer} fence ${holder?.fence}${holder?.ended ? " (ended)" : ""}`,
         )
         return
@@ -669,16 +673,16 @@ export class TaskModelWorld {
       const a = holder.attempt
       if (next.row.status === "completed") {
         if (a?.outcome !== "return" || a.returned === undefined)
-          this.#violate(`${rid} recorded completed for fence ${fence}, whose body did not return`)
+          this.#out.violate(`${rid} recorded completed for fence ${fence}, whose body did not return`)
         else if (!isDeepStrictEqual(next.row.result, json(a.returned)))
-          this.#violate(
+          this.#out.violate(
             `${rid} stored ${JSON.stringify(next.row.result)}, a${a.n} returned ${JSON.stringify(a.returned)}`,
           )
       } else if (a && a.thrown === undefined && a.outcome !== "cycle")
-        this.#violate(`${rid} recorded failed for a${a.n}, whose body returned`)
+        this.#out.violate(`${rid} recorded failed for a${a.n}, whose body returned`)
     }
     if (next.row.status === "completed") this.#completed.set(rid, next.row.result)
-    this.#log(`W ${writer} ${rid} ${next.row.status}`)
+    this.#out.log(`W ${writer} ${rid} ${next.row.status}`)
   }
 
   // ---- answers --------------------------------------------------------------------------------------------------
@@ -693,7 +697,7 @@ export class TaskModelWorld {
 
   #checkAnswer(call: Call): void {
     if (call.rid === "forged" && !(call.error instanceof TaskIdAmbiguousError))
-      this.#violate(
+      this.#out.violate(
         `c${call.n}'s id_from value forges another id, yet it ${call.status === "ok" ? "answered" : `failed with ${String(call.error)}`}`,
       )
     if (call.status === "ok") {
@@ -701,12 +705,12 @@ export class TaskModelWorld {
       if (a) {
         // Its own run's value, even when the completion was refused (taken over or released meanwhile).
         if (call.value !== a.returned)
-          this.#violate(`c${call.n} got ${JSON.stringify(call.value)}, not a${a.n}'s value`)
-        if (a.outcome !== "return") this.#violate(`c${call.n} answered, yet a${a.n} was to ${a.outcome}`)
+          this.#out.violate(`c${call.n} got ${JSON.stringify(call.value)}, not a${a.n}'s value`)
+        if (a.outcome !== "return") this.#out.violate(`c${call.n} answered, yet a${a.n} was to ${a.outcome}`)
       } else {
         const stored = this.#completed.get(call.rid)
         if (stored === undefined || !isDeepStrictEqual(call.value, stored))
-          this.#violate(
+          this.#out.violate(
             `c${call.n} replayed ${JSON.stringify(call.value)}; the stored result is ${JSON.stringify(stored)}`,
           )
       }
@@ -724,26 +728,26 @@ export class TaskModelWorld {
       (e instanceof TaskIdAmbiguousError && call.rid === "forged") ||
       (e instanceof TaskResultUnstorableError && call.attempt?.outcome === "cycle") ||
       (e instanceof TaskStoreUnavailableError && call.worker.link.failures > call.failuresBefore)
-    if (!allowed) this.#violate(`c${call.n} (${call.kind}) failed with ${String(e)}`)
+    if (!allowed) this.#out.violate(`c${call.n} (${call.kind}) failed with ${String(e)}`)
   }
 
   /** Every error has one root (MyceliumError) and a snake_case code. */
   #typed(e: unknown, where: string): void {
-    if (!(e instanceof MyceliumError)) this.#violate(`${where}: untyped error ${String(e)}`)
-    else if (!SNAKE.test(e.code)) this.#violate(`${where}: ${e.name} has code '${e.code}', not snake_case`)
+    const wrong = untyped(e)
+    if (wrong) this.#out.violate(`${where}: ${wrong}`)
   }
 
   // ---- the end: every body finished or died, every lease lapsed, every id driven to its answer ----------------
 
   async #finish(): Promise<void> {
-    this.#log("== drain")
+    this.#out.log("== drain")
     for (const w of this.#workers) if (w.link.link !== "up") w.link.set("up")
     for (let i = 0; i < 200 && this.#calls.some((c) => this.#waiting(c)); i++) {
       for (const a of this.#shuffle(this.#attempts.filter((x) => x.resume))) this.#resume(a, "go")
       await this.#settle()
       await this.#advance(POLL)
     }
-    for (const c of this.#calls.filter((x) => this.#waiting(x))) this.#violate(`c${c.n} never settled`)
+    for (const c of this.#calls.filter((x) => this.#waiting(x))) this.#out.violate(`c${c.n} never settled`)
     this.#checkCalls()
     this.#fail()
 
@@ -755,13 +759,13 @@ export class TaskModelWorld {
     for (const t of rows) {
       const until = t.lease?.lease_until
       if (t.row.status === "in-flight" && (until === null || until === undefined || now < until))
-        this.#violate(
+        this.#out.violate(
           `${t.row.request_id} stays in flight under a live lease after every worker ended (${until})`,
         )
     }
     this.#fail()
 
-    this.#log("== drive")
+    this.#out.log("== drive")
     for (const first of this.#firstCall.values()) {
       const worker = this.#pick(this.#workers)
       const { taskId, runId } = first.meta
@@ -770,11 +774,11 @@ export class TaskModelWorld {
       for (let i = 0; i < 40 && call.status === "pending"; i++) await this.#advance(POLL)
       this.#checkCalls()
       if (call.status !== "ok")
-        this.#violate(`drive of ${first.rid} ended ${call.status} ${String(call.error)}`)
+        this.#out.violate(`drive of ${first.rid} ended ${call.status} ${String(call.error)}`)
     }
     for (const t of await this.#ops.list())
       if (t.row.status !== "completed")
-        this.#violate(`${t.row.request_id} ends ${t.row.status} after its drive`)
+        this.#out.violate(`${t.row.request_id} ends ${t.row.status} after its drive`)
     this.#checkEnd()
   }
 
@@ -787,15 +791,16 @@ export class TaskModelWorld {
     const failed = this.#calls.filter((c) => c.status === "error").length
     const abandoned = this.#calls.filter((c) => c.status === "pending" && !c.worker.alive).length
     if (ok + failed + abandoned !== this.#calls.length)
-      this.#violate(`calls ${this.#calls.length} != ok ${ok} + failed ${failed} + abandoned ${abandoned}`)
+      this.#out.violate(`calls ${this.#calls.length} != ok ${ok} + failed ${failed} + abandoned ${abandoned}`)
     const ran = this.#calls.filter((c) => c.attempt).length
-    if (ran !== this.#attempts.length) this.#violate(`runs ${this.#attempts.length} != calls that ran ${ran}`)
+    if (ran !== this.#attempts.length)
+      this.#out.violate(`runs ${this.#attempts.length} != calls that ran ${ran}`)
     const replays = this.#calls.filter((c) => c.status === "ok" && !c.attempt).length
-    if (replays !== this.stats.replays) this.#violate(`replays ${replays} != ${this.stats.replays}`)
+    if (replays !== this.stats.replays) this.#out.violate(`replays ${replays} != ${this.stats.replays}`)
     // Each run had its own claim; a claim without a run is a caller that gave up, a lost answer or a crash.
     const claimed = [...this.#claims.values()].flat()
     if (claimed.filter((c) => c.attempt).length !== this.#attempts.length)
-      this.#violate(
+      this.#out.violate(
         `runs ${this.#attempts.length} != claims that ran ${claimed.filter((c) => c.attempt).length}`,
       )
     this.stats.linkFailures = this.#workers.reduce((n, w) => n + w.link.failures, 0)
@@ -805,24 +810,11 @@ export class TaskModelWorld {
   // ---- helpers ----------------------------------------------------------------------------------------------
 
   #pick<T>(xs: readonly T[]): T {
-    return xs[Math.floor(this.#rand() * xs.length)] as T
+    return pickOne(this.#rand, xs)
   }
 
   #shuffle<T>(xs: T[]): T[] {
-    for (let i = xs.length - 1; i > 0; i--) {
-      const j = Math.floor(this.#rand() * (i + 1))
-      ;[xs[i], xs[j]] = [xs[j] as T, xs[i] as T]
-    }
-    return xs
-  }
-
-  #log(line: string): void {
-    this.trace.push(`[${this.#step}] ${line}`)
-  }
-
-  #violate(what: string): void {
-    this.violations.push(`step ${this.#step}: ${what}`)
-    this.#log(`VIOLATION ${what}`)
+    return shuffled(this.#rand, xs)
   }
 
   #fail(): void {
@@ -831,11 +823,6 @@ export class TaskModelWorld {
     const named = new Set(
       this.violations.join(" ").match(/(?:report|import|slow):[^\s,()]+|\bT-\d\b|\b[ac]\d+\b/g),
     )
-    const about = this.trace.filter((l) => [...named].some((n) => l.includes(n)))
-    throw new Error(
-      `task model run failed (seed ${this.seed}; repeat with MYCELIUM_MODEL_SEED=${this.seed} MYCELIUM_MODEL_RUNS=1)\n` +
-        `${this.violations.slice(0, 5).join("\n")}\n-- ${this.trace[0]}\n-- trace of ${[...named].join(" ")} --\n` +
-        `${about.slice(-60).join("\n")}\n-- trace (last 30) --\n${this.trace.slice(-30).join("\n")}`,
-    )
+    throw failedRun("task model run", this.seed, this, named, (l, n) => l.includes(n), 60)
   }
 }
