@@ -3,6 +3,7 @@
 // chained receipt, keyed by receipt_id): the original parses every line of its file into its record type, so a
 // link inside the record would break it.
 import { closeSync, readSync } from "node:fs"
+import { hasDuplicateKey } from "../core/duplicate-keys.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
 import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
 import {
@@ -65,7 +66,9 @@ function parseLines<T>(
       v = parse(line)
     } catch {
       throw new ReceiptStoreCorruptError(
-        `${path} line ${n} is not JSON: repair or truncate the damaged line (a crash mid-append leaves one), then retry`,
+        hasDuplicateKey(line)
+          ? `${path} line ${n} names a member twice, which no signature covers: restore the file, then retry`
+          : `${path} line ${n} is not JSON: repair or truncate the damaged line (a crash mid-append leaves one), then retry`,
       )
     }
     const problem = check(v)
@@ -88,6 +91,13 @@ function tornEnd(path: string, size: number): boolean {
   } finally {
     closeSync(fd)
   }
+}
+
+// A link's members are covered by its mac only once each, as a record's are (parseReceiptJson).
+const parseLink = (line: string): unknown => {
+  const v: unknown = JSON.parse(line)
+  if (hasDuplicateKey(line)) throw new SyntaxError("a member named twice")
+  return v
 }
 
 const linkProblem = (v: unknown): string | null => {
@@ -124,7 +134,10 @@ export class FileReceiptStore implements ReceiptStore {
       const torn = tornEnd(this.path, this.#file.size())
       this.#file.append(`${torn ? "\n" : ""}${receiptJsonLine(record)}\n`)
       if (link) {
-        const line = `${asciiJson(JSON.stringify({ receipt_id: record.receipt_id, ...link }))}\n`
+        // The sidecar too: a link line torn just before its newline still parses, and the next link appended onto it
+        // made one line of two, so the whole store read as corrupt.
+        const cut = tornEnd(this.chainPath, this.#file.size(this.chainPath)) ? "\n" : ""
+        const line = `${cut}${asciiJson(JSON.stringify({ receipt_id: record.receipt_id, ...link }))}\n`
         this.#file.append(line, this.chainPath)
         this.#tails.set(link.ledger, { seq: link.seq, digest: link.digest })
         this.#tailsSize += line.length
@@ -158,7 +171,7 @@ export class FileReceiptStore implements ReceiptStore {
       this.chainPath,
       lines(this.#bytes(this.chainPath)),
       linkProblem,
-      JSON.parse,
+      parseLink,
     ))
       links.set(receipt_id, link)
     return records.map((r): Receipt => {
@@ -177,7 +190,7 @@ export class FileReceiptStore implements ReceiptStore {
     if (this.#file.size(this.chainPath) === this.#tailsSize) return this.#tails
     const bytes = this.#bytes(this.chainPath)
     const tails = new Map<string, ChainTail>()
-    for (const l of parseLines<LinkLine>(this.chainPath, lines(bytes), linkProblem, JSON.parse))
+    for (const l of parseLines<LinkLine>(this.chainPath, lines(bytes), linkProblem, parseLink))
       tails.set(l.ledger, { seq: l.seq, digest: l.digest })
     this.#tails = tails
     this.#tailsSize = bytes?.length ?? 0

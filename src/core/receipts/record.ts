@@ -1,4 +1,5 @@
 // The Python original's AuditReceiptRecord (audit_receipt.py), field for field, and its signed payload.
+import { hasDuplicateKey } from "../duplicate-keys.ts"
 import type { ExactJsonValue } from "../exact-json.ts"
 import { isObject } from "../is-object.ts"
 import { canonicalJson, canonicalString, pythonFloatRepr } from "../ledger/model/canonical.ts"
@@ -119,10 +120,12 @@ export function receiptExportLine(receipt: Receipt): string {
  * (`"amount": 100.0`) stays one (a boxed `Number` inside `inputs`/`outputs`; `+x` unboxes it), and an integer
  * beyond 2^53 stays exact (`bigint`). `JSON.parse` would make `100.0` the number 100, which the payload text writes
  * as `100`, so the record would read as tampered. `timestamp` is always a float, so it comes back a plain number.
- * Throws SyntaxError on invalid JSON.
+ * Throws SyntaxError on invalid JSON, or on a member named twice (only the last is signed).
  */
 export function parseReceiptJson(text: string): unknown {
   const v = parsePythonJson(text)
+  // A member named twice: the signature covers only the last, the text shows both.
+  if (hasDuplicateKey(text)) throw new SyntaxError("a JSON member is named twice (an unsigned copy)")
   if (isObject(v) && v.timestamp instanceof Number) v.timestamp = v.timestamp.valueOf()
   return v
 }
