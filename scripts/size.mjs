@@ -228,7 +228,10 @@ const budgets = [
     // names came out 2 B longer); one Lua helper for the optional CAS fields (+1 B) and one for the dispatch
     // siblings of the claim and findByDispatchId (+41 B), gzip already shares their repeats; toRow's two refusals as
     // one (1 B); listed rows checked by entryFromRow (13 B, but each row decoded twice).
-    max: 6 * KB,
+    // upstash 6 -> 6.1 KB (2026-12-06, stop 46), 6,228 B: a tombstone whose fence is above its row key's wins, in the
+    // scripts and in get() and list() (the key alone put back from an older copy let a stale holder complete over the
+    // newer holder's COMPLETED row, and took both copies' fence back).
+    max: (a === "upstash" ? 6.1 : 6) * KB,
   })),
   // Framework glue: the frameworks are type-only imports, so this is the wrapper plus bounded() and the
   // transcript guards it reuses (ai-sdk); each was under its budget's 3/4 when it was added.

@@ -88,6 +88,8 @@ local function was_sent(key) return key ~= '' and redis.call('GET', key) end
 // read(): a key's row (nil when it is no row) and raw value ('' names no key). load(): the stored row of the request
 // id: the primary key (read even when it is '', the empty prefix's key of the id ''), else the tombstone (the key was
 // evicted). A non-terminal tombstone stands for an abandoned claim: its lease counts as lapsed, as in the original.
+// A tombstone with a higher fence than the key wins: a key put back alone from an older copy let a stale holder
+// write over the newer holder's row and took both copies' fence back.
 // legacy: where an older version or a Python worker with this prefix put the tombstone. With a prefix not ending in ':'
 // (or empty) the original's tombstone of X is the row key of '-tomb:X': a row of another id is no tombstone of this
 // one, and under the primary key it is refused. The primary key's TTL: only while in flight with a bounded lease; never
@@ -138,6 +140,12 @@ local function load()
       if row == nil then error('mycelium: corrupt ledger row at ' .. key) end
       if row.request_id == ARGV[3] then
         local t = outcome_of(row)
+        if i == 1 then
+          for j = 2, 3 do
+            local n, r = read(KEYS[j])
+            if n and n.request_id == ARGV[3] and fence_of(n) > fence_of(row) then row, raw = n, r end
+          end
+        end
         return row, raw, i > 1 and (t == 'IN_FLIGHT' or t == 'EXPIRED')
       end
       if i == 1 then error('mycelium: ' .. key .. " holds another request id's row") end
@@ -513,8 +521,16 @@ export class UpstashLedgerStorage implements LedgerStorage {
     for (let i = 0; i < values.length; i++) {
       const row = listed ? toRowOrNull(values[i]) : toRow(values[i])
       // The row of `id`; outside a scan also a value that is no row at all, which entryFromRow refuses.
-      if (row && (row.request_id === id || typeof row.request_id !== "string"))
-        return storedEntry(row, i > 0, now)
+      if (row && (row.request_id === id || typeof row.request_id !== "string")) {
+        // As the scripts' load(): a tombstone above the key's fence (the key restored alone from an older copy) wins.
+        const newer = i
+          ? null
+          : values
+              .slice(1)
+              .map(toRowOrNull)
+              .find((t) => t?.request_id === id && fenceOf(t) > fenceOf(row))
+        return newer ? storedEntry(newer, false, now) : storedEntry(row, i > 0, now)
+      }
       if (row && i === 0 && !listed)
         throw new LedgerRowError(
           `the key of '${id}' holds another request id's row; use a prefix ending in ':' (docs/storage-contract.md)`,
@@ -583,6 +599,9 @@ function toRow(v: unknown): Row | null {
   if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as Row
   throw new UpstashReplyError("a row read", v)
 }
+
+/** A row's fence as the scripts' fence_of() reads it: absent or not a number is 0. */
+const fenceOf = (r: Row): number => +(r.fence ?? 0) || 0
 
 /** A scanned value that may be someone else's key: anything but a ledger row reads as absent. */
 function toRowOrNull(v: unknown): Row | null {
