@@ -60,7 +60,10 @@ const budgets = [
     // again: resolveForeignGate and the effect-id check), and Infinity/NaN arguments are refused (1e400 over HTTP
     // keyed like the string "Infinity"), then the holes the diff review found in it, an unbounded lease released by
     // force after a death, silence never a death on it: 17,788 B. With every string literal over 20 characters blanked the bundle
-    // is still 15,739 B: what stands between it and 15 KB is logic, not messages.
+    // is still 15,739 B: what stands between it and 15 KB is logic, not messages. Measured again on 17,990 B
+    // (2026-12-06, stop 46): blanked strings give 15,946 B; esbuild mangleProps on the 16 internal names that are no
+    // API, option, row field or Web API saves 96 B; mangling every property name, the API and rows included, 1,103 B;
+    // one error-class factory grows it (gzip already shares the repeats). Only both cuts together reach 14,803 B.
     // 17.4 -> 17.7 KB (2026-12-05, stop 37's reviews), 302 B: a receipt signer outage records the outcome before it
     // throws LedgerReceiptUnsignedError (the row stayed IN_FLIGHT and ran again), a foreign call never consumes an
     // operator's release (it re-ran a released payment under a read binding), a late owner's write stops at a
