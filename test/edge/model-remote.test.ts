@@ -5,7 +5,8 @@
 //     npx vitest run --project node test/edge/model-remote.test.ts
 // A soak: MYCELIUM_MODEL_SECONDS (keep running each store that long), MYCELIUM_MODEL_RUNS (runs per store),
 // MYCELIUM_MODEL_STEPS (default 60), MYCELIUM_MODEL_SEED (a new base); MYCELIUM_MODEL_REPORT=1 prints the counts and
-// the requests by route.
+// the requests by route. The lanes `hostile` (memory) and `hostile-redis` add hostile agents of the model's tenant
+// and of another (model-intruder.ts); their report adds the hostile requests by kind and answer.
 import { afterAll, describe, expect, it } from "vitest"
 import { RedisLedgerStorage } from "../../src/adapters/redis.ts"
 import { dropKeys, REDIS_URL, runTag } from "../adapters/servers/env.ts"
@@ -13,6 +14,7 @@ import { expectRaces, ledgerCounts, soakPlan } from "../core/ledger/model-soak.t
 import { type ModelStoreFactory, memoryStore, storeClients } from "../core/ledger/model-store.ts"
 import { ModelWorld } from "../core/ledger/model-world.ts"
 import { ModelTally, modelKnobs, runSeeds } from "../core/model-kit.ts"
+import type { IntruderTally } from "./model-intruder.ts"
 import { edgeWorkers, type RequestTally } from "./model-remote.ts"
 
 // Fixed, so every run of the suite repeats the same schedules; a soak explores new ones with a base of its own.
@@ -22,12 +24,13 @@ const TAG = runTag("model-remote")
 // A soak leaves 10^5 keys.
 afterAll(() => dropKeys(`mycelium-test:${TAG}:*`))
 
-/** The app's client and the checker's: two connections to one namespace, each closed with the run. */
+/** The app's client and the checker's: two connections to one namespace (a lane's own), each closed with the run. */
 const redis =
+  (lane: string) =>
   (run: number): ModelStoreFactory =>
   () =>
     storeClients(
-      () => new RedisLedgerStorage({ url: REDIS_URL, prefix: `mycelium-test:${TAG}:r${run}:` }),
+      () => new RedisLedgerStorage({ url: REDIS_URL, prefix: `mycelium-test:${TAG}:${lane}${run}:` }),
       true,
     )
 
@@ -36,12 +39,49 @@ interface Lane {
   /** Runs by default: a few seconds each. */
   readonly runs: number
   store(run: number): ModelStoreFactory
+  /** Hostile agents of the model's tenant and of another act beside the honest workers (model-intruder.ts). */
+  readonly hostile?: boolean
 }
 
 const LANES: Lane[] = [
   { name: "memory", runs: 60, store: () => memoryStore },
-  { name: "redis", runs: 8, store: redis },
+  { name: "redis", runs: 8, store: redis("r") },
+  { name: "hostile", runs: 16, store: () => memoryStore, hostile: true },
+  { name: "hostile-redis", runs: 4, store: redis("h"), hostile: true },
 ]
+
+/** What every hostile lane must have sent and been answered (a pattern of its tally's keys). */
+const HOSTILE_KINDS = [
+  /^exact 200 replay$/,
+  /^exact 200 poll$/,
+  /^other binding .* 200 (replay|poll)$/,
+  /^other binding .* 200 blocked ledger_hard_block$/,
+  /^drifted 409 args_drift$/,
+  /^ticket .* (409 args_drift|200 run)$/,
+  /^forged .* 409 ledger_outcome_already_set$/,
+  /^forged renew .* 409 ledger_lease_expired$/,
+  /^forged \w+ 404 ledger_unknown_request$/,
+  /^beside\/\w+ 409 /,
+  /^trudy beside 404 ledger_unknown_request$/,
+  /^trudy \w+ 404 ledger_unknown_request$/,
+  /^trudy begin 200 run$/,
+  /^malformed .* 4\d\d /,
+  /^bad id /,
+  /^(trudy )?scope .* 403 forbidden$/,
+  /^own begin 200 run$/,
+  /^own \w+ after the end 409 ledger_outcome_already_set$/,
+  /^own \w+ at fence \d+ 409 /,
+  /^own replay 200 replay$/,
+  /^own race \w+ 409 ledger_outcome_already_set$/,
+]
+const hostileCount = (t: IntruderTally, kind: RegExp): number =>
+  Object.entries(t).reduce((n, [k, v]) => n + (kind.test(k) ? v : 0), 0)
+
+/** The hostile requests: their total, then each kind and answer, most first. */
+const hostileReport = (t: IntruderTally): string => {
+  const rows = Object.entries(t).sort(([, a], [, b]) => b - a)
+  return `hostile requests: ${rows.reduce((n, [, v]) => n + v, 0)}\n${rows.map(([k, v]) => `  ${v} ${k}`).join("\n")}`
+}
 
 describe("RemoteLedger workers through the edge API's agent routes, against the reference model", () => {
   for (const lane of LANES) {
@@ -52,10 +92,13 @@ describe("RemoteLedger workers through the edge API's agent routes, against the 
       async () => {
         const tally = new ModelTally(ledgerCounts(true))
         const requests: RequestTally = {}
+        const hostile: IntruderTally | undefined = lane.hostile ? {} : undefined
         const { runs, seconds } = await runSeeds(
           plan,
           async (seed, i) => {
-            const world = new ModelWorld(seed, lane.store(i), (setup) => edgeWorkers(setup, requests))
+            const world = new ModelWorld(seed, lane.store(i), (setup) =>
+              edgeWorkers(setup, requests, hostile),
+            )
             await world.run(plan.steps)
             tally.add(world.stats)
           },
@@ -64,7 +107,8 @@ describe("RemoteLedger workers through the edge API's agent routes, against the 
         if (knobs.report)
           console.log(
             `model over the edge API, ${lane.name}: ${runs} runs (seeds ${plan.base}..${plan.base + runs - 1}) in ${seconds.toFixed(1)} s\n` +
-              `${tally.json}\n${JSON.stringify(requests)}`,
+              `${tally.json}\n${JSON.stringify(requests)}` +
+              (hostile ? `\n${hostileReport(hostile)}` : ""),
           )
         // The runs reached what the agent routes are for: effects, replays, polls, crashes, refused late owners,
         // operator verdicts that licensed re-runs, renewals refused on a lapsed lease.
@@ -75,6 +119,10 @@ describe("RemoteLedger workers through the edge API's agent routes, against the 
           expect(requests["POST calls poll"]).toBeGreaterThan(0)
           expect(requests["POST renew 409"]).toBeGreaterThan(0)
         }
+        // The hostile agents reached what they are for: every kind of request, refused or answered as documented.
+        if (hostile && runs >= 4)
+          for (const kind of HOSTILE_KINDS)
+            expect(hostileCount(hostile, kind), String(kind)).toBeGreaterThan(0)
       },
       plan.timeout(400),
     )

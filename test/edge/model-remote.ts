@@ -19,11 +19,13 @@ import {
   LedgerOutcomeAlreadySetError,
   LedgerReleaseRefusedError,
   LedgerWorkerAliveError,
+  MemoryLedgerStorage,
 } from "../../src/core/index.ts"
 import { AuthError, type LedgerScope, type Principal } from "../../src/edge/auth.ts"
 import { RemoteLedger, RemoteLedgerError } from "../../src/edge/client.ts"
 import { createLedgerApp } from "../../src/edge/index.ts"
 import type { ModelOperator, ModelWorkers, ModelWorkersSetup } from "../core/ledger/model-world.ts"
+import { EdgeIntruders, type IntruderTally, MALLORY, TRUDY } from "./model-intruder.ts"
 
 const BASE = "http://edge.model"
 const TENANT = "model"
@@ -52,7 +54,15 @@ const routeOf = (method: string, url: string, status: number, text: string): str
   return `${method} ${route ?? "transitions"} ${what}`
 }
 
-export const edgeWorkers = (setup: ModelWorkersSetup, tally?: RequestTally): ModelWorkers => {
+/**
+ * `hostile`: hostile agents (model-intruder.ts) act beside the honest workers, their requests counted there. The
+ * other tenant's ledger is a store of its own.
+ */
+export const edgeWorkers = (
+  setup: ModelWorkersSetup,
+  tally?: RequestTally,
+  hostile?: IntruderTally,
+): ModelWorkers => {
   const { clock, inFlight } = setup
   // Opaque tokens with scopes (what jwtAuth would verify), so no signature check runs off the event loop and a
   // run repeats from its seed.
@@ -62,8 +72,23 @@ export const edgeWorkers = (setup: ModelWorkersSetup, tally?: RequestTally): Mod
     principals.set(`Bearer ${t}`, { tenant: TENANT, subject, scopes: new Set(scopes) })
     return t
   }
+  let intruder: EdgeIntruders | null = null
+  if (hostile) {
+    principals.set(`Bearer ${MALLORY}`, { tenant: TENANT, subject: "mallory", scopes: new Set(["agent"]) })
+    principals.set(`Bearer ${TRUDY}`, { tenant: "other", subject: "trudy", scopes: new Set(["agent"]) })
+    intruder = new EdgeIntruders({
+      seed: setup.seed,
+      clock,
+      pollInterval: setup.pollInterval,
+      tally: hostile,
+      fetch: (req) => app.fetch(req),
+      track: (p) => inFlight.track(p),
+    })
+  }
+  const storage = intruder ? intruder.guard(setup.storage) : setup.storage
+  const otherTenant = new MemoryLedgerStorage()
   const app = createLedgerApp({
-    storage: setup.storage,
+    storage: (tenant) => (tenant === TENANT ? storage : otherTenant),
     authenticate: async (authorization) => {
       const p = principals.get(authorization ?? "")
       if (!p) throw new AuthError("unauthorized", "unknown token")
@@ -80,8 +105,15 @@ export const edgeWorkers = (setup: ModelWorkersSetup, tally?: RequestTally): Mod
   const send = (input: RequestInfo | URL, init?: RequestInit): Promise<Answer> =>
     inFlight.track(
       (async () => {
-        const res = await app.fetch(new Request(input, init))
+        const body = typeof init?.body === "string" ? init.body : null
+        const url = String(input)
+        const held = intruder && body !== null && /\/v1\/calls\/[^/]+\/[a-z]+$/.test(new URL(url).pathname)
+        const pending = app.fetch(new Request(input, init))
+        // Hostile requests on the same row, sent while the holder's own is in flight.
+        if (held) intruder?.beside(url, body)
+        const res = await pending
         const a = { status: res.status, headers: res.headers, text: await res.text() }
+        intruder?.saw(url, body, a.status, a.text)
         if (tally) {
           const route = routeOf(init?.method ?? "GET", String(input), a.status, a.text)
           tally[route] = (tally[route] ?? 0) + 1
@@ -154,6 +186,7 @@ export const edgeWorkers = (setup: ModelWorkersSetup, tally?: RequestTally): Mod
 
   return {
     operator,
+    ...(intruder ? { intruder } : {}),
     ledger(worker) {
       const ledger = new RemoteLedger({
         baseUrl: BASE,

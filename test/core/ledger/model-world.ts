@@ -38,11 +38,11 @@ const POLL_TIMEOUT = 120
 /** The ledger's default `presumedDeadAfter`: 2 × leaseTtl. */
 const PRESUMED_DEAD = 2 * LEASE
 
-type ToolName = "pay" | "charge" | "upsert" | "wire" | "search"
-type Cls = "non_idempotent_mutate" | "keyed_mutate" | "idempotent_mutate" | "irreversible" | "read"
+export type ToolName = "pay" | "charge" | "upsert" | "wire" | "search"
+export type Cls = "non_idempotent_mutate" | "keyed_mutate" | "idempotent_mutate" | "irreversible" | "read"
 const TOOLS: readonly ToolName[] = ["pay", "charge", "upsert", "wire", "search"]
 /** The class each tool's binding resolves to; `pay` declares the legacy alias `payment`. */
-const CLASS: Record<ToolName, Cls> = {
+export const CLASS: Record<ToolName, Cls> = {
   pay: "non_idempotent_mutate",
   charge: "keyed_mutate",
   upsert: "idempotent_mutate",
@@ -72,6 +72,8 @@ export interface ModelOperator {
 
 /** What a run gives workers that reach its store some other way than an in-process ActionLedger. */
 export interface ModelWorkersSetup {
+  /** The run's seed: a hostile client's own PRNG starts from it. */
+  readonly seed: number
   readonly clock: SchedulerClock
   /** A client of the run's store, its calls counted in flight. */
   readonly storage: LedgerStorage
@@ -86,6 +88,35 @@ export interface ModelWorkersSetup {
 export interface ModelWorkers {
   ledger(worker: string): ModelLedger
   readonly operator: ModelOperator
+  /** Hostile clients of the same server (test/edge/model-intruder.ts): they act after honest steps. */
+  readonly intruder?: ModelIntruder
+}
+
+/** An honest call as an intruder may learn it: what the agent sent, and the id the server keys it by. */
+export interface SeenCall {
+  readonly tool: ToolName
+  readonly args: Args
+  readonly ticket: string
+  readonly rid: string
+}
+
+/** What an intruder sees of a run, and how it tells the world what it did. */
+export interface IntruderView {
+  readonly calls: readonly SeenCall[]
+  /** The checker's client of the store. */
+  readonly store: LedgerStorage
+  log(line: string): void
+  violate(what: string): void
+  /** Other arguments or another binding went out under this tool's ticket: an honest call under it may be refused. */
+  taint(tool: string, ticket: string): void
+  /** A row the intruder's own begin may have made: no honest call names it. */
+  foreign(rid: string): void
+}
+
+export interface ModelIntruder {
+  attach(view: IntruderView): void
+  /** Called after every honest step, the world quiet: acts (or not) by its own PRNG, never the world's. */
+  act(): Promise<void>
 }
 export type ModelWorkersFactory = (setup: ModelWorkersSetup) => ModelWorkers
 
@@ -244,6 +275,10 @@ export class ModelWorld {
   readonly #fences = new Map<string, number>()
   #seq = 0
   #tickets = 0
+  readonly #intruder: ModelIntruder | null
+  /** `tool|ticket` an intruder sent other arguments or another binding under; rows its begins may have made. */
+  readonly #tainted = new Set<string>()
+  readonly #foreign = new Set<string>()
 
   constructor(seed: number, store: ModelStoreFactory = memoryStore, remote?: ModelWorkersFactory) {
     this.seed = seed
@@ -258,6 +293,7 @@ export class ModelWorld {
       `world: ${workers} workers, reconciler ${withReconciler}, reclaimRequiresDeathSignal ${reclaimRequiresDeathSignal}${remote ? ", over the edge API" : ""}`,
     )
     const edge = remote?.({
+      seed,
       clock: this.clock,
       storage: this.#inFlight.wrap(this.#opened.client()),
       inFlight: this.#inFlight,
@@ -299,6 +335,15 @@ export class ModelWorld {
       }
       this.#workers.push({ name, operator: local ?? (edge as ModelWorkers).operator, tools })
     }
+    this.#intruder = edge?.intruder ?? null
+    this.#intruder?.attach({
+      calls: this.#calls,
+      store: this.store,
+      log: (line) => this.#out.log(`x ${line}`),
+      violate: (what) => this.#out.violate(`intruder: ${what}`),
+      taint: (tool, ticket) => this.#tainted.add(`${tool}|${ticket}`),
+      foreign: (rid) => this.#foreign.add(rid),
+    })
   }
 
   // ---- the run ----------------------------------------------------------------------------------------------
@@ -309,6 +354,10 @@ export class ModelWorld {
         await this.#randomStep()
         // The store answers every call this step set off before time moves on (memory has by the next turn).
         await this.#inFlight.quiet()
+        if (this.#intruder) {
+          await this.#intruder.act()
+          await this.#inFlight.quiet()
+        }
         await this.#checkStep()
         this.#fail()
       }
@@ -781,6 +830,7 @@ export class ModelWorld {
     this.#typed(e, `c${call.n}`)
     const conflicted =
       (this.#ticketArgs.get(`${call.tool}|${call.ticket}`)?.length ?? 0) > 1 ||
+      this.#tainted.has(`${call.tool}|${call.ticket}`) ||
       (call.tool === "charge" && (this.#keyArgs.get(call.args.key)?.length ?? 0) > 1)
     const allowed =
       e instanceof LedgerHardBlockError ||
@@ -882,8 +932,10 @@ export class ModelWorld {
     const named = new Set(this.#calls.map((c) => c.rid))
     for await (const row of this.store.list()) {
       const rid = row.requestId
-      if (!named.has(rid)) this.#out.violate(`a row under ${short(rid)}, an id no call named`)
       if (row.terminalOutcome === "IN_FLIGHT") this.#out.violate(`${short(rid)} ends IN_FLIGHT`)
+      // An intruder's own row: test/edge/model-intruder.ts checks what it holds.
+      if (this.#foreign.has(rid) && !named.has(rid)) continue
+      if (!named.has(rid)) this.#out.violate(`a row under ${short(rid)}, an id no call named`)
       const refs = this.#effects.get(rid) ?? []
       if (row.tool === "search") continue
       if (
