@@ -1,5 +1,6 @@
 // Request bodies under limits: the size is refused before the body is read, the depth before anything parses it
 // recursively (validation, the store).
+import { hasDuplicateKey } from "../core/duplicate-keys.ts"
 import { parseExactJson } from "../core/exact-json.ts"
 import { readLimited } from "../core/storage/read-limited.ts"
 import { HttpError } from "./errors.ts"
@@ -81,6 +82,9 @@ export async function readJsonBody(req: Request, limits: BodyLimits, exactArgs =
   } catch {
     throw new HttpError("invalid_json", "request body must be valid JSON")
   }
+  // JSON.parse keeps the last of a repeated member; a proxy or log that reads the first would see another call.
+  if (hasDuplicateKey(text))
+    throw new HttpError("invalid_body", "request body names a member twice: send each once")
   const bad = unstorableAt(value, "")
   if (bad) throw new HttpError("invalid_body", bad)
   if (exactArgs && typeof value === "object" && value !== null && INEXACT.test(text))

@@ -551,3 +551,34 @@ describe("maxCachedTenants", () => {
       )
   })
 })
+
+describe("a member named twice", () => {
+  const storage = new MemoryLedgerStorage()
+  const app = createLedgerApp({ storage })
+  const begin = (body: string) =>
+    app.fetch(new Request("http://x/v1/calls", { method: "POST", headers: JSON_HEADERS, body }))
+
+  it("is 400 invalid_body wherever it is, however its name is spelt, and nothing is written", async () => {
+    const args = '"args":{"amount":1,"amount":1000}'
+    for (const body of [
+      `{"tool":"pay",${args},"meta":{"request_id":"r1"}}`,
+      '{"tool":"pay","args":{"amount":1,"\\u0061mount":1000},"meta":{"request_id":"r1"}}',
+      '{"tool":"pay","tool":"refund","args":{},"meta":{"request_id":"r1"}}',
+      '{"tool":"pay","args":{"to":{"iban":"A","iban":"B"}},"meta":{"request_id":"r1"}}',
+    ]) {
+      const r = await begin(body)
+      expect([r.status, await errorCode(r)]).toEqual([400, "invalid_body"])
+    }
+    expect(await storage.get("r1")).toBeNull()
+    // The same name in sibling objects, in an array's objects, or as a string value is no repeat.
+    const r = await begin(
+      '{"tool":"pay","args":{"a":{"k":1},"b":{"k":2},"c":[{"k":1},{"k":2}],"k":"k"},"meta":{"request_id":"r2"}}',
+    )
+    expect(r.status).toBe(200)
+  })
+
+  it("an id whose escapes decode to no UTF-8 names only its literal text", async () => {
+    const r = await app.fetch(new Request("http://x/v1/transitions/%ED%A0%80"))
+    expect([r.status, await errorCode(r)]).toEqual([404, "not_found"])
+  })
+})
