@@ -266,8 +266,13 @@ export function runPlan(
       }
     }
     shared.failing = (id, e) => {
-      ;(byId.get(id) as TaskState).fatal = e
+      const t = byId.get(id) as TaskState
+      t.fatal = e
       stop(causeOf(id, e))
+      // Its own other work stops too: a sibling sub-query of its batch started tools after the stop while the error
+      // travelled back up (on a durable run, for as long as the store took to write the failed row). Only the cause
+      // gets here: a stop has already aborted every other task.
+      t.controller?.abort(e)
     }
     pump()
 
@@ -346,7 +351,9 @@ export function runPlan(
       t.elapsed = now() - (t.startedAt as number)
       const usage = t.usage.snapshot()
       const elapsed_ms = t.elapsed
-      if (signal.aborted) {
+      // The task that stopped the run is aborted too (`failing`), yet reports its own failure.
+      const failing = "fatal" in t
+      if (signal.aborted && !failing) {
         // Stopped from outside (another task's failure, a budget trip elsewhere, the deadline, the caller): any
         // output that arrived after the abort is discarded.
         t.status = "cancelled"
@@ -355,7 +362,7 @@ export function runPlan(
             ? "sibling_failed"
             : ((cause?.reason ?? "cancelled") as TaskCancelledEvent["reason"])
         stream.emitTask(t.spec, runId, { type: "task_cancelled", reason, usage, elapsed_ms })
-      } else if (ok) {
+      } else if (ok && !failing) {
         t.status = "succeeded"
         t.output = value as string
         stream.emitTask(t.spec, runId, {
@@ -371,7 +378,7 @@ export function runPlan(
         }
       } else {
         // A budget trip is a stop, not a failure: the task is cancelled with the budget's reason.
-        const c = causeOf(t.spec.task_id, value)
+        const c = causeOf(t.spec.task_id, failing ? t.fatal : value)
         t.status = c.reason === "task_failed" ? "failed" : "cancelled"
         t.errorType = c.error_type as string
         t.errorMessage = c.message
