@@ -168,7 +168,12 @@ async function fetchPage(
     throw new CliError(`${url.href} did not answer a receipt export: is --url the ledger API's base URL?`)
   }
   const bytes = await readLimited(res, DEFAULT_MAX_RESPONSE_BYTES)
-  if (!bytes) throw new CliError(`a page from ${url.origin} is over ${DEFAULT_MAX_RESPONSE_BYTES} bytes`)
+  // The API ends a page at 8 MiB of lines, so only a page of one receipt can be this large.
+  if (!bytes)
+    throw new CliError(
+      `a page from ${url.origin} is over ${DEFAULT_MAX_RESPONSE_BYTES} bytes: the ledger API sends one this large ` +
+        "only for a single receipt this large, which cannot be exported; read it from the store itself",
+    )
   return { text: decode(bytes, url), link: res.headers.get("link") }
 }
 
@@ -221,8 +226,8 @@ export async function exportReceipts(options: ReceiptExportOptions): Promise<num
     if (out.length) options.write(`${out.join("\n")}\n`)
     count += lines.length
     const next = nextOf(page.link, url)
-    // Unfiltered, the API scans exactly `limit` receipts a page, so an empty page that points on is a server paging
-    // in place; filtered, a scan window without a match is empty and points on, up to MAX_EMPTY_PAGES in all.
+    // Unfiltered, an API page holds `limit` receipts or as many as its 8 MiB take, at least one, so an empty page
+    // that points on is a server paging in place; filtered, a scan window without a match is empty and points on, up to MAX_EMPTY_PAGES in all.
     if (next && !lines.length && (!filtered || ++empty > MAX_EMPTY_PAGES))
       throw new CliError(
         filtered

@@ -1,7 +1,12 @@
 // `ledger:reader` (operators read too) lists a tenant's audit receipts and verifies them (docs/receipts.md).
 import { InvalidOptionError } from "../core/errors.ts"
 import { type Receipt, receiptExportLine } from "../core/receipts/record.ts"
-import { matchesList } from "../core/receipts/store.ts"
+import {
+  matchesList,
+  type ReceiptListOptions,
+  type ReceiptPage,
+  type ReceiptStore,
+} from "../core/receipts/store.ts"
 import { verifyReceipts } from "../core/receipts/verify.ts"
 import type { Api, Ctx, RouteContext, TenantReceipts } from "./context.ts"
 import { HttpError } from "./errors.ts"
@@ -12,6 +17,11 @@ import { ReceiptsFilterQuery, ReceiptsQuery, VerifyReceiptsBody } from "./schema
 // fit the bytes left at the largest receipt's size: receipts of 1 MiB are refused before a page of them fills memory.
 const VERIFY_PAGE = 1000
 const FIRST_PAGE = 10
+
+// A receipts page ends at this many bytes of receipt lines (a receipt larger than that comes alone, so it still
+// exports): pages of 500 receipts of 150 KB passed the 64 MiB `receipts export` refuses, and were built in memory
+// whole. The Durable Object stops its own pages at 8 MiB of text as well.
+const PAGE_BYTES = 8 * 2 ** 20
 
 // Stores read the original's integers beyond 2^53 as exact bigints, which JSON.stringify refuses (a 500 before):
 // they go out as their decimal digits, as the CLI's --json prints them. /v1/receipts/verify checks the exact values.
@@ -26,6 +36,55 @@ function verifyBound(name: "maxVerifyReceipts" | "maxVerifyBytes", v: unknown): 
   throw new InvalidOptionError(
     `${name} must be a whole number >= 1, got ${typeof v === "number" ? v : typeof v}: pass e.g. { ${name}: ${name === "maxVerifyBytes" ? 2 ** 26 : 100_000} }, or omit it`,
   )
+}
+
+/**
+ * One page of at most `limit` receipts and PAGE_BYTES of lines, read as verify reads: a small page first, then pages
+ * that fit the bytes left at the largest receipt's size. Stores hand out a cursor per page only, so a page that
+ * passes the budget is read again up to its last receipt that fits, and ends the answer there.
+ */
+async function boundedPage(
+  store: ReceiptStore,
+  options: ReceiptListOptions,
+  limit: number,
+): Promise<{ page: ReceiptPage; lines: string[] }> {
+  const receipts: Receipt[] = []
+  const lines: string[] = []
+  let bytes = 0
+  let largest = 1
+  // The receipts asked for so far: a filtered page scans 20 x its limit, so these pages together scan no more
+  // than the caller's limit allows.
+  let left = limit
+  let take = Math.min(FIRST_PAGE, limit)
+  let cursor = options.cursor
+  for (;;) {
+    const page = await store.listPage({ ...options, limit: take, cursor })
+    const sized = page.receipts.map(receiptExportLine)
+    let fit = 0
+    for (const line of sized) {
+      // +1: its newline. The first receipt of the answer always goes in.
+      if (receipts.length + fit > 0 && bytes + line.length + 1 > PAGE_BYTES) break
+      bytes += line.length + 1
+      largest = Math.max(largest, line.length + 1)
+      fit++
+    }
+    if (fit < sized.length) {
+      // The receipts that fit, read again for the cursor after the last of them (none fit: the previous cursor).
+      const again = fit ? await store.listPage({ ...options, limit: fit, cursor }) : null
+      if (again) {
+        // Written from this read: a row committed late (Postgres ids) may have joined the receipts that fit.
+        receipts.push(...again.receipts)
+        lines.push(...again.receipts.map(receiptExportLine))
+      }
+      return { page: { receipts, cursor: again ? again.cursor : (cursor ?? null) }, lines }
+    }
+    receipts.push(...page.receipts)
+    lines.push(...sized)
+    left -= take
+    cursor = page.cursor ?? undefined
+    if (page.cursor === null || left === 0) return { page: { receipts, cursor: page.cursor }, lines }
+    take = Math.min(left, Math.max(1, Math.floor((PAGE_BYTES - bytes) / largest)))
+  }
 }
 
 export function receiptRoutes(api: Api, ctx: RouteContext): void {
@@ -45,7 +104,7 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
     const { emitter } = receiptsOf(c)
     const q = ctx.query(c, ReceiptsQuery)
     const limit = ctx.pageLimit(q.limit)
-    const page = await emitter.store.listPage({ ...filter(q), limit, cursor: q.cursor })
+    const { page, lines } = await boundedPage(emitter.store, { ...filter(q), cursor: q.cursor }, limit)
     if (q.format !== "jsonl")
       return c.body(JSON.stringify(page, bigintAsText), 200, { "content-type": "application/json" })
     // The next page goes in a Link header (RFC 8288), as a query-only reference: it resolves against this
@@ -56,7 +115,7 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
       next.set("cursor", page.cursor)
       headers.link = `<?${next}>; rel="next"`
     }
-    return c.body(page.receipts.map((r) => `${receiptExportLine(r)}\n`).join(""), 200, headers)
+    return c.body(lines.map((line) => `${line}\n`).join(""), 200, headers)
   })
 
   // Verification needs the whole chain at once, so it is bounded by the tenant's receipt count and bytes, not by a page.
