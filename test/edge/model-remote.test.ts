@@ -7,12 +7,14 @@
 // MYCELIUM_MODEL_STEPS (default 60), MYCELIUM_MODEL_SEED (a new base); MYCELIUM_MODEL_REPORT=1 prints the counts and
 // the requests by route. The lanes `hostile` (memory) and `hostile-redis` add hostile agents of the model's tenant
 // and of another (model-intruder.ts); their report adds the hostile requests by kind and answer.
+// The memory-clock lane lets time pass inside the server's store calls and gives each worker's
+// client a clock minutes to hours off the server's (ModelOptions); MYCELIUM_MODEL_STORES=memory-clock soaks it alone.
 import { afterAll, describe, expect, it } from "vitest"
 import { RedisLedgerStorage } from "../../src/adapters/redis.ts"
 import { dropKeys, REDIS_URL, runTag } from "../adapters/servers/env.ts"
 import { expectRaces, ledgerCounts, soakPlan } from "../core/ledger/model-soak.ts"
 import { type ModelStoreFactory, memoryStore, storeClients } from "../core/ledger/model-store.ts"
-import { ModelWorld } from "../core/ledger/model-world.ts"
+import { type ModelOptions, ModelWorld } from "../core/ledger/model-world.ts"
 import { ModelTally, modelKnobs, runSeeds } from "../core/model-kit.ts"
 import type { IntruderTally } from "./model-intruder.ts"
 import { edgeWorkers, type RequestTally } from "./model-remote.ts"
@@ -41,6 +43,7 @@ interface Lane {
   store(run: number): ModelStoreFactory
   /** Hostile agents of the model's tenant and of another act beside the honest workers (model-intruder.ts). */
   readonly hostile?: boolean
+  readonly options?: ModelOptions
 }
 
 const LANES: Lane[] = [
@@ -48,6 +51,12 @@ const LANES: Lane[] = [
   { name: "redis", runs: 8, store: redis("r") },
   { name: "hostile", runs: 16, store: () => memoryStore, hostile: true },
   { name: "hostile-redis", runs: 4, store: redis("h"), hostile: true },
+  {
+    name: "memory-clock",
+    runs: 30,
+    store: () => memoryStore,
+    options: { midCall: true, skew: "minutes-hours" },
+  },
 ]
 
 /** What every hostile lane must have sent and been answered (a pattern of its tally's keys). */
@@ -90,14 +99,17 @@ describe("RemoteLedger workers through the edge API's agent routes, against the 
     it(
       `${lane.name}: ${plan.runs} runs of ${plan.steps} steps from seed ${plan.base}${plan.seconds ? `, or more for ${plan.seconds} s` : ""}`,
       async () => {
-        const tally = new ModelTally(ledgerCounts(true))
+        const tally = new ModelTally(ledgerCounts(true, lane.options?.midCall))
         const requests: RequestTally = {}
         const hostile: IntruderTally | undefined = lane.hostile ? {} : undefined
         const { runs, seconds } = await runSeeds(
           plan,
           async (seed, i) => {
-            const world = new ModelWorld(seed, lane.store(i), (setup) =>
-              edgeWorkers(setup, requests, hostile),
+            const world = new ModelWorld(
+              seed,
+              lane.store(i),
+              (setup) => edgeWorkers(setup, requests, hostile),
+              lane.options,
             )
             await world.run(plan.steps)
             tally.add(world.stats)
@@ -123,6 +135,7 @@ describe("RemoteLedger workers through the edge API's agent routes, against the 
         if (hostile && runs >= 4)
           for (const kind of HOSTILE_KINDS)
             expect(hostileCount(hostile, kind), String(kind)).toBeGreaterThan(0)
+        if (runs >= 8 && lane.options?.midCall) expect(tally.totals.lapsesMidCall).toBeGreaterThan(runs)
       },
       plan.timeout(400),
     )

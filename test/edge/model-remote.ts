@@ -12,8 +12,12 @@
 //   body's context has no row: the model reads the lease from the store (model-world.ts, #leaseFromRow). A lapsed
 //   lease's renewal is a RemoteLedgerError with code `ledger_lease_expired` (no class of its own).
 // - No reconciler: the app has none, so a blocked row waits for the operator.
+// - Clocks: the server's is the model's. A worker's own clock (ModelOptions.skew: minutes to hours off) counts its
+//   poll waits; RemoteLedger itself reads Date.now() only to time its waits and renewals and sends no time of its
+//   own, so a skewed client cannot move a lease (docs/http-api.md: the server's clock decides).
 import { entryFromRow } from "../../src/adapter-kit.ts"
 import {
+  type Clock,
   LedgerAlreadyResolvedError,
   type LedgerEntry,
   LedgerOutcomeAlreadySetError,
@@ -101,6 +105,16 @@ export const edgeWorkers = (
     pollInterval: setup.pollInterval,
   })
 
+  /** `request id#fence` → the lease_until of the server's last answer to that holder (a claim's, a renewal's). */
+  const leases = new Map<string, number | null>()
+  const noteLease = (a: Answer): void => {
+    if (a.status !== 200) return
+    const json = JSON.parse(a.text) as { request_id?: unknown; fence?: unknown; lease_until?: unknown }
+    const until = json.lease_until
+    if (typeof json.fence === "number" && (typeof until === "number" || until === null))
+      leases.set(`${json.request_id}#${json.fence}`, until)
+  }
+
   /** One request, counted in flight until its whole answer is read. */
   const send = (input: RequestInfo | URL, init?: RequestInit): Promise<Answer> =>
     inFlight.track(
@@ -114,6 +128,7 @@ export const edgeWorkers = (
         const res = await pending
         const a = { status: res.status, headers: res.headers, text: await res.text() }
         intruder?.saw(url, body, a.status, a.text)
+        noteLease(a)
         if (tally) {
           const route = routeOf(init?.method ?? "GET", String(input), a.status, a.text)
           tally[route] = (tally[route] ?? 0) + 1
@@ -126,17 +141,18 @@ export const edgeWorkers = (
     const json = JSON.parse(a.text) as { status?: unknown; retry_after?: unknown }
     return json.status === "poll" && typeof json.retry_after === "number" ? json.retry_after : null
   }
-  /** The client's fetch: its poll waits, on the model's clock (see the top of this file). */
-  const fetch = (async (input: RequestInfo | URL, init?: RequestInit) => {
-    const deadline = clock.now() + setup.pollTimeout
-    for (;;) {
-      const a = await send(input, init)
-      const wait = retryAfter(input, init, a)
-      if (wait === null || clock.now() >= deadline)
-        return new Response(a.text, { status: a.status, headers: a.headers })
-      await clock.sleep(wait)
-    }
-  }) as typeof globalThis.fetch
+  /** A client's fetch: its poll waits, on its own clock (the model's, or skewed from it: see the top of this file). */
+  const fetchOn = (own: Clock) =>
+    (async (input: RequestInfo | URL, init?: RequestInit) => {
+      const deadline = own.now() + setup.pollTimeout
+      for (;;) {
+        const a = await send(input, init)
+        const wait = retryAfter(input, init, a)
+        if (wait === null || own.now() >= deadline)
+          return new Response(a.text, { status: a.status, headers: a.headers })
+        await own.sleep(wait)
+      }
+    }) as typeof globalThis.fetch
 
   const opsToken = `Bearer ${token("ops", ["operator", "reader"])}`
   const ops = async <T>(method: string, path: string, body?: unknown): Promise<T> => {
@@ -187,11 +203,12 @@ export const edgeWorkers = (
   return {
     operator,
     ...(intruder ? { intruder } : {}),
-    ledger(worker) {
+    granted: (id, fence) => leases.get(`${id}#${fence}`),
+    ledger(worker, own) {
       const ledger = new RemoteLedger({
         baseUrl: BASE,
         token: token(worker, ["agent"]),
-        fetch,
+        fetch: fetchOn(own),
         leaseTtl: setup.leaseTtl,
         leaseRenewInterval: 0,
         pollTimeout: 0,

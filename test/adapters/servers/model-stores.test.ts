@@ -6,6 +6,11 @@
 // Each store's default runs fit the file in about 25 s. A soak: MYCELIUM_MODEL_SECONDS (keep running each store that
 // long), MYCELIUM_MODEL_RUNS (runs per store), MYCELIUM_MODEL_STEPS (default 60), MYCELIUM_MODEL_SEED (a new base);
 // MYCELIUM_MODEL_STORES (names, comma-separated) picks stores; MYCELIUM_MODEL_REPORT=1 prints each store's counts.
+// MYCELIUM_MODEL_MIDCALL=1 lets time pass inside the workers' store calls in every lane (model-store.ts, MidCallTime);
+// the file-midcall lane always does. MYCELIUM_MODEL_SKEW=behind|minutes-hours gives each worker of the http lanes a
+// clock that far off the server's (ModelOptions.skew). It fails today: a renewal or a re-run after a verdict stamps
+// the lease with the worker's clock (docs/http-api.md, Store routes), so a worker behind by more than the lease ends
+// its own lease and cannot re-run a released row, and one ahead acts on verdicts beside a live owner.
 //
 // Time: the stores take `now` from the ledger's clock (the model's), except where the store keeps its own:
 // - HTTP: the server's clock decides leases and ignores the client's `now`; here the app's clock is the model's
@@ -33,6 +38,10 @@ import { storeServices } from "./services.ts"
 
 // Fixed, so CI repeats the same schedules (the order in which a real store answers overlapping calls still varies).
 const knobs = modelKnobs(process.env, 45_100)
+const MIDCALL = Boolean(process.env.MYCELIUM_MODEL_MIDCALL)
+const SKEW = process.env.MYCELIUM_MODEL_SKEW
+if (SKEW !== undefined && SKEW !== "behind" && SKEW !== "minutes-hours")
+  throw new Error(`MYCELIUM_MODEL_SKEW must be behind or minutes-hours, got '${SKEW}'`)
 const TAG = runTag("model").replace(/-/g, "_")
 const { pool, root, tables, closers } = storeServices("model")
 // The keys the Redis and Upstash runs left.
@@ -67,21 +76,22 @@ async function neonTable(name: string, run: number): Promise<string> {
 
 interface Lane {
   readonly name: string
+  /** Time passes inside store calls (else only with MYCELIUM_MODEL_MIDCALL=1). */
+  readonly midCall?: boolean
   /** Runs by default: what fits the store's speed (a list() of Redis scans the shared keyspace; REST is slower). */
   readonly runs: number
   /** Before each run: a fresh namespace (or an emptied table); then the run's store. */
   open(run: number): Promise<ModelStoreFactory>
 }
 
+const fileStore = async (run: number, lane: string): Promise<ModelStoreFactory> => {
+  const path = join(root, lane, `r${run}`, "ledger.json")
+  return () => storeClients(() => new FileLedgerStorage(path, { fsync: false }))
+}
+
 const LANES: Lane[] = [
-  {
-    name: "file",
-    runs: 12,
-    async open(run) {
-      const path = join(root, `r${run}`, "ledger.json")
-      return () => storeClients(() => new FileLedgerStorage(path, { fsync: false }))
-    },
-  },
+  { name: "file", runs: 12, open: (run) => fileStore(run, "file") },
+  { name: "file-midcall", runs: 6, midCall: true, open: (run) => fileStore(run, "file-midcall") },
   { name: "redis", runs: 12, open: async (run) => () => redis(`${TAG}:r${run}:redis`) },
   {
     name: "upstash",
@@ -134,7 +144,12 @@ describe("action ledger against the reference model, over each real store", () =
     const plan = soakPlan(lane.runs, knobs.base, knobs)
     it(
       `${lane.name}: ${plan.runs} runs of ${plan.steps} steps from seed ${plan.base}${plan.seconds ? `, or more for ${plan.seconds} s` : ""}`,
-      () => soakStore(lane.name, plan, lane.open),
+      () =>
+        soakStore(lane.name, plan, lane.open, {
+          midCall: MIDCALL || lane.midCall === true,
+          // Only where the server's clock decides leases.
+          ...(SKEW && lane.name.startsWith("http") ? { skew: SKEW } : {}),
+        }),
       plan.timeout(1_000),
     )
   }

@@ -34,3 +34,12 @@ export class SchedulerClock implements Clock {
     return this.#sleepers.length
   }
 }
+
+/**
+ * A worker's own clock, `offset` seconds off the model's (the server's): it reads the time skewed and sleeps as long.
+ * What a process whose clock is set wrong sees (test/adapters/servers/model-stores.test.ts, test/edge/model-remote.ts).
+ */
+export const skewed = (clock: SchedulerClock, offset: number): Clock => ({
+  now: () => clock.now() + offset,
+  sleep: (seconds) => clock.sleep(seconds),
+})

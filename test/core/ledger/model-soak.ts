@@ -9,14 +9,17 @@
 import { expect } from "vitest"
 import { type ModelKnobs, ModelTally, modelKnobs, runSeeds, type SeedPlan } from "../model-kit.ts"
 import type { ModelStoreFactory } from "./model-store.ts"
-import { type ModelStats, ModelWorld } from "./model-world.ts"
+import { type ModelOptions, type ModelStats, ModelWorld } from "./model-world.ts"
 
 const vars = (import.meta as ImportMeta & { env?: Record<string, string | undefined> }).env ?? {}
 
 type Count = Exclude<keyof ModelStats, "errors" | "maxPending">
 
-/** The counts a report adds up, in ModelStats's order; a death mark only through the edge API counts there. */
-export const ledgerCounts = (deathMarks = false): Count[] => [
+/**
+ * The counts a report adds up, in ModelStats's order; a death mark only through the edge API counts there, and the
+ * clock's moves inside store calls only where they happen (ModelOptions.midCall).
+ */
+export const ledgerCounts = (deathMarks = false, midCall = false): Count[] => [
   "steps",
   "calls",
   "runs",
@@ -26,6 +29,7 @@ export const ledgerCounts = (deathMarks = false): Count[] => [
   "releases",
   ...(deathMarks ? (["deathMarks"] as const) : []),
   "verdictReruns",
+  ...(midCall ? (["midCallMoves", "lapsesMidCall", "lapsedBeforeEffect"] as const) : []),
 ]
 
 /** The runs reached what the model is for: effects, replays, crashes, releases. */
@@ -73,12 +77,13 @@ export async function soakStore(
   name: string,
   plan: SoakPlan,
   open: (run: number) => ModelStoreFactory | Promise<ModelStoreFactory>,
+  options: ModelOptions = {},
 ): Promise<void> {
-  const tally = new ModelTally(ledgerCounts())
+  const tally = new ModelTally(ledgerCounts(false, options.midCall))
   const { runs, seconds } = await runSeeds(
     plan,
     async (seed, i) => {
-      const world = new ModelWorld(seed, await open(i))
+      const world = new ModelWorld(seed, await open(i), undefined, options)
       await world.run(plan.steps)
       tally.add(world.stats)
     },
@@ -90,4 +95,6 @@ export async function soakStore(
         tally.json,
     )
   if (runs >= 4) expectRaces(tally.totals, runs)
+  // Time passing inside store calls lapsed leases there (each run has a few).
+  if (runs >= 4 && options.midCall) expect(tally.totals.lapsesMidCall).toBeGreaterThan(runs)
 }

@@ -8,6 +8,7 @@ import { seededRandom } from "../../../src/conformance/random.ts"
 import {
   ActionLedger,
   argsFingerprint,
+  type Clock,
   LedgerAlreadyResolvedError,
   type LedgerEntry,
   type LedgeredToolOptions,
@@ -29,8 +30,8 @@ import {
   transitionKey,
 } from "../../../src/core/index.ts"
 import { countError, failedRun, pickOne, RunLog, shuffled, untyped } from "../model-kit.ts"
-import { SchedulerClock } from "./model-clock.ts"
-import { InFlight, type ModelStore, type ModelStoreFactory, memoryStore } from "./model-store.ts"
+import { SchedulerClock, skewed } from "./model-clock.ts"
+import { InFlight, MidCallTime, type ModelStore, type ModelStoreFactory, memoryStore } from "./model-store.ts"
 
 const LEASE = 10
 const POLL = 1
@@ -86,8 +87,11 @@ export interface ModelWorkersSetup {
   readonly presumedDeadAfter: number
 }
 export interface ModelWorkers {
-  ledger(worker: string): ModelLedger
+  /** `clock`: the worker's own, the model's or skewed from it (ModelOptions.skew). */
+  ledger(worker: string, clock: Clock): ModelLedger
   readonly operator: ModelOperator
+  /** The lease the server last answered this holder of `requestId` at `fence` (a claim's, a renewal's). */
+  granted?(requestId: string, fence: number): number | null | undefined
   /** Hostile clients of the same server (test/edge/model-intruder.ts): they act after honest steps. */
   readonly intruder?: ModelIntruder
 }
@@ -119,6 +123,25 @@ export interface ModelIntruder {
   act(): Promise<void>
 }
 export type ModelWorkersFactory = (setup: ModelWorkersSetup) => ModelWorkers
+
+/** What a run adds to the plain model; without any, a seed repeats the run it always ran. */
+export interface ModelOptions {
+  /** Time passes inside the workers' store calls (and the edge app's): model-store.ts, MidCallTime. */
+  readonly midCall?: boolean
+  /**
+   * Each worker's clock is off the model's by a random amount of this kind: the store or the server keeps the
+   * model's time. Only where the store decides leases on its own clock (HttpLedgerStorage, the edge API).
+   */
+  readonly skew?: "minutes-hours" | "behind"
+}
+
+/** Worker clock offsets: minutes to hours either way, or behind only; one worker in four keeps the model's time. */
+function skewOf(kind: NonNullable<ModelOptions["skew"]>, rand: () => number): number {
+  if (rand() < 0.25) return 0
+  const hours = rand() < 0.5
+  const size = hours ? 3600 * (1 + rand() * 5) : 60 * (1 + rand() * 50)
+  return kind === "behind" || rand() < 0.5 ? -size : size
+}
 
 /** What a body throws on purpose; the caller must get this very object back. */
 class ToolFailure extends Error {
@@ -196,6 +219,11 @@ export interface ModelStats {
   releases: number
   deathMarks: number
   verdictReruns: number
+  /** ModelOptions.midCall: the times the clock moved inside a store call, and the leases that lapsed then. */
+  midCallMoves: number
+  lapsesMidCall: number
+  /** Effects entered on a lease that lapsed after the boundary write's answer: not knowable (#enteredFn). */
+  lapsedBeforeEffect: number
   maxPending: number
   errors: Record<string, number>
 }
@@ -255,6 +283,9 @@ export class ModelWorld {
     releases: 0,
     deathMarks: 0,
     verdictReruns: 0,
+    midCallMoves: 0,
+    lapsesMidCall: 0,
+    lapsedBeforeEffect: 0,
     maxPending: 0,
     errors: {},
   }
@@ -273,6 +304,8 @@ export class ModelWorld {
   readonly #keyArgs = new Map<string, string[]>()
   readonly #completed = new Map<string, unknown>()
   readonly #fences = new Map<string, number>()
+  readonly #midCall: MidCallTime | null
+  readonly #edge: ModelWorkers | undefined
   #seq = 0
   #tickets = 0
   readonly #intruder: ModelIntruder | null
@@ -280,22 +313,47 @@ export class ModelWorld {
   readonly #tainted = new Set<string>()
   readonly #foreign = new Set<string>()
 
-  constructor(seed: number, store: ModelStoreFactory = memoryStore, remote?: ModelWorkersFactory) {
+  constructor(
+    seed: number,
+    store: ModelStoreFactory = memoryStore,
+    remote?: ModelWorkersFactory,
+    options: ModelOptions = {},
+  ) {
     this.seed = seed
     this.#opened = store(this.clock)
+    // The checker's reads stay outside time: they are not the system's.
     this.store = this.#inFlight.wrap(this.#opened.client())
     this.#rand = seededRandom(seed)
+    // Amounts around a poll, a renewal interval, the lease and the death presumption, so a lease can lapse between
+    // a holder's read and its write, between its effect and its boundary write, and during a renewal.
+    this.#midCall = options.midCall
+      ? new MidCallTime(this.clock, seed, {
+          chance: 0.06,
+          amounts: [POLL, LEASE / 3, LEASE / 2, LEASE, 1.5 * LEASE, PRESUMED_DEAD],
+          moved: (from, to, what) => this.#movedMidCall(from, to, what),
+        })
+      : null
+    // Its own generator, so the offsets leave the run's own draws as they were.
+    const skewRand = seededRandom(seed ^ 0x2545f491)
+    const kind = options.skew
+    const skews = kind ? Array.from({ length: 4 }, () => skewOf(kind, skewRand)) : []
+    const clockOf = (i: number): Clock => (skews[i] ? skewed(this.clock, skews[i]) : this.clock)
+    const client = (): LedgerStorage => {
+      const c = this.#opened.client()
+      return this.#inFlight.wrap(this.#midCall ? this.#midCall.wrap(c) : c)
+    }
     // The edge app takes no reconciler: its blocked rows wait for the operator.
     const withReconciler = this.#rand() < 0.5 && !remote
     const reclaimRequiresDeathSignal = this.#rand() < 0.3
     const workers = 2 + Math.floor(this.#rand() * 3)
     this.#out.log(
-      `world: ${workers} workers, reconciler ${withReconciler}, reclaimRequiresDeathSignal ${reclaimRequiresDeathSignal}${remote ? ", over the edge API" : ""}`,
+      `world: ${workers} workers, reconciler ${withReconciler}, reclaimRequiresDeathSignal ${reclaimRequiresDeathSignal}${remote ? ", over the edge API" : ""}` +
+        `${this.#midCall ? ", time passes inside store calls" : ""}${skews.length ? `, clock skews ${skews.slice(0, workers).join(" ")}` : ""}`,
     )
     const edge = remote?.({
       seed,
       clock: this.clock,
-      storage: this.#inFlight.wrap(this.#opened.client()),
+      storage: client(),
       inFlight: this.#inFlight,
       reclaimRequiresDeathSignal,
       leaseTtl: LEASE,
@@ -303,13 +361,27 @@ export class ModelWorld {
       pollTimeout: POLL_TIMEOUT,
       presumedDeadAfter: PRESUMED_DEAD,
     })
+    this.#edge = edge
+    // Workers on skewed clocks answer to an operator whose clock is right (the server's): an operator's own skew
+    // would judge every lease by it, which docs/http-api.md leaves to keeping that clock synchronized.
+    const ops =
+      skews.length && !edge
+        ? new ActionLedger({
+            storage: client(),
+            clock: this.clock,
+            owner: "ops",
+            leaseTtl: LEASE,
+            reclaimRequiresDeathSignal,
+            onWarning: () => {},
+          })
+        : null
     for (let i = 0; i < workers; i++) {
       const name = `w${i}`
       const local = edge
         ? null
         : new ActionLedger({
-            storage: this.#inFlight.wrap(this.#opened.client()),
-            clock: this.clock,
+            storage: client(),
+            clock: clockOf(i),
             owner: name,
             leaseTtl: LEASE,
             // Renewals are the scheduler's steps (a body's renewLease()), not timers: a run must repeat from its seed.
@@ -328,12 +400,12 @@ export class ModelWorld {
           sideEffectClass: tool === "pay" ? "payment" : CLASS[tool],
           ...(tool === "charge" ? { requestIdFrom: "key" } : {}),
         } as const
-        const ledger: ModelLedger = local ?? (edge as ModelWorkers).ledger(name)
+        const ledger: ModelLedger = local ?? (edge as ModelWorkers).ledger(name, clockOf(i))
         tools[tool] = ledger.tool({ name: tool, binding }, (args: Args, tx) =>
           this.#body(name, tool, args, tx),
         )
       }
-      this.#workers.push({ name, operator: local ?? (edge as ModelWorkers).operator, tools })
+      this.#workers.push({ name, operator: ops ?? local ?? (edge as ModelWorkers).operator, tools })
     }
     this.#intruder = edge?.intruder ?? null
     this.#intruder?.attach({
@@ -522,6 +594,8 @@ export class ModelWorld {
     const rid = tx.requestId
     if (rid !== call.rid)
       this.#out.violate(`c${call.n} ran under ${short(rid)}, its identity is ${short(call.rid)}`)
+    // An earlier attempt's boundary answer says nothing of this one's.
+    this.#midCall?.boundaryAnswered.delete(rid)
     const r = this.#rand()
     const plan: Plan = {
       throwAt: call.drive ? null : r < 0.1 ? "before" : r < 0.2 ? "inside" : r < 0.3 ? "after" : null,
@@ -538,7 +612,8 @@ export class ModelWorld {
       tx,
       plan,
       startSeq: ++this.#seq,
-      leaseUntil: tx.entry?.leaseUntil ?? Infinity,
+      // Through the edge API, the lease the server's answer gave (#leaseFromRow reads the row too).
+      leaseUntil: tx.entry?.leaseUntil ?? this.#edge?.granted?.(rid, tx.fence) ?? Infinity,
       heartbeat: tx.entry?.lastHeartbeatAt ?? this.clock.now(),
       point: null,
       resume: null,
@@ -600,7 +675,16 @@ export class ModelWorld {
     const latest = this.#attemptsOf(a.rid).at(-1)
     if (latest !== a)
       this.#out.violate(`a${a.n} entered its effect after a${latest?.n} took ${short(a.rid)} over`)
-    if (this.clock.now() >= a.leaseUntil) this.#out.violate(`a${a.n} crossed the boundary on a lapsed lease`)
+    // With time passing inside store calls, the lease is judged when the boundary write's answer reached the ledger
+    // (through the edge API, the server's ledger). Time that passes after that and before fn runs (here: other calls'
+    // store time in between; in life a pause, or the way back to a RemoteLedger client, which has no server clock)
+    // is not knowable to whoever decides to run fn. Without it no time passes inside a step: the two are the same.
+    const at = this.#midCall?.boundaryAnswered.get(a.rid) ?? this.clock.now()
+    if (at >= a.leaseUntil) this.#out.violate(`a${a.n} crossed the boundary on a lapsed lease`)
+    else if (this.clock.now() >= a.leaseUntil) {
+      this.stats.lapsedBeforeEffect++
+      this.#out.log(`a${a.n} enters its effect on a lease that lapsed after the boundary write was answered`)
+    }
   }
 
   #charge(a: Attempt): string {
@@ -648,6 +732,17 @@ export class ModelWorld {
    */
   async #leaseFromRow(a: Attempt): Promise<void> {
     const row = await this.store.get(a.rid)
+    const granted = this.#edge?.granted?.(a.rid, a.fence)
+    // Time passed inside the call that granted the lease (a claim, a renewal) until it lapsed, before this body saw
+    // the answer: another worker may have taken the row over, or blocked it, as it may any lapsed lease.
+    const lapsedInCall = this.#midCall && typeof granted === "number" && this.clock.now() >= granted
+    if (lapsedInCall && row && (row.fence > a.fence || row.terminalOutcome !== "IN_FLIGHT")) {
+      a.leaseUntil = granted
+      this.#out.log(
+        `a${a.n} sees ${short(a.rid)} moved on (${row.terminalOutcome} ${row.fence}): its lease lapsed in the call`,
+      )
+      return
+    }
     if (row?.fence !== a.fence || row.terminalOutcome !== "IN_FLIGHT") {
       this.#out.violate(
         `a${a.n} holds ${short(a.rid)} at fence ${a.fence}; the row: ${row?.terminalOutcome} ${row?.fence}`,
@@ -656,6 +751,16 @@ export class ModelWorld {
     }
     a.leaseUntil = row.leaseUntil ?? Infinity
     a.heartbeat = row.lastHeartbeatAt ?? a.heartbeat
+  }
+
+  /** Time moved inside a store call: the leases (as the model knows them) of running attempts it lapsed. */
+  #movedMidCall(from: number, to: number, what: string): void {
+    this.stats.midCallMoves++
+    const lapsed = this.#attempts.filter(
+      (a) => a.state === "running" && from < a.leaseUntil && a.leaseUntil <= to,
+    )
+    this.stats.lapsesMidCall += lapsed.length
+    this.#out.log(`${what}${lapsed.length ? `; lapsed ${lapsed.map((a) => `a${a.n}`).join(" ")}` : ""}`)
   }
 
   // ---- scheduler actions --------------------------------------------------------------------------------------
@@ -836,8 +941,9 @@ export class ModelWorld {
       e instanceof LedgerHardBlockError ||
       e instanceof LedgerPollTimeoutError ||
       (e instanceof LedgerIdentityConflictError && conflicted) ||
-      // A late owner: its boundary write found the row taken over, blocked or released.
-      (e instanceof LedgerOutcomeAlreadySetError && call.attempt !== null)
+      // A late owner: its boundary write found the row taken over, blocked or released, or its answer came back
+      // after the lease lapsed (time passing inside a store call).
+      ((e instanceof LedgerOutcomeAlreadySetError || leaseRefused(e)) && call.attempt !== null)
     if (!allowed) this.#out.violate(`c${call.n} (${call.kind}) failed with ${String(e)}`)
     if (call.drifted && !(e instanceof LedgerIdentityConflictError || e instanceof LedgerHardBlockError))
       this.#out.violate(`c${call.n} has drifted arguments and failed with ${String(e)}, not a refusal`)
@@ -861,6 +967,7 @@ export class ModelWorld {
 
     // Every worker finished or died: lapse every lease (and the heartbeat silence), then the operator's pass.
     this.clock.advance(6 * LEASE, (xs) => xs)
+    if (this.#midCall) this.#midCall.on = false
     this.#out.log("== operator pass")
     const operator = this.#workers[0]?.operator as ModelOperator
     for (const row of await operator.listTransitions({ stuck: true })) await this.#settle(row)

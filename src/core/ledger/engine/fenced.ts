@@ -262,20 +262,31 @@ export function markHeld(
   return casFrom(core, c, next, held(c), `mark ${outcome.toLowerCase()}`)
 }
 
+const lapsed = (c: LedgerEntry, act: string): LedgerLeaseError =>
+  new LedgerLeaseError(
+    `Cannot ${act} request '${c.requestId}': lease already expired — reclaim or reconcile instead`,
+  )
+
 /** A weaker value still performs the CAS, so a stale fence fails even when nothing would change. */
-export function advanceBoundaryHeld(
+export async function advanceBoundaryHeld(
   core: LedgerCore,
   c: LedgerEntry,
   boundary: SideEffectBoundary,
 ): Promise<LedgerEntry> {
   // Leaving not_crossed starts the effect, and the lease is the permission to: once it has lapsed, a redispatch may
   // have judged the row not crossed and taken it over, so a late owner must not begin an effect.
-  const expect = effectExpect(
-    c,
-    "advance boundary",
-    c.sideEffectBoundary === "not_crossed" ? core.clock.now() : undefined,
-  )
-  return casFrom(core, c, boundaryRow(c, boundary), expect, "advance boundary")
+  const heldAt = c.sideEffectBoundary === "not_crossed" ? core.clock.now() : undefined
+  const expect = effectExpect(c, "advance boundary", heldAt)
+  const row = await casFrom(core, c, boundaryRow(c, boundary), expect, "advance boundary")
+  // The store checked the lease at `heldAt`, read before the write. A lease that lapsed by the same clock while the
+  // write was in flight (a slow store, a pause) must not start the effect either: the owner may be presumed dead by
+  // the time it runs, and its row settled `not_executed` from the provider's records. The row stays maybe_crossed,
+  // so the failure recorded is UNKNOWN. (A lease this clock read as lapsed already at `heldAt` was judged live by a
+  // store on a clock of its own, HttpLedgerStorage's server, whose clock decides: docs/http-api.md.)
+  const lease = row.leaseUntil
+  if (heldAt !== undefined && lease !== null && heldAt < lease && core.clock.now() >= lease)
+    throw lapsed(c, "start the effect of")
+  return row
 }
 
 export function attachRefHeld(core: LedgerCore, c: LedgerEntry, ref: string): Promise<LedgerEntry> {
@@ -288,11 +299,7 @@ export async function renewHeld(core: LedgerCore, c: LedgerEntry, leaseTtl?: num
   const ttl = seconds("leaseTtl", leaseTtl ?? core.policy.leaseTtl)
   if (!(ttl > 0)) throw new LedgerConfigError("renewLease needs a positive lease ttl (seconds)")
   const now = core.clock.now()
-  if (c.leaseUntil !== null && now >= c.leaseUntil) {
-    throw new LedgerLeaseError(
-      `Cannot renew request '${c.requestId}': lease already expired — reclaim or reconcile instead`,
-    )
-  }
+  if (c.leaseUntil !== null && now >= c.leaseUntil) throw lapsed(c, "renew")
   return casFrom(core, c, renewedRow(c, ttl, now), held(c, undefined, now), "renew lease")
 }
 
