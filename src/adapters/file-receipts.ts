@@ -4,6 +4,7 @@
 // link inside the record would break it.
 import { closeSync, readSync } from "node:fs"
 import { hasDuplicateKey } from "../core/duplicate-keys.ts"
+import { parsePythonJson } from "../core/python-json.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
 import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
 import {
@@ -66,7 +67,8 @@ function parseLines<T>(
       v = parse(line)
     } catch {
       throw new ReceiptStoreCorruptError(
-        hasDuplicateKey(line)
+        // Only a line that is whole JSON: a torn one may look like a repeat ('"action": …, "action' cut in "action_kind").
+        isJson(line) && hasDuplicateKey(line)
           ? `${path} line ${n} names a member twice, which no signature covers: restore the file, then retry`
           : `${path} line ${n} is not JSON: repair or truncate the damaged line (a crash mid-append leaves one), then retry`,
       )
@@ -78,6 +80,15 @@ function parseLines<T>(
       )
     return v as T
   })
+}
+
+const isJson = (line: string): boolean => {
+  try {
+    parsePythonJson(line)
+    return true
+  } catch {
+    return false
+  }
 }
 
 // A crash mid-append leaves a last line without its newline: a record appended onto it would be damaged with it.

@@ -89,7 +89,9 @@ local function was_sent(key) return key ~= '' and redis.call('GET', key) end
 // id: the primary key (read even when it is '', the empty prefix's key of the id ''), else the tombstone (the key was
 // evicted). A non-terminal tombstone stands for an abandoned claim: its lease counts as lapsed, as in the original.
 // A tombstone with a higher fence than the key wins: a key put back alone from an older copy let a stale holder
-// write over the newer holder's row and took both copies' fence back.
+// write over the newer holder's row and took both copies' fence back. The original's copy (legacy) when it is this
+// id's, else ours: a Python worker writes only the key and the original's, so ours may lag, or name a claim from
+// before the row was deleted (a fresh claim is fence 1 again), whose holder then took the call over from Python's.
 // legacy: where an older version or a Python worker with this prefix put the tombstone. With a prefix not ending in ':'
 // (or empty) the original's tombstone of X is the row key of '-tomb:X': a row of another id is no tombstone of this
 // one, and under the primary key it is refused. The primary key's TTL: only while in flight with a bounded lease; never
@@ -141,10 +143,9 @@ local function load()
       if row.request_id == ARGV[3] then
         local t = outcome_of(row)
         if i == 1 then
-          for j = 2, 3 do
-            local n, r = read(KEYS[j])
-            if n and n.request_id == ARGV[3] and fence_of(n) > fence_of(row) then row, raw = n, r end
-          end
+          local n, r = read(KEYS[3])
+          if not (n and n.request_id == ARGV[3]) then n, r = read(KEYS[2]) end
+          if n and n.request_id == ARGV[3] and fence_of(n) > fence_of(row) then row, raw = n, r end
         end
         return row, raw, i > 1 and (t == 'IN_FLIGHT' or t == 'EXPIRED')
       end
@@ -436,11 +437,12 @@ export class UpstashLedgerStorage implements LedgerStorage {
     let left = options.limit === undefined ? Infinity : Math.max(0, options.limit)
     for (let i = 0; i < sorted.length && left > 0; i += MGET_BATCH) {
       const batch = sorted.slice(i, i + MGET_BATCH)
-      const keys = batch.flatMap((id) => [this.#prefix + id, this.#tombPrefix + id])
-      const values = await this.#mget(keys)
+      // The original's tombstone too where there is one: it decides a key's fence as in get().
+      const w = this.#legacyTombPrefix ? 3 : 2
+      const values = await this.#mget(batch.flatMap((id) => this.#rowKeys(id).slice(0, w)))
       const now = this.#now()
       for (let j = 0; j < batch.length && left > 0; j++) {
-        const e = this.#fromStored(values.slice(2 * j, 2 * j + 2), now, batch[j] as string, true)
+        const e = this.#fromStored(values.slice(w * j, w * j + w), now, batch[j] as string, true)
         if (e) {
           left--
           yield e
@@ -522,14 +524,13 @@ export class UpstashLedgerStorage implements LedgerStorage {
       const row = listed ? toRowOrNull(values[i]) : toRow(values[i])
       // The row of `id`; outside a scan also a value that is no row at all, which entryFromRow refuses.
       if (row && (row.request_id === id || typeof row.request_id !== "string")) {
-        // As the scripts' load(): a tombstone above the key's fence (the key restored alone from an older copy) wins.
-        const newer = i
-          ? null
-          : values
-              .slice(1)
-              .map(toRowOrNull)
-              .find((t) => t?.request_id === id && fenceOf(t) > fenceOf(row))
-        return newer ? storedEntry(newer, false, now) : storedEntry(row, i > 0, now)
+        // As the scripts' load(): a tombstone above the key's fence (the key restored alone from an older copy) wins,
+        // the original's copy when it is this id's, else ours.
+        const own = (t: Row | null) => (t?.request_id === id ? t : null)
+        const tomb = i ? null : (own(toRowOrNull(values[2])) ?? own(toRowOrNull(values[1])))
+        return tomb && fenceOf(tomb) > fenceOf(row)
+          ? storedEntry(tomb, false, now)
+          : storedEntry(row, i > 0, now)
       }
       if (row && i === 0 && !listed)
         throw new LedgerRowError(

@@ -101,3 +101,18 @@ describe("a sidecar line torn just before its newline", () => {
     })
   })
 })
+
+describe("a record torn by a crash mid-append", () => {
+  it("is named a damaged line to truncate, even where the cut falls inside a name that starts as an earlier one", async () => {
+    const path = await fileOf(2)
+    const [first, second] = readFileSync(path, "utf8").split("\n") as [string, string]
+    // "action_kind" follows "action": a cut just after its opening letters leaves a repeated-looking "action".
+    for (const cut of ['"action', '"action"']) {
+      const torn = second.slice(0, second.indexOf('"action_kind"')) + cut
+      writeFileSync(path, `${first}\n${torn}`)
+      await expect(new FileReceiptStore(path).list()).rejects.toThrow(
+        /line 2 is not JSON: repair or truncate/,
+      )
+    }
+  })
+})
