@@ -97,9 +97,14 @@ export class NeonReceiptStore implements ReceiptStore {
           : null
         link = await chain.seal(tail)
       }
+      // The id is taken at INSERT, visible at COMMIT: without turns, an append holding id 10 could commit after a
+      // reader's page had ended past 11, and that reader never saw it. A lock held to COMMIT (released after the
+      // row is visible) and taken before the id puts ids in commit order; see docs/receipts.md for the cost.
       const inserted = await this.#run(
-        `INSERT INTO ${this.#t} (receipt_id, agent_id, record, ledger, seq, link) ` +
-          "VALUES ($1, $2, $3, $4, $5, $6::jsonb) ON CONFLICT (ledger, seq) DO NOTHING RETURNING id",
+        `WITH turn AS (SELECT pg_advisory_xact_lock(hashtext('mycelium-receipts:${this.table}'))) ` +
+          `INSERT INTO ${this.#t} (receipt_id, agent_id, record, ledger, seq, link) ` +
+          "SELECT $1::text, $2::text, $3::text, $4::text, $5::bigint, $6::jsonb FROM turn " +
+          "ON CONFLICT (ledger, seq) DO NOTHING RETURNING id",
         [
           record.receipt_id,
           cell(record.agent_id),
