@@ -87,7 +87,8 @@ const budgets = [
     // checks for rows it never deletes, heldRow() reads the fence through `?.`. Tried and dropped, each a few bytes
     // larger under gzip, which already shares the repeats: one formatter for the age and grace texts, one cause text for
     // the two receipt errors, one exit for settle()'s verdicts. What is left of 15 KB is unique logic and messages.
-    // 17.6 -> 17.7 KB (2026-12-06, stop 46), 17,990 -> 18,041 B: sideEffect() does not start the effect when the lease
+    // 17.6 -> 17.7 KB (2026-12-06, stop 46), 17,990 -> 18,041 B (18,047 B with its review: every sideEffect() is held
+    // to the lease, not only the first): sideEffect() does not start the effect when the lease
     // lapsed, by the ledger's clock, while the boundary write was in flight (the owner could be presumed dead, its
     // row released not_executed and re-run, and then its late answer ran the payment a second time); the renewal's
     // lapsed-lease message is shared with it.
@@ -383,7 +384,9 @@ const budgets = [
     // every ledger store: 41,499 B.
     // 40.6 -> 40.8 KB (2026-12-06, stop 45): a reclaim past fence 10^15 and a row 1,001 deep, for every ledger
     // store (the differential run found Neon's fence and Redis's stranded row): 41,716 B.
-    max: 40.8 * KB,
+    // 40.8 -> 40.9 KB (2026-12-06, stop 46's review): the ledger it bundles holds every sideEffect() to the lease, not
+    // only the first: 41,780 B.
+    max: 40.9 * KB,
   },
   // The agent client (`mycelium-runtime/client`, fetch only: no hono, zod or jose): 4.8 KB when it was added.
   // 6 -> 6.5 KB (2026-12-05, the review of stop 34): a result the server would refuse (NUL, an unpaired surrogate, a
@@ -412,7 +415,10 @@ const budgets = [
   // TypeError): 7,386 B. Then 64 B: a baseUrl holding credentials (or not a URL) is refused when the client is made,
   // without quoting it (fetch refused it at every request with a message quoting it whole, password included, and the
   // client passed that on; the check is shared with HttpLedgerStorage, core/storage/api-url.ts): 7,450 B.
-  { name: "client (RemoteLedger)", code: 'export * from "./dist/edge/client.js"', max: 7.3 * KB },
+  // 7.3 -> 7.4 KB (2026-12-06, stop 46's review), 124 B: sideEffect() writes the boundary on every call (a late owner's
+  // retry ran with no write after a release: a second charge), and does not start the effect on an answer that came
+  // back after the lease lapsed by the client's clock: 7,574 B.
+  { name: "client (RemoteLedger)", code: 'export * from "./dist/edge/client.js"', max: 7.4 * KB },
   // The Cloudflare worker (edge API + Durable Object + hono, zod, jose): what `wrangler deploy` uploads.
   // #10's budget. The edge schemas use zod/mini with only the English messages: 61 KB here, 66 KB as wrangler builds it
   // (classic zod, which does not tree-shake, had grown it to 80).

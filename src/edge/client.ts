@@ -9,6 +9,7 @@ import {
   LedgerError,
   LedgerHardBlockError,
   LedgerIdentityConflictError,
+  LedgerLeaseError,
   LedgerOutcomeAlreadySetError,
   LedgerPollTimeoutError,
   LedgerResultUnstorableError,
@@ -368,6 +369,8 @@ class RemoteCall implements RemoteTransitionContext {
   #boundary: SideEffectBoundary
   #chain: Promise<unknown> = Promise.resolve()
   #stopRenew: (() => void) | null = null
+  /** The latest the lease can lapse, by this clock: the claim's or last renewal's lease from when it was answered. */
+  #until: number
   readonly signal: AbortSignal
 
   constructor(ledger: Transport, tool: string, claim: RunAnswer, signal: AbortSignal | undefined) {
@@ -376,6 +379,7 @@ class RemoteCall implements RemoteTransitionContext {
     this.#claim = claim
     this.#path = `/v1/calls/${encodeURIComponent(claim.request_id)}`
     this.#boundary = claim.side_effect_boundary
+    this.#until = Date.now() + claim.lease_ttl * 1000
     never ??= new AbortController().signal
     this.signal = signal ?? never
   }
@@ -415,9 +419,12 @@ class RemoteCall implements RemoteTransitionContext {
     return run
   }
 
-  /** `maybe_crossed` is durable before `fn` runs: a crash inside it leaves the call UNKNOWN, never re-run. */
+  /**
+   * `maybe_crossed` is durable before `fn` runs: a crash inside it leaves the call UNKNOWN, never re-run. Written on
+   * every call, as ActionLedger's: a late owner's second effect (a retry) ran with no write after a release.
+   */
   async sideEffect<T>(fn: () => Promise<T> | T): Promise<T> {
-    await this.markMaybeCrossed()
+    await this.#start()
     const out = await fn()
     this.#boundary = "crossed"
     return out
@@ -425,8 +432,18 @@ class RemoteCall implements RemoteTransitionContext {
 
   async markMaybeCrossed(): Promise<void> {
     if (this.#boundary === "maybe_crossed" || this.#boundary === "crossed") return
+    await this.#start()
+  }
+
+  async #start(): Promise<void> {
     await this.#send("boundary", { boundary: "maybe_crossed" })
-    this.#boundary = "maybe_crossed"
+    if (this.#boundary === "not_crossed") this.#boundary = "maybe_crossed"
+    // The server checked the lease when it wrote; an answer that came back after it lapsed (a slow network, a pause)
+    // must not start the effect: the row may be released not_executed by then and run elsewhere.
+    if (Date.now() >= this.#until)
+      throw new LedgerLeaseError(
+        `Cannot start the effect of request '${this.requestId}': lease already expired — reconcile instead`,
+      )
   }
 
   async markCrossed(): Promise<void> {
@@ -440,8 +457,9 @@ class RemoteCall implements RemoteTransitionContext {
   }
 
   /** Renews by `leaseTtl`, by default the call's own lease (the server's default may be shorter). */
-  renewLease(leaseTtl: number = this.#claim.lease_ttl): Promise<void> {
-    return this.#send("renew", { lease_ttl: leaseTtl })
+  async renewLease(leaseTtl: number = this.#claim.lease_ttl): Promise<void> {
+    await this.#send("renew", { lease_ttl: leaseTtl })
+    this.#until = Date.now() + leaseTtl * 1000
   }
 
   startAutoRenew(interval: number | undefined): void {
@@ -453,18 +471,15 @@ class RemoteCall implements RemoteTransitionContext {
     // During an outage each renewal waits out requestTimeout on the serial chain, and stop() waits for the chain: a
     // renewal per tick queued a backlog that held the call up long after its body returned. So one at a time, and
     // none once the lease lapsed by this clock (the server refuses those anyway), as ActionLedger's renewals.
-    // `until` is the latest it can lapse: a lease after the claim or the last timed renewal was answered.
-    let until = Date.now() + third * 3000
     let busy = false
     // Refused (the claim is gone): stop. A network hiccup: try again next tick.
     this.#stopRenew = renewEvery(
       every,
       async () => {
-        if (busy || Date.now() >= until) return
+        if (busy || Date.now() >= this.#until) return
         busy = true
         try {
           await this.renewLease()
-          until = Date.now() + third * 3000
         } finally {
           busy = false
         }

@@ -16,8 +16,11 @@ import { ManualClock } from "../../../src/testing.ts"
 const binding = { agentId: "pay", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" } as const
 const ID = "charge:7"
 
-/** The store answers `slow`'s first boundary write only when `answer()` is called: written at once, answered late. */
-function slowAnswer(rows: MemoryLedgerStorage, moveBeforeWrite: () => void) {
+/**
+ * The store answers `slow`'s boundary write (after `skip` such writes) only when `answer()` is called: written at
+ * once, answered late.
+ */
+function slowAnswer(rows: MemoryLedgerStorage, moveBeforeWrite: () => void, skip = 0) {
   let answer!: () => void
   const answered = new Promise<void>((r) => {
     answer = r
@@ -32,7 +35,7 @@ function slowAnswer(rows: MemoryLedgerStorage, moveBeforeWrite: () => void) {
     tryClaimInflight: (e, ttl, now, o) => rows.tryClaimInflight(e, ttl, now, o),
     list: (o) => rows.list(o),
     async tryTransition(next, expect) {
-      const slow = next.owner === "slow" && next.sideEffectBoundary === "maybe_crossed"
+      const slow = next.owner === "slow" && next.sideEffectBoundary === "maybe_crossed" && skip-- <= 0
       if (slow) moveBeforeWrite()
       const ok = await rows.tryTransition(next, expect)
       if (!slow) return ok
@@ -44,20 +47,28 @@ function slowAnswer(rows: MemoryLedgerStorage, moveBeforeWrite: () => void) {
   return { store, landed, answer }
 }
 
-function world(moveBeforeWrite: (clock: ManualClock) => void) {
+/** `retry`: the body's first sideEffect() fails before its effect (a refused connection), and it tries once more. */
+function world(moveBeforeWrite: (clock: ManualClock) => void, retry = false) {
   const clock = new ManualClock()
   const rows = new MemoryLedgerStorage()
-  const slow = slowAnswer(rows, () => moveBeforeWrite(clock))
+  const slow = slowAnswer(rows, () => moveBeforeWrite(clock), retry ? 1 : 0)
   const effects: string[] = []
   const common = { clock, leaseTtl: 10, presumedDeadAfter: 60, pollTimeout: 1, leaseRenewInterval: 0 }
   const mk = (owner: string, storage: LedgerStorage) =>
     new ActionLedger({ ...common, storage, owner, onWarning: () => {} }).tool(
       { name: "charge", binding },
-      (_a: { amount: number }, tx) =>
-        tx.sideEffect(() => {
+      async (_a: { amount: number }, tx) => {
+        if (retry && owner === "slow")
+          await tx
+            .sideEffect(() => {
+              throw new Error("connection refused")
+            })
+            .catch(() => {})
+        return tx.sideEffect(() => {
           effects.push(owner)
           return `ch-${owner}`
-        }),
+        })
+      },
     )
   const ops = new ActionLedger({ ...common, storage: rows, owner: "ops", onWarning: () => {} })
   return { clock, rows, slow, effects, owner: mk("slow", slow.store), other: mk("other", rows), ops }
@@ -116,5 +127,19 @@ describe("a boundary write answered after the lease lapsed", () => {
       fence: 1,
     })
     await expect(w.other({ amount: 5 }, { requestId: ID })).rejects.toBeInstanceOf(LedgerHardBlockError)
+  })
+
+  it("a second sideEffect() (a retry after an attempt that failed before its effect) is held to the lease too", async () => {
+    const w = world(() => {}, true)
+    const late = w.owner({ amount: 5 }, { requestId: ID }).catch((e: unknown) => e)
+    await w.slow.landed
+    w.clock.advance(70)
+    await expect(w.other({ amount: 5 }, { requestId: ID })).rejects.toBeInstanceOf(LedgerHardBlockError)
+    // The provider has no charge: the first attempt never reached it.
+    await w.ops.release(ID, { verified: "not_executed", by: "ops", reason: "provider has no charge" })
+    expect(await w.other({ amount: 5 }, { requestId: ID })).toBe("ch-other")
+    w.slow.answer()
+    expect(await late).toBeInstanceOf(LedgerLeaseError)
+    expect(w.effects).toEqual(["other"])
   })
 })

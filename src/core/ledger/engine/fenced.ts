@@ -274,8 +274,11 @@ export async function advanceBoundaryHeld(
   boundary: SideEffectBoundary,
 ): Promise<LedgerEntry> {
   // Leaving not_crossed starts the effect, and the lease is the permission to: once it has lapsed, a redispatch may
-  // have judged the row not crossed and taken it over, so a late owner must not begin an effect.
-  const heldAt = c.sideEffectBoundary === "not_crossed" ? core.clock.now() : undefined
+  // have judged the row not crossed and taken it over, so a late owner must not begin an effect. So does each later
+  // sideEffect() (maybe_crossed again): a retry after an attempt that failed before its effect starts one too, and
+  // the row may be released not_executed from the provider's records once the lease lapsed.
+  const heldAt =
+    c.sideEffectBoundary === "not_crossed" || boundary === "maybe_crossed" ? core.clock.now() : undefined
   const expect = effectExpect(c, "advance boundary", heldAt)
   const row = await casFrom(core, c, boundaryRow(c, boundary), expect, "advance boundary")
   // The store checked the lease at `heldAt`, read before the write. A lease that lapsed by the same clock while the
