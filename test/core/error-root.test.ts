@@ -20,7 +20,8 @@ const WRAPPED: Record<string, string> = {
   // A member named twice reads as JSON that does not parse: each store's catch of a bad line types it (the file
   // store's as ReceiptStoreCorruptError, parseLink's included).
   "src/core/receipts/record.ts": "parseReceiptJson's SyntaxError, as JSON.parse's",
-  "src/adapters/file-receipts.ts": "a link line's SyntaxError, caught by parseLines as ReceiptStoreCorruptError",
+  "src/adapters/file-receipts.ts":
+    "a link line's SyntaxError, caught by parseLines as ReceiptStoreCorruptError",
   // The demo's simulated gateway crash: the tour shows the ledger's reaction to it.
   "src/cli/demo-scenario.ts": "the demo's simulated crash",
   // A result a strict task store cannot keep: caught by the next line's catch, rethrown as TaskResultUnstorableError.

@@ -21,6 +21,8 @@ export interface ModelKnobs {
   picks(name: string): boolean
   /** A whole-number knob of a file's own, e.g. `FILE_RUNS`. */
   whole(name: string, fallback: number): number
+  /** An on/off knob of a file's own, e.g. `MIDCALL`: set to anything but empty turns it on. */
+  flag(name: string): boolean
   /** The knobs that repeat one run of `store` from `seed`. */
   repeat(store: string, seed: number): string
 }
@@ -44,6 +46,7 @@ export function modelKnobs(vars: ModelVars, base: number, prefix = "MYCELIUM_MOD
     report: Boolean(vars[`${prefix}REPORT`]),
     picks: (name) => !only || only.includes(name),
     whole,
+    flag: (name) => Boolean(vars[`${prefix}${name}`]),
     repeat: (store, seed) => `${prefix}STORES=${store} ${prefix}SEED=${seed} ${prefix}RUNS=1`,
   }
 }

@@ -1,6 +1,7 @@
 // The world of the harness's chaos property test (property-chaos.test.ts): a model and tools whose every choice
 // (delay, failure, tool batch, sub-query) is a hash of the case seed and a stable key, so a durable resume makes the
-// same choices; and a probe that checks the fail-fast and budget rules at every request, tool start and event.
+// same choices; and a probe that checks the fail-fast and budget rules at every request, tool start and event. Some
+// cases add side-effecting tools (`fx`) whose effects a provider log shared by every life records.
 import { vi } from "vitest"
 import {
   type HarnessTool,
@@ -40,6 +41,59 @@ export interface ChaosCase {
   /** Short: a tool or request deaf to its abort outlives the drain. */
   readonly drainMs: number
   readonly durable: { readonly crashAtEvent: number } | undefined
+  /**
+   * Side-effecting tools: a call's chance of being one; for a durable case, the effect attempt (counted from 1 in the
+   * crashed life) and the moment the crash cuts it (before the provider call, with the provider's answer in flight,
+   * or once the tool returned, before its row is written); `early`, a resume while the dead run's leases are live
+   * (the ledger clock moved `advance` s of their 30) with the ledger's `pollTimeout` (null: the default, 300 s).
+   */
+  readonly fx:
+    | {
+        readonly p: number
+        readonly crashAt: { readonly nth: number; readonly phase: FxPhase } | undefined
+        readonly early: { readonly advance: number; readonly pollTimeout: number | null } | undefined
+      }
+    | undefined
+}
+
+export type FxPhase = "before" | "during" | "after"
+
+/** The side-effecting tools and their classes: a keyed one sends its `idem` argument as the provider's key. */
+export const FX_CLASS = {
+  pay: "non_idempotent_mutate",
+  charge: "keyed_mutate",
+  launch: "irreversible",
+} as const
+export type FxName = keyof typeof FX_CLASS
+const FX_NAMES = Object.keys(FX_CLASS) as FxName[]
+
+/**
+ * The provider behind the side-effecting tools, shared by every life of a case (it outlives the crash). An effect's
+ * identity is its call's prompt, one per durable key (`sub:<task or sub-query>/<step>/<call>`). It applies every
+ * call, except a keyed one whose key it has seen, which it answers as before.
+ */
+export class Provider {
+  /** Effects applied, by call identity: more than one is the defect these tools look for. */
+  readonly applied = new Map<string, number>()
+  readonly results = new Map<string, string>()
+  readonly #keys = new Set<string>()
+  calls = 0
+  deduped = 0
+
+  call(name: FxName, id: string, idem: string): string {
+    this.calls++
+    const result = `${name} ${id}`
+    if (FX_CLASS[name] === "keyed_mutate") {
+      if (this.#keys.has(idem)) {
+        this.deduped++
+        return result
+      }
+      this.#keys.add(idem)
+    }
+    this.applied.set(id, (this.applied.get(id) ?? 0) + 1)
+    this.results.set(id, result)
+    return result
+  }
 }
 
 /** A uniform [0, 1) from the seed and the parts: the same on a resume as in the crashed run. */
@@ -176,7 +230,13 @@ const never = () => new Promise<never>(() => {})
  * A model and its tools for one run (`life` 1 is the first, 2 a resume). After `dead()` turns true (a crash), every
  * call hangs: a killed process sends nothing more.
  */
-export function chaosWorld(c: ChaosCase, probe: Probe, life: number, dead: () => boolean) {
+export function chaosWorld(
+  c: ChaosCase,
+  probe: Probe,
+  life: number,
+  dead: () => boolean,
+  fx?: { readonly provider: Provider; readonly die: () => void },
+) {
   const firstRequest = new Map<string, number>()
   // Depth 0 is keyed by task; a sub-query by its prompt, which names its parent's key, step and call.
   const keyOf = (req: ModelRequest) =>
@@ -243,7 +303,9 @@ export function chaosWorld(c: ChaosCase, probe: Probe, life: number, dead: () =>
   ]
   function toolCall(key: string, step: number, i: number) {
     const r = (tag: string) => h(c.seed, key, step, i, tag)
-    const name = NAMES[Math.floor(r("name") * NAMES.length)] as string
+    // Own hashes: a case without side-effecting tools picks and calls as it always did.
+    const effect = c.fx && r("fx") < c.fx.p ? FX_NAMES[Math.floor(r("fx name") * FX_NAMES.length)] : undefined
+    const name = effect ?? (NAMES[Math.floor(r("name") * NAMES.length)] as string)
     const m = r("mode")
     const mode = m < c.pToolFatal ? "fatal" : m < c.pToolFatal + c.pToolVisible ? "visible" : "ok"
     const prompt = `sub:${key}/${step}/${i}`
@@ -256,6 +318,7 @@ export function chaosWorld(c: ChaosCase, probe: Probe, life: number, dead: () =>
         mode,
         prompt,
         queries: Array.from({ length: 1 + Math.floor(r("q") * 3) }, (_, j) => ({ prompt: `${prompt}/${j}` })),
+        ...(effect ? { idem: `idem:${prompt}` } : {}),
       },
     }
   }
@@ -333,6 +396,52 @@ export function chaosWorld(c: ChaosCase, probe: Probe, life: number, dead: () =>
     },
   }
 
+  let attempts = 0
+  /** The crash cuts this attempt at `phase`: the process is gone from here on. */
+  const crashesAt = (n: number, phase: FxPhase) => {
+    const at = life === 1 && c.durable ? c.fx?.crashAt : undefined
+    if (!fx || at?.nth !== n || at.phase !== phase) return false
+    probe.note(`crash ${phase} effect`)
+    fx.die()
+    return true
+  }
+  // A tool that pays the provider: waits (abortable), calls it, waits for its answer (abortable for some calls: an
+  // effect whose answer is lost), and fails before or after the effect as its mode says. The harness gives a tool no
+  // `tx`, so the row knows no boundary: the class's gates must cover every crash.
+  const effectTool = (name: FxName): HarnessTool => ({
+    name,
+    parameters: { type: "object" },
+    binding: {
+      agentId: "chaos",
+      policyVersion: "1",
+      sideEffectClass: FX_CLASS[name],
+      ...(FX_CLASS[name] === "keyed_mutate" ? { providerIdempotencyKeyParam: "idem" } : {}),
+    },
+    async execute(args, ctx) {
+      if (dead()) return never()
+      const end = tracked(name, ctx)
+      const n = ++attempts
+      try {
+        const id = String(args.prompt)
+        const late = h(c.seed, id, "late") < 0.5
+        await wait(args.delay as number, ctx.signal, null)
+        if (dead() || crashesAt(n, "before")) return never()
+        if (!late) await body({ ...args, delay: 0 }, ctx, false)
+        const out = (fx as { provider: Provider }).provider.call(name, id, String(args.idem))
+        probe.note(`effect ${name}`)
+        if (crashesAt(n, "during")) return never()
+        const hear = h(c.seed, id, "hear") < 0.5
+        await wait(Math.floor(h(c.seed, id, "answer") * 4), hear ? ctx.signal : null, null)
+        if (dead()) return never()
+        if (late) await body({ ...args, delay: 0 }, ctx, false)
+        crashesAt(n, "after")
+        return out
+      } finally {
+        end()
+      }
+    },
+  })
+
   const tools: HarnessTool[] = [
     simple("work", false),
     simple("deaf", true),
@@ -367,6 +476,7 @@ export function chaosWorld(c: ChaosCase, probe: Probe, life: number, dead: () =>
         return "spawned"
       },
     },
+    ...(fx ? FX_NAMES.map(effectTool) : []),
   ]
   return { model, tools }
 }

@@ -3,7 +3,12 @@
 // followed by a resume of the same run id. At every request, tool start and event (chaos-world.ts's Probe): nothing
 // starts after the run stopped or past the deadline, no limit is overshot (sub-queries included), no event follows
 // run_finished. Once settled: every start has its one end, the harness leaves no timer, counts add up, and a resume
-// neither re-runs what finished nor loses its result. Timers are fake, so each case repeats from its seed:
+// neither re-runs what finished nor loses its result. Cases with side-effecting tools (chaos-world.ts's `fx`) may crash
+// before, during or after an effect, resume while the dead run's leases are still live, and, where the resume
+// hard-blocks, have an operator release each blocked row from the provider's log and resume once more. On every
+// resume, per durable key: the provider applied the effect at most once; a call whose effect may have happened never
+// runs its body and is refused (LedgerHardBlockError, or a typed poll timeout or abort), never answered without a
+// completed row; a released row replays or runs once. Timers are fake, so each case repeats from its seed:
 //   MYCELIUM_HARNESS_SEED=<seed> npx vitest run --project node test/core/harness/property-chaos.test.ts
 // MYCELIUM_HARNESS_RUNS (cases, default 150), MYCELIUM_HARNESS_SECONDS (keep going at least that long) soak;
 // MYCELIUM_HARNESS_REPORT=1 prints what the cases did.
@@ -16,11 +21,29 @@ import {
   type RunTask,
   runPlan,
 } from "../../../src/core/harness/index.ts"
-import { ActionLedger, MemoryLedgerStorage } from "../../../src/core/index.ts"
+import {
+  ActionLedger,
+  type LedgerEntry,
+  type LedgeredTool,
+  type LedgeredToolOptions,
+  MemoryLedgerStorage,
+  resolvedOutcome,
+  type ToolArgs,
+  type ToolBody,
+} from "../../../src/core/index.ts"
 import type { LedgerStorage } from "../../../src/core/storage/contract.ts"
 import { ManualClock } from "../../../src/testing.ts"
 import { modelKnobs } from "../model-kit.ts"
-import { type ChaosCase, chaosWorld, drainClock, drive, Probe, worldTimers } from "./chaos-world.ts"
+import {
+  type ChaosCase,
+  chaosWorld,
+  drainClock,
+  drive,
+  FX_CLASS,
+  Probe,
+  Provider,
+  worldTimers,
+} from "./chaos-world.ts"
 import { checkInvariants } from "./helpers.ts"
 
 const knobs = modelKnobs(process.env, 46_046, "MYCELIUM_HARNESS_")
@@ -58,6 +81,27 @@ const arbCase: fc.Arbitrary<ChaosCase> = fc.record({
   durable: fc.oneof(
     { weight: 2, arbitrary: fc.constant(undefined) },
     { weight: 1, arbitrary: fc.record({ crashAtEvent: fc.integer({ min: 1, max: 24 }) }) },
+  ),
+  // Last, so the fields above are drawn as before it: a case without it runs as it always did.
+  fx: fc.option(
+    fc.record({
+      p: fc.double({ min: 0.1, max: 0.7, noNaN: true }),
+      crashAt: fc.option(
+        fc.record({
+          nth: fc.integer({ min: 1, max: 4 }),
+          phase: fc.constantFrom("before" as const, "during" as const, "after" as const),
+        }),
+        { nil: undefined, freq: 4 },
+      ),
+      early: fc.option(
+        fc.record({
+          advance: fc.integer({ min: 0, max: 29 }),
+          pollTimeout: fc.option(fc.integer({ min: 1, max: 20 }), { nil: null }),
+        }),
+        { nil: undefined, freq: 2 },
+      ),
+    }),
+    { nil: undefined, freq: 2 },
   ),
 })
 
@@ -109,6 +153,8 @@ async function live(
   ledger: ActionLedger | null,
   runId: string,
   crash: () => void,
+  provider?: Provider,
+  tick?: () => void,
 ): Promise<Life> {
   vi.clearAllTimers()
   worldTimers.live = 0
@@ -116,7 +162,11 @@ async function live(
   const probe = new Probe(c, c.initialRequests)
   probe.t0 = Date.now()
   let dead = false
-  const world = chaosWorld(c, probe, life, () => dead)
+  const die = () => {
+    dead = true
+    crash()
+  }
+  const world = chaosWorld(c, probe, life, () => dead, provider && { provider, die })
   const events: RunEvent[] = []
   const ac = new AbortController()
   let abortedFirst = false
@@ -135,13 +185,11 @@ async function live(
   const abortTimer = abortAt?.kind === "time" ? setTimeout(abort, abortAt.at) : undefined
   const onEvent = (e: RunEvent) => {
     if (dead) return
+    tick?.()
     events.push(e)
     probe.event(e)
     if (abortAt?.kind === "event" && events.length === abortAt.at) abort()
-    if (life === 1 && c.durable && events.length === c.durable.crashAtEvent) {
-      dead = true
-      crash()
-    }
+    if (life === 1 && c.durable && events.length === c.durable.crashAtEvent) die()
   }
   const run = runPlan(
     {
@@ -175,6 +223,7 @@ async function live(
     vi.clearAllTimers()
     worldTimers.live = 0
     tally("crashes")
+    for (const [k, n] of Object.entries(probe.notes)) if (/^(crash|effect) /.test(k)) tally(k, n)
     return { probe, events, result: null }
   }
   if (abortTimer !== undefined) clearTimeout(abortTimer)
@@ -209,7 +258,7 @@ async function live(
     expect(result.usage.requests).toBeLessThanOrEqual(Math.max(c.requestLimit, c.initialRequests))
   if (life === 1 && c.toolLimit !== undefined)
     expect(result.usage.tool_calls).toBeLessThanOrEqual(c.toolLimit)
-  if (result.status === "succeeded") expect(result.output).toMatch(/^answer out #[12]$/)
+  if (result.status === "succeeded") expect(result.output).toMatch(/^answer out #[123]$/)
   else expect(result.output).toBeNull()
   if (abortedFirst) expect(result.reason).toBe("cancelled")
   tally("requests", probe.sends)
@@ -219,19 +268,115 @@ async function live(
   return { probe, events, result }
 }
 
+/** What one call of a side-effecting tool did in a life: ran its body, or not, and how it ended. */
+interface FxCall {
+  readonly ran: boolean
+  readonly error: string | null
+  readonly aborted: boolean
+}
+
+/** A ledger that records what each side-effecting tool's call did, and each call's identity at the provider. */
+class SpyLedger extends ActionLedger {
+  calls = new Map<string, FxCall>()
+  /** Durable key → the provider's identity of the effect (the call's prompt), over every life. */
+  static readonly ids = new Map<string, string>()
+
+  override tool<A extends object, R>(
+    options: LedgeredToolOptions,
+    fn: ToolBody<ToolArgs<A>, R>,
+  ): LedgeredTool<A, R> {
+    if (!(options.name in FX_CLASS)) return super.tool(options, fn)
+    let ran = false
+    const inner = super.tool<A, R>(options, (args, tx) => {
+      ran = true
+      return fn(args, tx)
+    })
+    const call = async (args: A, meta?: Parameters<LedgeredTool<A, R>>[1]): Promise<R> => {
+      const key = String(meta?.requestId)
+      SpyLedger.ids.set(key, String((args as { prompt?: unknown }).prompt))
+      try {
+        const out = await inner(args, meta)
+        this.calls.set(key, { ran, error: null, aborted: false })
+        return out
+      } catch (e) {
+        const aborted = meta?.signal?.aborted === true
+        this.calls.set(key, { ran, error: e instanceof Error ? e.name : String(e), aborted })
+        throw e
+      }
+    }
+    return Object.assign(call, { toolName: inner.toolName, binding: inner.binding, ledger: inner.ledger })
+  }
+}
+
+/** The side-effecting tools' rows as a resume finds them. */
+async function fxRows(storage: LedgerStorage): Promise<Map<string, LedgerEntry>> {
+  const rows = new Map<string, LedgerEntry>()
+  for await (const row of storage.list()) if (row.tool in FX_CLASS) rows.set(row.requestId, row)
+  return rows
+}
+
+/** A row whose effect may have happened and that no operator released to run: the resume must not run its tool. */
+const MAYBE = new Set(["IN_FLIGHT", "EXPIRED", "UNKNOWN", "BLOCKED", "FAILED_AFTER_EFFECT"])
+/** How a call that must not run may end instead: refused, or stopped while it waited for a live lease. */
+const REFUSALS = new Set(["LedgerHardBlockError", "LedgerPollTimeoutError"])
+
+/** The side-effect rules of one resume (`life` ≥ 2), against the rows it started from. */
+function checkFx(
+  life: Life,
+  spy: SpyLedger,
+  before: ReadonlyMap<string, LedgerEntry>,
+  provider: Provider,
+  startedAt: number,
+  now: number,
+): void {
+  for (const [id, n] of provider.applied) expect(n, `effect ${id} applied ${n} times`).toBeLessThanOrEqual(1)
+  for (const [key, call] of spy.calls) {
+    const prior = before.get(key)
+    if (prior && resolvedOutcome(prior, startedAt) === "IN_FLIGHT") tally("fx calls on a live row")
+    const outcome = prior ? resolvedOutcome(prior, now) : null
+    const released = prior?.operatorResolution ?? null
+    tally(
+      `fx calls ${call.ran ? "ran" : call.error === null ? "replayed" : `${call.aborted ? "stopped by" : "refused"} ${call.error}`} from ${outcome ?? "no row"}`,
+    )
+    if (call.error === null && !call.ran)
+      expect(outcome, `${key} answered without running or a completed row`).toBe("COMPLETED")
+    if (released === "completed") expect(call.ran, `${key} released as completed ran again`).toBe(false)
+    if (released === "not_executed" && call.error !== null && !call.aborted)
+      expect(call.ran, `${key} released as not executed still refused (${call.error})`).toBe(true)
+    if (outcome === null || !MAYBE.has(outcome) || released === "not_executed") continue
+    tally(`fx resumed ${outcome}`)
+    expect(call.ran, `${key} (${outcome}) ran its effect again`).toBe(false)
+    if (!call.aborted) expect(REFUSALS.has(call.error ?? ""), `${key}: ${call.error}`).toBe(true)
+    // A task's own call fails it: the run never succeeds past a refused effect.
+    if (call.error === "LedgerHardBlockError" && /^[^/]+\/[^/]+\/r\d+\/c\d+$/.test(key))
+      expect(life.result?.status).not.toBe("succeeded")
+  }
+  if (life.result?.failure?.error_type) tally(`fx resume failed ${life.result.failure.error_type}`)
+}
+
 async function runCase(c: ChaosCase): Promise<void> {
   tally("cases")
+  if (c.fx) tally("fx cases")
   const runId = `run:${c.seed.toString(16).padStart(32, "0")}`
+  const provider = c.fx ? new Provider() : undefined
   if (!c.durable) {
-    await live(c, 1, null, runId, () => {})
+    await live(c, 1, null, runId, () => {}, provider)
     return
   }
   tally("durable cases")
   const storage = new MemoryLedgerStorage()
   const clock = new ManualClock()
   let crashed = false
+  const early = c.fx?.early
   const ledgerOf = (store: LedgerStorage, owner: string) =>
-    new ActionLedger({ storage: store, clock, leaseTtl: 30, owner, onWarning: () => {} })
+    new SpyLedger({
+      storage: store,
+      clock,
+      leaseTtl: 30,
+      owner,
+      onWarning: () => {},
+      ...(early?.pollTimeout ? { pollTimeout: early.pollTimeout } : {}),
+    })
   const first = await live(
     c,
     1,
@@ -243,6 +388,10 @@ async function runCase(c: ChaosCase): Promise<void> {
     () => {
       crashed = true
     },
+    provider,
+    // Before an early resume, the ledger's clock moves with the run, so rows claimed later lapse later: the resume
+    // finds some effect rows still live after their task's row lapsed, and waits for them.
+    early ? () => clock.advance(0.5) : undefined,
   )
   const completed = new Set<string>()
   for await (const row of storage.list())
@@ -250,10 +399,21 @@ async function runCase(c: ChaosCase): Promise<void> {
   const finished = first.events
     .filter((e) => e.type === "task_succeeded")
     .map((e) => (e as { task_id: string }).task_id)
-  // The dead run's leases lapse before the resume.
-  clock.advance(120)
+  // The dead run's leases lapse before the resume, unless it comes early.
+  if (early && crashed) tally("early resumes")
+  clock.advance(early ? early.advance : 120)
   const ledger = ledgerOf(storage, "resume")
-  const second = await live(c, 2, ledger, runId, () => {})
+  const before = await fxRows(storage)
+  const resumedAt = clock.now()
+  // A harness tool gets no `tx`, so a call that fails after its effect (its answer aborted) reads as before it.
+  for (const row of before.values())
+    if (
+      row.terminalOutcome === "FAILED_BEFORE_EFFECT" &&
+      provider?.applied.has(SpyLedger.ids.get(row.requestId) ?? "")
+    )
+      tally(`fx ${row.tool} row FAILED_BEFORE_EFFECT after its effect`)
+  const second = await live(c, 2, ledger, runId, () => {}, provider)
+  if (provider) checkFx(second, ledger, before, provider, resumedAt, clock.now())
   const s = second.probe
   for (const t of finished) {
     tally("replayed tasks")
@@ -274,6 +434,36 @@ async function runCase(c: ChaosCase): Promise<void> {
     tally("replayed rows")
     if (call === undefined) expect(s.sent).not.toContain(`${task}@0#${step}`)
     else expect(s.toolsRun).not.toContain(`${task}#c${step}_${call}`)
+  }
+  if (!provider) return
+  // An operator releases every row the resume refused, by the provider's log: applied, as completed with the
+  // provider's answer; not, as not executed. The next resume then replays it, or runs it once.
+  const blocked = [...ledger.calls].filter(([, call]) => call.error === "LedgerHardBlockError")
+  if (blocked.length === 0) return
+  clock.advance(120)
+  const stuck = new Set((await ledger.listTransitions({ stuck: true })).map((row) => row.requestId))
+  for (const [key] of blocked) {
+    if (!stuck.has(key))
+      tally(`fx blocked but not listed stuck (${(await ledger.get(key))?.terminalOutcome})`)
+    const id = SpyLedger.ids.get(key) as string
+    const applied = provider.applied.has(id)
+    await ledger.release(key, {
+      verified: applied ? "completed" : "not_executed",
+      ...(applied ? { result: provider.results.get(id) } : {}),
+      by: "chaos",
+      reason: "checked the provider's log",
+      overrideDeathSignal: "the process was killed",
+    })
+    tally(`fx released ${applied ? "completed" : "not_executed"}`)
+  }
+  const third = ledgerOf(storage, "after release")
+  const rows = await fxRows(storage)
+  const releasedAt = clock.now()
+  const last = await live(c, 3, third, runId, () => {}, provider)
+  checkFx(last, third, rows, provider, releasedAt, clock.now())
+  for (const [key] of blocked) {
+    const call = third.calls.get(key)
+    tally(`fx after release ${call ? (call.ran ? "ran" : (call.error ?? "replayed")) : "not reached"}`)
   }
 }
 

@@ -5,7 +5,8 @@
 // host's VITE_-prefixed variables as import.meta.env:
 //   VITE_MYCELIUM_MODEL_RUNS (runs per store), VITE_MYCELIUM_MODEL_SECONDS (keep running each store that long),
 //   VITE_MYCELIUM_MODEL_STEPS (default 60), VITE_MYCELIUM_MODEL_SEED (a new base), VITE_MYCELIUM_MODEL_REPORT=1,
-//   VITE_MYCELIUM_MODEL_STORES (a file's store names, comma-separated: which of them run).
+//   VITE_MYCELIUM_MODEL_STORES (a file's store names, comma-separated: which of them run),
+//   VITE_MYCELIUM_MODEL_MIDCALL=1 (time passes inside store calls in every lane, not only the -midcall ones).
 import { expect } from "vitest"
 import { type ModelKnobs, ModelTally, modelKnobs, runSeeds, type SeedPlan } from "../model-kit.ts"
 import type { ModelStoreFactory } from "./model-store.ts"
