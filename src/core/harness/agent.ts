@@ -58,6 +58,8 @@ export interface SharedRun {
   readonly now: () => number
   readonly startedAt: number
   readonly ledger: ActionLedger | null
+  /** Finished rows charged to the budget before the first task (`precharge`), by key: their replay charges no more. */
+  readonly precharged: Set<string>
   readonly rlm: Required<RlmOptions>
   /**
    * An error that fails a task, or a budget refusal, was met (`failsTask`): the driver stops the run at once, not
@@ -187,26 +189,23 @@ async function modelRequest(ctx: AgentContext, req: ModelRequest): Promise<Model
   if (!s.ledger) response = await sendRequest(ctx, req)
   else {
     let sent = false
-    const tool = ledgeredFor(s, "harness.model_request", READ_BINDING, async () => {
+    const tool = ledgeredFor(s, MODEL_REQUEST, READ_BINDING, async () => {
       sent = true
       return sendRequest(ctx, req)
     })
-    response = checkResponse(
-      await tool(
-        { step: req.context.step },
-        { requestId: `${ctx.key}/r${req.context.step}`, signal: ctx.signal },
-      ),
-    )
+    const requestId = `${ctx.key}/r${req.context.step}`
+    response = checkResponse(await tool({ step: req.context.step }, { requestId, signal: ctx.signal }))
     if (!sent) {
-      // Paid for before a crash: it counts toward this run's budget and usage, but it is not a new request sample.
-      s.budget.reservedRequests++
+      // Paid for before a crash: it counts toward this run's budget (charged before the first task when the run
+      // listed it) and usage, but it is not a new request sample.
       const usage = reportedUsage(response.usage)
-      s.budget.settleRequest(usage)
+      if (!s.precharged.delete(requestId)) s.budget.chargeReplay(usage)
       ctx.usage.add({ ...usage, requests: 1 })
     }
   }
   // Outside the ledgered body: a response that arrived is stored as completed even when it trips a limit or comes
-  // after a cancel, so a rerun replays it (and trips the same way) instead of paying for it again.
+  // after a cancel, so a rerun replays it instead of paying for it again (and, charged before its first task, stops
+  // on the same limit).
   if (ctx.signal.aborted) throw ctx.signal.reason
   const trip = s.budget.afterResponse()
   if (trip) refused(ctx, new BudgetExceededError(trip.reason, trip.message))
@@ -285,6 +284,9 @@ export function errorType(e: unknown): string {
   if (e instanceof Error) return e.name
   return typeof e
 }
+
+/** The tool name of a model request's durable row. */
+export const MODEL_REQUEST = "harness.model_request"
 
 const READ_BINDING = { agentId: "mycelium-harness", policyVersion: "1", sideEffectClass: "read" } as const
 

@@ -72,11 +72,14 @@ export class BudgetLedger {
 
   constructor(readonly budget: EffectiveBudget) {}
 
-  /** A stop reason if the run may not dispatch anything at all (checked once at start). */
-  startRefusal(): { reason: BudgetReason; message: string } | null {
+  /**
+   * A stop reason if the run may not dispatch anything at all (checked once at start). `replayed`: the requests were
+   * sent before a crash (`precharge`), so only more than the limit refuses; a resume that only replays sends none.
+   */
+  startRefusal(replayed = false): { reason: BudgetReason; message: string } | null {
     const b = this.budget
     const c = this.committed.counts
-    if (b.request_limit !== null && c.requests >= b.request_limit)
+    if (b.request_limit !== null && c.requests >= b.request_limit + (replayed ? 1 : 0))
       return { reason: "request_limit", message: this.requestMessage() }
     // Prior usage over any token limit must stop the run before its first request.
     const tokens = this.tokenRefusal()
@@ -106,6 +109,12 @@ export class BudgetLedger {
     this.reservedRequests--
     this.committed.inc("requests")
     if (usage) this.committed.add({ ...usage, requests: 0, tool_calls: 0 })
+  }
+
+  /** A request paid for before a crash, replayed instead of sent: it counts, with its reported usage. */
+  chargeReplay(usage: Partial<RunUsage> | null): void {
+    this.reservedRequests++
+    this.settleRequest(usage)
   }
 
   /** After a response: a token limit the committed usage now exceeds, or null. */

@@ -12,7 +12,7 @@ import {
   type TaskInfo,
 } from "./agent.ts"
 import { BudgetLedger, resolveBudget } from "./budget.ts"
-import { durableTaskKey, runDurableTask } from "./durable.ts"
+import { durableTaskKey, precharge, runDurableTask } from "./durable.ts"
 import { BudgetExceededError, HarnessError, RunFailed, TaskCancelledError } from "./errors.ts"
 import { EventBus, type EventStream, type RunEvent, type TaskCancelledEvent } from "./events.ts"
 import { deepFreeze } from "./freeze.ts"
@@ -170,6 +170,7 @@ export function runPlan(
     now,
     startedAt,
     ledger: deps.ledger ?? null,
+    precharged: new Set(),
     rlm,
     failing: () => {},
     pastDeadline: () => false,
@@ -274,7 +275,25 @@ export function runPlan(
       // gets here: a stop has already aborted every other task.
       t.controller?.abort(e)
     }
-    pump()
+    // What a durable run will replay is charged before its first task, and may already stop it as it stopped the
+    // crashed run; a stop while the store lists (an abort, the deadline) has already ended the run (`stop`). A run id
+    // of its own (random) has no rows yet: nothing to list.
+    if (!shared.ledger || options.run_id === undefined) pump()
+    else
+      precharge(
+        shared.ledger,
+        runId,
+        checked.tasks.map((t) => t.task_id),
+        ledger,
+        shared.precharged,
+      ).then(
+        () => {
+          const refusal = ledger.startRefusal(true)
+          if (refusal) stop({ ...refusal, task_id: null, error_type: "BudgetExceededError" })
+          pump()
+        },
+        (e: unknown) => stop(causeOf(null, e)),
+      )
 
     function pump(): void {
       while (!cause && freeSlots.length > 0 && ready.size > 0 && !shared.pastDeadline())
@@ -480,7 +499,7 @@ export function runPlan(
 }
 
 /** The stop a task's error causes: a budget trip stops the run, anything else fails it. */
-function causeOf(task_id: string, e: unknown): StopCause {
+function causeOf(task_id: string | null, e: unknown): StopCause {
   return e instanceof BudgetExceededError
     ? { reason: e.reason, task_id, message: e.message, error_type: e.name }
     : {

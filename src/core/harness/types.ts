@@ -90,7 +90,10 @@ export type RunReason =
   | "deadline"
   | "cancelled"
 
-/** Why a run did not succeed. `task_id` is null for a deadline, a cancellation or a start-time refusal. */
+/**
+ * Why a run did not succeed. `task_id` is null for a deadline, a cancellation, a start-time refusal or a store outage
+ * while a durable run lists its rows.
+ */
 export interface RunPlanFailure {
   readonly reason: Exclude<RunReason, "completed">
   readonly task_id: string | null

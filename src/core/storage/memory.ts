@@ -108,10 +108,10 @@ export class MemoryLedgerStorage implements LedgerStorage {
   }
 
   async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {
-    const keys = [...this.#rows.keys()].sort()
+    // Filtered before sorting: a durable harness run lists its own rows at start, in a store that may hold many runs.
+    const keys = [...this.#rows.keys()].filter((k) => k.startsWith(options.prefix ?? "")).sort()
     let n = 0
     for (const k of keys) {
-      if (options.prefix && !k.startsWith(options.prefix)) continue
       if (options.cursor !== undefined && k <= options.cursor) continue
       if (options.limit !== undefined && n >= options.limit) return
       n++
