@@ -1,6 +1,6 @@
 // One agent run (a task, or an RLM sub-query inside one) and the run-wide machinery every such run shares: the
 // budget ledger, the request permits, the measurements and, when configured, the durable action ledger.
-import type { ActionLedger, LedgeredTool } from "../ledger/index.ts"
+import type { ActionLedger, LedgeredTool, ToolBody, TransitionContext } from "../ledger/index.ts"
 import type { BudgetLedger } from "./budget.ts"
 import { BudgetExceededError, HarnessError, RecursionLimitError, TaskCancelledError } from "./errors.ts"
 import type { EventStream } from "./events.ts"
@@ -294,10 +294,10 @@ function ledgeredFor(
   shared: SharedRun,
   name: string,
   binding: HarnessTool["binding"] | undefined,
-  body: (args: Record<string, unknown>) => Promise<unknown>,
+  body: ToolBody<Record<string, unknown>, unknown>,
 ): LedgeredTool<Record<string, unknown>, unknown> {
   // The body differs per call, so the wrapper is per call too; wrapping is cheap (no I/O).
-  return (shared.ledger as ActionLedger).tool({ name, ...(binding ? { binding } : {}) }, (args) => body(args))
+  return (shared.ledger as ActionLedger).tool({ name, ...(binding ? { binding } : {}) }, body)
 }
 
 /**
@@ -398,7 +398,10 @@ async function invokeTool(
   const links = new Map<unknown, PassedOn>()
   // rlm_parallel rethrows a sub-query's refusal (a few microtasks later, after a sibling could act on it).
   const refusals = PASSES_REFUSALS.has(tool.execute) && stopsOn(ctx)
+  // The ledgered call's transition, once its body runs (durable runs only).
+  let tx: TransitionContext | undefined
   const toolCtx: ToolContext = {
+    sideEffect: async (fn) => (tx ? tx.sideEffect(fn) : fn()),
     signal,
     run_id: ctx.runId,
     parent_run_id: ctx.parentRunId,
@@ -434,7 +437,8 @@ async function invokeTool(
   if (!ctx.shared.ledger) return await execute(args)
   // An error the model reads as the tool's answer is the call's completed result, not a ledger failure: a rerun
   // shows the model the same message instead of hard-blocking a side-effecting tool that reported it.
-  const ledgered = ledgeredFor(ctx.shared, tool.name, tool.binding, async (a) => {
+  const ledgered = ledgeredFor(ctx.shared, tool.name, tool.binding, async (a, t) => {
+    tx = t
     try {
       return escaped(await execute(a))
     } catch (e) {

@@ -28,6 +28,12 @@ export interface ToolContext {
    * Throws `RecursionLimitError` past `max_depth`. Used by `rlmQueryTool`.
    */
   readonly spawn: (request: SubQuery) => Promise<string>
+  /**
+   * Runs the tool's effect (a charge, a send) after recording that it may have started, on a durable run: a tool
+   * that fails or is cut off after this reads as UNKNOWN (reconcile it), never as failed before its effect, which an
+   * operator could release `not_executed` and run again. Without a ledger it just runs `fn`.
+   */
+  readonly sideEffect: <T>(fn: () => T | Promise<T>) => Promise<T>
 }
 
 export interface SubQuery {
