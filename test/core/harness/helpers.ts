@@ -7,6 +7,7 @@ import {
   type RunTask,
   type TaskEvent,
 } from "../../../src/core/harness/index.ts"
+import type { LedgerStorage } from "../../../src/core/storage/contract.ts"
 
 export function recorder(): { events: RunEvent[]; onEvent: (e: RunEvent) => void } {
   const events: RunEvent[] = []
@@ -94,4 +95,31 @@ export function allStrings(value: unknown, out: string[] = []): string[] {
   if (typeof value === "string") out.push(value)
   else if (value && typeof value === "object") for (const v of Object.values(value)) allStrings(v, out)
   return out
+}
+
+const sleep = (ms: number) => new Promise<void>((r) => setTimeout(r, ms))
+
+/**
+ * `store` whose calls about a row (an id, or an entry's request id) first wait `delayOf(id)` ms, as a slower round
+ * trip would; list() hands back its iterable at once (a durable run lists its rows before its first task).
+ */
+export function delayedStore(
+  store: LedgerStorage,
+  delayOf: (id: string) => number,
+  wait: (ms: number) => Promise<void> = sleep,
+): LedgerStorage {
+  return new Proxy(store, {
+    get(target, prop) {
+      const v: unknown = Reflect.get(target, prop, target)
+      if (typeof v !== "function") return v
+      if (prop === "list") return v.bind(target)
+      return async (...args: unknown[]) => {
+        const a = args[0] as { requestId?: unknown } | string | null
+        const id = typeof a === "string" ? a : a?.requestId
+        const ms = typeof id === "string" ? delayOf(id) : 0
+        if (ms > 0) await wait(ms)
+        return (v as (...a: unknown[]) => unknown).apply(target, args)
+      }
+    },
+  })
 }

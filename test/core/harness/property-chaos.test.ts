@@ -45,7 +45,7 @@ import {
   Provider,
   worldTimers,
 } from "./chaos-world.ts"
-import { checkInvariants } from "./helpers.ts"
+import { checkInvariants, delayedStore } from "./helpers.ts"
 
 const knobs = modelKnobs(process.env, 46_046, "MYCELIUM_HARNESS_")
 const RUNS = knobs.runs ?? 150
@@ -147,23 +147,15 @@ function crashable(store: LedgerStorage, dead: () => boolean): LedgerStorage {
  * read after other tasks sent requests, which the resume's budget must have counted already.
  */
 function laggy(store: LedgerStorage, seed: number): LedgerStorage {
-  return new Proxy(store, {
-    get(target, prop) {
-      const v: unknown = Reflect.get(target, prop, target)
-      if (typeof v !== "function") return v
-      if (prop === "list") return v.bind(target)
-      return async (...args: unknown[]) => {
-        const a = args[0] as { requestId?: unknown } | string | null
-        const ms = Math.floor(h(seed, "lag", String(typeof a === "string" ? a : a?.requestId)) * 8)
-        if (ms > 0) {
-          worldTimers.live++
-          await new Promise((r) => setTimeout(r, ms))
-          worldTimers.live--
-        }
-        return (v as (...a: unknown[]) => unknown).apply(target, args)
-      }
+  return delayedStore(
+    store,
+    (id) => Math.floor(h(seed, "lag", id) * 8),
+    async (ms) => {
+      worldTimers.live++
+      await new Promise((r) => setTimeout(r, ms))
+      worldTimers.live--
     },
-  })
+  )
 }
 
 interface Life {

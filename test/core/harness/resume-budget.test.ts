@@ -14,7 +14,7 @@ import {
 import { ActionLedger, MemoryLedgerStorage } from "../../../src/core/index.ts"
 import type { LedgerStorage } from "../../../src/core/storage/contract.ts"
 import { ManualClock } from "../../../src/testing.ts"
-import { task } from "./helpers.ts"
+import { delayedStore, task } from "./helpers.ts"
 
 const runId = `run:${"cd".repeat(16)}`
 const ledgerOf = (store: LedgerStorage) =>
@@ -49,22 +49,8 @@ const work: HarnessTool = { name: "work", parameters: { type: "object" }, execut
 const settled = (p: Promise<RunResult>) => p.catch((e: RunFailed) => e.result)
 
 /** Every call about a row under `<run>/<task>/` takes 20 ms longer: that task's replay is read late. */
-function slowFor(store: MemoryLedgerStorage, taskId: string): LedgerStorage {
-  const under = `${runId}/${taskId}/`
-  return new Proxy(store, {
-    get(target, prop) {
-      const v: unknown = Reflect.get(target, prop, target)
-      if (typeof v !== "function") return v
-      if (prop === "list") return v.bind(target)
-      return async (...args: unknown[]) => {
-        const a = args[0] as { requestId?: unknown } | string | null
-        const id = typeof a === "string" ? a : a?.requestId
-        if (typeof id === "string" && id.startsWith(under)) await new Promise((r) => setTimeout(r, 20))
-        return (v as (...a: unknown[]) => unknown).apply(target, args)
-      }
-    },
-  })
-}
+const slowFor = (store: MemoryLedgerStorage, taskId: string): LedgerStorage =>
+  delayedStore(store, (id) => (id.startsWith(`${runId}/${taskId}/`) ? 20 : 0))
 
 /** The first run: cancelled once `b` has finished `finishedRequests` model requests (its next one hangs). */
 async function crashAfter(

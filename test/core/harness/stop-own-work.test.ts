@@ -14,7 +14,7 @@ import {
 import { ActionLedger, MemoryLedgerStorage } from "../../../src/core/index.ts"
 import type { LedgerStorage } from "../../../src/core/storage/contract.ts"
 import { ManualClock } from "../../../src/testing.ts"
-import { task } from "./helpers.ts"
+import { delayedStore, task } from "./helpers.ts"
 
 const call = (name: string, args: Record<string, unknown> = {}, id = name) => ({
   type: "tool_call" as const,
@@ -27,22 +27,9 @@ const aborted = (signal: AbortSignal) =>
     signal.addEventListener("abort", () => reject(signal.reason), { once: true }),
   )
 
-/** A store whose writes of sub-query A's rows (`…/q0…`) take longer, as one round trip can. */
-function slowForA(store: MemoryLedgerStorage): LedgerStorage {
-  return new Proxy(store, {
-    get(target, prop) {
-      const v: unknown = Reflect.get(target, prop, target)
-      if (typeof v !== "function") return v
-      // list() hands back its iterable at once (the run lists its rows before its first task).
-      if (prop === "list") return v.bind(target)
-      return async (...args: unknown[]) => {
-        const id = (args[0] as { requestId?: unknown } | null)?.requestId
-        if (typeof id === "string" && id.includes("/c0/q0")) await new Promise((r) => setTimeout(r, 20))
-        return (v as (...a: unknown[]) => unknown).apply(target, args)
-      }
-    },
-  })
-}
+/** A store whose calls about sub-query A's rows (`…/q0…`) take longer, as one round trip can. */
+const slowForA = (store: MemoryLedgerStorage): LedgerStorage =>
+  delayedStore(store, (id) => (id.includes("/c0/q0") ? 20 : 0))
 
 describe("a stop caused by a task's own sub-query", () => {
   it("stops that task's other sub-queries too: none starts a tool after the run stopped", async () => {
