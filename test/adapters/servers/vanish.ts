@@ -79,6 +79,13 @@ export class World {
     return this.w1.get(id)
   }
 
+  /** An operator settles `id` as charged with `result`; a redispatch then replays it and pays nothing. */
+  async releaseCharged(id: string, result: { id: string }, reason: string): Promise<void> {
+    await this.w2.release(id, { verified: "completed", result, by: "ops", reason })
+    expect(await this.pay(this.w2, id)).toEqual(result)
+    expect(this.payments).toBe(0)
+  }
+
   async close(): Promise<void> {
     for (const s of this.#stores) await s.close?.()
   }
@@ -209,14 +216,7 @@ export const SCENARIOS: Scenario[] = [
       await expect(world.w1.complete(dead, { id: "pi_2" }, d)).rejects.toBeInstanceOf(
         LedgerOutcomeAlreadySetError,
       )
-      await world.w2.release(dead, {
-        verified: "completed",
-        result: { id: "pi_2" },
-        by: "ops",
-        reason: "found",
-      })
-      expect(await world.pay(world.w2, dead)).toEqual({ id: "pi_2" })
-      expect(world.payments).toBe(0)
+      await world.releaseCharged(dead, { id: "pi_2" }, "found")
     },
   },
   {
@@ -235,14 +235,7 @@ export const SCENARIOS: Scenario[] = [
       await expect(world.pay(world.w2, id)).rejects.toBeInstanceOf(LedgerHardBlockError)
       expect(await world.row(id)).toMatchObject({ terminalOutcome: "BLOCKED", fence: 1 })
       expect(world.payments).toBe(0)
-      await world.w2.release(id, {
-        verified: "completed",
-        result: { id: "pi_1" },
-        by: "ops",
-        reason: "charged",
-      })
-      expect(await world.pay(world.w2, id)).toEqual({ id: "pi_1" })
-      expect(world.payments).toBe(0)
+      await world.releaseCharged(id, { id: "pi_1" }, "charged")
     },
   },
   {
@@ -322,14 +315,7 @@ export const SCENARIOS: Scenario[] = [
       )
       await everyWriteRefused(world, id, g, LedgerOutcomeAlreadySetError)
       await expect(world.pay(world.w2, id)).rejects.toBeInstanceOf(LedgerHardBlockError)
-      await world.w2.release(id, {
-        verified: "completed",
-        result: { id: "pi_1" },
-        by: "ops",
-        reason: "charged",
-      })
-      expect(await world.pay(world.w2, id)).toEqual({ id: "pi_1" })
-      expect(world.payments).toBe(0)
+      await world.releaseCharged(id, { id: "pi_1" }, "charged")
     },
   },
   {
