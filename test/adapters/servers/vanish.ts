@@ -91,6 +91,19 @@ export class World {
   }
 }
 
+/** w1 holds `id` past its boundary; a Python worker then writes the row in its own shape with `fields(held)`. */
+async function rewrittenByPython(
+  world: World,
+  id: string,
+  fields: (held: LedgerEntry) => Record<string, unknown>,
+): Promise<Guard> {
+  const g = await world.hold(world.w1, id)
+  await world.w1.advanceBoundary(id, "maybe_crossed", g)
+  const held = (await world.row(id)) as LedgerEntry
+  await world.lane.writeRaw(id, pythonRow(held, fields(held)))
+  return g
+}
+
 /** Every write a holder makes after its claim, each on its own. */
 function holderWrites(w: ActionLedger, id: string, g: Guard): [string, () => Promise<unknown>][] {
   return [
@@ -301,18 +314,12 @@ export const SCENARIOS: Scenario[] = [
   {
     name: "a Python worker blocks the row (same fence, its shape): the TS holder's completion is refused",
     async run(world, id) {
-      const g = await world.hold(world.w1, id)
-      await world.w1.advanceBoundary(id, "maybe_crossed", g)
-      const held = (await world.row(id)) as LedgerEntry
-      await world.lane.writeRaw(
-        id,
-        pythonRow(held, {
-          terminal_outcome: "BLOCKED",
-          status: "failed",
-          error: "lease expired",
-          finished_at: 1_800_000_011.5,
-        }),
-      )
+      const g = await rewrittenByPython(world, id, () => ({
+        terminal_outcome: "BLOCKED",
+        status: "failed",
+        error: "lease expired",
+        finished_at: 1_800_000_011.5,
+      }))
       await everyWriteRefused(world, id, g, LedgerOutcomeAlreadySetError)
       await expect(world.pay(world.w2, id)).rejects.toBeInstanceOf(LedgerHardBlockError)
       await world.releaseCharged(id, { id: "pi_1" }, "charged")
@@ -321,13 +328,11 @@ export const SCENARIOS: Scenario[] = [
   {
     name: "a Python worker writes the row as a legacy EXPIRED row: the TS holder is refused, a redispatch blocks",
     async run(world, id) {
-      const g = await world.hold(world.w1, id)
-      await world.w1.advanceBoundary(id, "maybe_crossed", g)
-      const held = (await world.row(id)) as LedgerEntry
-      await world.lane.writeRaw(
-        id,
-        pythonRow(held, { terminal_outcome: "EXPIRED", status: "in-flight", lease_until: 1_799_999_999.5 }),
-      )
+      const g = await rewrittenByPython(world, id, () => ({
+        terminal_outcome: "EXPIRED",
+        status: "in-flight",
+        lease_until: 1_799_999_999.5,
+      }))
       // A renewal reads the lapsed lease and refuses before any write.
       await everyWriteRefused(world, id, g, LedgerOutcomeAlreadySetError, { renew: LedgerLeaseError })
       await expect(world.pay(world.w2, id)).rejects.toBeInstanceOf(LedgerHardBlockError)
@@ -338,17 +343,11 @@ export const SCENARIOS: Scenario[] = [
   {
     name: "a Python operator marks the live holder dead (same fence, float epochs): the holder still completes",
     async run(world, id) {
-      const g = await world.hold(world.w1, id)
-      await world.w1.advanceBoundary(id, "maybe_crossed", g)
-      const held = (await world.row(id)) as LedgerEntry
-      await world.lane.writeRaw(
-        id,
-        pythonRow(held, {
-          worker_dead_asserted_by: "ops@py",
-          worker_dead_asserted_at: 1_800_000_001.25,
-          lease_until: (held.leaseUntil as number) + 0.5,
-        }),
-      )
+      const g = await rewrittenByPython(world, id, (held) => ({
+        worker_dead_asserted_by: "ops@py",
+        worker_dead_asserted_at: 1_800_000_001.25,
+        lease_until: (held.leaseUntil as number) + 0.5,
+      }))
       // The holder is alive after all and its effect ran: the completion is the truth, and it lands once.
       await world.w1.complete(id, { id: "pi_1" }, g)
       expect(await world.row(id)).toMatchObject({ terminalOutcome: "COMPLETED", fence: g.fence, owner: "w1" })
