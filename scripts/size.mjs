@@ -323,7 +323,12 @@ const budgets = [
   // lists nothing (on Redis and Upstash a listing is a SCAN of the whole keyspace): 13,189 B.
   // 12.9 -> 13 KB (2026-12-06, stop 46), 23 B: ToolContext.sideEffect(), so a durable tool that failed after its
   // effect reads UNKNOWN instead of FAILED_BEFORE_EFFECT (which an operator could release and charge again): 13,212 B.
-  { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 13 * KB },
+  // 13 -> 13.1 KB (2026-12-06, stop 46, the review of those fixes), 115 B: the pre-charge remembers what it charged
+  // per row, so a task row another worker finished between the listing and the task's read takes its listed requests
+  // back instead of charging them twice (its stored usage holds them): 13,327 B. Then 55 B: finished tool calls are
+  // pre-charged too (a task that ran first made calls the crashed run's tool_calls_limit refused), and
+  // ctx.sideEffect() refuses once its call was cancelled: 13,382 B.
+  { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 13.1 * KB },
   // The workspace needs Node built-ins (external here, as for the adapters): 5.5 KB when it was added.
   { name: "harness/workspace", code: 'export * from "./dist/harness/workspace/index.js"', max: 7 * KB },
   // Redis over TCP extends the Upstash adapter (same keys and Lua scripts), so it carries that adapter's code too.
@@ -426,7 +431,10 @@ const budgets = [
   // 7.3 -> 7.4 KB (2026-12-06, stop 46's review), 124 B: sideEffect() writes the boundary on every call (a late owner's
   // retry ran with no write after a release: a second charge), and does not start the effect on an answer that came
   // back after the lease lapsed by the client's clock: 7,574 B.
-  { name: "client (RemoteLedger)", code: 'export * from "./dist/edge/client.js"', max: 7.4 * KB },
+  // 7.4 -> 7.5 KB (2026-12-06, the review of stop 46's fixes), 42 B: the client's lease counts from when the claim or
+  // renewal was sent, by the lease_ttl the server granted (a renewal capped at maxLeaseTtl, or answered late, read
+  // longer than the server's, and an answer to the boundary write after the server's lapse started the effect): 7,616 B.
+  { name: "client (RemoteLedger)", code: 'export * from "./dist/edge/client.js"', max: 7.5 * KB },
   // The Cloudflare worker (edge API + Durable Object + hono, zod, jose): what `wrangler deploy` uploads.
   // #10's budget. The edge schemas use zod/mini with only the English messages: 61 KB here, 66 KB as wrangler builds it
   // (classic zod, which does not tree-shake, had grown it to 80).

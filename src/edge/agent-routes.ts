@@ -174,11 +174,9 @@ export function agentRoutes(api: Api, ctx: RouteContext): void {
     const { ledger } = ctx.need(c, "agent")
     const id = ctx.id(c)
     const b = await ctx.body(c, RenewBody)
-    const row = await ledger.renewLease(id, {
-      fence: b.fence,
-      owner: ownerForLease(b.lease),
-      leaseTtl: Math.min(b.lease_ttl ?? ctx.defaultLeaseTtl, ctx.maxLeaseTtl),
-    })
-    return c.json(callState(row))
+    const ttl = Math.min(b.lease_ttl ?? ctx.defaultLeaseTtl, ctx.maxLeaseTtl)
+    const row = await ledger.renewLease(id, { fence: b.fence, owner: ownerForLease(b.lease), leaseTtl: ttl })
+    // The lease granted, maxLeaseTtl capping the one asked for: the client reckons its lease with it.
+    return c.json({ ...callState(row), lease_ttl: ttl })
   })
 }

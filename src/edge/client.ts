@@ -287,6 +287,7 @@ export class RemoteLedger {
       const expected = wireMeta.request_id ?? (binding ? undefined : wireMeta.tool_call_id)
       const deadline = pollTimeout === null ? Infinity : Date.now() + pollTimeout * 1000
       for (;;) {
+        const sent = Date.now()
         const a = checkBeginAnswer(await this.#post<unknown>("/v1/calls", begin, tool), expected)
         if (a.status === "replay") return a.result as R
         if (a.status === "blocked") throw errorFor(409, a.error.code, a.error.message, tool)
@@ -296,7 +297,7 @@ export class RemoteLedger {
           await sleep(Math.min(pollInterval ?? a.retry_after, left), meta.signal)
           continue
         }
-        const tx = new RemoteCall(this.#transport, tool, a, meta.signal)
+        const tx = new RemoteCall(this.#transport, tool, a, meta.signal, sent)
         tx.startAutoRenew(this.leaseRenewInterval)
         let result: R
         try {
@@ -369,17 +370,26 @@ class RemoteCall implements RemoteTransitionContext {
   #boundary: SideEffectBoundary
   #chain: Promise<unknown> = Promise.resolve()
   #stopRenew: (() => void) | null = null
-  /** The latest the lease can lapse, by this clock: the claim's or last renewal's lease from when it was answered. */
+  /**
+   * The earliest the lease can lapse, by this clock: the claim's or last renewal's lease from when it was asked for
+   * (the server stamps it when it writes, and its answer may come back late).
+   */
   #until: number
   readonly signal: AbortSignal
 
-  constructor(ledger: Transport, tool: string, claim: RunAnswer, signal: AbortSignal | undefined) {
+  constructor(
+    ledger: Transport,
+    tool: string,
+    claim: RunAnswer,
+    signal: AbortSignal | undefined,
+    sent: number,
+  ) {
     this.#ledger = ledger
     this.#tool = tool
     this.#claim = claim
     this.#path = `/v1/calls/${encodeURIComponent(claim.request_id)}`
     this.#boundary = claim.side_effect_boundary
-    this.#until = Date.now() + claim.lease_ttl * 1000
+    this.#until = sent + claim.lease_ttl * 1000
     never ??= new AbortController().signal
     this.signal = signal ?? never
   }
@@ -395,12 +405,14 @@ class RemoteCall implements RemoteTransitionContext {
     op: string,
     extra: Record<string, unknown>,
     body = JSON.stringify({ fence: this.#claim.fence, lease: this.#claim.lease, ...extra }),
-  ): Promise<void> {
+  ): Promise<{ at: number; lease_ttl?: unknown }> {
     const run = this.#chain.then(async () => {
+      const at = Date.now()
       const a = await this.#ledger.post<{
         request_id?: unknown
         fence?: unknown
         terminal_outcome?: unknown
+        lease_ttl?: unknown
       }>(`${this.#path}/${op}`, body, this.#tool)
       // Any 200 was taken as done: a proxy's `{}` for a boundary write let sideEffect() pay with maybe_crossed never
       // stored, and a redispatch paid again. The answer must be this call's state, at its fence, as the write left it.
@@ -414,6 +426,7 @@ class RemoteCall implements RemoteTransitionContext {
         throw new LedgerStorageUnavailableError(
           `the ledger API answered ${op} of '${this.requestId}' with another state than the call's: not stored`,
         )
+      return { at, lease_ttl: a.lease_ttl }
     })
     this.#chain = run.catch(() => undefined)
     return run
@@ -452,14 +465,17 @@ class RemoteCall implements RemoteTransitionContext {
   }
 
   /** Stores the provider's handle (payment intent id, message id) for reconciliation. */
-  recordExternalOperation(ref: string): Promise<void> {
-    return this.#send("boundary", { external_operation_ref: String(ref) })
+  async recordExternalOperation(ref: string): Promise<void> {
+    await this.#send("boundary", { external_operation_ref: String(ref) })
   }
 
   /** Renews by `leaseTtl`, by default the call's own lease (the server's default may be shorter). */
   async renewLease(leaseTtl: number = this.#claim.lease_ttl): Promise<void> {
-    await this.#send("renew", { lease_ttl: leaseTtl })
-    this.#until = Date.now() + leaseTtl * 1000
+    // From when it was sent, by the lease the server granted: its maxLeaseTtl caps the one asked for (a server older
+    // than the answer's lease_ttl: the one asked for).
+    const { at, lease_ttl } = await this.#send("renew", { lease_ttl: leaseTtl })
+    this.#until =
+      at + Math.min(leaseTtl, typeof lease_ttl === "number" && lease_ttl > 0 ? lease_ttl : leaseTtl) * 1000
   }
 
   startAutoRenew(interval: number | undefined): void {
@@ -517,7 +533,10 @@ class RemoteCall implements RemoteTransitionContext {
     if (!unstorable) {
       const body = JSON.stringify({ fence: this.#claim.fence, lease: this.#claim.lease, result: json })
       const bytes = body.length * 3 <= maxBytes ? body.length : encoder.encode(body).length
-      if (bytes <= maxBytes) return this.#send("complete", {}, body)
+      if (bytes <= maxBytes) {
+        await this.#send("complete", {}, body)
+        return
+      }
       unstorable = {
         limit: "max_row_bytes",
         message: `the result is ${bytes} bytes, over the API's limit of ${maxBytes}`,

@@ -56,7 +56,7 @@ const ROUTES: readonly RouteDoc[] = [
     scope: "agent",
     summary: "Renew a held lease.",
     body: S.RenewBody,
-    response: S.CallStateResponse,
+    response: S.RenewResponse,
   },
   {
     method: "get",

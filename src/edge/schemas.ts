@@ -130,6 +130,8 @@ export const CallStateResponse = z.object({
   external_operation_ref: z.nullable(z.string()),
 })
 
+export const RenewResponse = z.object({ ...CallStateResponse.shape, lease_ttl: z.number() })
+
 // ---- operators and readers ----------------------------------------------------------------------------------
 
 // What an operator says (who, why): blank text says nothing, and the ledger refuses it.

@@ -17,7 +17,7 @@ import {
   ToolReportedError,
   toolOutputText,
 } from "./tools.ts"
-import type { ModelRequestSample } from "./types.ts"
+import type { ModelRequestSample, RunUsage } from "./types.ts"
 import { reportedUsage, type UsageAccumulator } from "./usage.ts"
 
 /** A model reply the harness cannot use (no parts array, a tool call without a name...). Fails the task. */
@@ -58,8 +58,11 @@ export interface SharedRun {
   readonly now: () => number
   readonly startedAt: number
   readonly ledger: ActionLedger | null
-  /** Finished rows charged to the budget before the first task (`precharge`), by key: their replay charges no more. */
-  readonly precharged: Set<string>
+  /**
+   * Finished rows charged to the budget before the first task (`precharge`), by key, with what each was charged: their
+   * replay charges no more.
+   */
+  readonly precharged: Map<string, Partial<RunUsage>>
   readonly rlm: Required<RlmOptions>
   /**
    * An error that fails a task, or a budget refusal, was met (`failsTask`): the driver stops the run at once, not
@@ -309,8 +312,10 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
   s.pastDeadline() // no tool starts after the deadline either
   if (ctx.signal.aborted) throw ctx.signal.reason
   const byName = new Map(ctx.tools.map((t) => [t.name, t]))
-  // A call to an unknown tool is answered with an error and never counts, so it reserves nothing.
-  const known = calls.filter((c) => byName.has(c.name)).length
+  // A call to an unknown tool is answered with an error and never counts, so it reserves nothing. Nor does a finished
+  // call the run charged before its first task (precharge): its replay counts in `usage` only.
+  const keyOf = (i: number) => `${ctx.key}/r${step}/c${i}`
+  const known = calls.filter((c, i) => byName.has(c.name) && !s.precharged.has(keyOf(i))).length
   try {
     s.budget.reserveToolCalls(known)
   } catch (e) {
@@ -342,10 +347,12 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
         // microtask, before the late timer can abort the batch.
         s.pastDeadline()
         if (batch.signal.aborted) throw batch.signal.reason
-        started++
-        s.budget.commitToolCall()
+        if (!s.precharged.delete(keyOf(i))) {
+          started++
+          s.budget.commitToolCall()
+        }
         ctx.usage.inc("tool_calls")
-        const value = await invokeTool(ctx, tool, call, `${ctx.key}/r${step}/c${i}`, batch.signal, spawned)
+        const value = await invokeTool(ctx, tool, call, keyOf(i), batch.signal, spawned)
         return { role: "tool", tool_call_id: call.id, name: call.name, content: toolOutputText(value) }
       } catch (e) {
         const visible = batch.signal.aborted ? null : modelVisibleMessage(e)
@@ -401,7 +408,11 @@ async function invokeTool(
   // The ledgered call's transition, once its body runs (durable runs only).
   let tx: TransitionContext | undefined
   const toolCtx: ToolContext = {
-    sideEffect: async (fn) => (tx ? tx.sideEffect(fn) : fn()),
+    sideEffect: async (fn) => {
+      // Not after the call was cancelled (its batch ended, the run stopped): the effect would start unasked.
+      if (signal.aborted) throw signal.reason
+      return tx ? tx.sideEffect(fn) : fn()
+    },
     signal,
     run_id: ctx.runId,
     parent_run_id: ctx.parentRunId,

@@ -170,7 +170,7 @@ export function runPlan(
     now,
     startedAt,
     ledger: deps.ledger ?? null,
-    precharged: new Set(),
+    precharged: new Map(),
     rlm,
     failing: () => {},
     pastDeadline: () => false,

@@ -8,7 +8,7 @@ import { type AgentContext, MODEL_REQUEST, runAgent } from "./agent.ts"
 import type { BudgetLedger } from "./budget.ts"
 import { HarnessError } from "./errors.ts"
 import type { RunUsage } from "./types.ts"
-import { reportedUsage, type UsageAccumulator } from "./usage.ts"
+import { reportedUsage, USAGE_COUNTERS, type UsageAccumulator, type UsageCounter } from "./usage.ts"
 
 // '/' separates a durable key's parts (`<run>/<task>/r<step>/c<call>`), so a task id "a/r0" would name task a's first
 // request row and replay it as a task. Escaping '/' (and '%', to keep the escape one-to-one) in the run and task ids
@@ -25,6 +25,14 @@ const isTaskRow = (v: unknown): v is { output: string; usage: RunUsage } =>
   v !== null &&
   typeof (v as { output?: unknown }).output === "string" &&
   typeof (v as { usage?: unknown }).usage === "object"
+
+/** `u` with every counter negated: adding it takes `u` back. */
+function negated(u: Partial<RunUsage>): Partial<RunUsage> {
+  const out: Partial<Record<UsageCounter, number>> & { details?: Record<string, number> } = {}
+  for (const k of USAGE_COUNTERS) out[k] = -(u[k] ?? 0)
+  if (u.details) out.details = Object.fromEntries(Object.entries(u.details).map(([k, v]) => [k, -v]))
+  return out
+}
 
 /** Durable task: a finished task's output and usage replay from the ledger; an unfinished one runs (again). */
 export async function runDurableTask(
@@ -54,7 +62,17 @@ export async function runDurableTask(
     t.replayed = true
     started()
     t.usage.add(stored.usage)
-    if (!ctx.shared.precharged.delete(key)) ctx.shared.budget.committed.add(stored.usage)
+    const { precharged, budget } = ctx.shared
+    if (!precharged.delete(key)) {
+      budget.committed.add(stored.usage)
+      // The row finished after the run listed it (another worker of this run): the requests charged then under the
+      // unfinished task are in its stored usage, so they are taken back, not charged twice.
+      for (const [k, u] of precharged)
+        if (k.startsWith(`${key}/`)) {
+          precharged.delete(k)
+          budget.committed.add(negated(u))
+        }
+    }
     return stored.output
   }
   started()
@@ -87,7 +105,7 @@ export async function precharge(
   runId: string,
   taskIds: readonly string[],
   budget: BudgetLedger,
-  charged: Set<string>,
+  charged: Map<string, Partial<RunUsage>>,
 ): Promise<void> {
   const prefix = `${keyPart(runId)}/`
   // Finished rows by the key of the plan task they belong to; rows of tasks not in this plan never replay.
@@ -113,14 +131,19 @@ export async function precharge(
       // A row that is no task result fails the task at once: nothing of it replays.
       if (isTaskRow(task.result)) {
         budget.committed.add(task.result.usage)
-        charged.add(key)
+        charged.set(key, task.result.usage)
       }
       continue
     }
     for (const e of finished)
       if (e.tool === MODEL_REQUEST && /\/r\d+$/.test(e.requestId)) {
-        budget.chargeReplay(reportedUsage((e.result as { usage?: unknown } | null)?.usage))
-        charged.add(e.requestId)
+        const usage = reportedUsage((e.result as { usage?: unknown } | null)?.usage)
+        budget.chargeReplay(usage)
+        charged.set(e.requestId, { ...usage, requests: 1 })
+      } else if (/\/r\d+\/c\d+$/.test(e.requestId)) {
+        // A finished tool call counts toward tool_calls_limit as its batch's replay would have counted it.
+        budget.committed.inc("tool_calls")
+        charged.set(e.requestId, { tool_calls: 1 })
       }
   }
 }

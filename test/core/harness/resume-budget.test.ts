@@ -57,7 +57,7 @@ async function crashAfter(
   storage: MemoryLedgerStorage,
   model: ModelClient,
   finishedRequests: number,
-  budget: { request_limit: number },
+  budget: Parameters<typeof runPlan>[1]["budget"],
   tools: HarnessTool[] = [work],
 ): Promise<RunResult> {
   const ac = new AbortController()
@@ -130,6 +130,48 @@ describe("a resumed durable run charges its replay before its first task", () =>
     // Usage keeps its meaning: what this run sent plus what it replayed, each once.
     const b = second.tasks.find((t) => t.task_id === "b")
     expect(second.usage.requests).toBe(sent.length + (b?.usage.requests ?? 0))
+  })
+
+  it("a half-finished task's finished tool calls: the fresh task that runs first cannot make them again", async () => {
+    const storage = new MemoryLedgerStorage()
+    const model = (first: boolean): ModelClient => ({
+      async request(req, signal) {
+        const { task_id, step } = req.context
+        if (first && (task_id === "a" || step === 2)) return hang(signal)
+        if (task_id === "out") return text("out")
+        return step < (task_id === "a" ? 4 : 2) ? { parts: [call("work")] } : text(task_id)
+      },
+    })
+    await crashAfter(storage, model(true), 2, {})
+    expect((await completed(storage)).filter((id) => /\/c\d+$/.test(id)).sort()).toEqual([
+      `${runId}/b/r0/c0`,
+      `${runId}/b/r1/c0`,
+    ])
+    const ran: string[] = []
+    const counted: HarnessTool = {
+      ...work,
+      execute: (_a, ctx) => {
+        ran.push(ctx.task_id)
+        return "ok"
+      },
+    }
+    const second = await settled(
+      runPlan(
+        { tasks: [task("a"), task("b"), task("out", ["a", "b"])], output_task_id: "out" },
+        {
+          model: model(false),
+          ledger: ledgerOf(slowFor(storage, "b")),
+          tools: [counted],
+          budget: { tool_calls_limit: 3 },
+        },
+        { run_id: runId },
+      ),
+    )
+    // b's two finished calls were charged first: a may make one, and its second batch is refused. (Charged as b's
+    // replay read them, a made three and the run ended at five.)
+    expect(ran).toEqual(["a"])
+    expect(second.failure).toMatchObject({ reason: "tool_calls_limit", task_id: "a" })
+    expect(second.usage.tool_calls).toBeLessThanOrEqual(3)
   })
 
   it("a sub-query's finished requests are charged too, once", async () => {
