@@ -95,8 +95,9 @@ export async function runDurableTask(
 
 /**
  * Before a durable run's first task: charges the budget for every finished row it will replay (a finished task's
- * stored usage, which includes its requests; else each finished model request of the task and of its sub-queries, as
- * their replay charges it) and adds their keys to `charged`, so the replay adds them to the task's usage only. Charged
+ * stored usage, which includes its requests; else each finished model request and tool call of the task and of its
+ * sub-queries, as their replay charges it) and adds their keys to `charged`, so the replay adds them to the task's
+ * usage only. Charged
  * when each row was read instead, a task that ran again before a finished task's row was read spent budget the replay
  * then added to: a resumed run ended over a limit the crashed run kept.
  */
