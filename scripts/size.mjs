@@ -434,6 +434,9 @@ const budgets = [
   // 7.4 -> 7.5 KB (2026-12-06, the review of stop 46's fixes), 42 B: the client's lease counts from when the claim or
   // renewal was sent, by the lease_ttl the server granted (a renewal capped at maxLeaseTtl, or answered late, read
   // longer than the server's, and an answer to the boundary write after the server's lapse started the effect): 7,616 B.
+  // Then 51 B: the lease lapses by the wall or the monotonic clock, whichever ends it first, and pollTimeout runs on the
+  // monotonic one (a wall clock stepped back kept a lease the server had ended: a late answer started the effect
+  // beside a redispatch): 7,675 B.
   { name: "client (RemoteLedger)", code: 'export * from "./dist/edge/client.js"', max: 7.5 * KB },
   // The Cloudflare worker (edge API + Durable Object + hono, zod, jose): what `wrangler deploy` uploads.
   // #10's budget. The edge schemas use zod/mini with only the English messages: 61 KB here, 66 KB as wrangler builds it

@@ -285,14 +285,16 @@ export class RemoteLedger {
       // The id the answer must name: the caller's requestId, or an unbound tool's toolCallId. A bound tool's id is
       // the server's to derive (a SHA-256 this client leaves out to stay small): see docs/http-api.md.
       const expected = wireMeta.request_id ?? (binding ? undefined : wireMeta.tool_call_id)
-      const deadline = pollTimeout === null ? Infinity : Date.now() + pollTimeout * 1000
+      // On the monotonic clock: a wall clock stepped back an hour polled an hour longer (one stepped forward, not
+      // at all).
+      const deadline = pollTimeout === null ? Infinity : performance.now() + pollTimeout * 1000
       for (;;) {
-        const sent = Date.now()
+        const sent = clocks()
         const a = checkBeginAnswer(await this.#post<unknown>("/v1/calls", begin, tool), expected)
         if (a.status === "replay") return a.result as R
         if (a.status === "blocked") throw errorFor(409, a.error.code, a.error.message, tool)
         if (a.status === "poll") {
-          const left = (deadline - Date.now()) / 1000
+          const left = (deadline - performance.now()) / 1000
           if (left <= 0) throw new LedgerPollTimeoutError(`Timed out polling in-flight '${tool}' call`)
           await sleep(Math.min(pollInterval ?? a.retry_after, left), meta.signal)
           continue
@@ -356,6 +358,15 @@ const responseDecoder = /* @__PURE__ */ new TextDecoder()
 let never: AbortSignal | null = null
 
 /**
+ * Now by both clocks, in ms. A lease lapses by whichever passes its end first: the wall clock can be stepped back (an
+ * NTP step, a user) and then kept a lease the server had ended, so an answer that came back late started the effect
+ * beside a redispatch; the monotonic one (performance.now(), in every runtime) stops while the machine sleeps.
+ */
+type Clocks = readonly [wall: number, monotonic: number]
+const clocks = (): Clocks => [Date.now(), performance.now()]
+const after = (at: Clocks, seconds: number): Clocks => [at[0] + seconds * 1000, at[1] + seconds * 1000]
+
+/**
  * What a remote tool body gets: the same boundary helpers as the local `TransitionContext` (one round trip each),
  * without the stored row, which stays on the server.
  */
@@ -371,10 +382,10 @@ class RemoteCall implements RemoteTransitionContext {
   #chain: Promise<unknown> = Promise.resolve()
   #stopRenew: (() => void) | null = null
   /**
-   * The earliest the lease can lapse, by this clock: the claim's or last renewal's lease from when it was asked for
+   * The earliest the lease can lapse, by each clock: the claim's or last renewal's lease from when it was asked for
    * (the server stamps it when it writes, and its answer may come back late).
    */
-  #until: number
+  #until: Clocks
   readonly signal: AbortSignal
 
   constructor(
@@ -382,14 +393,14 @@ class RemoteCall implements RemoteTransitionContext {
     tool: string,
     claim: RunAnswer,
     signal: AbortSignal | undefined,
-    sent: number,
+    sent: Clocks,
   ) {
     this.#ledger = ledger
     this.#tool = tool
     this.#claim = claim
     this.#path = `/v1/calls/${encodeURIComponent(claim.request_id)}`
     this.#boundary = claim.side_effect_boundary
-    this.#until = sent + claim.lease_ttl * 1000
+    this.#until = after(sent, claim.lease_ttl)
     never ??= new AbortController().signal
     this.signal = signal ?? never
   }
@@ -405,9 +416,9 @@ class RemoteCall implements RemoteTransitionContext {
     op: string,
     extra: Record<string, unknown>,
     body = JSON.stringify({ fence: this.#claim.fence, lease: this.#claim.lease, ...extra }),
-  ): Promise<{ at: number; lease_ttl?: unknown }> {
+  ): Promise<{ at: Clocks; lease_ttl?: unknown }> {
     const run = this.#chain.then(async () => {
-      const at = Date.now()
+      const at = clocks()
       const a = await this.#ledger.post<{
         request_id?: unknown
         fence?: unknown
@@ -452,8 +463,10 @@ class RemoteCall implements RemoteTransitionContext {
     await this.#send("boundary", { boundary: "maybe_crossed" })
     if (this.#boundary === "not_crossed") this.#boundary = "maybe_crossed"
     // The server checked the lease when it wrote; an answer that came back after it lapsed (a slow network, a pause)
-    // must not start the effect: the row may be released not_executed by then and run elsewhere.
-    if (Date.now() >= this.#until)
+    // must not start the effect: the row may be released not_executed by then and run elsewhere. In workerd both
+    // clocks move only on I/O: read just after the answer, they are as late as it is.
+    const now = clocks()
+    if (now[0] >= this.#until[0] || now[1] >= this.#until[1])
       throw new LedgerLeaseError(
         `Cannot start the effect of request '${this.requestId}': lease already expired — reconcile instead`,
       )
@@ -474,8 +487,10 @@ class RemoteCall implements RemoteTransitionContext {
     // From when it was sent, by the lease the server granted: its maxLeaseTtl caps the one asked for (a server older
     // than the answer's lease_ttl: the one asked for).
     const { at, lease_ttl } = await this.#send("renew", { lease_ttl: leaseTtl })
-    this.#until =
-      at + Math.min(leaseTtl, typeof lease_ttl === "number" && lease_ttl > 0 ? lease_ttl : leaseTtl) * 1000
+    this.#until = after(
+      at,
+      Math.min(leaseTtl, typeof lease_ttl === "number" && lease_ttl > 0 ? lease_ttl : leaseTtl),
+    )
   }
 
   startAutoRenew(interval: number | undefined): void {
@@ -486,13 +501,15 @@ class RemoteCall implements RemoteTransitionContext {
     if (!(every > 0)) return
     // During an outage each renewal waits out requestTimeout on the serial chain, and stop() waits for the chain: a
     // renewal per tick queued a backlog that held the call up long after its body returned. So one at a time, and
-    // none once the lease lapsed by this clock (the server refuses those anyway), as ActionLedger's renewals.
+    // none once the lease lapsed by this clock (the server refuses those anyway), as ActionLedger's renewals. By the
+    // monotonic clock only: a wall clock stepped forward stopped them and let a live lease lapse; a renewal is no
+    // effect (the server judges it), and its answer sets both clocks' reckoning again.
     let busy = false
     // Refused (the claim is gone): stop. A network hiccup: try again next tick.
     this.#stopRenew = renewEvery(
       every,
       async () => {
-        if (busy || Date.now() >= this.#until) return
+        if (busy || performance.now() >= this.#until[1]) return
         busy = true
         try {
           await this.renewLease()

@@ -13,8 +13,9 @@
 //   lease's renewal is a RemoteLedgerError with code `ledger_lease_expired` (no class of its own).
 // - No reconciler: the app has none, so a blocked row waits for the operator.
 // - Clocks: the server's is the model's. A worker's own clock (ModelOptions.skew: minutes to hours off) counts its
-//   poll waits; RemoteLedger itself reads Date.now() only to time its waits and renewals and sends no time of its
-//   own, so a skewed client cannot move a lease (docs/http-api.md: the server's clock decides).
+//   poll waits; RemoteLedger itself reads its clocks (Date.now(), performance.now()) only to time its waits and
+//   renewals and to refuse an effect once its lease lapsed by them, and sends no time of its own, so a skewed client
+//   cannot move a lease (docs/http-api.md: the server's clock decides).
 import { entryFromRow } from "../../src/adapter-kit.ts"
 import {
   type Clock,
