@@ -4,12 +4,7 @@
 import { pythonDumps } from "../core/python-json.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
 import { chainQueue, ReceiptStoreContendedError } from "../core/receipts/errors.ts"
-import {
-  type AuditReceiptRecord,
-  parseReceiptJson,
-  type Receipt,
-  type ReceiptLink,
-} from "../core/receipts/record.ts"
+import type { AuditReceiptRecord, Receipt, ReceiptLink } from "../core/receipts/record.ts"
 import {
   cutPage,
   pageBounds,
@@ -17,6 +12,7 @@ import {
   type ReceiptPage,
   type ReceiptStore,
 } from "../core/receipts/store.ts"
+import { readStoredReceipt } from "../core/receipts/stored.ts"
 import { StateSnapshotError } from "../core/state/errors.ts"
 import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
 import { TaskRowError } from "../core/tasks/errors.ts"
@@ -332,7 +328,7 @@ export class DurableObjectReceiptStore extends GuardObjectClient implements Rece
       (i) => String(rows[i]?.id),
     )
     return {
-      receipts: page.items.map((r) => parseReceiptJson(r.r as string) as Receipt),
+      receipts: page.items.map((r) => readStoredReceipt(r.r, `${RECEIPTS} row ${r.id}`) as Receipt),
       cursor: page.cursor,
     }
   }

@@ -4,9 +4,7 @@
 // link inside the record would break it.
 import { closeSync, readSync } from "node:fs"
 import { hasDuplicateKey } from "../core/duplicate-keys.ts"
-import { parsePythonJson } from "../core/python-json.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
-import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
 import {
   type AuditReceiptRecord,
   parseReceiptJson,
@@ -23,6 +21,7 @@ import {
   type ReceiptPage,
   type ReceiptStore,
 } from "../core/receipts/store.ts"
+import { readStoredReceipt } from "../core/receipts/stored.ts"
 import { asciiJson, type LockedFileOptions } from "./file-kit.ts"
 import { LockedFile, openFile } from "./file-locked.ts"
 
@@ -61,34 +60,10 @@ function parseLines<T>(
   check: (v: unknown) => string | null,
   parse: (line: string) => unknown,
 ): T[] {
-  return numbered.map(([n, line]) => {
-    let v: unknown
-    try {
-      v = parse(line)
-    } catch {
-      throw new ReceiptStoreCorruptError(
-        // Only a line that is whole JSON: a torn one may look like a repeat ('"action": …, "action' cut in "action_kind").
-        isJson(line) && hasDuplicateKey(line)
-          ? `${path} line ${n} names a member twice, which no signature covers: restore the file, then retry`
-          : `${path} line ${n} is not JSON: repair or truncate the damaged line (a crash mid-append leaves one), then retry`,
-      )
-    }
-    const problem = check(v)
-    if (problem)
-      throw new ReceiptStoreCorruptError(
-        `${path} line ${n} is not a receipt (${problem}): repair it, then retry`,
-      )
-    return v as T
-  })
-}
-
-const isJson = (line: string): boolean => {
-  try {
-    parsePythonJson(line)
-    return true
-  } catch {
-    return false
-  }
+  const repair = "repair or truncate the damaged line (a crash mid-append leaves one)"
+  return numbered.map(
+    ([n, line]) => readStoredReceipt(line, `${path} line ${n}`, { parse, check, repair }) as T,
+  )
 }
 
 // A crash mid-append leaves a last line without its newline: a record appended onto it would be damaged with it.

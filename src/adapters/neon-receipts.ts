@@ -5,19 +5,12 @@
 // other re-reads the tail and seals again.
 
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
-import {
-  AuditReceiptError,
-  chainQueue,
-  ReceiptStoreContendedError,
-  ReceiptStoreCorruptError,
-} from "../core/receipts/errors.ts"
+import { AuditReceiptError, chainQueue, ReceiptStoreContendedError } from "../core/receipts/errors.ts"
 import {
   type AuditReceiptRecord,
-  parseReceiptJson,
   type Receipt,
   type ReceiptLink,
   receiptJsonLine,
-  receiptShapeProblem,
 } from "../core/receipts/record.ts"
 import {
   cutPage,
@@ -27,6 +20,7 @@ import {
   type ReceiptPage,
   type ReceiptStore,
 } from "../core/receipts/store.ts"
+import { readStoredReceipt } from "../core/receipts/stored.ts"
 import { isUnstorableText } from "../core/storage/text.ts"
 import { driverRun, migration, type NeonStoreOptions, type Run, tableName } from "./neon-kit.ts"
 
@@ -120,7 +114,7 @@ export class NeonReceiptStore implements ReceiptStore {
   }
 
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
-    const rows = await this.#run(`SELECT record, link FROM ${this.#t} ORDER BY id`, [])
+    const rows = await this.#run(`SELECT id, record, link FROM ${this.#t} ORDER BY id`, [])
     return rows.map((r) => this.#receipt(r)).filter((r) => matchesList(r, options))
   }
 
@@ -146,15 +140,7 @@ export class NeonReceiptStore implements ReceiptStore {
   }
 
   #receipt(r: Record<string, unknown>): Receipt {
-    let record: AuditReceiptRecord
-    try {
-      record = (typeof r.record === "string" ? parseReceiptJson(r.record) : r.record) as AuditReceiptRecord
-    } catch {
-      throw new ReceiptStoreCorruptError(`${this.table} holds a row whose record is not JSON: repair it`)
-    }
-    const problem = receiptShapeProblem(record)
-    if (problem)
-      throw new ReceiptStoreCorruptError(`${this.table} holds a row that is not a receipt (${problem})`)
+    const record = readStoredReceipt(r.record, `${this.table} row ${r.id}`) as AuditReceiptRecord
     const link = json(r.link) as ReceiptLink | null
     return link ? { ...record, chain: link } : record
   }

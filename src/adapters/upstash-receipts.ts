@@ -4,18 +4,8 @@
 // with Python's number forms (JSON.stringify would turn -0.0 into 0 and break the signature).
 import { pythonDumps } from "../core/python-json.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
-import {
-  AuditReceiptError,
-  chainQueue,
-  ReceiptStoreContendedError,
-  ReceiptStoreCorruptError,
-} from "../core/receipts/errors.ts"
-import {
-  type AuditReceiptRecord,
-  parseReceiptJson,
-  type Receipt,
-  receiptShapeProblem,
-} from "../core/receipts/record.ts"
+import { AuditReceiptError, chainQueue, ReceiptStoreContendedError } from "../core/receipts/errors.ts"
+import type { AuditReceiptRecord, Receipt } from "../core/receipts/record.ts"
 import {
   cutPage,
   matchesList,
@@ -24,6 +14,7 @@ import {
   type ReceiptPage,
   type ReceiptStore,
 } from "../core/receipts/store.ts"
+import { readStoredReceipt } from "../core/receipts/stored.ts"
 import { SENT_LUA, sentKey, UpstashReplyError } from "./upstash.ts"
 
 /** The calls the receipt store makes: an `@upstash/redis` `Redis` is one (spelled out, as `UpstashClient`). */
@@ -88,7 +79,7 @@ export class UpstashReceiptStore implements ReceiptStore {
     for (let round = 0; round < APPEND_ROUNDS; round++) {
       const tailKey = chain ? `${this.#prefix}tail:${chain.ledger}` : ""
       const raw = chain ? await this.#redis.get(tailKey) : null
-      const tail = chainTail(raw)
+      const tail = chainTail(tailKey, raw)
       const link = chain ? await chain.seal(tail) : null
       const receipt: Receipt = link ? { ...record, chain: link } : { ...record }
       const reply = await this.#append(
@@ -107,7 +98,7 @@ export class UpstashReceiptStore implements ReceiptStore {
 
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
     const items = logItems(await this.#redis.lrange(`${this.#prefix}log`, 0, -1))
-    return items.map((v) => this.#receipt(v)).filter((r) => matchesList(r, options))
+    return items.map((v, i) => this.#receipt(v, i)).filter((r) => matchesList(r, options))
   }
 
   /** Cursors are list indexes (the log is append-only): one LRANGE over the page's window. */
@@ -115,7 +106,7 @@ export class UpstashReceiptStore implements ReceiptStore {
     const b = pageBounds(options)
     const items = logItems(await this.#redis.lrange(`${this.#prefix}log`, b.start, b.start + b.window - 1))
     const page = cutPage(
-      items.map((v) => this.#receipt(v)),
+      items.map((v, i) => this.#receipt(v, b.start + i)),
       b,
       (r) => matchesList(r, options),
       (i) => String(b.start + i + 1),
@@ -123,11 +114,9 @@ export class UpstashReceiptStore implements ReceiptStore {
     return { receipts: page.items, cursor: page.cursor }
   }
 
-  #receipt(v: unknown): Receipt {
-    const r = (typeof v === "string" ? parseReceiptJson(v) : v) as Receipt
-    const problem = receiptShapeProblem(r)
-    if (problem) throw new ReceiptStoreCorruptError(`${this.#prefix}log holds a non-receipt (${problem})`)
-    return r
+  // Its list index names it (LINDEX), for the repair the error asks for.
+  #receipt(v: unknown, index: number): Receipt {
+    return readStoredReceipt(v, `${this.#prefix}log item ${index}`) as Receipt
   }
 }
 
@@ -138,7 +127,9 @@ function logItems(items: unknown): unknown[] {
   return items
 }
 
-function chainTail(raw: unknown): ChainTail | null {
+// A tail that is not one may be a damaged key or a client's fake answer (see logItems): they look alike, so it is
+// an unexpected reply, naming the key to look at.
+function chainTail(key: string, raw: unknown): ChainTail | null {
   let tail: unknown = raw
   try {
     if (typeof raw === "string") tail = JSON.parse(raw)
@@ -148,6 +139,9 @@ function chainTail(raw: unknown): ChainTail | null {
   if (tail === null) return null
   const t = tail as Partial<ChainTail> | undefined
   if (typeof t?.digest !== "string" || typeof t.seq !== "number")
-    throw new UpstashReplyError("chain tail read", raw)
+    throw new UpstashReplyError(
+      `the read of chain tail ${key} (if Redis holds this, set it to the chain's last link's {seq, digest})`,
+      raw,
+    )
   return t as ChainTail
 }

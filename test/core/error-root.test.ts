@@ -17,11 +17,11 @@ const WRAPPED: Record<string, string> = {
   // The exact JSON reader fails as JSON.parse does (SyntaxError): parseToolArguments wraps it as
   // ToolArgumentsError; parseReceiptJson documents it, as JSON.parse's stand-in.
   "src/core/exact-json.ts": "JSON.parse's SyntaxError, on purpose",
-  // A member named twice reads as JSON that does not parse: each store's catch of a bad line types it (the file
-  // store's as ReceiptStoreCorruptError, parseLink's included).
+  // A member named twice reads as JSON that does not parse: every store reads what it holds through
+  // readStoredReceipt, which types it as ReceiptStoreCorruptError (the file store's link lines included).
   "src/core/receipts/record.ts": "parseReceiptJson's SyntaxError, as JSON.parse's",
   "src/adapters/file-receipts.ts":
-    "a link line's SyntaxError, caught by parseLines as ReceiptStoreCorruptError",
+    "a link line's SyntaxError, caught by readStoredReceipt as ReceiptStoreCorruptError",
   // The demo's simulated gateway crash: the tour shows the ledger's reaction to it.
   "src/cli/demo-scenario.ts": "the demo's simulated crash",
   // A result a strict task store cannot keep: caught by the next line's catch, rethrown as TaskResultUnstorableError.
