@@ -149,6 +149,28 @@ export function storeFlagsText(flags: StoreFlags): { text: string; hidden: boole
 }
 
 /**
+ * Refuses a store flag that would be dropped: two flags naming stores (the first won), or `--prefix` / `--table`
+ * without the Redis / PostgreSQL store (`direct`, from a flag or variable) they qualify. Dropped, the command acted on
+ * another store than the one named: `release ID --prefix staging: -c mycelium.yaml` settled the config's production
+ * row of that id, whose payment a redispatch then ran again.
+ */
+export function refuseStrayStoreFlags(flags: StoreFlags, direct: ResolvedStorage | null): void {
+  const named = (["file", "ledger", "redis-url", "postgres-dsn"] as const).filter(
+    (f) => flags[f] !== undefined,
+  )
+  if (named.length > 1) throw new UsageError(`--${named[0]} and --${named[1]} each name a store: pass one`)
+  for (const [flag, kind, flagName] of [
+    ["prefix", "redis", "--redis-url"],
+    ["table", "postgres", "--postgres-dsn"],
+  ] as const)
+    if (flags[flag] !== undefined && direct?.kind !== kind)
+      throw new UsageError(
+        `--${flag} goes with ${flagName} only; without it the command would act on another store (for the store ` +
+          `of mycelium.yaml, set its ${flag} there)`,
+      )
+}
+
+/**
  * A store the flag or variable `what` names: a store factory's error (a missing `pg`) names it, where one built by
  * hand would blame a mycelium.yaml that may not exist.
  */
@@ -258,6 +280,7 @@ export async function openLedger(
           "MYCELIUM_REDIS_URL",
           "MYCELIUM_POSTGRES_DSN",
         ))
+  refuseStrayStoreFlags(flags, direct)
   // A lock that would silently not be taken is worse than none asked for.
   if (flags["python-lock"] && direct?.kind !== "file")
     throw new UsageError(

@@ -7,7 +7,7 @@ import { LedgerError } from "../../core/ledger/index.ts"
 import { taskState } from "../../core/tasks/record.ts"
 import type { TaskLedger } from "../../core/tasks/task-ledger.ts"
 import { CliError, UsageError } from "../errors.ts"
-import { describeStore, namedBy } from "../ledger-access.ts"
+import { describeStore, namedBy, refuseStrayStoreFlags } from "../ledger-access.ts"
 import {
   parseOrUsage,
   parseResultJson,
@@ -67,6 +67,7 @@ type Choice = { store: ResolvedStorage; config: MyceliumConfig | null }
 /** The task store the flags, the environment or mycelium.yaml name (and the config, when it was read). */
 async function taskStoreChoice(values: TaskStoreFlags): Promise<Choice> {
   const direct = directChoice(values)
+  refuseStrayStoreFlags(values, direct)
   if (values["python-lock"] && direct?.kind !== "file")
     throw new UsageError(
       "--python-lock applies to a task file (--file); in mycelium.yaml set python_lock: true",
