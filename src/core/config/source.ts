@@ -262,6 +262,14 @@ function checkKeys(root: unknown, lines: LineCounter, error: Fail): void {
       sizes.set(node, -nodes)
       stack.push([node, null])
     }
+    // Here, with its line (toJS names no place): an alias before its anchor, or inside it (still being counted, its
+    // size negated), a cycle that toJS builds and the text checks below then walked until the stack overflowed.
+    if (isAlias(node) && !((sizes.get(anchors.get(node.source)) ?? +anchors.has(node.source)) > 0))
+      throw error(
+        `alias '*${node.source}' before or inside its anchor: write the value out`,
+        path,
+        node.range?.[0],
+      )
     nodes += isAlias(node) ? Math.max(1, sizes.get(anchors.get(node.source)) ?? 1) : 1
     if (nodes > MAX_NODES)
       throw error(

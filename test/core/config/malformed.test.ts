@@ -465,6 +465,24 @@ const cases: Case[] = [
     ],
   ),
   ["alias bomb", BOMB, "tools.t.bounded.allowed_paths[5][7]", 10, 36, "over a million values"],
+  // Both were refused without a place (an alias before its anchor), or as a RangeError, not a ConfigError (a cycle,
+  // which toJS builds and the text checks walked until the stack overflowed; the CLI exited 1 for it).
+  [
+    "alias before its anchor",
+    "tools:\n  t:\n    bounded:\n      allowed_paths: [*p, &p x]\n",
+    "tools.t.bounded.allowed_paths[0]",
+    4,
+    23,
+    "alias '*p' before or inside its anchor",
+  ],
+  [
+    "alias inside its own anchor",
+    `${T}tools:\n  t:\n    bounded:\n      schema: &s\n        f:\n          x: *s\n`,
+    "tools.t.bounded.schema.f.x",
+    9,
+    14,
+    "alias '*s' before or inside its anchor",
+  ],
   [
     "receipt on task without ledger",
     "audit_receipt: {}\ntasks:\n  p:\n    ledger: false\n    audit_receipt: true\n",
