@@ -1,9 +1,10 @@
 // `mycelium receipts verify` requires every receipt's chain link unless told --allow-unchained: an exported file with
 // a receipt deleted and the links after it stripped must not verify, while the original's unchained files still can.
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { FileReceiptStore } from "../../src/adapters/file-receipts.ts"
 import {
   hmacReceiptSigner,
   MemoryReceiptStore,
@@ -47,5 +48,32 @@ describe("mycelium receipts verify and the chain", () => {
     expect(run(["receipts", "verify", "audit.jsonl", "--require-chain", "--allow-unchained"], env).code).toBe(
       2,
     )
+  }, 60_000)
+
+  // The store writes a receipt before its link: a link in the sidecar whose receipt the file lacks was left by an
+  // edit. Cut from the end with its link left there, the last receipt went unseen ("2 receipts verified", exit 0).
+  it("a receipt cut from the end of the file while the sidecar keeps its link is truncated", async () => {
+    const file = join(cwd, "sidecar.jsonl")
+    const e = new ReceiptEmitter({
+      signer: hmacReceiptSigner("audit-key"),
+      store: new FileReceiptStore(file),
+      agentId: "payer",
+    })
+    for (let i = 0; i < 3; i++)
+      await e.emit({ action: "charge", actionKind: "tool", requestId: `req-${i}`, status: "completed" })
+    expect(run(["receipts", "verify", file], env)).toMatchObject({ code: 0 })
+    const lines = readFileSync(file, "utf8").split("\n").filter(Boolean)
+    writeFileSync(file, `${lines.slice(0, 2).join("\n")}\n`)
+    const cut = run(["receipts", "verify", file, "--json"], env)
+    expect(cut.code, cut.err).toBe(1)
+    expect(JSON.parse(cut.out)).toMatchObject({
+      receipts: 2,
+      ok: false,
+      failures: [{ index: 1, reason: "truncated" }],
+    })
+    writeFileSync(file, "")
+    const emptied = run(["receipts", "verify", file, "--json"], env)
+    expect(emptied.code, emptied.err).toBe(1)
+    expect(JSON.parse(emptied.out)).toMatchObject({ receipts: 0, failures: [{ reason: "truncated" }] })
   }, 60_000)
 })

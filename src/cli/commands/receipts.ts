@@ -101,11 +101,10 @@ export async function run(args: string[]): Promise<number> {
     keys = { hmac: key }
   }
   const receipts = await new FileReceiptStore(file).list()
-  const report = await verifyReceipts(
-    receipts,
-    keys,
-    values["allow-unchained"] ? { allowUnchained: true } : { requireChain: true },
-  )
+  const report = await verifyReceipts(receipts, keys, {
+    ...(values["allow-unchained"] ? { allowUnchained: true } : { requireChain: true }),
+    heads: sidecarHeads(`${file}.chain.jsonl`),
+  })
   if (values.json) printJson({ file, receipts: receipts.length, ok: report.ok, failures: report.failures })
   else {
     for (const f of report.failures)
@@ -119,6 +118,30 @@ export async function run(args: string[]): Promise<number> {
     )
   }
   return report.ok ? 0 : 1
+}
+
+/**
+ * The newest link of each chain in the sidecar. The store writes a receipt before its link, so a link whose receipt
+ * the file lacks was left by an edit: a receipt cut from the end, with its link left behind, verified as a shorter
+ * chain. As verify's known heads, that is `truncated`; a forged link can only make the file fail.
+ */
+function sidecarHeads(path: string): Record<string, { seq: number; digest: string }> {
+  const heads = new Map<string, { seq: number; digest: string }>()
+  if (!existsSync(path)) return {}
+  for (const [i, line] of readFileSync(path, "utf8").split("\n").entries()) {
+    if (!line.trim()) continue
+    let l: { ledger?: unknown; seq?: unknown; digest?: unknown }
+    try {
+      l = JSON.parse(line)
+    } catch {
+      throw new CliError(`${clean(path)} line ${i + 1} is not JSON: the chain sidecar is damaged`)
+    }
+    const { ledger, seq, digest } = l ?? {}
+    if (typeof ledger !== "string" || typeof seq !== "number" || typeof digest !== "string") continue
+    if (seq >= (heads.get(ledger)?.seq ?? -1)) heads.set(ledger, { seq, digest })
+  }
+  // fromEntries defines each chain as an own key: an assignment to heads["__proto__"] would set the prototype.
+  return Object.fromEntries(heads)
 }
 
 async function exportCommand(args: string[]): Promise<number> {
