@@ -1,7 +1,16 @@
 // The operator commands given hostile paths and files: a directory, /dev/zero, a symlink to something else, a YAML
 // alias bomb, a key set that is not JSON. Each must end quickly with one line and the documented exit code (2 for a
 // path or config the user must fix, 1 for a file that fails its check), never a stack trace or an endless read.
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
+import {
+  linkSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -79,4 +88,19 @@ describe("operator commands with hostile paths", () => {
     expect(ledger.err).toMatch(/passwd\.txt is corrupt/)
     oneLineNoStack(ledger.err)
   })
+})
+
+// Written in place, `init --force` over a config a crash or a full disk cut short left half a file; it now writes a
+// new file and renames it over the old one, so the old text stays whole until the new one is, and a hard link to the
+// old file is not written through.
+it("init --force replaces the file whole, never writing into the old one", () => {
+  const dir = join(cwd, "init-force")
+  mkdirSync(dir)
+  const path = join(dir, "mycelium.yaml")
+  writeFileSync(path, "# mine\n")
+  linkSync(path, join(dir, "kept.yaml"))
+  expect(mycelium("init", "-o", path, "--force").code).toBe(0)
+  expect(readFileSync(path, "utf8")).toContain("subagent_task")
+  expect(readFileSync(join(dir, "kept.yaml"), "utf8")).toBe("# mine\n")
+  expect(readdirSync(dir).sort()).toEqual(["kept.yaml", "mycelium.yaml"])
 })

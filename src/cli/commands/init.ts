@@ -1,5 +1,14 @@
 // `mycelium init`: writes a mycelium.yaml that loads as written.
-import { existsSync, lstatSync, mkdirSync, writeFileSync } from "node:fs"
+import {
+  closeSync,
+  existsSync,
+  lstatSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  writeFileSync,
+} from "node:fs"
 import { dirname, join, relative, resolve, sep } from "node:path"
 import { parseArgs } from "node:util"
 import { CliError, UsageError } from "../errors.ts"
@@ -42,7 +51,24 @@ export async function run(args: string[]): Promise<number> {
     throw new CliError(`${path} is a symlink: remove it, or pass -o with the file it points to`)
   if (there && !values.force) throw new CliError(`${path} already exists (use --force to overwrite)`)
   mkdirSync(dirname(path), { recursive: true })
-  writeFileSync(path, TEMPLATES[name].replace(SCHEMA_REF, schemaRef(path)))
+  // Whole or not at all: written in place, --force over a config cut short by a crash or a full disk left half a
+  // file. So a new file is renamed over it ("wx": nothing at that name is written through), after the old one is
+  // opened for writing as before: a file the user may not write is refused, not replaced.
+  if (there) closeSync(openSync(path, "r+"))
+  const partial = `${path}.partial-${process.pid}`
+  try {
+    writeFileSync(partial, TEMPLATES[name].replace(SCHEMA_REF, schemaRef(path)), {
+      flag: "wx",
+      mode: there ? there.mode & 0o777 : 0o666,
+    })
+    renameSync(partial, path)
+  } catch (e) {
+    const err = e as { code?: string; path?: string }
+    if (err.code !== "EEXIST") rmSync(partial, { force: true })
+    // The folder refused it: named by the path the user gave.
+    if (err.path === partial) err.path = path
+    throw e
+  }
   console.log(`Wrote ${path} (${name} template)`)
   if (name === "minimal")
     console.log("Set the receipt signing key first: export MYCELIUM_SIGNING_KEY=$(openssl rand -hex 32)")
