@@ -138,9 +138,14 @@ export class UpstashTaskStore implements TaskStore {
   // it) does not list a tombstone or a lease as a task.
   async *list(): AsyncIterable<StoredTask> {
     const tomb = `${this.#base}-tomb:`
+    // SCAN may return a key more than once (a keyspace shrinking mid-scan, as other tenants' keys are deleted): the
+    // same task was listed twice, and `mycelium tasks list` counted it twice.
+    const seen = new Set<string>()
     for await (const k of scanKeys(this.#redis, `${globEscape(tomb)}*`, 500)) {
       // The tombstone of a refused id is what an older version left: never one of ours, skipped.
       const id = k.slice(tomb.length)
+      if (seen.has(id)) continue
+      seen.add(id)
       const t = this.#clash(id) ? null : await this.get(id)
       if (t) yield t
     }
