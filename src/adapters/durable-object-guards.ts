@@ -256,6 +256,9 @@ abstract class GuardObjectClient {
 /** TaskStore client for MyceliumLedgerObject. */
 export class DurableObjectTaskStore extends GuardObjectClient implements TaskStore {
   readonly kind = "durable-object"
+  // SQLite's 2 MB a value, less a margin, as the object's ledger declares: a bigger result's completion was refused
+  // as an outage after the body ran, and once the lease lapsed the next call ran the body again.
+  readonly limits = { maxRowBytes: 1_900_000 }
   async get(requestId: string): Promise<StoredTask | null> {
     return await this.stub().taskGet(requestId)
   }

@@ -52,6 +52,29 @@ describe("Neon task store: text Postgres cannot keep", () => {
     })
   }
 
+  // A result whose conversion threw (a toJSON() or a getter) is recorded failed with that error's text: holding
+  // U+0000 it was refused too, so the row stayed in flight after the body ran and every retry was pending.
+  it("a result whose toJSON() throws a message holding U+0000 is recorded failed, not left in flight", async () => {
+    const tasks = new TaskLedger({ storage: new NeonTaskStore({ pool, table }), onWarning: () => {} })
+    let runs = 0
+    const exportRows = tasks.task({ name: "export-rows" }, async () => {
+      runs++
+      return {
+        toJSON() {
+          throw new Error("row 7 holds \u0000 and \ud800")
+        },
+      }
+    })
+    await expect(exportRows({}, { taskId: "export-1" })).rejects.toBeInstanceOf(TaskResultUnstorableError)
+    const t = await tasks.get("export-1")
+    expect(t?.row).toMatchObject({ status: "failed", result: null })
+    expect(t?.row.error).toContain("row 7 holds \ufffd and \ufffd")
+    expect(runs).toBe(1)
+    // Before: TaskLedgerPendingError until the lease lapsed, then a second run.
+    await expect(exportRows({}, { taskId: "export-1" })).rejects.toBeInstanceOf(TaskResultUnstorableError)
+    expect(runs).toBe(2)
+  })
+
   it("arguments holding U+0000 are refused before the claim, typed", async () => {
     const tasks = new TaskLedger({ storage: new NeonTaskStore({ pool, table }), onWarning: () => {} })
     let runs = 0

@@ -18,8 +18,9 @@ export interface TaskStore {
   /**
    * `validUnicodeOnly`: the store cannot keep U+0000 or an unpaired surrogate (as `StorageLimits`). The ledger then
    * refuses arguments and ids holding them before the claim, and records a result holding them as unstorable.
+   * `maxRowBytes`: the largest row (UTF-8 of its JSON); arguments too big are refused, a result too big is unstorable.
    */
-  readonly limits?: Pick<StorageLimits, "validUnicodeOnly">
+  readonly limits?: Pick<StorageLimits, "validUnicodeOnly" | "maxRowBytes">
 }
 
 /** Version token of a record for stores that keep parsed values: its canonical JSON. */

@@ -133,6 +133,12 @@ function rowJson(v: unknown): JsonValue {
   return json
 }
 
+const utf8 = /* @__PURE__ */ new TextEncoder()
+
+/** Whether JSON `text` is over `max` UTF-8 bytes (encoded only when it could be). */
+const overBytes = (text: string, max: number): boolean =>
+  text.length * 3 > max && utf8.encode(text).length > max
+
 /** A claim this worker holds. */
 interface Held {
   readonly requestId: string
@@ -157,11 +163,15 @@ export class TaskLedger {
   readonly #store: TaskStore
   // The store cannot keep U+0000 or an unpaired surrogate: such text is refused or recorded unstorable before a write.
   readonly #strict: boolean
+  // The store's largest row in UTF-8 bytes (a Durable Object's SQLite value): a bigger row is refused or recorded
+  // unstorable before a write, as such text is.
+  readonly #maxBytes: number
 
   constructor(options: TaskLedgerOptions = {}) {
     this.storage = options.storage ?? new MemoryTaskStore()
     this.#store = guardedTaskStore(this.storage)
     this.#strict = this.storage.limits?.validUnicodeOnly === true
+    this.#maxBytes = this.storage.limits?.maxRowBytes ?? Infinity
     this.leaseTtl = seconds("leaseTtl", options.leaseTtl ?? 3600)
     const renew = options.leaseRenewInterval ?? null
     this.#renew = renew === null ? null : seconds("leaseRenewInterval", renew)
@@ -212,7 +222,16 @@ export class TaskLedger {
       // clean kwargs: task_id and run_id only name the request.
       const { task_id: _tid, run_id: _rid, ...clean } = kwargs
       // A store that cannot keep U+0000 or an unpaired surrogate refused such a claim as an outage: refused typed.
-      if (this.#strict) keepableJson(JSON.stringify([requestId, name, clean]), requestId)
+      // So are arguments leaving no room in its rows for a failure's text: the claim held, the body ran, and its
+      // failure (or a result) could not be recorded.
+      if (this.storage.limits) {
+        const text = JSON.stringify([requestId, name, clean])
+        if (this.#strict) keepableJson(text, requestId)
+        if (overBytes(text, this.#maxBytes - 3 * MAX_ERROR_TEXT))
+          throw new LedgerConfigError(
+            `request '${requestId}': arguments over the store's row limit; nothing was claimed`,
+          )
+      }
       const claimed = await this.#claim(opts, ttl, requestId, clean, meta)
       if (claimed.kind === "completed") return claimed.result as R
       const { task_id: _t, run_id: _r, ...body } = given
@@ -407,8 +426,12 @@ export class TaskLedger {
       stored = rowJson(result)
       // Checked before the write: the store refused it after the body ran, and the row stayed in flight until its
       // lease lapsed and the body ran again.
-      if (this.#strict && jsonHoldsUnstorableText(JSON.stringify(stored)))
-        throw new Error("it holds U+0000 or an unpaired surrogate")
+      if (this.storage.limits) {
+        const text = JSON.stringify({ ...held.row, result: stored })
+        if (this.#strict && jsonHoldsUnstorableText(text))
+          throw new Error("it holds U+0000 or an unpaired surrogate")
+        if (overBytes(text, this.#maxBytes)) throw new Error("its row is over the store's row limit")
+      }
     } catch (e) {
       // A cycle overflows the conversion. Leaving the row in flight would block every caller until the lease
       // lapses; a failed row says why and lets the next call run the task again.
@@ -417,7 +440,11 @@ export class TaskLedger {
           "as failed and the next call runs it again. Return plain JSON (no cycles, no nesting 900 deep) from the task.",
       )
       try {
-        await serial(() => this.#finish(held, "failed", null, errorText(unstorable)))
+        // Cleaned and cut as any failure's text: a toJSON() or getter that threw a message holding U+0000 (or
+        // megabytes of text) had this write refused too, and the row stayed in flight after the body ran.
+        await serial(() =>
+          this.#finish(held, "failed", null, storableText(errorText(unstorable), MAX_ERROR_TEXT)),
+        )
       } catch (e2) {
         // Refused by the fence like any outcome: what the body left running on ctx.signal stops here too.
         if (e2 instanceof TaskLeaseLostError) lost.abort(e2)
