@@ -47,6 +47,8 @@ export interface LedgerAppOptions {
   readonly maxVerifyReceipts?: number
   /** Most bytes of receipts (their JSON text) it loads; more is 413 `too_many_receipts` too. Default 64 MiB. */
   readonly maxVerifyBytes?: number
+  /** Most bytes of receipt lines a `GET /v1/receipts` page holds (one larger receipt comes alone). Default 8 MiB. */
+  readonly maxReceiptPageBytes?: number
   /**
    * Browser origins allowed to call the API cross-origin (CORS), e.g. `["https://app.example.com"]`. Default none:
    * only same-origin pages and non-browser clients. Tokens travel in `Authorization`, never in cookies.
@@ -194,6 +196,7 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
     maxPageSize,
     maxVerifyReceipts: options.maxVerifyReceipts ?? 100_000,
     maxVerifyBytes: options.maxVerifyBytes ?? 64 * 1024 * 1024,
+    maxReceiptPageBytes: options.maxReceiptPageBytes ?? 8 * 1024 * 1024,
     pageLimit(raw) {
       const limit = raw === undefined ? this.defaultPageSize : Number(raw)
       if (limit < 1 || limit > this.maxPageSize)

@@ -34,6 +34,7 @@ export interface RouteContext {
   readonly maxPageSize: number
   readonly maxVerifyReceipts: number
   readonly maxVerifyBytes: number
+  readonly maxReceiptPageBytes: number
   /** A list route's `limit` query value: the default when absent, 400 `invalid_query` outside 1..maxPageSize. */
   pageLimit(raw: string | undefined): number
   now(): number

@@ -8,6 +8,7 @@ import {
   type ReceiptStore,
 } from "../core/receipts/store.ts"
 import { verifyReceipts } from "../core/receipts/verify.ts"
+import { DEFAULT_MAX_RESPONSE_BYTES } from "../core/storage/read-limited.ts"
 import type { Api, Ctx, RouteContext, TenantReceipts } from "./context.ts"
 import { HttpError } from "./errors.ts"
 import { ReceiptsFilterQuery, ReceiptsQuery, VerifyReceiptsBody } from "./schemas.ts"
@@ -18,28 +19,28 @@ import { ReceiptsFilterQuery, ReceiptsQuery, VerifyReceiptsBody } from "./schema
 const VERIFY_PAGE = 1000
 const FIRST_PAGE = 10
 
-// A receipts page ends at this many bytes of receipt lines (a receipt larger than that comes alone, so it still
-// exports): pages of 500 receipts of 150 KB passed the 64 MiB `receipts export` refuses, and were built in memory
-// whole. The Durable Object stops its own pages at 8 MiB of text as well.
-const PAGE_BYTES = 8 * 2 ** 20
-
 // Stores read the original's integers beyond 2^53 as exact bigints, which JSON.stringify refuses (a 500 before):
 // they go out as their decimal digits, as the CLI's --json prints them. /v1/receipts/verify checks the exact values.
 const bigintAsText = (_key: string, v: unknown): unknown => (typeof v === "bigint" ? `${v}` : v)
 
 /**
- * `createLedgerApp`'s `maxVerifyReceipts` / `maxVerifyBytes`, checked when the app is built: NaN (an unset env var)
- * refused every verify as the caller's 400, and 0, -1 or 1.5 refused every tenant with 413.
+ * `createLedgerApp`'s `maxVerifyReceipts` / `maxVerifyBytes` / `maxReceiptPageBytes`, checked when the app is built:
+ * NaN (an unset env var) refused every verify as the caller's 400, and 0, -1 or 1.5 refused every tenant with 413.
  */
-function verifyBound(name: "maxVerifyReceipts" | "maxVerifyBytes", v: unknown): number {
-  if (Number.isSafeInteger(v) && (v as number) >= 1) return v as number
+function receiptBound(
+  name: "maxVerifyReceipts" | "maxVerifyBytes" | "maxReceiptPageBytes",
+  v: unknown,
+  max = Number.MAX_SAFE_INTEGER,
+): number {
+  if (Number.isSafeInteger(v) && (v as number) >= 1 && (v as number) <= max) return v as number
+  const example = { maxVerifyReceipts: 100_000, maxVerifyBytes: 2 ** 26, maxReceiptPageBytes: 2 ** 23 }[name]
   throw new InvalidOptionError(
-    `${name} must be a whole number >= 1, got ${typeof v === "number" ? v : typeof v}: pass e.g. { ${name}: ${name === "maxVerifyBytes" ? 2 ** 26 : 100_000} }, or omit it`,
+    `${name} must be a whole number ${max < Number.MAX_SAFE_INTEGER ? `from 1 to ${max}` : ">= 1"}, got ${typeof v === "number" ? v : typeof v}: pass e.g. { ${name}: ${example} }, or omit it`,
   )
 }
 
 /**
- * One page of at most `limit` receipts and PAGE_BYTES of lines, read as verify reads: a small page first, then pages
+ * One page of at most `limit` receipts and `budget` bytes of lines, read as verify reads: a small page first, then pages
  * that fit the bytes left at the largest receipt's size. Stores hand out a cursor per page only, so a page that
  * passes the budget is read again up to its last receipt that fits, and ends the answer there.
  */
@@ -47,6 +48,7 @@ async function boundedPage(
   store: ReceiptStore,
   options: ReceiptListOptions,
   limit: number,
+  budget: number,
 ): Promise<{ page: ReceiptPage; lines: string[] }> {
   const receipts: Receipt[] = []
   const lines: string[] = []
@@ -63,7 +65,7 @@ async function boundedPage(
     let fit = 0
     for (const line of sized) {
       // +1: its newline. The first receipt of the answer always goes in.
-      if (receipts.length + fit > 0 && bytes + line.length + 1 > PAGE_BYTES) break
+      if (receipts.length + fit > 0 && bytes + line.length + 1 > budget) break
       bytes += line.length + 1
       largest = Math.max(largest, line.length + 1)
       fit++
@@ -83,13 +85,17 @@ async function boundedPage(
     left -= take
     cursor = page.cursor ?? undefined
     if (page.cursor === null || left === 0) return { page: { receipts, cursor: page.cursor }, lines }
-    take = Math.min(left, Math.max(1, Math.floor((PAGE_BYTES - bytes) / largest)))
+    take = Math.min(left, Math.max(1, Math.floor((budget - bytes) / largest)))
   }
 }
 
 export function receiptRoutes(api: Api, ctx: RouteContext): void {
-  verifyBound("maxVerifyReceipts", ctx.maxVerifyReceipts)
-  verifyBound("maxVerifyBytes", ctx.maxVerifyBytes)
+  receiptBound("maxVerifyReceipts", ctx.maxVerifyReceipts)
+  receiptBound("maxVerifyBytes", ctx.maxVerifyBytes)
+  // A receipts page ends at this many bytes of receipt lines (a receipt larger than that comes alone, so it still
+  // exports): pages of 500 receipts of 150 KB passed the 64 MiB `receipts export` refuses, and were built in memory
+  // whole. Hence at most those 64 MiB. The Durable Object stops its own pages at 8 MiB of text as well.
+  const pageBytes = receiptBound("maxReceiptPageBytes", ctx.maxReceiptPageBytes, DEFAULT_MAX_RESPONSE_BYTES)
   const receiptsOf = (c: Ctx): TenantReceipts => {
     const { receipts } = ctx.need(c, "reader")
     if (!receipts) throw new HttpError("receipts_not_configured", "this ledger does not keep audit receipts")
@@ -104,7 +110,12 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
     const { emitter } = receiptsOf(c)
     const q = ctx.query(c, ReceiptsQuery)
     const limit = ctx.pageLimit(q.limit)
-    const { page, lines } = await boundedPage(emitter.store, { ...filter(q), cursor: q.cursor }, limit)
+    const { page, lines } = await boundedPage(
+      emitter.store,
+      { ...filter(q), cursor: q.cursor },
+      limit,
+      pageBytes,
+    )
     if (q.format !== "jsonl")
       return c.body(JSON.stringify(page, bigintAsText), 200, { "content-type": "application/json" })
     // The next page goes in a Link header (RFC 8288), as a query-only reference: it resolves against this

@@ -1,6 +1,8 @@
-// GET /v1/receipts over each receipt store, with receipts of 300 KB and one of 9 MiB: a page ends at 8 MiB of
-// receipt lines (a receipt larger than that comes alone), its cursor resumes at the first receipt left out, and the
-// route never asks a store for a page of receipts it cannot fit (a page of 500 of them was 150 MB in memory).
+// GET /v1/receipts over each receipt store, with a page budget of 64 KiB (`maxReceiptPageBytes`; the 8 MiB default
+// made each store write 21 MB), receipts of 3 KB and one of 72 KiB: a page ends at the budget of receipt lines (a
+// receipt larger than that comes alone), its cursor resumes at the first receipt left out, and the route never asks
+// a store for a page of receipts it cannot fit (a page of 500 of them was 150 MB in memory). The default budget is
+// checked once, on the memory store.
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { FileReceiptStore } from "../../src/adapters/file-receipts.ts"
@@ -23,7 +25,10 @@ import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
 
 const TOKEN = "page-bytes-token-0123456789"
-const BUDGET = 8 * 2 ** 20
+const BUDGET = 64 * 2 ** 10
+// The default budget's proportions scaled down 128 times: receipts of 300 KB and one of 9 MiB.
+const SMALL = 2_400
+const BIG = 9 * 2 ** 13
 const pool = neonPool(undefined, 2)
 const tables: string[] = []
 const prefixes: string[] = []
@@ -77,19 +82,20 @@ async function filled(kind: string) {
   const emitters = ["agent-a", "agent-b"].map(
     (agentId) => new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store: wrapped, agentId }),
   )
-  // 40 receipts of about 300 KB, the 21st of 9 MiB: 21 MiB in all, of two agents' chains.
+  // 40 receipts of about 3 KB, the 21st of 72 KiB: 190 KB in all, of two agents' chains.
   for (let i = 0; i < 40; i++)
     await (emitters[i % 2] as ReceiptEmitter).emit({
       action: "export",
       actionKind: "tool",
       requestId: `r-${i}`,
       status: "completed",
-      outputs: { report: `${i}`.padEnd(i === 20 ? 9 * 2 ** 20 : 300_000, "x") },
+      outputs: { report: `${i}`.padEnd(i === 20 ? BIG : SMALL, "x") },
     })
   const app = createLedgerApp({
     storage: new MemoryLedgerStorage(),
     authenticate: tokenAuth(TOKEN),
     receipts: () => ({ emitter: emitters[0] as ReceiptEmitter, keys: { hmac: "k" } }),
+    maxReceiptPageBytes: BUDGET,
   })
   return { app, store: wrapped, reads }
 }
@@ -122,7 +128,7 @@ async function pages(app: App, query: string) {
 }
 
 describe.each(Object.keys(STORES))("GET /v1/receipts over the %s store", (kind) => {
-  it("pages of 500 stop at 8 MiB, the 9 MiB receipt alone, and together hold every receipt in order", async () => {
+  it("pages of 500 stop at the budget, the receipt over it alone, and together hold every receipt in order", async () => {
     const { app, store, reads } = await filled(kind)
     const all = (await store.list()).map((r) => r.receipt_id)
     const big = all[20]
@@ -137,11 +143,61 @@ describe.each(Object.keys(STORES))("GET /v1/receipts over the %s store", (kind) 
       // The 20 receipts before the big one, the big one, the 19 after: three pages, not one of 21 MiB.
       expect(got.map((p) => p.ids.length)).toEqual([20, 1, 19])
       // No store page was larger than the budget plus the one receipt that did not fit.
-      expect(Math.max(...reads)).toBeLessThanOrEqual(BUDGET + 9 * 2 ** 20 + 1000)
+      expect(Math.max(...reads)).toBeLessThanOrEqual(BUDGET + BIG + 1000)
     }
     const b = (await store.list({ agentId: "agent-b" })).map((r) => r.receipt_id)
     const filtered = await pages(app, "format=jsonl&limit=500&agent_id=agent-b")
     expect(filtered.flatMap((p) => p.ids)).toEqual(b)
     for (const p of filtered) expect(p.bytes).toBeLessThanOrEqual(BUDGET)
   }, 120_000)
+})
+
+describe("GET /v1/receipts page budget", () => {
+  it("is 8 MiB by default: two receipts of nearly 4 MiB share a page, a third of 3 KB starts the next", async () => {
+    const store = new MemoryReceiptStore()
+    const emitter = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId: "agent-a" })
+    for (const [i, size] of [4 * 2 ** 20 - 2000, 4 * 2 ** 20 - 2000, 3000].entries())
+      await emitter.emit({
+        action: "export",
+        actionKind: "tool",
+        requestId: `r-${i}`,
+        status: "completed",
+        outputs: { report: "x".repeat(size) },
+      })
+    const app = createLedgerApp({
+      storage: new MemoryLedgerStorage(),
+      authenticate: tokenAuth(TOKEN),
+      receipts: () => ({ emitter, keys: { hmac: "k" } }),
+    })
+    const got = await pages(app, "format=jsonl&limit=500")
+    expect(got.map((p) => p.ids.length)).toEqual([2, 1])
+    expect(got[0]?.bytes).toBeGreaterThan(8 * 2 ** 20 - 4000)
+    expect((got[0]?.bytes ?? 0) + (got[1]?.bytes ?? 0)).toBeGreaterThan(8 * 2 ** 20)
+  })
+
+  it("refuses a maxReceiptPageBytes that is not a whole number from 1 to 64 MiB when the app is built", () => {
+    const build = (maxReceiptPageBytes: unknown) =>
+      createLedgerApp({
+        storage: new MemoryLedgerStorage(),
+        maxReceiptPageBytes: maxReceiptPageBytes as number,
+      })
+    for (const v of [
+      Number.NaN,
+      Number(process.env.MYCELIUM_UNSET_FOR_TEST),
+      0,
+      -1,
+      1.5,
+      Infinity,
+      2 ** 26 + 1,
+      "65536",
+    ])
+      expect(() => build(v), String(v)).toThrow(
+        expect.objectContaining({
+          name: "InvalidOptionError",
+          code: "invalid_option",
+          message: expect.stringContaining("maxReceiptPageBytes"),
+        }),
+      )
+    for (const v of [1, 2 ** 26]) expect(() => build(v)).not.toThrow()
+  })
 })
