@@ -81,7 +81,9 @@ if (extra.length === 0) {
     : [{ runtime: "vitest", passed: 0, failed: 1, skipped: 0, modules: 0, missing: 1 }]
   // Their test failures are in the JSON counts already; a module a runtime did not run is one failure more.
   failed += perRuntime.reduce((n, r) => n + r.missing, 0)
-  for (const r of [runDeno(), runBun()]) {
+  // Side by side (each is mostly one process on one core), their outputs printed whole, Deno's first.
+  for (const r of await Promise.all([runDeno({ echo: false }), runBun({ echo: false })])) {
+    process.stdout.write(r.output)
     perRuntime.push(r)
     passed += r.passed
     failed += r.failed

@@ -44,8 +44,12 @@ const outcome = (p) => p.then((v) => ({ ok: v ?? null }), (e) => ({ code: e?.cod
 const bodies = { charge: async (args) => ({ charged: args.amount }), report: async (args) => ({ day: args.day }) }
 `
 
-/** Runs a script body; resolves with its exit state and its last printed line, parsed. */
-function runScript(name: string, body: string, ms = 20_000) {
+/**
+ * Runs a script body; resolves with its exit state and its last printed line, parsed. `aliveAfterPrint`: a script
+ * still running that long after its first line counts as "running" (Node exits as soon as nothing holds it open, so
+ * seconds show a held process as well as a longer fixed wait from its start).
+ */
+function runScript(name: string, body: string, ms = 20_000, aliveAfterPrint?: number) {
   const file = join(dir, `${name}.mts`)
   writeFileSync(file, `${prelude}\n${body}`)
   const child = spawn(process.execPath, ["--import", "tsx", file], { env: { ...process.env, REDIS_URL } })
@@ -62,10 +66,21 @@ function runScript(name: string, body: string, ms = 20_000) {
       const last = out.trim().split("\n").at(-1)
       done({ state, printed: last ? JSON.parse(last) : null, err })
     }
-    const timer = setTimeout(() => {
+    const stop = () => {
       child.kill("SIGKILL")
       finish("running")
-    }, ms)
+    }
+    let timer = setTimeout(stop, ms)
+    if (aliveAfterPrint !== undefined) {
+      // After the listener above, so `out` holds this chunk.
+      const onLine = () => {
+        if (!out.includes("\n")) return
+        child.stdout.off("data", onLine)
+        clearTimeout(timer)
+        timer = setTimeout(stop, aliveAfterPrint)
+      }
+      child.stdout.on("data", onLine)
+    }
     child.on("exit", (code) => {
       clearTimeout(timer)
       finish(code ?? -1)
@@ -85,7 +100,7 @@ ${close ? "await config.close()\nawait config.close()" : ""}`
     // other's claim in flight).
     const [closed, open] = await Promise.all([
       runScript("closed", body(true)),
-      runScript("open", body(false), 8_000),
+      runScript("open", body(false), 20_000, 2_000),
     ])
     expect([closed.state, closed.err]).toEqual([0, ""])
     expect(closed.printed).toEqual([{ charged: 5 }, { day: "d-true" }])

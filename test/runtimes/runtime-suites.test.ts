@@ -37,12 +37,16 @@ describe("the same modules in six runtimes", () => {
     expect(browser?.failed).toBe(1 + (MODULES.own.browser?.length ?? 0))
   })
 
-  it("Deno without its vitest shim fails the run instead of passing nothing", () => {
+  it("Deno without its vitest shim fails the run instead of passing nothing", async () => {
     const files = ["test/core/ledger/canonical.test.ts"]
-    const withGlue = runDeno({ files, echo: false })
+    const withGlue = await runDeno({ files, echo: false })
     expect(withGlue).toMatchObject({ runtime: "deno", failed: 0, modules: 1 })
     expect(withGlue.passed).toBeGreaterThan(20)
-    const noGlue = runDeno({ files, importMap: "test/runtimes/deno/no-such-import-map.json", echo: false })
+    const noGlue = await runDeno({
+      files,
+      importMap: "test/runtimes/deno/no-such-import-map.json",
+      echo: false,
+    })
     expect(noGlue.passed).toBe(0)
     expect(noGlue.failed).toBeGreaterThanOrEqual(2) // the crash and the module that never ran
   })
