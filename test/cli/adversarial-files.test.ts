@@ -2,12 +2,14 @@
 // alias bomb, a key set that is not JSON. Each must end quickly with one line and the documented exit code (2 for a
 // path or config the user must fix, 1 for a file that fails its check), never a stack trace or an endless read.
 import {
+  chmodSync,
   linkSync,
   mkdirSync,
   mkdtempSync,
   readdirSync,
   readFileSync,
   rmSync,
+  statSync,
   symlinkSync,
   writeFileSync,
 } from "node:fs"
@@ -99,7 +101,10 @@ it("init --force replaces the file whole, never writing into the old one", () =>
   const path = join(dir, "mycelium.yaml")
   writeFileSync(path, "# mine\n")
   linkSync(path, join(dir, "kept.yaml"))
+  // The mode is the old file's, past the umask: a group's shared config stayed writable to the group.
+  chmodSync(path, 0o660)
   expect(mycelium("init", "-o", path, "--force").code).toBe(0)
+  expect(statSync(path).mode & 0o777).toBe(0o660)
   expect(readFileSync(path, "utf8")).toContain("subagent_task")
   expect(readFileSync(join(dir, "kept.yaml"), "utf8")).toBe("# mine\n")
   expect(readdirSync(dir).sort()).toEqual(["kept.yaml", "mycelium.yaml"])

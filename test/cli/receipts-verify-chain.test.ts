@@ -3,8 +3,9 @@
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
-import { afterAll, describe, expect, it } from "vitest"
+import { afterAll, describe, expect, it, vi } from "vitest"
 import { FileReceiptStore } from "../../src/adapters/file-receipts.ts"
+import { run as receiptsCommand } from "../../src/cli/commands/receipts.ts"
 import {
   hmacReceiptSigner,
   MemoryReceiptStore,
@@ -75,5 +76,44 @@ describe("mycelium receipts verify and the chain", () => {
     const emptied = run(["receipts", "verify", file, "--json"], env)
     expect(emptied.code, emptied.err).toBe(1)
     expect(JSON.parse(emptied.out)).toMatchObject({ receipts: 0, failures: [{ reason: "truncated" }] })
+  }, 60_000)
+
+  // Verify reads the file, then the sidecar, without the writers' lock: a receipt a live worker appended in between
+  // left its link as a head past the file's end, so every verify of a store in use failed `truncated` (6 of 6 runs
+  // beside a writer). Read first, every link in the sidecar has its receipt in the file read after it.
+  it("a receipt appended while verify reads a live store is no truncation", async () => {
+    const file = join(cwd, "live.jsonl")
+    const e = new ReceiptEmitter({
+      signer: hmacReceiptSigner("audit-key"),
+      store: new FileReceiptStore(file),
+      agentId: "payer",
+    })
+    const emit = (i: number) =>
+      e.emit({ action: "charge", actionKind: "tool", requestId: `live-${i}`, status: "completed" })
+    for (let i = 0; i < 3; i++) await emit(i)
+    const list = FileReceiptStore.prototype.list
+    // A worker appends right after verify's read of the file.
+    const spy = vi.spyOn(FileReceiptStore.prototype, "list").mockImplementationOnce(async function (
+      this: FileReceiptStore,
+      ...args
+    ) {
+      const read = await list.apply(this, args)
+      await emit(3)
+      return read
+    })
+    const out = vi.spyOn(console, "log").mockImplementation(() => {})
+    vi.stubEnv("MYCELIUM_SIGNING_KEY", "audit-key")
+    try {
+      const code = await receiptsCommand(["verify", file, "--json"])
+      expect([code, JSON.parse(String(out.mock.calls[0]?.[0]))]).toMatchObject([
+        0,
+        { receipts: 3, ok: true, failures: [] },
+      ])
+      expect(spy).toHaveBeenCalledTimes(1)
+    } finally {
+      vi.restoreAllMocks()
+      vi.unstubAllEnvs()
+    }
+    expect(run(["receipts", "verify", file], env)).toMatchObject({ code: 0 })
   }, 60_000)
 })

@@ -1,5 +1,6 @@
 // `mycelium init`: writes a mycelium.yaml that loads as written.
 import {
+  chmodSync,
   closeSync,
   existsSync,
   lstatSync,
@@ -61,6 +62,8 @@ export async function run(args: string[]): Promise<number> {
       flag: "wx",
       mode: there ? there.mode & 0o777 : 0o666,
     })
+    // The old file's mode exactly: the umask took bits off the one created (a group-writable 660 became 640).
+    if (there) chmodSync(partial, there.mode & 0o777)
     renameSync(partial, path)
   } catch (e) {
     const err = e as { code?: string; path?: string }

@@ -100,10 +100,13 @@ export async function run(args: string[]): Promise<number> {
     if (!key) throw new UsageError(`receipts verify: set ${name} to the signing key (or pass --jwks FILE)`)
     keys = { hmac: key }
   }
+  // The sidecar before the file: a receipt is written before its link, so each link read first has its receipt in
+  // the file read after. The other way round, one a live worker appended in between read as a receipt cut off.
+  const heads = sidecarHeads(`${file}.chain.jsonl`)
   const receipts = await new FileReceiptStore(file).list()
   const report = await verifyReceipts(receipts, keys, {
     ...(values["allow-unchained"] ? { allowUnchained: true } : { requireChain: true }),
-    heads: sidecarHeads(`${file}.chain.jsonl`),
+    heads,
   })
   if (values.json) printJson({ file, receipts: receipts.length, ok: report.ok, failures: report.failures })
   else {
