@@ -111,6 +111,28 @@ function rowFor(e: LedgerEntry): Row {
   return row
 }
 
+/** The lease stamps the server kept in place of the ones this process sent, for the claim at `fence`. */
+interface Restamp {
+  readonly fence: number
+  readonly sentLease: number | null
+  readonly sentBeat: number | null
+  readonly lease: number
+  readonly beat: number
+}
+
+/** Rows whose restamp is remembered; past this many the oldest is dropped (its holder's writes then send its own). */
+const MAX_RESTAMPS = 10_000
+
+/** `next` with the server's stamps where it still carries the ones the server replaced. */
+function withServerStamps(next: LedgerEntry, r: Restamp | undefined): LedgerEntry {
+  if (r?.fence !== next.fence) return next
+  const lease = next.leaseUntil === r.sentLease ? r.lease : next.leaseUntil
+  const beat = next.lastHeartbeatAt === r.sentBeat ? r.beat : next.lastHeartbeatAt
+  return lease === next.leaseUntil && beat === next.lastHeartbeatAt
+    ? next
+    : { ...next, leaseUntil: lease, lastHeartbeatAt: beat }
+}
+
 export class HttpLedgerStorage implements LedgerStorage {
   /** What the API accepts in a body (it refuses U+0000 and unpaired surrogates for every store). */
   readonly limits: StorageLimits
@@ -119,6 +141,12 @@ export class HttpLedgerStorage implements LedgerStorage {
   readonly #fetch: typeof fetch
   readonly #maxResponseBytes: number
   readonly #requestTimeout: number | null
+  /**
+   * The server stamps a renewal's or a re-run's lease with its own clock (src/edge/store-routes.ts); the holder
+   * keeps the row it sent, stamped with its own, and writes it whole again (a boundary, its outcome). Sent as they
+   * are, those stamps would put back the lease the server replaced.
+   */
+  readonly #restamps = new Map<string, Restamp>()
 
   constructor(options: HttpLedgerStorageOptions) {
     this.#token = options.token
@@ -294,9 +322,10 @@ export class HttpLedgerStorage implements LedgerStorage {
         !fenced
       )
         throw malformed("a claimed row this claim did not write (another owner, fence or state)")
+      const held = this.#heldAt(e, now)
       return r.dispatch_siblings !== undefined
-        ? { outcome: "claimed", entry: e, dispatchSiblings: rowsOf(r.dispatch_siblings).map(entryFromRow) }
-        : { outcome: "claimed", entry: e }
+        ? { outcome: "claimed", entry: held, dispatchSiblings: rowsOf(r.dispatch_siblings).map(entryFromRow) }
+        : { outcome: "claimed", entry: held }
     }
     return { outcome: r.outcome, entry: e }
   }
@@ -307,7 +336,7 @@ export class HttpLedgerStorage implements LedgerStorage {
       `/v1/rows/${this.#id(next.requestId)}/transition`,
       "ok",
       {
-        next: rowFor(next),
+        next: rowFor(withServerStamps(next, this.#restamps.get(next.requestId))),
         expect: {
           outcomes: expect.outcomes,
           fence: expect.fence,
@@ -319,10 +348,46 @@ export class HttpLedgerStorage implements LedgerStorage {
           ...(expect.leaseHeldAt !== undefined ? { lease_held_at: expect.leaseHeldAt } : {}),
         },
       },
-    )) as { ok: unknown }
+    )) as { ok: unknown; lease_until?: unknown; last_heartbeat_at?: unknown }
     // Never "lost the race" for an answer that is not the route's: the ledger would drop the result it was storing.
     if (typeof r?.ok !== "boolean") throw malformed("a transition answer without a boolean 'ok'")
+    if (r.ok) this.#restamped(next, r.lease_until, r.last_heartbeat_at)
     return r.ok
+  }
+
+  /**
+   * The row a claim stored, as its holder keeps it: leased from `now` by the ledger's clock, which its own checks of
+   * the lease read (a renewal's, the boundary write's), for as long as the server leased it from its own now.
+   */
+  #heldAt(e: LedgerEntry, now: number): LedgerEntry {
+    const beat = e.lastHeartbeatAt
+    if (e.leaseUntil === null || beat === null || beat === now) return e
+    const held = { ...e, leaseUntil: now + (e.leaseUntil - beat), lastHeartbeatAt: now }
+    this.#remember(held, e.leaseUntil, beat)
+    return held
+  }
+
+  /** Remembers the server's stamps for the holder of `next`, or forgets the row once it is no longer held. */
+  #restamped(next: LedgerEntry, lease: unknown, beat: unknown): void {
+    const id = next.requestId
+    if (typeof lease === "number" && typeof beat === "number") this.#remember(next, lease, beat)
+    else if (next.terminalOutcome !== "IN_FLIGHT" || this.#restamps.get(id)?.fence !== next.fence) {
+      this.#restamps.delete(id)
+    }
+  }
+
+  #remember(held: LedgerEntry, lease: number, beat: number): void {
+    const id = held.requestId
+    this.#restamps.delete(id)
+    this.#restamps.set(id, {
+      fence: held.fence,
+      sentLease: held.leaseUntil,
+      sentBeat: held.lastHeartbeatAt,
+      lease,
+      beat,
+    })
+    if (this.#restamps.size > MAX_RESTAMPS)
+      this.#restamps.delete(this.#restamps.keys().next().value as string)
   }
 
   async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {

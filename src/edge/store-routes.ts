@@ -51,6 +51,24 @@ function rowEntry(storage: LedgerStorage, row: Record<string, unknown>, id: stri
   return entry
 }
 
+/**
+ * Whether the client stamped this row's lease with its own clock at this very write, as the claim route would have
+ * with the server's: a claim made by compare-and-set (IN_FLIGHT at the fence after the one expected: a re-run
+ * after a verdict) or a renewal (its heartbeat is the instant it asks the lease be held at). Any other write carries a
+ * lease stamped before (a boundary, a reference, an operator's field): kept as sent.
+ */
+function leaseStampedAt(next: LedgerEntry, fence: number, heldAt: number | undefined): boolean {
+  if (next.terminalOutcome !== "IN_FLIGHT" || next.leaseUntil === null || next.lastHeartbeatAt === null)
+    return false
+  return next.fence === fence + 1 || next.lastHeartbeatAt === heldAt
+}
+
+/** The lease the client asked for (its length), from the server's now: its clock never decides a lease. */
+function restamped(next: LedgerEntry, now: number): LedgerEntry {
+  const ttl = (next.leaseUntil as number) - (next.lastHeartbeatAt as number)
+  return { ...next, leaseUntil: now + ttl, lastHeartbeatAt: now }
+}
+
 export function storeRoutes(api: Api, ctx: RouteContext): void {
   api.get("/v1/rows/:id", async (c) => {
     const { storage } = ctx.need(c, "store")
@@ -92,6 +110,7 @@ export function storeRoutes(api: Api, ctx: RouteContext): void {
     const id = ctx.id(c)
     const b = await ctx.body(c, TransitionRowBody)
     const e = b.expect
+    const now = ctx.now()
     const expect: TransitionExpectation = {
       outcomes: e.outcomes,
       fence: e.fence,
@@ -99,10 +118,17 @@ export function storeRoutes(api: Api, ctx: RouteContext): void {
       ...(e.effect_phase ? { effectPhase: e.effect_phase } : {}),
       ...(e.side_effect_boundary ? { sideEffectBoundary: e.side_effect_boundary } : {}),
       // A lease check uses the server's clock, never the client's.
-      ...(e.lease_held_at !== undefined ? { leaseHeldAt: ctx.now() } : {}),
+      ...(e.lease_held_at !== undefined ? { leaseHeldAt: now } : {}),
     }
-    const next = rowEntry(storage, b.next, id)
-    return c.json({ ok: await viaStore("transition", () => storage.tryTransition(next, expect)) })
+    const sent = rowEntry(storage, b.next, id)
+    const next = leaseStampedAt(sent, e.fence, e.lease_held_at) ? restamped(sent, now) : sent
+    const ok = await viaStore("transition", () => storage.tryTransition(next, expect))
+    // The stamps kept, so the client sends them back in place of its own on the holder's later writes.
+    return c.json(
+      ok && next !== sent
+        ? { ok, lease_until: next.leaseUntil, last_heartbeat_at: next.lastHeartbeatAt }
+        : { ok },
+    )
   })
 
   api.get("/v1/rows", async (c) => {

@@ -8,9 +8,9 @@
 // MYCELIUM_MODEL_STORES (names, comma-separated) picks stores; MYCELIUM_MODEL_REPORT=1 prints each store's counts.
 // MYCELIUM_MODEL_MIDCALL=1 lets time pass inside the workers' store calls in every lane (model-store.ts, MidCallTime);
 // the file-midcall lane always does. MYCELIUM_MODEL_SKEW=behind|minutes-hours gives each worker of the http lanes a
-// clock that far off the server's (ModelOptions.skew). It fails today: a renewal or a re-run after a verdict stamps
-// the lease with the worker's clock (docs/http-api.md, Store routes), so a worker behind by more than the lease ends
-// its own lease and cannot re-run a released row, and one ahead acts on verdicts beside a live owner.
+// clock that far off the server's (ModelOptions.skew). The server stamps every lease (docs/http-api.md, Store routes),
+// so `behind` passes; `minutes-hours` still fails: a worker ahead reads a live row as lapsed by its own clock and
+// blocks it, and a verdict then re-runs the call while its lease is live by the server's.
 //
 // Time: the stores take `now` from the ledger's clock (the model's), except where the store keeps its own:
 // - HTTP: the server's clock decides leases and ignores the client's `now`; here the app's clock is the model's
@@ -55,6 +55,7 @@ function overHttp(clock: SchedulerClock, backing: ModelStore): ModelStore {
     app.fetch(new Request(input, init))) as typeof globalThis.fetch
   return {
     byId,
+    serverLeases: true,
     client: () => new HttpLedgerStorage({ url: "http://ledger.local", fetch }),
     close: async () => backing.close?.(),
   }

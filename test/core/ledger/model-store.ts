@@ -13,6 +13,11 @@ export interface ModelStore {
   close?(): Promise<void>
   /** The checker reads each known id after a step instead of listing (a list of a shared Redis scans all of it). */
   readonly byId?: boolean
+  /**
+   * A server stamps the leases on its own clock (the edge API): a holder's row keeps its own stamps of a renewal or
+   * a re-run, taken before the request (and the time that passed in it), so the lease is what the stored row says.
+   */
+  readonly serverLeases?: boolean
 }
 
 export type ModelStoreFactory = (clock: SchedulerClock) => ModelStore

@@ -541,7 +541,7 @@ export class ModelWorld {
   async #body(owner: string, tool: ToolName, args: Args, tx: ModelTx): Promise<Result> {
     const a = this.#begin(owner, tool, args, tx)
     try {
-      if (!tx.entry) await this.#leaseFromRow(a)
+      if (!tx.entry || this.#opened.serverLeases) await this.#leaseFromRow(a)
       await this.#stop(a, "start")
       if (a.plan.throwAt === "before") {
         throw this.#failure(a, "threw_before", `before the effect (a${a.n})`)
@@ -712,7 +712,7 @@ export class ModelWorld {
       if (command === "go") return
       try {
         await a.tx.renewLease()
-        if (a.tx.entry) {
+        if (a.tx.entry && !this.#opened.serverLeases) {
           a.leaseUntil = a.tx.entry.leaseUntil ?? Infinity
           a.heartbeat = a.tx.entry.lastHeartbeatAt ?? a.heartbeat
         } else await this.#leaseFromRow(a)
@@ -727,8 +727,9 @@ export class ModelWorld {
   }
 
   /**
-   * RemoteLedger's context holds no row: the lease its claim or renewal set is what the row says (the server's clock
-   * is the model's), read as soon as the call holds it, before anything else can move the row.
+   * RemoteLedger's context holds no row, and HttpLedgerStorage's holder keeps its own stamps (ModelStore.serverLeases):
+   * the lease its claim or renewal set is what the row says (the server's clock is the model's), read as soon as the call holds it, before
+   * anything else can move the row.
    */
   async #leaseFromRow(a: Attempt): Promise<void> {
     const row = await this.store.get(a.rid)
