@@ -18,7 +18,8 @@ export interface TaskStore {
   /**
    * `validUnicodeOnly`: the store cannot keep U+0000 or an unpaired surrogate (as `StorageLimits`). The ledger then
    * refuses arguments and ids holding them before the claim, and records a result holding them as unstorable.
-   * `maxRowBytes`: the largest row (UTF-8 of its JSON); arguments too big are refused, a result too big is unstorable.
+   * `maxRowBytes`: the largest row (UTF-8 of its JSON, its id and its lease); arguments too big are refused, a result
+   * too big is unstorable, a release too big is refused.
    */
   readonly limits?: Pick<StorageLimits, "validUnicodeOnly" | "maxRowBytes">
 }

@@ -135,7 +135,11 @@ function rowJson(v: unknown): JsonValue {
 
 const utf8 = /* @__PURE__ */ new TextEncoder()
 
-/** Whether JSON `text` is over `max` UTF-8 bytes (encoded only when it could be). */
+/**
+ * Whether `text` is over `max` UTF-8 bytes (encoded only when it could be). A row is measured with its id and lease
+ * (`id + json + lease`): a Durable Object's holds the id in its key column too, and the lease beside them. Measured on
+ * its JSON alone, a row built from a 400 KB id passed and SQLite refused it after the body ran.
+ */
 const overBytes = (text: string, max: number): boolean =>
   text.length * 3 > max && utf8.encode(text).length > max
 
@@ -227,7 +231,7 @@ export class TaskLedger {
       if (this.storage.limits) {
         const text = JSON.stringify([requestId, name, clean])
         if (this.#strict) keepableJson(text, requestId)
-        if (overBytes(text, this.#maxBytes - 3 * MAX_ERROR_TEXT))
+        if (overBytes(requestId + text + this.owner, this.#maxBytes - 3 * MAX_ERROR_TEXT))
           throw new LedgerConfigError(
             `request '${requestId}': arguments over the store's row limit; nothing was claimed`,
           )
@@ -430,7 +434,8 @@ export class TaskLedger {
         const text = JSON.stringify({ ...held.row, result: stored })
         if (this.#strict && jsonHoldsUnstorableText(text))
           throw new Error("it holds U+0000 or an unpaired surrogate")
-        if (overBytes(text, this.#maxBytes)) throw new Error("its row is over the store's row limit")
+        if (overBytes(held.requestId + text + JSON.stringify(held.lease), this.#maxBytes))
+          throw new Error("its row is over the store's row limit")
       }
     } catch (e) {
       // A cycle overflows the conversion. Leaving the row in flight would block every caller until the lease
@@ -606,6 +611,15 @@ export class TaskLedger {
               error: current.row.error ?? `released as not executed by ${by}: ${reason}`,
               finished_at: now,
             }
+      // Refused as an outage by the store (SQLITE_TOOBIG), which no retry could end. Its lease holds `by` and `reason`.
+      // Only under a limit: a row another store read may hold a bigint (the original's big ints), which JSON refuses.
+      if (
+        this.#maxBytes < Infinity &&
+        overBytes(requestId + JSON.stringify(row) + by + reason, this.#maxBytes)
+      )
+        throw new TaskReleaseRefusedError(
+          `Task request '${requestId}' was not released: its row is over the store's row limit`,
+        )
       // Signed before the write: a signer outage refuses the release and changes nothing.
       let receipt: Awaited<ReturnType<ReceiptHook["sign"]>> | null = null
       if (this.receipts)
