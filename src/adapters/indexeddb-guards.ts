@@ -13,6 +13,7 @@ import {
   type ReceiptPage,
   type ReceiptStore,
 } from "../core/receipts/store.ts"
+import { readStoredReceipt } from "../core/receipts/stored.ts"
 import { StateSnapshotError } from "../core/state/errors.ts"
 import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
 import { TaskRowError } from "../core/tasks/errors.ts"
@@ -62,14 +63,14 @@ const done = (tx: IDBTransaction): Promise<void> =>
 
 /** One connection per database name and factory, opened on first use. */
 class GuardDb {
-  readonly #name: string
+  readonly name: string
   readonly #factory: IDBFactory | undefined
   readonly #wait: number | null
   readonly durability: IDBTransactionDurability
   #db: Promise<IDBDatabase> | null = null
 
   constructor(options: IndexedDbGuardStoreOptions) {
-    this.#name = options.dbName ?? "mycelium-guards"
+    this.name = options.dbName ?? "mycelium-guards"
     this.#factory = options.indexedDB ?? (globalThis as { indexedDB?: IDBFactory }).indexedDB
     this.durability = options.durability ?? "strict"
     this.#wait = blockedTimeoutOption(options.blockedTimeout)
@@ -79,7 +80,7 @@ class GuardDb {
     if (this.#db) return this.#db
     const db = openWithStores(
       this.#factory,
-      this.#name,
+      this.name,
       this.#wait,
       "the task, state and receipt stores",
       (d) => ALL_KEYS.every(([n]) => d.objectStoreNames.contains(n)),
@@ -239,8 +240,17 @@ export class IndexedDbReceiptStore implements ReceiptStore {
 
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
     const tx = await this.#db.tx([RECEIPTS], "readonly")
-    const all = (await request(tx.objectStore(RECEIPTS).getAll())) as Receipt[]
-    return all.filter((r) => matchesList(r, options))
+    const [keys, all] = await Promise.all([
+      request(tx.objectStore(RECEIPTS).getAllKeys()),
+      request(tx.objectStore(RECEIPTS).getAll()),
+    ])
+    return all.map((v, i) => this.#receipt(v, keys[i])).filter((r) => matchesList(r, options))
+  }
+
+  // Checked as every store's: what another writer (a tab of other code, an extension) put here was handed out as a
+  // receipt, and a null one failed a filtered list with a bare TypeError.
+  #receipt(v: unknown, key: IDBValidKey | undefined): Receipt {
+    return readStoredReceipt(v, `IndexedDB ${this.#db.name} ${RECEIPTS} key ${String(key)}`) as Receipt
   }
 
   /** Cursors are the store's auto-increment keys: one key range read per page. */
@@ -252,10 +262,10 @@ export class IndexedDbReceiptStore implements ReceiptStore {
     const range = kr.lowerBound(b.start, true)
     const [keys, all] = await Promise.all([
       request(tx.objectStore(RECEIPTS).getAllKeys(range, b.window)),
-      request(tx.objectStore(RECEIPTS).getAll(range, b.window)) as Promise<Receipt[]>,
+      request(tx.objectStore(RECEIPTS).getAll(range, b.window)),
     ])
     const page = cutPage(
-      all,
+      all.map((v, i) => this.#receipt(v, keys[i])),
       b,
       (r) => matchesList(r, options),
       (i) => String(keys[i]),

@@ -32,6 +32,8 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, HttpStatus>> = {
   receipt_store_corrupt: 503,
   // Other writers kept moving the chain: nothing was appended, and a retry may go through.
   receipt_store_contended: 503,
+  // A store's answer that is none of its own (a receipt log that is no list): an outage, not the caller's conflict.
+  upstash_unexpected_reply: 503,
   auth_unavailable: 503,
   misconfigured: 503,
 }
@@ -57,6 +59,7 @@ export const STORE_DETAIL_CODES: ReadonlySet<string> = new Set([
   "ledger_file_corrupt",
   "ledger_file_lock_timeout",
   "receipt_store_corrupt",
+  "upstash_unexpected_reply",
 ])
 
 /** Status and body for any thrown value: a package error by its code, anything else a 500 without detail. */

@@ -7,7 +7,12 @@ import {
   IndexedDbTaskStore,
 } from "../../src/adapters/indexeddb-guards.ts"
 import { testReceiptStore, testStateFlush, testTaskStore } from "../../src/conformance.ts"
-import { hmacReceiptSigner, ReceiptEmitter, verifyReceipts } from "../../src/receipts.ts"
+import {
+  hmacReceiptSigner,
+  ReceiptEmitter,
+  ReceiptStoreCorruptError,
+  verifyReceipts,
+} from "../../src/receipts.ts"
 
 let n = 0
 const fresh = () => `mycelium-guards-test-${Date.now()}-${n++}`
@@ -41,5 +46,43 @@ it("80 concurrent appends to one chain through one handle all land, in one chain
   const all = await store.list()
   expect(all).toHaveLength(80)
   expect((await verifyReceipts(all, { hmac: "k" }, { requireChain: true })).ok).toBe(true)
+  await store.close()
+})
+
+// What another writer put in the receipts object store was handed out as a receipt (a null one failed a filtered
+// list with a bare TypeError): every read that reaches it fails closed, as in the other stores.
+it("a stored receipt damaged by another writer is receipt_store_corrupt, naming its key; pages before it read", async () => {
+  const dbName = fresh()
+  const store = new IndexedDbReceiptStore({ dbName })
+  const emitter = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId: "payments" })
+  for (const id of ["r0", "r1", "r2"])
+    await emitter.emit({ action: "pay", actionKind: "tool", requestId: id, status: "completed" })
+  for (const damaged of [null, "junk", { foo: 1 }, []]) {
+    const db = await new Promise<IDBDatabase>((resolve, reject) => {
+      const open = indexedDB.open(dbName)
+      open.onsuccess = () => resolve(open.result)
+      open.onerror = () => reject(open.error)
+    })
+    await new Promise((resolve, reject) => {
+      const tx = db.transaction(["receipts"], "readwrite")
+      tx.objectStore("receipts").put(damaged, 2)
+      tx.oncomplete = resolve
+      tx.onerror = reject
+    })
+    db.close()
+    for (const read of [
+      () => store.list(),
+      () => store.list({ agentId: "payments" }),
+      () => store.listPage({ limit: 3 }),
+      () => store.listPage({ limit: 1, cursor: "1" }),
+    ])
+      await expect(read()).rejects.toSatisfy(
+        (e) =>
+          e instanceof ReceiptStoreCorruptError &&
+          e.code === "receipt_store_corrupt" &&
+          e.message.startsWith(`IndexedDB ${dbName} receipts key 2 is not`),
+      )
+    expect((await store.listPage({ limit: 1 })).receipts).toHaveLength(1)
+  }
   await store.close()
 })

@@ -1,0 +1,44 @@
+// A receipt store's unreadable reply over the HTTP API. The Upstash store refuses an answer that is not its list (a
+// client's fake answer to an aborted request, a damaged key) as UpstashReplyError; the API answered it 409, a conflict
+// the caller caused, with up to 200 characters of the stored text in the message.
+import { SignJWT } from "jose"
+import { expect, it } from "vitest"
+import { UpstashReceiptStore } from "../../src/adapters/upstash-receipts.ts"
+import { MemoryLedgerStorage } from "../../src/core/index.ts"
+import { createLedgerApp, jwtAuth } from "../../src/edge/index.ts"
+import { hmacReceiptSigner, ReceiptEmitter } from "../../src/receipts.ts"
+
+const SECRET = "test-secret-with-enough-entropy-0123456789"
+
+it("an Upstash receipt log that answers no list is 503 without the stored text, on list and verify", async () => {
+  const store = new UpstashReceiptStore({
+    redis: {
+      createScript: () => ({ exec: async () => "ok" }),
+      get: async () => null,
+      lrange: async () => "secret-tenant-data",
+    },
+  })
+  const emitter = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId: "a" })
+  const app = createLedgerApp({
+    storage: new MemoryLedgerStorage(),
+    authenticate: jwtAuth({ secret: SECRET }),
+    receipts: () => ({ emitter, keys: { hmac: "k" } }),
+  })
+  const token = await new SignJWT({ tenant: "t", scope: "ledger:reader" })
+    .setProtectedHeader({ alg: "HS256" })
+    .setSubject("auditor")
+    .setIssuedAt()
+    .setExpirationTime("5m")
+    .sign(new TextEncoder().encode(SECRET))
+  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
+  for (const [path, method] of [
+    ["/v1/receipts", "GET"],
+    ["/v1/receipts/verify", "POST"],
+  ] as const) {
+    const r = await app.request(path, { method, headers, ...(method === "POST" && { body: "{}" }) })
+    const text = await r.text()
+    expect(r.status).toBe(503)
+    expect(JSON.parse(text)).toMatchObject({ error: { code: "upstash_unexpected_reply" } })
+    expect(text).not.toContain("secret-tenant-data")
+  }
+})
