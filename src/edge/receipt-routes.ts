@@ -1,5 +1,6 @@
 // `ledger:reader` (operators read too) lists a tenant's audit receipts and verifies them (docs/receipts.md).
-import { InvalidOptionError } from "../core/errors.ts"
+import { InvalidOptionError, MyceliumError } from "../core/errors.ts"
+import { LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
 import { type Receipt, receiptExportLine } from "../core/receipts/record.ts"
 import {
   matchesList,
@@ -21,6 +22,19 @@ const FIRST_PAGE = 10
 
 // Stores read the original's integers beyond 2^53 as exact bigints, which JSON.stringify refuses (a 500 before):
 // they go out as their decimal digits, as the CLI's --json prints them. /v1/receipts/verify checks the exact values.
+/**
+ * A receipt store's own failure (a driver's TypeError, a socket reset) answered 500 internal_error: an outage is the
+ * ledger's retryable 503, as its storage's. The package's typed errors (a corrupt store, a refused page) pass as they are.
+ */
+async function fromStore<T>(fn: () => Promise<T>): Promise<T> {
+  try {
+    return await fn()
+  } catch (e) {
+    if (e instanceof MyceliumError) throw e
+    throw new LedgerStorageUnavailableError("receipt store unavailable; retry shortly", { cause: e })
+  }
+}
+
 const bigintAsText = (_key: string, v: unknown): unknown => (typeof v === "bigint" ? `${v}` : v)
 
 /**
@@ -110,11 +124,8 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
     const { emitter } = receiptsOf(c)
     const q = ctx.query(c, ReceiptsQuery)
     const limit = ctx.pageLimit(q.limit)
-    const { page, lines } = await boundedPage(
-      emitter.store,
-      { ...filter(q), cursor: q.cursor },
-      limit,
-      pageBytes,
+    const { page, lines } = await fromStore(() =>
+      boundedPage(emitter.store, { ...filter(q), cursor: q.cursor }, limit, pageBytes),
     )
     if (q.format !== "jsonl")
       return c.body(JSON.stringify(page, bigintAsText), 200, { "content-type": "application/json" })
@@ -143,7 +154,7 @@ export function receiptRoutes(api: Api, ctx: RouteContext): void {
     let limit = FIRST_PAGE
     let cursor: string | null | undefined
     do {
-      const page = await emitter.store.listPage({ limit, cursor: cursor ?? undefined })
+      const page = await fromStore(() => emitter.store.listPage({ limit, cursor: cursor ?? undefined }))
       seen += page.receipts.length
       if (seen > ctx.maxVerifyReceipts)
         throw new HttpError(

@@ -42,3 +42,40 @@ it("an Upstash receipt log that answers no list is 503 without the stored text, 
     expect(text).not.toContain("secret-tenant-data")
   }
 })
+
+// A receipt store that cannot be reached (a driver's TypeError, a socket reset) answered 500 internal_error: an
+// outage must be the typed, retryable 503 the ledger's own store gives.
+it("a receipt store outage is 503 ledger_storage_unavailable, on list and verify", async () => {
+  const store = new UpstashReceiptStore({
+    redis: {
+      createScript: () => ({ exec: async () => "ok" }),
+      get: async () => null,
+      lrange: async () => {
+        throw new TypeError("fetch failed")
+      },
+    },
+  })
+  const emitter = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId: "a" })
+  const app = createLedgerApp({
+    storage: new MemoryLedgerStorage(),
+    authenticate: jwtAuth({ secret: SECRET }),
+    receipts: () => ({ emitter, keys: { hmac: "k" } }),
+  })
+  const token = await new SignJWT({ tenant: "t", scope: "ledger:reader" })
+    .setProtectedHeader({ alg: "HS256" })
+    .setSubject("auditor")
+    .setIssuedAt()
+    .setExpirationTime("5m")
+    .sign(new TextEncoder().encode(SECRET))
+  const headers = { authorization: `Bearer ${token}`, "content-type": "application/json" }
+  for (const [path, method] of [
+    ["/v1/receipts", "GET"],
+    ["/v1/receipts/verify", "POST"],
+  ] as const) {
+    const r = await app.request(path, { method, headers, ...(method === "POST" && { body: "{}" }) })
+    expect([r.status, await r.json()]).toEqual([
+      503,
+      { error: { code: "ledger_storage_unavailable", message: expect.stringContaining("retry") } },
+    ])
+  }
+})
