@@ -3,6 +3,7 @@
 // awaits nothing but its own requests, so two tabs racing on one key are serialized by the database.
 import { LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
+import { ReceiptStoreContendedError } from "../core/receipts/errors.ts"
 import type { AuditReceiptRecord, Receipt } from "../core/receipts/record.ts"
 import {
   AsyncQueue,
@@ -232,9 +233,8 @@ export class IndexedDbReceiptStore implements ReceiptStore {
         await finished
         return receipt
       }
-      throw new LedgerStorageUnavailableError(
-        "receipt chain kept moving under 50 append attempts; retry later",
-      )
+      // As every store's: the typed contention the docs name, not an outage.
+      throw new ReceiptStoreContendedError(record.receipt_id, chain?.ledger ?? "", 50)
     })
   }
 

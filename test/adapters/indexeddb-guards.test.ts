@@ -9,7 +9,9 @@ import {
 import { testReceiptStore, testStateFlush, testTaskStore } from "../../src/conformance.ts"
 import {
   hmacReceiptSigner,
+  MemoryReceiptStore,
   ReceiptEmitter,
+  ReceiptStoreContendedError,
   ReceiptStoreCorruptError,
   verifyReceipts,
 } from "../../src/receipts.ts"
@@ -85,4 +87,53 @@ it("a stored receipt damaged by another writer is receipt_store_corrupt, naming 
     expect((await store.listPage({ limit: 1 })).receipts).toHaveLength(1)
   }
   await store.close()
+})
+
+// Another tab that moves the chain under every attempt: the contention error the other stores give (a caller may
+// retry), not an outage (LedgerStorageUnavailableError, which it was) and not corruption.
+it("a chain another writer moves under every attempt: ReceiptStoreContendedError after 50 attempts", async () => {
+  const dbName = fresh()
+  const store = new IndexedDbReceiptStore({ dbName })
+  const other = new IndexedDbReceiptStore({ dbName })
+  const memory = new MemoryReceiptStore()
+  await new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store: memory, agentId: "a" }).emit({
+    action: "t",
+    actionKind: "task",
+    requestId: "r",
+    status: "completed",
+  })
+  const { chain: _link, ...record } = (await memory.list())[0] as Awaited<
+    ReturnType<typeof memory.list>
+  >[number]
+  let seals = 0
+  let moved = 0
+  const link = (tail: { seq: number; digest: string } | null, tag: string) => ({
+    ledger: "c",
+    seq: (tail?.seq ?? -1) + 1,
+    prev: tail?.digest ?? null,
+    digest: `${tag}-${(tail?.seq ?? -1) + 1}`,
+    mac: "m",
+  })
+  const err = await store
+    .append(record, {
+      ledger: "c",
+      async seal(tail) {
+        seals++
+        // The other writer appends between this read of the tail and the write that checks it.
+        await other.append(
+          { ...record, receipt_id: `other-${moved++}` },
+          {
+            ledger: "c",
+            seal: async (t) => link(t, "other"),
+          },
+        )
+        return link(tail, "mine")
+      },
+    })
+    .catch((e: unknown) => e)
+  expect(err).toBeInstanceOf(ReceiptStoreContendedError)
+  expect((err as ReceiptStoreContendedError).code).toBe("receipt_store_contended")
+  expect([seals, moved]).toEqual([50, 50])
+  expect((await store.list()).map((r) => r.receipt_id).filter((id) => !id.startsWith("other-"))).toEqual([])
+  await Promise.all([store.close(), other.close()])
 })
