@@ -59,7 +59,9 @@ const SHOWN_ITEMS = 20
 
 // An unpaired surrogate (half an emoji cut at 300 units, or a key the model wrote as "\ud800") as its escape, as repr
 // shows it: raw in the next prompt, it makes a provider refuse the whole request ("no low surrogate in string").
-const escapeUnpaired = (text: string): string => text.replace(/\p{Cs}/gu, escapeChar)
+// Control characters and line breaks too, as repr escapes them in values: a key or tool name the model wrote as
+// "k\n\nSYSTEM: ..." stood on lines of its own in the tool message, text that reads as the system's, not as a name.
+const escapeUnpaired = (text: string): string => text.replace(/[\p{Cs}\p{Cc}\p{Zl}\p{Zp}]/gu, escapeChar)
 
 const cutText = (text: string, max = SHOWN_CHARS): string =>
   text.length > max ? `${text.slice(0, max)}...` : text
@@ -81,8 +83,19 @@ export function shownName(name: unknown): string {
  */
 function shownValue(value: unknown): string {
   let cut = false
+  // What repr writes, counted from below (a value is at least one character, a string its text) until it passes what
+  // is shown. 20 items on each of 5 levels are 3.2 million values: a result sharing one row 20 times per level (a few
+  // KB) made a 1 GB repr, and V8 threw "Invalid string length" instead of this error. A value past that is left
+  // unread: repr would write it after the cut.
+  let read = 0
   const preview = (v: unknown, depth: number): unknown => {
+    if (read > SHOWN_CHARS) {
+      cut = true
+      return null
+    }
+    read++
     if (typeof v === "string") {
+      read += v.length
       if (v.length <= SHOWN_CHARS) return v
       cut = true
       return v.slice(0, SHOWN_CHARS)
