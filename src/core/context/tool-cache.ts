@@ -15,8 +15,10 @@ interface Flight {
 
 interface Entry {
   value: unknown
-  expiresAt: number
-  /** The clock `expiresAt` is on (a protected tool may bring its own). */
+  /** When it was stored, on `clock`, and for how long it stays fresh. */
+  at: number
+  ttl: number
+  /** The clock `at` is on (a protected tool may bring its own). */
   clock: SecondsClock
 }
 
@@ -46,7 +48,7 @@ export class ToolCache {
   /** Number of live (unexpired) entries. */
   get size(): number {
     let n = 0
-    for (const e of this.#entries.values()) if (e.clock() < e.expiresAt) n++
+    for (const e of this.#entries.values()) if (within(e, e.ttl)) n++
     return n
   }
 
@@ -80,7 +82,7 @@ export class ToolCache {
     const pending = this.#inflight.get(key)
     // A load older than the ttl is not joined: an upstream call that hangs holds its key for at most ttl, and
     // only the newest load writes the key.
-    if (pending && pending.clock() - pending.at <= ttl) return pending.run as Promise<T>
+    if (pending && within(pending, ttl, true)) return pending.run as Promise<T>
     // Registered before `load` runs: a load that throws at once must clear its own flight, not leave a rejected
     // promise that every later caller would get without a call.
     const flight: Flight = { at: now(), clock: now }
@@ -89,7 +91,7 @@ export class ToolCache {
     flight.run = (async () => {
       try {
         const value = await load()
-        if (mine()) this.#entries.set(key, { value, expiresAt: now() + ttl, clock: now })
+        if (mine()) this.#entries.set(key, { value, at: now(), ttl, clock: now })
         if (this.#entries.size >= this.#sweepAt) this.#sweep()
         return value
       } catch (error) {
@@ -108,7 +110,7 @@ export class ToolCache {
   // An expired entry used to leave only when its own key was asked for again: a model cycling through ids grew
   // the cache (the process-wide default one included) without bound.
   #sweep(): void {
-    for (const [key, e] of this.#entries) if (e.clock() >= e.expiresAt) this.#entries.delete(key)
+    for (const [key, e] of this.#entries) if (!within(e, e.ttl)) this.#entries.delete(key)
     this.#sweepAt = Math.max(FIRST_SWEEP_AT, 2 * this.#entries.size)
   }
 
@@ -116,10 +118,19 @@ export class ToolCache {
   #lookup(key: string): Entry | undefined {
     const entry = this.#entries.get(key)
     if (!entry) return undefined
-    if (entry.clock() < entry.expiresAt) return entry
+    if (within(entry, entry.ttl)) return entry
     this.#entries.delete(key)
     return undefined
   }
+}
+
+// Younger than `ttl` (or as old, for a load to join), on the clock `at` was read on. A clock may step back (a wall
+// clock, `Date.now() / 1000` as assertClock's message suggests, after an NTP correction): read by its expiry alone, an
+// entry stored before a step back of an hour stayed fresh for the hour and the ttl, and a hung load was joined as
+// long. Begun "later" than now, its age is unknown: stale.
+function within(e: { at: number; clock: SecondsClock }, ttl: number, joinAtTtl = false): boolean {
+  const age = e.clock() - e.at
+  return age >= 0 && (age < ttl || (joinAtTtl && age === ttl))
 }
 
 export function assertTtl(ttl: number): void {
