@@ -41,7 +41,7 @@ const cycle = (index: number) =>
 function contentText(content: unknown, index: number): string {
   const out: string[] = []
   const open = new Set<unknown>()
-  const todo: unknown[] = [asText(content)] // strings to write, arrays to read, and { done } to close them
+  const todo: unknown[] = [asText(content, index)] // strings to write, arrays to read, and { done } to close them
   for (let t = todo.pop(); t !== undefined; t = todo.pop()) {
     if (typeof t === "string") out.push(t)
     else if (!Array.isArray(t)) open.delete((t as { done: unknown }).done)
@@ -55,18 +55,22 @@ function contentText(content: unknown, index: number): string {
   return out.join("")
 }
 
-// Content as the loop reads it: text, or an array of blocks.
-const asText = (content: unknown): string | unknown[] =>
+// Content as the loop reads it: text, or an array of blocks. Content that is one object counts as its JSON (the
+// original counted str(content)): Anthropic's web_fetch_tool_result and code_execution_tool_result hold the fetched
+// page or the program's output there, and a 1 MB page counted as "[object Object]", 4 tokens.
+const asText = (content: unknown, index: number): string | unknown[] =>
   content === undefined || content === null
     ? ""
     : typeof content === "string" || Array.isArray(content)
       ? content
-      : safeString(content)
+      : isRecord(content)
+        ? jsonText(content, index)
+        : safeString(content)
 
 function blockText(block: unknown, index: number): string | unknown[] {
   if (!isRecord(block)) return safeString(block)
   if (typeof block.text === "string" && block.text) return block.text
-  if (block.content !== undefined && block.content !== null) return asText(block.content)
+  if (block.content !== undefined && block.content !== null) return asText(block.content, index)
   const payload = block.input ?? block.args ?? block.output ?? block.result
   if (payload === undefined) return ""
   return typeof payload === "string" ? payload : jsonText(payload, index)

@@ -34,6 +34,7 @@ export interface Decomposed {
 export interface FormatAdapter {
   readonly format: TranscriptFormat
   readonly roles: ReadonlySet<string>
+  /** Roles of the system messages trim() keeps. */
   readonly systemRoles: ReadonlySet<string>
   /** Role of messages that carry tool results. */
   readonly carrierRole: string

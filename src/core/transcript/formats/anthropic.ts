@@ -9,7 +9,9 @@ import { composeContent, contentParts, type FormatAdapter, type Part, stringOrUn
 export const anthropicAdapter: FormatAdapter = {
   format: "anthropic",
   roles: new Set(["user", "assistant"]),
-  systemRoles: new Set(),
+  // Not a role Anthropic takes, but an app may keep its system prompt in the list and send it as `system`: trim()
+  // dropped it first, and the trimmed list became the drop check's baseline.
+  systemRoles: new Set(["system"]),
   carrierRole: "user",
   blockShape: "single",
   idPrefix: "toolu_missing_",
