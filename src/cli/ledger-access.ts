@@ -251,6 +251,17 @@ export async function signingReceipts(config: MyceliumConfig | null): Promise<Re
 }
 
 /** Opens the ledger the flags, environment or config name. */
+/** The one store a config ledgers its tools on, or null when it ledgers none. */
+export function configuredStore(config: MyceliumConfig, configPath = "the config"): ResolvedStorage | null {
+  const ledgered = [...config.tools.values()].map((t) => t.ledger?.storage).filter((s) => s !== undefined)
+  const distinct = new Map(ledgered.map((s) => [JSON.stringify(s), s]))
+  if (distinct.size > 1)
+    throw new UsageError(
+      `${configPath} ledgers tools on ${distinct.size} different stores; name one with --file, --redis-url or --postgres-dsn`,
+    )
+  return [...distinct.values()][0] ?? null
+}
+
 export async function openLedger(
   flags: StoreFlags,
   extra: Partial<ActionLedgerOptions> = {},
@@ -290,13 +301,7 @@ export async function openLedger(
   const config = await loadOperatorConfig(configPath)
   let choice = direct
   if (!choice && config) {
-    const ledgered = [...config.tools.values()].map((t) => t.ledger?.storage).filter((s) => s !== undefined)
-    const distinct = new Map(ledgered.map((s) => [JSON.stringify(s), s]))
-    if (distinct.size > 1)
-      throw new UsageError(
-        `${configPath} ledgers tools on ${distinct.size} different stores; name one with --file, --redis-url or --postgres-dsn`,
-      )
-    choice = [...distinct.values()][0] ?? null
+    choice = configuredStore(config, configPath)
     if (!choice)
       throw new UsageError(`${configPath} ledgers no tool: add action_ledger.tools, or pass --file`)
   }

@@ -7,7 +7,14 @@ import type { ReceiptStore } from "../../core/receipts/store.ts"
 import type { TenantReceipts } from "../../edge/context.ts"
 import { CliError, importNeeding, UsageError } from "../errors.ts"
 import { type FetchHandler, serve } from "../http-bridge.ts"
-import { loadOperatorConfig, operatorConfigPath, releasePolicy, signingReceipts } from "../ledger-access.ts"
+import {
+  configuredStore,
+  describeStore,
+  loadOperatorConfig,
+  operatorConfigPath,
+  releasePolicy,
+  signingReceipts,
+} from "../ledger-access.ts"
 import {
   DEFAULT_LEDGER,
   parseOrUsage,
@@ -23,7 +30,7 @@ export const HELP = `mycelium serve [--port N] [--ledger PATH] [--token T] [-c P
   the ledger HTTP API (its routes: GET /openapi.json, GET /docs) over a local ledger file, on 127.0.0.1 only: loopback Host values only,
   no cross-origin or non-JSON writes, bodies up to 1 MiB.
   --port N        default 8787; 0 picks a free port
-  --ledger PATH   default .mycelium/ledger.json
+  --ledger PATH   default: the file the config ledgers its tools in, else .mycelium/ledger.json
   --token T       every /v1 request must send 'Authorization: Bearer T' (default: $MYCELIUM_TOKEN, else no auth;
                   an empty or blank value is refused)
   -c PATH         release policy (transition:) and release signing (audit_receipt:) from this mycelium.yaml, as
@@ -121,10 +128,19 @@ export async function run(args: string[]): Promise<number> {
     }),
   )
   const token = serveToken("serve", values.token)
-  const ledger = requireRegularFile(values.ledger ?? DEFAULT_LEDGER, "--ledger")
   // The policy `transitions release` applies to this file (`--file PATH` there is `--ledger PATH` here): a release
   // the command line refuses is refused over HTTP too.
-  const config = await loadOperatorConfig(operatorConfigPath(values.config, values.ledger !== undefined))
+  const configPath = operatorConfigPath(values.config, values.ledger !== undefined)
+  const config = await loadOperatorConfig(configPath)
+  // Without --ledger, the file the config ledgers its tools in, as `transitions` reads it: serving the default file
+  // beside a config whose tools ledger elsewhere answered an operator with another ledger's rows, and settled
+  // releases there.
+  const configured = values.ledger === undefined && config ? configuredStore(config, configPath) : null
+  if (configured && (configured.kind !== "file" || !configured.path))
+    throw new UsageError(
+      `serve serves a ledger file; ${configPath} ledgers its tools on ${describeStore(configured)}: pass --ledger PATH`,
+    )
+  const ledger = requireRegularFile(values.ledger ?? configured?.path ?? DEFAULT_LEDGER, "--ledger")
   // A missing signing key is the config's ConfigError (exit 2), before the port is bound.
   const emitter = await signingReceipts(config)
   const api = await bindApi("serve", parsePort(values.port), token)
