@@ -120,7 +120,10 @@ interface Restamp {
   readonly beat: number
 }
 
-/** Rows whose restamp is remembered; past this many the oldest is dropped (its holder's writes then send its own). */
+/**
+ * Past this many remembered rows, those whose lease lapsed by the server's clock are dropped. Never a live one: its
+ * holder would write its own stamps back, a lease the server may read as lapsed while the effect runs.
+ */
 const MAX_RESTAMPS = 10_000
 
 /** `next` with the server's stamps where it still carries the ones the server replaced. */
@@ -147,6 +150,7 @@ export class HttpLedgerStorage implements LedgerStorage {
    * are, those stamps would put back the lease the server replaced.
    */
   readonly #restamps = new Map<string, Restamp>()
+  #sweepAt = MAX_RESTAMPS
 
   constructor(options: HttpLedgerStorageOptions) {
     this.#token = options.token
@@ -386,8 +390,14 @@ export class HttpLedgerStorage implements LedgerStorage {
       lease,
       beat,
     })
-    if (this.#restamps.size > MAX_RESTAMPS)
-      this.#restamps.delete(this.#restamps.keys().next().value as string)
+    if (this.#restamps.size > this.#sweepAt) this.#sweep(beat)
+  }
+
+  /** Drops the rows the server leased until before `now` (its clock: the latest stamp it answered). */
+  #sweep(now: number): void {
+    for (const [id, r] of this.#restamps) if (r.lease <= now) this.#restamps.delete(id)
+    // As many rows again before the next sweep: a write stays O(1) amortized however many calls are held.
+    this.#sweepAt = Math.max(MAX_RESTAMPS, 2 * this.#restamps.size)
   }
 
   async *list(options: ListOptions = {}): AsyncIterable<LedgerEntry> {

@@ -198,4 +198,73 @@ describe("HttpLedgerStorage: the server's clock stamps the leases a process writ
     const r = await row("pay-4")
     expect([r.terminalOutcome, r.sideEffectBoundary]).toEqual(["UNKNOWN", "maybe_crossed"])
   })
+
+  it("a process 1 h ahead moves the boundary through the guard API (it reads the server's row): the effect may start", async () => {
+    const { server, ledger, row } = world()
+    const holder = ledger("ahead", HOUR, 60)
+    const claim = await holder.claim({ tool: "pay", requestId: "pay-5" })
+    expect(claim.owned).toBe(true)
+    server.advance(10)
+    const guard = { fence: claim.entry.fence, owner: "ahead" }
+    // The row read back is the server's, leased to T + 60: by this process's clock long past, by the server's live.
+    const moved = await holder.advanceBoundary("pay-5", "maybe_crossed", guard)
+    expect(moved.sideEffectBoundary).toBe("maybe_crossed")
+    const r = await row("pay-5")
+    expect([r.sideEffectBoundary, r.leaseUntil, r.terminalOutcome]).toEqual([
+      "maybe_crossed",
+      T + 60,
+      "IN_FLIGHT",
+    ])
+  })
+
+  it("a holder 3 h behind keeps the server's lease on its boundary write after 10,000 other rows were claimed", async () => {
+    const { server } = world()
+    const app = createLedgerApp({ storage: new MemoryLedgerStorage(), clock: server })
+    const fetch = (async (input: RequestInfo | URL, init?: RequestInit) =>
+      app.fetch(new Request(input, init))) as typeof globalThis.fetch
+    const storage = new HttpLedgerStorage({ url: "http://ledger.test", fetch })
+    const clock: Clock = { now: () => server.now() - 3 * HOUR, sleep: (s, signal) => server.sleep(s, signal) }
+    const opts = { storage, clock, leaseTtl: 600, leaseRenewInterval: 0, pollTimeout: 0 }
+    const holder = new ActionLedger({ ...opts, owner: "behind" })
+    const peer = new ActionLedger({ ...opts, owner: "peer", clock: { ...clock, now: () => server.now() } })
+    let effects = 0
+    let leased: number | null | undefined
+    const tool = { name: "pay", binding: binding("idempotent_mutate") }
+    const pay = holder.tool(tool, async (_args, tx) => {
+      // A busy process: 10,000 other calls claimed and held beside this one.
+      const other = await holder.claim({ tool: "other", requestId: "other-0" })
+      for (let i = 1; i <= 10_000; i++) {
+        const c = await storage.tryClaimInflight(
+          { ...other.entry, requestId: `other-${i}` },
+          600,
+          clock.now(),
+        )
+        expect(c.outcome).toBe("claimed")
+      }
+      // Its boundary write's heartbeat is then not the instant it asks about (a renewal's would be).
+      server.advance(1)
+      await tx.sideEffect(async () => {
+        effects++
+        leased = (await storage.get("pay-6"))?.leaseUntil
+        server.advance(59)
+        // Live by the server's clock for another 540 s: another worker must not take the call over.
+        await peer
+          .tool(tool, async () => {
+            effects++
+            return "twice"
+          })({}, { requestId: "pay-6" })
+          .catch(() => null)
+      })
+      return "paid"
+    })
+    const outcome = await pay({}, { requestId: "pay-6" })
+    const done = await storage.get("pay-6")
+    expect([effects, leased, outcome, done?.terminalOutcome, done?.owner]).toEqual([
+      1,
+      T + 600,
+      "paid",
+      "COMPLETED",
+      "behind",
+    ])
+  }, 60_000)
 })

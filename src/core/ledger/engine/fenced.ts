@@ -284,11 +284,11 @@ export async function advanceBoundaryHeld(
   // The store checked the lease at `heldAt`, read before the write. A lease that lapsed by the same clock while the
   // write was in flight (a slow store, a pause) must not start the effect either: the owner may be presumed dead by
   // the time it runs, and its row settled `not_executed` from the provider's records. The row stays maybe_crossed,
-  // so the failure recorded is UNKNOWN. A store on a clock of its own (HttpLedgerStorage's server) judged the write
-  // by its lease; the row this holder keeps is leased by this clock from before the server's stamp (docs/http-api.md),
-  // never past it, so this reading errs towards UNKNOWN.
+  // so the failure recorded is UNKNOWN. A lease this clock read as lapsed already at `heldAt` was judged live by a
+  // store on a clock of its own, HttpLedgerStorage's server, whose clock decides: a holder's row read back through
+  // the guard API carries the server's stamps, not ones by this clock (docs/http-api.md).
   const lease = row.leaseUntil
-  if (heldAt !== undefined && lease !== null && core.clock.now() >= lease)
+  if (heldAt !== undefined && lease !== null && heldAt < lease && core.clock.now() >= lease)
     throw lapsed(c, "start the effect of")
   return row
 }
