@@ -115,3 +115,27 @@ describe("Durable Object task store: a row over SQLite's 2 MB value limit", () =
     expect((await tasks.get("rel-1"))?.row).toMatchObject({ status: "failed", error: "Error: boom" })
   })
 })
+
+describe("Durable Object task store: a release's lease measured as it is stored", () => {
+  // The lease holds `by` and `reason` as JSON: a reason of control characters (or quotes) takes up to six bytes a
+  // character there. Measured as raw text, a 400,000-character reason passed and SQLite refused the 2.4 MB lease.
+  it("a release whose reason is over the row limit once escaped is refused typed, and changes nothing", async () => {
+    const tasks = new TaskLedger({
+      storage: new DurableObjectTaskStore(LEDGER, { name }),
+      onWarning: () => {},
+    })
+    const fail = tasks.task({ name: "fail" }, async () => {
+      throw new Error("boom")
+    })
+    await expect(fail({}, { taskId: "rel-esc" })).rejects.toThrow("boom")
+    // Before: TaskStoreUnavailableError (SQLITE_TOOBIG), as if the store were down.
+    for (const [by, reason] of [
+      ["ops", "\u0001".repeat(400_000)],
+      ["\u0001".repeat(400_000), "checked by hand"],
+    ] as const)
+      await expect(
+        tasks.release("rel-esc", { verified: "completed", result: 1, by, reason }),
+      ).rejects.toBeInstanceOf(TaskReleaseRefusedError)
+    expect((await tasks.get("rel-esc"))?.row).toMatchObject({ status: "failed", error: "Error: boom" })
+  })
+})

@@ -611,11 +611,12 @@ export class TaskLedger {
               error: current.row.error ?? `released as not executed by ${by}: ${reason}`,
               finished_at: now,
             }
-      // Refused as an outage by the store (SQLITE_TOOBIG), which no retry could end. Its lease holds `by` and `reason`.
+      // Refused as an outage by the store (SQLITE_TOOBIG), which no retry could end. Its lease holds `by` and `reason`
+      // as JSON, where a control character takes six bytes: measured raw, a 400,000-character reason passed.
       // Only under a limit: a row another store read may hold a bigint (the original's big ints), which JSON refuses.
       if (
         this.#maxBytes < Infinity &&
-        overBytes(requestId + JSON.stringify(row) + by + reason, this.#maxBytes)
+        overBytes(requestId + JSON.stringify([row, by, reason]), this.#maxBytes)
       )
         throw new TaskReleaseRefusedError(
           `Task request '${requestId}' was not released: its row is over the store's row limit`,
