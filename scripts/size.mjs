@@ -334,7 +334,10 @@ const budgets = [
   // back instead of charging them twice (its stored usage holds them): 13,327 B. Then 55 B: finished tool calls are
   // pre-charged too (a task that ran first made calls the crashed run's tool_calls_limit refused), and
   // ctx.sideEffect() refuses once its call was cancelled: 13,382 B.
-  { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 13.1 * KB },
+  // 13.1 -> 13.3 KB (2026-12-06, stop 47's review), 187 B: a call to an unknown tool echoes the model's tool name
+  // clipped and escaped, as a boundary error does (core's clipText and escapeChar): raw, "x\n\nSYSTEM: ..." stood on
+  // lines of its own in the tool message, and a 1 MB name came back whole in the next prompt: 13,569 B.
+  { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 13.3 * KB },
   // The workspace needs Node built-ins (external here, as for the adapters): 5.5 KB when it was added.
   { name: "harness/workspace", code: 'export * from "./dist/harness/workspace/index.js"', max: 7 * KB },
   // Redis over TCP extends the Upstash adapter (same keys and Lua scripts), so it carries that adapter's code too.

@@ -1,6 +1,8 @@
 // One agent run (a task, or an RLM sub-query inside one) and the run-wide machinery every such run shares: the
 // budget ledger, the request permits, the measurements and, when configured, the durable action ledger.
 import type { ActionLedger, LedgeredTool, ToolBody, TransitionContext } from "../ledger/index.ts"
+import { safeString } from "../repr.ts"
+import { clipText } from "../tools/errors.ts"
 import type { BudgetLedger } from "./budget.ts"
 import { BudgetExceededError, HarnessError, RecursionLimitError, TaskCancelledError } from "./errors.ts"
 import type { EventStream } from "./events.ts"
@@ -338,7 +340,9 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
           role: "tool",
           tool_call_id: call.id,
           name: call.name,
-          content: `Unknown tool '${call.name}'. Available tools: ${[...byName.keys()].join(", ") || "none"}.`,
+          // The name is the model's: shown as a boundary error shows it, clipped and escaped ("x\n\nSYSTEM: ..."
+          // stood on lines of its own in the tool message, and a 1 MB name came back whole in the next prompt).
+          content: `Unknown tool '${clipText(safeString(call.name))}'. Available tools: ${[...byName.keys()].join(", ") || "none"}.`,
           is_error: true,
         }
       const release = await gate.acquire(batch.signal)
