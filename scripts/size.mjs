@@ -337,7 +337,11 @@ const budgets = [
   // 13.1 -> 13.3 KB (2026-12-06, stop 47's review), 187 B: a call to an unknown tool echoes the model's tool name
   // clipped and escaped, as a boundary error does (core's clipText and escapeChar): raw, "x\n\nSYSTEM: ..." stood on
   // lines of its own in the tool message, and a 1 MB name came back whole in the next prompt: 13,569 B.
-  { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 13.3 * KB },
+  // 13.3 -> 13.4 KB (2026-12-06, stop 47's harness hunt), 100 B: a task's row holds its prompt and depends_on, and a
+  // replay checks them (a run id reused with another plan answered the new prompt with the old task's output); a
+  // client's non-string model_name/finish_reason and an error's hostile name or message getter become strings, and
+  // deepFreeze walks each object once (a cycle there left the run unsettled with an uncaught RangeError): 13,673 B.
+  { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 13.4 * KB },
   // The workspace needs Node built-ins (external here, as for the adapters): 5.5 KB when it was added.
   { name: "harness/workspace", code: 'export * from "./dist/harness/workspace/index.js"', max: 7 * KB },
   // Redis over TCP extends the Upstash adapter (same keys and Lua scripts), so it carries that adapter's code too.

@@ -249,6 +249,7 @@ async function sendRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelR
     s.budget.settleRequest(usage)
     ctx.usage.add(usage)
     const outcome = ctx.signal.aborted ? "cancelled" : failed ? "error" : "ok"
+    const finish = str(response?.finish_reason)
     const sample: ModelRequestSample = Object.freeze({
       index,
       task_id: ctx.task.task_id,
@@ -258,12 +259,13 @@ async function sendRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelR
       client_request_elapsed_ms: elapsed,
       outcome,
       ...(failed ? { error_type: errorType(error) } : {}),
-      model_name: response?.model_name ?? req.model,
-      provider_name: response?.provider_name ?? providerOf(req.model),
+      // Strings only, like the usage: a client's object here (a cycle) hung the run when its result was frozen.
+      model_name: str(response?.model_name) ?? req.model,
+      provider_name: str(response?.provider_name) ?? providerOf(req.model),
       input_tokens: usage?.input_tokens ?? null,
       output_tokens: usage?.output_tokens ?? null,
       ...(usage?.cache_read_tokens !== undefined ? { cache_read_tokens: usage.cache_read_tokens } : {}),
-      ...(response?.finish_reason !== undefined ? { finish_reason: response.finish_reason } : {}),
+      ...(finish !== undefined ? { finish_reason: finish } : {}),
     })
     if (index < s.maxSamples) s.samples[index] = sample
     ctx.stream.emitTask(ctx.task, ctx.parentRunId, { type: "model_request_finished", sample })
@@ -280,14 +282,29 @@ async function sendRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelR
   }
 }
 
+const str = (v: unknown): string | undefined => (typeof v === "string" ? v : undefined)
+
 function providerOf(model: string): string | null {
   const i = model.indexOf(":")
   return i > 0 ? model.slice(0, i) : null
 }
 
+// Never throwing, always a string: an Error whose `message` getter threw, or whose `name` was an object (a cycle
+// sent the result's deep freeze into endless recursion), left the run unsettled with an uncaught exception.
 export function errorType(e: unknown): string {
-  if (e instanceof Error) return e.name
-  return typeof e
+  try {
+    return e instanceof Error ? safeString(e.name) : typeof e
+  } catch {
+    return "Error"
+  }
+}
+
+export function errorMessage(e: unknown): string {
+  try {
+    return safeString(e instanceof Error ? e.message : e)
+  } catch {
+    return "[unprintable error]"
+  }
 }
 
 /** The tool name of a model request's durable row. */

@@ -5,6 +5,7 @@ import type { ActionLedger } from "../ledger/index.ts"
 import { safeString } from "../repr.ts"
 import {
   type AgentContext,
+  errorMessage,
   errorType,
   type RlmOptions,
   runAgent,
@@ -505,7 +506,7 @@ function causeOf(task_id: string | null, e: unknown): StopCause {
     : {
         reason: "task_failed",
         task_id,
-        message: e instanceof Error ? e.message : safeString(e),
+        message: errorMessage(e),
         error_type: errorType(e),
       }
 }

@@ -43,6 +43,10 @@ export async function runDurableTask(
 ): Promise<string> {
   const ledger = ctx.shared.ledger as ActionLedger
   const key = ctx.key
+  // The task's plan entry is in its row: a run id reused with another prompt or other dependencies for a task replayed
+  // the old answer as this one's. The ledger refuses a claim with other arguments; a finished row is checked here.
+  const { prompt: asked, depends_on } = ctx.task
+  const entry = { task_id: t.spec.task_id, prompt: asked, depends_on }
   let prior: Awaited<ReturnType<ActionLedger["get"]>>
   try {
     prior = await ledger.get(key)
@@ -53,10 +57,15 @@ export async function runDurableTask(
   }
   if (prior?.terminalOutcome === "COMPLETED") {
     const stored: unknown = prior.result
-    if (!isTaskRow(stored)) {
+    const kw = prior.kwargs
+    if (
+      !isTaskRow(stored) ||
+      kw.prompt !== asked ||
+      JSON.stringify(kw.depends_on) !== JSON.stringify(depends_on)
+    ) {
       started()
       throw new HarnessError(
-        `the durable row '${key}' is not a task's result (another writer used this key); use a fresh run_id`,
+        `the durable row '${key}' is not this task's result (another writer, or another plan under this run_id, used this key); use a fresh run_id`,
       )
     }
     t.replayed = true
@@ -86,7 +95,7 @@ export async function runDurableTask(
       return { output, usage: t.usage.snapshot() }
     },
   )
-  const r = (await body({ task_id: t.spec.task_id }, { requestId: key, signal: ctx.signal })) as {
+  const r = (await body(entry, { requestId: key, signal: ctx.signal })) as {
     output: string
     usage: RunUsage
   }

@@ -2,7 +2,7 @@
 // `run_started` / `run_finished` pair carrying that usage once, and a `RunFailed` whose frozen result keeps the
 // original failure (or cancellation). No task is dispatched and no budget is replaced.
 import { safeString } from "../repr.ts"
-import { errorType } from "./agent.ts"
+import { errorMessage, errorType } from "./agent.ts"
 import { resolveBudget } from "./budget.ts"
 import { type PlanProblem, PlanValidationError, RunFailed } from "./errors.ts"
 import { EventBus, type RunEvent } from "./events.ts"
@@ -67,7 +67,7 @@ export function planningFailed(failure: PlanningFailure, options: PlanningFailur
   const failureRecord = Object.freeze({
     reason,
     task_id: null,
-    message: e instanceof Error ? e.message : safeString(e),
+    message: errorMessage(e),
     error_type: name,
   } as const)
   stream.emit({
