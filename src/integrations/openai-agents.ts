@@ -97,7 +97,7 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
       const out = await runWithBoundary(boundary, ledgerOptions, tx, () =>
         execute((boxed ? checked.input : checked) as ToolInput<P>, runContext, forBody),
       )
-      return bounds.output(out)
+      return bytesAsBase64(await bounds.output(out))
     })
     // A model told that a call failed ("Please try again") calls again under a new call id (failed-calls.ts). The
     // conversation: the thread `meta` names, else the run's RunContext, the one object every call of a run gets.
@@ -153,6 +153,30 @@ export function agentsCallMeta(details: ToolCallDetails | undefined): CallMeta {
 /** The transition of the running call: pass the `details` (third argument) your `execute` received. */
 export function transitionOf(details: ToolCallDetails | undefined): GuardContext {
   return lookupTransition(details, "execute details")
+}
+
+/**
+ * The SDK's image and file outputs take their bytes as a Uint8Array or as base64 text alike. The ledger stores JSON,
+ * where a Uint8Array is `{"0":137,...}`: a replay sent the model that as a text dump instead of the image. Their
+ * bytes (in the output's fields, or one record down: `image.data`, `file.data`) are base64 text, first run included.
+ */
+function bytesAsBase64<T>(out: T): T {
+  const bytes = (v: unknown): unknown => {
+    if (!(v instanceof Uint8Array)) return v
+    let text = ""
+    for (const b of v) text += String.fromCharCode(b)
+    return btoa(text)
+  }
+  // Plain records only: a class instance (a Date) is left to the ledger's JSON, as before.
+  const fields = (v: unknown, inner: (x: unknown) => unknown): unknown =>
+    v && Object.getPrototypeOf(v) === Object.prototype
+      ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, inner(x)]))
+      : bytes(v)
+  const item = (v: unknown) => {
+    const type = (v as { type?: unknown } | null)?.type
+    return type === "image" || type === "file" ? fields(v, (x) => fields(x, bytes)) : v
+  }
+  return (Array.isArray(out) ? out.map(item) : item(out)) as T
 }
 
 function asArgs(name: string, input: unknown): Record<string, unknown> {
