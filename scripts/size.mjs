@@ -302,7 +302,12 @@ const budgets = [
     // tools row above: ai-sdk 16,273 B, langgraph 10,676, openai-agents 9,132. ai-sdk 15.9 -> 16 KB, the same day:
     // a refused allowedPaths root says why (a '..', a device, a share) instead of only "must be absolute", and the
     // namespace check folds Unicode: ai-sdk 16,308 B, langgraph 10,712, openai-agents 9,168.
-    max: { "ai-sdk": 16, langgraph: 10.5, "openai-agents": 9 }[i] * KB,
+    // langgraph 10.5 -> 10.7 KB (2026-12-06, stop 47's integrations hunt), 148 B: a stored Command or ToolMessage
+    // replayed for another tool call (a requestIdFrom key, a held retry) answers that call (it answered the first
+    // call again and left this one unanswered; a message id of its own put it in place of the first answer): 10,893 B.
+    // openai-agents 9 -> 9.2 KB (the same hunt), 151 B: the bytes of an image or file output are stored as base64 text
+    // (a Uint8Array was stored as {"0":137,...}, and a replay sent the model that JSON as text, not the image): 9,347 B.
+    max: { "ai-sdk": 16, langgraph: 10.7, "openai-agents": 9.2 }[i] * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.
   // 12 -> 12.2 KB (2026-12-06, the harness attack review): a deadline whose timer is late still stops dispatch, requests

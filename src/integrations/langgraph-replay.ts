@@ -20,11 +20,12 @@ export function isCommandJson(v: unknown): v is Record<string, unknown> {
 
 /**
  * What the ledger stores for a tool's result. A `Command` is stored as its JSON plus `graph` (`Command.toJSON()`
- * leaves it out, so a handoff to the parent graph would replay as a jump inside the tool's own graph), with the
- * plain data of its `update`, `resume` and sends escaped. Plain data that could pass for a Command or a serialized
- * LangChain object is escaped as a whole. (LangGraph's own test for a Command: a class instance named Command.)
+ * leaves it out, so a handoff to the parent graph would replay as a jump inside the tool's own graph) and the id of
+ * the tool call it answered, with the plain data of its `update`, `resume` and sends escaped. Plain data that could
+ * pass for a Command or a serialized LangChain object is escaped as a whole. (LangGraph's own test for a Command: a
+ * class instance named Command.)
  */
-export function storableResult(v: unknown): unknown {
+export function storableResult(v: unknown, toolCallId?: string): unknown {
   if (typeof v !== "object" || v === null) return v
   if (isPlainObject(v)) return needsEscape(v) || v.lg_name === "Command" ? { [ESCAPED]: v } : v
   const cmd = v as { lg_name?: unknown; graph?: unknown; update?: unknown; resume?: unknown; goto?: unknown }
@@ -36,6 +37,7 @@ export function storableResult(v: unknown): unknown {
     goto: escapeData(cmd.goto),
   }
   if (cmd.graph !== undefined) json.graph = cmd.graph
+  if (toolCallId) json.tool_call_id = toolCallId
   return JSON.parse(JSON.stringify(json))
 }
 
@@ -88,8 +90,9 @@ function isPlainObject(v: unknown): v is Record<string, unknown> {
 /**
  * The result as the first run returned it: a `Command` (its `update`, `resume` and sends revived by LangChain's
  * `load()`, which unwraps escaped data), a serialized message, or escaped data unwrapped; anything else as stored.
+ * Replayed for another tool call (`toolCallId`), the messages that answered the first call answer this one.
  */
-export async function reviveReplayed(stored: unknown): Promise<unknown> {
+export async function reviveReplayed(stored: unknown, toolCallId?: string): Promise<unknown> {
   if (isEscaped(stored)) return stored[ESCAPED]
   if (isCommandJson(stored)) {
     const [{ Command }, { load }] = await framework(() =>
@@ -104,16 +107,38 @@ export async function reviveReplayed(stored: unknown): Promise<unknown> {
       if (text === undefined || (!text.includes('"lc"') && !text.includes(ESCAPED))) return v
       return load(text, { maxDepth: Number.POSITIVE_INFINITY })
     }
-    const { lg_name: _name, update, resume, goto, ...rest } = stored
+    const { lg_name: _name, update, resume, goto, tool_call_id: from, ...rest } = stored
     const [u, r, g] = await Promise.all([revive(update), revive(resume), revive(goto)])
-    const args = { ...rest, update: u, resume: r, ...(g === undefined ? {} : { goto: g }) }
+    // An update is `{ key: value }` or a list of `[key, value]` pairs; a value is a message or a list of them.
+    const answered = isPlainObject(u)
+      ? Object.fromEntries(Object.entries(u).map(([k, v]) => [k, reanswer(v, from, toolCallId)]))
+      : reanswer(u, from, toolCallId)
+    const args = { ...rest, update: answered, resume: r, ...(g === undefined ? {} : { goto: g }) }
     return new Command(args as ConstructorParameters<typeof Command>[0])
   }
   if (isSerializedJson(stored)) {
     const { load } = await framework(() => import("@langchain/core/load"))
-    return load(JSON.stringify(stored))
+    const message: unknown = await load(JSON.stringify(stored))
+    return reanswer(message, (message as { tool_call_id?: unknown }).tool_call_id, toolCallId)
   }
   return stored
+}
+
+/**
+ * A replay under another tool-call id (a `requestIdFrom` key, a model's retry held by its failed call) must answer
+ * that call: ToolNode passes a ToolMessage or Command on as it is, and one still answering the first call left this
+ * call unanswered (the provider refuses the next step) and answered the first twice. The message gets no message id
+ * of its own: the messages reducer would put it in place of the first answer.
+ */
+function reanswer(v: unknown, from: unknown, to: string | undefined): unknown {
+  if (Array.isArray(v)) return v.map((x) => reanswer(x, from, to))
+  const m = v as { tool_call_id?: unknown; id?: unknown } | null
+  if (typeof from !== "string" || !to || from === to || m?.tool_call_id !== from) return v
+  // A plain message-like is the stored row's; one LangChain revived is this replay's own.
+  const out = isPlainObject(m) ? { ...m } : m
+  out.tool_call_id = to
+  out.id = undefined
+  return out
 }
 
 /**

@@ -110,6 +110,9 @@ export function guardTool<T extends StructuredToolInterface>(
     // What this run's body returned, as it returned it: the ledger keeps a JSON form (storableResult), and the first
     // run hands ToolNode the tool's own value, as the unguarded tool would (a Date stays a Date).
     let live: { readonly value: unknown } | null = null
+    // The call ToolNode gives the result to: a replay stored by another call answers this one (langgraph-replay.ts).
+    const callId = str(parentConfig?.toolCall?.id)
+    const replayed = (stored: unknown) => reviveReplayed(stored, callId)
     const run = ledger.tool(ledgerOptions, async (checked: Record<string, unknown>, raw) => {
       attempt = raw
       const { tx, began } = trackedTransition(raw)
@@ -124,7 +127,7 @@ export function guardTool<T extends StructuredToolInterface>(
       )
       const value = await limits.output(out)
       live = { value }
-      return storableResult(value)
+      return storableResult(value, callId)
     })
     // A model told that a call failed calls again under a new id: while the failed call may have taken effect,
     // that is the same intent (failed-calls.ts).
@@ -141,7 +144,7 @@ export function guardTool<T extends StructuredToolInterface>(
           const out = await run(args, callMeta)
           // A replay returns the stored JSON of the first run's result: a Command or a message gets its class back.
           const first = live as { readonly value: unknown } | null
-          return first ? first.value : await reviveReplayed(out)
+          return first ? first.value : await replayed(out)
         } catch (err) {
           if (attempt && (isGraphInterrupt(err) || isInvalidResume(err))) {
             await settleInterrupt(ledger, attempt, name, effectBegan(), err)
@@ -150,7 +153,7 @@ export function guardTool<T extends StructuredToolInterface>(
         }
       },
       callMeta,
-      reviveReplayed,
+      replayed,
     ).catch(hideOutage)
   }
   const wrapped = Object.create(tool) as T
