@@ -247,7 +247,10 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
     if (status === 500) console.error("[mycelium] edge API internal error:", err)
     // The detail hidden from the caller (a path, a lock file) is what the operator needs: one line per request, its
     // control characters escaped (a corrupt file's own text is in the message), no stack (the fault is not a bug).
-    else if (body.error.code !== "ledger_storage_unavailable" && STORE_DETAIL_CODES.has(body.error.code))
+    else if (
+      body.error.code === "receipt_append_failed" ||
+      (body.error.code !== "ledger_storage_unavailable" && STORE_DETAIL_CODES.has(body.error.code))
+    )
       console.error(`[mycelium] edge API storage fault: ${oneLine(err)}`)
     return c.json(body, status)
   })

@@ -2,6 +2,7 @@
 // app runs on. Every error the app returns is a MyceliumError with a snake_case code; `invalid_*` codes not listed
 // are 400, other package codes are ledger state conflicts (409). Anything else is our bug: a 500 without detail.
 import { MyceliumError } from "../core/errors.ts"
+import { ReceiptAppendError } from "../core/ledger/errors.ts"
 
 export type HttpStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 500 | 503
 
@@ -70,7 +71,10 @@ export function errorResponse(err: unknown): { status: HttpStatus; body: ErrorBo
         ? "ledger storage unavailable; retry shortly"
         : STORE_DETAIL_CODES.has(err.code)
           ? `ledger storage cannot be used (${err.code}); the server log says where, an operator must repair it`
-          : err.message || err.code
+          : err instanceof ReceiptAppendError
+            ? // Its message quotes the receipt store driver's error, which may name a host, a user or a DSN.
+              `request '${err.requestId}' is recorded (receipt_ref ${err.receiptId}) but its receipt was not stored; the server log says why, an operator must restore the receipt store`
+            : err.message || err.code
     return { status: statusForCode(err.code), body: { error: { code: err.code, message } } }
   }
   return { status: 500, body: { error: { code: "internal_error", message: "internal error" } } }

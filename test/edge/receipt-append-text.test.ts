@@ -1,0 +1,51 @@
+// A call completed over the edge API whose receipt store then fails: 409 receipt_append_failed, as before, but its
+// message quoted the store driver's own error, which may name a host, a user or a DSN (the other storage faults hide
+// backend text). The operator gets the detail in the server log.
+import { afterEach, expect, it, vi } from "vitest"
+import { MemoryLedgerStorage } from "../../src/core/index.ts"
+import { createLedgerApp } from "../../src/edge/index.ts"
+import { hmacReceiptSigner, MemoryReceiptStore, ReceiptEmitter } from "../../src/receipts.ts"
+
+afterEach(() => {
+  vi.restoreAllMocks()
+})
+
+it("receipt_append_failed answers without the store driver's text, and the server log has it", async () => {
+  const logged: string[] = []
+  vi.spyOn(console, "error").mockImplementation((...a: unknown[]) => {
+    logged.push(a.map(String).join(" "))
+  })
+  const storage = new MemoryLedgerStorage()
+  const store = new MemoryReceiptStore()
+  store.append = () =>
+    Promise.reject(new TypeError("connect ECONNREFUSED postgres://ops:hunter2@db.internal"))
+  const emitter = new ReceiptEmitter({ signer: hmacReceiptSigner("key"), store, agentId: "a" })
+  const app = createLedgerApp({ storage, receipts: () => ({ emitter, keys: { hmac: "key" } }) })
+  const post = (path: string, body: unknown) =>
+    app.request(path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    })
+  const begin = {
+    tool: "pay",
+    args: { amount: 1 },
+    meta: { request_id: "order-1" },
+    binding: { agent_id: "a", policy_version: "1", side_effect_class: "keyed_mutate" },
+  }
+  const claim = (await (await post("/v1/calls", begin)).json()) as { fence: number; lease: string }
+  const r = await post("/v1/calls/order-1/complete", {
+    fence: claim.fence,
+    lease: claim.lease,
+    result: { ok: 1 },
+  })
+  const text = await r.text()
+  expect(r.status).toBe(409)
+  expect(JSON.parse(text).error.code).toBe("receipt_append_failed")
+  expect(text).toContain("order-1")
+  expect(text).not.toContain("hunter2")
+  expect(text).not.toContain("db.internal")
+  expect(logged.join("\n")).toContain("db.internal")
+  // Recorded: the call replays its result.
+  expect((await storage.get("order-1"))?.terminalOutcome).toBe("COMPLETED")
+})
