@@ -250,18 +250,23 @@ export async function signingReceipts(config: MyceliumConfig | null): Promise<Re
   return config && [...config.tools.values()].some((t) => t.auditReceipt) ? config.receipts() : null
 }
 
-/** Opens the ledger the flags, environment or config name. */
-/** The one store a config ledgers its tools on, or null when it ledgers none. */
-export function configuredStore(config: MyceliumConfig, configPath = "the config"): ResolvedStorage | null {
+/**
+ * The one store a config ledgers its tools on, or null when it ledgers none. `how`: what the command's flags let an
+ * operator do about a config that ledgers on two.
+ */
+export function configuredStore(
+  config: MyceliumConfig,
+  configPath = "the config",
+  how = "name one with --file, --redis-url or --postgres-dsn",
+): ResolvedStorage | null {
   const ledgered = [...config.tools.values()].map((t) => t.ledger?.storage).filter((s) => s !== undefined)
   const distinct = new Map(ledgered.map((s) => [JSON.stringify(s), s]))
   if (distinct.size > 1)
-    throw new UsageError(
-      `${configPath} ledgers tools on ${distinct.size} different stores; name one with --file, --redis-url or --postgres-dsn`,
-    )
+    throw new UsageError(`${configPath} ledgers tools on ${distinct.size} different stores; ${how}`)
   return [...distinct.values()][0] ?? null
 }
 
+/** Opens the ledger the flags, environment or config name. */
 export async function openLedger(
   flags: StoreFlags,
   extra: Partial<ActionLedgerOptions> = {},

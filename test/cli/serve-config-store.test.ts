@@ -1,7 +1,7 @@
 // `mycelium serve` beside a config: without --ledger it serves the file the config ledgers its tools in, as the
 // `transitions` commands read it. It served the default .mycelium/ledger.json instead, so an operator looking for a
 // stuck call saw another ledger's rows and settled releases there, while the config's row stayed stuck.
-import type { ChildProcess } from "node:child_process"
+import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
@@ -57,4 +57,46 @@ it("refuses (exit 2) a config that ledgers its tools on a store other than a fil
   expect(r.code).toBe(2)
   expect(r.err).toContain("serve serves a ledger file")
   expect(r.err).toContain("--ledger PATH")
+}, 40_000)
+
+it("takes the config's python_lock: a release waits for the flock a Python worker holds on <path>.lock", async () => {
+  writeFileSync(
+    join(cwd, "py.yaml"),
+    config("  storage: file\n  path: py-ledger.json\n  python_lock: true").replace(
+      'policy_version: "1"',
+      'policy_version: "1"\n  reclaim_requires_death_signal: false',
+    ),
+  )
+  const now = Date.now() / 1000
+  await new FileLedgerStorage(join(cwd, "py-ledger.json")).set({
+    ...newEntry({ requestId: "pay:py", tool: "pay", owner: "w1", fence: 1, leaseUntil: now - 10 }, now - 50),
+    terminalOutcome: "UNKNOWN",
+    sideEffectBoundary: "maybe_crossed",
+  })
+  const port = await serveOnFreePort(children, ["-c", "py.yaml"], { cwd })
+  // A Python worker mid-write: it holds the flock, read the file, and writes it back when it lets go. A release
+  // written meanwhile without the flock is undone by that write.
+  const holder = spawn("flock", ["-o", join(cwd, "py-ledger.json.lock"), "sh", "-c", "echo held; sleep 2"])
+  children.push(holder)
+  await new Promise<void>((r) => holder.stdout.once("data", () => r()))
+  const held = performance.now()
+  const r = await fetch(`http://127.0.0.1:${port}/v1/transitions/pay:py/release`, {
+    method: "POST",
+    headers: { "content-type": "application/json" },
+    body: JSON.stringify({ verified: "completed", reason: "charge found", result: { id: "pi_1" } }),
+  })
+  expect(r.status, await r.text()).toBe(200)
+  expect(performance.now() - held).toBeGreaterThan(1_500)
+}, 40_000)
+
+it("names --ledger, the flag serve has, for a config that ledgers tools on two stores", () => {
+  writeFileSync(
+    join(cwd, "two.yaml"),
+    `${config("  storage: file\n  path: a.json")}  refund:\n    side_effect_class: non_idempotent_mutate\n    ledger:\n      storage: file\n      path: b.json\n`,
+  )
+  const r = run(["serve", "--port", "0", "-c", "two.yaml"])
+  expect(r.code).toBe(2)
+  expect(r.err).toContain("2 different stores")
+  expect(r.err).toContain("--ledger PATH")
+  expect(r.err).not.toContain("--redis-url")
 }, 40_000)

@@ -1,7 +1,7 @@
 // `mycelium serve`: the ledger HTTP API over a local ledger file. The edge app needs hono, zod and jose, which
 // are optional peers, so they are loaded only here.
 import { parseArgs } from "node:util"
-import { FileLedgerStorage } from "../../adapters/file.ts"
+import { FileLedgerStorage, type FileLedgerStorageOptions } from "../../adapters/file.ts"
 import { hmacReceiptSigner, ReceiptEmitter } from "../../core/receipts/index.ts"
 import type { ReceiptStore } from "../../core/receipts/store.ts"
 import type { TenantReceipts } from "../../edge/context.ts"
@@ -51,8 +51,16 @@ export interface ServedPolicy {
 
 /** The API bound to its port; requests wait until `open` names what it serves. */
 export interface BoundApi {
-  /** Serves `ledgerPath` (with the demo's `receipts`, or the config's in `policy`) and prints how to reach it. */
-  open(ledgerPath: string, receipts?: ServedReceipts, policy?: ServedPolicy): void
+  /**
+   * Serves `ledgerPath` (with the demo's `receipts`, or the config's in `policy`; `file`: the store's options, the
+   * config's `python_lock`) and prints how to reach it.
+   */
+  open(
+    ledgerPath: string,
+    receipts?: ServedReceipts,
+    policy?: ServedPolicy,
+    file?: FileLedgerStorageOptions,
+  ): void
   close(): void
 }
 
@@ -81,7 +89,12 @@ export async function bindApi(
       `port ${port} is in use: pass --port N (--port 0 picks a free one; with npm start: npm start -- --port 0)`,
     )
   })
-  const open = (ledgerPath: string, receipts?: ServedReceipts, policy: ServedPolicy = {}): void => {
+  const open = (
+    ledgerPath: string,
+    receipts?: ServedReceipts,
+    policy: ServedPolicy = {},
+    file: FileLedgerStorageOptions = {},
+  ): void => {
     // One emitter for the one local tenant; the demo passes its own store and agent, so the chain continues.
     const { receipts: configured, ...release } = policy
     const tenantReceipts =
@@ -95,7 +108,7 @@ export async function bindApi(
         keys: { hmac: receipts.key },
       })
     const app = createLedgerApp({
-      storage: new FileLedgerStorage(ledgerPath),
+      storage: new FileLedgerStorage(ledgerPath, file),
       ...release,
       ...(token ? { authenticate: tokenAuth(token.value) } : {}),
       ...(tenantReceipts ? { receipts: () => tenantReceipts } : {}),
@@ -135,7 +148,8 @@ export async function run(args: string[]): Promise<number> {
   // Without --ledger, the file the config ledgers its tools in, as `transitions` reads it: serving the default file
   // beside a config whose tools ledger elsewhere answered an operator with another ledger's rows, and settled
   // releases there.
-  const configured = values.ledger === undefined && config ? configuredStore(config, configPath) : null
+  const configured =
+    values.ledger === undefined && config ? configuredStore(config, configPath, "pass --ledger PATH") : null
   if (configured && (configured.kind !== "file" || !configured.path))
     throw new UsageError(
       `serve serves a ledger file; ${configPath} ledgers its tools on ${describeStore(configured)}: pass --ledger PATH`,
@@ -144,9 +158,16 @@ export async function run(args: string[]): Promise<number> {
   // A missing signing key is the config's ConfigError (exit 2), before the port is bound.
   const emitter = await signingReceipts(config)
   const api = await bindApi("serve", parsePort(values.port), token)
-  api.open(ledger, undefined, {
-    ...releasePolicy(config),
-    ...(emitter && config && { receipts: { emitter, keys: { hmac: config.resolved.signingKey ?? "" } } }),
-  })
+  // Its python_lock too, as `transitions` opens it: a release written beside a Python worker's write without the
+  // original's flock is undone by that write, or undoes the worker's row.
+  api.open(
+    ledger,
+    undefined,
+    {
+      ...releasePolicy(config),
+      ...(emitter && config && { receipts: { emitter, keys: { hmac: config.resolved.signingKey ?? "" } } }),
+    },
+    configured?.pythonLock !== undefined ? { pythonLock: configured.pythonLock } : {},
+  )
   return 0
 }
