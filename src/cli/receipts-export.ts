@@ -168,7 +168,8 @@ async function fetchPage(
     throw new CliError(`${url.href} did not answer a receipt export: is --url the ledger API's base URL?`)
   }
   const bytes = await readLimited(res, DEFAULT_MAX_RESPONSE_BYTES)
-  // The API ends a page at 8 MiB of lines, so only a page of one receipt can be this large.
+  // The API ends a page at its maxReceiptPageBytes of lines (at most 64 MiB), so only a page of one receipt can be
+  // this large.
   if (!bytes)
     throw new CliError(
       `a page from ${url.origin} is over ${DEFAULT_MAX_RESPONSE_BYTES} bytes: the ledger API sends one this large ` +
@@ -226,7 +227,7 @@ export async function exportReceipts(options: ReceiptExportOptions): Promise<num
     if (out.length) options.write(`${out.join("\n")}\n`)
     count += lines.length
     const next = nextOf(page.link, url)
-    // Unfiltered, an API page holds `limit` receipts or as many as its 8 MiB take, at least one, so an empty page
+    // Unfiltered, an API page holds `limit` receipts or as many as its maxReceiptPageBytes take, at least one, so an empty page
     // that points on is a server paging in place; filtered, a scan window without a match is empty and points on, up to MAX_EMPTY_PAGES in all.
     if (next && !lines.length && (!filtered || ++empty > MAX_EMPTY_PAGES))
       throw new CliError(
