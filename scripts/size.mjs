@@ -346,7 +346,12 @@ const budgets = [
   // replay checks them (a run id reused with another plan answered the new prompt with the old task's output); a
   // client's non-string model_name/finish_reason and an error's hostile name or message getter become strings, and
   // deepFreeze walks each object once (a cycle there left the run unsettled with an uncaught RangeError): 13,673 B.
-  { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 13.4 * KB },
+  // 13.4 -> 14.5 KB (2026-12-06, stop 47's review), 1,090 B: the row holds a SHA-256 of the plan entry, not the prompt
+  // (a large prompt or one holding U+0000 refused a durable run); core's synchronous SHA-256 is most of it, and an app
+  // running durable has it already through its ActionLedger (Web Crypto's digest was 155 B, but its hop to a thread
+  // pool made the chaos property's fake-clock runs look hung). A resume charges nothing of another plan's rows (a
+  // budget stop hid the mismatch), and a row of the version before says to finish it with that version: 14,763 B.
+  { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 14.5 * KB },
   // The workspace needs Node built-ins (external here, as for the adapters): 5.5 KB when it was added.
   { name: "harness/workspace", code: 'export * from "./dist/harness/workspace/index.js"', max: 7 * KB },
   // Redis over TCP extends the Upstash adapter (same keys and Lua scripts), so it carries that adapter's code too.

@@ -281,13 +281,7 @@ export function runPlan(
     // of its own (random) has no rows yet: nothing to list.
     if (!shared.ledger || options.run_id === undefined) pump()
     else
-      precharge(
-        shared.ledger,
-        runId,
-        checked.tasks.map((t) => t.task_id),
-        ledger,
-        shared.precharged,
-      ).then(
+      precharge(shared.ledger, runId, checked.tasks, ledger, shared.precharged).then(
         () => {
           const refusal = ledger.startRefusal(true)
           if (refusal) stop({ ...refusal, task_id: null, error_type: "BudgetExceededError" })

@@ -3,6 +3,7 @@
 import { LedgerStorageUnavailableError } from "../ledger/errors.ts"
 import type { ActionLedger } from "../ledger/index.ts"
 import type { LedgerEntry } from "../ledger/model/entry.ts"
+import { sha256Hex } from "../ledger/model/sha256.ts"
 import { storeFailure } from "../storage/store-failure.ts"
 import { type AgentContext, MODEL_REQUEST, runAgent } from "./agent.ts"
 import type { BudgetLedger } from "./budget.ts"
@@ -26,6 +27,17 @@ const isTaskRow = (v: unknown): v is { output: string; usage: RunUsage } =>
   typeof (v as { output?: unknown }).output === "string" &&
   typeof (v as { usage?: unknown }).usage === "object"
 
+// A task row's arguments: its id and a digest of its plan entry, so a run id reused with another prompt or other
+// dependencies is refused instead of replaying the old answer. A digest, not the prompt: the prompt in the row made
+// one too big for the store's rows, or holding U+0000, refuse a durable run that no row had held it for. Core's
+// synchronous SHA-256, which the ledger a durable run is given already loads (Web Crypto's hop to a thread pool
+// left fake-clock runs looking hung).
+type PlanTask = { readonly task_id: string; readonly prompt: string; readonly depends_on: readonly string[] }
+const planEntry = (t: PlanTask) => ({
+  task_id: t.task_id,
+  plan: sha256Hex(JSON.stringify([t.prompt, t.depends_on])),
+})
+
 /** `u` with every counter negated: adding it takes `u` back. */
 function negated(u: Partial<RunUsage>): Partial<RunUsage> {
   const out: Partial<Record<UsageCounter, number>> & { details?: Record<string, number> } = {}
@@ -43,10 +55,8 @@ export async function runDurableTask(
 ): Promise<string> {
   const ledger = ctx.shared.ledger as ActionLedger
   const key = ctx.key
-  // The task's plan entry is in its row: a run id reused with another prompt or other dependencies for a task replayed
-  // the old answer as this one's. The ledger refuses a claim with other arguments; a finished row is checked here.
-  const { prompt: asked, depends_on } = ctx.task
-  const entry = { task_id: t.spec.task_id, prompt: asked, depends_on }
+  // The ledger refuses a claim with other arguments; a finished row is checked here.
+  const entry = planEntry(ctx.task)
   let prior: Awaited<ReturnType<ActionLedger["get"]>>
   try {
     prior = await ledger.get(key)
@@ -57,15 +67,12 @@ export async function runDurableTask(
   }
   if (prior?.terminalOutcome === "COMPLETED") {
     const stored: unknown = prior.result
-    const kw = prior.kwargs
-    if (
-      !isTaskRow(stored) ||
-      kw.prompt !== asked ||
-      JSON.stringify(kw.depends_on) !== JSON.stringify(depends_on)
-    ) {
+    if (!isTaskRow(stored) || prior.kwargs.plan !== entry.plan) {
       started()
+      // A row of the version before rows held the plan has the task id alone: a fresh run_id would run again what
+      // that run's tools already did.
       throw new HarnessError(
-        `the durable row '${key}' is not this task's result (another writer, or another plan under this run_id, used this key); use a fresh run_id`,
+        `the durable row '${key}' is not this task's result (${!isTaskRow(stored) || "plan" in prior.kwargs ? "another writer, or another plan under this run_id, used this key); use a fresh run_id" : "written before rows held the plan); finish it with the version that started it"}`,
       )
     }
     t.replayed = true
@@ -113,18 +120,22 @@ export async function runDurableTask(
 export async function precharge(
   ledger: ActionLedger,
   runId: string,
-  taskIds: readonly string[],
+  tasks: readonly PlanTask[],
   budget: BudgetLedger,
   charged: Map<string, Partial<RunUsage>>,
 ): Promise<void> {
   const prefix = `${keyPart(runId)}/`
   // Finished rows by the key of the plan task they belong to; rows of tasks not in this plan never replay.
-  const rows = new Map(taskIds.map((id): [string, LedgerEntry[]] => [durableTaskKey(runId, id), []]))
+  const rows = new Map(tasks.map((t): [string, LedgerEntry[]] => [durableTaskKey(runId, t.task_id), []]))
   try {
     // A task's row is claimed before any row under it, so a run none of whose tasks has one has nothing to replay:
     // a fresh run reads only these rows, never a listing (on Redis and Upstash a SCAN of the whole keyspace).
     const found = await Promise.all([...rows.keys()].map((k) => ledger.storage.get(k)))
     if (!found.some(Boolean)) return
+    // A row of another plan fails its task at once: nothing of it replays (charged, it stopped the run on a limit
+    // instead of failing the task that does not match).
+    for (const [i, e] of found.entries())
+      if (e && e.kwargs.plan !== planEntry(tasks[i] as PlanTask).plan) rows.delete(e.requestId)
     // One listing: each store pages it itself.
     for await (const e of ledger.storage.list({ prefix })) {
       const id = e.requestId

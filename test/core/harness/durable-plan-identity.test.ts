@@ -132,4 +132,74 @@ describe("a durable run id reused with another plan", () => {
     })
     expect(e.result.output).toBeNull()
   })
+
+  it("a resume charges nothing of another plan's rows: the task fails on the mismatch, not a budget stop", async () => {
+    const storage = new MemoryLedgerStorage()
+    await runPlan(planOf("what is 2+2?"), { model: echo(), ledger: ledgerOf(storage) }, { run_id: runId })
+    // 4 finished rows of 1 request each; the new plan allows 3 and changes a's prompt. Charged before the first task,
+    // a's row stopped the run on request_limit, a limit the new plan never reached.
+    const m = echo()
+    const e = await failed(
+      runPlan(
+        planOf("drop the prod table?"),
+        { model: m, ledger: ledgerOf(storage), budget: { request_limit: 3 } },
+        { run_id: runId },
+      ),
+    )
+    expect(m.asked).toEqual([])
+    expect(e.result.failure).toMatchObject({
+      reason: "task_failed",
+      task_id: "a",
+      error_type: "HarnessError",
+    })
+  })
+
+  it("a prompt the store cannot hold in a row (too big, or with U+0000) still runs durably, as before", async () => {
+    // The row holds a digest of the plan entry: a 200 KB prompt (over this store's 100 KB rows) or a NUL in it was
+    // refused at the claim, though no row held the prompt before and the run succeeded.
+    let asked = 0
+    // Answers with the prompt's length: the row holds the answer, which must fit.
+    const counting: ModelClient = {
+      request: async (req) => {
+        asked++
+        const first = req.messages[0]
+        return {
+          parts: [{ type: "text", text: `${first?.role === "user" ? first.content.length : -1} chars` }],
+        }
+      },
+    }
+    for (const prompt of ["x".repeat(200_000), "say\u0000hi"]) {
+      const storage = new MemoryLedgerStorage({ limits: { maxRowBytes: 100_000, validUnicodeOnly: true } })
+      const plan = { tasks: [task("a", [], prompt)], output_task_id: "a" }
+      const run = (p: typeof plan) =>
+        runPlan(p, { model: counting, ledger: ledgerOf(storage) }, { run_id: runId })
+      asked = 0
+      expect((await run(plan)).output).toBe(`${prompt.length} chars`)
+      expect((await run(plan)).output).toBe(`${prompt.length} chars`)
+      expect(asked).toBe(1)
+      // Another prompt under the run id is still refused.
+      const e = await failed(run({ tasks: [task("a", [], `${prompt}!`)], output_task_id: "a" }))
+      expect(e.result.failure).toMatchObject({ task_id: "a", error_type: "HarnessError" })
+      expect(asked).toBe(1)
+    }
+  })
+
+  it("a finished row written before rows held the plan says so and what to do", async () => {
+    const storage = new MemoryLedgerStorage()
+    const ledger = ledgerOf(storage)
+    // The row as the previous version wrote it: its arguments were the task id alone.
+    const old = ledger.tool(
+      {
+        name: "harness.task",
+        binding: { agentId: "mycelium-harness", policyVersion: "1", sideEffectClass: "read" },
+      },
+      async () => ({ output: "old answer", usage: { requests: 1 } }),
+    )
+    await old({ task_id: "a" }, { requestId: `${runId}/a` })
+    const e = await failed(
+      runPlan({ tasks: [task("a")], output_task_id: "a" }, { model: echo(), ledger }, { run_id: runId }),
+    )
+    expect(e.result.failure).toMatchObject({ task_id: "a", error_type: "HarnessError" })
+    expect(e.result.failure?.message).toContain("finish it with the version that started it")
+  })
 })
