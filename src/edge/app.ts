@@ -78,7 +78,7 @@ const LOCAL: Principal = {
 
 export { HttpError } from "./errors.ts"
 
-/** Seconds a cached tenant must be unused before `maxCachedTenants` drops it: longer than any request can run. */
+/** Seconds since a cached tenant's last request began (none running) before `maxCachedTenants` may drop it. */
 const TENANT_IDLE = 300
 
 /** `Name (code): message` on one line, control and invisible characters escaped (`clean`). */
@@ -124,6 +124,9 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
     onWarning: () => {},
   }
   const tenants = new Map<string, { tenant: Tenant; at: number }>()
+  // Requests running per tenant. Idle time alone counts from a request's start: one stalled past it (a store that
+  // hangs) lost its ledger, the tenant's next request built a second, and the stalled write put back its old row.
+  const busy = new Map<string, number>()
   const cap = options.maxCachedTenants ?? Number.POSITIVE_INFINITY
   if (!(cap >= 1) || (cap !== Number.POSITIVE_INFINITY && !Number.isInteger(cap)))
     throw new InvalidOptionError(`maxCachedTenants must be a whole number >= 1, got ${String(cap)}`)
@@ -145,12 +148,13 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
       t = { storage, ledger, receipts }
     }
     tenants.set(name, { tenant: t, at: now })
-    // Only a tenant idle for TENANT_IDLE seconds goes: one ledger queues the writes to a row that overlapping
-    // requests of one call make (a renewal beside a boundary report), and two ledgers built on one read would
-    // keep only the later write's fields (an external_operation_ref lost). Past the cap while all are busy, none.
+    // Only a tenant idle for TENANT_IDLE seconds with no request running goes: one ledger queues the writes to a row
+    // that overlapping requests of one call make (a renewal beside a boundary report), and two ledgers built on one
+    // read would keep only the later write's fields (an external_operation_ref lost). Past the cap while all are
+    // busy, none.
     for (const [oldest, { at }] of tenants) {
       if (tenants.size <= cap || now - at < TENANT_IDLE) break
-      tenants.delete(oldest)
+      if (!busy.has(oldest)) tenants.delete(oldest)
     }
     return t
   }
@@ -275,11 +279,16 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
   api.get("/docs", (c) => c.html(DOCS_HTML))
 
   api.use("/v1/*", async (c, next) => {
-    c.set(
-      "principal",
-      options.authenticate ? await options.authenticate(c.req.header("authorization")) : LOCAL,
-    )
-    await next()
+    const p = options.authenticate ? await options.authenticate(c.req.header("authorization")) : LOCAL
+    c.set("principal", p)
+    busy.set(p.tenant, (busy.get(p.tenant) ?? 0) + 1)
+    try {
+      await next()
+    } finally {
+      const left = (busy.get(p.tenant) ?? 1) - 1
+      if (left > 0) busy.set(p.tenant, left)
+      else busy.delete(p.tenant)
+    }
   })
 
   agentRoutes(api, ctx)

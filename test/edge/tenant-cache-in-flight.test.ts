@@ -1,0 +1,80 @@
+// maxCachedTenants drops a tenant idle for 5 minutes; idle was counted from when its last request began. A request
+// still running past that (a store that stalls) lost its tenant's ledger under it, and the tenant's next request
+// built a second one: two ledgers each wrote the row as they had read it, and a provider ref the agent reported was
+// written over by the stalled renewal (the reconciler then has no ref to look the payment up by).
+import { SignJWT } from "jose"
+import { describe, expect, it } from "vitest"
+import { MemoryLedgerStorage } from "../../src/core/index.ts"
+import { createLedgerApp, jwtAuth } from "../../src/edge/index.ts"
+import { ManualClock } from "../../src/testing.ts"
+import { gatedStore, nextRead } from "../core/ledger/gated-store.ts"
+
+const SECRET = "tenant-cache-secret-tenant-cache-secret-01"
+const key = new TextEncoder().encode(SECRET)
+const token = (tenant: string) =>
+  new SignJWT({ tenant, scope: "ledger:agent" })
+    .setProtectedHeader({ alg: "HS256" })
+    .setExpirationTime("5m")
+    .sign(key)
+
+const begin = {
+  tool: "pay",
+  args: { amount: 1 },
+  binding: { agent_id: "a", policy_version: "1", side_effect_class: "non_idempotent_mutate" },
+  meta: { tool_call_id: "call_1" },
+  lease_ttl: 3600,
+}
+
+describe("maxCachedTenants with a request in flight", () => {
+  it("keeps a tenant whose request outlives the idle time: its ref is not written over by its renewal", async () => {
+    const clock = new ManualClock()
+    const rows = new MemoryLedgerStorage()
+    const read = nextRead()
+    const gated = gatedStore(rows, read.gated)
+    const built: string[] = []
+    const app = createLedgerApp({
+      clock,
+      maxCachedTenants: 1,
+      storage: (t) => {
+        built.push(t)
+        return t === "a" ? gated.store : new MemoryLedgerStorage()
+      },
+      authenticate: jwtAuth({ secret: SECRET }),
+    })
+    const tokens = { a: await token("a"), b: await token("b") }
+    const post = async (tenant: "a" | "b", path: string, body: unknown) => {
+      const res = await app.request(path, {
+        method: "POST",
+        body: JSON.stringify(body),
+        headers: { "content-type": "application/json", authorization: `Bearer ${tokens[tenant]}` },
+      })
+      return { status: res.status, body: (await res.json()) as Record<string, unknown> }
+    }
+    const run = await post("a", "/v1/calls", begin)
+    expect(run.body.status).toBe("run")
+    const id = run.body.request_id as string
+    const holder = { fence: run.body.fence, lease: run.body.lease }
+
+    // The renewal reads the row, then its store stalls for more than the 5 idle minutes.
+    read.arm()
+    const renewal = post("a", `/v1/calls/${id}/renew`, { ...holder, lease_ttl: 3600 })
+    await gated.arrived
+    clock.advance(400)
+    expect((await post("b", "/v1/calls", begin)).body.status).toBe("run")
+    const ref = post("a", `/v1/calls/${id}/boundary`, { ...holder, external_operation_ref: "pi_123" })
+    await new Promise((r) => setTimeout(r, 20))
+    gated.open()
+    const [renewed, reported] = await Promise.all([renewal, ref])
+    expect([renewed.status, reported.status]).toEqual([200, 200])
+    expect((await rows.get(id))?.externalOperationRef).toBe("pi_123")
+    // One ledger for "a" throughout: it was busy, so it stayed though the cap was passed.
+    expect(built).toEqual(["a", "b"])
+
+    // Its requests done (one refused), it goes once idle like any other, and is built again when it comes back.
+    expect((await post("a", `/v1/calls/${id}/renew`, { ...holder, lease: "0".repeat(64) })).status).toBe(409)
+    clock.advance(400)
+    expect((await post("b", "/v1/calls", begin)).body.status).toBe("poll")
+    expect((await post("a", `/v1/calls/${id}/renew`, holder)).status).toBe(200)
+    expect(built).toEqual(["a", "b", "a"])
+  })
+})
