@@ -213,7 +213,9 @@ export function jwtAuth(options: JwtAuthOptions): (authorization: string | undef
     if (typeof payload.iat === "number" && payload.iat > Date.now() / 1000 + tolerance)
       throw new AuthError("unauthorized", "invalid token: 'iat' is in the future; check the issuer's clock")
     const tenant = payload[tenantClaim]
-    if (typeof tenant !== "string" || !/^[A-Za-z0-9_.-]{1,128}$/.test(tenant)) {
+    // Not `.` or `..` either: path steps, so a factory keeping each tenant's store under `join(dir, tenant)` gave
+    // `..` the directory above every tenant's (call ids refuse them for the same reason).
+    if (typeof tenant !== "string" || !/^(?!\.\.?$)[A-Za-z0-9_.-]{1,128}$/.test(tenant)) {
       throw new AuthError("forbidden", `token has no valid '${tenantClaim}' claim`)
     }
     // An operator's `sub` is a release's `by` when the body names none: text a body `by` could not be (NUL, an

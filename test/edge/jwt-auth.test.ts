@@ -123,3 +123,20 @@ describe("jwtAuth scopes and token length", () => {
     expect(r?.[1]).toMatch(/over 8192 characters/)
   })
 })
+
+describe("jwtAuth tenant", () => {
+  it("takes only a string of [A-Za-z0-9_.-]{1,128} that is not a path step; __proto__ is a tenant like any", async () => {
+    const tenantOf = async (tenant: unknown) => {
+      try {
+        return (await auth(`Bearer ${await sign({ tenant })}`)).tenant
+      } catch (e) {
+        return (e as AuthError).code
+      }
+    }
+    const notText = [5, ["acme"], { acme: 1 }]
+    const refused = [...notText, "", ".", "..", "../acme", "acme/x", "a:b", "a".repeat(129), "acme\n"]
+    for (const tenant of refused) expect(await tenantOf(tenant), JSON.stringify(tenant)).toBe("forbidden")
+    for (const tenant of ["__proto__", "...", ".acme", "a..b", "a".repeat(128)])
+      expect(await tenantOf(tenant)).toBe(tenant)
+  })
+})
