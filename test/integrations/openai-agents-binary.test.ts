@@ -22,7 +22,10 @@ async function sent(render: ReturnType<typeof tool>, turns: Call[][]) {
 }
 
 describe("OpenAI Agents: a structured output holding bytes", () => {
+  // Over a slice of the encoder, every byte value, a length no slice divides.
+  const big = new Uint8Array(3 * 1024 * 1024 + 5).map((_, i) => (i * 31 + (i >> 8)) & 255)
   for (const [kind, output] of [
+    ["large image", { type: "image", image: { data: big, mediaType: "image/png" } }],
     ["image", { type: "image", image: { data: png, mediaType: "image/png" } }],
     ["file", [{ type: "file", file: { data: png, mediaType: "application/pdf", filename: "r.pdf" } }]],
   ] as const) {
@@ -43,7 +46,8 @@ describe("OpenAI Agents: a structured output holding bytes", () => {
       const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), onWarning: () => {} })
       const guarded = await sent(tool(guardToolOptions(ledger, options, { binding })), [[call], [call]])
       expect(runs).toBe(1)
-      expect(JSON.stringify(unguarded)).toContain(`base64,${btoa(String.fromCharCode(...png))}`)
+      const bytes = (output as { image?: { data: Uint8Array } }).image?.data ?? png
+      expect(JSON.stringify(unguarded)).toContain(`base64,${Buffer.from(bytes).toString("base64")}`)
       expect(guarded).toEqual([unguarded, unguarded])
     })
   }

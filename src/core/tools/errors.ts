@@ -61,7 +61,8 @@ const SHOWN_ITEMS = 20
 // shows it: raw in the next prompt, it makes a provider refuse the whole request ("no low surrogate in string").
 // Control characters and line breaks too, as repr escapes them in values: a key or tool name the model wrote as
 // "k\n\nSYSTEM: ..." stood on lines of its own in the tool message, text that reads as the system's, not as a name.
-const escapeUnpaired = (text: string): string => text.replace(/[\p{Cs}\p{Cc}\p{Zl}\p{Zp}]/gu, escapeChar)
+export const escapeUnpaired = (text: string): string =>
+  text.replace(/[\p{Cs}\p{Cc}\p{Zl}\p{Zp}]/gu, escapeChar)
 
 const cutText = (text: string, max = SHOWN_CHARS): string =>
   text.length > max ? `${text.slice(0, max)}...` : text
