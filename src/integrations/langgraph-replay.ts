@@ -132,8 +132,10 @@ export async function reviveReplayed(stored: unknown, toolCallId?: string): Prom
  */
 function reanswer(v: unknown, from: unknown, to: string | undefined): unknown {
   if (Array.isArray(v)) return v.map((x) => reanswer(x, from, to))
-  const m = v as { tool_call_id?: unknown; id?: unknown } | null
+  const m = v as { tool_call_id?: unknown; id?: unknown; type?: unknown; role?: unknown } | null
   if (typeof from !== "string" || !to || from === to || m?.tool_call_id !== from) return v
+  // Only a tool message changes hands: other state data that names the call keeps its own id.
+  if (m.type !== "tool" && m.role !== "tool") return v
   // A plain message-like is the stored row's; one LangChain revived is this replay's own.
   const out = isPlainObject(m) ? { ...m } : m
   out.tool_call_id = to

@@ -114,4 +114,18 @@ describe("LangGraph: a stored answer replayed for another tool call", () => {
     expect([again[1]?.id, (again[1] as ToolMessage).tool_call_id]).toEqual(["m1", "call_1"])
     expect(stored.update[1][1].tool_call_id).toBe("call_1")
   })
+  it("other state data naming the first call keeps its id and its call: only a tool message changes hands", async () => {
+    const payment = { id: "pay_7", tool_call_id: "call_1", amount: 5 }
+    const live = new Command({
+      update: {
+        messages: [new ToolMessage({ content: "paid", tool_call_id: "call_1" })],
+        payments: [payment],
+      },
+    })
+    const stored = JSON.parse(JSON.stringify(storableResult(live, "call_1")))
+    const retry = (await reviveReplayed(stored, "call_2")) as Command
+    const update = retry.update as { messages: ToolMessage[]; payments: unknown[] }
+    expect(update.messages.map((m) => [m.tool_call_id, m.id])).toEqual([["call_2", undefined]])
+    expect(update.payments).toEqual([payment])
+  })
 })
