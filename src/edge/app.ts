@@ -80,6 +80,11 @@ export { HttpError } from "./errors.ts"
 
 /** Seconds since a cached tenant's last request began (none running) before `maxCachedTenants` may drop it. */
 const TENANT_IDLE = 300
+/**
+ * Seconds after which a tenant counted busy goes all the same: workerd cancels a request whose client went away (a
+ * client's timeout) without running its `finally`, and its count pinned the tenant past the cap for the isolate's life.
+ */
+const TENANT_STUCK = 3600
 
 /** `Name (code): message` on one line, control and invisible characters escaped (`clean`). */
 function oneLine(err: Error): string {
@@ -151,10 +156,13 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
     // Only a tenant idle for TENANT_IDLE seconds with no request running goes: one ledger queues the writes to a row
     // that overlapping requests of one call make (a renewal beside a boundary report), and two ledgers built on one
     // read would keep only the later write's fields (an external_operation_ref lost). Past the cap while all are
-    // busy, none.
+    // busy, none, until TENANT_STUCK.
     for (const [oldest, { at }] of tenants) {
       if (tenants.size <= cap || now - at < TENANT_IDLE) break
-      if (!busy.has(oldest)) tenants.delete(oldest)
+      if (!busy.has(oldest) || now - at >= TENANT_STUCK) {
+        tenants.delete(oldest)
+        busy.delete(oldest)
+      }
     }
     return t
   }

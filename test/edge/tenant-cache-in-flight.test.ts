@@ -77,4 +77,46 @@ describe("maxCachedTenants with a request in flight", () => {
     expect((await post("a", `/v1/calls/${id}/renew`, holder)).status).toBe(200)
     expect(built).toEqual(["a", "b", "a"])
   })
+
+  it("drops a tenant whose request never ends once it has been quiet for an hour: the cap still bounds the cache", async () => {
+    // workerd cancels a request whose client went away (a RemoteLedger timeout): its promises never settle and its
+    // finally never runs, so its count stayed up and the tenant was kept for the isolate's life, past the cap.
+    const clock = new ManualClock()
+    // The first store call of "a" never answers.
+    let first = true
+    const gated = gatedStore(new MemoryLedgerStorage(), () => {
+      const stop = first
+      first = false
+      return stop
+    })
+    const built: string[] = []
+    const app = createLedgerApp({
+      clock,
+      maxCachedTenants: 1,
+      storage: (t) => {
+        built.push(t)
+        return t === "a" ? gated.store : new MemoryLedgerStorage()
+      },
+      authenticate: jwtAuth({ secret: SECRET }),
+    })
+    const tokens = { a: await token("a"), b: await token("b") }
+    // Another call each time: none waits on the row the cancelled request holds.
+    let calls = 0
+    const post = (tenant: "a" | "b") =>
+      app.request("/v1/calls", {
+        method: "POST",
+        body: JSON.stringify({ ...begin, meta: { tool_call_id: `call_${++calls}` } }),
+        headers: { "content-type": "application/json", authorization: `Bearer ${tokens[tenant]}` },
+      })
+    void post("a")
+    await gated.arrived
+    clock.advance(400)
+    expect((await post("b")).status).toBe(200)
+    expect(built).toEqual(["a", "b"])
+    clock.advance(3600)
+    expect((await post("b")).status).toBe(200)
+    // "a" went: its next request builds it again.
+    expect((await post("a")).status).toBe(200)
+    expect(built).toEqual(["a", "b", "a"])
+  })
 })
