@@ -65,16 +65,18 @@ export async function runDurableTask(
     started()
     throw e
   }
-  if (prior?.terminalOutcome === "COMPLETED") {
-    const stored: unknown = prior.result
-    if (!isTaskRow(stored) || prior.kwargs.plan !== entry.plan) {
-      started()
-      // A row of the version before rows held the plan has the task id alone: a fresh run_id would run again what
-      // that run's tools already did.
-      throw new HarnessError(
-        `the durable row '${key}' is not this task's result (${!isTaskRow(stored) || "plan" in prior.kwargs ? "another writer, or another plan under this run_id, used this key); use a fresh run_id" : "written before rows held the plan); finish it with the version that started it"}`,
-      )
-    }
+  const done = prior?.terminalOutcome === "COMPLETED"
+  const stored: unknown = prior?.result
+  // A row of the version before rows held the plan has the task id alone, finished or not (the ledger's refusal of
+  // an unfinished one says to mint a new id): a fresh run_id would run again what that run's tools already did.
+  const old = prior?.tool === "harness.task" && !("plan" in prior.kwargs) && (!done || isTaskRow(stored))
+  if (old || (done && (!isTaskRow(stored) || prior?.kwargs.plan !== entry.plan))) {
+    started()
+    throw new HarnessError(
+      `the durable row '${key}' is not this task's result (${old ? "written before rows held the plan); finish it with the version that started it" : "another writer, or another plan under this run_id, used this key); use a fresh run_id"}`,
+    )
+  }
+  if (done && isTaskRow(stored)) {
     t.replayed = true
     started()
     t.usage.add(stored.usage)

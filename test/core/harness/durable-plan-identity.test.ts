@@ -202,4 +202,31 @@ describe("a durable run id reused with another plan", () => {
     expect(e.result.failure).toMatchObject({ task_id: "a", error_type: "HarnessError" })
     expect(e.result.failure?.message).toContain("finish it with the version that started it")
   })
+
+  it("an unfinished row written before rows held the plan says to finish it with that version, not a new id", async () => {
+    const storage = new MemoryLedgerStorage()
+    // The previous version's task crashed mid-run: its row (the task id alone) is claimed, never finished.
+    const old = ledgerOf(storage).tool(
+      {
+        name: "harness.task",
+        binding: { agentId: "mycelium-harness", policyVersion: "1", sideEffectClass: "read" },
+      },
+      () => new Promise<never>(() => {}),
+    )
+    void old({ task_id: "a" }, { requestId: `${runId}/a` })
+    await new Promise((r) => setTimeout(r, 10))
+    expect((await storage.get(`${runId}/a`))?.terminalOutcome).toBe("IN_FLIGHT")
+    const m = echo()
+    const e = await failed(
+      runPlan(
+        { tasks: [task("a")], output_task_id: "a" },
+        { model: m, ledger: ledgerOf(storage) },
+        { run_id: runId },
+      ),
+    )
+    expect(m.asked).toEqual([])
+    expect(e.result.failure).toMatchObject({ task_id: "a", error_type: "HarnessError" })
+    // The ledger's own refusal said to mint a new id: a fresh run_id runs again what the crashed run's tools did.
+    expect(e.result.failure?.message).toContain("finish it with the version that started it")
+  })
 })
