@@ -307,7 +307,11 @@ const budgets = [
     // call again and left this one unanswered; a message id of its own put it in place of the first answer): 10,893 B.
     // openai-agents 9 -> 9.2 KB (the same hunt), 151 B: the bytes of an image or file output are stored as base64 text
     // (a Uint8Array was stored as {"0":137,...}, and a replay sent the model that JSON as text, not the image): 9,347 B.
-    max: { "ai-sdk": 16, langgraph: 10.7, "openai-agents": 9.2 }[i] * KB,
+    // +0.1 KB each (2026-12-06, stop 47's review of the escaped ledger error): a frozen error of the package (SES
+    // harden(), Object.freeze) could not take its escaped message, and the TypeError thrown in its place lost the
+    // code and quoted the error's lines whole; the model gets a view of it: ai-sdk 16,400 B, langgraph 10,964,
+    // openai-agents 9,435.
+    max: { "ai-sdk": 16.1, langgraph: 10.8, "openai-agents": 9.3 }[i] * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.
   // 12 -> 12.2 KB (2026-12-06, the harness attack review): a deadline whose timer is late still stops dispatch, requests

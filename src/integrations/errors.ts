@@ -34,6 +34,9 @@ export function hideOutage(e: unknown): never {
  * stays whole (its end says what to do), and the error keeps its class and code.
  */
 export function shownToModel(e: unknown): unknown {
-  if (e instanceof MyceliumError) e.message = escapeUnpaired(e.message)
-  return e
+  if (!(e instanceof MyceliumError)) return e
+  const message = escapeUnpaired(e.message)
+  // A frozen error (SES harden(), Object.freeze) cannot take it, and a TypeError in its place would lose its code
+  // and quote it whole: the model gets a view of it that inherits everything but the message.
+  return Reflect.set(e, "message", message) ? e : Object.create(e, { message: { value: message } })
 }

@@ -126,9 +126,9 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
     // The store is down: whether the effect happened is not recorded. Told "Please try again" (the SDK's default
     // text), the model calls again under a new call id, which is a new ledger key: a second payment. Fail closed.
     if (code === "ledger_storage_unavailable") throw error
-    shownToModel(error)
-    if (own) return own(runContext, error, details)
-    const text = error instanceof Error ? error.toString() : String(error)
+    const shown = shownToModel(error)
+    if (own) return own(runContext, shown, details)
+    const text = String(shown)
     return code === "ledger_hard_block"
       ? `This call was blocked and did not run: its side effect may already have happened, and an operator must reconcile it first. Do not call the tool again for it. Error: ${text}`
       : `An error occurred while running the tool. Please try again. Error: ${text}`

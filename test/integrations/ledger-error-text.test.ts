@@ -6,6 +6,7 @@ import { Agent, tool as agentsTool, Runner } from "@openai/agents"
 import { tool as aiTool, generateText } from "ai"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
+import { LedgerHardBlockError } from "../../src/core/ledger/errors.ts"
 import { transitionOf as aiTransition, guardTool as guardAiTool } from "../../src/integrations/ai-sdk.ts"
 import { guardTools as guardLcTools, transitionOf as lcTransition } from "../../src/integrations/langgraph.ts"
 import { transitionOf as agentsTransition, guardToolOptions } from "../../src/integrations/openai-agents.ts"
@@ -108,5 +109,58 @@ describe("a ledger error shown to the model escapes the model's key", () => {
     const text = typeof shown === "string" ? shown : String(shown.text)
     expect(text).toContain("This call was blocked")
     expectOneLine(text)
+  })
+
+  // A frozen error (SES harden(), Object.freeze) cannot take the escaped text: assigning it threw a TypeError in
+  // its place, which lost the code and quoted the error, line breaks and all.
+  it("a frozen error of the package: its class, its code, its text escaped", async () => {
+    const frozen = () => Object.freeze(new LedgerHardBlockError(`Blocked '${orderId}'.`))
+    const pay = guardAiTool(
+      newLedger(),
+      aiTool({
+        inputSchema: schema,
+        execute: async (_args): Promise<{ paid: boolean }> => Promise.reject(frozen()),
+      }),
+      { name: "pay", binding },
+    )
+    const call = { id: "call_1", tool: "pay", input: { orderId } }
+    const out = await generateText({ model: scriptedModel([[call]]), tools: { pay }, prompt: "pay" })
+    const errors = out.steps
+      .flatMap((s) => s.content.filter((p) => p.type === "tool-error"))
+      .map((p) => p.error)
+    expect(errors.map((e) => [e instanceof LedgerHardBlockError, (e as { code?: string }).code])).toEqual([
+      [true, "ledger_hard_block"],
+    ])
+    expectOneLine((errors[0] as Error).message)
+
+    const seen: unknown[] = []
+    const options = guardToolOptions(
+      newLedger(),
+      {
+        name: "pay",
+        description: "pay",
+        parameters: schema,
+        execute: async () => Promise.reject(frozen()),
+        errorFunction: (_ctx: unknown, error: unknown) => {
+          seen.push(error)
+          return String(error)
+        },
+      },
+      { binding },
+    )
+    const result = await new Runner({
+      modelProvider: new ScriptedProvider(
+        new ScriptedModel([[{ callId: "call_1", name: "pay", args: { orderId } }]]),
+      ),
+      tracingDisabled: true,
+    }).run(new Agent({ name: "a", model: "scripted", tools: [agentsTool(options)] }), "pay", { maxTurns: 3 })
+    const outputs = result.newItems.filter((i) => i.type === "tool_call_output_item")
+    expect([outputs.length, seen.length, (seen[0] as { code?: string }).code]).toEqual([
+      1,
+      1,
+      "ledger_hard_block",
+    ])
+    const shown = (outputs[0]?.rawItem as { output?: { text?: string } | string } | undefined)?.output ?? ""
+    expectOneLine(typeof shown === "string" ? shown : String(shown.text))
   })
 })
