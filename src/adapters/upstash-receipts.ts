@@ -15,7 +15,7 @@ import {
   type ReceiptStore,
 } from "../core/receipts/store.ts"
 import { readStoredReceipt } from "../core/receipts/stored.ts"
-import { SENT_LUA, sentKey, UpstashReplyError } from "./upstash.ts"
+import { SENT_LUA, sentKey, UpstashReplyError } from "./upstash-kit.ts"
 
 /** The calls the receipt store makes: an `@upstash/redis` `Redis` is one (spelled out, as `UpstashClient`). */
 export interface UpstashReceiptClient {

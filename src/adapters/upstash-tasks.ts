@@ -6,7 +6,8 @@ import { parsePythonRow } from "../core/python-nan.ts"
 import { TaskIdAmbiguousError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import type { TaskStore } from "../core/tasks/store.ts"
-import { globEscape, SENT_LUA, scanKeys, sentKey, type UpstashClient, UpstashReplyError } from "./upstash.ts"
+import type { UpstashClient } from "./upstash.ts"
+import { globEscape, SENT_LUA, scanKeys, sentKey, UpstashReplyError } from "./upstash-kit.ts"
 
 export interface UpstashTaskStoreOptions {
   readonly redis: UpstashClient

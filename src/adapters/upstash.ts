@@ -23,12 +23,15 @@ import {
   stampClaim,
   type TransitionExpectation,
 } from "../adapter-kit.ts"
-import { MyceliumError } from "../core/errors.ts"
 import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { resolvedOutcome } from "../core/ledger/model/entry.ts"
 import { parsePythonRow } from "../core/python-nan.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
 import { listsNothing, pairHeadOptions, startingWith } from "../core/storage/text.ts"
+import { derivedBase, globEscape, SENT_LUA, scanKeys, sentKey, UpstashReplyError } from "./upstash-kit.ts"
+
+// The family's shared pieces live in upstash-kit.ts; users import the error its stores throw from this entry.
+export { UpstashReplyError }
 
 /**
  * The calls the Upstash stores make. An `@upstash/redis` `Redis` (`@upstash/redis`, `/cloudflare` or `/fastly`) is
@@ -66,17 +69,6 @@ export interface UpstashLedgerStorageOptions {
 export type DispatchLookup = "index" | "scan"
 
 type Row = Record<string, unknown>
-
-/**
- * The resend marks every Upstash write script shares (ledger, tasks, receipts). The client resends a request whose
- * answer was lost (a reset after the write). Each write call carries its own key (`sentKey`): a resent one finds it
- * and answers what the first run did, instead of judging its own write a rival's. '' for the empty prefix, where
- * any key would lie among the rows.
- */
-export const SENT_LUA = `
-local function sent(key, value) if key ~= '' then redis.call('SET', key, value, 'EX', 300) end end
-local function was_sent(key) return key ~= '' and redis.call('GET', key) end
-`
 
 // Comments stay out of the Lua text, which ships in every bundle as written.
 // The write scripts share one layout: KEYS row, tomb, legacy tomb or '', dispatch index of the row or '', then their
@@ -270,7 +262,6 @@ return out
 
 const DEFAULT_PREFIX = "mycelium:action:"
 const DEFAULT_IN_FLIGHT_TTL = 604_800
-const SCAN_COUNT = 1000
 const MGET_BATCH = 200
 
 /** A script the client runs by EVALSHA, with EVAL only when the server has not cached it yet (NOSCRIPT). */
@@ -324,9 +315,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
     // Keys travel as UTF-8, where an unpaired surrogate is U+FFFD: the key is another id's. No row has such an id
     // (every write refuses it, and the original cannot encode it), so none is read.
     if (!requestId.isWellFormed()) return null
-    const keys = this.#rowKeys(requestId)
-    // '' names no legacy tombstone: not read.
-    const values = await this.#mget(keys[2] ? keys : keys.slice(0, 2))
+    const values = await this.#mget(this.#rowKeys(requestId))
     return this.#fromStored(values, this.#now(), requestId)
   }
 
@@ -439,7 +428,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
       const batch = sorted.slice(i, i + MGET_BATCH)
       // The original's tombstone too where there is one: it decides a key's fence as in get().
       const w = this.#legacyTombPrefix ? 3 : 2
-      const values = await this.#mget(batch.flatMap((id) => this.#rowKeys(id).slice(0, w)))
+      const values = await this.#mget(batch.flatMap((id) => this.#rowKeys(id)))
       const now = this.#now()
       for (let j = 0; j < batch.length && left > 0; j++) {
         const e = this.#fromStored(values.slice(w * j, w * j + w), now, batch[j] as string, true)
@@ -476,7 +465,8 @@ export class UpstashLedgerStorage implements LedgerStorage {
       // The set only grows; a row whose dispatch id changed since is filtered here.
       if (e && dispatchIdOf(e) === dispatchId) out.push(e)
     }
-    return out.sort((a, b) => (a.requestId < b.requestId ? -1 : a.requestId > b.requestId ? 1 : 0))
+    // Never two rows of one id: each is its own set member's.
+    return out.sort((a, b) => (a.requestId < b.requestId ? -1 : 1))
   }
 
   async #mget(keys: string[]): Promise<unknown[]> {
@@ -485,16 +475,18 @@ export class UpstashLedgerStorage implements LedgerStorage {
     return values
   }
 
-  /** The row key, the tombstone and the legacy tombstone ('' when there is none) of `id`. */
+  /** The row key, the tombstone and the legacy tombstone where there is one, of `id`: what get() and list() read. */
   #rowKeys(id: string): string[] {
-    const legacy = this.#legacyTombPrefix
-    return [this.#prefix + id, this.#tombPrefix + id, legacy && legacy + id]
+    const keys = [this.#prefix + id, this.#tombPrefix + id]
+    if (this.#legacyTombPrefix) keys.push(this.#legacyTombPrefix + id)
+    return keys
   }
 
-  /** A write script's keys: the row's, then its dispatch index ('' when it has none). */
+  /** A write script's keys: the row's, the legacy tombstone's or '', then its dispatch index ('' when it has none). */
   #keys(entry: LedgerEntry): string[] {
     const keys = this.#rowKeys(entry.requestId)
     const d = dispatchIdOf(entry)
+    keys[2] ??= ""
     keys.push(d && this.#dispatchPrefix ? this.#dispatchPrefix + d : "")
     return keys
   }
@@ -528,35 +520,15 @@ export class UpstashLedgerStorage implements LedgerStorage {
         // the original's copy when it is this id's, else ours.
         const own = (t: Row | null) => (t?.request_id === id ? t : null)
         const tomb = i ? null : (own(toRowOrNull(values[2])) ?? own(toRowOrNull(values[1])))
-        return tomb && fenceOf(tomb) > fenceOf(row)
-          ? storedEntry(tomb, false, now)
-          : storedEntry(row, i > 0, now)
+        return storedEntry(tomb && fenceOf(tomb) > fenceOf(row) ? tomb : row, i > 0, now)
       }
       if (row && i === 0 && !listed)
         throw new LedgerRowError(
-          `the key of '${id}' holds another request id's row; use a prefix ending in ':' (docs/storage-contract.md)`,
+          `the key of '${id}' holds another request id's row; use a prefix ending in ':'`,
         )
     }
     return null
   }
-}
-
-/** The script answered something it never returns: a protocol or version mismatch, never a ledger decision. */
-export class UpstashReplyError extends MyceliumError {
-  override readonly name = "UpstashReplyError"
-  override readonly code = "upstash_unexpected_reply"
-  constructor(op: string, reply: unknown) {
-    super(`unexpected reply from Redis during ${op}: ${JSON.stringify(reply)?.slice(0, 200)}`)
-  }
-}
-
-/**
- * A fresh key for one write call, outside the row prefix (see `sent` in the Lua prelude): ours alone, so a script
- * that finds it set knows this very call already ran. '' (not marked) for the empty prefix, which every key is under.
- */
-export function sentKey(prefix: string): string {
-  const base = derivedBase(prefix)
-  return base === null ? "" : `${base}sent:${crypto.randomUUID()}`
 }
 
 /** An optional expectation as the CAS script reads it: a "1"/"0" flag, then the value ('' when absent). */
@@ -565,25 +537,6 @@ const flagged = (v: string | number | undefined): [string, string] =>
 
 /** A script's 0/1 answer: Redis integers arrive as JSON numbers whatever the client's options. */
 const isFlag = (v: unknown): boolean => v === 0 || v === 1
-
-/**
- * Keys matching `match`, every page. A page that is not `[cursor, keys]` is an outage, never "no more keys" nor
- * a cursor to follow: a fake answer to an aborted request would otherwise loop forever.
- */
-export async function* scanKeys(
-  redis: UpstashClient,
-  match: string,
-  count = SCAN_COUNT,
-): AsyncIterable<string> {
-  let cursor = "0"
-  do {
-    const page: unknown = await redis.scan(cursor, { match, count })
-    const [next, keys] = Array.isArray(page) ? page : []
-    if (!/^\d+$/.test(String(next)) || !Array.isArray(keys)) throw new UpstashReplyError("scan", page)
-    for (const k of keys) yield String(k)
-    cursor = String(next)
-  } while (cursor !== "0")
-}
 
 /** @upstash/redis parses JSON replies by default; accept both the parsed object and the raw string. */
 function toRow(v: unknown): Row | null {
@@ -614,21 +567,6 @@ function toRowOrNull(v: unknown): Row | null {
   } catch {
     return null
   }
-}
-
-/**
- * The start of every derived key, never under the prefix (a scan of `{prefix}*` sees rows only). For a prefix
- * ending in ':' (the default `mycelium:action:`) it is the Python original's own layout, the ':' replaced
- * (`mycelium:action-tomb:`). Any other prefix keeps its last character between two markers (`tenant-a` ->
- * `tenant-~a~`, `t~` -> `t!~!`): one base per prefix, and never one of the first kind (which end in '-'). A trailing
- * '-' gave `X~a:` and `Xa` one set of tombstones; replacing the last character gave one to `t-a` and `t-b`.
- * Null for the empty prefix, which every key lies under.
- */
-export function derivedBase(prefix: string): string | null {
-  if (prefix === "") return null
-  const last = prefix.slice(-1)
-  const m = last === "~" ? "!" : "~"
-  return prefix.slice(0, -1) + (last === ":" ? "-" : m + last + m)
 }
 
 /**
@@ -663,8 +601,4 @@ function splitAtFence(entry: LedgerEntry): [string, string] {
   const row = entryToRow(entry)
   row.fence = "\ud800"
   return JSON.stringify(row).split('"\\ud800"') as [string, string]
-}
-
-export function globEscape(s: string): string {
-  return s.replace(/[*?[\]\\]/g, "\\$&")
 }

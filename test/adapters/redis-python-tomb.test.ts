@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { RedisLedgerStorage } from "../../src/adapters/redis.ts"
-import { derivedBase, UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
+import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
+import { derivedBase } from "../../src/adapters/upstash-kit.ts"
 import { ActionLedger, LedgerStorageUnavailableError } from "../../src/core/index.ts"
 import { killWhenReady } from "./crash/kill-when-ready.ts"
 import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
