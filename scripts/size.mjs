@@ -254,6 +254,9 @@ const budgets = [
     // fence_of() as `f == f and f or 0` (+1 B); the tombstone found by map().find() (+5 B); one batched reader for
     // get() and list() (+8 B); fences compared on the decoded entries (5 B, but a key row with no string request_id
     // then refused where a higher tombstone had answered).
+    // Then 6,141 -> 6,131 B (stop 47): without the key, the original's tombstone is read before ours, as with it (ours
+    // held a claim abandoned before a Python worker's completion, and an eviction of the key let a redispatch run the
+    // call again), +25 B; paid for by load() reading each key through read(), -35 B.
     max: 6 * KB,
   })),
   // Framework glue: the frameworks are type-only imports, so this is the wrapper plus bounded() and the

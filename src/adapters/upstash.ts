@@ -126,12 +126,10 @@ local function read(key)
   if raw then return decode(raw), raw end
 end
 local function load()
-  for i = 1, 3 do
-    local key = KEYS[i]
-    local raw = (i == 1 or key ~= '') and redis.call('GET', key)
+  for _, i in ipairs({1, 3, 2}) do
+    local row, raw = read(KEYS[i])
     if raw then
-      local row = decode(raw)
-      if row == nil then error('mycelium: corrupt ledger row at ' .. key) end
+      if row == nil then error('mycelium: corrupt ledger row at ' .. KEYS[i]) end
       if row.request_id == ARGV[3] then
         local t = outcome_of(row)
         if i == 1 then
@@ -141,7 +139,7 @@ local function load()
         end
         return row, raw, i > 1 and (t == 'IN_FLIGHT' or t == 'EXPIRED')
       end
-      if i == 1 then error('mycelium: ' .. key .. " holds another request id's row") end
+      if i == 1 then error('mycelium: ' .. KEYS[1] .. " holds another request id's row") end
     end
   end
 end
@@ -512,7 +510,10 @@ export class UpstashLedgerStorage implements LedgerStorage {
    * from a scanned key, which may be no row of ours: values that are not its row are skipped.
    */
   #fromStored(values: unknown[], now: number, id: string, listed = false): LedgerEntry | null {
-    for (let i = 0; i < values.length; i++) {
+    // Without the key, the original's tombstone before ours, as the scripts' load(): when it holds this id's row it is
+    // the newest copy (our writes keep it), and ours may still hold a claim abandoned before a Python worker's
+    // completion, which an eviction of the key let a redispatch reclaim and run again.
+    for (const i of [0, 2, 1]) {
       const row = listed ? toRowOrNull(values[i]) : toRow(values[i])
       // The row of `id`; outside a scan also a value that is no row at all, which entryFromRow refuses.
       if (row && (row.request_id === id || typeof row.request_id !== "string")) {

@@ -114,4 +114,33 @@ describe.each(stores)("%s, a prefix without ':'", (name, open) => {
     )
     expect([r.outcome, r.entry.fence, r.entry.owner]).toEqual(["in_flight", 3, "python:1"])
   })
+  it("the key gone, our tombstone an abandoned claim, the original's a Python completion: a redispatch replays it", async () => {
+    const { storage, keyOf, legacyOf } = setup("ghost")
+    const id = "order-3"
+    // Ours claimed at fence 2 (key, our tombstone, the original's) and died; its lease lapsed.
+    await storage.set({
+      ...newEntry({ requestId: id, tool: "pay", owner: "ts" }, NOW - 700),
+      fence: 2,
+      leaseUntil: NOW - 100,
+    })
+    // A Python worker took the call over and completed it (fence 3: the key and the original's tombstone only).
+    const done = JSON.stringify({
+      ...JSON.parse(row(id, 3, "python:1", false)),
+      status: "completed",
+      terminal_outcome: "COMPLETED",
+      error: null,
+      result: { paid: true },
+    })
+    await raw.set(keyOf(id), done)
+    await raw.set(legacyOf(id), done)
+    // Then the key alone went (an eviction, a DEL of it): the tombstones are what stops the call from running again.
+    await raw.del(keyOf(id))
+    expect(await storage.get(id)).toMatchObject({ fence: 3, terminalOutcome: "COMPLETED" })
+    const r = await storage.tryClaimInflight(
+      newEntry({ requestId: id, tool: "pay", owner: "ts-2" }, NOW),
+      60,
+      NOW,
+    )
+    expect([r.outcome, r.entry.fence, r.entry.result]).toEqual(["completed", 3, { paid: true }])
+  })
 })
