@@ -77,13 +77,15 @@ type Row = Record<string, unknown>
 // the script classifies the same way `classifyClaim` does. Missing `terminal_outcome` reads as IN_FLIGHT, a JSON null
 // or unknown value falls back to `status`, unparseable numbers behave like JavaScript's NaN (never equal, never
 // greater).
-// read(): a key's row (nil when it is no row) and raw value ('' names no key). load(): the stored row of the request
-// id: the primary key (read even when it is '', the empty prefix's key of the id ''), else the tombstone (the key was
-// evicted). A non-terminal tombstone stands for an abandoned claim: its lease counts as lapsed, as in the original.
+// read(): a key's row (nil when it is no row) and raw value ('' names no key but the empty prefix's key of the id '',
+// whose legacy tomb, '' too, reads as that key). load(): the stored row of the request id: the primary key, else (the
+// key was evicted) a tombstone, standing for an abandoned claim when non-terminal: its lease counts as lapsed, as in
+// the original.
 // A tombstone with a higher fence than the key wins: a key put back alone from an older copy let a stale holder
-// write over the newer holder's row and took both copies' fence back. The original's copy (legacy) when it is this
-// id's, else ours: a Python worker writes only the key and the original's, so ours may lag, or name a claim from
-// before the row was deleted (a fresh claim is fence 1 again), whose holder then took the call over from Python's.
+// write over the newer holder's row and took both copies' fence back. With the key or without, the original's copy
+// (legacy) when it is this id's, else ours: a Python worker writes only the key and the original's, so ours may lag,
+// or name a claim from before the row was deleted (a fresh claim is fence 1 again), whose holder then took the call
+// over from Python's.
 // legacy: where an older version or a Python worker with this prefix put the tombstone. With a prefix not ending in ':'
 // (or empty) the original's tombstone of X is the row key of '-tomb:X': a row of another id is no tombstone of this
 // one, and under the primary key it is refused. The primary key's TTL: only while in flight with a bounded lease; never
@@ -122,7 +124,7 @@ local function decode(raw)
   end
 end
 local function read(key)
-  local raw = key ~= '' and redis.call('GET', key)
+  local raw = (KEYS[1] == '' or key ~= '') and redis.call('GET', key)
   if raw then return decode(raw), raw end
 end
 local function load()

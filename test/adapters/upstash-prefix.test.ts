@@ -197,4 +197,15 @@ describe("upstash with the empty prefix (private Redis: every key lies under it)
     expect(seen.length).toBe(10)
     expect(new Set(seen.map((r) => r.request_id)).size).toBe(5)
   })
+
+  it("the row of the id '' is its key '': a second claim finds the live claim, never its tombstone's ghost", async () => {
+    // The ledger refuses the id ''; a store used directly (or an original's row of it) may hold one.
+    const s = new UpstashLedgerStorage({ redis, prefix: "", now: () => T0 })
+    const first = await s.tryClaimInflight(newEntry({ requestId: "", tool: "pay", owner: "a" }, T0), 60, T0)
+    expect(first).toMatchObject({ outcome: "claimed", entry: { fence: 1 } })
+    const second = await s.tryClaimInflight(newEntry({ requestId: "", tool: "pay", owner: "b" }, T0), 60, T0)
+    expect(second).toMatchObject({ outcome: "in_flight", entry: { fence: 1, owner: "a" } })
+    expect(await s.get("")).toMatchObject({ fence: 1, owner: "a", leaseUntil: T0 + 60 })
+    await redis.del("", "-tomb:")
+  })
 })

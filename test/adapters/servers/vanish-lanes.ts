@@ -11,6 +11,7 @@ import { HttpLedgerStorage } from "../../../src/adapters/http.ts"
 import { NeonLedgerStorage } from "../../../src/adapters/neon.ts"
 import { RedisLedgerStorage, RespConnection } from "../../../src/adapters/redis.ts"
 import { UpstashLedgerStorage } from "../../../src/adapters/upstash.ts"
+import { derivedBase } from "../../../src/adapters/upstash-kit.ts"
 import { type Clock, type LedgerStorage, MemoryLedgerStorage } from "../../../src/core/index.ts"
 import { createLedgerApp } from "../../../src/edge/index.ts"
 import { DATABASE_URL, REDIS_URL, upstashClient } from "./env.ts"
@@ -24,7 +25,7 @@ export interface VanishLane {
   raw(id: string): Promise<string | null>
   /** Every copy of the row removed (an operator's cleanup; Redis: the row key and its tombstone). Null: impossible. */
   readonly drop: ((id: string) => Promise<void>) | null
-  /** `json` stored as the row, as a restore or a Python worker writes it (Redis: the row key and the tombstone). */
+  /** `json` stored as the row, as a restore or a Python worker writes it (Redis: the row key and the original's tombstone). */
   writeRaw(id: string, json: string): Promise<void>
   /** Redis and Upstash: only the row key goes (TTL expiry, eviction, a DEL of it); the tombstone stays. */
   readonly evict?: (id: string) => Promise<void>
@@ -72,10 +73,12 @@ function redisKeys(prefix: string) {
   const conn = new RespConnection(REDIS_URL)
   const key = (id: string) => prefix + id
   const tomb = (id: string) => `${prefix.replace(/:+$/, "")}-tomb:${id}`
+  // Ours: the same key as the original's under a prefix ending in ':'; without one a Python worker never writes it.
+  const own = (id: string) => `${derivedBase(prefix)}tomb:${id}`
   return {
     raw: async (id: string) => (await conn.command("GET", key(id))) as string | null,
     drop: async (id: string) => {
-      await conn.command("DEL", key(id), tomb(id))
+      await conn.command("DEL", key(id), tomb(id), own(id))
     },
     writeRaw: async (id: string, json: string) => {
       await conn.command("SET", key(id), json)
@@ -127,6 +130,9 @@ export function vanishLanes(services: StoreServices, tag: string): VanishLane[] 
   const httpPath = join(root, "vanish-http", "ledger.json")
   const redis = redisKeys(`mycelium-test:${tag}:redis:`)
   const upstash = redisKeys(`mycelium-test:${tag}:up:`)
+  // Without ':' the original's tombstone is not ours: a Python worker's write (writeRaw) leaves ours behind.
+  const redisNc = redisKeys(`mycelium-test:${tag}:rnc-`)
+  const upstashNc = redisKeys(`mycelium-test:${tag}:unc-`)
   return [
     {
       name: "memory",
@@ -160,6 +166,21 @@ export function vanishLanes(services: StoreServices, tag: string): VanishLane[] 
           now: () => clock.now(),
         }),
       ...upstash,
+    },
+    {
+      name: "redis, prefix without ':'",
+      client: () => new RedisLedgerStorage({ url: REDIS_URL, prefix: `mycelium-test:${tag}:rnc-` }),
+      ...redisNc,
+    },
+    {
+      name: "upstash, prefix without ':'",
+      client: (clock) =>
+        new UpstashLedgerStorage({
+          redis: upstashClient(),
+          prefix: `mycelium-test:${tag}:unc-`,
+          now: () => clock.now(),
+        }),
+      ...upstashNc,
     },
     {
       name: "neon-ws",

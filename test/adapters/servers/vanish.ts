@@ -312,6 +312,34 @@ export const SCENARIOS: Scenario[] = [
     },
   },
   {
+    name: "a Python worker completes the lapsed row, then the row key is evicted: a redispatch replays, never pays",
+    needs: "tombstone",
+    async run(world, id) {
+      // w1 claims and dies before its effect; a Python worker takes the call over and charges (fence 2). Under a
+      // prefix without ':' it writes the key and the original's tombstone only: ours still says w1's abandoned claim.
+      const g = await world.hold(world.w1, id)
+      const held = (await world.row(id)) as LedgerEntry
+      world.clock.advance(LEASE + 1)
+      await world.lane.writeRaw(
+        id,
+        pythonRow(held, {
+          fence: g.fence + 1,
+          owner: "host-py:4242",
+          status: "completed",
+          terminal_outcome: "COMPLETED",
+          result: { id: "pi_py" },
+          finished_at: 1_800_000_011.125,
+          side_effect_boundary: "crossed",
+        }),
+      )
+      await world.lane.evict?.(id)
+      expect(await world.row(id)).toMatchObject({ terminalOutcome: "COMPLETED", fence: g.fence + 1 })
+      expect(await world.pay(world.w2, id)).toEqual({ id: "pi_py" })
+      expect(world.payments).toBe(0)
+      await everyWriteRefused(world, id, g, LedgerOutcomeAlreadySetError, { renew: LedgerLeaseError })
+    },
+  },
+  {
     name: "a Python worker blocks the row (same fence, its shape): the TS holder's completion is refused",
     async run(world, id) {
       const g = await rewrittenByPython(world, id, () => ({
