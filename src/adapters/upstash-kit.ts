@@ -1,7 +1,11 @@
 // The Upstash family's shared pieces, package-internal (not an entry): what the ledger, task and receipt stores
 // share of their keys, scripts and replies. The ledger's entry re-exports UpstashReplyError, the class users catch.
 import { MyceliumError } from "../core/errors.ts"
-import type { UpstashClient } from "./upstash.ts"
+
+/** The one call scanKeys makes, as UpstashClient declares it (its own type here: the kit imports nothing of upstash.ts). */
+interface ScanClient {
+  scan(cursor: string | number, options: { match: string; count: number }): Promise<unknown>
+}
 
 const SCAN_COUNT = 1000
 
@@ -38,11 +42,7 @@ export function sentKey(prefix: string): string {
  * Keys matching `match`, every page. A page that is not `[cursor, keys]` is an outage, never "no more keys" nor
  * a cursor to follow: a fake answer to an aborted request would otherwise loop forever.
  */
-export async function* scanKeys(
-  redis: UpstashClient,
-  match: string,
-  count = SCAN_COUNT,
-): AsyncIterable<string> {
+export async function* scanKeys(redis: ScanClient, match: string, count = SCAN_COUNT): AsyncIterable<string> {
   let cursor = "0"
   do {
     const page: unknown = await redis.scan(cursor, { match, count })
