@@ -4,7 +4,7 @@
 // written over by the stalled renewal (the reconciler then has no ref to look the payment up by).
 import { SignJWT } from "jose"
 import { describe, expect, it } from "vitest"
-import { MemoryLedgerStorage } from "../../src/core/index.ts"
+import { type LedgerStorage, MemoryLedgerStorage } from "../../src/core/index.ts"
 import { createLedgerApp, jwtAuth } from "../../src/edge/index.ts"
 import { ManualClock } from "../../src/testing.ts"
 import { gatedStore, nextRead } from "../core/ledger/gated-store.ts"
@@ -25,29 +25,38 @@ const begin = {
   lease_ttl: 3600,
 }
 
+/** An app caching one tenant at a time on `clock`: tenant "a" on `storeA`, "b" on a store of its own. */
+async function twoTenants(storeA: LedgerStorage) {
+  const clock = new ManualClock()
+  const built: string[] = []
+  const app = createLedgerApp({
+    clock,
+    maxCachedTenants: 1,
+    storage: (t) => {
+      built.push(t)
+      return t === "a" ? storeA : new MemoryLedgerStorage()
+    },
+    authenticate: jwtAuth({ secret: SECRET }),
+  })
+  const tokens = { a: await token("a"), b: await token("b") }
+  const post = (tenant: "a" | "b", path: string, body: unknown) =>
+    app.request(path, {
+      method: "POST",
+      body: JSON.stringify(body),
+      headers: { "content-type": "application/json", authorization: `Bearer ${tokens[tenant]}` },
+    })
+  return { clock, built, post }
+}
+
 describe("maxCachedTenants with a request in flight", () => {
   it("keeps a tenant whose request outlives the idle time: its ref is not written over by its renewal", async () => {
-    const clock = new ManualClock()
     const rows = new MemoryLedgerStorage()
     const read = nextRead()
     const gated = gatedStore(rows, read.gated)
-    const built: string[] = []
-    const app = createLedgerApp({
-      clock,
-      maxCachedTenants: 1,
-      storage: (t) => {
-        built.push(t)
-        return t === "a" ? gated.store : new MemoryLedgerStorage()
-      },
-      authenticate: jwtAuth({ secret: SECRET }),
-    })
-    const tokens = { a: await token("a"), b: await token("b") }
+    const tenants = await twoTenants(gated.store)
+    const { clock, built } = tenants
     const post = async (tenant: "a" | "b", path: string, body: unknown) => {
-      const res = await app.request(path, {
-        method: "POST",
-        body: JSON.stringify(body),
-        headers: { "content-type": "application/json", authorization: `Bearer ${tokens[tenant]}` },
-      })
+      const res = await tenants.post(tenant, path, body)
       return { status: res.status, body: (await res.json()) as Record<string, unknown> }
     }
     const run = await post("a", "/v1/calls", begin)
@@ -81,7 +90,6 @@ describe("maxCachedTenants with a request in flight", () => {
   it("drops a tenant whose request never ends once it has been quiet for an hour: the cap still bounds the cache", async () => {
     // workerd cancels a request whose client went away (a RemoteLedger timeout): its promises never settle and its
     // finally never runs, so its count stayed up and the tenant was kept for the isolate's life, past the cap.
-    const clock = new ManualClock()
     // The first store call of "a" never answers.
     let first = true
     const gated = gatedStore(new MemoryLedgerStorage(), () => {
@@ -89,25 +97,12 @@ describe("maxCachedTenants with a request in flight", () => {
       first = false
       return stop
     })
-    const built: string[] = []
-    const app = createLedgerApp({
-      clock,
-      maxCachedTenants: 1,
-      storage: (t) => {
-        built.push(t)
-        return t === "a" ? gated.store : new MemoryLedgerStorage()
-      },
-      authenticate: jwtAuth({ secret: SECRET }),
-    })
-    const tokens = { a: await token("a"), b: await token("b") }
+    const tenants = await twoTenants(gated.store)
+    const { clock, built } = tenants
     // Another call each time: none waits on the row the cancelled request holds.
     let calls = 0
     const post = (tenant: "a" | "b") =>
-      app.request("/v1/calls", {
-        method: "POST",
-        body: JSON.stringify({ ...begin, meta: { tool_call_id: `call_${++calls}` } }),
-        headers: { "content-type": "application/json", authorization: `Bearer ${tokens[tenant]}` },
-      })
+      tenants.post(tenant, "/v1/calls", { ...begin, meta: { tool_call_id: `call_${++calls}` } })
     void post("a")
     await gated.arrived
     clock.advance(400)
