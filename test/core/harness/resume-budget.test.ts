@@ -27,6 +27,18 @@ const call = (name: string, args: Record<string, unknown> = {}, id = name) => ({
 })
 const text = (t: string) => ({ parts: [{ type: "text" as const, text: t }] })
 
+/** A model answering each task with its id, counting the requests it is sent (a replay must send none). */
+function countingModel() {
+  const counted = { sent: 0, model: {} as ModelClient }
+  counted.model = {
+    request: async (req) => {
+      counted.sent++
+      return text(req.context.task_id)
+    },
+  }
+  return counted
+}
+
 /** A run of task "a" under `runId` whose model failed: its rows exist, none COMPLETED, so a rerun is a resume. */
 async function seedFailedRun(storage: MemoryLedgerStorage): Promise<void> {
   const failing: ModelClient = {
@@ -272,22 +284,17 @@ describe("a resumed durable run charges its replay before its first task", () =>
     const budget = { request_limit: 3 }
     const first = await runPlan(plan, { model, ledger: ledgerOf(storage), budget }, { run_id: runId })
     expect(first.usage.requests).toBe(3)
-    let sent = 0
+    const counting = countingModel()
     const again = await runPlan(
       plan,
       {
-        model: {
-          request: async (req) => {
-            sent++
-            return text(req.context.task_id)
-          },
-        },
+        model: counting.model,
         ledger: ledgerOf(storage),
         budget,
       },
       { run_id: runId },
     )
-    expect(sent).toBe(0)
+    expect(counting.sent).toBe(0)
     expect(again.output).toBe("out")
     expect(again.usage.requests).toBe(3)
     expect(again.tasks.every((t) => t.replayed)).toBe(true)
@@ -309,17 +316,12 @@ describe("a resumed durable run charges its replay before its first task", () =>
       [{ request_limit: 2 }, "request_limit"],
     ] as const) {
       const events: RunEvent[] = []
-      let sent = 0
+      const counting = countingModel()
       const r = await settled(
         runPlan(
           plan,
           {
-            model: {
-              request: async () => {
-                sent++
-                return text("x")
-              },
-            },
+            model: counting.model,
             ledger: ledgerOf(storage),
             budget,
           },
@@ -329,7 +331,7 @@ describe("a resumed durable run charges its replay before its first task", () =>
       expect(r.status).toBe("stopped")
       expect(r.failure).toMatchObject({ reason, task_id: null, error_type: "BudgetExceededError" })
       expect(events.map((e) => e.type)).toEqual(["run_started", "run_finished"])
-      expect(sent).toBe(0)
+      expect(counting.sent).toBe(0)
       // Nothing was replayed, so nothing is in the run's usage.
       expect(r.usage.requests).toBe(0)
     }
@@ -401,17 +403,12 @@ describe("a resumed durable run charges its replay before its first task", () =>
       const ac = new AbortController()
       if (how === "cancelled") setTimeout(() => ac.abort(), 5)
       const events: RunEvent[] = []
-      let sent = 0
+      const counting = countingModel()
       const r = await settled(
         runPlan(
           { tasks: [task("a")], output_task_id: "a" },
           {
-            model: {
-              request: async () => {
-                sent++
-                return text("a")
-              },
-            },
+            model: counting.model,
             ledger: ledgerOf(slowList),
             ...(how === "deadline" ? { budget: { deadline_seconds: 0.01 } } : {}),
           },
@@ -422,7 +419,7 @@ describe("a resumed durable run charges its replay before its first task", () =>
       expect(events.map((e) => e.type)).toEqual(["run_started", "run_finished"])
       // The listing's end finds the run over.
       await new Promise((r) => setTimeout(r, 60))
-      expect(sent).toBe(0)
+      expect(counting.sent).toBe(0)
       expect(events).toHaveLength(2)
     }
   })
@@ -442,16 +439,11 @@ describe("a resumed durable run charges its replay before its first task", () =>
       },
     })
     const events: RunEvent[] = []
-    let sent = 0
+    const counting = countingModel()
     const err = await runPlan(
       { tasks: [task("a")], output_task_id: "a" },
       {
-        model: {
-          request: async () => {
-            sent++
-            return text("a")
-          },
-        },
+        model: counting.model,
         ledger: ledgerOf(down),
       },
       { run_id: runId, onEvent: (e) => events.push(e) },
@@ -466,7 +458,7 @@ describe("a resumed durable run charges its replay before its first task", () =>
     })
     expect(r.failure?.message).toMatch(/unavailable during list: Error: connection reset/)
     expect(events.map((e) => e.type)).toEqual(["run_started", "run_finished"])
-    expect(sent).toBe(0)
+    expect(counting.sent).toBe(0)
     expect(await completed(storage)).toEqual([])
   })
 })
