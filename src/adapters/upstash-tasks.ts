@@ -72,7 +72,9 @@ export class UpstashTaskStore implements TaskStore {
   constructor(options: UpstashTaskStoreOptions) {
     this.#redis = options.redis
     this.#prefix = options.prefix ?? "mycelium:task:"
-    this.#base = this.#prefix.endsWith(":") ? this.#prefix.slice(0, -1) : this.#prefix
+    // The original's `prefix.rstrip(":")`, as for action rows: with one ':' stripped, a prefix ending in '::' put the
+    // tombstones where the original never looks, and missed its (a claim of a task it left in flight ran again).
+    this.#base = this.#prefix.replace(/:+$/, "")
     const script = (src: string) => {
       const s = this.#redis.createScript(src)
       return (keys: string[], args: string[]) => s.exec(keys, args)

@@ -1,0 +1,41 @@
+// A task prefix ending in more than one ':' on a Redis shared with the Python original: its tombstones are at
+// `{prefix.rstrip(":")}-tomb:{id}` (the action store's rule too, test/adapters/redis-python-tomb.test.ts). The task
+// store stripped one ':' only, so it never saw the original's tombstone: a task the original claimed, whose worker
+// died and whose row key's in-flight TTL then ended, read as never run here and ran a second time.
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { UpstashTaskStore } from "../../src/adapters/upstash-tasks.ts"
+import { TaskLedger, TaskLedgerPendingError } from "../../src/tasks.ts"
+import { dropKeys, requireUpstash, runTag, upstashClient } from "./servers/env.ts"
+
+const base = `mycelium-test:${runTag("py-task-tomb")}`
+const prefix = `${base}:task::`
+const raw = upstashClient()
+
+beforeAll(requireUpstash)
+afterAll(() => dropKeys(`${base}*`))
+
+describe("task store, prefix ending in '::', shared with the Python original", () => {
+  it("an in-flight task the original claimed, its row key expired, is pending, not run again", async () => {
+    // json.dumps(TaskLedgerEntry.to_dict()) as the original leaves it: only the tombstone outlives the key's TTL.
+    const row =
+      '{"request_id": "T-1", "task": "charge", "args": [], "kwargs": {"amount": 100}, "status": "in-flight", ' +
+      '"result": null, "error": null, "started_at": 1767225600.5, "finished_at": null}'
+    await raw.set(`${base}:task-tomb:T-1`, row)
+    const storage = new UpstashTaskStore({ redis: upstashClient(), prefix })
+    let runs = 0
+    const charge = new TaskLedger({ storage, onWarning: () => {} }).task("charge", async () => ++runs)
+    await expect(charge({ amount: 100 }, { taskId: "T-1" })).rejects.toBeInstanceOf(TaskLedgerPendingError)
+    expect(runs).toBe(0)
+    const listed: string[] = []
+    for await (const t of storage.list()) listed.push(t.row.request_id)
+    expect(listed).toEqual(["T-1"])
+  })
+
+  it("a task run here leaves its tombstone where the original reads it", async () => {
+    const storage = new UpstashTaskStore({ redis: upstashClient(), prefix })
+    const charge = new TaskLedger({ storage, onWarning: () => {} }).task("charge", async () => "ok")
+    expect(await charge({ amount: 5 }, { taskId: "T-2" })).toBe("ok")
+    expect(await raw.get(`${base}:task-tomb:T-2`)).toMatchObject({ request_id: "T-2", status: "completed" })
+    expect(await raw.get(`${prefix}T-2`)).toMatchObject({ request_id: "T-2", status: "completed" })
+  })
+})
