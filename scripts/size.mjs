@@ -419,6 +419,8 @@ const budgets = [
   // 93.7 -> 93.8 KB (2026-12-06, stop 47's guard hunt), 63 B: an echo in llmMessage is read only as far as it is
   // shown (a result sharing one row on every level made a 1 GB repr) and escapes the model's keys and tool names,
   // protect()'s cache on a clock that steps back, HistoryGuard counting content that is one object: 95,932 B.
+  // Stop 48, within the budget: raw characters PyYAML refuses (C0/C1 controls, DEL, U+FFFE, unpaired surrogates) are
+  // refused at their line, in the NEL/LS/PS check's one regex: 96,050 B, 1 B under (a hint to escape them was 18 B).
   { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 93.8 * KB },
   // The storage conformance suite for adapter authors: test code, loaded by a test file and never by an application,
   // so its size matters little; it carries the whole ledger (its replay case runs an ActionLedger), the row codec and

@@ -73,6 +73,15 @@ describe("the bytes of a config file", () => {
     expect(e.message).toContain("not valid UTF-16LE")
   })
 
+  // PyYAML refuses them too (unacceptable character): decoded, they would reach the parser as text.
+  it("a control character in UTF-8 or UTF-16 is refused at its line and column, past a BOM and CRLF", async () => {
+    const text = `${T}# \x1b[31m red\n`.replace(/\n/g, "\r\n")
+    for (const bytes of [utf16(text, true), utf16(text, false), Buffer.from(`\ufeff${text}`)]) {
+      const e = await refused(file(bytes))
+      expect([e.line, e.column, e.detail.slice(0, 16)]).toEqual([4, 3, "character U+001B"])
+    }
+  })
+
   it("a file over 1 MiB is refused before it is read", async () => {
     const e = await refused(file(Buffer.from(`${T}#${"x".repeat(2 ** 20)}\n`)))
     expect(e.message).toContain("over 1 MiB")

@@ -89,12 +89,21 @@ export function parseConfigSource(yaml: string, name = "mycelium.yaml"): ParsedS
   refuseSize(yaml.length > MAX_BYTES ? yaml.length : new TextEncoder().encode(yaml).length, name)
   // A BOM is no column of the first line; a lone CR breaks lines to YAML 1.2 and PyYAML, not to this parser.
   const text = yaml.replace(/^\uFEFF/, "").replace(/\r\n?/g, "\n")
-  // PyYAML breaks lines at NEL, LS and PS too, where YAML 1.2 reads text: the original would read other keys.
-  const odd = /[\x85\u2028\u2029]/.exec(text)
+  // PyYAML refuses a character outside YAML's printable set anywhere, quoted or in a comment too (the two readers
+  // would read another file, and a raw ESC reaches a terminal); an escape ("\x1b") is no such character. NEL, LS and
+  // PS are printable there but break lines, where YAML 1.2 reads text: the original would read other keys. One class
+  // holds both (in /u, a surrogate only when unpaired; no CR is left), so the first of either is named.
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+  const odd = /[\x00-\x08\x0B-\x1F\x7F-\x9F\u2028\u2029\uD800-\uDFFF\uFFFE\uFFFF]/u.exec(text)
   if (odd) {
     const before = text.slice(0, odd.index)
+    const c = odd[0]
     throw new ConfigError(
-      `a line break only PyYAML (the original's reader) sees (NEL, U+2028, U+2029): use a newline`,
+      `character U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, "0")}, ${
+        "\x85\u2028\u2029".includes(c)
+          ? "a line break only PyYAML (the original's reader) sees: use a newline"
+          : "which PyYAML (the original's reader) refuses: remove it"
+      }`,
       { path: [], line: before.split("\n").length, column: odd.index - before.lastIndexOf("\n") },
       name,
     )
