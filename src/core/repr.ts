@@ -43,6 +43,14 @@ export function pyStrRepr(s: string): string {
   return q + body + q
 }
 
+// What a message shows of a value the model wrote (a requestIdFrom key, a tool name or argument): a 1 MB argument
+// must not come back whole in every error, log line and prompt. An error keeps the whole value where it has one.
+export const SHOWN_CHARS = 300
+
+/** `text` cut to `max` characters, with `...` when something was cut (maybe inside a pair: see escapeUnpaired). */
+export const clip = (text: string, max = SHOWN_CHARS): string =>
+  text.length > max ? `${text.slice(0, max)}...` : text
+
 /**
  * `String(value)` for a thrown value or abort reason, which may be anything: an object without a prototype or with
  * a throwing `toString` makes `String()` throw, and a throw while recording a failure would strand the caller.

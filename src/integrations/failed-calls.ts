@@ -13,6 +13,7 @@ import { throwIfUnstorable } from "../core/ledger/machine/unstorable.ts"
 import type { LedgerEntry } from "../core/ledger/model/entry.ts"
 import { type KeyedMeta, onKeyed } from "../core/ledger/model/on-keyed.ts"
 import { sha256Hex } from "../core/ledger/model/sha256.ts"
+import { clip } from "../core/repr.ts"
 
 /** What the check reads from the ledger (an `ActionLedger`; a `RemoteLedger` has no `get`, and is not checked). */
 type Row = LedgerEntry
@@ -191,7 +192,7 @@ export class FailedCalls {
       throw new LedgerHardBlockError(
         `Tool '${this.#tool}' already ran with these arguments in this conversation (tool call ${e.toolCallId}) ` +
           `and may have taken effect (${row?.terminalOutcome}, boundary ${row?.sideEffectBoundary}). Do not call ` +
-          `it again. An operator must settle request '${e.requestId}' first (mycelium transitions release ID ` +
+          `it again. An operator must settle request '${clip(e.requestId)}' first (mycelium transitions release ID ` +
           "--verified completed|not-executed).",
       )
     }

@@ -1,6 +1,6 @@
 import { unboxNumber } from "../boxed-number.ts"
 import { MyceliumError } from "../errors.ts"
-import { escapeChar, pyRepr } from "../repr.ts"
+import { clip, escapeChar, pyRepr, SHOWN_CHARS } from "../repr.ts"
 
 /** Where a boundary check failed; the runner retries `output` failures at tool level. */
 export type BoundaryStage = "input" | "output" | "scope" | "allowlist"
@@ -54,7 +54,6 @@ const HEADLINES: Record<Exclude<BoundaryStage, "allowlist">, string> = {
 
 // The model writes the values, keys and tool names echoed back to it: a 1 MB string or a 2-million-item array
 // must not come back whole in the error (it goes into the next prompt). The error keeps the full `actual`.
-const SHOWN_CHARS = 300
 const SHOWN_ITEMS = 20
 
 // An unpaired surrogate (half an emoji cut at 300 units, or a key the model wrote as "\ud800") as its escape, as repr
@@ -64,12 +63,9 @@ const SHOWN_ITEMS = 20
 export const escapeUnpaired = (text: string): string =>
   text.replace(/[\p{Cs}\p{Cc}\p{Zl}\p{Zp}]/gu, escapeChar)
 
-const cutText = (text: string, max = SHOWN_CHARS): string =>
-  text.length > max ? `${text.slice(0, max)}...` : text
-
-/** `text` cut to `max` characters, with `...` when something was cut. */
-export function clipText(text: string, max = SHOWN_CHARS): string {
-  return escapeUnpaired(cutText(text, max))
+/** `text` cut to `SHOWN_CHARS` characters, with `...` when something was cut, its unpaired surrogates escaped. */
+export function clipText(text: string): string {
+  return escapeUnpaired(clip(text))
 }
 
 /** A tool name as the model wrote it, for messages: clipped, and never a TypeError when it is not a string. */
@@ -112,7 +108,7 @@ function shownValue(value: unknown): string {
     const keys = Object.keys(v)
     if (keys.length > SHOWN_ITEMS) cut = true
     // Cut only: pyRepr escapes the key, and an escape made here showed '\\ud800' for the key '\ud800'.
-    return Object.fromEntries(keys.slice(0, SHOWN_ITEMS).map((k) => [cutText(k), preview(o[k], depth + 1)]))
+    return Object.fromEntries(keys.slice(0, SHOWN_ITEMS).map((k) => [clip(k), preview(o[k], depth + 1)]))
   }
   const repr = pyRepr(preview(value, 0))
   return cut || repr.length > SHOWN_CHARS ? escapeUnpaired(`${repr.slice(0, SHOWN_CHARS)}...`) : repr

@@ -1,6 +1,7 @@
 // The claim loop: turn "this call wants to run" into own-it, return-the-stored-result, wait, or refuse.
 // The first attempt is an insert-only claim, so a fresh call costs one storage round trip; existing rows are
 // judged by the gates (machine/gates.ts) and taken over only through a fenced reclaim of exactly the row judged.
+import { clip } from "../../repr.ts"
 import type { ClaimResult } from "../../storage/contract.ts"
 import type { LedgerCore } from "../core.ts"
 import {
@@ -114,7 +115,7 @@ async function claimLoop(core: LedgerCore, req: ClaimRequest, firstSeen: LedgerE
   const wait = async (label: string): Promise<void> => {
     if (core.clock.now() >= deadline)
       throw new LedgerPollTimeoutError(
-        `Timed out ${label} request '${req.requestId}'; retry later or raise pollTimeout`,
+        `Timed out ${label} request '${clip(req.requestId)}'; retry later or raise pollTimeout`,
       )
     await core.clock.sleep(req.pollInterval, req.signal)
   }
@@ -168,7 +169,7 @@ async function claimLoop(core: LedgerCore, req: ClaimRequest, firstSeen: LedgerE
       case "SOFT_BLOCK": {
         if (core.policy.deferReadOnlyUnknown) {
           throw new LedgerSoftBlockError(
-            `Read-only tool '${req.tool}' request '${req.requestId}' is ${resolved}: safe to defer and retry`,
+            `Read-only tool '${req.tool}' request '${clip(req.requestId)}' is ${resolved}: safe to defer and retry`,
           )
         }
         const reset = await resetTo(core, req, row)

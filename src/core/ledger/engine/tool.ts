@@ -1,5 +1,6 @@
 // `ledger.tool(options, fn)`: the per-call lifecycle of a ledgered tool, and the `TransitionContext` its body gets.
 
+import { clip } from "../../repr.ts"
 import { renewEvery, throwIfAborted } from "../clock.ts"
 import { checkCallSeconds, type LedgerCore } from "../core.ts"
 import {
@@ -115,7 +116,7 @@ export function createLedgeredTool<A extends object, R, L>(
         row = await waitForTransition(core, request.requestId, request)
       }
       throw new LedgerHardBlockError(
-        `decision denied for '${request.requestId}': ${verdict.deniedReasons.join("; ") || "policy predicate refused"}`,
+        `decision denied for '${clip(request.requestId)}': ${verdict.deniedReasons.join("; ") || "policy predicate refused"}`,
       )
     }
     // The allowed decision rides on the claim write itself: one write instead of claim + decision CAS.

@@ -1,11 +1,14 @@
 // Message shapes of the Python original, so operators and log searches see the same text from both workers.
-import { pyStrRepr as pyRepr } from "../../repr.ts"
+import { clip, pyStrRepr } from "../../repr.ts"
 import type { ToolTransitionBinding } from "../model/binding.ts"
 import { pythonFloatRepr } from "../model/canonical.ts"
 import type { LedgerEntry } from "../model/entry.ts"
 import type { TerminalOutcome } from "../model/enums.ts"
 import { providerKeyValidity } from "./gates.ts"
 
+// Ids and refs are quoted clipped: a requestIdFrom key is the model's argument, and 1 MB of it made every message
+// 1 MB. The Python original quotes them whole: only those over 300 characters read otherwise.
+const pyRepr = (s: string): string => pyStrRepr(clip(s))
 const float = (x: number): string => (Number.isInteger(x) ? `${x}.0` : pythonFloatRepr(x))
 
 export function hardBlockMessage(
@@ -14,7 +17,7 @@ export function hardBlockMessage(
   binding: ToolTransitionBinding | null,
   now: number,
 ): string {
-  let msg = `Side-effecting tool '${entry.tool}' request '${entry.requestId}' is ${resolved} with boundary ${entry.sideEffectBoundary}`
+  let msg = `Side-effecting tool '${entry.tool}' request '${clip(entry.requestId)}' is ${resolved} with boundary ${entry.sideEffectBoundary}`
   if (resolved === "EXPIRED" && entry.leaseUntil !== null) msg += `, lease_until=${float(entry.leaseUntil)}`
   const ttl = binding?.providerIdempotencyKeyTtl ?? null
   if (binding && ttl !== null && providerKeyValidity(entry, binding, now) === "EXPIRED") {

@@ -1,5 +1,6 @@
 // A COMPLETED row whose result could not be stored, and its replay: a module of its own, so the integrations' retry
 // memory can refuse such a replay without the transition machine's module-level state.
+import { clip } from "../../repr.ts"
 import { LedgerResultUnstorableError, type UnstorableReason } from "../errors.ts"
 import type { LedgerEntry } from "../model/entry.ts"
 
@@ -15,7 +16,7 @@ export function throwIfUnstorable(row: LedgerEntry): void {
   if (!m) return
   const reason = m[1] as UnstorableReason
   throw new LedgerResultUnstorableError(
-    `request '${row.requestId}' completed but its result was not stored (${detail}); it will not run again. ` +
+    `request '${clip(row.requestId)}' completed but its result was not stored (${detail}); it will not run again. ` +
       "Return less from the tool (e.g. an id to fetch the rest).",
     reason,
   )
