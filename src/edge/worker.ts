@@ -6,6 +6,7 @@ import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../adapt
 import { InvalidOptionError } from "../core/errors.ts"
 import { createLedgerApp } from "./app.ts"
 import { type JwtAuthOptions, jwtAuth } from "./auth.ts"
+import { errorResponse } from "./status.ts"
 import { workerReceipts } from "./worker-receipts.ts"
 
 export { MyceliumLedgerObject } from "../adapters/durable-object.ts"
@@ -27,9 +28,24 @@ export interface LedgerWorkerEnv {
   readonly LEDGER_RECEIPT_JWK?: string
 }
 
-// Built on the first request: bindings exist only inside a handler.
-let app: Hono | null = null
-let builtFor: LedgerWorkerEnv | null = null
+// Built on the first request (bindings exist only inside a handler), once: the requests that arrive while it builds
+// wait for the same build. Each build has its own tenant cache, and 3 concurrent cold requests built 3, so one
+// tenant had 3 ledgers in the isolate at once (queues and leases split).
+let built: { readonly env: LedgerWorkerEnv; readonly app: Promise<Hono> } | null = null
+
+// Rebuilt when the bindings object changes (tests, config reloads); cheap, and never stale.
+function appFor(env: LedgerWorkerEnv): Promise<Hono> {
+  if (built?.env === env) return built.app
+  const entry = { env, app: build(env) }
+  built = entry
+  // A failed build is not kept: the next request builds again (a fault that passed, a secret set since). Logged
+  // once, not by each request that waited for it; an option check's message is the answer, not a fault.
+  entry.app.catch((e: unknown) => {
+    if (built === entry) built = null
+    if (!(e instanceof InvalidOptionError)) console.error("[mycelium] worker build failed:", e)
+  })
+  return entry.app
+}
 
 // Decimal digits only, else misconfigured: a shard count read wrong hides the tenant's rows (a finished call runs
 // again), and an age limit read wrong is no limit at all. Number() would also take "0x10", "1e3" or "".
@@ -108,17 +124,16 @@ async function build(env: LedgerWorkerEnv): Promise<Hono> {
 
 export default {
   async fetch(request: Request, env: LedgerWorkerEnv, ctx: unknown): Promise<Response> {
+    let app: Hono
     try {
-      // Rebuilt when the bindings object changes (tests, config reloads); cheap, and never stale.
-      if (!app || builtFor !== env) {
-        app = await build(env)
-        builtFor = env
-      }
+      app = await appFor(env)
     } catch (e) {
-      return Response.json(
-        { error: { code: "misconfigured", message: (e as Error).message } },
-        { status: 503 },
-      )
+      // An option check's message names the variable, never its value; anything else (a bug, a platform fault) is
+      // answered as the app answers it: by its code, or 500 internal_error without its text or stack.
+      if (e instanceof InvalidOptionError)
+        return Response.json({ error: { code: "misconfigured", message: e.message } }, { status: 503 })
+      const { status, body } = errorResponse(e)
+      return Response.json(body, { status })
     }
     return app.fetch(request, env, ctx as never)
   },

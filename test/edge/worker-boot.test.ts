@@ -4,7 +4,7 @@
 // HTTP → Hono → per-tenant Durable Objects.
 import { fileURLToPath } from "node:url"
 import { type BuildOptions, build } from "esbuild"
-import { SignJWT } from "jose"
+import { exportJWK, generateKeyPair, SignJWT } from "jose"
 import { Miniflare } from "miniflare"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { HttpLedgerStorage } from "../../src/adapters/http.ts"
@@ -118,6 +118,33 @@ describe("the Cloudflare worker entry in workerd", () => {
       transitions: Array<{ terminal_outcome: string }>
     }
     expect(listed.transitions.map((t) => t.terminal_outcome)).toEqual(["COMPLETED"])
+  }, 60_000)
+
+  // The app is built once and shared by the requests that arrive while it builds (test/workers/worker-cold-start.test.ts
+  // counts the builds). Here each request has its own context, as in production: a build awaited across requests
+  // (the receipt key's check awaits Web Crypto) must answer all of them, never hang one.
+  it("concurrent first requests, each its own request, share the build that awaits the receipt key", async () => {
+    const secret = "worker-secret-worker-secret-worker-secret"
+    const { privateKey } = await generateKeyPair("EdDSA", { crv: "Ed25519", extractable: true })
+    const jwk = JSON.stringify({ ...(await exportJWK(privateKey)), kid: "boot-1" })
+    const mf = worker({ LEDGER_JWT_SECRET: secret, LEDGER_RECEIPT_JWK: jwk })
+    mfs.push(mf)
+    const token = await new SignJWT({ tenant: "cold", scope: "ledger:agent" })
+      .setProtectedHeader({ alg: "HS256" })
+      .setExpirationTime("5m")
+      .sign(new TextEncoder().encode(secret))
+    const binding = { agent_id: "a", policy_version: "1", side_effect_class: "keyed_mutate" }
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, async (_, i) => {
+        const r = await mf.dispatchFetch("http://edge.test/v1/calls", {
+          method: "POST",
+          headers: { authorization: `Bearer ${token}`, "content-type": "application/json" },
+          body: JSON.stringify({ tool: "pay", args: { i }, binding, meta: { request_id: `cold-${i}` } }),
+        })
+        return [r.status, ((await r.json()) as { status?: string }).status]
+      }),
+    )
+    expect(answers).toEqual(Array.from({ length: 8 }, () => [200, "run"]))
   }, 60_000)
 
   it("with a JWT secret: no token → 401, tenants isolated", async () => {
