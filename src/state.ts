@@ -15,5 +15,7 @@ export {
   type StateRunOptions,
   type StateSnapshot,
   StateSnapshotError,
+  type StateSnapshotSize,
+  StateSnapshotTooLargeError,
   StateSnapshotUnstoredError,
 } from "./core/state/index.ts"

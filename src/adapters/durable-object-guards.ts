@@ -13,7 +13,7 @@ import {
   type ReceiptStore,
 } from "../core/receipts/store.ts"
 import { readStoredReceipt } from "../core/receipts/stored.ts"
-import { StateSnapshotError } from "../core/state/errors.ts"
+import { StateSnapshotError, StateSnapshotTooLargeError } from "../core/state/errors.ts"
 import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
 import { TaskRowError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
@@ -40,6 +40,8 @@ const PARTS = "mycelium_audit_receipt_parts"
 const PART = 500_000
 // workerd refuses an RPC answer over 32 MiB; a page stops at this much text (a string may take 2 bytes a char).
 const PAGE_TEXT = 8 * 2 ** 20
+
+const utf8 = /* @__PURE__ */ new TextEncoder()
 
 // A task's version is its stored text: only the object writes it, so the same text is the same record (the Neon and
 // Upstash stores compare a digest of theirs). A version given before this form (canonical JSON) matches nothing: the
@@ -273,10 +275,23 @@ export class DurableObjectTaskStore extends GuardObjectClient implements TaskSto
 /** StateFlushStore client for MyceliumLedgerObject. */
 export class DurableObjectStateFlushStore extends GuardObjectClient implements StateFlushStore {
   readonly kind = "durable-object"
+  // SQLite's 2 MB a value, less a margin, as the task store's: the object refused a bigger snapshot with a bare
+  // SQLITE_TOOBIG, which read as an outage and said nothing of the size or what to do.
+  readonly limits = { maxRowBytes: 1_900_000 }
   async load(runId: string): Promise<StateSnapshot | null> {
     return await this.stub().stateLoad(runId)
   }
   async save(snapshot: StateSnapshot): Promise<void> {
+    const max = this.limits.maxRowBytes
+    // The row holds the run id twice (its key and its JSON); length is a lower bound on UTF-8 bytes.
+    const row = snapshot.run_id + JSON.stringify(snapshot)
+    const bytes = row.length * 3 > max ? utf8.encode(row).length : 0
+    if (bytes > max)
+      throw new StateSnapshotTooLargeError(
+        `snapshot of run '${snapshot.run_id}' is ${bytes} bytes, over the Durable Object store's limit of ${max} ` +
+          "(SQLite's 2 MB a value): record less state, keeping large data elsewhere and a reference to it in the state",
+        { runId: snapshot.run_id, bytes, limit: max },
+      )
     await this.stub().stateSave(snapshot)
   }
 }

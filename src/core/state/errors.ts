@@ -13,6 +13,31 @@ export class StateSnapshotError extends StateFlushError {
   override readonly code = "state_snapshot_invalid"
 }
 
+/** A snapshot's size against its store's limit (StateSnapshotTooLargeError's fields). */
+export interface StateSnapshotSize {
+  readonly runId: string
+  /** The row's UTF-8 bytes as the store counts them. */
+  readonly bytes: number
+  readonly limit: number
+}
+
+/**
+ * A snapshot over its store's row limit (a Durable Object's SQLite keeps at most 2 MB a value), refused before the
+ * write: the store keeps the run's earlier snapshot. The message says the limit and what to do.
+ */
+export class StateSnapshotTooLargeError extends StateFlushError implements StateSnapshotSize {
+  override readonly name = "StateSnapshotTooLargeError"
+  override readonly code = "state_snapshot_too_large"
+  declare readonly runId: string
+  declare readonly bytes: number
+  declare readonly limit: number
+
+  constructor(message: string, size: StateSnapshotSize) {
+    super(message)
+    Object.assign(this, size)
+  }
+}
+
 /** How a run ended whose final snapshot was not stored (StateSnapshotUnstoredError's fields). */
 export interface StateRunEnding {
   readonly runId: string

@@ -193,7 +193,12 @@ export class StateFlushRun {
   /** Saves the state as of this call, after every save asked for before it (stores need not keep call order). */
   #write(status: SnapshotStatus, args: FlushArgs): Promise<StateSnapshot> {
     const snapshot = this.#snapshot(status, args)
-    const saved = this.#saving.then(() => this.#flush.storage.save(snapshot)).then(() => snapshot)
+    // Awaited, not returned from then(): workerd reports a store's promise that is rejected when it is handed back
+    // (a refusal before any I/O, as the Durable Object store's of an oversize snapshot) as uncaught, handled or not.
+    const saved = this.#saving.then(async () => {
+      await this.#flush.storage.save(snapshot)
+      return snapshot
+    })
     this.#saving = saved.catch(() => {})
     return saved
   }
