@@ -8,26 +8,17 @@ export const DEFAULT_LEDGER = ".mycelium/ledger.json"
 /** Host names that stay on this machine: the local server answers only these, and a token may go there over http. */
 export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(["127.0.0.1", "localhost", "[::1]"])
 
-// Flags that name a file, a store, a port or a variable. Given empty (`--file "$LEDGER"` with LEDGER unset), each
-// read as left out: an operator's release went to the store MYCELIUM_LEDGER_FILE, ./mycelium.yaml or the default
-// names, `--port ""` served on a random port. (`-o` says so itself, as "init: -o is empty".)
-const NAMING_FLAGS: ReadonlySet<string> = new Set([
-  "config",
-  "file",
-  "ledger",
-  "redis-url",
-  "postgres-dsn",
-  "table",
-  "jwks",
-  "key-env",
-  "token-env",
-  "port",
-])
+// A flag's value given empty or blank (`--file "$LEDGER"` with LEDGER unset) read as left out: an operator's release
+// went to the store MYCELIUM_LEDGER_FILE, ./mycelium.yaml or the default names, `--port ""` served on a random port,
+// `list --tool ""` listed every tool and `export --agent-id ""` every agent's receipts. Every value flag refuses it,
+// but `--prefix`: '' is a Redis prefix a store may use, and it is taken as given. `--token` and
+// `--override-death-signal` say why themselves.
+const BLANK_ALLOWED: ReadonlySet<string> = new Set(["prefix", "token", "override-death-signal"])
 
 /**
  * Runs a `parseArgs` call; an unknown or malformed flag becomes a one-line usage error (exit 2), not a TypeError
  * stack. Node's own messages span lines (printed as `\x0a`) and advise `-- "--stroe"` for a mistyped flag. An
- * empty value of a flag in NAMING_FLAGS is one too.
+ * empty or blank value of a flag is one too.
  */
 export function parseOrUsage<T extends { values: object }>(command: string, parse: () => T): T {
   let parsed: T
@@ -37,9 +28,9 @@ export function parseOrUsage<T extends { values: object }>(command: string, pars
     throw new UsageError(`${command}: ${parseArgsProblem(command, e as { code?: string; message?: string })}`)
   }
   for (const [flag, v] of Object.entries(parsed.values)) {
-    if (v === "" && NAMING_FLAGS.has(flag))
+    if (typeof v === "string" && !v.trim() && !BLANK_ALLOWED.has(flag))
       throw new UsageError(
-        `${command}: --${flag} is empty (an unset variable?): pass a value, or leave it out`,
+        `${command}: --${flag} is ${v ? "blank" : "empty"} (an unset variable?): pass a value, or leave it out`,
       )
     // `-c=prod.yaml` is the path "=prod.yaml" to parseArgs (a short flag takes the rest of its word): `init -o=x`
     // wrote a file named "=x".

@@ -47,7 +47,7 @@ describe("an empty store flag is a usage error, never another store", () => {
   })
   it("serve --port '' or a blank port is refused, not served on a random port", () => {
     usage(run(["serve", "--port", ""], { MYCELIUM_TOKEN: "" }), /serve: --port is empty/)
-    usage(run(["serve", "--port", " "], { MYCELIUM_TOKEN: "" }), /--port must be 0\.\.65535/)
+    usage(run(["serve", "--port", " "], { MYCELIUM_TOKEN: "" }), /serve: --port is blank/)
   })
 })
 

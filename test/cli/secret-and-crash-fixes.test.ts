@@ -72,7 +72,7 @@ describe("receipts export never echoes a --url's credentials or query", () => {
 
 describe("a path or --table the caller got wrong is a usage error (exit 2), not a raw Node error", () => {
   it.each([
-    [["init", "-o", ""], /init: -o is empty/],
+    [["init", "-o", ""], /init: --output is empty/],
     [["init", "-o", "file/x"], /init: -o file\/x is below a file, not a folder/],
     [["demo", "--ledger", "file/x.json"], /demo: --ledger file\/x.json is below a file/],
     [["transitions", "list", "--file", "file/x.json"], /the ledger file file\/x.json is below a file/],
