@@ -266,16 +266,13 @@ export function configuredStore(
   return [...distinct.values()][0] ?? null
 }
 
-/** Opens the ledger the flags, environment or config name. */
-export async function openLedger(
-  flags: StoreFlags,
-  extra: Partial<ActionLedgerOptions> = {},
-  options: OpenLedgerOptions = {},
-): Promise<LedgerAccess> {
-  const { nodeStorageFactory } = await import("../node/config.ts")
-  // A flag on the command line (-c included) beats any environment variable: an exported MYCELIUM_LEDGER_FILE must
-  // not point an operator's release at another store than the one named. Among the variables, file, then Redis,
-  // then Postgres.
+/**
+ * The store the flags or the environment name, before any config (null: neither names one). A store flag, -c
+ * included, beats every variable: an exported MYCELIUM_LEDGER_FILE must not point an operator's release at another
+ * store than the one named. Among the variables, file, then Redis, then Postgres. `mycelium serve` takes its file by
+ * these rules too, so it serves the rows `transitions` shows.
+ */
+export function directStore(flags: StoreFlags): ResolvedStorage | null {
   const fromFlags = storeOf(
     flags.file ?? flags.ledger,
     flags["redis-url"],
@@ -300,8 +297,19 @@ export async function openLedger(
   // A lock that would silently not be taken is worse than none asked for.
   if (flags["python-lock"] && direct?.kind !== "file")
     throw new UsageError(
-      "--python-lock applies to a ledger file (--file); in mycelium.yaml set python_lock: true",
+      "--python-lock applies to a ledger file (--file, --ledger or MYCELIUM_LEDGER_FILE); in mycelium.yaml set python_lock: true",
     )
+  return direct
+}
+
+/** Opens the ledger the flags, environment or config name. */
+export async function openLedger(
+  flags: StoreFlags,
+  extra: Partial<ActionLedgerOptions> = {},
+  options: OpenLedgerOptions = {},
+): Promise<LedgerAccess> {
+  const { nodeStorageFactory } = await import("../node/config.ts")
+  const direct = directStore(flags)
   const configPath = operatorConfigPath(flags.config, direct !== null)
   const config = await loadOperatorConfig(configPath)
   let choice = direct

@@ -10,6 +10,7 @@ import { type FetchHandler, serve } from "../http-bridge.ts"
 import {
   configuredStore,
   describeStore,
+  directStore,
   loadOperatorConfig,
   operatorConfigPath,
   releasePolicy,
@@ -25,16 +26,20 @@ import {
 } from "../options.ts"
 import { CLI } from "../style.ts"
 
-export const HELP = `mycelium serve [--port N] [--ledger PATH] [--token T] [-c PATH]
+export const HELP = `mycelium serve [--port N] [--ledger PATH [--python-lock]] [--token T] [-c PATH]
 
   the ledger HTTP API (its routes: GET /openapi.json, GET /docs) over a local ledger file, on 127.0.0.1 only: loopback Host values only,
   no cross-origin or non-JSON writes, bodies up to 1 MiB.
   --port N        default 8787; 0 picks a free port
-  --ledger PATH   default: the file the config ledgers its tools in, else .mycelium/ledger.json
+  --ledger PATH   default: $MYCELIUM_LEDGER_FILE (unless -c is given), else the file the config ledgers its tools
+                  in, else .mycelium/ledger.json: the file the transitions commands read
+  --python-lock   take the Python original's flock on PATH.lock (Python workers use the file now); the config's
+                  file takes its python_lock
   --token T       every /v1 request must send 'Authorization: Bearer T' (default: $MYCELIUM_TOKEN, else no auth;
                   an empty or blank value is refused)
   -c PATH         release policy (transition:) and release signing (audit_receipt:) from this mycelium.yaml, as
-                  the transitions commands apply them (default ./mycelium.yaml when --ledger is not given)`
+                  the transitions commands apply them (default ./mycelium.yaml when neither --ledger nor
+                  MYCELIUM_LEDGER_FILE names the file)`
 
 /** What the edge app needs at run time (its optional peer dependencies). */
 export const SERVE_PACKAGES = ["hono", "jose"] as const
@@ -137,29 +142,35 @@ export async function run(args: string[]): Promise<number> {
         ledger: { type: "string" },
         token: { type: "string" },
         config: { type: "string", short: "c" },
+        "python-lock": { type: "boolean" },
       },
     }),
   )
   const token = serveToken("serve", values.token)
-  // The policy `transitions release` applies to this file (`--file PATH` there is `--ledger PATH` here): a release
-  // the command line refuses is refused over HTTP too.
-  const configPath = operatorConfigPath(values.config, values.ledger !== undefined)
+  // The file `transitions` reads, by its rules (`--file PATH` there is `--ledger PATH` here): --ledger, else
+  // MYCELIUM_LEDGER_FILE unless -c is given, else the file the config ledgers its tools in. Serving another one (the
+  // default beside an exported variable or a config that ledgers elsewhere) answered an operator with another
+  // ledger's rows, and settled releases there, while the stuck row stayed stuck.
+  const direct = directStore(values)
+  // The policy `transitions release` applies to this file: a release the command line refuses is refused over HTTP.
+  const configPath = operatorConfigPath(values.config, direct !== null)
   const config = await loadOperatorConfig(configPath)
-  // Without --ledger, the file the config ledgers its tools in, as `transitions` reads it: serving the default file
-  // beside a config whose tools ledger elsewhere answered an operator with another ledger's rows, and settled
-  // releases there.
-  const configured =
-    values.ledger === undefined && config ? configuredStore(config, configPath, "pass --ledger PATH") : null
-  if (configured && (configured.kind !== "file" || !configured.path))
+  const choice = direct ?? (config ? configuredStore(config, configPath, "pass --ledger PATH") : null)
+  if (choice && (choice.kind !== "file" || !choice.path))
     throw new UsageError(
-      `serve serves a ledger file; ${configPath} ledgers its tools on ${describeStore(configured)}: pass --ledger PATH`,
+      `serve serves a ledger file; ${
+        direct
+          ? `${direct.kind === "redis" ? "MYCELIUM_REDIS_URL" : "MYCELIUM_POSTGRES_DSN"} names`
+          : `${configPath} ledgers its tools on`
+      } ${describeStore(choice)}: pass --ledger PATH`,
     )
-  const ledger = requireRegularFile(values.ledger ?? configured?.path ?? DEFAULT_LEDGER, "--ledger")
+  const from = values.ledger !== undefined ? "--ledger" : direct ? "MYCELIUM_LEDGER_FILE" : "the ledger file"
+  const ledger = requireRegularFile(choice?.path ?? DEFAULT_LEDGER, from)
   // A missing signing key is the config's ConfigError (exit 2), before the port is bound.
   const emitter = await signingReceipts(config)
   const api = await bindApi("serve", parsePort(values.port), token)
-  // Its python_lock too, as `transitions` opens it: a release written beside a Python worker's write without the
-  // original's flock is undone by that write, or undoes the worker's row.
+  // Its python_lock too (the config's, or --python-lock), as `transitions` opens it: a release written beside a
+  // Python worker's write without the original's flock is undone by that write, or undoes the worker's row.
   api.open(
     ledger,
     undefined,
@@ -167,7 +178,7 @@ export async function run(args: string[]): Promise<number> {
       ...releasePolicy(config),
       ...(emitter && config && { receipts: { emitter, keys: { hmac: config.resolved.signingKey ?? "" } } }),
     },
-    configured?.pythonLock !== undefined ? { pythonLock: configured.pythonLock } : {},
+    choice?.pythonLock !== undefined ? { pythonLock: choice.pythonLock } : {},
   )
   return 0
 }
