@@ -5,6 +5,15 @@ import { readFileSync } from "node:fs"
 import { CliError, fileAccessError, UsageError } from "./errors.ts"
 import { clean } from "./style.ts"
 
+// An error's message quotes what it was given (a request id up to the 128 KiB an argument holds, a server's error
+// text): past this it keeps its start and its end, which says what to do next.
+const MESSAGE_CHARS = 2000
+
+const bounded = (m: string): string =>
+  m.length <= MESSAGE_CHARS
+    ? m
+    : `${m.slice(0, MESSAGE_CHARS / 2)}... (${m.length - MESSAGE_CHARS} characters cut) ...${m.slice(-MESSAGE_CHARS / 2)}`
+
 const HELP = `mycelium <command> [options]        (mycelium <command> --help for each)
 
 commands:
@@ -79,12 +88,12 @@ main(process.argv.slice(2)).then(
     // A path the command could not read or write is named with the next step, not as a raw `Error: EACCES`.
     const e = fileAccessError(thrown)
     const err = e as { name?: string; message?: string; code?: string }
-    // Messages quote request ids, tool names and file content: printed inert (style.ts `clean`).
-    if (e instanceof UsageError)
-      console.error(`mycelium: ${clean(e.message)}\n(mycelium --help lists the commands)`)
-    else if (e instanceof CliError) console.error(`mycelium: ${clean(e.message)}`)
-    else if (err?.name === "ConfigError") console.error(`mycelium: ${clean(err.message)}`)
-    else console.error(`mycelium: ${clean(e instanceof Error ? `${e.name}: ${e.message}` : String(e))}`)
+    // Messages quote request ids, tool names and file content: printed inert (style.ts `clean`) and bounded.
+    const say = (m: unknown): string => `mycelium: ${clean(bounded(String(m)))}`
+    if (e instanceof UsageError) console.error(`${say(e.message)}\n(mycelium --help lists the commands)`)
+    else if (e instanceof CliError) console.error(say(e.message))
+    else if (err?.name === "ConfigError") console.error(say(err.message))
+    else console.error(say(e instanceof Error ? `${e.name}: ${e.message}` : String(e)))
     // A broken config is the caller's to fix (2); a refusal or an outage is an operation that failed (1).
     process.exitCode = e instanceof CliError ? e.exitCode : err?.name === "ConfigError" ? 2 : 1
   },

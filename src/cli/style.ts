@@ -10,9 +10,27 @@ const enabled = (): boolean => {
 }
 
 // Every colour wraps text made inert: a control character in a row or an error shows as `\xNN`.
-import { clean } from "../core/repr.ts"
+import { clean, SHOWN_CHARS } from "../core/repr.ts"
 
-export { clean }
+export { clean, SHOWN_CHARS }
+
+/** How much of a row's arguments, result or error `show` prints (`--json` prints them whole). */
+export const VALUE_CHARS = 4096
+
+/**
+ * `text` cut to `max` characters with its length said, for a terminal: a 1 MB request id (a `requestIdFrom`
+ * argument) or tool name printed whole buried the listing and the next steps. Not made inert: wrap it in clean()
+ * or a colour. A surrogate pair is never split.
+ */
+export function clip(text: unknown, max = SHOWN_CHARS): string {
+  const s = String(text)
+  if (s.length <= max) return s
+  const end = /[\ud800-\udbff]/.test(s[max - 1] ?? "") ? max - 1 : max
+  return `${s.slice(0, end)}... (${s.length} characters)`
+}
+
+/** Row or argument text as a line shows it: clipped, then inert. */
+export const shown = (text: unknown, max = SHOWN_CHARS): string => clean(clip(text, max))
 
 const wrap =
   (open: number, close: number) =>

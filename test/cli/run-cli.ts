@@ -16,6 +16,8 @@ export interface CliRunOptions {
   /** Run as this user (root's tests run the CLI as nobody, for whom file modes count). */
   uid?: number
   gid?: number
+  /** Bytes of stdout or stderr kept (spawnSync's default, 1 MiB, kills a child printing more). */
+  maxBuffer?: number
 }
 
 export function cliRunner(

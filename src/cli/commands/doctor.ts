@@ -8,7 +8,7 @@ import type { TaskStore } from "../../core/tasks/store.ts"
 import { UsageError } from "../errors.ts"
 import { describeStore, redactText } from "../ledger-access.ts"
 import { parseOrUsage } from "../options.ts"
-import { clean, green, printJson, red, yellow } from "../style.ts"
+import { clean, clip, green, printJson, red, yellow } from "../style.ts"
 
 export const HELP = `mycelium doctor [-c PATH] [--json] [--strict] [--no-connectivity] [--timeout SECONDS]
 
@@ -92,7 +92,7 @@ function pythonRows(s: ResolvedStorage) {
         id: `ledger.dispatch_lookup(${describeStore(s)})`,
         status: "WARN",
         message:
-          `a Python worker claimed rows here (owner ${owner}): set dispatch_lookup: scan on this storage, or a ` +
+          `a Python worker claimed rows here (owner ${clip(owner)}): set dispatch_lookup: scan on this storage, or a ` +
           "tool-call id a Python worker ran is not refused when it comes back with other arguments",
       },
     ]

@@ -5,7 +5,7 @@ import { parseArgs } from "node:util"
 import { pythonStrip } from "../../core/config/env.ts"
 import { CliError, importNeeding, UsageError } from "../errors.ts"
 import { parseOrUsage, requireRegularFile } from "../options.ts"
-import { CLI, clean, green, printJson, red } from "../style.ts"
+import { CLI, clean, green, printJson, red, shown, VALUE_CHARS } from "../style.ts"
 
 export const HELP = `mycelium receipts verify [FILE] [--key-env NAME | --jwks FILE] [--allow-unchained] [--json] [-c PATH]
 mycelium receipts export --url URL [-o FILE] [--token-env NAME] [--agent-id ID] [--ledger NAME]
@@ -112,7 +112,7 @@ export async function run(args: string[]): Promise<number> {
   else {
     for (const f of report.failures)
       console.log(
-        `${red("FAIL")}  #${f.index} ${clean(f.receiptId ?? "-")}  ${f.reason}: ${clean(f.message)}`,
+        `${red("FAIL")}  #${f.index} ${shown(f.receiptId ?? "-")}  ${f.reason}: ${shown(f.message, VALUE_CHARS)}`,
       )
     console.log(
       report.ok

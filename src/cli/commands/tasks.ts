@@ -16,7 +16,7 @@ import {
   requireRegularFile,
   tableFlag,
 } from "../options.ts"
-import { bold, clean, dim, printJson } from "../style.ts"
+import { bold, clean, clip, dim, printJson, SHOWN_CHARS, shown, VALUE_CHARS } from "../style.ts"
 
 export const DEFAULT_TASKS = ".mycelium/tasks.json"
 
@@ -152,6 +152,8 @@ export async function run(args: string[]): Promise<number> {
   }
 }
 
+const VALUE_FIELDS: ReadonlySet<string> = new Set(["args", "kwargs", "result", "error"])
+
 async function command(
   sub: "list" | "show" | "release",
   ledger: TaskLedger,
@@ -174,20 +176,23 @@ async function command(
     else if (!tasks.length) console.log(`no tasks found in ${clean(path)}`)
     else
       for (const t of tasks)
-        console.log(`${bold(t.row.request_id)}  ${clean(t.row.task)}  ${taskState(t, now)}`)
+        console.log(`${bold(clip(t.row.request_id))}  ${shown(t.row.task)}  ${taskState(t, now)}`)
     return 0
   }
   const [id, ...extra] = positionals
   if (!id || extra.length) throw new UsageError(`tasks ${sub} needs exactly one task id`)
   if (sub === "show") {
     const t = await ledger.get(id)
-    if (!t) throw new CliError(`no task '${id}' in ${path}`)
+    if (!t) throw new CliError(`no task '${clip(id)}' in ${path}`)
     if (values.json) printJson({ ...t.row, state: taskState(t, now), lease: t.lease })
     else {
+      // Ids and names clipped as the list shows them, values (a result, an error) read further; --json prints all.
       for (const [k, v] of Object.entries(t.row))
-        console.log(`${k}: ${clean(typeof v === "string" ? v : JSON.stringify(v))}`)
+        console.log(
+          `${k}: ${shown(typeof v === "string" ? v : JSON.stringify(v), VALUE_FIELDS.has(k) ? VALUE_CHARS : SHOWN_CHARS)}`,
+        )
       console.log(`state: ${taskState(t, now)}`)
-      console.log(`lease: ${t.lease ? clean(JSON.stringify(t.lease)) : "-"}`)
+      console.log(`lease: ${t.lease ? shown(JSON.stringify(t.lease), VALUE_CHARS) : "-"}`)
     }
     return 0
   }
@@ -211,7 +216,7 @@ async function command(
     if (e instanceof LedgerError) throw new CliError(`refused: ${e.message}`)
     throw e
   }
-  console.log(`released task ${clean(id)}: verified=${verified} by=${clean(values.by)}`)
+  console.log(`released task ${shown(id)}: verified=${verified} by=${shown(values.by)}`)
   console.log(
     dim(
       verified === "completed"

@@ -18,7 +18,19 @@ import {
   storeFlagsText,
 } from "../ledger-access.ts"
 import { DEFAULT_LEDGER, parseOrUsage, parseResultJson } from "../options.ts"
-import { bold, clean, dim, green, printJson, red, yellow } from "../style.ts"
+import {
+  bold,
+  clean,
+  clip,
+  dim,
+  green,
+  printJson,
+  red,
+  SHOWN_CHARS,
+  shown,
+  VALUE_CHARS,
+  yellow,
+} from "../style.ts"
 
 export const HELP = `mycelium transitions <list|show|release|mark-dead> [options]
 
@@ -63,22 +75,29 @@ const paintOutcome = (o: string): string =>
  * read after (kill-safety.md): a read taken while it lived, then a release, paid twice.
  */
 function nextStep(e: LedgerEntry, outcome: string, now: number, store: string): string {
-  const id = shellQuote(e.requestId)
   if (e.operatorResolution === "not_executed")
-    return `released as not executed by ${e.resolvedBy ?? "an operator"}: the next redispatch runs it once more`
-  if (id === null)
+    return `released as not executed by ${clip(e.resolvedBy ?? "an operator")}: the next redispatch runs it once more`
+  if (shellQuote(e.requestId) === null)
     return "its id holds a NUL character, which no command line can pass: settle it through the HTTP API (POST /v1/transitions/{id}/mark-worker-dead, then release) or ActionLedger"
-  const ref = e.externalOperationRef ? ` (provider ref ${e.externalOperationRef})` : ""
+  const id = argWord(e.requestId)
+  const ref = e.externalOperationRef ? ` (provider ref ${clip(e.externalOperationRef)})` : ""
   const inFlight = outcome === "IN_FLIGHT"
   // An unbounded lease never lapses: once its worker is marked dead, only --force releases the row.
   const force = inFlight && e.leaseUntil === null ? " --force" : ""
   // Its silence never counts as death either: mark-dead needs the override there.
   const override = force ? " --override-heartbeat" : " [--override-heartbeat]"
   const verify = `${inFlight && !force ? "once it is EXPIRED, " : ""}verify with the provider${ref}, then: mycelium transitions release ${id} --fence ${e.fence} --verified completed|not-executed --by you --reason ...${force}${store}`
+  const long = id === LONG_ID ? `${longIdNote(e.requestId, "its request_id in --json")}: ` : ""
   if ((inFlight || leaseLapsed(e, now)) && e.workerDeadAssertedAt === null)
-    return `first confirm the worker is dead: mycelium transitions mark-dead ${id} --fence ${e.fence} --by you --reason "how you know it is dead"${store}${override}; then ${verify}`
-  return verify
+    return `${long}first confirm the worker is dead: mycelium transitions mark-dead ${id} --fence ${e.fence} --by you --reason "how you know it is dead"${store}${override}; then ${verify}`
+  return long + verify
 }
+
+// A hint's stand-in for an id too long to print (a `requestIdFrom` argument can be any length): the operator sets
+// ID to it, from the listing's --json or the command line they typed.
+const LONG_ID = '"$ID"'
+const longIdNote = (id: string, from: string): string =>
+  `its id is ${id.length} characters, too long to print: set ID to it (${from})`
 
 function json(e: LedgerEntry, now: number): Record<string, unknown> {
   return {
@@ -137,11 +156,11 @@ async function list(args: string[]): Promise<number> {
     for (const e of rows) {
       const outcome = resolvedOutcome(e, now)
       const released = e.operatorResolution
-        ? `  [released: ${clean(e.operatorResolution)} by ${clean(e.resolvedBy)}]`
+        ? `  [released: ${shown(e.operatorResolution)} by ${shown(e.resolvedBy)}]`
         : ""
-      const parent = e.parentRequestId ? `  parent=${clean(e.parentRequestId)}` : ""
+      const parent = e.parentRequestId ? `  parent=${shown(e.parentRequestId)}` : ""
       console.log(
-        `${bold(e.requestId)}  ${clean(e.tool)}  ${paintOutcome(outcome)}  age=${age(now - e.startedAt)}${parent}${released}`,
+        `${bold(clip(e.requestId))}  ${shown(e.tool)}  ${paintOutcome(outcome)}  age=${age(now - e.startedAt)}${parent}${released}`,
       )
       if (values.stuck) console.log(dim(`    next: ${nextStep(e, outcome, now, store.text)}`))
     }
@@ -171,7 +190,7 @@ async function show(args: string[]): Promise<number> {
   const id = oneId("show", positionals)
   return withLedger(values, async ({ ledger, where }) => {
     const e = await ledger.get(id)
-    if (!e) throw new CliError(`no transition '${id}' in ${where}`)
+    if (!e) throw new CliError(`no transition '${clip(id)}' in ${where}`)
     const now = ledger.clock.now()
     if (values.json) {
       printJson(json(e, now))
@@ -205,12 +224,17 @@ async function show(args: string[]): Promise<number> {
       ["worker_dead_asserted_by", e.workerDeadAssertedBy ?? "-"],
       ["worker_dead_asserted_at", iso(e.workerDeadAssertedAt)],
     ]
-    // The outcome is painted here, after clean(): cleaned again, its colour codes would print as text.
+    // The outcome is painted here, after clean(): cleaned again, its colour codes would print as text. Arguments,
+    // result and error are read more of; --json prints every field whole.
     for (const [k, v] of fields)
-      console.log(`${k}: ${k === "resolved_outcome" ? paintOutcome(String(v)) : clean(v)}`)
+      console.log(
+        `${k}: ${k === "resolved_outcome" ? paintOutcome(String(v)) : shown(v, VALUE_FIELDS.has(k) ? VALUE_CHARS : SHOWN_CHARS)}`,
+      )
     return 0
   })
 }
+
+const VALUE_FIELDS: ReadonlySet<string> = new Set(["args", "result", "error"])
 
 const VERDICTS: Record<string, "completed" | "not_executed"> = {
   completed: "completed",
@@ -256,6 +280,8 @@ export async function release(args: string[], command = "transitions release"): 
     values,
     async ({ ledger }) => {
       const fence = expectedFence !== undefined ? ` --fence ${expectedFence}` : ""
+      const word = argWord(id)
+      const long = word === LONG_ID ? ` (${longIdNote(id, "the one you passed")})` : ""
       const row = await refusals(
         () =>
           ledger.release(id, {
@@ -267,12 +293,12 @@ export async function release(args: string[], command = "transitions release"): 
             ...(expectedFence !== undefined ? { expectedFence } : {}),
             ...(values.force ? { force: true } : {}),
           }),
-        `once it is dead, mycelium transitions mark-dead ${argWord(id)}${fence} --by you --reason "how you know it is ` +
-          `dead"${storeFlagsText(values).text} [--override-heartbeat], or add --override-death-signal WHY; read the ` +
-          "provider after that, not before",
+        `once it is dead, mycelium transitions mark-dead ${word}${fence} --by you --reason "how you know it is ` +
+          `dead"${storeFlagsText(values).text} [--override-heartbeat]${long}, or add --override-death-signal WHY; ` +
+          "read the provider after that, not before",
       )
       console.log(
-        `released ${clean(row.requestId)} (${clean(row.tool)}): verified=${verified} by=${clean(values.by)} from=${row.releasedFromOutcome}`,
+        `released ${shown(row.requestId)} (${shown(row.tool)}): verified=${verified} by=${shown(values.by)} from=${row.releasedFromOutcome}`,
       )
       console.log(
         dim(
@@ -288,11 +314,11 @@ export async function release(args: string[], command = "transitions release"): 
   )
 }
 
-/** An id read from argv as a shell word: argv never holds NUL, so it has one. */
+/** An id read from argv as a shell word (argv never holds NUL, so it has one), or LONG_ID for one too long to print. */
 function argWord(id: string): string {
   const w = shellQuote(id)
   if (w === null) throw new UsageError("the request id holds a NUL character, which no command line can pass")
-  return w
+  return id.length > SHOWN_CHARS ? LONG_ID : w
 }
 
 /** `--fence N`: a whole number, as `show` prints it. */
@@ -334,12 +360,14 @@ async function markDead(args: string[]): Promise<number> {
       "add --override-heartbeat",
     )
     console.log(
-      `marked the worker of ${clean(row.requestId)} (${clean(row.tool)}) dead: owner=${clean(row.owner ?? "-")} by=${clean(values.by)}`,
+      `marked the worker of ${shown(row.requestId)} (${shown(row.tool)}) dead: owner=${shown(row.owner ?? "-")} by=${shown(values.by)}`,
     )
     const force = resolvedOutcome(row, ledger.clock.now()) === "IN_FLIGHT" && row.leaseUntil === null
+    const word = argWord(row.requestId)
+    const long = word === LONG_ID ? ` (${longIdNote(row.requestId, "the one you passed")})` : ""
     console.log(
       dim(
-        `next: verify with the provider, then: mycelium transitions release ${argWord(row.requestId)} --fence ${row.fence} --verified completed|not-executed --by you --reason ...${force ? " --force" : ""}${store}`,
+        `next: verify with the provider, then: mycelium transitions release ${word} --fence ${row.fence} --verified completed|not-executed --by you --reason ...${force ? " --force" : ""}${store}${long}`,
       ),
     )
     return 0

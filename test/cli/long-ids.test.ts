@@ -1,0 +1,150 @@
+// A request id can be any length (a `requestIdFrom` argument the model wrote), and a tool name, owner or task id
+// too: the CLI printed them whole, so one 1 MB row buried the listing and the next steps an operator reads. Each is
+// now shown clipped (300 characters and its length) and inert, as the tool boundary clips the text it shows; a next
+// step names a long id as "$ID", and --json still prints it whole.
+import { mkdtempSync, rmSync } from "node:fs"
+import { tmpdir } from "node:os"
+import { join } from "node:path"
+import { afterAll, beforeAll, describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
+import { FileLedgerStorage } from "../../src/adapters/file.ts"
+import { FileTaskStore } from "../../src/adapters/file-tasks.ts"
+import { TaskLedger } from "../../src/tasks.ts"
+import { cliRunner } from "./run-cli.ts"
+
+const cwd = mkdtempSync(join(tmpdir(), "mycelium-long-ids-"))
+afterAll(() => rmSync(cwd, { recursive: true, force: true }))
+// --json prints the megabyte ids whole: more than spawnSync keeps by default.
+const run = cliRunner(cwd, { timeout: 30_000, maxBuffer: 16 * 1024 * 1024 })
+const file = join(cwd, "ledger.json")
+const tasks = join(cwd, "tasks.json")
+
+// Hostile from its first byte: an escape sequence that clears the screen, then a megabyte.
+const HUGE = `pay\u001b[2J\u001b]0;PWNED\u0007${"x".repeat(1024 * 1024)}`
+// Ones a command line can still carry (an argument holds up to 128 KiB on Linux).
+const LONG = `refund-${"y".repeat(100_000)}`
+const SETTLE = `settle-${"s".repeat(100_000)}`
+const TOOL = `pay_${"t".repeat(1024 * 1024)}`
+
+/** A row whose lease lapsed 10 s ago: UNKNOWN (its worker ended unsure), or still IN_FLIGHT (EXPIRED: it may be alive). */
+async function row(id: string, tool: string, owner: string, unknown = true): Promise<void> {
+  const now = Date.now() / 1000
+  const entry = newEntry({ requestId: id, tool, owner, fence: 1, leaseUntil: now - 10 }, now - 50)
+  await new FileLedgerStorage(file).set(
+    unknown ? { ...entry, terminalOutcome: "UNKNOWN", sideEffectBoundary: "maybe_crossed" } : entry,
+  )
+}
+
+beforeAll(async () => {
+  await row(HUGE, TOOL, "w1")
+  // No death signal: its release is refused with the next steps, which name the id.
+  await row(LONG, "refund", "w2", false)
+  await row(SETTLE, "refund", "w3", false)
+  const ledger = new TaskLedger({ storage: new FileTaskStore(tasks), onWarning: () => {} })
+  await ledger.task(`t${"k".repeat(5000)}`, async () => "ok")(
+    {},
+    { taskId: `import:${"z".repeat(1024 * 1024)}` },
+  )
+}, 60_000)
+
+/** Bounded, inert output: nothing near the megabyte, no control character a terminal acts on. */
+function shownBounded(text: string, max = 4000): void {
+  expect(text.length).toBeLessThan(max)
+  // biome-ignore lint/suspicious/noControlCharactersInRegex: finding control characters is the point
+  expect(text).not.toMatch(/[\u0000-\u0009\u000b-\u001f\u007f-\u009f]/)
+}
+
+describe("ids, tool names and owners are shown clipped and inert", () => {
+  it("transitions list: each row on one short line, with the length said", () => {
+    const r = run(["transitions", "list", "--file", file])
+    expect(r.code, r.err).toBe(0)
+    shownBounded(r.out)
+    const lines = r.out.trim().split("\n")
+    expect(lines).toHaveLength(3)
+    const huge = lines.find((l) => l.startsWith("pay"))
+    expect(huge).toMatch(
+      new RegExp(
+        `^pay\\\\x1b\\[2J\\\\x1b\\]0;PWNED\\\\x07x+\\.\\.\\. \\(${HUGE.length} characters\\) {2}pay_t+\\.\\.\\. \\(${TOOL.length} characters\\)`,
+      ),
+    )
+  })
+
+  it("transitions list --stuck: the next steps name a long id as $ID and say where to take it from", () => {
+    const r = run(["transitions", "list", "--stuck", "--file", file])
+    expect(r.code, r.err).toBe(0)
+    shownBounded(r.out, 6000)
+    const next = r.out.split("\n").filter((l) => l.includes("next:"))
+    expect(next).toHaveLength(3)
+    for (const l of next) {
+      expect(l).toMatch(
+        /its id is \d+ characters, too long to print: set ID to it \(its request_id in --json\)/,
+      )
+      expect(l).toContain('mycelium transitions release "$ID" --fence 1')
+      expect(l).toContain(`--file ${file}`)
+    }
+    // The IN_FLIGHT ones' workers may be alive: their death is confirmed first, by the same "$ID".
+    expect(next.filter((l) => l.includes('mycelium transitions mark-dead "$ID" --fence 1'))).toHaveLength(2)
+  })
+
+  it("transitions list --json still prints every id whole", () => {
+    const r = run(["transitions", "list", "--json", "--file", file])
+    expect(r.code, r.err).toBe(0)
+    const ids = (JSON.parse(r.out) as { request_id: string }[]).map((e) => e.request_id).sort()
+    expect(ids).toEqual([LONG, SETTLE, HUGE].sort())
+  })
+
+  it("transitions show, and a refused release of a live lease: short lines, the next step with $ID", () => {
+    const show = run(["transitions", "show", LONG, "--file", file])
+    expect(show.code, show.err).toBe(0)
+    shownBounded(show.out)
+    expect(show.out).toContain(`request_id: refund-${"y".repeat(293)}... (100007 characters)`)
+    const refused = run([
+      "transitions",
+      "release",
+      LONG,
+      "--verified",
+      "not-executed",
+      "--by",
+      "ops",
+      "--reason",
+      "r",
+      "--file",
+      file,
+    ])
+    expect(refused.code).toBe(1)
+    shownBounded(refused.err, 3000)
+    expect(refused.err).toContain("characters cut")
+    expect(refused.err).toContain('mycelium transitions mark-dead "$ID"')
+    expect(refused.err).toContain("set ID to it (the one you passed)")
+  })
+
+  it("no such transition: the id typed is clipped in the message", () => {
+    const r = run(["transitions", "show", `nope\u001b[2J${"n".repeat(100_000)}`, "--file", file])
+    expect(r.code).toBe(1)
+    shownBounded(r.err, 1000)
+    expect(r.err).toMatch(/no transition 'nope\\x1b\[2Jn+\.\.\. \(100008 characters\)' in file /)
+  })
+
+  it("mark-dead and release print the id and tool clipped", () => {
+    const by = ["--by", `ops${"o".repeat(5000)}`, "--reason", "worker killed", "--file", file]
+    const dead = run(["transitions", "mark-dead", SETTLE, ...by, "--override-heartbeat"])
+    expect(dead.code, dead.err.slice(-600)).toBe(0)
+    shownBounded(dead.out)
+    expect(dead.out).toContain('mycelium transitions release "$ID" --fence 1')
+    const released = run(["transitions", "release", SETTLE, "--verified", "not-executed", ...by])
+    expect(released.code, released.err).toBe(0)
+    shownBounded(released.out)
+    expect(released.out).toMatch(
+      /^released settle-s+\.\.\. \(100007 characters\) \(refund\): verified=not_executed by=opso+\.\.\. \(5003 characters\)/,
+    )
+  })
+
+  it("tasks list clips the task's id and name", () => {
+    const list = run(["tasks", "list", "--file", tasks])
+    expect(list.code, list.err).toBe(0)
+    shownBounded(list.out)
+    expect(list.out).toMatch(
+      /^import:z+\.\.\. \(1048583 characters\) {2}tk+\.\.\. \(5001 characters\) {2}completed$/m,
+    )
+  })
+})
