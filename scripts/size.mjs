@@ -96,6 +96,9 @@ const budgets = [
     // request id or ref over 300 characters clipped, through the tool boundary's cut (now repr.ts clip()): a 1 MB
     // requestIdFrom argument made the hard-block, soft-block, drift, denial, poll-timeout and unstorable-replay texts
     // 1 MB each, and the integrations showed them to the model in every turn.
+    // 2026-12-07, stop 48, -6 B, 18,102 -> 18,096 B (core 20,441 -> 20,426): the rest of the texts quoting a request
+    // id clip it too (the repair LedgerRowError, the operator and fenced-method refusals, the receipt errors, the
+    // memory store's limits), paid for by clip() without its unused `max` and startingWith() counting from Infinity.
     max: 17.7 * KB,
     target: 15 * KB,
   },
@@ -171,6 +174,8 @@ const budgets = [
     // tasks 8.2 -> 8.3 KB (2026-12-06, stop 47's review), 40 B: the row limit counts the row's id and lease (a Durable
     // Object's row holds the id twice: a 400 KB id's result passed the check, then SQLite refused it after the body
     // ran), and a release over it is TaskReleaseRefusedError, not an outage: 8,443 B.
+    // tasks 2026-12-07 (stop 48), +41 B within 8.3 KB: the task ledger's texts quote a task id clipped (a 1 MB
+    // task_id made the in-flight, release, lease and receipt texts 1 MB each): 8,484 B.
     ["tasks", 8.3],
     // state 2.4 -> 2.5 KB (2026-12-05): the JSON conversion it shares with the ledger learned to refuse arguments
     // that are not plain (the refusal itself stays with the ledger): 2,496 B.
@@ -263,6 +268,13 @@ const budgets = [
     // call again), +25 B; paid for by load() reading each key through read(), -35 B.
     // Then 6,131 -> 6,142 B (stop 47): read() still reads the empty prefix's key of the id '' (load() through read()
     // had skipped it, read the tombstone as an abandoned claim, and a second claim took a live one over), +11 B.
+    // upstash 2026-12-07 (stop 48), 6,142 -> 6,143 B, within #11's 6 KB: the claim's limit and text refusals quote the
+    // request id clipped (a 1 MB requestIdFrom argument holding a NUL, or 1,000-deep arguments, made each 1 MB), as do
+    // the depth and other-row refusals: clip() came in at +45 B. Paid for by startingWith() counting from Infinity
+    // (17 B; the core entry shrank beside it this time), clip() spelled by index (2 B), the reply error's cut
+    // taken by clip() (300 characters and `...`, was 200 bare: 4 B), #fromStored's flag optional (4 B) and the Lua
+    // indented one space a level (11 B). Every other adapter but neon, http and durable-object is unchanged (those
+    // three: +30 to +42 B, far inside 6 KB).
     max: 6 * KB,
   })),
   // Framework glue: the frameworks are type-only imports, so this is the wrapper plus bounded() and the

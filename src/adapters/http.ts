@@ -17,6 +17,7 @@ import {
 } from "../adapter-kit.ts"
 import { InvalidOptionError, MyceliumError } from "../core/errors.ts"
 import { LedgerConfigError } from "../core/ledger/errors.ts"
+import { clip } from "../core/repr.ts"
 import { apiBaseUrl } from "../core/storage/api-url.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 import {
@@ -82,7 +83,8 @@ const malformed = (what: string) =>
 /** The row the server answered must be the one asked for: a row of another call is never this call's state. */
 function rowOf(raw: unknown, requestId: string): LedgerEntry {
   const got = (raw as Row | null)?.request_id
-  if (got !== requestId) throw malformed(`a row for ${JSON.stringify(got)} when '${requestId}' was asked for`)
+  if (got !== requestId)
+    throw malformed(`a row for ${JSON.stringify(got)} when '${clip(requestId)}' was asked for`)
   return entryFromRow(raw as Row)
 }
 
@@ -260,7 +262,7 @@ export class HttpLedgerStorage implements LedgerStorage {
     // encodeURIComponent throws a bare URIError on one: set() and tryTransition() failed untyped.
     if (!requestId.isWellFormed())
       throw new LedgerConfigError(
-        `request '${requestId}' holds an unpaired surrogate, which the API cannot keep; nothing was written`,
+        `request '${clip(requestId)}' holds an unpaired surrogate, which the API cannot keep; nothing was written`,
       )
     return encodeURIComponent(requestId)
   }

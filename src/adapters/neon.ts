@@ -20,6 +20,7 @@ import {
 import { MyceliumError } from "../core/errors.ts"
 import { LedgerRowError } from "../core/ledger/errors.ts"
 import { TerminalOutcome } from "../core/ledger/model/enums.ts"
+import { clip } from "../core/repr.ts"
 import { isUnstorableText, listsNothing, pairHeadOptions, startingWith } from "../core/storage/text.ts"
 import {
   driverRun,
@@ -166,7 +167,7 @@ export class NeonLedgerStorage implements LedgerStorage {
       if (result.outcome !== "claimed") return result
     }
     throw new NeonClaimRetryError(
-      `claim of '${entry.requestId}' kept racing concurrent writers for ${CLAIM_ROUNDS} rounds; retry later`,
+      `claim of '${clip(entry.requestId)}' kept racing concurrent writers for ${CLAIM_ROUNDS} rounds; retry later`,
     )
   }
 

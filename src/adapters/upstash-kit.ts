@@ -1,6 +1,7 @@
 // The Upstash family's shared pieces, package-internal (not an entry): what the ledger, task and receipt stores
 // share of their keys, scripts and replies. The ledger's entry re-exports UpstashReplyError, the class users catch.
 import { MyceliumError } from "../core/errors.ts"
+import { clip } from "../core/repr.ts"
 
 /** The one call scanKeys makes, as UpstashClient declares it (its own type here: the kit imports nothing of upstash.ts). */
 interface ScanClient {
@@ -25,7 +26,7 @@ export class UpstashReplyError extends MyceliumError {
   override readonly name = "UpstashReplyError"
   override readonly code = "upstash_unexpected_reply"
   constructor(op: string, reply: unknown) {
-    super(`unexpected reply from Redis during ${op}: ${JSON.stringify(reply)?.slice(0, 200)}`)
+    super(`unexpected reply from Redis during ${op}: ${clip(String(JSON.stringify(reply)))}`)
   }
 }
 

@@ -3,6 +3,7 @@
 // `{prefix without ':'}-lease:{id}`. `swap` is one Lua script: it compares a digest of the stored row and lease
 // with the version the caller read and writes all three keys, so it is atomic without WATCH/MULTI.
 import { parsePythonRow } from "../core/python-nan.ts"
+import { clip } from "../core/repr.ts"
 import { TaskIdAmbiguousError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import type { TaskStore } from "../core/tasks/store.ts"
@@ -93,14 +94,14 @@ export class UpstashTaskStore implements TaskStore {
     // would be one key, and the second task would find the first's row. Refused before any read or write.
     if (!id.isWellFormed())
       throw new TaskIdAmbiguousError(
-        `task request id '${id}' holds an unpaired surrogate, which Redis keeps as another id's key: pass valid Unicode`,
+        `task request id '${clip(id)}' holds an unpaired surrogate, which Redis keeps as another id's key: pass valid Unicode`,
       )
     // Refused before any read or write: a write there would overwrite another task's tombstone or lease.
     const [head, kind] = this.#clash(id) ?? []
     if (head)
       throw new TaskIdAmbiguousError(
-        `task request id '${id}' would be stored at the ${kind === "tomb" ? "tombstone" : kind} key of task ` +
-          `'${id.slice(head.length)}' under the prefix '${this.#prefix}': use an id not starting with '-tomb:' or ` +
+        `task request id '${clip(id)}' would be stored at the ${kind === "tomb" ? "tombstone" : kind} key of task ` +
+          `'${clip(id.slice(head.length))}' under the prefix '${this.#prefix}': use an id not starting with '-tomb:' or ` +
           `'-lease:', or a prefix ending in ':'`,
       )
     return [`${this.#prefix}${id}`, `${this.#base}-tomb:${id}`, `${this.#base}-lease:${id}`]
@@ -114,11 +115,11 @@ export class UpstashTaskStore implements TaskStore {
     if (!isVersion(reply[0]) || reply.length !== 3) throw new UpstashReplyError("task get", reply)
     const row = parseTaskRow(parsed(reply[1]))
     if (!row)
-      throw new UpstashReplyError(`task get (row '${requestId}' is not a task ledger entry)`, reply[1])
+      throw new UpstashReplyError(`task get (row '${clip(requestId)}' is not a task ledger entry)`, reply[1])
     // Under a prefix without ':' the tombstone of X is the row key of '-tomb:X': refused, never read as its row.
     if (row.request_id !== requestId)
       throw new UpstashReplyError(
-        `task get (the key of '${requestId}' holds another request id's row)`,
+        `task get (the key of '${clip(requestId)}' holds another request id's row)`,
         reply[1],
       )
     const rawLease = parsed(reply[2])

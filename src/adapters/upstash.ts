@@ -26,6 +26,7 @@ import {
 import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { resolvedOutcome } from "../core/ledger/model/entry.ts"
 import { parsePythonRow } from "../core/python-nan.ts"
+import { clip } from "../core/repr.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
 import { listsNothing, pairHeadOptions, startingWith } from "../core/storage/text.ts"
 import { derivedBase, globEscape, SENT_LUA, scanKeys, sentKey, UpstashReplyError } from "./upstash-kit.ts"
@@ -70,7 +71,8 @@ export type DispatchLookup = "index" | "scan"
 
 type Row = Record<string, unknown>
 
-// Comments stay out of the Lua text, which ships in every bundle as written.
+// Comments stay out of the Lua text, which ships in every bundle as written; so does its indentation: one space a
+// level.
 // The write scripts share one layout: KEYS row, tomb, legacy tomb or '', dispatch index of the row or '', then their
 // own; ARGV row (the claim's: its head), ttl, request id, then their own.
 // Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/model/entry.ts do, so
@@ -94,72 +96,72 @@ type Row = Record<string, unknown>
 const LUA_PRELUDE = `
 local NULL = cjson.null
 local VALID = {IN_FLIGHT=true, COMPLETED=true, FAILED_BEFORE_EFFECT=true, FAILED_AFTER_EFFECT=true,
-  EXPIRED=true, BLOCKED=true, UNKNOWN=true}
+ EXPIRED=true, BLOCKED=true, UNKNOWN=true}
 local NAN = 0/0
 local function num(v)
-  if v == nil or v == NULL or v == '' then return nil end
-  if type(v) == 'boolean' then return v and 1 or 0 end
-  return tonumber(v) or NAN
+ if v == nil or v == NULL or v == '' then return nil end
+ if type(v) == 'boolean' then return v and 1 or 0 end
+ return tonumber(v) or NAN
 end
 local function fence_of(row)
-  local f = num(row.fence)
-  if f == nil or f ~= f then return 0 end
-  return f
+ local f = num(row.fence)
+ if f == nil or f ~= f then return 0 end
+ return f
 end
 local function outcome_of(row)
-  local t = row.terminal_outcome
-  if t == nil then return 'IN_FLIGHT' end
-  if VALID[t] then return t end
-  local s = row.status
-  if s == 'completed' then return 'COMPLETED' end
-  if s == 'failed' then return 'FAILED_BEFORE_EFFECT' end
-  if s == 'in-flight' then return 'IN_FLIGHT' end
-  return 'UNKNOWN'
+ local t = row.terminal_outcome
+ if t == nil then return 'IN_FLIGHT' end
+ if VALID[t] then return t end
+ local s = row.status
+ if s == 'completed' then return 'COMPLETED' end
+ if s == 'failed' then return 'FAILED_BEFORE_EFFECT' end
+ if s == 'in-flight' then return 'IN_FLIGHT' end
+ return 'UNKNOWN'
 end
 local function decode(raw)
-  local ok, row = pcall(cjson.decode, raw)
-  if ok and type(row) == 'table' and type(row.request_id) == 'string' and type(row.tool) == 'string'
-    and type(row.status) == 'string' then
-    return row
-  end
+ local ok, row = pcall(cjson.decode, raw)
+ if ok and type(row) == 'table' and type(row.request_id) == 'string' and type(row.tool) == 'string'
+  and type(row.status) == 'string' then
+  return row
+ end
 end
 local function read(key)
-  local raw = (KEYS[1] == '' or key ~= '') and redis.call('GET', key)
-  if raw then return decode(raw), raw end
+ local raw = (KEYS[1] == '' or key ~= '') and redis.call('GET', key)
+ if raw then return decode(raw), raw end
 end
 local function load()
-  for _, i in ipairs({1, 3, 2}) do
-    local row, raw = read(KEYS[i])
-    if raw then
-      if row == nil then error('mycelium: corrupt ledger row at ' .. KEYS[i]) end
-      if row.request_id == ARGV[3] then
-        local t = outcome_of(row)
-        if i == 1 then
-          local n, r = read(KEYS[3])
-          if not (n and n.request_id == ARGV[3]) then n, r = read(KEYS[2]) end
-          if n and n.request_id == ARGV[3] and fence_of(n) > fence_of(row) then row, raw = n, r end
-        end
-        return row, raw, i > 1 and (t == 'IN_FLIGHT' or t == 'EXPIRED')
-      end
-      if i == 1 then error('mycelium: ' .. KEYS[1] .. " holds another request id's row") end
+ for _, i in ipairs({1, 3, 2}) do
+  local row, raw = read(KEYS[i])
+  if raw then
+   if row == nil then error('mycelium: corrupt ledger row at ' .. KEYS[i]) end
+   if row.request_id == ARGV[3] then
+    local t = outcome_of(row)
+    if i == 1 then
+     local n, r = read(KEYS[3])
+     if not (n and n.request_id == ARGV[3]) then n, r = read(KEYS[2]) end
+     if n and n.request_id == ARGV[3] and fence_of(n) > fence_of(row) then row, raw = n, r end
     end
+    return row, raw, i > 1 and (t == 'IN_FLIGHT' or t == 'EXPIRED')
+   end
+   if i == 1 then error('mycelium: ' .. KEYS[1] .. " holds another request id's row") end
   end
+ end
 end
 local function lease_of(row, ghost)
-  if ghost then return -math.huge end
-  return num(row.lease_until)
+ if ghost then return -math.huge end
+ return num(row.lease_until)
 end
 local function write(raw)
-  local ttl = tonumber(ARGV[2])
-  if ttl > 0 then
-    redis.call('SET', KEYS[1], raw, 'EX', math.max(ttl, redis.call('TTL', KEYS[1])))
-  else
-    redis.call('SET', KEYS[1], raw)
-  end
-  redis.call('SET', KEYS[2], raw)
-  local held, old = read(KEYS[3])
-  if KEYS[3] ~= '' and (not old or held and held.request_id == ARGV[3]) then redis.call('SET', KEYS[3], raw) end
-  if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[3]) end
+ local ttl = tonumber(ARGV[2])
+ if ttl > 0 then
+  redis.call('SET', KEYS[1], raw, 'EX', math.max(ttl, redis.call('TTL', KEYS[1])))
+ else
+  redis.call('SET', KEYS[1], raw)
+ end
+ redis.call('SET', KEYS[2], raw)
+ local held, old = read(KEYS[3])
+ if KEYS[3] ~= '' and (not old or held and held.request_id == ARGV[3]) then redis.call('SET', KEYS[3], raw) end
+ if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[3]) end
 end
 ${SENT_LUA}`
 
@@ -169,34 +171,34 @@ ${SENT_LUA}`
 // atomic step as the insert: of two racing claims under one dispatch id, the later script always sees the earlier one.
 const CLAIM_LUA = `${LUA_PRELUDE}
 local function claim()
-  local row, raw, ghost = load()
-  local fence = 0
-  if row ~= nil then
-    local t = outcome_of(row)
-    local lease = lease_of(row, ghost)
-    if t == 'IN_FLIGHT' and lease ~= nil and tonumber(ARGV[5]) >= lease then t = 'EXPIRED' end
-    fence = fence_of(row)
-    local claimable = t == 'EXPIRED' or t == 'FAILED_BEFORE_EFFECT' or t == 'FAILED_AFTER_EFFECT'
-    if not claimable or ARGV[6] ~= '' and fence ~= tonumber(ARGV[6]) then
-      return {t == 'COMPLETED' and 'completed' or 'in_flight', raw, ghost and 1 or 0}
-    end
+ local row, raw, ghost = load()
+ local fence = 0
+ if row ~= nil then
+  local t = outcome_of(row)
+  local lease = lease_of(row, ghost)
+  if t == 'IN_FLIGHT' and lease ~= nil and tonumber(ARGV[5]) >= lease then t = 'EXPIRED' end
+  fence = fence_of(row)
+  local claimable = t == 'EXPIRED' or t == 'FAILED_BEFORE_EFFECT' or t == 'FAILED_AFTER_EFFECT'
+  if not claimable or ARGV[6] ~= '' and fence ~= tonumber(ARGV[6]) then
+   return {t == 'COMPLETED' and 'completed' or 'in_flight', raw, ghost and 1 or 0}
   end
-  local nf = string.format('%d', fence + 1)
-  write(ARGV[1] .. nf .. ARGV[4])
-  sent(KEYS[5], nf)
-  return nf
+ end
+ local nf = string.format('%d', fence + 1)
+ write(ARGV[1] .. nf .. ARGV[4])
+ sent(KEYS[5], nf)
+ return nf
 end
 local nf = was_sent(KEYS[5]) or claim()
 if type(nf) == 'table' then return nf end
 local out = {'claimed', nf, 0}
 if KEYS[6] ~= '' then
-  for _, id in ipairs(redis.call('SMEMBERS', KEYS[6])) do
-    if id ~= ARGV[3] then
-      out[#out + 1] = id
-      out[#out + 1] = redis.call('GET', ARGV[7] .. id) or ''
-      out[#out + 1] = redis.call('GET', ARGV[8] .. id) or ''
-    end
+ for _, id in ipairs(redis.call('SMEMBERS', KEYS[6])) do
+  if id ~= ARGV[3] then
+   out[#out + 1] = id
+   out[#out + 1] = redis.call('GET', ARGV[7] .. id) or ''
+   out[#out + 1] = redis.call('GET', ARGV[8] .. id) or ''
   end
+ end
 end
 return out
 `
@@ -213,23 +215,23 @@ local hit = false
 for o in string.gmatch(ARGV[4], '[^,]+') do if o == t then hit = true end end
 if not hit then return 0 end
 if ARGV[5] == '1' then
-  local o = row.owner
-  if o == nil or o == NULL or tostring(o) ~= ARGV[6] then return 0 end
+ local o = row.owner
+ if o == nil or o == NULL or tostring(o) ~= ARGV[6] then return 0 end
 end
 if fence_of(row) ~= tonumber(ARGV[7]) then return 0 end
 if ARGV[8] == '1' then
-  local p = row.effect_phase
-  if p == nil or p == NULL then p = 'INTENDED' end
-  if p ~= ARGV[9] then return 0 end
+ local p = row.effect_phase
+ if p == nil or p == NULL then p = 'INTENDED' end
+ if p ~= ARGV[9] then return 0 end
 end
 if ARGV[10] == '1' then
-  local lease = lease_of(row, ghost)
-  if lease ~= nil and not (lease > tonumber(ARGV[11])) then return 0 end
+ local lease = lease_of(row, ghost)
+ if lease ~= nil and not (lease > tonumber(ARGV[11])) then return 0 end
 end
 if ARGV[12] == '1' then
-  local b = row.side_effect_boundary
-  if b == nil or b == NULL then b = 'not_crossed' end
-  if b ~= ARGV[13] then return 0 end
+ local b = row.side_effect_boundary
+ if b == nil or b == NULL then b = 'not_crossed' end
+ if b ~= ARGV[13] then return 0 end
 end
 write(ARGV[1])
 sent(KEYS[5], '1')
@@ -241,8 +243,8 @@ return 1
 const SET_LUA = `${LUA_PRELUDE}
 local stored = -1
 for i = 1, 3 do
-  local row = read(KEYS[i])
-  if row and row.request_id == ARGV[3] then stored = math.max(stored, fence_of(row)) end
+ local row = read(KEYS[i])
+ if row and row.request_id == ARGV[3] then stored = math.max(stored, fence_of(row)) end
 end
 if stored > tonumber(ARGV[4]) then return stored end
 write(ARGV[1])
@@ -253,9 +255,9 @@ return -1
 const BY_DISPATCH_LUA = `
 local out = {}
 for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  out[#out + 1] = id
-  out[#out + 1] = redis.call('GET', ARGV[1] .. id) or ''
-  out[#out + 1] = redis.call('GET', ARGV[2] .. id) or ''
+ out[#out + 1] = id
+ out[#out + 1] = redis.call('GET', ARGV[1] .. id) or ''
+ out[#out + 1] = redis.call('GET', ARGV[2] .. id) or ''
 end
 return out
 `
@@ -511,7 +513,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
    * id is no tombstone, and under the primary key it is refused (the script refuses the same). `listed`: `id` came
    * from a scanned key, which may be no row of ours: values that are not its row are skipped.
    */
-  #fromStored(values: unknown[], now: number, id: string, listed = false): LedgerEntry | null {
+  #fromStored(values: unknown[], now: number, id: string, listed?: boolean): LedgerEntry | null {
     // Without the key, the original's tombstone before ours, as the scripts' load(): when it holds this id's row it is
     // the newest copy (our writes keep it), and ours may still hold a claim abandoned before a Python worker's
     // completion, which an eviction of the key let a redispatch reclaim and run again.
@@ -527,7 +529,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
       }
       if (row && i === 0 && !listed)
         throw new LedgerRowError(
-          `the key of '${id}' holds another request id's row; use a prefix ending in ':'`,
+          `the key of '${clip(id)}' holds another request id's row; use a prefix ending in ':'`,
         )
     }
     return null
@@ -591,7 +593,8 @@ function storedEntry(row: Row, tomb: boolean, now: number): LedgerEntry {
 function decodablePayload(entry: LedgerEntry): string {
   if (jsonDepth(entry, MAX_DEPTH) > MAX_DEPTH)
     throw new LedgerConfigError(
-      `request '${entry.requestId}': the row is too deep for this store (max_depth ${MAX_DEPTH}); nothing was written`,
+      `request '${clip(entry.requestId)}': the row is too deep for this store (max_depth ${MAX_DEPTH}); ` +
+        "nothing was written",
     )
   return keepablePayload(entry)
 }

@@ -1,5 +1,6 @@
 // Error classes keep a stable `name` (survives minification) and a `code` that HTTP and logs can rely on.
 import { MyceliumError } from "../errors.ts"
+import { clip } from "../repr.ts"
 
 /** Root of the ledger's errors. */
 export class LedgerError extends MyceliumError {
@@ -173,7 +174,7 @@ export class ReceiptAppendError extends LedgerError {
   readonly requestId: string
   constructor(requestId: string, receiptId: string, cause: unknown) {
     super(
-      `Request '${requestId}' is recorded (receipt_ref ${receiptId}) but its receipt was not stored: ` +
+      `Request '${clip(requestId)}' is recorded (receipt_ref ${receiptId}) but its receipt was not stored: ` +
         `${cause instanceof Error ? cause.message : String(cause)}. Restore the receipt store.`,
       { cause },
     )
@@ -192,7 +193,7 @@ export class LedgerReceiptUnsignedError extends LedgerError {
   readonly requestId: string
   constructor(requestId: string, cause: unknown) {
     super(
-      `Request '${requestId}' is recorded but its receipt was not signed: ` +
+      `Request '${clip(requestId)}' is recorded but its receipt was not signed: ` +
         `${cause instanceof Error ? cause.message : String(cause)}. Restore the signer; emit() one from the row.`,
       { cause },
     )

@@ -4,6 +4,7 @@
 
 import { LedgerConfigError, type UnstorableReason } from "../ledger/errors.ts"
 import type { LedgerEntry } from "../ledger/model/entry.ts"
+import { clip } from "../repr.ts"
 import type { StorageLimits } from "./contract.ts"
 import { jsonHoldsUnstorableText, keepableJson, MAX_ERROR_TEXT } from "./text.ts"
 
@@ -88,7 +89,7 @@ export function refuseUnkeepableClaim(entry: LedgerEntry, limits: StorageLimits)
     (bytes !== undefined && encoder.encode(text).length + 3 * MAX_ERROR_TEXT > bytes)
   )
     throw new LedgerConfigError(
-      `request '${entry.requestId}': its arguments are too deep or too big for this store (max_depth ${depth}, ` +
+      `request '${clip(entry.requestId)}': its arguments are too deep or too big for this store (max_depth ${depth}, ` +
         `max_row_bytes ${bytes} less room for an error); nothing was claimed`,
     )
 }

@@ -1,6 +1,7 @@
 import { claimVerdict, dispatchIdOf, matchesExpectation, refuseStaleSet } from "../ledger/machine/atomic.ts"
 import { stampClaim } from "../ledger/machine/transitions.ts"
 import type { LedgerEntry } from "../ledger/model/entry.ts"
+import { clip } from "../repr.ts"
 import type {
   ClaimOptions,
   ClaimResult,
@@ -169,10 +170,10 @@ function assertWithinLimits(entry: LedgerEntry, limits: StorageLimits): void {
   // The entry, not the codec's row: same nesting and values, and the hot path does not load the codec.
   const row = entry
   if (limits.maxDepth !== undefined && jsonDepth(row, limits.maxDepth) > limits.maxDepth)
-    throw new Error(`row '${entry.requestId}' nests deeper than ${limits.maxDepth}`)
+    throw new Error(`row '${clip(entry.requestId)}' nests deeper than ${limits.maxDepth}`)
   if (limits.maxRowBytes !== undefined) {
     const bytes = new TextEncoder().encode(JSON.stringify(row)).length
     if (bytes > limits.maxRowBytes)
-      throw new Error(`row '${entry.requestId}' is ${bytes} bytes, over ${limits.maxRowBytes}`)
+      throw new Error(`row '${clip(entry.requestId)}' is ${bytes} bytes, over ${limits.maxRowBytes}`)
   }
 }

@@ -5,6 +5,7 @@
 
 import { LedgerConfigError } from "../ledger/errors.ts"
 import { entryToRow, type LedgerEntry } from "../ledger/model/entry.ts"
+import { clip } from "../repr.ts"
 import type { ListOptions } from "./contract.ts"
 
 /** Whether `s` holds text no store can be trusted with. */
@@ -40,7 +41,7 @@ export async function* startingWith(
   options: ListOptions,
 ): AsyncIterable<LedgerEntry> {
   const prefix = options.prefix ?? ""
-  let left = options.limit ?? Number.POSITIVE_INFINITY
+  let left = options.limit ?? Infinity
   if (left <= 0) return
   let seen = false
   for await (const e of rows) {
@@ -67,7 +68,7 @@ export const jsonHoldsUnstorableText = (json: string): boolean =>
 export function keepableJson(json: string, requestId: string): string {
   if (jsonHoldsUnstorableText(json))
     throw new LedgerConfigError(
-      `request '${requestId}': the row holds U+0000 or an unpaired surrogate, which this store cannot keep; ` +
+      `request '${clip(requestId)}': the row holds U+0000 or an unpaired surrogate, which this store cannot keep; ` +
         "nothing was written",
     )
   return json

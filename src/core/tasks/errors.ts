@@ -1,5 +1,6 @@
 import { LedgerError } from "../ledger/index.ts"
 import { errorText } from "../ledger/machine/transitions.ts"
+import { clip } from "../repr.ts"
 
 /** Root of the task ledger's errors. */
 export class TaskLedgerError extends LedgerError {
@@ -76,7 +77,7 @@ export class TaskReceiptUnsignedError extends TaskLedgerError {
   readonly requestId: string
   constructor(requestId: string, status: "completed" | "failed", cause: unknown) {
     super(
-      `Task request '${requestId}' is recorded as ${status}, but its receipt could not be signed ` +
+      `Task request '${clip(requestId)}' is recorded as ${status}, but its receipt could not be signed ` +
         `(${errorText(cause)}); later calls replay ` +
         "the stored outcome. Restore the signer; this outcome has no receipt.",
       { cause },

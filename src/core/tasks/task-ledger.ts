@@ -14,7 +14,7 @@ import {
 import { errorText } from "../ledger/machine/transitions.ts"
 import { argumentsStoredAndKeyed, toJsonValue } from "../ledger/model/canonical.ts"
 import type { ToolArgs } from "../ledger/model/tool-arguments.ts"
-import { safeString } from "../repr.ts"
+import { clip, safeString } from "../repr.ts"
 import { secondsProblem } from "../seconds.ts"
 import { jsonDepth } from "../storage/limits.ts"
 import { jsonHoldsUnstorableText, keepableJson, MAX_ERROR_TEXT, storableText } from "../storage/text.ts"
@@ -233,7 +233,7 @@ export class TaskLedger {
         if (this.#strict) keepableJson(text, requestId)
         if (overBytes(requestId + text + this.owner, this.#maxBytes - 3 * MAX_ERROR_TEXT))
           throw new LedgerConfigError(
-            `request '${requestId}': arguments over the store's row limit; nothing was claimed`,
+            `request '${clip(requestId)}': arguments over the store's row limit; nothing was claimed`,
           )
       }
       const claimed = await this.#claim(opts, ttl, requestId, clean, meta)
@@ -285,7 +285,7 @@ export class TaskLedger {
         const lease = current ? leaseOf(current) : null
         if (!wait || now >= deadline) {
           throw new TaskLedgerPendingError(
-            `Task '${opts.name}' request '${requestId}' is already in-flight` +
+            `Task '${opts.name}' request '${clip(requestId)}' is already in-flight` +
               (lease
                 ? ` (worker ${lease.owner}, ${leaseEnd(lease)})`
                 : " (claimed without a lease, e.g. by the Python original: release it if its worker is gone)") +
@@ -348,7 +348,7 @@ export class TaskLedger {
       } else
         lost.abort(
           new TaskLeaseLostError(
-            `Task request '${held.requestId}' could not renew its lease before it lapses (${why}); ` +
+            `Task request '${clip(held.requestId)}' could not renew its lease before it lapses (${why}); ` +
               "stopping so another worker can take it over",
           ),
         )
@@ -374,7 +374,7 @@ export class TaskLedger {
         }
         if (version === null) {
           lost.abort(
-            new TaskLeaseLostError(`Task request '${held.requestId}' was taken over by another worker`),
+            new TaskLeaseLostError(`Task request '${clip(held.requestId)}' was taken over by another worker`),
           )
           // Not signal.reason: once the caller gave up, that is the caller's reason, and the body could not tell
           // that the task is no longer its own.
@@ -441,7 +441,7 @@ export class TaskLedger {
       // A cycle overflows the conversion. Leaving the row in flight would block every caller until the lease
       // lapses; a failed row says why and lets the next call run the task again.
       const unstorable = new TaskResultUnstorableError(
-        `Task request '${held.requestId}' returned a result that is not JSON the store can keep (${errorText(e)}); it was recorded ` +
+        `Task request '${clip(held.requestId)}' returned a result that is not JSON the store can keep (${errorText(e)}); it was recorded ` +
           "as failed and the next call runs it again. Return plain JSON (no cycles, no nesting 900 deep) from the task.",
       )
       try {
@@ -463,7 +463,7 @@ export class TaskLedger {
       if (!(e instanceof TaskLeaseLostError)) throw e
       // Work the body left running on ctx.signal stops too: the task is another worker's now.
       lost.abort(e)
-      this.#onWarning(`task result discarded for request '${held.requestId}': ${e.message}`)
+      this.#onWarning(`task result discarded for request '${clip(held.requestId)}': ${e.message}`)
     }
     return result
   }
@@ -495,9 +495,9 @@ export class TaskLedger {
       e instanceof TaskReceiptUnsignedError
         ? e.message
         : e instanceof ReceiptAppendError
-          ? `Task request '${held.requestId}' is recorded as failed, but its receipt ${e.receiptId} was not stored ` +
+          ? `Task request '${clip(held.requestId)}' is recorded as failed, but its receipt ${e.receiptId} was not stored ` +
             `(${errorText(e.cause)}). Restore the receipt store.`
-          : `could not record the failure of task request '${held.requestId}': ${errorText(e)}`,
+          : `could not record the failure of task request '${clip(held.requestId)}': ${errorText(e)}`,
     )
   }
 
@@ -540,7 +540,7 @@ export class TaskLedger {
     const version = await this.#swapHeld(held, { row, lease })
     if (version === null)
       throw new TaskLeaseLostError(
-        `Task request '${held.requestId}' was taken over or released; this worker's ${status} outcome was not recorded`,
+        `Task request '${clip(held.requestId)}' was taken over or released; this worker's ${status} outcome was not recorded`,
       )
     held.row = row
     held.lease = lease
@@ -582,16 +582,19 @@ export class TaskLedger {
     if (this.#strict) keepableJson(JSON.stringify([requestId, by, reason, releasedResult]), requestId)
     for (;;) {
       const current = await this.#store.get(requestId)
-      if (!current) throw new TaskReleaseRefusedError(`Cannot release unknown task request '${requestId}'`)
+      if (!current)
+        throw new TaskReleaseRefusedError(`Cannot release unknown task request '${clip(requestId)}'`)
       const now = this.clock.now()
       const state = taskState(current, now)
       if (state === "completed")
-        throw new TaskReleaseRefusedError(`Task request '${requestId}' is completed; nothing to release`)
+        throw new TaskReleaseRefusedError(
+          `Task request '${clip(requestId)}' is completed; nothing to release`,
+        )
       const lease = leaseOf(current)
       // An unbounded lease is live while its holder runs; a claim of the original's (no lease) is the stuck case.
       if (state === "live" && lease && !options.force)
         throw new TaskReleaseRefusedError(
-          `Task request '${requestId}' is held by ${lease.owner} under a ${leaseEnd(lease)}; ` +
+          `Task request '${clip(requestId)}' is held by ${lease.owner} under a ${leaseEnd(lease)}; ` +
             (lease.lease_until === null
               ? "pass force: true if that worker is gone"
               : "wait for the lease to lapse or pass force: true"),
@@ -619,7 +622,7 @@ export class TaskLedger {
         overBytes(requestId + JSON.stringify([row, by, reason]), this.#maxBytes)
       )
         throw new TaskReleaseRefusedError(
-          `Task request '${requestId}' was not released: its row is over the store's row limit`,
+          `Task request '${clip(requestId)}' was not released: its row is over the store's row limit`,
         )
       // Signed before the write: a signer outage refuses the release and changes nothing.
       let receipt: Awaited<ReturnType<ReceiptHook["sign"]>> | null = null
@@ -646,7 +649,7 @@ export class TaskLedger {
           })
         } catch (e) {
           throw new TaskReleaseRefusedError(
-            `Task request '${requestId}' was not released: its receipt could not be signed (${errorText(e)}). ` +
+            `Task request '${clip(requestId)}' was not released: its receipt could not be signed (${errorText(e)}). ` +
               "Restore the signer and release it again.",
             { cause: e },
           )

@@ -157,7 +157,7 @@ async function claimLoop(core: LedgerCore, req: ClaimRequest, firstSeen: LedgerE
         // retrying at once spun without end, past pollTimeout.
         if (!(await core.store.tryTransition(repairedRow(row, now), asRead(row))) && ++refusedRepairs > 2)
           throw new LedgerRowError(
-            `The store refuses every repair of request '${req.requestId}': repair or delete its row`,
+            `The store refuses every repair of request '${clip(req.requestId)}': repair or delete its row`,
           )
         observed = await core.store.get(req.requestId)
         continue

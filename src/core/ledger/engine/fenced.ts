@@ -1,6 +1,8 @@
 // Writes under a fence: only the holder of a claim (its fence, and its owner when given) moves the row, by one
 // compare-and-set from the row it holds. Public `ActionLedger` methods and the tool wrapper's
 // `TransitionContext` both come through here.
+
+import { clip } from "../../repr.ts"
 import type { TransitionExpectation } from "../../storage/contract.ts"
 import { notJson, unstorableReason } from "../../storage/limits.ts"
 import { MAX_ERROR_TEXT, storableText } from "../../storage/text.ts"
@@ -52,7 +54,8 @@ export async function heldRow(
     throw new LedgerConfigError(`${op} requires the claim fence: pass the fence the claim returned`)
   }
   const row = await core.store.get(requestId)
-  if (!row) throw new LedgerUnknownRequestError(`Cannot ${op} unknown request '${requestId}': claim it first`)
+  if (!row)
+    throw new LedgerUnknownRequestError(`Cannot ${op} unknown request '${clip(requestId)}': claim it first`)
   return { ...row, fence: guard.fence, owner: guard.owner ?? row.owner }
 }
 
@@ -93,7 +96,7 @@ export async function casFrom(
     if (row && want != null && row[field] !== want) hints.push(`${field} is ${row[field]}, expected ${want}`)
   }
   throw new LedgerOutcomeAlreadySetError(
-    `Cannot ${op} request '${current.requestId}': stored outcome is ${row ? resolvedOutcome(row, now) : "missing"}, ` +
+    `Cannot ${op} request '${clip(current.requestId)}': stored outcome is ${row ? resolvedOutcome(row, now) : "missing"}, ` +
       `expected one of [${expect.outcomes.join(", ")}]${hints.length ? ` (${hints.join("; ")})` : ""}`,
   )
 }
@@ -133,7 +136,7 @@ const held = (c: LedgerEntry, effectPhase?: EffectState, leaseHeldAt?: number): 
 function effectExpect(c: LedgerEntry, op: string, leaseHeldAt?: number): TransitionExpectation {
   if (c.effectProtocolRequired && !hasAllowedDecision(c)) {
     throw new LedgerOutcomeAlreadySetError(
-      `Cannot ${op} request '${c.requestId}': record an allowed decision first (effect-commit protocol)`,
+      `Cannot ${op} request '${clip(c.requestId)}': record an allowed decision first (effect-commit protocol)`,
     )
   }
   return held(c, c.effectProtocolRequired ? "ATTEMPTING" : undefined, leaseHeldAt)
@@ -213,7 +216,7 @@ export function completedOrUnstorable(core: LedgerCore, c: LedgerEntry, result: 
     () => completedRow(c, result, now),
     (bad) => {
       core.warn(
-        `the result of '${c.tool}' request '${c.requestId}' was not stored (${bad.message}); replays raise ` +
+        `the result of '${c.tool}' request '${clip(c.requestId)}' was not stored (${bad.message}); replays raise ` +
           "LedgerResultUnstorableError. Return less from the tool.",
       )
       return unstorableRow(c, bad.reason, bad.message, now)
@@ -264,7 +267,7 @@ export function markHeld(
 
 const lapsed = (c: LedgerEntry, act: string): LedgerLeaseError =>
   new LedgerLeaseError(
-    `Cannot ${act} request '${c.requestId}': lease already expired — reclaim or reconcile instead`,
+    `Cannot ${act} request '${clip(c.requestId)}': lease already expired — reclaim or reconcile instead`,
   )
 
 /** A weaker value still performs the CAS, so a stale fence fails even when nothing would change. */

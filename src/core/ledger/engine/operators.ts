@@ -1,5 +1,6 @@
 // Operator actions: verdicts on ambiguous transitions, worker-death assertions, listings. ActionLedger exposes
 // each as a method.
+import { clip } from "../../repr.ts"
 import { checkCallSeconds, type LedgerCore, seconds } from "../core.ts"
 import {
   LedgerAlreadyResolvedError,
@@ -99,7 +100,7 @@ export async function release(
   if (override !== undefined && blank(override)) {
     throw new LedgerReleaseRefusedError("overrideDeathSignal must say why the owner can no longer act")
   }
-  const cannot = `Cannot release request '${requestId}': `
+  const cannot = `Cannot release request '${clip(requestId)}': `
   // The values read above, which the row will hold: checked, not read again (a getter could answer otherwise).
   const row = await operatorRow(core, requestId, { by, reason }, cannot)
   // Before the fence: a release moves it, so a second one would otherwise read as "claimed again".
@@ -213,7 +214,7 @@ export async function markWorkerDeadFor(
   requestId: string,
   options: MarkWorkerDeadOptions,
 ): Promise<LedgerEntry> {
-  const cannot = `Cannot mark worker dead for request '${requestId}': `
+  const cannot = `Cannot mark worker dead for request '${clip(requestId)}': `
   const row = await operatorRow(core, requestId, options, cannot)
   checkFence(row, options.expectedFence, cannot)
   const now = core.clock.now()
@@ -297,10 +298,10 @@ export async function waitForTransition(
   const deadline = timeout === null ? Infinity : core.clock.now() + timeout
   for (;;) {
     const row = await core.store.get(requestId)
-    if (!row) throw new LedgerUnknownRequestError(`Cannot wait for unknown request '${requestId}'`)
+    if (!row) throw new LedgerUnknownRequestError(`Cannot wait for unknown request '${clip(requestId)}'`)
     if (resolvedOutcome(row, core.clock.now()) !== "IN_FLIGHT") return row
     if (core.clock.now() >= deadline)
-      throw new LedgerPollTimeoutError(`Timed out waiting for request '${requestId}'`)
+      throw new LedgerPollTimeoutError(`Timed out waiting for request '${clip(requestId)}'`)
     await core.clock.sleep(interval, options.signal)
   }
 }

@@ -146,7 +146,7 @@ export function createLedgeredTool<A extends object, R, L>(
       await tx.complete(result)
     } catch (e) {
       if (!(e instanceof LedgerOutcomeAlreadySetError)) throw e
-      core.warn(`tool result discarded for '${tool}' request '${request.requestId}': ${e.message}`)
+      core.warn(`tool result discarded for '${tool}' request '${clip(request.requestId)}': ${e.message}`)
     }
     return result
   }
@@ -320,7 +320,7 @@ class OwnedTransition implements TransitionContext {
       // After sideEffect() returned, this worker knows the effect happened; the row still says maybe_crossed.
       await this.#write((c) => failHeld(this.#core, c, text, this.#boundary))
     } catch (e) {
-      const at = `the failure of '${this.#current.tool}' request '${this.requestId}'`
+      const at = `the failure of '${this.#current.tool}' request '${clip(this.requestId)}'`
       this.#core.warn(
         // outcomeCas wrote the row before it threw this.
         e instanceof LedgerReceiptUnsignedError
