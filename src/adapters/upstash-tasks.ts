@@ -141,17 +141,22 @@ export class UpstashTaskStore implements TaskStore {
   // original's in-flight TTL) is still listed, and a prefix without ':' (whose tombstone and lease keys start with
   // it) does not list a tombstone or a lease as a task.
   async *list(): AsyncIterable<StoredTask> {
-    const tomb = `${this.#base}-tomb:`
+    // Under a prefix ending in '::', versions before 2026-12-07 stripped one ':' only: the tasks they wrote have
+    // their tombstone there alone until written again, and went unlisted (a task left in flight could not be found
+    // to release). Each is read from its row key, as any other.
+    const tombs = [`${this.#base}-tomb:`]
+    if (this.#prefix.endsWith("::")) tombs.push(`${this.#prefix.slice(0, -1)}-tomb:`)
     // SCAN may return a key more than once (a keyspace shrinking mid-scan, as other tenants' keys are deleted): the
     // same task was listed twice, and `mycelium tasks list` counted it twice.
     const seen = new Set<string>()
-    for await (const k of scanKeys(this.#redis, `${globEscape(tomb)}*`, 500)) {
-      // The tombstone of a refused id is what an older version left: never one of ours, skipped.
-      const id = k.slice(tomb.length)
-      if (seen.has(id)) continue
-      seen.add(id)
-      const t = this.#clash(id) ? null : await this.get(id)
-      if (t) yield t
-    }
+    for (const tomb of tombs)
+      for await (const k of scanKeys(this.#redis, `${globEscape(tomb)}*`, 500)) {
+        // The tombstone of a refused id is what an older version left: never one of ours, skipped.
+        const id = k.slice(tomb.length)
+        if (seen.has(id)) continue
+        seen.add(id)
+        const t = this.#clash(id) ? null : await this.get(id)
+        if (t) yield t
+      }
   }
 }

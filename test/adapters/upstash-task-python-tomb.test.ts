@@ -38,4 +38,24 @@ describe("task store, prefix ending in '::', shared with the Python original", (
     expect(await raw.get(`${base}:task-tomb:T-2`)).toMatchObject({ request_id: "T-2", status: "completed" })
     expect(await raw.get(`${prefix}T-2`)).toMatchObject({ request_id: "T-2", status: "completed" })
   })
+
+  // Versions before 2026-12-07 stripped one ':': their tombstone and lease keys were `app:task:-tomb:` and
+  // `app:task:-lease:`. Listed by tombstone alone, the tasks they wrote vanished from `mycelium tasks list`.
+  it("a task an older version left in flight is still listed, pending, and released as one without a lease", async () => {
+    const row = { request_id: "T-3", task: "charge", args: [], kwargs: {}, status: "in-flight", result: null }
+    const old = { ...row, error: null, started_at: 1767225600.5, finished_at: null }
+    await raw.set(`${prefix}T-3`, JSON.stringify(old))
+    await raw.set(`${base}:task:-tomb:T-3`, JSON.stringify(old))
+    await raw.set(`${base}:task:-lease:T-3`, JSON.stringify({ owner: "w-old", lease_until: 1767229200.5 }))
+    const storage = new UpstashTaskStore({ redis: upstashClient(), prefix })
+    const ledger = new TaskLedger({ storage, onWarning: () => {} })
+    let runs = 0
+    const charge = ledger.task("charge", async () => ++runs)
+    await expect(charge({}, { taskId: "T-3" })).rejects.toBeInstanceOf(TaskLedgerPendingError)
+    const listed = (await ledger.list()).map((t) => [t.row.request_id, t.row.status, t.lease])
+    expect(listed.filter(([id]) => id === "T-3")).toEqual([["T-3", "in-flight", null]])
+    await ledger.release("T-3", { verified: "not_executed", by: "ops", reason: "upgrade" })
+    expect(await charge({}, { taskId: "T-3" })).toBe(1)
+    expect(runs).toBe(1)
+  })
 })
