@@ -7,10 +7,13 @@ import {
   type ActionLedgerOptions,
   LedgerHardBlockError,
   LedgerIdentityConflictError,
+  LedgerOutcomeAlreadySetError,
   LedgerPollTimeoutError,
+  LedgerReceiptUnsignedError,
   LedgerResultUnstorableError,
   LedgerSoftBlockError,
   MemoryLedgerStorage,
+  ReceiptAppendError,
   type SideEffectClass,
 } from "../../../src/core/index.ts"
 
@@ -137,5 +140,31 @@ describe("a 1 MB requestIdFrom value is quoted clipped", () => {
     const e = await failure(cyclic({ orderId: value }))
     expect(e).toBeInstanceOf(LedgerResultUnstorableError)
     expectClipped(e, `request '${shown}' completed`)
+  })
+
+  // Thrown from a tool body too (tx.sideEffect() after the lease lapsed; a receipt store or signer outage).
+  it("the write of a holder whose lease lapsed before its effect; the receipt errors", async () => {
+    let t = 1000
+    const ledger = new ActionLedger({
+      storage: new MemoryLedgerStorage(),
+      clock: { now: () => t },
+      leaseTtl: 10,
+      onWarning: () => {},
+    })
+    let runs = 0
+    const pay = ledger.tool(
+      { name: "pay", binding: binding("keyed_mutate") },
+      async (_a: { orderId: string }, tx) => {
+        t += 20
+        return tx.sideEffect(async () => ++runs)
+      },
+    )
+    const e = await failure(pay({ orderId: value }))
+    expect(e).toBeInstanceOf(LedgerOutcomeAlreadySetError)
+    expectClipped(e, `Cannot advance boundary request '${shown}': stored outcome is EXPIRED`)
+    expect(runs).toBe(0)
+    expectClipped(new ReceiptAppendError(id, "rcpt-1", new Error("down")), `Request '${shown}' is recorded`)
+    expectClipped(new LedgerReceiptUnsignedError(id, new Error("down")), `Request '${shown}' is recorded`)
+    expect(new ReceiptAppendError(id, "rcpt-1", null).requestId).toBe(id)
   })
 })
