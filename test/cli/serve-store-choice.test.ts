@@ -179,6 +179,21 @@ describe("conflicting or unservable choices are usage errors (exit 2), as for tr
     if (!/serve serves/.test(String(text))) expect(list.code).toBe(2)
   })
 
+  it("a config that ledgers no tool, as transitions refuses it: serve served the default file's rows", () => {
+    const dir = join(cwd, "no-tool")
+    mkdirSync(join(dir, ".mycelium"), { recursive: true })
+    writeFileSync(join(dir, ".mycelium", "ledger.json"), "{}")
+    writeFileSync(join(dir, "mycelium.yaml"), "task_ledger:\n  storage: file\n  path: tasks.json\n")
+    const inDir = cliRunner(dir, { timeout: 20_000 })
+    const r = inDir(["serve", "--port", "0"], NO_ENV)
+    expect([r.code, r.err.split("\n")[0]], r.out).toEqual([
+      2,
+      "mycelium: mycelium.yaml ledgers no tool: add action_ledger.tools, or pass --ledger PATH",
+    ])
+    expect(r.out).not.toContain("listening")
+    expect(inDir(["transitions", "list"], NO_ENV).code).toBe(2)
+  })
+
   it("--python-lock shows in the help", () => {
     expect(run(["serve", "--help"]).out).toContain("--python-lock")
   })

@@ -156,6 +156,10 @@ export async function run(args: string[]): Promise<number> {
   const configPath = operatorConfigPath(values.config, direct !== null)
   const config = await loadOperatorConfig(configPath)
   const choice = direct ?? (config ? configuredStore(config, configPath, "pass --ledger PATH") : null)
+  // As `transitions` refuses it: the default file, served beside a config that ledgers no tool, answered with rows
+  // the operator commands under that config never show.
+  if (config && !choice)
+    throw new UsageError(`${configPath} ledgers no tool: add action_ledger.tools, or pass --ledger PATH`)
   if (choice && (choice.kind !== "file" || !choice.path))
     throw new UsageError(
       `serve serves a ledger file; ${
