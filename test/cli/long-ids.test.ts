@@ -113,9 +113,33 @@ describe("ids, tool names and owners are shown clipped and inert", () => {
     ])
     expect(refused.code).toBe(1)
     shownBounded(refused.err, 3000)
-    expect(refused.err).toContain("characters cut")
+    // The ledger's own text quotes the id clipped (300 characters), so no cut of the message is needed.
+    expect(refused.err).toMatch(/request 'refund-y{293}\.\.\.'/)
     expect(refused.err).toContain('mycelium transitions mark-dead "$ID"')
     expect(refused.err).toContain("set ID to it (the one you passed)")
+  })
+
+  it("a short id whose shell word is long (bidi controls) is $ID too: the bounded refusal cut that word", async () => {
+    // 294 characters, each U+202E a 12-character `\xe2\x80\xae` in a `$'..'` word: a 3,500-character hint, which
+    // the 2,000-character message kept only the two ends of. Pasted, the cut word named another id.
+    const bidi = `pay-${"\u202e".repeat(290)}`
+    const own = join(cwd, "bidi.json")
+    const now = Date.now() / 1000
+    await new FileLedgerStorage(own).set(
+      newEntry({ requestId: bidi, tool: "pay", owner: "w4", fence: 1, leaseUntil: now - 10 }, now - 50),
+    )
+    const flags = ["--verified", "not-executed", "--by", "ops", "--reason", "r", "--file", own]
+    const refused = run(["transitions", "release", bidi, ...flags])
+    expect(refused.code).toBe(1)
+    expect(refused.err).not.toContain("mark-dead $'")
+    expect(refused.err).toContain(
+      'mark-dead "$ID" --by you --reason "how you know it is dead" --file ' +
+        `${own} [--override-heartbeat] (its id is 294 characters, too long to print: set ID to it (the one you passed))`,
+    )
+    const stuck = run(["transitions", "list", "--stuck", "--file", own])
+    expect(stuck.code, stuck.err).toBe(0)
+    expect(stuck.out).not.toContain("$'pay-")
+    expect(stuck.out).toContain('mycelium transitions mark-dead "$ID" --fence 1')
   })
 
   it("no such transition: the id typed is clipped in the message", () => {

@@ -318,7 +318,9 @@ export async function release(args: string[], command = "transitions release"): 
 function argWord(id: string): string {
   const w = shellQuote(id)
   if (w === null) throw new UsageError("the request id holds a NUL character, which no command line can pass")
-  return id.length > SHOWN_CHARS ? LONG_ID : w
+  // The word, not the id: a short id of bidi or control characters is a `$'\xe2\x80\xae...'` word up to 12 times
+  // as long, which a refusal's message, bounded, cut in its middle: pasted, it named another id.
+  return w.length > SHOWN_CHARS ? LONG_ID : w
 }
 
 /** `--fence N`: a whole number, as `show` prints it. */
