@@ -37,7 +37,14 @@ export async function workerReceipts(
   const alg = typeof jwk.crv === "string" && Object.hasOwn(ALG_OF, jwk.crv) ? ALG_OF[jwk.crv] : undefined
   if (!alg || (jwk.alg !== undefined && jwk.alg !== alg))
     return refuse("must be an Ed25519 (EdDSA) or P-256 (ES256) key")
-  const signer: ReceiptSigner = jwsReceiptSigner({ privateKey: jwk, alg, kid: jwk.kid })
+  let signer: ReceiptSigner
+  try {
+    signer = jwsReceiptSigner({ privateKey: jwk, alg, kid: jwk.kid })
+  } catch {
+    // The signer's own checks (an 'x' or 'y' that is not base64url, key_ops without "sign") throw its
+    // AuditReceiptError, which the worker answered 409 audit_receipt_error, naming no variable.
+    return refuse("does not import as a signing key")
+  }
   // The public members only: a key as Web Crypto exports it carries key_ops ["sign"] (and ext), and a verifying
   // key with those usages fails to import, so every receipt would read bad_signature on /v1/receipts/verify.
   const { kty, crv, x, y, kid } = jwk

@@ -177,6 +177,20 @@ describe("worker receipts under attack", () => {
     expect(body).not.toContain(a.d as string)
   })
 
+  // The signer's own check refused these with its error type before the key's sign test: a 409 audit_receipt_error
+  // that named no variable (it was 503 misconfigured while every build fault was).
+  it("a key with no public half, or whose key_ops forbid signing, is 503 misconfigured naming the variable", async () => {
+    const { x: _x, ...noX } = await webCryptoP256()
+    const verifyOnly = { ...(await webCryptoP256()), key_ops: ["verify"] }
+    for (const key of [noX, verifyOnly]) {
+      const r = await served(JSON.stringify(key))(`nx-${run}`, "ledger:reader", "GET", "/v1/receipts")
+      const body = await r.text()
+      expect([r.status, JSON.parse(body).error.code]).toEqual([503, "misconfigured"])
+      expect(body).toContain("LEDGER_RECEIPT_JWK")
+      expect(body).not.toContain(key.d as string)
+    }
+  })
+
   it("a reader asking for another tenant's agent or chain by filter gets none of its receipts", async () => {
     const api = served(JSON.stringify(await webCryptoP256()))
     const victim = `victim-${run}`
