@@ -194,11 +194,13 @@ export class StateFlushRun {
   #write(status: SnapshotStatus, args: FlushArgs): Promise<StateSnapshot> {
     const snapshot = this.#snapshot(status, args)
     // Awaited, not returned from then(): workerd reports a store's promise that is rejected when it is handed back
-    // (a refusal before any I/O, as the Durable Object store's of an oversize snapshot) as uncaught, handled or not.
-    const saved = this.#saving.then(async () => {
+    // (a refusal before any I/O, as the Durable Object store's of an oversize snapshot) as uncaught, handled or not;
+    // so is an async function's that throws at once (a store whose save throws before returning a promise).
+    const saved = (async () => {
+      await this.#saving
       await this.#flush.storage.save(snapshot)
       return snapshot
-    })
+    })()
     this.#saving = saved.catch(() => {})
     return saved
   }
@@ -326,7 +328,14 @@ export class StateFlush {
       try {
         // A signal aborted before the run starts: the body never runs (it used to run, and run() resolved as if the
         // cancelled run had completed).
-        const body = signal.aborted ? aborted : Promise.resolve().then(() => fn(run))
+        // Started a microtask later, its promise awaited, not handed back from then(): an async body that throws before
+        // its first await gives a promise already rejected, which workerd then reports as uncaught (see #write).
+        const body = signal.aborted
+          ? aborted
+          : (async () => {
+              await undefined
+              return await fn(run)
+            })()
         result = await Promise.race([body, aborted])
         // Aborted while the body was finishing: the abort's ending (already written) decides, and run() rejects.
         if (signal.aborted) await aborted
