@@ -99,7 +99,10 @@ const budgets = [
     // 2026-12-07, stop 48, -6 B, 18,102 -> 18,096 B (core 20,441 -> 20,426): the rest of the texts quoting a request
     // id clip it too (the repair LedgerRowError, the operator and fenced-method refusals, the receipt errors, the
     // memory store's limits), paid for by clip() without its unused `max` and startingWith() counting from Infinity.
-    max: 17.7 * KB,
+    // 17.7 -> 17.8 KB (2026-12-07, stop 48), 18,067 -> 18,204 B: a redispatch whose store refused to end a lease its
+    // own clock reads as live (HttpLedgerStorage's server) polls it instead of judging it again at once, judges a
+    // refused reclaim's row as it is after the poll, and sends the heartbeat silence it acts a verdict on.
+    max: 17.8 * KB,
     target: 15 * KB,
   },
   // #11's budget for the whole core entry: the ledger, the context guards and the error root, for bundlers that do not
@@ -110,10 +113,11 @@ const budgets = [
   // 20.2 -> 20 KB, #11's target (2026-12-06, stop 43), 20,659 -> 20,446 B: canonicalString's escapes from a table
   // JSON.stringify builds at load, protect()'s frames a class of its own (members queued as pairs, as Map entries
   // were), assertTtl on the shared seconds check, enum ranks from their value lists, a codec tidy.
+  // 20 -> 20.1 KB (2026-12-07, stop 48), 20,527 B: the ledger's fix above (a store on a clock of its own).
   {
     name: "core entry (everything)",
     code: 'export * from "./dist/index.js"',
-    max: 20 * KB,
+    max: 20.1 * KB,
   },
   // One entry per guard family, each measured alone (what it shares with the core is counted again); budgets are
   // the size at the split +15%. receipts and tasks each carry the ledger's canonical JSON and SHA-256 (5 KB minified).
@@ -438,7 +442,8 @@ const budgets = [
   // 2026-12-07, stop 48, within the budget: raw characters PyYAML refuses (C0/C1 controls, DEL, U+FFFE, unpaired surrogates) are
   // refused at their line, in the NEL/LS/PS check's one regex: 96,050 B, 1 B under (a hint to escape them was 18 B).
   // 93.8 -> 93.9 KB (2026-12-07, stop 48), 52 B: the ledger it bundles quotes long request ids clipped: 96,102 B.
-  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 93.9 * KB },
+  // 93.8 -> 94 KB (2026-12-07, stop 48), 96,187 B: the ledger's fix for a store on a clock of its own.
+  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 94 * KB },
   // The storage conformance suite for adapter authors: test code, loaded by a test file and never by an application,
   // so its size matters little; it carries the whole ledger (its replay case runs an ActionLedger), the row codec and
   // the Python original's rows. 21.6 KB when it was added. The task, receipt and state-flush store suites joined it
@@ -469,7 +474,9 @@ const budgets = [
     // only the first: 41,780 B.
     // 40.9 -> 41 KB (2026-12-06, stop 47's hunt): the task ledger it bundles checks a store's maxRowBytes: 41,904 B.
     // 41 -> 41.1 KB (2026-12-07, stop 48), 55 B: the ledger it bundles quotes long request ids clipped: 42,005 B.
-    max: 41.1 * KB,
+    // 41 -> 41.3 KB (2026-12-07, stop 48): the ledger's fix for a store on a clock of its own, and the contract
+    // model's rule for such a store (LedgerStorageFixture.leaseClock): 42,282 B.
+    max: 41.3 * KB,
   },
   // The agent client (`mycelium-runtime/client`, fetch only: no hono, zod or jose): 4.8 KB when it was added.
   // 6 -> 6.5 KB (2026-12-05, the review of stop 34): a result the server would refuse (NUL, an unpaired surrogate, a

@@ -352,9 +352,15 @@ export class HttpLedgerStorage implements LedgerStorage {
             ? { side_effect_boundary: expect.sideEffectBoundary }
             : {}),
           ...(expect.leaseHeldAt !== undefined ? { lease_held_at: expect.leaseHeldAt } : {}),
+          ...(expect.silentFor !== undefined ? { silent_for: expect.silentFor } : {}),
         },
       },
-    )) as { ok: unknown; lease_until?: unknown; last_heartbeat_at?: unknown }
+    ).catch((e: unknown) => {
+      // Another holder's lease is live by the server's clock, whatever this one read: the row is still held, so the
+      // write lost as a race does (the ledger re-reads it and polls), never an outage.
+      if (e instanceof LedgerHttpError && e.code === "lease_held") return { ok: false }
+      throw e
+    })) as { ok: unknown; lease_until?: unknown; last_heartbeat_at?: unknown }
     // Never "lost the race" for an answer that is not the route's: the ledger would drop the result it was storing.
     if (typeof r?.ok !== "boolean") throw malformed("a transition answer without a boolean 'ok'")
     if (r.ok) this.#restamped(next, r.lease_until, r.last_heartbeat_at)

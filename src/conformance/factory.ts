@@ -21,6 +21,12 @@ export interface LedgerStorageFixture {
    * original, would write it). Without one, the suite's Python rows go in through `set(entryFromRow(row))`.
    */
   writeRaw?: (requestId: string, json: string) => Promise<void>
+  /**
+   * For a store that judges leases by a clock of its own (the edge API's store routes): what that clock reads, after
+   * each call. Its compare-and-set refuses to end a claim whose bounded lease is live by it, but as its holder
+   * (IN_FLIGHT alone expected, at the row's fence), and the model expects that (docs/http-api.md, Store routes).
+   */
+  leaseClock?: () => number
 }
 
 /**

@@ -38,6 +38,11 @@ export type ModelStep =
 /** The contract, stated directly: which stored rows a claim takes over, what a CAS requires, what set() refuses. */
 class ContractModel {
   readonly rows = new Map<string, LedgerEntry>()
+  /** A store's own lease clock (LedgerStorageFixture.leaseClock), read when it answered. */
+  readonly leaseClock: (() => number) | undefined
+  constructor(leaseClock?: () => number) {
+    this.leaseClock = leaseClock
+  }
   /** The rows written under each dispatch id (`kwargs.tool_call_id`), then or now. */
   readonly dispatched = new Map<string, Set<string>>()
 
@@ -94,9 +99,23 @@ class ContractModel {
       (x.effectPhase === undefined || x.effectPhase === (row.effectPhase ?? "INTENDED")) &&
       (x.sideEffectBoundary === undefined ||
         x.sideEffectBoundary === (row.sideEffectBoundary ?? "not_crossed")) &&
-      (x.leaseHeldAt === undefined || row.leaseUntil === null || row.leaseUntil > x.leaseHeldAt)
+      (x.leaseHeldAt === undefined || row.leaseUntil === null || row.leaseUntil > x.leaseHeldAt) &&
+      !this.#endsLiveLease(row, next, x)
     if (ok) this.#write(next)
     return ok
+  }
+
+  /**
+   * On a lease clock of the store's own: another writer's end of an IN_FLIGHT row whose bounded lease that clock
+   * reads as live. The holder's writes expect IN_FLIGHT alone and keep the fence, or ask for the lease held; a write
+   * that keeps the row IN_FLIGHT at its fence ends nothing.
+   */
+  #endsLiveLease(row: LedgerEntry, next: LedgerEntry, x: TransitionExpectation): boolean {
+    if (!this.leaseClock || x.leaseHeldAt !== undefined) return false
+    if (row.terminalOutcome !== "IN_FLIGHT" || row.leaseUntil === null) return false
+    if (this.leaseClock() >= row.leaseUntil) return false
+    const holders = x.outcomes.every((o) => o === "IN_FLIGHT")
+    return next.fence !== x.fence || (next.terminalOutcome !== "IN_FLIGHT" && !holders)
   }
 
   /** true when written, false when refused as stale. */
@@ -213,8 +232,9 @@ export async function runModelSequence(
   seed: number,
   count: number,
   t0: number,
+  leaseClock?: () => number,
 ): Promise<void> {
-  const model = new ContractModel()
+  const model = new ContractModel(leaseClock)
   let i = 0
   const fail = (step: ModelStep, what: string, got: unknown, want: unknown): never => {
     throw new Error(
@@ -232,8 +252,9 @@ export async function runModelSequence(
       if (!sameRow(got.entry, model.rows.get(step.id)))
         fail(step, "the claim's row", got.entry, model.rows.get(step.id))
     } else if (step.op === "cas") {
-      const want = model.cas(step.next, step.expect)
+      // The store answers first: a store on its own lease clock reads it as the call left it.
       const got = await handle.tryTransition(step.next, step.expect)
+      const want = model.cas(step.next, step.expect)
       if (got !== want) fail(step, "tryTransition", got, want)
     } else if (step.op === "set") {
       const want = model.set(step.entry)

@@ -59,6 +59,7 @@ export function testLedgerStorage(name: string, factory: LedgerStorageFixtureFac
     let s: LedgerStorage
     let peer: LedgerStorage
     let writeRaw: ((requestId: string, json: string) => Promise<void>) | undefined
+    let leaseClock: (() => number) | undefined
     const cleanups: Array<() => Promise<void> | void> = []
 
     beforeEach(async () => {
@@ -66,6 +67,7 @@ export function testLedgerStorage(name: string, factory: LedgerStorageFixtureFac
       s = made.storage
       peer = made.peer ?? made.storage
       writeRaw = made.writeRaw
+      leaseClock = made.leaseClock
       if (made.cleanup) cleanups.push(made.cleanup)
     })
 
@@ -452,7 +454,7 @@ export function testLedgerStorage(name: string, factory: LedgerStorageFixtureFac
       for (const seed of [1, 2, 3, 4]) {
         it(`seed ${seed}`, async () => {
           const ids = ["a", "b", "c"].map((x) => rid(`model-${seed}-${x}`))
-          await runModelSequence(s, peer, ids, seed, 40, T0)
+          await runModelSequence(s, peer, ids, seed, 40, T0, leaseClock)
         })
       }
     })

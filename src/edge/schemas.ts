@@ -200,6 +200,7 @@ export const TransitionRowBody = z.strictObject({
     effect_phase: z.optional(z.enum(EffectState)),
     side_effect_boundary: z.optional(z.enum(SideEffectBoundary)),
     lease_held_at: z.optional(z.number()),
+    silent_for: z.optional(z.number().check(z.nonnegative())),
   }),
 })
 

@@ -1,7 +1,7 @@
 // `ledger:store`: the raw storage contract for trusted backends (HttpLedgerStorage). These routes can write any
 // row, so no agent token reaches them. Leases run on the server's clock whatever the client says.
 import { LedgerError, LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
-import { entryFromRow, entryToRow, type LedgerEntry } from "../core/ledger/model/entry.ts"
+import { entryFromRow, entryToRow, type LedgerEntry, resolvedOutcome } from "../core/ledger/model/entry.ts"
 import type { LedgerStorage, TransitionExpectation } from "../core/storage/contract.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
 import type { Api, RouteContext } from "./context.ts"
@@ -63,6 +63,41 @@ function leaseStampedAt(next: LedgerEntry, fence: number, heldAt: number | undef
   return next.fence === fence + 1 || next.lastHeartbeatAt === heldAt
 }
 
+/**
+ * Whether this write ends the claim it expects without being its holder's: a claim at another fence (a re-run, a
+ * release), or an outcome written over an expectation that also takes a row no longer IN_FLIGHT (a redispatch's
+ * BLOCKED mark of a lapsed lease, a reconciler's verdict). The holder's own writes expect IN_FLIGHT alone, at its
+ * fence, or ask for the lease held (`lease_held_at`); a write that leaves the row IN_FLIGHT at its fence (an
+ * operator's dead mark, a repair) takes nothing.
+ */
+function endsAnothersClaim(
+  next: LedgerEntry,
+  e: {
+    readonly outcomes: readonly string[]
+    readonly fence: number
+    readonly lease_held_at?: number | undefined
+  },
+): boolean {
+  if (e.lease_held_at !== undefined) return false
+  if (next.fence !== e.fence) return true
+  return next.terminalOutcome !== "IN_FLIGHT" && e.outcomes.some((o) => o !== "IN_FLIGHT")
+}
+
+/** Refuses (`lease_held`) when `held`'s lease, or its heartbeat where `silentFor` is given, is live by `now`. */
+function refuseHeld(held: LedgerEntry, id: string, now: number, silentFor: number | undefined): void {
+  if (held.leaseUntil !== null && resolvedOutcome(held, now) === "IN_FLIGHT")
+    throw new HttpError(
+      "lease_held",
+      `request '${id}' is leased until ${held.leaseUntil} by the server's clock (now ${now}); only its holder may end it`,
+    )
+  const beat = held.lastHeartbeatAt ?? held.startedAt
+  if (silentFor !== undefined && held.workerDeadAssertedAt === null && now - beat < silentFor)
+    throw new HttpError(
+      "lease_held",
+      `request '${id}' had a heartbeat ${now - beat} s ago by the server's clock, under the ${silentFor} s of silence taken as its holder's death`,
+    )
+}
+
 /** The lease the client asked for (its length), from the server's now: its clock never decides a lease. */
 function restamped(next: LedgerEntry, now: number): LedgerEntry {
   const ttl = (next.leaseUntil as number) - (next.lastHeartbeatAt as number)
@@ -121,6 +156,14 @@ export function storeRoutes(api: Api, ctx: RouteContext): void {
       ...(e.lease_held_at !== undefined ? { leaseHeldAt: now } : {}),
     }
     const sent = rowEntry(storage, b.next, id)
+    // The writer judged the lease lapsed by its own clock; the server's decides. Read, then written: a lease lapsed
+    // by this clock stays lapsed at its fence (a renewal must hold it at the server's now), so the write below
+    // cannot end a lease that became live in between. An unbounded lease lapses by no clock (a forced release).
+    // So did one acting on heartbeat silence (`silent_for`): a heartbeat that is silent stays so once the lease lapsed.
+    if (e.silent_for !== undefined || endsAnothersClaim(sent, e)) {
+      const held = await viaStore("get", () => storage.get(id))
+      if (held?.fence === e.fence) refuseHeld(held, id, now, e.silent_for)
+    }
     const next = leaseStampedAt(sent, e.fence, e.lease_held_at) ? restamped(sent, now) : sent
     const ok = await viaStore("transition", () => storage.tryTransition(next, expect))
     // The stamps kept, so the client sends them back in place of its own on the holder's later writes.

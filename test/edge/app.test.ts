@@ -29,9 +29,10 @@ function served(authed = false) {
 }
 
 // The app over memory, leasing on its own clock, which overHttp moves to each call's `now`.
-testLedgerStorage("http (edge app over memory, server clock)", () => ({
-  storage: overHttp(() => new MemoryLedgerStorage()),
-}))
+testLedgerStorage("http (edge app over memory, server clock)", () => {
+  const storage = overHttp(() => new MemoryLedgerStorage())
+  return { storage, leaseClock: storage.leaseClock }
+})
 
 describe("edge ledger API", () => {
   it("a ledgered tool over HttpLedgerStorage runs once under redispatch", async () => {

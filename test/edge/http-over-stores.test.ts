@@ -30,8 +30,11 @@ afterAll(async () => {
   rmSync(root, { recursive: true, force: true })
 })
 
+/** The store and the server's clock, which the suite's model reads (its compare-and-set judges leases by it). */
+const fixture = (storage: ReturnType<typeof overHttp>) => ({ storage, leaseClock: storage.leaseClock })
+
 testLedgerStorage("http over upstash (Lua claim, tombstones)", () => ({
-  storage: overHttp((now) => new UpstashLedgerStorage({ redis: upstashClient(), prefix, now })),
+  ...fixture(overHttp((now) => new UpstashLedgerStorage({ redis: upstashClient(), prefix, now }))),
   writeRaw: async (id, json) => {
     await upstashClient().eval(
       "redis.call('SET', KEYS[1], ARGV[1]); redis.call('SET', KEYS[2], ARGV[1]); return 1",
@@ -42,7 +45,7 @@ testLedgerStorage("http over upstash (Lua claim, tombstones)", () => ({
 }))
 
 testLedgerStorage("http over neon (SQL claim)", () => ({
-  storage: overHttp(() => new NeonLedgerStorage({ pool, table })),
+  ...fixture(overHttp(() => new NeonLedgerStorage({ pool, table }))),
   writeRaw: async (id, json) => {
     await pool.query(`INSERT INTO ${table} (request_id, payload) VALUES ($1, $2::jsonb)`, [id, json])
   },
@@ -53,7 +56,7 @@ testLedgerStorage("http over file", () => {
   const path = join(root, `l${n++}`, "ledger.json")
   const file = new FileLedgerStorage(path)
   return {
-    storage: overHttp(() => file),
+    ...fixture(overHttp(() => file)),
     writeRaw: async (id, json) => {
       const rows = existsSync(path) ? (JSON.parse(readFileSync(path, "utf8")) as Record<string, unknown>) : {}
       rows[id] = JSON.parse(json)

@@ -6,7 +6,10 @@ import { HttpLedgerStorage } from "../../src/adapters/http.ts"
 import type { LedgerStorage } from "../../src/core/index.ts"
 import { createLedgerApp } from "../../src/edge/index.ts"
 
-export function overHttp(backing: (now: () => number) => LedgerStorage): LedgerStorage {
+/** `leaseClock`: the server's clock, for the conformance suite's model (LedgerStorageFixture.leaseClock). */
+export function overHttp(
+  backing: (now: () => number) => LedgerStorage,
+): LedgerStorage & { readonly leaseClock: () => number } {
   let t = 1_800_000_000
   const now = () => t
   const app = createLedgerApp({ storage: backing(now), clock: { now } })
@@ -14,6 +17,7 @@ export function overHttp(backing: (now: () => number) => LedgerStorage): LedgerS
     app.fetch(new Request(input, init))) as typeof globalThis.fetch
   const http = new HttpLedgerStorage({ url: "http://ledger.local", fetch })
   return {
+    leaseClock: now,
     limits: http.limits,
     get: (id) => http.get(id),
     set: (e) => http.set(e),

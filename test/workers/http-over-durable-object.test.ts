@@ -11,6 +11,7 @@ let n = 0
 for (const shards of [1, 4]) {
   testLedgerStorage(`http over durable-object (${shards} shard${shards > 1 ? "s" : ""})`, () => {
     const name = `http-conf-${Date.now().toString(36)}-${n++}`
-    return { storage: overHttp(() => new DurableObjectLedgerStorage(LEDGER, { name, shards })) }
+    const storage = overHttp(() => new DurableObjectLedgerStorage(LEDGER, { name, shards }))
+    return { storage, leaseClock: storage.leaseClock }
   })
 }

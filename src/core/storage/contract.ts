@@ -55,6 +55,13 @@ export interface TransitionExpectation {
   readonly sideEffectBoundary?: SideEffectBoundary
   /** The lease must be held (or unbounded) at this instant. */
   readonly leaseHeldAt?: number
+  /**
+   * The writer acts on heartbeat silence as its holder's death: the row's last heartbeat (its start without one) must
+   * be at least this many seconds old, unless a worker death is asserted on it. The ledger judged that by its own
+   * clock, so a store on that clock may take it as checked; one on a clock of its own (the edge store routes, for
+   * HttpLedgerStorage) checks it by that clock.
+   */
+  readonly silentFor?: number
 }
 
 export interface ListOptions {

@@ -8,9 +8,9 @@
 // MYCELIUM_MODEL_STORES (names, comma-separated) picks stores; MYCELIUM_MODEL_REPORT=1 prints each store's counts.
 // MYCELIUM_MODEL_MIDCALL=1 lets time pass inside the workers' store calls in every lane (model-store.ts, MidCallTime);
 // the file-midcall lane always does. MYCELIUM_MODEL_SKEW=behind|minutes-hours gives each worker of the http lanes a
-// clock that far off the server's (ModelOptions.skew). The server stamps every lease (docs/http-api.md, Store routes),
-// so `behind` passes; `minutes-hours` still fails: a worker ahead reads a live row as lapsed by its own clock and
-// blocks it, and a verdict then re-runs the call while its lease is live by the server's.
+// clock that far off the server's (ModelOptions.skew). The server stamps every lease and refuses a write that ends a
+// claim it reads as live, or acts on a heartbeat it reads as not yet silent (docs/http-api.md, Store routes): a worker
+// ahead, which reads a live row as lapsed by its own clock, polls it instead of blocking or re-running it.
 //
 // Time: the stores take `now` from the ledger's clock (the model's), except where the store keeps its own:
 // - HTTP: the server's clock decides leases and ignores the client's `now`; here the app's clock is the model's

@@ -32,7 +32,7 @@ import {
 import { effectiveCapability, type ToolTransitionBinding } from "../model/binding.ts"
 import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
 import type { TransitionGate } from "../model/enums.ts"
-import { asRead, completedOrUnstorable } from "./fenced.ts"
+import { asRead, completedOrUnstorable, silentAsRead, stillHeldAsRead } from "./fenced.ts"
 import { checkDispatchSiblings, checkSameRowIdentity, claimedOtherwise } from "./identity-checks.ts"
 import type { ClaimOutcome, ClaimRequest } from "./request.ts"
 
@@ -106,9 +106,13 @@ async function claimLoop(core: LedgerCore, req: ClaimRequest, firstSeen: LedgerE
     if (r.outcome === "claimed") return own(r.entry, false, r.dispatchSiblings)
     observed = r.entry
     // The store kept the row this call judged lapsed, still held under the same fence (a store on another clock, as
-    // HttpLedgerStorage's server is): poll it, within pollTimeout, instead of re-sending the claim at once.
-    if (prior && r.entry?.fence === prior.fence && r.entry.terminalOutcome === "IN_FLIGHT")
+    // HttpLedgerStorage's server is): poll it, within pollTimeout, instead of re-sending the claim at once. Then it
+    // is judged as it is by then: its holder, live all along, may have moved the boundary, which a reclaim by the
+    // fence alone would take over.
+    if (prior && r.entry?.fence === prior.fence && r.entry.terminalOutcome === "IN_FLIGHT") {
       await wait("polling in-flight")
+      observed = await core.store.get(req.requestId)
+    }
     return null
   }
 
@@ -237,10 +241,11 @@ async function resetTo(
   req: ClaimRequest,
   observed: LedgerEntry,
   stamps?: ResolutionStamps,
+  silentFor?: number,
 ): Promise<LedgerEntry | null> {
   const claimed = stampClaim(req.fresh(observed), observed, req.leaseTtl, core.clock.now())
   const next = stamps ? { ...claimed, ...stamps } : claimed
-  return (await core.store.tryTransition(next, asRead(observed))) ? next : null
+  return (await core.store.tryTransition(next, asRead(observed, undefined, silentFor))) ? next : null
 }
 
 type Settled =
@@ -254,9 +259,7 @@ async function settle(core: LedgerCore, req: ClaimRequest, observed: LedgerEntry
   const reconciler = core.policy.reconciler
   if (observed.operatorResolution === "not_executed") {
     const fresh = await reexecute(core, req, observed, stampsOf(observed))
-    return fresh
-      ? { kind: "owned", entry: fresh }
-      : { kind: "reread", entry: await core.store.get(req.requestId) }
+    return fresh ? { kind: "owned", entry: fresh } : reread(core, observed)
   }
   if (!reconciler || !observed.externalOperationRef) return null
   let verdict: Awaited<ReturnType<typeof reconciler.reconcile>>
@@ -270,18 +273,20 @@ async function settle(core: LedgerCore, req: ClaimRequest, observed: LedgerEntry
     // A result the store cannot hold is recorded as the tool path records it (replays raise), not thrown bare.
     const done = completedOrUnstorable(core, observed, verdict.result ?? null)
     const ok = await core.store.tryTransition(done, asRead(observed, RELEASABLE_OUTCOMES))
-    return ok
-      ? { kind: "return", entry: done }
-      : { kind: "reread", entry: await core.store.get(req.requestId) }
+    return ok ? { kind: "return", entry: done } : reread(core, observed)
   }
   if (verdict.status === "NOT_EXECUTED") {
     if (notExecutedWaitsForDeath(observed, core.clock.now(), core.policy.presumedDeadAfter)) return null
-    const fresh = await reexecute(core, req, observed)
-    return fresh
-      ? { kind: "owned", entry: fresh }
-      : { kind: "reread", entry: await core.store.get(req.requestId) }
+    const fresh = await reexecute(core, req, observed, undefined, silentAsRead(core, observed))
+    return fresh ? { kind: "owned", entry: fresh } : reread(core, observed)
   }
   return null
+}
+
+/** The row again after a write decided on `judged` lost; a poll when the store still holds that claim unmoved. */
+async function reread(core: LedgerCore, judged: LedgerEntry): Promise<Settled> {
+  const row = await core.store.get(judged.requestId)
+  return stillHeldAsRead(row, judged) ? { kind: "poll" } : { kind: "reread", entry: row }
 }
 
 /** A verdict said the effect did not happen: one fresh claim, never two (IN_FLIGHT is not a source state). */
@@ -290,6 +295,8 @@ async function reexecute(
   req: ClaimRequest,
   observed: LedgerEntry,
   stamps?: ResolutionStamps,
+  /** The holder's heartbeat silence this verdict is acted on by (TransitionExpectation.silentFor). */
+  silentFor?: number,
 ): Promise<LedgerEntry | null> {
   let from = observed
   if (resolvedOutcome(observed, core.clock.now()) === "EXPIRED") {
@@ -298,7 +305,7 @@ async function reexecute(
     from = blocked
   }
   if (from.terminalOutcome === "IN_FLIGHT" || from.terminalOutcome === "COMPLETED") return null
-  return resetTo(core, req, from, stamps)
+  return resetTo(core, req, from, stamps, silentFor)
 }
 
 async function markExpiredBlocked(core: LedgerCore, observed: LedgerEntry): Promise<LedgerEntry | null> {
@@ -326,8 +333,6 @@ async function settleOrBlock(core: LedgerCore, req: ClaimRequest, observed: Ledg
   if (row.fence !== observed.fence || row.terminalOutcome !== observed.terminalOutcome) {
     return { kind: "reread", entry: row }
   }
-  if (resolved === "EXPIRED" && !foreign && !(await markExpiredBlocked(core, row))) {
-    return { kind: "reread", entry: await core.store.get(req.requestId) }
-  }
+  if (resolved === "EXPIRED" && !foreign && !(await markExpiredBlocked(core, row))) return reread(core, row)
   throw new LedgerHardBlockError(hardBlockMessage(row, resolved, req.binding, now))
 }

@@ -25,7 +25,13 @@ import {
   renewedRow,
   unstorableRow,
 } from "../machine/transitions.ts"
-import { type Decision, hasAllowedDecision, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
+import {
+  type Decision,
+  hasAllowedDecision,
+  type LedgerEntry,
+  leaseLapsed,
+  resolvedOutcome,
+} from "../model/entry.ts"
 import type { EffectState, SideEffectBoundary, TerminalOutcome } from "../model/enums.ts"
 import { appendReceipt, sealRow } from "./receipts.ts"
 
@@ -104,17 +110,39 @@ export async function casFrom(
 /**
  * A write decided on `row` as it was read: the stored row must still have one of `outcomes`, its owner, fence and
  * side-effect boundary. A late owner may move the boundary of a row others are judging; a verdict must not land
- * after that move.
+ * after that move. `silentFor`: the write acts on the holder's heartbeat silence (silentAsRead).
  */
 export const asRead = (
   row: LedgerEntry,
   outcomes: readonly TerminalOutcome[] = [row.terminalOutcome],
+  silentFor?: number,
 ): TransitionExpectation => ({
   outcomes,
   owner: row.owner,
   fence: row.fence,
   sideEffectBoundary: row.sideEffectBoundary,
+  silentFor,
 })
+
+/**
+ * After a write decided on `judged` (a lapsed lease, a silent holder) lost: whether the stored row is still the one
+ * judged (its owner moves only with its fence). Nothing moved it, so the store refused to end a lease or a heartbeat it reads as live by a clock of its own
+ * (HttpLedgerStorage's server, whose clock decides): the call is still held, to wait for, not to judge again at once.
+ */
+export const stillHeldAsRead = (row: LedgerEntry | null, judged: LedgerEntry): boolean =>
+  row?.fence === judged.fence &&
+  row.terminalOutcome === judged.terminalOutcome &&
+  row.sideEffectBoundary === judged.sideEffectBoundary
+
+/**
+ * `silentFor` of a write that acts on the holder's heartbeat silence as its death, when that is what this clock read
+ * (no death asserted, a lapsed lease): a store on a clock of its own checks it by that clock. An endless
+ * `presumedDeadAfter` never gets here: no silence proves a death then.
+ */
+export const silentAsRead = (core: LedgerCore, row: LedgerEntry): number | undefined =>
+  row.workerDeadAssertedAt === null && leaseLapsed(row, core.clock.now())
+    ? core.policy.presumedDeadAfter
+    : undefined
 
 const IN_FLIGHT: readonly TerminalOutcome[] = ["IN_FLIGHT"]
 

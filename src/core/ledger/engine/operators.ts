@@ -22,7 +22,7 @@ import {
 } from "../machine/transitions.ts"
 import { hasWorkerDeathEvidence, type LedgerEntry, leaseLapsed, resolvedOutcome } from "../model/entry.ts"
 import { parseTerminalOutcome, type TerminalOutcome } from "../model/enums.ts"
-import { asRead, casFrom, storable } from "./fenced.ts"
+import { asRead, casFrom, silentAsRead, stillHeldAsRead, storable } from "./fenced.ts"
 import { appendReceipt, sealRow } from "./receipts.ts"
 
 export interface ReleaseOptions {
@@ -120,9 +120,8 @@ export async function release(
     )
   }
   // A release the death signal gates, without evidence of the death: only the operator's word for it lets it pass.
-  const unproven =
-    releaseNeedsDeathSignal(row, verified, now, core.policy.reclaimRequiresDeathSignal) &&
-    !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)
+  const needsDeath = releaseNeedsDeathSignal(row, verified, now, core.policy.reclaimRequiresDeathSignal)
+  const unproven = needsDeath && !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)
   if (unproven && !override) {
     throw aliveError(
       core,
@@ -167,7 +166,13 @@ export async function release(
   })
   // The verdict is on the row as read: a late owner's boundary move, or another release (it moved the fence), since
   // then supersedes it.
-  const ok = await core.store.tryTransition(next, asRead(row, RELEASABLE_OUTCOMES))
+  // Released on the heartbeat's silence by this clock, not the operator's word: a store on a clock of its own checks
+  // that silence too.
+  const silentFor = needsDeath && !override ? silentAsRead(core, row) : undefined
+  const ok = await core.store.tryTransition(next, asRead(row, RELEASABLE_OUTCOMES, silentFor))
+  // Unmoved: the store judged the lease or heartbeat live by a clock of its own (HttpLedgerStorage's server).
+  if (!ok && stillHeldAsRead(await core.store.get(requestId), row))
+    throw new LedgerReleaseRefusedError(`${cannot}live by the store's clock`)
   if (!ok) throw new LedgerAlreadyResolvedError(`${cannot}transition superseded`)
   await appendReceipt(core.receipts, receipt, requestId)
   return next
