@@ -13,6 +13,7 @@ import {
   type ReceiptStore,
 } from "../core/receipts/store.ts"
 import { readStoredReceipt } from "../core/receipts/stored.ts"
+import { clip } from "../core/repr.ts"
 import { StateSnapshotError, StateSnapshotTooLargeError } from "../core/state/errors.ts"
 import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
 import { TaskRowError } from "../core/tasks/errors.ts"
@@ -91,7 +92,7 @@ export class GuardTables {
 
   #task(requestId: string, r: Record<string, SqlValue>): StoredTask {
     const row = parseTaskRow(JSON.parse(String(r.payload)))
-    if (!row) throw new TaskRowError(`task row '${requestId}' is not a task ledger entry`)
+    if (!row) throw new TaskRowError(`task row '${clip(requestId)}' is not a task ledger entry`)
     const leaseText = r.lease === null ? null : String(r.lease)
     const lease = leaseText === null ? null : parseTaskLease(JSON.parse(leaseText))
     return { row, lease, version: versionOf(String(r.payload), leaseText) }

@@ -3,6 +3,7 @@
 // (`{request_id: lease}`), because the original rejects unknown keys in a row. Both are rewritten under one lock.
 
 import { defineOwn } from "../core/own.ts"
+import { clip } from "../core/repr.ts"
 import {
   parseTaskLease,
   parseTaskRow,
@@ -74,11 +75,12 @@ export class FileTaskStore implements TaskStore {
   ): StoredTask | null {
     if (!Object.hasOwn(rows, requestId)) return null
     const row: TaskRow | null = parseTaskRow(rows[requestId])
-    if (!row) throw new LedgerFileCorruptError(this.path, `row '${requestId}' is not a task ledger entry`)
+    if (!row)
+      throw new LedgerFileCorruptError(this.path, `row '${clip(requestId)}' is not a task ledger entry`)
     const rawLease = leases[requestId]
     const lease: TaskLease | null = rawLease === undefined ? null : parseTaskLease(rawLease)
     if (rawLease !== undefined && !lease)
-      throw new LedgerFileCorruptError(this.#leases, `lease '${requestId}' is not a task lease`)
+      throw new LedgerFileCorruptError(this.#leases, `lease '${clip(requestId)}' is not a task lease`)
     const record = { row, lease }
     return { ...record, version: recordVersion(record) }
   }

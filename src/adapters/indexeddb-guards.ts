@@ -15,6 +15,7 @@ import {
   type ReceiptStore,
 } from "../core/receipts/store.ts"
 import { readStoredReceipt } from "../core/receipts/stored.ts"
+import { clip } from "../core/repr.ts"
 import { StateSnapshotError } from "../core/state/errors.ts"
 import { parseSnapshot, type StateFlushStore, type StateSnapshot } from "../core/state/snapshot.ts"
 import { TaskRowError } from "../core/tasks/errors.ts"
@@ -120,7 +121,7 @@ interface TaskValue {
 
 function toStored(v: TaskValue): StoredTask {
   const row = parseTaskRow(v.row)
-  if (!row) throw new TaskRowError(`task '${v.request_id}' in IndexedDB is not a task ledger entry`)
+  if (!row) throw new TaskRowError(`task '${clip(v.request_id)}' in IndexedDB is not a task ledger entry`)
   const lease = v.lease == null ? null : parseTaskLease(v.lease)
   return { row, lease, version: recordVersion({ row, lease }) }
 }

@@ -3,6 +3,7 @@
 // statement: an INSERT … ON CONFLICT DO NOTHING for an absent task, else an UPDATE whose WHERE compares a digest of
 // the stored row and lease with the version the caller read (Postgres re-checks it after a concurrent update).
 
+import { clip } from "../core/repr.ts"
 import { isUnstorableText, keepableJson } from "../core/storage/text.ts"
 import { TaskRowError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
@@ -92,7 +93,8 @@ export class NeonTaskStore implements TaskStore {
   #parse(requestId: string, r: Record<string, unknown>): StoredTask {
     const payload = typeof r.payload === "string" ? JSON.parse(r.payload) : r.payload
     const row = parseTaskRow(payload)
-    if (!row) throw new TaskRowError(`task row '${requestId}' in ${this.table} is not a task ledger entry`)
+    if (!row)
+      throw new TaskRowError(`task row '${clip(requestId)}' in ${this.table} is not a task ledger entry`)
     const raw = typeof r.lease === "string" ? JSON.parse(r.lease) : r.lease
     return { row, lease: raw == null ? null : parseTaskLease(raw), version: String(r.v) }
   }
