@@ -48,8 +48,14 @@ export interface LedgerAccess {
   close(): Promise<void>
 }
 
-const env = (name: string): string | undefined => {
+/**
+ * A store variable: empty is unset (as MYCELIUM_TOKEN); blank is a usage error, as a blank store flag is, where
+ * `MYCELIUM_LEDGER_FILE=" "` named a file " " and an operator's release went to a ledger no worker writes.
+ */
+export function storeVariable(name: string): string | undefined {
   const v = process.env[name]
+  if (v && !v.trim())
+    throw new UsageError(`${name} is blank (an unset variable?): name the store, or unset it`)
   return v ? v : undefined
 }
 
@@ -286,9 +292,9 @@ export function directStore(flags: StoreFlags): ResolvedStorage | null {
     (flags.config !== undefined
       ? null
       : storeOf(
-          env("MYCELIUM_LEDGER_FILE"),
-          env("MYCELIUM_REDIS_URL"),
-          env("MYCELIUM_POSTGRES_DSN"),
+          storeVariable("MYCELIUM_LEDGER_FILE"),
+          storeVariable("MYCELIUM_REDIS_URL"),
+          storeVariable("MYCELIUM_POSTGRES_DSN"),
           flags,
           "MYCELIUM_REDIS_URL",
           "MYCELIUM_POSTGRES_DSN",

@@ -7,7 +7,7 @@ import { LedgerError } from "../../core/ledger/index.ts"
 import { taskState } from "../../core/tasks/record.ts"
 import type { TaskLedger } from "../../core/tasks/task-ledger.ts"
 import { CliError, UsageError } from "../errors.ts"
-import { describeStore, namedBy, refuseStrayStoreFlags } from "../ledger-access.ts"
+import { describeStore, namedBy, refuseStrayStoreFlags, storeVariable } from "../ledger-access.ts"
 import {
   parseOrUsage,
   parseResultJson,
@@ -16,7 +16,19 @@ import {
   requireRegularFile,
   tableFlag,
 } from "../options.ts"
-import { bold, clean, clip, dim, printJson, SHOWN_CHARS, shown, VALUE_CHARS } from "../style.ts"
+import {
+  bold,
+  clean,
+  clip,
+  digestOf,
+  dim,
+  displayedAs,
+  looksClipped,
+  printJson,
+  SHOWN_CHARS,
+  shown,
+  VALUE_CHARS,
+} from "../style.ts"
 
 export const DEFAULT_TASKS = ".mycelium/tasks.json"
 
@@ -87,7 +99,8 @@ function directChoice(values: TaskStoreFlags): ResolvedStorage | null {
   const redis = values["redis-url"]
   const dsn = values["postgres-dsn"]
   const file =
-    values.file ?? (redis || dsn || values.config !== undefined ? undefined : process.env.MYCELIUM_TASK_FILE)
+    values.file ??
+    (redis || dsn || values.config !== undefined ? undefined : storeVariable("MYCELIUM_TASK_FILE"))
   if (file) return { kind: "file", path: file, ...(values["python-lock"] && { pythonLock: true }) }
   if (redis)
     return namedBy(
@@ -181,6 +194,18 @@ async function command(
   }
   const [id, ...extra] = positionals
   if (!id || extra.length) throw new UsageError(`tasks ${sub} needs exactly one task id`)
+  // A task id pasted from the list's clipped display may be another task's whole id: refused, as for transitions.
+  const other = looksClipped(id)
+    ? displayedAs(
+        id,
+        (await ledger.list()).map((t) => t.row.request_id),
+      )
+    : undefined
+  if (other !== undefined)
+    throw new CliError(
+      `'${clip(id)}' is how the CLI prints the id of another task (${other.length} characters, sha256 ` +
+        `${digestOf(other)}), not an id: set ID to its request_id in mycelium tasks list --json and pass "$ID"`,
+    )
   if (sub === "show") {
     const t = await ledger.get(id)
     if (!t) throw new CliError(`no task '${clip(id)}' in ${path}`)

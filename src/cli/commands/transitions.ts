@@ -1,6 +1,7 @@
 // `mycelium transitions list|show|release|mark-dead`: an operator's view of the action ledger and their verdicts.
 import { parseArgs } from "node:util"
 import {
+  type ActionLedger,
   type LedgerEntry,
   LedgerError,
   LedgerWorkerAliveError,
@@ -22,8 +23,11 @@ import {
   bold,
   clean,
   clip,
+  digestOf,
   dim,
+  displayedAs,
   green,
+  looksClipped,
   printJson,
   red,
   SHOWN_CHARS,
@@ -87,14 +91,18 @@ function nextStep(e: LedgerEntry, outcome: string, now: number, store: string): 
   // Its silence never counts as death either: mark-dead needs the override there.
   const override = force ? " --override-heartbeat" : " [--override-heartbeat]"
   const verify = `${inFlight && !force ? "once it is EXPIRED, " : ""}verify with the provider${ref}, then: mycelium transitions release ${id} --fence ${e.fence} --verified completed|not-executed --by you --reason ...${force}${store}`
-  const long = id === LONG_ID ? `${longIdNote(e.requestId, "its request_id in --json")}: ` : ""
+  const long =
+    id === LONG_ID
+      ? `${longIdNote(e.requestId, `its request_id in mycelium transitions list --stuck --json${store}, the one whose sha256 starts ${digestOf(e.requestId)}`)}: `
+      : ""
   if ((inFlight || leaseLapsed(e, now)) && e.workerDeadAssertedAt === null)
     return `${long}first confirm the worker is dead: mycelium transitions mark-dead ${id} --fence ${e.fence} --by you --reason "how you know it is dead"${store}${override}; then ${verify}`
   return long + verify
 }
 
 // A hint's stand-in for an id too long to print (a `requestIdFrom` argument can be any length): the operator sets
-// ID to it, from the listing's --json or the command line they typed.
+// ID to it, from the listing's --json (the printed digest tells two ids cut alike apart) or the command line they
+// typed.
 const LONG_ID = '"$ID"'
 const longIdNote = (id: string, from: string): string =>
   `its id is ${id.length} characters, too long to print: set ID to it (${from})`
@@ -189,6 +197,7 @@ async function show(args: string[]): Promise<number> {
   )
   const id = oneId("show", positionals)
   return withLedger(values, async ({ ledger, where }) => {
+    await refuseDisplayed(ledger, id, storeFlagsText(values).text)
     const e = await ledger.get(id)
     if (!e) throw new CliError(`no transition '${clip(id)}' in ${where}`)
     const now = ledger.clock.now()
@@ -282,6 +291,7 @@ export async function release(args: string[], command = "transitions release"): 
       const fence = expectedFence !== undefined ? ` --fence ${expectedFence}` : ""
       const word = argWord(id)
       const long = word === LONG_ID ? ` (${longIdNote(id, "the one you passed")})` : ""
+      await refuseDisplayed(ledger, id, storeFlagsText(values).text)
       const row = await refusals(
         () =>
           ledger.release(id, {
@@ -323,6 +333,24 @@ function argWord(id: string): string {
   return w.length > SHOWN_CHARS ? LONG_ID : w
 }
 
+/**
+ * An id pasted from a listing's clipped display is refused: a row's id may be that very text (a `requestIdFrom`
+ * argument can be anything), and releasing it `--verified not-executed` ran another row's payment again. Only an
+ * id of that shape costs a read of every row.
+ */
+async function refuseDisplayed(ledger: ActionLedger, id: string, store: string): Promise<void> {
+  if (!looksClipped(id)) return
+  const other = displayedAs(
+    id,
+    (await ledger.listTransitions()).map((e) => e.requestId),
+  )
+  if (other !== undefined)
+    throw new CliError(
+      `'${clip(id)}' is how the CLI prints the id of another transition (${other.length} characters, sha256 ` +
+        `${digestOf(other)}), not an id: set ID to its request_id in mycelium transitions list --json${store} and pass "$ID"`,
+    )
+}
+
 /** `--fence N`: a whole number, as `show` prints it. */
 function fenceOf(command: string, raw: string | undefined): number | undefined {
   if (raw === undefined) return undefined
@@ -351,6 +379,7 @@ async function markDead(args: string[]): Promise<number> {
     throw new UsageError("transitions mark-dead: --by and --reason are required")
   const store = storeFlagsText(values).text
   return withLedger(values, async ({ ledger }) => {
+    await refuseDisplayed(ledger, id, store)
     const row = await refusals(
       () =>
         ledger.markWorkerDeadFor(id, {
