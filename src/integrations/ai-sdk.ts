@@ -187,7 +187,9 @@ async function finalValue(out: unknown): Promise<unknown> {
     for await (const value of out as AsyncIterable<unknown>) last = value
     return last
   }
-  return out
+  // Awaited, not returned: an execute that throws before its first await gives a promise already rejected, which
+  // workerd reports as uncaught when an async function hands it back.
+  return await out
 }
 
 interface AiSdkSchemaLike {

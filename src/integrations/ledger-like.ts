@@ -44,7 +44,12 @@ export function runWithBoundary<R>(
   const binding = options.binding as { sideEffectClass?: string } | undefined
   return mode === "whole" && binding?.sideEffectClass !== "read"
     ? tx.sideEffect(body)
-    : Promise.resolve().then(body)
+    : // Started a microtask later, as before, its promise awaited rather than handed back from then(): an async body
+      // that throws before its first await gives one already rejected, which workerd reports as uncaught.
+      (async () => {
+        await undefined
+        return await body()
+      })()
 }
 
 /**

@@ -15,26 +15,10 @@ import {
   StateSnapshotTooLargeError,
   StateSnapshotUnstoredError,
 } from "../../src/state.ts"
+import { uncaught } from "./uncaught.ts"
 
 const LEDGER = (env as unknown as { LEDGER: GuardObjectNamespace }).LEDGER
 const run = `u${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
-
-/** The reasons workerd reported as uncaught while `act` ran (and a moment after). */
-async function uncaught(act: () => Promise<void>): Promise<string[]> {
-  const seen: string[] = []
-  const on = (e: Event) => {
-    seen.push(String((e as PromiseRejectionEvent).reason))
-    e.preventDefault()
-  }
-  addEventListener("unhandledrejection", on)
-  try {
-    await act()
-    await new Promise((r) => setTimeout(r, 20))
-  } finally {
-    removeEventListener("unhandledrejection", on)
-  }
-  return seen
-}
 
 describe("StateFlush rejections in workerd are handled, never reported uncaught", () => {
   it("a body that throws before its first await, or throws without being async", async () => {

@@ -48,7 +48,9 @@ export async function bearer(
   const t =
     typeof token === "function"
       ? await Promise.race([
-          Promise.resolve().then(token),
+          // Awaited, not handed back from then(): an async token function that throws before its first await gives
+          // a promise already rejected, which workerd reports as uncaught when a then() callback returns it.
+          (async () => await token())(),
           new Promise<never>((_, reject) =>
             signal?.addEventListener("abort", () =>
               reject(new Error("token function: no token within requestTimeout")),

@@ -224,13 +224,19 @@ class OwnedTransition implements TransitionContext {
   }
 
   #write(op: (current: LedgerEntry) => Promise<LedgerEntry>): Promise<void> {
-    const prev = this.#chain
-    const run = prev === null ? this.#apply(op) : prev.then(() => this.#apply(op))
+    const run = this.#apply(op, this.#chain)
     this.#chain = run.catch(ignore)
     return run
   }
 
-  async #apply(op: (current: LedgerEntry) => Promise<LedgerEntry>): Promise<void> {
+  // The earlier write awaited here, not chained by then(): an op that throws before it returns a promise (a ref
+  // String() refuses, a warning hook that throws) rejects this at once, and workerd reports a promise already
+  // rejected when a then() callback hands it back as uncaught, handled or not.
+  async #apply(
+    op: (current: LedgerEntry) => Promise<LedgerEntry>,
+    prev: Promise<unknown> | null,
+  ): Promise<void> {
+    if (prev) await prev
     this.#current = await op(this.#current)
   }
 
