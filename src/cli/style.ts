@@ -68,7 +68,8 @@ export function displayedAs(arg: string, ids: Iterable<string>): string | undefi
   for (const id of ids) {
     if (id === arg || id.length <= SHOWN_CHARS) continue
     const c = clip(id)
-    if (c === arg || clean(c) === arg) return id
+    // As the terminal got it too: stdout is UTF-8, where a lone surrogate in the shown part is U+FFFD.
+    if (c === arg || clean(c) === arg || clean(c).toWellFormed() === arg) return id
   }
   return undefined
 }

@@ -282,6 +282,42 @@ describe("two long ids never print alike, and a pasted display names no other ro
     expect(whole.out).toContain(`released ${display} (pay): verified=not_executed`)
   })
 
+  it("a pasted display is refused when the id it shows has a lone surrogate, which prints as U+FFFD", async () => {
+    const own = join(cwd, "pasted-surrogate.json")
+    const now = Date.now() / 1000
+    const real = `pay-\ud800${"q".repeat(400)}`
+    await new FileLedgerStorage(own).set(
+      newEntry({ requestId: real, tool: "pay", owner: "w6", fence: 1, leaseUntil: now - 10 }, now - 50),
+    )
+    // What the terminal got: stdout is UTF-8, so the lone surrogate reached it, and the paste, as U+FFFD.
+    const display = run(["transitions", "list", "--file", own]).out.split("  ")[0] as string
+    expect(display).toMatch(/^pay-\ufffdq{295}\.{3} \(405 characters, sha256 [0-9a-f]{32}\)$/)
+    await new FileLedgerStorage(own).set(
+      newEntry({ requestId: display, tool: "pay", owner: "w7", fence: 1, leaseUntil: now - 10 }, now - 50),
+    )
+    const r = run([
+      "transitions",
+      "release",
+      display,
+      "--verified",
+      "not-executed",
+      "--override-death-signal",
+      "gone",
+      "--by",
+      "ops",
+      "--reason",
+      "r",
+      "--file",
+      own,
+    ])
+    expect(r.code, r.out).toBe(1)
+    expect(r.err).toContain(`is how the CLI prints the id of another transition (405 characters, sha256 `)
+    const after = JSON.parse(run(["transitions", "list", "--json", "--file", own]).out) as {
+      operator_resolution: string | null
+    }[]
+    expect(after.map((e) => e.operator_resolution)).toEqual([null, null])
+  })
+
   it("a display-shaped id no other row prints as is an id like any other", async () => {
     const own = join(cwd, "literal.json")
     const now = Date.now() / 1000
