@@ -32,7 +32,9 @@ export function compileBounds(
   const checked = check
     ? async (args: Record<string, unknown>) => {
         await check(args)
-        return scoped(args)
+        // Awaited, not returned: a scope refusal is a promise already rejected, which workerd reports as uncaught
+        // when an async function hands it back.
+        return await scoped(args)
       }
     : scoped
   // The frameworks show the model a thrown error's `message`, which for a boundary error is a code for logs ("pay:

@@ -280,7 +280,9 @@ export async function runHeld<R>(
   replayed: (stored: unknown) => R | Promise<R> = (stored) => stored as R,
 ): Promise<R> {
   // Without the ledger's get() (a RemoteLedger) the earlier row cannot be read: nothing is held or remembered.
-  if (!held || typeof (ledger as Partial<RowReader>).get !== "function") return call()
+  // Awaited, not returned: a call the ledger refuses at once (an aborted signal) is a promise already rejected, which
+  // workerd reports as uncaught when an async function hands it back.
+  if (!held || typeof (ledger as Partial<RowReader>).get !== "function") return await call()
   const { signal } = meta
   // The request id of this call's own row, once the ledger has checked it is (a call whose body did not start).
   let waited: string | undefined

@@ -39,6 +39,56 @@ describe("integration rejections in workerd are handled, never reported uncaught
     expect(runs).toBe(2)
   })
 
+  it("an AI SDK call the ledger refuses at once (its signal already aborted), no failed call held", async () => {
+    const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), onWarning: () => {} })
+    let runs = 0
+    const refund = tool({
+      description: "Refund a charge",
+      inputSchema: z.object({ charge: z.string() }),
+      execute: async ({ charge }) => {
+        runs++
+        return { refunded: charge }
+      },
+    })
+    const guarded = guardTool(ledger, refund, { name: "refund_aborted", binding })
+    const gone = new AbortController()
+    gone.abort(new Error("the step timed out"))
+    // No thread and no experimental_context: nothing is held, and the ledgered call is what the call returns.
+    const seen = await uncaught(async () => {
+      const call = guarded.execute?.(
+        { charge: "ch_1" },
+        { toolCallId: "call-aborted", messages: [], abortSignal: gone.signal },
+      )
+      await expect(call).rejects.toThrow("the step timed out")
+    })
+    expect(seen).toEqual([])
+    expect(runs).toBe(0)
+  })
+
+  it("an AI SDK call whose argument is out of its bounds' scope, refused before the claim", async () => {
+    const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), onWarning: () => {} })
+    let runs = 0
+    const pay = tool({
+      description: "Pay an account",
+      inputSchema: z.object({ to: z.string() }),
+      execute: async ({ to }) => {
+        runs++
+        return { paid: to }
+      },
+    })
+    const guarded = guardTool(ledger, pay, {
+      name: "pay_scoped",
+      binding,
+      bounds: { entityParam: "to", entityPattern: "acct_[0-9]+" },
+    })
+    const seen = await uncaught(async () => {
+      const call = guarded.execute?.({ to: "evil" }, { toolCallId: "call-scope", messages: [] })
+      await expect(call).rejects.toThrow()
+    })
+    expect(seen).toEqual([])
+    expect(runs).toBe(0)
+  })
+
   it("an OpenAI Agents execute that throws at once, its body left unmarked (manual)", async () => {
     const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), onWarning: () => {} })
     let runs = 0

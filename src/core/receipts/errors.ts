@@ -34,7 +34,13 @@ export class ReceiptStoreContendedError extends AuditReceiptError {
 export function chainQueue(): <T>(ledger: string, append: () => Promise<T>) => Promise<T> {
   const chains = new Map<string, Promise<unknown>>()
   return (ledger, append) => {
-    const run = (chains.get(ledger) ?? Promise.resolve()).then(append)
+    const prev = chains.get(ledger)
+    // Awaited, not handed back from then(): an append that throws before its first await (a binding that is no
+    // Durable Object namespace) gives a promise already rejected, which workerd reports as uncaught.
+    const run = (async () => {
+      await prev
+      return await append()
+    })()
     chains.set(
       ledger,
       run.catch(() => {}),
