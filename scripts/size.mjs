@@ -121,6 +121,7 @@ const budgets = [
     name: "core entry (everything)",
     code: 'export * from "./dist/index.js"',
     max: 20.1 * KB,
+    target: 20 * KB,
   },
   // One entry per guard family, each measured alone (what it shares with the core is counted again); budgets are
   // the size at the split +15%. receipts and tasks each carry the ledger's canonical JSON and SHA-256 (5 KB minified).
