@@ -102,7 +102,9 @@ const budgets = [
     // 17.7 -> 17.8 KB (2026-12-07, stop 48), 18,067 -> 18,204 B: a redispatch whose store refused to end a lease its
     // own clock reads as live (HttpLedgerStorage's server) polls it instead of judging it again at once, judges a
     // refused reclaim's row as it is after the poll, and sends the heartbeat silence it acts a verdict on.
-    max: 17.8 * KB,
+    // 17.8 -> 17.9 KB (2026-12-07, stop 48's review), 18,329 B: a death-gated reclaim and a worker-dead mark send the
+    // heartbeat silence they act on too (a clock ahead reclaimed, or planted a death, beside a live holder).
+    max: 17.9 * KB,
     target: 15 * KB,
   },
   // #11's budget for the whole core entry: the ledger, the context guards and the error root, for bundlers that do not
@@ -117,10 +119,11 @@ const budgets = [
   // +134 B; a client hours ahead ran a live call twice) and awaiting a transition's earlier write (workerd reported a
   // handled rejection as uncaught). A size pass found 15 B in a plainer warning, short of the 72 B: what is left is
   // Python-shaped or test-pinned text and hot-path code (a shared JSON walker, -32 B, costs 20-50 ns a replay).
+  // 20.1 -> 20.2 KB (2026-12-07, stop 48's review), 20,668 B: its silence sent by a reclaim and a worker-dead mark.
   {
     name: "core entry (everything)",
     code: 'export * from "./dist/index.js"',
-    max: 20.1 * KB,
+    max: 20.2 * KB,
     target: 20 * KB,
   },
   // One entry per guard family, each measured alone (what it shares with the core is counted again); budgets are
@@ -447,7 +450,8 @@ const budgets = [
   // refused at their line, in the NEL/LS/PS check's one regex: 96,050 B, 1 B under (a hint to escape them was 18 B).
   // 93.8 -> 93.9 KB (2026-12-07, stop 48), 52 B: the ledger it bundles quotes long request ids clipped: 96,102 B.
   // 93.8 -> 94 KB (2026-12-07, stop 48), 96,187 B: the ledger's fix for a store on a clock of its own.
-  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 94 * KB },
+  // 94 -> 94.1 KB (2026-12-07, stop 48's review), 96,357 B: the same ledger's silence sent by a reclaim and a mark.
+  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 94.1 * KB },
   // The storage conformance suite for adapter authors: test code, loaded by a test file and never by an application,
   // so its size matters little; it carries the whole ledger (its replay case runs an ActionLedger), the row codec and
   // the Python original's rows. 21.6 KB when it was added. The task, receipt and state-flush store suites joined it
@@ -480,7 +484,8 @@ const budgets = [
     // 41 -> 41.1 KB (2026-12-07, stop 48), 55 B: the ledger it bundles quotes long request ids clipped: 42,005 B.
     // 41 -> 41.3 KB (2026-12-07, stop 48): the ledger's fix for a store on a clock of its own, and the contract
     // model's rule for such a store (LedgerStorageFixture.leaseClock): 42,282 B.
-    max: 41.3 * KB,
+    // 41.3 -> 41.5 KB (2026-12-07, stop 48's review), 42,409 B: the ledger's silence sent by a reclaim and a mark.
+    max: 41.5 * KB,
   },
   // The agent client (`mycelium-runtime/client`, fetch only: no hono, zod or jose): 4.8 KB when it was added.
   // 6 -> 6.5 KB (2026-12-05, the review of stop 34): a result the server would refuse (NUL, an unpaired surrogate, a

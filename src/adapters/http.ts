@@ -305,6 +305,7 @@ export class HttpLedgerStorage implements LedgerStorage {
         now,
         ...(options && "reclaimFence" in options ? { reclaim_fence: options.reclaimFence } : {}),
         ...(options?.dispatchId ? { dispatch_id: options.dispatchId } : {}),
+        ...(options?.silentFor !== undefined ? { silent_for: options.silentFor } : {}),
       },
     )) as { outcome: ClaimResult["outcome"]; entry: Row; dispatch_siblings?: Row[] }
     if (!CLAIM_OUTCOMES.includes(r.outcome)) throw malformed(`a claim outcome ${JSON.stringify(r.outcome)}`)

@@ -189,6 +189,7 @@ export const ClaimRowBody = z.strictObject({
   now: z.optional(z.number()),
   reclaim_fence: z.optional(z.nullable(z.int())),
   dispatch_id: z.optional(Id),
+  silent_for: z.optional(z.number().check(z.nonnegative())),
 })
 
 export const TransitionRowBody = z.strictObject({

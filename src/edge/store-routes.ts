@@ -83,20 +83,34 @@ function endsAnothersClaim(
   return next.terminalOutcome !== "IN_FLIGHT" && e.outcomes.some((o) => o !== "IN_FLIGHT")
 }
 
-/** Refuses (`lease_held`) when `held`'s lease, or its heartbeat where `silentFor` is given, is live by `now`. */
-function refuseHeld(held: LedgerEntry, id: string, now: number, silentFor: number | undefined): void {
-  if (held.leaseUntil !== null && resolvedOutcome(held, now) === "IN_FLIGHT")
+/**
+ * Refuses (`lease_held`) when `held`'s lease is live by `now` and the write `ends` it, or its heartbeat is, where
+ * `silentFor` is given (a worker-dead mark on that silence ends no lease but licenses a re-run once it lapses).
+ */
+function refuseHeld(
+  held: LedgerEntry,
+  id: string,
+  now: number,
+  ends: boolean,
+  silentFor: number | undefined,
+): void {
+  if (ends && held.leaseUntil !== null && resolvedOutcome(held, now) === "IN_FLIGHT")
     throw new HttpError(
       "lease_held",
       `request '${id}' is leased until ${held.leaseUntil} by the server's clock (now ${now}); only its holder may end it`,
     )
-  const beat = held.lastHeartbeatAt ?? held.startedAt
-  if (silentFor !== undefined && held.workerDeadAssertedAt === null && now - beat < silentFor)
+  if (silentFor !== undefined && heardWithin(held, now, silentFor))
     throw new HttpError(
       "lease_held",
-      `request '${id}' had a heartbeat ${now - beat} s ago by the server's clock, under the ${silentFor} s of silence taken as its holder's death`,
+      `request '${id}' had a heartbeat ${now - beatOf(held)} s ago by the server's clock, under the ${silentFor} s of silence taken as its holder's death`,
     )
 }
+
+const beatOf = (held: LedgerEntry): number => held.lastHeartbeatAt ?? held.startedAt
+
+/** Whether `held`'s holder was heard from within `silentFor` seconds of `now`, with no worker death asserted. */
+const heardWithin = (held: LedgerEntry, now: number, silentFor: number): boolean =>
+  held.workerDeadAssertedAt === null && now - beatOf(held) < silentFor
 
 /** The lease the client asked for (its length), from the server's now: its clock never decides a lease. */
 function restamped(next: LedgerEntry, now: number): LedgerEntry {
@@ -127,6 +141,18 @@ export function storeRoutes(api: Api, ctx: RouteContext): void {
     const id = ctx.id(c)
     const b = await ctx.body(c, ClaimRowBody)
     const entry = rowEntry(storage, b.entry, id)
+    // A reclaim on heartbeat silence (reclaimRequiresDeathSignal) read by the client's clock waits for that silence
+    // by the server's: the row, still held, is answered as a claim lost to it, which the ledger polls (IN_FLIGHT at
+    // the fence it judged). Its heartbeat moves only with a live lease, which the claim below would not take over.
+    if (b.silent_for !== undefined && typeof b.reclaim_fence === "number") {
+      const held = await viaStore("get", () => storage.get(id))
+      if (
+        held?.fence === b.reclaim_fence &&
+        held.terminalOutcome === "IN_FLIGHT" &&
+        heardWithin(held, ctx.now(), b.silent_for)
+      )
+        return c.json({ outcome: "in_flight", entry: entryToRow(held) })
+    }
     const r = await viaStore("claim", () =>
       storage.tryClaimInflight(entry, b.lease_ttl, ctx.now(), {
         ...(b.reclaim_fence !== undefined ? { reclaimFence: b.reclaim_fence } : {}),
@@ -160,9 +186,10 @@ export function storeRoutes(api: Api, ctx: RouteContext): void {
     // by this clock stays lapsed at its fence (a renewal must hold it at the server's now), so the write below
     // cannot end a lease that became live in between. An unbounded lease lapses by no clock (a forced release).
     // So did one acting on heartbeat silence (`silent_for`): a heartbeat that is silent stays so once the lease lapsed.
-    if (e.silent_for !== undefined || endsAnothersClaim(sent, e)) {
+    const ends = endsAnothersClaim(sent, e)
+    if (e.silent_for !== undefined || ends) {
       const held = await viaStore("get", () => storage.get(id))
-      if (held?.fence === e.fence) refuseHeld(held, id, now, e.silent_for)
+      if (held?.fence === e.fence) refuseHeld(held, id, now, ends, e.silent_for)
     }
     const next = leaseStampedAt(sent, e.fence, e.lease_held_at) ? restamped(sent, now) : sent
     const ok = await viaStore("transition", () => storage.tryTransition(next, expect))

@@ -12,8 +12,10 @@ import {
   ActionLedger,
   type Clock,
   type LedgerEntry,
+  LedgerHardBlockError,
   LedgerPollTimeoutError,
   LedgerReleaseRefusedError,
+  LedgerWorkerAliveError,
   MemoryLedgerStorage,
 } from "../../src/index.ts"
 import { ManualClock } from "../../src/testing.ts"
@@ -220,6 +222,83 @@ describe("HttpLedgerStorage: a process ahead never ends a claim the server's clo
     await expect(peer({}, { requestId: "sync-1" })).rejects.toThrow(/maybe_crossed/)
     finish()
     await first.catch(() => null)
+    expect(effects).toEqual(["holder"])
+  })
+
+  it("a reclaim on heartbeat silence read 2 h ahead waits for that silence by the server's clock", async () => {
+    const { server, ledger, row } = world()
+    const sync = { ...pay, binding: { ...pay.binding, sideEffectClass: "idempotent_mutate" } } as const
+    const effects: string[] = []
+    let go!: () => void
+    const gate = new Promise<void>((r) => {
+      go = r
+    })
+    let inside!: () => void
+    const entered = new Promise<void>((r) => {
+      inside = r
+    })
+    const first = ledger("holder", 0).tool(sync, async () => {
+      inside()
+      await gate
+      effects.push("holder")
+      return "holder"
+    })({}, { requestId: "sync-2" })
+    await entered
+    // The lease lapsed by the server's clock too, but the holder was heard from 61 s ago: under the 120 s of silence
+    // (2 x the 60 s lease) reclaimRequiresDeathSignal takes as its death. A peer on the server's clock waits.
+    server.advance(61)
+    const body = async () => {
+      effects.push("peer")
+      return "peer"
+    }
+    await expect(ledger("same", 0).tool(sync, body)({}, { requestId: "sync-2" })).rejects.toBeInstanceOf(
+      LedgerPollTimeoutError,
+    )
+    await expect(
+      ledger("ahead", 2 * HOUR).tool(sync, body)({}, { requestId: "sync-2" }),
+    ).rejects.toBeInstanceOf(LedgerPollTimeoutError)
+    expect([(await row("sync-2")).fence, (await row("sync-2")).owner]).toEqual([1, "holder"])
+    go()
+    await expect(first).resolves.toBe("holder")
+    expect(effects).toEqual(["holder"])
+  })
+
+  it("an operator 2 h ahead cannot mark a worker dead the server heard from: no verdict later re-runs it", async () => {
+    const { server, ledger, row } = world()
+    const effects: string[] = []
+    let inEffect!: () => void
+    const effecting = new Promise<void>((r) => {
+      inEffect = r
+    })
+    let go!: () => void
+    const gate = new Promise<void>((r) => {
+      go = r
+    })
+    const first = ledger("holder", 0).tool(pay, async (_args, tx) => {
+      await tx.recordExternalOperation("op-1")
+      return tx.sideEffect(async () => {
+        inEffect()
+        await gate
+        effects.push("holder")
+        return "holder"
+      })
+    })({}, { requestId: "pay-3" })
+    await effecting
+    server.advance(10)
+    const mark = () => ledger("ops", 2 * HOUR).markWorkerDeadFor("pay-3", { by: "ops", reason: "silent" })
+    await expect(mark()).rejects.toBeInstanceOf(LedgerWorkerAliveError)
+    expect((await row("pay-3")).workerDeadAssertedAt).toBeNull()
+    // The lease lapsed by the server's clock, the holder heard from 61 s ago, inside its effect: a redispatch on the
+    // server's clock with the provider's not_executed waits for its death, as it would without the mark.
+    server.advance(51)
+    const reconciler: Reconciler = { reconcile: async () => ({ status: "NOT_EXECUTED" }) }
+    const peer = ledger("peer", 0, reconciler).tool(pay, async () => {
+      effects.push("peer")
+      return "peer"
+    })
+    await expect(peer({}, { requestId: "pay-3" })).rejects.toBeInstanceOf(LedgerHardBlockError)
+    go()
+    await expect(first).resolves.toBe("holder")
     expect(effects).toEqual(["holder"])
   })
 

@@ -39,6 +39,8 @@ export interface ClaimOptions {
   readonly reclaimFence?: number | null
   /** Ask for `dispatchSiblings` on a successful claim (the args-drift gate). */
   readonly dispatchId?: string
+  /** A reclaim on the holder's heartbeat silence, as `TransitionExpectation.silentFor`. */
+  readonly silentFor?: number | undefined
 }
 
 /** What a compare-and-set requires of the stored row. */

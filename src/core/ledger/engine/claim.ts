@@ -61,7 +61,12 @@ const INSERT_ONLY = { reclaimFence: null }
  * Siblings under the tool-call id are read whenever there is one: a row there with another key must never become
  * a licence to run (engine/identity-checks.ts).
  */
-function claimOver(core: LedgerCore, req: ClaimRequest, prior: LedgerEntry | null): Promise<ClaimResult> {
+function claimOver(
+  core: LedgerCore,
+  req: ClaimRequest,
+  prior: LedgerEntry | null,
+  silentFor?: number,
+): Promise<ClaimResult> {
   const reclaimFence = prior ? prior.fence : null
   return core.store.claim(
     req.requestId,
@@ -69,10 +74,10 @@ function claimOver(core: LedgerCore, req: ClaimRequest, prior: LedgerEntry | nul
     req.leaseTtl,
     core.clock.now(),
     req.dispatchId
-      ? { reclaimFence, dispatchId: req.dispatchId }
+      ? { reclaimFence, dispatchId: req.dispatchId, silentFor }
       : reclaimFence === null
         ? INSERT_ONLY
-        : { reclaimFence },
+        : { reclaimFence, silentFor },
   )
 }
 
@@ -101,8 +106,8 @@ async function claimLoop(core: LedgerCore, req: ClaimRequest, firstSeen: LedgerE
   }
 
   /** A claim (claimOver) that owns the row, or null with the row it found observed. */
-  const claim = async (prior: LedgerEntry | null): Promise<ClaimOutcome | null> => {
-    const r = await claimOver(core, req, prior)
+  const claim = async (prior: LedgerEntry | null, silentFor?: number): Promise<ClaimOutcome | null> => {
+    const r = await claimOver(core, req, prior, silentFor)
     if (r.outcome === "claimed") return own(r.entry, false, r.dispatchSiblings)
     observed = r.entry
     // The store kept the row this call judged lapsed, still held under the same fence (a store on another clock, as
@@ -185,7 +190,7 @@ async function claimLoop(core: LedgerCore, req: ClaimRequest, firstSeen: LedgerE
         done = await hardBlock(row)
         break
       case "RECLAIM":
-      case "ALLOW":
+      case "ALLOW": {
         if (req.mode === "unclassified") {
           if (unclassifiedReclaimWarns(resolved)) {
             core.warnOnce(
@@ -215,17 +220,16 @@ async function claimLoop(core: LedgerCore, req: ClaimRequest, firstSeen: LedgerE
           break
         }
         // The death-signal gate guards only leases that lapsed: a FAILED row's worker has already let go.
-        if (
-          core.policy.reclaimRequiresDeathSignal &&
-          resolved === "EXPIRED" &&
-          !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)
-        ) {
+        const gated = core.policy.reclaimRequiresDeathSignal && resolved === "EXPIRED"
+        if (gated && !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)) {
           await wait("waiting for worker death evidence on")
           observed = await core.store.get(req.requestId)
           continue
         }
-        done = await claim(row)
+        // Reclaimed on the heartbeat silence this clock read: a store on a clock of its own checks it by that clock.
+        done = await claim(row, gated ? silentAsRead(core, row) : undefined)
         break
+      }
     }
     if (done) return done
   }

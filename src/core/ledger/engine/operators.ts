@@ -4,6 +4,7 @@ import { clip } from "../../repr.ts"
 import { checkCallSeconds, type LedgerCore, seconds } from "../core.ts"
 import {
   LedgerAlreadyResolvedError,
+  LedgerOutcomeAlreadySetError,
   LedgerPollTimeoutError,
   LedgerReleaseRefusedError,
   LedgerUnknownRequestError,
@@ -245,15 +246,30 @@ export async function markWorkerDeadFor(
   }
   const reason = options.overrideHeartbeat ? `${options.reason} (heartbeat overridden)` : options.reason
   const next = workerDeadRow(row, options.by, reason, now)
+  // Marked on the heartbeat's silence by this clock: a store on a clock of its own checks that silence too, or an
+  // operator's clock ahead plants a death that licenses a re-run beside the live holder once its lease lapses.
+  const silentFor =
+    options.overrideHeartbeat || row.workerDeadAssertedAt !== null ? undefined : core.policy.presumedDeadAfter
   return casFrom(
     core,
     row,
     next,
     // Made again over a boundary move that lands first (casFrom), never back below it.
     // A legacy row stores EXPIRED itself (LAPSED_OUTCOMES).
-    asRead(row, row.terminalOutcome === "BLOCKED" ? ["BLOCKED"] : LAPSED_OUTCOMES),
+    asRead(row, row.terminalOutcome === "BLOCKED" ? ["BLOCKED"] : LAPSED_OUTCOMES, silentFor),
     "mark worker dead",
-  )
+  ).catch(async (e: unknown) => {
+    // Unmoved: the store heard from the worker within that silence by its clock (HttpLedgerStorage's server).
+    if (
+      e instanceof LedgerOutcomeAlreadySetError &&
+      silentFor !== undefined &&
+      stillHeldAsRead(await core.store.get(requestId), row)
+    )
+      throw new LedgerWorkerAliveError(
+        `${cannot}its worker appears alive by the store's clock (a heartbeat within ${silentFor} s). Wait, or give a heartbeat override if it is known dead.`,
+      )
+    throw e
+  })
 }
 
 /**
