@@ -104,7 +104,9 @@ const budgets = [
     // refused reclaim's row as it is after the poll, and sends the heartbeat silence it acts a verdict on.
     // 17.8 -> 17.9 KB (2026-12-07, stop 48's review), 18,329 B: a death-gated reclaim and a worker-dead mark send the
     // heartbeat silence they act on too (a clock ahead reclaimed, or planted a death, beside a live holder).
-    max: 17.9 * KB,
+    // 17.9 -> 18 KB (2026-12-07, stop 48's sweep), 18,331 B: no promise is handed back already rejected (workerd
+    // reports it uncaught): ActionLedger.claim, a verdict's reexecute and markWorkerDeadFor's refusal await theirs.
+    max: 18 * KB,
     target: 15 * KB,
   },
   // #11's budget for the whole core entry: the ledger, the context guards and the error root, for bundlers that do not
@@ -451,7 +453,9 @@ const budgets = [
   // 93.8 -> 93.9 KB (2026-12-07, stop 48), 52 B: the ledger it bundles quotes long request ids clipped: 96,102 B.
   // 93.8 -> 94 KB (2026-12-07, stop 48), 96,187 B: the ledger's fix for a store on a clock of its own.
   // 94 -> 94.1 KB (2026-12-07, stop 48's review), 96,357 B: the same ledger's silence sent by a reclaim and a mark.
-  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 94.1 * KB },
+  // 94.1 -> 94.2 KB (2026-12-07, stop 48's sweep), 96,399 B: its configured tools, tasks, close() and the ledger it
+  // bundles await what they return (workerd reported a handled rejection as uncaught).
+  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 94.2 * KB },
   // The storage conformance suite for adapter authors: test code, loaded by a test file and never by an application,
   // so its size matters little; it carries the whole ledger (its replay case runs an ActionLedger), the row codec and
   // the Python original's rows. 21.6 KB when it was added. The task, receipt and state-flush store suites joined it

@@ -74,8 +74,8 @@ export class NeonReceiptStore implements ReceiptStore {
       throw new AuditReceiptError(
         `${key} holds U+0000 or an unpaired surrogate, which Postgres cannot keep: name it in valid Unicode`,
       )
-    if (!chain) return this.#tryAppend(record)
-    return this.#queue(chain.ledger, () => this.#tryAppend(record, chain))
+    if (!chain) return await this.#tryAppend(record)
+    return await this.#queue(chain.ledger, () => this.#tryAppend(record, chain))
   }
 
   async #tryAppend(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {

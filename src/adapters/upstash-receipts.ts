@@ -64,14 +64,14 @@ export class UpstashReceiptStore implements ReceiptStore {
   }
 
   async append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
-    if (!chain) return this.#tryAppend(record)
+    if (!chain) return await this.#tryAppend(record)
     // Keys travel as UTF-8, where an unpaired surrogate is U+FFFD: the tail key is another chain's, and that chain's
     // next receipt would read as a gap.
     if (!chain.ledger.isWellFormed())
       throw new AuditReceiptError(
         `chain '${chain.ledger}' holds an unpaired surrogate: name it in valid Unicode`,
       )
-    return this.#queue(chain.ledger, () => this.#tryAppend(record, chain))
+    return await this.#queue(chain.ledger, () => this.#tryAppend(record, chain))
   }
 
   async #tryAppend(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {

@@ -260,7 +260,10 @@ export async function runModelSequence(
       const want = model.set(step.entry)
       const got = await handle.set(step.entry).then(
         () => true,
-        (e: unknown) => (e instanceof LedgerStaleFenceError ? false : Promise.reject(e)),
+        (e: unknown) => {
+          if (e instanceof LedgerStaleFenceError) return false
+          throw e
+        },
       )
       if (got !== want) fail(step, "set() writing", got, want)
     }

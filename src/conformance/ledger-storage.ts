@@ -503,7 +503,7 @@ export function testLedgerStorage(name: string, factory: LedgerStorageFixtureFac
             expect(r.outcome).toBe("claimed")
             if (r.outcome === "claimed" && r.dispatchSiblings) return r.dispatchSiblings
             if (!store.findByDispatchId) return null
-            return store.findByDispatchId(tc)
+            return await store.findByDispatchId(tc)
           }),
         )
         if (seen.some((v) => v === null)) return skipCase(ctx, NO_SIBLINGS)

@@ -21,7 +21,7 @@ export function testStateFlush(name: string, factory: StateFlushStoreFixtureFact
           run.record({ step: 1, messages: ["hi"] })
           run.record({ step: 2 })
           setTimeout(() => ctl.abort(new Error("user pressed stop")), 5)
-          return never()
+          return await never()
         },
         { signal: ctl.signal },
       )
@@ -93,7 +93,7 @@ export function testStateFlush(name: string, factory: StateFlushStoreFixtureFact
         async (run) => {
           run.record({ streamed: 120 })
           client.abort(new Error("socket closed"))
-          return never()
+          return await never()
         },
         { disconnectSignal: client.signal },
       )
@@ -139,7 +139,7 @@ export function testStateFlush(name: string, factory: StateFlushStoreFixtureFact
         run.record({ page: 7 })
         await run.checkpoint()
         saved()
-        return never()
+        return await never()
       })
       await savedP
       expect(await flush.load(cp)).toMatchObject({ status: "in-progress", state: { page: 7 } })

@@ -135,6 +135,6 @@ export default {
       const { status, body } = errorResponse(e)
       return Response.json(body, { status })
     }
-    return app.fetch(request, env, ctx as never)
+    return await app.fetch(request, env, ctx as never)
   },
 }

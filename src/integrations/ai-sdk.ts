@@ -84,7 +84,7 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
       const out = await runWithBoundary(boundary, ledgerOptions, tx, () =>
         finalValue(execute(checked, forBody)),
       )
-      return bounds.output(out)
+      return await bounds.output(out)
     })
     // A model told that a call failed calls again under a new id (failed-calls.ts). The conversation: the thread
     // `meta` names, else the `experimental_context` object the application passed for the run; one object may
@@ -93,7 +93,7 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
       shown(callOptions.messages, id),
     )
     // The SDK sends the model a tool error's message: an outage's names the driver's paths and hosts.
-    return runHeld(
+    return await runHeld(
       failed,
       held,
       ledger,

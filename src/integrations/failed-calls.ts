@@ -290,7 +290,7 @@ export async function runHeld<R>(
     waited = id
   }
   const earlier = await failed.check(ledger, held, signal)
-  if (earlier.kind === "return") return replayed(earlier.result)
+  if (earlier.kind === "return") return await replayed(earlier.result)
   let abandoned = false
   // Before the body began, an abort keeps it from starting (the ledger checks the signal once it has claimed);
   // after, the body runs on and a retry waits for it. A call that only waited on its own row (the body runs

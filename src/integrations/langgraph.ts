@@ -134,7 +134,7 @@ export function guardTool<T extends StructuredToolInterface>(
     const held = failed.held(callMeta, args, sideEffectClassOf(run))
     const started = () => (attempt as GuardContext | null)?.requestId ?? null
     // ToolNode sends the model the thrown error's message: an outage's names the driver's paths and hosts.
-    return runHeld(
+    return await runHeld(
       failed,
       held,
       ledger,

@@ -104,7 +104,7 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
     // A `timeoutMs` the SDK enforces aborts `details.signal` and tells the model the call timed out while the body
     // may still charge: the signal marks the call as given up on.
     const held = failed.held(callMeta, args, sideEffectClassOf(run), runContext)
-    return runHeld(
+    return await runHeld(
       failed,
       held,
       ledger,

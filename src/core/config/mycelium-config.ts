@@ -260,7 +260,7 @@ export class MyceliumConfig {
             `storage '${choice.kind}' needs a store factory: load the file with loadConfig() from ` +
               `'mycelium-runtime/node/config' (Node, Deno, Bun) or pass { storageFactory } to loadConfigFromString()`,
           )
-        return factory(choice)
+        return await factory(choice)
       })
       this.#stores.set(key, store)
     }
@@ -362,13 +362,13 @@ export class MyceliumConfig {
       // reports one that gains its handler a microtask later (returned from an async function) as unhandled.
       call = async (args, meta) => await (await wrapped)(args as Record<string, unknown>, meta)
     } else {
-      call = async (args) => body(args, undefined)
+      call = async (args) => await body(args, undefined)
     }
     const scopeFrom = tool?.binding?.scopeFrom ?? {}
     const configured = async (args: A, meta: CallMeta = {}) => {
       if (isTransitionContext(meta)) meta = {}
       const scope = runScope()?.getStore()
-      return call(args, scope ? inRun(meta, scope.runId, scopeFrom, args) : meta)
+      return await call(args, scope ? inRun(meta, scope.runId, scopeFrom, args) : meta)
     }
     Object.defineProperty(configured, "toolName", { value: name })
     return configured as ConfiguredTool<A, R>
@@ -417,7 +417,7 @@ export class MyceliumConfig {
               `'mycelium-runtime/node/config' (Node, Deno, Bun) or pass { taskStoreFactory } to loadConfigFromString()`,
             ["task_ledger", "storage"],
           )
-        return factory(choice)
+        return await factory(choice)
       })
       this.#taskStores.set(key, store)
     }
@@ -545,10 +545,10 @@ export class MyceliumConfig {
           signal: meta.signal ?? never,
           renewLease: async () => {},
         }
-        return (fn as ConfiguredTaskBody<A, R>)(args, ctx)
+        return await (fn as ConfiguredTaskBody<A, R>)(args, ctx)
       }
     }
-    const configured = async (args: A, meta: TaskCallMeta = {}) => call(args, meta)
+    const configured = async (args: A, meta: TaskCallMeta = {}) => await call(args, meta)
     Object.defineProperty(configured, "taskName", { value: name })
     return configured as ConfiguredTask<A, R>
   }
@@ -598,9 +598,10 @@ export class MyceliumConfig {
     // Once closing, no store opens any more (#open): one opened now would hold a socket nobody closes.
     this.#closing ??= (async () => {
       const results = await Promise.allSettled(
-        this.#opened.map((p) =>
-          // undefined: a store that failed to open, or no state_flush: section (run() asks for it).
-          p.then((store) => (store as { close?: () => Promise<void> | void } | undefined)?.close?.()),
+        // undefined: a store that failed to open, or no state_flush: section (run() asks for it). Awaited, not
+        // returned from then(): a close() that throws before its first await would be reported uncaught by workerd.
+        this.#opened.map(
+          async (p) => await ((await p) as { close?: () => Promise<void> | void } | undefined)?.close?.(),
         ),
       )
       const failed = results.find((r) => r.status === "rejected")
@@ -631,7 +632,7 @@ export class MyceliumConfig {
   async resume(runId: string): Promise<Readonly<Record<string, unknown>> | null> {
     const flush = await this.stateFlush()
     if (!flush || !(await flush.load(runId))) return null
-    return flush.resume(runId)
+    return await flush.resume(runId)
   }
 
   /**
@@ -665,9 +666,9 @@ export class MyceliumConfig {
       const signal = options.signal ?? never.signal
       const state: Record<string, unknown> = { ...options.initial }
       const run: ConfigRun = { runId, session, signal, state, record: (patch) => Object.assign(state, patch) }
-      return enter({ runId, flush: null }, () => fn(run))
+      return await enter({ runId, flush: null }, () => fn(run))
     }
-    return flush.run(
+    return await flush.run(
       runId,
       (handle) =>
         enter({ runId, flush: handle }, () =>

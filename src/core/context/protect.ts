@@ -72,7 +72,7 @@ export function protect<A extends object, R>(
   const inner = fn as (args: A, ...rest: unknown[]) => R | Promise<R>
   // async: arguments that cannot be keyed reject the call's promise, as any other failure of the call does.
   const withCache = async (cache: ToolCache, args: A, ...rest: unknown[]): Promise<R> =>
-    cache.getOrLoad(cacheKey(args), ttl, () => inner(args, ...rest), clock)
+    await cache.getOrLoad(cacheKey(args), ttl, () => inner(args, ...rest), clock)
   const wrapped = ((args: A, ...rest: unknown[]) => withCache(activeCache(), args, ...rest)) as ProtectedTool<
     A,
     R

@@ -196,7 +196,7 @@ async function modelRequest(ctx: AgentContext, req: ModelRequest): Promise<Model
     let sent = false
     const tool = ledgeredFor(s, MODEL_REQUEST, READ_BINDING, async () => {
       sent = true
-      return sendRequest(ctx, req)
+      return await sendRequest(ctx, req)
     })
     const requestId = `${ctx.key}/r${req.context.step}`
     response = checkResponse(await tool({ step: req.context.step }, { requestId, signal: ctx.signal }))
@@ -432,7 +432,7 @@ async function invokeTool(
     sideEffect: async (fn) => {
       // Not after the call was cancelled (its batch ended, the run stopped): the effect would start unasked.
       if (signal.aborted) throw signal.reason
-      return tx ? tx.sideEffect(fn) : fn()
+      return await (tx ? tx.sideEffect(fn) : fn())
     },
     signal,
     run_id: ctx.runId,

@@ -326,8 +326,8 @@ export function runPlan(
           maxTurns: null,
         }
         const prompt = composePrompt(t.spec, byId)
-        if (!shared.ledger) return runAgent(ctx, prompt)
-        return runDurableTask(ctx, t, prompt, () => emitStarted(t, stream))
+        if (!shared.ledger) return await runAgent(ctx, prompt)
+        return await runDurableTask(ctx, t, prompt, () => emitStarted(t, stream))
       })()
       work.then(
         // A non-string would throw inside settle() and leave the run unsettled forever: fail the task instead.

@@ -123,7 +123,7 @@ export function rlmParallelTool(options: RlmParallelToolOptions = {}): HarnessTo
           }
         }),
       )
-      return Promise.race([outcomes, halted])
+      return await Promise.race([outcomes, halted])
     },
   }
   PASSES_REFUSALS.add(tool.execute)

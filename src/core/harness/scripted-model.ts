@@ -81,7 +81,7 @@ export class ScriptedModel implements ModelClient {
     const id = depth === 0 ? task_id : `${task_id}@${depth}`
     const script = (Object.hasOwn(byTask, id) ? byTask[id] : undefined) ?? this.options.fallback
     if (!script) return { text: `done:${request.context.task_id}` }
-    if (typeof script === "function") return script(request, call)
+    if (typeof script === "function") return await script(request, call)
     const step = script[call]
     if (!step)
       throw new ScriptedModelError(

@@ -145,7 +145,7 @@ export class ActionLedger {
     const call = prepareCall(this.#core, request.tool, binding, request.args ?? {}, meta, () => decision, {
       leaseTtl: request.leaseTtl,
     })
-    return claimTransition(this.#core, call)
+    return await claimTransition(this.#core, call)
   }
 
   // ---- fenced mutations (engine/fenced.ts): the guard's holder moves the row, by one compare-and-set ----------

@@ -111,6 +111,6 @@ export class ReceiptEmitter implements ReceiptHook {
   }
 
   async emit(init: ReceiptInit): Promise<Receipt> {
-    return this.append(await this.sign(init))
+    return await this.append(await this.sign(init))
   }
 }

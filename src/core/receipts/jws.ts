@@ -79,7 +79,7 @@ export function jwsReceiptSigner(options: JwsReceiptSignerOptions): ReceiptSigne
     kind: "jws",
     async sign(text) {
       key ??= resolveKey()
-      return new CompactSign(encoder.encode(text))
+      return await new CompactSign(encoder.encode(text))
         .setProtectedHeader({ alg, kid, typ: RECEIPT_TYP })
         .sign(await key)
     },

@@ -90,7 +90,13 @@ export function cutPage<T>(
 export class AsyncQueue {
   #tail: Promise<unknown> = Promise.resolve()
   run<T>(fn: () => Promise<T>): Promise<T> {
-    const next = this.#tail.then(fn)
+    // Awaited, not handed back from then(): a section that throws before its first await would be a promise already
+    // rejected, which workerd reports as uncaught.
+    const tail = this.#tail
+    const next = (async () => {
+      await tail
+      return await fn()
+    })()
     this.#tail = next.catch(() => undefined)
     return next
   }

@@ -87,7 +87,7 @@ async function jwsValid(jws: JwsVerifier, signature: string, text: string): Prom
 
 async function signatureValid(text: string, signature: string, keys: ReceiptKeys): Promise<boolean> {
   const { hmac, jws } = keys ?? {}
-  if (looksLikeJws(signature)) return typeof jws === "function" ? jwsValid(jws, signature, text) : false
+  if (looksLikeJws(signature)) return typeof jws === "function" ? await jwsValid(jws, signature, text) : false
   const secrets: readonly unknown[] = typeof hmac === "string" ? [hmac] : Array.isArray(hmac) ? hmac : []
   // The empty key is everyone's key (an unset variable, `?? ""`): no signer accepts it, so it verifies nothing.
   // Nor does one holding an unpaired surrogate: UTF-8 makes it U+FFFD, so it verified another key's receipts.

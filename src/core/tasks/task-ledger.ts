@@ -239,7 +239,7 @@ export class TaskLedger {
       const claimed = await this.#claim(opts, ttl, requestId, clean, meta)
       if (claimed.kind === "completed") return claimed.result as R
       const { task_id: _t, run_id: _r, ...body } = given
-      return this.#run(claimed.held, ttl, every, body as A, fn as TaskBody<A, R>, meta.signal)
+      return await this.#run(claimed.held, ttl, every, body as A, fn as TaskBody<A, R>, meta.signal)
     }
     return Object.assign(call, { taskName: name })
   }
@@ -355,7 +355,13 @@ export class TaskLedger {
     }
     let chain: Promise<unknown> = Promise.resolve()
     const serial = (op: () => Promise<void>): Promise<void> => {
-      const run = chain.then(op)
+      // Awaited, not handed back from then(): an op that throws before its first await (a finish whose store throws
+      // at once) would be a promise already rejected, which workerd reports as uncaught.
+      const prev = chain
+      const run = (async () => {
+        await prev
+        await op()
+      })()
       chain = run.catch(() => undefined)
       return run
     }
@@ -487,7 +493,7 @@ export class TaskLedger {
       l.owner !== held.lease.owner
     )
       return null
-    return this.#store.swap(held.requestId, now.version, next)
+    return await this.#store.swap(held.requestId, now.version, next)
   }
 
   #warnFailureNotRecorded(held: Held, e: unknown): void {

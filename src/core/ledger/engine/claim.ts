@@ -309,7 +309,7 @@ async function reexecute(
     from = blocked
   }
   if (from.terminalOutcome === "IN_FLIGHT" || from.terminalOutcome === "COMPLETED") return null
-  return resetTo(core, req, from, stamps, silentFor)
+  return await resetTo(core, req, from, stamps, silentFor)
 }
 
 async function markExpiredBlocked(core: LedgerCore, observed: LedgerEntry): Promise<LedgerEntry | null> {

@@ -250,15 +250,17 @@ export async function markWorkerDeadFor(
   // operator's clock ahead plants a death that licenses a re-run beside the live holder once its lease lapses.
   const silentFor =
     options.overrideHeartbeat || row.workerDeadAssertedAt !== null ? undefined : core.policy.presumedDeadAfter
-  return casFrom(
-    core,
-    row,
-    next,
-    // Made again over a boundary move that lands first (casFrom), never back below it.
-    // A legacy row stores EXPIRED itself (LAPSED_OUTCOMES).
-    asRead(row, row.terminalOutcome === "BLOCKED" ? ["BLOCKED"] : LAPSED_OUTCOMES, silentFor),
-    "mark worker dead",
-  ).catch(async (e: unknown) => {
+  try {
+    return await casFrom(
+      core,
+      row,
+      next,
+      // Made again over a boundary move that lands first (casFrom), never back below it.
+      // A legacy row stores EXPIRED itself (LAPSED_OUTCOMES).
+      asRead(row, row.terminalOutcome === "BLOCKED" ? ["BLOCKED"] : LAPSED_OUTCOMES, silentFor),
+      "mark worker dead",
+    )
+  } catch (e) {
     // Unmoved: the store heard from the worker within that silence by its clock (HttpLedgerStorage's server).
     if (
       e instanceof LedgerOutcomeAlreadySetError &&
@@ -269,7 +271,7 @@ export async function markWorkerDeadFor(
         `${cannot}its worker appears alive by the store's clock (a heartbeat within ${silentFor} s). Wait, or give a heartbeat override if it is known dead.`,
       )
     throw e
-  })
+  }
 }
 
 /**
