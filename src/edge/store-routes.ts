@@ -148,7 +148,8 @@ export function storeRoutes(api: Api, ctx: RouteContext): void {
       const held = await viaStore("get", () => storage.get(id))
       if (
         held?.fence === b.reclaim_fence &&
-        held.terminalOutcome === "IN_FLIGHT" &&
+        // A legacy row stores EXPIRED itself: lapsed, but its holder may still be alive.
+        (held.terminalOutcome === "IN_FLIGHT" || held.terminalOutcome === "EXPIRED") &&
         heardWithin(held, ctx.now(), b.silent_for)
       )
         return c.json({ outcome: "in_flight", entry: entryToRow(held) })

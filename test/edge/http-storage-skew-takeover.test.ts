@@ -263,6 +263,34 @@ describe("HttpLedgerStorage: a process ahead never ends a claim the server's clo
     expect(effects).toEqual(["holder"])
   })
 
+  it("a reclaim on heartbeat silence read 2 h ahead waits for it on a row that stores EXPIRED (a legacy row)", async () => {
+    const { server, app, ledger, row } = world()
+    const sync = { ...pay, binding: { ...pay.binding, sideEffectClass: "idempotent_mutate" } } as const
+    // Its lease lapsed by the server's clock 1 s ago; its holder was heard from 61 s ago, under the 120 s of silence.
+    const held = await ledger("holder", 0).claim({ tool: "pay", requestId: "sync-3" })
+    server.advance(61)
+    const expired = { ...held.entry, terminalOutcome: "EXPIRED", status: "in-flight" } as const
+    const put = await app.request("/v1/rows/sync-3", {
+      method: "PUT",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({ row: entryToRow(expired) }),
+    })
+    expect(put.status).toBe(200)
+    const body = async () => "peer"
+    await expect(ledger("same", 0).tool(sync, body)({}, { requestId: "sync-3" })).rejects.toBeInstanceOf(
+      LedgerPollTimeoutError,
+    )
+    await expect(
+      ledger("ahead", 2 * HOUR).tool(sync, body)({}, { requestId: "sync-3" }),
+    ).rejects.toBeInstanceOf(LedgerPollTimeoutError)
+    expect([(await row("sync-3")).fence, (await row("sync-3")).owner]).toEqual([1, "holder"])
+    // Silent by the server's clock too: the reclaim lands.
+    server.advance(60)
+    await expect(ledger("ahead", 2 * HOUR).tool(sync, body)({}, { requestId: "sync-3" })).resolves.toBe(
+      "peer",
+    )
+  })
+
   it("an operator 2 h ahead cannot mark a worker dead the server heard from: no verdict later re-runs it", async () => {
     const { server, ledger, row } = world()
     const effects: string[] = []

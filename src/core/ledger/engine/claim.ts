@@ -113,8 +113,8 @@ async function claimLoop(core: LedgerCore, req: ClaimRequest, firstSeen: LedgerE
     // The store kept the row this call judged lapsed, still held under the same fence (a store on another clock, as
     // HttpLedgerStorage's server is): poll it, within pollTimeout, instead of re-sending the claim at once. Then it
     // is judged as it is by then: its holder, live all along, may have moved the boundary, which a reclaim by the
-    // fence alone would take over.
-    if (prior && r.entry?.fence === prior.fence && r.entry.terminalOutcome === "IN_FLIGHT") {
+    // fence alone would take over. As it judged it: a legacy row stores EXPIRED, and re-sent at once it spun.
+    if (prior && stillHeldAsRead(r.entry, prior)) {
       await wait("polling in-flight")
       observed = await core.store.get(req.requestId)
     }
