@@ -102,7 +102,8 @@ function refuseHeld(
   if (silentFor !== undefined && heardWithin(held, now, silentFor))
     throw new HttpError(
       "lease_held",
-      `request '${id}' had a heartbeat ${now - beatOf(held)} s ago by the server's clock, under the ${silentFor} s of silence taken as its holder's death`,
+      // Times, not an age: a heartbeat stamped by a client whose clock runs ahead is later than the server's now.
+      `request '${id}' was heard from at ${beatOf(held)} by the server's clock (now ${now}), within the ${silentFor} s of silence taken as its holder's death`,
     )
 }
 

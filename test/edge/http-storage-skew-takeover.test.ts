@@ -357,4 +357,25 @@ describe("HttpLedgerStorage: a process ahead never ends a claim the server's clo
     expect((await row("pay-2")).terminalOutcome).toBe("BLOCKED")
     server.advance(1)
   })
+
+  it("the route: a write acting on silence the server did not see is refused, its text giving times, not an age", async () => {
+    const { app, ledger, row } = world()
+    await ledger("holder", 0).claim({ tool: "pay", requestId: "pay-4" })
+    const claimed = await row("pay-4")
+    const refused = await app.request("/v1/rows/pay-4/transition", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify({
+        next: entryToRow({ ...claimed, workerDeadAssertedAt: claimed.startedAt }),
+        expect: { outcomes: ["IN_FLIGHT"], fence: 1, owner: "holder", silent_for: 120 },
+      }),
+    })
+    expect(refused.status).toBe(409)
+    const { error } = (await refused.json()) as { error: { code: string; message: string } }
+    expect(error.code).toBe("lease_held")
+    // A heartbeat a client ahead stamped is later than the server's now: an age read "-N s ago".
+    expect(error.message).toMatch(
+      /was heard from at [\d.]+ by the server's clock \(now [\d.]+\), within the 120 s/,
+    )
+  })
 })
