@@ -18,9 +18,6 @@ export { clean, SHOWN_CHARS }
 /** How much of a row's arguments, result or error `show` prints (`--json` prints them whole). */
 export const VALUE_CHARS = 4096
 
-// A lone surrogate, which UTF-8 cannot carry: an encoder writes U+FFFD for each, so two such ids hashed alike.
-const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/
-
 /**
  * The first 32 hex digits of the SHA-256 of `text`'s UTF-8 (as `printf %s "$ID" | sha256sum` prints it): two ids
  * sharing their first 300 characters and their length printed alike, and both rows often had fence 1. 128 bits, as
@@ -28,7 +25,8 @@ const LONE_SURROGATE = /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[
  * hashes its UTF-16 units after a 0xFF byte, which no UTF-8 holds, so it collides with no other text either.
  */
 export function digestOf(text: string): string {
-  if (!LONE_SURROGATE.test(text)) return sha256Hex(text).slice(0, 32)
+  // A lone surrogate, which UTF-8 cannot carry: an encoder writes U+FFFD for each, so two such ids hashed alike.
+  if (text.isWellFormed()) return sha256Hex(text).slice(0, 32)
   const bytes = new Uint8Array(1 + text.length * 2)
   bytes[0] = 0xff
   for (let i = 0; i < text.length; i++) {
