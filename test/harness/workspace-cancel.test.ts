@@ -1,10 +1,15 @@
-// A command cancelled before its spawn (during start, the policy gate or the marker cleanup) never runs, and reports
+// A command cancelled before its spawn (during start or the policy gate) never runs, and reports
 // what a command killed right after its spawn reports: exit code 128.
-import { existsSync } from "node:fs"
+import { existsSync, readFileSync } from "node:fs"
 import { join } from "node:path"
 import { describe, expect, it } from "vitest"
 import { RunFailed, runPlan, ScriptedModel } from "../../src/core/harness/index.ts"
-import { CmdRunAction, workspaceTools } from "../../src/harness/workspace/index.ts"
+import {
+  CmdRunAction,
+  FileEditAction,
+  FileWriteAction,
+  workspaceTools,
+} from "../../src/harness/workspace/index.ts"
 import { observed, startedWorkspace } from "./started-workspace.ts"
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -57,5 +62,22 @@ describe("a cancelled cmd_run", () => {
     expect((err as RunFailed).result.reason).toBe("cancelled")
     await sleep(100)
     expect(existsSync(join(w.root, "effect.txt"))).toBe(false)
+  })
+})
+
+describe("a cancelled file action", () => {
+  it("does not write or edit when the signal aborts while the policy gate is deciding", async () => {
+    const w = await startedWorkspace({ policyGate: slowGate })
+    await w.act(FileWriteAction({ path: "kept.txt", content: "old" }))
+    const ac = new AbortController()
+    setTimeout(() => ac.abort(new Error("cancelled")), 10)
+    const [write, edit] = await Promise.all([
+      w.act(FileWriteAction({ path: "effect.txt", content: "charged" }), { signal: ac.signal }),
+      w.act(FileEditAction({ path: "kept.txt", old: "old", new: "new" }), { signal: ac.signal }),
+    ])
+    expect(observed(write, "error").message).toBe("the action was cancelled before it ran")
+    expect(observed(edit, "error").message).toBe("the action was cancelled before it ran")
+    expect(existsSync(join(w.root, "effect.txt"))).toBe(false)
+    expect(readFileSync(join(w.root, "kept.txt"), "utf8")).toBe("old")
   })
 })

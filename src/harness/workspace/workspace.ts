@@ -73,6 +73,10 @@ export class DevWorkspace {
   #starting: Promise<void> | null = null
   #stopped = false
   #stopping: Promise<void> | null = null
+  // Numbers each command's cwd marker.
+  #commands = 0
+  // The file action last queued (`#oneFileAction`).
+  #files: Promise<unknown> = Promise.resolve()
   // The process groups of the commands it started, running or holding background jobs (`server &`); stop() kills them.
   readonly #groups = new Set<number>()
 
@@ -218,20 +222,22 @@ export class DevWorkspace {
     switch (a.kind) {
       case "cmd_run":
         return this.#cmd(a.command, a.cwd, a.timeout, "head", signal)
-      case "file_read": {
-        const content = await safeRead(root, pathComponents(a.path, root))
-        if (a.start === null && a.end === null) return { kind: "file_content", path: a.path, content }
-        const lines = content.split("\n")
-        const from = Math.max(1, a.start ?? 1)
-        const to = a.end ?? lines.length
-        return { kind: "file_content", path: a.path, content: lines.slice(from - 1, to).join("\n") }
-      }
-      case "file_write": {
-        const bytes = await safeWrite(root, pathComponents(a.path, root), a.content)
-        return { kind: "file_write_ok", path: a.path, bytes_written: bytes }
-      }
+      case "file_read":
+        return this.#oneFileAction(a.kind, signal, async () => {
+          const content = await safeRead(root, pathComponents(a.path, root))
+          if (a.start === null && a.end === null) return { kind: "file_content", path: a.path, content }
+          const lines = content.split("\n")
+          const from = Math.max(1, a.start ?? 1)
+          const to = a.end ?? lines.length
+          return { kind: "file_content", path: a.path, content: lines.slice(from - 1, to).join("\n") }
+        })
+      case "file_write":
+        return this.#oneFileAction(a.kind, signal, async () => {
+          const bytes = await safeWrite(root, pathComponents(a.path, root), a.content)
+          return { kind: "file_write_ok", path: a.path, bytes_written: bytes }
+        })
       case "file_edit":
-        return this.#edit(a)
+        return this.#oneFileAction(a.kind, signal, () => this.#edit(a))
       case "test_run":
         return this.#test(a, signal)
       case "port_expose":
@@ -251,6 +257,31 @@ export class DevWorkspace {
     }
   }
 
+  /**
+   * File actions run one at a time. Run at once (a batch of parallel tool calls), two edits of one file each read it
+   * before the other wrote it back, so one was lost while both reported applied, and a read during a rewrite saw the
+   * file truncated. One whose signal aborted while it waited does not run, as a cancelled command does not; nor does
+   * one whose workspace stopped meanwhile: stop() does not wait for the queue, and a write after it landed in a root
+   * the caller keeps.
+   */
+  #oneFileAction(
+    kind: string,
+    signal: AbortSignal | undefined,
+    fn: () => Promise<ObservationBody>,
+  ): Promise<ObservationBody> {
+    const session = this.#private
+    const run = this.#files.then((): Promise<ObservationBody> | ObservationBody => {
+      const why = signal?.aborted
+        ? "the action was cancelled before it ran"
+        : this.#stopped || this.#private !== session
+          ? "the workspace stopped before the action ran"
+          : null
+      return why === null ? fn() : { kind: "error", message: why, action_kind: kind }
+    })
+    this.#files = run.catch(() => {})
+    return run
+  }
+
   async #cmd(
     command: string,
     cwd: string | null,
@@ -260,8 +291,9 @@ export class DevWorkspace {
   ): Promise<Omit<CmdOutputObservation, "run_id" | "step" | "ts" | "actor">> {
     const state = this.state
     const session = this.#private
-    const marker = join(session as string, "cwd")
-    await rm(marker, { force: true })
+    // One marker per command: commands running at once (a batch of parallel cmd_run calls) each read back their
+    // own cwd. A shared one was removed or rewritten by another command before it was read.
+    const marker = join(session as string, `cwd-${++this.#commands}`)
     // Forget groups whose jobs have all ended: fewer stale ids for stop() to signal after the system reused them.
     for (const g of this.#groups) if (!killGroup(g, 0)) this.#groups.delete(g)
     const r = await runShell({
@@ -279,6 +311,8 @@ export class DevWorkspace {
       (s) => s.trim(),
       () => null,
     )
+    // The command has run: a marker that cannot be removed must not report it as failed (the agent would run it again).
+    await rm(marker, { force: true }).catch(() => {})
     // stop() may have run while the command finished. Writing the state back then would revive a stopped workspace
     // with no root, and start() would skip it.
     // The env as it is now: a setEnv() while the command ran stays.
