@@ -86,9 +86,18 @@ const parseLink = (line: string): unknown => {
   return v
 }
 
+// Every member a link needs: a line without its digest (or with a seq of 1.5) was taken as the chain's tail, and the
+// next receipt was sealed on it, with a link no repair of this line could make verify.
 const linkProblem = (v: unknown): string | null => {
   const l = v as Partial<LinkLine> | null
-  return l && typeof l.receipt_id === "string" && typeof l.ledger === "string" && typeof l.seq === "number"
+  return l &&
+    typeof l.receipt_id === "string" &&
+    typeof l.ledger === "string" &&
+    Number.isSafeInteger(l.seq) &&
+    (l.seq as number) >= 0 &&
+    (l.prev === null || typeof l.prev === "string") &&
+    typeof l.digest === "string" &&
+    typeof l.mac === "string"
     ? null
     : "not a chain link"
 }

@@ -3,7 +3,7 @@
 // awaits nothing but its own requests, so two tabs racing on one key are serialized by the database.
 import { LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
-import { ReceiptStoreContendedError } from "../core/receipts/errors.ts"
+import { ReceiptStoreContendedError, ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
 import type { AuditReceiptRecord, Receipt } from "../core/receipts/record.ts"
 import {
   AsyncQueue,
@@ -212,7 +212,15 @@ export class IndexedDbReceiptStore implements ReceiptStore {
         let tail: ChainTail | null = null
         if (chain) {
           const rtx = await this.#db.tx([TAILS], "readonly")
-          tail = ((await request(rtx.objectStore(TAILS).get(chain.ledger))) as ChainTail | undefined) ?? null
+          const t = (await request(rtx.objectStore(TAILS).get(chain.ledger))) as
+            | Partial<ChainTail>
+            | undefined
+          // Another writer's tail without its digest was continued: the next receipt's link pointed at nothing.
+          if (t !== undefined && (typeof t?.digest !== "string" || typeof t.seq !== "number"))
+            throw new ReceiptStoreCorruptError(
+              `IndexedDB ${this.#db.name} ${TAILS} key ${chain.ledger} is not a chain tail: set it to the chain's last link's {ledger, seq, digest}, then retry`,
+            )
+          tail = (t as ChainTail | undefined) ?? null
         }
         const link = chain ? await chain.seal(tail) : null
         const receipt: Receipt = link ? { ...record, chain: link } : { ...record }

@@ -5,7 +5,12 @@
 // other re-reads the tail and seals again.
 
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
-import { AuditReceiptError, chainQueue, ReceiptStoreContendedError } from "../core/receipts/errors.ts"
+import {
+  AuditReceiptError,
+  chainQueue,
+  ReceiptStoreContendedError,
+  ReceiptStoreCorruptError,
+} from "../core/receipts/errors.ts"
 import {
   type AuditReceiptRecord,
   type Receipt,
@@ -83,12 +88,16 @@ export class NeonReceiptStore implements ReceiptStore {
       let link: ReceiptLink | null = null
       if (chain) {
         const rows = await this.#run(
-          `SELECT seq, link->>'digest' AS digest FROM ${this.#t} WHERE ledger = $1 ORDER BY seq DESC LIMIT 1`,
+          `SELECT id, seq, link->>'digest' AS digest FROM ${this.#t} WHERE ledger = $1 ORDER BY seq DESC LIMIT 1`,
           [chain.ledger],
         )
-        const tail: ChainTail | null = rows[0]
-          ? { seq: Number(rows[0].seq), digest: String(rows[0].digest) }
-          : null
+        const row = rows[0]
+        // A tail link without its digest was read as "null", and the next receipt sealed on it could never verify.
+        if (row && typeof row.digest !== "string")
+          throw new ReceiptStoreCorruptError(
+            `${this.table} row ${row.id} is not a receipt (its chain link has no digest): repair it, then retry`,
+          )
+        const tail: ChainTail | null = row ? { seq: Number(row.seq), digest: row.digest as string } : null
         link = await chain.seal(tail)
       }
       // The id is taken at INSERT, visible at COMMIT: without turns, an append holding id 10 could commit after a
@@ -140,8 +149,10 @@ export class NeonReceiptStore implements ReceiptStore {
   }
 
   #receipt(r: Record<string, unknown>): Receipt {
-    const record = readStoredReceipt(r.record, `${this.table} row ${r.id}`) as AuditReceiptRecord
+    const where = `${this.table} row ${r.id}`
+    const record = readStoredReceipt(r.record, where) as AuditReceiptRecord
     const link = json(r.link) as ReceiptLink | null
-    return link ? { ...record, chain: link } : record
+    // The link column is checked as the record is: a receipt whose link is no link is not handed out as one.
+    return link ? (readStoredReceipt({ ...record, chain: link }, where) as Receipt) : record
   }
 }

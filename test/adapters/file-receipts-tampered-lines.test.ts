@@ -116,3 +116,31 @@ describe("a record torn by a crash mid-append", () => {
     }
   })
 })
+
+describe("a sidecar line that is JSON but no chain link", () => {
+  // Taken as the chain's tail, such a line was extended: the next genuine receipt was written with a link sealed on
+  // it (no `prev`, a seq of 2.5), which no repair of the damaged line could make verify again.
+  it("is refused as corrupt by reads and appends; nothing is appended onto it", async () => {
+    for (const [from, to] of [
+      [/,"digest":"[0-9a-f]+"/, ""],
+      [/"prev":"[0-9a-f]+"/, '"prev":5'],
+      [/"seq":1/, '"seq":1.5'],
+      [/,"mac":"[0-9a-f]+"/, ""],
+    ] as const) {
+      const path = await fileOf(2)
+      const sidecar = `${path}.chain.jsonl`
+      const [one, two] = readFileSync(sidecar, "utf8").split("\n") as [string, string]
+      expect(two).toMatch(from)
+      writeFileSync(sidecar, `${one}\n${two.replace(from, to)}\n`)
+      const before = [readFileSync(path, "utf8"), readFileSync(sidecar, "utf8")]
+      const store = new FileReceiptStore(path, { fsync: false })
+      await expect(store.list(), to).rejects.toThrow(/chain\.jsonl line 2 is not a receipt/)
+      const e = new ReceiptEmitter({ signer: hmacReceiptSigner(KEY), store, agentId: "payment-agent" })
+      await expect(
+        e.emit({ action: "refund", actionKind: "tool", requestId: "r2", status: "completed" }),
+        to,
+      ).rejects.toThrow(ReceiptStoreCorruptError)
+      expect([readFileSync(path, "utf8"), readFileSync(sidecar, "utf8")], to).toEqual(before)
+    }
+  })
+})

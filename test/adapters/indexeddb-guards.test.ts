@@ -89,6 +89,45 @@ it("a stored receipt damaged by another writer is receipt_store_corrupt, naming 
   await store.close()
 })
 
+// Read as the chain's tail, a tail record another writer left without its digest was continued: the next genuine
+// receipt was stored with a link pointing at nothing, which then failed every read of the store as corrupt.
+it("a chain tail damaged by another writer fails the append as receipt_store_corrupt, naming it; nothing is stored", async () => {
+  const dbName = fresh()
+  const store = new IndexedDbReceiptStore({ dbName })
+  const emitter = new ReceiptEmitter({ signer: hmacReceiptSigner("k"), store, agentId: "payments" })
+  for (const id of ["r0", "r1", "r2"])
+    await emitter.emit({ action: "pay", actionKind: "tool", requestId: id, status: "completed" })
+  for (const damaged of [
+    { ledger: "payments", seq: 2 },
+    { ledger: "payments", digest: 5, seq: 2 },
+  ]) {
+    const db = await new Promise<IDBDatabase>((resolve, reject) => {
+      const open = indexedDB.open(dbName)
+      open.onsuccess = () => resolve(open.result)
+      open.onerror = () => reject(open.error)
+    })
+    await new Promise((resolve, reject) => {
+      const tx = db.transaction(["receipt_tails"], "readwrite")
+      tx.objectStore("receipt_tails").put(damaged)
+      tx.oncomplete = resolve
+      tx.onerror = reject
+    })
+    db.close()
+    await expect(
+      emitter.emit({ action: "pay", actionKind: "tool", requestId: "r3", status: "completed" }),
+    ).rejects.toSatisfy(
+      (e) =>
+        e instanceof ReceiptStoreCorruptError &&
+        e.code === "receipt_store_corrupt" &&
+        e.message.startsWith(`IndexedDB ${dbName} receipt_tails key payments is not`),
+    )
+    const all = await store.list()
+    expect(all).toHaveLength(3)
+    expect((await verifyReceipts(all, { hmac: "k" }, { requireChain: true })).ok).toBe(true)
+  }
+  await store.close()
+})
+
 // Another tab that moves the chain under every attempt: the contention error the other stores give (a caller may
 // retry), not an outage (LedgerStorageUnavailableError, which it was) and not corruption.
 it("a chain another writer moves under every attempt: ReceiptStoreContendedError after 50 attempts", async () => {

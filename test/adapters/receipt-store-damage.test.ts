@@ -166,4 +166,23 @@ describe("a receipt in a Neon table damaged by a raw write", () => {
       "2",
     )
   })
+
+  // The tail is the newest row's link: one without its digest was read as the digest "null", and the next genuine
+  // receipt was sealed on it (prev "null"), a broken chain no repair of the damaged row could mend.
+  it("a chain link that is no link is receipt_store_corrupt, and an append onto it writes nothing", async () => {
+    const { store, table } = await threeRows()
+    await pool.query(`UPDATE ${table} SET link = link - 'digest' WHERE id = 3`)
+    await expectCorrupt(
+      store,
+      new RegExp(`^${table} row 3 is not a receipt \\('chain' is not a receipt link\\)`),
+      "2",
+    )
+    const emitter = new ReceiptEmitter({ signer: hmacReceiptSigner(KEY), store, agentId: "payments" })
+    const e = await emitter
+      .emit({ action: "pay", actionKind: "tool", requestId: "r3", status: "completed" })
+      .catch((err: unknown) => err)
+    expect(e).toBeInstanceOf(ReceiptStoreCorruptError)
+    expect(e).toMatchObject({ message: expect.stringContaining(`${table} row 3`) })
+    expect((await pool.query(`SELECT count(*)::int AS n FROM ${table}`)).rows[0]).toEqual({ n: 3 })
+  })
 })
