@@ -74,10 +74,18 @@ async function main(argv: string[]): Promise<number> {
   return command.run(rest)
 }
 
-// `mycelium ... | head` closes the pipe early: that is the reader's choice, not an error worth a stack trace.
+// `mycelium ... | head` closes the pipe early: that is the reader's choice, not an error worth a stack trace. The rest
+// of the output is dropped and the command ends with its own exit code: exiting 0 here made a failing
+// `receipts verify | head` pass under `set -o pipefail`. Any other write error (a full disk under `--json > f`) is
+// one line and exit 1, as before but without Node's stack trace.
+let stdoutGone = false
 process.stdout.on("error", (e: NodeJS.ErrnoException) => {
-  if (e.code === "EPIPE") process.exit(0)
-  throw e
+  if (stdoutGone) return
+  stdoutGone = true
+  if (e.code === "EPIPE") return
+  const why = /^E[A-Z]+: [^,]+/.exec(String(e.message))?.[0] ?? e.code ?? "an error"
+  console.error(`mycelium: cannot write to standard output (${why}): nothing more is printed`)
+  process.exit(1)
 })
 
 main(process.argv.slice(2)).then(

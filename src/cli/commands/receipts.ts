@@ -195,6 +195,14 @@ async function exportCommand(args: string[]): Promise<number> {
     if (code !== "EEXIST") throw e
     throw new CliError(`cannot create ${clean(partial)} (EEXIST): remove it or pick another -o`)
   }
+  // Ctrl-C or SIGTERM mid-export: a signal's default action skips the cleanup below, which left the partial file (a
+  // shorter history) behind. It goes here, then the same signal ends the process as it would have.
+  const onSignal = (signal: NodeJS.Signals): void => {
+    rmSync(partial, { force: true })
+    process.kill(process.pid, signal)
+  }
+  const signals = ["SIGINT", "SIGTERM"] as const
+  for (const s of signals) process.once(s, onSignal)
   try {
     const n = await exportReceipts({ ...base, write: (text) => writeSync(fd, text) })
     fsyncSync(fd)
@@ -212,5 +220,7 @@ async function exportCommand(args: string[]): Promise<number> {
     } catch {}
     rmSync(partial, { force: true })
     throw e
+  } finally {
+    for (const s of signals) process.off(s, onSignal)
   }
 }

@@ -3,7 +3,8 @@
 import { existsSync } from "node:fs"
 import { parseArgs } from "node:util"
 import type { MyceliumConfig, ResolvedStorage } from "../../core/config/index.ts"
-import { LedgerError } from "../../core/ledger/index.ts"
+import { LedgerError, ReceiptAppendError } from "../../core/ledger/index.ts"
+import { TaskStoreUnavailableError } from "../../core/tasks/errors.ts"
 import { taskState } from "../../core/tasks/record.ts"
 import type { TaskLedger } from "../../core/tasks/task-ledger.ts"
 import { CliError, UsageError } from "../errors.ts"
@@ -238,7 +239,10 @@ async function command(
   try {
     await ledger.release(id, { verified, by: values.by, reason: values.reason, result, force: values.force })
   } catch (e) {
-    if (e instanceof LedgerError) throw new CliError(`refused: ${e.message}`)
+    // As for transitions: a release recorded without its stored receipt, or an outage, is no refusal.
+    if (e instanceof ReceiptAppendError) throw new CliError(e.message)
+    if (e instanceof LedgerError && !(e instanceof TaskStoreUnavailableError))
+      throw new CliError(`refused: ${e.message}`)
     throw e
   }
   console.log(`released task ${shown(id)}: verified=${verified} by=${shown(values.by)}`)

@@ -4,7 +4,9 @@ import {
   type ActionLedger,
   type LedgerEntry,
   LedgerError,
+  LedgerStorageUnavailableError,
   LedgerWorkerAliveError,
+  ReceiptAppendError,
   resolvedOutcome,
 } from "../../core/ledger/index.ts"
 import { entryToRow, leaseLapsed } from "../../core/ledger/model/entry.ts"
@@ -414,7 +416,12 @@ async function refusals<T>(fn: () => Promise<T>, alive: string): Promise<T> {
     return await fn()
   } catch (e) {
     if (e instanceof LedgerWorkerAliveError) throw new CliError(`refused: ${e.message} (CLI: ${alive})`)
-    if (e instanceof LedgerError) throw new CliError(`refused: ${e.message}`)
+    // A verdict recorded whose receipt was not stored is no refusal: told "refused", an operator settled it again.
+    // Said as it is, not as the file it could not write (main.ts), which would leave out that it was recorded.
+    if (e instanceof ReceiptAppendError) throw new CliError(e.message)
+    // Nor is an outage, whose write may have landed: main.ts names it, or the path it could not use.
+    if (e instanceof LedgerError && !(e instanceof LedgerStorageUnavailableError))
+      throw new CliError(`refused: ${e.message}`)
     throw e
   }
 }

@@ -1,0 +1,81 @@
+// Standard output the CLI cannot write to. A reader that stops early (`| head`) dropped the exit code with the rest
+// of the output: `receipts verify forged.jsonl | head` exited 0, so a CI step under `set -o pipefail` passed on a
+// forged audit trail. A full disk under `--json > rows.json` printed Node's stack trace.
+import { spawn, spawnSync } from "node:child_process"
+import { once } from "node:events"
+import { closeSync, existsSync, openSync, writeFileSync } from "node:fs"
+import { join } from "node:path"
+import { beforeAll, describe, expect, it } from "vitest"
+import { hmacReceiptSigner, MemoryReceiptStore, ReceiptEmitter } from "../../src/receipts.ts"
+import { tempDirs } from "../temp-dirs.ts"
+import { cliCommand } from "./cli-bin.ts"
+
+const cwd = tempDirs("mycelium-closed-output-")()
+const receipts = join(cwd, "receipts.jsonl")
+
+beforeAll(async () => {
+  // Signed with another key than the one verify is given: every receipt fails, two lines each, about 200 KB of
+  // output, past what a pipe holds, so the CLI is still writing when the reader goes.
+  const store = new MemoryReceiptStore()
+  const emitter = new ReceiptEmitter({ signer: hmacReceiptSigner("the-real-key"), store, agentId: "a" })
+  for (let i = 0; i < 1000; i++)
+    await emitter.emit({ action: "pay", actionKind: "tool", requestId: `r-${i}`, status: "completed" })
+  writeFileSync(receipts, (await store.list()).map((r) => `${JSON.stringify(r)}\n`).join(""))
+})
+
+/** Runs the CLI with its stdout on a pipe this side closes after the first chunk, as `| head -1` does. */
+async function headOne(args: string[], env: Record<string, string>) {
+  const [cmd, pre] = cliCommand()
+  const child = spawn(cmd, [...pre, ...args], { cwd, env: { ...process.env, NO_COLOR: "1", ...env } })
+  let err = ""
+  child.stderr.on("data", (d) => {
+    err += String(d)
+  })
+  let first = ""
+  child.stdout.once("data", (d) => {
+    first = String(d)
+    child.stdout.destroy()
+  })
+  const [code] = (await once(child, "exit")) as [number | null]
+  return { code, first, err }
+}
+
+describe("a reader that closes the pipe early", () => {
+  it("keeps the exit code: receipts verify of a forged file still exits 1", async () => {
+    const full = spawnSync(cliCommand()[0], [...cliCommand()[1], "receipts", "verify", receipts], {
+      cwd,
+      encoding: "utf8",
+      env: { ...process.env, NO_COLOR: "1", MYCELIUM_SIGNING_KEY: "not-the-key" },
+      maxBuffer: 2 ** 26,
+    })
+    expect(full.status).toBe(1)
+    expect(full.stdout.length).toBeGreaterThan(2 ** 17)
+    const r = await headOne(["receipts", "verify", receipts], { MYCELIUM_SIGNING_KEY: "not-the-key" })
+    expect(r.first).toMatch(/^FAIL {2}#0 /)
+    expect(r.code, r.err).toBe(1)
+    // The reader's choice, not an error: nothing on stderr.
+    expect(r.err).toBe("")
+  })
+})
+
+describe.runIf(existsSync("/dev/full"))("standard output on a full disk", () => {
+  it("is one line naming it and exit 1, never a stack trace", () => {
+    const full = openSync("/dev/full", "w")
+    try {
+      for (const args of [["--help"], ["receipts", "verify", receipts, "--json"]]) {
+        const r = spawnSync(cliCommand()[0], [...cliCommand()[1], ...args], {
+          cwd,
+          encoding: "utf8",
+          env: { ...process.env, NO_COLOR: "1", MYCELIUM_SIGNING_KEY: "the-real-key" },
+          stdio: ["ignore", full, "pipe"],
+        })
+        expect(r.status, r.stderr).toBe(1)
+        expect(r.stderr).toBe(
+          "mycelium: cannot write to standard output (ENOSPC: no space left on device): nothing more is printed\n",
+        )
+      }
+    } finally {
+      closeSync(full)
+    }
+  })
+})
