@@ -67,7 +67,9 @@ async function main(argv: string[]): Promise<number> {
   const load = Object.hasOwn(commands, name) ? commands[name] : undefined
   if (!load) throw new UsageError(`unknown command '${name}'`)
   const command = await load()
-  if (rest.includes("--help") || rest.includes("-h")) {
+  // Before `--` only: after it each word is an argument, such as a request id "-h" that a hint prints there.
+  const flags = rest.includes("--") ? rest.slice(0, rest.indexOf("--")) : rest
+  if (flags.includes("--help") || flags.includes("-h")) {
     console.log(command.HELP ?? HELP)
     return 0
   }

@@ -3,6 +3,7 @@ import {
   chmodSync,
   closeSync,
   existsSync,
+  linkSync,
   lstatSync,
   mkdirSync,
   openSync,
@@ -50,21 +51,20 @@ export async function run(args: string[]): Promise<number> {
   // --force replaces a file, never writes through a link: its target may be anywhere, or not exist yet.
   if (there?.isSymbolicLink())
     throw new CliError(`${path} is a symlink: remove it, or pass -o with the file it points to`)
-  if (there && !values.force) throw new CliError(`${path} already exists (use --force to overwrite)`)
+  if (there && !values.force) throw exists(path)
   mkdirSync(dirname(path), { recursive: true })
   // Whole or not at all: written in place, --force over a config cut short by a crash or a full disk left half a
   // file. So a new file is renamed over it ("wx": nothing at that name is written through), after the old one is
   // opened for writing as before: a file the user may not write is refused, not replaced.
   if (there) closeSync(openSync(path, "r+"))
   const partial = `${path}.partial-${process.pid}`
+  const text = TEMPLATES[name].replace(SCHEMA_REF, schemaRef(path))
   try {
-    writeFileSync(partial, TEMPLATES[name].replace(SCHEMA_REF, schemaRef(path)), {
-      flag: "wx",
-      mode: there ? there.mode & 0o777 : 0o666,
-    })
+    writeFileSync(partial, text, { flag: "wx", mode: there ? there.mode & 0o777 : 0o666 })
     // The old file's mode exactly: the umask took bits off the one created (a group-writable 660 became 640).
     if (there) chmodSync(partial, there.mode & 0o777)
-    renameSync(partial, path)
+    if (values.force) renameSync(partial, path)
+    else placeNew(partial, path, text)
   } catch (e) {
     const err = e as { code?: string; path?: string }
     if (err.code !== "EEXIST") rmSync(partial, { force: true })
@@ -88,6 +88,39 @@ export async function run(args: string[]): Promise<number> {
   )
   console.log(dim(`Check it any time: ${CLI} doctor${atRoot ? "" : ` -c ${shellWord(path)}`}`))
   return 0
+}
+
+const exists = (path: string): CliError => new CliError(`${path} already exists (use --force to overwrite)`)
+
+const taken = (e: unknown): boolean => (e as { code?: string }).code === "EEXIST"
+
+/**
+ * `partial` (holding `text`) put at `path` unless that name is taken, then removed. Without --force nothing there is
+ * replaced, not even a file created after the check (another init, an editor's save), which a rename replaced: a
+ * link fails on a taken name, and holds the file whole. Where there are no hard links (FAT, exFAT, some network
+ * mounts) the file is created only if absent ("wx"), and removed if its text could not all be written.
+ */
+function placeNew(partial: string, path: string, text: string): void {
+  try {
+    linkSync(partial, path)
+  } catch (e) {
+    if (taken(e)) throw exists(path)
+    let fd: number
+    try {
+      fd = openSync(path, "wx", 0o666)
+    } catch (e2) {
+      throw taken(e2) ? exists(path) : e2
+    }
+    try {
+      writeFileSync(fd, text)
+    } catch (e2) {
+      closeSync(fd)
+      rmSync(path, { force: true })
+      throw e2
+    }
+    closeSync(fd)
+  }
+  rmSync(partial)
 }
 
 const shellWord = (s: string): string => (/^[\w./-]+$/.test(s) ? s : `'${s.replaceAll("'", "'\\''")}'`)

@@ -205,7 +205,9 @@ async function command(
   if (other !== undefined)
     throw new CliError(
       `'${clip(id)}' is how the CLI prints the id of another task (${other.length} characters, sha256 ` +
-        `${digestOf(other)}), not an id: set ID to its request_id in mycelium tasks list --json and pass "$ID"`,
+        `${digestOf(other)}), not an id: set ID to its request_id in mycelium tasks list --json and pass "$ID"` +
+        // After `--`, last: before it, an id starting with '-' reads as a flag.
+        (other.startsWith("-") ? " last, after --" : ""),
     )
   if (sub === "show") {
     const t = await ledger.get(id)

@@ -92,13 +92,13 @@ function nextStep(e: LedgerEntry, outcome: string, now: number, store: string): 
   const force = inFlight && e.leaseUntil === null ? " --force" : ""
   // Its silence never counts as death either: mark-dead needs the override there.
   const override = force ? " --override-heartbeat" : " [--override-heartbeat]"
-  const verify = `${inFlight && !force ? "once it is EXPIRED, " : ""}verify with the provider${ref}, then: mycelium transitions release ${id} --fence ${e.fence} --verified completed|not-executed --by you --reason ...${force}${store}`
+  const verify = `${inFlight && !force ? "once it is EXPIRED, " : ""}verify with the provider${ref}, then: ${withId("release", e.requestId, id, ` --fence ${e.fence} --verified completed|not-executed --by you --reason ...${force}${store}`)}`
   const long =
     id === LONG_ID
       ? `${longIdNote(e.requestId, `its request_id in mycelium transitions list --stuck --json${store}, the one whose sha256 starts ${digestOf(e.requestId)}`)}: `
       : ""
   if ((inFlight || leaseLapsed(e, now)) && e.workerDeadAssertedAt === null)
-    return `${long}first confirm the worker is dead: mycelium transitions mark-dead ${id} --fence ${e.fence} --by you --reason "how you know it is dead"${store}${override}; then ${verify}`
+    return `${long}first confirm the worker is dead: ${withId("mark-dead", e.requestId, id, ` --fence ${e.fence} --by you --reason "how you know it is dead"${store}${override}`)}; then ${verify}`
   return long + verify
 }
 
@@ -108,6 +108,19 @@ function nextStep(e: LedgerEntry, outcome: string, now: number, store: string): 
 const LONG_ID = '"$ID"'
 const longIdNote = (id: string, from: string): string =>
   `its id is ${id.length} characters, too long to print: set ID to it (${from})`
+
+/**
+ * `mycelium transitions SUB` for the id `id` (its shell word `word`) with `flags` (text from a space). An id starting
+ * with '-' goes last, after `--`: before the flags parseArgs read it as one (`mark-dead -x --fence 1` was a usage
+ * error when pasted), and the shell's quotes do not tell it apart.
+ */
+const withId = (sub: string, id: string, word: string, flags: string): string =>
+  id.startsWith("-")
+    ? `mycelium transitions ${sub}${flags} -- ${word}`
+    : `mycelium transitions ${sub} ${word}${flags}`
+
+/** Where a flag the operator adds goes on a command line that ends in `-- ID` (after it, it is a second id). */
+const beforeId = (id: string): string => (id.startsWith("-") ? " before the --" : "")
 
 function json(e: LedgerEntry, now: number): Record<string, unknown> {
   return {
@@ -305,9 +318,8 @@ export async function release(args: string[], command = "transitions release"): 
             ...(expectedFence !== undefined ? { expectedFence } : {}),
             ...(values.force ? { force: true } : {}),
           }),
-        `once it is dead, mycelium transitions mark-dead ${word}${fence} --by you --reason "how you know it is ` +
-          `dead"${storeFlagsText(values).text} [--override-heartbeat]${long}, or add --override-death-signal WHY; ` +
-          "read the provider after that, not before",
+        `once it is dead, ${withId("mark-dead", id, word, `${fence} --by you --reason "how you know it is dead"${storeFlagsText(values).text} [--override-heartbeat]`)}` +
+          `${long}, or add --override-death-signal WHY${beforeId(id)}; read the provider after that, not before`,
       )
       console.log(
         `released ${shown(row.requestId)} (${shown(row.tool)}): verified=${verified} by=${shown(values.by)} from=${row.releasedFromOutcome}`,
@@ -349,7 +361,9 @@ async function refuseDisplayed(ledger: ActionLedger, id: string, store: string):
   if (other !== undefined)
     throw new CliError(
       `'${clip(id)}' is how the CLI prints the id of another transition (${other.length} characters, sha256 ` +
-        `${digestOf(other)}), not an id: set ID to its request_id in mycelium transitions list --json${store} and pass "$ID"`,
+        `${digestOf(other)}), not an id: set ID to its request_id in mycelium transitions list --json${store} and pass "$ID"` +
+        // After `--`, last: before it, an id starting with '-' reads as a flag.
+        (other.startsWith("-") ? " last, after --" : ""),
     )
 }
 
@@ -390,7 +404,7 @@ async function markDead(args: string[]): Promise<number> {
           overrideHeartbeat: values["override-heartbeat"],
           ...(expectedFence !== undefined ? { expectedFence } : {}),
         }),
-      "add --override-heartbeat",
+      `add --override-heartbeat${beforeId(id)}`,
     )
     console.log(
       `marked the worker of ${shown(row.requestId)} (${shown(row.tool)}) dead: owner=${shown(row.owner ?? "-")} by=${shown(values.by)}`,
@@ -400,7 +414,7 @@ async function markDead(args: string[]): Promise<number> {
     const long = word === LONG_ID ? ` (${longIdNote(row.requestId, "the one you passed")})` : ""
     console.log(
       dim(
-        `next: verify with the provider, then: mycelium transitions release ${word} --fence ${row.fence} --verified completed|not-executed --by you --reason ...${force ? " --force" : ""}${store}${long}`,
+        `next: verify with the provider, then: ${withId("release", row.requestId, word, ` --fence ${row.fence} --verified completed|not-executed --by you --reason ...${force ? " --force" : ""}${store}`)}${long}`,
       ),
     )
     return 0
