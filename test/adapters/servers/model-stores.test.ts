@@ -14,7 +14,7 @@
 //
 // Time: the stores take `now` from the ledger's clock (the model's), except where the store keeps its own:
 // - HTTP: the server's clock decides leases and ignores the client's `now`; here the app's clock is the model's
-//   clock itself, so server and workers agree exactly (no skew is modelled).
+//   clock itself, so server and workers agree exactly unless MYCELIUM_MODEL_SKEW sets the workers' clocks off it.
 // - Redis and Upstash: an in-flight key's TTL runs on the server's wall clock. It is at least 4 leases of model time
 //   in wall seconds (7 days by default), and a run lasts well under a second of wall time, so no key expires in a
 //   run: the tombstone path is not exercised here. Upstash ages rows with the model's clock (`now`); Redis has no
@@ -125,6 +125,18 @@ const LANES: Lane[] = [
   {
     name: "http-memory",
     runs: 12,
+    async open() {
+      return (clock) => {
+        const store = new MemoryLedgerStorage()
+        return overHttp(clock, { client: () => store })
+      }
+    },
+  },
+  {
+    // Time passing inside the HTTP calls found a holder starting its effect on a lease the server had let lapse.
+    name: "http-memory-midcall",
+    runs: 6,
+    midCall: true,
     async open() {
       return (clock) => {
         const store = new MemoryLedgerStorage()
