@@ -4,14 +4,18 @@
 import { spawn, spawnSync } from "node:child_process"
 import { once } from "node:events"
 import { closeSync, existsSync, openSync, writeFileSync } from "node:fs"
+import { createServer } from "node:http"
+import type { AddressInfo } from "node:net"
 import { join } from "node:path"
 import { beforeAll, describe, expect, it } from "vitest"
+import { receiptExportLine } from "../../src/core/receipts/record.ts"
 import { hmacReceiptSigner, MemoryReceiptStore, ReceiptEmitter } from "../../src/receipts.ts"
 import { tempDirs } from "../temp-dirs.ts"
 import { cliCommand } from "./cli-bin.ts"
 
 const cwd = tempDirs("mycelium-closed-output-")()
 const receipts = join(cwd, "receipts.jsonl")
+let LINE = ""
 
 beforeAll(async () => {
   // Signed with another key than the one verify is given: every receipt fails, two lines each, about 200 KB of
@@ -21,6 +25,7 @@ beforeAll(async () => {
   for (let i = 0; i < 1000; i++)
     await emitter.emit({ action: "pay", actionKind: "tool", requestId: `r-${i}`, status: "completed" })
   writeFileSync(receipts, (await store.list()).map((r) => `${JSON.stringify(r)}\n`).join(""))
+  LINE = receiptExportLine((await store.list())[0] as Parameters<typeof receiptExportLine>[0])
 })
 
 /** Runs the CLI with its stdout on a pipe this side closes after the first chunk, as `| head -1` does. */
@@ -56,6 +61,59 @@ describe("a reader that closes the pipe early", () => {
     // The reader's choice, not an error: nothing on stderr.
     expect(r.err).toBe("")
   })
+})
+
+// Found by a review: `receipts export` without -o kept fetching every page (up to --max-receipts, a million receipts)
+// after the reader had gone, dropping each, then said "N receipts exported" and exited 0. It stops at the closed
+// pipe: the export did not reach its reader, so it failed (exit 1).
+describe("receipts export to standard output, its reader gone", () => {
+  it("stops fetching pages and exits 1, not 'exported'", async () => {
+    const PAGES = 40
+    let closed = () => {}
+    const gone = new Promise<void>((r) => {
+      closed = r
+    })
+    const seen: string[] = []
+    const api = createServer((req, res) => {
+      seen.push(req.url ?? "")
+      const n = Number(new URL(req.url ?? "/", "http://x").searchParams.get("cursor") ?? "0")
+      const answer = () => {
+        res.writeHead(200, {
+          "content-type": "application/x-ndjson",
+          ...(n + 1 < PAGES ? { link: `<?format=jsonl&limit=500&cursor=${n + 1}>; rel="next"` } : {}),
+        })
+        res.end(`${Array(20).fill(LINE).join("\n")}\n`)
+      }
+      // The first page at once; the others once the reader has closed the pipe.
+      if (n === 0) answer()
+      else void gone.then(() => setTimeout(answer, 100))
+    })
+    await new Promise<void>((r) => api.listen(0, "127.0.0.1", r))
+    try {
+      const url = `http://127.0.0.1:${(api.address() as AddressInfo).port}`
+      const [cmd, pre] = cliCommand()
+      const child = spawn(cmd, [...pre, "receipts", "export", "--url", url], {
+        cwd,
+        env: { ...process.env, NO_COLOR: "1", MYCELIUM_TOKEN: "" },
+      })
+      let err = ""
+      child.stderr.on("data", (d) => {
+        err += String(d)
+      })
+      child.stdout.once("data", () => {
+        child.stdout.destroy()
+        closed()
+      })
+      const [code] = (await once(child, "exit")) as [number | null]
+      expect(seen.length, err).toBeLessThanOrEqual(3)
+      expect(code, err).toBe(1)
+      expect(err).not.toContain("receipts exported")
+      expect(err).toContain("standard output was closed")
+    } finally {
+      api.closeAllConnections()
+      api.close()
+    }
+  }, 30_000)
 })
 
 describe.runIf(existsSync("/dev/full"))("standard output on a full disk", () => {

@@ -173,7 +173,17 @@ async function exportCommand(args: string[]): Promise<number> {
   const base = { url: values.url, token, agentId: values["agent-id"], ledger: values.ledger, ...limits }
   const out = values.output
   if (out === undefined) {
-    const n = await exportReceipts({ ...base, write: (text) => process.stdout.write(text) })
+    const n = await exportReceipts({
+      ...base,
+      write: (text) => {
+        process.stdout.write(text)
+        // A reader that stopped (`| head`): main.ts drops the rest of the output, and every page still fetched (up to
+        // --max-receipts) was the server's work for nobody, then reported "exported" with exit 0.
+        // (A stdio stream is never destroyed; `errored` is set by the write that failed.)
+        if ((process.stdout.errored as NodeJS.ErrnoException | null | undefined)?.code === "EPIPE")
+          throw new CliError("standard output was closed: the export stopped before its last page")
+      },
+    })
     console.error(`${n} receipts exported`)
     return 0
   }
