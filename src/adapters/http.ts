@@ -271,7 +271,15 @@ export class HttpLedgerStorage implements LedgerStorage {
     // No row holds such an id (the server's stores refuse it), and encodeURIComponent throws on a lone surrogate.
     if (isUnstorableText(requestId)) return null
     const r = await this.#call<{ row: Row }>("GET", `/v1/rows/${this.#id(requestId)}`, "row", undefined, true)
-    return r ? rowOf(r.row, requestId) : null
+    if (!r) return null
+    const e = rowOf(r.row, requestId)
+    // A row this process holds, as the claim handed it: leased by its clock. Read with the server's stamps, a holder
+    // on another clock checked its lease (a guard method's boundary write, a renewal) against a time it cannot read:
+    // an answer that came back after the server's lease lapsed, and a re-run by then, still started the effect.
+    const h = this.#restamps.get(requestId)
+    return h?.fence === e.fence && e.leaseUntil === h.lease && e.lastHeartbeatAt === h.beat
+      ? { ...e, leaseUntil: h.sentLease, lastHeartbeatAt: h.sentBeat }
+      : e
   }
 
   async set(entry: LedgerEntry): Promise<void> {

@@ -12,6 +12,7 @@ import {
   ActionLedger,
   type Clock,
   type LedgerEntry,
+  LedgerHardBlockError,
   LedgerLeaseError,
   MemoryLedgerStorage,
   ReconcileResult,
@@ -37,9 +38,15 @@ function world(hooks: {
     return res
   }) as typeof globalThis.fetch
   const provider = new Set<string>()
-  /** A ledger process, its clock `offset` s off the server's; its reconciler reads the provider's records. */
-  const ledger = (owner: string, offset: number) => {
+  /** A ledger process, its clock `offset` s off the server's; its reconciler (unless `blind`) reads the provider's. */
+  const ledger = (owner: string, offset: number, blind = false) => {
     const clock: Clock = { now: () => server.now() + offset, sleep: (s, signal) => server.sleep(s, signal) }
+    const reconciler = {
+      reconcile: (e: LedgerEntry) =>
+        provider.has(e.externalOperationRef ?? "")
+          ? ReconcileResult.completed("paid")
+          : ReconcileResult.notExecuted(),
+    }
     return new ActionLedger({
       storage: new HttpLedgerStorage({ url: "http://ledger.test", fetch }),
       clock,
@@ -48,12 +55,7 @@ function world(hooks: {
       leaseRenewInterval: 0,
       pollTimeout: 0,
       onWarning: () => {},
-      reconciler: {
-        reconcile: (e: LedgerEntry) =>
-          provider.has(e.externalOperationRef ?? "")
-            ? ReconcileResult.completed("paid")
-            : ReconcileResult.notExecuted(),
-      },
+      ...(blind ? {} : { reconciler }),
     })
   }
   const row = async (id: string): Promise<LedgerEntry> => {
@@ -110,6 +112,102 @@ describe("HttpLedgerStorage: a lease the holder read as lapsed before its bounda
       const peer = run("peer", 0)
       const holder = run("holder", offset)
       await expect(holder({}, { requestId: "pay-1" })).rejects.toBeInstanceOf(LedgerLeaseError)
+      await expect(peerRan).resolves.toBe("paid by peer")
+      expect(effects).toEqual(["peer"])
+      const done = await row("pay-1")
+      expect([done.terminalOutcome, done.result, done.fence]).toEqual(["COMPLETED", "paid by peer", 2])
+    })
+})
+
+// What the refused holder leaves: its row UNKNOWN at maybe_crossed with its provider ref, though no effect started.
+// Without a reconciler a redispatch hard-blocks on it; the operator's release (docs/cli.md) lets the next run pay once.
+it("the UNKNOWN row a refused holder leaves is settled by an operator's release: the next run pays once", async () => {
+  let claimed = false
+  const effects: string[] = []
+  const { server, ledger, row, provider } = world({
+    // As above: leased T + 30 .. T + 90 by the server, T .. T + 60 by the holder's reading.
+    sent: (body) => {
+      if (claimed || !isClaim(body) || !body.includes('"holder"')) return
+      claimed = true
+      server.advance(30)
+    },
+  })
+  const run = (owner: string) =>
+    ledger(owner, 0, true).tool({ name: "pay", binding }, async (_args, tx) => {
+      await tx.recordExternalOperation("pi_1")
+      if (owner === "holder") server.advance(40)
+      return tx.sideEffect(() => {
+        effects.push(owner)
+        provider.add("pi_1")
+        return `paid by ${owner}`
+      })
+    })
+  await expect(run("holder")({}, { requestId: "pay-1" })).rejects.toBeInstanceOf(LedgerLeaseError)
+  const left = await row("pay-1")
+  expect([left.terminalOutcome, left.sideEffectBoundary, left.externalOperationRef]).toEqual([
+    "UNKNOWN",
+    "maybe_crossed",
+    "pi_1",
+  ])
+  const redispatch = run("redispatch")
+  await expect(redispatch({}, { requestId: "pay-1" })).rejects.toBeInstanceOf(LedgerHardBlockError)
+  const ops = ledger("ops", 0, true)
+  await ops.release("pay-1", {
+    verified: "not_executed",
+    by: "ops",
+    reason: "no charge pi_1 at the provider",
+    expectedFence: left.fence,
+  })
+  await expect(redispatch({}, { requestId: "pay-1" })).resolves.toBe("paid by redispatch")
+  await expect(redispatch({}, { requestId: "pay-1" })).resolves.toBe("paid by redispatch")
+  expect(effects).toEqual(["redispatch"])
+})
+
+// The same through ActionLedger's guard methods, which build on the row read back from the store: it carried the
+// server's stamps, which a process on another clock read as lapsed already (exempt from the check) or live for hours,
+// so a boundary write answered after the server's lease had lapsed, and the call re-run meanwhile, still started the
+// effect. The holder's own client now hands it the row leased by its own clock, as the claim did.
+describe("HttpLedgerStorage: a guard method's boundary write answered after the server's lease lapsed", () => {
+  for (const [name, offset] of [
+    ["in step with the server", 0],
+    ["2.6 h behind it", -9345],
+    ["2.6 h ahead of it", 9345],
+  ] as const)
+    it(`starts no effect, none twice (a process ${name})`, async () => {
+      let peerRan: Promise<unknown> = Promise.resolve()
+      let answered = false
+      const effects: string[] = []
+      const { server, ledger, row, provider } = world({
+        // The server took the write at T + 50 (its lease live to T + 60); the answer comes back at T + 150, after a
+        // redispatch with a reconciler found no charge and re-ran the call.
+        answered: async (body) => {
+          if (answered || !isBoundary(body) || !body.includes('"holder"')) return
+          answered = true
+          server.advance(100)
+          peerRan = peer({}, { requestId: "pay-1" }).catch((e: unknown) => e)
+          await peerRan
+        },
+      })
+      const peer = ledger("peer", 0).tool({ name: "pay", binding }, async (_args, tx) => {
+        await tx.recordExternalOperation("pi_1")
+        return tx.sideEffect(() => {
+          effects.push("peer")
+          provider.add("pi_1")
+          return "paid by peer"
+        })
+      })
+      const holder = ledger("holder", offset)
+      const decision = { allowed: true, verdicts: [], deniedReasons: [] }
+      const claim = await holder.claim({ tool: "pay", requestId: "pay-1", binding, decision })
+      expect(claim.owned).toBe(true)
+      const guard = { fence: claim.entry.fence, owner: "holder" }
+      await holder.attachExternalOperationRef("pay-1", "pi_1", guard)
+      server.advance(50)
+      const crossed = await holder.advanceBoundary("pay-1", "maybe_crossed", guard).then(
+        () => effects.push("holder"),
+        (e: unknown) => e,
+      )
+      expect(crossed).toBeInstanceOf(LedgerLeaseError)
       await expect(peerRan).resolves.toBe("paid by peer")
       expect(effects).toEqual(["peer"])
       const done = await row("pay-1")

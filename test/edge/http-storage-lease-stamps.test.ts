@@ -217,12 +217,31 @@ describe("HttpLedgerStorage: the server's clock stamps the leases a process writ
     ])
   })
 
+  // Renewed through the guard API, the row read back was the server's, leased to T + 60: long past by this process's
+  // clock, so every renewal was refused as "lease already expired" while the server's lease was live.
+  it("a process 1 h ahead renews through the guard API: its own lease by its clock, the server's by the server's", async () => {
+    const { server, ledger, row } = world()
+    const holder = ledger("ahead", HOUR, 60)
+    const claim = await holder.claim({ tool: "pay", requestId: "pay-7" })
+    server.advance(10)
+    const renewed = await holder.renewLease("pay-7", {
+      fence: claim.entry.fence,
+      owner: "ahead",
+      leaseTtl: 60,
+    })
+    expect([renewed.leaseUntil, renewed.lastHeartbeatAt]).toEqual([T + HOUR + 70, T + HOUR + 10])
+    const r = await row("pay-7")
+    expect([r.leaseUntil, r.lastHeartbeatAt, r.terminalOutcome]).toEqual([T + 70, T + 10, "IN_FLIGHT"])
+  })
+
   it("a holder 3 h behind keeps the server's lease on its boundary write after 10,000 other rows were claimed", async () => {
     const { server } = world()
     const app = createLedgerApp({ storage: new MemoryLedgerStorage(), clock: server })
     const fetch = (async (input: RequestInfo | URL, init?: RequestInit) =>
       app.fetch(new Request(input, init))) as typeof globalThis.fetch
     const storage = new HttpLedgerStorage({ url: "http://ledger.test", fetch })
+    // The server's row as another client reads it: the holder's own client hands it the row leased by its clock.
+    const reader = new HttpLedgerStorage({ url: "http://ledger.test", fetch })
     const clock: Clock = { now: () => server.now() - 3 * HOUR, sleep: (s, signal) => server.sleep(s, signal) }
     const opts = { storage, clock, leaseTtl: 600, leaseRenewInterval: 0, pollTimeout: 0 }
     const holder = new ActionLedger({ ...opts, owner: "behind" })
@@ -245,7 +264,7 @@ describe("HttpLedgerStorage: the server's clock stamps the leases a process writ
       server.advance(1)
       await tx.sideEffect(async () => {
         effects++
-        leased = (await storage.get("pay-6"))?.leaseUntil
+        leased = (await reader.get("pay-6"))?.leaseUntil
         server.advance(59)
         // Live by the server's clock for another 540 s: another worker must not take the call over.
         await peer
@@ -258,7 +277,7 @@ describe("HttpLedgerStorage: the server's clock stamps the leases a process writ
       return "paid"
     })
     const outcome = await pay({}, { requestId: "pay-6" })
-    const done = await storage.get("pay-6")
+    const done = await reader.get("pay-6")
     expect([effects, leased, outcome, done?.terminalOutcome, done?.owner]).toEqual([
       1,
       T + 600,

@@ -319,9 +319,10 @@ export async function advanceBoundaryHeld(
   // the time it runs, and its row settled `not_executed` from the provider's records. The row stays maybe_crossed,
   // so the failure recorded is UNKNOWN. A lease this clock read as lapsed already at `heldAt` was judged live by a
   // store on a clock of its own, HttpLedgerStorage's server, whose clock decides: a holder's row read back through
-  // the guard API carries the server's stamps, not ones by this clock (docs/http-api.md). Not the tool's own row: its
-  // lease is by this clock, from before the server's stamp and never past it. Exempted, it started the effect however
-  // long the answer took, on a lease the server may have lapsed by then (and a verdict let a redispatch run it).
+  // the guard API by a client that did not claim it carries the server's stamps, not ones by this clock
+  // (docs/http-api.md). Not the tool's own row: its lease is by this clock, from before the server's stamp and never
+  // past it. Exempted, it started the effect however long the answer took, on a lease the server may have lapsed by
+  // then (and a verdict let a redispatch run it).
   const lease = row.leaseUntil
   if (heldAt !== undefined && lease !== null && (own || heldAt < lease) && core.clock.now() >= lease)
     throw lapsed(c, "start the effect of")
