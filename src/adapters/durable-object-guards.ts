@@ -3,7 +3,7 @@
 // Import only inside workerd (through durable-object.ts or directly for the clients).
 import { pythonDumps } from "../core/python-json.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
-import { chainQueue, ReceiptStoreContendedError } from "../core/receipts/errors.ts"
+import { chainQueue, ReceiptStoreContendedError, ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
 import type { AuditReceiptRecord, Receipt, ReceiptLink } from "../core/receipts/record.ts"
 import {
   cutPage,
@@ -127,7 +127,8 @@ export class GuardTables {
     const r = this.#sql
       .exec(`SELECT seq, digest FROM ${RECEIPTS} WHERE ledger = ? ORDER BY seq DESC LIMIT 1`, ledger)
       .toArray()[0]
-    return r ? { seq: Number(r.seq), digest: String(r.digest) } : null
+    // As stored, checked by the client: a digest a raw write emptied was read as "null" and sealed on.
+    return r ? { seq: Number(r.seq), digest: r.digest as string } : null
   }
 
   /** Appends iff the chain's tail is still the one the link was sealed against. */
@@ -312,6 +313,11 @@ export class DurableObjectReceiptStore extends GuardObjectClient implements Rece
     for (let attempt = 0; attempt < 50; attempt++) {
       const stub = this.stub()
       const tail = chain ? await stub.receiptTail(chain.ledger) : null
+      // The next receipt, sealed on a tail without its digest, could never verify, whatever repair came after.
+      if (tail && typeof tail.digest !== "string")
+        throw new ReceiptStoreCorruptError(
+          `${RECEIPTS} chain '${chain?.ledger}' seq ${tail.seq} has no digest: set it to that receipt's chain.digest, then retry`,
+        )
       const link = chain ? await chain.seal(tail) : null
       const receipt: Receipt = link ? { ...record, chain: link } : { ...record }
       if (await stub.receiptAppend(pythonDumps(receipt), record.agent_id, link, tail?.digest ?? null))

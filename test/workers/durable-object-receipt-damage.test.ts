@@ -128,3 +128,27 @@ describe("a Durable Object receipt row damaged by a raw write", () => {
     }
   })
 })
+
+// The tail is read from the digest column, not the receipt: a raw write that emptied it was read as the digest
+// "null", and the next genuine receipt was sealed on it (prev "null"), a broken chain no repair of the column could
+// mend. The receipts themselves still verify; the append is refused until the column is repaired.
+describe("a Durable Object chain tail whose digest column a raw write emptied", () => {
+  it("fails the append as receipt_store_corrupt, naming it; nothing is appended", async () => {
+    const name = `tail-${run}`
+    const { store, emitter } = await threeReceipts(name)
+    await sql(name, "UPDATE mycelium_audit_receipts SET digest = NULL WHERE id = 3")
+    const e = await emitter
+      .emit({ action: "pay", actionKind: "tool", requestId: "r3", status: "completed" })
+      .then(
+        () => null,
+        (err: unknown) => err,
+      )
+    expect(e).toBeInstanceOf(ReceiptStoreCorruptError)
+    expect(e).toMatchObject({
+      code: "receipt_store_corrupt",
+      message: expect.stringMatching(/^mycelium_audit_receipts chain 'payments' seq 2 has no digest/),
+    })
+    expect(await sql(name, "SELECT COUNT(*) AS n FROM mycelium_audit_receipts")).toEqual([{ n: 3 }])
+    expect((await verifyReceipts(await store.list(), { hmac: KEY }, { requireChain: true })).ok).toBe(true)
+  })
+})
