@@ -214,3 +214,62 @@ describe("HttpLedgerStorage: a guard method's boundary write answered after the 
       expect([done.terminalOutcome, done.result, done.fence]).toEqual(["COMPLETED", "paid by peer", 2])
     })
 })
+
+// The guard methods read the row back through the client that claimed it, which now hands it leased by the holder's
+// clock: ending before the server's by the time the claim took to reach it. A boundary write sent once that reading
+// had lapsed, and accepted while the server's lease still held, was exempt from the after-check (the exemption is for
+// a row carrying the server's stamps), as the tool body's was before: answered after a re-run, it started the effect.
+describe("HttpLedgerStorage: a guard method's boundary write sent on a lease the holder read as lapsed", () => {
+  for (const [name, offset] of [
+    ["in step with the server", 0],
+    ["2.6 h behind it", -9345],
+    ["2.6 h ahead of it", 9345],
+  ] as const)
+    it(`starts no effect, none twice (a process ${name})`, async () => {
+      let peerRan: Promise<unknown> = Promise.resolve()
+      let claimed = false
+      let answered = false
+      const effects: string[] = []
+      const { server, ledger, row, provider } = world({
+        // 30 s pass before the server takes the claim: leased T + 30 .. T + 90, by the holder's reading T .. T + 60.
+        sent: (body) => {
+          if (claimed || !isClaim(body) || !body.includes('"holder"')) return
+          claimed = true
+          server.advance(30)
+        },
+        // The server takes the boundary write at T + 70 (its lease live); the answer comes back at T + 160, after a
+        // redispatch with a reconciler found no charge and re-ran the call.
+        answered: async (body) => {
+          if (answered || !isBoundary(body) || !body.includes('"holder"')) return
+          answered = true
+          server.advance(90)
+          peerRan = peer({}, { requestId: "pay-1" }).catch((e: unknown) => e)
+          await peerRan
+        },
+      })
+      const peer = ledger("peer", 0).tool({ name: "pay", binding }, async (_args, tx) => {
+        await tx.recordExternalOperation("pi_1")
+        return tx.sideEffect(() => {
+          effects.push("peer")
+          provider.add("pi_1")
+          return "paid by peer"
+        })
+      })
+      const holder = ledger("holder", offset)
+      const decision = { allowed: true, verdicts: [], deniedReasons: [] }
+      const claim = await holder.claim({ tool: "pay", requestId: "pay-1", binding, decision })
+      expect(claim.owned).toBe(true)
+      const guard = { fence: claim.entry.fence, owner: "holder" }
+      await holder.attachExternalOperationRef("pay-1", "pi_1", guard)
+      server.advance(40)
+      const crossed = await holder.advanceBoundary("pay-1", "maybe_crossed", guard).then(
+        () => effects.push("holder"),
+        (e: unknown) => e,
+      )
+      expect(crossed).toBeInstanceOf(LedgerLeaseError)
+      await expect(peerRan).resolves.toBe("paid by peer")
+      expect(effects).toEqual(["peer"])
+      const done = await row("pay-1")
+      expect([done.terminalOutcome, done.result, done.fence]).toEqual(["COMPLETED", "paid by peer", 2])
+    })
+})

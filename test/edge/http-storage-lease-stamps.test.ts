@@ -206,7 +206,7 @@ describe("HttpLedgerStorage: the server's clock stamps the leases a process writ
     expect(claim.owned).toBe(true)
     server.advance(10)
     const guard = { fence: claim.entry.fence, owner: "ahead" }
-    // The row read back is the server's, leased to T + 60: by this process's clock long past, by the server's live.
+    // The row read back is leased by this process's clock (its client claimed it): live by it, as by the server's.
     const moved = await holder.advanceBoundary("pay-5", "maybe_crossed", guard)
     expect(moved.sideEffectBoundary).toBe("maybe_crossed")
     const r = await row("pay-5")

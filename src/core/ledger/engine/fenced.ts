@@ -303,8 +303,6 @@ export async function advanceBoundaryHeld(
   core: LedgerCore,
   c: LedgerEntry,
   boundary: SideEffectBoundary,
-  /** `c` is the row as the tool's holder wrote it (its lease by this clock), not one read back from the store. */
-  own?: boolean,
 ): Promise<LedgerEntry> {
   // Leaving not_crossed starts the effect, and the lease is the permission to: once it has lapsed, a redispatch may
   // have judged the row not crossed and taken it over, so a late owner must not begin an effect. So does each later
@@ -317,14 +315,13 @@ export async function advanceBoundaryHeld(
   // The store checked the lease at `heldAt`, read before the write. A lease that lapsed by the same clock while the
   // write was in flight (a slow store, a pause) must not start the effect either: the owner may be presumed dead by
   // the time it runs, and its row settled `not_executed` from the provider's records. The row stays maybe_crossed,
-  // so the failure recorded is UNKNOWN. A lease this clock read as lapsed already at `heldAt` was judged live by a
-  // store on a clock of its own, HttpLedgerStorage's server, whose clock decides: a holder's row read back through
-  // the guard API by a client that did not claim it carries the server's stamps, not ones by this clock
-  // (docs/http-api.md). Not the tool's own row: its lease is by this clock, from before the server's stamp and never
-  // past it. Exempted, it started the effect however long the answer took, on a lease the server may have lapsed by
-  // then (and a verdict let a redispatch run it).
+  // so the failure recorded is UNKNOWN. Nor does one this clock read as lapsed already at `heldAt`, which a store on
+  // a clock of its own (HttpLedgerStorage's server) accepted: its answer may come back after that store's lease lapsed
+  // too. A lease read as lapsed then was once exempt, for a row read back with the server's stamps; the client that
+  // claimed a row hands it back with its own (docs/http-api.md), so the exemption let a guard method's boundary write
+  // start the effect however long its answer took, and a redispatch run it too.
   const lease = row.leaseUntil
-  if (heldAt !== undefined && lease !== null && (own || heldAt < lease) && core.clock.now() >= lease)
+  if (heldAt !== undefined && lease !== null && core.clock.now() >= lease)
     throw lapsed(c, "start the effect of")
   return row
 }

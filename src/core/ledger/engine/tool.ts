@@ -266,7 +266,7 @@ class OwnedTransition implements TransitionContext {
   }
 
   #advance(boundary: SideEffectBoundary): Promise<void> {
-    return this.#write((c) => advanceBoundaryHeld(this.#core, c, boundary, true))
+    return this.#write((c) => advanceBoundaryHeld(this.#core, c, boundary))
   }
 
   /** Stores the provider's handle (payment intent id, message id, the idempotency key sent) for reconciliation. */
