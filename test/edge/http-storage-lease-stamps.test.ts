@@ -199,7 +199,7 @@ describe("HttpLedgerStorage: the server's clock stamps the leases a process writ
     expect([r.terminalOutcome, r.sideEffectBoundary]).toEqual(["UNKNOWN", "maybe_crossed"])
   })
 
-  it("a process 1 h ahead moves the boundary through the guard API (it reads the server's row): the effect may start", async () => {
+  it("a process 1 h ahead moves the boundary through the guard API (its client hands back its own-clock row): the effect may start", async () => {
     const { server, ledger, row } = world()
     const holder = ledger("ahead", HOUR, 60)
     const claim = await holder.claim({ tool: "pay", requestId: "pay-5" })
