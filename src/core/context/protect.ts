@@ -92,99 +92,76 @@ let unnamed = 0
 // Stable across key order so {a,b} and {b,a} hit the same entry; entity ids keep their string form so
 // "42" and 42 address the same entity.
 function keyPart(value: unknown): string {
-  // A number's text too: JSON writes NaN and ±Infinity as null, which made them one entity with the id "null".
-  if (typeof value === "string" || typeof value === "number") return String(value)
-  return stableStringify(value)
+  // A number is spelled as its text too (JSON writes NaN and ±Infinity as null, which made them one entity with the
+  // id "null"); a string alone is not quoted.
+  return typeof value === "string" ? value : stableStringify(value)
 }
 
-// A value being spelled out. Map entries and object members are queued as frames too: a class of this module's own,
-// so a caller's object is never taken for one.
-class Frame {
-  readonly parts: string[] = []
-  constructor(
-    readonly items: unknown[],
-    readonly open: string,
-    readonly close: string,
-    /** The object the frame spells out (a member's or Map entry's own pair), to find a cycle. */
-    readonly src: object,
-    readonly sep = ",",
-    /** Maps and Sets: order by text, not insertion. */
-    readonly sort = false,
-  ) {}
-}
-
-/** A Map entry (`k=>v`) or an object member (`"k":v`, its key a string, which JSON writes). */
-const pairFrame = (pair: unknown[], sep: string): Frame => new Frame(pair, "", "", pair, sep)
+/** Spells out one value: yields each item it holds, is sent back that item's text, and returns its own. */
+type Spelling = Generator<unknown, string, string>
 
 // A Date has no own keys: every date would be "{}" and share one entry. Use what JSON would send (toJSON),
 // and spell out Maps and Sets, which have no keys either.
-function leafOrFrame(value: unknown): string | Frame {
+function* spell(value: unknown, open: Set<object>): Spelling {
   let v = value
-  for (let hops = 0; hops < 8 && typeof v === "object" && v !== null && !Array.isArray(v); hops++) {
-    const toJSON = (v as { toJSON?: unknown }).toJSON
+  for (let hops = 0; hops < 8 && typeof v === "object" && !Array.isArray(v); hops++) {
+    // null has no toJSON either.
+    const toJSON = (v as { toJSON?: unknown } | null)?.toJSON
     if (typeof toJSON !== "function") break
     v = toJSON.call(v)
   }
   v = unboxNumber(v)
-  if (v === undefined) return "undefined"
   if (typeof v === "bigint") return `${v}n`
   // Its text, as an entity id's: JSON writes NaN and ±Infinity as null, the key of the argument null.
   if (typeof v === "number") return String(v)
+  // What JSON cannot write (undefined, a symbol, a function) is its String() text: "undefined" for undefined.
   if (v === null || typeof v !== "object") return JSON.stringify(v) ?? String(v)
-  // src is the caller's object, not what its toJSON made: a fresh wrapper each time would hide a cycle through it.
+  // The caller's object, not what its toJSON made: a fresh wrapper each time would hide a cycle through it.
   const src = value as object
-  if (Array.isArray(v)) return new Frame(v, "[", "]", src)
-  if (v instanceof Map)
-    return new Frame(
-      [...v].map((e) => pairFrame(e, "=>")),
-      "Map(",
-      ")",
-      src,
-      ",",
-      true,
-    )
-  if (v instanceof Set) return new Frame([...v], "Set(", ")", src, ",", true)
-  const obj = v as Record<string, unknown>
-  return new Frame(
-    Object.keys(obj)
+  // The objects being spelled out: one met again inside itself is a cycle, which would never end (JSON throws).
+  if (open.has(src))
+    throw new InvalidOptionError("protect(): arguments with a cycle have no cache key; pass JSON-like ones")
+  open.add(src)
+  // The items' texts (a list in a template literal is written joined by commas).
+  const parts: string[] = []
+  let text: string
+  if (Array.isArray(v)) {
+    for (let i = 0; i < v.length; i++) parts.push(yield v[i])
+    text = `[${parts}]`
+  } else if (v instanceof Map) {
+    // Maps and Sets are ordered by text, not insertion.
+    for (const e of [...v]) parts.push(`${yield e[0]}=>${yield e[1]}`)
+    text = `Map(${parts.sort()})`
+  } else if (v instanceof Set) {
+    for (const x of [...v]) parts.push(yield x)
+    text = `Set(${parts.sort()})`
+  } else {
+    const obj = v as Record<string, unknown>
+    // A key is a string, which JSON writes. Every member is read before any is spelled out, as Map entries are.
+    for (const [k, x] of Object.keys(obj)
       .sort()
-      .map((k) => pairFrame([k, obj[k]], ":")),
-    "{",
-    "}",
-    src,
-  )
+      .map((k) => [k, obj[k]] as const))
+      parts.push(`${JSON.stringify(k)}:${yield x}`)
+    text = `{${parts}}`
+  }
+  open.delete(src)
+  return text
 }
 
-// Iterative: arguments a model nested thousands of levels deep overflowed the recursive version's stack.
+// Iterative: arguments a model nested thousands of levels deep overflowed the recursive version's stack. Each
+// value's generator waits on a stack of our own while its items are spelled out.
 function stableStringify(value: unknown): string {
-  const first = leafOrFrame(value)
-  if (typeof first === "string") return first
-  const stack: Frame[] = [first]
-  // The objects being spelled out: one met again inside itself is a cycle, which would never end (JSON throws).
-  const open = new Set([first.src])
+  const open = new Set<object>()
+  const stack = [spell(value, open)]
+  // The text of the item spelled out last, sent to the generator that yielded it (a fresh one ignores it).
+  let text = ""
   for (;;) {
-    const top = stack[stack.length - 1] as Frame
-    if (top.parts.length < top.items.length) {
-      const child = top.items[top.parts.length]
-      // A Map entry or an object member is a frame already; anything else is classified now.
-      const next = child instanceof Frame ? child : leafOrFrame(child)
-      if (typeof next === "string") top.parts.push(next)
-      else {
-        if (open.has(next.src))
-          throw new InvalidOptionError(
-            "protect(): arguments with a cycle have no cache key; pass JSON-like ones",
-          )
-        open.add(next.src)
-        stack.push(next)
-      }
-      continue
+    const step = (stack[stack.length - 1] as Spelling).next(text)
+    if (!step.done) stack.push(spell(step.value, open))
+    else {
+      stack.pop()
+      text = step.value
+      if (!stack.length) return text
     }
-    if (top.sort) top.parts.sort()
-    const text = `${top.open}${top.parts.join(top.sep)}${top.close}`
-    stack.pop()
-    open.delete(top.src)
-    const parent = stack[stack.length - 1]
-    if (!parent) return text
-    parent.parts.push(text)
   }
 }

@@ -17,7 +17,7 @@ function als(): AsyncLocalStorageLike<Session> | undefined {
   const cls = asyncContextClass()
   if (cls !== storageClass) {
     storageClass = cls
-    storage = cls ? new cls<Session>() : undefined
+    storage = cls && new cls<Session>()
   }
   return storage
 }
@@ -39,8 +39,7 @@ export class Session {
 
   /** The innermost active session, if any. */
   static current(): Session | undefined {
-    const a = als()
-    return a ? (a.getStore() ?? syncCurrent) : syncCurrent
+    return als()?.getStore() ?? syncCurrent
   }
 
   /** Runs `fn` with this session active; nested runs restore the outer session when they finish. */

@@ -128,9 +128,9 @@ export class ToolCache {
 // clock, `Date.now() / 1000` as assertClock's message suggests, after an NTP correction): read by its expiry alone, an
 // entry stored before a step back of an hour stayed fresh for the hour and the ttl, and a hung load was joined as
 // long. Begun "later" than now, its age is unknown: stale.
-function within(e: { at: number; clock: SecondsClock }, ttl: number, joinAtTtl = false): boolean {
+function within(e: { at: number; clock: SecondsClock }, ttl: number, joinAtTtl?: boolean): boolean {
   const age = e.clock() - e.at
-  return age >= 0 && (age < ttl || (joinAtTtl && age === ttl))
+  return age >= 0 && (joinAtTtl ? age <= ttl : age < ttl)
 }
 
 export function assertTtl(ttl: number): void {

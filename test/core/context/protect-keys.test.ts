@@ -145,3 +145,38 @@ describe("protect: null or undefined arguments with entityParam", () => {
     expect(await new Session().bind(all)(null as never)).toBeNull()
   })
 })
+
+describe("protect: the text a key spells its arguments in", () => {
+  // Pinned as the Frame-based walker spelled them, so a rewrite of the walker cannot move an entry's key.
+  const keyed = protect(async (_: object) => 1, { name: "k" })
+  const byEntity = protect(async (_: { id: unknown }) => 1, { name: "k", entityParam: "id" })
+  const text = (key: string): unknown => (JSON.parse(key) as unknown[])[2]
+
+  it("spells members sorted, lists in order, Maps and Sets sorted by text, and what JSON cannot write", () => {
+    const args = { b: [1, -0, 2.5, Number.NaN, null, undefined], a: 'x"y', c: true, é: 10n }
+    expect(text(keyed.cacheKey(args))).toBe('{"a":"x\\"y","b":[1,0,2.5,NaN,null,undefined],"c":true,"é":10n}')
+    const rich = {
+      m: new Map<unknown, unknown>([
+        ["b", 1],
+        [{ k: 2 }, [3]],
+        ["a", new Set(["z", 1, "y"])],
+      ]),
+      d: new Date(0),
+      n: new Number(7),
+      f: undefined,
+      s: Symbol("q"),
+    }
+    expect(text(keyed.cacheKey(rich))).toBe(
+      '{"d":"1970-01-01T00:00:00.000Z","f":undefined,"m":Map("a"=>Set("y","z",1),"b"=>1,{"k":2}=>[3]),"n":7,"s":Symbol(q)}',
+    )
+  })
+
+  it("spells a structured entity in its own namespace and an id as its text", () => {
+    expect(JSON.parse(byEntity.cacheKey({ id: { z: 1, a: [new Map([[1, "one"]])] } }))).toEqual([
+      "k",
+      "entity-json",
+      '{"a":[Map(1=>"one")],"z":1}',
+    ])
+    expect(JSON.parse(byEntity.cacheKey({ id: 42 }))).toEqual(["k", "entity", "42"])
+  })
+})

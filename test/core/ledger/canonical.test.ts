@@ -11,6 +11,7 @@ import {
   canonicalJson,
   configureSha256,
   type JsonValue,
+  sha256,
   sha256Hex,
   transitionKey,
 } from "../../../src/core/index.ts"
@@ -154,6 +155,9 @@ describe("sha256", () => {
       const s = `${"é🙂x".repeat(len)}`.slice(0, len)
       const want = new Uint8Array(await crypto.subtle.digest("SHA-256", new TextEncoder().encode(s)))
       expect(sha256Hex(s)).toBe([...want].map((b) => b.toString(16).padStart(2, "0")).join(""))
+      // The digest as bytes too (receipts' HMAC hashes a secret over 64 bytes with it), from a string and from bytes.
+      expect(sha256(s)).toEqual(want)
+      expect(sha256(new TextEncoder().encode(s))).toEqual(want)
     }
   })
 })

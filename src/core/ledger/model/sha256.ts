@@ -109,18 +109,10 @@ function digest(input: string | Uint8Array): void {
   H[7] = h7
 }
 
-/** SHA-256 digest of a UTF-8 string or bytes. */
+/** SHA-256 digest of a UTF-8 string or bytes: each word big-endian, a byte being the low 8 bits of its shift. */
 export function sha256(input: string | Uint8Array): Uint8Array {
   digest(input)
-  const out = new Uint8Array(32)
-  for (let i = 0; i < 8; i++) {
-    const v = H[i] as number
-    out[i * 4] = v >>> 24
-    out[i * 4 + 1] = v >>> 16
-    out[i * 4 + 2] = v >>> 8
-    out[i * 4 + 3] = v
-  }
-  return out
+  return Uint8Array.from({ length: 32 }, (_, i) => (H[i >> 2] as number) >>> (24 - (i & 3) * 8))
 }
 
 const HEX_TABLE = /* @__PURE__ */ Array.from({ length: 256 }, (_, i) => i.toString(16).padStart(2, "0"))
