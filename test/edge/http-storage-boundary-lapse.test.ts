@@ -163,56 +163,75 @@ it("the UNKNOWN row a refused holder leaves is settled by an operator's release:
   expect(effects).toEqual(["redispatch"])
 })
 
+const offsets = [
+  ["in step with the server", 0],
+  ["2.6 h behind it", -9345],
+  ["2.6 h ahead of it", 9345],
+] as const
+
+/**
+ * A holder on a clock `offset` off the server's claims `pay-1` through ActionLedger's guard methods (the claim
+ * reaching the server `claimTakes` s late), moves its boundary `writeAt` s later, and the answer comes back
+ * `answerTakes` s after the server took the write, after a redispatch with a reconciler found no charge and re-ran
+ * the call. The holder must start no effect: the peer's is the only one.
+ */
+async function guardBoundaryAnsweredLate(
+  offset: number,
+  t: { claimTakes: number; writeAt: number; answerTakes: number },
+): Promise<void> {
+  let peerRan: Promise<unknown> = Promise.resolve()
+  let claimed = false
+  let answered = false
+  const effects: string[] = []
+  const { server, ledger, row, provider } = world({
+    sent: (body) => {
+      if (claimed || !isClaim(body) || !body.includes('"holder"')) return
+      claimed = true
+      server.advance(t.claimTakes)
+    },
+    answered: async (body) => {
+      if (answered || !isBoundary(body) || !body.includes('"holder"')) return
+      answered = true
+      server.advance(t.answerTakes)
+      peerRan = peer({}, { requestId: "pay-1" }).catch((e: unknown) => e)
+      await peerRan
+    },
+  })
+  const peer = ledger("peer", 0).tool({ name: "pay", binding }, async (_args, tx) => {
+    await tx.recordExternalOperation("pi_1")
+    return tx.sideEffect(() => {
+      effects.push("peer")
+      provider.add("pi_1")
+      return "paid by peer"
+    })
+  })
+  const holder = ledger("holder", offset)
+  const decision = { allowed: true, verdicts: [], deniedReasons: [] }
+  const claim = await holder.claim({ tool: "pay", requestId: "pay-1", binding, decision })
+  expect(claim.owned).toBe(true)
+  const guard = { fence: claim.entry.fence, owner: "holder" }
+  await holder.attachExternalOperationRef("pay-1", "pi_1", guard)
+  server.advance(t.writeAt)
+  const crossed = await holder.advanceBoundary("pay-1", "maybe_crossed", guard).then(
+    () => effects.push("holder"),
+    (e: unknown) => e,
+  )
+  expect(crossed).toBeInstanceOf(LedgerLeaseError)
+  await expect(peerRan).resolves.toBe("paid by peer")
+  expect(effects).toEqual(["peer"])
+  const done = await row("pay-1")
+  expect([done.terminalOutcome, done.result, done.fence]).toEqual(["COMPLETED", "paid by peer", 2])
+}
+
 // The same through ActionLedger's guard methods, which build on the row read back from the store: it carried the
 // server's stamps, which a process on another clock read as lapsed already (exempt from the check) or live for hours,
 // so a boundary write answered after the server's lease had lapsed, and the call re-run meanwhile, still started the
 // effect. The holder's own client now hands it the row leased by its own clock, as the claim did.
 describe("HttpLedgerStorage: a guard method's boundary write answered after the server's lease lapsed", () => {
-  for (const [name, offset] of [
-    ["in step with the server", 0],
-    ["2.6 h behind it", -9345],
-    ["2.6 h ahead of it", 9345],
-  ] as const)
-    it(`starts no effect, none twice (a process ${name})`, async () => {
-      let peerRan: Promise<unknown> = Promise.resolve()
-      let answered = false
-      const effects: string[] = []
-      const { server, ledger, row, provider } = world({
-        // The server took the write at T + 50 (its lease live to T + 60); the answer comes back at T + 150, after a
-        // redispatch with a reconciler found no charge and re-ran the call.
-        answered: async (body) => {
-          if (answered || !isBoundary(body) || !body.includes('"holder"')) return
-          answered = true
-          server.advance(100)
-          peerRan = peer({}, { requestId: "pay-1" }).catch((e: unknown) => e)
-          await peerRan
-        },
-      })
-      const peer = ledger("peer", 0).tool({ name: "pay", binding }, async (_args, tx) => {
-        await tx.recordExternalOperation("pi_1")
-        return tx.sideEffect(() => {
-          effects.push("peer")
-          provider.add("pi_1")
-          return "paid by peer"
-        })
-      })
-      const holder = ledger("holder", offset)
-      const decision = { allowed: true, verdicts: [], deniedReasons: [] }
-      const claim = await holder.claim({ tool: "pay", requestId: "pay-1", binding, decision })
-      expect(claim.owned).toBe(true)
-      const guard = { fence: claim.entry.fence, owner: "holder" }
-      await holder.attachExternalOperationRef("pay-1", "pi_1", guard)
-      server.advance(50)
-      const crossed = await holder.advanceBoundary("pay-1", "maybe_crossed", guard).then(
-        () => effects.push("holder"),
-        (e: unknown) => e,
-      )
-      expect(crossed).toBeInstanceOf(LedgerLeaseError)
-      await expect(peerRan).resolves.toBe("paid by peer")
-      expect(effects).toEqual(["peer"])
-      const done = await row("pay-1")
-      expect([done.terminalOutcome, done.result, done.fence]).toEqual(["COMPLETED", "paid by peer", 2])
-    })
+  for (const [name, offset] of offsets)
+    it(`starts no effect, none twice (a process ${name})`, () =>
+      // The server takes the write at T + 50 (its lease live to T + 60); the answer comes back at T + 150.
+      guardBoundaryAnsweredLate(offset, { claimTakes: 0, writeAt: 50, answerTakes: 100 }))
 })
 
 // The guard methods read the row back through the client that claimed it, which now hands it leased by the holder's
@@ -220,56 +239,9 @@ describe("HttpLedgerStorage: a guard method's boundary write answered after the 
 // had lapsed, and accepted while the server's lease still held, was exempt from the after-check (the exemption is for
 // a row carrying the server's stamps), as the tool body's was before: answered after a re-run, it started the effect.
 describe("HttpLedgerStorage: a guard method's boundary write sent on a lease the holder read as lapsed", () => {
-  for (const [name, offset] of [
-    ["in step with the server", 0],
-    ["2.6 h behind it", -9345],
-    ["2.6 h ahead of it", 9345],
-  ] as const)
-    it(`starts no effect, none twice (a process ${name})`, async () => {
-      let peerRan: Promise<unknown> = Promise.resolve()
-      let claimed = false
-      let answered = false
-      const effects: string[] = []
-      const { server, ledger, row, provider } = world({
-        // 30 s pass before the server takes the claim: leased T + 30 .. T + 90, by the holder's reading T .. T + 60.
-        sent: (body) => {
-          if (claimed || !isClaim(body) || !body.includes('"holder"')) return
-          claimed = true
-          server.advance(30)
-        },
-        // The server takes the boundary write at T + 70 (its lease live); the answer comes back at T + 160, after a
-        // redispatch with a reconciler found no charge and re-ran the call.
-        answered: async (body) => {
-          if (answered || !isBoundary(body) || !body.includes('"holder"')) return
-          answered = true
-          server.advance(90)
-          peerRan = peer({}, { requestId: "pay-1" }).catch((e: unknown) => e)
-          await peerRan
-        },
-      })
-      const peer = ledger("peer", 0).tool({ name: "pay", binding }, async (_args, tx) => {
-        await tx.recordExternalOperation("pi_1")
-        return tx.sideEffect(() => {
-          effects.push("peer")
-          provider.add("pi_1")
-          return "paid by peer"
-        })
-      })
-      const holder = ledger("holder", offset)
-      const decision = { allowed: true, verdicts: [], deniedReasons: [] }
-      const claim = await holder.claim({ tool: "pay", requestId: "pay-1", binding, decision })
-      expect(claim.owned).toBe(true)
-      const guard = { fence: claim.entry.fence, owner: "holder" }
-      await holder.attachExternalOperationRef("pay-1", "pi_1", guard)
-      server.advance(40)
-      const crossed = await holder.advanceBoundary("pay-1", "maybe_crossed", guard).then(
-        () => effects.push("holder"),
-        (e: unknown) => e,
-      )
-      expect(crossed).toBeInstanceOf(LedgerLeaseError)
-      await expect(peerRan).resolves.toBe("paid by peer")
-      expect(effects).toEqual(["peer"])
-      const done = await row("pay-1")
-      expect([done.terminalOutcome, done.result, done.fence]).toEqual(["COMPLETED", "paid by peer", 2])
-    })
+  for (const [name, offset] of offsets)
+    it(`starts no effect, none twice (a process ${name})`, () =>
+      // Leased T + 30 .. T + 90 by the server, T .. T + 60 by the holder's reading; the server takes the boundary
+      // write at T + 70 (its lease live), and the answer comes back at T + 160.
+      guardBoundaryAnsweredLate(offset, { claimTakes: 30, writeAt: 40, answerTakes: 90 }))
 })
