@@ -10,7 +10,7 @@ neonConfig.pipelineTLS = false
 neonConfig.pipelineConnect = false
 neonConfig.wsProxy = (host, port) => `${NEON_WS_PROXY}/v1?address=${host}:${port}`
 
-/** A pool whose WebSockets go to `proxy` (host:port), the shared websockify by default. */
+/** A pool whose WebSockets go to `proxy` (host:port), the shared one (scripts/ws-proxy.mjs) by default. */
 export function neonPool(proxy = NEON_WS_PROXY, max = 10): Pool {
   // A client class per pool, so an outage test can point one pool at a proxy it kills without touching others.
   class ProxiedClient extends Client {
