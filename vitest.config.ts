@@ -1,3 +1,4 @@
+import { availableParallelism } from "node:os"
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers"
 import { playwright } from "@vitest/browser-playwright"
 import { defineConfig } from "vitest/config"
@@ -29,6 +30,9 @@ const modulesOf = (runtime: keyof typeof modules.own) => [...modules.shared, ...
 // - edge: Vercel's edge runtime (@edge-runtime/vm), no Node globals
 export default defineConfig({
   test: {
+    // Vitest's run mode takes one core less than the machine has: one test file at a time on the 2-core CI machine,
+    // whose cores then idled 40% of the run while tests waited on timers, child processes and the services.
+    maxWorkers: Math.max(2, availableParallelism() - 1),
     projects: [
       {
         test: {
