@@ -3,6 +3,7 @@
 // both open one store the same way. A run's task store (task-chaos) lives beside its ledger: another file, key
 // prefix or table, removed by the same cleanup.
 import { dirname, join } from "node:path"
+import type { Pool } from "@neondatabase/serverless"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
 import { FileTaskStore } from "../../src/adapters/file-tasks.ts"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
@@ -21,6 +22,17 @@ import {
   upstashClient,
 } from "../adapters/servers/env.ts"
 import { neonPool, requirePostgres } from "../adapters/servers/neon.ts"
+
+/**
+ * `pool` with `n` connections open. A worker says it is ready once its store is: a Postgres connection through the
+ * WebSocket proxy takes a second or more to open on a loaded machine, and a worker killed before it ever had one
+ * never ran a call to be killed inside (the Neon runs then had next to no kills inside a call, nor takeovers).
+ */
+async function connected(pool: Pool, n: number): Promise<Pool> {
+  const clients = await Promise.all(Array.from({ length: n }, () => pool.connect()))
+  for (const c of clients) c.release()
+  return pool
+}
 
 export type ChaosBackendName = "file" | "upstash" | "neon" | "redis"
 
@@ -92,14 +104,14 @@ export const backends: Record<ChaosBackendName, ChaosBackend> = {
     where: (tag) => tag.replace(/[^a-z0-9]/g, "_"),
     open: async (where, setup) => {
       // A worker runs 3 calls at once, each renewing its lease beside its writes.
-      const pool = neonPool(undefined, setup ? 10 : 4)
+      const pool = await connected(neonPool(undefined, setup ? 10 : 4), setup ? 1 : 4)
       const storage = new NeonLedgerStorage({ pool, table: where })
       if (setup) await storage.migrate()
       return { storage, close: () => pool.end() }
     },
     openTasks: async (where, setup) => {
       // A worker runs 3 tasks at once, each renewing its lease while its body runs.
-      const pool = neonPool(undefined, setup ? 10 : 4)
+      const pool = await connected(neonPool(undefined, setup ? 10 : 4), setup ? 1 : 4)
       const storage = new NeonTaskStore({ pool, table: taskTable(where) })
       if (setup) await storage.migrate()
       return { storage, close: () => pool.end() }

@@ -40,6 +40,6 @@ describe("edge chaos: agents and the API server SIGKILLed, an operator answering
   it(
     "file store behind the API: 0 duplicates, 0 wrong results",
     () => edgeChaos({ server: fileServer, agentBundle: join(dir, "agent.mjs"), dir }),
-    60_000,
+    90_000,
   )
 })

@@ -50,6 +50,6 @@ describe("edge chaos on workerd: agents and the worker SIGKILLed, its Durable Ob
   it(
     "SQLite Durable Objects behind the API: 0 duplicates, 0 wrong results",
     () => edgeChaos({ server: workerd, agentBundle: join(dir, "agent.mjs"), dir }),
-    60_000,
+    110_000,
   )
 })
