@@ -13,10 +13,12 @@ import { FileStateFlushStore } from "../../src/adapters/file-state.ts"
 import { FileTaskStore } from "../../src/adapters/file-tasks.ts"
 import { LedgerStorageUnavailableError } from "../../src/core/ledger/index.ts"
 import type { ChainSealer } from "../../src/core/receipts/chain.ts"
+import { childBundles } from "../child-bundle.ts"
 import { snapshot, taskRecord } from "./file-kit-stall-rows.ts"
 import { stopHoldingLock } from "./stalled-writer.ts"
 
 const WRITER = fileURLToPath(new URL("./file-kit-stall-writer.ts", import.meta.url))
+const bundled = childBundles()
 const root = mkdtempSync(join(tmpdir(), "mycelium-kit-stall-"))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
@@ -44,7 +46,7 @@ describe.each(["tasks", "state"] as const)(
               }
       }
       writeFileSync(path, JSON.stringify(seed, null, 2))
-      const writer = spawn(process.execPath, ["--import", "tsx", WRITER, kind, path, "A"], {
+      const writer = spawn(process.execPath, [bundled(WRITER), kind, path, "A"], {
         stdio: ["ignore", "pipe", "inherit"],
       })
       let out = ""

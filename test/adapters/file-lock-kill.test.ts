@@ -19,6 +19,7 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
+import { childBundles } from "../child-bundle.ts"
 
 const pidns = (() => {
   try {
@@ -28,12 +29,13 @@ const pidns = (() => {
   }
 })()
 const CHILD = fileURLToPath(new URL("./file-lock-child.ts", import.meta.url))
+const bundled = childBundles()
 const root = mkdtempSync(join(tmpdir(), "mycelium-lockkill-"))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 
 /** Runs a writer child until it reports PARKED in `window`, then SIGKILLs it and waits for its death. */
 async function killParked(path: string, window: string): Promise<void> {
-  const child = spawn(process.execPath, ["--import", "tsx", CHILD, path], {
+  const child = spawn(process.execPath, [bundled(CHILD), path], {
     env: { ...process.env, MYCELIUM_TEST_LOCK_PARK: window },
     stdio: ["ignore", "ignore", "pipe"],
   })
@@ -173,7 +175,7 @@ describe("file lock: recoverers racing over dead holders' locks", () => {
     const N = 60
     let ready = 0
     const children = Array.from({ length: 4 }, (_, i) => {
-      const child = spawn(process.execPath, ["--import", "tsx", RACER, path, `p${i}`, String(N), go], {
+      const child = spawn(process.execPath, [bundled(RACER), path, `p${i}`, String(N), go], {
         stdio: ["ignore", "ignore", "pipe"],
       })
       let err = ""

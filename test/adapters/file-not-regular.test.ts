@@ -8,9 +8,11 @@ import { join } from "node:path"
 import { fileURLToPath } from "node:url"
 import { describe, expect, it } from "vitest"
 import { openLike } from "../../src/adapters/file-kit.ts"
+import { childBundles } from "../child-bundle.ts"
 import { tempDirs } from "../temp-dirs.ts"
 
 const CHILD = fileURLToPath(new URL("./file-not-regular-child.ts", import.meta.url))
+const bundled = childBundles()
 const freshDir = tempDirs("mycelium-not-regular-")
 
 function fifo(path: string): string {
@@ -25,18 +27,7 @@ function fifo(path: string): string {
 function outcomes(kind: string, path: string, ...plant: string[]) {
   const r = spawnSync(
     "sh",
-    [
-      "-c",
-      'ulimit -d 2000000 && exec "$@"',
-      "sh",
-      process.execPath,
-      "--import",
-      "tsx",
-      CHILD,
-      kind,
-      path,
-      ...plant,
-    ],
+    ["-c", 'ulimit -d 2000000 && exec "$@"', "sh", process.execPath, bundled(CHILD), kind, path, ...plant],
     { encoding: "utf8", timeout: 20_000 },
   )
   return {

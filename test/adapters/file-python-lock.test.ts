@@ -15,11 +15,13 @@ import { ConfigError, loadConfigFromString } from "../../src/core/config/index.t
 import { ActionLedger } from "../../src/core/index.ts"
 import { loadConfig } from "../../src/node/config.ts"
 import { TaskLedger } from "../../src/tasks.ts"
+import { childBundles } from "../child-bundle.ts"
 import { cliRunner } from "../cli/run-cli.ts"
 
 const dir = mkdtempSync(join(tmpdir(), "mycelium-pylock-"))
 afterAll(() => rmSync(dir, { recursive: true, force: true }))
 const CHILD = fileURLToPath(new URL("./file-lock-child.ts", import.meta.url))
+const bundled = childBundles()
 const run = cliRunner(process.cwd())
 
 // `n` rows, one flock each. `hold` seconds between reading the file and writing it back (under the flock): anyone
@@ -116,7 +118,7 @@ describe("FileLedgerStorage with pythonLock", () => {
 
   it("a writer killed while it holds the flock leaves it free (its pipe closes with it)", async () => {
     const path = join(dir, "killed.json")
-    const child = spawn(process.execPath, ["--import", "tsx", CHILD, path, "python-lock"], {
+    const child = spawn(process.execPath, [bundled(CHILD), path, "python-lock"], {
       env: { ...process.env, MYCELIUM_TEST_LOCK_PARK: "lock-held" },
     })
     await new Promise<void>((r) => child.stderr.on("data", (d) => String(d).includes("PARKED") && r()))

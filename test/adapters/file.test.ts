@@ -22,6 +22,7 @@ import { afterAll, describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { FileLedgerStorage, LedgerFileCorruptError } from "../../src/adapters/file.ts"
 import { ActionLedger, LedgerConfigError } from "../../src/core/index.ts"
+import { childBundles } from "../child-bundle.ts"
 
 const root = mkdtempSync(join(tmpdir(), "mycelium-file-"))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
@@ -36,6 +37,7 @@ const pidns = (() => {
 })()
 const FIXTURE = fileURLToPath(new URL("../fixtures/python-ledger.json", import.meta.url))
 const WORKER = fileURLToPath(new URL("./file-race-worker.ts", import.meta.url))
+const bundled = childBundles()
 
 function withFile(text: string): string {
   const path = freshPath()
@@ -346,11 +348,9 @@ describe("cross-process lock", () => {
     const go = join(dirname(path), "go")
     let ready = 0
     const children = Array.from({ length: 4 }, (_, i) => {
-      const child = spawn(
-        process.execPath,
-        ["--import", "tsx", WORKER, path, effects, `p${i}`, go, String(ROUNDS)],
-        { stdio: ["ignore", "pipe", "pipe"] },
-      )
+      const child = spawn(process.execPath, [bundled(WORKER), path, effects, `p${i}`, go, String(ROUNDS)], {
+        stdio: ["ignore", "pipe", "pipe"],
+      })
       let out = ""
       let err = ""
       child.stdout.on("data", (d) => {

@@ -5,11 +5,13 @@ import { fileURLToPath } from "node:url"
 import { promisify } from "node:util"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
 import { NeonLedgerStorage } from "../../src/adapters/neon.ts"
+import { childBundles } from "../child-bundle.ts"
 import { dropLedgerTable, requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
 
 const run = promisify(execFile)
 const CHILD = fileURLToPath(new URL("./servers/race-child.ts", import.meta.url))
+const bundled = childBundles()
 const PROCESSES = 4
 const CONCURRENCY = 50
 const CALLS = 200
@@ -23,7 +25,7 @@ interface ChildReport {
 async function round(backend: "upstash" | "neon", tag: string): Promise<ChildReport[]> {
   const outs = await Promise.all(
     Array.from({ length: PROCESSES }, () =>
-      run(process.execPath, ["--import", "tsx", CHILD, backend, tag, String(CALLS), String(CONCURRENCY)], {
+      run(process.execPath, [bundled(CHILD), backend, tag, String(CALLS), String(CONCURRENCY)], {
         maxBuffer: 16 * 1024 * 1024,
         timeout: 120_000,
       }),

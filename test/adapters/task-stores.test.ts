@@ -12,10 +12,13 @@ import { testTaskStore } from "../../src/conformance.ts"
 import type { JsonValue } from "../../src/core/index.ts"
 import { pythonDumps } from "../../src/core/python-json.ts"
 import { deriveTaskRequestId, TaskLedger, TaskLedgerPendingError } from "../../src/tasks.ts"
+import { childBundles } from "../child-bundle.ts"
 import { killWhenReady } from "./crash/kill-when-ready.ts"
 import { openTaskStore, type TaskBackend } from "./crash/task-storage.ts"
 import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
+
+const bundled = childBundles()
 
 const dirs: string[] = []
 const tmpFile = (name: string) => {
@@ -163,9 +166,7 @@ for (const backend of ["file", "upstash", "neon"] as const satisfies readonly Ta
     const taskId = `R-${runTag("race")}`
     const children = Array.from({ length: 5 }, () =>
       spawn(process.execPath, [
-        "--import",
-        "tsx",
-        "test/adapters/crash/task-race-child.ts",
+        bundled("test/adapters/crash/task-race-child.ts"),
         backend,
         where,
         taskId,

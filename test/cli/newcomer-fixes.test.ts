@@ -8,8 +8,11 @@ import { createServer } from "node:net"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { childBundles } from "../child-bundle.ts"
 import { cliCommand } from "./cli-bin.ts"
 import { cliRunner, withoutPackage } from "./run-cli.ts"
+
+const bundled = childBundles()
 
 const cwd = mkdtempSync(join(tmpdir(), "mycelium-newcomer-"))
 const run = cliRunner(cwd)
@@ -130,7 +133,7 @@ describe("a stale demo lock taken over by several demos at once", () => {
     for (let round = 0; round < 3; round++) {
       writeFileSync(join(dir, ".demo.lock"), "999999") // a demo killed with SIGKILL: its pid is gone
       const kids = Array.from({ length: 4 }, () => {
-        const child = spawn(process.execPath, ["--import", "tsx", "test/cli/demo-lock-child.ts", dir])
+        const child = spawn(process.execPath, [bundled("test/cli/demo-lock-child.ts"), dir])
         let out = ""
         const waiters: (() => void)[] = []
         child.stdout.on("data", (d) => {

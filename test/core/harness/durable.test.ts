@@ -7,6 +7,9 @@ import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterEach, describe, expect, it } from "vitest"
 import type { RunResult } from "../../../src/harness/index.ts"
+import { childBundles } from "../../child-bundle.ts"
+
+const bundled = childBundles()
 
 const dirs: string[] = []
 afterEach(() => {
@@ -18,7 +21,7 @@ function child(args: string[]): {
   out: Promise<string>
   ready: Promise<void>
 } {
-  const proc = spawn(process.execPath, ["--import", "tsx", "test/core/harness/durable-child.ts", ...args])
+  const proc = spawn(process.execPath, [bundled("test/core/harness/durable-child.ts"), ...args])
   let stdout = ""
   let stderr = ""
   let onReady: () => void = () => {}

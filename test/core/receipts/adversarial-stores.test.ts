@@ -5,7 +5,10 @@ import { join, resolve } from "node:path"
 import { describe, expect, it } from "vitest"
 import { FileReceiptStore } from "../../../src/adapters/file-receipts.ts"
 import { ReceiptStoreCorruptError, verifyReceipts } from "../../../src/core/receipts/index.ts"
+import { childBundles } from "../../child-bundle.ts"
 import { tempDirs } from "../../temp-dirs.ts"
+
+const bundled = childBundles()
 
 const KEY = "adversarial-stores-key"
 const child = resolve("test/core/receipts/children/append-receipts.ts")
@@ -17,7 +20,7 @@ const tmpFile = () => {
 
 function run(path: string, writer: string, count: number, startAt = 0): Promise<void> {
   return new Promise((ok, fail) => {
-    const args = ["--import", "tsx", child, path, writer, String(count), String(startAt)]
+    const args = [bundled(child), path, writer, String(count), String(startAt)]
     const p = spawn(process.execPath, args, { stdio: "pipe" })
     let err = ""
     p.stderr.on("data", (d) => {

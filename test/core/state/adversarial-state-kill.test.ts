@@ -9,8 +9,10 @@ import { fileURLToPath } from "node:url"
 import { afterAll, describe, expect, it } from "vitest"
 import { FileStateFlushStore } from "../../../src/adapters/file-state.ts"
 import { StateFlush } from "../../../src/state.ts"
+import { childBundles } from "../../child-bundle.ts"
 
 const CHILD = fileURLToPath(new URL("./state-writer-child.ts", import.meta.url))
+const bundled = childBundles()
 const root = mkdtempSync(join(tmpdir(), "mycelium-state-kill-"))
 afterAll(() => rmSync(root, { recursive: true, force: true }))
 
@@ -22,7 +24,7 @@ async function killWriter(
   killAfterMs: number,
   park?: string,
 ) {
-  const child = spawn(process.execPath, ["--import", "tsx", CHILD, path, runId], {
+  const child = spawn(process.execPath, [bundled(CHILD), path, runId], {
     env: { ...process.env, ...(park ? { MYCELIUM_TEST_LOCK_PARK: park } : {}) },
     stdio: ["ignore", "ignore", "pipe"],
   })
