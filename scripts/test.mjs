@@ -1,6 +1,6 @@
 // `npm test`: lint, typecheck, docs, the packed package, then every vitest project; ends with the plain `N passed, N failed` line that CI
 // reads. Exits non-zero if any step fails.
-import { spawnSync } from "node:child_process"
+import { spawn, spawnSync } from "node:child_process"
 import { existsSync, readFileSync, rmSync } from "node:fs"
 import { runBun, runDeno, vitestRuntimes } from "./runtime-suites.mjs"
 
@@ -8,7 +8,16 @@ const firstLine = (text) =>
   String(text ?? "")
     .split("\n")[0]
     .slice(0, 300)
-const run = (cmd, args) => spawnSync(cmd, args, { stdio: "inherit", env: process.env }).status ?? 1
+/** Runs a step with its output kept, to print whole: steps run side by side. */
+const runStep = ([cmd, args]) =>
+  new Promise((resolve) => {
+    const child = spawn(cmd, args, { env: process.env, stdio: ["ignore", "pipe", "pipe"] })
+    const out = []
+    child.stdout.on("data", (d) => out.push(d))
+    child.stderr.on("data", (d) => out.push(d))
+    child.on("error", (e) => resolve({ status: 1, output: `${e.message}\n` }))
+    child.on("close", (status) => resolve({ status: status ?? 1, output: Buffer.concat(out).toString() }))
+  })
 
 const steps = [
   ["biome", ["npx", ["biome", "check", "."]]],
@@ -18,12 +27,25 @@ const steps = [
   ["typecheck (browser)", ["npx", ["tsc", "-p", "test/browser/tsconfig.json", "--noEmit"]]],
   // Every TypeScript block in README.md and docs/*.md compiles.
   ["docs code blocks", ["node", ["scripts/check-docs.mjs"]]],
+]
+// Two at a time: the type checks are single-threaded, and CI has 2 cores. The package step runs alone after them,
+// as its build rewrites dist/, which the type checks read.
+const lanes = [Promise.resolve(), Promise.resolve()]
+const started = steps.map((step, i) => {
+  const done = lanes[i % 2].then(() => runStep(step[1]))
+  lanes[i % 2] = done
+  return done
+})
+const stages = [
+  ...started.map((done, i) => [steps[i][0], done]),
   // The packed tarball: publint, attw, bundle sizes, a scratch consumer with no optional peers, and the storage
   // conformance suite run from it under vitest as an adapter author runs it.
-  ["package", ["node", ["scripts/check-package.mjs"]]],
+  ["package", Promise.all(started).then(() => runStep(["node", ["scripts/check-package.mjs"]]))],
 ]
-for (const [name, [cmd, args]] of steps) {
-  if (run(cmd, args) !== 0) {
+for (const [name, done] of stages) {
+  const { status, output } = await done
+  process.stdout.write(output)
+  if (status !== 0) {
     console.error(`\n${name} failed`)
     console.log("0 passed, 1 failed")
     process.exit(1)
