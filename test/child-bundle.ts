@@ -5,6 +5,7 @@ import { tmpdir } from "node:os"
 import { basename, join, resolve } from "node:path"
 import { buildSync } from "esbuild"
 import { afterAll } from "vitest"
+import { nodeBundle } from "./node-bundle.ts"
 
 /**
  * Call at a file's top level: a function from a TypeScript child script (a path from the repository root, or
@@ -22,21 +23,7 @@ export function childBundles(): (entry: string) => string {
     if (known) return known
     dir ??= mkdtempSync(join(tmpdir(), "mycelium-child-"))
     const outfile = join(dir, `${built.size}-${basename(path, ".ts")}.mjs`)
-    buildSync({
-      entryPoints: [path],
-      outfile,
-      bundle: true,
-      platform: "node",
-      format: "esm",
-      target: "node20",
-      // package.json's sideEffects names dist files: read literally it drops src's import of async-context.ts.
-      ignoreAnnotations: true,
-      logLevel: "error",
-      // The CommonJS packages (the Neon driver's `ws`) require Node built-ins, which an ESM bundle does through this.
-      banner: {
-        js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);',
-      },
-    })
+    buildSync({ ...nodeBundle, entryPoints: [path], outfile })
     built.set(path, outfile)
     return outfile
   }

@@ -4,6 +4,7 @@ import { existsSync, readFileSync } from "node:fs"
 import { createRequire } from "node:module"
 import { pathToFileURL } from "node:url"
 import { build, type Plugin } from "esbuild"
+import { nodeBundle } from "../node-bundle.ts"
 
 export const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
@@ -61,17 +62,10 @@ export async function bundleScripts(
   external: readonly string[] = [],
 ): Promise<void> {
   await build({
+    ...nodeBundle,
     entryPoints,
     plugins: external.length ? [linked(external)] : [],
-    bundle: true,
-    platform: "node",
-    format: "esm",
     outdir,
     outExtension: { ".js": ".mjs" },
-    logLevel: "error",
-    // The Neon driver's `ws` is CommonJS and requires Node built-ins, which an ESM bundle can only do through this.
-    banner: {
-      js: 'import { createRequire } from "node:module"; const require = createRequire(import.meta.url);',
-    },
   })
 }

@@ -16,7 +16,7 @@ import { runTag } from "../adapters/servers/env.ts"
 import { backends, type ChaosBackendName } from "./backends.ts"
 import { bundleScripts, lines, sleep } from "./chaos-kit.ts"
 import { chaosResult, chaosTask } from "./chaos-task.ts"
-import { type Fate, overlaps, readRuns, reclaims } from "./task-runs.ts"
+import { type Fate, overlaps, type RunLog, readRuns, reclaims } from "./task-runs.ts"
 
 const WORKERS = 4
 const CONCURRENCY = 3
@@ -44,6 +44,15 @@ const ran: {
   refusedCompletions: number
   unrecordedFailures: number
 }[] = []
+
+/** Owners killed before `before` while their body ran (their run has no end line). */
+const ownersKilledMidBody = (log: RunLog, before: number) =>
+  new Set(
+    [...log.runs.values()]
+      .flat()
+      .filter((r) => r.ended === "killed" && r.end < before)
+      .map((r) => r.owner),
+  )
 
 async function chaos(backend: ChaosBackendName) {
   const store = backends[backend]
@@ -114,14 +123,14 @@ async function chaos(backend: ChaosBackendName) {
   /** What the run must have done by its end (asserted below, from the same log): checked as the chaos goes on. */
   const covered = () => {
     const log = readRuns(runsLog, fates)
-    const midBody = new Set(
-      [...log.runs.values()]
-        .flat()
-        .filter((r) => r.ended === "killed")
-        .map((r) => r.owner),
-    )
     const r = reclaims(log, fates, Date.now())
-    return kills >= 6 && midBody.size >= 3 && r.takeovers >= 3 && r.afterCrash > 0 && stalls > 0
+    return (
+      kills >= 6 &&
+      ownersKilledMidBody(log, Date.now()).size >= 3 &&
+      r.takeovers >= 3 &&
+      r.afterCrash > 0 &&
+      stalls > 0
+    )
   }
 
   try {
@@ -188,14 +197,8 @@ async function chaos(backend: ChaosBackendName) {
     for (const o of outcomes)
       if (o[0] === "err") errors.set(o[2] as string, (errors.get(o[2] as string) ?? 0) + 1)
     const warnings = outcomes.filter((o) => o[0] === "warn")
-    // Kills during the chaos that landed while the owner's body ran (its run has no end line).
     const chaosKilled = [...fates].filter(([, f]) => (f.killedAt ?? Infinity) < drainStart)
-    const killedOwnersMidBody = new Set(
-      [...log.runs.values()]
-        .flat()
-        .filter((r) => r.ended === "killed" && r.end < drainStart)
-        .map((r) => r.owner),
-    )
+    const killedOwnersMidBody = ownersKilledMidBody(log, drainStart)
     const staleRuns = [...new Set(overlapping.map((o) => o.earlier))]
     const summary = {
       backend,

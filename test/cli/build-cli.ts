@@ -8,6 +8,7 @@ import { pathToFileURL } from "node:url"
 import { build } from "esbuild"
 import type { TestProject } from "vitest/node"
 import { peerDependencies } from "../../package.json" with { type: "json" }
+import { nodeBundle } from "../node-bundle.ts"
 
 export default async function setup(project: TestProject): Promise<() => void> {
   const cache = resolve("node_modules/.cache")
@@ -15,25 +16,16 @@ export default async function setup(project: TestProject): Promise<() => void> {
   const dir = mkdtempSync(join(cache, "mycelium-cli-"))
   const main = resolve("src/cli/main.ts")
   await build({
+    ...nodeBundle,
     entryPoints: [main],
-    bundle: true,
     splitting: true,
-    format: "esm",
-    platform: "node",
-    target: "node20",
     // zod and yaml bundled in too: each spawn then loads one file, not their hundreds (0.25 s less CPU a spawn here).
     // The optional peers stay packages, resolved from this repository's node_modules, so a test can hide one.
     external: Object.keys(peerDependencies),
-    // A CommonJS package among them requires Node built-ins, which an ESM bundle does through this.
-    banner: {
-      js: 'import { createRequire as __createRequire } from "node:module"; const require = __createRequire(import.meta.url);',
-    },
     outdir: dir,
     // .mjs: node_modules/.cache has no package.json with a "type".
     outExtension: { ".js": ".mjs" },
     define: { "import.meta.url": JSON.stringify(pathToFileURL(main).href) },
-    // package.json's sideEffects names dist files: read literally it drops src/cli's import of async-context.ts.
-    ignoreAnnotations: true,
     logLevel: "warning",
   })
   project.provide("cliMain", join(dir, "main.mjs"))
