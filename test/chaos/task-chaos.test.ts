@@ -2,9 +2,10 @@
 // 1 s leases renewed every 0.2 s, and are SIGKILLed (and respawned) or SIGSTOPped past their lease at random
 // instants. Every body logs its run to a file outside the ledger. Afterwards a drainer drives every id to completion,
 // and the log, the parent's record of kills and stalls, and the final rows must agree: each id completed once with
-// the result of a run that logged `done`; no body starting after its id completed; runs of one id overlapping only
-// where the earlier holder was stalled past its lease, whose completion the fence then refuses; and every result a
-// caller kept is the stored one. Runs on each store processes share (backends.ts), bounded in kills and time.
+// the result of a run that logged `done`; no body starting after its id completed (but one frozen before its first
+// line); runs of one id overlapping only where the earlier holder was stalled, whose completion the fence then
+// refuses; and every result a caller kept is the stored one. Runs on each store processes share (backends.ts),
+// bounded in kills and time.
 import { type ChildProcess, spawn } from "node:child_process"
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
@@ -16,7 +17,7 @@ import { runTag } from "../adapters/servers/env.ts"
 import { backends, type ChaosBackendName } from "./backends.ts"
 import { bundleScripts, lines, sleep } from "./chaos-kit.ts"
 import { chaosResult, chaosTask } from "./chaos-task.ts"
-import { type Fate, overlaps, type RunLog, readRuns, reclaims } from "./task-runs.ts"
+import { type Fate, frozenBeforeStart, overlaps, type RunLog, readRuns, reclaims } from "./task-runs.ts"
 
 const WORKERS = 4
 const CONCURRENCY = 3
@@ -216,6 +217,7 @@ async function chaos(backend: ChaosBackendName) {
       staleDoneSignalled: staleRuns.filter((r) => r.ended === "done" && r.signalled).length,
       staleKilled: staleRuns.filter((r) => r.ended === "killed").length,
       lateBodies: log.late,
+      frozenBeforeStart: overlapping.filter((o) => frozenBeforeStart(o.earlier, o.later, fates)).length,
       refusedCompletions: refused.length,
       unrecordedFailures: warnings.filter((o) => o[2] === "unrecorded").length,
       keptResults: kept.length,
@@ -239,17 +241,25 @@ async function chaos(backend: ChaosBackendName) {
         wrote.owner !== t.lease?.owner
       )
         badRows.push(`${id}: ${JSON.stringify({ row: t.row, lease: t.lease, wrote })}`)
-      // Once completed, no body of the id starts again: no later fence, no start after the completion time.
+      // Once completed, no body of the id starts again: no later fence, no start after the completion time (but for
+      // an owner frozen between the ledger's lease check and its body's first line: see frozenBeforeStart).
       const finishedMs = (t.row.finished_at ?? 0) * 1000
       for (const r of runs)
-        if (r.fence > fence || r.start > finishedMs) startsAfter.push(`${id}: ${JSON.stringify(r)}`)
+        if (r.fence > fence || (r.start > finishedMs && !(wrote && frozenBeforeStart(r, wrote, fates))))
+          startsAfter.push(
+            `${id}: ${JSON.stringify({ run: r, stalls: fates.get(r.owner)?.stalls, finishedMs, lease: t.lease })}`,
+          )
     }
     expect(badRows.slice(0, 5), "rows not completed by a logged run under their fence").toEqual([])
-    expect(startsAfter.slice(0, 5), "bodies started after their id completed").toEqual([])
+    expect(startsAfter.slice(0, 5), `bodies started after their id completed: ${startsAfter[0]}`).toEqual([])
     expect(log.orphans, "end lines without a start").toEqual([])
     // Runs of one id overlap only where the earlier holder was stalled past its lease.
     const unexcused = overlapping.filter((o) => !o.excused)
-    expect(unexcused.slice(0, 5), "bodies of one id running at once under live leases").toEqual([])
+    const first = unexcused[0]
+    expect(
+      unexcused.slice(0, 5),
+      `bodies of one id running at once under live leases: ${first && JSON.stringify({ ...first, stalls: fates.get(first.earlier.owner)?.stalls })}`,
+    ).toEqual([])
     // Every result a caller kept is the stored one; one the ledger refused to record is a superseded run's.
     const wrong = kept.filter(([, id, result]) => finals.get(id as string)?.row.result !== result)
     expect(wrong.slice(0, 5), "kept results that differ from the stored result").toEqual([])

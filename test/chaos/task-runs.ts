@@ -78,8 +78,22 @@ export interface Overlap {
   readonly excused: boolean
 }
 
-// The parent notes a SIGSTOP just before sending it: a line the owner wrote as it landed may be a little later.
+// The parent notes a SIGSTOP just before sending it, and a SIGCONT just before sending that: a line the owner wrote
+// as either landed may be a little later.
 const SIGNAL_SLACK_MS = 50
+
+/**
+ * `run` logged its start after `later` (a later claim of its id) began, because its owner was SIGSTOPped from before
+ * that claim's body began until just before `run`'s start line. The ledger checks the lease last right before it calls
+ * the body: a process frozen between that check and the body's first line wakes with a lease already taken over, and
+ * no ledger can close that gap: it is microseconds wide, but a run sends hundreds of SIGSTOPs to busy workers. Any
+ * other start after a later claim's is a body handed a lapsed lease.
+ */
+export function frozenBeforeStart(run: Run, later: Run, fates: ReadonlyMap<string, Fate>): boolean {
+  return (fates.get(run.owner)?.stalls ?? []).some(
+    (s) => s.from <= later.start && s.to >= later.start - SIGNAL_SLACK_MS && s.to <= run.start,
+  )
+}
 
 export function overlaps(log: RunLog, fates: ReadonlyMap<string, Fate>): Overlap[] {
   const out: Overlap[] = []
@@ -89,8 +103,11 @@ export function overlaps(log: RunLog, fates: ReadonlyMap<string, Fate>): Overlap
         const earlier = runs[i] as Run
         const later = runs[j] as Run
         if (later.start >= earlier.end) continue
-        const stalls = fates.get(earlier.owner)?.stalls ?? []
-        const excused = stalls.some((s) => s.from >= earlier.start - SIGNAL_SLACK_MS && s.from <= later.start)
+        // Stalled while it ran (its lease could lapse), or frozen before its first line (see frozenBeforeStart).
+        const excused =
+          (fates.get(earlier.owner)?.stalls ?? []).some(
+            (s) => s.from >= earlier.start - SIGNAL_SLACK_MS && s.from <= later.start,
+          ) || frozenBeforeStart(earlier, later, fates)
         out.push({ earlier, later, excused })
       }
   return out
