@@ -86,8 +86,8 @@ const SIGNAL_SLACK_MS = 50
  * `run` logged its start after `later` (a later claim of its id) began, because its owner was SIGSTOPped from before
  * that claim's body began until just before `run`'s start line. The ledger checks the lease last right before it calls
  * the body: a process frozen between that check and the body's first line wakes with a lease already taken over, and
- * no ledger can close that gap: it is microseconds wide, but a run sends hundreds of SIGSTOPs to busy workers. Any
- * other start after a later claim's is a body handed a lapsed lease.
+ * no ledger can close that gap. It is microseconds wide; widened to 40 ms in a scratch run, it gave such starts on
+ * Redis and on Upstash. Any other start after a later claim's is a body handed a lapsed lease.
  */
 export function frozenBeforeStart(run: Run, later: Run, fates: ReadonlyMap<string, Fate>): boolean {
   return (fates.get(run.owner)?.stalls ?? []).some(
