@@ -5,7 +5,7 @@
 import { appendFileSync } from "node:fs"
 import { TaskLedger } from "../../src/tasks.ts"
 import { backends, type ChaosBackendName } from "./backends.ts"
-import { chaosTask } from "./chaos-task.ts"
+import { chaosTask, idWindow } from "./chaos-task.ts"
 
 const [backend, where, runsLog, resultsLog, idCount, concurrency, startedAt, owner] = process.argv.slice(
   2,
@@ -30,13 +30,8 @@ const run = chaosTask(ledger, runsLog)
 
 const jitter = () => new Promise((r) => setTimeout(r, Math.random() * 15))
 const ids = Number(idCount)
-/**
- * A window of 24 ids sliding forward at 12 ids/s on the parent's clock: fresh ids keep coming (first runs to be
- * killed in), and every id meets all workers for about 2 s, so lapsed leases are found and taken over.
- */
 function pickId(): string {
-  const hi = Math.min(ids, 24 + Math.floor(((Date.now() - Number(startedAt)) * 12) / 1000))
-  const lo = Math.max(0, hi - 24)
+  const { lo, hi } = idWindow(Date.now() - Number(startedAt), ids)
   return `tchaos:${lo + Math.floor(Math.random() * (hi - lo))}`
 }
 async function loop(): Promise<never> {
