@@ -1,6 +1,7 @@
 // The task the task chaos runs, in its workers and its drainer: a body that logs its run to an append-only file
 // outside the ledger (`<ms> start|done|abort|late|signal <id> <owner> <fence>`), so the parent checks runs, overlaps and
-// results against what the bodies did, not against what the store says.
+// results against what the bodies did, not against what the store says. Also the window of ids the workers pick
+// from, which the parent drains.
 import { appendFileSync } from "node:fs"
 import type { TaskFunction, TaskLedger } from "../../src/tasks.ts"
 
