@@ -1,27 +1,8 @@
 // The task the task chaos runs, in its workers and its drainer: a body that logs its run to an append-only file
 // outside the ledger (`<ms> start|done|abort|late|signal <id> <owner> <fence>`), so the parent checks runs, overlaps and
-// results against what the bodies did, not against what the store says. Also the window of ids the workers pick
-// from, which the parent drains.
+// results against what the bodies did, not against what the store says.
 import { appendFileSync } from "node:fs"
 import type { TaskFunction, TaskLedger } from "../../src/tasks.ts"
-
-/** Ids in the workers' window at once, and how fast it slides forward (ids a second, on the parent's clock). */
-const WINDOW = 48
-const SLIDE = 12
-
-/**
- * The ids a worker picks from, `elapsedMs` after the parent started, of `total`: `[lo, hi)`. Fresh ids keep coming
- * (first runs to be killed in), and each stays about 4 s, so an id whose holder was killed is still picked once its
- * 1 s lease lapsed. (With 24 ids, 2 s, a loaded machine's slow claims let the window pass such ids by: one run of
- * 27 s took over 3 ids, none of them a crashed holder's.)
- */
-export function idWindow(elapsedMs: number, total: number): { lo: number; hi: number } {
-  const hi = Math.min(total, WINDOW + Math.floor((elapsedMs * SLIDE) / 1000))
-  return { lo: Math.max(0, hi - WINDOW), hi }
-}
-
-/** How many ids the window passes over in `ms`, the first window included. */
-export const idsWithin = (ms: number): number => WINDOW + (SLIDE * ms) / 1000
 
 /** What a run returns: derived from the id and the fence, so a stored result names the run that wrote it. */
 export const chaosResult = (id: string, fence: number): string => `${id}@${fence}`

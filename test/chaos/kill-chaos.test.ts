@@ -26,6 +26,7 @@ import { runTag } from "../adapters/servers/env.ts"
 import { backends, type ChaosBackendName } from "./backends.ts"
 import { bundleScripts, lines, providerRecords, sleep, stall } from "./chaos-kit.ts"
 import { exactlyOnceCounts, expectExactlyOnce } from "./exactly-once.ts"
+import { chargeWindow, idRange, idsWithin } from "./id-window.ts"
 
 const WORKERS = 4
 const CONCURRENCY = 3
@@ -34,9 +35,9 @@ const CHAOS_MS = 9_000
 // On a loaded machine a slow store runs fewer calls in 9 s, so fewer kills land inside one: the chaos goes on until
 // it did what the test claims (below), up to this long.
 const CHAOS_MAX_MS = 24_000
-// The worker's window (48 ids, 24 ids/s) slides until the chaos ends; the ids it reached are drained.
-const IDS = 48 + (24 * CHAOS_MAX_MS) / 1000
-const idsReached = (elapsedMs: number) => Math.min(IDS, 48 + Math.floor((elapsedMs * 24) / 1000))
+// The workers' window slides until the chaos ends; the ids it reached are drained.
+const IDS = idsWithin(chargeWindow, CHAOS_MAX_MS)
+const idsReached = (elapsedMs: number) => idRange(chargeWindow, elapsedMs, IDS).hi
 const DRAIN_MS = 20_000
 
 const dir = mkdtempSync(join(tmpdir(), "mycelium-chaos-"))

@@ -16,8 +16,9 @@ import { type StoredTask, TaskLedger } from "../../src/tasks.ts"
 import { runTag } from "../adapters/servers/env.ts"
 import { backends, type ChaosBackendName } from "./backends.ts"
 import { bundleScripts, lines, sleep } from "./chaos-kit.ts"
-import { chaosResult, chaosTask, idsWithin, idWindow } from "./chaos-task.ts"
+import { chaosResult, chaosTask } from "./chaos-task.ts"
 import { expectNone } from "./exactly-once.ts"
+import { idRange, idsWithin, taskWindow } from "./id-window.ts"
 import { type Fate, frozenBeforeStart, overlaps, type RunLog, readRuns, reclaims } from "./task-runs.ts"
 
 const WORKERS = 4
@@ -27,9 +28,9 @@ const CHAOS_MS = 9_000
 // over: the chaos goes on until it did what the test claims (below), up to this long. (A file store run under a
 // type check's load took 27 s to take over 3 ids.)
 const CHAOS_MAX_MS = 36_000
-// The workers' window (idWindow) slides until the chaos ends; the ids it reached are drained.
-const IDS = idsWithin(CHAOS_MAX_MS)
-const idsReached = (elapsedMs: number) => idWindow(elapsedMs, IDS).hi
+// The workers' window slides until the chaos ends; the ids it reached are drained.
+const IDS = idsWithin(taskWindow, CHAOS_MAX_MS)
+const idsReached = (elapsedMs: number) => idRange(taskWindow, elapsedMs, IDS).hi
 const MAX_KILLS = 60
 
 const dir = mkdtempSync(join(tmpdir(), "mycelium-task-chaos-"))

@@ -5,7 +5,8 @@
 import { appendFileSync } from "node:fs"
 import { TaskLedger } from "../../src/tasks.ts"
 import { backends, type ChaosBackendName } from "./backends.ts"
-import { chaosTask, idWindow } from "./chaos-task.ts"
+import { chaosTask } from "./chaos-task.ts"
+import { pickIn, taskWindow } from "./id-window.ts"
 
 const [backend, where, runsLog, resultsLog, idCount, concurrency, startedAt, owner] = process.argv.slice(
   2,
@@ -30,10 +31,7 @@ const run = chaosTask(ledger, runsLog)
 
 const jitter = () => new Promise((r) => setTimeout(r, Math.random() * 15))
 const ids = Number(idCount)
-function pickId(): string {
-  const { lo, hi } = idWindow(Date.now() - Number(startedAt), ids)
-  return `tchaos:${lo + Math.floor(Math.random() * (hi - lo))}`
-}
+const pickId = () => `tchaos:${pickIn(taskWindow, Date.now() - Number(startedAt), ids)}`
 async function loop(): Promise<never> {
   for (;;) {
     const id = pickId()

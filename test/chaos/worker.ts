@@ -5,6 +5,7 @@
 import { appendFileSync } from "node:fs"
 import { ActionLedger } from "../../src/core/index.ts"
 import { backends, type ChaosBackendName } from "./backends.ts"
+import { chargeWindow, pickIn } from "./id-window.ts"
 
 const [backend, where, providerLog, resultsLog, idCount, concurrency, startedAt, owner] = process.argv.slice(
   2,
@@ -43,17 +44,7 @@ const charge = ledger.tool(
 )
 
 const ids = Number(idCount)
-/**
- * A window of 48 ids sliding forward at 24 ids/s on the parent's clock: every worker keeps meeting fresh ids
- * (first executions to be killed in) and, for ~2 s each, the same ids as the others (redispatches racing each
- * other and meeting lapsed leases). Fast enough that a worker mostly holds a claim, so most random kills land
- * inside a call (at 8 ids/s, 3 in 4 kills hit a worker between calls or replaying a stored result).
- */
-function pickId(): string {
-  const hi = Math.min(ids, 48 + Math.floor(((Date.now() - Number(startedAt)) * 24) / 1000))
-  const lo = Math.max(0, hi - 48)
-  return `chaos:${lo + Math.floor(Math.random() * (hi - lo))}`
-}
+const pickId = () => `chaos:${pickIn(chargeWindow, Date.now() - Number(startedAt), ids)}`
 async function loop(): Promise<never> {
   for (;;) {
     const id = pickId()
