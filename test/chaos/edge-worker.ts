@@ -6,6 +6,7 @@ import { appendFileSync } from "node:fs"
 import { LedgerStorageUnavailableError } from "../../src/core/index.ts"
 import { RemoteLedger, RemoteLedgerError } from "../../src/edge/client.ts"
 import { AttemptLog } from "./edge-attempts.ts"
+import { exitWithParent } from "./exit-with-parent.ts"
 
 const [baseUrl, token, providerLog, resultsLog, attemptsLog, idCount, concurrency, startedAt, owner] =
   process.argv.slice(2) as [string, string, string, string, string, string, string, string, string]
@@ -68,5 +69,6 @@ async function loop(): Promise<never> {
     }
   }
 }
+exitWithParent()
 process.stdout.write("READY\n")
 await Promise.all(Array.from({ length: Number(concurrency) }, loop))

@@ -6,6 +6,7 @@ import { appendFileSync } from "node:fs"
 import { TaskLedger } from "../../src/tasks.ts"
 import { backends, type ChaosBackendName } from "./backends.ts"
 import { chaosTask } from "./chaos-task.ts"
+import { exitWithParent } from "./exit-with-parent.ts"
 import { pickIn, taskWindow } from "./id-window.ts"
 
 const [backend, where, runsLog, resultsLog, idCount, concurrency, startedAt, owner] = process.argv.slice(
@@ -44,5 +45,6 @@ async function loop(): Promise<never> {
     await jitter()
   }
 }
+exitWithParent()
 process.stdout.write("READY\n")
 await Promise.all(Array.from({ length: Number(concurrency) }, loop))

@@ -5,6 +5,7 @@
 import { appendFileSync } from "node:fs"
 import { ActionLedger } from "../../src/core/index.ts"
 import { backends, type ChaosBackendName } from "./backends.ts"
+import { exitWithParent } from "./exit-with-parent.ts"
 import { chargeWindow, pickIn } from "./id-window.ts"
 
 const [backend, where, providerLog, resultsLog, idCount, concurrency, startedAt, owner] = process.argv.slice(
@@ -57,5 +58,6 @@ async function loop(): Promise<never> {
     }
   }
 }
+exitWithParent()
 process.stdout.write("READY\n")
 await Promise.all(Array.from({ length: Number(concurrency) }, loop))
