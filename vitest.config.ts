@@ -1,7 +1,8 @@
+import { readdirSync, readFileSync } from "node:fs"
 import { availableParallelism } from "node:os"
 import { cloudflareTest } from "@cloudflare/vitest-pool-workers"
 import { playwright } from "@vitest/browser-playwright"
-import { defineConfig } from "vitest/config"
+import { configDefaults, defineConfig } from "vitest/config"
 import modules from "./test/runtimes/modules.json" with { type: "json" }
 
 // Debian's chromium in a root container: no sandbox, no GPU, small /dev/shm, no phoning home.
@@ -22,41 +23,78 @@ const edgeOnly = ["test/runtimes/vercel-edge.test.ts", "test/adapters/servers-ed
 // A runtime's modules: the shared ones and its own (scripts/runtime-suites.mjs checks each project ran them all).
 const modulesOf = (runtime: keyof typeof modules.own) => [...modules.shared, ...modules.own[runtime]]
 
+// The node, workers and edge projects run their modules in shared workers (isolate: false): the package and its
+// dependencies are then imported once per worker instead of once per file (and workerd started once, not per file),
+// which was about 300 s of CI's 2-core run. These need a module graph and a process of their own, so they run in an
+// isolated companion project:
+// - a module mock (vi.mock) replaces a module only in a graph that has not loaded it yet: every file using one;
+// - what a file checks as the first import sees it: zod's global configuration;
+// - process-wide switches made once at start-up (AsyncLocalStorage turned off before a run's scope is first made);
+// - fake timers whose count must fall to zero: an earlier module's leftover work would keep adding timers.
+const nodeTests = readdirSync("test", { recursive: true, encoding: "utf8" })
+  .map((f) => `test/${f.replaceAll("\\", "/")}`)
+  .filter((f) => f.endsWith(".test.ts") && !/^test\/(workers|browser)\//.test(f) && !edgeOnly.includes(f))
+const isolated = [
+  ...nodeTests.filter((f) => readFileSync(f, "utf8").includes("vi.mock(")),
+  "test/core/config/zod-global.test.ts",
+  "test/edge/zod-config.test.ts",
+  "test/core/context/session-no-als.test.ts",
+  "test/core/harness/property-chaos.test.ts",
+]
+
 // One run, several runtimes. Each project is a real environment, never a mock of one, and each runs the same
 // runtime-neutral modules (test/runtimes/modules.json) besides its own (Deno and Bun run them in scripts/test.mjs):
 // - node: the core and the Node-side adapters against real local services
 // - workers: inside workerd (the Durable Object adapter, the edge worker), configured by wrangler.toml
 // - browser: headless Chromium with its real IndexedDB
 // - edge: Vercel's edge runtime (@edge-runtime/vm), no Node globals
+// nodejs_compat only for tests that use node:async_hooks (session propagation); the worker has none.
+const workerd = () =>
+  cloudflareTest({
+    wrangler: { configPath: "./wrangler.toml" },
+    miniflare: { compatibilityFlags: ["nodejs_compat"] },
+  })
+// A shared-workers project leaves `isolated` to its companion, which runs those of them that are its runtime's.
+const shared = { isolate: false, exclude: [...configDefaults.exclude, ...isolated] }
+const isolatedOf = (files: readonly string[]) => isolated.filter((f) => files.includes(f))
+
 export default defineConfig({
   test: {
     // Vitest's run mode takes one core less than the machine has: one test file at a time on the 2-core CI machine,
     // whose cores then idled 40% of the run while tests waited on timers, child processes and the services.
     maxWorkers: Math.max(2, availableParallelism() - 1),
+    // Companions are named "<runtime> (isolated)": scripts/runtime-suites.mjs counts them with their runtime.
     projects: [
       {
         test: {
           name: "node",
-          include: ["test/**/*.test.ts"],
-          exclude: ["test/workers/**", "test/browser/**", "node_modules/**", ...edgeOnly],
+          include: nodeTests,
+          ...shared,
           environment: "node",
           testTimeout: 30_000,
           globalSetup: ["test/cli/build-cli.ts"],
         },
       },
       {
-        plugins: [
-          // nodejs_compat only for tests that use node:async_hooks (session propagation); the worker has none.
-          cloudflareTest({
-            wrangler: { configPath: "./wrangler.toml" },
-            miniflare: { compatibilityFlags: ["nodejs_compat"] },
-          }),
-        ],
+        test: {
+          name: "node (isolated)",
+          include: isolatedOf(nodeTests),
+          environment: "node",
+          testTimeout: 30_000,
+        },
+      },
+      {
+        plugins: [workerd()],
         test: {
           name: "workers",
           include: ["test/workers/**/*.test.ts", ...modulesOf("workers")],
+          ...shared,
           testTimeout: 30_000,
         },
+      },
+      {
+        plugins: [workerd()],
+        test: { name: "workers (isolated)", include: isolatedOf(modulesOf("workers")), testTimeout: 30_000 },
       },
       {
         test: {
@@ -77,6 +115,15 @@ export default defineConfig({
         test: {
           name: "edge",
           include: [...new Set([...modulesOf("edge"), ...edgeOnly])],
+          ...shared,
+          environment: "edge-runtime",
+          testTimeout: 30_000,
+        },
+      },
+      {
+        test: {
+          name: "edge (isolated)",
+          include: isolatedOf([...modulesOf("edge"), ...edgeOnly]),
           environment: "edge-runtime",
           testTimeout: 30_000,
         },
