@@ -31,11 +31,12 @@ const modulesOf = (runtime: keyof typeof modules.own) => [...modules.shared, ...
 // - what a file checks as the first import sees it: zod's global configuration;
 // - process-wide switches made once at start-up (AsyncLocalStorage turned off before a run's scope is first made);
 // - fake timers whose count must fall to zero: an earlier module's leftover work would keep adding timers.
-const nodeTests = readdirSync("test", { recursive: true, encoding: "utf8" })
+const testFiles = readdirSync("test", { recursive: true, encoding: "utf8" })
   .map((f) => `test/${f.replaceAll("\\", "/")}`)
-  .filter((f) => f.endsWith(".test.ts") && !/^test\/(workers|browser)\//.test(f) && !edgeOnly.includes(f))
+  .filter((f) => f.endsWith(".test.ts"))
+const nodeTests = testFiles.filter((f) => !/^test\/(workers|browser)\//.test(f) && !edgeOnly.includes(f))
 const isolated = [
-  ...nodeTests.filter((f) => readFileSync(f, "utf8").includes("vi.mock(")),
+  ...testFiles.filter((f) => readFileSync(f, "utf8").includes("vi.mock(")),
   "test/core/config/zod-global.test.ts",
   "test/edge/zod-config.test.ts",
   "test/core/context/session-no-als.test.ts",
@@ -61,6 +62,9 @@ const ownWorkerd = [
   "test/workers/http-over-durable-object.test.ts",
   "test/workers/model-durable-object.test.ts",
 ]
+// A renamed module would otherwise slip back into the shared workers unnoticed.
+const missing = [...isolated, ...ownWorkerd].filter((f) => !testFiles.includes(f))
+if (missing.length) throw new Error(`vitest.config.ts: no test module ${missing.join(", ")}`)
 // A shared-workers project leaves `isolated` to its companion, which runs those of them that are its runtime's.
 const shared = (alone: readonly string[] = []) => ({
   isolate: false,
