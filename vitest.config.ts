@@ -24,8 +24,8 @@ const edgeOnly = ["test/runtimes/vercel-edge.test.ts", "test/adapters/servers-ed
 const modulesOf = (runtime: keyof typeof modules.own) => [...modules.shared, ...modules.own[runtime]]
 
 // The node, workers and edge projects run their modules in shared workers (isolate: false): the package and its
-// dependencies are then imported once per worker instead of once per file (and workerd started once, not per file),
-// which was about 300 s of CI's 2-core run. These need a module graph and a process of their own, so they run in an
+// dependencies are then imported once per worker instead of once per file, and workerd starts once, not per file
+// (CI's 2-core run: 849 s instead of 1,130). These need a module graph and a process of their own, so they run in an
 // isolated companion project:
 // - a module mock (vi.mock) replaces a module only in a graph that has not loaded it yet: every file using one;
 // - what a file checks as the first import sees it: zod's global configuration;
@@ -43,20 +43,14 @@ const isolated = [
   "test/core/harness/property-chaos.test.ts",
 ]
 
-// One run, several runtimes. Each project is a real environment, never a mock of one, and each runs the same
-// runtime-neutral modules (test/runtimes/modules.json) besides its own (Deno and Bun run them in scripts/test.mjs):
-// - node: the core and the Node-side adapters against real local services
-// - workers: inside workerd (the Durable Object adapter, the edge worker), configured by wrangler.toml
-// - browser: headless Chromium with its real IndexedDB
-// - edge: Vercel's edge runtime (@edge-runtime/vm), no Node globals
 // nodejs_compat only for tests that use node:async_hooks (session propagation); the worker has none.
 const workerd = () =>
   cloudflareTest({
     wrangler: { configPath: "./wrangler.toml" },
     miniflare: { compatibilityFlags: ["nodejs_compat"] },
   })
-// Modules that make hundreds of Durable Objects each: in one shared workerd, those the earlier modules left behind slowed
-// them 2 to 5 times (a conformance run over HTTP took 104 s instead of 20), so each gets a workerd of its own.
+// Modules that make hundreds of Durable Objects each: in a workerd shared with the modules before them they ran 2 to 5
+// times slower (the conformance run over HTTP took 104 s instead of 20), so each gets a workerd of its own.
 const ownWorkerd = [
   "test/workers/durable-object.test.ts",
   "test/workers/http-over-durable-object.test.ts",
@@ -72,6 +66,12 @@ const shared = (alone: readonly string[] = []) => ({
 })
 const isolatedOf = (files: readonly string[]) => isolated.filter((f) => files.includes(f))
 
+// One run, several runtimes. Each project is a real environment, never a mock of one, and each runs the same
+// runtime-neutral modules (test/runtimes/modules.json) besides its own (Deno and Bun run them in scripts/test.mjs):
+// - node: the core and the Node-side adapters against real local services
+// - workers: inside workerd (the Durable Object adapter, the edge worker), configured by wrangler.toml
+// - browser: headless Chromium with its real IndexedDB
+// - edge: Vercel's edge runtime (@edge-runtime/vm), no Node globals
 export default defineConfig({
   test: {
     // Vitest's run mode takes one core less than the machine has: one test file at a time on the 2-core CI machine,

@@ -37,6 +37,19 @@ describe("the same modules in six runtimes", () => {
     expect(browser?.failed).toBe(1 + (MODULES.own.browser?.length ?? 0))
   })
 
+  it("a runtime's isolated companion project counts with it, and a companion that did not run is missing", () => {
+    const [alone = "", ...rest] = expectedModules("edge")
+    const split = {
+      edge: { modules: rest, passed: 10, failed: 1, skipped: 2 },
+      "edge (isolated)": { modules: [alone], passed: 3, failed: 0, skipped: 0 },
+    }
+    const edge = vitestRuntimes(split).find((r) => r.runtime === "edge")
+    expect(edge).toMatchObject({ passed: 13, failed: 1, skipped: 2, missing: 0 })
+    expect(edge?.modules).toBe(expectedModules("edge").length)
+    const withoutCompanion = vitestRuntimes({ edge: split.edge }).find((r) => r.runtime === "edge")
+    expect(withoutCompanion).toMatchObject({ passed: 10, failed: 2, missing: 1 })
+  })
+
   it("Deno without its vitest shim fails the run instead of passing nothing", async () => {
     const files = ["test/core/ledger/canonical.test.ts"]
     const withGlue = await runDeno({ files, echo: false })
