@@ -65,6 +65,7 @@ const shared = (alone: readonly string[] = []) => ({
   exclude: [...configDefaults.exclude, ...isolated, ...alone],
 })
 const isolatedOf = (files: readonly string[]) => isolated.filter((f) => files.includes(f))
+const edgeModules = [...new Set([...modulesOf("edge"), ...edgeOnly])]
 
 // One run, several runtimes. Each project is a real environment, never a mock of one, and each runs the same
 // runtime-neutral modules (test/runtimes/modules.json) besides its own (Deno and Bun run them in scripts/test.mjs):
@@ -132,7 +133,7 @@ export default defineConfig({
       {
         test: {
           name: "edge",
-          include: [...new Set([...modulesOf("edge"), ...edgeOnly])],
+          include: edgeModules,
           ...shared(),
           environment: "edge-runtime",
           testTimeout: 30_000,
@@ -141,7 +142,7 @@ export default defineConfig({
       {
         test: {
           name: "edge (isolated)",
-          include: isolatedOf([...modulesOf("edge"), ...edgeOnly]),
+          include: isolatedOf(edgeModules),
           environment: "edge-runtime",
           testTimeout: 30_000,
         },
