@@ -3,6 +3,7 @@
 import { RedisLedgerStorage } from "../../src/adapters/redis.ts"
 import { UpstashLedgerStorage } from "../../src/adapters/upstash.ts"
 import { ActionLedger } from "../../src/core/index.ts"
+import { hang } from "../hang.ts"
 import { upstashClient } from "./servers/env.ts"
 
 const [backend, prefix, toolCallId] = process.argv.slice(2) as [string, string, string]
@@ -19,7 +20,7 @@ const binding = { agentId: "a", policyVersion: "1", sideEffectClass: "non_idempo
 const pay = ledger.tool({ name: "pay", binding }, async (_a: { amount: number }, tx) =>
   tx.sideEffect(async () => {
     console.log("READY")
-    await new Promise(() => {})
+    await hang()
   }),
 )
 await pay({ amount: 5 }, { toolCallId })

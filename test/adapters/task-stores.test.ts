@@ -186,7 +186,7 @@ for (const backend of ["file", "upstash", "neon"] as const satisfies readonly Ta
           c.stderr.on("data", (d) => {
             err += String(d)
           })
-          c.once("exit", (code) =>
+          c.once("close", (code) =>
             code === 0 ? resolve(out) : reject(new Error(`child exited ${code}: ${err}`)),
           )
         }),

@@ -41,7 +41,7 @@ async function headOne(args: string[], env: Record<string, string>) {
     first = String(d)
     child.stdout.destroy()
   })
-  const [code] = (await once(child, "exit")) as [number | null]
+  const [code] = (await once(child, "close")) as [number | null]
   return { code, first, err }
 }
 
@@ -104,7 +104,7 @@ describe("receipts export to standard output, its reader gone", () => {
         child.stdout.destroy()
         closed()
       })
-      const [code] = (await once(child, "exit")) as [number | null]
+      const [code] = (await once(child, "close")) as [number | null]
       expect(seen.length, err).toBeLessThanOrEqual(3)
       expect(code, err).toBe(1)
       expect(err).not.toContain("receipts exported")

@@ -39,7 +39,7 @@ describe("receipts export -o, interrupted", () => {
       while (!existsSync(partial) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50))
       expect(existsSync(partial), err).toBe(true)
       child.kill(signal)
-      const [code, by] = (await once(child, "exit")) as [number | null, string | null]
+      const [code, by] = (await once(child, "close")) as [number | null, string | null]
       expect([code, by]).toEqual([null, signal])
       expect(readdirSync(cwd).filter((f) => f.startsWith(`audit-${signal}`))).toEqual([])
       expect(err).toBe("")

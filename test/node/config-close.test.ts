@@ -81,7 +81,7 @@ function runScript(name: string, body: string, ms = 20_000, aliveAfterPrint?: nu
       }
       child.stdout.on("data", onLine)
     }
-    child.on("exit", (code) => {
+    child.on("close", (code) => {
       clearTimeout(timer)
       finish(code ?? -1)
     })

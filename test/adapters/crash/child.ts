@@ -2,6 +2,7 @@
 // argv: backend where sideEffectClass phase(before|inside) effectsFile
 import { appendFileSync } from "node:fs"
 import { ActionLedger, type SideEffectClass } from "../../../src/core/index.ts"
+import { hang } from "../../hang.ts"
 import { type Backend, openStorage } from "./storage.ts"
 
 const [backend, where, cls, phase, effects] = process.argv.slice(2) as [
@@ -19,10 +20,10 @@ const tool = ledger.tool({ name: "transfer", binding }, async (_a, tx) => {
     await tx.sideEffect(async () => {
       appendFileSync(effects, `child ${process.pid}\n`)
       console.log("READY")
-      await new Promise(() => {})
+      await hang()
     })
   }
   console.log("READY")
-  await new Promise(() => {})
+  await hang()
 })
 await tool({ amount: 5 }, { requestId: "transfer:1" })

@@ -2,6 +2,7 @@
 // hangs until the parent SIGKILLs it.
 import { appendFileSync } from "node:fs"
 import { TaskLedger } from "../../../src/tasks.ts"
+import { hang } from "../../hang.ts"
 import { openTaskStore, type TaskBackend } from "./task-storage.ts"
 
 const [backend, where, taskId, runsFile, leaseTtl] = process.argv.slice(2) as [
@@ -21,6 +22,6 @@ const ledger = new TaskLedger({
 const job = ledger.task({ name: "nightly_report" }, async () => {
   appendFileSync(runsFile, "child\n")
   process.stdout.write("READY\n")
-  await new Promise(() => {})
+  await hang()
 })
 await job({ day: "2026-12-01" }, { taskId })

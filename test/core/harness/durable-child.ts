@@ -5,6 +5,7 @@ import { appendFileSync } from "node:fs"
 import { FileLedgerStorage } from "../../../src/adapters/file.ts"
 import { ActionLedger } from "../../../src/core/index.ts"
 import { type ModelClient, RunFailed, runPlan } from "../../../src/harness/index.ts"
+import { hang } from "../../hang.ts"
 
 const [file, runId, log, mode] = process.argv.slice(2) as [
   string,
@@ -26,7 +27,7 @@ const model: ModelClient = {
     appendFileSync(log, `model ${task_id} ${step}\n`)
     if (mode === "crash" && task_id === "C" && step === 1) {
       console.log("READY")
-      await new Promise(() => {})
+      await hang()
     }
     if (step === 0)
       return {
@@ -66,7 +67,7 @@ const result = await runPlan(
           appendFileSync(log, `tool ${String(args.task)}\n`)
           if (mode === "crash-in-tool" && args.task === "C") {
             console.log("READY")
-            await new Promise(() => {}) // killed mid-effect: the charge may or may not have happened
+            await hang() // killed mid-effect: the charge may or may not have happened
           }
           return `charged ${String(args.task)}`
         },

@@ -35,8 +35,9 @@ function child(args: string[]): {
   proc.stderr.on("data", (d: Buffer) => {
     stderr += d.toString()
   })
+  // "close", not "exit": a child's pipes may still hold output when it exits.
   const out = new Promise<string>((resolve, reject) =>
-    proc.on("exit", (code, signal) =>
+    proc.on("close", (code, signal) =>
       code === 0 || signal === "SIGKILL"
         ? resolve(stdout)
         : reject(new Error(`child exited ${code}: ${stderr}`)),
