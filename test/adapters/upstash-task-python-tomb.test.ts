@@ -7,15 +7,20 @@ import { UpstashTaskStore } from "../../src/adapters/upstash-tasks.ts"
 import { TaskLedger, TaskLedgerPendingError } from "../../src/tasks.ts"
 import { dropKeys, requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 
-const base = `mycelium-test:${runTag("py-task-tomb")}`
-const prefix = `${base}:task::`
+const root = `mycelium-test:${runTag("py-task-tomb")}`
+/** Each test's own keys: the first one lists every task under its prefix. */
+const keys = (test: string) => {
+  const base = `${root}-${test}`
+  return { base, prefix: `${base}:task::` }
+}
 const raw = upstashClient()
 
 beforeAll(requireUpstash)
-afterAll(() => dropKeys(`${base}*`))
+afterAll(() => dropKeys(`${root}*`))
 
 describe("task store, prefix ending in '::', shared with the Python original", () => {
   it("an in-flight task the original claimed, its row key expired, is pending, not run again", async () => {
+    const { base, prefix } = keys("in-flight")
     // json.dumps(TaskLedgerEntry.to_dict()) as the original leaves it: only the tombstone outlives the key's TTL.
     const row =
       '{"request_id": "T-1", "task": "charge", "args": [], "kwargs": {"amount": 100}, "status": "in-flight", ' +
@@ -32,6 +37,7 @@ describe("task store, prefix ending in '::', shared with the Python original", (
   })
 
   it("a task run here leaves its tombstone where the original reads it", async () => {
+    const { base, prefix } = keys("run-here")
     const storage = new UpstashTaskStore({ redis: upstashClient(), prefix })
     const charge = new TaskLedger({ storage, onWarning: () => {} }).task("charge", async () => "ok")
     expect(await charge({ amount: 5 }, { taskId: "T-2" })).toBe("ok")
@@ -42,6 +48,7 @@ describe("task store, prefix ending in '::', shared with the Python original", (
   // Versions before 2026-12-07 stripped one ':': their tombstone and lease keys were `app:task:-tomb:` and
   // `app:task:-lease:`. Listed by tombstone alone, the tasks they wrote vanished from `mycelium tasks list`.
   it("a task an older version left in flight is still listed, pending, and released as one without a lease", async () => {
+    const { base, prefix } = keys("older")
     const row = { request_id: "T-3", task: "charge", args: [], kwargs: {}, status: "in-flight", result: null }
     const old = { ...row, error: null, started_at: 1767225600.5, finished_at: null }
     await raw.set(`${prefix}T-3`, JSON.stringify(old))

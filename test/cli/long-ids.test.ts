@@ -31,10 +31,10 @@ const TOOL = `pay_${"t".repeat(1024 * 1024)}`
 const sha = (id: string): string => createHash("sha256").update(id).digest("hex").slice(0, 32)
 
 /** A row whose lease lapsed 10 s ago: UNKNOWN (its worker ended unsure), or still IN_FLIGHT (EXPIRED: it may be alive). */
-async function row(id: string, tool: string, owner: string, unknown = true): Promise<void> {
+async function row(id: string, tool: string, owner: string, unknown = true, at = file): Promise<void> {
   const now = Date.now() / 1000
   const entry = newEntry({ requestId: id, tool, owner, fence: 1, leaseUntil: now - 10 }, now - 50)
-  await new FileLedgerStorage(file).set(
+  await new FileLedgerStorage(at).set(
     unknown ? { ...entry, terminalOutcome: "UNKNOWN", sideEffectBoundary: "maybe_crossed" } : entry,
   )
 }
@@ -161,8 +161,11 @@ describe("ids, tool names and owners are shown clipped and inert", () => {
     )
   })
 
-  it("mark-dead and release print the id and tool clipped", () => {
-    const by = ["--by", `ops${"o".repeat(5000)}`, "--reason", "worker killed", "--file", file]
+  it("mark-dead and release print the id and tool clipped", async () => {
+    // A copy of SETTLE's row in a file of its own: the other tests read the shared file's rows as beforeAll left them.
+    const own = join(cwd, "settle.json")
+    await row(SETTLE, "refund", "w3", false, own)
+    const by = ["--by", `ops${"o".repeat(5000)}`, "--reason", "worker killed", "--file", own]
     const dead = run(["transitions", "mark-dead", SETTLE, ...by, "--override-heartbeat"])
     expect(dead.code, dead.err.slice(-600)).toBe(0)
     shownBounded(dead.out)
