@@ -21,8 +21,11 @@ import { chargeYaml } from "./charge-yaml.ts"
 const dir = mkdtempSync(join(tmpdir(), "mycelium-timeouts-"))
 const tag = runTag("cfgto").replaceAll("-", "_")
 const closers: (() => Promise<unknown> | unknown)[] = []
+// The servers that stall go first: a config closed over a connection one of them still holds waited 30 s for the
+// socket's close (seen with the tests shuffled, the Neon stall last), past the hook's 10 s.
+const servers: typeof closers = []
 afterAll(async () => {
-  for (const close of closers.reverse()) await close()
+  for (const close of [...servers, ...closers.reverse()]) await close()
   rmSync(dir, { recursive: true, force: true })
 })
 
@@ -117,7 +120,7 @@ describe("storage timeout resolves per kind", () => {
 
 describe("a store that stops answering fails the call closed within its timeout", () => {
   it("upstash: a REST server that never answers", async () => {
-    const server = await silentHttp(closers)
+    const server = await silentHttp(servers)
     const r = await chargeOnce(
       `  storage: upstash\n  url: http://127.0.0.1:${server.port}\n  token: t\n  timeout: 0.5`,
     )
@@ -127,7 +130,7 @@ describe("a store that stops answering fails the call closed within its timeout"
   })
 
   it("redis: a TCP server that accepts and never replies", async () => {
-    const port = await silentTcp(closers)
+    const port = await silentTcp(servers)
     expectOutage(await chargeOnce(`  storage: redis\n  url: redis://127.0.0.1:${port}\n  timeout: 0.5`))
   })
 
@@ -136,13 +139,13 @@ describe("a store that stops answering fails the call closed within its timeout"
     ["a password (AUTH)", "redis://:secret@127.0.0.1"],
     ["a database (SELECT)", "redis://127.0.0.1"],
   ])("redis with %s: a server that accepts and never answers the connection's set-up", async (_, base) => {
-    const port = await silentTcp(closers)
+    const port = await silentTcp(servers)
     const url = base.includes("secret") ? `${base}:${port}` : `${base}:${port}/2`
     expectOutage(await chargeOnce(`  storage: redis\n  url: ${url}\n  timeout: 0.5`))
   })
 
   it("postgres: a server that never finishes the connection's start-up", async () => {
-    const port = await silentTcp(closers)
+    const port = await silentTcp(servers)
     expectOutage(
       await chargeOnce(
         `  storage: postgres\n  dsn: postgres://app:app@127.0.0.1:${port}/app\n  timeout: 0.5`,
@@ -181,14 +184,14 @@ describe("a store that stops answering fails the call closed within its timeout"
 
   it("postgres: the real server stalls after the connection is up", async () => {
     const url = new URL(DATABASE_URL)
-    const proxy = await stallingProxy(closers, { host: url.hostname, port: Number(url.port) })
+    const proxy = await stallingProxy(servers, { host: url.hostname, port: Number(url.port) })
     url.port = String(proxy.port)
     await stallAfterFirstCall("postgres", String(url), `cfgto_pg_${tag}`, proxy.stall)
   })
 
   it("neon: the WebSocket proxy stalls after the connection is up", async () => {
     const [host, port] = NEON_WS_PROXY.split(":")
-    const proxy = await stallingProxy(closers, { host: host as string, port: Number(port) })
+    const proxy = await stallingProxy(servers, { host: host as string, port: Number(port) })
     const before = neonConfig.wsProxy
     neonConfig.wsProxy = (h, p) => `127.0.0.1:${proxy.port}/v1?address=${h}:${p}`
     try {
@@ -199,7 +202,7 @@ describe("a store that stops answering fails the call closed within its timeout"
   })
 
   it("neon: a WebSocket proxy that never completes the handshake", async () => {
-    const port = await silentTcp(closers)
+    const port = await silentTcp(servers)
     const before = neonConfig.wsProxy
     neonConfig.wsProxy = (h, p) => `127.0.0.1:${port}/v1?address=${h}:${p}`
     try {
