@@ -19,6 +19,7 @@ import { MemoryReceiptStore, type ReceiptStore } from "../core/receipts/store.ts
 import { MemoryStateFlushStore, type StateFlushStore } from "../core/state/index.ts"
 import { MemoryTaskStore, type TaskStore } from "../core/tasks/store.ts"
 import { realpathResolver } from "./paths.ts"
+import { poolCloser } from "./pool-close.ts"
 
 /** Options for {@link loadConfig}: as `loadConfigFromString`, with `env` defaulting to `process.env`. */
 export type LoadConfigFileOptions = LoadConfigOptions
@@ -110,7 +111,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
         timeout: storageTimeout(choice) ?? null,
       })
       // The pool's idle sockets would keep a short-lived process (the CLI) alive; close() ends them.
-      return Object.assign(storage, { close: () => pool.end() })
+      return Object.assign(storage, { close: poolCloser(pool, limitMs(choice)) })
     }
     case "neon": {
       const neon = await optional(
@@ -125,7 +126,7 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
         ...(choice.table !== undefined && { table: choice.table }),
         timeout: storageTimeout(choice) ?? null,
       })
-      return Object.assign(storage, { close: () => pool.end() })
+      return Object.assign(storage, { close: poolCloser(pool, limitMs(choice)) })
     }
     default:
       throw choiceError(
@@ -174,7 +175,9 @@ export async function nodeTaskStoreFactory(choice: ResolvedStorage): Promise<Clo
       const { NeonTaskStore } = await import("../adapters/neon-tasks.ts")
       const Pool = (pg as { default?: { Pool: typeof import("pg").Pool } }).default?.Pool ?? pg.Pool
       const pool = new Pool({ connectionString: choice.dsn as string, max: 4, ...poolLimits(choice) })
-      return Object.assign(new NeonTaskStore({ pool, ...table, ...timeout }), { close: () => pool.end() })
+      return Object.assign(new NeonTaskStore({ pool, ...table, ...timeout }), {
+        close: poolCloser(pool, limitMs(choice)),
+      })
     }
     case "neon": {
       const neon = await optional(
@@ -184,7 +187,9 @@ export async function nodeTaskStoreFactory(choice: ResolvedStorage): Promise<Clo
       )
       const { NeonTaskStore } = await import("../adapters/neon-tasks.ts")
       const pool = new neon.Pool({ connectionString: choice.dsn as string, ...poolLimits(choice) })
-      return Object.assign(new NeonTaskStore({ pool, ...table, ...timeout }), { close: () => pool.end() })
+      return Object.assign(new NeonTaskStore({ pool, ...table, ...timeout }), {
+        close: poolCloser(pool, limitMs(choice)),
+      })
     }
     default:
       throw choiceError(

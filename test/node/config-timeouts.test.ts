@@ -5,6 +5,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
+import { setTimeout as sleep } from "node:timers/promises"
 import { neonConfig } from "@neondatabase/serverless"
 import pg from "pg"
 import { afterAll, describe, expect, it } from "vitest"
@@ -21,8 +22,7 @@ import { chargeYaml } from "./charge-yaml.ts"
 const dir = mkdtempSync(join(tmpdir(), "mycelium-timeouts-"))
 const tag = runTag("cfgto").replaceAll("-", "_")
 const closers: (() => Promise<unknown> | unknown)[] = []
-// The servers that stall go first: a config closed over a connection one of them still holds waited 30 s for the
-// socket's close (seen with the tests shuffled, the Neon stall last), past the hook's 10 s.
+// The servers that stall go first: once the test is over nothing needs them, and a config then closes at once.
 const servers: typeof closers = []
 afterAll(async () => {
   for (const close of [...servers, ...closers.reverse()]) await close()
@@ -153,53 +153,79 @@ describe("a store that stops answering fails the call closed within its timeout"
     )
   })
 
-  /** A first call completes through `proxy`, then the server goes quiet: the second call fails, its body unrun. */
-  async function stallAfterFirstCall(
-    kind: "postgres" | "neon",
-    dsn: string,
-    table: string,
-    stall: () => void,
-  ) {
+  type Proxy = Awaited<ReturnType<typeof stallingProxy>>
+  type Stall = { kind: "postgres" | "neon"; dsn: string; table: string; proxy: Proxy }
+
+  /** Runs `test` with a proxy in front of the real Postgres (postgres) or the WebSocket proxy (neon). */
+  async function throughProxy(kind: Stall["kind"], test: (s: Stall) => Promise<void>) {
+    if (kind === "postgres") {
+      const url = new URL(DATABASE_URL)
+      const proxy = await stallingProxy(servers, { host: url.hostname, port: Number(url.port) })
+      url.port = String(proxy.port)
+      return test({ kind, dsn: String(url), table: `cfgto_pg_${tag}`, proxy })
+    }
+    const [host, port] = NEON_WS_PROXY.split(":")
+    const proxy = await stallingProxy(servers, { host: host as string, port: Number(port) })
+    const before = neonConfig.wsProxy
+    neonConfig.wsProxy = (h, p) => `127.0.0.1:${proxy.port}/v1?address=${h}:${p}`
+    try {
+      await test({ kind, dsn: DATABASE_URL, table: `cfgto_neon_${tag}`, proxy })
+    } finally {
+      neonConfig.wsProxy = before
+    }
+  }
+
+  /**
+   * A first call completes through the proxy, then the server goes quiet: the second call fails closed, its body
+   * unrun, and `close()` drops the connection within 5 s, though the server never answers its goodbye. Closed
+   * `during` the second call (the store's 30 s timeout still running), it ends that call too.
+   */
+  async function stallAfterFirstCall({ kind, dsn, table, proxy }: Stall, when: "after" | "during") {
     const direct = new pg.Pool({ connectionString: DATABASE_URL })
     closers.push(async () => {
       await dropLedgerTable(direct, table)
       await direct.end()
     })
     await new NeonLedgerStorage({ pool: direct, table }).migrate()
-    const path = join(dir, `${kind}-stall.yaml`)
+    const path = join(dir, `${kind}-stall-${when}.yaml`)
     // Room for a loaded machine: the first call (the pool's connect included) must answer in time.
-    writeFileSync(path, yaml(`  storage: ${kind}\n  dsn: ${dsn}\n  table: ${table}\n  timeout: 2`))
+    const timeout = when === "after" ? 2 : 30
+    writeFileSync(path, yaml(`  storage: ${kind}\n  dsn: ${dsn}\n  table: ${table}\n  timeout: ${timeout}`))
     const config = await loadConfig(path, { onWarning: () => {} })
     closers.push(() => config.close())
     let runs = 0
     const charge = config.apply("charge", async () => ++runs)
-    expect(await charge({ amount: 1 }, { toolCallId: `first-${tag}` })).toBe(1)
-    stall()
+    expect(await charge({ amount: 1 }, { toolCallId: `first-${when}-${tag}` })).toBe(1)
+    expect(proxy.open()).toBeGreaterThan(0)
+    proxy.stall()
     const started = Date.now()
-    const error = await charge({ amount: 2 }, { toolCallId: `second-${tag}` }).catch((e: unknown) => e)
-    expect(error).toBeInstanceOf(LedgerStorageUnavailableError)
+    const second = charge({ amount: 2 }, { toolCallId: `second-${when}-${tag}` }).catch((e: unknown) => e)
+    // A Neon client's WebSocket waited 30 s for a close frame the stalled proxy never passed, holding close() and a
+    // process (the CLI) that had nothing left to do.
+    const close = async () => {
+      const closing = Date.now()
+      await config.close()
+      expect(Date.now() - closing).toBeLessThan(5000)
+    }
+    if (when === "during") await sleep(300).then(close)
+    expect(await second).toBeInstanceOf(LedgerStorageUnavailableError)
     expect(Date.now() - started).toBeLessThan(8000)
     expect(runs).toBe(1)
+    if (when === "after") await close()
+    for (const until = Date.now() + 1000; proxy.open() > 0 && Date.now() < until; ) await sleep(10)
+    expect(proxy.open(), "connections left open after close()").toBe(0)
   }
 
-  it("postgres: the real server stalls after the connection is up", async () => {
-    const url = new URL(DATABASE_URL)
-    const proxy = await stallingProxy(servers, { host: url.hostname, port: Number(url.port) })
-    url.port = String(proxy.port)
-    await stallAfterFirstCall("postgres", String(url), `cfgto_pg_${tag}`, proxy.stall)
-  })
+  it("postgres: the real server stalls after the connection is up", () =>
+    throughProxy("postgres", (s) => stallAfterFirstCall(s, "after")))
 
-  it("neon: the WebSocket proxy stalls after the connection is up", async () => {
-    const [host, port] = NEON_WS_PROXY.split(":")
-    const proxy = await stallingProxy(servers, { host: host as string, port: Number(port) })
-    const before = neonConfig.wsProxy
-    neonConfig.wsProxy = (h, p) => `127.0.0.1:${proxy.port}/v1?address=${h}:${p}`
-    try {
-      await stallAfterFirstCall("neon", DATABASE_URL, `cfgto_neon_${tag}`, proxy.stall)
-    } finally {
-      neonConfig.wsProxy = before
-    }
-  })
+  it("neon: the WebSocket proxy stalls after the connection is up", () =>
+    throughProxy("neon", (s) => stallAfterFirstCall(s, "after")))
+
+  it.each(["postgres", "neon"] as const)(
+    "%s: close() while a call waits on the stalled server ends the call closed, not after the 30 s timeout",
+    (kind) => throughProxy(kind, (s) => stallAfterFirstCall(s, "during")),
+  )
 
   it("neon: a WebSocket proxy that never completes the handshake", async () => {
     const port = await silentTcp(servers)

@@ -38,7 +38,10 @@ export async function silentHttp(closers: Closers): Promise<{ port: number; requ
 export async function stallingProxy(closers: Closers, target: { host: string; port: number }) {
   let stalled = false
   const sockets = new Set<net.Socket>()
+  const clients = new Set<net.Socket>()
   const server = net.createServer((client) => {
+    clients.add(client)
+    client.on("close", () => clients.delete(client))
     const upstream = net.connect(target.port, target.host)
     for (const s of [client, upstream]) {
       sockets.add(s)
@@ -61,5 +64,7 @@ export async function stallingProxy(closers: Closers, target: { host: string; po
     stall: () => {
       stalled = true
     },
+    /** Connections the proxy's clients still hold open. */
+    open: () => clients.size,
   }
 }
