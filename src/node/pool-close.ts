@@ -40,23 +40,30 @@ function settlesWithin(p: Promise<void>, ms: number): Promise<boolean> {
 }
 
 /**
- * A close() for `pool`: its end(), given the store's `timeout` (at most 2 s) to finish, after which the sockets of the
- * clients still ending are dropped. Call it when the pool is made, so it sees every client connect.
+ * A close() for `pool`: its end(), and the end of every client it removed before (one whose query failed or timed
+ * out), given the store's `timeout` (at most 2 s) to finish, after which the sockets still open are dropped. Call it
+ * when the pool is made, so it sees every client connect.
  *
- * A statement still running then is cut off, and its call fails closed as in any outage: the row keeps its lease and
- * the ledger decides a redispatch, as it does when a statement times out.
+ * A statement still running then is cut off, and its call fails closed as in any outage, as when it times out.
  */
 export function poolCloser(pool: EndablePool, timeoutMs: number | undefined): () => Promise<void> {
-  // Clients connected and not yet ended: pg-pool emits `remove` once a client's end() is over, not when it starts.
+  // Clients connected and not yet ended. pg-pool emits `remove` once a client's end() is over, and its own end()
+  // does not wait for a client it removed earlier: after a failed query, that client's socket may still be closing.
   const clients = new Set<unknown>()
+  let allGone: (() => void) | undefined
   pool.on("connect", (client) => clients.add(client))
-  pool.on("remove", (client) => clients.delete(client))
+  pool.on("remove", (client) => {
+    clients.delete(client)
+    if (clients.size === 0) allGone?.()
+  })
   return async () => {
-    const ended = pool.end()
+    const gone = clients.size ? new Promise<void>((resolve) => (allGone = resolve)) : undefined
+    const ended = Promise.all([pool.end(), gone]).then(() => {})
     if (await settlesWithin(ended, Math.min(timeoutMs ?? GRACE_MS, GRACE_MS))) return
     for (const client of clients) {
       const stream = (client as PoolClientSocket).connection?.stream
-      // ws's terminate() closes the TCP socket at once; a runtime's own WebSocket (Deno, Bun) has only close().
+      // ws's terminate() closes the TCP socket at once. A WebSocket without it (Node's global one, Deno's, Bun's)
+      // gets destroy(), which on Neon's socket is a close() that waits for the server's answer as before.
       if (stream?.ws?.terminate) stream.ws.terminate()
       else stream?.destroy?.()
     }

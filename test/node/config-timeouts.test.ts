@@ -177,10 +177,11 @@ describe("a store that stops answering fails the call closed within its timeout"
 
   /**
    * A first call completes through the proxy, then the server goes quiet: the second call fails closed, its body
-   * unrun, and `close()` drops the connection within 5 s, though the server never answers its goodbye. Closed
-   * `during` the second call (the store's 30 s timeout still running), it ends that call too.
+   * unrun, and `close()` drops the connection within 5 s, though the server never answers its goodbye: closed
+   * right `after` the refused call, a second `later`, or `during` the call (the store's 30 s timeout still running),
+   * which it then ends too.
    */
-  async function stallAfterFirstCall({ kind, dsn, table, proxy }: Stall, when: "after" | "during") {
+  async function stallAfterFirstCall({ kind, dsn, table, proxy }: Stall, when: "after" | "later" | "during") {
     const direct = new pg.Pool({ connectionString: DATABASE_URL })
     closers.push(async () => {
       await dropLedgerTable(direct, table)
@@ -189,7 +190,7 @@ describe("a store that stops answering fails the call closed within its timeout"
     await new NeonLedgerStorage({ pool: direct, table }).migrate()
     const path = join(dir, `${kind}-stall-${when}.yaml`)
     // Room for a loaded machine: the first call (the pool's connect included) must answer in time.
-    const timeout = when === "after" ? 2 : 30
+    const timeout = when === "during" ? 30 : 2
     writeFileSync(path, yaml(`  storage: ${kind}\n  dsn: ${dsn}\n  table: ${table}\n  timeout: ${timeout}`))
     const config = await loadConfig(path, { onWarning: () => {} })
     closers.push(() => config.close())
@@ -211,7 +212,10 @@ describe("a store that stops answering fails the call closed within its timeout"
     expect(await second).toBeInstanceOf(LedgerStorageUnavailableError)
     expect(Date.now() - started).toBeLessThan(8000)
     expect(runs).toBe(1)
-    if (when === "after") await close()
+    // `later`: the driver's own query_timeout has ended the client by then, so end() has nothing left to wait for,
+    // while the client's WebSocket still waits on its close frame.
+    if (when === "later") await sleep(1000)
+    if (when !== "during") await close()
     for (const until = Date.now() + 1000; proxy.open() > 0 && Date.now() < until; ) await sleep(10)
     expect(proxy.open(), "connections left open after close()").toBe(0)
   }
@@ -221,6 +225,11 @@ describe("a store that stops answering fails the call closed within its timeout"
 
   it("neon: the WebSocket proxy stalls after the connection is up", () =>
     throughProxy("neon", (s) => stallAfterFirstCall(s, "after")))
+
+  it.each(["postgres", "neon"] as const)(
+    "%s: close() a second after the refused call, the driver done with it, still closes its connection",
+    (kind) => throughProxy(kind, (s) => stallAfterFirstCall(s, "later")),
+  )
 
   it.each(["postgres", "neon"] as const)(
     "%s: close() while a call waits on the stalled server ends the call closed, not after the 30 s timeout",
