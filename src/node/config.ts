@@ -4,6 +4,7 @@ import { readFile, stat } from "node:fs/promises"
 // Node, Deno and Bun all have AsyncLocalStorage: without it config.run() could not key the calls inside it by the
 // run as the original does, and a Python worker sharing the ledger would key the same call differently.
 import "../async-context.ts"
+import type { NeonQueryable } from "../adapters/neon-kit.ts"
 import {
   ConfigError,
   type LoadConfigOptions,
@@ -62,6 +63,26 @@ function poolLimits(choice: ResolvedStorage): { connectionTimeoutMillis?: number
   return ms === undefined ? {} : { connectionTimeoutMillis: ms, query_timeout: ms }
 }
 
+/**
+ * The pool a `postgres` (node-postgres) or `neon` (serverless driver) store runs on, and the close() the config calls:
+ * its idle sockets would keep a short-lived process (the CLI) alive, and a dead server's must not hold it either.
+ */
+async function sqlPool(
+  choice: ResolvedStorage,
+): Promise<{ pool: NeonQueryable; close: () => Promise<void> }> {
+  const options = { connectionString: choice.dsn as string, ...poolLimits(choice) }
+  let pool: import("pg").Pool | import("@neondatabase/serverless").Pool
+  if (choice.kind === "neon") {
+    const neon = await optional("@neondatabase/serverless", () => import("@neondatabase/serverless"), choice)
+    pool = new neon.Pool(options)
+  } else {
+    const pg = await optional("pg", () => import("pg"), choice)
+    const Pool = (pg as { default?: { Pool: typeof import("pg").Pool } }).default?.Pool ?? pg.Pool
+    pool = new Pool({ ...options, max: 4 })
+  }
+  return { pool, close: poolCloser(pool, limitMs(choice)) }
+}
+
 /** `in_flight_ttl: null` is the original's "no TTL", which the Redis stores spell 0 (absent keeps their 7 days). */
 const inFlightTtl = (ttl: number | null): number => ttl ?? 0
 /** A file store's `python_lock`, as its constructor options. */
@@ -100,33 +121,16 @@ export async function nodeStorageFactory(choice: ResolvedStorage): Promise<Ledge
         ...(choice.dispatchLookup !== undefined && { dispatchLookup: choice.dispatchLookup }),
       })
     }
-    case "postgres": {
-      const pg = await optional("pg", () => import("pg"), choice)
-      const { NeonLedgerStorage } = await import("../adapters/neon.ts")
-      const Pool = (pg as { default?: { Pool: typeof import("pg").Pool } }).default?.Pool ?? pg.Pool
-      const pool = new Pool({ connectionString: choice.dsn as string, max: 4, ...poolLimits(choice) })
-      const storage = new NeonLedgerStorage({
-        pool,
-        ...(choice.table !== undefined && { table: choice.table }),
-        timeout: storageTimeout(choice) ?? null,
-      })
-      // The pool's idle sockets would keep a short-lived process (the CLI) alive; close() ends them.
-      return Object.assign(storage, { close: poolCloser(pool, limitMs(choice)) })
-    }
+    case "postgres":
     case "neon": {
-      const neon = await optional(
-        "@neondatabase/serverless",
-        () => import("@neondatabase/serverless"),
-        choice,
-      )
       const { NeonLedgerStorage } = await import("../adapters/neon.ts")
-      const pool = new neon.Pool({ connectionString: choice.dsn as string, ...poolLimits(choice) })
+      const { pool, close } = await sqlPool(choice)
       const storage = new NeonLedgerStorage({
         pool,
         ...(choice.table !== undefined && { table: choice.table }),
         timeout: storageTimeout(choice) ?? null,
       })
-      return Object.assign(storage, { close: poolCloser(pool, limitMs(choice)) })
+      return Object.assign(storage, { close })
     }
     default:
       throw choiceError(
@@ -170,26 +174,11 @@ export async function nodeTaskStoreFactory(choice: ResolvedStorage): Promise<Clo
       const store = new UpstashTaskStore({ redis: upstashShape(connection), ...prefix })
       return Object.assign(store, { close: async () => connection.close() })
     }
-    case "postgres": {
-      const pg = await optional("pg", () => import("pg"), choice)
-      const { NeonTaskStore } = await import("../adapters/neon-tasks.ts")
-      const Pool = (pg as { default?: { Pool: typeof import("pg").Pool } }).default?.Pool ?? pg.Pool
-      const pool = new Pool({ connectionString: choice.dsn as string, max: 4, ...poolLimits(choice) })
-      return Object.assign(new NeonTaskStore({ pool, ...table, ...timeout }), {
-        close: poolCloser(pool, limitMs(choice)),
-      })
-    }
+    case "postgres":
     case "neon": {
-      const neon = await optional(
-        "@neondatabase/serverless",
-        () => import("@neondatabase/serverless"),
-        choice,
-      )
       const { NeonTaskStore } = await import("../adapters/neon-tasks.ts")
-      const pool = new neon.Pool({ connectionString: choice.dsn as string, ...poolLimits(choice) })
-      return Object.assign(new NeonTaskStore({ pool, ...table, ...timeout }), {
-        close: poolCloser(pool, limitMs(choice)),
-      })
+      const { pool, close } = await sqlPool(choice)
+      return Object.assign(new NeonTaskStore({ pool, ...table, ...timeout }), { close })
     }
     default:
       throw choiceError(
