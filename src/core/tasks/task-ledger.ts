@@ -9,6 +9,7 @@ import {
   LedgerConfigError,
   ReceiptAppendError,
   type ReceiptHook,
+  type SignedReceipt,
   systemClock,
 } from "../ledger/index.ts"
 import { errorText } from "../ledger/machine/transitions.ts"
@@ -145,6 +146,13 @@ const overBytes = (text: string, max: number): boolean =>
   text.length * 3 > max && utf8.encode(text).length > max
 
 /** A claim this worker holds. */
+/** An outcome's row and its receipt, signed before the write; `receipt` null when the signer failed or is off. */
+interface Sealed {
+  readonly row: TaskRow
+  readonly receipt: SignedReceipt | null
+  readonly unsigned?: unknown
+}
+
 interface Held {
   readonly requestId: string
   row: TaskRow
@@ -428,14 +436,15 @@ export class TaskLedger {
       await stop()
       try {
         // Bounded and cleaned as the ledger records a failure: a task store refused an error of several MB.
-        await serial(() => this.#finish(held, "failed", null, storableText(errorText(err), MAX_ERROR_TEXT)))
+        await serial(async () =>
+          this.#finish(held, await this.#seal(held, "failed", null, storableText(errorText(err), MAX_ERROR_TEXT))),
+        )
       } catch (e) {
         if (e instanceof TaskLeaseLostError) lost.abort(e)
         this.#warnFailureNotRecorded(held, e)
       }
       throw err
     }
-    await stop()
     let stored: JsonValue
     try {
       stored = rowJson(result)
@@ -451,6 +460,7 @@ export class TaskLedger {
     } catch (e) {
       // A cycle overflows the conversion. Leaving the row in flight would block every caller until the lease
       // lapses; a failed row says why and lets the next call run the task again.
+      await stop()
       const unstorable = new TaskResultUnstorableError(
         `Task request '${clip(held.requestId)}' returned a result that is not JSON the store can keep (${errorText(e)}); it was recorded ` +
           "as failed and the next call runs it again. Return plain JSON (no cycles, no nesting 900 deep) from the task.",
@@ -458,8 +468,11 @@ export class TaskLedger {
       try {
         // Cleaned and cut as any failure's text: a toJSON() or getter that threw a message holding U+0000 (or
         // megabytes of text) had this write refused too, and the row stayed in flight after the body ran.
-        await serial(() =>
-          this.#finish(held, "failed", null, storableText(errorText(unstorable), MAX_ERROR_TEXT)),
+        await serial(async () =>
+          this.#finish(
+            held,
+            await this.#seal(held, "failed", null, storableText(errorText(unstorable), MAX_ERROR_TEXT)),
+          ),
         )
       } catch (e2) {
         // Refused by the fence like any outcome: what the body left running on ctx.signal stops here too.
@@ -468,8 +481,11 @@ export class TaskLedger {
       }
       throw unstorable
     }
+    // Signed while the lease is still renewed; then renewal stops and the outcome is written.
+    const sealed = await this.#seal(held, "completed", stored, null)
+    await stop()
     try {
-      await serial(() => this.#finish(held, "completed", stored, null))
+      await serial(() => this.#finish(held, sealed))
     } catch (e) {
       if (!(e instanceof TaskLeaseLostError)) throw e
       // Work the body left running on ctx.signal stops too: the task is another worker's now.
@@ -512,12 +528,11 @@ export class TaskLedger {
     )
   }
 
-  async #finish(
-    held: Held,
-    status: "completed" | "failed",
-    result: unknown,
-    error: string | null,
-  ): Promise<void> {
+  /**
+   * The outcome's row and its receipt, signed before the write. A completion is sealed while the lease is still
+   * renewed: a signer slower than what was left of the lease let it lapse, and another worker ran the task again.
+   */
+  async #seal(held: Held, status: "completed" | "failed", result: unknown, error: string | null): Promise<Sealed> {
     const now = this.clock.now()
     const row: TaskRow = {
       ...held.row,
@@ -528,36 +543,40 @@ export class TaskLedger {
     }
     // A signer outage must not leave the row in flight: once its lease lapsed the body would run again for an
     // outcome that is already known. Record it without a receipt, then say so.
-    let receipt: Awaited<ReturnType<ReceiptHook["sign"]>> | null = null
-    let unsigned: unknown = null
-    if (this.receipts) {
+    if (this.receipts)
       try {
-        receipt = await this.receipts.sign({
-          action: row.task,
-          actionKind: "task",
-          requestId: row.request_id,
-          args: row.args,
-          kwargs: row.kwargs,
-          outputs: row.result,
-          status,
-          error,
-          timestamp: now,
-        })
-      } catch (e) {
-        unsigned = e
+        return {
+          row,
+          receipt: await this.receipts.sign({
+            action: row.task,
+            actionKind: "task",
+            requestId: row.request_id,
+            args: row.args,
+            kwargs: row.kwargs,
+            outputs: row.result,
+            status,
+            error,
+            timestamp: now,
+          }),
+        }
+      } catch (unsigned) {
+        return { row, receipt: null, unsigned }
       }
-    }
+    return { row, receipt: null }
+  }
+
+  async #finish(held: Held, { row, receipt, unsigned }: Sealed): Promise<void> {
     const lease: TaskLease = { ...held.lease, lease_until: null, receipt_ref: receipt?.receipt_id ?? null }
     const version = await this.#swapHeld(held, { row, lease })
     if (version === null)
       throw new TaskLeaseLostError(
-        `Task request '${clip(held.requestId)}' was taken over or released; this worker's ${status} outcome was not recorded`,
+        `Task request '${clip(held.requestId)}' was taken over or released; this worker's ${row.status} outcome was not recorded`,
       )
     held.row = row
     held.lease = lease
     held.version = version
     if (this.receipts && receipt === null)
-      throw new TaskReceiptUnsignedError(held.requestId, status, unsigned)
+      throw new TaskReceiptUnsignedError(held.requestId, row.status as "completed" | "failed", unsigned)
     await appendReceipt(this.receipts, receipt, held.requestId)
   }
 

@@ -22,6 +22,7 @@ import {
   decisionRow,
   externalRefRow,
   failedRow,
+  receiptRefRow,
   renewedRow,
   unstorableRow,
 } from "../machine/transitions.ts"
@@ -33,6 +34,7 @@ import {
   resolvedOutcome,
 } from "../model/entry.ts"
 import type { EffectState, SideEffectBoundary, TerminalOutcome } from "../model/enums.ts"
+import type { SignedReceipt } from "../model/receipt-hook.ts"
 import { appendReceipt, sealRow } from "./receipts.ts"
 
 /** Who holds a claim: every post-claim mutation must present the claim's fence. */
@@ -170,6 +172,23 @@ function effectExpect(c: LedgerEntry, op: string, leaseHeldAt?: number): Transit
   return held(c, c.effectProtocolRequired ? "ATTEMPTING" : undefined, leaseHeldAt)
 }
 
+/** An outcome's receipt, signed before its write; `receipt` is null when the signer failed (`unsigned` says why). */
+export interface SealedOutcome {
+  readonly next: LedgerEntry
+  readonly receipt: SignedReceipt | null
+  readonly unsigned?: unknown
+}
+
+async function seal(core: LedgerCore, next: LedgerEntry): Promise<SealedOutcome> {
+  // A signer outage must not strand the row in flight: once its lease lapsed the body would run again (or a keyed
+  // call block as not crossed) for an outcome that is known. It is written without a receipt, then reported.
+  try {
+    return { next, receipt: (await sealRow(core, next, toolReceiptDraft)).receipt }
+  } catch (unsigned) {
+    return { next, receipt: null, unsigned }
+  }
+}
+
 /** An outcome write; with receipts on, the row carries the receipt id and the receipt is appended after it. */
 async function outcomeCas(
   core: LedgerCore,
@@ -178,26 +197,39 @@ async function outcomeCas(
   expect: TransitionExpectation,
   op: string,
   redo?: (moved: LedgerEntry) => Promise<LedgerEntry>,
+  sealed?: SealedOutcome,
 ): Promise<LedgerEntry> {
   if (!core.receipts) return casFrom(core, c, next, expect, op, redo)
-  // A signer outage must not strand the row in flight: once its lease lapsed the body would run again (or a keyed
-  // call block as not crossed) for an outcome that is known. It is written without a receipt, then reported.
-  let unsigned: unknown
-  const sealed = await sealRow(core, next, toolReceiptDraft).catch((e: unknown) => {
-    unsigned = e
-    return { row: next, receipt: null }
-  })
-  const row = await casFrom(core, c, sealed.row, expect, op, redo)
+  const { receipt, unsigned } = sealed ?? (await seal(core, next))
+  const written = receipt ? receiptRefRow(next, receipt.receipt_id) : next
+  const row = await casFrom(core, c, written, expect, op, redo)
   // A redone write stored (and appended) its own receipt, or none.
-  if (redo && row !== sealed.row) return row
-  if (!sealed.receipt) throw new LedgerReceiptUnsignedError(row.requestId, unsigned)
-  await appendReceipt(core.receipts, sealed.receipt, row.requestId)
+  if (redo && row !== written) return row
+  if (!receipt) throw new LedgerReceiptUnsignedError(row.requestId, unsigned)
+  await appendReceipt(core.receipts, receipt, row.requestId)
   return row
 }
 
-export function completeHeld(core: LedgerCore, c: LedgerEntry, result: unknown): Promise<LedgerEntry> {
+/**
+ * Signs a completion's receipt ahead of its write, while the lease is still renewed: a signer slower than what was
+ * left of the lease let it lapse after the effect, and a redispatch blocked the finished call (or ran it again).
+ */
+export const sealCompletion = (core: LedgerCore, c: LedgerEntry, result: unknown): Promise<SealedOutcome> =>
+  seal(core, completedOrUnstorable(core, c, result))
+
+export function completeHeld(
+  core: LedgerCore,
+  c: LedgerEntry,
+  result: unknown,
+  sealed?: SealedOutcome,
+): Promise<LedgerEntry> {
   const expect = effectExpect(c, "complete")
-  return outcomeCas(core, c, completedOrUnstorable(core, c, result), expect, "complete")
+  // A sealed outcome is written over the row as it is now: a ref or a renewal written since it was sealed is kept.
+  const s = sealed?.next
+  const next = s
+    ? { ...completedRow(c, null, s.finishedAt as number), result: s.result, error: s.error }
+    : completedOrUnstorable(core, c, result)
+  return outcomeCas(core, c, next, expect, "complete", undefined, sealed)
 }
 
 /**

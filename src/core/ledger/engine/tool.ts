@@ -20,7 +20,15 @@ import { isConsequential, type SideEffectBoundary } from "../model/enums.ts"
 import type { CallMeta } from "../model/identity.ts"
 import type { DecisionIntent } from "../model/reconcile.ts"
 import { claimTransition } from "./claim.ts"
-import { advanceBoundaryHeld, attachRefHeld, completeHeld, failHeld, renewHeld } from "./fenced.ts"
+import {
+  advanceBoundaryHeld,
+  attachRefHeld,
+  completeHeld,
+  failHeld,
+  renewHeld,
+  type SealedOutcome,
+  sealCompletion,
+} from "./fenced.ts"
 import { checkSameRowIdentity } from "./identity-checks.ts"
 import { waitForTransition } from "./operators.ts"
 import { prepareCall } from "./request.ts"
@@ -140,10 +148,12 @@ export function createLedgeredTool<A extends object, R, L>(
       await tx.recordFailure(err)
       throw err
     }
+    // The receipt is signed while the lease is still renewed, then renewal stops and the outcome is written.
+    const sealed = core.receipts ? await tx.seal(result) : undefined
     const writing = tx.stop()
     if (writing) await writing
     try {
-      await tx.complete(result)
+      await tx.complete(result, sealed)
     } catch (e) {
       if (!(e instanceof LedgerOutcomeAlreadySetError)) throw e
       core.warn(`tool result discarded for '${tool}' request '${clip(request.requestId)}': ${e.message}`)
@@ -315,8 +325,14 @@ class OwnedTransition implements TransitionContext {
     return this.#chain
   }
 
-  complete(result: unknown): Promise<void> {
-    return this.#write((c) => completeHeld(this.#core, c, result))
+  /** The completion's receipt, over the row as the writes in flight leave it. */
+  async seal(result: unknown): Promise<SealedOutcome> {
+    await this.#chain
+    return sealCompletion(this.#core, this.#current, result)
+  }
+
+  complete(result: unknown, sealed?: SealedOutcome): Promise<void> {
+    return this.#write((c) => completeHeld(this.#core, c, result, sealed))
   }
 
   /** Failure classification from the boundary; recording problems never mask the tool's error. */
