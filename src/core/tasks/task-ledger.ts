@@ -208,18 +208,24 @@ export class TaskLedger {
     const { name, idFrom, leaseTtl, wait, pollTimeout } =
       typeof options === "string" ? { name: options } : (options as TaskOptions)
     if (!name) throw new InvalidOptionError("taskLedger.task() needs a name: pass { name }")
-    if (idFrom != null && !Array.isArray(idFrom))
+    if (idFrom != null && !(Array.isArray(idFrom) && idFrom.every((f) => typeof f === "string" && f)))
       throw new InvalidOptionError('idFrom takes a list of field names: ["order_id"]')
     const ids = idFrom && [...idFrom]
     const ttl = leaseTtl === undefined ? this.leaseTtl : seconds("leaseTtl", leaseTtl)
     const every = this.#renewEvery(ttl)
     if (pollTimeout !== undefined && pollTimeout !== null) seconds("pollTimeout", pollTimeout, 0)
     const opts: TaskOptions = { name, wait, pollTimeout }
-    const call = async (args: A, meta: TaskCallMeta = {}): Promise<R> => {
+    const call = async (args: A, given?: TaskCallMeta | null): Promise<R> => {
+      // `null` from JavaScript is no metadata, as for a ledgered tool.
+      const meta = given ?? {}
       throwIfAborted(meta.signal)
+      // Named verbatim in the id (Python's str()): an object (a cycle overflowed the stack) is no name.
+      for (const v of [meta.taskId, meta.runId])
+        if (v != null && !["string", "number", "bigint"].includes(typeof v))
+          throw new InvalidOptionError("taskId and runId name the request: pass a string")
       // Normalised before anything is claimed: a claim followed by a throw would hold the task for a whole lease.
-      const given = (args ?? {}) as Record<string, unknown>
-      const { stored, keyed } = argumentsStoredAndKeyed(given)
+      const passed = (args ?? {}) as Record<string, unknown>
+      const { stored, keyed } = argumentsStoredAndKeyed(passed)
       if (tooDeep(stored))
         throw new LedgerConfigError(
           `arguments nested deeper than ${MAX_DEPTH}: pass plain JSON (nothing was claimed)`,
@@ -247,7 +253,7 @@ export class TaskLedger {
       }
       const claimed = await this.#claim(opts, ttl, requestId, clean, meta)
       if (claimed.kind === "completed") return claimed.result as R
-      const { task_id: _t, run_id: _r, ...body } = given
+      const { task_id: _t, run_id: _r, ...body } = passed
       return await this.#run(claimed.held, ttl, every, body as A, fn as TaskBody<A, R>, meta.signal)
     }
     return Object.assign(call, { taskName: name })
@@ -619,6 +625,13 @@ export class TaskLedger {
       if (state === "completed")
         throw new TaskReleaseRefusedError(
           `Task request '${clip(requestId)}' is completed; nothing to release`,
+        )
+      // A verdict stands until the task runs again (a claim starts a new lease): a second one overwrote the first's
+      // who and why, and could turn a `not_executed` into a result nobody ran for.
+      const by0 = current.lease?.resolved_by
+      if (by0 != null)
+        throw new TaskReleaseRefusedError(
+          `Task request '${clip(requestId)}' was already released by ${safeString(by0)}; the next call runs it`,
         )
       const lease = leaseOf(current)
       // An unbounded lease is live while its holder runs; a claim of the original's (no lease) is the stuck case.

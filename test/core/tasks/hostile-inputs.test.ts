@@ -206,3 +206,56 @@ describe("nesting deeper than the stores and the original keep", () => {
     expect(runs).toBe(1)
   })
 })
+
+describe("call metadata and options a JavaScript caller may pass", () => {
+  it("null metadata is no metadata, as for a ledgered tool: the task runs and replays", async () => {
+    const ledger = ledgerOn()
+    let runs = 0
+    const task = ledger.task("t", async () => ++runs)
+    expect(await task({}, null as never)).toBe(1)
+    expect(await task({}, null as never)).toBe(1)
+    expect(runs).toBe(1)
+  })
+
+  it("a taskId or runId that is an object (a cycle overflowed the stack) is InvalidOptionError; nothing is claimed", async () => {
+    const ledger = ledgerOn()
+    const cyclic: Record<string, unknown> = {}
+    cyclic.self = cyclic
+    const task = ledger.task("t", async () => 1)
+    for (const meta of [{ taskId: cyclic }, { runId: cyclic }, { taskId: ["T-1"] }])
+      await expect(task({}, meta as never)).rejects.toMatchObject({ code: "invalid_option" })
+    expect(await ids(ledger)).toEqual([])
+    // A number names the request as Python's str() does.
+    expect(await task({}, { taskId: 42 as never })).toBe(1)
+    expect(await ids(ledger)).toEqual(["42"])
+  })
+
+  it("an idFrom entry that is not a field name is refused when the task is made", () => {
+    const ledger = ledgerOn()
+    for (const idFrom of [["a", Symbol("b")], ["a", ""], [1]])
+      expect(() => ledger.task({ name: "t", idFrom: idFrom as never }, async () => 1)).toThrow(
+        expect.objectContaining({ code: "invalid_option" }),
+      )
+  })
+})
+
+describe("a released task", () => {
+  it("a second release before the task runs again is refused and changes nothing; after a run it is released again", async () => {
+    const ledger = ledgerOn()
+    let fail = true
+    const task = ledger.task("t", async () => {
+      if (fail) throw new Error("down")
+      return "ran"
+    })
+    await expect(task({}, { taskId: "T-1" })).rejects.toThrow("down")
+    const first = await ledger.release("T-1", { verified: "not_executed", by: "alice", reason: "host lost" })
+    await expect(
+      ledger.release("T-1", { verified: "completed", result: 7, by: "bob", reason: "ran by hand" }),
+    ).rejects.toThrow(TaskReleaseRefusedError)
+    expect((await ledger.get("T-1"))?.lease).toEqual(first.lease)
+    await expect(task({}, { taskId: "T-1" })).rejects.toThrow("down")
+    await ledger.release("T-1", { verified: "not_executed", by: "bob", reason: "again" })
+    fail = false
+    expect(await task({}, { taskId: "T-1" })).toBe("ran")
+  })
+})

@@ -169,6 +169,8 @@ export class TaskModelWorld {
   readonly #claims = new Map<string, Claim[]>()
   /** request id → the one completed result it may ever hold. */
   readonly #completed = new Map<string, unknown>()
+  /** Released and not claimed since: a second release is refused until the task runs again. */
+  readonly #released = new Set<string>()
   readonly #firstCall = new Map<string, Call>()
   /** request id → when its last write landed. */
   readonly #lastWrite = new Map<string, number>()
@@ -579,10 +581,11 @@ export class TaskModelWorld {
       if (!(e instanceof TaskReleaseRefusedError))
         this.#out.violate(`release ${rid} failed with ${String(e)}`)
       this.stats.releaseRefusals++
-      // Refused only when the task is completed, or held under a live lease without force (or the input is bad).
+      // Refused only when the task is completed, released and not run since, or held under a live lease without force
+      // (or the input is bad).
       const claim = this.#claims.get(rid)?.at(-1)
       const live = claim !== undefined && !claim.ended && this.clock.now() < claim.leaseUntil
-      if (!invalid && !this.#completed.has(rid) && !(live && !force))
+      if (!invalid && !this.#completed.has(rid) && !this.#released.has(rid) && !(live && !force))
         this.#out.violate(`release of ${rid} was refused, yet it is not completed nor live: ${String(e)}`)
       this.#out.log(`op release ${rid} refused: ${(e as Error).message.slice(0, 80)}`)
     } finally {
@@ -633,6 +636,7 @@ export class TaskModelWorld {
         this.stats.takeovers++
       }
       if (holder) holder.ended = true
+      this.#released.delete(rid)
       claims.push({ rid, fence, writer, leaseUntil: leased(), attempt: null, ended: false })
       this.stats.claims++
       this.#out.log(`W ${writer} claims ${rid} fence ${fence}`)
@@ -656,6 +660,7 @@ export class TaskModelWorld {
       if (next.row.status === "completed" && !isDeepStrictEqual(next.row.result, release.result))
         this.#out.violate(`the release of ${rid} stored ${JSON.stringify(next.row.result)}`)
       if (holder) holder.ended = true
+      this.#released.add(rid)
     } else {
       // A renewal or an outcome: only from the holder's own connection, under its fence, on its live claim.
       if (!holder || holder.ended || holder.writer !== writer || holder.fence !== fence) {
