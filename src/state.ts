@@ -18,4 +18,5 @@ export {
   type StateSnapshotSize,
   StateSnapshotTooLargeError,
   StateSnapshotUnstoredError,
+  StateStoreUnavailableError,
 } from "./core/state/index.ts"

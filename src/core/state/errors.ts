@@ -13,6 +13,15 @@ export class StateSnapshotError extends StateFlushError {
   override readonly code = "state_snapshot_invalid"
 }
 
+/**
+ * The state store could not be reached or answered wrongly (the cause is the driver's error) during `load()`,
+ * `resume()`, `checkpoint()` or `flush()`. The run keeps its recorded state: retry the call when the store is back.
+ */
+export class StateStoreUnavailableError extends StateFlushError {
+  override readonly name = "StateStoreUnavailableError"
+  override readonly code = "state_store_unavailable"
+}
+
 /** A snapshot's size against its store's limit (StateSnapshotTooLargeError's fields). */
 export interface StateSnapshotSize {
   readonly runId: string

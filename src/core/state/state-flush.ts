@@ -6,7 +6,14 @@ import { isObject } from "../is-object.ts"
 import { cloneJson, type JsonValue, toJsonValue } from "../ledger/model/canonical.ts"
 import { defineOwn } from "../own.ts"
 import { safeString } from "../repr.ts"
-import { StateFlushError, type StateRunEnding, StateSnapshotUnstoredError } from "./errors.ts"
+import { guardStoreCall } from "../storage/store-failure.ts"
+import {
+  StateFlushError,
+  type StateRunEnding,
+  StateSnapshotUnstoredError,
+  StateStoreUnavailableError,
+} from "./errors.ts"
+import { checkKind, checkStore, flushTriggers, kindOf, optionsObject, signalOption } from "./options.ts"
 import {
   type FlushTrigger,
   MemoryStateFlushStore,
@@ -63,6 +70,22 @@ function jsonState(value: Readonly<Record<string, unknown>>, what: string): Reco
   if (!isObject(json))
     throw new StateFlushError(`${what} is not an object: pass a plain object of JSON values`)
   return json
+}
+
+/** A call of the store whose failure, thrown or rejected, is a StateStoreUnavailableError (a ledger error stays). */
+const guarded = <T>(op: string, fn: () => Promise<T>): Promise<T> =>
+  // Promise.resolve: a store answering without a promise worked when it was awaited directly. It hands a promise
+  // back as it is, never adopting it (which workerd reports as uncaught when it is rejected: see #write).
+  guardStoreCall("state store", op, () => Promise.resolve(fn()), StateStoreUnavailableError)
+
+// A run's ending reports a failed save with StateSnapshotUnstoredError, which already says the store failed: its
+// cause stays the driver's error, as it was before saves were guarded.
+const storeCause = (e: unknown): unknown => (e instanceof StateStoreUnavailableError ? e.cause : e)
+
+const runIdOf = (runId: unknown, call: string): string => {
+  // A string: a number saved as `run_id` 5 made a snapshot that every persistent store then reads as corrupt.
+  if (typeof runId !== "string" || !runId) throw new StateFlushError(`${call} needs a run id`)
+  return runId
 }
 
 const STATUSES: ReadonlySet<string> = new Set(["in-progress", "completed", "aborted", "error"])
@@ -147,7 +170,7 @@ export class StateFlushRun {
    * Writes the final snapshot. Later endings of the run write nothing more, and once the run has ended (a cancel
    * the body ignored, say) neither does this: the body would otherwise turn an `aborted` snapshot into `completed`.
    */
-  flush(status: SnapshotStatus, args: FlushArgs = {}): Promise<StateSnapshot> {
+  flush(status: SnapshotStatus, args?: FlushArgs | null): Promise<StateSnapshot> {
     // Refused before it counts as the final snapshot: an unknown status would be stored and make the snapshot
     // unreadable (a corrupt store entry); the run's own ending still writes a proper one.
     if (!STATUSES.has(status))
@@ -156,9 +179,15 @@ export class StateFlushRun {
           `unknown snapshot status '${safeString(status)}': use in-progress, completed, aborted or error`,
         ),
       )
+    let fields: FlushArgs
+    try {
+      fields = optionsObject(args, "run.flush() args")
+    } catch (e) {
+      return Promise.reject(e)
+    }
     if (this.#final) return this.#final
     this.#flushedStatus = status
-    this.#flushed = this.#write(status, args)
+    this.#flushed = this.#write(status, fields)
     return this.#flushed
   }
 
@@ -198,7 +227,7 @@ export class StateFlushRun {
     // so is an async function's that throws at once (a store whose save throws before returning a promise).
     const saved = (async () => {
       await this.#saving
-      await this.#flush.storage.save(snapshot)
+      await guarded("save", () => this.#flush.storage.save(snapshot))
       return snapshot
     })()
     this.#saving = saved.catch(() => {})
@@ -212,26 +241,28 @@ export class StateFlush {
   readonly flushOnComplete: boolean
   readonly now: () => number
 
-  constructor(options: StateFlushOptions = {}) {
-    this.storage = options.storage ?? new MemoryStateFlushStore()
-    const on = options.flushOn ?? ["cancel", "disconnect", "error"]
-    for (const t of on)
-      if (t !== "cancel" && t !== "disconnect" && t !== "error")
-        throw new InvalidOptionError(
-          `flushOn entries must be cancel, disconnect or error, got '${String(t)}'`,
-        )
-    this.flushOn = new Set(on)
-    this.flushOnComplete = options.flushOnComplete ?? true
-    this.now = options.now ?? (() => Date.now() / 1000)
+  /** Options of the wrong kind are refused with InvalidOptionError naming the option. */
+  constructor(options?: StateFlushOptions | null) {
+    const o = optionsObject(options, "StateFlush options")
+    checkStore(o.storage)
+    checkKind(o.flushOnComplete, "flushOnComplete", "boolean")
+    checkKind(o.now, "now", "function")
+    this.storage = o.storage ?? new MemoryStateFlushStore()
+    this.flushOn = flushTriggers(o.flushOn)
+    this.flushOnComplete = o.flushOnComplete ?? true
+    this.now = o.now ?? (() => Date.now() / 1000)
   }
 
-  load(runId: string): Promise<StateSnapshot | null> {
-    return this.storage.load(runId)
+  /** The run's snapshot, or null; a store outage is StateStoreUnavailableError. */
+  async load(runId: string): Promise<StateSnapshot | null> {
+    const id = runIdOf(runId, "load()")
+    // Awaited, not handed back: see StateFlushRun's #write.
+    return await guarded("load", () => this.storage.load(id))
   }
 
   /** The flushed state of a run, to start its next attempt from. */
   async resume(runId: string): Promise<Record<string, JsonValue>> {
-    const s = await this.storage.load(runId)
+    const s = await this.load(runIdOf(runId, "resume()"))
     if (!s) throw new StateFlushError(`No flushed state found for run '${runId}'`)
     return cloneJson(s.state as Record<string, JsonValue>)
   }
@@ -245,19 +276,27 @@ export class StateFlush {
   async run<R>(
     runId: string,
     fn: (run: StateFlushRun) => Promise<R> | R,
-    options: StateRunOptions = {},
+    runOptions?: StateRunOptions | null,
   ): Promise<R> {
-    // A string: a number saved as `run_id` 5 made a snapshot that every persistent store then reads as corrupt.
-    if (typeof runId !== "string" || !runId) throw new StateFlushError("run() needs a run id")
+    runIdOf(runId, "run()")
+    // Refused before the run starts: called as the body, it failed the run with a TypeError stored as its error.
+    if (typeof fn !== "function")
+      throw new InvalidOptionError(`run() needs a body function, got ${kindOf(fn)}`)
+    const o = optionsObject(runOptions, "run() options")
+    const options = {
+      signal: signalOption(o.signal, "signal"),
+      disconnectSignal: signalOption(o.disconnectSignal, "disconnectSignal"),
+    }
     const stop = new AbortController()
     const signals = [options.signal, options.disconnectSignal].filter((s): s is AbortSignal => !!s)
     const signal = signals.length ? AbortSignal.any([...signals, stop.signal]) : stop.signal
-    const run = new StateFlushRun(this, runId, signal, options.initial ?? {})
+    const run = new StateFlushRun(this, runId, signal, o.initial ?? {})
 
     // The run's final snapshot; a failed save is StateSnapshotUnstoredError, which keeps how the run ended (an abort's
     // reason, the body's result) beside the store's error instead of the store's error alone.
     const unstored = (how: string, status: SnapshotStatus, e: unknown) =>
-      `Run '${runId}' ${how}, but its final snapshot (${status}) was not stored (${errorText(e)}); restore the store`
+      `Run '${runId}' ${how}, but its final snapshot (${status}) was not stored ` +
+      `(${errorText(storeCause(e))}); restore the store`
     const end = async (
       status: SnapshotStatus,
       args: FlushArgs,
@@ -273,7 +312,7 @@ export class StateFlush {
             ? `${unstored("returned", stood, e)}. The body finished: its result is this error's result`
             : unstored(`was aborted (${errorText(ended.abortReason)})`, stood, e),
           { runId, status: stood, ...ended },
-          e,
+          storeCause(e),
         )
       }
     }
