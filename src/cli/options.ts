@@ -1,6 +1,7 @@
 // What several commands share: the default ledger file, the port check, and bad flags as usage errors.
 import { statSync } from "node:fs"
 import { tableName } from "../adapters/neon-kit.ts"
+import { storeUrlProblem } from "../core/config/store-url.ts"
 import { UsageError } from "./errors.ts"
 
 export const DEFAULT_LEDGER = ".mycelium/ledger.json"
@@ -101,16 +102,21 @@ export function tableFlag(table: string | undefined, max: number): { table?: str
   }
 }
 
-/** A Redis URL from a flag or variable (`what`): another scheme is the caller's typo, not an outage (exit 2). */
+/**
+ * A Redis URL from a flag or variable (`what`): another scheme or a malformed URL is the caller's typo, not an outage
+ * (exit 2). The problem is named, the URL never echoed: a mistyped one may still carry a password.
+ */
 export function redisUrl(url: string, what: string): string {
-  // Not echoed: a mistyped URL may still carry a password.
-  if (!/^rediss?:\/\//i.test(url)) throw new UsageError(`${what} must start with redis:// or rediss://`)
+  const problem = storeUrlProblem("redis", url)
+  if (problem) throw new UsageError(`${what} ${problem}`)
   return url
 }
 
 /** A Postgres DSN from a flag or variable: the drivers take a URL only (libpq's `host=…` form dialled host `base`). */
 export function postgresDsn(dsn: string, what: string): string {
   if (!/^postgres(ql)?:\/\//i.test(dsn)) throw new UsageError(`${what} must be a postgres:// URL`)
+  const problem = storeUrlProblem("postgres", dsn)
+  if (problem) throw new UsageError(`${what} ${problem}`)
   return dsn
 }
 

@@ -90,3 +90,24 @@ describe("doctor on a config whose ledger file is not a file", () => {
     expect(r.out).toMatch(/FAIL {2}ledger\.connectivity\(.*\) {2}.* is not a regular file/)
   })
 })
+
+// process.env[name] with a name of the caller's read Object.prototype: `--key-env __proto__` crashed with
+// `TypeError: s.replace is not a function` (exit 1), and `--token-env __proto__` held an object as the token.
+describe("a variable name that is a property of every object", () => {
+  writeFileSync(join(cwd, "receipts.jsonl"), "")
+  it.each(["__proto__", "constructor", "toString"])(
+    "receipts verify --key-env %s is not set (exit 2)",
+    (name) => {
+      const r = run(["receipts", "verify", "receipts.jsonl", "--key-env", name])
+      usage(
+        r,
+        new RegExp(`^mycelium: receipts verify: set ${name} to the signing key \\(or pass --jwks FILE\\)\n`),
+      )
+      expect(r.err).not.toMatch(/TypeError|is not a function/)
+    },
+  )
+  it.each(["__proto__", "constructor"])("receipts export --token-env %s is not set (exit 2)", (name) => {
+    const r = run(["receipts", "export", "--url", "http://127.0.0.1:1", "--token-env", name])
+    usage(r, new RegExp(`^mycelium: receipts export: ${name} is not set\n`))
+  })
+})

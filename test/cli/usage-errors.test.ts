@@ -2,11 +2,12 @@
 // --result-json number stored as another value, a write through a dangling symlink, a raw EISDIR or a Redis
 // connection error where the mistake is the caller's. Each is now a one-line usage error (exit 2) or a refusal.
 import { spawnSync } from "node:child_process"
-import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync } from "node:fs"
+import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
 import { parseResultJson } from "../../src/cli/options.ts"
+import { ConfigError, loadConfigFromString } from "../../src/core/config/index.ts"
 import { cliCommand } from "./cli-bin.ts"
 import { cliRunner } from "./run-cli.ts"
 
@@ -103,6 +104,19 @@ describe("paths where a file belongs", () => {
     expect(r.err).toContain("dangling.yaml is a symlink")
     expect(existsSync(target)).toBe(false)
   })
+  it.each([
+    ["newdir/", "newdir/mycelium.yaml"],
+    ["newdir/sub/..", "newdir/mycelium.yaml"],
+  ])(
+    "init -o %s (a folder's name, missing) is a usage error saying -o takes a file path",
+    (path, example) => {
+      const r = run(["init", "-o", path])
+      usage(r, `init: -o ${path} names a folder: -o takes a file path, e.g. ${example}`)
+      expect(r.err.split("\n")[0]).toMatch(/^mycelium: init: -o /)
+      expect(r.err).not.toMatch(/ENOENT|cannot open/)
+      expect(existsSync(join(cwd, "newdir"))).toBe(false)
+    },
+  )
   it("init -o DIR --force and demo --ledger DIR are usage errors naming the directory", () => {
     mkdirSync(join(cwd, "adir"))
     usage(run(["init", "-o", "adir", "--force"]), "adir is a directory")
@@ -125,5 +139,132 @@ describe("a Redis URL that is not redis:// or rediss://", () => {
     const up = run(["transitions", "list", "--redis-url", "REDIS://127.0.0.1:1"])
     expect(up.code).toBe(1)
     expect(up.err).toMatch(/127\.0\.0\.1:1/)
+  })
+})
+
+describe("transitions -c PATH", () => {
+  it("lists as --config PATH does, not refused as an unknown subcommand", () => {
+    const config = join(cwd, "short-c.yaml")
+    const ledger = join(cwd, "short-c.json")
+    writeFileSync(
+      config,
+      `transition: {agent_id: a, policy_version: v}\naction_ledger: {storage: file, path: ${ledger}, tools: [t]}\n` +
+        "tools: {t: {side_effect_class: read}}\n",
+    )
+    const short = run(["transitions", "-c", config])
+    const long = run(["transitions", "--config", config])
+    expect([short.code, short.err]).toEqual([0, ""])
+    expect(short.out).toContain(`in file ${ledger}`)
+    expect(short.out).toBe(long.out)
+    usage(run(["transitions", "-x"]), "transitions list: unknown option '-x'")
+  })
+})
+
+// A malformed address passed the config load, the flag and variable checks and `doctor --no-connectivity`, then
+// failed at the first call as `TypeError: Invalid URL` (exit 1) or, for Upstash, as an outage.
+describe("a store URL its driver cannot read", () => {
+  const NO_STORE_ENV = { MYCELIUM_LEDGER_FILE: "", MYCELIUM_REDIS_URL: "", MYCELIUM_POSTGRES_DSN: "" }
+  const refused = (r: { code: number | null; err: string; out: string }, first: string): void => {
+    usage(r, first)
+    expect(r.err.split("\n")[0]).toContain(first)
+    expect(r.err + r.out).not.toMatch(/S3CRET|TypeError|URIError|Invalid URL/)
+  }
+  const notUrl = "is not a valid URL: check the host and the port"
+  it.each([
+    [
+      ["transitions", "list", "--redis-url", "redis://u:S3CRET@127.0.0.1:notaport"],
+      {},
+      `--redis-url ${notUrl}`,
+    ],
+    [["tasks", "list", "--redis-url", "redis://u:S3CRET@127.0.0.1:notaport"], {}, `--redis-url ${notUrl}`],
+    [["transitions", "list"], { MYCELIUM_REDIS_URL: "redis://u:S3CRET@a b" }, `MYCELIUM_REDIS_URL ${notUrl}`],
+    [
+      ["transitions", "list", "--postgres-dsn", "postgres://a:S3CRET@127.0.0.1:notaport/db"],
+      {},
+      `--postgres-dsn ${notUrl}`,
+    ],
+    [
+      ["tasks", "list", "--postgres-dsn", "postgres://a:S3CRET@127.0.0.1:notaport/db"],
+      {},
+      `--postgres-dsn ${notUrl}`,
+    ],
+    [
+      ["transitions", "list"],
+      { MYCELIUM_POSTGRES_DSN: "postgres://a:S3CRET@h/db%" },
+      "MYCELIUM_POSTGRES_DSN holds a '%' not followed by two hex digits",
+    ],
+  ])("%j %j is a usage error naming the flag, not the URL", (args, env, first) => {
+    refused(run(args, { ...NO_STORE_ENV, ...env }), first)
+  })
+
+  const cases: [string, string, string[], Record<string, string>, string][] = [
+    [
+      "redis",
+      "transition: {agent_id: a, policy_version: v}\n" +
+        'action_ledger: {storage: redis, url: "redis://u:S3CRET@127.0.0.1:notaport", tools: [t]}\n' +
+        "tools: {t: {side_effect_class: read}}\n",
+      ["transitions", "list"],
+      {},
+      `2:38 at 'action_ledger.url': 'url' ${notUrl}`,
+    ],
+    [
+      "upstash",
+      "transition: {agent_id: a, policy_version: v}\n" +
+        'action_ledger: {storage: upstash, url: "ftp://x", token: t, tools: [t]}\n' +
+        "tools: {t: {side_effect_class: read}}\n",
+      ["transitions", "list"],
+      {},
+      "2:40 at 'action_ledger.url': 'url' must be an https:// URL",
+    ],
+    [
+      "neon",
+      "transition: {agent_id: a, policy_version: v}\n" +
+        'action_ledger: {storage: neon, dsn: "postgres://a:S3CRET@127.0.0.1:notaport/db", tools: [t]}\n' +
+        "tools: {t: {side_effect_class: read}}\n",
+      ["transitions", "list"],
+      {},
+      `2:37 at 'action_ledger.dsn': 'dsn' ${notUrl}`,
+    ],
+    [
+      "a task ledger's url_env",
+      "task_ledger: {storage: redis, url_env: RURL, tasks: [x]}\n",
+      ["tasks", "list"],
+      { RURL: "redis://u:S3CRET@h:99999" },
+      `1:40 at 'task_ledger.url_env': the value of environment variable 'RURL' ${notUrl}`,
+    ],
+    [
+      "a tool's own postgres ledger",
+      "transition: {agent_id: a, policy_version: v}\n" +
+        'tools: {t: {side_effect_class: read, ledger: {storage: postgres, dsn: "postgres://u:S3CRET@h/db%"}}}\n',
+      ["transitions", "list"],
+      {},
+      "2:71 at 'tools.t.ledger.dsn': 'dsn' holds a '%' not followed by two hex digits",
+    ],
+  ]
+  it.each(cases)(
+    "in mycelium.yaml (%s) is a ConfigError at its key, line and column, in doctor too",
+    (name, yaml, args, env, where) => {
+      const config = join(cwd, `bad-url-${name.replace(/\W+/g, "-")}.yaml`)
+      writeFileSync(config, yaml)
+      const first = `${config}:${where}`
+      refused(run([...args, "-c", config], { ...NO_STORE_ENV, ...env }), first)
+      refused(run(["doctor", "--no-connectivity", "-c", config], { ...NO_STORE_ENV, ...env }), first)
+      expect(() => loadConfigFromString(yaml, { env })).toThrow(ConfigError)
+    },
+  )
+
+  it.each([
+    ["redis", "url", "redis://:p%40ss@127.0.0.1:6379/0"],
+    ["redis", "url", "rediss://h"],
+    ["upstash", "url", "http://127.0.0.1:8079"],
+    ["postgres", "dsn", "postgres://u:p@/db?host=/run/postgresql"],
+    ["postgres", "dsn", "postgres://u:p w@h:5432/db"],
+    ["postgres", "dsn", "postgresql://u@[::1]:5432/db"],
+    ["postgres", "dsn", "socket:/tmp?db=x"],
+    ["neon", "dsn", "postgresql://u:p@ep-x.neon.tech/db?sslmode=verify-full"],
+  ])("a %s %s its driver reads still loads (%s)", (storage, key, value) => {
+    const token = storage === "upstash" ? ", token: t" : ""
+    const yaml = `action_ledger: {storage: ${storage}, ${key}: ${JSON.stringify(value)}${token}}\n`
+    expect(() => loadConfigFromString(yaml)).not.toThrow()
   })
 })

@@ -11,7 +11,7 @@ import {
   rmSync,
   writeFileSync,
 } from "node:fs"
-import { dirname, join, relative, resolve, sep } from "node:path"
+import { basename, dirname, join, relative, resolve, sep } from "node:path"
 import { parseArgs } from "node:util"
 import { CliError, UsageError } from "../errors.ts"
 import { parseOrUsage, requireRegularFile } from "../options.ts"
@@ -44,6 +44,12 @@ export async function run(args: string[]): Promise<number> {
   const path = values.output ?? "mycelium.yaml"
   // --full wins over --minimal, as in the original.
   const name: TemplateName = values.full ? "full" : values.minimal ? "minimal" : "quickstart"
+  // A folder's name (`newdir/`, `a/..`) that does not exist yet: written into as a file name, it failed as a raw
+  // ENOENT (exit 1) that read as a missing folder, not as the wrong kind of path.
+  if (path.endsWith("/") || path.endsWith(sep) || [".", ".."].includes(basename(path)))
+    throw new UsageError(
+      `init: -o ${path} names a folder: -o takes a file path, e.g. ${join(path, "mycelium.yaml")}`,
+    )
   // A directory or a device is never overwritten, --force or not (a raw EISDIR, or a write into a FIFO that blocks).
   requireRegularFile(path, "init: -o")
   // lstat, not exists: a dangling symlink is something there too, and writing would create the file it points to.

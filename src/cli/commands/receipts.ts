@@ -2,7 +2,7 @@
 import { existsSync, readFileSync } from "node:fs"
 import { dirname } from "node:path"
 import { parseArgs } from "node:util"
-import { pythonStrip } from "../../core/config/env.ts"
+import { envValue, pythonStrip } from "../../core/config/env.ts"
 import { CliError, importNeeding, UsageError } from "../errors.ts"
 import { parseOrUsage, requireRegularFile } from "../options.ts"
 import { CLI, clean, green, printJson, red, shown, VALUE_CHARS } from "../style.ts"
@@ -96,7 +96,8 @@ export async function run(args: string[]): Promise<number> {
   } else {
     const name = values["key-env"] ?? "MYCELIUM_SIGNING_KEY"
     // Stripped as the original (and mycelium.yaml's signing_key_env) reads the key.
-    const key = pythonStrip(process.env[name] ?? "")
+    // envValue: a name such as `__proto__` reads the prototype, which is no text (it crashed in pythonStrip).
+    const key = pythonStrip(envValue(process.env, name) ?? "")
     if (!key) throw new UsageError(`receipts verify: set ${name} to the signing key (or pass --jwks FILE)`)
     keys = { hmac: key }
   }
@@ -168,7 +169,7 @@ async function exportCommand(args: string[]): Promise<number> {
   const limits = exportLimits({ maxReceipts: values["max-receipts"], timeout: values.timeout })
   if (!values.url) throw new UsageError("receipts export needs --url (the ledger API's base URL)")
   const tokenEnv = values["token-env"] ?? "MYCELIUM_TOKEN"
-  const token = process.env[tokenEnv] || undefined
+  const token = envValue(process.env, tokenEnv) || undefined
   if (values["token-env"] && !token) throw new UsageError(`receipts export: ${tokenEnv} is not set`)
   const base = { url: values.url, token, agentId: values["agent-id"], ledger: values.ledger, ...limits }
   const out = values.output

@@ -449,8 +449,9 @@ const SUB: Record<string, (args: string[]) => Promise<number>> = {
 
 export async function run(args: string[]): Promise<number> {
   const [sub, ...rest] = args
-  // `mycelium transitions` and `mycelium transitions --stuck` keep listing, as before.
-  if (sub === undefined || sub.startsWith("--")) return list(args)
+  // `mycelium transitions` and `mycelium transitions --stuck` keep listing, as before; a short flag (`-c PATH`) too,
+  // or `-c` would be refused where `--config` works.
+  if (sub === undefined || sub.startsWith("-")) return list(args)
   const fn = Object.hasOwn(SUB, sub) ? SUB[sub] : undefined
   if (!fn) throw new UsageError(`transitions: unknown subcommand '${sub}' (list, show, release, mark-dead)`)
   return fn(rest)

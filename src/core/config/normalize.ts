@@ -15,6 +15,7 @@ import {
   type ToolConfig,
 } from "./schema.ts"
 import { type ConfigSource, placeChoice } from "./source.ts"
+import { storeUrlProblem, type UrlStoreKind } from "./store-url.ts"
 
 /** A storage choice with its secrets resolved from the environment. */
 export interface ResolvedStorage {
@@ -167,6 +168,12 @@ function resolveStorage(
         `not a postgres:// URL (libpq's key=value form is not read here): write postgres://user:password@host:5432/dbname`,
         [...path, key],
       )
+    const problem = direct === "token" ? undefined : storeUrlProblem(kind as UrlStoreKind, v)
+    if (problem)
+      throw source.error(
+        `${key === envKey ? `the value of environment variable '${raw}'` : `'${direct}'`} ${problem}`,
+        [...path, key],
+      )
     return v
   }
   const need = (key: string, value: unknown, hint: string): void => {
@@ -202,11 +209,6 @@ function resolveStorage(
       [...path, "timeout"],
     )
   const timeout = timeoutOf(kind, cfg.timeout)
-  if (kind === "redis" && url !== undefined && !/^rediss?:\/\//.test(url))
-    throw source.error(`redis url must start with redis:// or rediss://`, [
-      ...path,
-      cfg.url_env ? "url_env" : "url",
-    ])
   const choice = {
     ...out,
     ...(url !== undefined && { url }),
