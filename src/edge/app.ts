@@ -8,6 +8,7 @@ import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { ActionLedger, type ArgsDriftPolicy, type Clock, type LedgerStorage } from "../core/ledger/index.ts"
 import { clean } from "../core/repr.ts"
 import { secondsProblem } from "../core/seconds.ts"
+import { STORE_FAULT_CODES } from "../core/storage/store-faults.ts"
 import { isUnstorableText } from "../core/storage/text.ts"
 import { agentRoutes } from "./agent-routes.ts"
 import { AuthError, type LedgerScope, type Principal } from "./auth.ts"
@@ -17,7 +18,7 @@ import { HttpError } from "./errors.ts"
 import { DOCS_HTML, openApiDocument } from "./openapi.ts"
 import { operatorRoutes } from "./operator-routes.ts"
 import { receiptRoutes } from "./receipt-routes.ts"
-import { errorResponse, STORE_DETAIL_CODES } from "./status.ts"
+import { errorResponse } from "./status.ts"
 import { storeRoutes } from "./store-routes.ts"
 
 export interface LedgerAppOptions {
@@ -261,7 +262,8 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
     // control characters escaped (a corrupt file's own text is in the message), no stack (the fault is not a bug).
     else if (
       body.error.code === "receipt_append_failed" ||
-      (body.error.code !== "ledger_storage_unavailable" && STORE_DETAIL_CODES.has(body.error.code))
+      body.error.code === "receipt_unsigned" ||
+      (body.error.code !== "ledger_storage_unavailable" && STORE_FAULT_CODES.has(body.error.code))
     )
       console.error(`[mycelium] edge API storage fault: ${oneLine(err)}`)
     return c.json(body, status)

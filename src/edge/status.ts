@@ -2,7 +2,8 @@
 // app runs on. Every error the app returns is a MyceliumError with a snake_case code; `invalid_*` codes not listed
 // are 400, other package codes are ledger state conflicts (409). Anything else is our bug: a 500 without detail.
 import { MyceliumError } from "../core/errors.ts"
-import { ReceiptAppendError } from "../core/ledger/errors.ts"
+import { LedgerReceiptUnsignedError, ReceiptAppendError } from "../core/ledger/errors.ts"
+import { STORE_FAULT_CODES } from "../core/storage/store-faults.ts"
 
 export type HttpStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 500 | 503
 
@@ -51,30 +52,21 @@ export interface ErrorBody {
   readonly error: { readonly code: string; readonly message: string }
 }
 
-/**
- * Store failures whose messages carry the backend's own text, file paths, lock paths or the first bytes of a
- * damaged file: kept for the server's log, never sent to a caller.
- */
-export const STORE_DETAIL_CODES: ReadonlySet<string> = new Set([
-  "ledger_storage_unavailable",
-  "ledger_file_corrupt",
-  "ledger_file_lock_timeout",
-  "receipt_store_corrupt",
-  "upstash_unexpected_reply",
-])
-
 /** Status and body for any thrown value: a package error by its code, anything else a 500 without detail. */
 export function errorResponse(err: unknown): { status: HttpStatus; body: ErrorBody } {
   if (err instanceof MyceliumError) {
     const message =
       err.code === "ledger_storage_unavailable"
         ? "ledger storage unavailable; retry shortly"
-        : STORE_DETAIL_CODES.has(err.code)
+        : STORE_FAULT_CODES.has(err.code)
           ? `ledger storage cannot be used (${err.code}); the server log says where, an operator must repair it`
           : err instanceof ReceiptAppendError
             ? // Its message quotes the receipt store driver's error, which may name a host, a user or a DSN.
               `request '${err.requestId}' is recorded (receipt_ref ${err.receiptId}) but its receipt was not stored; the server log says why, an operator must restore the receipt store`
-            : err.message || err.code
+            : err instanceof LedgerReceiptUnsignedError
+              ? // Its message quotes the signer's error: a KMS's host, a key's text.
+                `request '${err.requestId}' is recorded but its receipt was not signed; the server log says why, an operator must restore the signer`
+              : err.message || err.code
     return { status: statusForCode(err.code), body: { error: { code: err.code, message } } }
   }
   return { status: 500, body: { error: { code: "internal_error", message: "internal error" } } }

@@ -5,7 +5,7 @@ import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema, type StandardSchemaV1 } from "../core/tools/index.ts"
 import { type HistoryGuard, MessageValidator, type RepairReport } from "../core/transcript/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
-import { GuardedToolError, hideOutage } from "./errors.ts"
+import { GuardedToolError, hideOutage, outcomeStands } from "./errors.ts"
 import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   type BoundaryMode,
@@ -60,7 +60,7 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
       `AI SDK tool '${options.name}' has no execute function: only tools that run in this process can be ledgered.`,
     )
   }
-  const { bounds: boundsOptions, boundary = "whole", meta, ...ledgerOptions } = options
+  const { bounds: boundsOptions, boundary = "whole", meta, onWarning, ...ledgerOptions } = options
   const { name } = options
   checkGuard(ledger, ledgerOptions, boundary)
   const bounds = compileBounds(name, toBoundarySchema(tool.inputSchema), boundsOptions)
@@ -77,6 +77,7 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
     }
     // One ledgered function per call: the body needs this call's options, which the ledger does not carry.
     let started: string | null = null
+    let done: { readonly value: unknown } | null = null
     const run = ledger.tool(ledgerOptions, async (checked, tx) => {
       started = tx.requestId
       const forBody: ToolExecutionOptions = { ...callOptions }
@@ -84,7 +85,8 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
       const out = await runWithBoundary(boundary, ledgerOptions, tx, () =>
         finalValue(execute(checked, forBody)),
       )
-      return await bounds.output(out)
+      done = { value: await bounds.output(out) }
+      return done.value
     })
     // A model told that a call failed calls again under a new id (failed-calls.ts). The conversation: the thread
     // `meta` names, else the `experimental_context` object the application passed for the run; one object may
@@ -98,7 +100,7 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
       held,
       ledger,
       () => started,
-      () => run(args, callMeta),
+      () => run(args, callMeta).catch((e: unknown) => outcomeStands(e, done, name, onWarning)),
       callMeta,
     ).catch(hideOutage)
   }

@@ -7,7 +7,7 @@ import type { StructuredToolInterface, ToolRunnableConfig } from "@langchain/cor
 import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
-import { GuardedToolError, hideOutage } from "./errors.ts"
+import { GuardedToolError, hideOutage, outcomeStands } from "./errors.ts"
 import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   isGraphInterrupt,
@@ -85,7 +85,7 @@ export function guardTool<T extends StructuredToolInterface>(
       `LangChain tool '${tool.name}' has no _call method: guard a tool made by tool(), DynamicStructuredTool or a StructuredTool subclass.`,
     )
   }
-  const { bounds: boundsOptions, boundary = "whole", meta, ...rest } = options
+  const { bounds: boundsOptions, boundary = "whole", meta, onWarning, ...rest } = options
   const name = tool.name
   const ledgerOptions = { ...rest, name }
   checkGuard(ledger, ledgerOptions, boundary)
@@ -149,7 +149,7 @@ export function guardTool<T extends StructuredToolInterface>(
           if (attempt && (isGraphInterrupt(err) || isInvalidResume(err))) {
             await settleInterrupt(ledger, attempt, name, effectBegan(), err)
           }
-          throw err
+          return outcomeStands(err, live, name, onWarning)
         }
       },
       callMeta,

@@ -25,7 +25,13 @@ export interface ToolLedger {
 }
 
 /** Ledger options of one guarded tool, without its name (the framework's tool name is used). */
-export type GuardLedgerOptions = Omit<LedgeredToolOptions, "name">
+export interface GuardLedgerOptions extends Omit<LedgeredToolOptions, "name"> {
+  /**
+   * Where the guard's warnings go (default `console.warn`): a call that completed but whose receipt the ledger could
+   * not store or sign, whose result the model is given. A ledger keeps its own `onWarning` to itself: pass the same.
+   */
+  readonly onWarning?: (message: string) => void
+}
 
 /**
  * How a tool body that does not know about the ledger is run. `"whole"` (the default) marks the whole body of

@@ -6,7 +6,7 @@ import type { FunctionTool, RunContext } from "@openai/agents"
 import type { CallMeta } from "../core/ledger/index.ts"
 import { type BoundarySchema, isStandardSchema, type StandardSchemaV1 } from "../core/tools/index.ts"
 import { compileBounds, type GuardBoundsOptions } from "./bounds.ts"
-import { GuardedToolError, shownToModel } from "./errors.ts"
+import { GuardedToolError, isOutage, outcomeStands, shownToModel } from "./errors.ts"
 import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   type BoundaryMode,
@@ -70,7 +70,7 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
     )
   }
   const execute = options.execute
-  const { bounds: boundsOptions, boundary = "whole", meta, ...rest } = guard
+  const { bounds: boundsOptions, boundary = "whole", meta, onWarning, ...rest } = guard
   const ledgerOptions = { ...rest, name }
   checkGuard(ledger, ledgerOptions, boundary)
   const schema = isStandardSchema(options.parameters) ? (options.parameters as BoundarySchema) : undefined
@@ -90,6 +90,7 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
       ...cleanMeta(meta?.(runContext, details) ?? {}),
     }
     let started: string | null = null
+    let done: { readonly value: R } | null = null
     const run = ledger.tool(ledgerOptions, async (checked: Record<string, unknown>, tx) => {
       started = tx.requestId
       const forBody: ToolCallDetails = { ...details }
@@ -97,7 +98,8 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
       const out = await runWithBoundary(boundary, ledgerOptions, tx, () =>
         execute((boxed ? checked.input : checked) as ToolInput<P>, runContext, forBody),
       )
-      return bytesAsBase64(await bounds.output(out))
+      done = { value: bytesAsBase64(await bounds.output(out)) }
+      return done.value
     })
     // A model told that a call failed ("Please try again") calls again under a new call id (failed-calls.ts). The
     // conversation: the thread `meta` names, else the run's RunContext, the one object every call of a run gets.
@@ -109,7 +111,7 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
       held,
       ledger,
       () => started,
-      () => run(args, callMeta),
+      () => run(args, callMeta).catch((e: unknown) => outcomeStands(e, done, name, onWarning)),
       callMeta,
     )
   }
@@ -122,10 +124,11 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
   if (own === null || (own === undefined && outputSchema !== undefined))
     return { ...options, execute: guarded }
   const errorFunction: ToolErrorText = (runContext, error, details) => {
+    // The store cannot be used: whether the effect happened is not recorded. Told "Please try again" (the SDK's
+    // default text), the model calls again under a new call id, which is a new ledger key: a second payment. Fail
+    // closed, with the ledger's own error for the application (the model reads nothing of it).
+    if (isOutage(error)) throw error
     const code = (error as { code?: unknown } | null)?.code
-    // The store is down: whether the effect happened is not recorded. Told "Please try again" (the SDK's default
-    // text), the model calls again under a new call id, which is a new ledger key: a second payment. Fail closed.
-    if (code === "ledger_storage_unavailable") throw error
     const shown = shownToModel(error)
     if (own) return own(runContext, shown, details)
     const text = String(shown)

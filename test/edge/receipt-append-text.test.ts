@@ -49,3 +49,40 @@ it("receipt_append_failed answers without the store driver's text, and the serve
   // Recorded: the call replays its result.
   expect((await storage.get("order-1"))?.terminalOutcome).toBe("COMPLETED")
 })
+
+it("receipt_unsigned answers without the signer's text, and the server log has it", async () => {
+  const logged: string[] = []
+  vi.spyOn(console, "error").mockImplementation((...a: unknown[]) => {
+    logged.push(a.map(String).join(" "))
+  })
+  const storage = new MemoryLedgerStorage()
+  const signer = {
+    ...hmacReceiptSigner("key"),
+    sign: () => Promise.reject(new Error("KMS https://kms.internal/keys/prod refused token hunter2")),
+  }
+  const emitter = new ReceiptEmitter({ signer, store: new MemoryReceiptStore(), agentId: "a" })
+  const app = createLedgerApp({ storage, receipts: () => ({ emitter, keys: { hmac: "key" } }) })
+  const post = (path: string, body: unknown) =>
+    app.request(path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: JSON.stringify(body),
+    })
+  const claim = (await (
+    await post("/v1/calls", {
+      tool: "pay",
+      args: { amount: 1 },
+      meta: { request_id: "order-2" },
+      binding: { agent_id: "a", policy_version: "1", side_effect_class: "keyed_mutate" },
+    })
+  ).json()) as { fence: number; lease: string }
+  const r = await post("/v1/calls/order-2/complete", { fence: claim.fence, lease: claim.lease, result: { ok: 1 } })
+  const text = await r.text()
+  expect(r.status).toBe(409)
+  expect(JSON.parse(text).error.code).toBe("receipt_unsigned")
+  expect(text).toContain("order-2")
+  expect(text).not.toContain("hunter2")
+  expect(text).not.toContain("kms.internal")
+  expect(logged.join("\n")).toContain("kms.internal")
+  expect((await storage.get("order-2"))?.terminalOutcome).toBe("COMPLETED")
+})

@@ -1,14 +1,18 @@
 // A model told that its payment failed calls again under a new call id: a new ledger key. In the AI SDK's real
 // generateText loop and OpenAI Agents' real Runner (scripted models), a payment whose gateway timed out after
-// charging must be charged once, however often the model retries.
+// charging must be charged once, however often the model retries. A call that completed but whose receipt could not
+// be stored or signed is no failure: the model gets its result, never the receipt store's error.
+import { tool as lcTool } from "@langchain/core/tools"
 import { Agent, tool as agentsTool, Runner } from "@openai/agents"
 import { generateText, stepCountIs, tool } from "ai"
 import { describe, expect, it } from "vitest"
 import { z } from "zod"
-import { ActionLedger, MemoryLedgerStorage } from "../../src/core/index.ts"
+import { ActionLedger, MemoryLedgerStorage, type ReceiptHook } from "../../src/core/index.ts"
 import { guardTool } from "../../src/integrations/ai-sdk.ts"
+import { guardTool as guardLgTool } from "../../src/integrations/langgraph.ts"
 import { guardToolOptions } from "../../src/integrations/openai-agents.ts"
 import { scriptedModel } from "./scripted/ai-sdk.ts"
+import { scriptedGraph, toolMessages } from "./scripted/langgraph.ts"
 import { ScriptedModel, ScriptedProvider } from "./scripted/openai-agents.ts"
 
 const binding = { agentId: "billing", policyVersion: "1", sideEffectClass: "non_idempotent_mutate" as const }
@@ -119,5 +123,92 @@ describe("OpenAI Agents: the model's retries of a payment that timed out after c
     expect(outputs).toHaveLength(3)
     expect(outputs[0]).toContain("gateway timed out")
     for (const o of outputs.slice(1)) expect(o).toContain("Do not call the tool again")
+  })
+})
+
+describe("a call that completed, but whose receipt the receipt store or signer failed to keep", () => {
+  const DSN = "postgres://audit:hunter2@10.0.0.5:5432/receipts"
+  const down = () => Promise.reject(new Error(`connect ECONNREFUSED ${DSN}`))
+  let n = 0
+  const signs = (draft: object) => Promise.resolve({ ...draft, receipt_id: `r-${++n}` }) as never
+  /** The receipt store refuses the append (ReceiptAppendError), or the signer is down (LedgerReceiptUnsignedError). */
+  const hooks: Record<string, ReceiptHook> = {
+    receipt_append_failed: { sign: signs, append: down },
+    receipt_unsigned: { sign: down, append: async () => {} },
+  }
+  const receiptLedger = (receipts: ReceiptHook) =>
+    new ActionLedger({ storage: new MemoryLedgerStorage(), receipts, onWarning: () => {} })
+  const pay = z.object({ to: z.string(), cents: z.number() })
+  const call = { id: "call_a", tool: "pay", input: args }
+
+  it.each(Object.keys(hooks))(
+    "AI SDK, %s: the model reads the result, the operator the warning; its redispatch is not charged",
+    async (code) => {
+      const { charges, charge } = gateway(0)
+      const warnings: string[] = []
+      const ledger = receiptLedger(hooks[code] as ReceiptHook)
+      const guarded = guardTool(ledger, tool({ inputSchema: pay, execute: charge }), {
+        name: "pay",
+        binding,
+        onWarning: (m) => warnings.push(m),
+      })
+      const prompts: string[] = []
+      for (let i = 0; i < 2; i++) {
+        const model = scriptedModel([[call]], prompts)
+        const result = await generateText({
+          model,
+          tools: { pay: guarded },
+          prompt: "pay",
+          stopWhen: stepCountIs(3),
+        })
+        expect(result.steps[0]?.content.filter((p) => p.type === "tool-error")).toEqual([])
+      }
+      expect(charges).toEqual(["acct_1:500"])
+      expect(prompts.join()).toContain('"value":"paid 500 to acct_1"')
+      expect(prompts.join()).not.toContain("hunter2")
+      expect(prompts.join()).not.toContain("receipt")
+      expect(warnings).toHaveLength(1)
+      expect(warnings[0]).toMatch(/^tool 'pay': Request '.*' is recorded .*hunter2/)
+      expect((await ledger.listTransitions()).map((r) => r.terminalOutcome)).toEqual(["COMPLETED"])
+    },
+  )
+
+  it("OpenAI Agents: the model reads the result, the run goes on, the operator gets the warning", async () => {
+    const { charges, charge } = gateway(0)
+    const warnings: string[] = []
+    const options = { name: "pay", description: "pay", parameters: pay, execute: charge }
+    const guarded = guardToolOptions(receiptLedger(hooks.receipt_append_failed as ReceiptHook), options, {
+      binding,
+      onWarning: (m) => warnings.push(m),
+    })
+    const model = new ScriptedModel([[{ callId: "fc_1", name: "pay", args }]])
+    const runner = new Runner({ modelProvider: new ScriptedProvider(model), tracingDisabled: true })
+    const result = await runner.run(
+      new Agent({ name: "payer", model: "scripted", tools: [agentsTool(guarded)] }),
+      "pay",
+    )
+    const outputs = result.newItems.filter((i) => i.type === "tool_call_output_item")
+    expect(outputs.map((i) => (i as { output: unknown }).output)).toEqual(["paid 500 to acct_1"])
+    expect(JSON.stringify(model.requests)).not.toContain("hunter2")
+    expect(charges).toEqual(["acct_1:500"])
+    expect(warnings).toEqual([expect.stringContaining("receipt_ref r-")])
+  })
+
+  it("LangGraph: ToolNode's message is the result, the operator gets the warning", async () => {
+    const { charges, charge } = gateway(0)
+    const warnings: string[] = []
+    const guarded = guardLgTool(
+      receiptLedger(hooks.receipt_append_failed as ReceiptHook),
+      lcTool(charge, { name: "pay", description: "pay", schema: pay }),
+      { binding, onWarning: (m) => warnings.push(m) },
+    )
+    const graph = scriptedGraph([guarded], [{ id: "call_a", name: "pay", args }])
+    const state = await graph.invoke(
+      { messages: [{ role: "user", content: "pay" }] },
+      { configurable: { thread_id: "t" } },
+    )
+    expect(toolMessages(state).map((m) => m.content)).toEqual(["paid 500 to acct_1"])
+    expect(charges).toEqual(["acct_1:500"])
+    expect(warnings).toEqual([expect.stringContaining("receipt_ref r-")])
   })
 })
