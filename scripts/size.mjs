@@ -106,7 +106,10 @@ const budgets = [
     // heartbeat silence they act on too (a clock ahead reclaimed, or planted a death, beside a live holder).
     // 17.9 -> 18 KB (2026-12-07, stop 48's sweep), 18,331 B: no promise is handed back already rejected (workerd
     // reports it uncaught): ActionLedger.claim, a verdict's reexecute and markWorkerDeadFor's refusal await theirs.
-    max: 18 * KB,
+    // 18 -> 18.1 KB (2026-12-07, stop 55), 112 B: a completion's receipt is signed while the lease is still renewed
+    // (a signer slower than the lease let it lapse under a finished call: a redispatch hard-blocked the payment, or
+    // ran an idempotent call again), then written over the row as it is then: 18,443 B.
+    max: 18.1 * KB,
     target: 15 * KB,
   },
   // #11's budget for the whole core entry: the ledger, the context guards and the error root, for bundlers that do not
@@ -135,7 +138,9 @@ const budgets = [
   {
     name: "core entry (everything)",
     code: 'export * from "./dist/index.js"',
-    max: 20 * KB,
+    // 20 -> 20.2 KB (2026-12-07, stop 55), 20,475 -> 20,602 B: the ledger's receipt signed while the lease is renewed
+    // (above). #11's 20 KB is missed by 122 B again; the ledger row, 3 KB over its 15 KB, keeps #11 open regardless.
+    max: 20.2 * KB,
   },
   // One entry per guard family, each measured alone (what it shares with the core is counted again); budgets are
   // the size at the split +15%. receipts and tasks each carry the ledger's canonical JSON and SHA-256 (5 KB minified).
@@ -198,13 +203,19 @@ const budgets = [
     // ran), and a release over it is TaskReleaseRefusedError, not an outage: 8,443 B.
     // tasks 2026-12-07 (stop 48), +41 B within 8.3 KB: the task ledger's texts quote a task id clipped (a 1 MB
     // task_id made the in-flight, release, lease and receipt texts 1 MB each): 8,484 B.
-    ["tasks", 8.3],
+    // tasks 8.3 -> 8.5 KB (2026-12-07, stop 55), 164 B: a completed task's receipt is signed while its lease is
+    // renewed (a slow signer let another worker run the finished task again), a second release before the task runs
+    // again is refused, null metadata and object ids are typed: 8,648 B.
+    ["tasks", 8.5],
     // state 2.4 -> 2.5 KB (2026-12-05): the JSON conversion it shares with the ledger learned to refuse arguments
     // that are not plain (the refusal itself stays with the ledger): 2,496 B.
     // state 2.5 -> 2.6 KB (2026-12-05): the shared JSON conversion refuses non-finite arguments: 2,575 B.
     // state 2.6 -> 2.7 KB (2026-12-06, the review of today's fixes), 10 B: a body's Error with a Symbol message or a
     // throwing name is recorded (its text threw: the caller got a TypeError and the run's end was not stored): 2,672 B.
-    ["state", 2.7],
+    // state 2.7 -> 3.3 KB (2026-12-07, stop 55), 650 B: a store outage in load(), resume(), checkpoint() and flush() is
+    // StateStoreUnavailableError (the driver's raw error reached the caller), and options of the wrong kind are
+    // refused naming the option (a flushOn of 5 or a look-alike signal threw bare TypeErrors): 3,322 B.
+    ["state", 3.3],
     // ManualClock, for tests of ledgered code; moved out of the core entry (2026-12-05), whose budget it spent.
     ["testing", 0.5],
   ].map(([e, max]) => ({ name: e, code: `export * from "./dist/${e}.js"`, max: max * KB })),
@@ -363,7 +374,11 @@ const budgets = [
     // harden(), Object.freeze) could not take its escaped message, and the TypeError thrown in its place lost the
     // code and quoted the error's lines whole; the model gets a view of it: ai-sdk 16,400 B, langgraph 10,964,
     // openai-agents 9,435.
-    max: { "ai-sdk": 16.1, langgraph: 10.8, "openai-agents": 9.3 }[i] * KB,
+    // +0.1 to 0.2 KB each (2026-12-07, stop 55): every store fault (a file lock held past its timeout, a corrupt
+    // file) ends the call as an outage, not only ledger_storage_unavailable (the model read the lock's path, and a
+    // retry paid twice), and a call whose receipt was not stored or signed returns its recorded result (the model
+    // read the receipt store's DSN and called again): ai-sdk 16,584 B, langgraph 11,121, openai-agents 9,633.
+    max: { "ai-sdk": 16.3, langgraph: 10.9, "openai-agents": 9.5 }[i] * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.
   // 12 -> 12.2 KB (2026-12-06, the harness attack review): a deadline whose timer is late still stops dispatch, requests
@@ -464,7 +479,10 @@ const budgets = [
   // 94 -> 94.1 KB (2026-12-07, stop 48's review), 96,357 B: the same ledger's silence sent by a reclaim and a mark.
   // 94.1 -> 94.2 KB (2026-12-07, stop 48's sweep), 96,399 B: its configured tools, tasks, close() and the ledger it
   // bundles await what they return (workerd reported a handled rejection as uncaught).
-  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 94.2 * KB },
+  // 94.2 -> 95.5 KB (2026-12-07, stop 55), 97,685 B: a store URL is checked where it is read, as its driver reads it
+  // (a malformed one loaded, then failed the first call with a bare TypeError or as a fake outage), and the ledger,
+  // task ledger and state flush fixes it bundles.
+  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 95.5 * KB },
   // The storage conformance suite for adapter authors: test code, loaded by a test file and never by an application,
   // so its size matters little; it carries the whole ledger (its replay case runs an ActionLedger), the row codec and
   // the Python original's rows. 21.6 KB when it was added. The task, receipt and state-flush store suites joined it
@@ -498,7 +516,8 @@ const budgets = [
     // 41 -> 41.3 KB (2026-12-07, stop 48): the ledger's fix for a store on a clock of its own, and the contract
     // model's rule for such a store (LedgerStorageFixture.leaseClock): 42,282 B.
     // 41.3 -> 41.5 KB (2026-12-07, stop 48's review), 42,409 B: the ledger's silence sent by a reclaim and a mark.
-    max: 41.5 * KB,
+    // 41.5 -> 42.2 KB (2026-12-07, stop 55), 43,173 B: the ledger's, task ledger's and state flush's fixes it bundles.
+    max: 42.2 * KB,
   },
   // The agent client (`mycelium-runtime/client`, fetch only: no hono, zod or jose): 4.8 KB when it was added.
   // 6 -> 6.5 KB (2026-12-05, the review of stop 34): a result the server would refuse (NUL, an unpaired surrogate, a

@@ -34,8 +34,8 @@ import {
   resolvedOutcome,
 } from "../model/entry.ts"
 import type { EffectState, SideEffectBoundary, TerminalOutcome } from "../model/enums.ts"
-import type { SignedReceipt } from "../model/receipt-hook.ts"
-import { appendReceipt, sealRow } from "./receipts.ts"
+import type { ReceiptHook, SignedReceipt } from "../model/receipt-hook.ts"
+import { appendReceipt } from "./receipts.ts"
 
 /** Who holds a claim: every post-claim mutation must present the claim's fence. */
 export interface FenceGuard {
@@ -183,7 +183,7 @@ async function seal(core: LedgerCore, next: LedgerEntry): Promise<SealedOutcome>
   // A signer outage must not strand the row in flight: once its lease lapsed the body would run again (or a keyed
   // call block as not crossed) for an outcome that is known. It is written without a receipt, then reported.
   try {
-    return { next, receipt: (await sealRow(core, next, toolReceiptDraft)).receipt }
+    return { next, receipt: await (core.receipts as ReceiptHook).sign(toolReceiptDraft(next)) }
   } catch (unsigned) {
     return { next, receipt: null, unsigned }
   }
