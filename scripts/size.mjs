@@ -555,7 +555,9 @@ const budgets = [
   // Then 51 B: the lease lapses by the wall or the monotonic clock, whichever ends it first, and pollTimeout runs on the
   // monotonic one (a wall clock stepped back kept a lease the server had ended: a late answer started the effect
   // beside a redispatch): 7,675 B.
-  { name: "client (RemoteLedger)", code: 'export * from "./dist/edge/client.js"', max: 7.5 * KB },
+  // 7.5 -> 7.6 KB (2026-12-07, stop 55), 35 B: a 5xx internal_error is an outage, not a RemoteLedgerError (a model
+  // told a completion answered 500 had failed called again under a new id: a second payment): 7,710 B.
+  { name: "client (RemoteLedger)", code: 'export * from "./dist/edge/client.js"', max: 7.6 * KB },
   // The Cloudflare worker (edge API + Durable Object + hono, zod, jose): what `wrangler deploy` uploads.
   // #10's budget. The edge schemas use zod/mini with only the English messages: 61 KB here, 66 KB as wrangler builds it
   // (classic zod, which does not tree-shake, had grown it to 80).

@@ -245,10 +245,14 @@ export class RemoteLedger {
       const err = (json as { error?: { code?: unknown; message?: unknown } } | null)?.error
       const code = serverCode(err?.code)
       const message = typeof err?.message === "string" ? err.message : `HTTP ${res.status}`
+      // A 5xx with no code of the API's own (a gateway's, or the server's internal_error, its bug): whether the
+      // request took effect is unknown, as in an outage. A RemoteLedgerError there read as a refusal, and a model
+      // told the completion failed called again under a new id: a second payment.
+      const outage = res.status >= 500 && /^(http|internal)_error$/.test(code)
       throw errorFor(
         res.status,
-        res.status >= 500 && code === "http_error" ? "ledger_storage_unavailable" : code,
-        message,
+        outage ? "ledger_storage_unavailable" : code,
+        outage ? `ledger API failed (HTTP ${res.status}): ${message}` : message,
         tool,
       )
     }

@@ -258,3 +258,24 @@ describe("a token fetch cannot send never reaches an error message", () => {
     )
   })
 })
+
+describe("a server's internal error", () => {
+  it("RemoteLedger: a 500 internal_error on the completion is an outage, not a refusal; the tool ran once", async () => {
+    serve(async (req, real) =>
+      req.url?.endsWith("/complete")
+        ? {
+            status: 500,
+            text: JSON.stringify({ error: { code: "internal_error", message: "internal error" } }),
+          }
+        : real(),
+    )
+    let runs = 0
+    const ledger = new RemoteLedger({ baseUrl: base, onWarning: () => {} })
+    const e = await failure(
+      ledger.tool({ name: "pay", binding: pay }, async () => ++runs)({}, { requestId: "i1" }),
+    )
+    expect(e).toBeInstanceOf(LedgerStorageUnavailableError)
+    expect(e.message).toContain("ledger API failed (HTTP 500)")
+    expect(runs).toBe(1)
+  })
+})
