@@ -76,7 +76,11 @@ it("receipt_unsigned answers without the signer's text, and the server log has i
       binding: { agent_id: "a", policy_version: "1", side_effect_class: "keyed_mutate" },
     })
   ).json()) as { fence: number; lease: string }
-  const r = await post("/v1/calls/order-2/complete", { fence: claim.fence, lease: claim.lease, result: { ok: 1 } })
+  const r = await post("/v1/calls/order-2/complete", {
+    fence: claim.fence,
+    lease: claim.lease,
+    result: { ok: 1 },
+  })
   const text = await r.text()
   expect(r.status).toBe(409)
   expect(JSON.parse(text).error.code).toBe("receipt_unsigned")

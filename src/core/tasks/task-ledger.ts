@@ -443,7 +443,10 @@ export class TaskLedger {
       try {
         // Bounded and cleaned as the ledger records a failure: a task store refused an error of several MB.
         await serial(async () =>
-          this.#finish(held, await this.#seal(held, "failed", null, storableText(errorText(err), MAX_ERROR_TEXT))),
+          this.#finish(
+            held,
+            await this.#seal(held, "failed", null, storableText(errorText(err), MAX_ERROR_TEXT)),
+          ),
         )
       } catch (e) {
         if (e instanceof TaskLeaseLostError) lost.abort(e)
@@ -538,7 +541,12 @@ export class TaskLedger {
    * The outcome's row and its receipt, signed before the write. A completion is sealed while the lease is still
    * renewed: a signer slower than what was left of the lease let it lapse, and another worker ran the task again.
    */
-  async #seal(held: Held, status: "completed" | "failed", result: unknown, error: string | null): Promise<Sealed> {
+  async #seal(
+    held: Held,
+    status: "completed" | "failed",
+    result: unknown,
+    error: string | null,
+  ): Promise<Sealed> {
     const now = this.clock.now()
     const row: TaskRow = {
       ...held.row,

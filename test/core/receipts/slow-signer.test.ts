@@ -4,7 +4,12 @@
 // ran a second time.
 import { describe, expect, it } from "vitest"
 import { ActionLedger, MemoryLedgerStorage } from "../../../src/core/index.ts"
-import { hmacReceiptSigner, MemoryReceiptStore, ReceiptEmitter, verifyReceipts } from "../../../src/receipts.ts"
+import {
+  hmacReceiptSigner,
+  MemoryReceiptStore,
+  ReceiptEmitter,
+  verifyReceipts,
+} from "../../../src/receipts.ts"
 import { MemoryTaskStore, TaskLedger } from "../../../src/tasks.ts"
 
 const KEY = "slow-signer-key"
