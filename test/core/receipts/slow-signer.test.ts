@@ -33,10 +33,10 @@ function slowSigner() {
   return { signer, signing, release }
 }
 
-// A lease of 1 s, renewed every third of it while the caller's lease holds; the redispatch comes 1.6 s into the
+// A lease of 2 s, renewed every third of it while the caller's lease holds; the redispatch comes 2.6 s into the
 // signing, past the lapse of the last lease written before it, and waits for the outcome.
-const LEASE = 1
-const AFTER_LAPSE_MS = 1600
+const LEASE = 2
+const AFTER_LAPSE_MS = 2600
 
 describe("a slow receipt signer", () => {
   it("ActionLedger: a redispatch during the signing waits for the outcome and returns it; the body ran once", async () => {
