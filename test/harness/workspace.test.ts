@@ -17,6 +17,7 @@ import {
   parseTestSummary,
   TestRunAction,
   type WorkspaceAction,
+  WorkspaceEventParseError,
   WorkspaceNotStartedError,
   withWorkspace,
 } from "../../src/harness/workspace/index.ts"
@@ -317,5 +318,33 @@ describe("workspace", () => {
       "workspace.browse",
       "workspace.computer_use",
     ])
+  })
+})
+
+describe("parseAction on hostile wire text", () => {
+  // `kind in ACTION_FIELDS` matched Object.prototype's names: "__proto__" threw a TypeError, the others built junk.
+  it("a kind named after an Object.prototype member is an unknown kind", () => {
+    for (const kind of ["__proto__", "constructor", "toString", "hasOwnProperty", "valueOf"])
+      expect(() => parseAction(JSON.parse(`{"kind": "${kind}"}`)), kind).toThrow(WorkspaceEventParseError)
+    expect(() => parseAction(JSON.parse('{"kind": "cmd_run", "command": "ls", "__proto__": 1}'))).toThrow(
+      "no field '__proto__'",
+    )
+  })
+
+  it("a long kind or field name is clipped in the message", () => {
+    const big = "k".repeat(100_000)
+    for (const bad of [{ kind: big }, { kind: "cmd_run", command: "ls", [big]: 1 }]) {
+      const e = (() => {
+        try {
+          parseAction(bad)
+        } catch (err) {
+          return err as Error
+        }
+      })()
+      expect(e).toBeInstanceOf(WorkspaceEventParseError)
+      expect(e).toMatchObject({ code: "invalid_workspace_event" })
+      expect(e?.message.length).toBeLessThan(400)
+    }
+    expect(() => parseObservation({ kind: big })).toThrow(/^unknown observation kind '.{300}\.\.\.'$/)
   })
 })

@@ -1,6 +1,7 @@
 // The run's one budget ledger. Every check-and-reserve is one synchronous step (no await between the check and
 // the reservation), so concurrent tasks and sub-queries cannot overshoot a limit.
-import { safeString } from "../repr.ts"
+import { isObject } from "../is-object.ts"
+import { clip, safeString } from "../repr.ts"
 import { BudgetExceededError, type BudgetReason, BudgetValidationError } from "./errors.ts"
 import type { EffectiveBudget, RunBudget, RunUsage } from "./types.ts"
 import { UsageAccumulator } from "./usage.ts"
@@ -14,7 +15,8 @@ export function resolveBudget(
   budget: RunBudget = {},
   fallbacks: Partial<EffectiveBudget> = {},
 ): EffectiveBudget {
-  if (typeof budget !== "object" || budget === null)
+  // Not a list either: `[]` read as a budget with every field unset, so every limit silently took its default.
+  if (!isObject(budget))
     throw new BudgetValidationError("invalid_budget", "(budget)", "a RunBudget must be an object")
   const limit = (field: keyof RunBudget, dflt: number | null): number | null => {
     const v = budget[field]
@@ -25,7 +27,7 @@ export function resolveBudget(
       throw new BudgetValidationError(
         "invalid_limit",
         field,
-        `expected null or an integer >= 0, got ${safeString(v)}`,
+        `expected null or an integer >= 0, got ${clip(safeString(v))}`,
       )
     return v
   }
@@ -35,7 +37,7 @@ export function resolveBudget(
       throw new BudgetValidationError(
         "invalid_concurrency",
         field,
-        `expected null or an integer >= 1, got ${safeString(v)}`,
+        `expected null or an integer >= 1, got ${clip(safeString(v))}`,
       )
     return v
   }
@@ -44,7 +46,7 @@ export function resolveBudget(
     throw new BudgetValidationError(
       "invalid_deadline",
       "deadline_seconds",
-      `expected null or > 0, got ${safeString(d)}`,
+      `expected null or > 0, got ${clip(safeString(d))}`,
     )
   return Object.freeze({
     request_limit: limit("request_limit", DEFAULT_REQUEST_LIMIT),

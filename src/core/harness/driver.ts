@@ -1,8 +1,6 @@
 // The DAG driver: task slots without waves, one shared budget, fail-fast with cancel-and-drain, a monotonic
 // deadline, ordered events, and no partial answer unless the whole plan succeeded.
-import { InvalidOptionError } from "../errors.ts"
 import type { ActionLedger } from "../ledger/index.ts"
-import { safeString } from "../repr.ts"
 import {
   type AgentContext,
   errorMessage,
@@ -21,6 +19,7 @@ import { newRunId } from "./ids.ts"
 import { MinHeap } from "./min-heap.ts"
 import type { ModelClient, ModelSettings } from "./model.ts"
 import { type CheckedTask, validatePlan } from "./plan.ts"
+import { readRunArgs } from "./run-args.ts"
 import { Semaphore } from "./semaphore.ts"
 import { startTimer, type Timer } from "./timer.ts"
 import type { HarnessTool } from "./tools.ts"
@@ -36,8 +35,7 @@ import type {
 } from "./types.ts"
 import { UsageAccumulator } from "./usage.ts"
 
-export const DEFAULT_MAX_REQUEST_SAMPLES = 256
-export const DEFAULT_DRAIN_TIMEOUT_SECONDS = 30
+export { DEFAULT_DRAIN_TIMEOUT_SECONDS, DEFAULT_MAX_REQUEST_SAMPLES } from "./run-args.ts"
 
 /** What the host supplies: the model, the tools and instructions per task, the budget, optionally a ledger. */
 export interface RunDeps {
@@ -111,10 +109,11 @@ interface StopCause {
 }
 
 /**
- * Runs a dependency plan. Validation errors (`PlanValidationError`, `BudgetValidationError`) are thrown
- * synchronously, before any event. The promise resolves only on success and rejects with `RunFailed` (whose
- * `result` is deeply frozen) when the plan fails or stops, including on cancellation; it settles only after every
- * task has drained, or after `drain_timeout_seconds` with `drain_incomplete` set.
+ * Runs a dependency plan. Validation errors (`PlanValidationError`, `BudgetValidationError`, and
+ * `InvalidOptionError` for deps and options of the wrong kind) are thrown synchronously, before any event. The
+ * promise resolves only on success and rejects with `RunFailed` (whose `result` is deeply frozen) when the plan fails
+ * or stops, including on cancellation; it settles only after every task has drained, or after
+ * `drain_timeout_seconds` with `drain_incomplete` set.
  */
 export function runPlan(
   plan: RunPlan | DependencyPlan,
@@ -122,44 +121,22 @@ export function runPlan(
   options: RunOptions = {},
 ): Promise<RunResult> {
   const checked = validatePlan(plan)
+  const args = readRunArgs(deps, options)
+  const { signal, maxSamples, drainMs, rlm, now } = args
   const budget = resolveBudget(deps.budget ?? {}, {
     ...deps.concurrency_defaults,
-    ...(options.deadline_seconds !== undefined ? { deadline_seconds: options.deadline_seconds } : {}),
+    ...(args.deadlineSeconds !== undefined ? { deadline_seconds: args.deadlineSeconds } : {}),
   })
-  const maxSamples = deps.max_request_samples ?? DEFAULT_MAX_REQUEST_SAMPLES
-  if (!Number.isSafeInteger(maxSamples) || maxSamples < 0)
-    throw new InvalidOptionError(
-      `max_request_samples must be an integer >= 0, got ${String(maxSamples)}. Pass e.g. { max_request_samples: 256 }.`,
-    )
-  const drainSeconds = options.drain_timeout_seconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS
-  if (typeof drainSeconds !== "number" || !(drainSeconds > 0) || !Number.isFinite(drainSeconds))
-    throw new InvalidOptionError(
-      `drain_timeout_seconds must be a finite number > 0, got ${String(drainSeconds)}. Pass e.g. { drain_timeout_seconds: 30 }.`,
-    )
-  const drainMs = drainSeconds * 1000
-  const rlm = { max_depth: deps.rlm?.max_depth ?? 3, max_turns: deps.rlm?.max_turns ?? 5 }
-  // A NaN (a number read from an unset environment variable) or fractional cap compares false against every depth
-  // and turn, which lifted the limit instead of applying it.
-  if (
-    !Number.isSafeInteger(rlm.max_depth) ||
-    rlm.max_depth < 0 ||
-    !Number.isSafeInteger(rlm.max_turns) ||
-    rlm.max_turns < 1
-  )
-    throw new InvalidOptionError(
-      `rlm needs an integer max_depth >= 0 and max_turns >= 1, got ${safeString(rlm.max_depth)} and ${safeString(rlm.max_turns)}`,
-    )
-  const now = options.now ?? (() => performance.now())
-  const runId = options.run_id ?? newRunId()
+  const runId = args.runId ?? newRunId()
   const startedAt = now()
 
-  const bus = new EventBus(checked.plan_id, options.onEvent)
+  const bus = new EventBus(checked.plan_id, args.onEvent)
   const driverStream = bus.stream(runId)
   const ledger = new BudgetLedger(budget)
   const shared: SharedRun = {
     runId,
     model: deps.model,
-    modelName: deps.model_name ?? "unknown:model",
+    modelName: args.modelName,
     settings: deps.settings,
     budget: ledger,
     requestPermits: new Semaphore(budget.max_concurrent_requests),
@@ -209,7 +186,7 @@ export function runPlan(
 
     driverStream.emit({
       type: "run_started",
-      task_ids: checked.tasks.map((t) => t.task_id),
+      task_ids: Object.freeze(checked.tasks.map((t) => t.task_id)),
       output_task_id: checked.output_task_id,
       max_concurrency: checked.max_concurrency,
       budget,
@@ -238,7 +215,7 @@ export function runPlan(
         message: `initial_elapsed_seconds (${checked.initial_elapsed_seconds}) already reaches the deadline of ${budget.deadline_seconds}s`,
         error_type: null,
       }
-    } else if (options.signal?.aborted) {
+    } else if (signal?.aborted) {
       cause = {
         reason: "cancelled",
         task_id: null,
@@ -248,7 +225,7 @@ export function runPlan(
     }
     if (cause) return finish()
 
-    options.signal?.addEventListener("abort", onAbort, { once: true })
+    signal?.addEventListener("abort", onAbort, { once: true })
     if (budget.deadline_seconds !== null) {
       const remainingMs = (budget.deadline_seconds - checked.initial_elapsed_seconds) * 1000
       const onDeadline = () =>
@@ -279,7 +256,7 @@ export function runPlan(
     // What a durable run will replay is charged before its first task, and may already stop it as it stopped the
     // crashed run; a stop while the store lists (an abort, the deadline) has already ended the run (`stop`). A run id
     // of its own (random) has no rows yet: nothing to list.
-    if (!shared.ledger || options.run_id === undefined) pump()
+    if (!shared.ledger || args.runId === undefined) pump()
     else
       precharge(shared.ledger, runId, checked.tasks, ledger, shared.precharged).then(
         () => {
@@ -425,7 +402,7 @@ export function runPlan(
       finished = true
       deadlineTimer?.clear()
       drainTimer?.clear()
-      options.signal?.removeEventListener("abort", onAbort)
+      signal?.removeEventListener("abort", onAbort)
       // Tasks the drain gave up on end here, so every started task has its terminal event before run_finished.
       const late = tasks.filter((t) => t.status === "running")
       for (const t of late)

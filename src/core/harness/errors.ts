@@ -35,18 +35,26 @@ export type PlanProblemCode =
   | "invalid_initial_usage"
   | "invalid_initial_elapsed"
 
+// A hostile plan can hold a problem per dependency: the message lists the first ones, `details` keeps them all.
+const MAX_LISTED_PROBLEMS = 50
+
 /**
  * The plan cannot run. Thrown before anything runs: no run exists, so no events are emitted and no model is called.
- * `code` is the first problem's code; `details.problems` holds all of them.
+ * `code` is the first problem's code; `details.problems` holds all of them, the message the first 50.
  */
 export class PlanValidationError extends HarnessError {
   override readonly name = "PlanValidationError"
   override readonly code: PlanProblemCode
   readonly details: { readonly problems: readonly PlanProblem[] }
   constructor(problems: readonly PlanProblem[]) {
+    const rest = problems.length - MAX_LISTED_PROBLEMS
     super(
       `Invalid plan (${problems.length} problem${problems.length === 1 ? "" : "s"}): ` +
-        problems.map((p) => `${p.code}: ${p.message}`).join("; ") +
+        problems
+          .slice(0, MAX_LISTED_PROBLEMS)
+          .map((p) => `${p.code}: ${p.message}`)
+          .join("; ") +
+        (rest > 0 ? `; and ${rest} more (see details.problems)` : "") +
         ". Fix the plan and submit it again; nothing was dispatched.",
     )
     this.code = problems[0]?.code ?? "invalid_plan"

@@ -1,6 +1,6 @@
 // Plan validation: once, before anything runs, collecting every problem instead of stopping at the first.
 
-import { safeString } from "../repr.ts"
+import { clip, safeString } from "../repr.ts"
 import { type PlanProblem, PlanValidationError } from "./errors.ts"
 import { newPlanId } from "./ids.ts"
 import type { DependencyPlan, RunPlan, RunTask, RunUsage } from "./types.ts"
@@ -30,12 +30,15 @@ export interface CheckedPlan {
   readonly initial_elapsed_seconds: number
 }
 
-/** A hostile plan's value in a message: JSON when it has one, else its string form; never throws (bigint, cycles). */
+/**
+ * A hostile plan's value in a message: JSON when it has one, else its string form; never throws (bigint, cycles).
+ * Clipped: a planner's 1 MB id, repeated in every problem that names it, made the joined message too long to build.
+ */
 function describe(v: unknown): string {
   try {
-    return JSON.stringify(v) ?? safeString(v)
+    return clip(JSON.stringify(v) ?? safeString(v))
   } catch {
-    return safeString(v)
+    return clip(safeString(v))
   }
 }
 
@@ -89,12 +92,13 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
   tasks.forEach((t, i) => {
     if (!isRecord(t)) return
     const id = typeof t.task_id === "string" ? t.task_id : describe(t.task_id)
+    const shown = clip(id)
     const raw = t.depends_on ?? []
     if (!Array.isArray(raw)) {
       problems.push({
         code: "unknown_dependency",
         task_id: id,
-        message: `task ${id}: depends_on must be an array`,
+        message: `task ${shown}: depends_on must be an array`,
       })
       return
     }
@@ -105,7 +109,7 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
         problems.push({
           code: "unknown_dependency",
           task_id: id,
-          message: `task ${id}: dependency ${describe(d)} is not a task id string`,
+          message: `task ${shown}: dependency ${describe(d)} is not a task id string`,
         })
         continue
       }
@@ -114,13 +118,13 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
         problems.push({
           code: "duplicate_dependency",
           task_id: id,
-          message: `task ${id} lists dependency ${dep} more than once`,
+          message: `task ${shown} lists dependency ${clip(dep)} more than once`,
         })
         continue
       }
       seen.add(dep)
       if (dep === id) {
-        problems.push({ code: "self_dependency", task_id: id, message: `task ${id} depends on itself` })
+        problems.push({ code: "self_dependency", task_id: id, message: `task ${shown} depends on itself` })
         continue
       }
       const j = indexOf.get(dep)
@@ -128,7 +132,7 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
         problems.push({
           code: "unknown_dependency",
           task_id: id,
-          message: `task ${id} depends on unknown task ${dep}`,
+          message: `task ${shown} depends on unknown task ${clip(dep)}`,
         })
         continue
       }
@@ -143,7 +147,7 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
   const cycle = findCycle(tasks.length, deps)
   if (cycle) {
     const path = cycle.map((i) => String(tasks[i]!.task_id))
-    problems.push({ code: "cycle", cycle: path, message: `dependency cycle: ${path.join(" -> ")}` })
+    problems.push({ code: "cycle", cycle: path, message: `dependency cycle: ${clip(path.join(" -> "))}` })
   }
 
   const dependents: number[][] = tasks.map(() => [])
@@ -165,7 +169,7 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
       problems.push({
         code: "output_not_sole_sink",
         sinks,
-        message: `output task ${out} must be the plan's only sink (no task depends on it, every other task leads to it); sinks: ${sinks.join(", ")}`,
+        message: `output task ${out} must be the plan's only sink (no task depends on it, every other task leads to it); sinks: ${clip(sinks.join(", "))}`,
       })
   }
 

@@ -1,7 +1,7 @@
 // When the host's own planning step fails after spending measured usage, the run still ends the harness way: a
 // `run_started` / `run_finished` pair carrying that usage once, and a `RunFailed` whose frozen result keeps the
 // original failure (or cancellation). No task is dispatched and no budget is replaced.
-import { safeString } from "../repr.ts"
+import { clip, safeString } from "../repr.ts"
 import { errorMessage, errorType } from "./agent.ts"
 import { resolveBudget } from "./budget.ts"
 import { type PlanProblem, PlanValidationError, RunFailed } from "./errors.ts"
@@ -41,7 +41,7 @@ export function planningFailed(failure: PlanningFailure, options: PlanningFailur
     problems.push({
       code: "invalid_initial_elapsed",
       // safeString: a Symbol in a template literal throws a TypeError instead of this typed error.
-      message: `initial_elapsed_seconds must be >= 0, got ${safeString(elapsed)}`,
+      message: `initial_elapsed_seconds must be >= 0, got ${clip(safeString(elapsed))}`,
     })
   if (problems.length > 0) throw new PlanValidationError(problems)
   const budget = resolveBudget(options.budget ?? {})
@@ -56,7 +56,7 @@ export function planningFailed(failure: PlanningFailure, options: PlanningFailur
   const stream = new EventBus(planId, options.onEvent).stream(runId)
   stream.emit({
     type: "run_started",
-    task_ids: [],
+    task_ids: Object.freeze([]),
     output_task_id: "",
     max_concurrency: 0,
     budget,

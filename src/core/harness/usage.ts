@@ -1,7 +1,7 @@
 // RunUsage arithmetic: adding sums every counter and merges `details` key by key (pydantic-ai's rule).
 
 import { defineOwn } from "../own.ts"
-import { safeString } from "../repr.ts"
+import { clip, safeString } from "../repr.ts"
 import type { RunUsage } from "./types.ts"
 
 export const USAGE_COUNTERS = [
@@ -99,7 +99,7 @@ export function usageProblems(u: unknown): string[] {
     const v = rec[k]
     if (v === undefined) continue
     if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0)
-      out.push(`initial_usage.${k} must be a non-negative integer, got ${safeString(v)}`)
+      out.push(`initial_usage.${k} must be a non-negative integer, got ${clip(safeString(v))}`)
   }
   if (rec["details"] !== undefined) {
     const d = rec["details"]
@@ -108,7 +108,7 @@ export function usageProblems(u: unknown): string[] {
     else
       for (const [k, v] of Object.entries(d))
         if (typeof v !== "number" || !Number.isSafeInteger(v) || v < 0)
-          out.push(`initial_usage.details.${k} must be a non-negative integer`)
+          out.push(`initial_usage.details.${clip(k)} must be a non-negative integer`)
   }
   return out
 }

@@ -4,6 +4,7 @@
 import { InvalidOptionError } from "../errors.ts"
 import { isObject } from "../is-object.ts"
 import { cloneJson, type JsonValue, toJsonValue } from "../ledger/model/canonical.ts"
+import { checkKind, kindOf, optionsObject, signalOption } from "../options.ts"
 import { defineOwn } from "../own.ts"
 import { safeString } from "../repr.ts"
 import { guardStoreCall } from "../storage/store-failure.ts"
@@ -13,7 +14,7 @@ import {
   StateSnapshotUnstoredError,
   StateStoreUnavailableError,
 } from "./errors.ts"
-import { checkKind, checkStore, flushTriggers, kindOf, optionsObject, signalOption } from "./options.ts"
+import { checkStore, flushTriggers } from "./options.ts"
 import {
   type FlushTrigger,
   MemoryStateFlushStore,

@@ -1,6 +1,7 @@
 // Workspace actions and observations: plain frozen records discriminated by `kind`, so they cross a wire as JSON
 // and come back as the same subtype (`parseAction`, `parseObservation`).
 import { MyceliumError } from "../../core/errors.ts"
+import { clip, safeString } from "../../core/repr.ts"
 
 export interface Stamp {
   readonly run_id: string
@@ -261,8 +262,9 @@ export function parseAction(input: unknown): WorkspaceAction {
     throw new WorkspaceEventParseError("an action must be an object")
   const obj = input as Record<string, unknown>
   const kind = obj.kind
-  if (typeof kind !== "string" || !(kind in ACTION_FIELDS))
-    throw new WorkspaceEventParseError(`unknown action kind '${String(kind)}'`)
+  // Own keys only: `in` also found "__proto__", "constructor" and the other Object.prototype names.
+  if (typeof kind !== "string" || !Object.hasOwn(ACTION_FIELDS, kind))
+    throw new WorkspaceEventParseError(`unknown action kind '${clip(safeString(kind))}'`)
   const k = kind as WorkspaceAction["kind"]
   checkFields(obj, { ...STAMP_FIELDS, ...ACTION_FIELDS[k] }, kind)
   if (obj.actor !== undefined && obj.actor !== null && typeof obj.actor !== "string")
@@ -270,7 +272,7 @@ export function parseAction(input: unknown): WorkspaceAction {
   const { kind: _drop, ...rest } = obj
   const known = new Set([...Object.keys(STAMP_FIELDS), "actor", ...Object.keys(ACTION_FIELDS[k])])
   for (const key of Object.keys(rest))
-    if (!known.has(key)) throw new WorkspaceEventParseError(`${kind} has no field '${key}'`)
+    if (!known.has(key)) throw new WorkspaceEventParseError(`${kind} has no field '${clip(key)}'`)
   return (MAKERS[k] as (init: Record<string, unknown>) => WorkspaceAction)(rest)
 }
 
@@ -293,6 +295,6 @@ export function parseObservation(input: unknown): WorkspaceObservation {
     throw new WorkspaceEventParseError("an observation must be an object")
   const kind = (input as { kind?: unknown }).kind
   if (typeof kind !== "string" || !OBSERVATION_KINDS.has(kind))
-    throw new WorkspaceEventParseError(`unknown observation kind '${String(kind)}'`)
+    throw new WorkspaceEventParseError(`unknown observation kind '${clip(safeString(kind))}'`)
   return Object.freeze({ ...(input as WorkspaceObservation) })
 }

@@ -10,6 +10,7 @@ import {
   type ModelResponse,
   RunFailed,
   runPlan,
+  ScriptedModel,
 } from "../../../src/core/harness/index.ts"
 import { ActionLedger, MemoryLedgerStorage } from "../../../src/core/index.ts"
 import { ManualClock } from "../../../src/testing.ts"
@@ -324,3 +325,19 @@ async function within<T>(p: Promise<T>, ms: number): Promise<T> {
     clearTimeout(timer)
   }
 }
+
+describe("a durable run that failed, then rerun with the same run id", () => {
+  it("the task whose model request failed sends it again; the finished task replays", async () => {
+    const ledger = new ActionLedger({ storage: new MemoryLedgerStorage(), leaseTtl: 30, onWarning: () => {} })
+    const chain = { tasks: [task("a"), task("b", ["a"])], output_task_id: "b" }
+    const runId = `run:${"ef".repeat(16)}`
+    const first = new ScriptedModel({ byTask: { b: [{ error: "provider 500" }] } })
+    expect(await runPlan(chain, { model: first, ledger }, { run_id: runId }).catch((e) => e)).toBeInstanceOf(
+      RunFailed,
+    )
+    const second = new ScriptedModel()
+    const result = await runPlan(chain, { model: second, ledger }, { run_id: runId })
+    expect(result.output).toBe("done:b")
+    expect(second.requests.map((r) => r.context.task_id)).toEqual(["b"])
+  })
+})

@@ -1,8 +1,15 @@
 // DAG-02..07: prompts with only direct dependency outputs, slots without waves, serial order, peak concurrency,
 // fail-fast with cancel-and-drain, success.
 import { describe, expect, it } from "vitest"
-import { MyceliumError } from "../../../src/core/errors.ts"
-import { type ModelRequest, runPlan, ScriptedModel, sleep } from "../../../src/core/harness/index.ts"
+import { InvalidOptionError, MyceliumError } from "../../../src/core/errors.ts"
+import {
+  type ModelRequest,
+  type RunDeps,
+  type RunOptions,
+  runPlan,
+  ScriptedModel,
+  sleep,
+} from "../../../src/core/harness/index.ts"
 import { allStrings, checkInvariants, failed, indexOfEvent, peakRunning, recorder, task } from "./helpers.ts"
 
 const firstRequest = (model: ScriptedModel, taskId: string): ModelRequest =>
@@ -264,17 +271,18 @@ describe("DAG driver", () => {
 })
 
 describe("runPlan options", () => {
+  const plan = { tasks: [task("A")], output_task_id: "A" }
+  const refused = (run: () => unknown) => {
+    try {
+      run()
+    } catch (e) {
+      return e
+    }
+    return undefined
+  }
+
   it("a bad max_request_samples or drain_timeout_seconds is an InvalidOptionError before anything runs", () => {
     const model = new ScriptedModel({ byTask: { A: [{ text: "a" }] } })
-    const plan = { tasks: [task("A")], output_task_id: "A" }
-    const refused = (run: () => unknown) => {
-      try {
-        run()
-      } catch (e) {
-        return e
-      }
-      return undefined
-    }
     for (const error of [
       refused(() => runPlan(plan, { model, max_request_samples: -1 })),
       refused(() => runPlan(plan, { model, max_request_samples: Number.NaN })),
@@ -285,5 +293,46 @@ describe("runPlan options", () => {
       expect(error).toMatchObject({ name: "InvalidOptionError", code: "invalid_option" })
     }
     expect(model.requests).toHaveLength(0)
+  })
+
+  // Left to the run, a signal without addEventListener threw after run_started (no run_finished followed), a
+  // numeric model_name failed its task after the request was sent and counted, and no deps threw a TypeError.
+  it("deps and options of the wrong kind are an InvalidOptionError before any event or request", () => {
+    const model = new ScriptedModel()
+    const { events, onEvent } = recorder()
+    const cases: Array<[unknown, unknown]> = [
+      [undefined, {}],
+      [null, {}],
+      [{}, {}],
+      [{ model: {} }, {}],
+      [{ model, model_name: 42 }, { onEvent }],
+      [{ model }, { onEvent, signal: {} }],
+      // A look-alike passes no AbortSignal check: only a real signal (from any realm) is listened to.
+      [{ model }, { onEvent, signal: { aborted: false, addEventListener() {}, removeEventListener() {} } }],
+      [{ model }, { onEvent, run_id: 42 }],
+      [{ model }, { onEvent, run_id: "" }],
+      [{ model }, { onEvent: "log" }],
+      [{ model }, { onEvent, now: 0 }],
+      [{ model }, "options"],
+    ]
+    for (const [deps, options] of cases) {
+      const error = refused(() => runPlan(plan, deps as RunDeps, options as RunOptions))
+      expect(error, JSON.stringify([deps, options])).toBeInstanceOf(InvalidOptionError)
+      expect(error).toMatchObject({ code: "invalid_option" })
+    }
+    expect(events).toEqual([])
+    expect(model.requests).toHaveLength(0)
+  })
+
+  it("null options, and null option fields, are unset", async () => {
+    const model = new ScriptedModel()
+    await expect(runPlan(plan, { model }, null as unknown as RunOptions)).resolves.toMatchObject({
+      status: "succeeded",
+    })
+    const { events, onEvent } = recorder()
+    const unset = null as unknown as undefined
+    await runPlan(plan, { model, model_name: unset }, { onEvent, signal: unset, run_id: unset, now: unset })
+    expect(events[0]?.run_id).toMatch(/^run:/)
+    expect(model.requests.at(-1)?.model).toBe("unknown:model")
   })
 })

@@ -79,6 +79,15 @@ describe("events", () => {
     expect(result.sink_errors).toBe(calls)
     expect(calls).toBeGreaterThan(5)
   })
+
+  it("run_started's task_ids is frozen like the event holding it", async () => {
+    const { events, onEvent } = recorder()
+    await runPlan(diamond, { model: new ScriptedModel() }, { onEvent })
+    const started = events[0]
+    if (started?.type !== "run_started") throw new Error("the first event is not run_started")
+    expect(started.task_ids).toEqual(["A", "B", "C", "D"])
+    expect(Object.isFrozen(started.task_ids)).toBe(true)
+  })
 })
 
 describe("measurements", () => {

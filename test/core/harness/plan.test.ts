@@ -154,6 +154,32 @@ describe("plan validation (DAG-01)", () => {
     expect(e.code).toBe("invalid_task_id")
     expect(e.problems("invalid_task_id")[0]?.message).toContain("task #0")
   })
+
+  // Every dependency problem named the whole task id and dependency: 600 of them made a message too long to build
+  // (RangeError: Invalid string length).
+  it("a planner's 1 MB ids and values: a bounded message, every problem kept in details", () => {
+    const big = "x".repeat(1_000_000)
+    const deps = rejects({
+      tasks: [
+        { task_id: "a", prompt: "p", depends_on: [...Array<string>(599).fill(big), { k: big } as never] },
+      ],
+      output_task_id: "a",
+    })
+    expect(deps.code).toBe("unknown_dependency")
+    expect(deps.details.problems).toHaveLength(600)
+    expect(deps.problems("duplicate_dependency")).toHaveLength(598)
+    expect(deps.message.length).toBeLessThan(30_000)
+    expect(deps.message).toContain("; and 550 more (see details.problems)")
+    const id = "t".repeat(1_000_000)
+    const longId = rejects({
+      tasks: [{ task_id: id, prompt: "p", depends_on: Array.from({ length: 600 }, (_, i) => `d${i}`) }],
+      output_task_id: "t",
+    })
+    expect(longId.code).toBe("invalid_task_id")
+    expect(longId.details.problems).toHaveLength(602)
+    expect(longId.problems("unknown_dependency")[0]?.task_id).toBe(id)
+    expect(longId.message.length).toBeLessThan(30_000)
+  })
 })
 
 describe("budget validation (BUD-09)", () => {
@@ -165,6 +191,8 @@ describe("budget validation (BUD-09)", () => {
     [{ max_parallel_tool_calls: 2.5 }, "invalid_concurrency"],
     [{ deadline_seconds: 0 }, "invalid_deadline"],
     [{ deadline_seconds: Number.POSITIVE_INFINITY }, "invalid_deadline"],
+    // A list read as a budget with every field unset.
+    [[] as unknown as Record<string, unknown>, "invalid_budget"],
   ]
   for (const [budget, code] of cases)
     it(`${JSON.stringify(budget)} -> ${code}`, () => {

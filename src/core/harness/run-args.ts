@@ -1,0 +1,80 @@
+// runPlan's deps and options come from JavaScript callers and config files, unchecked by the compiler. A wrong kind
+// is refused here, before any event and any request: left to the run, a signal without addEventListener threw after
+// `run_started` (no `run_finished` followed), and a numeric model_name failed its task after the request was sent
+// and counted. Null is "unset", as `??` reads each field.
+import { InvalidOptionError } from "../errors.ts"
+import { checkKind, kindOf, optionsObject, signalOption } from "../options.ts"
+import { clip, safeString } from "../repr.ts"
+import type { RunDeps, RunOptions } from "./driver.ts"
+
+export const DEFAULT_MAX_REQUEST_SAMPLES = 256
+export const DEFAULT_DRAIN_TIMEOUT_SECONDS = 30
+
+/** What the driver reads from `runPlan`'s deps and options, checked. */
+export interface RunArgs {
+  readonly onEvent: RunOptions["onEvent"]
+  readonly deadlineSeconds: number | undefined
+  readonly signal: AbortSignal | undefined
+  readonly modelName: string
+  /** The caller's run id, undefined when the run mints its own (and so has no durable rows to resume). */
+  readonly runId: string | undefined
+  readonly maxSamples: number
+  readonly drainMs: number
+  readonly rlm: { readonly max_depth: number; readonly max_turns: number }
+  readonly now: () => number
+}
+
+/** Checks `runPlan`'s deps and options; throws `InvalidOptionError` naming the first wrong one. */
+export function readRunArgs(deps: unknown, options: unknown): RunArgs {
+  const model = (deps as { readonly model?: { readonly request?: unknown } | null } | null | undefined)?.model
+  const hasDeps = typeof deps === "object" && deps !== null
+  if (!hasDeps || typeof model?.request !== "function")
+    throw new InvalidOptionError(
+      `runPlan needs deps with a model client (an object with request()), got ${hasDeps ? `a model that is ${kindOf(model)}` : kindOf(deps)}`,
+    )
+  const d = deps as RunDeps
+  const o = optionsObject(options as RunOptions | null | undefined, "runPlan options") as RunOptions
+  const modelName = d.model_name ?? "unknown:model"
+  if (typeof modelName !== "string")
+    throw new InvalidOptionError(`model_name: pass a "provider:model" string, got ${kindOf(modelName)}`)
+  const runId = o.run_id ?? undefined
+  if (runId !== undefined && (typeof runId !== "string" || runId === ""))
+    throw new InvalidOptionError(
+      `run_id: pass a non-empty string, got ${runId === "" ? "an empty one" : kindOf(runId)}`,
+    )
+  checkKind(o.onEvent, "onEvent", "function")
+  checkKind(o.now, "now", "function")
+  const maxSamples = d.max_request_samples ?? DEFAULT_MAX_REQUEST_SAMPLES
+  if (!Number.isSafeInteger(maxSamples) || maxSamples < 0)
+    throw new InvalidOptionError(
+      `max_request_samples must be an integer >= 0, got ${clip(safeString(maxSamples))}. Pass e.g. { max_request_samples: 256 }.`,
+    )
+  const drainSeconds = o.drain_timeout_seconds ?? DEFAULT_DRAIN_TIMEOUT_SECONDS
+  if (typeof drainSeconds !== "number" || !(drainSeconds > 0) || !Number.isFinite(drainSeconds))
+    throw new InvalidOptionError(
+      `drain_timeout_seconds must be a finite number > 0, got ${clip(safeString(drainSeconds))}. Pass e.g. { drain_timeout_seconds: 30 }.`,
+    )
+  const rlm = { max_depth: d.rlm?.max_depth ?? 3, max_turns: d.rlm?.max_turns ?? 5 }
+  // A NaN (a number read from an unset environment variable) or fractional cap compares false against every depth
+  // and turn, which lifted the limit instead of applying it.
+  if (
+    !Number.isSafeInteger(rlm.max_depth) ||
+    rlm.max_depth < 0 ||
+    !Number.isSafeInteger(rlm.max_turns) ||
+    rlm.max_turns < 1
+  )
+    throw new InvalidOptionError(
+      `rlm needs an integer max_depth >= 0 and max_turns >= 1, got ${clip(safeString(rlm.max_depth))} and ${clip(safeString(rlm.max_turns))}`,
+    )
+  return {
+    onEvent: o.onEvent ?? undefined,
+    deadlineSeconds: o.deadline_seconds ?? undefined,
+    signal: signalOption(o.signal, "signal"),
+    modelName,
+    runId,
+    maxSamples,
+    drainMs: drainSeconds * 1000,
+    rlm,
+    now: o.now ?? (() => performance.now()),
+  }
+}
