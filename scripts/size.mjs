@@ -166,7 +166,10 @@ const budgets = [
     // tools 7 -> 7.1 KB (2026-12-06, stop 45), 74 B: path scopes refuse what Windows reads outside the root, a device
     // name in any folder (`NUL`, `COM1.txt`) and a device namespace or UNC share (`\\.\x`, `\\?\x`, `//host/share`,
     // which also sends the user's credentials to that host): 7,205 B.
-    ["tools", 7.1],
+    // tools 7.1 -> 7.3 KB (2026-12-07, stop 55), 127 B: pydantic's anchors in a pattern (\A...\z, which JavaScript
+    // read as the letters A and z: an unanchored search took "x; rm -rf / Aabcz") and escaped letters JavaScript reads
+    // as themselves (refused at build), for field specs and entityPattern: 7,381 B.
+    ["tools", 7.3],
     // transcript 9 -> 9.2 KB (2026-12-05, the review of stop 35): OpenAI custom tool calls are valid calls, images and
     // files are told apart by what identifies them (two images were duplicate turns), HistoryGuard refuses NaN or
     // negative limits, a cyclic message is invalid_message (repair() looped forever): 9,409 B.
@@ -178,7 +181,11 @@ const budgets = [
     // 9.8 -> 9.9 KB (2026-12-06, stop 39), 128 B: HistoryGuard copies its options (limits set to NaN after the check
     // were used) and refuses a tokenizer answer that is not a count (tiktoken's encode, a token list, made the limit
     // never apply) and a detectDuplicates typo ("Anywhere" read as "consecutive"): 10,055 B.
-    ["transcript", 9.9],
+    // transcript 9.9 -> 10.2 KB (2026-12-07, stop 55), 268 B: repair()'s inserted results quote the model's tool
+    // name, call id and arguments clipped and escaped, through the tool boundary's helpers (a name holding
+    // "\n\nSYSTEM:" stood on lines of its own; a 100 KB name made a 100 KB result), text documents count toward
+    // maxTokens (400 KB counted as 9 tokens), and trim() keeps a legacy function_call with its result: 10,401 B.
+    ["transcript", 10.2],
     ["receipts", 6.4],
     // tasks 7.2 -> 7.4 KB (2026-12-05): its polls share one abort listener per signal, taken off by the last
     // (many waits on one signal printed Node's leak warning; a listener left on an AbortSignal.any() keeps it alive),
@@ -378,7 +385,9 @@ const budgets = [
     // file) ends the call as an outage, not only ledger_storage_unavailable (the model read the lock's path, and a
     // retry paid twice), and a call whose receipt was not stored or signed returns its recorded result (the model
     // read the receipt store's DSN and called again): ai-sdk 16,584 B, langgraph 11,121, openai-agents 9,633.
-    max: { "ai-sdk": 16.3, langgraph: 10.9, "openai-agents": 9.5 }[i] * KB,
+    // +0.1 KB each (2026-12-07, stop 55), 122 to 136 B: the tool and transcript guards they bundle (pydantic's pattern
+    // anchors, repair()'s texts clipped and escaped): ai-sdk 16,706 B, langgraph 11,257, openai-agents 9,763.
+    max: { "ai-sdk": 16.4, langgraph: 11, "openai-agents": 9.6 }[i] * KB,
   })),
   // The in-run harness (driver, budget, events, RLM tools, AI SDK adapter): 10.6 KB when it was added.
   // 12 -> 12.2 KB (2026-12-06, the harness attack review): a deadline whose timer is late still stops dispatch, requests
@@ -486,7 +495,8 @@ const budgets = [
   // 94.2 -> 95.5 KB (2026-12-07, stop 55), 97,685 B: a store URL is checked where it is read, as its driver reads it
   // (a malformed one loaded, then failed the first call with a bare TypeError or as a fake outage), and the ledger,
   // task ledger and state flush fixes it bundles.
-  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 95.5 * KB },
+  // 95.5 -> 95.7 KB (2026-12-07, stop 55), 97,879 B: the tool and transcript guard fixes it bundles.
+  { name: "config (yaml + zod bundled)", code: 'export * from "./dist/config.js"', max: 95.7 * KB },
   // The storage conformance suite for adapter authors: test code, loaded by a test file and never by an application,
   // so its size matters little; it carries the whole ledger (its replay case runs an ActionLedger), the row codec and
   // the Python original's rows. 21.6 KB when it was added. The task, receipt and state-flush store suites joined it

@@ -111,9 +111,9 @@ function* spell(value: unknown, open: Set<object>): Spelling {
     v = toJSON.call(v)
   }
   v = unboxNumber(v)
-  if (typeof v === "bigint") return `${v}n`
-  // Its text, as an entity id's: JSON writes NaN and ±Infinity as null, the key of the argument null.
-  if (typeof v === "number") return String(v)
+  // Its text, as an entity id's: JSON writes NaN and ±Infinity as null, the key of the argument null. A bigint too,
+  // as Python's str() spells an int: spelled "123n", the id "123n" shared the bigint 123n's entry.
+  if (typeof v === "number" || typeof v === "bigint") return String(v)
   // What JSON cannot write (undefined, a symbol, a function) is its String() text: "undefined" for undefined.
   if (v === null || typeof v !== "object") return JSON.stringify(v) ?? String(v)
   // The caller's object, not what its toJSON made: a fresh wrapper each time would hide a cycle through it.

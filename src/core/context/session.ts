@@ -55,9 +55,14 @@ export class Session {
     }
   }
 
-  /** Returns `tool` bound to this session's cache, independent of the ambient context. */
+  /**
+   * Returns `tool` bound to this session's cache, independent of the ambient context. The call runs inside this
+   * session, so protected tools it calls use the cache too (only up to its first `await` without AsyncLocalStorage).
+   */
   bind<A, R>(tool: SessionBindable<A, R>): (args: A) => Promise<R> {
-    return (args: A) => tool.withCache(this.cache, args)
+    // Not the cache alone: a protected tool called inside used the default cache, and served one session's value
+    // to another.
+    return (args: A) => this.run(() => tool.withCache(this.cache, args))
   }
 }
 

@@ -1,6 +1,6 @@
 import { unboxNumber } from "../boxed-number.ts"
 import { boundaryError, SchemaBuildError, type ToolBoundaryError } from "./errors.ts"
-import { compileFieldSpec, type FieldSpecSchema } from "./field-spec.ts"
+import { compileFieldSpec, type FieldSpecSchema, jsPattern } from "./field-spec.ts"
 import { inputHint, inputViolation, outputHint } from "./hints.ts"
 import { isPathUnder, normalizePath, resolvePath } from "./paths.ts"
 import { validateSchema } from "./schema-check.ts"
@@ -172,8 +172,9 @@ function compileEntity(
   let re: RegExp
   try {
     // Alone first: "a)|(b" compiles once wrapped, as ^(?:a)|(b)$, which takes any id that starts with "a".
-    new RegExp(entityPattern)
-    re = new RegExp(`^(?:${entityPattern})$`)
+    const p = jsPattern(entityPattern)
+    new RegExp(p)
+    re = new RegExp(`^(?:${p})$`)
   } catch (e) {
     throw new SchemaBuildError(`entity_pattern '${entityPattern}' is invalid: ${(e as Error).message}`)
   }

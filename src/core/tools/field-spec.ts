@@ -6,7 +6,10 @@ import { SchemaBuildError } from "./errors.ts"
 export interface FieldSpec {
   type?: "string" | "integer" | "number" | "boolean" | "array" | "object"
   required?: boolean
-  /** Unanchored search, like the original (`c\d+` accepts "xc1"); anchor with ^...$ for a full match. */
+  /**
+   * Unanchored search, like the original (`c\d+` accepts "xc1"); anchor with ^...$ (or pydantic's \A...\z) for a
+   * full match. JavaScript syntax without the `u` flag; an escaped letter JavaScript would read as itself is refused.
+   */
   pattern?: string
   min_length?: number
   max_length?: number
@@ -111,7 +114,7 @@ function stringCheck(spec: FieldSpec, path: string): Check {
   if (spec.pattern !== undefined) {
     if (typeof spec.pattern !== "string") throw new SchemaBuildError(`${path}: pattern must be a string.`)
     try {
-      re = new RegExp(spec.pattern)
+      re = new RegExp(jsPattern(spec.pattern))
     } catch (e) {
       throw new SchemaBuildError(`${path}: invalid pattern '${spec.pattern}': ${(e as Error).message}`)
     }
@@ -129,6 +132,21 @@ function stringCheck(spec: FieldSpec, path: string): Check {
     if (!r.ok || re.test(v as string)) return r
     return fail("string_pattern_mismatch", p, v, `string matching pattern '${spec.pattern}'`)
   }
+}
+
+// pydantic's anchors \A, \z and \Z are identity escapes in a regex without `u` (the letters): `\A[a-z]+\z` took
+// "x; rm -rf / Aabcz" and refused "abc". Outside a class they become ^ and $; any other escaped letter JS reads as
+// itself (\q, \e) is refused, as pydantic refuses it. No `u` flag: it refuses patterns such as `[\w\-]`.
+export const jsPattern = (pattern: string): string => {
+  let inClass = false
+  return pattern.replace(/\\(.)|[[\]]/gs, (m, c?: string) => {
+    // Without `u` or `v`, "[" inside a class and "]" outside one are literals.
+    if (!c) inClass = m === "["
+    // A letter that is no escape JS knows (in a class, \B and the anchors are none either).
+    else if (/[^\W\d_bdDsSwWfnrtvcxu]/.test(c) && (inClass || /[^BAzZ]/.test(c)))
+      throw Error(`bad escape ${m}`)
+    return (!inClass && ({ A: "^", z: "$", Z: "$" } as Record<string, string>)[c as string]) || m
+  })
 }
 
 function withLength(check: Check, spec: FieldSpec, short: string, long: string): Check {

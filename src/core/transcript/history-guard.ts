@@ -167,6 +167,11 @@ export class HistoryGuard {
     const groups: number[][] = []
     for (let i = 0; i < nodes.length; i++) {
       const block = hasCalls(nodes[i]) ? blockOf(nodes, i, adapter) : []
+      // A legacy OpenAI function_call's result is the `function` message after it: grouped by tool_calls alone,
+      // trim() kept the result and dropped its call.
+      const next = i + block.length + 1
+      if ((messages[i] as { function_call?: unknown })?.function_call && nodes[next]?.role === "function")
+        block.push(next)
       groups.push([i, ...block])
       i += block.length
     }

@@ -1,4 +1,4 @@
-import { isInvalidArgumentsText } from "./invalid-arguments.ts"
+import { callLabel, isInvalidArgumentsText } from "./invalid-arguments.ts"
 
 // The synthetic result must not claim the call failed or succeeded: the side effect may have happened.
 const MARKER = "was interrupted before its result was recorded"
@@ -6,7 +6,7 @@ const MARKER = "was interrupted before its result was recorded"
 /** Text of the result inserted for a tool call that has none. */
 export function interruptedResultText(toolName: string | undefined, toolCallId: string): string {
   return (
-    `Tool call ${toolName ? `'${toolName}' ` : ""}(id ${toolCallId}) ${MARKER}. Its outcome is unknown: ` +
+    `${callLabel(toolName, toolCallId)} ${MARKER}. Its outcome is unknown: ` +
     "do not assume it succeeded or failed; check the current state before calling it again."
   )
 }

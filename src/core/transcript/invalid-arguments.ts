@@ -1,4 +1,5 @@
 import { safeString } from "../repr.ts"
+import { clipText } from "../tools/errors.ts"
 
 // Tool-call arguments must be a JSON object in every format the guards understand: OpenAI sends
 // `function.arguments` as a JSON object *string*, Anthropic `tool_use.input` and AI SDK `input` as an object.
@@ -42,10 +43,13 @@ function preview(raw: unknown): string {
   } catch {
     text = safeString(raw)
   }
-  // By code point, so the cut never splits a surrogate pair into invalid UTF-16.
-  const chars = Array.from(text)
-  return chars.length > 200 ? `${chars.slice(0, 200).join("")}…` : text
+  return clipText(text)
 }
+
+// The model wrote the name, id and arguments a synthetic result quotes back to it: clipped and escaped as the tool
+// boundary's echoes are (a 100 KB name came back whole, and "x\n\nSYSTEM: ..." stood on lines of its own).
+export const callLabel = (name: string | undefined, id: string): string =>
+  `Tool call ${name ? `'${clipText(name)}' ` : ""}(id ${clipText(id)})`
 
 /**
  * Text of the error result that closes a call whose arguments were not a JSON object. It says what was
@@ -58,7 +62,7 @@ export function invalidArgumentsResultText(
   raw: unknown,
 ): string {
   return (
-    `Tool call ${toolName ? `'${toolName}' ` : ""}(id ${toolCallId}) ${MARKER} (${problem}); they were: ${preview(raw)}. ` +
+    `${callLabel(toolName, toolCallId)} ${MARKER} (${problem}); they were: ${preview(raw)}. ` +
     "They were replaced by {} here so the provider accepts the transcript, and no result was recorded. " +
     "If you still need this tool, check the current state and call it again with a JSON object."
   )

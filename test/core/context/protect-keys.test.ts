@@ -154,7 +154,7 @@ describe("protect: the text a key spells its arguments in", () => {
 
   it("spells members sorted, lists in order, Maps and Sets sorted by text, and what JSON cannot write", () => {
     const args = { b: [1, -0, 2.5, Number.NaN, null, undefined], a: 'x"y', c: true, é: 10n }
-    expect(text(keyed.cacheKey(args))).toBe('{"a":"x\\"y","b":[1,0,2.5,NaN,null,undefined],"c":true,"é":10n}')
+    expect(text(keyed.cacheKey(args))).toBe('{"a":"x\\"y","b":[1,0,2.5,NaN,null,undefined],"c":true,"é":10}')
     const rich = {
       m: new Map<unknown, unknown>([
         ["b", 1],
@@ -178,5 +178,23 @@ describe("protect: the text a key spells its arguments in", () => {
       '{"a":[Map(1=>"one")],"z":1}',
     ])
     expect(JSON.parse(byEntity.cacheKey({ id: 42 }))).toEqual(["k", "entity", "42"])
+  })
+
+  // Spelled "9007199254740993n", the bigint shared its entry with that string id, another entity.
+  it("spells a bigint as its digits, as Python's str() spells an int", async () => {
+    const seen: unknown[] = []
+    const get = protect(
+      async ({ id }: { id: unknown }) => {
+        seen.push(id)
+        return String(id)
+      },
+      { name: "bigint_ids", entityParam: "id" },
+    )
+    const call = new Session().bind(get)
+    expect(await call({ id: 9007199254740993n })).toBe("9007199254740993")
+    expect(await call({ id: "9007199254740993n" })).toBe("9007199254740993n")
+    expect(await call({ id: "9007199254740993" })).toBe("9007199254740993") // one entity with the bigint
+    expect(seen).toEqual([9007199254740993n, "9007199254740993n"])
+    expect(get.cacheKey({ id: 5n })).toBe(get.cacheKey({ id: 5 }))
   })
 })

@@ -40,6 +40,28 @@ describe("Session without AsyncLocalStorage (browser behaviour)", () => {
     expect(session.cache.has(tool.cacheKey({ id: "x" }))).toBe(true)
     expect(defaultCache.has(tool.cacheKey({ id: "x" }))).toBe(false)
   })
+
+  // bind() passed the cache to the outer tool only: the inner one used the default cache, and session b got
+  // session a's customer. Without AsyncLocalStorage this holds up to the body's first await.
+  it("session.bind runs the tool inside the session, so a protected tool it calls uses the session's cache", async () => {
+    let version = "v1"
+    const getCustomer = protect(async ({ id }: { id: string }) => ({ id, version }), {
+      name: "bind_inner_customer",
+      entityParam: "id",
+    })
+    const getOrder = protect(
+      async ({ orderId }: { orderId: string }) => ({ orderId, customer: await getCustomer({ id: "c1" }) }),
+      { name: "bind_outer_order", entityParam: "orderId" },
+    )
+    const a = new Session()
+    expect((await a.bind(getOrder)({ orderId: "o1" })).customer.version).toBe("v1")
+    version = "v2"
+    const b = new Session()
+    expect((await b.bind(getOrder)({ orderId: "o1" })).customer.version).toBe("v2")
+    expect(a.cache.has(getCustomer.cacheKey({ id: "c1" }))).toBe(true)
+    expect(defaultCache.has(getCustomer.cacheKey({ id: "c1" }))).toBe(false)
+    expect(Session.current()).toBeUndefined()
+  })
 })
 
 describe("config.run without AsyncLocalStorage", () => {

@@ -239,6 +239,50 @@ describe("bounded() with Standard Schema (zod 4)", () => {
   })
 })
 
+describe("bounded(): pydantic's pattern dialect", () => {
+  const passes = async (p: Promise<unknown>) =>
+    p.then(
+      () => "passed",
+      (e: unknown) => (e instanceof ToolBoundaryError ? e.violation : `untyped ${String(e)}`),
+    )
+  const named = (pattern: string) =>
+    bounded(async (a: { name: string }) => a.name, {
+      name: "set_name",
+      schema: { name: { type: "string", pattern } },
+    })
+
+  // Without the `u` flag JavaScript read \A and \z as the letters: it took the first value and refused the second.
+  it("reads \\A, \\z and \\Z as anchors outside a class", async () => {
+    for (const p of ["\\A[a-z]+\\z", "\\A[a-z]+\\Z"]) {
+      expect(await passes(named(p)({ name: "x; rm -rf / Aabcz" }))).toBe("pattern_mismatch")
+      expect(await passes(named(p)({ name: "abc" }))).toBe("passed")
+    }
+    // An escaped bracket opens no class; \z after a class is an anchor again.
+    expect(await passes(named("\\A\\[[a\\]]+\\z")({ name: "[a]" }))).toBe("passed")
+    expect(await passes(named("\\A\\[[a\\]]+\\z")({ name: "[a]x" }))).toBe("pattern_mismatch")
+    const t = bounded(async (a: { id: string }) => a.id, {
+      name: "acct",
+      entityParam: "id",
+      entityPattern: "\\Aacct_\\d+\\z",
+    })
+    expect(await passes(t({ id: "acct_1" }))).toBe("passed")
+    expect(await passes(t({ id: "Aacct_1z" }))).toBe("scope_entity_pattern")
+  })
+
+  it("refuses an escaped letter JavaScript would read as itself, when the tool is built", () => {
+    const f = async (_: object) => 1
+    for (const p of ["\\q", "a\\e", "\\p{L}", "[\\A]", "[\\B]", "[a-\\z]"]) {
+      expect(() => named(p), p).toThrow(SchemaBuildError)
+      expect(() => bounded(f, { name: "f", entityParam: "id", entityPattern: p }), p).toThrow(
+        SchemaBuildError,
+      )
+    }
+    // Escapes JavaScript knows, \\ and escaped punctuation stay as they were (no `u` flag: [\w\-] compiles).
+    for (const p of ["[\\w\\-]+", "\\bc\\d\\B\\s\\S\\W\\D\\t\\n\\x41\\u0041\\cJ", "\\\\q", "[\\b\\]]"])
+      expect(() => named(p), p).not.toThrow()
+  })
+})
+
 describe("bounded() scope checks", () => {
   it("scope_entity_pattern requires a full match", async () => {
     const t = bounded(async (a: { account: string }) => a.account, {

@@ -225,6 +225,48 @@ describe("HistoryGuard", () => {
   }
 })
 
+describe("HistoryGuard: legacy function calls and text documents", () => {
+  // Grouped by tool_calls alone, trim() kept the `function` result and dropped the call it answers.
+  it("trim() keeps a legacy function_call with the `function` result after it", () => {
+    const msgs = [
+      { role: "system", content: "s" },
+      { role: "user", content: "u1" },
+      { role: "assistant", content: null, function_call: { name: "lookup", arguments: '{"id":"1"}' } },
+      { role: "function", name: "lookup", content: "result of lookup" },
+      { role: "user", content: "u2" },
+      { role: "assistant", content: "a2" },
+    ]
+    expect(new HistoryGuard({ maxMessages: 4 }).trim(msgs)).toEqual([msgs[0], msgs[4], msgs[5]])
+    expect(new HistoryGuard({ maxMessages: 5 }).trim(msgs)).toEqual([
+      msgs[0],
+      msgs[2],
+      msgs[3],
+      msgs[4],
+      msgs[5],
+    ])
+  })
+
+  // A 400 KB document counted 9 tokens.
+  it("counts documents given as text: Anthropic text and content sources, AI SDK text files", () => {
+    const doc = "x".repeat(40_000)
+    const guard = new HistoryGuard({ maxTokens: 1_000 })
+    const blocks = [
+      { type: "document", source: { type: "text", media_type: "text/plain", data: doc } },
+      { type: "document", source: { type: "content", content: [{ type: "text", text: doc }] } },
+      { type: "file", mediaType: "text/plain", data: doc },
+      { type: "file", mimeType: "text/csv", data: doc },
+    ]
+    for (const block of blocks) {
+      const history = [{ role: "user", content: [block, { type: "text", text: "summarize" }] }]
+      expect(guard.estimateTokens(history), JSON.stringify(block).slice(0, 80)).toBeGreaterThan(10_000)
+      expect(() => guard.validate(history)).toThrow(HistoryTruncatedError)
+    }
+    // Binary stays keyed, not counted: a PDF's base64 is no text the model reads as written.
+    const pdf = [{ type: "document", source: { type: "base64", media_type: "application/pdf", data: doc } }]
+    expect(guard.estimateTokens([{ role: "user", content: pdf }])).toBeLessThan(20)
+  })
+})
+
 describe("HistoryGuard on content nested deep or holding itself", () => {
   // A tool_result inside a tool_result: the text of every level, then the innermost.
   const nested = (content: unknown): Msg[] => [
