@@ -20,6 +20,7 @@ import type { Api, RouteContext } from "./context.ts"
 import { HttpError } from "./errors.ts"
 import { mintLease, ownerForLease } from "./lease.ts"
 import { BeginCallBody, BoundaryBody, CompleteBody, FailBody, RenewBody } from "./schemas.ts"
+import { forgedReleaseAt } from "./storable.ts"
 
 const ALLOWED: Decision = Object.freeze({ allowed: true, verdicts: [], deniedReasons: [] })
 
@@ -83,7 +84,7 @@ function callState(e: LedgerEntry) {
 export function agentRoutes(api: Api, ctx: RouteContext): void {
   api.post("/v1/calls", async (c) => {
     const tenant = ctx.need(c, "agent")
-    const b = await ctx.body(c, BeginCallBody, true)
+    const b = await ctx.body(c, BeginCallBody, "args")
     const binding = b.binding ? bindingFrom(b.binding) : undefined
     const field = b.meta?.request_id === undefined && binding?.requestIdFrom
     // The one id the body can make longer than a call's routes accept: its row could never be completed or released.
@@ -150,7 +151,9 @@ export function agentRoutes(api: Api, ctx: RouteContext): void {
   api.post("/v1/calls/:id/complete", async (c) => {
     const { ledger } = ctx.need(c, "agent")
     const id = ctx.id(c)
-    const b = await ctx.body(c, CompleteBody)
+    const b = await ctx.body(c, CompleteBody, "result")
+    const forged = "result" in b ? forgedReleaseAt(b.result, "result") : null
+    if (forged) throw new HttpError("invalid_body", forged)
     const guard = { fence: b.fence, owner: ownerForLease(b.lease) }
     const row =
       "unstorable" in b

@@ -12,7 +12,7 @@ import { STORE_FAULT_CODES } from "../core/storage/store-faults.ts"
 import { isUnstorableText } from "../core/storage/text.ts"
 import { agentRoutes } from "./agent-routes.ts"
 import { AuthError, type LedgerScope, type Principal } from "./auth.ts"
-import { type BodyLimits, DEFAULT_BODY_LIMITS, MAX_ID, readJsonBody } from "./body.ts"
+import { type BodyLimits, DEFAULT_BODY_LIMITS, type ExactMember, MAX_ID, readJsonBody } from "./body.ts"
 import type { Api, AppEnv, Ctx, RouteContext, Tenant, TenantReceipts } from "./context.ts"
 import { HttpError } from "./errors.ts"
 import { DOCS_HTML, openApiDocument } from "./openapi.ts"
@@ -235,8 +235,8 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
         pollTimeout: 0,
       })
     },
-    async body<T extends z.ZodMiniType>(c: Ctx, schema: T, exactArgs?: boolean): Promise<z.infer<T>> {
-      return validated(schema, await readJsonBody(c.req.raw, limits, exactArgs), "invalid_body")
+    async body<T extends z.ZodMiniType>(c: Ctx, schema: T, exact?: ExactMember): Promise<z.infer<T>> {
+      return validated(schema, await readJsonBody(c.req.raw, limits, exact), "invalid_body")
     },
     query<T extends z.ZodMiniType>(c: Ctx, schema: T): z.infer<T> {
       const raw = c.req.query()

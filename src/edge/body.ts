@@ -21,6 +21,9 @@ const tooLarge = (max: number) =>
     `request body over ${max} bytes; send less (e.g. an id, not the document)`,
   )
 
+/** The member of a body read exactly (integers beyond 2^53 as bigint): a call's arguments, a completion's result. */
+export type ExactMember = "args" | "result"
+
 /** Longest id the routes that name a call accept (`/v1/calls/{id}/…`, `/v1/transitions/{id}`). */
 export const MAX_ID = 512
 
@@ -42,8 +45,12 @@ export async function readBodyText(req: Request, max: number): Promise<string> {
 const decoder = /* @__PURE__ */ new TextDecoder("utf-8", { fatal: true })
 
 // Where JSON.parse may round a number the key needs (an integer beyond 2^53, an exponent, -0); also in strings,
-// which costs only the exact parse.
-const INEXACT = /\d{16}|\d[eE]|-0(?![.\deE])/
+// which costs only the exact parse. A result is stored as toJsonValue() makes it, a float a number and -0 as 0, so
+// only a run of digits matters there (and a completion's base64url lease often holds a digit and an "e").
+const INEXACT: Readonly<Record<ExactMember, RegExp>> = {
+  args: /\d{16}|\d[eE]|-0(?![.\deE])/,
+  result: /\d{16}/,
+}
 
 /** Whether the JSON text opens more than `max` arrays and objects inside one another (brackets in strings aside). */
 export function nestsDeeper(text: string, max: number): boolean {
@@ -64,10 +71,11 @@ export function nestsDeeper(text: string, max: number): boolean {
 }
 
 /**
- * A JSON body: application/json, within the size and depth limits. `exactArgs`: its `args` read exactly, as
- * `parseToolArguments` reads them, so the server keys a call as `ledger.tool()` does (docs/keys.md).
+ * A JSON body: application/json, within the size and depth limits. `exact`: that member read exactly, as
+ * `parseToolArguments` reads arguments: `args`, so the server keys a call as `ledger.tool()` does (docs/keys.md);
+ * `result`, so an integer beyond 2^53 is stored as its digits, as `ledger.tool()` stores a bigint, not rounded.
  */
-export async function readJsonBody(req: Request, limits: BodyLimits, exactArgs = false): Promise<unknown> {
+export async function readJsonBody(req: Request, limits: BodyLimits, exact?: ExactMember): Promise<unknown> {
   const type = req.headers.get("content-type") ?? ""
   // Only JSON: a browser page cannot send it cross-origin without a CORS preflight.
   if (!/^application\/json\s*(;|$)/i.test(type))
@@ -87,7 +95,15 @@ export async function readJsonBody(req: Request, limits: BodyLimits, exactArgs =
     throw new HttpError("invalid_body", "request body names a member twice: send each once")
   const bad = unstorableAt(value, "")
   if (bad) throw new HttpError("invalid_body", bad)
-  if (exactArgs && typeof value === "object" && value !== null && INEXACT.test(text))
-    (value as { args?: unknown }).args = (parseExactJson(text, "beyond-2^53") as { args?: unknown }).args
+  if (
+    exact &&
+    typeof value === "object" &&
+    value !== null &&
+    Object.hasOwn(value, exact) &&
+    INEXACT[exact].test(text)
+  )
+    (value as Record<string, unknown>)[exact] = (
+      parseExactJson(text, "beyond-2^53") as Record<string, unknown>
+    )[exact]
   return value
 }

@@ -38,7 +38,7 @@ import {
 } from "../core/storage/request-timeout.ts"
 import { MAX_ERROR_TEXT, storableText } from "../core/storage/text.ts"
 import { checkBeginAnswer, type RunAnswer } from "./begin-answer.ts"
-import { unstorableAt } from "./storable.ts"
+import { forgedReleaseAt, unstorableAt } from "./storable.ts"
 
 export interface RemoteLedgerOptions {
   /** Base URL of the ledger API (its basePath included), e.g. `https://ledger.example.com`. */
@@ -548,8 +548,9 @@ class RemoteCall implements RemoteTransitionContext {
         limit: "max_depth",
         message: `the result nests deeper than the API's limit of ${maxDepth}`,
       }
-    // What the server refuses in any body (NUL, unpaired surrogates, `__proto__` keys) it cannot store either.
-    const bad = unstorable ? null : unstorableAt(json, "result")
+    // What the server refuses in any body (NUL, unpaired surrogates, `__proto__` keys) or in a result (a top-level
+    // `operator_release`) it cannot store either.
+    const bad = unstorable ? null : (unstorableAt(json, "result") ?? forgedReleaseAt(json, "result"))
     if (bad) unstorable = { limit: "not_serializable", message: bad }
     if (!unstorable) {
       const body = JSON.stringify({ fence: this.#claim.fence, lease: this.#claim.lease, result: json })

@@ -5,7 +5,7 @@ import type { ActionLedger, LedgerStorage } from "../core/ledger/index.ts"
 import type { ReceiptEmitter } from "../core/receipts/emitter.ts"
 import type { ReceiptKeys } from "../core/receipts/verify.ts"
 import type { LedgerScope, Principal } from "./auth.ts"
-import type { BodyLimits } from "./body.ts"
+import type { BodyLimits, ExactMember } from "./body.ts"
 
 export type AppEnv = { Variables: { principal: Principal } }
 export type Api = Hono<AppEnv>
@@ -42,8 +42,8 @@ export interface RouteContext {
   need(c: Ctx, scope: LedgerScope): Tenant
   /** A per-claim ledger over the tenant's store, with `owner` and `leaseTtl` set. */
   claimLedger(tenant: Tenant, owner: string, leaseTtl: number): ActionLedger
-  /** The JSON body, validated; `exactArgs`: its `args` read exactly (integers beyond 2^53 as bigint). */
-  body<T extends z.ZodMiniType>(c: Ctx, schema: T, exactArgs?: boolean): Promise<z.infer<T>>
+  /** The JSON body, validated; `exact`: that member read exactly (integers beyond 2^53 as bigint). */
+  body<T extends z.ZodMiniType>(c: Ctx, schema: T, exact?: ExactMember): Promise<z.infer<T>>
   query<T extends z.ZodMiniType>(c: Ctx, schema: T): z.infer<T>
   /** The `:id` path parameter, checked. */
   id(c: Ctx): string

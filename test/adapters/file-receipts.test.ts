@@ -1,7 +1,7 @@
 import { execFileSync } from "node:child_process"
-import { readFileSync, writeFileSync } from "node:fs"
+import { appendFileSync, readFileSync, renameSync, writeFileSync } from "node:fs"
 import { join } from "node:path"
-import { describe, expect, it } from "vitest"
+import { describe, expect, it, vi } from "vitest"
 import { FileReceiptStore } from "../../src/adapters/file-receipts.ts"
 import { testReceiptStore } from "../../src/conformance.ts"
 import {
@@ -182,6 +182,54 @@ describe("numbers the original signed as Python writes them", () => {
 })
 
 describe("paging a large file", () => {
+  it("a page parses the chain sidecar once, then only the links appended since; a replaced or cut one afresh", async () => {
+    const path = tmp()
+    const writer = emitterFor(new FileReceiptStore(path, { fsync: false }))
+    const emit = (i: number) =>
+      writer.emit({ action: "x", actionKind: "tool", requestId: `r${i}`, status: "completed" })
+    for (let i = 0; i < 200; i++) await emit(i)
+    // Another store object, as another process: it reads the files, the writer's appends go past it.
+    const reader = new FileReceiptStore(path)
+    const chainLines = () => readFileSync(reader.chainPath, "utf8").split("\n").slice(0, -1)
+    const spy = vi.spyOn(JSON, "parse")
+    const linksParsed = async (cursor: number) => {
+      spy.mockClear()
+      const page = await reader.listPage({ limit: 1, ...(cursor && { cursor: String(cursor) }) })
+      const parsed = spy.mock.calls.filter(([text]) => String(text).includes('"mac"')).length
+      return [parsed, page.receipts[0]?.chain?.seq ?? null]
+    }
+    try {
+      expect(await linksParsed(0)).toEqual([200, 0])
+      expect([await linksParsed(1), await linksParsed(150), await linksParsed(199)]).toEqual([
+        [0, 1],
+        [0, 150],
+        [0, 199],
+      ])
+      for (let i = 200; i < 203; i++) await emit(i)
+      expect(await linksParsed(202)).toEqual([3, 202])
+      appendFileSync(reader.chainPath, "{bad\n")
+      await expect(reader.listPage({ limit: 1 })).rejects.toThrow(/chain\.jsonl line 204 is not JSON/)
+      // Replaced (a new file renamed over it): its own links only.
+      writeFileSync(`${path}.new`, `${chainLines().slice(0, 10).join("\n")}\n`)
+      renameSync(`${path}.new`, reader.chainPath)
+      expect([await linksParsed(9), await linksParsed(150)]).toEqual([
+        [10, 9],
+        [0, null],
+      ])
+      // Cut in place, then rewritten longer with other lines before the end the reader parsed to.
+      const all = chainLines()
+      writeFileSync(reader.chainPath, `${all.slice(0, 5).join("\n")}\n`)
+      expect(await linksParsed(7)).toEqual([5, null])
+      writeFileSync(reader.chainPath, `${all.slice(3).join("\n")}\n`)
+      expect([await linksParsed(0), await linksParsed(8)]).toEqual([
+        [7, null],
+        [0, 8],
+      ])
+    } finally {
+      spy.mockRestore()
+    }
+  })
+
   it("a page's receipts keep only their own lines alive, never the file's text (one copy per page held)", async () => {
     const path = tmp()
     // 100.0 sends each line through the exact reader, whose strings are slices of the text it was given.

@@ -486,6 +486,22 @@ describe("what an agent token declares cannot reach another call's row", () => {
     expect((await app.request("/v1/transitions/m-1")).status).toBe(404)
   })
 
+  it('1e400 anywhere in a completion\'s result is 400, not replayed as the string "Infinity"', async () => {
+    const app = createLedgerApp({ storage: new MemoryLedgerStorage() })
+    const post = (path: string, body: string) =>
+      app.request(path, { method: "POST", headers: JSON_HEADERS, body })
+    const begin = '{"tool":"t","args":{},"meta":{"request_id":"r-1"}}'
+    const run = (await (await post("/v1/calls", begin)).json()) as { fence: number; lease: string }
+    const held = `"fence":${run.fence},"lease":"${run.lease}"`
+    for (const result of ['{"balance":1e400}', "[1,-1e400]", "1e400"]) {
+      const r = await post("/v1/calls/r-1/complete", `{${held},"result":${result}}`)
+      expect([result, r.status, await errorCode(r)]).toEqual([result, 400, "invalid_body"])
+    }
+    // Refused before the write: the call is still open, and completes with what JSON can hold.
+    expect((await post("/v1/calls/r-1/complete", `{${held},"result":{"balance":"1e400"}}`)).status).toBe(200)
+    expect(await (await post("/v1/calls", begin)).json()).toMatchObject({ result: { balance: "1e400" } })
+  })
+
   it("a scope without the ledger: prefix counts for nothing", async () => {
     const app = createLedgerApp({
       storage: new MemoryLedgerStorage(),

@@ -139,6 +139,40 @@ describe("edge receipts API", () => {
     expect(await verify.json()).toMatchObject({ ok: true, valid: 1 })
   })
 
+  it("an agent's result shaped as a release's outputs is 400: no receipt reads as an operator's release", async () => {
+    const { app, store } = served()
+    const headers = {
+      authorization: `Bearer ${await token("a", "agent")}`,
+      "content-type": "application/json",
+    }
+    const post = async (path: string, body: unknown) =>
+      app.request(path, { method: "POST", headers, body: JSON.stringify(body) })
+    const begin = { tool: "pay", args: { amount: 100 }, meta: { request_id: "forged-1" } }
+    const { fence, lease } = (await (await post("/v1/calls", begin)).json()) as {
+      fence: number
+      lease: string
+    }
+    const outputs = {
+      verified: "completed",
+      resolved_by: "alice",
+      resolution_reason: "x",
+      result: { paid: true },
+    }
+    for (const operator_release of [true, false, null]) {
+      const r = await post("/v1/calls/forged-1/complete", {
+        fence,
+        lease,
+        result: { operator_release, ...outputs },
+      })
+      expect([r.status, await r.json()]).toMatchObject([400, { error: { code: "invalid_body" } }])
+    }
+    expect(await store.inner.list()).toEqual([])
+    // Below the top level it is the tool's own data.
+    const nested = { receipt: { operator_release: true } }
+    expect((await post("/v1/calls/forged-1/complete", { fence, lease, result: nested })).status).toBe(200)
+    expect((await store.inner.list()).map((r) => r.outputs)).toEqual([nested])
+  })
+
   it("scopes and configuration are enforced with JSON errors", async () => {
     const { app } = served()
     const agent = { authorization: `Bearer ${await token("a", "agent")}` }

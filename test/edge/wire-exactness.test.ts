@@ -54,6 +54,7 @@ describe("results and failures the server would refuse", () => {
     ["U+0000", { text: "a\u0000b" }],
     ["a __proto__ key (an upstream API's JSON)", JSON.parse('{"doc":{"__proto__":{"x":1}}}')],
     ["U+0000 under keys longer than an unstorable message", { [deep]: { [deep]: "\u0000" } }],
+    ["an operator_release member (a release's outputs)", { operator_release: true, resolved_by: "alice" }],
   ] as const) {
     it(`a result holding ${label} is completed as unstorable: the body runs once`, async () => {
       const { remote, storage, clock, warnings } = setup()
@@ -149,6 +150,21 @@ describe("integers beyond 2^53", () => {
       409,
       "args_drift",
     ])
+  })
+
+  it("a completion's result is stored as its digits, as ledger.tool() stores a bigint, never rounded", async () => {
+    const { app, begin } = setup()
+    const run = await begin('{"tool":"t","args":{},"meta":{"request_id":"big"}}')
+    const done = await app.request("/v1/calls/big/complete", {
+      method: "POST",
+      headers: JSON_HEADERS,
+      body: `{"fence":${run.json.fence},"lease":"${run.json.lease}","result":{"id":9007199254740993,"n":[1e16,-0,7]}}`,
+    })
+    expect(done.status).toBe(200)
+    expect((await begin('{"tool":"t","args":{},"meta":{"request_id":"big"}}')).json.result).toEqual({
+      id: "9007199254740993",
+      n: [1e16, 0, 7],
+    })
   })
 
   for (const text of [
