@@ -5,14 +5,29 @@
 import { InvalidOptionError } from "../errors.ts"
 import { checkKind, kindOf, optionsObject, signalOption } from "../options.ts"
 import { clip, safeString } from "../repr.ts"
-import type { RunDeps, RunOptions } from "./driver.ts"
+import type { RunEvent } from "./events.ts"
 
 export const DEFAULT_MAX_REQUEST_SAMPLES = 256
 export const DEFAULT_DRAIN_TIMEOUT_SECONDS = 30
 
+// What is read here of driver.ts's RunDeps and RunOptions (declared apart: driver.ts imports this module).
+interface DepsRead {
+  readonly model_name?: unknown
+  readonly max_request_samples?: number
+  readonly rlm?: { readonly max_depth?: number; readonly max_turns?: number }
+}
+interface OptionsRead {
+  readonly signal?: unknown
+  readonly onEvent?: (event: RunEvent) => void
+  readonly run_id?: unknown
+  readonly deadline_seconds?: number
+  readonly drain_timeout_seconds?: number
+  readonly now?: () => number
+}
+
 /** What the driver reads from `runPlan`'s deps and options, checked. */
 export interface RunArgs {
-  readonly onEvent: RunOptions["onEvent"]
+  readonly onEvent: OptionsRead["onEvent"]
   readonly deadlineSeconds: number | undefined
   readonly signal: AbortSignal | undefined
   readonly modelName: string
@@ -32,8 +47,8 @@ export function readRunArgs(deps: unknown, options: unknown): RunArgs {
     throw new InvalidOptionError(
       `runPlan needs deps with a model client (an object with request()), got ${hasDeps ? `a model that is ${kindOf(model)}` : kindOf(deps)}`,
     )
-  const d = deps as RunDeps
-  const o = optionsObject(options as RunOptions | null | undefined, "runPlan options") as RunOptions
+  const d = deps as DepsRead
+  const o = optionsObject(options as OptionsRead | null | undefined, "runPlan options")
   const modelName = d.model_name ?? "unknown:model"
   if (typeof modelName !== "string")
     throw new InvalidOptionError(`model_name: pass a "provider:model" string, got ${kindOf(modelName)}`)

@@ -442,12 +442,12 @@ export class TaskLedger {
       await stop()
       try {
         // Bounded and cleaned as the ledger records a failure: a task store refused an error of several MB.
-        await serial(async () =>
-          this.#finish(
+        await serial(async () => {
+          await this.#finish(
             held,
             await this.#seal(held, "failed", null, storableText(errorText(err), MAX_ERROR_TEXT)),
-          ),
-        )
+          )
+        })
       } catch (e) {
         if (e instanceof TaskLeaseLostError) lost.abort(e)
         this.#warnFailureNotRecorded(held, e)
@@ -477,12 +477,12 @@ export class TaskLedger {
       try {
         // Cleaned and cut as any failure's text: a toJSON() or getter that threw a message holding U+0000 (or
         // megabytes of text) had this write refused too, and the row stayed in flight after the body ran.
-        await serial(async () =>
-          this.#finish(
+        await serial(async () => {
+          await this.#finish(
             held,
             await this.#seal(held, "failed", null, storableText(errorText(unstorable), MAX_ERROR_TEXT)),
-          ),
-        )
+          )
+        })
       } catch (e2) {
         // Refused by the fence like any outcome: what the body left running on ctx.signal stops here too.
         if (e2 instanceof TaskLeaseLostError) lost.abort(e2)

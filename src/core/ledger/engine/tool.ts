@@ -328,7 +328,7 @@ class OwnedTransition implements TransitionContext {
   /** The completion's receipt, over the row as the writes in flight leave it. */
   async seal(result: unknown): Promise<SealedOutcome> {
     await this.#chain
-    return sealCompletion(this.#core, this.#current, result)
+    return await sealCompletion(this.#core, this.#current, result)
   }
 
   complete(result: unknown, sealed?: SealedOutcome): Promise<void> {
