@@ -60,13 +60,10 @@ export function errorResponse(err: unknown): { status: HttpStatus; body: ErrorBo
         ? "ledger storage unavailable; retry shortly"
         : STORE_FAULT_CODES.has(err.code)
           ? `ledger storage cannot be used (${err.code}); the server log says where, an operator must repair it`
-          : err instanceof ReceiptAppendError
-            ? // Its message quotes the receipt store driver's error, which may name a host, a user or a DSN.
-              `request '${err.requestId}' is recorded (receipt_ref ${err.receiptId}) but its receipt was not stored; the server log says why, an operator must restore the receipt store`
-            : err instanceof LedgerReceiptUnsignedError
-              ? // Its message quotes the signer's error: a KMS's host, a key's text.
-                `request '${err.requestId}' is recorded but its receipt was not signed; the server log says why, an operator must restore the signer`
-              : err.message || err.code
+          : err instanceof ReceiptAppendError || err instanceof LedgerReceiptUnsignedError
+            ? // Its message quotes the receipt store driver's error (a host, a user, a DSN) or the signer's (a KMS).
+              `request '${err.requestId}' is recorded but its receipt was not ${err instanceof ReceiptAppendError ? `stored (receipt_ref ${err.receiptId})` : "signed"}; the server log says why`
+            : err.message || err.code
     return { status: statusForCode(err.code), body: { error: { code: err.code, message } } }
   }
   return { status: 500, body: { error: { code: "internal_error", message: "internal error" } } }

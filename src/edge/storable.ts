@@ -6,7 +6,7 @@ import { isUnstorableText } from "../core/storage/text.ts"
 
 const BAD_TEXT = "text holds U+0000 or an unpaired surrogate; send valid Unicode"
 // Stored, it became the string "Infinity": a replay answered another type than the call returned, and signed it.
-const NOT_FINITE = "a number beyond a double's range (1e400 reads as Infinity); send it as a string"
+const NOT_FINITE = "a number out of range (1e400): send it as a string"
 
 /**
  * Why a completion's `result` cannot be stored, beyond `unstorableAt`: an own top-level `operator_release` member.
@@ -15,7 +15,7 @@ const NOT_FINITE = "a number beyond a double's range (1e400 reads as Infinity); 
  */
 export function forgedReleaseAt(result: unknown, path: string): string | null {
   return typeof result === "object" && result !== null && Object.hasOwn(result, "operator_release")
-    ? `${path}: an "operator_release" member is written by an operator's release only; rename it`
+    ? `${path}: only a release writes "operator_release"`
     : null
 }
 
