@@ -5,6 +5,7 @@
 
 export { MyceliumError } from "./core/errors.ts"
 export {
+  LedgerDispatchOverflowError,
   LedgerError,
   LedgerOutcomeAlreadySetError,
   LedgerRowError,

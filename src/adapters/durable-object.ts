@@ -9,6 +9,7 @@ import {
   dispatchIdOf,
   entryFromRow,
   entryToRow,
+  LedgerDispatchOverflowError,
   type LedgerEntry,
   LedgerError,
   LedgerStaleFenceError,
@@ -32,6 +33,8 @@ import { GuardTables, type ReceiptPageRows, type SqlStorageLike } from "./durabl
 // ---- minimal structural types of the workerd APIs used (no @cloudflare/workers-types dependency) ----------
 
 /** The part of `DurableObjectState` the ledger object needs. */
+export { LedgerDispatchOverflowError }
+
 export interface LedgerObjectState {
   readonly storage: { readonly sql: SqlStorageLike }
 }
@@ -70,7 +73,7 @@ export interface LedgerObjectRpc {
   ): Promise<ClaimResult | SqliteRefusal>
   ledgerTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean | SqliteRefusal>
   ledgerList(options: ListOptions): Promise<LedgerListPage>
-  ledgerFindByDispatchId(dispatchId: string): Promise<LedgerEntry[]>
+  ledgerFindByDispatchId(dispatchId: string): Promise<LedgerEntry[] | null>
   ledgerShards(shards: number): Promise<number>
 }
 
@@ -182,10 +185,11 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
       const refusal = this.#write(write)
       if (refusal) return refusal
     }
-    // The drift gate's siblings, read in the same atomic step: saves the ledger a findByDispatchId round trip.
-    if (result.outcome === "claimed" && options?.dispatchId)
-      return { ...result, dispatchSiblings: this.ledgerFindByDispatchId(options.dispatchId) }
-    return result
+    // The drift gate's siblings, read in the same atomic step: saves the ledger a findByDispatchId round trip. Left
+    // out when they are over the budget, and the ledger's own findByDispatchId is refused then.
+    const siblings =
+      result.outcome === "claimed" && options?.dispatchId && this.ledgerFindByDispatchId(options.dispatchId)
+    return siblings ? { ...result, dispatchSiblings: siblings } : result
   }
 
   ledgerTransition(next: LedgerEntry, expect: TransitionExpectation): boolean | SqliteRefusal {
@@ -238,15 +242,26 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
     return n
   }
 
-  ledgerFindByDispatchId(dispatchId: string): LedgerEntry[] {
-    return this.#sql
-      .exec(
-        `SELECT payload FROM ${TABLE} WHERE json_extract(payload, '$.kwargs.tool_call_id') = ?`,
-        dispatchId,
-      )
-      .toArray()
-      .map((r) => entryFromRow(JSON.parse(String(r.payload))))
-      .filter((e) => dispatchIdOf(e) === dispatchId)
+  /**
+   * Every row under the id, or null past PAGE_TEXT of them: rows under one call id may each be 1.9 MB and pile up
+   * (drifted re-sends), and an answer over workerd's 32 MiB failed after the claim was written. All or none: the
+   * drift gate refuses on any one sibling, so a cut list could drop the one that refuses (another thread's rows under
+   * a reused call id, or drifted ones under policy "off", pass it).
+   */
+  ledgerFindByDispatchId(dispatchId: string): LedgerEntry[] | null {
+    const entries: LedgerEntry[] = []
+    let text = 0
+    for (const r of this.#sql.exec(
+      `SELECT payload FROM ${TABLE} WHERE json_extract(payload, '$.kwargs.tool_call_id') = ?`,
+      dispatchId,
+    )) {
+      const payload = String(r.payload)
+      text += payload.length
+      if (text > PAGE_TEXT) return null
+      const e = entryFromRow(JSON.parse(payload))
+      if (dispatchIdOf(e) === dispatchId) entries.push(e)
+    }
+    return entries
   }
 
   /** Null when written. A refused row is a value (see SqliteRefusal); any other failure throws. */
@@ -366,10 +381,12 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
     return written(await this.#stub(await this.shardOf(next.requestId)).ledgerTransition(next, expect))
   }
 
+  /** Every row under the id (the contract's promise, which the drift gate relies on), or a typed refusal. */
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
     await this.#checkShards()
     const parts = await Promise.all(this.#ids.map((_, i) => this.#stub(i).ledgerFindByDispatchId(dispatchId)))
-    return parts.flat()
+    if (parts.includes(null)) throw new LedgerDispatchOverflowError(dispatchId)
+    return (parts as LedgerEntry[][]).flat()
   }
 
   /** Merges the shards' key-ordered pages (k-way), fetching each shard's next page only when it runs dry. */

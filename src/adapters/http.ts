@@ -72,20 +72,33 @@ const decoder = /* @__PURE__ */ new TextDecoder()
 const CLAIM_OUTCOMES: readonly string[] = ["claimed", "completed", "in_flight"]
 
 /** An answer that is not the storage contract's: fails closed rather than acting on another row or looping. */
-const malformed = (what: string) =>
+const malformed = (what: string, options?: ErrorOptions) =>
   new LedgerHttpError(
     200,
     "invalid_response",
     // `what` may quote the answer (an id, an outcome): bounded, as any text of the server's.
     serverText(`ledger API answered with ${what}; check the API's base URL`),
+    options,
   )
+
+/**
+ * A row of the answer, read as the ledger's: the shared reader calls String() on text fields, so a field such as
+ * `{"toString": 0}` threw a bare TypeError instead of failing closed.
+ */
+function decoded(row: Row): LedgerEntry {
+  try {
+    return entryFromRow(row)
+  } catch (e) {
+    throw malformed("a row the ledger cannot read", { cause: e })
+  }
+}
 
 /** The row the server answered must be the one asked for: a row of another call is never this call's state. */
 function rowOf(raw: unknown, requestId: string): LedgerEntry {
   const got = (raw as Row | null)?.request_id
   if (got !== requestId)
     throw malformed(`a row for ${JSON.stringify(got)} when '${clip(requestId)}' was asked for`)
-  return entryFromRow(raw as Row)
+  return decoded(raw as Row)
 }
 
 function rowsOf(raw: unknown): Row[] {
@@ -235,7 +248,9 @@ export class HttpLedgerStorage implements LedgerStorage {
         allow404 &&
         res.status === 404 &&
         err?.code === "not_found" &&
-        /^no row '/.test(String(err.message))
+        // Tested as text only: String() of a message such as {"toString": 0} threw a bare TypeError.
+        typeof err.message === "string" &&
+        /^no row '/.test(err.message)
       )
         return null
       // Its code and text as the API's (a string code, a bounded message): a 60 MB message, or a code that was an
@@ -339,7 +354,7 @@ export class HttpLedgerStorage implements LedgerStorage {
         throw malformed("a claimed row this claim did not write (another owner, fence or state)")
       const held = this.#heldAt(e, now)
       return r.dispatch_siblings !== undefined
-        ? { outcome: "claimed", entry: held, dispatchSiblings: rowsOf(r.dispatch_siblings).map(entryFromRow) }
+        ? { outcome: "claimed", entry: held, dispatchSiblings: rowsOf(r.dispatch_siblings).map(decoded) }
         : { outcome: "claimed", entry: held }
     }
     return { outcome: r.outcome, entry: e }
@@ -444,7 +459,7 @@ export class HttpLedgerStorage implements LedgerStorage {
       for (const row of rows) {
         // A server that answers more than asked (or its own page size) must not list past the limit.
         if (remaining <= 0) return
-        yield entryFromRow(row)
+        yield decoded(row)
         remaining--
       }
       if (!page.cursor) return
@@ -462,6 +477,6 @@ export class HttpLedgerStorage implements LedgerStorage {
     const r = (await this.#call<{ rows: Row[] }>("GET", `/v1/dispatch/${this.#id(dispatchId)}`, "rows")) as {
       rows: Row[]
     }
-    return rowsOf(r.rows).map(entryFromRow)
+    return rowsOf(r.rows).map(decoded)
   }
 }

@@ -51,6 +51,11 @@ export interface LedgerAppOptions {
   /** Most bytes of receipt lines a `GET /v1/receipts` page holds (one larger receipt comes alone). Default 8 MiB. */
   readonly maxReceiptPageBytes?: number
   /**
+   * Most characters of rows (their JSON text) a `GET /v1/rows` or `GET /v1/transitions` page holds (one larger row
+   * comes alone), from 1 to 64 Mi. Default 8 Mi.
+   */
+  readonly maxRowPageBytes?: number
+  /**
    * Browser origins allowed to call the API cross-origin (CORS), e.g. `["https://app.example.com"]`. Default none:
    * only same-origin pages and non-browser clients. Tokens travel in `Authorization`, never in cookies.
    */
@@ -210,6 +215,11 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
     maxVerifyReceipts: options.maxVerifyReceipts ?? 100_000,
     maxVerifyBytes: options.maxVerifyBytes ?? 64 * 1024 * 1024,
     maxReceiptPageBytes: options.maxReceiptPageBytes ?? 8 * 1024 * 1024,
+    maxRowPageBytes: pageSize(
+      "maxRowPageBytes",
+      options.maxRowPageBytes ?? 8 * 1024 * 1024,
+      64 * 1024 * 1024,
+    ),
     pageLimit(raw) {
       const limit = raw === undefined ? this.defaultPageSize : Number(raw)
       if (limit < 1 || limit > this.maxPageSize)

@@ -35,6 +35,8 @@ export interface RouteContext {
   readonly maxVerifyReceipts: number
   readonly maxVerifyBytes: number
   readonly maxReceiptPageBytes: number
+  /** Most characters of rows (their JSON text) a `GET /v1/rows` or `GET /v1/transitions` page holds. */
+  readonly maxRowPageBytes: number
   /** A list route's `limit` query value: the default when absent, 400 `invalid_query` outside 1..maxPageSize. */
   pageLimit(raw: string | undefined): number
   now(): number

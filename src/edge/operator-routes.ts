@@ -4,6 +4,7 @@ import { LedgerError, LedgerWorkerAliveError } from "../core/ledger/errors.ts"
 import { entryToRow, resolvedOutcome } from "../core/ledger/model/entry.ts"
 import type { Api, RouteContext } from "./context.ts"
 import { HttpError } from "./errors.ts"
+import { pageBudget } from "./page-bytes.ts"
 import { MarkDeadBody, ReleaseBody, TransitionsQuery } from "./schemas.ts"
 
 // A page scans at most this many rows per returned row, so a filter that matches nothing still ends quickly.
@@ -17,6 +18,7 @@ export function operatorRoutes(api: Api, ctx: RouteContext): void {
     const stuck = q.stuck === "true" || q.stuck === "1"
     const now = ctx.now()
     const out: Record<string, unknown>[] = []
+    const fits = pageBudget(ctx.maxRowPageBytes)
     let scanned = 0
     let lastScanned: string | null = null
     let exhausted = true
@@ -26,13 +28,21 @@ export function operatorRoutes(api: Api, ctx: RouteContext): void {
         limit: limit * SCAN_FACTOR,
         ...(q.cursor ? { cursor: q.cursor } : {}),
       })) {
-        scanned++
-        lastScanned = e.requestId
         const matches =
           (q.tool === undefined || e.tool === q.tool) &&
           (q.outcome === undefined || resolvedOutcome(e, now) === q.outcome) &&
           (!stuck || isStuck(e, now))
-        if (matches) out.push(entryToRow(e))
+        if (matches) {
+          const row = entryToRow(e)
+          // Past the page's bytes: the next page starts at this row (the cursor stays on the one before).
+          if (!fits(row)) {
+            exhausted = false
+            break
+          }
+          out.push(row)
+        }
+        scanned++
+        lastScanned = e.requestId
         if (out.length === limit) {
           exhausted = false
           break

@@ -166,6 +166,9 @@ export const Row = z.looseObject({
   request_id: Id,
   tool: z.string().check(z.maxLength(200)),
   status: z.string().check(z.maxLength(32)),
+  // A fence past 2^53 or not a whole number (the string "Infinity" read as Infinity) is one no later write can
+  // match: the row could never be written again. Missing in the original's legacy rows (read as 0).
+  fence: z.optional(z.int().check(z.gte(0))),
 })
 
 const PageLimit = z.optional(z.string().check(z.regex(/^\d{1,4}$/)))
@@ -195,11 +198,13 @@ export const ClaimRowBody = z.strictObject({
 export const TransitionRowBody = z.strictObject({
   next: Row,
   expect: z.strictObject({
-    outcomes: z.array(z.enum(TerminalOutcome)).check(z.minLength(1), z.maxLength(16)),
+    // null too: a damaged or legacy row may store it, and its field repair expects the value stored (a 400 here was
+    // read as an outage on every call of that row).
+    outcomes: z.array(z.nullable(z.enum(TerminalOutcome))).check(z.minLength(1), z.maxLength(16)),
     owner: z.optional(z.nullable(z.string().check(z.maxLength(512)))),
     fence: z.int(),
     effect_phase: z.optional(z.enum(EffectState)),
-    side_effect_boundary: z.optional(z.enum(SideEffectBoundary)),
+    side_effect_boundary: z.optional(z.nullable(z.enum(SideEffectBoundary))),
     lease_held_at: z.optional(z.number()),
     silent_for: z.optional(z.number().check(z.nonnegative())),
   }),

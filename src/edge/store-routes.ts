@@ -1,11 +1,17 @@
 // `ledger:store`: the raw storage contract for trusted backends (HttpLedgerStorage). These routes can write any
 // row, so no agent token reaches them. Leases run on the server's clock whatever the client says.
-import { LedgerError, LedgerStorageUnavailableError } from "../core/ledger/errors.ts"
+import {
+  LedgerDispatchOverflowError,
+  LedgerError,
+  LedgerStorageUnavailableError,
+} from "../core/ledger/errors.ts"
 import { entryFromRow, entryToRow, type LedgerEntry, resolvedOutcome } from "../core/ledger/model/entry.ts"
+import type { TerminalOutcome } from "../core/ledger/model/enums.ts"
 import type { LedgerStorage, TransitionExpectation } from "../core/storage/contract.ts"
 import { jsonDepth } from "../core/storage/limits.ts"
 import type { Api, RouteContext } from "./context.ts"
 import { HttpError } from "./errors.ts"
+import { pageBudget } from "./page-bytes.ts"
 import { ClaimRowBody, PutRowBody, RowsQuery, TransitionRowBody } from "./schemas.ts"
 
 /** A store failure is an outage (503), whatever the backend threw. */
@@ -73,7 +79,7 @@ function leaseStampedAt(next: LedgerEntry, fence: number, heldAt: number | undef
 function endsAnothersClaim(
   next: LedgerEntry,
   e: {
-    readonly outcomes: readonly string[]
+    readonly outcomes: readonly (string | null)[]
     readonly fence: number
     readonly lease_held_at?: number | undefined
   },
@@ -175,7 +181,8 @@ export function storeRoutes(api: Api, ctx: RouteContext): void {
     const e = b.expect
     const now = ctx.now()
     const expect: TransitionExpectation = {
-      outcomes: e.outcomes,
+      // As stored, null included: a field repair expects the row as it read it (a boundary of null checks none).
+      outcomes: e.outcomes as TerminalOutcome[],
       fence: e.fence,
       ...(e.owner !== undefined ? { owner: e.owner } : {}),
       ...(e.effect_phase ? { effectPhase: e.effect_phase } : {}),
@@ -207,6 +214,8 @@ export function storeRoutes(api: Api, ctx: RouteContext): void {
     const { storage } = ctx.need(c, "store")
     const q = ctx.query(c, RowsQuery)
     const limit = ctx.pageLimit(q.limit)
+    const fits = pageBudget(ctx.maxRowPageBytes)
+    let full = false
     const rows = await viaStore("list", async () => {
       const out: Record<string, unknown>[] = []
       for await (const e of storage.list({
@@ -214,12 +223,17 @@ export function storeRoutes(api: Api, ctx: RouteContext): void {
         ...(q.prefix ? { prefix: q.prefix } : {}),
         ...(q.cursor ? { cursor: q.cursor } : {}),
       })) {
-        out.push(entryToRow(e))
+        const row = entryToRow(e)
+        full = !fits(row)
+        if (full) break
+        out.push(row)
       }
       return out
     })
     const last = rows.at(-1)?.request_id
-    return c.json({ rows, cursor: rows.length === limit && typeof last === "string" ? last : null })
+    // A page ended by its bytes is as unfinished as one ended by its count.
+    const more = full || rows.length === limit
+    return c.json({ rows, cursor: more && typeof last === "string" ? last : null })
   })
 
   api.get("/v1/dispatch/:id", async (c) => {
@@ -228,7 +242,9 @@ export function storeRoutes(api: Api, ctx: RouteContext): void {
     const rows = await viaStore("find_by_dispatch_id", async () =>
       storage.findByDispatchId ? await storage.findByDispatchId(id) : [],
     )
-    // One dispatch id names a handful of rows; the cap keeps a hostile store from answering with thousands.
-    return c.json({ rows: rows.slice(0, ctx.maxPageSize).map(entryToRow) })
+    // One dispatch id names a handful of rows. More than a page is refused, not cut: the drift check reads every
+    // sibling, and a cut list could leave out the one that refuses a drifted re-send (a second payment).
+    if (rows.length > ctx.maxPageSize) throw new LedgerDispatchOverflowError(id)
+    return c.json({ rows: rows.map(entryToRow) })
   })
 }

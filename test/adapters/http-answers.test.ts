@@ -4,7 +4,7 @@
 import { createServer, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { afterAll, beforeAll, describe, expect, it } from "vitest"
-import { newEntry } from "../../src/adapter-kit.ts"
+import { entryToRow, newEntry } from "../../src/adapter-kit.ts"
 import { HttpLedgerStorage, LedgerHttpError } from "../../src/adapters/http.ts"
 import {
   ActionLedger,
@@ -124,5 +124,44 @@ describe("HttpLedgerStorage does not follow redirects", () => {
     const s = new HttpLedgerStorage({ url: base, token: "secret" })
     await expect(s.set(entry)).rejects.toMatchObject({ code: "invalid_response", status: 307 })
     expect(seen).toEqual(["api PUT /v1/rows/r1"])
+  })
+})
+
+describe("HttpLedgerStorage: rows and messages it cannot read fail closed, typed", () => {
+  // The row reader and the 404 check called String() on them: a bare TypeError, no LedgerHttpError.
+  const hostile = { toString: 0 }
+  const row = (field: string) => ({ request_id: "r1", tool: "t", status: "completed", [field]: hostile })
+
+  it("a row whose owner or error is {toString: 0}: invalid_response from get, list and findByDispatchId", async () => {
+    for (const field of ["owner", "error"]) {
+      await expect(answering({ row: row(field) }).get("r1")).rejects.toMatchObject(invalid)
+      const listing = answering({ rows: [row(field)], cursor: null }).list()
+      await expect(
+        (async () => {
+          for await (const _ of listing) {
+            // refused at its first row
+          }
+        })(),
+      ).rejects.toMatchObject(invalid)
+      await expect(answering({ rows: [row(field)] }).findByDispatchId("d")).rejects.toMatchObject(invalid)
+    }
+  })
+
+  it("a claim's dispatch siblings too", async () => {
+    const claimed = { ...entry, terminalOutcome: "IN_FLIGHT" as const, fence: 1 }
+    const s = answering({
+      outcome: "claimed",
+      entry: entryToRow(claimed),
+      dispatch_siblings: [row("owner")],
+    })
+    await expect(s.tryClaimInflight(claimed, 60, 1_000, { dispatchId: "d" })).rejects.toMatchObject(invalid)
+  })
+
+  it("a 404 not_found whose message is {toString: 0} is an outage (LedgerHttpError), never 'no row'", async () => {
+    const e = await answering({ error: { code: "not_found", message: hostile } }, 404)
+      .get("r1")
+      .catch((x: unknown) => x)
+    expect(e).toBeInstanceOf(LedgerHttpError)
+    expect(e).toMatchObject({ status: 404 })
   })
 })

@@ -16,11 +16,11 @@ const SECRET = "workerd-limits-secret-workerd-limits-secret"
 const run = `l${Date.now().toString(36)}${Math.random().toString(36).slice(2, 6)}`
 const binding = { agent_id: "pay", policy_version: "1", side_effect_class: "keyed_mutate" }
 
-function api(tenant: string, vars: Record<string, unknown> = {}) {
+function api(tenant: string, vars: Record<string, unknown> = {}, scope = "ledger:agent ledger:reader") {
   return async (method: string, path: string, body?: unknown) =>
     callWorker(
       { ...(env as object), LEDGER_JWT_SECRET: SECRET, ...vars },
-      await signToken(SECRET, { tenant, scope: "ledger:agent ledger:reader" }),
+      await signToken(SECRET, { tenant, scope }),
       method,
       path,
       body,
@@ -132,5 +132,72 @@ describe("Durable Object stores at workerd's limits", () => {
     const done = await pay(call, "big-1", { blob: "x".repeat(1_000_000) })
     expect(done.status, JSON.stringify(done.json).slice(0, 300)).toBe(200)
     expect((await call("POST", "/v1/receipts/verify", {})).json).toMatchObject({ ok: true, valid: 1 })
+  }, 120_000)
+})
+
+// Rows under one tool-call id were read whole inside the claim's answer: 20 rows of ~1.8 MB made it outgrow the
+// 32 MiB an RPC may return, after the claim had committed (a bare Error, the row IN_FLIGHT, every later claim and
+// findByDispatchId failing the same way). Drifted re-sends of large arguments pile such rows up. Now they are read
+// whole up to 8 MiB of row text, and refused past it, never cut (a cut list could drop the row that refuses).
+describe("a tool-call id's rows, up to and past what one read holds", () => {
+  const memo = "x".repeat(1_800_000)
+  const sibling = (i: number, now: number) => ({
+    ...newEntry({ requestId: `memo-${i}`, tool: "memo", owner: "w" }, now),
+    terminalOutcome: "FAILED_BEFORE_EFFECT" as const,
+    status: "failed" as const,
+    kwargs: { tool_call_id: "call_1", memo },
+  })
+  const claim = (storage: DurableObjectLedgerStorage, requestId: string, now: number) =>
+    storage.tryClaimInflight(
+      { ...newEntry({ requestId, tool: "t", owner: "W" }, now), kwargs: { tool_call_id: "call_1" } },
+      60,
+      now,
+      { reclaimFence: null, dispatchId: "call_1" },
+    )
+
+  it("7.2 MB of rows: the claim carries every sibling, GET /v1/dispatch lists them, drift is refused", async () => {
+    const t = `sib-${run}`
+    const storage = new DurableObjectLedgerStorage(LEDGER, { name: `tenant:${t}` })
+    const now = Date.now() / 1000
+    for (let i = 0; i < 4; i++) await storage.set(sibling(i, now))
+    const call = api(t)
+    const send = (id: string) =>
+      call("POST", "/v1/calls", { tool: "pay", args: { id }, binding, meta: { tool_call_id: "call_1" } })
+    const first = await send("a")
+    expect(first.json.status).toBe("run")
+    const direct = await claim(storage, "direct", now)
+    expect(direct).toMatchObject({ outcome: "claimed", entry: { owner: "W", fence: 1 } })
+    const siblings = direct.outcome === "claimed" ? (direct.dispatchSiblings ?? []) : []
+    expect(siblings.map((e) => e.requestId).sort()).toEqual(
+      ["memo-0", "memo-1", "memo-2", "memo-3", first.json.request_id as string, "direct"].sort(),
+    )
+    const drifted = await send("b")
+    expect([drifted.status, drifted.json.error?.code]).toEqual([409, "args_drift"])
+    const listed = await api(t, {}, "ledger:store")("GET", "/v1/dispatch/call_1")
+    expect(listed.status).toBe(200)
+    // The four, the call, the direct claim and the drifted re-send's own row.
+    expect((listed.json.rows as unknown[]).length).toBe(7)
+  }, 120_000)
+
+  it("9 MB of rows: the claim still answers, without siblings; findByDispatchId is refused typed; a call does not run", async () => {
+    const t = `sibmax-${run}`
+    const storage = new DurableObjectLedgerStorage(LEDGER, { name: `tenant:${t}` })
+    const now = Date.now() / 1000
+    for (let i = 0; i < 5; i++) await storage.set(sibling(i, now))
+    const claimed = await claim(storage, "new", now)
+    expect(claimed.outcome).toBe("claimed")
+    expect("dispatchSiblings" in claimed).toBe(false)
+    await expect(storage.findByDispatchId("call_1")).rejects.toMatchObject({
+      name: "LedgerDispatchOverflowError",
+      code: "dispatch_rows_over_budget",
+    })
+    expect(await storage.findByDispatchId("call_2")).toEqual([])
+    const refused = await api(t)("POST", "/v1/calls", {
+      tool: "pay",
+      args: { id: "a" },
+      binding,
+      meta: { tool_call_id: "call_1" },
+    })
+    expect(refused.json.status).not.toBe("run")
   }, 120_000)
 })

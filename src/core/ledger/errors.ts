@@ -98,6 +98,18 @@ export class LedgerStorageUnavailableError extends LedgerError {
   override readonly code = "ledger_storage_unavailable"
 }
 
+/**
+ * A dispatch id holds more rows than one call may read (drifted re-sends of large arguments pile up under it). The
+ * drift check must see every one, so the call is refused and nothing runs; a new tool-call id is not affected.
+ */
+export class LedgerDispatchOverflowError extends LedgerError {
+  override readonly name = "LedgerDispatchOverflowError"
+  override readonly code = "dispatch_rows_over_budget"
+  constructor(dispatchId: string) {
+    super(`dispatch id '${clip(dispatchId)}': too many rows to check`)
+  }
+}
+
 /** A consequential call has no server-owned identity and the policy requires one. Nothing was claimed. */
 export class MissingRequestIdentityError extends LedgerError {
   override readonly name = "MissingRequestIdentityError"
