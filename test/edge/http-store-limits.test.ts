@@ -264,13 +264,7 @@ describe("store routes refuse fences and times no later write can match", () => 
   it("a fence of 'Infinity', 2^53, -1 or 1.5: 400 invalid_body, nothing written", async () => {
     const rows = new MemoryLedgerStorage()
     const app = createLedgerApp({ storage: rows })
-    const bad = [
-      { fence: "Infinity" },
-      { fence: 2 ** 53 },
-      { fence: -1 },
-      { fence: 1.5 },
-      { fence: null },
-    ]
+    const bad = [{ fence: "Infinity" }, { fence: 2 ** 53 }, { fence: -1 }, { fence: 1.5 }, { fence: null }]
     for (const fields of bad) {
       const put = await req(app, "PUT", "/v1/rows/w", { row: row(fields) })
       expect([fields, put.status, put.json.error?.code]).toEqual([fields, 400, "invalid_body"])
