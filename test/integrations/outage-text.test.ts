@@ -8,7 +8,7 @@ import { AIMessage, type ToolMessage } from "@langchain/core/messages"
 import { tool as lcTool } from "@langchain/core/tools"
 import { ToolNode } from "@langchain/langgraph/prebuilt"
 import { Agent, tool as agentsTool, Runner } from "@openai/agents"
-import { generateText, type StepResult, stepCountIs, type ToolSet, tool } from "ai"
+import { generateText, type StepResult, stepCountIs, type Tool, type ToolSet, tool } from "ai"
 import { afterAll, describe, expect, it } from "vitest"
 import { z } from "zod"
 import { FileLedgerStorage } from "../../src/adapters/file.ts"
@@ -134,6 +134,18 @@ const ledgerOutage = <T extends ToolSet>({ steps }: { steps: StepResult<T>[] }):
       (p) => p.type === "tool-error" && (p.error as { code?: string }).code === "ledger_storage_unavailable",
     ) ?? false
 
+/** The scripted model pays twice; the run stops as the docs' stop condition says. */
+async function untilOutage(pay: Tool) {
+  const prompts: string[] = []
+  const result = await generateText({
+    model: scriptedModel(twice, prompts),
+    tools: { pay },
+    prompt: "pay",
+    stopWhen: [stepCountIs(5), ledgerOutage],
+  })
+  return { result, prompts }
+}
+
 /** A store fault the ledger passes on as it is (a LedgerError of its own code), naming the store's path. */
 class StoreFault extends LedgerError {
   constructor(override readonly code: string) {
@@ -199,13 +211,7 @@ describe("a store that cannot be used (not only one that is down) is an outage",
         tool({ inputSchema: cents, execute: async (a) => charged.push(a.cents) }),
         { name: "pay", binding },
       )
-      const prompts: string[] = []
-      const result = await generateText({
-        model: scriptedModel(twice, prompts),
-        tools: { pay },
-        prompt: "pay",
-        stopWhen: [stepCountIs(5), ledgerOutage],
-      })
+      const { result, prompts } = await untilOutage(pay)
       expect(charged).toEqual([10])
       expect(prompts).toHaveLength(1)
       const failure = result.steps[0]?.content.find((p) => p.type === "tool-error")?.error as Error
@@ -218,13 +224,7 @@ describe("a store that cannot be used (not only one that is down) is an outage",
   it("AI SDK, a file lock held past its timeout: the model never reads the lock's path, the retry never runs", async () => {
     const f = lockedAtCompletion()
     const pay = guardAiTool(f.ledger, tool({ inputSchema: cents, execute: f.pay }), { name: "pay", binding })
-    const prompts: string[] = []
-    const result = await generateText({
-      model: scriptedModel(twice, prompts),
-      tools: { pay },
-      prompt: "pay",
-      stopWhen: [stepCountIs(5), ledgerOutage],
-    })
+    const { result, prompts } = await untilOutage(pay)
     f.unlock()
     expect(f.charged).toEqual([10])
     expect(prompts).toHaveLength(1)

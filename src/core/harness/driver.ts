@@ -13,13 +13,16 @@ import {
 import { BudgetLedger, resolveBudget } from "./budget.ts"
 import { durableTaskKey, precharge, runDurableTask } from "./durable.ts"
 import { BudgetExceededError, HarnessError, RunFailed, TaskCancelledError } from "./errors.ts"
-import { EventBus, type EventStream, type RunEvent, type TaskCancelledEvent } from "./events.ts"
+import { EventBus, type EventStream, type TaskCancelledEvent } from "./events.ts"
 import { deepFreeze } from "./freeze.ts"
 import { newRunId } from "./ids.ts"
 import { MinHeap } from "./min-heap.ts"
 import type { ModelClient, ModelSettings } from "./model.ts"
 import { type CheckedTask, validatePlan } from "./plan.ts"
-import { readRunArgs } from "./run-args.ts"
+import { type RunOptions, readRunArgs } from "./run-args.ts"
+
+export type { RunOptions }
+
 import { Semaphore } from "./semaphore.ts"
 import { startTimer, type Timer } from "./timer.ts"
 import type { HarnessTool } from "./tools.ts"
@@ -62,23 +65,6 @@ export interface RunDeps {
   readonly ledger?: ActionLedger
   /** Samples kept in `model_requests` (the first N by start). Default 256. */
   readonly max_request_samples?: number
-}
-
-export interface RunOptions {
-  readonly signal?: AbortSignal
-  /**
-   * Called synchronously in emission order. A sink that throws, or returns a promise that rejects before the run
-   * settles, is counted in `sink_errors`; the run goes on.
-   */
-  readonly onEvent?: (event: RunEvent) => void
-  /** The driver run id; pass the crashed run's id to resume a durable run. Default `run:<32 hex>`. */
-  readonly run_id?: string
-  /** Used when the budget sets no deadline. */
-  readonly deadline_seconds?: number
-  /** How long a stopping run waits for tasks to settle. Default 30. */
-  readonly drain_timeout_seconds?: number
-  /** Monotonic milliseconds. Default `performance.now()`. */
-  readonly now?: () => number
 }
 
 interface TaskState {

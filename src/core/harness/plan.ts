@@ -169,7 +169,7 @@ export function validatePlan(input: RunPlan | DependencyPlan): CheckedPlan {
       problems.push({
         code: "output_not_sole_sink",
         sinks,
-        message: `output task ${out} must be the plan's only sink (no task depends on it, every other task leads to it); sinks: ${clip(sinks.join(", "))}`,
+        message: `output task ${clip(String(out))} must be the plan's only sink (no task depends on it, every other task leads to it); sinks: ${clip(sinks.join(", "))}`,
       })
   }
 

@@ -10,24 +10,33 @@ import type { RunEvent } from "./events.ts"
 export const DEFAULT_MAX_REQUEST_SAMPLES = 256
 export const DEFAULT_DRAIN_TIMEOUT_SECONDS = 30
 
-// What is read here of driver.ts's RunDeps and RunOptions (declared apart: driver.ts imports this module).
+// What is read here of driver.ts's RunDeps (declared there, which imports this module).
 interface DepsRead {
   readonly model_name?: unknown
   readonly max_request_samples?: number
   readonly rlm?: { readonly max_depth?: number; readonly max_turns?: number }
 }
-interface OptionsRead {
-  readonly signal?: unknown
+
+export interface RunOptions {
+  readonly signal?: AbortSignal
+  /**
+   * Called synchronously in emission order. A sink that throws, or returns a promise that rejects before the run
+   * settles, is counted in `sink_errors`; the run goes on.
+   */
   readonly onEvent?: (event: RunEvent) => void
-  readonly run_id?: unknown
+  /** The driver run id; pass the crashed run's id to resume a durable run. Default `run:<32 hex>`. */
+  readonly run_id?: string
+  /** Used when the budget sets no deadline. */
   readonly deadline_seconds?: number
+  /** How long a stopping run waits for tasks to settle. Default 30. */
   readonly drain_timeout_seconds?: number
+  /** Monotonic milliseconds. Default `performance.now()`. */
   readonly now?: () => number
 }
 
 /** What the driver reads from `runPlan`'s deps and options, checked. */
 export interface RunArgs {
-  readonly onEvent: OptionsRead["onEvent"]
+  readonly onEvent: RunOptions["onEvent"]
   readonly deadlineSeconds: number | undefined
   readonly signal: AbortSignal | undefined
   readonly modelName: string
@@ -48,7 +57,7 @@ export function readRunArgs(deps: unknown, options: unknown): RunArgs {
       `runPlan needs deps with a model client (an object with request()), got ${hasDeps ? `a model that is ${kindOf(model)}` : kindOf(deps)}`,
     )
   const d = deps as DepsRead
-  const o = optionsObject(options as OptionsRead | null | undefined, "runPlan options")
+  const o = optionsObject(options as RunOptions | null | undefined, "runPlan options")
   const modelName = d.model_name ?? "unknown:model"
   if (typeof modelName !== "string")
     throw new InvalidOptionError(`model_name: pass a "provider:model" string, got ${kindOf(modelName)}`)

@@ -145,7 +145,6 @@ const utf8 = /* @__PURE__ */ new TextEncoder()
 const overBytes = (text: string, max: number): boolean =>
   text.length * 3 > max && utf8.encode(text).length > max
 
-/** A claim this worker holds. */
 /** An outcome's row and its receipt, signed before the write; `receipt` null when the signer failed or is off. */
 interface Sealed {
   readonly row: TaskRow
@@ -153,6 +152,7 @@ interface Sealed {
   readonly unsigned?: unknown
 }
 
+/** A claim this worker holds. */
 interface Held {
   readonly requestId: string
   row: TaskRow
@@ -639,7 +639,7 @@ export class TaskLedger {
       const by0 = current.lease?.resolved_by
       if (by0 != null)
         throw new TaskReleaseRefusedError(
-          `Task request '${clip(requestId)}' was already released by ${safeString(by0)}; the next call runs it`,
+          `Task request '${clip(requestId)}' was already released by ${clip(safeString(by0))}; the next call runs it`,
         )
       const lease = leaseOf(current)
       // An unbounded lease is live while its holder runs; a claim of the original's (no lease) is the stuck case.
