@@ -104,13 +104,23 @@ describe("a budget trip stops the run where it is met", () => {
 
   it("a request_limit refusal counts the requests still in flight: 'limit of 2 (requests=2)', not requests=1", async () => {
     const tool = countingTool()
-    // a answers first with a tool call; its next request is refused while b's first is still in flight.
-    const model = new ScriptedModel({
-      byTask: {
-        a: [{ tool_calls: [{ name: "t", args: { id: "a1" } }], delay_ms: 5 }, { text: "a" }],
-        b: [{ text: "b", delay_ms: 50 }],
-      },
+    // a answers first with a tool call; its next request is refused while b's first is still in flight. b answers
+    // only when the stop aborts it (or fails after 5 s), so no timing decides the order.
+    const scripted = new ScriptedModel({
+      byTask: { a: [{ tool_calls: [{ name: "t", args: { id: "a1" } }] }, { text: "a" }] },
     })
+    const model: ModelClient = {
+      request: (req, signal) =>
+        req.context.task_id !== "b"
+          ? scripted.request(req, signal)
+          : new Promise((_resolve, reject) => {
+              const timer = setTimeout(() => reject(new Error("b was never cancelled")), 5_000)
+              signal.addEventListener("abort", () => {
+                clearTimeout(timer)
+                reject(signal.reason)
+              })
+            }),
+    }
     const err = await failed(runPlan(plan, { model, tools: [tool], budget: { request_limit: 2 } }))
     expect(err.result.failure).toMatchObject({
       reason: "request_limit",
