@@ -13,6 +13,8 @@ import {
   TaskResultUnstorableError,
   type TaskStore,
 } from "../../../src/tasks.ts"
+import { ManualClock } from "../../../src/testing.ts"
+import { expectRenewals } from "../ledger/renewals.ts"
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 const until = async (ok: () => boolean) => {
@@ -66,12 +68,15 @@ describe("a store that times out while a body runs past its lease", () => {
     const shared = new MemoryTaskStore()
     let stalled = false
     let swaps = 0
+    const log: string[] = []
     const store: TaskStore = {
       get: (id) => shared.get(id),
       swap: async (id, e, n) => {
         if (!stalled) return shared.swap(id, e, n)
         swaps++
+        log.push("swap")
         await sleep(250) // the driver's timeout
+        log.push("timed out")
         throw new Error("timed out")
       },
       list: () => shared.list(),
@@ -83,11 +88,16 @@ describe("a store that times out while a body runs past its lease", () => {
       stalled = true
       await sleep(1000) // ignores ctx.signal
       duringBody = swaps
+      log.push("body end")
       bodyEnd = Date.now()
       return 1
     })
-    await expect(t({}, { taskId: "S" })).rejects.toMatchObject({ code: "task_store_unavailable" })
-    expect(Date.now() - bodyEnd).toBeLessThan(700)
+    const failure = t({}, { taskId: "S" }).finally(() => log.push("rejected"))
+    await expect(failure).rejects.toMatchObject({ code: "task_store_unavailable" })
+    // The order, not the clock, shows it failed one store timeout after the body: a backlog of renewals would put
+    // their swaps between the body's end and the completion's. The bound only catches a call that hangs.
+    expect(log.slice(log.indexOf("body end"))).toEqual(["body end", "swap", "timed out", "rejected"])
+    expect(Date.now() - bodyEnd).toBeLessThan(5_000)
     // One renewal (later ticks found it in flight, then the lease lapsed), then the completion.
     expect(duringBody).toBeLessThanOrEqual(1)
     expect(swaps - duringBody).toBe(1)
@@ -120,15 +130,32 @@ describe("a store that times out while a body runs past its lease", () => {
 
 describe("renewals that answer", () => {
   it("never abort the body, also with a renewal interval over half the lease", async () => {
-    const ledger = new TaskLedger({ leaseTtl: 0.4, leaseRenewInterval: 0.3, onWarning: () => {} })
-    let aborted: boolean | null = null
-    const t = ledger.task("long", async (_: object, ctx: TaskContext) => {
-      await sleep(900)
-      aborted = ctx.signal.aborted
-      return "done"
+    // Lease time runs on a manual clock, renewal ticks are real timers: by a real clock a tick 0.1 s late lapsed the
+    // lease on a loaded machine. Each step moves the clock one interval on and waits for the renewal stamped then, so
+    // a lapse watch armed too early (a margin of a whole interval) still finds the lease lapsed and aborts the body.
+    const clock = new ManualClock()
+    const storage = new MemoryTaskStore()
+    const ledger = new TaskLedger({
+      storage,
+      clock,
+      leaseTtl: 0.4,
+      leaseRenewInterval: 0.3,
+      onWarning: () => {},
     })
-    await expect(t({}, { taskId: "L" })).resolves.toBe("done")
-    expect(aborted).toBe(false)
+    let ctx: TaskContext | undefined
+    let finish!: () => void
+    const done = new Promise<void>((r) => {
+      finish = r
+    })
+    const call = ledger.task("long", async (_: object, c: TaskContext) => {
+      ctx = c
+      await done
+      return c.signal.aborted ? "aborted" : "done"
+    })({}, { taskId: "L" })
+    await until(() => !!ctx)
+    await expectRenewals(clock, async () => (await storage.get("L"))?.lease?.heartbeat_at, 0.3, 3)
+    finish()
+    await expect(call).resolves.toBe("done")
   })
 })
 

@@ -3,26 +3,40 @@
 import { describe, expect, it } from "vitest"
 import { InvalidOptionError } from "../../../src/core/index.ts"
 import { MemoryTaskStore, TaskLedger, TaskLedgerPendingError } from "../../../src/tasks.ts"
+import { ManualClock } from "../../../src/testing.ts"
+import { expectRenewals } from "../ledger/renewals.ts"
 
 const sleep = (ms: number) => new Promise((r) => setTimeout(r, ms))
 
-/** Worker a runs a 0.9 s body under a 0.3 s task lease; worker b calls at 0.5 s, when an unrenewed lease has lapsed. */
+/**
+ * Worker a runs a body under a 0.3 s task lease; worker b calls 0.6 s later, when an unrenewed lease has lapsed.
+ * Lease time runs on a manual clock, renewal ticks are real timers: by a real clock, ticks 0.2 s late on a loaded
+ * machine lapsed the lease. Each 0.15 s step (the lapse watch stops the body 0.2 s after a renewal) waits for a
+ * renewal stamped at the new time; without renewals at the task's interval none comes and the wait fails.
+ */
 async function twoWorkers(ledgerOptions: { leaseRenewInterval?: number }) {
+  const clock = new ManualClock()
   const storage = new MemoryTaskStore()
   const warnings: string[] = []
-  const a = new TaskLedger({ storage, ...ledgerOptions, onWarning: (m) => warnings.push(m) })
-  const b = new TaskLedger({ storage, ...ledgerOptions, onWarning: (m) => warnings.push(m) })
+  const a = new TaskLedger({ storage, clock, ...ledgerOptions, onWarning: (m) => warnings.push(m) })
+  const b = new TaskLedger({ storage, clock, ...ledgerOptions, onWarning: (m) => warnings.push(m) })
   let runs = 0
+  let finish!: () => void
+  const done = new Promise<void>((r) => {
+    finish = r
+  })
   const body = async (_: object, ctx: { fence: number }) => {
     runs++
-    await sleep(900)
+    await done
     return ctx.fence
   }
   const first = a.task({ name: "report", leaseTtl: 0.3 }, body)({}, { taskId: "T" })
-  await sleep(500)
+  while (runs === 0) await sleep(1)
+  await expectRenewals(clock, async () => (await storage.get("T"))?.lease?.heartbeat_at, 0.15, 4)
   const second = await b
     .task({ name: "report", leaseTtl: 0.3 }, body)({}, { taskId: "T" })
     .catch((e: unknown) => e)
+  finish()
   return { first: await first, second, runs, warnings, row: (await a.get("T"))?.row.status }
 }
 
