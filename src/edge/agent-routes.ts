@@ -86,6 +86,13 @@ export function agentRoutes(api: Api, ctx: RouteContext): void {
     const tenant = ctx.need(c, "agent")
     const b = await ctx.body(c, BeginCallBody, "args")
     const binding = b.binding ? bindingFrom(b.binding) : undefined
+    // In process such a call runs under a random id and warns; here the warning reaches nobody, and every retry of
+    // the call would run it again.
+    if (!binding && b.meta?.request_id === undefined && b.meta?.tool_call_id === undefined)
+      throw new HttpError(
+        "missing_request_identity",
+        "a call without a binding needs meta.request_id or meta.tool_call_id, or it runs again on every retry (nothing was run)",
+      )
     const field = b.meta?.request_id === undefined && binding?.requestIdFrom
     // The one id the body can make longer than a call's routes accept: its row could never be completed or released.
     const from = field ? requestIdFromArgument(b.tool, field, b.args ?? {}) : ""

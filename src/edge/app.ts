@@ -22,7 +22,7 @@ import { errorResponse } from "./status.ts"
 import { storeRoutes } from "./store-routes.ts"
 
 export interface LedgerAppOptions {
-  /** The store for a tenant. A plain storage serves every tenant from one store (use only without auth). */
+  /** The store for a tenant. A plain storage is every tenant's, with `authenticate` too: a factory keeps them apart. */
   readonly storage: LedgerStorage | ((tenant: string) => LedgerStorage)
   /** Verifies `Authorization`; omit to serve everyone as tenant `default` with every scope (local use only). */
   readonly authenticate?: (authorization: string | undefined) => Promise<Principal>
@@ -234,10 +234,13 @@ export function createLedgerApp(options: LedgerAppOptions): Hono<AppEnv> {
       return forTenant(p.tenant)
     },
     claimLedger(tenant, owner, leaseTtl) {
-      // pollTimeout 0: a live row answers "poll" at once instead of holding the request open.
+      // pollTimeout 0: a live row answers "poll" at once instead of holding the request open. Death by silence is
+      // the app's, as on the operator routes: by default 2 x the begin's own lease_ttl, so an agent token sending
+      // lease_ttl 1 presumed a live worker dead after 2 s of silence and took its call over.
       return new ActionLedger({
         storage: tenant.storage,
         ...ledgerOptions,
+        presumedDeadAfter: options.presumedDeadAfter ?? 7200,
         receipts: tenant.receipts?.emitter ?? null,
         owner,
         leaseTtl,

@@ -95,7 +95,7 @@ describe("limits before work", () => {
       app.request("/v1/calls", {
         method: "POST",
         headers: JSON_HEADERS,
-        body: `{"tool":"t","args":{"a":"[[[","b":${"[".repeat(n)}${"]".repeat(n)}}}`,
+        body: `{"tool":"t","meta":{"tool_call_id":"c"},"args":{"a":"[[[","b":${"[".repeat(n)}${"]".repeat(n)}}}`,
       })
     expect((await at(126)).status).not.toBe(400)
     const r = await at(127)
