@@ -41,12 +41,12 @@ function hostName(hostHeader: string): string {
 
 // The methods the API has routes for, and the two every HTTP server answers. `new Request()` throws on TRACE, TRACK
 // and CONNECT, which Node's parser accepts: that was a 500.
-const METHODS = /^(GET|HEAD|OPTIONS|POST|PUT|PATCH|DELETE)$/
+const METHODS = /^(GET|HEAD|OPTIONS|POST|PUT)$/
 
 function check(req: IncomingMessage, port: number): void {
   // First: TRACE without a body would otherwise be told to send JSON (415) instead of 405.
   if (!METHODS.test(req.method ?? "GET"))
-    throw new Refusal(405, "method_not_allowed", "the ledger API takes GET, POST, PUT, PATCH and DELETE")
+    throw new Refusal(405, "method_not_allowed", "the ledger API takes GET, POST and PUT")
   const host = req.headers.host?.trim() ?? ""
   const name = hostName(host)
   const portPart = host.slice(name.length)
@@ -56,8 +56,9 @@ function check(req: IncomingMessage, port: number): void {
       "forbidden_host",
       "this local API answers only to Host 127.0.0.1, localhost or [::1]",
     )
+  // OPTIONS carries no body to type (a preflight never does): it is answered by the app, not told to send JSON.
   const method = req.method ?? "GET"
-  if (method === "GET" || method === "HEAD") return
+  if (method === "GET" || method === "HEAD" || method === "OPTIONS") return
   const origin = req.headers.origin
   if (origin !== undefined) {
     let ok = false

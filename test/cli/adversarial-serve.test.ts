@@ -119,6 +119,17 @@ describe("mycelium serve against a hostile local caller", () => {
     expect(connect.status).not.toBe(500)
   })
 
+  it("PATCH and DELETE, which no route takes, are 405 naming the methods it does take; OPTIONS is not told to send JSON", async () => {
+    for (const method of ["PATCH", "DELETE"]) {
+      const r = await raw(`${head(method, "/v1/transitions", "Content-Type: application/json\r\n")}\r\n`)
+      expect([method, r.status]).toEqual([method, 405])
+      expect(r.body).toContain("GET, POST and PUT")
+    }
+    const options = await raw(`${head("OPTIONS", "/v1/transitions")}\r\n`)
+    expect(options.status).not.toBe(415)
+    expect(options.status).toBeLessThan(500)
+  })
+
   it("a request target that is not a path is 400 invalid_path, not a 500", async () => {
     for (const target of ["http://[/v1/transitions", "http://evil.com/v1/transitions", "*"]) {
       const r = await raw(`${head("GET", target)}\r\n`)
