@@ -144,9 +144,17 @@ function resolveStorage(
   env: ConfigEnv,
   source: ConfigSource,
   path: Path,
+  actionLedger = false,
 ): ResolvedStorage {
   const kind = cfg.storage
   refuseForeignKeys(cfg, Object.keys(storageOnlyKeys), source, path)
+  // The action store names its index <table>_dispatch_idx, within Postgres's 63: refused here, with its line, rather
+  // than by the store at its first call.
+  if (actionLedger && cfg.table !== undefined && cfg.table.length > 50)
+    throw source.error(
+      `a table name of at most 50 characters for action_ledger (it appends _dispatch_idx), got ${cfg.table.length}`,
+      [...path, "table"],
+    )
   const pick = (direct: "url" | "token" | "dsn"): string | undefined => {
     const envKey = `${direct}_env` as const
     if (cfg[direct] !== undefined && cfg[envKey] !== undefined)
@@ -347,7 +355,7 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
   if (al)
     storages.set(
       JSON.stringify(globalLedger(al)),
-      resolveStorage(globalLedger(al) as StorageConfig, env, source, ["action_ledger"]),
+      resolveStorage(globalLedger(al) as StorageConfig, env, source, ["action_ledger"], true),
     )
   const taskLedger = raw.task_ledger
     ? resolveStorage(globalLedger(raw.task_ledger) as StorageConfig, env, source, ["task_ledger"])
@@ -402,7 +410,8 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
     let ledger: ResolvedLedger | null = null
     if (ledgerCfg) {
       const key = JSON.stringify(ledgerCfg)
-      const storage = storages.get(key) ?? resolveStorage(ledgerCfg as StorageConfig, env, source, ledgerPath)
+      const storage =
+        storages.get(key) ?? resolveStorage(ledgerCfg as StorageConfig, env, source, ledgerPath, true)
       storages.set(key, storage)
       ledger = {
         storage,

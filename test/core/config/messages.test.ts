@@ -78,6 +78,19 @@ const cases: Case[] = [
     "task_ledger.table",
     "a table name of at most 63 characters (50 for action_ledger: it appends _dispatch_idx)",
   ],
+  [
+    // The action store's index name appends _dispatch_idx: past 50 the store refused it at its first call, unplaced.
+    `action_ledger:\n  storage: postgres\n  dsn: postgres://x\n  table: ${"t".repeat(51)}\n`,
+    "4:10",
+    "action_ledger.table",
+    "a table name of at most 50 characters for action_ledger (it appends _dispatch_idx), got 51",
+  ],
+  [
+    `tools:\n  t:\n    ledger:\n      storage: neon\n      dsn: postgres://x\n      table: ${"t".repeat(55)}\n`,
+    "6:14",
+    "tools.t.ledger.table",
+    "a table name of at most 50 characters for action_ledger (it appends _dispatch_idx), got 55",
+  ],
   ["action_ledger:\n  tools: some\n", "2:10", "action_ledger.tools", "Invalid input"],
   [
     tool("    retry_permission: sometimes\n"),
