@@ -167,11 +167,17 @@ export async function runDemo(options: DemoOptions): Promise<DemoReport> {
     log(green("  PASS: exactly one re-run"))
   }
 
-  section(5, "Signed audit receipts: every outcome and the release, verifiable later")
+  // The crashed call ended UNKNOWN, which no receipt signs: its release does.
+  section(5, "Signed audit receipts: each completed call and the release, verifiable later")
   const signed = await receiptStore.list()
   const verdict = await verifyReceipts(signed, { hmac: demoKey }, { requireChain: true })
   const verified = signed.length - new Set(verdict.failures.map((f) => f.index)).size
-  for (const r of signed) log(`  ${r.receipt_id.slice(0, 12)}...  ${r.action.padEnd(14)} ${r.status}`)
+  for (const r of signed) {
+    const release = (r.outputs as { operator_release?: unknown } | null)?.operator_release === true
+    log(
+      `  ${r.receipt_id.slice(0, 12)}...  ${r.action.padEnd(14)} ${r.status}${release ? " (operator release)" : ""}`,
+    )
+  }
   log(`  receipts verified: ${verified} of ${signed.length} (HMAC signature and hash chain)`)
   log(
     verdict.ok
