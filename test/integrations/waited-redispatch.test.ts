@@ -92,10 +92,11 @@ const outcomes = (steps: Steps) =>
 
 describe("a redispatch that stops waiting for the call still running: the model's retry", () => {
   it("AI SDK, poll timeout: the retry waits for the first call and answers its result; one charge", async () => {
-    const { charges, charge } = slowGateway(400)
+    // The first charge outlasts the redispatch's 0.1 s poll timeout many times over, however loaded the machine.
+    const { charges, charge, begun } = slowGateway(1_500)
     const run = aiSdkPay(newLedger(), charge)
     const first = run(["c1"])
-    await sleep(50)
+    while (begun() === 0) await sleep(5)
     // The same conversation again: c1 redispatched (it times out waiting), then the model's retry c2.
     const second = await run(["c1", "c2"])
     await first
@@ -107,10 +108,10 @@ describe("a redispatch that stops waiting for the call still running: the model'
   })
 
   it("AI SDK, the redispatch's run aborted while it waited: a later retry answers the first call's result", async () => {
-    const { charges, charge } = slowGateway(300)
+    const { charges, charge, begun } = slowGateway(1_500)
     const run = aiSdkPay(newLedger(), charge, 60)
     const first = run(["c1"])
-    await sleep(30)
+    while (begun() === 0) await sleep(5)
     const abort = new AbortController()
     const redispatch = run(["c1"], abort.signal)
     await sleep(50)
@@ -162,13 +163,13 @@ describe("a redispatch that stops waiting for the call still running: the model'
   })
 
   it("OpenAI Agents, poll timeout: the retry waits for the first call and answers its result; one charge", async () => {
-    const { charges, charge } = slowGateway(400)
+    const { charges, charge, begun } = slowGateway(1_500)
     const pay = agentsPay(newLedger(), charge, undefined, {
       pollTimeout: 0.1,
       meta: () => ({ threadId: "conv-1" }),
     })
     const first = runPayer(agentsModel(["call_1"]), pay)
-    await sleep(50)
+    while (begun() === 0) await sleep(5)
     const second = await runPayer(agentsModel(["call_1", "call_2"]), pay)
     await first
     expect(second).toHaveLength(2)
@@ -184,7 +185,7 @@ describe("a redispatch that stops waiting for the call still running: the model'
       lcTool(
         async ({ task }: { task: string }) => {
           executions++
-          await sleep(400)
+          await sleep(1_500)
           return `report for ${task}`
         },
         { name: "subagent_task", description: "d", schema: z.object({ task: z.string() }) },
@@ -229,20 +230,20 @@ describe("a redispatch that stops waiting for the call still running: the model'
       }
     }
     const storage = new NetworkedStore()
-    const { charges, charge } = slowGateway(800)
+    const { charges, charge, begun } = slowGateway(2_000)
     const conversation = { meta: () => ({ threadId: "conv-1" }) }
     const first = runPayer(
       agentsModel(["call_1"]),
       agentsPay(newLedger(storage), charge, undefined, conversation),
     )
-    await sleep(20)
+    while (begun() === 0) await sleep(5)
     const second = await runPayer(
       agentsModel(["call_1", "call_2"]),
       agentsPay(newLedger(storage), charge, 300, conversation),
     )
     await first
-    // A retry that ran would charge 800 ms after it began, beside the first call's charge.
-    await sleep(900)
+    // A retry that ran would charge 2 s after it began, beside the first call's charge.
+    await sleep(2_100)
     expect(second[0]).toContain("timed out")
     expect(charges).toEqual(["acct_1:500"])
   })

@@ -30,7 +30,8 @@ export function slowGateway(ms: number, fail: (n: number) => "before" | "after" 
     if (fail(mine) === "after") throw new Error("gateway connection reset after the charge")
     return `paid ${cents} to ${to}`
   }
-  return { charges, charge }
+  /** Charges begun so far: a test waits for the first to be under way instead of guessing how long that takes. */
+  return { charges, charge, begun: () => n }
 }
 
 /** A scripted model that waits `pause[turn]` ms before that turn (a slow model, a human in the loop). */
