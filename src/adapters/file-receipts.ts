@@ -2,9 +2,10 @@
 // language appends to and verifies the other's. Chain links live in a sidecar `<path>.chain.jsonl` (one line per
 // chained receipt, keyed by receipt_id): the original parses every line of its file into its record type, so a
 // link inside the record would break it.
-import { closeSync, fstatSync, readSync, type Stats } from "node:fs"
+import { closeSync, existsSync, fstatSync, readSync, type Stats } from "node:fs"
 import { hasDuplicateKey } from "../core/duplicate-keys.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"
+import { ReceiptStoreCorruptError } from "../core/receipts/errors.ts"
 import {
   type AuditReceiptRecord,
   parseReceiptJson,
@@ -33,22 +34,36 @@ type LinkLine = ReceiptLink & { readonly receipt_id: string }
 // The ASCII white space trim() takes off.
 const BLANK = new Set([0x09, 0x0b, 0x0c, 0x0d, 0x20])
 
+// Every writer (json.dumps, receiptJsonLine) writes ASCII, so a byte that is not UTF-8 is damage or an edit: the
+// original's reader and the HTTP one refuse it, and read as U+FFFD it changed what a signature was checked over.
+const UTF8 = new TextDecoder("utf-8", { fatal: true })
+
 /**
- * The non-empty lines of a JSONL file with their 1-based line numbers, in order: `count` of them after the first
- * `skip`. Each is decoded on its own, never the whole file: a page costs a newline scan, and a string the exact JSON
- * reader slices from a line keeps that line alive, not the file's text (a verify of 20,000 receipts held a copy of
- * the file per page).
+ * The non-empty lines of JSONL file `path` with their 1-based line numbers (after `base`), in order: `count` of them
+ * after the first `skip`. Each is decoded on its own, never the whole file: a page costs a newline scan, and a string
+ * the exact JSON reader slices from a line keeps that line alive, not the file's text (a verify of 20,000 receipts
+ * held a copy of the file per page).
  */
-function lines(buf: Buffer | null, skip = 0, count = Number.POSITIVE_INFINITY): Array<[number, string]> {
+function lines(
+  buf: Buffer | null,
+  path: string,
+  base = 0,
+  skip = 0,
+  count = Number.POSITIVE_INFINITY,
+): Array<[number, string]> {
   const out: Array<[number, string]> = []
-  const text = (a: number, b: number) => buf?.toString("utf8", a, b).trim() ?? ""
-  for (let at = 0, n = 1; buf && at < buf.length && out.length < count; n++) {
+  for (let at = 0, n = base + 1; buf && at < buf.length && out.length < count; n++) {
     const nl = buf.indexOf(10, at)
     const end = nl < 0 ? buf.length : nl
     let i = at
     while (i < end && BLANK.has(buf[i] as number)) i++
     // A line of trim()'s non-ASCII white space only (U+00A0, a BOM) is empty too.
-    if (i < end && ((buf[i] as number) < 0x80 || text(at, end)) && skip-- <= 0) out.push([n, text(at, end)])
+    if (i < end && ((buf[i] as number) < 0x80 || buf.toString("utf8", at, end).trim()) && skip-- <= 0)
+      try {
+        out.push([n, UTF8.decode(buf.subarray(at, end)).trim()])
+      } catch {
+        throw new ReceiptStoreCorruptError(`${path} line ${n} is not UTF-8: repair it, then retry`)
+      }
     at = end + 1
   }
   return out
@@ -173,11 +188,8 @@ function appended(path: string, c: ChainLinks, tail: Buffer, st: Stats): ChainLi
   const whole = tail.subarray(0, end)
   let count = 0
   for (let i = whole.indexOf(10); i >= 0; i = whole.indexOf(10, i + 1)) count++
-  const from =
-    (base: number) =>
-    ([n, line]: [number, string]): [number, string] => [base + n, line]
-  const added = parseLines<LinkLine>(path, lines(whole).map(from(c.lineCount)), linkProblem, parseLink)
-  const last = lines(tail.subarray(end)).map(from(c.lineCount + count))
+  const added = parseLines<LinkLine>(path, lines(whole, path, c.lineCount), linkProblem, parseLink)
+  const last = lines(tail.subarray(end), path, c.lineCount + count)
   const torn = parseLines<LinkLine>(path, last, linkProblem, parseLink)[0] ?? null
   for (const { receipt_id, ...link } of added) {
     c.links.set(receipt_id, link)
@@ -217,7 +229,14 @@ export class FileReceiptStore implements ReceiptStore {
 
   append(record: AuditReceiptRecord, chain?: ChainSealer): Promise<Receipt> {
     return this.#file.run(async () => {
-      const link = chain ? await chain.seal(this.#tailsNow().get(chain.ledger) ?? null) : null
+      const tail = chain && this.#tailsNow().get(chain.ledger)
+      // Sealed as #0, a receipt appended to a file whose links are inline (an export, which list() reads) forked the
+      // chain it shows. Looked for only when a chain starts: an append costs no read of the file.
+      if (chain && !tail && this.#inlineLinks())
+        throw new ReceiptStoreCorruptError(
+          `${this.path} holds chain links inline: it is a receipt export, not a store; append to a new file`,
+        )
+      const link = chain ? await chain.seal(tail ?? null) : null
       // The record first: a crash before its link leaves an unchained receipt (reported by verifyReceipts), never
       // a link without its receipt.
       // A torn line stays torn (list() names it); the record goes on a line of its own.
@@ -235,13 +254,13 @@ export class FileReceiptStore implements ReceiptStore {
   }
 
   async list(options: ReceiptListOptions = {}): Promise<Receipt[]> {
-    return this.#linked(lines(this.#bytes())).filter((r) => matchesList(r, options))
+    return (await this.#read(() => lines(this.#bytes(), this.path))).filter((r) => matchesList(r, options))
   }
 
   /** Positions are record lines (non-empty lines of the file): a page parses only its window's lines. */
   async listPage(options: ReceiptListOptions = {}): Promise<ReceiptPage> {
     const b = pageBounds(options)
-    const scanned = this.#linked(lines(this.#bytes(), b.start, b.window))
+    const scanned = await this.#read(() => lines(this.#bytes(), this.path, 0, b.start, b.window))
     const page = cutPage(
       scanned,
       b,
@@ -251,8 +270,38 @@ export class FileReceiptStore implements ReceiptStore {
     return { receipts: page.items, cursor: page.cursor }
   }
 
-  #linked(numbered: ReadonlyArray<[number, string]>): Receipt[] {
-    const records = parseLines<AuditReceiptRecord>(this.path, numbered, receiptShapeProblem, parseReceiptJson)
+  /**
+   * The records of these lines with their links. An append writes its receipt, then its link (a crash between leaves
+   * it unchained, never a link without its receipt), and reads take no lock: read between the two, another process's
+   * newest receipt came out linkless (a false tamper alarm, kept for good by an export). So a receipt without a link
+   * is looked up again once every append that may have written it is done: the lock free (a stat, no write), or
+   * held by this reader; one it cannot take (a read-only directory) is read without it.
+   */
+  async #read(scan: () => ReadonlyArray<[number, string]>): Promise<Receipt[]> {
+    const parse = () =>
+      parseLines<AuditReceiptRecord>(this.path, scan(), receiptShapeProblem, parseReceiptJson)
+    // FileLock's file: there from before a receipt's line is written until after its link's.
+    const appending = () => existsSync(`${this.path}.lock.ts`)
+    let records: AuditReceiptRecord[] | null = null
+    try {
+      records = parse()
+    } catch (e) {
+      // A line another process is still writing can read as damaged: looked at again once its append is done.
+      if (!(e instanceof ReceiptStoreCorruptError) || !appending()) throw e
+    }
+    if (records) {
+      const first = this.#linked(records)
+      if (first.every((r) => r.chain)) return first
+      if (!appending()) return this.#linked(records)
+    }
+    const again = () => this.#linked(records ?? parse())
+    return this.#file.run(again).catch((e) => {
+      if (/^E(ACCES|PERM|ROFS)$/.test(errno(e) ?? "")) return again()
+      throw e
+    })
+  }
+
+  #linked(records: AuditReceiptRecord[]): Receipt[] {
     if (!records.length) return []
     const { links, torn } = this.#chainNow()
     return records.map((r): Receipt => {
@@ -264,6 +313,17 @@ export class FileReceiptStore implements ReceiptStore {
   /** The file's bytes, or null when it does not exist. */
   #bytes(path = this.path): Buffer | null {
     return this.#file.bytes(path) as Buffer | null
+  }
+
+  /** Whether a record line carries its link: read only where `"chain"` is, so a file of the original's parses none. */
+  #inlineLinks(): boolean {
+    return lines(this.#bytes(), this.path).some(([, line]) => {
+      try {
+        return line.includes('"chain"') && JSON.parse(line)?.chain != null
+      } catch {
+        return false // a damaged line is list()'s to name
+      }
+    })
   }
 
   #tailsNow(): ReadonlyMap<string, ChainTail> {
