@@ -7,27 +7,29 @@ import { describe, expect, it, vi } from "vitest"
 import { CmdRunAction, WorkspaceNotStartedError } from "../../src/harness/workspace/index.ts"
 import { afterTest, observed, startedWorkspace } from "./started-workspace.ts"
 
-const hook: { afterReadFile: ((path: string) => Promise<void>) | null } = { afterReadFile: null }
+const hook: { afterMarkerOpen: ((path: string) => Promise<void>) | null } = { afterMarkerOpen: null }
 
+// The workspace reads a command's cwd marker (`<private dir>/cwd-<n>`) through fs.promises.open (safe-fs.ts).
 vi.mock("node:fs/promises", async (importOriginal) => {
   const real = await importOriginal<typeof import("node:fs/promises")>()
-  const readFile = (async (...args: Parameters<typeof real.readFile>) => {
-    const content = await real.readFile(...args)
-    const h = hook.afterReadFile
-    hook.afterReadFile = null
+  const open = (async (...args: Parameters<typeof real.open>) => {
+    const fh = await real.open(...args)
+    if (!/\/cwd-\d+$/.test(String(args[0]))) return fh
+    const h = hook.afterMarkerOpen
+    hook.afterMarkerOpen = null
     await h?.(String(args[0]))
-    return content
-  }) as typeof real.readFile
-  return { ...real, default: { ...real, readFile }, readFile }
+    return fh
+  }) as typeof real.open
+  return { ...real, default: { ...real, open }, open }
 })
 
 describe("stop() while a command's cwd marker is being read", () => {
   it("leaves the workspace stopped, and a later start() gives a working workspace", async () => {
     const w = await startedWorkspace()
     afterTest(() => {
-      hook.afterReadFile = null
+      hook.afterMarkerOpen = null
     })
-    hook.afterReadFile = () => w.stop()
+    hook.afterMarkerOpen = () => w.stop()
     // The command ran to its end: its observation says so.
     expect(observed(await w.act(CmdRunAction({ command: "echo done" })), "cmd_output")).toMatchObject({
       exit_code: 0,
@@ -47,9 +49,9 @@ describe("stop() while a command's cwd marker is being read", () => {
   it("a restart in the meantime keeps the new session's cwd, not the old command's", async () => {
     const w = await startedWorkspace()
     afterTest(() => {
-      hook.afterReadFile = null
+      hook.afterMarkerOpen = null
     })
-    hook.afterReadFile = async () => {
+    hook.afterMarkerOpen = async () => {
       await w.stop()
       await w.start()
     }

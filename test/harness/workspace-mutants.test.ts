@@ -1,15 +1,18 @@
 // Workspace guards that the other workspace tests leave unobserved: the exact file and path limits, containment of
-// absolute paths, the open() flags under a swap after the lstat check, shell quoting and environment, what a timeout
+// absolute paths, a write under a swap after the lstat check, shell quoting and environment, what a timeout
 // kills, policy verdicts that are not booleans, edits, test-run output and the harness tools' argument handling.
 import { execFileSync } from "node:child_process"
 import {
   closeSync,
   constants,
   existsSync,
+  lstatSync,
   mkdirSync,
   mkdtempSync,
   openSync,
+  readdirSync,
   readFileSync,
+  readSync,
   realpathSync,
   rmSync,
   symlinkSync,
@@ -155,8 +158,10 @@ describe("file size limits", () => {
   })
 })
 
+// A write renames a new file over the target (safe-fs.ts), so whatever a background job swaps in after the lstat
+// check is replaced, never written through: a symlink's target and a FIFO's reader get nothing.
 describe.skipIf(!isLinux)("a target swapped after its lstat check", () => {
-  it("a FIFO swapped in with a reader waiting gets nothing: only a regular file is written", async () => {
+  it("a FIFO swapped in with a reader waiting gets nothing: it is replaced by a regular file", async () => {
     const w = await startedWorkspace()
     const target = join(w.root, "t.txt")
     writeFileSync(target, "old")
@@ -169,21 +174,24 @@ describe.skipIf(!isLinux)("a target swapped after its lstat check", () => {
     afterTest(() => {
       if (reader !== undefined) closeSync(reader)
     })
-    const o = observed(await w.act(FileWriteAction({ path: "t.txt", content: "x" })), "error")
-    expect(o.message).toBe("target is not a regular file")
+    observed(await w.act(FileWriteAction({ path: "t.txt", content: "x" })), "file_write_ok")
+    // No writer ever opened the FIFO: its reader is at end of file.
+    expect(readSync(reader as number, Buffer.alloc(8))).toBe(0)
+    expect([lstatSync(target).isFile(), readFileSync(target, "utf8")]).toEqual([true, "x"])
   })
-  it("a symlink swapped in is not followed by the write's open", async () => {
+
+  it("a symlink swapped in is replaced, not followed", async () => {
     const w = await startedWorkspace()
     const secret = join(outsideDir(), "secret")
     writeFileSync(secret, "s3cret")
     const target = join(w.root, "t.txt")
     swapAfterLstat(target, () => symlinkSync(secret, target))
-    const o = observed(await w.act(FileWriteAction({ path: "t.txt", content: "pwned" })), "error")
-    expect(o.message).toContain("symlink")
+    observed(await w.act(FileWriteAction({ path: "t.txt", content: "pwned" })), "file_write_ok")
     expect(readFileSync(secret, "utf8")).toBe("s3cret")
+    expect([lstatSync(target).isSymbolicLink(), readFileSync(target, "utf8")]).toEqual([false, "pwned"])
   })
 
-  it("a FIFO swapped in is refused at once instead of blocking the write's open", async () => {
+  it("a FIFO swapped in does not block the write", async () => {
     const w = await startedWorkspace()
     const target = join(w.root, "t.txt")
     writeFileSync(target, "old")
@@ -191,14 +199,27 @@ describe.skipIf(!isLinux)("a target swapped after its lstat check", () => {
       unlinkSync(target)
       execFileSync("mkfifo", [target])
     })
-    // If the open did block, a reader releases it so the test process is not left with a stuck thread.
+    // If an open of the FIFO did block, a reader releases it so the test process is not left with a stuck thread.
     afterTest(() => {
       try {
         closeSync(openSync(target, constants.O_RDONLY | constants.O_NONBLOCK))
       } catch {}
     })
-    const o = observed(await within(w.act(FileWriteAction({ path: "t.txt", content: "x" })), 3_000), "error")
-    expect(o.message).toBe("target is not a regular file")
+    observed(await within(w.act(FileWriteAction({ path: "t.txt", content: "x" })), 3_000), "file_write_ok")
+    expect(readFileSync(target, "utf8")).toBe("x")
+  })
+
+  it("a directory swapped in fails the write, and its new file is removed", async () => {
+    const w = await startedWorkspace()
+    const target = join(w.root, "t.txt")
+    writeFileSync(target, "old")
+    swapAfterLstat(target, () => {
+      unlinkSync(target)
+      mkdirSync(target)
+    })
+    observed(await w.act(FileWriteAction({ path: "t.txt", content: "x" })), "error")
+    expect(readdirSync(w.root)).toEqual(["t.txt"])
+    expect(lstatSync(target).isDirectory()).toBe(true)
   })
 })
 

@@ -14,40 +14,35 @@ import {
 import { tempDirs } from "../temp-dirs.ts"
 import { afterTest, observed, startedWorkspace } from "./started-workspace.ts"
 
-const hook: { beforeReadFile: (() => Promise<void>) | null; beforeOpen: (() => Promise<void>) | null } = {
-  beforeReadFile: null,
+const hook: { beforeMarkerRead: (() => Promise<void>) | null; beforeOpen: (() => Promise<void>) | null } = {
+  beforeMarkerRead: null,
   beforeOpen: null,
 }
 const tempDir = tempDirs("mycelium-ws-parallel-")
 
-// The workspace reads a command's cwd marker back with fs.promises.readFile (file actions use a FileHandle).
+// The workspace reads a command's cwd marker (`<private dir>/cwd-<n>`) and file actions their file through
+// fs.promises.open (safe-fs.ts); each kind has its own hook, run before the open.
 vi.mock("node:fs/promises", async (importOriginal) => {
   const real = await importOriginal<typeof import("node:fs/promises")>()
-  const readFile = (async (...args: Parameters<typeof real.readFile>) => {
-    const h = hook.beforeReadFile
-    hook.beforeReadFile = null
-    await h?.()
-    return await real.readFile(...args)
-  }) as typeof real.readFile
-  // File actions open their file with fs.promises.open (safe-fs.ts): this runs while one of them is under way.
   const open = (async (...args: Parameters<typeof real.open>) => {
-    const h = hook.beforeOpen
-    hook.beforeOpen = null
+    const which = /\/cwd-\d+$/.test(String(args[0])) ? "beforeMarkerRead" : "beforeOpen"
+    const h = hook[which]
+    hook[which] = null
     await h?.()
     return await real.open(...args)
   }) as typeof real.open
-  return { ...real, default: { ...real, readFile, open }, readFile, open }
+  return { ...real, default: { ...real, open }, open }
 })
 
 describe("commands running at the same time", () => {
   it("each reads back its own cwd, not the one another command wrote meanwhile", async () => {
     const w = await startedWorkspace()
     afterTest(() => {
-      hook.beforeReadFile = null
+      hook.beforeMarkerRead = null
     })
     // `a` has ended in sub; before its cwd is read back, `b` runs from start to end in the root.
     let b: Awaited<ReturnType<typeof w.act>> | undefined
-    hook.beforeReadFile = async () => {
+    hook.beforeMarkerRead = async () => {
       b = await w.act(CmdRunAction({ command: "true" }))
     }
     const a = await w.act(CmdRunAction({ command: "mkdir sub && cd sub" }))
@@ -59,9 +54,9 @@ describe("commands running at the same time", () => {
   it("a command that exits keeps the old cwd even when another wrote its cwd meanwhile", async () => {
     const w = await startedWorkspace()
     afterTest(() => {
-      hook.beforeReadFile = null
+      hook.beforeMarkerRead = null
     })
-    hook.beforeReadFile = async () => {
+    hook.beforeMarkerRead = async () => {
       await w.act(CmdRunAction({ command: "mkdir other && cd other" }))
     }
     const a = await w.act(CmdRunAction({ command: "cd / && exit 3" }))

@@ -2,6 +2,7 @@
 // and come back as the same subtype (`parseAction`, `parseObservation`).
 import { MyceliumError } from "../../core/errors.ts"
 import { clip, safeString } from "../../core/repr.ts"
+import { isTestFramework, TEST_FRAMEWORKS } from "./test-report.ts"
 
 export interface Stamp {
   readonly run_id: string
@@ -269,6 +270,8 @@ export function parseAction(input: unknown): WorkspaceAction {
   checkFields(obj, { ...STAMP_FIELDS, ...ACTION_FIELDS[k] }, kind)
   if (obj.actor !== undefined && obj.actor !== null && typeof obj.actor !== "string")
     throw new WorkspaceEventParseError(`${kind}.actor must be a string or null`)
+  if (k === "test_run" && obj.framework !== undefined && !isTestFramework(obj.framework))
+    throw new WorkspaceEventParseError(`test_run.framework must be one of ${TEST_FRAMEWORKS.join(", ")}`)
   const { kind: _drop, ...rest } = obj
   const known = new Set([...Object.keys(STAMP_FIELDS), "actor", ...Object.keys(ACTION_FIELDS[k])])
   for (const key of Object.keys(rest))

@@ -1,10 +1,11 @@
 // File access confined to the workspace root. Node has no openat(), so each component is checked with lstat
-// (no symlinks, directories only on the way down), the final open uses O_NOFOLLOW, and the real path must stay
-// inside the root's real path.
+// (no symlinks, directories only on the way down), a read's open uses O_NOFOLLOW, a write renames a new file over
+// the name (`safeWrite`), and the real path must stay inside the root's real path.
 
+import { randomUUID } from "node:crypto"
 import { constants } from "node:fs"
-import { lstat, mkdir, open, realpath } from "node:fs/promises"
-import { isAbsolute, join, sep } from "node:path"
+import { access, lstat, mkdir, open, realpath, rename, rm } from "node:fs/promises"
+import { dirname, isAbsolute, join, sep } from "node:path"
 import { MyceliumError } from "../../core/errors.ts"
 
 export const MAX_FILE_BYTES = 1024 * 1024
@@ -100,30 +101,68 @@ export async function safeRead(root: string, parts: readonly string[]): Promise<
   }
 }
 
-/** Writes (creating parents 0700, the file 0600) and fsyncs. Returns the bytes written. */
+/**
+ * Writes (creating parents 0700, a new file 0600, an existing file keeping its mode) and fsyncs. Returns the bytes
+ * written.
+ *
+ * The content goes to a fresh file in the same directory, renamed over the target. Written in place, a target that
+ * is a hard link (pnpm's node_modules into its global store, `git clone --local`, `cp -al`) rewrote the file outside
+ * the workspace that shares its inode; no symlink is involved, so O_NOFOLLOW and the realpath check let it through.
+ * The rename replaces the name instead, never writing through whatever it names: also a symlink or FIFO swapped in
+ * after the lstat below. A crash mid-write leaves the old file whole, and a reader (a command running meanwhile)
+ * sees the old content or the new, never a truncated file.
+ */
 export async function safeWrite(root: string, parts: readonly string[], content: string): Promise<number> {
+  // UTF-8 has at least one byte per UTF-16 unit: too many characters is too many bytes, refused before encoding.
+  if (content.length > MAX_FILE_BYTES) throw tooLarge()
   const bytes = new TextEncoder().encode(content)
-  if (bytes.byteLength > MAX_FILE_BYTES)
-    throw new WorkspacePathError(`content is larger than ${MAX_FILE_BYTES} bytes`)
+  if (bytes.byteLength > MAX_FILE_BYTES) throw tooLarge()
   const full = await walkParents(root, parts, true)
   const existing = await lstatOrNull(full)
   if (existing && !existing.isFile()) throw new WorkspacePathError("target exists and is not a regular file")
-  const fh = await open(
-    full,
-    constants.O_WRONLY | constants.O_CREAT | constants.O_TRUNC | NOFOLLOW | NONBLOCK,
-    0o600,
-  ).catch((e: { code?: string }) => {
-    if (e.code === "ELOOP") throw new WorkspacePathError("the file is a symlink; refused")
-    // A FIFO swapped in after the check above, with no reader: refused instead of waiting for one.
-    if (e.code === "ENXIO") throw new WorkspacePathError("target is not a regular file")
-    throw e
-  })
+  // The rename needs only the directory's write permission: a file made read-only stays so, as an open for writing
+  // would have kept it.
+  if (existing)
+    await access(full, constants.W_OK).catch((e: { code?: string }) => {
+      if (e.code !== "ENOENT") throw new WorkspacePathError("the file is read-only")
+    })
+  // A name of fixed length: one derived from the target's would pass NAME_MAX for a long file name.
+  const tmp = join(dirname(full), `.mycelium-${randomUUID()}.tmp`)
   try {
-    if (!(await fh.stat()).isFile()) throw new WorkspacePathError("target is not a regular file")
-    await fh.writeFile(bytes)
-    await fh.sync()
-  } finally {
-    await fh.close()
+    const fh = await open(tmp, constants.O_WRONLY | constants.O_CREAT | constants.O_EXCL | NOFOLLOW, 0o600)
+    try {
+      // Set after the open, which the umask narrows: an executable script stays executable.
+      await fh.chmod(existing ? existing.mode & 0o777 : 0o600)
+      await fh.writeFile(bytes)
+      await fh.sync()
+    } finally {
+      await fh.close()
+    }
+    await rename(tmp, full)
+  } catch (e) {
+    await rm(tmp, { force: true }).catch(() => {})
+    throw e
   }
   return bytes.byteLength
+}
+
+const tooLarge = () => new WorkspacePathError(`content is larger than ${MAX_FILE_BYTES} bytes`)
+
+/**
+ * The UTF-8 content of the file at `path`, or null when it cannot be read or has more than `max` bytes. For files the
+ * agent's shell may have written or replaced: a symlink is not followed and a FIFO does not block the open.
+ */
+export async function readSmall(path: string, max: number): Promise<string | null> {
+  try {
+    const fh = await open(path, constants.O_RDONLY | NOFOLLOW | NONBLOCK)
+    try {
+      const buf = new Uint8Array(max + 1)
+      const { bytesRead } = await fh.read(buf, 0, max + 1, 0)
+      return bytesRead > max ? null : new TextDecoder().decode(buf.subarray(0, bytesRead))
+    } finally {
+      await fh.close()
+    }
+  } catch {
+    return null
+  }
 }

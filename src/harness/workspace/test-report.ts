@@ -1,4 +1,11 @@
 // Counts from a test run's output: vitest, node:test (spec or TAP reporter) and pytest summaries.
+import type { TestFramework } from "./events.ts"
+
+export const TEST_FRAMEWORKS: readonly TestFramework[] = ["pytest", "vitest", "node", "custom"]
+
+/** One of the four; anything else (a model's "Pytest") must not fall through to `custom`, a raw shell command. */
+export const isTestFramework = (f: unknown): f is TestFramework =>
+  TEST_FRAMEWORKS.includes(f as TestFramework)
 
 export interface TestCounts {
   readonly passed: number
@@ -25,9 +32,11 @@ export function parseTestSummary(output: string): TestCounts {
   for (let i = lines.length - 1; i >= 0; i--) {
     const line = lines[i] as string
     if (/Test Files/.test(line)) continue
-    const passed = line.match(/(\d+)\s+passed/)
-    const failed = line.match(/(\d+)\s+failed/)
-    const errors = line.match(/(\d+)\s+errors?\b/)
+    // A count starts where a digit run does. Without the lookbehind each pattern was tried from every digit of a run
+    // and read it to its end: quadratic, 64 KiB of digits a test printed blocked the event loop for 8 s.
+    const passed = line.match(/(?<!\d)(\d+)\s+passed/)
+    const failed = line.match(/(?<!\d)(\d+)\s+failed/)
+    const errors = line.match(/(?<!\d)(\d+)\s+errors?\b/)
     if (passed || failed || errors)
       return {
         passed: Number(passed?.[1] ?? 0),

@@ -9,6 +9,7 @@ import {
   TestRunAction,
   type WorkspaceAction,
 } from "./events.ts"
+import { isTestFramework, TEST_FRAMEWORKS } from "./test-report.ts"
 import type { DevWorkspace } from "./workspace.ts"
 
 const str = { type: "string" } as const
@@ -103,13 +104,15 @@ export function workspaceTools(ws: DevWorkspace): HarnessTool[] {
       ws,
       "test_run",
       "Run tests and get pass/fail counts.",
-      { selector: str, framework: { type: "string", enum: ["pytest", "vitest", "node", "custom"] } },
+      { selector: str, framework: { type: "string", enum: [...TEST_FRAMEWORKS] } },
       [],
-      (a) =>
-        TestRunAction({
-          selector: opt<string>(a, "selector", "string") ?? null,
-          framework: (opt<string>(a, "framework", "string") ?? "pytest") as "pytest",
-        }),
+      (a) => {
+        const framework = a.framework ?? "pytest"
+        // A cast let any string through, and the workspace ran an unknown one as `custom`: its selector as a command.
+        if (!isTestFramework(framework))
+          throw new TypeError(`'framework' must be one of ${TEST_FRAMEWORKS.join(", ")}`)
+        return TestRunAction({ selector: opt<string>(a, "selector", "string") ?? null, framework })
+      },
     ),
   ]
 }

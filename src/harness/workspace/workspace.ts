@@ -1,7 +1,7 @@
 // The developer workspace: typed actions in, typed observations out, a stateful shell, confined file access and
 // the host's policy gate in front of every mutating action. `act` never throws for failures inside the workspace.
 import { randomUUID } from "node:crypto"
-import { mkdtemp, readFile, realpath, rm, stat } from "node:fs/promises"
+import { mkdtemp, realpath, rm, stat } from "node:fs/promises"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { InvalidOptionError, MyceliumError } from "../../core/errors.ts"
@@ -14,9 +14,17 @@ import {
   type WorkspaceAction,
   type WorkspaceObservation,
 } from "./events.ts"
-import { pathComponents, safeRead, safeWrite, WorkspacePathError } from "./safe-fs.ts"
+import {
+  MAX_FILE_BYTES,
+  MAX_PATH_CHARS,
+  pathComponents,
+  readSmall,
+  safeRead,
+  safeWrite,
+  WorkspacePathError,
+} from "./safe-fs.ts"
 import { killGroup, MAX_STREAM_CHARS, runShell, shellQuote } from "./shell.ts"
-import { parseTestSummary } from "./test-report.ts"
+import { isTestFramework, parseTestSummary, TEST_FRAMEWORKS } from "./test-report.ts"
 
 /** `root` or `state` read before `start()` (`withWorkspace` and the first `act()` start it for you). */
 export class WorkspaceNotStartedError extends MyceliumError {
@@ -183,6 +191,10 @@ export class DevWorkspace {
     try {
       // A stopped workspace stays stopped: a late call must not recreate a root that nobody would delete.
       if (this.#stopped) body = refuse("the workspace is stopped: start() it again to use it")
+      // Before the gate: a host's gate that allows test runs but not `custom` (whose selector is a raw command) must
+      // not see a framework that is neither.
+      else if (stamped.kind === "test_run" && !isTestFramework(stamped.framework))
+        body = refuse(`framework must be one of ${TEST_FRAMEWORKS.join(", ")}`)
       else {
         await this.start()
         const policy = policyName(stamped)
@@ -307,10 +319,11 @@ export class DevWorkspace {
       groups: this.#groups,
       ...(signal ? { signal } : {}),
     })
-    const after = await readFile(marker, "utf8").then(
-      (s) => s.trim(),
-      () => null,
-    )
+    // The agent's shell writes the marker (a function named pwd can, or a background job), so only an absolute path
+    // of one line that a later spawn can take becomes the cwd; anything else keeps the old one. Read whole, 300 KB
+    // became the next script's argument, too long for a spawn: every later command failed.
+    const text = await readSmall(marker, MAX_PATH_CHARS + 1)
+    const after = /^(\/[^\0\n]*)\n?$/.exec(text ?? "")?.[1]
     // The command has run: a marker that cannot be removed must not report it as failed (the agent would run it again).
     await rm(marker, { force: true }).catch(() => {})
     // stop() may have run while the command finished. Writing the state back then would revive a stopped workspace
@@ -332,10 +345,19 @@ export class DevWorkspace {
     const parts = pathComponents(a.path, this.root)
     const before = await safeRead(this.root, parts)
     if (a.old === "") return { kind: "error", message: "old string must not be empty", action_kind: a.kind }
-    const count = before.split(a.old).length - 1
+    let count = 0
+    for (let i = before.indexOf(a.old); i >= 0; i = before.indexOf(a.old, i + a.old.length)) count++
     if (count === 0) return { kind: "error", message: "old string not found", action_kind: a.kind }
     if (count > 1 && !a.replace_all)
       return { kind: "error", message: "old string is not unique; provide more context", action_kind: a.kind }
+    // Before the result is built: 1 MiB of "a" with every "a" made 600 characters is a 629-million-character string
+    // (past V8's limit it throws; just under it the host allocates gigabytes). Characters never outnumber UTF-8 bytes.
+    if (before.length + count * (a.new.length - a.old.length) > MAX_FILE_BYTES)
+      return {
+        kind: "error",
+        message: `the edited file would be larger than ${MAX_FILE_BYTES} bytes`,
+        action_kind: a.kind,
+      }
     const after = a.replace_all ? before.split(a.old).join(a.new) : before.replace(a.old, () => a.new)
     await safeWrite(this.root, parts, after)
     return {
