@@ -2,7 +2,7 @@
 // and come back as the same subtype (`parseAction`, `parseObservation`).
 import { MyceliumError } from "../../core/errors.ts"
 import { clip, safeString } from "../../core/repr.ts"
-import { isTestFramework, TEST_FRAMEWORKS } from "./test-report.ts"
+import { isTestFramework, TEST_FRAMEWORKS, type TestFramework } from "./frameworks.ts"
 
 export interface Stamp {
   readonly run_id: string
@@ -38,7 +38,7 @@ export interface FileEdit extends Stamp {
   readonly new: string
   readonly replace_all: boolean
 }
-export type TestFramework = "pytest" | "vitest" | "node" | "custom"
+export type { TestFramework }
 export interface TestRun extends Stamp {
   readonly kind: "test_run"
   readonly selector: string | null

@@ -1,12 +1,4 @@
 // Counts from a test run's output: vitest, node:test (spec or TAP reporter) and pytest summaries.
-import type { TestFramework } from "./events.ts"
-
-export const TEST_FRAMEWORKS: readonly TestFramework[] = ["pytest", "vitest", "node", "custom"]
-
-/** One of the four; anything else (a model's "Pytest") must not fall through to `custom`, a raw shell command. */
-export const isTestFramework = (f: unknown): f is TestFramework =>
-  TEST_FRAMEWORKS.includes(f as TestFramework)
-
 export interface TestCounts {
   readonly passed: number
   readonly failed: number

@@ -9,7 +9,7 @@ import {
   TestRunAction,
   type WorkspaceAction,
 } from "./events.ts"
-import { isTestFramework, TEST_FRAMEWORKS } from "./test-report.ts"
+import { isTestFramework, TEST_FRAMEWORKS } from "./frameworks.ts"
 import type { DevWorkspace } from "./workspace.ts"
 
 const str = { type: "string" } as const

@@ -14,6 +14,7 @@ import {
   type WorkspaceAction,
   type WorkspaceObservation,
 } from "./events.ts"
+import { isTestFramework, TEST_FRAMEWORKS } from "./frameworks.ts"
 import {
   MAX_FILE_BYTES,
   MAX_PATH_CHARS,
@@ -24,7 +25,7 @@ import {
   WorkspacePathError,
 } from "./safe-fs.ts"
 import { killGroup, MAX_STREAM_CHARS, runShell, shellQuote } from "./shell.ts"
-import { isTestFramework, parseTestSummary, TEST_FRAMEWORKS } from "./test-report.ts"
+import { parseTestSummary } from "./test-report.ts"
 
 /** `root` or `state` read before `start()` (`withWorkspace` and the first `act()` start it for you). */
 export class WorkspaceNotStartedError extends MyceliumError {
