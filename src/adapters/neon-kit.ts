@@ -78,7 +78,24 @@ export const migration = (table: string, ddl: string): string =>
 export type Run = (text: string, params: unknown[]) => Promise<Record<string, unknown>[]>
 
 export function driverRun(options: NeonStoreOptions): Run {
-  return bounded(unbounded(options), requestTimeoutOption(options.timeout, "timeout"))
+  return retried(bounded(unbounded(options), requestTimeoutOption(options.timeout, "timeout")))
+}
+
+/**
+ * `run`, run again (at most 20 times) when Postgres aborts a statement as a serialization failure (SQLSTATE 40001):
+ * under REPEATABLE READ or SERIALIZABLE (a session or role default) a race lost to a concurrent write (two inserts of
+ * one id, two updates of one row), which READ COMMITTED waits out and re-reads. It was reported as an outage. Every
+ * statement here is a transaction of its own, so nothing was written, and run again it sees the winner's write.
+ */
+function retried(run: Run): Run {
+  return async (text, params) => {
+    for (let round = 1; ; round++)
+      try {
+        return await run(text, params)
+      } catch (e) {
+        if ((e as { code?: unknown } | null)?.code !== "40001" || round >= 20) throw e
+      }
+  }
 }
 
 function unbounded(options: NeonStoreOptions): Run {

@@ -91,6 +91,15 @@ const claimableAt = (p: string, now: string): string =>
   ` OR (${effectiveOf(p)} = 'IN_FLIGHT' AND ${leaseOf(p)} IS NOT NULL AND ${leaseOf(p)} <> 'NaN'::float8` +
   ` AND ${leaseOf(p)} <= ${now}))`
 
+// A rewrite keeps the stored args and kwargs where they equal the new ones as JSONB values (100.0 = 100), or where
+// the entry holds them as read and they are still so ($4: the payload text read, $5: which of the two came from it;
+// JavaScript rounds an int past 2^53). A row a Python worker wrote holds 100.0 where JSON.stringify writes 100 (JSONB
+// keeps the text), and the original re-derives the args fingerprint from the stored row: after a release from
+// TypeScript its retry drifted.
+const kept = (p: string, next: string): string =>
+  `${next} || COALESCE((SELECT jsonb_object_agg(k, ${p}->k) FROM unnest('{args,kwargs}'::text[]) k` +
+  ` WHERE ${p}->k = ${next}->k OR k = ANY(string_to_array($5, ',')) AND ${p}->k = $4::jsonb->k), '{}')`
+
 const NEON_LIMITS: StorageLimits = Object.freeze({ validUnicodeOnly: true })
 /** The JSONB payload of a row, refused typed when Postgres would refuse it (an outage to the ledger otherwise). */
 
@@ -125,7 +134,12 @@ export class NeonLedgerStorage implements LedgerStorage {
 
   /** Upsert, refusing only a write that would move the fence backwards (a stale writer). */
   async set(entry: LedgerEntry): Promise<void> {
-    const rows = await this.#run(this.#q.set, [entry.requestId, keepablePayload(entry), entry.fence])
+    const rows = await this.#run(this.#q.set, [
+      entry.requestId,
+      keepablePayload(entry),
+      entry.fence,
+      ...asRead(entry),
+    ])
     if (rows.length === 0) {
       const stored = await this.get(entry.requestId)
       throw new LedgerStaleFenceError(entry.requestId, stored?.fence ?? 0, entry.fence)
@@ -157,7 +171,8 @@ export class NeonLedgerStorage implements LedgerStorage {
       if (!row) continue // the row vanished between statements (deleted by hand): ask again
       if (row.claim_kind === "claimed") {
         const claimed = { ...stamped, fence: Number(row.claim_fence) }
-        if (!dispatchId) return { outcome: "claimed", entry: claimed }
+        // Not 'true': no siblings were read (see claimFunction; an older function answers null).
+        if (!dispatchId || row.row_payload !== "true") return { outcome: "claimed", entry: claimed }
         const dispatchSiblings = rows.slice(1).map((r) => fromPayload(r.row_payload))
         return { outcome: "claimed", entry: claimed, dispatchSiblings }
       }
@@ -175,7 +190,7 @@ export class NeonLedgerStorage implements LedgerStorage {
     const outcomes = expect.outcomes.filter((o) => OUTCOMES.has(o))
     if (outcomes.length === 0) return false
     const p = "t.payload"
-    const params: unknown[] = [next.requestId, keepablePayload(next), expect.fence]
+    const params: unknown[] = [next.requestId, keepablePayload(next), expect.fence, ...asRead(next)]
     const where = [
       "t.request_id = $1",
       `${termOf(p)} IN (${sqlList(outcomes)})`,
@@ -199,7 +214,7 @@ export class NeonLedgerStorage implements LedgerStorage {
       where.push(`(${lease} IS NULL OR (${lease} <> 'NaN'::float8 AND ${lease} > $${params.length}::float8))`)
     }
     const rows = await this.#run(
-      `UPDATE "${this.table}" AS t SET payload = $2::jsonb WHERE ${where.join(" AND ")} RETURNING 1 AS ok`,
+      `UPDATE "${this.table}" AS t SET payload = ${kept(p, "$2::jsonb")} WHERE ${where.join(" AND ")} RETURNING 1 AS ok`,
       params,
     )
     return rows.length === 1
@@ -241,13 +256,17 @@ function queries(table: string) {
   const fromDispatch = (param: string): string =>
     `FROM ${tq} AS t WHERE t.payload->'kwargs'->>'tool_call_id' = ${param}` +
     ` AND jsonb_typeof(t.payload->'kwargs'->'tool_call_id') = 'string'`
-  // The claim as a PL/pgSQL function: each statement in it takes a fresh snapshot, so after the advisory lock on
-  // the dispatch id it sees every sibling claimed before it (a single CTE statement reads from a snapshot taken
-  // before any lock, and could miss one). One round trip still carries the claim and its drift siblings.
+  // The claim as a PL/pgSQL function: under READ COMMITTED each statement in it takes a fresh snapshot, so after the
+  // advisory lock on the dispatch id it sees every sibling claimed before it (a single CTE statement reads from a
+  // snapshot taken before any lock, and could miss one). One round trip still carries the claim and its drift
+  // siblings. Under REPEATABLE READ or SERIALIZABLE (a session or role default) the whole call reads the snapshot
+  // taken before the lock: it answers no siblings then ('claimed' row's third column not 'true'), and the ledger
+  // reads them with findByDispatchId, a statement of its own after this one committed.
   const claimFunction =
     `CREATE OR REPLACE FUNCTION ${claimFn}(p_id text, p_payload jsonb, p_now float8, p_mode int, p_fence float8,` +
     " p_dispatch text) RETURNS TABLE(claim_kind text, claim_fence float8, row_payload text)" +
-    " LANGUAGE plpgsql VOLATILE AS $mycelium_claim$ DECLARE f float8; BEGIN" +
+    " LANGUAGE plpgsql VOLATILE AS $mycelium_claim$ DECLARE f float8;" +
+    " rc boolean := current_setting('transaction_isolation') = 'read committed'; BEGIN" +
     ` IF p_dispatch IS NOT NULL THEN PERFORM pg_advisory_xact_lock(hashtextextended('mycelium-dispatch:${table}:' || p_dispatch, 0)); END IF;` +
     ` INSERT INTO ${tq} AS t (request_id, payload) VALUES (p_id, p_payload) ON CONFLICT (request_id) DO NOTHING;` +
     ` IF FOUND THEN f := 1; ELSIF p_mode <> ${CLAIM_INSERT_ONLY} THEN` +
@@ -258,8 +277,8 @@ function queries(table: string) {
     ` AND (p_mode = ${CLAIM_ANY} OR ${fenceOf(p)} = p_fence) RETURNING ${fenceOf(p)} INTO f; END IF;` +
     " IF f IS NULL THEN RETURN QUERY SELECT 'existing'::text, NULL::float8, t.payload::text" +
     ` FROM ${tq} AS t WHERE t.request_id = p_id; RETURN; END IF;` +
-    " RETURN QUERY SELECT 'claimed'::text, f, NULL::text;" +
-    " IF p_dispatch IS NOT NULL THEN RETURN QUERY SELECT 'sibling'::text, NULL::float8, t.payload::text" +
+    " RETURN QUERY SELECT 'claimed'::text, f, rc::text;" +
+    " IF rc AND p_dispatch IS NOT NULL THEN RETURN QUERY SELECT 'sibling'::text, NULL::float8, t.payload::text" +
     ` ${fromDispatch("p_dispatch")} AND t.request_id <> p_id ORDER BY t.request_id COLLATE "C";` +
     " END IF; END $mycelium_claim$"
   return {
@@ -276,7 +295,7 @@ function queries(table: string) {
     get: `SELECT payload::text AS payload FROM ${tq} WHERE request_id = $1`,
     set:
       `INSERT INTO ${tq} AS t (request_id, payload) VALUES ($1, $2::jsonb) ON CONFLICT (request_id)` +
-      ` DO UPDATE SET payload = EXCLUDED.payload WHERE ${fenceOf(p)} <= $3::float8 RETURNING 1 AS ok`,
+      ` DO UPDATE SET payload = ${kept(p, "EXCLUDED.payload")} WHERE ${fenceOf(p)} <= $3::float8 RETURNING 1 AS ok`,
     list:
       `SELECT request_id, payload::text AS payload FROM ${tq} WHERE starts_with(request_id, $1)` +
       ` AND ($2::text IS NULL OR request_id COLLATE "C" > $2::text) ORDER BY request_id COLLATE "C" LIMIT $3`,
@@ -289,5 +308,16 @@ function fromPayload(v: unknown): LedgerEntry {
   const row: unknown = typeof v === "string" ? JSON.parse(v) : v
   if (!row || typeof row !== "object" || Array.isArray(row))
     throw new LedgerRowError("ledger payload is not an object: the row is corrupt; repair or delete it")
-  return entryFromRow(row as Record<string, unknown>)
+  const entry = entryFromRow(row as Record<string, unknown>)
+  if (typeof v === "string") read.set(entry.args, v).set(entry.kwargs, v)
+  return entry
+}
+
+/** The payload text a row was read from, by the args and kwargs objects read from it (see `kept`). */
+const read = new WeakMap<object, string>()
+
+/** The payload text `entry`'s kwargs or args were read from, and which of them it holds as read (`kept`'s $4, $5). */
+function asRead(entry: LedgerEntry): [string | null, string] {
+  const text = read.get(entry.kwargs) ?? read.get(entry.args) ?? null
+  return [text, (["args", "kwargs"] as const).filter((k) => read.get(entry[k]) === text).join()]
 }

@@ -236,7 +236,7 @@ export class RespConnection {
 }
 
 /**
- * The calls UpstashLedgerStorage and UpstashTaskStore make (`createScript().exec`, `mget`, `scan`), answered over
+ * The calls UpstashLedgerStorage and UpstashTaskStore make (`createScript().exec`, `scan`), answered over
  * RESP instead of REST, so both Upstash adapters run on a plain Redis server unchanged.
  */
 export function upstashShape(conn: RespConnection): UpstashClient {
@@ -254,7 +254,6 @@ export function upstashShape(conn: RespConnection): UpstashClient {
         },
       }
     },
-    mget: (...keys: string[]) => conn.command("MGET", ...keys),
     scan: async (cursor: string | number, opts: { match: string; count: number }) =>
       conn.command("SCAN", cursor, "MATCH", opts.match, "COUNT", opts.count),
   }

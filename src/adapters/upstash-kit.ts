@@ -17,8 +17,8 @@ const SCAN_COUNT = 1000
  * any key would lie among the rows.
  */
 export const SENT_LUA = `
-local function sent(key, value) if key ~= '' then redis.call('SET', key, value, 'EX', 300) end end
-local function was_sent(key) return key ~= '' and redis.call('GET', key) end
+local function sent(key,value) if key~='' then redis.call('SET',key,value,'EX',300) end end
+local function was_sent(key) return key~='' and redis.call('GET',key) end
 `
 
 /** The script answered something it never returns: a protocol or version mismatch, never a ledger decision. */

@@ -18,7 +18,6 @@ import {
   LedgerStaleFenceError,
   type LedgerStorage,
   type ListOptions,
-  refuseUnkeepableClaim,
   type StorageLimits,
   stampClaim,
   type TransitionExpectation,
@@ -41,7 +40,6 @@ export { UpstashReplyError }
  */
 export interface UpstashClient {
   createScript(script: string): { exec(keys: string[], args: string[]): Promise<unknown> }
-  mget(...keys: string[]): Promise<unknown>
   scan(cursor: string | number, options: { match: string; count: number }): Promise<unknown>
 }
 
@@ -71,8 +69,8 @@ export type DispatchLookup = "index" | "scan"
 
 type Row = Record<string, unknown>
 
-// Comments stay out of the Lua text, which ships in every bundle as written; so does its indentation: one space a
-// level.
+// Comments stay out of the Lua text, which ships in every bundle as written; so do its spaces: none around operators
+// and no indentation (each `if`, `for` and `function` ends at its `end`), which kept the Upstash entry under 6 KB.
 // The write scripts share one layout: KEYS row, tomb, legacy tomb or '', dispatch index of the row or '', then their
 // own; ARGV row (the claim's: its head), ttl, request id, then their own.
 // Shared Lua: reads a stored row exactly as `entryFromRow` + `resolvedOutcome` in src/core/ledger/model/entry.ts do, so
@@ -94,112 +92,123 @@ type Row = Record<string, unknown>
 // shortened by a write. write(): the legacy copy is what a Python worker reads once the primary key expired, so it is
 // written too, unless it holds another request's row ('-tomb:X's).
 const LUA_PRELUDE = `
-local NULL = cjson.null
-local VALID = {IN_FLIGHT=true, COMPLETED=true, FAILED_BEFORE_EFFECT=true, FAILED_AFTER_EFFECT=true,
- EXPIRED=true, BLOCKED=true, UNKNOWN=true}
-local NAN = 0/0
+local NULL=cjson.null
+local VALID={IN_FLIGHT=true,COMPLETED=true,FAILED_BEFORE_EFFECT=true,FAILED_AFTER_EFFECT=true,
+EXPIRED=true,BLOCKED=true,UNKNOWN=true}
+local NAN=0/0
 local function num(v)
- if v == nil or v == NULL or v == '' then return nil end
- if type(v) == 'boolean' then return v and 1 or 0 end
- return tonumber(v) or NAN
+if v==nil or v==NULL or v=='' then return nil end
+if type(v)=='boolean' then return v and 1 or 0 end
+return tonumber(v) or NAN
 end
 local function fence_of(row)
- local f = num(row.fence)
- if f == nil or f ~= f then return 0 end
- return f
+local f=num(row.fence)
+if f==nil or f~=f then return 0 end
+return f
 end
 local function outcome_of(row)
- local t = row.terminal_outcome
- if t == nil then return 'IN_FLIGHT' end
- if VALID[t] then return t end
- local s = row.status
- if s == 'completed' then return 'COMPLETED' end
- if s == 'failed' then return 'FAILED_BEFORE_EFFECT' end
- if s == 'in-flight' then return 'IN_FLIGHT' end
- return 'UNKNOWN'
+local t=row.terminal_outcome
+if t==nil then return 'IN_FLIGHT' end
+if VALID[t] then return t end
+local s=row.status
+if s=='completed' then return 'COMPLETED' end
+if s=='failed' then return 'FAILED_BEFORE_EFFECT' end
+if s=='in-flight' then return 'IN_FLIGHT' end
+return 'UNKNOWN'
 end
 local function decode(raw)
- local ok, row = pcall(cjson.decode, raw)
- if ok and type(row) == 'table' and type(row.request_id) == 'string' and type(row.tool) == 'string'
-  and type(row.status) == 'string' then
-  return row
- end
+local ok,row=pcall(cjson.decode,raw)
+if ok and type(row)=='table' and type(row.request_id)=='string' and type(row.tool)=='string'
+and type(row.status)=='string' then
+return row
+end
 end
 local function read(key)
- local raw = (KEYS[1] == '' or key ~= '') and redis.call('GET', key)
- if raw then return decode(raw), raw end
+local raw=(KEYS[1]=='' or key~='') and redis.call('GET',key)
+if raw then return decode(raw),raw end
 end
 local function load()
- for _, i in ipairs({1, 3, 2}) do
-  local row, raw = read(KEYS[i])
-  if raw then
-   if row == nil then error('mycelium: corrupt ledger row at ' .. KEYS[i]) end
-   if row.request_id == ARGV[3] then
-    local t = outcome_of(row)
-    if i == 1 then
-     local n, r = read(KEYS[3])
-     if not (n and n.request_id == ARGV[3]) then n, r = read(KEYS[2]) end
-     if n and n.request_id == ARGV[3] and fence_of(n) > fence_of(row) then row, raw = n, r end
-    end
-    return row, raw, i > 1 and (t == 'IN_FLIGHT' or t == 'EXPIRED')
-   end
-   if i == 1 then error('mycelium: ' .. KEYS[1] .. " holds another request id's row") end
-  end
- end
+for _,i in ipairs({1,3,2}) do
+local row,raw=read(KEYS[i])
+if raw then
+if row==nil then error('mycelium: corrupt ledger row at '..KEYS[i]) end
+if row.request_id==ARGV[3] then
+local t=outcome_of(row)
+if i==1 then
+local n,r=read(KEYS[3])
+if not (n and n.request_id==ARGV[3]) then n,r=read(KEYS[2]) end
+if n and n.request_id==ARGV[3] and fence_of(n)>fence_of(row) then row,raw=n,r end
 end
-local function lease_of(row, ghost)
- if ghost then return -math.huge end
- return num(row.lease_until)
+return row,raw,i>1 and (t=='IN_FLIGHT' or t=='EXPIRED')
+end
+if i==1 then error('mycelium: '..KEYS[1].." holds another request id's row") end
+end
+end
+end
+local function lease_of(row,ghost)
+if ghost then return -math.huge end
+return num(row.lease_until)
 end
 local function write(raw)
- local ttl = tonumber(ARGV[2])
- if ttl > 0 then
-  redis.call('SET', KEYS[1], raw, 'EX', math.max(ttl, redis.call('TTL', KEYS[1])))
- else
-  redis.call('SET', KEYS[1], raw)
- end
- redis.call('SET', KEYS[2], raw)
- local held, old = read(KEYS[3])
- if KEYS[3] ~= '' and (not old or held and held.request_id == ARGV[3]) then redis.call('SET', KEYS[3], raw) end
- if KEYS[4] ~= '' then redis.call('SADD', KEYS[4], ARGV[3]) end
+local ttl=tonumber(ARGV[2])
+if ttl>0 then
+redis.call('SET',KEYS[1],raw,'EX',math.max(ttl,redis.call('TTL',KEYS[1])))
+else
+redis.call('SET',KEYS[1],raw)
+end
+redis.call('SET',KEYS[2],raw)
+local held,old=read(KEYS[3])
+if KEYS[3]~='' and (not old or held and held.request_id==ARGV[3]) then redis.call('SET',KEYS[3],raw) end
+if KEYS[4]~='' then redis.call('SADD',KEYS[4],ARGV[3]) end
 end
 ${SENT_LUA}`
+
+// Every string a script answers for the adapter to parse (a row, a request id) starts with '~', which no JSON text
+// does: @upstash/redis JSON-parses reply strings by default, which read an id such as ["x"] or "q" as another id (a
+// claim under its tool-call id was written, then failed as an outage), and a row's 100.0 as 100. got(): a key's value
+// as MGET reads it, '~' alone for no key or one of another type. triples(): the (id, row, tomb) of each member of a
+// dispatch set but the claiming call's own (ARGV[3]; a script without it has none).
+const REPLY_LUA = `
+local function got(k) return '~'..(redis.call('MGET',k)[1] or '') end
+local function triples(out,set,rows,tombs)
+for _,id in ipairs(redis.call('SMEMBERS',set)) do
+if id~=ARGV[3] then
+out[#out+1]='~'..id
+out[#out+1]=got(rows..id)
+out[#out+1]=got(tombs..id)
+end
+end
+return out
+end
+`
 
 // KEYS (after the shared four): this call's sent key, dispatch set to read siblings from or ''. ARGV (after the
 // shared three): row tail (the new row is head .. fence .. tail), now, reclaim fence ('' any, 'none' none), row
 // prefix, tomb prefix. A claim returns {'claimed', fence, 0, sibling id, row, tomb, …}. Siblings are read in the same
 // atomic step as the insert: of two racing claims under one dispatch id, the later script always sees the earlier one.
-const CLAIM_LUA = `${LUA_PRELUDE}
+const CLAIM_LUA = `${LUA_PRELUDE}${REPLY_LUA}
 local function claim()
- local row, raw, ghost = load()
- local fence = 0
- if row ~= nil then
-  local t = outcome_of(row)
-  local lease = lease_of(row, ghost)
-  if t == 'IN_FLIGHT' and lease ~= nil and tonumber(ARGV[5]) >= lease then t = 'EXPIRED' end
-  fence = fence_of(row)
-  local claimable = t == 'EXPIRED' or t == 'FAILED_BEFORE_EFFECT' or t == 'FAILED_AFTER_EFFECT'
-  if not claimable or ARGV[6] ~= '' and fence ~= tonumber(ARGV[6]) then
-   return {t == 'COMPLETED' and 'completed' or 'in_flight', raw, ghost and 1 or 0}
-  end
- end
- local nf = string.format('%d', fence + 1)
- write(ARGV[1] .. nf .. ARGV[4])
- sent(KEYS[5], nf)
- return nf
+local row,raw,ghost=load()
+local fence=0
+if row~=nil then
+local t=outcome_of(row)
+local lease=lease_of(row,ghost)
+if t=='IN_FLIGHT' and lease~=nil and tonumber(ARGV[5])>=lease then t='EXPIRED' end
+fence=fence_of(row)
+local claimable=t=='EXPIRED' or t=='FAILED_BEFORE_EFFECT' or t=='FAILED_AFTER_EFFECT'
+if not claimable or ARGV[6]~='' and fence~=tonumber(ARGV[6]) then
+return {t=='COMPLETED' and 'completed' or 'in_flight','~'..raw,ghost and 1 or 0}
 end
-local nf = was_sent(KEYS[5]) or claim()
-if type(nf) == 'table' then return nf end
-local out = {'claimed', nf, 0}
-if KEYS[6] ~= '' then
- for _, id in ipairs(redis.call('SMEMBERS', KEYS[6])) do
-  if id ~= ARGV[3] then
-   out[#out + 1] = id
-   out[#out + 1] = redis.call('GET', ARGV[7] .. id) or ''
-   out[#out + 1] = redis.call('GET', ARGV[8] .. id) or ''
-  end
- end
 end
+local nf=string.format('%d',fence+1)
+write(ARGV[1]..nf..ARGV[4])
+sent(KEYS[5],nf)
+return nf
+end
+local nf=was_sent(KEYS[5]) or claim()
+if type(nf)=='table' then return nf end
+local out={'claimed',nf,0}
+if KEYS[6]~='' then triples(out,KEYS[6],ARGV[7],ARGV[8]) end
 return out
 `
 
@@ -207,60 +216,56 @@ return out
 // owner flag, owner, fence, phase flag, phase, lease flag, lease-held-at, boundary flag, boundary.
 const CAS_LUA = `${LUA_PRELUDE}
 if was_sent(KEYS[5]) then return 1 end
-local row, raw, ghost = load()
-if row == nil then return 0 end
-local t = row.terminal_outcome
-if t == nil then t = 'IN_FLIGHT' end
-local hit = false
-for o in string.gmatch(ARGV[4], '[^,]+') do if o == t then hit = true end end
+local row,raw,ghost=load()
+if row==nil then return 0 end
+local t=row.terminal_outcome
+if t==nil then t='IN_FLIGHT' end
+local hit=false
+for o in string.gmatch(ARGV[4],'[^,]+') do if o==t then hit=true end end
 if not hit then return 0 end
-if ARGV[5] == '1' then
- local o = row.owner
- if o == nil or o == NULL or tostring(o) ~= ARGV[6] then return 0 end
+if ARGV[5]=='1' then
+local o=row.owner
+if o==nil or o==NULL or tostring(o)~=ARGV[6] then return 0 end
 end
-if fence_of(row) ~= tonumber(ARGV[7]) then return 0 end
-if ARGV[8] == '1' then
- local p = row.effect_phase
- if p == nil or p == NULL then p = 'INTENDED' end
- if p ~= ARGV[9] then return 0 end
+if fence_of(row)~=tonumber(ARGV[7]) then return 0 end
+if ARGV[8]=='1' then
+local p=row.effect_phase
+if p==nil or p==NULL then p='INTENDED' end
+if p~=ARGV[9] then return 0 end
 end
-if ARGV[10] == '1' then
- local lease = lease_of(row, ghost)
- if lease ~= nil and not (lease > tonumber(ARGV[11])) then return 0 end
+if ARGV[10]=='1' then
+local lease=lease_of(row,ghost)
+if lease~=nil and not (lease>tonumber(ARGV[11])) then return 0 end
 end
-if ARGV[12] == '1' then
- local b = row.side_effect_boundary
- if b == nil or b == NULL then b = 'not_crossed' end
- if b ~= ARGV[13] then return 0 end
+if ARGV[12]=='1' then
+local b=row.side_effect_boundary
+if b==nil or b==NULL then b='not_crossed' end
+if b~=ARGV[13] then return 0 end
 end
 write(ARGV[1])
-sent(KEYS[5], '1')
+sent(KEYS[5],'1')
 return 1
 `
 
 // ARGV (after the shared three): incoming fence. Returns -1 or the newer stored fence. A resent set writes the same
 // row again: no sent key needed.
 const SET_LUA = `${LUA_PRELUDE}
-local stored = -1
-for i = 1, 3 do
- local row = read(KEYS[i])
- if row and row.request_id == ARGV[3] then stored = math.max(stored, fence_of(row)) end
+local stored=-1
+for i=1,3 do
+local row=read(KEYS[i])
+if row and row.request_id==ARGV[3] then stored=math.max(stored,fence_of(row)) end
 end
-if stored > tonumber(ARGV[4]) then return stored end
+if stored>tonumber(ARGV[4]) then return stored end
 write(ARGV[1])
 return -1
 `
 
-// KEYS: dispatch set. ARGV: row prefix, tomb prefix. Returns id, row, tomb triples ('' when absent).
-const BY_DISPATCH_LUA = `
-local out = {}
-for _, id in ipairs(redis.call('SMEMBERS', KEYS[1])) do
- out[#out + 1] = id
- out[#out + 1] = redis.call('GET', ARGV[1] .. id) or ''
- out[#out + 1] = redis.call('GET', ARGV[2] .. id) or ''
-end
-return out
-`
+// findByDispatchId: KEYS dispatch set, ARGV row prefix, tomb prefix; returns triples. get() and list(): KEYS the keys
+// to read, no ARGV; returns each key's value. A script, not the client's MGET, whose reply the client would parse.
+const READ_LUA = `${REPLY_LUA}if ARGV[1] then return triples({},KEYS[1],ARGV[1],ARGV[2]) end
+local out={}
+for i,k in ipairs(KEYS) do out[i]=got(k) end
+return out`
 
 const DEFAULT_PREFIX = "mycelium:action:"
 const DEFAULT_IN_FLIGHT_TTL = 604_800
@@ -293,7 +298,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
   readonly #claim: Script
   readonly #cas: Script
   readonly #set: Script
-  readonly #byDispatch: Script
+  readonly #read: Script
 
   constructor(options: UpstashLedgerStorageOptions) {
     this.#redis = options.redis
@@ -310,14 +315,14 @@ export class UpstashLedgerStorage implements LedgerStorage {
     this.#claim = this.#redis.createScript(CLAIM_LUA)
     this.#cas = this.#redis.createScript(CAS_LUA)
     this.#set = this.#redis.createScript(SET_LUA)
-    this.#byDispatch = this.#redis.createScript(BY_DISPATCH_LUA)
+    this.#read = this.#redis.createScript(READ_LUA)
   }
 
   async get(requestId: string): Promise<LedgerEntry | null> {
     // Keys travel as UTF-8, where an unpaired surrogate is U+FFFD: the key is another id's. No row has such an id
     // (every write refuses it, and the original cannot encode it), so none is read.
     if (!requestId.isWellFormed()) return null
-    const values = await this.#mget(this.#rowKeys(requestId))
+    const values = await this.#values(this.#rowKeys(requestId))
     return this.#fromStored(values, this.#now(), requestId)
   }
 
@@ -341,8 +346,8 @@ export class UpstashLedgerStorage implements LedgerStorage {
     now: number,
     options?: ClaimOptions,
   ): Promise<ClaimResult> {
-    refuseUnkeepableClaim(entry, this.limits)
     const stamped = stampClaim(entry, null, leaseTtl, now)
+    decodablePayload(stamped, "its arguments are too deep or too big")
     const [head, tail] = splitAtFence(stamped)
     // '' claims any claimable row, 'none' none, a fence only the row at that fence.
     let reclaim = ""
@@ -425,12 +430,12 @@ export class UpstashLedgerStorage implements LedgerStorage {
     }
     // The limit counts rows, not keys: under a prefix without ':' every row's tombstone copy for the original lies
     // under the row prefix too (its id '-tomb:X' sorts first), and cutting the ids gave short or empty pages.
-    let left = options.limit === undefined ? Infinity : Math.max(0, options.limit)
+    let left = Math.max(0, options.limit ?? Infinity)
     for (let i = 0; i < sorted.length && left > 0; i += MGET_BATCH) {
       const batch = sorted.slice(i, i + MGET_BATCH)
       // The original's tombstone too where there is one: it decides a key's fence as in get().
       const w = this.#legacyTombPrefix ? 3 : 2
-      const values = await this.#mget(batch.flatMap((id) => this.#rowKeys(id)))
+      const values = await this.#values(batch.flatMap((id) => this.#rowKeys(id)))
       const now = this.#now()
       for (let j = 0; j < batch.length && left > 0; j++) {
         const e = this.#fromStored(values.slice(w * j, w * j + w), now, batch[j] as string, true)
@@ -450,10 +455,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
       for await (const e of this.list()) if (dispatchIdOf(e) === dispatchId) out.push(e)
       return out
     }
-    const reply = await this.#byDispatch.exec(
-      [this.#dispatchPrefix + dispatchId],
-      [this.#prefix, this.#tombPrefix],
-    )
+    const reply = await this.#read.exec([this.#dispatchPrefix + dispatchId], [this.#prefix, this.#tombPrefix])
     if (!Array.isArray(reply) || reply.length % 3 !== 0)
       throw new UpstashReplyError("findByDispatchId", reply)
     return this.#triples(reply, dispatchId, this.#now())
@@ -463,7 +465,7 @@ export class UpstashLedgerStorage implements LedgerStorage {
   #triples(flat: unknown[], dispatchId: string, now: number): LedgerEntry[] {
     const out: LedgerEntry[] = []
     for (let i = 0; i + 2 < flat.length; i += 3) {
-      const e = this.#fromStored(flat.slice(i + 1, i + 3), now, String(flat[i]))
+      const e = this.#fromStored(flat.slice(i + 1, i + 3), now, String(flat[i]).slice(1))
       // The set only grows; a row whose dispatch id changed since is filtered here.
       if (e && dispatchIdOf(e) === dispatchId) out.push(e)
     }
@@ -471,8 +473,8 @@ export class UpstashLedgerStorage implements LedgerStorage {
     return out.sort((a, b) => (a.requestId < b.requestId ? -1 : 1))
   }
 
-  async #mget(keys: string[]): Promise<unknown[]> {
-    const values: unknown = await this.#redis.mget(...keys)
+  async #values(keys: string[]): Promise<unknown[]> {
+    const values = await this.#read.exec(keys, [])
     if (!Array.isArray(values) || values.length !== keys.length) throw new UpstashReplyError("get", values)
     return values
   }
@@ -543,20 +545,24 @@ const flagged = (v: string | number | undefined): [string, string] =>
 /** A script's 0/1 answer: Redis integers arrive as JSON numbers whatever the client's options. */
 const isFlag = (v: unknown): boolean => v === 0 || v === 1
 
-/** @upstash/redis parses JSON replies by default; accept both the parsed object and the raw string. */
+/**
+ * A row a script answered ('~' and its text, see REPLY_LUA), or null for none. Its text is kept by its kwargs object,
+ * so that a rewrite keeps the args and kwargs as a Python worker wrote them (decodablePayload).
+ */
 function toRow(v: unknown): Row | null {
-  if (v === null || v === undefined || v === "" || v === false) return null
-  let parsed: unknown = v
-  if (typeof v === "string") {
-    // A row the original wrote holding float("nan") has a bare NaN: read as json.loads reads it, not as an outage.
-    try {
-      parsed = parsePythonRow(v)
-    } catch {
-      throw new UpstashReplyError("a row read", v)
-    }
-  }
-  if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as Row
-  throw new UpstashReplyError("a row read", v)
+  if (v === undefined || v === "~") return null
+  const t = String(v).slice(1)
+  let row: Row | undefined
+  // A row the original wrote holding float("nan") has a bare NaN: read as json.loads reads it, not as an outage.
+  try {
+    row = parsePythonRow(t) as Row
+  } catch {}
+  if (!row || typeof row !== "object" || Array.isArray(row)) throw new UpstashReplyError("a row read", v)
+  // Not a row's own object (refused by entryFromRow, or read as a fresh {}): not kept.
+  try {
+    written.set(row.kwargs as object, t)
+  } catch {}
+  return row
 }
 
 /** A row's fence as the scripts' fence_of() reads it: absent or not a number is 0. */
@@ -586,22 +592,38 @@ function storedEntry(row: Row, tomb: boolean, now: number): LedgerEntry {
 }
 
 /**
- * The payload set() and compare-and-set write, refused typed (nothing written) past MAX_DEPTH, the store's
- * `limits.maxDepth`: the scripts decode the stored row with cjson, so such a row made every later claim and
- * compare-and-set of its id fail as if Redis were down (the claim refuses such arguments; these took them).
+ * The payload a claim, set() and compare-and-set write, refused typed (nothing written) past MAX_DEPTH, the store's
+ * `limits.maxDepth`, or holding U+0000 or an unpaired surrogate: the scripts decode the stored row with cjson, so such
+ * a row made every later claim and compare-and-set of its id fail as if Redis were down.
  */
-function decodablePayload(entry: LedgerEntry): string {
+function decodablePayload(entry: LedgerEntry, what = "the row is too deep"): string {
   if (jsonDepth(entry, MAX_DEPTH) > MAX_DEPTH)
     throw new LedgerConfigError(
-      `request '${clip(entry.requestId)}': the row is too deep for this store (max_depth ${MAX_DEPTH}); ` +
-        "nothing was written",
+      `request '${clip(entry.requestId)}': ${what} for this store (max_depth ${MAX_DEPTH}); nothing was written`,
     )
-  return keepablePayload(entry)
+  const json = keepablePayload(entry)
+  const t = written.get(entry.kwargs)
+  if (!t) return json
+  const mine = JSON.stringify({ args: entry.args, kwargs: entry.kwargs })
+  // Read from a Python worker's text: its args and kwargs go back as written there (json.dumps, in to_dict order),
+  // as the original re-derives the args fingerprint from them. They end at the first ', "status": ' after them where
+  // they read as this entry's; in entryToRow's JSON they come first but for two strings, so the first match is theirs.
+  const i = t.indexOf('"args": ')
+  for (let j = t.indexOf(', "status": ', i); i > 0 && j > 0; j = t.indexOf(', "status": ', j + 1))
+    try {
+      const kept = t.slice(i, j)
+      if (JSON.stringify(parsePythonRow(`{${kept}}`)) === mine)
+        return json.replace(mine.slice(1, -1), () => kept)
+    } catch {}
+  return json
 }
+
+/** The text of a stored row, by the kwargs object read from it: see toRow. */
+const written = new WeakMap<object, string>()
 
 /**
  * The claimed row's JSON around its fence, so the script can splice in `prior fence + 1` without re-encoding. A lone
- * surrogate marks the fence: refuseUnkeepableClaim refused every claim holding one, so its escape is nowhere else.
+ * surrogate marks the fence: decodablePayload refused every claim holding one, so its escape is nowhere else.
  */
 function splitAtFence(entry: LedgerEntry): [string, string] {
   const row = entryToRow(entry)

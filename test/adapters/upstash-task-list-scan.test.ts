@@ -16,7 +16,6 @@ function repeatingScan(redis: UpstashClient): UpstashClient & { scans: number } 
   const client = {
     scans: 0,
     createScript: (src: string) => redis.createScript(src),
-    mget: (...keys: string[]) => redis.mget(...keys),
     async scan(cursor: string | number, options: { match: string; count: number }) {
       client.scans++
       const [next, keys] = (await redis.scan(cursor, options)) as [string, unknown[]]
