@@ -61,24 +61,35 @@ afterEach(() => {
   vi.restoreAllMocks()
 })
 
+/**
+ * Reads list() and listPage() while a child writer holds the store's lock inside its third append (`torn`: half of
+ * that receipt's line written; otherwise its line written and its link not); `check` looks at the files first.
+ */
+async function readWhilePaused(mode: "link" | "torn", check: (path: string) => void) {
+  const path = receiptsPath()
+  const go = `${path}.go`
+  const w = child("test/adapters/file-receipts-paused-append-child.ts", [path, "3", go, mode])
+  await w.paused
+  const reader = new FileReceiptStore(path)
+  let reads: [Promise<Receipt[]>, Promise<{ receipts: Receipt[] }>]
+  try {
+    check(path)
+    reads = [reader.list(), reader.listPage({ limit: 10 })]
+  } finally {
+    writeFileSync(go, "")
+  }
+  const [all, page] = await Promise.all([...reads, w.done])
+  return { all, page: page.receipts }
+}
+
 describe("FileReceiptStore read while another process appends", () => {
   it("a read between a receipt's line and its link's waits for the link, list() and listPage() alike", async () => {
-    const path = receiptsPath()
-    const go = `${path}.go`
-    const w = child("test/adapters/file-receipts-paused-append-child.ts", [path, "3", go])
-    await w.paused
-    const reader = new FileReceiptStore(path)
-    let reads: [Promise<Receipt[]>, Promise<{ receipts: Receipt[] }>]
-    try {
+    const { all, page } = await readWhilePaused("link", (path) => {
       // The writer holds its lock with receipt #2 written and its link not.
       const lineCount = (p: string) => readFileSync(p, "utf8").split("\n").length - 1
       expect([lineCount(path), lineCount(`${path}.chain.jsonl`)]).toEqual([3, 2])
-      reads = [reader.list(), reader.listPage({ limit: 10 })]
-    } finally {
-      writeFileSync(go, "")
-    }
-    const [all, page] = await Promise.all([...reads, w.done])
-    expect([seqs(all), seqs(page.receipts)]).toEqual([
+    })
+    expect([seqs(all), seqs(page)]).toEqual([
       [0, 1, 2],
       [0, 1, 2],
     ])
@@ -89,21 +100,11 @@ describe("FileReceiptStore read while another process appends", () => {
   }, 30_000)
 
   it("a read that meets a receipt's line half written by another process waits for it, not calls it damaged", async () => {
-    const path = receiptsPath()
-    const go = `${path}.go`
-    const w = child("test/adapters/file-receipts-paused-append-child.ts", [path, "3", go, "torn"])
-    await w.paused
-    const reader = new FileReceiptStore(path)
-    let reads: [Promise<Receipt[]>, Promise<{ receipts: Receipt[] }>]
-    try {
+    const { all, page } = await readWhilePaused("torn", (path) => {
       // The writer holds its lock with half of receipt #2's line written.
       expect(readFileSync(path, "utf8").endsWith("\n")).toBe(false)
-      reads = [reader.list(), reader.listPage({ limit: 10 })]
-    } finally {
-      writeFileSync(go, "")
-    }
-    const [all, page] = await Promise.all([...reads, w.done])
-    expect([seqs(all), seqs(page.receipts)]).toEqual([
+    })
+    expect([seqs(all), seqs(page)]).toEqual([
       [0, 1, 2],
       [0, 1, 2],
     ])

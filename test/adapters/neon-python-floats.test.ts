@@ -69,37 +69,37 @@ describe("neon: a TypeScript write over a Python row", () => {
     )
   })
 
-  it("release() keeps the stored args and kwargs, so the original's fingerprint is unchanged", async () => {
-    const id = "py-release"
-    await insert(id, "BLOCKED")
+  /** Writes `write` over a fresh Python row, then checks the args, kwargs and fingerprint it leaves are Python's. */
+  async function keptOver(id: string, outcome: "BLOCKED" | "IN_FLIGHT", write: () => Promise<unknown>) {
+    await insert(id, outcome)
     const before = await stored(id)
-    await ledger.release(id, {
-      verified: "completed",
-      result: "pi_1",
-      by: "ops@example",
-      reason: "seen at provider",
-    })
+    await write()
     const after = await stored(id)
-    expect(after.row.terminalOutcome).toBe("COMPLETED")
     expect([after.args, after.kwargs, after.fingerprint]).toEqual([
       before.args,
       before.kwargs,
       before.fingerprint,
     ])
+    return after.row
+  }
+
+  it("release() keeps the stored args and kwargs, so the original's fingerprint is unchanged", async () => {
+    const row = await keptOver("py-release", "BLOCKED", () =>
+      ledger.release("py-release", {
+        verified: "completed",
+        result: "pi_1",
+        by: "ops@example",
+        reason: "seen at provider",
+      }),
+    )
+    expect(row.terminalOutcome).toBe("COMPLETED")
   })
 
   it("markWorkerDeadFor() keeps them too", async () => {
-    const id = "py-dead"
-    await insert(id, "IN_FLIGHT")
-    const before = await stored(id)
-    await ledger.markWorkerDeadFor(id, { by: "ops@example", reason: "host gone" })
-    const after = await stored(id)
-    expect(after.row.workerDeadAssertedBy).toBe("ops@example")
-    expect([after.args, after.kwargs, after.fingerprint]).toEqual([
-      before.args,
-      before.kwargs,
-      before.fingerprint,
-    ])
+    const row = await keptOver("py-dead", "IN_FLIGHT", () =>
+      ledger.markWorkerDeadFor("py-dead", { by: "ops@example", reason: "host gone" }),
+    )
+    expect(row.workerDeadAssertedBy).toBe("ops@example")
   })
 
   it("set() keeps them where equal and writes what changed", async () => {
