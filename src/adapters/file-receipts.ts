@@ -26,8 +26,11 @@ import { readStoredReceipt } from "../core/receipts/stored.ts"
 import { asciiJson, errno, type LockedFileOptions } from "./file-kit.ts"
 import { LockedFile, openFile } from "./file-locked.ts"
 
-// The original appends its receipt file without a lock, so there is no Python lock to share.
-export type FileReceiptStoreOptions = Omit<LockedFileOptions, "pythonLock">
+/**
+ * Options for {@link FileReceiptStore}. `pythonLock`: also hold the original's flock on `<path>.lock`, which its
+ * receipt file takes to append and to read (a Python reader could otherwise read this store's line half written).
+ */
+export type FileReceiptStoreOptions = LockedFileOptions
 
 type LinkLine = ReceiptLink & { readonly receipt_id: string }
 
@@ -215,11 +218,13 @@ function appended(path: string, c: ChainLinks, tail: Buffer, st: Stats): ChainLi
 export class FileReceiptStore implements ReceiptStore {
   readonly kind = "file"
   readonly #file: LockedFile
+  readonly #pythonLock: boolean
   readonly chainPath: string
   #chain: ChainLinks | null = null
 
   constructor(path: string, options: FileReceiptStoreOptions = {}) {
     this.#file = new LockedFile(path, options)
+    this.#pythonLock = options.pythonLock === true
     this.chainPath = `${this.#file.path}.chain.jsonl`
   }
 
@@ -286,8 +291,9 @@ export class FileReceiptStore implements ReceiptStore {
     try {
       records = parse()
     } catch (e) {
-      // A line another process is still writing can read as damaged: looked at again once its append is done.
-      if (!(e instanceof ReceiptStoreCorruptError) || !appending()) throw e
+      // A line another process is still writing can read as damaged: looked at again once its append is done. A
+      // Python worker's append takes only its flock, which this store holds too with pythonLock.
+      if (!(e instanceof ReceiptStoreCorruptError) || !(this.#pythonLock || appending())) throw e
     }
     if (records) {
       const first = this.#linked(records)

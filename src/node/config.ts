@@ -194,7 +194,7 @@ export async function nodeReceiptStoreFactory(choice: ReceiptStoreChoice): Promi
   if (choice.kind === "memory") return new MemoryReceiptStore()
   if (choice.kind === "file") {
     const { FileReceiptStore } = await import("../adapters/file-receipts.ts")
-    return new FileReceiptStore(choice.path as string)
+    return new FileReceiptStore(choice.path as string, pythonLockOf(choice))
   }
   throw choiceError(
     choice,

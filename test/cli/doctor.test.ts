@@ -90,6 +90,27 @@ describe("doctor prints rows and config text inert", () => {
   })
 })
 
+describe("doctor names a Python worker's flock file beside the receipt and state files too", () => {
+  it("audit_receipt and state_flush files with a <path>.lock and no python_lock: WARN; with it: none", () => {
+    const receipts = join(cwd, "rcpt.jsonl")
+    const state = join(cwd, "state.json")
+    writeFileSync(`${receipts}.lock`, "")
+    writeFileSync(`${state}.lock`, "")
+    const yaml = (lock: boolean) =>
+      `audit_receipt: {signing_key: k, storage: file, path: "${receipts}"${lock ? ", python_lock: true" : ""}}\n` +
+      `state_flush: {storage: file, path: "${state}"${lock ? ", python_lock: true" : ""}}\n`
+    const ids = (lock: boolean) =>
+      (JSON.parse(doctor(yaml(lock), "--json", "--no-connectivity").out) as Check[])
+        .filter((c) => c.id.startsWith("file.python_lock"))
+        .map((c) => [c.id, c.status])
+    expect(ids(false)).toEqual([
+      [`file.python_lock(${receipts})`, "WARN"],
+      [`file.python_lock(${state})`, "WARN"],
+    ])
+    expect(ids(true)).toEqual([])
+  })
+})
+
 describe("doctor --timeout", () => {
   it.each(["2200000", "Infinity", "0", "0.0001", "x"])(
     "%s is a usage error (exit 2), not every probe failing at once",

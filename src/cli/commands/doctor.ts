@@ -109,14 +109,17 @@ function probeLimit(s: ResolvedStorage, seconds: number): ResolvedStorage {
   return { ...s, timeout: own === null ? seconds : Math.min(own, seconds) }
 }
 
+/** What the python_lock check reads of a store choice: the ledgers', the task ledgers', receipts' and state's. */
+type FileChoice = Pick<ResolvedStorage, "path" | "pythonLock"> & { readonly kind: string }
+
 /**
  * The original creates `<path>.lock` beside every file it writes (its flock) and never removes it; this package
  * creates it only with `python_lock`. So a file store without `python_lock` that has one was written by a Python
  * worker, and if those still run at the same time, each side can undo the other's writes.
  */
-function pythonLockChecks(stores: (ResolvedStorage | null)[]): Check[] {
+function pythonLockChecks(stores: (FileChoice | null | undefined)[]): Check[] {
   return stores
-    .filter((s): s is ResolvedStorage => s?.kind === "file" && !s.pythonLock && existsSync(`${s.path}.lock`))
+    .filter((s): s is FileChoice => s?.kind === "file" && !s.pythonLock && existsSync(`${s.path}.lock`))
     .map((s) => ({
       id: `file.python_lock(${s.path})`,
       status: "WARN",
@@ -198,7 +201,12 @@ export async function run(args: string[]): Promise<number> {
     config.resolved.taskLedger,
     ...[...config.tasks.values()].map((t) => t.ledger),
   ])
-  checks.push(...pythonLockChecks([...stores, ...taskStores]))
+  // The receipt and state files too: the original flocks them alike.
+  const { audit_receipt: ar, state_flush: sf } = config.resolved.raw
+  const sectionStores = [ar, sf].map(
+    (s) => s && { kind: s.storage, path: s.path, pythonLock: s.python_lock },
+  ) as (FileChoice | undefined)[]
+  checks.push(...pythonLockChecks([...stores, ...taskStores, ...sectionStores]))
   if (!values["no-connectivity"]) {
     for (const s of stores)
       checks.push(

@@ -7,7 +7,8 @@ import { CliError, importNeeding, UsageError } from "../errors.ts"
 import { parseOrUsage, requireRegularFile } from "../options.ts"
 import { CLI, clean, green, printJson, red, shown, VALUE_CHARS } from "../style.ts"
 
-export const HELP = `mycelium receipts verify [FILE] [--key-env NAME | --jwks FILE] [--allow-unchained] [--json] [-c PATH]
+export const HELP = `mycelium receipts verify [FILE] [--key-env NAME | --jwks FILE] [--allow-unchained] [--python-lock]
+                         [--json] [-c PATH]
 mycelium receipts export --url URL [-o FILE] [--token-env NAME] [--agent-id ID] [--ledger NAME]
                          [--max-receipts N] [--timeout SECONDS]
 
@@ -19,6 +20,8 @@ mycelium receipts export --url URL [-o FILE] [--token-env NAME] [--agent-id ID] 
   --jwks     a JSON Web Key Set file, for JWS receipts (verifies with public keys only)
   --allow-unchained  accept receipts without a chain link (the Python original's, or chain: false), also among
              chained ones; a deleted unchained receipt then goes unseen. Default: every receipt needs its link
+  --python-lock  running Python workers append to FILE: a line read half written is read again under the original's
+             flock on FILE.lock (default: audit_receipt.python_lock of mycelium.yaml when FILE comes from it)
 
   export: downloads a tenant's receipts from the ledger HTTP API (GET /v1/receipts?format=jsonl, every page) into
   a JSONL file that verify checks offline.
@@ -46,6 +49,7 @@ export async function run(args: string[]): Promise<number> {
         // The default now; still accepted so scripts written for it keep working.
         "require-chain": { type: "boolean", default: false },
         "allow-unchained": { type: "boolean", default: false },
+        "python-lock": { type: "boolean", default: false },
         json: { type: "boolean", default: false },
       },
     }),
@@ -54,13 +58,16 @@ export async function run(args: string[]): Promise<number> {
   if (values["require-chain"] && values["allow-unchained"])
     throw new UsageError("receipts verify: --require-chain and --allow-unchained contradict each other")
   let file = positionals[0]
+  let pythonLock = values["python-lock"]
   // "" (`verify "$FILE"` with FILE unset) would check the default file and report it verified.
   if (file === "") throw new UsageError("receipts verify: the file argument is empty: pass a file path")
   if (!file) {
     const cfg = values.config ?? (existsSync("mycelium.yaml") ? "mycelium.yaml" : undefined)
     if (cfg) {
       const { loadConfig } = await import("../../node/config.ts")
-      file = (await loadConfig(cfg, { onWarning: () => {} })).resolved.raw.audit_receipt?.path
+      const ar = (await loadConfig(cfg, { onWarning: () => {} })).resolved.raw.audit_receipt
+      file = ar?.path
+      pythonLock ||= (file !== undefined && ar?.python_lock) === true
     }
     file ??= ".mycelium/receipts.jsonl"
   }
@@ -104,7 +111,7 @@ export async function run(args: string[]): Promise<number> {
   // The sidecar before the file: a receipt is written before its link, so each link read first has its receipt in
   // the file read after. The other way round, one a live worker appended in between read as a receipt cut off.
   const heads = sidecarHeads(`${file}.chain.jsonl`)
-  const receipts = await new FileReceiptStore(file).list()
+  const receipts = await new FileReceiptStore(file, pythonLock ? { pythonLock } : {}).list()
   const report = await verifyReceipts(receipts, keys, {
     ...(values["allow-unchained"] ? { allowUnchained: true } : { requireChain: true }),
     heads,

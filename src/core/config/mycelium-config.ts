@@ -51,6 +51,8 @@ export interface ReceiptStoreChoice {
   readonly kind: "memory" | "file" | "indexeddb"
   readonly path?: string
   readonly database?: string
+  /** `python_lock` (file): also hold the original's flock on `<path>.lock`. */
+  readonly pythonLock?: boolean
 }
 
 /** Builds the `audit_receipt:` store for `file` and `indexeddb` (Node: `loadConfig` passes one for `file`). */
@@ -441,6 +443,7 @@ export class MyceliumConfig {
             kind: ar.storage,
             ...(ar.path !== undefined && { path: ar.path }),
             ...(ar.database !== undefined && { database: ar.database }),
+            ...(ar.python_lock !== undefined && { pythonLock: ar.python_lock }),
           },
           this.#source,
           ["audit_receipt"],

@@ -514,7 +514,7 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
   let signingKey: string | null = null
   const ar = raw.audit_receipt
   if (ar) {
-    refuseForeignKeys(ar, ["path", "database"], source, ["audit_receipt"])
+    refuseForeignKeys(ar, ["path", "database", "python_lock"], source, ["audit_receipt"])
     if (ar.signing_key !== undefined && ar.signing_key_env !== undefined)
       throw source.error(
         `set 'signing_key' or 'signing_key_env', not both`,

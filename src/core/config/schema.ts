@@ -221,6 +221,7 @@ export const configSchema = z.strictObject({
       storage: z._default(z.enum(["memory", "file", "indexeddb"]), "memory"),
       path: z.optional(name),
       database: z.optional(name),
+      python_lock: z.optional(z.boolean()),
       auto: z._default(z.boolean(), true),
     }),
   ),

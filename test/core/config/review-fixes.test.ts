@@ -99,7 +99,7 @@ describe("state_flush and audit_receipt keys that do not apply to their storage"
       "audit_receipt database beside storage: file",
       `${T}audit_receipt:\n  signing_key_env: K\n  storage: file\n  path: r.jsonl\n  database: db\n`,
       6,
-      "'database' does not apply to storage 'file' (it takes: path)",
+      "'database' does not apply to storage 'file' (it takes: path, python_lock)",
     ],
     [
       "state_flush python_lock on indexeddb",
