@@ -1,6 +1,6 @@
 // Task ledger on Upstash Redis in the original's RedisTaskLedgerStorage layout: row JSON at `{prefix}{id}`
 // (default `mycelium:task:`), a durable tombstone copy at `{prefix without ':'}-tomb:{id}`. The lease lives at
-// `{prefix without ':'}-lease:{id}`. `swap` is one Lua script: it compares a digest of the stored row and lease
+// `{prefix without ':'}-lease:{id}`, or, under a prefix not ending in ':', under derivedBase(). `swap` is one Lua script: it compares a digest of the stored row and lease
 // with the version the caller read and writes all three keys, so it is atomic without WATCH/MULTI.
 import { parsePythonRow } from "../core/python-nan.ts"
 import { clip } from "../core/repr.ts"
@@ -8,7 +8,7 @@ import { TaskIdAmbiguousError } from "../core/tasks/errors.ts"
 import { parseTaskLease, parseTaskRow, type StoredTask, type TaskRecord } from "../core/tasks/record.ts"
 import type { TaskStore } from "../core/tasks/store.ts"
 import type { UpstashClient } from "./upstash.ts"
-import { globEscape, SENT_LUA, scanKeys, sentKey, UpstashReplyError } from "./upstash-kit.ts"
+import { derivedBase, globEscape, SENT_LUA, scanKeys, sentKey, UpstashReplyError } from "./upstash-kit.ts"
 
 export interface UpstashTaskStoreOptions {
   readonly redis: UpstashClient
@@ -67,6 +67,7 @@ export class UpstashTaskStore implements TaskStore {
   readonly #redis: UpstashClient
   readonly #prefix: string
   readonly #base: string
+  readonly #lease: string
   readonly #get: (keys: string[], args: string[]) => Promise<unknown>
   readonly #swap: (keys: string[], args: string[]) => Promise<unknown>
 
@@ -76,6 +77,10 @@ export class UpstashTaskStore implements TaskStore {
     // The original's `prefix.rstrip(":")`, as for action rows: with one ':' stripped, a prefix ending in '::' put the
     // tombstones where the original never looks, and missed its (a claim of a task it left in flight ran again).
     this.#base = this.#prefix.replace(/:+$/, "")
+    // `{base}-lease:` lies under a prefix not ending in ':', where the original's list_all() reads every key as a task
+    // row: a lease there made it raise TypeError for the whole store. Such prefixes take derivedBase()'s, never under.
+    this.#lease =
+      this.#base === this.#prefix && this.#prefix ? `${derivedBase(this.#prefix)}lease:` : `${this.#base}-lease:`
     const script = (src: string) => {
       const s = this.#redis.createScript(src)
       return (keys: string[], args: string[]) => s.exec(keys, args)
@@ -84,9 +89,9 @@ export class UpstashTaskStore implements TaskStore {
     this.#swap = script(SWAP_LUA)
   }
 
-  /** Under a prefix without ':' the row key of '-tomb:X' ('-lease:X') is the tombstone (lease) key of X. */
+  /** Under a prefix without ':' the row key of '-tomb:X' is the tombstone key of X (the original's layout). */
   #clash(id: string): RegExpMatchArray | null {
-    return this.#base === this.#prefix ? id.match(/^-(tomb|lease):/) : null
+    return this.#base === this.#prefix ? id.match(/^-tomb:/) : null
   }
 
   #keys(id: string): string[] {
@@ -97,14 +102,14 @@ export class UpstashTaskStore implements TaskStore {
         `task request id '${clip(id)}' holds an unpaired surrogate, which Redis keeps as another id's key: pass valid Unicode`,
       )
     // Refused before any read or write: a write there would overwrite another task's tombstone or lease.
-    const [head, kind] = this.#clash(id) ?? []
+    const [head] = this.#clash(id) ?? []
     if (head)
       throw new TaskIdAmbiguousError(
-        `task request id '${clip(id)}' would be stored at the ${kind === "tomb" ? "tombstone" : kind} key of task ` +
-          `'${clip(id.slice(head.length))}' under the prefix '${this.#prefix}': use an id not starting with '-tomb:' or ` +
-          `'-lease:', or a prefix ending in ':'`,
+        `task request id '${clip(id)}' would be stored at the tombstone key of task ` +
+          `'${clip(id.slice(head.length))}' under the prefix '${this.#prefix}': use an id not starting with '-tomb:', ` +
+          `or a prefix ending in ':'`,
       )
-    return [`${this.#prefix}${id}`, `${this.#base}-tomb:${id}`, `${this.#base}-lease:${id}`]
+    return [`${this.#prefix}${id}`, `${this.#base}-tomb:${id}`, `${this.#lease}${id}`]
   }
 
   async get(requestId: string): Promise<StoredTask | null> {
@@ -138,8 +143,8 @@ export class UpstashTaskStore implements TaskStore {
   }
 
   // By tombstone, which every write of this store and the original's leaves: a task whose row key expired (the
-  // original's in-flight TTL) is still listed, and a prefix without ':' (whose tombstone and lease keys start with
-  // it) does not list a tombstone or a lease as a task.
+  // original's in-flight TTL) is still listed, and a prefix without ':' (whose tombstone keys start with it) does
+  // not list a tombstone as a task.
   async *list(): AsyncIterable<StoredTask> {
     // Under a prefix ending in '::', versions before 2026-12-07 stripped one ':' only: the tasks they wrote have
     // their tombstone there alone until written again, and went unlisted (a task left in flight could not be found

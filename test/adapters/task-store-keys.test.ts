@@ -1,5 +1,5 @@
-// Task store layouts shared with the Python original: an Upstash row key that is another task's lease or tombstone
-// key, and a Neon table migrate() has not (fully) created.
+// Task store layouts shared with the Python original: an Upstash row key that is another task's tombstone key, a
+// lease key under the prefix, and a Neon table migrate() has not (fully) created.
 import { afterAll, describe, expect, it } from "vitest"
 import { NeonSchemaMissingError } from "../../src/adapters/neon.ts"
 import { NeonTaskStore } from "../../src/adapters/neon-tasks.ts"
@@ -9,9 +9,9 @@ import { requireUpstash, runTag, upstashClient } from "./servers/env.ts"
 import { neonPool, requirePostgres } from "./servers/neon.ts"
 
 describe("upstash task store under a prefix without ':'", () => {
-  // The row key of '-lease:Y' is Y's lease key, that of '-tomb:Y' Y's tombstone: after either completed, every call
-  // of Y and list() failed as an outage that never ended.
-  for (const marker of ["-lease:", "-tomb:"])
+  // The row key of '-tomb:Y' is Y's tombstone (the original's layout): after either completed, every call of Y and
+  // list() failed as an outage that never ended.
+  for (const marker of ["-tomb:"])
     for (const clashFirst of [true, false])
       it(`refuses request id '${marker}Y' before any write, ${clashFirst ? "before" : "after"} task Y ran`, async () => {
         await requireUpstash()
@@ -38,10 +38,52 @@ describe("upstash task store under a prefix without ':'", () => {
           expect((await tasks.list()).map((t) => t.row.request_id)).toEqual(["Y"])
           expect(runs).toBe(1)
         } finally {
-          const keys = await redis.keys(`${prefix}*`)
+          const keys = await redis.keys(`${prefix.slice(0, -1)}*`)
           if (keys.length) await redis.del(...keys)
         }
       })
+
+  // The original's RedisTaskLedgerStorage.list_all() GETs every key matching `{prefix}*` and builds each with
+  // TaskLedgerEntry(**data), a TypeError for any member that is not one of its 9 fields. The lease at
+  // `{prefix}-lease:{id}` lay there: one task run here made the original's list_all() fail for the whole store.
+  it("every key under the prefix is a task row the original reads; '-lease:Y' is a task of its own", async () => {
+    await requireUpstash()
+    const redis = upstashClient()
+    const prefix = `mycelium-test-${runTag("lease-key")}-task`
+    const tasks = new TaskLedger({ storage: new UpstashTaskStore({ redis, prefix }), onWarning: () => {} })
+    let runs = 0
+    const pay = tasks.task({ name: "pay" }, async (a: { order: string }) => `${a.order}${++runs}`)
+    const fields = [
+      "args",
+      "error",
+      "finished_at",
+      "kwargs",
+      "request_id",
+      "result",
+      "started_at",
+      "status",
+      "task",
+    ]
+    try {
+      expect(await pay({ order: "A" }, { taskId: "Y" })).toBe("A1")
+      expect(await pay({ order: "B" }, { taskId: "-lease:Y" })).toBe("B2")
+      expect(await pay({ order: "A" }, { taskId: "Y" })).toBe("A1")
+      const keys = await redis.keys(`${prefix}*`)
+      // Rows and the original's own tombstones (`{prefix}-tomb:`, copies of rows): nothing else.
+      expect(keys.sort()).toEqual([
+        `${prefix}-lease:Y`,
+        `${prefix}-tomb:-lease:Y`,
+        `${prefix}-tomb:Y`,
+        `${prefix}Y`,
+      ])
+      // The client parses the JSON it gets.
+      for (const k of keys) expect(Object.keys((await redis.get<object>(k)) ?? {}).sort()).toEqual(fields)
+      expect((await tasks.list()).map((t) => t.row.request_id).sort()).toEqual(["-lease:Y", "Y"])
+    } finally {
+      const keys = await redis.keys(`${prefix.slice(0, -1)}*`)
+      if (keys.length) await redis.del(...keys)
+    }
+  })
 })
 
 describe("neon task store before migrate()", () => {
