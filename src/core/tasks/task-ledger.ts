@@ -635,13 +635,14 @@ export class TaskLedger {
           `Task request '${clip(requestId)}' is completed; nothing to release`,
         )
       // A verdict stands until the task runs again (a claim starts a new lease): a second one overwrote the first's
-      // who and why, and could turn a `not_executed` into a result nobody ran for.
-      const by0 = current.lease?.resolved_by
+      // who and why, and could turn a `not_executed` into a result nobody ran for. The original's claim writes the
+      // row alone: a verdict in the lease beside a newer row is spent (read as standing, that task stayed stranded).
+      const lease = leaseOf(current)
+      const by0 = lease?.resolved_by
       if (by0 != null)
         throw new TaskReleaseRefusedError(
           `Task request '${clip(requestId)}' was already released by ${clip(safeString(by0))}; the next call runs it`,
         )
-      const lease = leaseOf(current)
       // An unbounded lease is live while its holder runs; a claim of the original's (no lease) is the stuck case.
       if (state === "live" && lease && !options.force)
         throw new TaskReleaseRefusedError(
@@ -708,7 +709,8 @@ export class TaskLedger {
       const next: TaskRecord = {
         row,
         lease: {
-          ...(current.lease ?? { fence: 0, owner: by, heartbeat_at: now, started_at: row.started_at }),
+          // A lease older than the row is the original's claim's predecessor: its started_at would hide this verdict.
+          ...(lease ?? { fence: current.lease?.fence ?? 0, owner: by, heartbeat_at: now, started_at: row.started_at }),
           lease_until: null,
           receipt_ref: receipt?.receipt_id ?? null,
           resolved_by: by,
