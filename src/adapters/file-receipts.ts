@@ -1,7 +1,7 @@
 // Audit receipts in the Python original's JSONL file (one `json.dumps(record.to_dict())` per line), so either
 // language appends to and verifies the other's. Chain links live in a sidecar `<path>.chain.jsonl` (one line per
 // chained receipt, keyed by receipt_id): the original parses every line of its file into its record type, so a
-// link inside the record would break it.
+// link line there would break its reader, and a link inside the record would be dropped by it.
 import { closeSync, existsSync, fstatSync, readSync, type Stats } from "node:fs"
 import { hasDuplicateKey } from "../core/duplicate-keys.ts"
 import type { ChainSealer, ChainTail } from "../core/receipts/chain.ts"

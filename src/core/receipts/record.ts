@@ -108,7 +108,7 @@ export function receiptJsonLine(record: AuditReceiptRecord): string {
  * One receipt with its chain link as one JSONL line, in the exact forms its signature covers (`100.0` stays a
  * float, a big integer stays its digits): what `GET /v1/receipts?format=jsonl` sends, and what `parseReceiptJson`
  * and `mycelium receipts verify FILE` read back. The record's fields come first, as `receiptJsonLine` writes them;
- * the original's reader refuses the `chain` member, so drop it for the original.
+ * the original's reader (`from_dict`) drops the `chain` member, so the line loads there as it is.
  */
 export function receiptExportLine(receipt: Receipt): string {
   const line = receiptJsonLine(receipt)
@@ -145,7 +145,7 @@ const RECORD_FIELDS: ReadonlySet<string> = new Set<string>([...RECORD_KEYS, "cha
 const LINK_FIELDS: ReadonlySet<string> = new Set(["ledger", "seq", "prev", "digest", "mac"])
 
 // The signature covers the record's fields and the link's mac its own: any other member would be an unsigned
-// claim riding on a valid signature (the original's `from_dict` refuses it too).
+// claim riding on a valid signature (the original's `from_dict` drops it unread: the signature never covered it).
 const unknownField = (v: Record<string, unknown>, known: ReadonlySet<string>): string | undefined =>
   Object.keys(v).find((k) => !known.has(k))
 
