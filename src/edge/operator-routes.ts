@@ -70,7 +70,8 @@ export function operatorRoutes(api: Api, ctx: RouteContext): void {
   api.post("/v1/transitions/:id/release", async (c) => {
     const { ledger } = ctx.need(c, "operator")
     const id = ctx.id(c)
-    const b = await ctx.body(c, ReleaseBody)
+    // Exact, as a completion's: a provider's transaction id past 2^53 was replayed and signed rounded.
+    const b = await ctx.body(c, ReleaseBody, "result")
     // Dropping it silently would let an operator believe the result was stored.
     if (b.verified === "not_executed" && b.result !== undefined)
       throw new HttpError("invalid_body", "result: send a result with verified 'completed' only")

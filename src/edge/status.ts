@@ -28,6 +28,7 @@ export const HTTP_STATUS_BY_CODE: Readonly<Record<string, HttpStatus>> = {
   unsupported_media_type: 415,
   internal_error: 500,
   ledger_storage_unavailable: 503,
+  ledger_error: 503,
   // The store is there but unusable until an operator acts: not the caller's conflict, and retrying may help.
   ledger_file_corrupt: 503,
   ledger_file_lock_timeout: 503,

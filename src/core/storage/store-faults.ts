@@ -9,6 +9,9 @@
  */
 export const STORE_FAULT_CODES: ReadonlySet<string> = new Set([
   "ledger_storage_unavailable",
+  // The root class bare: only a store throws it (the file store that lost its lock mid-write, a flock that failed),
+  // with its path in the message. Read as a conflict, it was a 409 quoting that path, not a retryable outage.
+  "ledger_error",
   "ledger_file_corrupt",
   "ledger_file_lock_timeout",
   "receipt_store_corrupt",
