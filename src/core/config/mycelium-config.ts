@@ -745,13 +745,15 @@ export class MyceliumConfig {
 
   /**
    * Repairs the transcript (when `message_validator` is on), then enforces `history_guard` with the guard of
-   * `scope` (see historyGuard()), so messages dropped since its last call raise `HistoryDropError`.
+   * `scope` (see historyGuard()), so messages dropped since its last call raise `HistoryDropError` (unless
+   * `history_guard.detect_drops: false`).
    */
   prepareMessages<M>(messages: readonly M[], scope?: object): readonly M[] {
     const guard = this.historyGuard(scope)
     // Drops are the caller's: compared on its own messages, not the repaired ones, where the validator's stand-in
     // for a call still unanswered is replaced by the real result later (a false HistoryDropError).
-    if (guard && this.#baselined.has(guard)) guard.checkForDrops(messages)
+    if (guard && this.#baselined.has(guard) && this.resolved.raw.history_guard?.detect_drops !== false)
+      guard.checkForDrops(messages)
     let out = messages
     if (this.validatesMessages) out = new MessageValidator().repair(out).messages
     if (guard) {

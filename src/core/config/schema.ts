@@ -238,6 +238,8 @@ export const configSchema = z.strictObject({
       max_messages: z.optional(positiveInt),
       warn_at: z.optional(z.number().check(z.gt(0), z.lte(1))),
       detect_duplicates: z.optional(z.union([z.boolean(), z.enum(["consecutive", "anywhere"])])),
+      // Not the original's (it never checks drops in prepare_messages): false gives its behaviour.
+      detect_drops: z.optional(z.boolean()),
     }),
   ),
   message_validator: z.optional(
