@@ -1,5 +1,6 @@
 // TaskLedger: once-only whole tasks, row-compatible with the original's task ledger, plus a lease and a fence.
 
+import { blank } from "../blank.ts"
 import { InvalidOptionError } from "../errors.ts"
 import { throwIfAborted, timerMs } from "../ledger/clock.ts"
 import { appendReceipt } from "../ledger/engine/receipts.ts"
@@ -607,12 +608,11 @@ export class TaskLedger {
       throw new TaskReleaseRefusedError(
         `verified must be 'completed' or 'not_executed', got '${safeString(verified)}'`,
       )
-    if (typeof by !== "string" || !by.trim())
+    if (blank(by))
       throw new TaskReleaseRefusedError(
         "release requires 'by' (who verified the outcome) as a non-empty string",
       )
-    if (typeof reason !== "string" || !reason.trim())
-      throw new TaskReleaseRefusedError("release requires a 'reason' as a non-empty string")
+    if (blank(reason)) throw new TaskReleaseRefusedError("release requires a 'reason' as a non-empty string")
     let releasedResult: JsonValue = null
     if (verified === "completed")
       try {
@@ -710,7 +710,12 @@ export class TaskLedger {
         row,
         lease: {
           // A lease older than the row is the original's claim's predecessor: its started_at would hide this verdict.
-          ...(lease ?? { fence: current.lease?.fence ?? 0, owner: by, heartbeat_at: now, started_at: row.started_at }),
+          ...(lease ?? {
+            fence: current.lease?.fence ?? 0,
+            owner: by,
+            heartbeat_at: now,
+            started_at: row.started_at,
+          }),
           lease_until: null,
           receipt_ref: receipt?.receipt_id ?? null,
           resolved_by: by,

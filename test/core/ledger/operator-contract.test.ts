@@ -332,6 +332,27 @@ describe("typed refusals before anything is written", () => {
     expect(await storage.get("r1")).toEqual(before)
   })
 
+  // trim() keeps format characters: a zero-width space passed as who released a payment and why, and as the
+  // override that says why a lapsed worker can no longer act.
+  it("by, reason and overrideDeathSignal of only invisible characters are blank: LedgerReleaseRefusedError", async () => {
+    const { ledger, storage, before } = await failed()
+    for (const invisible of ["\u200b", "\u2060\ufeff", " \u200b\t", "\u0000"]) {
+      for (const options of [
+        { verified: "not_executed", by: invisible, reason: "x" },
+        { verified: "not_executed", by: "ops", reason: invisible },
+        { verified: "not_executed", by: "ops", reason: "x", overrideDeathSignal: invisible },
+      ])
+        await expect(ledger.release("r1", options as never)).rejects.toBeInstanceOf(LedgerReleaseRefusedError)
+      await expect(ledger.markWorkerDeadFor("r1", { by: invisible, reason: "x" })).rejects.toBeInstanceOf(
+        LedgerReleaseRefusedError,
+      )
+    }
+    expect(await storage.get("r1")).toEqual(before)
+    // Text that shows something is kept as given, invisible characters and all.
+    const released = await ledger.release("r1", { verified: "not_executed", by: "\u200bops", reason: "x" })
+    expect(released.resolvedBy).toBe("\u200bops")
+  })
+
   it("a reconciler's completed() result that is not JSON is recorded as an unstorable result, not thrown bare", async () => {
     const cyclic: Record<string, unknown> = {}
     cyclic.self = cyclic

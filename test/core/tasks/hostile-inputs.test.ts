@@ -258,4 +258,24 @@ describe("a released task", () => {
     fail = false
     expect(await task({}, { taskId: "T-1" })).toBe("ran")
   })
+
+  // trim() keeps format characters: a zero-width space passed as who released a task and why.
+  it("a 'by' or 'reason' of only invisible characters is refused and changes nothing", async () => {
+    const ledger = ledgerOn()
+    await expect(
+      ledger.task("t", async () => {
+        throw new Error("down")
+      })({}, { taskId: "T-2" }),
+    ).rejects.toThrow("down")
+    const before = await ledger.get("T-2")
+    for (const invisible of ["\u200b", "\u2060\ufeff", "\u200b \n"])
+      for (const who of [
+        { by: invisible, reason: "x" },
+        { by: "ops", reason: invisible },
+      ])
+        await expect(ledger.release("T-2", { verified: "not_executed", ...who })).rejects.toThrow(
+          TaskReleaseRefusedError,
+        )
+    expect(await ledger.get("T-2")).toEqual(before)
+  })
 })

@@ -1,5 +1,6 @@
 // Operator actions: verdicts on ambiguous transitions, worker-death assertions, listings. ActionLedger exposes
 // each as a method.
+import { blank } from "../../blank.ts"
 import { clip } from "../../repr.ts"
 import { checkCallSeconds, type LedgerCore, seconds } from "../core.ts"
 import {
@@ -178,8 +179,6 @@ export async function release(
   await appendReceipt(core.receipts, receipt, requestId)
   return next
 }
-
-const blank = (s: unknown): boolean => typeof s !== "string" || !s.trim()
 
 /** What every operator action checks first: who decided it and why, and that the row exists. */
 async function operatorRow(
