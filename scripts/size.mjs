@@ -436,7 +436,13 @@ const budgets = [
   // messages and the message lists 50 problems (a 1 MB plan threw a bare RangeError past V8's string limit), and deps
   // and options of the wrong kind are refused before any event (a look-alike signal threw after run_started, a
   // numeric model_name failed its task after the request was paid for).
-  { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 15 * KB },
+  // 15 -> 15.4 KB (2026-12-08, stop 57), 15,317 -> 15,741 B, the harness audit's five fixes: a reply is checked and
+  // copied in the request's try (a throwing usage getter freed the permit before the failure was recorded: a waiting
+  // sibling sent), a call its bounded() boundary refuses before the body runs is not counted, live, replayed or
+  // pre-charged (a row marker), deps.tools and instructions of the wrong kind are refused before any event (a bare
+  // TypeError after task_started), fromAiSdk drops provider-executed tool calls (answered "Unknown tool" and paid for
+  // another request), and planningFailed and the RLM tools read their arguments as options (a TypeError on null).
+  { name: "harness", code: 'export * from "./dist/harness/index.js"', max: 15.4 * KB },
   // The workspace needs Node built-ins (external here, as for the adapters): 5.5 KB when it was added.
   { name: "harness/workspace", code: 'export * from "./dist/harness/workspace/index.js"', max: 7 * KB },
   // Redis over TCP extends the Upstash adapter (same keys and Lua scripts), so it carries that adapter's code too.

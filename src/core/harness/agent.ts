@@ -2,12 +2,20 @@
 // budget ledger, the request permits, the measurements and, when configured, the durable action ledger.
 import type { ActionLedger, LedgeredTool, ToolBody, TransitionContext } from "../ledger/index.ts"
 import { safeString } from "../repr.ts"
-import { clipText } from "../tools/errors.ts"
+import { clipText, type ToolBoundaryError } from "../tools/errors.ts"
 import type { BudgetLedger } from "./budget.ts"
 import { BudgetExceededError, HarnessError, RecursionLimitError, TaskCancelledError } from "./errors.ts"
 import type { EventStream } from "./events.ts"
 import { newRunId } from "./ids.ts"
-import type { Message, ModelClient, ModelRequest, ModelResponse, ModelSettings, ToolCall } from "./model.ts"
+import type {
+  Message,
+  ModelClient,
+  ModelRequest,
+  ModelResponse,
+  ModelSettings,
+  ResponsePart,
+  ToolCall,
+} from "./model.ts"
 import { Semaphore } from "./semaphore.ts"
 import { startTimer } from "./timer.ts"
 import {
@@ -157,33 +165,44 @@ export async function runAgent(ctx: AgentContext, prompt: string): Promise<strin
   }
 }
 
+/**
+ * The reply checked and copied: each field is read once, here, so a getter that throws (a `usage` whose counts throw)
+ * fails the request inside sendRequest's try, before its permit is released, and what is checked is what is used.
+ */
 function checkResponse(r: unknown): ModelResponse {
-  const parts = (r as { parts?: unknown } | null)?.parts
-  if (!Array.isArray(parts)) throw new InvalidModelResponseError("the model client returned no `parts` array")
+  const o = r as Record<string, unknown> | null
+  const raw = o?.parts
+  if (!Array.isArray(raw)) throw new InvalidModelResponseError("the model client returned no `parts` array")
   // Tool results are matched to their calls by id: two calls with one id cannot be answered apart. (An id already
   // in the set leaves its size as it was.)
   const ids = new Set<string>()
-  for (const p of parts) {
-    const ok =
-      (p?.type === "text" && typeof p.text === "string") ||
-      (p?.type === "tool_call" &&
-        typeof p.name === "string" &&
-        typeof p.id === "string" &&
-        ids.size < ids.add(p.id).size &&
-        typeof p.args === "object" &&
-        p.args !== null &&
-        !Array.isArray(p.args))
-    if (!ok) {
-      // Its type and size only: the part may hold the model's text, which no failure message may carry.
-      const type =
-        typeof p?.type === "string" ? `'${p.type.slice(0, 40).replace(/[^\w.:-]/g, "?")}'` : typeof p?.type
-      const size = typeof p?.text === "string" ? ` (${p.text.length} text chars)` : ""
+  const parts: ResponsePart[] = []
+  for (const p of raw) {
+    const { type, text, id, name, args } = p ?? {}
+    if (type === "text" && typeof text === "string") parts.push({ type, text })
+    else if (
+      type === "tool_call" &&
+      typeof name === "string" &&
+      typeof id === "string" &&
+      ids.size < ids.add(id).size &&
+      typeof args === "object" &&
+      args !== null &&
+      !Array.isArray(args)
+    )
+      parts.push({ type, id, name, args })
+    // Its type and size only: the part may hold the model's text, which no failure message may carry.
+    else
       throw new InvalidModelResponseError(
-        `the model client returned an invalid part of type ${type}${size}; a part must be { type: "text", text } or { type: "tool_call", id, name, args }, ids unique`,
+        `the model client returned an invalid part of type ${typeof type === "string" ? `'${type.slice(0, 40).replace(/[^\w.:-]/g, "?")}'` : typeof type}${typeof text === "string" ? ` (${text.length} text chars)` : ""}; a part must be { type: "text", text } or { type: "tool_call", id, name, args }, ids unique`,
       )
-    }
   }
-  return r as ModelResponse
+  return {
+    parts,
+    usage: reportedUsage(o?.usage) ?? undefined,
+    model_name: str(o?.model_name),
+    provider_name: str(o?.provider_name),
+    finish_reason: str(o?.finish_reason),
+  }
 }
 
 /** A request through the durable ledger when one is configured: a finished request replays, never re-sent. */
@@ -203,7 +222,7 @@ async function modelRequest(ctx: AgentContext, req: ModelRequest): Promise<Model
     if (!sent) {
       // Paid for before a crash: it counts toward this run's budget (charged before the first task when the run
       // listed it) and usage, but it is not a new request sample.
-      const usage = reportedUsage(response.usage)
+      const usage = response.usage
       if (!s.precharged.delete(requestId)) s.budget.chargeReplay(usage)
       ctx.usage.add({ ...usage, requests: 1 })
     }
@@ -245,11 +264,11 @@ async function sendRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelR
       error = e
     }
     const elapsed = Math.max(0, s.now() - t0)
-    const usage = reportedUsage(response?.usage)
+    const usage = response?.usage
     s.budget.settleRequest(usage)
     ctx.usage.add(usage)
     const outcome = ctx.signal.aborted ? "cancelled" : failed ? "error" : "ok"
-    const finish = str(response?.finish_reason)
+    const finish = response?.finish_reason
     const sample: ModelRequestSample = Object.freeze({
       index,
       task_id: ctx.task.task_id,
@@ -259,9 +278,10 @@ async function sendRequest(ctx: AgentContext, req: ModelRequest): Promise<ModelR
       client_request_elapsed_ms: elapsed,
       outcome,
       ...(failed ? { error_type: errorType(error) } : {}),
-      // Strings only, like the usage: a client's object here (a cycle) hung the run when its result was frozen.
-      model_name: str(response?.model_name) ?? req.model,
-      provider_name: str(response?.provider_name) ?? providerOf(req.model),
+      // Strings only (checkResponse), like the usage: a client's object here (a cycle) hung the run when its result
+      // was frozen.
+      model_name: response?.model_name ?? req.model,
+      provider_name: response?.provider_name ?? providerOf(req.model),
       input_tokens: usage?.input_tokens ?? null,
       output_tokens: usage?.output_tokens ?? null,
       ...(usage?.cache_read_tokens !== undefined ? { cache_read_tokens: usage.cache_read_tokens } : {}),
@@ -363,6 +383,14 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
           is_error: true,
         }
       const release = await gate.acquire(batch.signal)
+      // Taken back when the call's own boundary refuses it before its body runs (`notRun`). Its reservation was spent
+      // when it started, synchronously as every check is, so no limit overshoots (a batch refused meanwhile was
+      // refused early); a replayed call the pre-charge charged nothing for takes back its `usage` count only.
+      let charged = false
+      const uncount = () => {
+        if (charged) s.budget.committed.inc("tool_calls", -1)
+        ctx.usage.inc("tool_calls", -1)
+      }
       try {
         // Per call, not only per batch: a busy call holds the loop past the deadline, and the next starts in a
         // microtask, before the late timer can abort the batch.
@@ -371,9 +399,10 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
         if (!s.precharged.delete(keyOf(i))) {
           started++
           s.budget.commitToolCall()
+          charged = true
         }
         ctx.usage.inc("tool_calls")
-        const value = await invokeTool(ctx, tool, call, keyOf(i), batch.signal, spawned)
+        const value = await invokeTool(ctx, tool, call, keyOf(i), batch.signal, spawned, uncount)
         return { role: "tool", tool_call_id: call.id, name: call.name, content: toolOutputText(value) }
       } catch (e) {
         const visible = batch.signal.aborted ? null : modelVisibleMessage(e)
@@ -385,6 +414,7 @@ async function executeBatch(ctx: AgentContext, calls: readonly ToolCall[], step:
           }
           throw e
         }
+        if (notRun(e, tool)) uncount()
         return { role: "tool", tool_call_id: call.id, name: call.name, content: visible, is_error: true }
       } finally {
         release()
@@ -421,6 +451,7 @@ async function invokeTool(
   key: string,
   signal: AbortSignal,
   spawned: Promise<unknown>[],
+  uncount: () => void,
 ): Promise<unknown> {
   let n = 0
   const links = new Map<unknown, PassedOn>()
@@ -476,18 +507,31 @@ async function invokeTool(
     } catch (e) {
       const visible = signal.aborted ? null : modelVisibleMessage(e)
       if (visible === null) throw e
-      return { [REPORTED]: visible }
+      return { [REPORTED]: visible, ...(notRun(e, tool) && { [NOT_RUN]: 1 }) }
     }
   })
   const out = await ledgered(args, { requestId: key, signal })
+  // Live or replayed, a refusal before the body ran is taken back (the pre-charge skips its row).
+  if (ownField(out, NOT_RUN)) uncount()
   const reported = ownField(out, REPORTED)
   if (typeof reported === "string") throw new ToolReportedError(reported)
   const inner = ownField(out, RESULT)
   return inner === undefined ? out : inner
 }
 
+/**
+ * A tool's own boundary refused the call before its body ran (a `bounded()` tool's input, scope or allowlist check,
+ * its error naming the tool): the call does not count (harness-behavior §2.6). An output refusal came after the body.
+ */
+const notRun = (e: unknown, tool: HarnessTool): boolean => {
+  const b = e as ToolBoundaryError
+  return b.code === "tool_boundary" && b.stage !== "output" && b.toolName === tool.name
+}
+
 /** The key of a stored tool result that is the error the model was shown. Only the harness writes it. */
 const REPORTED = "$harness_reported_error"
+/** Set beside REPORTED on a call `notRun`: it is not counted, live, replayed or pre-charged. */
+export const NOT_RUN = "$harness_not_run"
 const RESULT = "$harness_result"
 
 /** A tool's result as stored: one holding a `$harness_` key is wrapped, so no tool result reads as a marker. */
@@ -507,7 +551,7 @@ function marked(o: unknown): boolean {
 }
 
 /** `o[k]` when k is o's own enumerable key (as in a stored row), else undefined. */
-const ownField = (o: unknown, k: string): unknown =>
+export const ownField = (o: unknown, k: string): unknown =>
   Object.prototype.propertyIsEnumerable.call(o ?? 0, k) ? (o as Record<string, unknown>)[k] : undefined
 
 /** An RLM sub-query: a fresh child agent at depth + 1 on the same budget, permits and measurements. */

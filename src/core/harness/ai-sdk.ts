@@ -60,7 +60,14 @@ export interface AiSdkUsageV3 {
 
 /** The part of a `doGenerate` result the harness reads. */
 export interface AiSdkGenerateResult {
-  content: Array<{ type: string; text?: string; toolCallId?: string; toolName?: string; input?: unknown }>
+  content: Array<{
+    type: string
+    text?: string
+    toolCallId?: string
+    toolName?: string
+    input?: unknown
+    providerExecuted?: boolean
+  }>
   finishReason: string | { unified: string; raw: string | undefined }
   usage: AiSdkUsageV2 | AiSdkUsageV3
   response?: { modelId?: string }
@@ -171,7 +178,9 @@ export function fromAiSdk(model: AiSdkLanguageModel): ModelClient {
       const ids = new Set<string>()
       for (const c of content) {
         if (c?.type === "text") parts.push({ type: "text", text: c.text as string })
-        else if (c?.type === "tool-call") {
+        // A provider-executed call (a provider's web search or code execution) has run there, its result is in
+        // this response: it is not the harness's to run, nor is that result (a tool-result part) a part.
+        else if (c?.type === "tool-call" && c.providerExecuted !== true) {
           // Some OpenAI-compatible endpoints (Gemini's, for one) send "" or one id for all of a response's parallel
           // calls, and the AI SDK passes it on (`id ?? generateId()`): each call gets an id of its own, in order, or
           // every parallel answer failed its task. An id that is not a string is left for the harness to refuse.
@@ -185,7 +194,8 @@ export function fromAiSdk(model: AiSdkLanguageModel): ModelClient {
             args: parseInput(c.input, c.toolName),
           })
         }
-        // Reasoning, sources and files are not part of the harness's message model; they are dropped.
+        // Reasoning, sources, files and provider tool results are not part of the harness's message model; they are
+        // dropped.
       }
       const usage = toUsage(r.usage)
       const finish = typeof r.finishReason === "string" ? r.finishReason : r.finishReason?.unified

@@ -107,14 +107,14 @@ export class BudgetLedger {
   }
 
   /** Moves a sent request's reservation into the committed counters, whatever its outcome. */
-  settleRequest(usage: Partial<RunUsage> | null): void {
+  settleRequest(usage?: Partial<RunUsage> | null): void {
     this.reservedRequests--
     this.committed.inc("requests")
     if (usage) this.committed.add({ ...usage, requests: 0, tool_calls: 0 })
   }
 
   /** A request paid for before a crash, replayed instead of sent: it counts, with its reported usage. */
-  chargeReplay(usage: Partial<RunUsage> | null): void {
+  chargeReplay(usage?: Partial<RunUsage> | null): void {
     this.reservedRequests++
     this.settleRequest(usage)
   }

@@ -19,7 +19,7 @@ import { newRunId } from "./ids.ts"
 import { MinHeap } from "./min-heap.ts"
 import type { ModelClient, ModelSettings } from "./model.ts"
 import { type CheckedTask, validatePlan } from "./plan.ts"
-import { type RunOptions, readRunArgs } from "./run-args.ts"
+import { type RunOptions, readRunArgs, toolList } from "./run-args.ts"
 
 export type { RunOptions }
 
@@ -285,7 +285,7 @@ export function runPlan(
           usage: t.usage,
           key: durableTaskKey(runId, t.spec.task_id),
           instructions: typeof deps.instructions === "function" ? deps.instructions(info) : deps.instructions,
-          tools: (typeof deps.tools === "function" ? deps.tools(info) : deps.tools) ?? [],
+          tools: typeof deps.tools === "function" ? toolList(deps.tools(info) ?? []) : (deps.tools ?? []),
           maxTurns: null,
         }
         const prompt = composePrompt(t.spec, byId)

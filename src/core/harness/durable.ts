@@ -5,7 +5,7 @@ import type { ActionLedger } from "../ledger/index.ts"
 import type { LedgerEntry } from "../ledger/model/entry.ts"
 import { sha256Hex } from "../ledger/model/sha256.ts"
 import { storeFailure } from "../storage/store-failure.ts"
-import { type AgentContext, MODEL_REQUEST, runAgent } from "./agent.ts"
+import { type AgentContext, MODEL_REQUEST, NOT_RUN, ownField, runAgent } from "./agent.ts"
 import type { BudgetLedger } from "./budget.ts"
 import { HarnessError } from "./errors.ts"
 import type { RunUsage } from "./types.ts"
@@ -164,9 +164,11 @@ export async function precharge(
         budget.chargeReplay(usage)
         charged.set(e.requestId, { ...usage, requests: 1 })
       } else if (/\/r\d+\/c\d+$/.test(e.requestId)) {
-        // A finished tool call counts toward tool_calls_limit as its batch's replay would have counted it.
-        budget.committed.inc("tool_calls")
-        charged.set(e.requestId, { tool_calls: 1 })
+        // A finished tool call counts toward tool_calls_limit as its batch's replay would have counted it, but for one
+        // its boundary refused before its body ran. Listed either way, it reserves nothing when its batch replays.
+        const n = ownField(e.result, NOT_RUN) ? 0 : 1
+        budget.committed.inc("tool_calls", n)
+        charged.set(e.requestId, { tool_calls: n })
       }
   }
 }

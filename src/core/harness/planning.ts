@@ -1,6 +1,9 @@
 // When the host's own planning step fails after spending measured usage, the run still ends the harness way: a
 // `run_started` / `run_finished` pair carrying that usage once, and a `RunFailed` whose frozen result keeps the
 // original failure (or cancellation). No task is dispatched and no budget is replaced.
+import { InvalidOptionError } from "../errors.ts"
+import { isObject } from "../is-object.ts"
+import { checkKind, kindOf, optionsObject } from "../options.ts"
 import { clip, safeString } from "../repr.ts"
 import { errorMessage, errorType } from "./agent.ts"
 import { resolveBudget } from "./budget.ts"
@@ -8,6 +11,7 @@ import { type PlanProblem, PlanValidationError, RunFailed } from "./errors.ts"
 import { EventBus, type RunEvent } from "./events.ts"
 import { deepFreeze } from "./freeze.ts"
 import { newPlanId, newRunId } from "./ids.ts"
+import { idOption } from "./run-args.ts"
 import type { RunBudget, RunResult, RunUsage } from "./types.ts"
 import { readUsage, UsageAccumulator, usageProblems } from "./usage.ts"
 
@@ -30,7 +34,15 @@ export interface PlanningFailureOptions {
  * Ends a run whose plan never arrived. Returns the `RunFailed` to throw; `result.reason` is `planning_failed`
  * (status `failed`) or `cancelled` (status `stopped`), and `usage` is the planning usage, counted once.
  */
-export function planningFailed(failure: PlanningFailure, options: PlanningFailureOptions = {}): RunFailed {
+export function planningFailed(failure: PlanningFailure, opts?: PlanningFailureOptions | null): RunFailed {
+  if (!isObject(failure))
+    throw new InvalidOptionError(
+      `planningFailed: pass the failure as { error, initial_usage? }, got ${kindOf(failure)}`,
+    )
+  const options = optionsObject(opts, "planningFailed options")
+  const runId = idOption(options.run_id, "run_id") ?? newRunId()
+  const planId = idOption(options.plan_id, "plan_id") ?? newPlanId()
+  checkKind(options.onEvent, "onEvent", "function")
   const initialUsage = readUsage(failure.initial_usage) as Partial<RunUsage> | undefined
   const problems: PlanProblem[] = usageProblems(initialUsage).map((message) => ({
     code: "invalid_initial_usage",
@@ -47,13 +59,11 @@ export function planningFailed(failure: PlanningFailure, options: PlanningFailur
   const budget = resolveBudget(options.budget ?? {})
   const usage = new UsageAccumulator()
   usage.add(initialUsage)
-  const runId = options.run_id ?? newRunId()
-  const planId = options.plan_id ?? newPlanId()
   const e = failure.error
   const name = errorType(e)
   const cancelled = name === "AbortError" || name === "TimeoutError"
   const reason = cancelled ? "cancelled" : "planning_failed"
-  const stream = new EventBus(planId, options.onEvent).stream(runId)
+  const stream = new EventBus(planId, options.onEvent ?? undefined).stream(runId)
   stream.emit({
     type: "run_started",
     task_ids: Object.freeze([]),

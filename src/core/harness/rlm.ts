@@ -3,6 +3,7 @@
 // no eval here.
 
 import { InvalidOptionError } from "../errors.ts"
+import { optionsObject } from "../options.ts"
 import { safeString } from "../repr.ts"
 import { BudgetExceededError } from "./errors.ts"
 import { Semaphore } from "./semaphore.ts"
@@ -33,7 +34,8 @@ function readQuery(args: Record<string, unknown>): SubQuery {
  * `rlm_query(prompt, context?)`: answers a sub-question with a child agent. Past `max_depth` the model gets the
  * tool error "recursion depth exceeded (max N)"; the run goes on.
  */
-export function rlmQueryTool(options: RlmToolOptions = {}): HarnessTool {
+export function rlmQueryTool(opts?: RlmToolOptions | null): HarnessTool {
+  const options = optionsObject(opts, "rlmQueryTool")
   return {
     name: options.name ?? "rlm_query",
     description:
@@ -64,7 +66,8 @@ export interface RlmParallelToolOptions extends RlmToolOptions {
   readonly maxFanOut?: number
 }
 
-export function rlmParallelTool(options: RlmParallelToolOptions = {}): HarnessTool {
+export function rlmParallelTool(opts?: RlmParallelToolOptions | null): HarnessTool {
+  const options = optionsObject(opts, "rlmParallelTool")
   const { maxFanOut } = options
   // Checked here, not at the first call: a fan-out of 0 would wait forever for a slot that never frees.
   if (maxFanOut !== undefined && (!Number.isSafeInteger(maxFanOut) || maxFanOut < 1))

@@ -6,6 +6,7 @@ import { InvalidOptionError } from "../errors.ts"
 import { checkKind, kindOf, optionsObject, signalOption } from "../options.ts"
 import { clip, safeString } from "../repr.ts"
 import type { RunEvent } from "./events.ts"
+import type { HarnessTool } from "./tools.ts"
 
 export const DEFAULT_MAX_REQUEST_SAMPLES = 256
 export const DEFAULT_DRAIN_TIMEOUT_SECONDS = 30
@@ -13,6 +14,8 @@ export const DEFAULT_DRAIN_TIMEOUT_SECONDS = 30
 // What is read here of driver.ts's RunDeps (declared there, which imports this module).
 interface DepsRead {
   readonly model_name?: unknown
+  readonly tools?: unknown
+  readonly instructions?: unknown
   readonly max_request_samples?: number
   readonly rlm?: { readonly max_depth?: number; readonly max_turns?: number }
 }
@@ -48,6 +51,37 @@ export interface RunArgs {
   readonly now: () => number
 }
 
+/** An id option: a non-empty string, or unset (undefined, null). */
+export function idOption(v: unknown, name: string): string | undefined {
+  if (v === undefined || v === null) return undefined
+  if (typeof v !== "string" || v === "")
+    throw new InvalidOptionError(
+      `${name}: pass a non-empty string, got ${v === "" ? "an empty one" : kindOf(v)}`,
+    )
+  return v
+}
+
+/**
+ * `tools` (or what its function returned for a task): a list of tools, each with a string name no other has and an
+ * execute function. Left to the run, another kind failed the task with a bare TypeError after `task_started`, and
+ * of two tools with one name the model could only ever call the last.
+ */
+export function toolList(v: unknown): readonly HarnessTool[] {
+  if (!Array.isArray(v))
+    throw new InvalidOptionError(`tools: pass a list of tools or a function, got ${kindOf(v)}`)
+  const names = new Set<unknown>()
+  for (const t of v)
+    if (
+      typeof t?.name !== "string" ||
+      typeof t.execute !== "function" ||
+      names.size === names.add(t.name).size
+    )
+      throw new InvalidOptionError(
+        `tools: each tool needs a string name no other tool has and an execute function, got ${typeof t?.name === "string" ? `'${clip(t.name)}'` : kindOf(t)}`,
+      )
+  return v
+}
+
 /** Checks `runPlan`'s deps and options; throws `InvalidOptionError` naming the first wrong one. */
 export function readRunArgs(deps: unknown, options: unknown): RunArgs {
   const model = (deps as { readonly model?: { readonly request?: unknown } | null } | null | undefined)?.model
@@ -61,11 +95,12 @@ export function readRunArgs(deps: unknown, options: unknown): RunArgs {
   const modelName = d.model_name ?? "unknown:model"
   if (typeof modelName !== "string")
     throw new InvalidOptionError(`model_name: pass a "provider:model" string, got ${kindOf(modelName)}`)
-  const runId = o.run_id ?? undefined
-  if (runId !== undefined && (typeof runId !== "string" || runId === ""))
-    throw new InvalidOptionError(
-      `run_id: pass a non-empty string, got ${runId === "" ? "an empty one" : kindOf(runId)}`,
-    )
+  const runId = idOption(o.run_id, "run_id")
+  const tools = d.tools ?? undefined
+  if (typeof tools !== "function" && tools !== undefined) toolList(tools)
+  const instructions = d.instructions ?? ""
+  if (typeof instructions !== "string" && typeof instructions !== "function")
+    throw new InvalidOptionError(`instructions: pass a string or a function, got ${kindOf(instructions)}`)
   checkKind(o.onEvent, "onEvent", "function")
   checkKind(o.now, "now", "function")
   const maxSamples = d.max_request_samples ?? DEFAULT_MAX_REQUEST_SAMPLES
