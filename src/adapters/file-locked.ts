@@ -100,13 +100,13 @@ export class LockedFile {
   }
 
   /**
-   * A JSON object file (`{key: value}`); absent is empty, anything else that is not an object is corrupt: an empty
-   * file too (a truncation; every writer, the original's included, writes at least `{}`). Python's bare NaN and
-   * Infinity are read as json.loads reads them.
+   * A JSON object file (`{key: value}`); absent is empty (without a prototype: `dict["constructor"]` is no row),
+   * anything else that is not an object is corrupt: an empty file too (a truncation; every writer, the original's
+   * included, writes at least `{}`). Python's bare NaN and Infinity are read as json.loads reads them.
    */
   readDict(path = this.path): Record<string, unknown> {
     const text = this.read(path)
-    if (text === null) return {}
+    if (text === null) return Object.create(null)
     const parsed = parseDict(path, text)
     loaded.set(parsed, { text, values: { ...parsed } })
     return parsed

@@ -77,7 +77,8 @@ export class FileTaskStore implements TaskStore {
     const row: TaskRow | null = parseTaskRow(rows[requestId])
     if (!row)
       throw new LedgerFileCorruptError(this.path, `row '${clip(requestId)}' is not a task ledger entry`)
-    const rawLease = leases[requestId]
+    // An own key only: a task id `constructor` found the object's prototype member, read as a corrupt lease.
+    const rawLease = Object.hasOwn(leases, requestId) ? leases[requestId] : undefined
     const lease: TaskLease | null = rawLease === undefined ? null : parseTaskLease(rawLease)
     if (rawLease !== undefined && !lease)
       throw new LedgerFileCorruptError(this.#leases, `lease '${clip(requestId)}' is not a task lease`)

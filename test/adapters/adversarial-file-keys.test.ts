@@ -1,7 +1,7 @@
 // Ids a caller controls become keys of the file stores' JSON objects. `task_id` is taken verbatim from a task's
 // arguments, so "__proto__" must be stored like any other id: assigning it set the object's prototype instead, the
 // write "succeeded" with nothing stored, and every call ran the body again.
-import { mkdtempSync, readFileSync, rmSync } from "node:fs"
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs"
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
@@ -56,4 +56,46 @@ describe("prototype-named ids in the file stores", () => {
       expect(Object.keys(JSON.parse(readFileSync(path, "utf8")))).toEqual([id])
     })
   }
+})
+
+// The Python original's task file has no leases sidecar: read as missing, the leases were `{}`, and `leases[id]` of a
+// task id "constructor" found Object.prototype's member, a "lease" that is not one. get(), list() and a release of
+// that task (`mycelium tasks list` / `release` too) called the whole store corrupt, naming a file that does not exist.
+describe("a Python task file (no leases sidecar) holding a prototype-named task id", () => {
+  const row = (id: string, status: string) => ({
+    request_id: id,
+    task: "pay",
+    args: [],
+    kwargs: {},
+    status,
+    result: status === "completed" ? "paid" : null,
+    error: status === "failed" ? "boom" : null,
+    started_at: 1700000000.5,
+    finished_at: status === "in-flight" ? null : 1700000001.5,
+  })
+
+  it("get, list and release read and settle it", async () => {
+    const path = file()
+    const ids = ["constructor", "toString", "hasOwnProperty", "job-2"]
+    writeFileSync(
+      path,
+      JSON.stringify(
+        Object.fromEntries(ids.map((id, i) => [id, row(id, i % 2 ? "completed" : "failed")])),
+        null,
+        2,
+      ),
+    )
+    const storage = new FileTaskStore(path, { fsync: false })
+    expect(existsSync(`${path}.leases.json`)).toBe(false)
+    expect(await storage.get("constructor")).toMatchObject({ row: { status: "failed" }, lease: null })
+    expect(await storage.get("valueOf")).toBeNull()
+    const ledger = new TaskLedger({ storage, leaseRenewInterval: 0 })
+    expect((await ledger.list()).map((t) => [t.row.request_id, t.lease])).toEqual(ids.map((id) => [id, null]))
+    await ledger.release("constructor", { verified: "not_executed", by: "ops", reason: "r" })
+    expect(await storage.get("constructor")).toMatchObject({ row: { request_id: "constructor" } })
+    expect(await storage.get("toString")).toMatchObject({
+      row: { status: "completed", result: "paid" },
+      lease: null,
+    })
+  })
 })
