@@ -1,6 +1,8 @@
 // What several commands share: the default ledger file, the port check, and bad flags as usage errors.
 import { statSync } from "node:fs"
+import { type ParseArgsConfig, parseArgs } from "node:util"
 import { tableName } from "../adapters/neon-kit.ts"
+import { blank } from "../core/blank.ts"
 import { storeUrlProblem } from "../core/config/store-url.ts"
 import { UsageError } from "./errors.ts"
 
@@ -16,20 +18,38 @@ export const LOOPBACK_HOSTS: ReadonlySet<string> = new Set(["127.0.0.1", "localh
 // `--override-death-signal` say why themselves.
 const BLANK_ALLOWED: ReadonlySet<string> = new Set(["prefix", "token", "override-death-signal"])
 
+// Text that shows nothing: empty, white space, or only invisible characters (U+200B, U+2060, U+FEFF, controls),
+// which String.trim() keeps: `--by $'\u200b'` recorded an operator no one can read. The ledgers' own test.
+export { blank }
+
 /**
- * Runs a `parseArgs` call; an unknown or malformed flag becomes a one-line usage error (exit 2), not a TypeError
- * stack. Node's own messages span lines (printed as `\x0a`) and advise `-- "--stroe"` for a mistyped flag. An
- * empty or blank value of a flag is one too.
+ * Parses `config` with `parseArgs`; an unknown or malformed flag becomes a one-line usage error (exit 2), not a
+ * TypeError stack. Node's own messages span lines (printed as `\x0a`) and advise `-- "--stroe"` for a mistyped flag.
+ * An empty or blank value of a flag is one too, and so is a value flag given twice: parseArgs keeps the last one
+ * silently (`release --verified completed ... --verified not-executed` recorded not_executed, `--file a --file b`
+ * acted on b). A boolean flag may repeat.
  */
-export function parseOrUsage<T extends { values: object }>(command: string, parse: () => T): T {
-  let parsed: T
+export function parseOrUsage<T extends ParseArgsConfig>(
+  command: string,
+  config: T,
+): ReturnType<typeof parseArgs<T>> {
+  let parsed: ReturnType<typeof parseArgs<T>> & { tokens?: { kind: string; name?: string }[] }
   try {
-    parsed = parse()
+    parsed = parseArgs({ ...config, tokens: true }) as typeof parsed
   } catch (e) {
     throw new UsageError(`${command}: ${parseArgsProblem(command, e as { code?: string; message?: string })}`)
   }
+  const seen = new Set<string>()
+  for (const { kind, name = "" } of parsed.tokens ?? []) {
+    if (kind !== "option" || config.options?.[name]?.type !== "string") continue
+    if (seen.has(name))
+      throw new UsageError(
+        `${command}: --${name} given twice: pass it once (the last one would win silently)`,
+      )
+    seen.add(name)
+  }
   for (const [flag, v] of Object.entries(parsed.values)) {
-    if (typeof v === "string" && !v.trim() && !BLANK_ALLOWED.has(flag))
+    if (typeof v === "string" && blank(v) && !BLANK_ALLOWED.has(flag))
       throw new UsageError(
         `${command}: --${flag} is ${v ? "blank" : "empty"} (an unset variable?): pass a value, or leave it out`,
       )
@@ -132,12 +152,12 @@ export interface ServeToken {
  * unset, as `receipts export` reads it; a blank one is refused too.
  */
 export function serveToken(command: string, flag: string | undefined): ServeToken | undefined {
-  if (flag !== undefined && !flag.trim())
+  if (flag !== undefined && blank(flag))
     throw new UsageError(
       `${command}: --token is empty or blank: pass the token clients must send, or leave --token out`,
     )
   const env = process.env.MYCELIUM_TOKEN
-  if (flag === undefined && env && !env.trim())
+  if (flag === undefined && env && blank(env))
     throw new UsageError(
       `${command}: MYCELIUM_TOKEN is blank: set it to the token clients must send, or unset it`,
     )

@@ -71,11 +71,16 @@ const CASES: [string[], string, string][] = [
 ]
 
 describe("an empty or blank value of any value flag is a usage error naming it", () => {
-  it.each(CASES)("%j (%s) --%s", (before, command, flag) => {
-    // Both spellings: `--flag ''` and `--flag=` (blank).
+  it.each(CASES)("%j (%s) --%s", (given, command, flag) => {
+    // The flag's own value taken out first: given twice, it would be refused for that.
+    const at = given.indexOf(`--${flag}`)
+    const before = at < 0 ? given : [...given.slice(0, at), ...given.slice(at + 2)]
+    // Each spelling: `--flag ''`, `--flag=` blank, and invisible characters only (String.trim() keeps a zero-width
+    // space, a word joiner and a BOM: `--by $'\u200b'` signed a verdict no one can read).
     const spellings: [string[], string][] = [
       [[...before, `--${flag}`, ""], "empty"],
       [[...before, `--${flag}= \t`], "blank"],
+      [[...before, `--${flag}=\u200b\u2060\ufeff`], "blank"],
     ]
     for (const [args, word] of spellings) {
       const r = run(args, { MYCELIUM_TOKEN: "" })
@@ -102,11 +107,13 @@ describe("an empty or blank value of any value flag is a usage error naming it",
   })
 
   it("the flags that say why themselves keep their own words", () => {
-    const override = run(["transitions", "release", ...RELEASE, "--override-death-signal", " "])
-    expect([override.code, override.err]).toEqual([
-      2,
-      expect.stringContaining("--override-death-signal must say why"),
-    ])
+    for (const why of [" ", "\u200b", "\u2060\ufeff"]) {
+      const override = run(["transitions", "release", ...RELEASE, "--override-death-signal", why])
+      expect([override.code, override.err]).toEqual([
+        2,
+        expect.stringContaining("--override-death-signal must say why"),
+      ])
+    }
     const token = run(["serve", "--port", "0", "--token", " "], { MYCELIUM_TOKEN: "" })
     expect([token.code, token.err]).toEqual([2, expect.stringContaining("serve: --token is empty or blank")])
   })

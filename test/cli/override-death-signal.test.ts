@@ -104,3 +104,34 @@ describe("mycelium transitions release --override-death-signal", () => {
     expect(await storage.get("pay:2")).toMatchObject({ operatorResolution: "not_executed", fence: 3 })
   })
 })
+
+// Text of invisible characters only (a zero-width space, a word joiner) passed the blank checks, which String.trim()
+// keeps them through: a lapsed lease was released as not executed on an override that says nothing, recorded as by
+// an operator no one can read. Each is a usage error (exit 2), the row untouched.
+describe("invisible-only operator text is refused like blank text", () => {
+  const ZW = "\u200b"
+  it.each([
+    [
+      "--override-death-signal",
+      ["--by", "ops", "--reason", "provider shows nothing", "--override-death-signal", ZW],
+    ],
+    [
+      "--by",
+      ["--by", `${ZW}\ufeff`, "--reason", "provider shows nothing", "--override-death-signal", "host wiped"],
+    ],
+    ["--reason", ["--by", "ops", "--reason", `${ZW}\u2060`, "--override-death-signal", "host wiped"]],
+  ])("%s", async (flag, args) => {
+    const file = join(cwd, `invisible${flag}.json`)
+    const storage = new FileLedgerStorage(file)
+    const now = Date.now() / 1000
+    // A lapsed lease, no heartbeat silence, no mark-dead: its worker may still charge.
+    await storage.set({
+      ...newEntry({ requestId: "pay:1", tool: "pay", owner: "w1", fence: 1, leaseUntil: now - 1 }, now - 5),
+      terminalOutcome: "UNKNOWN",
+      sideEffectBoundary: "maybe_crossed",
+    })
+    const r = run(["transitions", "release", "pay:1", "--file", file, "--verified", "not-executed", ...args])
+    expect([r.code, r.err], r.out).toEqual([2, expect.stringContaining(flag)])
+    expect((await storage.get("pay:1"))?.operatorResolution ?? null).toBeNull()
+  })
+})

@@ -2,7 +2,17 @@
 // `mycelium receipts verify` accepts offline. The server is treated as untrusted too: a next-page link elsewhere,
 // a line that is not a receipt or an error answer leaves no file behind, and the token goes nowhere else.
 import { execFile } from "node:child_process"
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs"
+import {
+  existsSync,
+  lstatSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs"
 import { createServer, type IncomingMessage, type Server } from "node:http"
 import type { AddressInfo } from "node:net"
 import { tmpdir } from "node:os"
@@ -213,6 +223,47 @@ describe("mycelium receipts export", () => {
       false,
       [],
     ])
+  })
+
+  // The download was renamed over whatever was at -o: an earlier export, the live store's own receipts.jsonl (its
+  // only copy) or a symlink, with no --force asked for. A file created there during the download (another export)
+  // was replaced too: the finished file is linked into place, which fails on a taken name.
+  it("-o never replaces a file or a symlink there, nor one created during the download; --force does", async () => {
+    const KEPT = '{"receipt_id":"rcpt-earlier","note":"the only copy"}\n'
+    const empty = await fake(() => ({ body: "" })).url
+    writeFileSync(join(cwd, "earlier.jsonl"), KEPT)
+    const file = await run(["receipts", "export", "--url", empty, "-o", "earlier.jsonl"])
+    expect([file.code, file.err]).toEqual([
+      1,
+      expect.stringContaining("earlier.jsonl already exists (use --force"),
+    ])
+    expect(readFileSync(join(cwd, "earlier.jsonl"), "utf8")).toBe(KEPT)
+
+    symlinkSync(join(cwd, "earlier.jsonl"), join(cwd, "link.jsonl"))
+    symlinkSync(join(cwd, "nowhere.jsonl"), join(cwd, "dangling.jsonl"))
+    for (const name of ["link.jsonl", "dangling.jsonl"]) {
+      const link = await run(["receipts", "export", "--url", empty, "-o", name])
+      expect([link.code, link.err]).toEqual([1, expect.stringContaining(`${name} already exists`)])
+      expect(lstatSync(join(cwd, name)).isSymbolicLink()).toBe(true)
+    }
+    expect(readFileSync(join(cwd, "earlier.jsonl"), "utf8")).toBe(KEPT)
+    expect(existsSync(join(cwd, "nowhere.jsonl"))).toBe(false)
+
+    const racer = await fake(() => {
+      writeFileSync(join(cwd, "raced.jsonl"), KEPT)
+      return { body: "" }
+    }).url
+    const raced = await run(["receipts", "export", "--url", racer, "-o", "raced.jsonl"])
+    expect([raced.code, raced.err]).toEqual([1, expect.stringContaining("raced.jsonl already exists")])
+    expect(readFileSync(join(cwd, "raced.jsonl"), "utf8")).toBe(KEPT)
+
+    const forced = await run(["receipts", "export", "--url", empty, "-o", "link.jsonl", "--force"])
+    expect([forced.code, forced.err]).toEqual([0, ""])
+    // The link itself replaced, never written through.
+    expect(lstatSync(join(cwd, "link.jsonl")).isFile()).toBe(true)
+    expect(readFileSync(join(cwd, "link.jsonl"), "utf8")).toBe("")
+    expect(readFileSync(join(cwd, "earlier.jsonl"), "utf8")).toBe(KEPT)
+    expect(leftovers()).toEqual([])
   })
 
   it("usage errors are exit 2: no --url, a token over plain http to another host, a URL with a query", async () => {

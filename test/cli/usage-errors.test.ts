@@ -6,6 +6,8 @@ import { existsSync, mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync 
 import { tmpdir } from "node:os"
 import { join } from "node:path"
 import { afterAll, describe, expect, it } from "vitest"
+import { newEntry } from "../../src/adapter-kit.ts"
+import { FileLedgerStorage } from "../../src/adapters/file.ts"
 import { parseResultJson } from "../../src/cli/options.ts"
 import { ConfigError, loadConfigFromString } from "../../src/core/config/index.ts"
 import { cliCommand } from "./cli-bin.ts"
@@ -266,5 +268,94 @@ describe("a store URL its driver cannot read", () => {
     const token = storage === "upstash" ? ", token: t" : ""
     const yaml = `action_ledger: {storage: ${storage}, ${key}: ${JSON.stringify(value)}${token}}\n`
     expect(() => loadConfigFromString(yaml)).not.toThrow()
+  })
+})
+
+// parseArgs keeps the last of a value flag given twice, silently: `release --verified completed ... --verified
+// not-executed` recorded not_executed, and `--file a.json ... --file b.json` released the row in b.json. Every
+// command refuses a repeated value flag (exit 2, nothing written); a repeated boolean flag says the same thing twice.
+describe("a value flag given twice", () => {
+  async function stuck(name: string): Promise<FileLedgerStorage> {
+    const storage = new FileLedgerStorage(join(cwd, name))
+    const t = Date.now() / 1000
+    await storage.set({
+      ...newEntry({ requestId: "pay:1", tool: "pay", owner: "w1", fence: 1, leaseUntil: t - 1 }, t - 5),
+      terminalOutcome: "UNKNOWN",
+      sideEffectBoundary: "maybe_crossed",
+    })
+    return storage
+  }
+  const WHO = ["--by", "ops", "--reason", "provider says paid", "--override-death-signal", "host gone"]
+  const resolution = async (s: FileLedgerStorage) => (await s.get("pay:1"))?.operatorResolution ?? null
+
+  it("--verified completed ... --verified not-executed: refused, nothing released", async () => {
+    const a = await stuck("twice-a.json")
+    const r = run([
+      "transitions",
+      "release",
+      "pay:1",
+      "--file",
+      "twice-a.json",
+      "--verified",
+      "completed",
+      ...WHO,
+      "--verified",
+      "not-executed",
+    ])
+    usage(r, /^mycelium: transitions release: --verified given twice/)
+    expect(await resolution(a)).toBeNull()
+  })
+
+  it("--file a ... --file=b, -c a --config b: refused, neither store touched", async () => {
+    const a = await stuck("twice-a2.json")
+    const b = await stuck("twice-b2.json")
+    const r = run([
+      "release",
+      "pay:1",
+      "--file",
+      "twice-a2.json",
+      "--verified",
+      "not-executed",
+      ...WHO,
+      "--file=twice-b2.json",
+    ])
+    usage(r, /^mycelium: release: --file given twice/)
+    expect([await resolution(a), await resolution(b)]).toEqual([null, null])
+    usage(
+      run(["transitions", "list", "-c", "a.yaml", "--config", "b.yaml"]),
+      /transitions list: --config given twice/,
+    )
+  })
+
+  it.each([
+    [
+      ["tasks", "release", "x", "--verified", "completed", "--by", "a", "--by", "b", "--reason", "r"],
+      "tasks release",
+      "by",
+    ],
+    [
+      ["transitions", "mark-dead", "x", "--by", "a", "--reason", "r", "--reason", "s"],
+      "transitions mark-dead",
+      "reason",
+    ],
+    [
+      ["receipts", "export", "--url", "http://127.0.0.1:1", "--url", "http://127.0.0.1:2"],
+      "receipts export",
+      "url",
+    ],
+    [["receipts", "verify", "--key-env", "A", "--key-env", "B"], "receipts verify", "key-env"],
+    [["init", "-o", "a.yaml", "-o", "b.yaml"], "init", "output"],
+    [["doctor", "--timeout", "1", "--timeout", "2"], "doctor", "timeout"],
+    [["serve", "--port", "0", "--port", "0"], "serve", "port"],
+    [["demo", "--store", "memory", "--store", "file"], "demo", "store"],
+  ])("%j", (args, command, flag) => {
+    usage(startBriefly(args), `mycelium: ${command}: --${flag} given twice`)
+  })
+
+  it("a boolean flag given twice is still taken", async () => {
+    await stuck("twice-list.json")
+    const r = run(["transitions", "list", "--file", "twice-list.json", "--json", "--json"])
+    expect(r.code, r.err).toBe(0)
+    expect(JSON.parse(r.out)).toHaveLength(1)
   })
 })

@@ -1,7 +1,6 @@
 // `mycelium demo`: the duplicate-payment bug and the fix; --serve then serves the demo's ledger file.
 import { mkdirSync, readFileSync, rmSync } from "node:fs"
 import { dirname, join } from "node:path"
-import { parseArgs } from "node:util"
 import type { ReceiptStore } from "../../core/receipts/store.ts"
 import { lockDemoDir } from "../demo-lock.ts"
 import { DEMO_AGENT, runDemo } from "../demo-scenario.ts"
@@ -24,20 +23,18 @@ export const HELP = `mycelium demo [--store file|memory|config] [-c PATH] [--led
 exit codes: 0 every check passed, 1 a check failed, 2 usage or config error`
 
 export async function run(args: string[]): Promise<number> {
-  const { values, positionals } = parseOrUsage("demo", () =>
-    parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        store: { type: "string", default: "file" },
-        config: { type: "string", short: "c" },
-        serve: { type: "boolean", default: false },
-        port: { type: "string" },
-        ledger: { type: "string" },
-        token: { type: "string" },
-      },
-    }),
-  )
+  const { values, positionals } = parseOrUsage("demo", {
+    args,
+    allowPositionals: true,
+    options: {
+      store: { type: "string", default: "file" },
+      config: { type: "string", short: "c" },
+      serve: { type: "boolean", default: false },
+      port: { type: "string" },
+      ledger: { type: "string" },
+      token: { type: "string" },
+    },
+  })
   if (positionals.length) throw new UsageError(`demo takes no arguments, got '${positionals[0]}'`)
   const port = parsePort(values.port)
   const store = values.store

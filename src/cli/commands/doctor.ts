@@ -1,6 +1,5 @@
 // `mycelium doctor`: read-only checks of mycelium.yaml and the stores it names. It never writes a row.
 import { existsSync, statSync } from "node:fs"
-import { parseArgs } from "node:util"
 import type { ResolvedStorage } from "../../core/config/index.ts"
 import { storageTimeout } from "../../core/config/normalize.ts"
 import type { LedgerStorage } from "../../core/ledger/index.ts"
@@ -135,19 +134,17 @@ function distinct(stores: (ResolvedStorage | null | undefined)[]): ResolvedStora
 }
 
 export async function run(args: string[]): Promise<number> {
-  const { values, positionals } = parseOrUsage("doctor", () =>
-    parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        config: { type: "string", short: "c" },
-        json: { type: "boolean", default: false },
-        strict: { type: "boolean", default: false },
-        "no-connectivity": { type: "boolean", default: false },
-        timeout: { type: "string" },
-      },
-    }),
-  )
+  const { values, positionals } = parseOrUsage("doctor", {
+    args,
+    allowPositionals: true,
+    options: {
+      config: { type: "string", short: "c" },
+      json: { type: "boolean", default: false },
+      strict: { type: "boolean", default: false },
+      "no-connectivity": { type: "boolean", default: false },
+      timeout: { type: "string" },
+    },
+  })
   if (positionals.length) throw new UsageError(`doctor takes no arguments, got '${positionals[0]}'`)
   const timeoutMs = Math.round(Number(values.timeout ?? "2") * 1000)
   // A plain decimal, as `receipts export --timeout` takes: Number() also reads "0x10" as 16 and "1e1" or " 5" too.

@@ -12,7 +12,6 @@ import {
   writeFileSync,
 } from "node:fs"
 import { basename, dirname, join, relative, resolve, sep } from "node:path"
-import { parseArgs } from "node:util"
 import { CliError, UsageError } from "../errors.ts"
 import { parseOrUsage, requireRegularFile } from "../options.ts"
 import { CLI, dim } from "../style.ts"
@@ -27,18 +26,16 @@ export const HELP = `mycelium init [-o PATH] [--minimal | --full] [--force]
   --force       overwrite an existing file`
 
 export async function run(args: string[]): Promise<number> {
-  const { values, positionals } = parseOrUsage("init", () =>
-    parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        output: { type: "string", short: "o" },
-        full: { type: "boolean", default: false },
-        minimal: { type: "boolean", default: false },
-        force: { type: "boolean", default: false },
-      },
-    }),
-  )
+  const { values, positionals } = parseOrUsage("init", {
+    args,
+    allowPositionals: true,
+    options: {
+      output: { type: "string", short: "o" },
+      full: { type: "boolean", default: false },
+      minimal: { type: "boolean", default: false },
+      force: { type: "boolean", default: false },
+    },
+  })
   if (positionals.length)
     throw new UsageError(`init takes no arguments, got '${positionals[0]}' (use -o PATH)`)
   const path = values.output ?? "mycelium.yaml"

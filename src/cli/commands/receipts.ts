@@ -1,7 +1,6 @@
 // `mycelium receipts verify [FILE]`: checks a receipt file's signatures and hash chain, offline.
 import { existsSync, readFileSync } from "node:fs"
 import { dirname } from "node:path"
-import { parseArgs } from "node:util"
 import { envValue, pythonStrip } from "../../core/config/env.ts"
 import { CliError, importNeeding, UsageError } from "../errors.ts"
 import { parseOrUsage, requireRegularFile } from "../options.ts"
@@ -9,7 +8,7 @@ import { CLI, clean, green, printJson, red, shown, VALUE_CHARS } from "../style.
 
 export const HELP = `mycelium receipts verify [FILE] [--key-env NAME | --jwks FILE] [--allow-unchained] [--python-lock]
                          [--json] [-c PATH]
-mycelium receipts export --url URL [-o FILE] [--token-env NAME] [--agent-id ID] [--ledger NAME]
+mycelium receipts export --url URL [-o FILE [--force]] [--token-env NAME] [--agent-id ID] [--ledger NAME]
                          [--max-receipts N] [--timeout SECONDS]
 
   verify: checks every receipt of a JSONL receipt file (the Python original's format, with this port's chain
@@ -26,7 +25,9 @@ mycelium receipts export --url URL [-o FILE] [--token-env NAME] [--agent-id ID] 
   export: downloads a tenant's receipts from the ledger HTTP API (GET /v1/receipts?format=jsonl, every page) into
   a JSONL file that verify checks offline.
   --url        the API's base URL; with a token, https (plain http only to a loopback host)
-  -o FILE      written whole or not at all (default: standard output)
+  -o FILE      written whole or not at all (default: standard output); never over a file or symlink already
+             there (exit 1), nor one created there during the download
+  --force      replace what is at FILE (a symlink itself, not its target)
   --token-env  the variable holding a bearer token with the ledger:reader scope (default MYCELIUM_TOKEN)
   --agent-id, --ledger   only that agent's receipts, or that chain's
   --max-receipts  more receipts than N fail the export, no file kept (default 1000000)
@@ -38,22 +39,20 @@ export async function run(args: string[]): Promise<number> {
   if (sub === "export") return exportCommand(rest)
   if (sub !== "verify")
     throw new UsageError(`receipts: expected verify or export${sub ? `, got '${sub}'` : ""}`)
-  const { values, positionals } = parseOrUsage("receipts verify", () =>
-    parseArgs({
-      args: rest,
-      allowPositionals: true,
-      options: {
-        config: { type: "string", short: "c" },
-        "key-env": { type: "string" },
-        jwks: { type: "string" },
-        // The default now; still accepted so scripts written for it keep working.
-        "require-chain": { type: "boolean", default: false },
-        "allow-unchained": { type: "boolean", default: false },
-        "python-lock": { type: "boolean", default: false },
-        json: { type: "boolean", default: false },
-      },
-    }),
-  )
+  const { values, positionals } = parseOrUsage("receipts verify", {
+    args: rest,
+    allowPositionals: true,
+    options: {
+      config: { type: "string", short: "c" },
+      "key-env": { type: "string" },
+      jwks: { type: "string" },
+      // The default now; still accepted so scripts written for it keep working.
+      "require-chain": { type: "boolean", default: false },
+      "allow-unchained": { type: "boolean", default: false },
+      "python-lock": { type: "boolean", default: false },
+      json: { type: "boolean", default: false },
+    },
+  })
   if (positionals.length > 1) throw new UsageError("receipts verify takes at most one file")
   if (values["require-chain"] && values["allow-unchained"])
     throw new UsageError("receipts verify: --require-chain and --allow-unchained contradict each other")
@@ -156,21 +155,20 @@ function sidecarHeads(path: string): Record<string, { seq: number; digest: strin
 }
 
 async function exportCommand(args: string[]): Promise<number> {
-  const { values, positionals } = parseOrUsage("receipts export", () =>
-    parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        url: { type: "string" },
-        output: { type: "string", short: "o" },
-        "token-env": { type: "string" },
-        "agent-id": { type: "string" },
-        ledger: { type: "string" },
-        "max-receipts": { type: "string" },
-        timeout: { type: "string" },
-      },
-    }),
-  )
+  const { values, positionals } = parseOrUsage("receipts export", {
+    args,
+    allowPositionals: true,
+    options: {
+      url: { type: "string" },
+      output: { type: "string", short: "o" },
+      "token-env": { type: "string" },
+      "agent-id": { type: "string" },
+      ledger: { type: "string" },
+      "max-receipts": { type: "string" },
+      timeout: { type: "string" },
+      force: { type: "boolean", default: false },
+    },
+  })
   if (positionals.length) throw new UsageError("receipts export takes no file argument: pass -o FILE")
   const { exportLimits, exportReceipts } = await import("../receipts-export.ts")
   const limits = exportLimits({ maxReceipts: values["max-receipts"], timeout: values.timeout })
@@ -197,7 +195,21 @@ async function exportCommand(args: string[]): Promise<number> {
   }
   requireRegularFile(out, "-o")
   // A partial export would verify as a shorter chain, so the file appears only once every page has arrived.
-  const { closeSync, fsyncSync, openSync, renameSync, rmSync, writeSync } = await import("node:fs")
+  const {
+    closeSync,
+    constants,
+    copyFileSync,
+    fsyncSync,
+    linkSync,
+    lstatSync,
+    openSync,
+    renameSync,
+    rmSync,
+    writeSync,
+  } = await import("node:fs")
+  // Nothing at -o is replaced unless --force says so: the rename replaced an earlier export, the live store's own
+  // receipts.jsonl (its only copy) or a symlink. lstat: a dangling link is something there too.
+  if (!values.force && lstatSync(out, { throwIfNoEntry: false })) throw exists(out)
   const partial = `${out}.partial-${process.pid}`
   let fd: number
   try {
@@ -225,7 +237,25 @@ async function exportCommand(args: string[]): Promise<number> {
     const n = await exportReceipts({ ...base, write: (text) => writeSync(fd, text) })
     fsyncSync(fd)
     closeSync(fd)
-    renameSync(partial, out)
+    if (values.force) renameSync(partial, out)
+    else {
+      // A link fails on a taken name: a file created at -o during the download (another export) is not replaced
+      // either, as a rename would. Where there are no hard links (FAT, some network mounts), a copy that creates the
+      // file only if absent.
+      try {
+        linkSync(partial, out)
+      } catch (e) {
+        if (taken(e)) throw exists(out)
+        try {
+          copyFileSync(partial, out, constants.COPYFILE_EXCL)
+        } catch (e2) {
+          if (taken(e2)) throw exists(out)
+          rmSync(out, { force: true })
+          throw e2
+        }
+      }
+      rmSync(partial)
+    }
     console.log(green(`${n} receipts exported to ${clean(out)}`))
     console.log(
       `  verify them offline: MYCELIUM_SIGNING_KEY=<their signing key> ${CLI} receipts verify ${clean(out)}` +
@@ -242,3 +272,8 @@ async function exportCommand(args: string[]): Promise<number> {
     for (const s of signals) process.off(s, onSignal)
   }
 }
+
+const exists = (path: string): CliError =>
+  new CliError(`${clean(path)} already exists (use --force to overwrite)`)
+
+const taken = (e: unknown): boolean => (e as { code?: string }).code === "EEXIST"

@@ -1,6 +1,5 @@
 // `mycelium serve`: the ledger HTTP API over a local ledger file. The edge app needs hono, zod and jose, which
 // are optional peers, so they are loaded only here.
-import { parseArgs } from "node:util"
 import { FileLedgerStorage, type FileLedgerStorageOptions } from "../../adapters/file.ts"
 import { hmacReceiptSigner, ReceiptEmitter } from "../../core/receipts/index.ts"
 import type { ReceiptStore } from "../../core/receipts/store.ts"
@@ -134,18 +133,16 @@ export async function bindApi(
 }
 
 export async function run(args: string[]): Promise<number> {
-  const { values } = parseOrUsage("serve", () =>
-    parseArgs({
-      args,
-      options: {
-        port: { type: "string" },
-        ledger: { type: "string" },
-        token: { type: "string" },
-        config: { type: "string", short: "c" },
-        "python-lock": { type: "boolean" },
-      },
-    }),
-  )
+  const { values } = parseOrUsage("serve", {
+    args,
+    options: {
+      port: { type: "string" },
+      ledger: { type: "string" },
+      token: { type: "string" },
+      config: { type: "string", short: "c" },
+      "python-lock": { type: "boolean" },
+    },
+  })
   const token = serveToken("serve", values.token)
   // The file `transitions` reads, by its rules (`--file PATH` there is `--ledger PATH` here): --ledger, else
   // MYCELIUM_LEDGER_FILE unless -c is given, else the file the config ledgers its tools in. Serving another one (the

@@ -1,7 +1,6 @@
 // `mycelium tasks list|show|release`: an operator's view of the task ledger (a task-ledger file, a Redis or
 // PostgreSQL task ledger, or the task_ledger of mycelium.yaml on any storage a Node process reaches).
 import { existsSync } from "node:fs"
-import { parseArgs } from "node:util"
 import type { MyceliumConfig, ResolvedStorage } from "../../core/config/index.ts"
 import { LedgerError, ReceiptAppendError } from "../../core/ledger/index.ts"
 import { TaskStoreUnavailableError } from "../../core/tasks/errors.ts"
@@ -145,9 +144,11 @@ export async function run(args: string[]): Promise<number> {
   const [sub, ...rest] = args
   if (sub !== "list" && sub !== "show" && sub !== "release")
     throw new UsageError(`tasks: expected list, show or release${sub ? `, got '${sub}'` : ""}`)
-  const { values, positionals } = parseOrUsage(`tasks ${sub}`, () =>
-    parseArgs({ args: rest, allowPositionals: true, options: OPTIONS }),
-  )
+  const { values, positionals } = parseOrUsage(`tasks ${sub}`, {
+    args: rest,
+    allowPositionals: true,
+    options: OPTIONS,
+  })
   const { store: choice, config } = await taskStoreChoice(values)
   if (choice.kind === "file" && choice.path) requireRegularFile(choice.path, "the task file")
   const path = describeStore(choice, "mycelium_task_ledger")

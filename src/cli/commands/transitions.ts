@@ -1,5 +1,4 @@
 // `mycelium transitions list|show|release|mark-dead`: an operator's view of the action ledger and their verdicts.
-import { parseArgs } from "node:util"
 import {
   type ActionLedger,
   type LedgerEntry,
@@ -20,7 +19,7 @@ import {
   shellQuote,
   storeFlagsText,
 } from "../ledger-access.ts"
-import { DEFAULT_LEDGER, parseOrUsage, parseResultJson } from "../options.ts"
+import { blank, DEFAULT_LEDGER, parseOrUsage, parseResultJson } from "../options.ts"
 import {
   bold,
   clean,
@@ -144,18 +143,16 @@ async function withLedger<T>(
 }
 
 async function list(args: string[]): Promise<number> {
-  const { values, positionals } = parseOrUsage("transitions list", () =>
-    parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        ...STORE_OPTIONS,
-        stuck: { type: "boolean", default: false },
-        tool: { type: "string" },
-        json: { type: "boolean", default: false },
-      },
-    }),
-  )
+  const { values, positionals } = parseOrUsage("transitions list", {
+    args,
+    allowPositionals: true,
+    options: {
+      ...STORE_OPTIONS,
+      stuck: { type: "boolean", default: false },
+      tool: { type: "string" },
+      json: { type: "boolean", default: false },
+    },
+  })
   if (positionals.length) throw new UsageError(`transitions list takes no arguments, got '${positionals[0]}'`)
   const store = storeFlagsText(values)
   return withLedger(values, async ({ ledger, where }) => {
@@ -203,13 +200,11 @@ function oneId(command: string, positionals: string[]): string {
 }
 
 async function show(args: string[]): Promise<number> {
-  const { values, positionals } = parseOrUsage("transitions show", () =>
-    parseArgs({
-      args,
-      allowPositionals: true,
-      options: { ...STORE_OPTIONS, json: { type: "boolean", default: false } },
-    }),
-  )
+  const { values, positionals } = parseOrUsage("transitions show", {
+    args,
+    allowPositionals: true,
+    options: { ...STORE_OPTIONS, json: { type: "boolean", default: false } },
+  })
   const id = oneId("show", positionals)
   return withLedger(values, async ({ ledger, where }) => {
     await refuseDisplayed(ledger, id, storeFlagsText(values).text)
@@ -267,22 +262,20 @@ const VERDICTS: Record<string, "completed" | "not_executed"> = {
 }
 
 export async function release(args: string[], command = "transitions release"): Promise<number> {
-  const { values, positionals } = parseOrUsage(command, () =>
-    parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        ...STORE_OPTIONS,
-        verified: { type: "string" },
-        by: { type: "string" },
-        reason: { type: "string" },
-        "result-json": { type: "string" },
-        "override-death-signal": { type: "string" },
-        fence: { type: "string" },
-        force: { type: "boolean", default: false },
-      },
-    }),
-  )
+  const { values, positionals } = parseOrUsage(command, {
+    args,
+    allowPositionals: true,
+    options: {
+      ...STORE_OPTIONS,
+      verified: { type: "string" },
+      by: { type: "string" },
+      reason: { type: "string" },
+      "result-json": { type: "string" },
+      "override-death-signal": { type: "string" },
+      fence: { type: "string" },
+      force: { type: "boolean", default: false },
+    },
+  })
   const id = oneId("release", positionals)
   const expectedFence = fenceOf(command, values.fence)
   // An own key only: `constructor` or `toString` would find the object's prototype.
@@ -292,7 +285,8 @@ export async function release(args: string[], command = "transitions release"): 
   if (!verified) throw new UsageError(`${command}: --verified must be completed or not-executed`)
   if (!values.by || !values.reason) throw new UsageError(`${command}: --by and --reason are required`)
   const override = values["override-death-signal"]
-  if (override !== undefined && !override.trim())
+  // Invisible characters only (a zero-width space) say no more than blank text: String.trim() keeps them.
+  if (override !== undefined && blank(override))
     throw new UsageError(`${command}: --override-death-signal must say why the owner can no longer act`)
   let result: unknown = null
   if (values["result-json"] !== undefined) {
@@ -376,19 +370,17 @@ function fenceOf(command: string, raw: string | undefined): number | undefined {
 }
 
 async function markDead(args: string[]): Promise<number> {
-  const { values, positionals } = parseOrUsage("transitions mark-dead", () =>
-    parseArgs({
-      args,
-      allowPositionals: true,
-      options: {
-        ...STORE_OPTIONS,
-        by: { type: "string" },
-        reason: { type: "string" },
-        "override-heartbeat": { type: "boolean", default: false },
-        fence: { type: "string" },
-      },
-    }),
-  )
+  const { values, positionals } = parseOrUsage("transitions mark-dead", {
+    args,
+    allowPositionals: true,
+    options: {
+      ...STORE_OPTIONS,
+      by: { type: "string" },
+      reason: { type: "string" },
+      "override-heartbeat": { type: "boolean", default: false },
+      fence: { type: "string" },
+    },
+  })
   const id = oneId("mark-dead", positionals)
   const expectedFence = fenceOf("transitions mark-dead", values.fence)
   if (!values.by || !values.reason)
