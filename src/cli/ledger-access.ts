@@ -8,7 +8,7 @@ import { ActionLedger, type ActionLedgerOptions, type LedgerStorage } from "../c
 import type { ReceiptEmitter } from "../core/receipts/index.ts"
 import { clean } from "../core/repr.ts"
 import { UsageError } from "./errors.ts"
-import { DEFAULT_LEDGER, postgresDsn, redisUrl, requireRegularFile, tableFlag } from "./options.ts"
+import { blank, DEFAULT_LEDGER, postgresDsn, redisUrl, requireRegularFile, tableFlag } from "./options.ts"
 
 /** Flags every operator command accepts (parseArgs option specs). */
 export const STORE_OPTIONS = {
@@ -54,7 +54,7 @@ export interface LedgerAccess {
  */
 export function storeVariable(name: string): string | undefined {
   const v = process.env[name]
-  if (v && !v.trim())
+  if (v && blank(v))
     throw new UsageError(`${name} is blank (an unset variable?): name the store, or unset it`)
   return v ? v : undefined
 }

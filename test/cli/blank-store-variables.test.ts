@@ -52,6 +52,9 @@ describe("a blank store variable is a usage error, as a blank store flag is", ()
     ["MYCELIUM_REDIS_URL", " ", ["transitions", "list", "--stuck"]],
     ["MYCELIUM_POSTGRES_DSN", " \t ", ["transitions", "show", "pay:1"]],
     ["MYCELIUM_TASK_FILE", " ", ["tasks", "list"]],
+    // Invisible characters only: trim() keeps them, and the release went to a file named by a zero-width space.
+    ["MYCELIUM_LEDGER_FILE", "\u200b", RELEASE],
+    ["MYCELIUM_TASK_FILE", "\u2060\ufeff", ["tasks", "list"]],
   ])("%s=%j: %j exits 2, naming the variable", (name, value, args) => {
     const r = run(args, { ...UNSET, [name]: value })
     expect(r.code, r.out).toBe(2)

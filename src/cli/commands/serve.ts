@@ -16,6 +16,7 @@ import {
   signingReceipts,
 } from "../ledger-access.ts"
 import {
+  blank,
   DEFAULT_LEDGER,
   parseOrUsage,
   parsePort,
@@ -79,7 +80,7 @@ export async function bindApi(
   token: ServeToken | undefined,
 ): Promise<BoundApi> {
   // serveToken() refuses these from the command line; a caller of its own must not get an open API from "" either.
-  if (token !== undefined && !token.value.trim()) throw new UsageError(`${command}: the token is empty`)
+  if (token !== undefined && blank(token.value)) throw new UsageError(`${command}: the token is empty`)
   const [{ createLedgerApp }, { tokenAuth }] = await importNeeding(command, SERVE_PACKAGES, () =>
     Promise.all([import("../../edge/app.ts"), import("../token-auth.ts")]),
   )
