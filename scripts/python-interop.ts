@@ -60,7 +60,9 @@ if (process.argv[2] === "--ts-call") {
     },
   )
   const out: Outcome = { executed: 0, result: null, error: null, message: null }
-  // The race checks start both sides' calls at one instant, after both processes are up.
+  // The race checks start both sides' calls at one instant, after both processes are up, and connected: a store
+  // reached over a WebSocket connects on its first query, which made this side the late one on a loaded machine.
+  await storage.get("interop-warm-up")
   await pause(Number(process.env.INTEROP_START_AT ?? 0) - Date.now())
   try {
     out.result = await pay({ amount: Number(amount), recipient: "acct_1" }, { toolCallId: callId })
@@ -91,6 +93,7 @@ if (process.argv[2] === "--ts-task") {
     },
   )
   const out: Outcome = { executed: 0, result: null, error: null, message: null }
+  await store.get("interop-warm-up")
   await pause(Number(process.env.INTEROP_START_AT ?? 0) - Date.now())
   try {
     out.result = await report({ region: "eu" }, { taskId })
