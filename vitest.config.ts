@@ -31,9 +31,11 @@ const modulesOf = (runtime: keyof typeof modules.own) => [...modules.shared, ...
 // - what a file checks as the first import sees it: zod's global configuration;
 // - process-wide switches made once at start-up (AsyncLocalStorage turned off before a run's scope is first made);
 // - fake timers whose count must fall to zero: an earlier module's leftover work would keep adding timers.
+// Not under __screenshots__: a failed browser test leaves a folder there named after its file (`x.test.ts/`), and
+// reading it as a test file stopped every later run at start-up (EISDIR).
 const testFiles = readdirSync("test", { recursive: true, encoding: "utf8" })
   .map((f) => `test/${f.replaceAll("\\", "/")}`)
-  .filter((f) => f.endsWith(".test.ts"))
+  .filter((f) => f.endsWith(".test.ts") && !f.includes("/__screenshots__/"))
 const nodeTests = testFiles.filter((f) => !/^test\/(workers|browser)\//.test(f) && !edgeOnly.includes(f))
 const isolated = [
   ...testFiles.filter((f) => readFileSync(f, "utf8").includes("vi.mock(")),
