@@ -98,6 +98,6 @@ export function loadConfigFromString(text: string, options: LoadConfigOptions = 
   }
   source.checkText(parsed.data)
   refuseLiteralRefs(parsed.data, source)
-  const resolved = resolveConfig(parsed.data, options.env ?? {}, source)
+  const resolved = resolveConfig(parsed.data, options.env ?? {}, source, options.paths?.baseDir)
   return new MyceliumConfig(resolved, options, source)
 }

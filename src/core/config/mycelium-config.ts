@@ -695,12 +695,17 @@ export class MyceliumConfig {
 
   /**
    * The allowlist `registry:` configures: `allowed`, else every configured tool, unless `auto: false` says not to
-   * (then none, as the original).
+   * (then none, as the original). `allowed: []` allows none unless `auto: true` (every configured tool).
    */
   registry(): ToolRegistry {
     const r = this.resolved.raw.registry
-    // An explicit `auto: false` without `allowed` is the original's empty registry, which refuses every tool.
-    const allowed = r?.allowed?.length ? r.allowed : r?.auto === false ? [] : [...this.tools.keys()]
+    // The original's registry is empty, refusing every tool, with `allowed: []` (unless `auto: true` fills it) and
+    // with an explicit `auto: false` without `allowed`.
+    const allowed = r?.allowed?.length
+      ? r.allowed
+      : (r?.allowed ? r.auto !== true : r?.auto === false)
+        ? []
+        : [...this.tools.keys()]
     return new ToolRegistry({ allowed })
   }
 

@@ -6,7 +6,9 @@ import type {
 } from "../ledger/index.ts"
 import { parseSideEffectClass } from "../ledger/model/enums.ts"
 import { DEFAULT_REQUEST_TIMEOUT } from "../storage/request-timeout.ts"
+import { isAbsolutePath, normalizePath } from "../tools/paths.ts"
 import { type ConfigEnv, expandEnv, pythonExpandVars, readEnvKey } from "./env.ts"
+import { formatPath } from "./errors.ts"
 import {
   type RawConfig,
   STORAGE_KEYS,
@@ -281,10 +283,25 @@ const productionMessage = (field: string, value: string, required: string): stri
   `profile is 'production' but '${field}' is '${value}'; production requires '${required}' and will not silently ` +
   `weaken to '${value}'. Remove '${field}' or set it to '${required}'.`
 
-/** Applies inheritance (§6.4) and the production profile (§6.5). Pure apart from reading `env`. */
-export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSource): ResolvedConfig {
+/**
+ * Applies inheritance (§6.4) and the production profile (§6.5). Pure apart from reading `env`. `baseDir`: what a
+ * relative store path is resolved against, to compare the stores' files.
+ */
+export function resolveConfig(
+  raw: RawConfig,
+  env: ConfigEnv,
+  source: ConfigSource,
+  baseDir?: string,
+): ResolvedConfig {
   const production = raw.profile === "production"
   const warnings: string[] = []
+  // Each file store's path, its kind and its section: two kinds on one file are refused at the end.
+  const files: [string, string | undefined, Path][] = []
+  const store = (what: string, cfg: unknown, path: Path, actionLedger?: boolean): ResolvedStorage => {
+    const s = resolveStorage(cfg as StorageConfig, env, source, path, actionLedger)
+    files.push([what, s.path, path])
+    return s
+  }
   const al = raw.action_ledger
   const check = <T extends string>(
     field: string,
@@ -355,10 +372,10 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
   if (al)
     storages.set(
       JSON.stringify(globalLedger(al)),
-      resolveStorage(globalLedger(al) as StorageConfig, env, source, ["action_ledger"], true),
+      store("action ledger", globalLedger(al), ["action_ledger"], true),
     )
   const taskLedger = raw.task_ledger
-    ? resolveStorage(globalLedger(raw.task_ledger) as StorageConfig, env, source, ["task_ledger"])
+    ? store("task ledger", globalLedger(raw.task_ledger), ["task_ledger"])
     : null
   refuseLedgerOnlyKeys(taskLedger, source, ["task_ledger"])
   const tools = new Map<string, ResolvedTool>()
@@ -410,8 +427,7 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
     let ledger: ResolvedLedger | null = null
     if (ledgerCfg) {
       const key = JSON.stringify(ledgerCfg)
-      const storage =
-        storages.get(key) ?? resolveStorage(ledgerCfg as StorageConfig, env, source, ledgerPath, true)
+      const storage = storages.get(key) ?? store("action ledger", ledgerCfg, ledgerPath, true)
       storages.set(key, storage)
       ledger = {
         storage,
@@ -501,7 +517,7 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
         ...path,
         "audit_receipt",
       ])
-    const storage = cfg ? resolveStorage(cfg as StorageConfig, env, source, p) : null
+    const storage = cfg ? store("task ledger", cfg, p) : null
     refuseLedgerOnlyKeys(storage, source, p)
     tasks.set(name, {
       name,
@@ -545,5 +561,29 @@ export function resolveConfig(raw: RawConfig, env: ConfigEnv, source: ConfigSour
   if (sf?.storage === "durable_object" && !sf.binding)
     throw source.error(`storage 'durable_object' needs 'binding'`, ["state_flush"])
   if (sf) refuseForeignKeys(sf, ["path", "database", "binding", "python_lock"], source, ["state_flush"])
+  // Tools may share an action ledger's file and tasks a task ledger's, but a task row in a ledger's file (or a
+  // receipt, or a run's state) made every later call fail as a corrupt file, naming no key.
+  files.push(["receipt store", ar?.path, ["audit_receipt"]], ["state flush", sf?.path, ["state_flush"]])
+  const seen = new Map<string, [string, Path]>()
+  for (const [what, file, path] of files) {
+    if (file === undefined) continue
+    const key = normalizePath(isAbsolutePath(file) ? file : `${baseDir ?? "/\0"}/${file}`)
+    const first = seen.get(key) ?? [what, path]
+    if (first[0] !== what) {
+      // Refused at the later of the two in the text, naming the earlier.
+      const place = ([w, p]: [string, Path]): [string, Path, number] => {
+        const at = [...p, "path"]
+        return [w, at, source.locate(at).line ?? 0]
+      }
+      let one = place(first)
+      let two = place([what, path])
+      if (one[2] > two[2]) [one, two] = [two, one]
+      throw source.error(
+        `the ${two[0]} is on the file of the ${one[0]} ('${formatPath(one[1])}', line ${one[2]}): give each its own path`,
+        two[1],
+      )
+    }
+    seen.set(key, first)
+  }
   return { profile: raw.profile, transition, tools, tasks, taskLedger, raw, warnings, signingKey }
 }

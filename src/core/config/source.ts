@@ -5,6 +5,7 @@ import {
   isPair,
   isScalar,
   isSeq,
+  Lexer,
   LineCounter,
   type Node,
   parseDocument,
@@ -123,6 +124,25 @@ export function parseConfigSource(yaml: string, name = "mycelium.yaml"): ParsedS
     const p = lines.linePos(offset)
     return { path, line: p.line, column: p.col }
   }
+  // PyYAML scans a tab only inside a quoted or block scalar or a comment: as separation (after `key:`, `-` or a flow
+  // comma, after a value, on a blank line) or inside a plain scalar it fails ("cannot start any token"), where YAML
+  // 1.2 reads white space. The lexer's tokens, less its markers (\x02, \x18, \x1f: characters refused above),
+  // spell the text; a block scalar's content is the token after its header's line.
+  let offset = 0
+  let block = 0
+  for (const t of text.includes("\t") ? new Lexer().lex(text) : []) {
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: the lexer's markers are control characters
+    if (/^[\x02\x18\x1f]$/.test(t)) continue
+    const tab = block > 1 || /^['"#]/.test(t) ? -1 : t.indexOf("\t")
+    if (tab >= 0)
+      throw new ConfigError(
+        "a tab, which PyYAML (the original's reader) cannot read outside quotes, block scalars and comments: use spaces",
+        at(offset + tab, []),
+        name,
+      )
+    block = block > 1 ? 0 : /^[|>]/.test(t) ? 1 : block && t === "\n" ? 2 : block
+    offset += t.length
+  }
   checkKeys(doc.contents, lines, (detail, path, offset) => new ConfigError(detail, at(offset, path), name))
   const locate = (path: Path, key = false): ConfigLocation => {
     // Walk down as far as the path exists; a missing key is reported at its nearest existing parent.
@@ -181,6 +201,16 @@ export function parseConfigSource(yaml: string, name = "mycelium.yaml"): ParsedS
     if (typeof v === "string") {
       if (isScalar(n) && !bothText(n) && !/^transition,(agent_id|policy_version)$/.test(`${path}`))
         throw new ConfigError(noText("value"), at(n.range?.[0], path), name)
+    } else if (typeof v === "number" && isScalar(n) && n.type === "PLAIN" && !n.tag) {
+      // A plain number must be the one PyYAML reads: `1e3` and `0o17` are text there, `010` is 8.
+      const p = pythonValue(n.source as string)
+      const x = typeof p === "bigint" || typeof p === "number" ? Number(p) : p
+      if (x !== n.value && !Object.is(x, n.value))
+        throw new ConfigError(
+          `PyYAML (the original's reader) reads this as ${typeof p === "string" ? "text" : p}: write plain decimals`,
+          at(n.range?.[0], path),
+          name,
+        )
     } else if (isCollection(n))
       for (const [k, x] of Object.entries(v as object))
         checkText(x, n.get(k, true), [...path, Array.isArray(v) ? +k : k])
