@@ -18,6 +18,7 @@ import {
 import { InvalidOptionError, MyceliumError } from "../core/errors.ts"
 import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { clip } from "../core/repr.ts"
+import { MAX_ID } from "../core/storage/api-ids.ts"
 import { apiBaseUrl } from "../core/storage/api-url.ts"
 import { DEFAULT_MAX_RESPONSE_BYTES, readLimited } from "../core/storage/read-limited.ts"
 import {
@@ -117,6 +118,17 @@ function rowLimits(server: HttpLedgerStorageOptions["serverLimits"] = {}): Stora
       `serverLimits must be whole numbers, maxBodyBytes > 4096 and maxDepth > 1, got ${maxBodyBytes} and ${maxDepth}`,
     )
   return { validUnicodeOnly: true, maxRowBytes: maxBodyBytes - 4096, maxDepth: maxDepth - 1 }
+}
+
+/**
+ * Refuses `id`, typed, when it is over the MAX_ID characters the API's routes take: their 400 `invalid_path` (or
+ * `invalid_body`) read as an outage, which callers retried forever.
+ */
+function sendable(id: string, what: string): void {
+  if (id.length > MAX_ID)
+    throw new LedgerConfigError(
+      `${what} '${clip(id)}' is over the ${MAX_ID} characters the ledger API takes; shorten it (nothing was sent)`,
+    )
 }
 
 /** A row's payload, refused typed as the server would refuse it (a 400 the ledger would read as an outage). */
@@ -268,6 +280,7 @@ export class HttpLedgerStorage implements LedgerStorage {
   }
 
   #id(requestId: string): string {
+    sendable(requestId, "request")
     // URLs take "." and ".." (even as %2E) as path steps: such a row would be read and written at another route.
     if (requestId === "." || requestId === "..") {
       throw new LedgerConfigError(
@@ -283,8 +296,9 @@ export class HttpLedgerStorage implements LedgerStorage {
   }
 
   async get(requestId: string): Promise<LedgerEntry | null> {
-    // No row holds such an id (the server's stores refuse it), and encodeURIComponent throws on a lone surrogate.
-    if (isUnstorableText(requestId)) return null
+    // No row holds such an id (the server's stores and routes refuse it), and encodeURIComponent throws on a lone
+    // surrogate.
+    if (isUnstorableText(requestId) || requestId.length > MAX_ID) return null
     const r = await this.#call<{ row: Row }>("GET", `/v1/rows/${this.#id(requestId)}`, "row", undefined, true)
     if (!r) return null
     const e = rowOf(r.row, requestId)
@@ -318,6 +332,7 @@ export class HttpLedgerStorage implements LedgerStorage {
     options?: ClaimOptions,
   ): Promise<ClaimResult> {
     refuseUnkeepableClaim(entry, this.limits)
+    if (options?.dispatchId) sendable(options.dispatchId, "tool-call id")
     const r = (await this.#call<{ outcome: ClaimResult["outcome"]; entry: Row; dispatch_siblings?: Row[] }>(
       "POST",
       `/v1/rows/${this.#id(entry.requestId)}/claim`,
@@ -473,7 +488,7 @@ export class HttpLedgerStorage implements LedgerStorage {
   }
 
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
-    if (isUnstorableText(dispatchId)) return []
+    if (isUnstorableText(dispatchId) || dispatchId.length > MAX_ID) return []
     const r = (await this.#call<{ rows: Row[] }>("GET", `/v1/dispatch/${this.#id(dispatchId)}`, "rows")) as {
       rows: Row[]
     }

@@ -24,8 +24,7 @@ const tooLarge = (max: number) =>
 /** The member of a body read exactly (integers beyond 2^53 as bigint): a call's arguments, a completion's result. */
 export type ExactMember = "args" | "result"
 
-/** Longest id the routes that name a call accept (`/v1/calls/{id}/…`, `/v1/transitions/{id}`). */
-export const MAX_ID = 512
+export { MAX_ID } from "../core/storage/api-ids.ts"
 
 /** Reads at most `max` bytes: Content-Length is checked first, then the stream is counted as it arrives. */
 export async function readBodyText(req: Request, max: number): Promise<string> {
