@@ -49,6 +49,30 @@ const utf8 = /* @__PURE__ */ new TextEncoder()
 // task ledger reads the row again, as after a lost answer, and goes on if its claim still holds it.
 const versionOf = (payload: string, lease: string | null): string => `${payload}\n${lease ?? ""}`
 
+/** A task as its row's and lease's stored text read back: the id (as SQLite reads it) names it in a refusal. */
+function storedTask(requestId: string, payload: string, lease: string | null): StoredTask {
+  const row = parseTaskRow(JSON.parse(payload))
+  if (!row) throw new TaskRowError(`task row '${clip(requestId)}' is not a task ledger entry`)
+  return {
+    row,
+    lease: lease === null ? null : parseTaskLease(JSON.parse(lease)),
+    version: versionOf(payload, lease),
+  }
+}
+
+/** A task of a page as stored: its id as SQLite reads it, its row's text and its lease's. */
+export interface TaskPageRow {
+  readonly id: string
+  readonly p: string
+  readonly l: string | null
+}
+
+/** A page of tasks; `next` is where the following one starts, null after the last. */
+export interface TaskPageRows {
+  readonly rows: TaskPageRow[]
+  readonly next: string | null
+}
+
 /** A row of a receipt page: its id, and its receipt text if it matches the page's filters. */
 export interface ReceiptPageRow {
   readonly id: number
@@ -87,15 +111,7 @@ export class GuardTables {
     const r = this.#sql
       .exec(`SELECT payload, lease FROM ${TASKS} WHERE request_id = ?`, requestId)
       .toArray()[0]
-    return r ? this.#task(requestId, r) : null
-  }
-
-  #task(requestId: string, r: Record<string, SqlValue>): StoredTask {
-    const row = parseTaskRow(JSON.parse(String(r.payload)))
-    if (!row) throw new TaskRowError(`task row '${clip(requestId)}' is not a task ledger entry`)
-    const leaseText = r.lease === null ? null : String(r.lease)
-    const lease = leaseText === null ? null : parseTaskLease(JSON.parse(leaseText))
-    return { row, lease, version: versionOf(String(r.payload), leaseText) }
+    return r ? storedTask(requestId, String(r.payload), r.lease as string | null) : null
   }
 
   taskSwap(requestId: string, expected: string | null, next: TaskRecord): string | null {
@@ -111,15 +127,30 @@ export class GuardTables {
     return versionOf(payload, lease)
   }
 
-  taskList(): StoredTask[] {
+  /**
+   * The tasks in key order after the key `after` (null: from the first), as stored, up to PAGE_TEXT of text. Every
+   * task in one answer, each parsed beside its version (its text again), outgrew the 32 MiB an RPC may return: 11
+   * tasks of 1.7 MB failed every list().
+   */
+  taskPage(after: string | null): TaskPageRows {
     this.#init()
-    // Rows, not keys looked up again: SQLite keeps an id holding an unpaired surrogate as its own key but reads it
-    // back with U+FFFD for each byte, another id ('job-\ud800' listed as 'job-\ufffd\ufffd\ufffd': that task twice
-    // or null). The payload's JSON keeps the id escaped.
-    return this.#sql
-      .exec(`SELECT request_id, payload, lease FROM ${TASKS} ORDER BY request_id`)
-      .toArray()
-      .map((r) => this.#task(String(r.request_id), r))
+    const rows: TaskPageRow[] = []
+    let text = 0
+    let last = ""
+    // Rows, not keys looked up again, and a cursor of the key's bytes (hex): SQLite keeps an id holding an unpaired
+    // surrogate as its own key but reads it back with U+FFFD for each byte, another id ('job-\ud800' listed as
+    // 'job-\ufffd\ufffd\ufffd': that task twice or null). The payload's JSON keeps the id escaped.
+    for (const r of this.#sql.exec(
+      `SELECT hex(request_id) AS k, request_id, payload, lease FROM ${TASKS} WHERE request_id ${after === null ? ">=" : ">"} CAST(unhex(?) AS TEXT) ORDER BY request_id`,
+      after ?? "",
+    )) {
+      const row = { id: String(r.request_id), p: String(r.payload), l: r.lease as string | null }
+      text += row.id.length + row.p.length + (row.l?.length ?? 0)
+      if (rows.length > 0 && text > PAGE_TEXT) return { rows, next: last }
+      rows.push(row)
+      last = String(r.k)
+    }
+    return { rows, next: null }
   }
 
   receiptTail(ledger: string): ChainTail | null {
@@ -214,7 +245,7 @@ export class GuardTables {
 export interface GuardObjectRpc {
   taskGet(requestId: string): Promise<StoredTask | null>
   taskSwap(requestId: string, expected: string | null, next: TaskRecord): Promise<string | null>
-  taskList(): Promise<StoredTask[]>
+  taskPage(after: string | null): Promise<TaskPageRows>
   stateLoad(runId: string): Promise<StateSnapshot | null>
   stateSave(snapshot: StateSnapshot): Promise<void>
   receiptTail(ledger: string): Promise<ChainTail | null>
@@ -269,8 +300,14 @@ export class DurableObjectTaskStore extends GuardObjectClient implements TaskSto
   async swap(requestId: string, expected: string | null, next: TaskRecord): Promise<string | null> {
     return await this.stub().taskSwap(requestId, expected, next)
   }
+  /** Page by page, each task's text sent once (its version is built here). */
   async *list(): AsyncIterable<StoredTask> {
-    for (const t of await this.stub().taskList()) yield t
+    let after: string | null = null
+    do {
+      const page: TaskPageRows = await this.stub().taskPage(after)
+      for (const r of page.rows) yield storedTask(r.id, r.p, r.l)
+      after = page.next
+    } while (after !== null)
   }
 }
 

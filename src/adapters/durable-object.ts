@@ -22,13 +22,20 @@ import {
   type TransitionExpectation,
 } from "../adapter-kit.ts"
 import { InvalidOptionError } from "../core/errors.ts"
+import { LedgerConfigError } from "../core/ledger/errors.ts"
 import { compareCodePoints } from "../core/ledger/model/canonical.ts"
 import type { ChainTail } from "../core/receipts/chain.ts"
 import type { ReceiptLink } from "../core/receipts/record.ts"
+import { clip } from "../core/repr.ts"
 import type { StateSnapshot } from "../core/state/snapshot.ts"
 import { pairHeadOptions, startingWith } from "../core/storage/text.ts"
 import type { StoredTask, TaskRecord } from "../core/tasks/record.ts"
-import { GuardTables, type ReceiptPageRows, type SqlStorageLike } from "./durable-object-guards.ts"
+import {
+  GuardTables,
+  type ReceiptPageRows,
+  type SqlStorageLike,
+  type TaskPageRows,
+} from "./durable-object-guards.ts"
 
 // ---- minimal structural types of the workerd APIs used (no @cloudflare/workers-types dependency) ----------
 
@@ -101,6 +108,11 @@ const META = "mycelium_ledger_meta"
 const MAX_PAGE = 500
 // workerd refuses an RPC answer over 32 MiB; a page stops at this much row text (a string may take 2 bytes a char).
 const PAGE_TEXT = 8 * 2 ** 20
+// SQLite's 2 MB is a whole row's: the key column beside the payload, whose JSON (holding the id four times) is what the
+// ledger measures against maxRowBytes. An id is held to MAX_ID UTF-16 units, 48 KiB of UTF-8 at most in the key, inside
+// the 100 KB maxRowBytes leaves: a 400 K id passed the ledger's check and SQLite refused the completion after the
+// effect ran (the row stayed IN_FLIGHT, to run again once its lease lapsed).
+const MAX_ID = 16_384
 const DURABLE_OBJECT_LIMITS: StorageLimits = Object.freeze({ maxRowBytes: 1_900_000, maxDepth: 900 })
 
 // Typed here instead of through the `cloudflare:workers` declaration, so the emitted .d.ts names no module a
@@ -134,8 +146,8 @@ export class MyceliumLedgerObject extends LedgerObjectBase {
     return this.#guards.taskSwap(requestId, expected, next)
   }
 
-  taskList(): StoredTask[] {
-    return this.#guards.taskList()
+  taskPage(after: string | null): TaskPageRows {
+    return this.#guards.taskPage(after)
   }
 
   stateLoad(runId: string): StateSnapshot | null {
@@ -311,7 +323,10 @@ function written<T>(r: T | SqliteRefusal): T {
  */
 export class DurableObjectLedgerStorage implements LedgerStorage {
   readonly kind = "durable-object"
-  /** SQLite's limits in a Durable Object: 2 MB per value, JSON nested at most 1000 deep (both with a margin). */
+  /**
+   * SQLite's limits in a Durable Object: 2 MB a row (its payload and its id, held to 16 Ki characters), JSON nested
+   * at most 1000 deep (both with a margin).
+   */
   readonly limits: StorageLimits = DURABLE_OBJECT_LIMITS
   readonly shards: number
   readonly name: string
@@ -350,14 +365,23 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
       throw new LedgerShardCountError(this.name, this.#recorded, this.shards)
   }
 
-  async get(requestId: string): Promise<LedgerEntry | null> {
+  /** The object holding the id's row; an id no row can hold is refused first, before any RPC. */
+  async #objectOf(requestId: string): Promise<LedgerObjectRpc> {
+    if (requestId.length > MAX_ID)
+      throw new LedgerConfigError(
+        `request '${clip(requestId)}': an id over ${MAX_ID} characters cannot be kept in a Durable Object (SQLite's 2 MB row holds it beside its payload); shorten it, nothing was written`,
+      )
     await this.#checkShards()
-    return await this.#stub(await this.shardOf(requestId)).ledgerGet(requestId)
+    return this.#stub(await this.shardOf(requestId))
+  }
+
+  async get(requestId: string): Promise<LedgerEntry | null> {
+    // No row holds such an id: writes refuse it.
+    return requestId.length > MAX_ID ? null : await (await this.#objectOf(requestId)).ledgerGet(requestId)
   }
 
   async set(entry: LedgerEntry): Promise<void> {
-    await this.#checkShards()
-    const refused = written(await this.#stub(await this.shardOf(entry.requestId)).ledgerSet(entry))
+    const refused = written(await (await this.#objectOf(entry.requestId)).ledgerSet(entry))
     if (refused !== null) throw new LedgerStaleFenceError(entry.requestId, refused, entry.fence)
   }
 
@@ -368,17 +392,13 @@ export class DurableObjectLedgerStorage implements LedgerStorage {
     options?: ClaimOptions,
   ): Promise<ClaimResult> {
     refuseUnkeepableClaim(entry, this.limits)
-    await this.#checkShards()
     // One shard sees every sibling; with several, the ledger asks all of them (findByDispatchId) instead.
     const opts = this.shards > 1 && options?.dispatchId ? { ...options, dispatchId: undefined } : options
-    return written(
-      await this.#stub(await this.shardOf(entry.requestId)).ledgerClaim(entry, leaseTtl, now, opts),
-    )
+    return written(await (await this.#objectOf(entry.requestId)).ledgerClaim(entry, leaseTtl, now, opts))
   }
 
   async tryTransition(next: LedgerEntry, expect: TransitionExpectation): Promise<boolean> {
-    await this.#checkShards()
-    return written(await this.#stub(await this.shardOf(next.requestId)).ledgerTransition(next, expect))
+    return written(await (await this.#objectOf(next.requestId)).ledgerTransition(next, expect))
   }
 
   /** Every row under the id (the contract's promise, which the drift gate relies on), or a typed refusal. */
