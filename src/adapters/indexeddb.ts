@@ -156,7 +156,10 @@ export class IndexedDbLedgerStorage implements LedgerStorage {
   async findByDispatchId(dispatchId: string): Promise<LedgerEntry[]> {
     const db = await this.#open()
     const rows = (await db.getAllFromIndex(this.storeName, DISPATCH_INDEX, dispatchId)) as LedgerRow[]
-    return rows.map((r) => entryFromRow(r))
+    // The index gives them in key order; the drift gate acts on the first, which names the prior request in its
+    // refusal and, under onArgsDrift "hard", picks the error. First-claimed first, as the memory and Durable Object
+    // stores give them: by start time (a claim's), then fence (a reclaim's).
+    return rows.map((r) => entryFromRow(r)).sort((a, b) => a.startedAt - b.startedAt || a.fence - b.fence)
   }
 
   async close(): Promise<void> {
