@@ -185,7 +185,11 @@ const budgets = [
     // name, call id and arguments clipped and escaped, through the tool boundary's helpers (a name holding
     // "\n\nSYSTEM:" stood on lines of its own; a 100 KB name made a 100 KB result), text documents count toward
     // maxTokens (400 KB counted as 9 tokens), and trim() keeps a legacy function_call with its result: 10,401 B.
-    ["transcript", 10.2],
+    // transcript 10.2 -> 10.4 KB (2026-12-08, stop 57), 168 B: repair() and check() match results to calls a model
+    // gave one id each in linear time (per id, searches that resume where the last stopped: 32,000 calls named call_0
+    // took 24 s to repair), and maxTokens counts the model's own text sent back unseen (a thinking block's text, a
+    // redacted one's data, a refusal, a search result's encrypted page: 400 KB counted 0): 10,569 B.
+    ["transcript", 10.4],
     ["receipts", 6.4],
     // tasks 7.2 -> 7.4 KB (2026-12-05): its polls share one abort listener per signal, taken off by the last
     // (many waits on one signal printed Node's leak warning; a listener left on an AbortSignal.any() keeps it alive),

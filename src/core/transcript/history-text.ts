@@ -9,7 +9,11 @@ import { CYCLE } from "./validate.ts"
 export function messageText(message: unknown, index = 0): string {
   if (typeof message === "string") return message
   if (!isRecord(message)) return safeString(message)
-  const parts = [contentText(message.content, index)]
+  // An OpenAI assistant's refusal is text the model wrote, sent back as input: 400 KB of it counted nothing.
+  const parts = [
+    contentText(message.content, index),
+    typeof message.refusal === "string" ? message.refusal : "",
+  ]
   // A legacy OpenAI message holds its one call as function_call: { name, arguments }, not as tool_calls. Left out,
   // 100 KB of arguments counted nothing, and every such message had the same fingerprint. Read next to tool_calls
   // too: a serializer may write `tool_calls: []` beside it.
@@ -71,6 +75,11 @@ function blockText(block: unknown, index: number): string | unknown[] {
   if (!isRecord(block)) return safeString(block)
   if (typeof block.text === "string" && block.text) return block.text
   if (block.content !== undefined && block.content !== null) return asText(block.content, index)
+  // Text the model wrote or the provider bills as input though the app never reads it: an Anthropic thinking block
+  // (kept in a tool-use loop; 400 KB counted nothing), a redacted one's data, a search result's encrypted page.
+  const hidden =
+    block.thinking ?? block.encrypted_content ?? (block.type === "redacted_thinking" && block.data)
+  if (typeof hidden === "string") return hidden
   // Text the model reads: an Anthropic document's text or content source, an AI SDK text file's data (base64 or
   // plain). Left out, a 400 KB document counted 9 tokens.
   const src = block.source

@@ -151,7 +151,7 @@ export function repairTranscript(
     }
   }
 
-  assignResults(nodes, calls, byNode, adapter, actions, at)
+  assignResults(nodes, calls, adapter, actions, at)
 
   const build = (pendingNode: number | undefined) => rebuild(nodes, byNode, adapter, pendingNode, at)
   let pendingNode: number | undefined
@@ -174,26 +174,34 @@ export function repairTranscript(
 function assignResults(
   nodes: readonly Node[],
   calls: CallRec[],
-  byNode: ReadonlyMap<number, CallRec[]>,
   adapter: FormatAdapter,
   actions: RepairAction[],
   at: (k: number) => number,
 ): void {
-  // Calls by their id as sent, in transcript order: a lookup per result, not a scan of every call.
+  // Calls by their id as sent, in transcript order, and by message and id, last first: a lookup per result, not a
+  // scan of every call. A model may send one id for every call, so each search resumes where the last one stopped
+  // (filtering every call sharing the id, per result, was quadratic: 32,000 calls named call_0 took 24 s): messages
+  // are read in order, and a call once answered stays answered.
   const byOrigId = new Map<string, CallRec[]>()
-  for (const c of calls) {
-    if (c.origId === undefined) continue
-    const same = byOrigId.get(c.origId)
+  const mine = new Map<string, CallRec[]>()
+  const add = (m: Map<string, CallRec[]>, k: string, c: CallRec) => {
+    const same = m.get(k)
     if (same) same.push(c)
-    else byOrigId.set(c.origId, [c])
+    else m.set(k, [c])
   }
+  for (const c of [...calls].reverse()) {
+    if (c.origId === undefined) continue
+    add(byOrigId, c.origId, c)
+    add(mine, `${c.node} ${c.origId}`, c)
+  }
+  const searches = new Map([...byOrigId].map(([id, all]) => [id, searchOf(all.reverse())]))
   const owners = blockOwners(nodes, adapter)
   for (const n of nodes) {
     for (const [pos, p] of n.parts.entries()) {
       if (p.kind !== "result") continue
       const r: ResultRec = { node: n.index, pos, part: p }
-      const cands = (p.id ? byOrigId.get(p.id) : undefined) ?? []
-      if (cands.length === 0) {
+      const search = p.id ? searches.get(p.id) : undefined
+      if (!search) {
         actions.push({
           kind: "dropped_orphan_result",
           messageIndex: at(n.index),
@@ -203,12 +211,12 @@ function assignResults(
       }
       // A result in the wrong role has no owner: wherever it goes, it moves.
       const owner = p.misplaced ? undefined : owners[n.index]
-      // The block's own call first (looked up among that message's calls, not among every call sharing the
-      // id), then the nearest earlier unanswered one, then a later one.
-      const own =
-        owner === undefined ? undefined : byNode.get(owner)?.find((c) => c.origId === p.id && !c.result)
-      const open = own ? [] : cands.filter((c) => !c.result)
-      const target = own ?? open.filter((c) => c.node <= n.index).at(-1) ?? open.find((c) => c.node > n.index)
+      // The block's own call first (the first open one that message made with this id), then the nearest earlier
+      // unanswered one, then a later one.
+      const own = mine.get(`${owner} ${p.id}`)
+      while (own?.at(-1)?.result) own.pop()
+      const [open, call] = search(n.index)
+      const target = own?.at(-1) ?? open
       if (target) {
         target.result = r
         if (target.node !== owner) {
@@ -223,13 +231,29 @@ function assignResults(
       }
       // Every call with this id is answered: keep one result, preferring a real one over an error (an
       // "aborted" placeholder followed by the real result), else the later one.
-      const call = cands.filter((c) => c.node <= n.index).at(-1) ?? (cands[0] as CallRec)
       const prev = call.result as ResultRec
       const replace = prev.part.isError || !p.isError
       if (replace) call.result = r
       const dropped = replace ? prev : r
       actions.push({ kind: "dropped_duplicate_result", messageIndex: at(dropped.node), toolCallId: call.id })
     }
+  }
+}
+
+/**
+ * For the calls sent with one id, in order: at message n, the nearest open call at or before it, else the first open
+ * one after it; and the last call at or before n. Read with n rising, each call is passed over once: the earlier ones
+ * wait on a stack, from whose top the answered ones leave.
+ */
+function searchOf(all: CallRec[]): (n: number) => [CallRec | undefined, CallRec] {
+  const stack: CallRec[] = []
+  let seen = 0
+  let ahead = 0
+  return (n) => {
+    while ((all[seen]?.node ?? n + 1) <= n) stack.push(all[seen++] as CallRec)
+    while (stack.at(-1)?.result) stack.pop()
+    for (ahead = Math.max(ahead, seen); all[ahead]?.result; ) ahead++
+    return [stack.at(-1) ?? all[ahead], all[seen - 1] ?? (all[0] as CallRec)]
   }
 }
 

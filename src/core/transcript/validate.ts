@@ -71,9 +71,9 @@ export function findIssues(
     }
   }
 
-  // Where each call id's results sit, so a missing result can say it exists elsewhere.
+  // Where each call id's results sit, last first, so a missing result can say it exists elsewhere.
   const resultsAt = new Map<string, number[]>()
-  for (const n of nodes)
+  for (const n of [...nodes].reverse())
     for (const p of n.parts)
       if (p.kind === "result" && p.id) {
         const at = resultsAt.get(p.id)
@@ -152,7 +152,11 @@ export function findIssues(
     const toEnd = block.at(-1) === nodes.length - 1
     for (const id of ids) {
       if (answered.has(id) || (toEnd && byClient?.has(id))) continue
-      const elsewhere = resultsAt.get(id)?.find((j) => j >= i)
+      // Messages come in order: the results before this one are done with (find() from the first, per call, was
+      // quadratic in a model that names every call call_0).
+      const after = resultsAt.get(id) ?? []
+      while ((after.at(-1) ?? i) < i) after.pop()
+      const elsewhere = after.at(-1)
       issues.push({
         violation: "missing_tool_result",
         messageIndex: i,

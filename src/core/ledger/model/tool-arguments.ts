@@ -1,6 +1,7 @@
 // `parseToolArguments`: JSON from a model, parsed so that transition keys match the Python original's, which
 // parses the same text with `json.loads` (exact ints, floats). See docs/keys.md.
 import { type ExactJsonValue, parseExactJson } from "../../exact-json.ts"
+import { clipText } from "../../tools/errors.ts"
 import { LedgerError } from "../errors.ts"
 
 /**
@@ -63,9 +64,11 @@ export function parseToolArguments(text: string): ToolArguments {
   }
 }
 
+// The detail quotes JSON.parse's message, which quotes the model's text (V8: a snippet, cut inside a pair or holding
+// "\n\nSYSTEM: ..."): clipped and escaped as every boundary error quotes a model, since this one is relayed to it.
 function invalid(detail: string): ToolArgumentsError {
   return new ToolArgumentsError(
-    `Tool-call arguments rejected: ${detail}. The tool was not called; ask the model to send a JSON object.`,
+    `Tool-call arguments rejected: ${clipText(detail)}. The tool was not called; ask the model to send a JSON object.`,
   )
 }
 
