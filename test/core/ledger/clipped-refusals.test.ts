@@ -139,9 +139,14 @@ describe("a store's refusal of a row quotes the id clipped", () => {
     expectClipped(claim, `request '${shown(id)}': the row holds U+0000 or an unpaired surrogate`)
     const row = (await new ActionLedger(quiet).claim({ tool: "pay", args: { orderId: value }, binding }))
       .entry
+    // Over the API's 512 characters, it is refused for its length first (the server would answer 400).
     const set = await failure(storage.set({ ...row, requestId: `${id}\ud800` }))
     expect(set).toBeInstanceOf(LedgerConfigError)
-    expectClipped(set, `request '${shown(id)}' holds an unpaired surrogate, which the API cannot keep`)
+    expectClipped(set, `request '${shown(id)}' is over the 512 characters the ledger API takes`)
+    const short = `${id.slice(0, 500)}\ud800`
+    const surrogate = await failure(storage.set({ ...row, requestId: short }))
+    expect(surrogate).toBeInstanceOf(LedgerConfigError)
+    expect((surrogate as Error).message).toContain("holds an unpaired surrogate, which the API cannot keep")
     expect([runs(), requests]).toEqual([0, 0])
   })
 })
