@@ -65,6 +65,8 @@ export interface LedgerPolicy {
   readonly deferReadOnlyUnknown: boolean
   readonly reclaimRequiresDeathSignal: boolean
   readonly presumedDeadAfter: number
+  /** Given, not the default: it then decides alone (deadAfter). */
+  readonly presumedDeadAfterSet: boolean
   readonly predicates: readonly DecisionPredicate[]
   readonly reconciler: Reconciler | null
 }
@@ -149,6 +151,7 @@ export function createLedgerCore(options: ActionLedgerOptions = {}): LedgerCore 
           ? 2 * leaseTtl
           : Infinity
         : seconds("presumedDeadAfter", options.presumedDeadAfter, 0, true),
+    presumedDeadAfterSet: options.presumedDeadAfter != null,
     predicates: options.predicates ?? [],
     reconciler: options.reconciler ?? null,
   }

@@ -30,7 +30,7 @@ import {
   stampsOf,
 } from "../machine/transitions.ts"
 import { effectiveCapability, type ToolTransitionBinding } from "../model/binding.ts"
-import { hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
+import { deadAfter, hasWorkerDeathEvidence, type LedgerEntry, resolvedOutcome } from "../model/entry.ts"
 import type { TransitionGate } from "../model/enums.ts"
 import { asRead, completedOrUnstorable, silentAsRead, stillHeldAsRead } from "./fenced.ts"
 import { checkDispatchSiblings, checkSameRowIdentity, claimedOtherwise } from "./identity-checks.ts"
@@ -221,7 +221,7 @@ async function claimLoop(core: LedgerCore, req: ClaimRequest, firstSeen: LedgerE
         }
         // The death-signal gate guards only leases that lapsed: a FAILED row's worker has already let go.
         const gated = core.policy.reclaimRequiresDeathSignal && resolved === "EXPIRED"
-        if (gated && !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)) {
+        if (gated && !hasWorkerDeathEvidence(row, now, deadAfter(row, core.policy))) {
           await wait("waiting for worker death evidence on")
           observed = await core.store.get(req.requestId)
           continue
@@ -280,7 +280,7 @@ async function settle(core: LedgerCore, req: ClaimRequest, observed: LedgerEntry
     return ok ? { kind: "return", entry: done } : reread(core, observed)
   }
   if (verdict.status === "NOT_EXECUTED") {
-    if (notExecutedWaitsForDeath(observed, core.clock.now(), core.policy.presumedDeadAfter)) return null
+    if (notExecutedWaitsForDeath(observed, core.clock.now(), deadAfter(observed, core.policy))) return null
     const fresh = await reexecute(core, req, observed, undefined, silentAsRead(core, observed))
     return fresh ? { kind: "owned", entry: fresh } : reread(core, observed)
   }

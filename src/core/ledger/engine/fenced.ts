@@ -28,6 +28,7 @@ import {
 } from "../machine/transitions.ts"
 import {
   type Decision,
+  deadAfter,
   hasAllowedDecision,
   type LedgerEntry,
   leaseLapsed,
@@ -143,7 +144,7 @@ export const stillHeldAsRead = (row: LedgerEntry | null, judged: LedgerEntry): b
  */
 export const silentAsRead = (core: LedgerCore, row: LedgerEntry): number | undefined =>
   row.workerDeadAssertedAt === null && leaseLapsed(row, core.clock.now())
-    ? core.policy.presumedDeadAfter
+    ? deadAfter(row, core.policy)
     : undefined
 
 const IN_FLIGHT: readonly TerminalOutcome[] = ["IN_FLIGHT"]

@@ -22,7 +22,13 @@ import {
   releasedRow,
   workerDeadRow,
 } from "../machine/transitions.ts"
-import { hasWorkerDeathEvidence, type LedgerEntry, leaseLapsed, resolvedOutcome } from "../model/entry.ts"
+import {
+  deadAfter,
+  hasWorkerDeathEvidence,
+  type LedgerEntry,
+  leaseLapsed,
+  resolvedOutcome,
+} from "../model/entry.ts"
 import { parseTerminalOutcome, type TerminalOutcome } from "../model/enums.ts"
 import { asRead, casFrom, silentAsRead, stillHeldAsRead, storable } from "./fenced.ts"
 import { appendReceipt, sealRow } from "./receipts.ts"
@@ -123,7 +129,7 @@ export async function release(
   }
   // A release the death signal gates, without evidence of the death: only the operator's word for it lets it pass.
   const needsDeath = releaseNeedsDeathSignal(row, verified, now, core.policy.reclaimRequiresDeathSignal)
-  const unproven = needsDeath && !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)
+  const unproven = needsDeath && !hasWorkerDeathEvidence(row, now, deadAfter(row, core.policy))
   if (unproven && !override) {
     throw aliveError(
       core,
@@ -206,7 +212,7 @@ function aliveError(
   next: string,
 ): LedgerWorkerAliveError {
   const last = row.lastHeartbeatAt ?? row.startedAt
-  const grace = core.policy.presumedDeadAfter - (now - last)
+  const grace = deadAfter(row, core.policy) - (now - last)
   return new LedgerWorkerAliveError(
     `${state} but worker '${row.owner}' appears alive (last heartbeat ` +
       `${ageString(now - last)}) — grace window elapses ${grace < Infinity ? `in ${remainingString(grace)}` : "never"}. ${next}`,
@@ -229,7 +235,7 @@ export async function markWorkerDeadFor(
       `${cannot}${resolved}: only IN_FLIGHT rows and lapsed leases have a worker`,
     )
   }
-  if (!options.overrideHeartbeat && !hasWorkerDeathEvidence(row, now, core.policy.presumedDeadAfter)) {
+  if (!options.overrideHeartbeat && !hasWorkerDeathEvidence(row, now, deadAfter(row, core.policy))) {
     // An unbounded lease's silence never counts as death (hasWorkerDeathEvidence): waiting would not help.
     if (row.leaseUntil === null && row.terminalOutcome === "IN_FLIGHT")
       throw new LedgerWorkerAliveError(
@@ -248,7 +254,7 @@ export async function markWorkerDeadFor(
   // Marked on the heartbeat's silence by this clock: a store on a clock of its own checks that silence too, or an
   // operator's clock ahead plants a death that licenses a re-run beside the live holder once its lease lapses.
   const silentFor =
-    options.overrideHeartbeat || row.workerDeadAssertedAt !== null ? undefined : core.policy.presumedDeadAfter
+    options.overrideHeartbeat || row.workerDeadAssertedAt !== null ? undefined : deadAfter(row, core.policy)
   try {
     return await casFrom(
       core,

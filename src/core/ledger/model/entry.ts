@@ -314,6 +314,20 @@ export function repairFields(entry: LedgerEntry, now: number): Partial<LedgerEnt
 export const boundaryAtLeast = (b: SideEffectBoundary, min: SideEffectBoundary): boolean =>
   (BOUNDARY_RANK[b] ?? 0) >= BOUNDARY_RANK[min]
 
+/**
+ * The heartbeat silence after which a reader counts `entry`'s holder dead: `presumedDeadAfter` as given; by default
+ * never less than twice the lease the holder was last granted (every ledger's default), since the row does not say
+ * the holder's settings. A reader with a shorter lease (an operator's ledger) judged a slower ledger's live worker
+ * dead by its own default, released its payment as not executed, and the redispatch paid while the holder still did.
+ */
+export const deadAfter = (
+  e: LedgerEntry,
+  policy: { presumedDeadAfter: number; presumedDeadAfterSet: boolean },
+) =>
+  policy.presumedDeadAfterSet || e.leaseUntil === null || e.lastHeartbeatAt === null
+    ? policy.presumedDeadAfter
+    : Math.max(policy.presumedDeadAfter, 2 * (e.leaseUntil - e.lastHeartbeatAt))
+
 /** Evidence that the worker behind a lease is gone: an operator's assertion or a silent heartbeat. */
 export function hasWorkerDeathEvidence(entry: LedgerEntry, now: number, presumedDeadAfter: number): boolean {
   if (entry.workerDeadAssertedAt !== null) return true
