@@ -20,7 +20,7 @@ const flush = async (n = 6): Promise<void> => {
 
 class LostAck extends Error {}
 
-export const deferred: Array<() => void> = []
+const deferred: Array<() => void> = []
 function chaosStore(
   mem: MemoryLedgerStorage,
   rand: () => number,
@@ -78,7 +78,7 @@ interface Attempt {
   tx: TransitionContext
 }
 
-export async function runWorld(
+async function runWorld(
   seed: number,
   steps: number,
   opts: { chaos: number; receipts: boolean; slow?: number },
