@@ -1,4 +1,3 @@
-import { unboxNumber } from "../boxed-number.ts"
 import { InvalidOptionError } from "../errors.ts"
 import { ContextGuardConfigError } from "./errors.ts"
 import { activeCache, type SessionBindable } from "./session.ts"
@@ -57,7 +56,7 @@ export function protect<A extends object, R>(
           `protect(): ${toolName} got ${args}; pass an object with "${entityParam}"`,
         )
       // A boxed Number (parseToolArguments' `1e16`) has no keys: every one was the entity "{}".
-      const entity = unboxNumber((args as Record<string, unknown>)[entityParam])
+      const entity = unbox((args as Record<string, unknown>)[entityParam])
       if (entity !== undefined && entity !== null) {
         // Ids keep their string form ("42" and 42 are one entity); a structured entity gets its own namespace,
         // so the array ["a"] and the string '["a"]' do not share an entry.
@@ -97,6 +96,18 @@ function keyPart(value: unknown): string {
   return typeof value === "string" ? value : stableStringify(value)
 }
 
+// A boxed primitive's value: it has no keys, so new Boolean(true) and new Boolean(false) keyed alike. Read from its
+// slot as unboxNumber (boxed-number.ts) reads a Number's, so a fake's or a subclass's valueOf never runs; a Number too,
+// so the core entry does not carry both helpers.
+function unbox(v: unknown): unknown {
+  if (typeof v === "object")
+    try {
+      for (const B of [Number, Boolean, String, BigInt])
+        if (v instanceof B) return (B.prototype.valueOf as () => unknown).call(v)
+    } catch {}
+  return v
+}
+
 /** Spells out one value: yields each item it holds, is sent back that item's text, and returns its own. */
 type Spelling = Generator<unknown, string, string>
 
@@ -110,7 +121,7 @@ function* spell(value: unknown, open: Set<object>): Spelling {
     if (typeof toJSON !== "function") break
     v = toJSON.call(v)
   }
-  v = unboxNumber(v)
+  v = unbox(v)
   // Its text, as an entity id's: JSON writes NaN and ±Infinity as null, the key of the argument null. A bigint too,
   // as Python's str() spells an int: spelled "123n", the id "123n" shared the bigint 123n's entry.
   if (typeof v === "number" || typeof v === "bigint") return String(v)
@@ -120,7 +131,9 @@ function* spell(value: unknown, open: Set<object>): Spelling {
   const src = value as object
   // The objects being spelled out: one met again inside itself is a cycle, which would never end (JSON throws).
   if (open.has(src))
-    throw new InvalidOptionError("protect(): arguments with a cycle have no cache key; pass JSON-like ones")
+    throw new InvalidOptionError(
+      "protect(): arguments with a cycle or a class instance have no cache key; pass JSON-like ones",
+    )
   open.add(src)
   // The items' texts (a list in a template literal is written joined by commas).
   const parts: string[] = []
@@ -129,13 +142,21 @@ function* spell(value: unknown, open: Set<object>): Spelling {
     for (let i = 0; i < v.length; i++) parts.push(yield v[i])
     text = `[${parts}]`
   } else if (v instanceof Map) {
-    // Maps and Sets are ordered by text, not insertion.
-    for (const e of [...v]) parts.push(`${yield e[0]}=>${yield e[1]}`)
+    // Maps and Sets are ordered by text, not insertion. A key is found by its type too: 1n is not the key 1.
+    for (const e of [...v]) parts.push(`${yield e[0]}${typeof e[0] === "bigint" ? "n" : ""}=>${yield e[1]}`)
     text = `Map(${parts.sort()})`
   } else if (v instanceof Set) {
-    for (const x of [...v]) parts.push(yield x)
+    for (const x of [...v]) parts.push(`${yield x}${typeof x === "bigint" ? "n" : ""}`)
     text = `Set(${parts.sort()})`
   } else {
+    // Read by its own keys, an object whose data sits elsewhere (a class's getters or private fields, inherited
+    // members, a URLSearchParams) keyed as "{}": one customer's record was served for another's. The ledger's rule for
+    // arguments (inline in canonical.ts's convert(), no helper to share), but Maps, Sets and toJSON() stay keyable.
+    const proto = Object.getPrototypeOf(v)
+    if (proto && proto !== Object.prototype)
+      throw new InvalidOptionError(
+        "protect(): arguments with a cycle or a class instance have no cache key; pass JSON-like ones",
+      )
     const obj = v as Record<string, unknown>
     // A key is a string, which JSON writes. Every member is read before any is spelled out, as Map entries are.
     for (const [k, x] of Object.keys(obj)

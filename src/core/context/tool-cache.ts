@@ -82,7 +82,12 @@ export class ToolCache {
     const pending = this.#inflight.get(key)
     // A load older than the ttl is not joined: an upstream call that hangs holds its key for at most ttl, and
     // only the newest load writes the key.
-    if (pending && within(pending, ttl, true)) return pending.run as Promise<T>
+    if (pending && within(pending, ttl, true)) {
+      // A tick first: a load that asks for its own key before its first await finds its flight before the promise
+      // is made (it got undefined). load itself must run at once, inside the caller's session (see Session.run).
+      await pending
+      return pending.run as Promise<T>
+    }
     // Registered before `load` runs: a load that throws at once must clear its own flight, not leave a rejected
     // promise that every later caller would get without a call.
     const flight: Flight = { at: now(), clock: now }
