@@ -29,7 +29,7 @@ const MAX_RETRY = 30
 export const LEASE_MIN_CHARS = 16
 export const LEASE_MAX_CHARS = 128
 
-const positive = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v > 0
+export const positive = (v: unknown): v is number => typeof v === "number" && Number.isFinite(v) && v > 0
 
 function refuse(why: string): never {
   // `why` may quote the answer (its status, its request id): bounded, as any text of the server's.
@@ -40,8 +40,15 @@ function refuse(why: string): never {
   )
 }
 
-/** The answer, checked; `requestId` is the id the caller asked for, when it named one. */
-export function checkBeginAnswer(raw: unknown, requestId: string | undefined): BeginAnswer {
+/**
+ * The answer, checked; `requestId` is the id the caller asked for, when it named one, and `leaseTtl` the lease it asked
+ * for, when it asked one.
+ */
+export function checkBeginAnswer(
+  raw: unknown,
+  requestId: string | undefined,
+  leaseTtl = Infinity,
+): BeginAnswer {
   if (typeof raw !== "object" || raw === null) refuse("not an object")
   const a = raw as Record<string, unknown>
   if (a.status === "poll") {
@@ -56,8 +63,12 @@ export function checkBeginAnswer(raw: unknown, requestId: string | undefined): B
   if (a.status !== "run" && a.status !== "replay") refuse(`status ${JSON.stringify(a.status) ?? "missing"}`)
   if (typeof a.request_id !== "string" || (requestId !== undefined && a.request_id !== requestId))
     refuse(`request id ${JSON.stringify(a.request_id)} is not the one asked for`)
-  if (a.status === "replay")
+  if (a.status === "replay") {
+    // The server always sends the result (null for none): a replay without it (a proxy's half answer) resolved
+    // undefined as the call's result, and the body never ran.
+    if (!("result" in a)) refuse("a replay without its result")
     return { status: "replay", request_id: a.request_id, result: a.result as JsonValue }
+  }
   const limits = a.limits as { max_body_bytes?: unknown; max_depth?: unknown } | null | undefined
   if (
     !Number.isSafeInteger(a.fence) ||
@@ -76,7 +87,9 @@ export function checkBeginAnswer(raw: unknown, requestId: string | undefined): B
     request_id: a.request_id,
     fence: a.fence as number,
     lease: a.lease,
-    lease_ttl: a.lease_ttl,
+    // At most the lease asked for, as a renewal's (the server grants min(asked, maxLeaseTtl)): a longer one (a broken
+    // or replayed answer) spaced renewals past the server's lapse, and sideEffect() ran beside a redispatch.
+    lease_ttl: Math.min(a.lease_ttl, leaseTtl),
     side_effect_boundary: a.side_effect_boundary as SideEffectBoundary,
     limits: { max_body_bytes: limits.max_body_bytes, max_depth: limits.max_depth },
   }

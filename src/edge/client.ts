@@ -37,7 +37,7 @@ import {
   serverText,
 } from "../core/storage/request-timeout.ts"
 import { MAX_ERROR_TEXT, storableText } from "../core/storage/text.ts"
-import { checkBeginAnswer, type RunAnswer } from "./begin-answer.ts"
+import { checkBeginAnswer, positive, type RunAnswer } from "./begin-answer.ts"
 import { forgedReleaseAt, unstorableAt } from "./storable.ts"
 
 export interface RemoteLedgerOptions {
@@ -219,19 +219,36 @@ export class RemoteLedger {
       const signal = requestSignal(this.#requestTimeout)
       const auth = await bearer(this.#token, signal)
       if (auth) headers.authorization = auth
-      res = await this.#fetch(`${this.#base}${path}`, {
-        method: "POST",
-        headers,
-        body,
-        // Followed, a 303 turns the claim into a GET and a 307 sends the arguments to another origin.
-        redirect: "manual",
-        ...(signal ? { signal } : {}),
-      })
+      // Each wait races the deadline: a fetch that ignores its signal (an in-process one, a polyfill) held the call
+      // forever on headers or a body that never came.
+      const cut = new Promise<never>((_, reject) =>
+        signal?.addEventListener("abort", () => reject(signal.reason)),
+      )
+      cut.catch(() => undefined)
+      res = await Promise.race([
+        this.#fetch(`${this.#base}${path}`, {
+          method: "POST",
+          headers,
+          body,
+          // Followed, a 303 turns the claim into a GET and a 307 sends the arguments to another origin.
+          redirect: "manual",
+          ...(signal ? { signal } : {}),
+        }),
+        cut,
+      ])
       if (isRedirect(res))
         throw new Error(
           `it answered a redirect (${res.status}), not followed: set baseUrl to where the API is`,
         )
-      const bytes = await readLimited(res, this.#maxResponseBytes)
+      // Read through a pipe under the signal, so the deadline cancels the body too (readLimited locks it: a
+      // stream.cancel() from here is refused); the pipe keeps its own rejections handled.
+      const bytes = await Promise.race([
+        readLimited(
+          { headers: res.headers, body: res.body?.pipeThrough(new TransformStream(), { signal }) ?? null },
+          this.#maxResponseBytes,
+        ),
+        cut,
+      ])
       if (bytes === null)
         throw new Error(`its answer is over ${this.#maxResponseBytes} bytes (maxResponseBytes)`)
       json = JSON.parse(responseDecoder.decode(bytes))
@@ -294,7 +311,7 @@ export class RemoteLedger {
       const deadline = pollTimeout === null ? Infinity : performance.now() + pollTimeout * 1000
       for (;;) {
         const sent = clocks()
-        const a = checkBeginAnswer(await this.#post<unknown>("/v1/calls", begin, tool), expected)
+        const a = checkBeginAnswer(await this.#post<unknown>("/v1/calls", begin, tool), expected, leaseTtl)
         if (a.status === "replay") return a.result as R
         if (a.status === "blocked") throw errorFor(409, a.error.code, a.error.message, tool)
         if (a.status === "poll") {
@@ -431,12 +448,17 @@ class RemoteCall implements RemoteTransitionContext {
       }>(`${this.#path}/${op}`, body, this.#tool)
       // Any 200 was taken as done: a proxy's `{}` for a boundary write let sideEffect() pay with maybe_crossed never
       // stored, and a redispatch paid again. The answer must be this call's state, at its fence, as the write left it.
-      const want = op === "complete" ? "COMPLETED" : op === "fail" ? null : "IN_FLIGHT"
-      const outcome = a?.terminal_outcome
+      // After a failure, one of the three outcomes fail() writes (a proxy's answer without one counted as recorded).
+      const want =
+        op === "complete"
+          ? ["COMPLETED"]
+          : op === "fail"
+            ? ["FAILED_BEFORE_EFFECT", "FAILED_AFTER_EFFECT", "UNKNOWN"]
+            : ["IN_FLIGHT"]
       if (
         a?.request_id !== this.requestId ||
         a.fence !== this.#claim.fence ||
-        (want ? outcome !== want : outcome === "IN_FLIGHT" || outcome === "COMPLETED")
+        !want.includes(a.terminal_outcome as string)
       )
         throw new LedgerStorageUnavailableError(
           `the ledger API answered ${op} of '${this.requestId}' with another state than the call's: not stored`,
@@ -488,12 +510,13 @@ class RemoteCall implements RemoteTransitionContext {
 
   /** Renews by `leaseTtl`, by default the call's own lease (the server's default may be shorter). */
   async renewLease(leaseTtl: number = this.#claim.lease_ttl): Promise<void> {
-    // From when it was sent, by the lease the server granted: its maxLeaseTtl caps the one asked for (a server older
-    // than the answer's lease_ttl: the one asked for).
+    // From when it was sent, by the lease the server granted: its maxLeaseTtl caps the one asked for. No lease_ttl (a
+    // server older than it): the one asked for. One that is not a positive number (-1) grants none: the lease ends
+    // when the renewal was sent (it counted as the one asked for, and sideEffect() ran past the server's lapse).
     const { at, lease_ttl } = await this.#send("renew", { lease_ttl: leaseTtl })
     this.#until = after(
       at,
-      Math.min(leaseTtl, typeof lease_ttl === "number" && lease_ttl > 0 ? lease_ttl : leaseTtl),
+      Math.min(leaseTtl, lease_ttl === undefined ? leaseTtl : positive(lease_ttl) ? lease_ttl : 0),
     )
   }
 
