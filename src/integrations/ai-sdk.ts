@@ -10,6 +10,7 @@ import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   type BoundaryMode,
   bindTransition,
+  checkCallId,
   checkGuard,
   checkToolKeys,
   cleanMeta,
@@ -88,6 +89,8 @@ export function guardTool<T extends Tool>(ledger: ToolLedger, tool: T, options: 
       done = { value: await bounds.output(out) }
       return done.value
     })
+    // A provider that sends "" as the call id (Gemini's OpenAI-compatible endpoint) leaves a keyed call no identity.
+    checkCallId(run, name, callMeta)
     // A model told that a call failed calls again under a new id (failed-calls.ts). The conversation: the thread
     // `meta` names, else the `experimental_context` object the application passed for the run; one object may
     // serve every run (shared dependencies), so then only a failed call this step's messages show is held.

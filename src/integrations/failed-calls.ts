@@ -190,10 +190,10 @@ export class FailedCalls {
         continue
       }
       throw new LedgerHardBlockError(
-        `Tool '${this.#tool}' already ran with these arguments in this conversation (tool call ${e.toolCallId}) ` +
-          `and may have taken effect (${row?.terminalOutcome}, boundary ${row?.sideEffectBoundary}). Do not call ` +
-          `it again. An operator must settle request '${clip(e.requestId)}' first (mycelium transitions release ID ` +
-          "--verified completed|not-executed).",
+        `Tool '${this.#tool}' already ran with these arguments in this conversation (tool call ` +
+          `${clip(e.toolCallId)}) and may have taken effect (${clip(String(row?.terminalOutcome))}, boundary ` +
+          `${clip(String(row?.sideEffectBoundary))}). Do not call it again. An operator must settle request ` +
+          `'${clip(e.requestId)}' first (mycelium transitions release ID --verified completed|not-executed).`,
       )
     }
     // A full conversation re-reads its `REREAD` oldest calls that a settlement could still free, and drops those

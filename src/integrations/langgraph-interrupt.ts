@@ -1,5 +1,6 @@
 // interrupt() inside a guarded LangGraph tool: a pause before the side effect is released so the resume runs the
 // tool once; one inside or after the side effect fails now, since its resume could only hard-block.
+import { clip } from "../core/repr.ts"
 import { GuardedToolError } from "./errors.ts"
 import type { GuardContext, ToolLedger } from "./ledger-like.ts"
 
@@ -68,7 +69,7 @@ export async function settleInterrupt(
   const began = effectBegan || (ours && (row?.sideEffectBoundary !== "not_crossed" || ref != null))
   if (began) {
     const where =
-      ref != null ? `after recording external operation '${String(ref)}'` : "inside its side effect"
+      ref != null ? `after recording external operation '${clip(String(ref))}'` : "inside its side effect"
     throw new GuardedToolError(
       "interrupt_inside_side_effect",
       `Tool '${tool}' called interrupt() ${where}, so the resume could not know what ran before it ` +

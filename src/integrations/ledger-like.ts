@@ -85,6 +85,25 @@ export function cleanMeta(meta: Partial<CallMeta>): CallMeta {
   return Object.fromEntries(Object.entries(meta).filter(([, v]) => v != null && v !== "")) as CallMeta
 }
 
+/**
+ * Refuses, before the claim, a call of a ledgered tool with no identity: no tool-call id (a provider that sends "",
+ * as Gemini's OpenAI-compatible endpoint does), no `requestId`, no `binding.requestIdFrom`, no thread or run from
+ * `meta`. The ledger would key it by its arguments alone, one row for every conversation: another user's "pay bob 10"
+ * got this one's result and never ran, and a read replayed one user's answer ("my orders") to another. A tool without
+ * a binding (a fresh id each call) runs; so does a call in a thread (LangGraph's documented key: its arguments there).
+ */
+export function checkCallId(run: unknown, name: string, meta: CallMeta): void {
+  const b = (run as { binding?: { sideEffectClass?: string; requestIdFrom?: string | null } | null }).binding
+  const scoped = meta.toolCallId || meta.requestId !== undefined || meta.threadId || meta.runId
+  if (!b || b.requestIdFrom || scoped) return
+  throw new GuardedToolError(
+    "missing_tool_call_id",
+    `Tool '${name}' got no tool-call id: its ledger key would be its arguments alone, shared by every ` +
+      "conversation, so nothing ran. Give each call an id through `meta` (toolCallId or requestId), or key the tool " +
+      "by an argument (binding.requestIdFrom).",
+  )
+}
+
 const TRANSITIONS = new WeakMap<object, GuardContext>()
 
 /** Not part of the entries: ties the framework's per-call object (options, config, details) to the call's transition. */

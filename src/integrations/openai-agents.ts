@@ -11,6 +11,7 @@ import { failedCallsOf, runHeld, sideEffectClassOf } from "./failed-calls.ts"
 import {
   type BoundaryMode,
   bindTransition,
+  checkCallId,
   checkGuard,
   cleanMeta,
   type GuardContext,
@@ -101,6 +102,8 @@ export function guardToolOptions<P, R, O extends AgentsToolOptionsLike<P, R>>(
       done = { value: bytesAsBase64(await bounds.output(out)) }
       return done.value
     })
+    // The SDK passes a provider's blank call id ("") as it came: a keyed call without one has no identity.
+    checkCallId(run, name, callMeta)
     // A model told that a call failed ("Please try again") calls again under a new call id (failed-calls.ts). The
     // conversation: the thread `meta` names, else the run's RunContext, the one object every call of a run gets.
     // A `timeoutMs` the SDK enforces aborts `details.signal` and tells the model the call timed out while the body
