@@ -80,7 +80,9 @@ export class UpstashTaskStore implements TaskStore {
     // `{base}-lease:` lies under a prefix not ending in ':', where the original's list_all() reads every key as a task
     // row: a lease there made it raise TypeError for the whole store. Such prefixes take derivedBase()'s, never under.
     this.#lease =
-      this.#base === this.#prefix && this.#prefix ? `${derivedBase(this.#prefix)}lease:` : `${this.#base}-lease:`
+      this.#base === this.#prefix && this.#prefix
+        ? `${derivedBase(this.#prefix)}lease:`
+        : `${this.#base}-lease:`
     const script = (src: string) => {
       const s = this.#redis.createScript(src)
       return (keys: string[], args: string[]) => s.exec(keys, args)
