@@ -12,3 +12,17 @@ export function unboxNumber(value: unknown): unknown {
     return value
   }
 }
+
+/**
+ * The value any boxed primitive holds (Number, Boolean, String, BigInt), else the value itself, read from its slot as
+ * unboxNumber reads a Number's. protect() keys by it: a box has no keys, so new Boolean(true) and new Boolean(false)
+ * keyed alike. unboxNumber stays its own for the ledger's hot path (one instanceof, no loop).
+ */
+export function unboxPrimitive(v: unknown): unknown {
+  if (typeof v === "object")
+    try {
+      for (const B of [Number, Boolean, String, BigInt])
+        if (v instanceof B) return (B.prototype.valueOf as () => unknown).call(v)
+    } catch {}
+  return v
+}

@@ -1,3 +1,4 @@
+import { unboxPrimitive } from "../boxed-number.ts"
 import { InvalidOptionError } from "../errors.ts"
 import { ContextGuardConfigError } from "./errors.ts"
 import { activeCache, type SessionBindable } from "./session.ts"
@@ -56,7 +57,7 @@ export function protect<A extends object, R>(
           `protect(): ${toolName} got ${args}; pass an object with "${entityParam}"`,
         )
       // A boxed Number (parseToolArguments' `1e16`) has no keys: every one was the entity "{}".
-      const entity = unbox((args as Record<string, unknown>)[entityParam])
+      const entity = unboxPrimitive((args as Record<string, unknown>)[entityParam])
       if (entity !== undefined && entity !== null) {
         // Ids keep their string form ("42" and 42 are one entity); a structured entity gets its own namespace,
         // so the array ["a"] and the string '["a"]' do not share an entry.
@@ -96,18 +97,6 @@ function keyPart(value: unknown): string {
   return typeof value === "string" ? value : stableStringify(value)
 }
 
-// A boxed primitive's value: it has no keys, so new Boolean(true) and new Boolean(false) keyed alike. Read from its
-// slot as unboxNumber (boxed-number.ts) reads a Number's, so a fake's or a subclass's valueOf never runs; a Number too,
-// so the core entry does not carry both helpers.
-function unbox(v: unknown): unknown {
-  if (typeof v === "object")
-    try {
-      for (const B of [Number, Boolean, String, BigInt])
-        if (v instanceof B) return (B.prototype.valueOf as () => unknown).call(v)
-    } catch {}
-  return v
-}
-
 /** Spells out one value: yields each item it holds, is sent back that item's text, and returns its own. */
 type Spelling = Generator<unknown, string, string>
 
@@ -121,7 +110,7 @@ function* spell(value: unknown, open: Set<object>): Spelling {
     if (typeof toJSON !== "function") break
     v = toJSON.call(v)
   }
-  v = unbox(v)
+  v = unboxPrimitive(v)
   // Its text, as an entity id's: JSON writes NaN and ±Infinity as null, the key of the argument null. A bigint too,
   // as Python's str() spells an int: spelled "123n", the id "123n" shared the bigint 123n's entry.
   if (typeof v === "number" || typeof v === "bigint") return String(v)
