@@ -53,6 +53,16 @@ const finish = (py: ChildProcess) => {
   return exit
 }
 
+const pay = (requestId: string) =>
+  ({ action: "pay", actionKind: "tool", requestId, status: "completed" }) as const
+
+/** A store holding receipt r0, and a Python worker half-way through appending its own under the flock. */
+async function pythonMidAppend() {
+  const path = join(freshDir(), "receipts.jsonl")
+  await emitter(path, true).emit(pay("r0"))
+  return { path, py: await halfAppended(path) }
+}
+
 const emitter = (path: string, pythonLock: boolean) =>
   new ReceiptEmitter({
     signer: hmacReceiptSigner("py-lock-key"),
@@ -62,17 +72,10 @@ const emitter = (path: string, pythonLock: boolean) =>
 
 describe("FileReceiptStore with pythonLock", () => {
   it("an append waits for a Python append holding the original's flock, and lands after its line", async () => {
-    const path = join(freshDir(), "receipts.jsonl")
-    await emitter(path, true).emit({
-      action: "pay",
-      actionKind: "tool",
-      requestId: "r0",
-      status: "completed",
-    })
-    const py = await halfAppended(path)
+    const { path, py } = await pythonMidAppend()
     let landed = false
     const append = emitter(path, true)
-      .emit({ action: "pay", actionKind: "tool", requestId: "r1", status: "completed" })
+      .emit(pay("r1"))
       .then(() => {
         landed = true
       })
@@ -89,14 +92,7 @@ describe("FileReceiptStore with pythonLock", () => {
   }, 30_000)
 
   it("a read that meets a Python line half written reads it again once the flock is free", async () => {
-    const path = join(freshDir(), "receipts.jsonl")
-    await emitter(path, true).emit({
-      action: "pay",
-      actionKind: "tool",
-      requestId: "r0",
-      status: "completed",
-    })
-    const py = await halfAppended(path)
+    const { path, py } = await pythonMidAppend()
     // list() reads the file before it first waits: the half line is what it sees.
     const read = new FileReceiptStore(path, { pythonLock: true }).list()
     const plain = new FileReceiptStore(path).list()

@@ -4,44 +4,14 @@
 // and lookups of such ids answer "no row", as for text the API cannot keep.
 import { describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
-import { HttpLedgerStorage } from "../../src/adapters/http.ts"
-import { ActionLedger, LedgerConfigError, MemoryLedgerStorage } from "../../src/core/index.ts"
+import { LedgerConfigError } from "../../src/core/index.ts"
 import { MAX_ID } from "../../src/edge/body.ts"
-import { createLedgerApp } from "../../src/edge/index.ts"
-
-function overHttp() {
-  const rows = new MemoryLedgerStorage()
-  const app = createLedgerApp({ storage: rows })
-  let requests = 0
-  const fetch = ((input: RequestInfo | URL, init?: RequestInit) => {
-    requests++
-    return app.fetch(new Request(input, init))
-  }) as typeof globalThis.fetch
-  return { rows, storage: new HttpLedgerStorage({ url: "http://l", fetch }), requests: () => requests }
-}
-
-function ledgerOverHttp() {
-  const { rows, storage } = overHttp()
-  const ledger = new ActionLedger({ storage, onWarning: () => {} })
-  let runs = 0
-  const pay = ledger.tool(
-    {
-      name: "pay",
-      binding: {
-        agentId: "a",
-        policyVersion: "p",
-        sideEffectClass: "keyed_mutate",
-        requestIdFrom: "orderId",
-      },
-    },
-    async () => ++runs,
-  )
-  return { rows, pay, runs: () => runs }
-}
+import { expectIdRefusedUnsent } from "../adapters/id-refusals.ts"
+import { paymentOverHttp, storeOverHttp } from "./payment-over-http.ts"
 
 describe("HttpLedgerStorage and the API's id length", () => {
   it("a request id over the API's 512 characters is refused typed before any request, as a config error, not an outage", async () => {
-    const { rows, pay, runs } = ledgerOverHttp()
+    const { rows, pay, runs } = paymentOverHttp()
     // Before: LedgerStorageUnavailableError (400 invalid_path).
     const e = (await pay({ orderId: `o-${"x".repeat(600)}` }).catch((x: unknown) => x)) as Error
     expect([runs(), rows.size]).toEqual([0, 0])
@@ -50,21 +20,15 @@ describe("HttpLedgerStorage and the API's id length", () => {
   })
 
   it("every write of such an id is refused before sending; get and findByDispatchId answer no row", async () => {
-    const { storage, requests } = overHttp()
+    const { storage, requests } = storeOverHttp()
     const id = "x".repeat(MAX_ID + 1)
-    const row = newEntry({ requestId: id, tool: "t", owner: "w" }, 1)
-    await expect(storage.tryClaimInflight(row, 60, 1)).rejects.toBeInstanceOf(LedgerConfigError)
-    await expect(storage.set(row)).rejects.toBeInstanceOf(LedgerConfigError)
-    await expect(storage.tryTransition(row, { outcomes: ["IN_FLIGHT"], fence: 1 })).rejects.toBeInstanceOf(
-      LedgerConfigError,
-    )
-    expect(await storage.get(id)).toBeNull()
+    await expectIdRefusedUnsent(storage, id, requests)
     expect(await storage.findByDispatchId(id)).toEqual([])
     expect(requests()).toBe(0)
   })
 
   it("a claim under a tool-call id over 512 characters is refused before sending (the API's body takes no longer)", async () => {
-    const { storage, requests, rows } = overHttp()
+    const { storage, requests, rows } = storeOverHttp()
     const dispatchId = "c".repeat(MAX_ID + 1)
     const row = newEntry({ requestId: "r-1", tool: "t", owner: "w", kwargs: { tool_call_id: dispatchId } }, 1)
     await expect(
@@ -74,7 +38,7 @@ describe("HttpLedgerStorage and the API's id length", () => {
   })
 
   it("ids of exactly 512 characters are kept, read and found", async () => {
-    const { storage } = overHttp()
+    const { storage } = storeOverHttp()
     const id = "x".repeat(MAX_ID)
     const dispatchId = "c".repeat(MAX_ID)
     const row = newEntry({ requestId: id, tool: "t", owner: "w", kwargs: { tool_call_id: dispatchId } }, 1)

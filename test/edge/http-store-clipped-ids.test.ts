@@ -3,34 +3,8 @@
 // whole in the LedgerConfigError, which the integrations show the model in every turn. Quoted clipped as the
 // ledger's own refusals (test/core/ledger/clipped-ids.test.ts).
 import { describe, expect, it } from "vitest"
-import { HttpLedgerStorage } from "../../src/adapters/http.ts"
-import { ActionLedger, LedgerConfigError, MemoryLedgerStorage } from "../../src/core/index.ts"
-import { createLedgerApp } from "../../src/edge/index.ts"
-
-function ledgerOverHttp() {
-  const rows = new MemoryLedgerStorage()
-  const app = createLedgerApp({ storage: rows })
-  const fetch = ((input: RequestInfo | URL, init?: RequestInit) =>
-    app.fetch(new Request(input, init))) as typeof globalThis.fetch
-  const ledger = new ActionLedger({
-    storage: new HttpLedgerStorage({ url: "http://l", fetch }),
-    onWarning: () => {},
-  })
-  let runs = 0
-  const pay = ledger.tool(
-    {
-      name: "pay",
-      binding: {
-        agentId: "a",
-        policyVersion: "p",
-        sideEffectClass: "keyed_mutate",
-        requestIdFrom: "orderId",
-      },
-    },
-    async () => ++runs,
-  )
-  return { rows, pay, runs: () => runs }
-}
+import { LedgerConfigError } from "../../src/core/index.ts"
+import { paymentOverHttp } from "./payment-over-http.ts"
 
 describe("a store's claim refusal quotes a long request id clipped", () => {
   for (const [label, value] of [
@@ -38,7 +12,7 @@ describe("a store's claim refusal quotes a long request id clipped", () => {
     ["holding U+0000", `o-1\u0000${"x".repeat(100_000)}`],
   ] as const) {
     it(label, async () => {
-      const { rows, pay, runs } = ledgerOverHttp()
+      const { rows, pay, runs } = paymentOverHttp()
       const e = (await pay({ orderId: value }).catch((e: unknown) => e)) as Error
       expect(e).toBeInstanceOf(LedgerConfigError)
       expect(e.message.length).toBeLessThan(2000)

@@ -65,6 +65,33 @@ function leaseServer(claimTtl: number, renew: Record<string, unknown> = { lease_
   })
 }
 
+/**
+ * A payment whose body moves both clocks to each of `steps` (ms after the claim; "renew" renews the lease there)
+ * before its effect: what the effect did, and how the call ended (its result or its error).
+ */
+async function payAfter(fetch: typeof globalThis.fetch, steps: Array<number | "renew">, leaseTtl?: number) {
+  const at = { wall: Date.now(), mono: performance.now() }
+  const effects: string[] = []
+  const ledger = new RemoteLedger({
+    baseUrl: "http://x",
+    fetch,
+    ...(leaseTtl !== undefined && { leaseTtl }),
+    leaseRenewInterval: 0,
+    onWarning: () => {},
+  })
+  const t = ledger.tool({ name: "pay", binding: pay }, async (_a: { amount: number }, tx) => {
+    for (const step of steps)
+      if (step === "renew") await tx.renewLease()
+      else jump(at, step)
+    return tx.sideEffect(() => {
+      effects.push("charged")
+      return "paid"
+    })
+  })
+  const outcome = await t({ amount: 1 }, { requestId: "order-1" }).catch((e: unknown) => e)
+  return { effects, outcome }
+}
+
 describe("RemoteLedger and broken answers", () => {
   it("a 200 replay without its result is an outage, not the call's result (undefined)", async () => {
     const fetch = server({ calls: () => json({ status: "replay", request_id: "order-1" }) })
@@ -92,74 +119,24 @@ describe("RemoteLedger and broken answers", () => {
 
   it("a claim granting a longer lease than asked is reckoned as the lease asked", async () => {
     // The server grants min(asked, maxLeaseTtl): 30 s asked, so its lease ends 30 s after the claim. A broken or
-    // replayed answer says 1e6 s.
-    const at = { wall: Date.now(), mono: performance.now() }
-    const effects: string[] = []
-    const ledger = new RemoteLedger({
-      baseUrl: "http://x",
-      fetch: leaseServer(1e6),
-      leaseTtl: 30,
-      leaseRenewInterval: 0,
-      onWarning: () => {},
-    })
-    const t = ledger.tool({ name: "pay", binding: pay }, async (_a: { amount: number }, tx) => {
-      // The body stalls 60 s (both clocks move): the server's 30 s lease has lapsed, and a redispatch may have taken
-      // the call over.
-      jump(at, 60_000)
-      return tx.sideEffect(() => {
-        effects.push("charged")
-        return "paid"
-      })
-    })
-    const error = await t({ amount: 1 }, { requestId: "order-1" }).catch((e: unknown) => e)
+    // replayed answer says 1e6 s. The body stalls 60 s (both clocks move): the server's 30 s lease has lapsed, and a
+    // redispatch may have taken the call over.
+    const { effects, outcome } = await payAfter(leaseServer(1e6), [60_000], 30)
     expect(effects).toEqual([])
-    expect(error).toBeInstanceOf(LedgerLeaseError)
+    expect(outcome).toBeInstanceOf(LedgerLeaseError)
   })
 
   it("a renewal answered with a lease_ttl of -1 grants no lease: the claim's lapse still ends it", async () => {
-    const at = { wall: Date.now(), mono: performance.now() }
-    const effects: string[] = []
-    const ledger = new RemoteLedger({
-      baseUrl: "http://x",
-      fetch: leaseServer(30, { lease_ttl: -1 }),
-      leaseRenewInterval: 0,
-      onWarning: () => {},
-    })
-    const t = ledger.tool({ name: "pay", binding: pay }, async (_a: { amount: number }, tx) => {
-      // 20 s in, a renewal the server answers with no positive lease; 40 s in (past the claim's 30 s) the effect.
-      jump(at, 20_000)
-      await tx.renewLease()
-      jump(at, 40_000)
-      return tx.sideEffect(() => {
-        effects.push("charged")
-        return "paid"
-      })
-    })
-    const error = await t({ amount: 1 }, { requestId: "order-1" }).catch((e: unknown) => e)
+    // 20 s in, a renewal the server answers with no positive lease; 40 s in (past the claim's 30 s) the effect.
+    const { effects, outcome } = await payAfter(leaseServer(30, { lease_ttl: -1 }), [20_000, "renew", 40_000])
     expect(effects).toEqual([])
-    expect(error).toBeInstanceOf(LedgerLeaseError)
+    expect(outcome).toBeInstanceOf(LedgerLeaseError)
   })
 
   it("a renewal answered without lease_ttl (a server older than it) counts as the lease asked", async () => {
-    const at = { wall: Date.now(), mono: performance.now() }
-    const effects: string[] = []
-    const ledger = new RemoteLedger({
-      baseUrl: "http://x",
-      fetch: leaseServer(30, {}),
-      leaseRenewInterval: 0,
-      onWarning: () => {},
-    })
-    const t = ledger.tool({ name: "pay", binding: pay }, async (_a: { amount: number }, tx) => {
-      // Renewed 20 s in by the call's 30 s: the lease holds until 50 s, so the effect at 40 s runs.
-      jump(at, 20_000)
-      await tx.renewLease()
-      jump(at, 40_000)
-      return tx.sideEffect(() => {
-        effects.push("charged")
-        return "paid"
-      })
-    })
-    await expect(t({ amount: 1 }, { requestId: "order-1" })).resolves.toBe("paid")
+    // Renewed 20 s in by the call's 30 s: the lease holds until 50 s, so the effect at 40 s runs.
+    const { effects, outcome } = await payAfter(leaseServer(30, {}), [20_000, "renew", 40_000])
+    expect(outcome).toBe("paid")
     expect(effects).toEqual(["charged"])
   })
 

@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest"
 import { newEntry } from "../../src/adapter-kit.ts"
 import { DurableObjectLedgerStorage, type LedgerObjectNamespace } from "../../src/adapters/durable-object.ts"
 import { ActionLedger, LedgerConfigError } from "../../src/core/index.ts"
+import { expectIdRefusedUnsent } from "../adapters/id-refusals.ts"
 
 const LEDGER = (env as unknown as { LEDGER: LedgerObjectNamespace }).LEDGER
 let n = 0
@@ -74,15 +75,7 @@ describe("Durable Object ledger: an id's share of SQLite's row limit", () => {
       },
     }
     const storage = new DurableObjectLedgerStorage(counted, { name: fresh("bound"), shards: 2 })
-    const id = "x".repeat(16_385)
-    const row = newEntry({ requestId: id, tool: "t", owner: "w" }, 1)
-    await expect(storage.tryClaimInflight(row, 60, 1)).rejects.toBeInstanceOf(LedgerConfigError)
-    await expect(storage.set(row)).rejects.toBeInstanceOf(LedgerConfigError)
-    await expect(storage.tryTransition(row, { outcomes: ["IN_FLIGHT"], fence: 1 })).rejects.toBeInstanceOf(
-      LedgerConfigError,
-    )
-    expect(await storage.get(id)).toBeNull()
-    expect(rpcs).toBe(0)
+    const row = await expectIdRefusedUnsent(storage, "x".repeat(16_385), () => rpcs)
     // The longest id is kept.
     const longest = "x".repeat(16_384)
     const claimed = await storage.tryClaimInflight({ ...row, requestId: longest }, 60, 1)
